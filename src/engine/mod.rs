@@ -1,1 +1,2 @@
 pub mod cost;
+pub mod instrument;

@@ -1,0 +1,736 @@
+//! Instruction metering, checked against counts worked out by hand from the replica's rules
+//! (`/work/shared/research/ic-metering.md` §1–2):
+//!
+//! * every function starts a *reentrant* segment with base cost 1 (charged and checked);
+//! * `loop` starts a reentrant segment inside the loop (charged and checked per iteration);
+//! * `if` starts a non-reentrant segment; `else`, `br`, `br_if`, `br_table`, `end`, `return`,
+//!   `unreachable` and the tail calls end a segment (the next one is non-reentrant);
+//! * a segment's cost includes its terminating operator and is charged when it starts;
+//! * `block`, `loop`, `else` and `end` cost 0; `call` does not end a segment;
+//! * bulk operations add their size operand (1 per byte / element) at run time.
+
+use icbench::engine::instrument::{
+    instrument, InstrumentError, Instrumented, CANISTER_START_EXPORT, INSTRUCTION_COUNTER_EXPORT,
+};
+use wasmtime::{Caller, Engine, Instance, Linker, Module, Store, Val};
+
+const LIMIT: i64 = 1_000_000;
+
+#[derive(Default)]
+struct State {
+    /// Counter values seen by `env.observe`.
+    seen: Vec<i64>,
+}
+
+struct Harness {
+    store: Store<State>,
+    instance: Instance,
+    instrumented: Instrumented,
+}
+
+fn counter_of(caller: &mut Caller<'_, State>) -> i64 {
+    let global = caller
+        .get_export(INSTRUCTION_COUNTER_EXPORT)
+        .and_then(|e| e.into_global())
+        .expect("counter export");
+    global.get(&mut *caller).unwrap_i64()
+}
+
+impl Harness {
+    fn new(wat: &str) -> Harness {
+        let wasm = wat::parse_str(wat).expect("test WAT parses");
+        let instrumented = instrument(&wasm).expect("instrumentation succeeds");
+        let engine = Engine::default();
+        let module =
+            Module::new(&engine, &instrumented.wasm).expect("instrumented module compiles");
+        let mut linker = Linker::new(&engine);
+        linker
+            .func_wrap("__", "out_of_instructions", || -> wasmtime::Result<()> {
+                Err(wasmtime::Error::msg("out of instructions"))
+            })
+            .unwrap();
+        linker
+            .func_wrap("env", "observe", |mut caller: Caller<'_, State>| {
+                let counter = counter_of(&mut caller);
+                caller.data_mut().seen.push(counter);
+            })
+            .unwrap();
+        linker.func_wrap("env", "add1", |x: i32| x + 1).unwrap();
+        let mut store = Store::new(&engine, State::default());
+        let instance = linker
+            .instantiate(&mut store, &module)
+            .expect("instantiation succeeds");
+        Harness {
+            store,
+            instance,
+            instrumented,
+        }
+    }
+
+    fn set_counter(&mut self, value: i64) {
+        let global = self
+            .instance
+            .get_global(&mut self.store, INSTRUCTION_COUNTER_EXPORT)
+            .expect("counter export");
+        global.set(&mut self.store, Val::I64(value)).unwrap();
+    }
+
+    fn counter(&mut self) -> i64 {
+        let global = self
+            .instance
+            .get_global(&mut self.store, INSTRUCTION_COUNTER_EXPORT)
+            .expect("counter export");
+        global.get(&mut self.store).unwrap_i64()
+    }
+
+    /// Calls `name` with the counter set to `start`; returns the results or the trap.
+    fn call_with(&mut self, start: i64, name: &str, args: &[Val]) -> wasmtime::Result<Vec<Val>> {
+        self.set_counter(start);
+        let func = self
+            .instance
+            .get_func(&mut self.store, name)
+            .unwrap_or_else(|| panic!("export {name}"));
+        let mut results = vec![Val::I32(0); func.ty(&self.store).results().len()];
+        func.call(&mut self.store, args, &mut results)?;
+        Ok(results)
+    }
+
+    /// Calls `name` with the counter at `LIMIT`; returns the instructions used and the results.
+    fn run(&mut self, name: &str, args: &[Val]) -> (u64, Vec<Val>) {
+        let results = self
+            .call_with(LIMIT, name, args)
+            .unwrap_or_else(|e| panic!("{name} trapped: {e:?}"));
+        ((LIMIT - self.counter()) as u64, results)
+    }
+
+    fn used(&mut self, name: &str, args: &[Val]) -> u64 {
+        self.run(name, args).0
+    }
+}
+
+fn is_out_of_instructions(e: &wasmtime::Error) -> bool {
+    format!("{e:?}").contains("out of instructions")
+}
+
+fn i32v(results: &[Val]) -> i32 {
+    results[0].unwrap_i32()
+}
+
+#[test]
+fn empty_function() {
+    let mut h = Harness::new(r#"(module (func (export "f")))"#);
+    // entry 1 + end 0 = 1
+    assert_eq!(h.used("f", &[]), 1);
+}
+
+#[test]
+fn straight_line() {
+    let mut h =
+        Harness::new(r#"(module (func (export "f") i32.const 1 i32.const 1 i32.add drop))"#);
+    // entry 1 + i32.const 1 + i32.const 1 + i32.add 1 + drop 1 + end 0 = 5
+    assert_eq!(h.used("f", &[]), 5);
+}
+
+#[test]
+fn if_else_arms() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "f") (param i32) (result i32)
+              local.get 0
+              if (result i32)
+                i32.const 10
+              else
+                i32.const 20
+                i32.const 1
+                i32.add
+              end))"#,
+    );
+    // entry segment: 1 + local.get 1 + if 2 = 4
+    // then arm (non-reentrant): i32.const 1 + else 0 = 1; the segment after the inner end
+    // holds only the final end (0) and is not injected.
+    let (used, r) = h.run("f", &[Val::I32(1)]);
+    assert_eq!((used, i32v(&r)), (4 + 1, 10));
+    // else arm (starts after `else`): i32.const 1 + i32.const 1 + i32.add 1 + end 0 = 3
+    let (used, r) = h.run("f", &[Val::I32(0)]);
+    assert_eq!((used, i32v(&r)), (4 + 3, 21));
+}
+
+#[test]
+fn if_without_else_and_early_return() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "f") (param i32) (result i32)
+              local.get 0
+              if
+                i32.const 1
+                return
+              end
+              i32.const 2))"#,
+    );
+    // entry: 1 + local.get 1 + if 2 = 4
+    // then: i32.const 1 + return 1 = 2
+    assert_eq!(h.used("f", &[Val::I32(1)]), 4 + 2);
+    // after the inner end: i32.const 1 + end 0 = 1 (the inner end's own segment is 0)
+    assert_eq!(h.used("f", &[Val::I32(0)]), 4 + 1);
+}
+
+const LOOP: &str = r#"(module
+    (func (export "f") (param $n i32)
+      (local $i i32)
+      loop $l
+        local.get $i
+        i32.const 1
+        i32.add
+        local.tee $i
+        local.get $n
+        i32.lt_u
+        br_if $l
+      end))"#;
+
+#[test]
+fn loop_charges_per_iteration() {
+    let mut h = Harness::new(LOOP);
+    // entry: 1 + loop 0 = 1
+    // loop body (reentrant, paid per iteration): local.get 1 + i32.const 1 + i32.add 1
+    //   + local.tee 1 + local.get 1 + i32.lt_u 1 + br_if 2 = 8
+    // after the loop: end 0 + end 0 (not injected)
+    assert_eq!(h.used("f", &[Val::I32(1)]), 1 + 8);
+    assert_eq!(h.used("f", &[Val::I32(10)]), 1 + 8 * 10);
+}
+
+#[test]
+fn calls_charge_the_callee_entry() {
+    let mut h = Harness::new(
+        r#"(module
+            (type $t (func (result i32)))
+            (table 1 funcref)
+            (elem (i32.const 0) $callee)
+            (func $callee (result i32) i32.const 7)
+            (func (export "direct") (result i32) call $callee)
+            (func (export "indirect") (result i32) i32.const 0 call_indirect (type $t)))"#,
+    );
+    // callee: entry 1 + i32.const 1 + end 0 = 2
+    // direct: entry 1 + call 5 + end 0 = 6, + callee 2 = 8
+    let (used, r) = h.run("direct", &[]);
+    assert_eq!((used, i32v(&r)), (8, 7));
+    // indirect: entry 1 + i32.const 1 + call_indirect 10 + end 0 = 12, + callee 2 = 14
+    let (used, r) = h.run("indirect", &[]);
+    assert_eq!((used, i32v(&r)), (14, 7));
+}
+
+#[test]
+fn br_table_costs_two_whatever_its_size() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "small") (param i32)
+              block
+                local.get 0
+                br_table 0 0
+              end)
+            (func (export "large") (param i32)
+              block block block block
+                local.get 0
+                br_table 0 1 2 3 3 2 1 0 0
+              end end end end))"#,
+    );
+    // entry: 1 + block 0 + local.get 1 + br_table 2 = 4; everything after is `end` (0)
+    assert_eq!(h.used("small", &[Val::I32(0)]), 4);
+    // entry: 1 + 4 × block 0 + local.get 1 + br_table 2 = 4
+    for target in [0, 3, 7, 100] {
+        assert_eq!(h.used("large", &[Val::I32(target)]), 4);
+    }
+}
+
+#[test]
+fn division_and_remainder_cost_ten() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "f") (result i64)
+              i64.const 100 i64.const 7 i64.div_s i64.const 3 i64.rem_u))"#,
+    );
+    // entry 1 + i64.const 1 + i64.const 1 + div_s 10 + i64.const 1 + rem_u 10 + end 0 = 24
+    let (used, r) = h.run("f", &[]);
+    assert_eq!((used, r[0].unwrap_i64()), (24, 2));
+}
+
+#[test]
+fn float_operators_with_special_costs() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "arith") (result f64)
+              f64.const 4 f64.sqrt
+              f64.const 1 f64.min
+              f64.const 3 f64.div
+              f32.const 1 f32.const 2 f32.max f64.promote_f32
+              f64.add)
+            (func (export "conv") (result i32)
+              i64.const 5 f64.convert_i64_u i32.trunc_f64_s)
+            (func (export "cmp") (result i32)
+              f32.const 1 f32.const 2 f32.lt))"#,
+    );
+    // entry 1 + f64.const 1 + f64.sqrt 8 + f64.const 1 + f64.min 18 + f64.const 1
+    //   + f64.div 5 + f32.const 1 + f32.const 1 + f32.max 18 + f64.promote_f32 1
+    //   + f64.add 2 = 58
+    assert_eq!(h.used("arith", &[]), 58);
+    // entry 1 + i64.const 1 + f64.convert_i64_u 16 + i32.trunc_f64_s 20 = 38
+    let (used, r) = h.run("conv", &[]);
+    assert_eq!((used, i32v(&r)), (38, 5));
+    // entry 1 + f32.const 1 + f32.const 1 + f32.lt 3 = 6
+    assert_eq!(h.used("cmp", &[]), 6);
+}
+
+const BULK: &str = r#"(module
+    (memory 1)
+    (data $d "0123456789")
+    (table $t 10 funcref)
+    (func $a)
+    (elem (table $t) (i32.const 0) func $a $a $a)
+    (func (export "copy") (param $n i32)
+      i32.const 0 i32.const 100 local.get $n memory.copy)
+    (func (export "fill") (param $n i32)
+      i32.const 0 i32.const 255 local.get $n memory.fill)
+    (func (export "init") (param $n i32)
+      i32.const 0 i32.const 0 local.get $n memory.init $d)
+    (func (export "table_copy") (param $n i32)
+      i32.const 5 i32.const 0 local.get $n table.copy $t $t)
+    (func (export "table_fill") (param $n i32)
+      i32.const 0 ref.null func local.get $n table.fill $t))"#;
+
+#[test]
+fn bulk_memory_charges_per_byte() {
+    let mut h = Harness::new(BULK);
+    // entry 1 + i32.const 1 + i32.const 1 + local.get 1 + memory.copy 100 + end 0 = 104,
+    // plus n at run time
+    assert_eq!(h.used("copy", &[Val::I32(0)]), 104);
+    assert_eq!(h.used("copy", &[Val::I32(1000)]), 104 + 1000);
+    // same shape for memory.fill
+    assert_eq!(h.used("fill", &[Val::I32(0)]), 104);
+    assert_eq!(h.used("fill", &[Val::I32(4096)]), 104 + 4096);
+    // memory.init: 104 + n
+    assert_eq!(h.used("init", &[Val::I32(10)]), 104 + 10);
+}
+
+#[test]
+fn bulk_table_charges_per_element() {
+    let mut h = Harness::new(BULK);
+    // entry 1 + i32.const 1 + i32.const 1 + local.get 1 + table.copy 100 = 104, + n elements
+    assert_eq!(h.used("table_copy", &[Val::I32(3)]), 104 + 3);
+    // entry 1 + i32.const 1 + ref.null 1 + local.get 1 + table.fill 100 = 104, + n elements
+    assert_eq!(h.used("table_fill", &[Val::I32(10)]), 104 + 10);
+}
+
+#[test]
+fn out_of_instructions_exactly_below_zero() {
+    let mut h =
+        Harness::new(r#"(module (func (export "f") i32.const 1 i32.const 1 i32.add drop))"#);
+    // cost 5, checked at entry: a counter of exactly 5 ends at 0 and passes ...
+    h.call_with(5, "f", &[])
+        .expect("counter reaching exactly 0 passes");
+    assert_eq!(h.counter(), 0);
+    // ... one less goes to -1 and traps.
+    let err = h.call_with(4, "f", &[]).unwrap_err();
+    assert!(is_out_of_instructions(&err), "{err:?}");
+}
+
+#[test]
+fn out_of_instructions_at_loop_header() {
+    let mut h = Harness::new(LOOP);
+    // 10 iterations cost 1 + 8 × 10 = 81
+    h.call_with(81, "f", &[Val::I32(10)])
+        .expect("exact budget passes");
+    assert_eq!(h.counter(), 0);
+    // With 80, the 10th loop header takes the counter to -1.
+    let err = h.call_with(80, "f", &[Val::I32(10)]).unwrap_err();
+    assert!(is_out_of_instructions(&err), "{err:?}");
+}
+
+#[test]
+fn out_of_instructions_in_bulk_operation() {
+    let mut h = Harness::new(BULK);
+    // memory.fill of 1000 bytes costs 104 + 1000; the helper checks after subtracting.
+    h.call_with(1104, "fill", &[Val::I32(1000)])
+        .expect("exact budget passes");
+    assert_eq!(h.counter(), 0);
+    let err = h.call_with(1103, "fill", &[Val::I32(1000)]).unwrap_err();
+    assert!(is_out_of_instructions(&err), "{err:?}");
+}
+
+#[test]
+fn bulk_charge_precedes_the_segment_charge_at_the_same_position() {
+    // The then-arm's segment starts right at `memory.fill`. The replica records the dynamic
+    // point first and sorts stably, so the per-byte charge (and its check) runs before the
+    // then-arm's static charge (100), which is not checked.
+    let mut h = Harness::new(
+        r#"(module
+            (memory 1)
+            (func (export "f") (param $n i32)
+              i32.const 0 i32.const 0 local.get $n
+              i32.const 1
+              if (param i32 i32 i32)
+                memory.fill
+              else
+                drop drop drop
+              end))"#,
+    );
+    // entry: 1 + i32.const 1 + i32.const 1 + local.get 1 + i32.const 1 + if 2 = 7
+    // then-arm: memory.fill 100 + else 0 = 100; plus n = 50 at run time
+    assert_eq!(h.used("f", &[Val::I32(50)]), 7 + 100 + 50);
+    // With exactly 7 + 50 the helper's check sees 0 and passes; the static 100 is unchecked.
+    h.call_with(7 + 50, "f", &[Val::I32(50)])
+        .expect("dynamic check passes at 0");
+    assert_eq!(h.counter(), -100);
+}
+
+#[test]
+fn non_reentrant_segments_are_not_checked() {
+    let mut h = Harness::new(
+        r#"(module
+            (func (export "f") (param i32) (result i32)
+              local.get 0
+              if (result i32)
+                i32.const 10
+              else
+                i32.const 20
+                i32.const 1
+                i32.add
+              end))"#,
+    );
+    // entry segment 4 is checked (4 - 4 = 0 passes); the else segment (3) is not checked,
+    // so the function returns normally with the counter at -3.
+    let r = h
+        .call_with(4, "f", &[Val::I32(0)])
+        .expect("no check after the entry");
+    assert_eq!((i32v(&r), h.counter()), (21, -3));
+}
+
+#[test]
+fn infinite_loop_runs_out_of_instructions() {
+    let mut h = Harness::new(r#"(module (func (export "spin") loop br 0 end))"#);
+    // entry 1, then the loop body (br 2) is charged and checked on every iteration.
+    let err = h.call_with(LIMIT, "spin", &[]).unwrap_err();
+    assert!(is_out_of_instructions(&err), "{err:?}");
+    // The first header check that fails is the one that goes below zero: 1 + 2k > LIMIT.
+    assert_eq!(h.counter(), -1);
+}
+
+#[test]
+fn import_call_is_charged_in_the_callers_segment() {
+    let mut h = Harness::new(
+        r#"(module
+            (import "env" "observe" (func $observe))
+            (func (export "f")
+              i32.const 1 drop
+              call $observe
+              i32.const 2 i32.const 3 i32.add drop))"#,
+    );
+    // One segment: entry 1 + i32.const 1 + drop 1 + call 5 + i32.const 1 + i32.const 1
+    //   + i32.add 1 + drop 1 + end 0 = 12, all charged before the call runs.
+    assert_eq!(h.used("f", &[]), 12);
+    assert_eq!(h.store.data().seen, vec![LIMIT - 12]);
+}
+
+const INDICES: &str = r#"(module
+    (import "env" "observe" (func $observe))
+    (import "env" "add1" (func $add1 (param i32) (result i32)))
+    (type $t (func (param i32) (result i32)))
+    (table 4 funcref)
+    (elem (i32.const 0) $double $triple)
+    (elem declare func $quad)
+    (global $started (mut i32) (i32.const 0))
+    (func $init i32.const 42 global.set $started)
+    (start $init)
+    (func $double (export "double") (param i32) (result i32) local.get 0 i32.const 2 i32.mul)
+    (func $triple (param i32) (result i32) local.get 0 i32.const 3 i32.mul)
+    (func $quad (param i32) (result i32) local.get 0 i32.const 4 i32.mul)
+    (func (export "via_table") (param i32 i32) (result i32)
+      local.get 0 local.get 1 call_indirect (type $t))
+    (func (export "via_ref") (param i32) (result i32)
+      i32.const 2 ref.func $quad table.set 0
+      local.get 0 i32.const 2 call_indirect (type $t))
+    (func (export "via_import") (param i32) (result i32)
+      local.get 0 call $add1 call $double)
+    (func (export "started") (result i32) global.get $started))"#;
+
+#[test]
+fn function_indices_are_shifted() {
+    let mut h = Harness::new(INDICES);
+    assert_eq!(h.instrumented.function_count, 8);
+    // The start function did not run at instantiation (the counter was 0 then) ...
+    assert_eq!(i32v(&h.run("started", &[]).1), 0);
+    // ... it is exported as canister_start instead: entry 1 + i32.const 1 + global.set 2 = 4
+    assert_eq!(h.used(CANISTER_START_EXPORT, &[]), 4);
+    assert_eq!(i32v(&h.run("started", &[]).1), 42);
+
+    assert_eq!(i32v(&h.run("double", &[Val::I32(21)]).1), 42);
+    assert_eq!(i32v(&h.run("via_table", &[Val::I32(5), Val::I32(0)]).1), 10);
+    assert_eq!(i32v(&h.run("via_table", &[Val::I32(5), Val::I32(1)]).1), 15);
+    // via_ref: entry 1 + i32.const 1 + ref.func 130 + table.set 5 + local.get 1
+    //   + i32.const 1 + call_indirect 10 = 149; quad: 1 + local.get 1 + i32.const 1
+    //   + i32.mul 1 = 4
+    let (used, r) = h.run("via_ref", &[Val::I32(5)]);
+    assert_eq!((used, i32v(&r)), (149 + 4, 20));
+    // via_import: entry 1 + local.get 1 + call 5 + call 5 = 12 (the host add1 is free here);
+    // double: 4
+    let (used, r) = h.run("via_import", &[Val::I32(5)]);
+    assert_eq!((used, i32v(&r)), (12 + 4, 12));
+}
+
+#[test]
+fn name_section_follows_the_shift() {
+    let wasm = wat::parse_str(INDICES).unwrap();
+    let out = instrument(&wasm).unwrap();
+    let mut names = std::collections::BTreeMap::new();
+    let mut double_index = None;
+    for payload in wasmparser::Parser::new(0).parse_all(&out.wasm) {
+        match payload.unwrap() {
+            wasmparser::Payload::ExportSection(reader) => {
+                for export in reader {
+                    let export = export.unwrap();
+                    if export.name == "double" {
+                        double_index = Some(export.index);
+                    }
+                }
+            }
+            wasmparser::Payload::CustomSection(reader) => {
+                if let wasmparser::KnownCustom::Name(reader) = reader.as_known() {
+                    for sub in reader {
+                        if let wasmparser::Name::Function(map) = sub.unwrap() {
+                            for naming in map {
+                                let naming = naming.unwrap();
+                                names.insert(naming.index, naming.name.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // 2 imports, then the injected import at index 2, then $init (3), $double (4), ...
+    assert_eq!(double_index, Some(4));
+    assert_eq!(names.get(&4).map(String::as_str), Some("double"));
+    assert_eq!(names.get(&1).map(String::as_str), Some("add1"));
+    assert_eq!(
+        names.get(&2).map(String::as_str),
+        Some("out_of_instructions")
+    );
+}
+
+/// Appends a custom section to a binary module.
+fn with_custom_section(mut wasm: Vec<u8>, name: &str, data: &[u8]) -> Vec<u8> {
+    fn leb(mut v: usize, out: &mut Vec<u8>) {
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut payload = Vec::new();
+    leb(name.len(), &mut payload);
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(data);
+    wasm.push(0);
+    leb(payload.len(), &mut wasm);
+    wasm.extend_from_slice(&payload);
+    wasm
+}
+
+#[test]
+fn custom_sections_survive() {
+    let wasm =
+        wat::parse_str(r#"(module (memory 1) (data (i32.const 0) "hi") (func (export "f")))"#)
+            .unwrap();
+    let candid = b"service : { greet : (text) -> (text) query }";
+    let wasm = with_custom_section(wasm, "icp:public candid:service", candid);
+    let out = instrument(&wasm).unwrap();
+    let mut found = None;
+    let mut data_segments = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(&out.wasm) {
+        match payload.unwrap() {
+            wasmparser::Payload::CustomSection(reader)
+                if reader.name() == "icp:public candid:service" =>
+            {
+                found = Some(reader.data().to_vec());
+            }
+            wasmparser::Payload::DataSection(reader) => data_segments = reader.count(),
+            _ => {}
+        }
+    }
+    assert_eq!(found.as_deref(), Some(&candid[..]));
+    assert_eq!(data_segments, 1);
+}
+
+#[test]
+fn memory64_loads_cost_two_and_sizes_pass_as_i64() {
+    let mut h = Harness::new(
+        r#"(module
+            (memory i64 1)
+            (func (export "f") (param i64)
+              i64.const 0 i32.const 7 local.get 0 memory.fill
+              i64.const 0 i64.load drop))"#,
+    );
+    assert!(h.instrumented.memory64);
+    // entry 1 + i64.const 1 + i32.const 1 + local.get 1 + memory.fill 100 + i64.const 1
+    //   + i64.load 2 (wasm64) + drop 1 + end 0 = 108, + n bytes
+    assert_eq!(h.used("f", &[Val::I64(50)]), 108 + 50);
+}
+
+#[test]
+fn memory_grow_and_size() {
+    let mut h = Harness::new(
+        r#"(module
+            (memory 1)
+            (func (export "f") (result i32)
+              i32.const 1 memory.grow drop memory.size))"#,
+    );
+    // entry 1 + i32.const 1 + memory.grow 300 + drop 1 + memory.size 20 = 323
+    let (used, r) = h.run("f", &[]);
+    assert_eq!((used, i32v(&r)), (323, 2));
+}
+
+#[test]
+fn sections_the_input_lacks_are_created_in_order() {
+    // No sections at all, and a module whose only code-less sections surround the code slot.
+    for wat in [
+        "(module)",
+        r#"(module (memory 1) (data (i32.const 0) "x"))"#,
+    ] {
+        let mut h = Harness::new(wat);
+        h.set_counter(7);
+        assert_eq!(h.counter(), 7);
+        assert_eq!(h.instrumented.function_count, 0);
+    }
+}
+
+#[test]
+fn compile_cost_instruction_count() {
+    let wasm = wat::parse_str(r#"(module (func (export "f")))"#).unwrap();
+    let out = instrument(&wasm).unwrap();
+    // body: end 1 + entry injection 10 = 11; our decrement helper 20; the replica's
+    // count_clean_pages helper 46; 2 × (0 globals + the replica's 3 injected globals) = 6
+    assert_eq!(out.wasm_instruction_count, 11 + 20 + 46 + 6);
+    assert_eq!(out.function_count, 1);
+    assert!(!out.memory64);
+}
+
+#[test]
+fn invalid_modules_are_rejected_with_a_reason() {
+    match instrument(b"\0asm garbage").unwrap_err() {
+        InstrumentError::InvalidModule { message, .. } => assert!(!message.is_empty()),
+        other => panic!("unexpected {other:?}"),
+    }
+    match instrument(b"not wasm at all").unwrap_err() {
+        InstrumentError::InvalidModule { .. } => {}
+        other => panic!("unexpected {other:?}"),
+    }
+    // A type error is invalid, not unsupported.
+    let bad = wat::parse_str(r#"(module (func (result i32) i64.const 1))"#).unwrap();
+    assert!(matches!(
+        instrument(&bad),
+        Err(InstrumentError::InvalidModule { .. })
+    ));
+}
+
+#[test]
+fn unsupported_features_are_named() {
+    let shared = wat::parse_str(r#"(module (memory 1 1 shared))"#).unwrap();
+    let err = instrument(&shared).unwrap_err();
+    assert!(
+        matches!(err, InstrumentError::UnsupportedFeature { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("threads"), "{err}");
+
+    let atomics = wat::parse_str(
+        r#"(module (memory 1 1 shared)
+             (func (drop (i32.atomic.load (i32.const 0)))))"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        instrument(&atomics),
+        Err(InstrumentError::UnsupportedFeature { .. })
+    ));
+
+    let multi = wat::parse_str(r#"(module (memory 1) (memory 1))"#).unwrap();
+    assert!(matches!(
+        instrument(&multi),
+        Err(InstrumentError::UnsupportedFeature { .. })
+    ));
+}
+
+#[test]
+fn reserved_exports_are_rejected() {
+    for name in [INSTRUCTION_COUNTER_EXPORT, CANISTER_START_EXPORT] {
+        let wat = format!(r#"(module (func (export "{name}")))"#);
+        let err = instrument(&wat::parse_str(&wat).unwrap()).unwrap_err();
+        assert_eq!(
+            err,
+            InstrumentError::ReservedExport {
+                name: name.to_string()
+            }
+        );
+    }
+}
+
+/// Generates a module of roughly `target` bytes of code with a realistic operator mix.
+fn large_module(target: usize) -> Vec<u8> {
+    let mut wat = String::from("(module (memory 1) (global $g (mut i32) (i32.const 0))\n");
+    let body = r#"
+        (local $i i32) (local $acc i64)
+        block
+          loop
+            local.get $i i32.const 100 i32.ge_u br_if 1
+            local.get $i i32.load offset=16 local.get $acc i32.wrap_i64 i32.add
+            global.get $g i32.xor global.set $g
+            local.get $acc i64.const 3 i64.mul local.get $i i64.extend_i32_u i64.add local.set $acc
+            local.get $i i32.const 3 i32.and
+            if
+              i32.const 0 i32.const 8 i32.const 16 memory.copy
+            else
+              local.get $i i32.const 4 i32.add local.get $i i32.store
+            end
+            local.get $i i32.const 1 i32.add local.set $i
+            br 0
+          end
+        end
+        local.get $acc i32.wrap_i64"#;
+    let per_function = 150; // bytes of code each function compiles to, roughly
+    let functions = target / per_function;
+    for i in 0..functions {
+        wat.push_str(&format!("(func $f{i} (result i32) {body})\n"));
+        if i > 0 {
+            // a call chain so calls need remapping
+            wat.push_str(&format!(
+                "(func (result i32) call $f{} call $f{i} i32.add)\n",
+                i - 1
+            ));
+        }
+    }
+    wat.push(')');
+    wat::parse_str(&wat).unwrap()
+}
+
+/// Run with `cargo test --release --test metering -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn timing_large_module() {
+    let wasm = large_module(5_000_000);
+    let start = std::time::Instant::now();
+    let out = instrument(&wasm).unwrap();
+    let elapsed = start.elapsed();
+    println!(
+        "instrumented {:.1} MB ({} functions, {} wasm instructions) into {:.1} MB in {:?}",
+        wasm.len() as f64 / 1e6,
+        out.function_count,
+        out.wasm_instruction_count,
+        out.wasm.len() as f64 / 1e6,
+        elapsed
+    );
+    wasmparser::Validator::new()
+        .validate_all(&out.wasm)
+        .expect("output validates");
+}
