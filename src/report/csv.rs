@@ -1,0 +1,152 @@
+//! results.csv: one row per scenario, columns named like the `ScenarioResult` fields so
+//! the CSV and results.json read the same.
+
+use super::Report;
+use crate::scenario::{ScenarioResult, Status};
+
+/// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
+pub(crate) const HEADER: [&str; 22] = [
+    "suite",
+    "engine",
+    "store",
+    "journal_mode",
+    "position",
+    "operation",
+    "batch",
+    "rows_before",
+    "method",
+    "args",
+    "status",
+    "reason",
+    "instructions",
+    "instructions_per_row",
+    "store_instructions",
+    "store_instructions_per_row",
+    "cycles",
+    "usd",
+    "heap_pages_delta",
+    "stable_pages_delta",
+    "heap_dirty_pages",
+    "stable_dirty_pages",
+];
+
+/// results.csv with RFC 4180 quoting and CRLF line ends.
+pub fn csv(report: &Report) -> String {
+    let mut out = line(HEADER.iter().map(|h| h.to_string()));
+    for r in &report.results {
+        out.push_str(&line(fields(r)));
+    }
+    out
+}
+
+fn fields(r: &ScenarioResult) -> [String; 22] {
+    let (status, reason) = match &r.status {
+        Status::Ok => ("ok", ""),
+        Status::Refused(reason) => ("refused", reason.as_str()),
+        Status::Failed(reason) => ("failed", reason.as_str()),
+    };
+    // Exhaustive destructuring: adding a field to ScenarioResult fails to compile here
+    // until the CSV learns about it.
+    let ScenarioResult {
+        suite,
+        engine,
+        store,
+        journal_mode,
+        position,
+        operation,
+        batch,
+        rows_before,
+        method,
+        args,
+        status: _,
+        instructions,
+        instructions_per_row,
+        store_instructions,
+        store_instructions_per_row,
+        cycles,
+        usd,
+        heap_pages_delta,
+        stable_pages_delta,
+        heap_dirty_pages,
+        stable_dirty_pages,
+    } = r;
+    [
+        suite.clone(),
+        engine.clone(),
+        store.clone(),
+        journal_mode.clone(),
+        position.clone(),
+        operation.clone(),
+        batch.to_string(),
+        rows_before.to_string(),
+        method.clone(),
+        args.clone(),
+        status.to_string(),
+        reason.to_string(),
+        instructions.to_string(),
+        // `{}` on f64 is the shortest text that parses back to the same value.
+        instructions_per_row.to_string(),
+        store_instructions.to_string(),
+        store_instructions_per_row.to_string(),
+        cycles.to_string(),
+        usd.to_string(),
+        heap_pages_delta.to_string(),
+        stable_pages_delta.to_string(),
+        heap_dirty_pages.to_string(),
+        stable_dirty_pages.to_string(),
+    ]
+}
+
+fn line(fields: impl IntoIterator<Item = String>) -> String {
+    let quoted: Vec<String> = fields.into_iter().map(|f| quote(&f)).collect();
+    quoted.join(",") + "\r\n"
+}
+
+/// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
+fn quote(field: &str) -> String {
+    if field.contains([',', '"', '\r', '\n']) {
+        format!("\"{}\"", field.replace('"', "\"\""))
+    } else {
+        field.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{report, result};
+    use super::*;
+
+    #[test]
+    fn header_matches_the_json_field_names() {
+        let mut r = result("btree", "", "middle", "insert", 1, 1);
+        r.status = Status::Refused("x".into());
+        let value = serde_json::to_value(&r).unwrap();
+        let mut keys: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut header = HEADER.to_vec();
+        keys.sort();
+        header.sort();
+        assert_eq!(keys, header);
+    }
+
+    #[test]
+    fn quotes_only_what_needs_it() {
+        assert_eq!(quote("plain"), "plain");
+        assert_eq!(quote("a,b"), "\"a,b\"");
+        assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(quote("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn one_line_per_result() {
+        let text = csv(&report(vec![result("btree", "", "middle", "insert", 1, 1)]));
+        assert_eq!(text.lines().count(), 2);
+        assert!(text.lines().nth(1).unwrap().starts_with(
+            "unit,embedded,btree,,middle,insert,1,1000,add_users_btree,\"(500, 1, 1)\",ok,,"
+        ));
+    }
+}
