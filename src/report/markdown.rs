@@ -1,0 +1,287 @@
+//! report.md and the tables the CLI prints, both in seed 003's shape: rows = rows per
+//! message, columns = stores.
+
+use super::format::{compact, duration, per_row, signed_thousands, thousands, usd};
+use super::table::{cell_text, Table};
+use super::{plot_file_name, positions, row_label, svg_plot, Footnotes, Grid, Report, StoreColumn};
+use crate::scenario::ScenarioResult;
+
+/// One table of a group: a title and what a cell shows.
+struct View {
+    title: &'static str,
+    cell: fn(&ScenarioResult) -> String,
+    /// Shown only when some cell differs from zero (queries cost no cycles and grow no memory).
+    only_if_nonzero: Option<fn(&ScenarioResult) -> bool>,
+}
+
+const STORE_WORK: View = View {
+    title: "store work, instructions (performance_counter)",
+    cell: |r| {
+        format!(
+            "{} ({}/row)",
+            thousands(r.store_instructions),
+            per_row(r.store_instructions_per_row)
+        )
+    },
+    only_if_nonzero: None,
+};
+
+const CHARGED: View = View {
+    title: "instructions charged per message",
+    cell: |r| {
+        format!(
+            "{} ({}/row)",
+            thousands(r.instructions),
+            per_row(r.instructions_per_row)
+        )
+    },
+    only_if_nonzero: None,
+};
+
+const CYCLES: View = View {
+    title: "cycles (USD) per message, 13-node application subnet",
+    cell: |r| format!("{} ({})", thousands(r.cycles), usd(r.usd)),
+    only_if_nonzero: Some(|r| r.cycles != 0),
+};
+
+const MEMORY: View = View {
+    title: "memory growth (64 KiB pages)",
+    cell: |r| {
+        format!(
+            "heap {}, stable {}",
+            signed_thousands(r.heap_pages_delta),
+            signed_thousands(r.stable_pages_delta)
+        )
+    },
+    only_if_nonzero: Some(|r| r.heap_pages_delta != 0 || r.stable_pages_delta != 0),
+};
+
+/// A set of operations shown together, with the heading of their first column.
+struct Group {
+    title: &'static str,
+    operations: &'static [&'static str],
+    row_heading: &'static str,
+}
+
+const GROUPS: [Group; 2] = [
+    Group {
+        title: "Insert",
+        operations: &["insert"],
+        row_heading: "New rows",
+    },
+    Group {
+        title: "Reads (queries)",
+        operations: &["point_lookup", "range_scan"],
+        row_heading: "Query",
+    },
+];
+
+/// report.md: run settings, notes, then per position the insert tables and the read tables.
+pub fn markdown(report: &Report) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("# icbench report: {}\n\n", report.suite));
+    out.push_str(&format!("- Suite: `{}`\n", report.suite));
+    out.push_str(&format!("- Engine: `{}`\n", report.engine));
+    out.push_str(&format!(
+        "- Rows before each message: {}\n",
+        thousands(report.rows_before)
+    ));
+    out.push_str(&format!("- Seed: {}\n", report.seed));
+    out.push_str(&format!(
+        "- Payload size: {} bytes\n",
+        thousands(report.payload_size)
+    ));
+    out.push_str(&format!("- Wall time: {}\n", duration(report.wall_seconds)));
+    if !report.notes.is_empty() {
+        out.push_str("\nNotes:\n\n");
+        for note in &report.notes {
+            out.push_str(&format!("- {}\n", note.trim()));
+        }
+    }
+    out.push_str(
+        "\nCells show the total for one message and, in parentheses, per row. \"Store work\" is \
+         `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
+         \"charged\" is what the message is billed: its whole execution plus the heap dirty-page \
+         charge, and what cycles are computed from. Cycles and USD are for a 13-node application \
+         subnet; queries are free when not replicated.\n",
+    );
+
+    let mut notes = Footnotes::default();
+    for position in positions(report) {
+        out.push_str(&format!("\n## Position: {position}\n"));
+        if svg_plot(report, &position).is_some() {
+            let file = plot_file_name(&position);
+            out.push_str(&format!("\n![Insert cost per row, {position}]({file})\n"));
+        }
+        for group in &GROUPS {
+            let grid = Grid::new(report, &position, group.operations);
+            if grid.is_empty() {
+                continue;
+            }
+            let mut views = vec![&STORE_WORK, &CHARGED];
+            let applies = |v: &View| {
+                v.only_if_nonzero
+                    .is_none_or(|f| group.title == "Insert" || grid.results().any(f))
+            };
+            views.extend([&CYCLES, &MEMORY].into_iter().filter(|v| applies(v)));
+            for view in views {
+                out.push_str(&format!(
+                    "\n### {}, {position}: {}\n\n",
+                    group.title, view.title
+                ));
+                let labels = grid.columns.iter().map(StoreColumn::label).collect();
+                out.push_str(&render_grid(
+                    &grid,
+                    group.row_heading,
+                    labels,
+                    view.cell,
+                    &mut notes,
+                    "[^{}]",
+                ));
+            }
+        }
+    }
+    // Reports may carry operations no group covers; list them rather than drop them.
+    let known: Vec<&str> = GROUPS
+        .iter()
+        .flat_map(|g| g.operations.iter().copied())
+        .collect();
+    let unknown = report
+        .results
+        .iter()
+        .filter(|r| !known.contains(&r.operation.as_str()))
+        .count();
+    if unknown > 0 {
+        out.push_str(&format!(
+            "\n{unknown} result(s) of other operations are only in results.csv / results.json.\n"
+        ));
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        for (n, word, reason) in notes.entries() {
+            out.push_str(&format!("[^{n}]: {word}: {reason}\n"));
+        }
+    }
+    out
+}
+
+/// The grid as a table; refused / failed cells get `marker` (with `{}` for the number).
+fn render_grid(
+    grid: &Grid,
+    row_heading: &str,
+    labels: Vec<String>,
+    cell: fn(&ScenarioResult) -> String,
+    notes: &mut Footnotes,
+    marker: &str,
+) -> String {
+    let mut headers = vec![row_heading.to_string()];
+    headers.extend(labels);
+    let mut table = Table::new(headers);
+    for row in &grid.rows {
+        let mut cells = vec![row_label(&row.0, row.1)];
+        for column in &grid.columns {
+            cells.push(match grid.cell(row, column) {
+                None => "-".to_string(),
+                Some(r) => match notes.mark(&r.status) {
+                    None => cell_text(&cell(r)),
+                    Some((word, n)) => format!("{word}{}", marker.replace("{}", &n.to_string())),
+                },
+            });
+        }
+        table.push(cells);
+    }
+    table.render()
+}
+
+/// Terminal width the CLI tables aim to fit.
+const TERMINAL_WIDTH: usize = 120;
+
+/// What the CLI prints: per position the insert table (store instructions per message,
+/// compact, as in seed 003) and the read table, then the reasons of refused / failed cells.
+pub fn terminal_tables(report: &Report) -> String {
+    let mut out = String::new();
+    let mut notes = Footnotes::default();
+    // Totals only, like seed 003: with per-row figures seven stores would not fit the width.
+    let compact_cell: fn(&ScenarioResult) -> String = |r| compact(r.store_instructions as f64);
+    for position in positions(report) {
+        for group in &GROUPS {
+            let grid = Grid::new(report, &position, group.operations);
+            if grid.is_empty() {
+                continue;
+            }
+            let title = format!(
+                "{position}: {}, store instructions per message",
+                group.title.to_lowercase()
+            );
+            let full = grid.columns.iter().map(StoreColumn::label).collect();
+            // Try full store names first; footnote numbers must not advance on a discarded try.
+            let mut trial = notes.clone();
+            let table = render_grid(
+                &grid,
+                group.row_heading,
+                full,
+                compact_cell,
+                &mut trial,
+                "[{}]",
+            );
+            let (table, title_note) = if table.lines().all(|l| l.chars().count() <= TERMINAL_WIDTH)
+            {
+                notes = trial;
+                (table, "")
+            } else {
+                let short = grid.columns.iter().map(StoreColumn::short_label).collect();
+                let table = render_grid(
+                    &grid,
+                    group.row_heading,
+                    short,
+                    compact_cell,
+                    &mut notes,
+                    "[{}]",
+                );
+                (table, " (SQLite columns by journal mode)")
+            };
+            out.push_str(&format!("{title}{title_note}\n{table}\n"));
+        }
+    }
+    for (n, word, reason) in notes.entries() {
+        out.push_str(&format!("[{n}] {word}: {reason}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{report, result};
+    use super::*;
+    use crate::scenario::Status;
+
+    #[test]
+    fn seven_stores_fit_the_terminal() {
+        let mut results = Vec::new();
+        for (store, mode) in [
+            ("btree", ""),
+            ("sqlite", "DELETE"),
+            ("sqlite", "TRUNCATE"),
+            ("sqlite", "PERSIST"),
+            ("sqlite", "MEMORY"),
+            ("sqlite", "WAL"),
+            ("sqlite", "OFF"),
+        ] {
+            for batch in [1, 10, 100, 1_000, 10_000] {
+                results.push(result(store, mode, "middle", "insert", batch, 57_301_658));
+            }
+        }
+        results[5].status = Status::Refused("WAL needs shared memory".into());
+        let text = terminal_tables(&report(results));
+        assert!(
+            text.lines().all(|l| l.chars().count() <= TERMINAL_WIDTH),
+            "{text}"
+        );
+        assert!(text.contains("| 57.3M |"), "{text}");
+        assert!(text.contains("refused[1]"), "{text}");
+        assert!(
+            text.ends_with("[1] refused: WAL needs shared memory\n"),
+            "{text}"
+        );
+    }
+}

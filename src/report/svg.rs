@@ -1,0 +1,249 @@
+//! plot-<position>.svg: insert cost per row against rows per message, log-log, one line per
+//! store. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
+//! deterministic, so plots can be diffed between runs.
+
+use std::fmt::Write;
+
+use super::format::{decade_label, per_row, thousands};
+use super::{Grid, Report, StoreColumn};
+use crate::scenario::Status;
+
+const WIDTH: f64 = 780.0;
+const HEIGHT: f64 = 480.0;
+const LEFT: f64 = 70.0;
+const TOP: f64 = 50.0;
+/// Room on the right for the legend.
+const RIGHT: f64 = WIDTH - 200.0;
+const BOTTOM: f64 = HEIGHT - 60.0;
+
+/// Colors by store rank (StableBTreeMap, DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF), so a
+/// store has the same color in every plot; unknown stores share the tail.
+const PALETTE: [&str; 10] = [
+    "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#7f7f7f",
+    "#e377c2", "#bcbd22",
+];
+
+struct Series {
+    column: StoreColumn,
+    /// (rows per message, store instructions per row), ascending by rows.
+    points: Vec<(f64, f64)>,
+}
+
+/// The insert plot for one position; `None` when it has no ok insert with a positive cost.
+pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
+    let grid = Grid::new(report, position, &["insert"]);
+    let series: Vec<Series> = grid
+        .columns
+        .iter()
+        .map(|column| {
+            let points = grid
+                .rows
+                .iter()
+                .filter_map(|row| grid.cell(row, column))
+                .filter(|r| {
+                    r.status == Status::Ok && r.batch > 0 && r.store_instructions_per_row > 0.0
+                })
+                .map(|r| (r.batch as f64, r.store_instructions_per_row))
+                .collect();
+            Series {
+                column: column.clone(),
+                points,
+            }
+        })
+        .filter(|s: &Series| !s.points.is_empty())
+        .collect();
+    if series.is_empty() {
+        return None;
+    }
+    let all = || series.iter().flat_map(|s| s.points.iter());
+    let x = LogAxis::spanning(all().map(|p| p.0), LEFT, RIGHT);
+    let y = LogAxis::spanning(all().map(|p| p.1), BOTTOM, TOP);
+
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let title = format!(
+        "Insert cost per row, {position}, {} rows",
+        thousands(report.rows_before)
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        escape(&title)
+    );
+
+    // Decade gridlines and labels.
+    for e in x.min_exp..=x.max_exp {
+        let px = x.at_exp(e as f64);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{px:.1}" y1="{TOP:.1}" x2="{px:.1}" y2="{BOTTOM:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            BOTTOM + 18.0,
+            decade_label(e)
+        );
+    }
+    for e in y.min_exp..=y.max_exp {
+        let py = y.at_exp(e as f64);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{LEFT:.1}" y1="{py:.1}" x2="{RIGHT:.1}" y2="{py:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            LEFT - 8.0,
+            py + 4.0,
+            decade_label(e)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<rect x="{LEFT:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
+        RIGHT - LEFT,
+        BOTTOM - TOP
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">rows per message (log scale)</text>"#,
+        (LEFT + RIGHT) / 2.0,
+        HEIGHT - 18.0
+    );
+    let mid_y = (TOP + BOTTOM) / 2.0;
+    let _ = writeln!(
+        svg,
+        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per row (log scale)</text>"#
+    );
+
+    for (i, s) in series.iter().enumerate() {
+        let color = color(&s.column, i);
+        let label = escape(&s.column.label());
+        let coords: Vec<String> = s
+            .points
+            .iter()
+            .map(|&(bx, by)| format!("{:.1},{:.1}", x.at(bx), y.at(by)))
+            .collect();
+        let _ = writeln!(
+            svg,
+            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+            coords.join(" ")
+        );
+        for &(bx, by) in &s.points {
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/row</title></circle>"#,
+                x.at(bx),
+                y.at(by),
+                thousands(bx as u64),
+                if bx == 1.0 { "row" } else { "rows" },
+                per_row(by)
+            );
+        }
+        // Legend entry: a line segment with a marker, then the store name.
+        let ly = TOP + 10.0 + 20.0 * i as f64;
+        let lx = RIGHT + 16.0;
+        let _ = writeln!(
+            svg,
+            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/>"#,
+            lx + 24.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{color}"/>"#,
+            lx + 12.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
+            lx + 32.0,
+            ly + 4.0
+        );
+    }
+    svg.push_str("</svg>\n");
+    Some(svg)
+}
+
+fn color(column: &StoreColumn, series_index: usize) -> &'static str {
+    let known = PALETTE.len() - 3;
+    let i = column.color_index();
+    if i < known {
+        PALETTE[i]
+    } else {
+        PALETTE[known + series_index % 3]
+    }
+}
+
+/// A log10 axis over whole decades, mapped onto pixels `from`..`to`.
+struct LogAxis {
+    min_exp: i32,
+    max_exp: i32,
+    from: f64,
+    to: f64,
+}
+
+impl LogAxis {
+    /// The smallest whole-decade range holding every value (at least one decade wide).
+    fn spanning(values: impl Iterator<Item = f64>, from: f64, to: f64) -> LogAxis {
+        let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+        let min_exp = lo.log10().floor() as i32;
+        let max_exp = (hi.log10().ceil() as i32).max(min_exp + 1);
+        LogAxis {
+            min_exp,
+            max_exp,
+            from,
+            to,
+        }
+    }
+
+    fn at_exp(&self, exp: f64) -> f64 {
+        let t = (exp - self.min_exp as f64) / (self.max_exp - self.min_exp) as f64;
+        self.from + t * (self.to - self.from)
+    }
+
+    fn at(&self, value: f64) -> f64 {
+        self.at_exp(value.log10())
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{report, result};
+    use super::*;
+
+    #[test]
+    fn axis_covers_whole_decades() {
+        let axis = LogAxis::spanning([1.0, 10_000.0].into_iter(), 0.0, 400.0);
+        assert_eq!((axis.min_exp, axis.max_exp), (0, 4));
+        assert_eq!(axis.at(100.0), 200.0);
+        let single = LogAxis::spanning([5_000.0].into_iter(), 0.0, 1.0);
+        assert_eq!((single.min_exp, single.max_exp), (3, 4));
+    }
+
+    #[test]
+    fn no_plot_without_ok_inserts() {
+        let mut r = result("btree", "", "middle", "insert", 1, 100);
+        r.status = Status::Failed("trap".into());
+        let report = report(vec![
+            r,
+            result("btree", "", "middle", "point_lookup", 1, 100),
+        ]);
+        assert_eq!(svg_plot(&report, "middle"), None);
+        assert_eq!(svg_plot(&report, "end"), None);
+    }
+}
