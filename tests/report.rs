@@ -1,0 +1,401 @@
+//! The reporting layer on a small hand-built report: exact cells, footnotes, CSV quoting,
+//! JSON round trip, plot shape and determinism, and the comparison rules.
+
+use icbench::report::{self, compare, Change, Report};
+use icbench::scenario::{ScenarioResult, Status};
+
+const WAL_REASON: &str = "journal_mode=WAL needs shared memory, which a canister lacks";
+
+fn result(
+    store: &str,
+    journal_mode: &str,
+    position: &str,
+    operation: &str,
+    batch: u64,
+    store_instructions: u64,
+) -> ScenarioResult {
+    // Charged instructions: the store work plus a fixed overhead and a dirty-page charge.
+    let instructions = store_instructions + 20_000 + 1_000 * batch;
+    ScenarioResult {
+        suite: "storage".into(),
+        engine: "embedded".into(),
+        store: store.into(),
+        journal_mode: journal_mode.into(),
+        position: position.into(),
+        operation: operation.into(),
+        batch,
+        rows_before: 1_000_000,
+        method: format!("add_users_{store}"),
+        args: format!("(500000, 10, {batch})"),
+        status: Status::Ok,
+        instructions,
+        instructions_per_row: instructions as f64 / batch as f64,
+        store_instructions,
+        store_instructions_per_row: store_instructions as f64 / batch as f64,
+        cycles: 5_000_000 + instructions * 4 / 10,
+        usd: (5_000_000 + instructions * 4 / 10) as f64 * 1.35e-12,
+        heap_pages_delta: 0,
+        stable_pages_delta: batch as i64 / 50,
+        heap_dirty_pages: 2,
+        stable_dirty_pages: batch,
+    }
+}
+
+/// 2 positions × 3 stores × batches 1/10/100 of inserts (seed 003's middle numbers), with
+/// the WAL cell of middle/10 refused, plus one point lookup.
+fn sample() -> Report {
+    let costs: [(&str, &str, [u64; 3]); 3] = [
+        ("btree", "", [49_359, 49_359, 548_249]),
+        ("sqlite", "DELETE", [407_462, 407_462, 529_542]),
+        ("sqlite", "WAL", [380_000, 390_000, 500_000]),
+    ];
+    let mut results = Vec::new();
+    for position in ["end", "middle"] {
+        for (store, mode, per_batch) in costs {
+            for (batch, cost) in [1, 10, 100].into_iter().zip(per_batch) {
+                let mut r = result(store, mode, position, "insert", batch, cost);
+                if position == "middle" && mode == "WAL" && batch == 10 {
+                    r.status = Status::Refused(WAL_REASON.into());
+                    (r.instructions, r.store_instructions, r.cycles, r.usd) = (0, 0, 0, 0.0);
+                    (r.instructions_per_row, r.store_instructions_per_row) = (0.0, 0.0);
+                }
+                results.push(r);
+            }
+        }
+    }
+    let mut lookup = result("btree", "", "middle", "point_lookup", 1, 40_000);
+    lookup.method = "get_users_btree".into();
+    (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
+    results.push(lookup);
+    Report {
+        suite: "storage".into(),
+        engine: "embedded".into(),
+        rows_before: 1_000_000,
+        seed: 42,
+        payload_size: 100,
+        wall_seconds: 83.25,
+        results,
+        notes: vec!["SQLite page cache: 2,000 pages".into()],
+    }
+}
+
+fn find<'a>(
+    report: &'a mut Report,
+    store: &str,
+    mode: &str,
+    position: &str,
+    batch: u64,
+) -> &'a mut ScenarioResult {
+    report
+        .results
+        .iter_mut()
+        .find(|r| {
+            r.store == store
+                && r.journal_mode == mode
+                && r.position == position
+                && r.batch == batch
+                && r.operation == "insert"
+        })
+        .expect("the sample has this scenario")
+}
+
+/// The trimmed cells of every pipe-table line.
+fn table_rows(text: &str) -> Vec<Vec<&str>> {
+    text.lines()
+        .filter(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+        .collect()
+}
+
+#[test]
+fn markdown_has_seed_003_shaped_tables() {
+    let md = report::markdown(&sample());
+    assert!(
+        md.contains("- Rows before each message: 1,000,000\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- Wall time: 1 min 23.2 s\n") || md.contains("- Wall time: 1 min 23.3 s\n"),
+        "{md}"
+    );
+    assert!(md.contains("- SQLite page cache: 2,000 pages\n"), "{md}");
+    // Columns in the fixed store order, whatever order the results came in.
+    let header = md
+        .lines()
+        .find(|l| l.starts_with("| New rows"))
+        .expect("an insert table");
+    let columns: Vec<&str> = header
+        .split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns,
+        ["New rows", "StableBTreeMap", "SQLite DELETE", "SQLite WAL"]
+    );
+    // Middle comes first, as in seed 003.
+    assert!(md.find("## Position: middle").unwrap() < md.find("## Position: end").unwrap());
+    let rows = table_rows(&md);
+    assert!(
+        rows.contains(&vec![
+            "1",
+            "49,359 (49,359/row)",
+            "407,462 (407,462/row)",
+            "380,000 (380,000/row)"
+        ]),
+        "{md}"
+    );
+    assert!(
+        rows.contains(&vec![
+            "100",
+            "548,249 (5,482/row)",
+            "529,542 (5,295/row)",
+            "500,000 (5,000/row)"
+        ]),
+        "{md}"
+    );
+    // Refused cells carry one footnote, defined once.
+    assert!(
+        rows.contains(&vec![
+            "10",
+            "49,359 (4,936/row)",
+            "407,462 (40,746/row)",
+            "refused[^1]"
+        ]),
+        "{md}"
+    );
+    assert_eq!(
+        md.matches(&format!("[^1]: refused: {WAL_REASON}")).count(),
+        1,
+        "{md}"
+    );
+    assert!(!md.contains("[^2]"), "{md}");
+    // Charged instructions, cycles, memory and reads have their tables; plots are linked.
+    assert!(
+        md.contains("### Insert, middle: instructions charged per message\n"),
+        "{md}"
+    );
+    assert!(
+        rows.contains(&vec![
+            "1",
+            "70,359 (70,359/row)",
+            "428,462 (428,462/row)",
+            "401,000 (401,000/row)"
+        ]),
+        "{md}"
+    );
+    assert!(
+        md.contains("### Insert, middle: memory growth (64 KiB pages)\n"),
+        "{md}"
+    );
+    assert!(
+        rows.contains(&vec![
+            "100",
+            "heap 0, stable +2",
+            "heap 0, stable +2",
+            "heap 0, stable +2"
+        ]),
+        "{md}"
+    );
+    assert!(
+        rows.contains(&vec!["point lookup, 1 key", "40,000 (40,000/row)"]),
+        "{md}"
+    );
+    assert!(
+        md.contains("](plot-middle.svg)") && md.contains("](plot-end.svg)"),
+        "{md}"
+    );
+}
+
+#[test]
+fn terminal_tables_are_compact() {
+    let text = report::terminal_tables(&sample());
+    assert!(
+        text.contains("middle: insert, store instructions per message"),
+        "{text}"
+    );
+    let rows = table_rows(&text);
+    assert_eq!(rows[2], ["1", "49.4K", "407.5K", "380.0K"], "{text}");
+    assert_eq!(rows[3], ["10", "49.4K", "407.5K", "refused[1]"], "{text}");
+    assert!(
+        text.contains(&format!("[1] refused: {WAL_REASON}")),
+        "{text}"
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
+}
+
+#[test]
+fn csv_has_header_rows_and_quoting() {
+    let report = sample();
+    let text = report::csv(&report);
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "suite,engine,store,journal_mode,position,operation,batch,rows_before,method,args,status,reason,\
+         instructions,instructions_per_row,store_instructions,store_instructions_per_row,cycles,usd,\
+         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages"
+    );
+    assert_eq!(lines.count(), report.results.len());
+    assert!(
+        text.contains(&format!(",refused,\"{WAL_REASON}\",")),
+        "{text}"
+    );
+    assert!(text.contains(",\"(500000, 10, 100)\","), "{text}");
+}
+
+#[test]
+fn json_round_trips() {
+    let report = sample();
+    let text = report::json(&report);
+    assert_eq!(report::from_json(&text), Ok(report));
+}
+
+#[test]
+fn from_json_names_the_problem() {
+    let garbage = report::from_json("this is not json").unwrap_err();
+    assert!(garbage.contains("not a JSON document"), "{garbage}");
+
+    let mut value: serde_json::Value = serde_json::from_str(&report::json(&sample())).unwrap();
+    value.as_object_mut().unwrap().remove("engine");
+    let err = report::from_json(&value.to_string()).unwrap_err();
+    assert!(err.contains("missing field `engine`"), "{err}");
+
+    let mut value: serde_json::Value = serde_json::from_str(&report::json(&sample())).unwrap();
+    value["results"][4]
+        .as_object_mut()
+        .unwrap()
+        .remove("store_instructions");
+    let err = report::from_json(&value.to_string()).unwrap_err();
+    assert!(
+        err.contains("results[4]") && err.contains("missing field `store_instructions`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn svg_plot_is_a_deterministic_log_log_chart() {
+    let report = sample();
+    let svg = report::svg_plot(&report, "middle").expect("middle has inserts");
+    assert!(svg.starts_with("<svg"), "{svg}");
+    assert!(svg.trim_end().ends_with("</svg>"));
+    // One line per store with ok data (WAL still has batches 1 and 100).
+    assert_eq!(svg.matches("<polyline").count(), 3);
+    for label in ["1", "10", "100", "1k", "10k"] {
+        assert!(
+            svg.contains(&format!(">{label}</text>")),
+            "missing axis label {label}"
+        );
+    }
+    assert!(svg.contains("Insert cost per row, middle, 1,000,000 rows"));
+    assert_eq!(svg, report::svg_plot(&report, "middle").unwrap());
+    assert_eq!(report::svg_plot(&report, "random"), None);
+}
+
+#[test]
+fn write_all_writes_every_file() {
+    let dir = std::env::temp_dir().join(format!("icbench-report-test-{}", std::process::id()));
+    let paths = report::write_all(&sample(), &dir).unwrap();
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "report.md",
+            "results.csv",
+            "results.json",
+            "plot-middle.svg",
+            "plot-end.svg"
+        ]
+    );
+    assert!(paths.iter().all(|p| p.is_file()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn compare_identical_reports_is_clean() {
+    let c = compare(&sample(), &sample(), 2.0);
+    assert!(!c.has_regressions());
+    assert_eq!(c.count(Change::Unchanged), c.entries.len());
+    assert!(c.render().contains("No scenario changed"), "{}", c.render());
+}
+
+#[test]
+fn compare_flags_a_five_percent_regression() {
+    let base = sample();
+    let mut new = sample();
+    let r = find(&mut new, "sqlite", "DELETE", "middle", 100);
+    r.store_instructions = r.store_instructions * 105 / 100;
+    let c = compare(&base, &new, 2.0);
+    assert!(c.has_regressions());
+    assert_eq!(c.count(Change::Regression), 1);
+    let rendered = c.render();
+    assert!(
+        rendered.contains("storage/sqlite/DELETE/middle/insert/100"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("+5.00%"), "{rendered}");
+}
+
+#[test]
+fn compare_flags_a_five_percent_improvement() {
+    let base = sample();
+    let mut new = sample();
+    let r = find(&mut new, "btree", "", "end", 10);
+    r.instructions = r.instructions * 95 / 100;
+    let c = compare(&base, &new, 2.0);
+    assert!(!c.has_regressions());
+    assert_eq!(c.count(Change::Improvement), 1);
+    assert_eq!(c.count(Change::Regression), 0);
+}
+
+#[test]
+fn compare_ignores_one_percent_at_default_noise() {
+    let base = sample();
+    let mut new = sample();
+    let r = find(&mut new, "btree", "", "middle", 100);
+    r.instructions = r.instructions * 101 / 100;
+    let c = compare(&base, &new, 2.0);
+    assert!(!c.has_regressions());
+    assert_eq!(c.count(Change::Unchanged), c.entries.len());
+}
+
+#[test]
+fn compare_reports_new_and_missing_scenarios() {
+    let base = sample();
+    let mut new = sample();
+    new.results
+        .push(result("sqlite", "OFF", "middle", "insert", 1, 149_520));
+    let c = compare(&base, &new, 2.0);
+    assert_eq!(c.count(Change::New), 1);
+    assert!(!c.has_regressions());
+    let back = compare(&new, &base, 2.0);
+    assert_eq!(back.count(Change::Missing), 1);
+}
+
+#[test]
+fn compare_counts_ok_to_failed_as_regression() {
+    let base = sample();
+    let mut new = sample();
+    find(&mut new, "btree", "", "end", 1).status = Status::Failed("trap: out of bounds".into());
+    let c = compare(&base, &new, 2.0);
+    assert!(c.has_regressions());
+    assert_eq!(c.count(Change::StatusChanged { worse: true }), 1);
+    assert!(c.render().contains("1 regression(s)"), "{}", c.render());
+}
+
+#[test]
+fn compare_matches_across_engines() {
+    let base = sample();
+    let mut new = sample();
+    for r in &mut new.results {
+        r.engine = "pocket-ic".into();
+    }
+    new.engine = "pocket-ic".into();
+    let c = compare(&base, &new, 2.0);
+    assert_eq!(c.count(Change::Unchanged), c.entries.len());
+    assert!(c
+        .render()
+        .contains("`embedded` (base) with `pocket-ic` (new)"));
+}
