@@ -55,6 +55,8 @@ use super::cost::instruction_cost;
 pub const INSTRUCTION_COUNTER_EXPORT: &str = "canister counter_instructions";
 /// Export name under which the module's start function is exposed.
 pub const CANISTER_START_EXPORT: &str = "canister_start";
+/// Prefix of the exports that expose the module's mutable globals (the replica's name).
+pub const PERSISTENT_GLOBAL_PREFIX: &str = "__persistent_mutable_global_";
 /// Import module of the injected host function.
 pub const SYSTEM_MODULE: &str = "__";
 /// Import name of the host function called when the counter drops below zero at a check.
@@ -186,6 +188,12 @@ struct ModuleInfo {
     /// Whether memory 0 is a 64-bit memory (the replica's "main memory type").
     mem64: bool,
     start: Option<u32>,
+    /// Indices of the module's own mutable globals: exported so the host can save and
+    /// restore them around messages (a trap rolls them back), as the replica does.
+    mutable_globals: Vec<u32>,
+    /// Whether memory 0 is already exported, and every export name (to pick a free one).
+    memory_exported: bool,
+    export_names: Vec<String>,
 }
 
 fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
@@ -242,11 +250,22 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                     info.memories64.push(memory.map_err(invalid)?.memory64);
                 }
             }
-            Payload::GlobalSection(reader) => info.num_globals += reader.count(),
+            Payload::GlobalSection(reader) => {
+                for global in reader {
+                    if global.map_err(invalid)?.ty.mutable {
+                        info.mutable_globals.push(info.num_globals);
+                    }
+                    info.num_globals += 1;
+                }
+            }
             Payload::ExportSection(reader) => {
                 for export in reader {
                     let export = export.map_err(invalid)?;
-                    if RESERVED_EXPORTS.contains(&export.name) {
+                    info.export_names.push(export.name.to_string());
+                    if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
+                        info.memory_exported = true;
+                    }
+                    if RESERVED_EXPORTS.contains(&export.name) || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX) {
                         return Err(InstrumentError::ReservedExport {
                             name: export.name.to_string(),
                         });
@@ -678,6 +697,15 @@ impl<'a, 'i> Emitter<'a, 'i> {
             ExportKind::Global,
             self.counter_global,
         );
+        // The host reads and writes the heap through an export, like the replica, which
+        // exports memory 0 of every canister.
+        if !self.info.memory_exported && !self.info.memories64.is_empty() {
+            let name = if self.info.export_names.iter().any(|n| n == "memory") { "canister memory" } else { "memory" };
+            exports.export(name, ExportKind::Memory, 0);
+        }
+        for &g in &self.info.mutable_globals {
+            exports.export(&format!("{PERSISTENT_GLOBAL_PREFIX}{g}"), ExportKind::Global, g);
+        }
         if let Some(start) = self.info.start {
             exports.export(
                 CANISTER_START_EXPORT,

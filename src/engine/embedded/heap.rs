@@ -1,0 +1,225 @@
+//! The canister heap (Wasm linear memory) with the replica's dirty-page tracking.
+//!
+//! The replica charges `DIRTY_PAGE_OVERHEAD` per 4 KiB heap page *written* during a
+//! message, found by write-protecting the heap and catching the first write fault on each
+//! page. We do the same: wasmtime gets its linear memories from [`HeapCreator`], each one
+//! an mmap we own; at message start the accessible part is made read-only, and the store's
+//! signal handler ([`HeapRegion::handle_fault`]) marks the faulting page dirty and makes it
+//! writable. Pages written with unchanged content still count, as on the replica.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use wasmtime::{bail, Result};
+use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
+
+/// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
+pub const OS_PAGE: usize = 4096;
+/// Wasm32 heap maximum: 4 GiB (`MAX_WASM_MEMORY_IN_BYTES`).
+pub const MAX_HEAP_BYTES: usize = 4 << 30;
+const MAX_HEAP_OS_PAGES: usize = MAX_HEAP_BYTES / OS_PAGE;
+
+/// Shared between the memory (which wasmtime owns) and the canister (which arms tracking
+/// and reads the dirty pages). All fields are atomics: the fault handler reads them.
+pub struct HeapRegion {
+    base: AtomicUsize,
+    len: AtomicUsize,
+    armed: AtomicBool,
+    /// One byte per OS page of the whole 4 GiB range: 1 = written in this message.
+    dirty: Box<[AtomicU8]>,
+}
+
+impl HeapRegion {
+    fn new(base: usize, len: usize) -> Self {
+        let dirty = (0..MAX_HEAP_OS_PAGES).map(|_| AtomicU8::new(0)).collect::<Vec<_>>().into_boxed_slice();
+        Self {
+            base: AtomicUsize::new(base),
+            len: AtomicUsize::new(len),
+            armed: AtomicBool::new(false),
+            dirty,
+        }
+    }
+
+    pub fn base(&self) -> *mut u8 {
+        self.base.load(Ordering::Acquire) as *mut u8
+    }
+
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// The accessible heap bytes. Callers must not hold the slice across Wasm execution.
+    ///
+    /// # Safety
+    /// No Wasm code of this memory's store may run while the slice is alive.
+    pub unsafe fn bytes_mut(&self) -> &mut [u8] {
+        unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
+    }
+
+    /// Starts a message: every accessible page becomes read-only until first written.
+    pub fn arm(&self) -> Result<()> {
+        debug_assert!(!self.armed.load(Ordering::Acquire));
+        self.armed.store(true, Ordering::Release);
+        protect(self.base(), self.len(), libc::PROT_READ)
+    }
+
+    /// Ends a message: returns the written pages (sorted) and makes the heap writable again.
+    pub fn disarm(&self) -> Result<Vec<u32>> {
+        self.armed.store(false, Ordering::Release);
+        protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
+        let pages = self.len() / OS_PAGE;
+        let mut written = Vec::new();
+        for (page, flag) in self.dirty[..pages].iter().enumerate() {
+            if flag.swap(0, Ordering::Relaxed) == 1 {
+                written.push(page as u32);
+            }
+        }
+        Ok(written)
+    }
+
+    /// Called from the signal handler: atomics and mprotect only (async-signal-safe).
+    /// Returns true when the fault was a first write to a tracked page and is resolved.
+    pub fn handle_fault(&self, addr: usize) -> bool {
+        if !self.armed.load(Ordering::Acquire) {
+            return false;
+        }
+        let base = self.base.load(Ordering::Acquire);
+        let len = self.len.load(Ordering::Acquire);
+        if addr < base || addr >= base + len {
+            return false;
+        }
+        let page = (addr - base) / OS_PAGE;
+        if self.dirty[page].swap(1, Ordering::AcqRel) == 1 {
+            // Already writable: this fault is not ours (e.g. a real protection error).
+            return false;
+        }
+        let page_addr = (base + page * OS_PAGE) as *mut u8;
+        if protect(page_addr, OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).is_err() {
+            return false;
+        }
+        true
+    }
+
+    fn grown(&self, old_len: usize, new_len: usize) -> Result<()> {
+        let prot = if self.armed.load(Ordering::Acquire) {
+            libc::PROT_READ
+        } else {
+            libc::PROT_READ | libc::PROT_WRITE
+        };
+        protect(unsafe { self.base().add(old_len) }, new_len - old_len, prot)?;
+        self.len.store(new_len, Ordering::Release);
+        Ok(())
+    }
+}
+
+fn protect(addr: *mut u8, len: usize, prot: libc::c_int) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: the range lies inside a mapping this module created.
+    let rc = unsafe { libc::mprotect(addr.cast(), len, prot) };
+    if rc != 0 {
+        bail!("mprotect failed: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A Wasm linear memory in an mmap reservation we own.
+struct TrackedMemory {
+    region: Arc<HeapRegion>,
+    mapping_len: usize,
+    capacity: usize,
+    maximum: usize,
+}
+
+// SAFETY: the mapping is owned by this value and never moves; sizes are page multiples.
+unsafe impl LinearMemory for TrackedMemory {
+    fn byte_size(&self) -> usize {
+        self.region.len()
+    }
+
+    fn byte_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn grow_to(&mut self, new_size: usize) -> Result<()> {
+        let old = self.region.len();
+        if new_size > self.maximum || new_size > self.capacity {
+            bail!("heap limit of {} bytes reached", self.maximum.min(self.capacity));
+        }
+        if new_size > old {
+            self.region.grown(old, new_size)?;
+        }
+        Ok(())
+    }
+
+    fn as_ptr(&self) -> *mut u8 {
+        self.region.base()
+    }
+}
+
+impl Drop for TrackedMemory {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own reservation; wasmtime no longer uses it.
+        unsafe { libc::munmap(self.region.base().cast(), self.mapping_len) };
+        self.region.len.store(0, Ordering::Release);
+    }
+}
+
+thread_local! {
+    /// Memories created on this thread since the last `take_created`: instantiation is
+    /// synchronous, so the canister picks up its heap right after instantiating.
+    static CREATED: std::cell::RefCell<Vec<Arc<HeapRegion>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The regions wasmtime created on this thread since the last call.
+pub fn take_created() -> Vec<Arc<HeapRegion>> {
+    CREATED.with(|c| std::mem::take(&mut *c.borrow_mut()))
+}
+
+pub struct HeapCreator;
+
+// SAFETY: memories are zero-filled anonymous mappings with the requested guard left
+// PROT_NONE after the reservation.
+unsafe impl MemoryCreator for HeapCreator {
+    fn new_memory(
+        &self,
+        ty: MemoryType,
+        minimum: usize,
+        maximum: Option<usize>,
+        reserved_size_in_bytes: Option<usize>,
+        guard_size_in_bytes: usize,
+    ) -> std::result::Result<Box<dyn LinearMemory>, String> {
+        if ty.is_64() {
+            return Err("wasm64 memories are not supported by the embedded engine yet".into());
+        }
+        let maximum = maximum.unwrap_or(MAX_HEAP_BYTES).min(MAX_HEAP_BYTES);
+        let capacity = reserved_size_in_bytes.unwrap_or(MAX_HEAP_BYTES).max(minimum);
+        let mapping_len = capacity + guard_size_in_bytes;
+        // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                mapping_len,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(format!("cannot reserve {mapping_len} bytes for the heap: {}", std::io::Error::last_os_error()));
+        }
+        let region = Arc::new(HeapRegion::new(base as usize, 0));
+        region.grown(0, minimum).map_err(|e| e.to_string())?;
+        CREATED.with(|c| c.borrow_mut().push(region.clone()));
+        Ok(Box::new(TrackedMemory { region, mapping_len, capacity, maximum }))
+    }
+}
+
+/// Page indices as byte ranges, for copying dirty pages between copies of the heap.
+pub fn page_range(page: u32) -> Range<usize> {
+    let start = page as usize * OS_PAGE;
+    start..start + OS_PAGE
+}

@@ -1,0 +1,308 @@
+//! Stable memory: sparse, page-granular and copy-on-write.
+//!
+//! Pages are 4 KiB (the replica's tracking granularity) and shared between the live state
+//! and snapshots through `Arc`, so a snapshot of a 1,000,000-row canister costs one map
+//! clone and untouched pages cost no host memory. Each message keeps an undo log of the
+//! pages it writes, which is both the rollback on a trap and the replica's set of newly
+//! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each).
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::Arc;
+
+use super::heap::OS_PAGE;
+
+/// Stable memory is addressed in 64 KiB Wasm pages by `stable64_size`/`stable64_grow`.
+pub const WASM_PAGE: u64 = 65536;
+const OS_PAGES_PER_WASM_PAGE: u64 = WASM_PAGE / OS_PAGE as u64;
+
+type Page = [u8; OS_PAGE];
+
+/// Page numbers are dense small integers: hashing them with SipHash is wasted work.
+#[derive(Default)]
+pub struct PageHasher(u64);
+
+impl Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
+type PageSet = HashSet<u64, BuildHasherDefault<PageHasher>>;
+
+/// The committed contents: what snapshots hold.
+#[derive(Clone, Default)]
+pub struct StableImage {
+    pages: PageMap<Arc<Page>>,
+    size_wasm_pages: u64,
+}
+
+impl StableImage {
+    pub fn size_wasm_pages(&self) -> u64 {
+        self.size_wasm_pages
+    }
+
+    pub fn size_bytes(&self) -> u64 {
+        self.size_wasm_pages * WASM_PAGE
+    }
+
+    /// Pages that hold data (never-written pages read as zero and are not stored).
+    pub fn stored_pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// An image holding `bytes` from offset 0 (canbench's stable memory file), rounded up
+    /// to whole Wasm pages.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        let mut image = Self { size_wasm_pages: (bytes.len() as u64).div_ceil(WASM_PAGE), ..Self::default() };
+        for (i, chunk) in bytes.chunks(OS_PAGE).enumerate() {
+            let mut page = [0u8; OS_PAGE];
+            page[..chunk.len()].copy_from_slice(chunk);
+            if page.iter().any(|&b| b != 0) {
+                image.pages.insert(i as u64, Arc::new(page));
+            }
+        }
+        image
+    }
+
+    /// Feeds the contents (size and every non-zero page, in page order) to `f`, for
+    /// state hashes.
+    pub fn for_each_page(&self, mut f: impl FnMut(u64, &[u8])) {
+        let mut keys: Vec<_> = self.pages.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            f(k, &self.pages[&k][..]);
+        }
+    }
+}
+
+/// Per-message bookkeeping.
+#[derive(Default)]
+struct MessageLog {
+    /// The previous value of every page written in this message (None = was zero).
+    undo: PageMap<Option<Arc<Page>>>,
+    size_before: u64,
+    accessed: PageSet,
+}
+
+/// Why a stable memory access failed; each maps to a replica error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StableError {
+    OutOfBounds,
+    DirtyPageLimit(u64),
+    AccessedPageLimit(u64),
+}
+
+#[derive(Default)]
+pub struct StableMemory {
+    image: StableImage,
+    log: MessageLog,
+    max_wasm_pages: u64,
+    dirty_limit: u64,
+    accessed_limit: u64,
+}
+
+impl StableMemory {
+    pub fn new(image: StableImage, max_bytes: u64) -> Self {
+        Self { image, max_wasm_pages: max_bytes / WASM_PAGE, ..Self::default() }
+    }
+
+    pub fn image(&self) -> &StableImage {
+        &self.image
+    }
+
+    pub fn size_wasm_pages(&self) -> u64 {
+        self.image.size_wasm_pages
+    }
+
+    /// Starts a message with its page limits (in OS pages).
+    pub fn begin(&mut self, dirty_limit: u64, accessed_limit: u64) {
+        self.log = MessageLog { size_before: self.image.size_wasm_pages, ..MessageLog::default() };
+        self.dirty_limit = dirty_limit;
+        self.accessed_limit = accessed_limit;
+    }
+
+    /// Pages written in the current message.
+    pub fn dirty_pages(&self) -> u64 {
+        self.log.undo.len() as u64
+    }
+
+    pub fn commit(&mut self) {
+        self.log = MessageLog::default();
+    }
+
+    pub fn rollback(&mut self) {
+        let log = std::mem::take(&mut self.log);
+        for (page, old) in log.undo {
+            match old {
+                Some(p) => self.image.pages.insert(page, p),
+                None => self.image.pages.remove(&page),
+            };
+        }
+        self.image.size_wasm_pages = log.size_before;
+    }
+
+    /// Grows by `delta` Wasm pages; returns the old size, or -1 past the maximum.
+    pub fn grow(&mut self, delta: u64) -> i64 {
+        let old = self.image.size_wasm_pages;
+        match old.checked_add(delta) {
+            Some(new) if new <= self.max_wasm_pages => {
+                self.image.size_wasm_pages = new;
+                old as i64
+            }
+            _ => -1,
+        }
+    }
+
+    fn check_range(&self, offset: u64, len: u64) -> Result<(), StableError> {
+        match offset.checked_add(len) {
+            Some(end) if end <= self.image.size_bytes() => Ok(()),
+            _ => Err(StableError::OutOfBounds),
+        }
+    }
+
+    fn pages_of(offset: u64, len: u64) -> std::ops::Range<u64> {
+        if len == 0 {
+            return 0..0;
+        }
+        offset / OS_PAGE as u64..(offset + len - 1) / OS_PAGE as u64 + 1
+    }
+
+    fn touch(&mut self, pages: std::ops::Range<u64>) -> Result<(), StableError> {
+        for p in pages {
+            self.log.accessed.insert(p);
+        }
+        if self.log.accessed.len() as u64 > self.accessed_limit {
+            return Err(StableError::AccessedPageLimit(self.accessed_limit));
+        }
+        Ok(())
+    }
+
+    pub fn read(&mut self, offset: u64, out: &mut [u8]) -> Result<(), StableError> {
+        let len = out.len() as u64;
+        self.check_range(offset, len)?;
+        self.touch(Self::pages_of(offset, len))?;
+        let mut done = 0usize;
+        while done < out.len() {
+            let pos = offset + done as u64;
+            let page = pos / OS_PAGE as u64;
+            let in_page = (pos % OS_PAGE as u64) as usize;
+            let n = (OS_PAGE - in_page).min(out.len() - done);
+            match self.image.pages.get(&page) {
+                Some(p) => out[done..done + n].copy_from_slice(&p[in_page..in_page + n]),
+                None => out[done..done + n].fill(0),
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Writes `data`; returns how many pages this write dirtied for the first time in
+    /// the current message (the replica charges each).
+    pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<u64, StableError> {
+        let len = data.len() as u64;
+        self.check_range(offset, len)?;
+        let pages = Self::pages_of(offset, len);
+        let newly_dirty = pages.clone().filter(|p| !self.log.undo.contains_key(p)).count() as u64;
+        if self.dirty_pages() + newly_dirty > self.dirty_limit {
+            return Err(StableError::DirtyPageLimit(self.dirty_limit));
+        }
+        self.touch(pages)?;
+        let mut done = 0usize;
+        while done < data.len() {
+            let pos = offset + done as u64;
+            let page = pos / OS_PAGE as u64;
+            let in_page = (pos % OS_PAGE as u64) as usize;
+            let n = (OS_PAGE - in_page).min(data.len() - done);
+            let slot = self.image.pages.entry(page);
+            let entry = slot.or_insert_with(|| Arc::new([0u8; OS_PAGE]));
+            if !self.log.undo.contains_key(&page) {
+                // First write of this page in the message: remember what to roll back to.
+                // A page that did not exist was just created as zeros above.
+                let was_zero = Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0);
+                self.log.undo.insert(page, if was_zero { None } else { Some(entry.clone()) });
+            }
+            // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
+            Arc::make_mut(entry)[in_page..in_page + n].copy_from_slice(&data[done..done + n]);
+            done += n;
+        }
+        Ok(newly_dirty)
+    }
+
+    pub fn os_pages_per_wasm_page() -> u64 {
+        OS_PAGES_PER_WASM_PAGE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mem(pages: u64) -> StableMemory {
+        let mut m = StableMemory::new(StableImage::default(), 400 << 30);
+        m.begin(u64::MAX, u64::MAX);
+        assert_eq!(m.grow(pages), 0);
+        m
+    }
+
+    #[test]
+    fn write_across_page_boundary_dirties_two_pages_once() {
+        let mut m = mem(1);
+        assert_eq!(m.write(4090, &[7u8; 10]).unwrap(), 2);
+        assert_eq!(m.write(4095, &[8u8; 2]).unwrap(), 0);
+        let mut out = [0u8; 12];
+        m.read(4089, &mut out).unwrap();
+        assert_eq!(out, [0, 7, 7, 7, 7, 7, 8, 8, 7, 7, 7, 0]);
+        assert_eq!(m.dirty_pages(), 2);
+    }
+
+    #[test]
+    fn rollback_restores_contents_and_size_and_snapshot_is_unaffected() {
+        let mut m = mem(1);
+        m.write(0, b"abc").unwrap();
+        m.commit();
+        let snap = m.image().clone();
+        m.begin(u64::MAX, u64::MAX);
+        m.write(1, b"XY").unwrap();
+        m.grow(3);
+        m.write(70000, b"z").unwrap();
+        m.rollback();
+        let mut out = [0u8; 3];
+        m.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"abc");
+        assert_eq!(m.size_wasm_pages(), 1);
+        assert_eq!(m.image().stored_pages(), 1);
+        let mut restored = StableMemory::new(snap, 400 << 30);
+        restored.begin(u64::MAX, u64::MAX);
+        restored.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"abc");
+    }
+
+    #[test]
+    fn bounds_and_limits() {
+        let mut m = mem(1);
+        assert_eq!(m.write(65535, &[1, 2]), Err(StableError::OutOfBounds));
+        assert_eq!(m.read(u64::MAX, &mut [0u8; 2]), Err(StableError::OutOfBounds));
+        m.begin(1, u64::MAX);
+        assert_eq!(m.write(0, &[1; 4097]), Err(StableError::DirtyPageLimit(1)));
+        let mut small = StableMemory::new(StableImage::default(), 2 * WASM_PAGE);
+        assert_eq!(small.grow(2), 0);
+        assert_eq!(small.grow(1), -1);
+    }
+
+    #[test]
+    fn image_from_bytes_rounds_up_to_wasm_pages() {
+        let image = StableImage::from_bytes(b"ABCDE");
+        assert_eq!(image.size_wasm_pages(), 1);
+        assert_eq!(image.stored_pages(), 1);
+    }
+}
