@@ -1,0 +1,687 @@
+//! The embedded IC engine: canister Wasm, instrumented exactly as the replica instruments
+//! it, executed by wasmtime with the replica's System API, message semantics and limits.
+//! No external binary is needed, and the same calls give the same counts and state.
+
+pub mod heap;
+pub mod stable;
+pub mod system_api;
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use anyhow::{anyhow, bail, Context, Result};
+use candid::Principal;
+use sha2::{Digest, Sha256};
+use wasmtime::unix::StoreExt;
+use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
+
+use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
+use self::stable::{StableImage, StableMemory};
+use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
+use super::cost::{self, Limits};
+use super::instrument;
+use super::{CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId};
+
+/// The first canister id of PocketIC's single application subnet, so that error texts and
+/// `canister_self` match what canbench users see there.
+const FIRST_CANISTER_ID: &str = "lxzze-o7777-77777-aaaaa-cai";
+/// A fixed start time (2026-01-01T00:00:00Z) so that runs are reproducible.
+const GENESIS_TIME_NS: u64 = 1_767_225_600_000_000_000;
+/// Cycles every canister holds, as canbench gives it.
+const INITIAL_CYCLES: u128 = 1_000_000_000_000_000;
+/// The replica's Wasm stack limit (`MAX_WASM_STACK_SIZE`, 5 MiB).
+const MAX_WASM_STACK: usize = 5 * 1024 * 1024;
+
+/// One wasmtime engine per process: compiled modules are shared between canisters.
+fn wasmtime_engine() -> &'static wasmtime::Engine {
+    static ENGINE: OnceLock<wasmtime::Engine> = OnceLock::new();
+    ENGINE.get_or_init(|| {
+        let mut config = wasmtime::Config::new();
+        config
+            .cranelift_nan_canonicalization(true) // determinism, as the replica
+            // wasmtime checks the Wasm stack against the async stack size even for sync calls.
+            .async_stack_size(MAX_WASM_STACK + (1 << 20))
+            .max_wasm_stack(MAX_WASM_STACK)
+            // Data segments are copied into our own heap mappings (no copy-on-write images).
+            .memory_init_cow(false)
+            .wasm_simd(true)
+            .wasm_bulk_memory(true)
+            .wasm_multi_value(true)
+            .wasm_tail_call(true)
+            .wasm_memory64(false)
+            .with_host_memory(Arc::new(HeapCreator));
+        wasmtime::Engine::new(&config).expect("the embedded engine's wasmtime configuration is valid")
+    })
+}
+
+/// A module ready to instantiate: instrumented, compiled and linked once, then cached.
+pub struct LoadedModule {
+    pre: InstancePre<HostState>,
+    update_methods: HashSet<String>,
+    query_methods: HashSet<String>,
+    exports: HashSet<String>,
+    /// Instructions the replica charges at install for compiling the module.
+    pub compile_instructions: u64,
+    pub wasm_hash: [u8; 32],
+}
+
+/// Turns canister module bytes (raw or gzipped) into a runnable module, or says why not.
+pub fn load_module(wasm: &[u8]) -> Result<Arc<LoadedModule>> {
+    static CACHE: OnceLock<Mutex<HashMap<[u8; 32], Arc<LoadedModule>>>> = OnceLock::new();
+    let raw = decompress(wasm)?;
+    let hash: [u8; 32] = Sha256::digest(&raw).into();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some(m) = cache.lock().unwrap().get(&hash) {
+        return Ok(m.clone());
+    }
+    let instrumented = instrument::instrument(&raw).map_err(|e| anyhow!("{e}"))?;
+    if instrumented.memory64 {
+        bail!("invalid module: wasm64 (64-bit memory) canisters are not supported by the embedded engine yet");
+    }
+    let engine = wasmtime_engine();
+    let module = Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    let mut linker: Linker<HostState> = Linker::new(engine);
+    linker.func_wrap(instrument::SYSTEM_MODULE, instrument::OUT_OF_INSTRUCTIONS_IMPORT, || -> wasmtime::Result<()> {
+        Err(wasmtime::Error::new(HostTrap::OutOfInstructions))
+    })?;
+    system_api::link(&mut linker, &module).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    let pre = linker.instantiate_pre(&module).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+
+    let mut update_methods = HashSet::new();
+    let mut query_methods = HashSet::new();
+    let mut exports = HashSet::new();
+    for export in module.exports() {
+        let name = export.name();
+        exports.insert(name.to_string());
+        let (kind, method) = match name.split_once(' ') {
+            Some((kind, method)) => (kind, method),
+            None => continue,
+        };
+        let set = match kind {
+            "canister_update" => &mut update_methods,
+            "canister_query" | "canister_composite_query" => &mut query_methods,
+            _ => continue,
+        };
+        if !set.insert(method.to_string()) {
+            bail!("invalid module: method {method:?} is exported more than once");
+        }
+    }
+    if let Some(m) = update_methods.intersection(&query_methods).next() {
+        bail!("invalid module: {m:?} is exported both as an update and as a query method");
+    }
+    let loaded = Arc::new(LoadedModule {
+        pre,
+        update_methods,
+        query_methods,
+        exports,
+        compile_instructions: instrumented.wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
+        wasm_hash: hash,
+    });
+    cache.lock().unwrap().insert(hash, loaded.clone());
+    Ok(loaded)
+}
+
+fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
+    if wasm.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(wasm)
+            .take(200 << 20)
+            .read_to_end(&mut out)
+            .context("invalid module: the gzip stream cannot be decompressed")?;
+        return Ok(out);
+    }
+    if !wasm.starts_with(b"\0asm") {
+        bail!("invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are {:02x?}", &wasm[..wasm.len().min(4)]);
+    }
+    Ok(wasm.to_vec())
+}
+
+/// A live instance: the wasmtime store, its heap and the handles we need every message.
+struct Instance {
+    store: Store<HostState>,
+    instance: wasmtime::Instance,
+    heap: Option<Arc<HeapRegion>>,
+    counter: Global,
+    /// Mutable globals the module exports (the instrumentation exports all of them), saved
+    /// and restored around messages because a trap must roll them back.
+    globals: Vec<Global>,
+}
+
+fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
+    let mut store = Store::new(wasmtime_engine(), state);
+    heap::take_created();
+    let instance = module.pre.instantiate(&mut store).map_err(|e| anyhow!("instantiating the module failed: {e:#}"))?;
+    let heap = heap::take_created().into_iter().next();
+    let counter = instance
+        .get_global(&mut store, instrument::INSTRUCTION_COUNTER_EXPORT)
+        .ok_or_else(|| anyhow!("the instrumented module has no instruction counter"))?;
+    let mut globals = Vec::new();
+    let exports: Vec<_> = instance.exports(&mut store).map(|e| (e.name().to_string(), e.into_extern())).collect();
+    let mut memory: Option<Memory> = None;
+    for (name, ext) in exports {
+        match ext {
+            Extern::Global(g) if name != instrument::INSTRUCTION_COUNTER_EXPORT && g.ty(&store).mutability() == Mutability::Var => globals.push(g),
+            Extern::Memory(m) if memory.is_none() => memory = Some(m),
+            _ => {}
+        }
+    }
+    if let Some(region) = &heap {
+        let region = region.clone();
+        // SAFETY: the handler only does atomics and mprotect (async-signal-safe).
+        unsafe {
+            store.set_signal_handler(move |_signum, info, _ctx| {
+                // The kernel hands the handler a valid siginfo for SIGSEGV/SIGBUS.
+                let addr = (*info).si_addr() as usize;
+                region.handle_fault(addr)
+            });
+        }
+    }
+    store.data_mut().counter = Some(counter);
+    store.data_mut().memory = memory;
+    Ok(Instance { store, instance, heap, counter, globals })
+}
+
+/// What every canister state consists of, for snapshots and for rolling back.
+#[derive(Clone)]
+struct SavedState {
+    module: Arc<LoadedModule>,
+    heap: Arc<Vec<u8>>,
+    globals: Vec<Val>,
+    stable: StableImage,
+    certified_data: Vec<u8>,
+    global_timer: u64,
+}
+
+struct Canister {
+    module: Option<Arc<LoadedModule>>,
+    live: Option<Instance>,
+    /// The heap as of the last committed message: rollback source and snapshot base.
+    committed_heap: Vec<u8>,
+    version: u64,
+}
+
+/// The embedded engine. Execution is single-threaded per engine; several engines may run
+/// in parallel threads.
+pub struct EmbeddedEngine {
+    limits: Limits,
+    canisters: HashMap<Principal, Canister>,
+    snapshots: Vec<(Principal, SavedState)>,
+    time_ns: u64,
+    next_canister: u64,
+    print_log: bool,
+}
+
+impl Default for EmbeddedEngine {
+    fn default() -> Self {
+        Self::new(Limits::APPLICATION)
+    }
+}
+
+fn heap_bytes(inst: &Instance) -> u64 {
+    inst.heap.as_ref().map(|h| h.len() as u64).unwrap_or(0)
+}
+
+impl EmbeddedEngine {
+    pub fn new(limits: Limits) -> Self {
+        Self { limits, canisters: HashMap::new(), snapshots: Vec::new(), time_ns: GENESIS_TIME_NS, next_canister: 0, print_log: false }
+    }
+
+    /// Echo canister `debug_print` output on stderr.
+    pub fn print_canister_log(&mut self, on: bool) {
+        self.print_log = on;
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn canister(&mut self, id: Principal) -> Result<&mut Canister> {
+        self.canisters.get_mut(&id).ok_or_else(|| anyhow!("canister {id} does not exist"))
+    }
+
+    fn new_host_state(&self, id: Principal, stable: StableImage, version: u64) -> HostState {
+        HostState {
+            counter: None,
+            memory: None,
+            stable: StableMemory::new(stable, MAX_STABLE_BYTES),
+            msg: Message::new(ApiType::Init, "", Vec::new(), 0),
+            limits: self.limits,
+            canister_id: id.as_slice().to_vec(),
+            time_ns: self.time_ns,
+            canister_version: version,
+            cycles_balance: INITIAL_CYCLES,
+            certified_data: Vec::new(),
+            global_timer: 0,
+            log: Vec::new(),
+            print_log: self.print_log,
+        }
+    }
+
+    /// A SHA-256 over the canister's whole state (heap, globals, stable memory), for
+    /// checking determinism.
+    pub fn state_hash(&mut self, id: Principal) -> Result<[u8; 32]> {
+        let c = self.canister(id)?;
+        let mut h = Sha256::new();
+        h.update(&c.committed_heap);
+        if let Some(inst) = &mut c.live {
+            for g in &inst.globals {
+                h.update(format!("{:?}", g.get(&mut inst.store)).as_bytes());
+            }
+            let image = inst.store.data().stable.image();
+            h.update(image.size_wasm_pages().to_le_bytes());
+            image.for_each_page(|n, bytes| {
+                h.update(n.to_le_bytes());
+                h.update(bytes);
+            });
+        }
+        Ok(h.finalize().into())
+    }
+
+    /// The `debug_print` lines of the canister's last message.
+    pub fn last_log(&self, id: Principal) -> Vec<String> {
+        self.canisters.get(&id).and_then(|c| c.live.as_ref()).map(|i| i.store.data().log.clone()).unwrap_or_default()
+    }
+
+    /// Replaces the canister's stable memory (canbench's `stable_memory.file`).
+    pub fn set_stable_memory(&mut self, id: Principal, bytes: &[u8]) -> Result<()> {
+        let c = self.canister(id)?;
+        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        inst.store.data_mut().stable = StableMemory::new(StableImage::from_bytes(bytes), MAX_STABLE_BYTES);
+        Ok(())
+    }
+
+    fn page_limits(&self, api: ApiType) -> (u64, u64, u64) {
+        let l = &self.limits;
+        match api {
+            ApiType::Start | ApiType::Init | ApiType::PreUpgrade | ApiType::PostUpgrade => {
+                (l.max_instructions_per_install, l.stable_dirty_pages_install, l.stable_accessed_pages_install)
+            }
+            ApiType::Update | ApiType::ReplicatedQuery => {
+                (l.max_instructions_per_update, l.stable_dirty_pages_update, l.stable_accessed_pages_update)
+            }
+            ApiType::Query => (l.max_instructions_per_query, l.stable_dirty_pages_query, l.stable_accessed_pages_query),
+        }
+    }
+
+    /// Runs one entry point as one message and commits or rolls back its effects.
+    fn execute(&mut self, id: Principal, api: ApiType, export: &str, method: &str, arg: Vec<u8>) -> Result<CallOutcome> {
+        let (limit, dirty_limit, accessed_limit) = self.page_limits(api);
+        let overhead = self.limits.dirty_page_overhead;
+        self.time_ns += 1;
+        let time_ns = self.time_ns;
+        let c = self.canister(id)?;
+        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no instance"))?;
+        let func = inst
+            .instance
+            .get_typed_func::<(), ()>(&mut inst.store, export)
+            .map_err(|e| anyhow!("export {export:?} is not a function without parameters and results: {e}"))?;
+
+        let heap_before = heap_bytes(inst);
+        let globals_before: Vec<Val> = inst.globals.iter().map(|g| g.get(&mut inst.store)).collect();
+        {
+            let state = inst.store.data_mut();
+            state.msg = Message::new(api, method, arg, limit);
+            state.log.clear();
+            state.time_ns = time_ns;
+            state.stable.begin(dirty_limit, accessed_limit);
+        }
+        let stable_before = inst.store.data().stable.image().size_bytes();
+        let saved_misc = (inst.store.data().certified_data.clone(), inst.store.data().global_timer);
+        inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
+        if let Some(h) = &inst.heap {
+            h.arm()?;
+        }
+        let result = func.call(&mut inst.store, ());
+        let dirty = match &inst.heap {
+            Some(h) => h.disarm()?,
+            None => Vec::new(),
+        };
+        let left = inst.counter.get(&mut inst.store).unwrap_i64();
+        let mut instructions = (limit as i64).saturating_sub(left).clamp(0, limit as i64) as u64;
+        // Queries run without modification tracking on the replica: no dirty-page charge.
+        let charged_pages = if api == ApiType::Query { 0 } else { dirty.len() as u64 };
+        instructions += charged_pages * overhead;
+        let stable_dirty = inst.store.data().stable.dirty_pages();
+
+        let response = inst.store.data_mut().msg.response.take();
+        let outcome: Result<Vec<u8>, Reject> = match &result {
+            Ok(()) => match response {
+                Some(Response::Reply(bytes)) => Ok(bytes),
+                Some(Response::Reject(text)) => Err(Reject { code: ErrorCode::CanisterRejectedMessage.reject_code(), error_code: ErrorCode::CanisterRejectedMessage, message: text }),
+                None if matches!(api, ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query) => {
+                    Err(reject(ErrorCode::CanisterDidNotReply, format!("Canister {id} did not produce a response")))
+                }
+                None => Ok(Vec::new()),
+            },
+            Err(e) => Err(trap_to_reject(id, e, limit)),
+        };
+
+        let persist = result.is_ok() && !matches!(api, ApiType::Query | ApiType::ReplicatedQuery);
+        let heap_after;
+        let mut restart = None;
+        if persist {
+            inst.store.data_mut().stable.commit();
+            if let Some(h) = &inst.heap {
+                // SAFETY: no Wasm runs while we copy.
+                let live = unsafe { h.bytes_mut() };
+                c.committed_heap.resize(live.len(), 0);
+                for &p in &dirty {
+                    let r = heap::page_range(p);
+                    c.committed_heap[r.clone()].copy_from_slice(&live[r]);
+                }
+            }
+            heap_after = heap_bytes(inst);
+        } else {
+            inst.store.data_mut().stable.rollback();
+            let state = inst.store.data_mut();
+            (state.certified_data, state.global_timer) = saved_misc;
+            if heap_bytes(inst) != heap_before {
+                // Wasm memory cannot shrink: start over from the committed state.
+                let data = inst.store.data();
+                restart = Some(SavedState {
+                    module: c.module.clone().ok_or_else(|| anyhow!("a live instance without a module"))?,
+                    heap: Arc::new(c.committed_heap.clone()),
+                    globals: globals_before,
+                    stable: data.stable.image().clone(),
+                    certified_data: data.certified_data.clone(),
+                    global_timer: data.global_timer,
+                });
+            } else {
+                if let Some(h) = &inst.heap {
+                    // SAFETY: no Wasm runs while we copy.
+                    let live = unsafe { h.bytes_mut() };
+                    for &p in &dirty {
+                        let r = heap::page_range(p);
+                        live[r.clone()].copy_from_slice(&c.committed_heap[r]);
+                    }
+                }
+                for (g, v) in inst.globals.iter().zip(globals_before) {
+                    g.set(&mut inst.store, v)?;
+                }
+            }
+            heap_after = heap_before;
+        }
+        if let Some(saved) = restart {
+            self.load(id, &saved)?;
+        }
+        let stable_after = self.canister(id)?.live.as_ref().map(|i| i.store.data().stable.image().size_bytes()).unwrap_or(0);
+        Ok(CallOutcome {
+            result: outcome,
+            report: MessageReport {
+                instructions,
+                heap_dirty_pages: dirty.len() as u64,
+                stable_dirty_pages: stable_dirty,
+                heap_bytes_before: heap_before,
+                heap_bytes_after: heap_after,
+                stable_bytes_before: stable_before,
+                stable_bytes_after: stable_after,
+            },
+        })
+    }
+
+    /// Fresh instance of `module` over `stable`, then `canister_start` and `init_export`.
+    fn start_module(&mut self, id: Principal, module: Arc<LoadedModule>, stable: StableImage, api: ApiType, init_export: &str, arg: &[u8]) -> Result<CallOutcome> {
+        let version = self.canister(id)?.version;
+        let state = self.new_host_state(id, stable, version);
+        let inst = instantiate(&module, state)?;
+        let c = self.canister(id)?;
+        // SAFETY: no Wasm is running.
+        c.committed_heap = inst.heap.as_ref().map(|h| unsafe { h.bytes_mut() }.to_vec()).unwrap_or_default();
+        c.module = Some(module.clone());
+        c.live = Some(inst);
+        let mut total = CallOutcome { result: Ok(Vec::new()), report: MessageReport::default() };
+        total.report.instructions = module.compile_instructions;
+        for (kind, export) in [(ApiType::Start, instrument::CANISTER_START_EXPORT), (api, init_export)] {
+            if !module.exports.contains(export) {
+                continue;
+            }
+            let out = self.execute(id, kind, export, "", if kind == ApiType::Start { Vec::new() } else { arg.to_vec() })?;
+            add_report(&mut total.report, &out.report);
+            if out.result.is_err() {
+                total.result = out.result;
+                return Ok(total);
+            }
+        }
+        Ok(total)
+    }
+
+    fn save(&mut self, id: Principal) -> Result<SavedState> {
+        let c = self.canister(id)?;
+        let module = c.module.clone().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        let globals = inst.globals.iter().map(|g| g.get(&mut inst.store)).collect();
+        let data = inst.store.data();
+        Ok(SavedState {
+            module,
+            heap: Arc::new(c.committed_heap.clone()),
+            globals,
+            stable: data.stable.image().clone(),
+            certified_data: data.certified_data.clone(),
+            global_timer: data.global_timer,
+        })
+    }
+
+    fn load(&mut self, id: Principal, saved: &SavedState) -> Result<()> {
+        let version = self.canister(id)?.version;
+        let state = self.new_host_state(id, saved.stable.clone(), version);
+        let inst = restore_instance(saved, state)?;
+        let c = self.canister(id)?;
+        c.committed_heap = saved.heap.as_ref().clone();
+        c.module = Some(saved.module.clone());
+        c.live = Some(inst);
+        Ok(())
+    }
+
+    fn method_export(&mut self, id: Principal, method: &str, api: ApiType) -> Result<Result<String, Reject>> {
+        let c = self.canister(id)?;
+        let Some(module) = &c.module else {
+            return Ok(Err(reject(ErrorCode::CanisterWasmModuleNotFound, format!("Error from Canister {id}: Attempted to execute a message, but the canister contains no Wasm module."))));
+        };
+        if api == ApiType::Query {
+            if module.query_methods.contains(method) {
+                return Ok(Ok(query_export(module, method)));
+            }
+            return Ok(Err(reject(ErrorCode::CanisterMethodNotFound, format!("Error from Canister {id}: Canister has no query method '{method}'."))));
+        }
+        if module.update_methods.contains(method) {
+            return Ok(Ok(format!("canister_update {method}")));
+        }
+        if module.query_methods.contains(method) {
+            return Ok(Ok(query_export(module, method)));
+        }
+        Ok(Err(reject(ErrorCode::CanisterMethodNotFound, format!("Error from Canister {id}: Canister has no update method '{method}'."))))
+    }
+}
+
+fn query_export(module: &LoadedModule, method: &str) -> String {
+    let plain = format!("canister_query {method}");
+    if module.exports.contains(&plain) {
+        plain
+    } else {
+        format!("canister_composite_query {method}")
+    }
+}
+
+fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
+    let mut inst = instantiate(&saved.module, state)?;
+    if let Some(h) = &inst.heap {
+        let want = saved.heap.len();
+        let have = h.len();
+        if want > have {
+            let memory = inst.store.data().memory.ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
+            memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
+        }
+        // SAFETY: no Wasm is running.
+        let live = unsafe { h.bytes_mut() };
+        if live.len() != want {
+            bail!("cannot restore a {want}-byte heap into a {}-byte memory", live.len());
+        }
+        live.copy_from_slice(&saved.heap);
+    }
+    for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
+        g.set(&mut inst.store, v.clone())?;
+    }
+    let state = inst.store.data_mut();
+    state.certified_data = saved.certified_data.clone();
+    state.global_timer = saved.global_timer;
+    Ok(inst)
+}
+
+fn add_report(total: &mut MessageReport, part: &MessageReport) {
+    if total.heap_bytes_before == 0 && total.stable_bytes_before == 0 {
+        total.heap_bytes_before = part.heap_bytes_before;
+        total.stable_bytes_before = part.stable_bytes_before;
+    }
+    total.instructions += part.instructions;
+    total.heap_dirty_pages += part.heap_dirty_pages;
+    total.stable_dirty_pages += part.stable_dirty_pages;
+    total.heap_bytes_after = part.heap_bytes_after;
+    total.stable_bytes_after = part.stable_bytes_after;
+}
+
+fn reject(error_code: ErrorCode, message: String) -> Reject {
+    Reject { code: error_code.reject_code(), error_code, message }
+}
+
+/// Maps a failed execution to the replica's error code and wording.
+fn trap_to_reject(id: Principal, e: &wasmtime::Error, limit: u64) -> Reject {
+    if let Some(t) = e.downcast_ref::<HostTrap>() {
+        let code = match t {
+            HostTrap::CalledTrap(_) => ErrorCode::CanisterCalledTrap,
+            HostTrap::OutOfInstructions => {
+                return reject(
+                    ErrorCode::CanisterInstructionLimitExceeded,
+                    format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution."),
+                )
+            }
+            HostTrap::ContractViolation(_) | HostTrap::Unsupported(_) => ErrorCode::CanisterContractViolation,
+            HostTrap::MemoryAccessLimit(_) => ErrorCode::CanisterMemoryAccessLimitExceeded,
+        };
+        return reject(code, format!("Error from Canister {id}: {t}."));
+    }
+    if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        use wasmtime::Trap as T;
+        let what = match trap {
+            T::StackOverflow => "stack overflow".to_string(),
+            T::MemoryOutOfBounds => "heap out of bounds".to_string(),
+            T::TableOutOfBounds => "table out of bounds".to_string(),
+            T::IndirectCallToNull => "indirect call to null".to_string(),
+            T::BadSignature => "indirect call signature mismatch".to_string(),
+            T::IntegerOverflow => "integer overflow".to_string(),
+            T::IntegerDivisionByZero => "integer division by 0".to_string(),
+            T::BadConversionToInteger => "invalid conversion to integer".to_string(),
+            T::UnreachableCodeReached => "unreachable".to_string(),
+            other => other.to_string(),
+        };
+        return reject(ErrorCode::CanisterTrapped, format!("Error from Canister {id}: Canister trapped: {what}."));
+    }
+    reject(ErrorCode::CanisterTrapped, format!("Error from Canister {id}: Canister trapped: {e:#}."))
+}
+
+impl Engine for EmbeddedEngine {
+    fn name(&self) -> &'static str {
+        "embedded"
+    }
+
+    fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
+        let module = load_module(wasm)?;
+        let id = canister_id(self.next_canister);
+        self.next_canister += 1;
+        self.canisters.insert(id, Canister { module: None, live: None, committed_heap: Vec::new(), version: 0 });
+        let out = self.start_module(id, module, StableImage::default(), ApiType::Init, "canister_init", arg)?;
+        if out.result.is_err() {
+            // A failed install leaves an empty canister, as on the replica.
+            let c = self.canister(id)?;
+            c.module = None;
+            c.live = None;
+            c.committed_heap.clear();
+        }
+        Ok((id, out))
+    }
+
+    fn upgrade(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
+        let module = load_module(wasm)?;
+        let before = self.save(id)?;
+        let mut total = CallOutcome { result: Ok(Vec::new()), report: MessageReport::default() };
+        if before.module.exports.contains("canister_pre_upgrade") {
+            let out = self.execute(id, ApiType::PreUpgrade, "canister_pre_upgrade", "", Vec::new())?;
+            add_report(&mut total.report, &out.report);
+            if out.result.is_err() {
+                self.load(id, &before)?;
+                return Ok(out);
+            }
+        }
+        let stable = self.canister(id)?.live.as_ref().map(|i| i.store.data().stable.image().clone()).unwrap_or_default();
+        self.canister(id)?.version += 1;
+        let out = self.start_module(id, module, stable, ApiType::PostUpgrade, "canister_post_upgrade", arg)?;
+        add_report(&mut total.report, &out.report);
+        if out.result.is_err() {
+            self.canister(id)?.version -= 1;
+            self.load(id, &before)?;
+            total.result = out.result;
+        }
+        Ok(total)
+    }
+
+    fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
+        let module = load_module(wasm)?;
+        let before = self.save(id).ok();
+        self.canister(id)?.version += 1;
+        let out = self.start_module(id, module, StableImage::default(), ApiType::Init, "canister_init", arg)?;
+        if out.result.is_err() {
+            if let Some(before) = before {
+                self.canister(id)?.version -= 1;
+                self.load(id, &before)?;
+            }
+        }
+        Ok(out)
+    }
+
+    fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
+        match self.method_export(id, method, ApiType::Update)? {
+            Ok(export) => {
+                let api = if export.starts_with("canister_update ") { ApiType::Update } else { ApiType::ReplicatedQuery };
+                self.execute(id, api, &export, method, arg.to_vec())
+            }
+            Err(r) => Ok(CallOutcome { result: Err(r), report: MessageReport::default() }),
+        }
+    }
+
+    fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
+        match self.method_export(id, method, ApiType::Query)? {
+            Ok(export) => self.execute(id, ApiType::Query, &export, method, arg.to_vec()),
+            Err(r) => Ok(CallOutcome { result: Err(r), report: MessageReport::default() }),
+        }
+    }
+
+    fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
+        let saved = self.save(id)?;
+        self.snapshots.push((id, saved));
+        Ok(SnapshotId(self.snapshots.len() as u64 - 1))
+    }
+
+    fn restore(&mut self, id: Principal, snapshot: SnapshotId) -> Result<()> {
+        let (owner, saved) = self.snapshots.get(snapshot.0 as usize).cloned().ok_or_else(|| anyhow!("snapshot {} does not exist", snapshot.0))?;
+        if owner != id {
+            bail!("snapshot {} belongs to canister {owner}, not {id}", snapshot.0);
+        }
+        self.load(id, &saved)
+    }
+}
+
+/// Canister ids as PocketIC assigns them on its application subnet: the first one is
+/// `lxzze-o7777-77777-aaaaa-cai`, then consecutive ids of the same range.
+pub fn canister_id(n: u64) -> Principal {
+    let first = Principal::from_text(FIRST_CANISTER_ID).expect("valid principal");
+    let mut bytes = first.as_slice().to_vec();
+    // Canister ids are an 8-byte big-endian index followed by 0x01 0x01.
+    let mut index = [0u8; 8];
+    index.copy_from_slice(&bytes[..8]);
+    let next = u64::from_be_bytes(index).wrapping_add(n);
+    bytes[..8].copy_from_slice(&next.to_be_bytes());
+    Principal::from_slice(&bytes)
+}
+
+/// Heap bytes per OS page, re-exported for reports.
+pub const HEAP_OS_PAGE: usize = OS_PAGE;

@@ -1,0 +1,541 @@
+//! The `ic0` System API, registered in one place ([`link`]).
+//!
+//! Every host function charges its fee from [`cost::SYSTEM_API_FEES`] first, before doing
+//! any work, exactly as the replica's linker does (`charge_for_cpu`), then acts on the
+//! message context in [`HostState`]. Functions the embedded engine cannot honour (inter-
+//! canister calls, ...) link, so modules that merely import them run, and trap when called.
+
+use std::fmt;
+
+use wasmtime::{bail, format_err as anyhow, Error, Result};
+use wasmtime::{Caller, ExternType, Global, Linker, Memory, Module, Val};
+
+use super::stable::{StableError, StableMemory, WASM_PAGE};
+use crate::engine::cost::{self, ApiFee, Limits};
+use crate::engine::instrument;
+
+/// The kind of entry point running, which decides what the API allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiType {
+    Start,
+    Init,
+    PreUpgrade,
+    PostUpgrade,
+    Update,
+    /// A query method called as an update: replicated, state discarded.
+    ReplicatedQuery,
+    /// A non-replicated query call.
+    Query,
+}
+
+impl ApiType {
+    fn name(self) -> &'static str {
+        match self {
+            ApiType::Start => "start",
+            ApiType::Init => "init",
+            ApiType::PreUpgrade => "pre_upgrade",
+            ApiType::PostUpgrade => "post_upgrade",
+            ApiType::Update => "update",
+            ApiType::ReplicatedQuery => "replicated query",
+            ApiType::Query => "query",
+        }
+    }
+    fn can_reply(self) -> bool {
+        matches!(self, ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query)
+    }
+    fn has_arg(self) -> bool {
+        matches!(self, ApiType::Init | ApiType::PostUpgrade | ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query)
+    }
+}
+
+/// How the message ended, as far as the API saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Response {
+    Reply(Vec<u8>),
+    Reject(String),
+}
+
+/// The current message.
+pub struct Message {
+    pub api: ApiType,
+    pub arg: Vec<u8>,
+    pub caller: Vec<u8>,
+    pub method: String,
+    pub limit: u64,
+    pub reply_buf: Vec<u8>,
+    pub response: Option<Response>,
+    pub logged_bytes: u64,
+}
+
+impl Message {
+    pub fn new(api: ApiType, method: &str, arg: Vec<u8>, limit: u64) -> Self {
+        Self {
+            api,
+            arg,
+            // The anonymous principal: what `dfx canister call` without identity, canbench
+            // and our CLI send as.
+            caller: vec![0x04],
+            method: method.to_string(),
+            limit,
+            reply_buf: Vec::new(),
+            response: None,
+            logged_bytes: 0,
+        }
+    }
+}
+
+/// Why a host function stopped the message. Each maps to a replica error code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostTrap {
+    /// `ic0.trap(msg)`: IC0503.
+    CalledTrap(String),
+    /// The instruction counter went below zero: IC0522.
+    OutOfInstructions,
+    /// An API used where the interface spec forbids it, or with bad arguments: IC0504.
+    ContractViolation(String),
+    /// Stable memory page limits: IC0524.
+    MemoryAccessLimit(String),
+    /// Something the IC has that this engine does not: IC0504 with a plain message.
+    Unsupported(String),
+}
+
+impl fmt::Display for HostTrap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostTrap::CalledTrap(m) => write!(f, "Canister called `ic0.trap` with message: '{m}'"),
+            HostTrap::OutOfInstructions => write!(f, "out of instructions"),
+            HostTrap::ContractViolation(m) => write!(f, "Canister violated contract: {m}"),
+            HostTrap::MemoryAccessLimit(m) => write!(f, "{m}"),
+            HostTrap::Unsupported(name) => write!(f, "ic0.{name} is not supported by the embedded engine"),
+        }
+    }
+}
+
+impl std::error::Error for HostTrap {}
+
+/// Store data of a canister instance.
+pub struct HostState {
+    pub counter: Option<Global>,
+    pub memory: Option<Memory>,
+    pub stable: StableMemory,
+    pub msg: Message,
+    pub limits: Limits,
+    pub canister_id: Vec<u8>,
+    pub time_ns: u64,
+    pub canister_version: u64,
+    pub cycles_balance: u128,
+    pub certified_data: Vec<u8>,
+    pub global_timer: u64,
+    /// `debug_print` output of the current message.
+    pub log: Vec<String>,
+    pub print_log: bool,
+}
+
+/// Every ic0 function of the interface spec; a module may import only these.
+const IC0_FUNCTIONS: &[&str] = &[
+    "msg_arg_data_size", "msg_arg_data_copy", "msg_caller_size", "msg_caller_copy", "msg_reject_code",
+    "msg_reject_msg_size", "msg_reject_msg_copy", "msg_deadline", "msg_reply_data_append", "msg_reply",
+    "msg_reject", "msg_cycles_available", "msg_cycles_available128", "msg_cycles_refunded",
+    "msg_cycles_refunded128", "msg_cycles_accept", "msg_cycles_accept128", "cycles_burn128",
+    "canister_self_size", "canister_self_copy", "canister_cycle_balance", "canister_cycle_balance128",
+    "canister_liquid_cycle_balance128", "canister_status", "canister_version", "subnet_self_size",
+    "subnet_self_copy", "msg_method_name_size", "msg_method_name_copy", "accept_message", "call_new",
+    "call_on_cleanup", "call_data_append", "call_with_best_effort_response", "call_cycles_add",
+    "call_cycles_add128", "call_perform", "stable_size", "stable_grow", "stable_write", "stable_read",
+    "stable64_size", "stable64_grow", "stable64_write", "stable64_read", "root_key_size", "root_key_copy",
+    "certified_data_set", "data_certificate_present", "data_certificate_size", "data_certificate_copy",
+    "time", "global_timer_set", "performance_counter", "is_controller", "in_replicated_execution",
+    "cost_call", "cost_create_canister", "cost_http_request", "cost_http_request_v2", "cost_sign_with_ecdsa",
+    "cost_sign_with_schnorr", "cost_vetkd_derive_key", "env_var_count", "env_var_name_size",
+    "env_var_name_copy", "env_var_name_exists", "env_var_value_size", "env_var_value_copy", "debug_print",
+    "trap", "mint_cycles", "mint_cycles128",
+];
+
+/// The ic0 functions the embedded engine implements; the README lists the same.
+pub const SUPPORTED: &[&str] = &[
+    "msg_arg_data_size", "msg_arg_data_copy", "msg_caller_size", "msg_caller_copy", "msg_reply_data_append",
+    "msg_reply", "msg_reject", "msg_method_name_size", "msg_method_name_copy", "msg_cycles_available128",
+    "msg_cycles_refunded128", "msg_cycles_accept128", "canister_self_size", "canister_self_copy",
+    "canister_cycle_balance", "canister_cycle_balance128", "canister_liquid_cycle_balance128", "canister_status",
+    "canister_version", "stable_size", "stable_grow", "stable_write", "stable_read", "stable64_size",
+    "stable64_grow", "stable64_write", "stable64_read", "certified_data_set", "data_certificate_present",
+    "time", "global_timer_set", "performance_counter", "is_controller", "in_replicated_execution",
+    "debug_print", "trap", "accept_message",
+];
+
+type C<'a> = Caller<'a, HostState>;
+
+fn fee(name: &str) -> ApiFee {
+    cost::system_api_fee(name).unwrap_or(ApiFee { base: 0, per_byte: 0 })
+}
+
+/// Subtracts `amount` from the instruction counter, as the replica's `charge_direct_fee`.
+fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
+    let counter = caller.data().counter.ok_or_else(|| anyhow!("instruction counter missing"))?;
+    let now = counter.get(&mut *caller).unwrap_i64();
+    if now < 0 {
+        bail!(HostTrap::OutOfInstructions);
+    }
+    let left = now.saturating_sub(amount.min(i64::MAX as u64) as i64);
+    counter.set(&mut *caller, Val::I64(left))?;
+    if left < 0 {
+        bail!(HostTrap::OutOfInstructions);
+    }
+    Ok(())
+}
+
+/// Instructions used so far in this message (performance counter type 0).
+pub fn instructions_used(caller: &mut C<'_>) -> u64 {
+    let limit = caller.data().msg.limit;
+    let left = caller.data().counter.map(|c| c.get(&mut *caller).unwrap_i64()).unwrap_or(0);
+    (limit as i64).saturating_sub(left).max(0) as u64
+}
+
+fn violation(msg: String) -> Error {
+    Error::new(HostTrap::ContractViolation(msg))
+}
+
+fn heap_range(heap_len: usize, api: &str, ptr: u64, len: u64) -> Result<std::ops::Range<usize>> {
+    match ptr.checked_add(len) {
+        Some(end) if end <= heap_len as u64 => Ok(ptr as usize..end as usize),
+        _ => Err(violation(format!("{api}: heap range [{ptr}, {ptr} + {len}) is out of bounds of the {heap_len}-byte heap"))),
+    }
+}
+
+fn read_heap(caller: &mut C<'_>, api: &str, ptr: u64, len: u64) -> Result<Vec<u8>> {
+    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let data = memory.data(&*caller);
+    let r = heap_range(data.len(), api, ptr, len)?;
+    Ok(data[r].to_vec())
+}
+
+fn write_heap(caller: &mut C<'_>, api: &str, ptr: u64, bytes: &[u8]) -> Result<()> {
+    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let data = memory.data_mut(&mut *caller);
+    let r = heap_range(data.len(), api, ptr, bytes.len() as u64)?;
+    data[r].copy_from_slice(bytes);
+    Ok(())
+}
+
+/// `*_copy(dst, offset, size)` from a host-side byte string.
+fn copy_out(caller: &mut C<'_>, api: &str, src: &[u8], dst: u64, offset: u64, size: u64) -> Result<()> {
+    let end = offset.checked_add(size).filter(|&e| e <= src.len() as u64).ok_or_else(|| {
+        violation(format!("{api}: range [{offset}, {offset} + {size}) is out of bounds of the {}-byte source", src.len()))
+    })?;
+    let chunk = src[offset as usize..end as usize].to_vec();
+    write_heap(caller, api, dst, &chunk)
+}
+
+fn require(caller: &C<'_>, api: &str, ok: bool) -> Result<()> {
+    if ok {
+        Ok(())
+    } else {
+        Err(violation(format!("\"ic0.{api}\" cannot be executed in {} mode", caller.data().msg.api.name())))
+    }
+}
+
+fn stable_err(e: StableError, api: &str) -> Error {
+    match e {
+        StableError::OutOfBounds => Error::new(HostTrap::ContractViolation(format!("{api}: stable memory out of bounds"))),
+        StableError::DirtyPageLimit(n) => Error::new(HostTrap::MemoryAccessLimit(format!(
+            "Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit {} KB",
+            n * 4
+        ))),
+        StableError::AccessedPageLimit(n) => Error::new(HostTrap::MemoryAccessLimit(format!(
+            "Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit {} KB",
+            n * 4
+        ))),
+    }
+}
+
+fn stable_read_impl(caller: &mut C<'_>, api: &str, dst: u64, offset: u64, size: u64) -> Result<()> {
+    charge(caller, fee(api).charge(size))?;
+    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let (data, state) = memory.data_and_store_mut(&mut *caller);
+    let r = heap_range(data.len(), api, dst, size)?;
+    state.stable.read(offset, &mut data[r]).map_err(|e| stable_err(e, api))
+}
+
+fn stable_write_impl(caller: &mut C<'_>, api: &str, offset: u64, src: u64, size: u64) -> Result<()> {
+    charge(caller, fee(api).charge(size))?;
+    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let (data, state) = memory.data_and_store_mut(&mut *caller);
+    let r = heap_range(data.len(), api, src, size)?;
+    let newly_dirty = state.stable.write(offset, &data[r]).map_err(|e| stable_err(e, api))?;
+    let overhead = caller.data().limits.dirty_page_overhead;
+    charge(caller, newly_dirty * overhead)
+}
+
+const MAX_32BIT_STABLE_PAGES: u64 = 65536;
+
+fn check_32bit_stable(caller: &C<'_>, api: &str) -> Result<()> {
+    if caller.data().stable.size_wasm_pages() > MAX_32BIT_STABLE_PAGES {
+        return Err(violation(format!("{api}: stable memory is larger than 4 GiB; use the 64-bit API")));
+    }
+    Ok(())
+}
+
+fn u128_bytes(v: u128) -> [u8; 16] {
+    v.to_le_bytes()
+}
+
+/// Defines every import of `module` in `linker`, or says which import cannot be provided.
+pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
+    let mut linked = std::collections::HashSet::new();
+    for import in module.imports() {
+        let (m, name) = (import.module(), import.name());
+        let ExternType::Func(ty) = import.ty() else {
+            bail!("the module imports {m}.{name}, which is not a function; the IC provides only ic0 functions");
+        };
+        if m == instrument::SYSTEM_MODULE {
+            continue; // defined by the engine (out_of_instructions)
+        }
+        if m != "ic0" {
+            bail!(
+                "the module imports {m}.{name}, which the IC does not provide{}",
+                if m.starts_with("wasi") { " (a WASI module must go through wasi2ic first)" } else { "" }
+            );
+        }
+        if !IC0_FUNCTIONS.contains(&name) {
+            bail!("the module imports ic0.{name}, which is not part of the IC System API");
+        }
+        if !linked.insert(name.to_string()) {
+            continue; // the same function imported twice
+        }
+        if SUPPORTED.contains(&name) {
+            define(linker, name).map_err(|e| anyhow!("linking ic0.{name}: {e}"))?;
+        } else {
+            let owned = name.to_string();
+            linker.func_new("ic0", name, ty, move |_c, _a, _r| Err(Error::new(HostTrap::Unsupported(owned.clone()))))?;
+        }
+    }
+    Ok(())
+}
+
+fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
+    let f = fee(name);
+    match name {
+        "msg_arg_data_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            require(&c, "msg_arg_data_size", c.data().msg.api.has_arg())?;
+            Ok(c.data().msg.arg.len() as i32)
+        })?,
+        "msg_arg_data_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            require(&c, "msg_arg_data_copy", c.data().msg.api.has_arg())?;
+            let arg = std::mem::take(&mut c.data_mut().msg.arg);
+            let r = copy_out(&mut c, "msg_arg_data_copy", &arg, dst as u32 as u64, off as u32 as u64, size as u32 as u64);
+            c.data_mut().msg.arg = arg;
+            r
+        })?,
+        "msg_caller_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().msg.caller.len() as i32)
+        })?,
+        "msg_caller_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            let caller = c.data().msg.caller.clone();
+            copy_out(&mut c, "msg_caller_copy", &caller, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+        })?,
+        "msg_method_name_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().msg.method.len() as i32)
+        })?,
+        "msg_method_name_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            let method = c.data().msg.method.clone().into_bytes();
+            copy_out(&mut c, "msg_method_name_copy", &method, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+        })?,
+        "msg_reply_data_append" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            require(&c, "msg_reply_data_append", c.data().msg.api.can_reply())?;
+            if c.data().msg.response.is_some() {
+                return Err(violation("ic0.msg_reply_data_append: the call is already replied".into()));
+            }
+            let bytes = read_heap(&mut c, "msg_reply_data_append", src as u32 as u64, size as u32 as u64)?;
+            let buf = &mut c.data_mut().msg.reply_buf;
+            if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
+                return Err(violation(format!("ic0.msg_reply_data_append: application payload size ({}) cannot be larger than {MAX_RESPONSE_BYTES}", buf.len() + bytes.len())));
+            }
+            buf.extend_from_slice(&bytes);
+            Ok(())
+        })?,
+        "msg_reply" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<()> {
+            charge(&mut c, f.base)?;
+            require(&c, "msg_reply", c.data().msg.api.can_reply())?;
+            if c.data().msg.response.is_some() {
+                return Err(violation("ic0.msg_reply: the call is already replied".into()));
+            }
+            let reply = std::mem::take(&mut c.data_mut().msg.reply_buf);
+            c.data_mut().msg.response = Some(Response::Reply(reply));
+            Ok(())
+        })?,
+        "msg_reject" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            require(&c, "msg_reject", c.data().msg.api.can_reply())?;
+            if c.data().msg.response.is_some() {
+                return Err(violation("ic0.msg_reject: the call is already replied".into()));
+            }
+            let bytes = read_heap(&mut c, "msg_reject", src as u32 as u64, size as u32 as u64)?;
+            c.data_mut().msg.response = Some(Response::Reject(String::from_utf8_lossy(&bytes).into_owned()));
+            Ok(())
+        })?,
+        "msg_cycles_available128" | "msg_cycles_refunded128" => {
+            let api = name.to_string();
+            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32| -> Result<()> {
+                charge(&mut c, f.base)?;
+                write_heap(&mut c, &api, dst as u32 as u64, &u128_bytes(0))
+            })?
+        }
+        "msg_cycles_accept128" => l.func_wrap("ic0", name, move |mut c: C<'_>, _hi: i64, _lo: i64, dst: i32| -> Result<()> {
+            charge(&mut c, f.base)?;
+            write_heap(&mut c, "msg_cycles_accept128", dst as u32 as u64, &u128_bytes(0))
+        })?,
+        "canister_self_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().canister_id.len() as i32)
+        })?,
+        "canister_self_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            let id = c.data().canister_id.clone();
+            copy_out(&mut c, "canister_self_copy", &id, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+        })?,
+        "canister_cycle_balance" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().cycles_balance.min(i64::MAX as u128) as i64)
+        })?,
+        "canister_cycle_balance128" | "canister_liquid_cycle_balance128" => {
+            let api = name.to_string();
+            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32| -> Result<()> {
+                charge(&mut c, f.base)?;
+                let balance = c.data().cycles_balance;
+                write_heap(&mut c, &api, dst as u32 as u64, &u128_bytes(balance))
+            })?
+        }
+        "canister_status" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok(1) // running
+        })?,
+        "canister_version" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().canister_version as i64)
+        })?,
+        "stable_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            check_32bit_stable(&c, "stable_size")?;
+            Ok(c.data().stable.size_wasm_pages() as i32)
+        })?,
+        "stable64_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().stable.size_wasm_pages() as i64)
+        })?,
+        "stable_grow" => l.func_wrap("ic0", name, move |mut c: C<'_>, delta: i32| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            let stable = &mut c.data_mut().stable;
+            // The 32-bit API cannot address past 4 GiB.
+            if stable.size_wasm_pages() + delta as u32 as u64 > MAX_32BIT_STABLE_PAGES {
+                return Ok(-1);
+            }
+            Ok(stable.grow(delta as u32 as u64) as i32)
+        })?,
+        "stable64_grow" => l.func_wrap("ic0", name, move |mut c: C<'_>, delta: i64| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            Ok(c.data_mut().stable.grow(delta as u64))
+        })?,
+        "stable_read" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+            check_32bit_stable(&c, "stable_read")?;
+            stable_read_impl(&mut c, "stable_read", dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+        })?,
+        "stable64_read" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i64, off: i64, size: i64| -> Result<()> {
+            stable_read_impl(&mut c, "stable64_read", dst as u64, off as u64, size as u64)
+        })?,
+        "stable_write" => l.func_wrap("ic0", name, move |mut c: C<'_>, off: i32, src: i32, size: i32| -> Result<()> {
+            check_32bit_stable(&c, "stable_write")?;
+            stable_write_impl(&mut c, "stable_write", off as u32 as u64, src as u32 as u64, size as u32 as u64)
+        })?,
+        "stable64_write" => l.func_wrap("ic0", name, move |mut c: C<'_>, off: i64, src: i64, size: i64| -> Result<()> {
+            stable_write_impl(&mut c, "stable64_write", off as u64, src as u64, size as u64)
+        })?,
+        "certified_data_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            if size as u32 > 32 {
+                return Err(violation(format!("ic0.certified_data_set: certified data can be at most 32 bytes, got {}", size as u32)));
+            }
+            let bytes = read_heap(&mut c, "certified_data_set", src as u32 as u64, size as u32 as u64)?;
+            c.data_mut().certified_data = bytes;
+            Ok(())
+        })?,
+        "data_certificate_present" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok(0)
+        })?,
+        "time" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            Ok(c.data().time_ns as i64)
+        })?,
+        "global_timer_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, ts: i64| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            let old = std::mem::replace(&mut c.data_mut().global_timer, ts as u64);
+            Ok(old as i64)
+        })?,
+        "performance_counter" => l.func_wrap("ic0", name, move |mut c: C<'_>, kind: i32| -> Result<i64> {
+            charge(&mut c, f.base)?;
+            match kind {
+                // Type 1 adds the call context's earlier instructions: none outside callbacks.
+                0 | 1 => Ok(instructions_used(&mut c) as i64),
+                _ => Err(violation(format!("ic0.performance_counter: unknown counter type {kind}"))),
+            }
+        })?,
+        "is_controller" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<i32> {
+            charge(&mut c, f.charge(size as u32 as u64))?;
+            let bytes = read_heap(&mut c, "is_controller", src as u32 as u64, size as u32 as u64)?;
+            if bytes.len() > 29 {
+                return Err(violation(format!("ic0.is_controller: {} bytes is not a principal", bytes.len())));
+            }
+            // The canister was installed by the anonymous principal, its only controller.
+            Ok((bytes == [0x04]) as i32)
+        })?,
+        "in_replicated_execution" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+            charge(&mut c, f.base)?;
+            Ok((c.data().msg.api != ApiType::Query) as i32)
+        })?,
+        "accept_message" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<()> {
+            charge(&mut c, f.base)?;
+            Err(violation(format!("\"ic0.accept_message\" cannot be executed in {} mode", c.data().msg.api.name())))
+        })?,
+        "debug_print" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
+            let len = size as u32 as u64;
+            let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
+            let print_bytes = if c.data().limits.charge_debug_print_bytes { len } else { 0 };
+            charge(&mut c, f.base + cost::logging_charge(len, remaining) + print_bytes)?;
+            let bytes = read_heap(&mut c, "debug_print", src as u32 as u64, len)?;
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let state = c.data_mut();
+            state.msg.logged_bytes += len;
+            if state.print_log {
+                eprintln!("[canister] {text}");
+            }
+            state.log.push(text);
+            Ok(())
+        })?,
+        "trap" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
+            let len = size as u32 as u64;
+            let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
+            charge(&mut c, f.charge(len) + cost::logging_charge(len, remaining))?;
+            let bytes = read_heap(&mut c, "trap", src as u32 as u64, len)?;
+            Err(Error::new(HostTrap::CalledTrap(String::from_utf8_lossy(&bytes).into_owned())))
+        })?,
+        other => bail!("ic0.{other} is listed as supported but has no definition"),
+    };
+    Ok(())
+}
+
+/// The largest reply a canister may produce (`MAX_INTER_CANISTER_PAYLOAD_IN_BYTES` is
+/// 2 MiB; ingress replies may be up to this size as well).
+pub const MAX_RESPONSE_BYTES: usize = 2 * 1024 * 1024;
+
+/// Stable memory the replica allows (`MAX_STABLE_MEMORY_IN_BYTES`).
+pub const MAX_STABLE_BYTES: u64 = 400 << 30;
+
+/// Wasm pages of stable memory per OS page, for reports.
+pub const STABLE_WASM_PAGE: u64 = WASM_PAGE;

@@ -1,0 +1,314 @@
+//! The embedded engine against hand-written canisters, with instruction counts worked out
+//! by hand from the replica's rules (`shared/research/ic-metering.md`).
+
+use icbench::engine::cost::Limits;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::{Engine, ErrorCode};
+
+const COMMON: &str = r#"
+  (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
+  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+  (import "ic0" "msg_reply" (func $reply))
+  (import "ic0" "trap" (func $trap (param i32 i32)))
+  (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
+  (import "ic0" "stable64_size" (func $ssize (result i64)))
+  (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+  (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
+  (memory 1)
+  (global $g (mut i64) (i64.const 7))
+  (data (i32.const 100) "boom")
+"#;
+
+fn canister(body: &str) -> Vec<u8> {
+    wat::parse_str(format!("(module {COMMON} {body})")).expect("test WAT is valid")
+}
+
+fn reply_u64s(bytes: &[u8]) -> Vec<u64> {
+    bytes.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+#[test]
+fn two_performance_counters_in_one_segment_differ_by_200() {
+    let wasm = canister(
+        r#"(func (export "canister_update two")
+             (i64.store (i32.const 0) (call $pc (i32.const 0)))
+             (i64.store (i32.const 8) (call $pc (i32.const 0)))
+             (call $append (i32.const 0) (i32.const 16))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, install) = e.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    let out = e.update(id, "two", &[]).unwrap();
+    // One segment, charged at entry: entry 1 + 6 consts + 4 calls x 5 + 2 stores = 29.
+    // First counter = 29 + its own 200; second = + 200 (nothing between them is a segment).
+    assert_eq!(reply_u64s(&out.result.clone().unwrap()), vec![229, 429]);
+    // + msg_reply_data_append(16 bytes) 500 + 50 x 16 + msg_reply 500
+    // + 1 heap page written (page 0) x 1000, charged after execution.
+    assert_eq!(out.report.instructions, 429 + 1300 + 500 + 1000);
+    assert_eq!(out.report.heap_dirty_pages, 1);
+}
+
+#[test]
+fn a_segment_boundary_between_counters_adds_the_next_segment() {
+    let wasm = canister(
+        r#"(func (export "canister_update split")
+             (local $a i64)
+             (local.set $a (call $pc (i32.const 0)))
+             (block (br 0))
+             (i64.store (i32.const 0) (local.get $a))
+             (i64.store (i32.const 8) (call $pc (i32.const 0)))
+             (call $append (i32.const 0) (i32.const 16))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let out = e.update(id, "split", &[]).unwrap();
+    // Segment 1 (entry): 1 + i32.const 1 + call 5 + local.set 1 + block 0 + br 2 = 10.
+    // Segment 2 (after br): end 0 (the block's end closes it) = 0 -> no injection.
+    // Segment 3 (after end): i32.const, local.get, i64.store, i32.const, i32.const, call,
+    //   i64.store, i32.const, i32.const, call, call, end = 1+1+1+1+1+5+1+1+1+5+5+0 = 23.
+    // First counter: 10 + 200 = 210. Second: 210 + 23 + 200 = 433.
+    let values = reply_u64s(&out.result.unwrap());
+    assert_eq!(values, vec![210, 433]);
+}
+
+#[test]
+fn stable_write_across_a_page_boundary_pays_two_dirty_pages() {
+    let wasm = canister(
+        r#"(func (export "canister_update write")
+             (drop (call $sgrow (i64.const 1)))
+             (call $swrite (i64.const 4090) (i64.const 100) (i64.const 10))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let out = e.update(id, "write", &[]).unwrap();
+    out.result.clone().unwrap();
+    // Segment: entry 1 + i64.const 1 + call 5 + drop 1 + 3 x i64.const + call 5 + call 5 = 21.
+    // stable64_grow 100; stable64_write 20 + 10 bytes + 2 new dirty 4 KiB pages x 1000;
+    // msg_reply 500. The heap is only read: no heap dirty page.
+    assert_eq!(out.report.instructions, 21 + 100 + 2030 + 500);
+    assert_eq!(out.report.stable_dirty_pages, 2);
+    assert_eq!(out.report.heap_dirty_pages, 0);
+    assert_eq!(out.report.stable_bytes_after, 65536);
+
+    // The same pages again in a new message are newly dirty again.
+    let again = e.update(id, "write", &[]).unwrap();
+    assert_eq!(again.report.instructions, 21 + 100 + 2030 + 500);
+}
+
+#[test]
+fn a_trap_rolls_back_heap_globals_and_stable_memory() {
+    let wasm = canister(
+        r#"(func $state
+             (i64.store (i32.const 0) (global.get $g))
+             (i64.store (i32.const 8) (i64.load (i32.const 200)))
+             (i64.store (i32.const 16) (call $ssize))
+             (i64.store (i32.const 24) (i64.extend_i32_u (memory.size)))
+             (call $append (i32.const 0) (i32.const 32))
+             (call $reply))
+           (func (export "canister_query state") (call $state))
+           (func (export "canister_update change_then_trap")
+             (global.set $g (i64.const 99))
+             (i64.store (i32.const 200) (i64.const 12345))
+             (drop (call $sgrow (i64.const 2)))
+             (call $swrite (i64.const 0) (i64.const 100) (i64.const 4))
+             (call $trap (i32.const 100) (i32.const 4)))
+           (func (export "canister_update grow_then_trap")
+             (drop (memory.grow (i32.const 3)))
+             (i64.store (i32.const 200) (i64.const 5))
+             (unreachable))
+           (func (export "canister_update change")
+             (global.set $g (i64.const 42))
+             (i64.store (i32.const 200) (i64.const 77))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let state = |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "state", &[]).unwrap().result.unwrap());
+    assert_eq!(state(&mut e), vec![7, 0, 0, 1]);
+
+    let out = e.update(id, "change_then_trap", &[]).unwrap();
+    let err = out.result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterCalledTrap);
+    assert!(err.message.contains("Canister called `ic0.trap` with message: 'boom'"), "{}", err.message);
+    assert!(out.report.instructions > 0, "a trapped message is still charged");
+    assert_eq!(state(&mut e), vec![7, 0, 0, 1]);
+
+    let out = e.update(id, "grow_then_trap", &[]).unwrap();
+    assert_eq!(out.result.unwrap_err().error_code, ErrorCode::CanisterTrapped);
+    assert_eq!(state(&mut e), vec![7, 0, 0, 1], "memory growth is rolled back too");
+
+    e.update(id, "change", &[]).unwrap().result.unwrap();
+    assert_eq!(state(&mut e), vec![42, 77, 0, 1]);
+}
+
+#[test]
+fn queries_never_persist() {
+    let wasm = canister(
+        r#"(func (export "canister_query bump")
+             (global.set $g (i64.add (global.get $g) (i64.const 1)))
+             (i64.store (i32.const 0) (global.get $g))
+             (call $append (i32.const 0) (i32.const 8))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    for _ in 0..3 {
+        let out = e.query(id, "bump", &[]).unwrap();
+        assert_eq!(reply_u64s(&out.result.unwrap()), vec![8]);
+        assert_eq!(out.report.heap_dirty_pages, 1, "pages are tracked but not charged");
+    }
+    // Called as an update (replicated query): charged, still not persisted.
+    let out = e.update(id, "bump", &[]).unwrap();
+    assert_eq!(reply_u64s(&out.result.unwrap()), vec![8]);
+}
+
+#[test]
+fn instruction_limits_give_the_replica_error() {
+    let wasm = canister(
+        r#"(func $spin (loop (br 0)))
+           (func (export "canister_update spin") (call $spin))
+           (func (export "canister_query spin_q") (call $spin))"#,
+    );
+    let limits = Limits { max_instructions_per_update: 1_000_000, max_instructions_per_query: 500_000, ..Limits::APPLICATION };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let err = e.update(id, "spin", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
+    assert!(err.message.contains("exceeded the limit of 1000000 instructions for single message execution"), "{}", err.message);
+    let err = e.query(id, "spin_q", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
+    assert!(err.message.contains("limit of 500000 instructions"), "{}", err.message);
+}
+
+#[test]
+fn install_limit_applies_to_init() {
+    let wasm = canister(r#"(func (export "canister_init") (loop (br 0)))"#);
+    let limits = Limits { max_instructions_per_install: 2_000_000, ..Limits::APPLICATION };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, out) = e.install(&wasm, &[]).unwrap();
+    assert_eq!(out.result.unwrap_err().error_code, ErrorCode::CanisterInstructionLimitExceeded);
+    // The failed install leaves no module.
+    let err = e.update(id, "x", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterWasmModuleNotFound);
+}
+
+#[test]
+fn stable_dirty_page_limit() {
+    let wasm = canister(
+        r#"(func (export "canister_update fill")
+             (drop (call $sgrow (i64.const 1)))
+             (call $swrite (i64.const 0) (i64.const 0) (i64.const 20000))
+             (call $reply))"#,
+    );
+    let limits = Limits { stable_dirty_pages_update: 4, ..Limits::APPLICATION };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    // 20,000 bytes span 5 pages > 4.
+    let err = e.update(id, "fill", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
+}
+
+#[test]
+fn unknown_method_and_missing_reply() {
+    let wasm = canister(r#"(func (export "canister_update silent"))"#);
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let err = e.update(id, "nope", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound);
+    let err = e.query(id, "silent", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound, "an update is not a query");
+    let err = e.update(id, "silent", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterDidNotReply);
+    assert_eq!(err.to_string(), format!("IC0506: Canister {id} did not produce a response"));
+}
+
+#[test]
+fn bad_modules_are_rejected_with_the_reason() {
+    let mut e = EmbeddedEngine::default();
+    let err = e.install(b"not wasm", &[]).unwrap_err().to_string();
+    assert!(err.contains("neither a Wasm module"), "{err}");
+    let wasi = wat::parse_str(r#"(module (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32))))"#).unwrap();
+    let err = e.install(&wasi, &[]).unwrap_err().to_string();
+    assert!(err.contains("wasi_snapshot_preview1.fd_write") && err.contains("wasi2ic"), "{err}");
+    let unknown = wat::parse_str(r#"(module (import "ic0" "teleport" (func)))"#).unwrap();
+    let err = e.install(&unknown, &[]).unwrap_err().to_string();
+    assert!(err.contains("ic0.teleport"), "{err}");
+}
+
+#[test]
+fn unsupported_calls_link_and_trap_when_called() {
+    let wasm = wat::parse_str(
+        r#"(module
+             (import "ic0" "call_perform" (func $perform (result i32)))
+             (func (export "canister_update call") (drop (call $perform))))"#,
+    )
+    .unwrap();
+    let mut e = EmbeddedEngine::default();
+    let (id, install) = e.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    let err = e.update(id, "call", &[]).unwrap().result.unwrap_err();
+    assert!(err.message.contains("ic0.call_perform is not supported by the embedded engine"), "{}", err.message);
+}
+
+#[test]
+fn upgrade_keeps_stable_memory_and_resets_the_heap() {
+    let v1 = canister(
+        r#"(func (export "canister_update setup")
+             (global.set $g (i64.const 1))
+             (i64.store (i32.const 200) (i64.const 9))
+             (drop (call $sgrow (i64.const 1)))
+             (call $swrite (i64.const 8) (i64.const 100) (i64.const 4))
+             (call $reply))"#,
+    );
+    let v2 = canister(
+        r#"(func (export "canister_query read")
+             (i64.store (i32.const 0) (global.get $g))
+             (i64.store (i32.const 8) (i64.load (i32.const 200)))
+             (call $sread (i64.const 16) (i64.const 8) (i64.const 4))
+             (call $append (i32.const 0) (i32.const 24))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&v1, &[]).unwrap();
+    e.update(id, "setup", &[]).unwrap().result.unwrap();
+    e.upgrade(id, &v2, &[]).unwrap().result.unwrap();
+    let values = reply_u64s(&e.query(id, "read", &[]).unwrap().result.unwrap());
+    assert_eq!(values[0], 7, "globals start from the new module's initial values");
+    assert_eq!(values[1], 0, "the heap is fresh");
+    assert_eq!(&values[2].to_le_bytes()[..4], b"boom", "stable memory survives");
+}
+
+#[test]
+fn snapshots_restore_byte_identical_state_and_runs_are_deterministic() {
+    let wasm = canister(
+        r#"(func (export "canister_update step")
+             (global.set $g (i64.add (global.get $g) (i64.const 3)))
+             (i64.store (i32.const 300) (global.get $g))
+             (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
+             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
+             (call $reply))"#,
+    );
+    let run = || {
+        let mut e = EmbeddedEngine::default();
+        let (id, _) = e.install(&wasm, &[]).unwrap();
+        let mut counts = Vec::new();
+        for _ in 0..3 {
+            counts.push(e.update(id, "step", &[]).unwrap().report.instructions);
+        }
+        let snap = e.snapshot(id).unwrap();
+        let at_snapshot = e.state_hash(id).unwrap();
+        e.update(id, "step", &[]).unwrap();
+        assert_ne!(e.state_hash(id).unwrap(), at_snapshot);
+        e.restore(id, snap).unwrap();
+        assert_eq!(e.state_hash(id).unwrap(), at_snapshot);
+        counts.push(e.update(id, "step", &[]).unwrap().report.instructions);
+        (counts, e.state_hash(id).unwrap())
+    };
+    let (a, ha) = run();
+    let (b, hb) = run();
+    assert_eq!(a, b);
+    assert_eq!(ha, hb);
+}
