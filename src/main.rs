@@ -1,1 +1,250 @@
-fn main() {}
+//! `icbench`: what IC storage really costs. With no arguments: build the bench canister if
+//! needed, run the seed-003 suite on the embedded engine and print the tables.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{anyhow, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use icbench::bench_canister;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::Engine;
+use icbench::report::{self, Report};
+use icbench::scenario::{JournalMode, Position, Store};
+use icbench::suite::{self, Progress, Seed003Config};
+
+#[derive(Parser)]
+#[command(name = "icbench", version, about = "What Internet Computer storage really costs: StableBTreeMap vs SQLite, metered like the replica.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a suite (the default command).
+    Run(RunArgs),
+    /// Compare two results.json files; exit status 1 on any regression.
+    Compare(CompareArgs),
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum EngineKind {
+    /// wasmtime with the replica's metering, built in (no external binary).
+    Embedded,
+    /// A PocketIC server (POCKET_IC_BIN).
+    PocketIc,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum Format {
+    /// Plain tables on stdout (the default).
+    Table,
+    /// report.md on stdout.
+    Markdown,
+    /// results.json on stdout.
+    Json,
+    /// results.csv on stdout.
+    Csv,
+}
+
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// Rows prefilled into each store (ids 0, 10, 20, ...).
+    #[arg(long, default_value_t = 1_000_000)]
+    rows: u64,
+    /// New rows per update message, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
+    batches: Vec<u64>,
+    /// Stores to measure, comma-separated: btree, sqlite.
+    #[arg(long, value_delimiter = ',', default_values_t = ["btree".to_string(), "sqlite".to_string()])]
+    stores: Vec<String>,
+    /// SQLite journal modes, comma-separated: DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF.
+    #[arg(long, value_delimiter = ',', default_values_t = JournalMode::ALL.map(|m| m.to_string()))]
+    journal_modes: Vec<String>,
+    /// Where new rows go, comma-separated: middle, end, random.
+    #[arg(long, value_delimiter = ',', default_values_t = Position::ALL.map(|p| p.to_string()))]
+    positions: Vec<String>,
+    /// Bytes of the username payload per row (seed 003 used 100).
+    #[arg(long, default_value_t = 100)]
+    payload_size: u64,
+    /// Seed for the random positions (printed in the report).
+    #[arg(long, default_value_t = 2026)]
+    seed: u64,
+    /// Skip the read scenarios (point lookups, range scan).
+    #[arg(long)]
+    no_reads: bool,
+    /// Engine that runs the canister.
+    #[arg(long, value_enum, default_value_t = EngineKind::Embedded)]
+    engine: EngineKind,
+    /// Directory for report.md, results.csv, results.json and the SVG plots.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// No progress output on stderr.
+    #[arg(long)]
+    quiet: bool,
+    /// Use this canister module instead of building target/canister/bench.wasm.
+    #[arg(long)]
+    wasm: Option<PathBuf>,
+    /// USD per XDR for the price column (1 XDR = 10^12 cycles).
+    #[arg(long, default_value_t = suite::DEFAULT_USD_PER_XDR)]
+    usd_per_xdr: f64,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// The baseline results.json.
+    base: PathBuf,
+    /// The new results.json.
+    new: PathBuf,
+    /// Changes within this many percent are noise.
+    #[arg(long, default_value_t = 2.0)]
+    noise: f64,
+}
+
+fn parse_list<T>(values: &[String], parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
+    values.iter().map(|v| parse(v.trim()).map_err(|e| anyhow!(e))).collect()
+}
+
+impl RunArgs {
+    fn config(&self) -> Result<Seed003Config> {
+        let kinds = parse_list(&self.stores, |s| match s.to_ascii_lowercase().as_str() {
+            "btree" => Ok("btree"),
+            "sqlite" => Ok("sqlite"),
+            _ => Err(format!("unknown store {s:?}; accepted: btree, sqlite")),
+        })?;
+        let modes = parse_list(&self.journal_modes, |s| s.parse::<JournalMode>())?;
+        let mut stores = Vec::new();
+        if kinds.contains(&"btree") {
+            stores.push(Store::BTree);
+        }
+        if kinds.contains(&"sqlite") {
+            for m in JournalMode::ALL.into_iter().filter(|m| modes.contains(m)) {
+                stores.push(Store::Sqlite(m));
+            }
+        }
+        if stores.is_empty() {
+            return Err(anyhow!("no store selected (--stores btree,sqlite and at least one --journal-modes)"));
+        }
+        let mut positions = parse_list(&self.positions, |s| s.parse::<Position>())?;
+        positions.sort();
+        positions.dedup();
+        let mut batches = self.batches.clone();
+        batches.sort();
+        batches.dedup();
+        if !(self.usd_per_xdr.is_finite() && self.usd_per_xdr > 0.0) {
+            return Err(anyhow!("--usd-per-xdr must be a positive number"));
+        }
+        let cfg = Seed003Config {
+            rows: self.rows,
+            batches,
+            stores,
+            positions,
+            payload_size: self.payload_size,
+            seed: self.seed,
+            reads: !self.no_reads,
+            usd_per_xdr: self.usd_per_xdr,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+fn make_engine(kind: EngineKind) -> Result<Box<dyn Engine>> {
+    match kind {
+        EngineKind::Embedded => Ok(Box::new(EmbeddedEngine::default())),
+        EngineKind::PocketIc => Err(anyhow!(
+            "the pocket-ic engine needs a PocketIC server: set POCKET_IC_BIN to the path of a pocket-ic server binary \
+             (from the PocketIC releases, matching the pocket-ic crate). This build does not include the PocketIC backend yet; \
+             use --engine embedded"
+        )),
+    }
+}
+
+fn run(args: &RunArgs) -> Result<()> {
+    let cfg = args.config()?;
+    let mut engine = make_engine(args.engine)?;
+    let wasm = match &args.wasm {
+        Some(path) => std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?,
+        None => bench_canister::ensure_built(args.quiet)?,
+    };
+    let quiet = args.quiet;
+    let started = std::time::Instant::now();
+    let mut progress = |p: Progress<'_>| {
+        if quiet {
+            return;
+        }
+        let line = match p {
+            Progress::Prefill { store, done, total } => {
+                format!("prefill {store:<6} {} {done}/{total} rows", bar(done as f64 / total as f64))
+            }
+            Progress::Scenario { done, total, key } => format!("scenarios      {} {done}/{total} {key}", bar(done as f64 / total as f64)),
+        };
+        eprint!("\r\x1b[2K{line} [{:.0}s]", started.elapsed().as_secs_f64());
+        let _ = std::io::stderr().flush();
+    };
+    let report = suite::run(engine.as_mut(), &wasm, &cfg, &mut progress)?;
+    if !quiet {
+        eprintln!();
+    }
+    let written = report::write_all(&report, &args.out).with_context(|| format!("writing results to {}", args.out.display()))?;
+    let stdout = match args.format {
+        Format::Table => report::terminal_tables(&report),
+        Format::Markdown => report::markdown(&report),
+        Format::Json => report::json(&report),
+        Format::Csv => report::csv(&report),
+    };
+    print!("{stdout}");
+    if !quiet {
+        eprintln!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
+    }
+    Ok(())
+}
+
+fn speed_line(report: &Report, wall: f64) -> String {
+    let executed: u64 = report.results.iter().map(|r| r.instructions).sum();
+    format!("wall time {wall:.1}s; {} scenarios; measured messages executed {:.2}B instructions", report.results.len(), executed as f64 / 1e9)
+}
+
+fn bar(fraction: f64) -> String {
+    let filled = (fraction.clamp(0.0, 1.0) * 30.0).round() as usize;
+    format!("[{}{}]", "#".repeat(filled), ".".repeat(30 - filled))
+}
+
+fn compare(args: &CompareArgs) -> Result<bool> {
+    let read = |p: &PathBuf| -> Result<Report> {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        report::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+    };
+    if !(args.noise.is_finite() && args.noise >= 0.0) {
+        return Err(anyhow!("--noise must be a non-negative percentage"));
+    }
+    let comparison = report::compare::compare(&read(&args.base)?, &read(&args.new)?, args.noise);
+    print!("{}", comparison.render());
+    Ok(!comparison.has_regressions())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match &cli.command {
+        None => run(&cli.run).map(|_| true),
+        Some(Command::Run(args)) => run(args).map(|_| true),
+        Some(Command::Compare(args)) => compare(args),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! The benchmark canister seen from the host: its Candid types, a typed client over any
+//! [`Engine`], and building `target/canister/bench.wasm` when it is missing or stale.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use anyhow::{anyhow, bail, Context, Result};
+use candid::{CandidType, Decode, Deserialize, Encode, Principal};
+
+use crate::engine::{CallOutcome, Engine, MessageReport};
+
+/// `InsertReport` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct InsertReport {
+    pub rows_inserted: u64,
+    pub rows_replaced: u64,
+    pub instructions: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+}
+
+/// `ReadReport` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ReadReport {
+    pub rows_found: u64,
+    pub bytes_read: u64,
+    pub instructions: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+}
+
+/// `SqliteConfig` of bench.did: absent fields keep the current value.
+#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SqliteConfig {
+    pub journal_mode: Option<String>,
+    pub synchronous: Option<String>,
+    pub page_size: Option<u32>,
+    pub cache_size: Option<i64>,
+    pub locking_mode: Option<String>,
+    pub autoincrement: Option<bool>,
+}
+
+/// `SqliteSettings` of bench.did: what SQLite reports is in force.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct SqliteSettings {
+    pub journal_mode: String,
+    pub synchronous: String,
+    pub page_size: u32,
+    pub cache_size: i64,
+    pub locking_mode: String,
+    pub autoincrement: bool,
+}
+
+/// `Stats` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Stats {
+    pub btree_rows: u64,
+    pub sqlite_rows: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+    pub sqlite_page_count: u64,
+    pub sqlite_page_size: u64,
+    pub sqlite_freelist_count: u64,
+    pub journal_mode: String,
+    pub payload_size: u64,
+}
+
+type CanisterResult<T> = std::result::Result<T, String>;
+
+/// A reply from the canister together with what the message cost.
+#[derive(Clone, Debug)]
+pub struct Measured<T> {
+    pub value: CanisterResult<T>,
+    pub message: MessageReport,
+}
+
+/// A typed client of the bench canister on any engine.
+pub struct BenchClient<'e> {
+    pub engine: &'e mut dyn Engine,
+    pub canister: Principal,
+}
+
+fn decode<T: CandidType + for<'de> Deserialize<'de>>(method: &str, out: CallOutcome) -> Result<Measured<T>> {
+    let bytes = out.result.map_err(|r| anyhow!("{method} was rejected: {r}"))?;
+    let value = Decode!(&bytes, CanisterResult<T>).with_context(|| format!("decoding the reply of {method}"))?;
+    Ok(Measured { value, message: out.report })
+}
+
+impl<'e> BenchClient<'e> {
+    /// Installs the bench canister on `engine`.
+    pub fn install(engine: &'e mut dyn Engine, wasm: &[u8]) -> Result<Self> {
+        let (canister, out) = engine.install(wasm, &Encode!().expect("empty args encode"))?;
+        out.result.map_err(|r| anyhow!("installing the bench canister failed: {r}"))?;
+        Ok(Self { engine, canister })
+    }
+
+    fn update<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
+        let out = self.engine.update(self.canister, method, &arg)?;
+        decode(method, out)
+    }
+
+    fn query<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
+        let out = self.engine.query(self.canister, method, &arg)?;
+        decode(method, out)
+    }
+
+    /// `add_users_{store}(offset, step, count)`.
+    pub fn add_users(&mut self, store: &str, offset: u64, step: u64, count: u64) -> Result<Measured<InsertReport>> {
+        self.update(&format!("add_users_{store}"), Encode!(&offset, &step, &count)?)
+    }
+
+    /// `add_users_{store}_ids(ids)`.
+    pub fn add_users_ids(&mut self, store: &str, ids: &[u64]) -> Result<Measured<InsertReport>> {
+        self.update(&format!("add_users_{store}_ids"), Encode!(&ids)?)
+    }
+
+    /// `get_users_{store}(offset, step, count)` as a query, or its `_update` variant.
+    pub fn get_users(&mut self, store: &str, offset: u64, step: u64, count: u64, replicated: bool) -> Result<Measured<ReadReport>> {
+        let arg = Encode!(&offset, &step, &count)?;
+        if replicated {
+            self.update(&format!("get_users_{store}_update"), arg)
+        } else {
+            self.query(&format!("get_users_{store}"), arg)
+        }
+    }
+
+    /// `get_users_{store}_ids(ids)` as a query.
+    pub fn get_users_ids(&mut self, store: &str, ids: &[u64]) -> Result<Measured<ReadReport>> {
+        self.query(&format!("get_users_{store}_ids"), Encode!(&ids)?)
+    }
+
+    /// `scan_users_{store}(offset, count)` as a query, or its `_update` variant.
+    pub fn scan_users(&mut self, store: &str, offset: u64, count: u64, replicated: bool) -> Result<Measured<ReadReport>> {
+        let arg = Encode!(&offset, &count)?;
+        if replicated {
+            self.update(&format!("scan_users_{store}_update"), arg)
+        } else {
+            self.query(&format!("scan_users_{store}"), arg)
+        }
+    }
+
+    pub fn configure_sqlite(&mut self, config: &SqliteConfig) -> Result<Measured<SqliteSettings>> {
+        self.update("configure_sqlite", Encode!(config)?)
+    }
+
+    pub fn set_payload_size(&mut self, bytes: u64) -> Result<Measured<u64>> {
+        self.update("set_payload_size", Encode!(&bytes)?)
+    }
+
+    pub fn clear(&mut self, store: &str) -> Result<Measured<u64>> {
+        self.update(&format!("clear_{store}"), Encode!()?)
+    }
+
+    pub fn stats(&mut self) -> Result<Stats> {
+        let out = self.engine.query(self.canister, "stats", &Encode!()?)?;
+        let bytes = out.result.map_err(|r| anyhow!("stats was rejected: {r}"))?;
+        Ok(Decode!(&bytes, Stats)?)
+    }
+}
+
+/// The project root, where `scripts/build-canister.sh` lives.
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where the build script writes the canister module.
+pub fn default_wasm_path() -> PathBuf {
+    project_root().join("target/canister/bench.wasm")
+}
+
+fn newest_mtime(path: &Path) -> Option<SystemTime> {
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.is_file() {
+        return meta.modified().ok();
+    }
+    let mut newest = None;
+    for entry in std::fs::read_dir(path).ok()?.flatten() {
+        let name = entry.file_name();
+        if name == "target" || name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        newest = newest.max(newest_mtime(&entry.path()));
+    }
+    newest
+}
+
+/// Whether the module is missing or older than any of its sources.
+pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
+    let Some(built) = std::fs::metadata(wasm).ok().and_then(|m| m.modified().ok()) else {
+        return true;
+    };
+    ["canisters/bench", "scripts/build-canister.sh", "scripts/wasi2ic-post"]
+        .iter()
+        .filter_map(|p| newest_mtime(&root.join(p)))
+        .any(|t| t > built)
+}
+
+/// Builds the canister with `scripts/build-canister.sh` if it is missing or stale, and
+/// returns the module bytes.
+pub fn ensure_built(quiet: bool) -> Result<Vec<u8>> {
+    let root = project_root();
+    let wasm = default_wasm_path();
+    if canister_is_stale(&root, &wasm) {
+        if !quiet {
+            eprintln!("building the bench canister (scripts/build-canister.sh)...");
+        }
+        let status = Command::new("bash")
+            .arg(root.join("scripts/build-canister.sh"))
+            .current_dir(&root)
+            .status()
+            .context("running scripts/build-canister.sh")?;
+        if !status.success() {
+            bail!("scripts/build-canister.sh failed ({status}); see its output above");
+        }
+    }
+    std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+}
