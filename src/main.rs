@@ -1,7 +1,7 @@
 //! `icbench`: what IC storage really costs. With no arguments: build the bench canister if
 //! needed, run the seed-003 suite on the embedded engine and print the tables.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -177,21 +177,32 @@ fn run(args: &RunArgs) -> Result<()> {
     };
     let quiet = args.quiet;
     let started = std::time::Instant::now();
+    // A live bar on a terminal; on a pipe or in CI, one line per prefill message and
+    // per tenth of the scenarios.
+    let tty = std::io::stderr().is_terminal();
     let mut progress = |p: Progress<'_>| {
         if quiet {
             return;
         }
-        let line = match p {
+        let (line, milestone) = match p {
             Progress::Prefill { store, done, total } => {
-                format!("prefill {store:<6} {} {done}/{total} rows", bar(done as f64 / total as f64))
+                (format!("prefill {store:<6} {} {done}/{total} rows", bar(done as f64 / total as f64)), true)
             }
-            Progress::Scenario { done, total, key } => format!("scenarios      {} {done}/{total} {key}", bar(done as f64 / total as f64)),
+            Progress::Scenario { done, total, key } => (
+                format!("scenarios      {} {done}/{total} {key}", bar(done as f64 / total as f64)),
+                done == total || done % (total / 10).max(1) == 0,
+            ),
         };
-        eprint!("\r\x1b[2K{line} [{:.0}s]", started.elapsed().as_secs_f64());
-        let _ = std::io::stderr().flush();
+        let elapsed = started.elapsed().as_secs_f64();
+        if tty {
+            eprint!("\r\x1b[2K{line} [{elapsed:.0}s]");
+            let _ = std::io::stderr().flush();
+        } else if milestone {
+            eprintln!("{line} [{elapsed:.0}s]");
+        }
     };
     let report = suite::run(engine.as_mut(), &wasm, &cfg, &mut progress)?;
-    if !quiet {
+    if !quiet && tty {
         eprintln!();
     }
     let written = report::write_all(&report, &args.out).with_context(|| format!("writing results to {}", args.out.display()))?;
