@@ -1,0 +1,206 @@
+//! icbench canister: what does storing rows cost on the IC, StableBTreeMap vs SQLite?
+//!
+//! Every insert/read endpoint checks its arguments, prepares what is not the store's
+//! own work (payload, open connection), and then counts `ic0.performance_counter(0)`
+//! around the store work alone. The interface is `bench.did`, embedded into the built
+//! wasm as the `icp:public candid:service` section by scripts/build-canister.sh.
+
+#[cfg(not(target_arch = "wasm32"))]
+compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/build-canister.sh");
+
+mod btree;
+mod ids;
+mod memory;
+mod report;
+mod settings;
+mod sqlite;
+mod state;
+
+use candid::CandidType;
+use serde::Deserialize;
+
+use ids::{IdSequence, Scan};
+use report::{InsertReport, ReadReport};
+use settings::{SqliteConfig, SqliteSettings};
+
+/// Sizes and settings, for checking a run (not measured).
+#[derive(CandidType, Deserialize, Clone, Debug)]
+pub struct Stats {
+    pub btree_rows: u64,
+    pub sqlite_rows: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+    pub sqlite_page_count: u64,
+    pub sqlite_page_size: u64,
+    pub sqlite_freelist_count: u64,
+    pub journal_mode: String,
+    pub payload_size: u64,
+}
+
+// ---- lifecycle ----------------------------------------------------------------------
+
+/// Everything that lives on the heap is rebuilt from stable memory: the memory manager
+/// and ic-wasi-polyfill (through ic-rusqlite), the settings cell, the B-tree header, and
+/// the SQLite connection with the persisted settings.
+fn start() {
+    memory::init();
+    state::init();
+    btree::init();
+    // Not fatal: a failure here shows up as the Err of the first SQLite call.
+    if let Err(e) = sqlite::init() {
+        ic_cdk::println!("bench: opening SQLite failed: {e}");
+    }
+}
+
+#[ic_cdk::init]
+fn init() {
+    start();
+}
+
+#[ic_cdk::pre_upgrade]
+fn pre_upgrade() {
+    // Committed data is already in stable memory; closing just releases SQLite's lock.
+    if let Err(e) = sqlite::close() {
+        ic_cdk::println!("bench: {e}");
+    }
+}
+
+#[ic_cdk::post_upgrade]
+fn post_upgrade() {
+    start();
+}
+
+// ---- inserts --------------------------------------------------------------------------
+
+#[ic_cdk::update]
+fn add_users_btree(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
+    let ids = IdSequence::new(offset, step, count, btree::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
+    Ok(InsertReport::new(rows, instructions))
+}
+
+#[ic_cdk::update]
+fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
+    let ids = IdSequence::new(offset, step, count, sqlite::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
+    Ok(InsertReport::new(rows, instructions))
+}
+
+// ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
+
+fn get_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    let ids = IdSequence::new(offset, step, count, btree::MAX_ID)?;
+    let (rows, instructions) = btree::get(&ids)?;
+    Ok(ReadReport::new(rows, instructions))
+}
+
+fn get_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    let ids = IdSequence::new(offset, step, count, sqlite::MAX_ID)?;
+    let (rows, instructions) = sqlite::get(&ids)?;
+    Ok(ReadReport::new(rows, instructions))
+}
+
+fn scan_btree(offset: u64, count: u64) -> Result<ReadReport, String> {
+    let scan = Scan::new(offset, count, btree::MAX_ID)?;
+    let (rows, instructions) = btree::scan(&scan)?;
+    Ok(ReadReport::new(rows, instructions))
+}
+
+fn scan_sqlite(offset: u64, count: u64) -> Result<ReadReport, String> {
+    let scan = Scan::new(offset, count, sqlite::MAX_ID)?;
+    let (rows, instructions) = sqlite::scan(&scan)?;
+    Ok(ReadReport::new(rows, instructions))
+}
+
+#[ic_cdk::query]
+fn get_users_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_btree(offset, step, count)
+}
+
+#[ic_cdk::update]
+fn get_users_btree_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_btree(offset, step, count)
+}
+
+#[ic_cdk::query]
+fn get_users_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_sqlite(offset, step, count)
+}
+
+#[ic_cdk::update]
+fn get_users_sqlite_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_sqlite(offset, step, count)
+}
+
+#[ic_cdk::query]
+fn scan_users_btree(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_btree(offset, count)
+}
+
+#[ic_cdk::update]
+fn scan_users_btree_update(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_btree(offset, count)
+}
+
+#[ic_cdk::query]
+fn scan_users_sqlite(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_sqlite(offset, count)
+}
+
+#[ic_cdk::update]
+fn scan_users_sqlite_update(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_sqlite(offset, count)
+}
+
+// ---- configuration and housekeeping -------------------------------------------------
+
+#[ic_cdk::update]
+fn configure_sqlite(config: SqliteConfig) -> Result<SqliteSettings, String> {
+    let wanted = state::sqlite_settings().with(&config)?;
+    sqlite::configure(wanted).map(|actual| actual.to_candid())
+}
+
+#[ic_cdk::update]
+fn set_payload_size(size: u64) -> Result<u64, String> {
+    state::set_payload_size(size)
+}
+
+#[ic_cdk::query]
+fn stats() -> Stats {
+    let (sqlite_rows, page_count, page_size, freelist_count, journal_mode) = match sqlite::stats() {
+        Ok(s) => (
+            s.rows,
+            s.page_count,
+            s.page_size,
+            s.freelist_count,
+            s.journal_mode,
+        ),
+        // stats has no Err case: zeros, and the reason where the journal mode would be.
+        Err(e) => (0, 0, 0, 0, format!("unavailable: {e}")),
+    };
+    Stats {
+        btree_rows: btree::len(),
+        sqlite_rows,
+        heap_pages: report::heap_pages(),
+        stable_pages: report::stable_pages(),
+        sqlite_page_count: page_count,
+        sqlite_page_size: page_size,
+        sqlite_freelist_count: freelist_count,
+        journal_mode,
+        payload_size: state::payload_size(),
+    }
+}
+
+#[ic_cdk::update]
+fn clear_btree() -> Result<u64, String> {
+    Ok(btree::clear())
+}
+
+#[ic_cdk::update]
+fn clear_sqlite() -> Result<u64, String> {
+    sqlite::clear()
+}
+
+// Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
+// code really has and compares it with bench.did.
+ic_cdk::export_candid!();

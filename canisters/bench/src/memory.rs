@@ -1,0 +1,58 @@
+//! The single `MemoryManager` over stable memory, and who owns which virtual memory.
+//!
+//! Stable memory must have exactly one manager: two of them (or a store writing to raw
+//! stable memory next to a manager) overwrite each other, which is the bug of the forum
+//! benchmark this canister descends from. ic-rusqlite 0.5 already creates one
+//! (`ic_rusqlite::MEMORY_MANAGER`) and initialises ic-wasi-polyfill's file system on it, so
+//! every store here takes its virtual memory from that same manager.
+//!
+//! Virtual memory ids in use (a manager has ids 0..=254):
+//!
+//! | id        | owner                                                                  |
+//! |-----------|------------------------------------------------------------------------|
+//! | 0         | the StableBTreeMap store (`btree.rs`)                                  |
+//! | 1         | persisted settings: SQLite pragmas and payload size (`state.rs`)       |
+//! | 101..=118 | ic-wasi-polyfill's file system (ic-rusqlite's `FS_MEMORY_RANGE = 101..119`; stable-fs 0.13 uses 101..=110 of it, the rest stays reserved) |
+//! | 120       | the SQLite database file `./DB/main.db`, mounted on its own memory     |
+//!
+//! ic-rusqlite 0.5 hard-codes 101..119 and 120 (`FS_MEMORY_RANGE`, `DEFAULT_MOUNTED_DB_ID`,
+//! both private, so they are restated below) and nothing in ic-rusqlite, ic-wasi-polyfill or
+//! stable-fs asks the manager for any other id. Ids 0 and 1 are therefore never touched by
+//! SQLite; the const assertions below keep it that way if someone edits the numbers.
+
+use ic_stable_structures::DefaultMemoryImpl;
+use ic_stable_structures::memory_manager::{MemoryId, VirtualMemory};
+
+/// A virtual memory handed out by the shared manager.
+pub type Memory = VirtualMemory<DefaultMemoryImpl>;
+
+const BTREE_ID: u8 = 0;
+const SETTINGS_ID: u8 = 1;
+/// ic-rusqlite 0.5 `FS_MEMORY_RANGE` (start inclusive, end exclusive).
+const WASI_FS_IDS: core::ops::Range<u8> = 101..119;
+/// ic-rusqlite 0.5 `DEFAULT_MOUNTED_DB_ID`: reusing it keeps the database where any
+/// ic-rusqlite canister would put it.
+const SQLITE_DB_ID: u8 = 120;
+
+const fn collides_with_sqlite(id: u8) -> bool {
+    (id >= WASI_FS_IDS.start && id < WASI_FS_IDS.end) || id == SQLITE_DB_ID
+}
+const _: () = assert!(!collides_with_sqlite(BTREE_ID));
+const _: () = assert!(!collides_with_sqlite(SETTINGS_ID));
+const _: () = assert!(BTREE_ID != SETTINGS_ID);
+
+pub const BTREE: MemoryId = MemoryId::new(BTREE_ID);
+pub const SETTINGS: MemoryId = MemoryId::new(SETTINGS_ID);
+pub const SQLITE_DB: MemoryId = MemoryId::new(SQLITE_DB_ID);
+
+/// A virtual memory from ic-rusqlite's manager. The first access to the manager also
+/// initialises ic-wasi-polyfill (file system on ids 101..119), which SQLite needs.
+pub fn get(id: MemoryId) -> Memory {
+    ic_rusqlite::MEMORY_MANAGER.with_borrow(|manager| manager.get(id))
+}
+
+/// Initialise the manager and the WASI file system now, not lazily in the middle of a
+/// measured call. Needed after install and after every upgrade (the heap starts empty).
+pub fn init() {
+    ic_rusqlite::MEMORY_MANAGER.with(|_| ());
+}
