@@ -4,7 +4,7 @@ use std::cell::RefCell;
 
 use ic_stable_structures::StableBTreeMap;
 
-use crate::ids::{IdSequence, Scan};
+use crate::ids::{Ids, Scan};
 use crate::memory::{self, Memory};
 use crate::report::{self, Inserted, Read};
 
@@ -24,7 +24,7 @@ pub fn init() {
 
 /// Inserts one row per id; an existing id is overwritten and counted as replaced.
 /// Returns the rows and the instructions of the inserts alone.
-pub fn insert(ids: &IdSequence, payload: &str) -> Result<(Inserted, u64), String> {
+pub fn insert(ids: &Ids, payload: &str) -> Result<(Inserted, u64), String> {
     MAP.with_borrow_mut(|map| {
         report::measure(|| {
             let mut rows = Inserted::default();
@@ -41,7 +41,7 @@ pub fn insert(ids: &IdSequence, payload: &str) -> Result<(Inserted, u64), String
 }
 
 /// Point lookups, decoding each value found.
-pub fn get(ids: &IdSequence) -> Result<(Read, u64), String> {
+pub fn get(ids: &Ids) -> Result<(Read, u64), String> {
     MAP.with_borrow(|map| {
         report::measure(|| {
             let mut rows = Read::default();

@@ -60,6 +60,51 @@ impl IdSequence {
 }
 
 /// A range scan: up to `count` rows with id >= `offset`, in id order.
+/// The ids one call touches: an arithmetic sequence (offset, step, count) or an explicit
+/// list (random positions, drawn by the caller so the drawing is not measured).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Ids {
+    Sequence(IdSequence),
+    List(Vec<u64>),
+}
+
+impl Ids {
+    pub fn sequence(offset: u64, step: u64, count: u64, max_id: u64) -> Result<Self, String> {
+        IdSequence::new(offset, step, count, max_id).map(Ids::Sequence)
+    }
+
+    pub fn list(ids: Vec<u64>, max_id: u64) -> Result<Self, String> {
+        check_count(ids.len() as u64)?;
+        if let Some(id) = ids.iter().find(|&&id| id > max_id) {
+            return Err(format!("id {id} exceeds the largest id this store accepts, {max_id}"));
+        }
+        Ok(Ids::List(ids))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        match self {
+            Ids::Sequence(seq) => Either::Left(seq.iter()),
+            Ids::List(ids) => Either::Right(ids.iter().copied()),
+        }
+    }
+}
+
+/// One iterator type for both kinds of ids, without boxing in the measured loop.
+enum Either<L, R> {
+    Left(L),
+    Right(R),
+}
+
+impl<L: Iterator<Item = u64>, R: Iterator<Item = u64>> Iterator for Either<L, R> {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        match self {
+            Either::Left(l) => l.next(),
+            Either::Right(r) => r.next(),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scan {
     pub offset: u64,

@@ -19,7 +19,7 @@ mod state;
 use candid::CandidType;
 use serde::Deserialize;
 
-use ids::{IdSequence, Scan};
+use ids::{Ids, Scan};
 use report::{InsertReport, ReadReport};
 use settings::{SqliteConfig, SqliteSettings};
 
@@ -74,14 +74,30 @@ fn post_upgrade() {
 
 #[ic_cdk::update]
 fn add_users_btree(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = IdSequence::new(offset, step, count, btree::MAX_ID)?;
+    let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
     Ok(InsertReport::new(rows, instructions))
 }
 
 #[ic_cdk::update]
 fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = IdSequence::new(offset, step, count, sqlite::MAX_ID)?;
+    let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
+    Ok(InsertReport::new(rows, instructions))
+}
+
+/// Inserts at explicit ids (random positions): the caller draws them, so drawing is not
+/// part of the measurement.
+#[ic_cdk::update]
+fn add_users_btree_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
+    let ids = Ids::list(ids, btree::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
+    Ok(InsertReport::new(rows, instructions))
+}
+
+#[ic_cdk::update]
+fn add_users_sqlite_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
+    let ids = Ids::list(ids, sqlite::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
     Ok(InsertReport::new(rows, instructions))
 }
@@ -89,13 +105,13 @@ fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, 
 // ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
 
 fn get_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = IdSequence::new(offset, step, count, btree::MAX_ID)?;
+    let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
     let (rows, instructions) = btree::get(&ids)?;
     Ok(ReadReport::new(rows, instructions))
 }
 
 fn get_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = IdSequence::new(offset, step, count, sqlite::MAX_ID)?;
+    let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
     let (rows, instructions) = sqlite::get(&ids)?;
     Ok(ReadReport::new(rows, instructions))
 }
@@ -130,6 +146,20 @@ fn get_users_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, St
 #[ic_cdk::update]
 fn get_users_sqlite_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
     get_sqlite(offset, step, count)
+}
+
+#[ic_cdk::query]
+fn get_users_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    let ids = Ids::list(ids, btree::MAX_ID)?;
+    let (rows, instructions) = btree::get(&ids)?;
+    Ok(ReadReport::new(rows, instructions))
+}
+
+#[ic_cdk::query]
+fn get_users_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    let ids = Ids::list(ids, sqlite::MAX_ID)?;
+    let (rows, instructions) = sqlite::get(&ids)?;
+    Ok(ReadReport::new(rows, instructions))
 }
 
 #[ic_cdk::query]

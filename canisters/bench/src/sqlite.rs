@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use ic_rusqlite::ic_wasi_polyfill;
 use ic_rusqlite::rusqlite::{self, Connection, OptionalExtension, ffi};
 
-use crate::ids::{IdSequence, Scan};
+use crate::ids::{Ids, Scan};
 use crate::memory;
 use crate::report::{self, Inserted, Read};
 use crate::settings::{JournalMode, LockingMode, Settings, Synchronous};
@@ -84,7 +84,26 @@ fn open(settings: &Settings) -> Result<Connection, String> {
     apply_pragmas(&conn, settings)?;
     conn.execute_batch(create_table_sql(settings.autoincrement))
         .map_err(sql_error("creating table users"))?;
+    warm_up(&conn)?;
     Ok(conn)
+}
+
+/// Readies a new connection the way a canister that has served calls has it: schema
+/// loaded, the endpoints' statements compiled and cached. Without this the first call
+/// after an install, upgrade or `configure_sqlite` would also pay for parsing the schema
+/// and the SQL, which no later call pays.
+fn warm_up(conn: &Connection) -> Result<(), String> {
+    for sql in [INSERT_USER, GET_USER, SCAN_USERS] {
+        conn.prepare_cached(sql)
+            .map_err(sql_error(&format!("preparing {sql}")))?;
+    }
+    // In locking_mode EXCLUSIVE a connection keeps its locks once taken; take them now
+    // (an empty write transaction writes nothing) instead of in the first measured call.
+    if conn.is_autocommit() {
+        conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;")
+            .map_err(sql_error("taking the database locks"))?;
+    }
+    Ok(())
 }
 
 /// Puts the database file on its own virtual memory (faster than the file system's
@@ -139,7 +158,7 @@ fn sqlite_id(id: u64) -> Result<i64, String> {
 
 /// Inserts one row per id in one transaction with a cached prepared statement. An id
 /// already present fails the whole call and rolls the transaction back.
-pub fn insert(ids: &IdSequence, payload: &str) -> Result<(Inserted, u64), String> {
+pub fn insert(ids: &Ids, payload: &str) -> Result<(Inserted, u64), String> {
     with_connection(|conn| {
         report::measure(|| {
             let tx = conn.transaction().map_err(sql_error("BEGIN failed"))?;
@@ -158,7 +177,7 @@ pub fn insert(ids: &IdSequence, payload: &str) -> Result<(Inserted, u64), String
     })
 }
 
-fn insert_rows(conn: &Connection, ids: &IdSequence, payload: &str) -> Result<Inserted, String> {
+fn insert_rows(conn: &Connection, ids: &Ids, payload: &str) -> Result<Inserted, String> {
     let mut stmt = conn
         .prepare_cached(INSERT_USER)
         .map_err(sql_error("preparing the insert"))?;
@@ -178,7 +197,7 @@ fn insert_rows(conn: &Connection, ids: &IdSequence, payload: &str) -> Result<Ins
 }
 
 /// Point lookups; each value found is copied out as a `String`, as the B-tree must.
-pub fn get(ids: &IdSequence) -> Result<(Read, u64), String> {
+pub fn get(ids: &Ids) -> Result<(Read, u64), String> {
     with_connection(|conn| {
         report::measure(|| {
             let mut stmt = conn
