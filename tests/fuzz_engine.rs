@@ -535,7 +535,6 @@ fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
 /// every message on a thread (or fiber) with >= MAX_WASM_STACK + headroom of stack.
 /// Run with `cargo test --release --test fuzz_engine -- --ignored`.
 #[test]
-#[ignore = "engine bug: deep Wasm recursion on a 2 MiB host thread aborts the process (stack overflow)"]
 fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
     let reject = recurse_on_thread(2 << 20);
     assert!(reject.starts_with("IC0502") && reject.contains("stack overflow"), "{reject}");
@@ -550,7 +549,6 @@ fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
 /// Not a crash: an `Err` from install. Fix belongs in Cargo.toml/engine (wasmtime `gc`
 /// feature, or reject such modules at instrumentation with the replica's wording).
 #[test]
-#[ignore = "engine divergence: externref modules are refused (wasmtime built without `gc`)"]
 fn a_module_with_an_externref_table_installs() {
     let wasm = wat::parse_str(
         r#"(module

@@ -182,6 +182,23 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     Ok(Instance { store, instance, heap, counter, globals })
 }
 
+/// Host stack for running Wasm: the replica's 5 MiB Wasm stack plus room for host calls.
+/// Wasm runs on the calling thread's stack, and a caller with less (test threads have
+/// 2 MiB) would overflow the real stack before wasmtime's limit turns deep recursion into
+/// a clean "stack overflow" trap.
+const HOST_STACK: usize = 16 << 20;
+
+fn on_large_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|scope| {
+        let worker = std::thread::Builder::new()
+            .name("icbench-wasm".into())
+            .stack_size(HOST_STACK)
+            .spawn_scoped(scope, f)
+            .expect("spawning the Wasm execution thread");
+        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// What every canister state consists of, for snapshots and for rolling back.
 #[derive(Clone)]
 struct SavedState {
@@ -266,7 +283,20 @@ impl EmbeddedEngine {
         h.update(&c.committed_heap);
         if let Some(inst) = &mut c.live {
             for g in &inst.globals {
-                h.update(format!("{:?}", g.get(&mut inst.store)).as_bytes());
+                // Numbers by value; references only by null-ness (their bits are addresses).
+                let bytes: Vec<u8> = match g.get(&mut inst.store) {
+                    Val::I32(v) => v.to_le_bytes().to_vec(),
+                    Val::I64(v) => v.to_le_bytes().to_vec(),
+                    Val::F32(v) => v.to_le_bytes().to_vec(),
+                    Val::F64(v) => v.to_le_bytes().to_vec(),
+                    Val::V128(v) => v.as_u128().to_le_bytes().to_vec(),
+                    Val::FuncRef(r) => vec![r.is_some() as u8],
+                    Val::ExternRef(r) => vec![r.is_some() as u8],
+                    Val::AnyRef(r) => vec![r.is_some() as u8],
+                    Val::ExnRef(r) => vec![r.is_some() as u8],
+                    Val::ContRef(r) => vec![r.is_some() as u8],
+                };
+                h.update(bytes);
             }
             let image = inst.store.data().stable.image();
             h.update(image.size_wasm_pages().to_le_bytes());
@@ -332,7 +362,8 @@ impl EmbeddedEngine {
         if let Some(h) = &inst.heap {
             h.arm()?;
         }
-        let result = func.call(&mut inst.store, ());
+        let store = &mut inst.store;
+        let result = on_large_stack(move || func.call(store, ()));
         let dirty = match &inst.heap {
             Some(h) => h.disarm()?,
             None => Vec::new(),
