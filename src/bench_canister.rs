@@ -79,6 +79,8 @@ pub struct Measured<T> {
 pub struct BenchClient<'e> {
     pub engine: &'e mut dyn Engine,
     pub canister: Principal,
+    /// Instructions of every message sent through this client (for the speed line).
+    pub executed_instructions: u64,
 }
 
 fn decode<T: CandidType + for<'de> Deserialize<'de>>(method: &str, out: CallOutcome) -> Result<Measured<T>> {
@@ -92,16 +94,18 @@ impl<'e> BenchClient<'e> {
     pub fn install(engine: &'e mut dyn Engine, wasm: &[u8]) -> Result<Self> {
         let (canister, out) = engine.install(wasm, &Encode!().expect("empty args encode"))?;
         out.result.map_err(|r| anyhow!("installing the bench canister failed: {r}"))?;
-        Ok(Self { engine, canister })
+        Ok(Self { engine, canister, executed_instructions: out.report.instructions })
     }
 
     fn update<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
         let out = self.engine.update(self.canister, method, &arg)?;
+        self.executed_instructions += out.report.instructions;
         decode(method, out)
     }
 
     fn query<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
         let out = self.engine.query(self.canister, method, &arg)?;
+        self.executed_instructions += out.report.instructions;
         decode(method, out)
     }
 

@@ -221,8 +221,13 @@ fn run(args: &RunArgs) -> Result<()> {
 }
 
 fn speed_line(report: &Report, wall: f64) -> String {
-    let executed: u64 = report.results.iter().map(|r| r.instructions).sum();
-    format!("wall time {wall:.1}s; {} scenarios; measured messages executed {:.2}B instructions", report.results.len(), executed as f64 / 1e9)
+    let executed = report.executed_instructions as f64;
+    format!(
+        "wall time {wall:.1}s for {} scenarios, prefill included; the engine executed {:.2}B instructions, {:.2}B per second",
+        report.results.len(),
+        executed / 1e9,
+        executed / 1e9 / wall.max(1e-9)
+    )
 }
 
 fn bar(fraction: f64) -> String {

@@ -330,6 +330,7 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
         seed: cfg.seed,
         payload_size: cfg.payload_size,
         wall_seconds: started.elapsed().as_secs_f64(),
+        executed_instructions: client.executed_instructions,
         results,
         notes: vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),

@@ -41,6 +41,9 @@ pub struct Report {
     /// Bytes of the username payload per row.
     pub payload_size: u64,
     pub wall_seconds: f64,
+    /// Instructions the engine executed for the whole run, prefill included.
+    #[serde(default)]
+    pub executed_instructions: u64,
     pub results: Vec<ScenarioResult>,
     pub notes: Vec<String>,
 }
@@ -319,6 +322,7 @@ pub(crate) mod fixture {
             seed: 7,
             payload_size: 100,
             wall_seconds: 1.5,
+            executed_instructions: 0,
             results,
             notes: vec![],
         }
