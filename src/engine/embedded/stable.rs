@@ -191,17 +191,11 @@ impl StableMemory {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
         self.touch(Self::pages_of(offset, len))?;
-        let mut done = 0usize;
-        while done < out.len() {
-            let pos = offset + done as u64;
-            let page = pos / OS_PAGE as u64;
-            let in_page = (pos % OS_PAGE as u64) as usize;
-            let n = (OS_PAGE - in_page).min(out.len() - done);
+        for (page, in_page, r) in pieces(offset, out.len()) {
             match self.image.pages.get(&page) {
-                Some(p) => out[done..done + n].copy_from_slice(&p[in_page..in_page + n]),
-                None => out[done..done + n].fill(0),
+                Some(p) => out[r.clone()].copy_from_slice(&p[in_page..in_page + r.len()]),
+                None => out[r].fill(0),
             }
-            done += n;
         }
         Ok(())
     }
@@ -217,14 +211,8 @@ impl StableMemory {
             return Err(StableError::DirtyPageLimit(self.dirty_limit));
         }
         self.touch(pages)?;
-        let mut done = 0usize;
-        while done < data.len() {
-            let pos = offset + done as u64;
-            let page = pos / OS_PAGE as u64;
-            let in_page = (pos % OS_PAGE as u64) as usize;
-            let n = (OS_PAGE - in_page).min(data.len() - done);
-            let slot = self.image.pages.entry(page);
-            let entry = slot.or_insert_with(|| Arc::new([0u8; OS_PAGE]));
+        for (page, in_page, r) in pieces(offset, data.len()) {
+            let entry = self.image.pages.entry(page).or_insert_with(|| Arc::new([0u8; OS_PAGE]));
             if !self.log.undo.contains_key(&page) {
                 // First write of this page in the message: remember what to roll back to.
                 // A page that did not exist was just created as zeros above.
@@ -232,8 +220,7 @@ impl StableMemory {
                 self.log.undo.insert(page, if was_zero { None } else { Some(entry.clone()) });
             }
             // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
-            Arc::make_mut(entry)[in_page..in_page + n].copy_from_slice(&data[done..done + n]);
-            done += n;
+            Arc::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
         }
         Ok(newly_dirty)
     }
@@ -241,6 +228,23 @@ impl StableMemory {
     pub fn os_pages_per_wasm_page() -> u64 {
         OS_PAGES_PER_WASM_PAGE
     }
+}
+
+/// Splits `len` bytes at `offset` into per-page pieces: (page, offset in the page, range
+/// of the caller's buffer).
+fn pieces(offset: u64, len: usize) -> impl Iterator<Item = (u64, usize, std::ops::Range<usize>)> {
+    let mut done = 0usize;
+    std::iter::from_fn(move || {
+        if done >= len {
+            return None;
+        }
+        let pos = offset + done as u64;
+        let in_page = (pos % OS_PAGE as u64) as usize;
+        let n = (OS_PAGE - in_page).min(len - done);
+        let piece = (pos / OS_PAGE as u64, in_page, done..done + n);
+        done += n;
+        Some(piece)
+    })
 }
 
 #[cfg(test)]
