@@ -153,16 +153,24 @@ impl Plain {
         let engine = wasmtime::Engine::default();
         let module = wasmtime::Module::new(&engine, wasm).expect("workload compiles");
         let mut linker: wasmtime::Linker<()> = wasmtime::Linker::new(&engine);
-        linker.func_wrap("ic0", "msg_reply_data_append", |_: i32, _: i32| {}).unwrap();
+        linker
+            .func_wrap("ic0", "msg_reply_data_append", |_: i32, _: i32| {})
+            .unwrap();
         linker.func_wrap("ic0", "msg_reply", || {}).unwrap();
         let mut store = wasmtime::Store::new(&engine, ());
-        let instance = linker.instantiate(&mut store, &module).expect("workload instantiates");
-        let work = instance.get_typed_func::<(), i64>(&mut store, "work").expect("work: () -> i64");
+        let instance = linker
+            .instantiate(&mut store, &module)
+            .expect("workload instantiates");
+        let work = instance
+            .get_typed_func::<(), i64>(&mut store, "work")
+            .expect("work: () -> i64");
         Plain { store, work }
     }
 
     fn run(&mut self) -> i64 {
-        self.work.call(&mut self.store, ()).expect("plain run succeeds")
+        self.work
+            .call(&mut self.store, ())
+            .expect("plain run succeeds")
     }
 }
 
@@ -182,9 +190,15 @@ impl Metered {
 
     /// The result and the message's metered instructions.
     fn run(&mut self) -> (i64, u64) {
-        let out = self.engine.update(self.id, "run", &[]).expect("engine accepts the call");
+        let out = self
+            .engine
+            .update(self.id, "run", &[])
+            .expect("engine accepts the call");
         let reply = out.result.expect("run replies");
-        (i64::from_le_bytes(reply.as_slice().try_into().expect("8-byte reply")), out.report.instructions)
+        (
+            i64::from_le_bytes(reply.as_slice().try_into().expect("8-byte reply")),
+            out.report.instructions,
+        )
     }
 }
 
@@ -196,7 +210,10 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
 
 fn main() {
     // `cargo bench` passes `--bench`; there are no options to parse.
-    let runs = std::env::var("ENGINE_SPEED_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(RUNS);
+    let runs = std::env::var("ENGINE_SPEED_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(RUNS);
     println!("engine_speed: plain wasmtime vs the embedded engine (instrumented + metered), best of {runs} after a warm-up\n");
     for w in workloads() {
         println!("  {:<9} {}", w.name, w.what);
@@ -204,7 +221,13 @@ fn main() {
     println!();
     println!(
         "{:<9} | {:>10} | {:>11} | {:>6} | {:>15} | {:>16} | {}",
-        "workload", "plain ms", "metered ms", "ratio", "metered instr", "metered instr/s", "target >= 0.67"
+        "workload",
+        "plain ms",
+        "metered ms",
+        "ratio",
+        "metered instr",
+        "metered instr/s",
+        "target >= 0.67"
     );
     println!("{}", "-".repeat(99));
     let mut below = Vec::new();
@@ -223,7 +246,11 @@ fn main() {
             metered_time = metered_time.min(t);
             (metered_value, instructions) = (v, n);
         }
-        assert_eq!(plain_value, metered_value, "{}: plain and metered runs computed different results", w.name);
+        assert_eq!(
+            plain_value, metered_value,
+            "{}: plain and metered runs computed different results",
+            w.name
+        );
         let ratio = plain_time.as_secs_f64() / metered_time.as_secs_f64();
         let per_second = instructions as f64 / metered_time.as_secs_f64();
         let ok = ratio >= TARGET_RATIO;
@@ -245,6 +272,9 @@ fn main() {
     if below.is_empty() {
         println!("all workloads meet the target: metered speed >= {TARGET_RATIO} x plain");
     } else {
-        println!("below the target ({TARGET_RATIO} x plain speed): {}", below.join(", "));
+        println!(
+            "below the target ({TARGET_RATIO} x plain speed): {}",
+            below.join(", ")
+        );
     }
 }

@@ -83,35 +83,66 @@ pub struct BenchClient<'e> {
     pub executed_instructions: u64,
 }
 
-fn decode<T: CandidType + for<'de> Deserialize<'de>>(method: &str, out: CallOutcome) -> Result<Measured<T>> {
-    let bytes = out.result.map_err(|r| anyhow!("{method} was rejected: {r}"))?;
-    let value = Decode!(&bytes, CanisterResult<T>).with_context(|| format!("decoding the reply of {method}"))?;
-    Ok(Measured { value, message: out.report })
+fn decode<T: CandidType + for<'de> Deserialize<'de>>(
+    method: &str,
+    out: CallOutcome,
+) -> Result<Measured<T>> {
+    let bytes = out
+        .result
+        .map_err(|r| anyhow!("{method} was rejected: {r}"))?;
+    let value = Decode!(&bytes, CanisterResult<T>)
+        .with_context(|| format!("decoding the reply of {method}"))?;
+    Ok(Measured {
+        value,
+        message: out.report,
+    })
 }
 
 impl<'e> BenchClient<'e> {
     /// Installs the bench canister on `engine`.
     pub fn install(engine: &'e mut dyn Engine, wasm: &[u8]) -> Result<Self> {
         let (canister, out) = engine.install(wasm, &Encode!().expect("empty args encode"))?;
-        out.result.map_err(|r| anyhow!("installing the bench canister failed: {r}"))?;
-        Ok(Self { engine, canister, executed_instructions: out.report.instructions })
+        out.result
+            .map_err(|r| anyhow!("installing the bench canister failed: {r}"))?;
+        Ok(Self {
+            engine,
+            canister,
+            executed_instructions: out.report.instructions,
+        })
     }
 
-    fn update<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
+    fn update<T: CandidType + for<'de> Deserialize<'de>>(
+        &mut self,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Measured<T>> {
         let out = self.engine.update(self.canister, method, &arg)?;
         self.executed_instructions += out.report.instructions;
         decode(method, out)
     }
 
-    fn query<T: CandidType + for<'de> Deserialize<'de>>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
+    fn query<T: CandidType + for<'de> Deserialize<'de>>(
+        &mut self,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<Measured<T>> {
         let out = self.engine.query(self.canister, method, &arg)?;
         self.executed_instructions += out.report.instructions;
         decode(method, out)
     }
 
     /// `add_users_{store}(offset, step, count)`.
-    pub fn add_users(&mut self, store: &str, offset: u64, step: u64, count: u64) -> Result<Measured<InsertReport>> {
-        self.update(&format!("add_users_{store}"), Encode!(&offset, &step, &count)?)
+    pub fn add_users(
+        &mut self,
+        store: &str,
+        offset: u64,
+        step: u64,
+        count: u64,
+    ) -> Result<Measured<InsertReport>> {
+        self.update(
+            &format!("add_users_{store}"),
+            Encode!(&offset, &step, &count)?,
+        )
     }
 
     /// `add_users_{store}_ids(ids)`.
@@ -120,7 +151,14 @@ impl<'e> BenchClient<'e> {
     }
 
     /// `get_users_{store}(offset, step, count)` as a query, or its `_update` variant.
-    pub fn get_users(&mut self, store: &str, offset: u64, step: u64, count: u64, replicated: bool) -> Result<Measured<ReadReport>> {
+    pub fn get_users(
+        &mut self,
+        store: &str,
+        offset: u64,
+        step: u64,
+        count: u64,
+        replicated: bool,
+    ) -> Result<Measured<ReadReport>> {
         let arg = Encode!(&offset, &step, &count)?;
         if replicated {
             self.update(&format!("get_users_{store}_update"), arg)
@@ -135,7 +173,13 @@ impl<'e> BenchClient<'e> {
     }
 
     /// `scan_users_{store}(offset, count)` as a query, or its `_update` variant.
-    pub fn scan_users(&mut self, store: &str, offset: u64, count: u64, replicated: bool) -> Result<Measured<ReadReport>> {
+    pub fn scan_users(
+        &mut self,
+        store: &str,
+        offset: u64,
+        count: u64,
+        replicated: bool,
+    ) -> Result<Measured<ReadReport>> {
         let arg = Encode!(&offset, &count)?;
         if replicated {
             self.update(&format!("scan_users_{store}_update"), arg)
@@ -194,10 +238,14 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
     let Some(built) = std::fs::metadata(wasm).ok().and_then(|m| m.modified().ok()) else {
         return true;
     };
-    ["canisters/bench", "scripts/build-canister.sh", "scripts/wasi2ic-post"]
-        .iter()
-        .filter_map(|p| newest_mtime(&root.join(p)))
-        .any(|t| t > built)
+    [
+        "canisters/bench",
+        "scripts/build-canister.sh",
+        "scripts/wasi2ic-post",
+    ]
+    .iter()
+    .filter_map(|p| newest_mtime(&root.join(p)))
+    .any(|t| t > built)
 }
 
 /// Builds the canister with `scripts/build-canister.sh` if it is missing or stale, and

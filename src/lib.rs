@@ -1,8 +1,8 @@
 //! icbench: what Internet Computer storage really costs, measured with the replica's
 //! instruction metering on an embedded engine (or on PocketIC).
 
+pub mod bench_canister;
 pub mod engine;
 pub mod report;
 pub mod scenario;
-pub mod bench_canister;
 pub mod suite;

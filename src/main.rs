@@ -16,7 +16,11 @@ use icbench::scenario::{JournalMode, Position, Store};
 use icbench::suite::{self, Progress, Seed003Config};
 
 #[derive(Parser)]
-#[command(name = "icbench", version, about = "What Internet Computer storage really costs: StableBTreeMap vs SQLite, metered like the replica.")]
+#[command(
+    name = "icbench",
+    version,
+    about = "What Internet Computer storage really costs: StableBTreeMap vs SQLite, metered like the replica."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -110,7 +114,10 @@ struct CompareArgs {
 }
 
 fn parse_list<T>(values: &[String], parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
-    values.iter().map(|v| parse(v.trim()).map_err(|e| anyhow!(e))).collect()
+    values
+        .iter()
+        .map(|v| parse(v.trim()).map_err(|e| anyhow!(e)))
+        .collect()
 }
 
 impl RunArgs {
@@ -131,7 +138,9 @@ impl RunArgs {
             }
         }
         if stores.is_empty() {
-            return Err(anyhow!("no store selected (--stores btree,sqlite and at least one --journal-modes)"));
+            return Err(anyhow!(
+                "no store selected (--stores btree,sqlite and at least one --journal-modes)"
+            ));
         }
         let mut positions = parse_list(&self.positions, |s| s.parse::<Position>())?;
         positions.sort();
@@ -172,7 +181,9 @@ fn run(args: &RunArgs) -> Result<()> {
     let cfg = args.config()?;
     let mut engine = make_engine(args.engine)?;
     let wasm = match &args.wasm {
-        Some(path) => std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?,
+        Some(path) => {
+            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
+        }
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let quiet = args.quiet;
@@ -185,11 +196,18 @@ fn run(args: &RunArgs) -> Result<()> {
             return;
         }
         let (line, milestone) = match p {
-            Progress::Prefill { store, done, total } => {
-                (format!("prefill {store:<6} {} {done}/{total} rows", bar(done as f64 / total as f64)), true)
-            }
+            Progress::Prefill { store, done, total } => (
+                format!(
+                    "prefill {store:<6} {} {done}/{total} rows",
+                    bar(done as f64 / total as f64)
+                ),
+                true,
+            ),
             Progress::Scenario { done, total, key } => (
-                format!("scenarios      {} {done}/{total} {key}", bar(done as f64 / total as f64)),
+                format!(
+                    "scenarios      {} {done}/{total} {key}",
+                    bar(done as f64 / total as f64)
+                ),
                 done == total || done % (total / 10).max(1) == 0,
             ),
         };
@@ -205,7 +223,8 @@ fn run(args: &RunArgs) -> Result<()> {
     if !quiet && tty {
         eprintln!();
     }
-    let written = report::write_all(&report, &args.out).with_context(|| format!("writing results to {}", args.out.display()))?;
+    let written = report::write_all(&report, &args.out)
+        .with_context(|| format!("writing results to {}", args.out.display()))?;
     let stdout = match args.format {
         Format::Table => report::terminal_tables(&report),
         Format::Markdown => report::markdown(&report),
@@ -214,7 +233,14 @@ fn run(args: &RunArgs) -> Result<()> {
     };
     print!("{stdout}");
     if !quiet {
-        eprintln!("wrote {}", written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+        eprintln!(
+            "wrote {}",
+            written
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
     }
     Ok(())
@@ -237,7 +263,8 @@ fn bar(fraction: f64) -> String {
 
 fn compare(args: &CompareArgs) -> Result<bool> {
     let read = |p: &PathBuf| -> Result<Report> {
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
         report::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
     };
     if !(args.noise.is_finite() && args.noise >= 0.0) {

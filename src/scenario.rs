@@ -49,9 +49,15 @@ impl fmt::Display for JournalMode {
 impl FromStr for JournalMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        JournalMode::ALL.into_iter().find(|m| m.as_str().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            format!("unknown journal mode {s:?}; accepted: {}", JournalMode::ALL.map(|m| m.as_str()).join(", "))
-        })
+        JournalMode::ALL
+            .into_iter()
+            .find(|m| m.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown journal mode {s:?}; accepted: {}",
+                    JournalMode::ALL.map(|m| m.as_str()).join(", ")
+                )
+            })
     }
 }
 
@@ -169,7 +175,9 @@ impl Scenario {
     pub fn method(&self) -> String {
         let store = self.store.kind();
         match self.operation {
-            Operation::Insert { .. } if self.position == Position::Random => format!("add_users_{store}_ids"),
+            Operation::Insert { .. } if self.position == Position::Random => {
+                format!("add_users_{store}_ids")
+            }
             Operation::Insert { .. } => format!("add_users_{store}"),
             Operation::PointLookups { .. } => format!("get_users_{store}"),
             Operation::RangeScan { .. } => format!("scan_users_{store}"),

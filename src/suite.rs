@@ -49,7 +49,11 @@ impl Default for Seed003Config {
 }
 
 /// Read operations measured per store and position.
-pub const READS: [Operation; 3] = [Operation::PointLookups { keys: 1 }, Operation::PointLookups { keys: 100 }, Operation::RangeScan { rows: 1_000 }];
+pub const READS: [Operation; 3] = [
+    Operation::PointLookups { keys: 1 },
+    Operation::PointLookups { keys: 100 },
+    Operation::RangeScan { rows: 1_000 },
+];
 
 impl Seed003Config {
     /// Every scenario, in report order.
@@ -58,11 +62,19 @@ impl Seed003Config {
         for &position in &self.positions {
             for &store in &self.stores {
                 for &rows in &self.batches {
-                    out.push(Scenario { store, position, operation: Operation::Insert { rows } });
+                    out.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::Insert { rows },
+                    });
                 }
                 if self.reads {
                     for operation in READS {
-                        out.push(Scenario { store, position, operation });
+                        out.push(Scenario {
+                            store,
+                            position,
+                            operation,
+                        });
                     }
                 }
             }
@@ -72,13 +84,21 @@ impl Seed003Config {
 
     pub fn validate(&self) -> Result<()> {
         if self.rows < 2_000 {
-            return Err(anyhow!("--rows must be at least 2000 (the range scan reads 1,000 rows), got {}", self.rows));
+            return Err(anyhow!(
+                "--rows must be at least 2000 (the range scan reads 1,000 rows), got {}",
+                self.rows
+            ));
         }
         if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
-            return Err(anyhow!("batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"));
+            return Err(anyhow!(
+                "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
+            ));
         }
         if self.batches.iter().any(|&b| b > self.rows / 2) {
-            return Err(anyhow!("batch sizes must be at most half of --rows ({})", self.rows / 2));
+            return Err(anyhow!(
+                "batch sizes must be at most half of --rows ({})",
+                self.rows / 2
+            ));
         }
         Ok(())
     }
@@ -135,8 +155,16 @@ pub fn random_present_ids(seed: u64, rows: u64, count: u64) -> Vec<u64> {
 
 /// Progress events, for a progress bar.
 pub enum Progress<'a> {
-    Prefill { store: &'a str, done: u64, total: u64 },
-    Scenario { done: usize, total: usize, key: &'a str },
+    Prefill {
+        store: &'a str,
+        done: u64,
+        total: u64,
+    },
+    Scenario {
+        done: usize,
+        total: usize,
+        key: &'a str,
+    },
 }
 
 /// What to call for one scenario: the canister arguments in Candid text, for the report
@@ -154,17 +182,46 @@ impl Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
-            (Operation::Insert { rows: n }, Position::Middle) => Call::Insert { offset: middle + 1, step: ID_STEP, count: n },
-            (Operation::Insert { rows: n }, Position::End) => Call::Insert { offset: rows * ID_STEP, step: 1, count: n },
-            (Operation::Insert { rows: n }, Position::Random) => Call::InsertIds(random_absent_ids(cfg.seed, rows, n)),
-            (Operation::PointLookups { keys }, Position::Middle) => Call::Get { offset: middle, step: ID_STEP, count: keys },
-            (Operation::PointLookups { keys }, Position::End) => Call::Get { offset: (rows - keys) * ID_STEP, step: ID_STEP, count: keys },
-            (Operation::PointLookups { keys }, Position::Random) => Call::GetIds(random_present_ids(cfg.seed, rows, keys)),
-            (Operation::RangeScan { rows: n }, Position::Middle) => Call::Scan { offset: middle, count: n },
-            (Operation::RangeScan { rows: n }, Position::End) => Call::Scan { offset: (rows - n) * ID_STEP, count: n },
+            (Operation::Insert { rows: n }, Position::Middle) => Call::Insert {
+                offset: middle + 1,
+                step: ID_STEP,
+                count: n,
+            },
+            (Operation::Insert { rows: n }, Position::End) => Call::Insert {
+                offset: rows * ID_STEP,
+                step: 1,
+                count: n,
+            },
+            (Operation::Insert { rows: n }, Position::Random) => {
+                Call::InsertIds(random_absent_ids(cfg.seed, rows, n))
+            }
+            (Operation::PointLookups { keys }, Position::Middle) => Call::Get {
+                offset: middle,
+                step: ID_STEP,
+                count: keys,
+            },
+            (Operation::PointLookups { keys }, Position::End) => Call::Get {
+                offset: (rows - keys) * ID_STEP,
+                step: ID_STEP,
+                count: keys,
+            },
+            (Operation::PointLookups { keys }, Position::Random) => {
+                Call::GetIds(random_present_ids(cfg.seed, rows, keys))
+            }
+            (Operation::RangeScan { rows: n }, Position::Middle) => Call::Scan {
+                offset: middle,
+                count: n,
+            },
+            (Operation::RangeScan { rows: n }, Position::End) => Call::Scan {
+                offset: (rows - n) * ID_STEP,
+                count: n,
+            },
             (Operation::RangeScan { rows: n }, Position::Random) => {
                 let start = SplitMix64::new(cfg.seed ^ 0x5CA7).below(rows - n) * ID_STEP;
-                Call::Scan { offset: start, count: n }
+                Call::Scan {
+                    offset: start,
+                    count: n,
+                }
             }
         }
     }
@@ -173,13 +230,26 @@ impl Call {
         let list = |ids: &[u64]| {
             let shown: Vec<String> = ids.iter().take(3).map(|i| format!("{i} : nat64")).collect();
             if ids.len() > 3 {
-                format!("(vec {{ {}; ... }})  # {} ids, seed-drawn", shown.join("; "), ids.len())
+                format!(
+                    "(vec {{ {}; ... }})  # {} ids, seed-drawn",
+                    shown.join("; "),
+                    ids.len()
+                )
             } else {
                 format!("(vec {{ {} }})", shown.join("; "))
             }
         };
         match self {
-            Call::Insert { offset, step, count } | Call::Get { offset, step, count } => format!("({offset} : nat64, {step} : nat64, {count} : nat64)"),
+            Call::Insert {
+                offset,
+                step,
+                count,
+            }
+            | Call::Get {
+                offset,
+                step,
+                count,
+            } => format!("({offset} : nat64, {step} : nat64, {count} : nat64)"),
             Call::InsertIds(ids) | Call::GetIds(ids) => list(ids),
             Call::Scan { offset, count } => format!("({offset} : nat64, {count} : nat64)"),
         }
@@ -193,16 +263,30 @@ enum Reply {
 
 fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Reply> {
     Ok(match call {
-        Call::Insert { offset, step, count } => Reply::Insert(client.add_users(store, *offset, *step, *count)?),
+        Call::Insert {
+            offset,
+            step,
+            count,
+        } => Reply::Insert(client.add_users(store, *offset, *step, *count)?),
         Call::InsertIds(ids) => Reply::Insert(client.add_users_ids(store, ids)?),
-        Call::Get { offset, step, count } => Reply::Read(client.get_users(store, *offset, *step, *count, false)?),
+        Call::Get {
+            offset,
+            step,
+            count,
+        } => Reply::Read(client.get_users(store, *offset, *step, *count, false)?),
         Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids)?),
-        Call::Scan { offset, count } => Reply::Read(client.scan_users(store, *offset, *count, false)?),
+        Call::Scan { offset, count } => {
+            Reply::Read(client.scan_users(store, *offset, *count, false)?)
+        }
     })
 }
 
 /// Fills both stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
-pub fn prefill(client: &mut BenchClient<'_>, cfg: &Seed003Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+pub fn prefill(
+    client: &mut BenchClient<'_>,
+    cfg: &Seed003Config,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
     let stores: Vec<&str> = ["btree", "sqlite"]
         .into_iter()
         .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
@@ -212,19 +296,33 @@ pub fn prefill(client: &mut BenchClient<'_>, cfg: &Seed003Config, progress: &mut
         while done < cfg.rows {
             let count = PREFILL_CHUNK.min(cfg.rows - done);
             let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
-            let report = out.value.map_err(|e| anyhow!("prefill of {store} failed at row {done}: {e}"))?;
+            let report = out
+                .value
+                .map_err(|e| anyhow!("prefill of {store} failed at row {done}: {e}"))?;
             if report.rows_inserted != count {
-                return Err(anyhow!("prefill of {store} inserted {} rows instead of {count}", report.rows_inserted));
+                return Err(anyhow!(
+                    "prefill of {store} inserted {} rows instead of {count}",
+                    report.rows_inserted
+                ));
             }
             done += count;
-            progress(Progress::Prefill { store, done, total: cfg.rows });
+            progress(Progress::Prefill {
+                store,
+                done,
+                total: cfg.rows,
+            });
         }
     }
     Ok(())
 }
 
 /// Runs the whole suite on `engine` and returns the report.
-pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: &mut dyn FnMut(Progress<'_>)) -> Result<Report> {
+pub fn run(
+    engine: &mut dyn Engine,
+    wasm: &[u8],
+    cfg: &Seed003Config,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Report> {
     cfg.validate()?;
     let started = Instant::now();
     let engine_name = engine.name().to_string();
@@ -245,10 +343,18 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
             None => Ok(base),
             Some(mode) => {
                 client.engine.restore(canister, base)?;
-                let config = SqliteConfig { journal_mode: Some(mode.to_string()), ..SqliteConfig::default() };
+                let config = SqliteConfig {
+                    journal_mode: Some(mode.to_string()),
+                    ..SqliteConfig::default()
+                };
                 match client.configure_sqlite(&config)?.value {
-                    Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(client.engine.snapshot(canister)?),
-                    Ok(settings) => Err(format!("asked for {mode}, SQLite uses {}", settings.journal_mode)),
+                    Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
+                        Ok(client.engine.snapshot(canister)?)
+                    }
+                    Ok(settings) => Err(format!(
+                        "asked for {mode}, SQLite uses {}",
+                        settings.journal_mode
+                    )),
                     Err(e) => Err(e),
                 }
             }
@@ -261,13 +367,21 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
     let mut results = Vec::with_capacity(scenarios.len());
     for (i, scenario) in scenarios.iter().enumerate() {
         let key = scenario.key();
-        progress(Progress::Scenario { done: i, total: scenarios.len(), key: &key });
+        progress(Progress::Scenario {
+            done: i,
+            total: scenarios.len(),
+            key: &key,
+        });
         let call = Call::for_scenario(scenario, cfg);
         let mut result = ScenarioResult {
             suite: "seed003".into(),
             engine: engine_name.clone(),
             store: scenario.store.kind().into(),
-            journal_mode: scenario.store.journal_mode().map(|m| m.to_string()).unwrap_or_default(),
+            journal_mode: scenario
+                .store
+                .journal_mode()
+                .map(|m| m.to_string())
+                .unwrap_or_default(),
             position: scenario.position.to_string(),
             operation: scenario.operation.kind().into(),
             batch: scenario.operation.rows(),
@@ -286,19 +400,30 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
             heap_dirty_pages: 0,
             stable_dirty_pages: 0,
         };
-        let start = starts.iter().find(|(s, _)| *s == scenario.store).map(|(_, st)| st.clone()).expect("every store has a start");
+        let start = starts
+            .iter()
+            .find(|(s, _)| *s == scenario.store)
+            .map(|(_, st)| st.clone())
+            .expect("every store has a start");
         match start {
             Err(reason) => result.status = Status::Refused(reason),
             Ok(snapshot) => {
                 client.engine.restore(canister, snapshot)?;
-                let (message, outcome) = match run_call(&mut client, scenario.store.kind(), &call)? {
-                    Reply::Insert(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_inserted))),
+                let (message, outcome) = match run_call(&mut client, scenario.store.kind(), &call)?
+                {
+                    Reply::Insert(m) => (
+                        m.message,
+                        m.value.map(|r| (r.instructions, r.rows_inserted)),
+                    ),
                     Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
                 };
                 match outcome {
                     Err(e) => result.status = Status::Failed(e),
                     Ok((store_instructions, rows)) if rows != scenario.operation.rows() => {
-                        result.status = Status::Failed(format!("expected {} rows, the canister reports {rows}", scenario.operation.rows()));
+                        result.status = Status::Failed(format!(
+                            "expected {} rows, the canister reports {rows}",
+                            scenario.operation.rows()
+                        ));
                         result.store_instructions = store_instructions;
                     }
                     Ok((store_instructions, _)) => {
@@ -312,8 +437,10 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
                             result.cycles = cycles as u64;
                             result.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
                         }
-                        result.heap_pages_delta = pages_delta(message.heap_bytes_before, message.heap_bytes_after);
-                        result.stable_pages_delta = pages_delta(message.stable_bytes_before, message.stable_bytes_after);
+                        result.heap_pages_delta =
+                            pages_delta(message.heap_bytes_before, message.heap_bytes_after);
+                        result.stable_pages_delta =
+                            pages_delta(message.stable_bytes_before, message.stable_bytes_after);
                         result.heap_dirty_pages = message.heap_dirty_pages;
                         result.stable_dirty_pages = message.stable_dirty_pages;
                     }
@@ -322,7 +449,11 @@ pub fn run(engine: &mut dyn Engine, wasm: &[u8], cfg: &Seed003Config, progress: 
         }
         results.push(result);
     }
-    progress(Progress::Scenario { done: scenarios.len(), total: scenarios.len(), key: "" });
+    progress(Progress::Scenario {
+        done: scenarios.len(),
+        total: scenarios.len(),
+        key: "",
+    });
     Ok(Report {
         suite: "seed003".into(),
         engine: engine_name,

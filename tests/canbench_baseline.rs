@@ -33,10 +33,20 @@ fn fixture_wasm() -> Vec<u8> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let target_dir = root.join("target/canbench-fixture");
     let target = "wasm32-unknown-unknown";
-    let installed = Command::new("rustup").args(["target", "list", "--installed"]).current_dir(&root).output();
+    let installed = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .current_dir(&root)
+        .output();
     if let Ok(out) = installed {
-        if !String::from_utf8_lossy(&out.stdout).lines().any(|l| l == target) {
-            let status = Command::new("rustup").args(["target", "add", target]).current_dir(&root).status().unwrap();
+        if !String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .any(|l| l == target)
+        {
+            let status = Command::new("rustup")
+                .args(["target", "add", target])
+                .current_dir(&root)
+                .status()
+                .unwrap();
             assert!(status.success(), "rustup target add {target} failed");
         }
     }
@@ -49,12 +59,21 @@ fn fixture_wasm() -> Vec<u8> {
         .status()
         .expect("cargo runs");
     assert!(status.success(), "building tests/canbench_fixture failed");
-    std::fs::read(target_dir.join(target).join("release/canbench_fixture.wasm")).expect("the fixture wasm exists")
+    std::fs::read(
+        target_dir
+            .join(target)
+            .join("release/canbench_fixture.wasm"),
+    )
+    .expect("the fixture wasm exists")
 }
 
 fn run_bench(engine: &mut EmbeddedEngine, canister: candid::Principal, name: &str) -> BenchResult {
-    let out = engine.query(canister, &format!("__canbench__{name}"), CANBENCH_ARG).unwrap();
-    let bytes = out.result.unwrap_or_else(|r| panic!("bench {name} was rejected: {r}"));
+    let out = engine
+        .query(canister, &format!("__canbench__{name}"), CANBENCH_ARG)
+        .unwrap();
+    let bytes = out
+        .result
+        .unwrap_or_else(|r| panic!("bench {name} was rejected: {r}"));
     Decode!(&bytes, BenchResult).unwrap()
 }
 
@@ -67,7 +86,14 @@ fn canbench_baselines_recorded_on_the_replica() {
 
     let empty = run_bench(&mut engine, canister, "empty");
     assert_eq!(empty.total.instructions, 207);
-    assert_eq!((empty.total.calls, empty.total.heap_increase, empty.total.stable_memory_increase), (1, 0, 0));
+    assert_eq!(
+        (
+            empty.total.calls,
+            empty.total.heap_increase,
+            empty.total.stable_memory_increase
+        ),
+        (1, 0, 0)
+    );
     assert!(empty.scopes.is_empty());
 
     let grow = run_bench(&mut engine, canister, "stable_memory_increase_from_zero");

@@ -3,9 +3,9 @@
 
 use std::sync::OnceLock;
 
+use candid::Encode;
 use icbench::bench_canister::{ensure_built, BenchClient, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
-use candid::Encode;
 use icbench::engine::Engine;
 
 fn wasm() -> &'static [u8] {
@@ -70,14 +70,30 @@ fn reads_find_exactly_the_rows_present() {
         for store in ["btree", "sqlite"] {
             c.add_users(store, 0, 10, 50).unwrap().value.unwrap();
             for replicated in [false, true] {
-                let r = c.get_users(store, 0, 10, 20, replicated).unwrap().value.unwrap();
+                let r = c
+                    .get_users(store, 0, 10, 20, replicated)
+                    .unwrap()
+                    .value
+                    .unwrap();
                 assert_eq!((r.rows_found, r.bytes_read), (20, 800), "{store}");
-                let r = c.get_users(store, 5, 10, 20, replicated).unwrap().value.unwrap();
+                let r = c
+                    .get_users(store, 5, 10, 20, replicated)
+                    .unwrap()
+                    .value
+                    .unwrap();
                 assert_eq!(r.rows_found, 0, "{store}: ids 5, 15, ... are absent");
-                let r = c.scan_users(store, 245, 100, replicated).unwrap().value.unwrap();
+                let r = c
+                    .scan_users(store, 245, 100, replicated)
+                    .unwrap()
+                    .value
+                    .unwrap();
                 assert_eq!(r.rows_found, 25, "{store}: 250..=490 remain");
             }
-            let r = c.get_users_ids(store, &[490, 3, 0, 250]).unwrap().value.unwrap();
+            let r = c
+                .get_users_ids(store, &[490, 3, 0, 250])
+                .unwrap()
+                .value
+                .unwrap();
             assert_eq!(r.rows_found, 3, "{store}");
             let r = c.add_users_ids(store, &[3, 11, 2]).unwrap().value.unwrap();
             assert_eq!(r.rows_inserted, 3, "{store}");
@@ -90,28 +106,72 @@ fn bad_arguments_are_errors_naming_the_problem() {
     with_canister(|c| {
         for store in ["btree", "sqlite"] {
             assert!(err_of(c.add_users(store, 0, 0, 5).unwrap().value).contains("step"));
-            assert!(err_of(c.add_users(store, 0, 1, 100_001).unwrap().value).contains("MAX_ROWS_PER_CALL"));
+            assert!(err_of(c.add_users(store, 0, 1, 100_001).unwrap().value)
+                .contains("MAX_ROWS_PER_CALL"));
             assert!(err_of(c.get_users(store, 0, 0, 5, false).unwrap().value).contains("step"));
-            assert!(err_of(c.scan_users(store, 0, 100_001, false).unwrap().value).contains("MAX_ROWS_PER_CALL"));
+            assert!(
+                err_of(c.scan_users(store, 0, 100_001, false).unwrap().value)
+                    .contains("MAX_ROWS_PER_CALL")
+            );
             let too_many = vec![1u64; 100_001];
-            assert!(err_of(c.add_users_ids(store, &too_many).unwrap().value).contains("MAX_ROWS_PER_CALL"));
+            assert!(err_of(c.add_users_ids(store, &too_many).unwrap().value)
+                .contains("MAX_ROWS_PER_CALL"));
         }
-        assert!(err_of(c.add_users("btree", u64::MAX - 1, 2, 2).unwrap().value).contains("overflow"));
-        assert!(err_of(c.add_users("sqlite", i64::MAX as u64, 1, 2).unwrap().value).contains("exceeds"));
+        assert!(
+            err_of(c.add_users("btree", u64::MAX - 1, 2, 2).unwrap().value).contains("overflow")
+        );
+        assert!(
+            err_of(c.add_users("sqlite", i64::MAX as u64, 1, 2).unwrap().value).contains("exceeds")
+        );
         assert!(err_of(c.set_payload_size(2 << 20).unwrap().value).contains("1048576"));
-        let bad = |c: &mut BenchClient<'_>, config: SqliteConfig| err_of(c.configure_sqlite(&config).unwrap().value);
-        let e = bad(c, SqliteConfig { journal_mode: Some("BANANA".into()), ..Default::default() });
+        let bad = |c: &mut BenchClient<'_>, config: SqliteConfig| {
+            err_of(c.configure_sqlite(&config).unwrap().value)
+        };
+        let e = bad(
+            c,
+            SqliteConfig {
+                journal_mode: Some("BANANA".into()),
+                ..Default::default()
+            },
+        );
         assert!(e.contains("BANANA") && e.contains("DELETE"), "{e}");
-        let e = bad(c, SqliteConfig { synchronous: Some("SOMETIMES".into()), ..Default::default() });
+        let e = bad(
+            c,
+            SqliteConfig {
+                synchronous: Some("SOMETIMES".into()),
+                ..Default::default()
+            },
+        );
         assert!(e.contains("SOMETIMES"), "{e}");
-        let e = bad(c, SqliteConfig { locking_mode: Some("SHARED".into()), ..Default::default() });
+        let e = bad(
+            c,
+            SqliteConfig {
+                locking_mode: Some("SHARED".into()),
+                ..Default::default()
+            },
+        );
         assert!(e.contains("SHARED"), "{e}");
         for size in [1000, 256, 131072] {
-            let e = bad(c, SqliteConfig { page_size: Some(size), ..Default::default() });
-            assert!(e.contains(&size.to_string()) && e.contains("power of two"), "{e}");
+            let e = bad(
+                c,
+                SqliteConfig {
+                    page_size: Some(size),
+                    ..Default::default()
+                },
+            );
+            assert!(
+                e.contains(&size.to_string()) && e.contains("power of two"),
+                "{e}"
+            );
         }
         c.add_users("sqlite", 0, 1, 3).unwrap().value.unwrap();
-        let e = bad(c, SqliteConfig { autoincrement: Some(true), ..Default::default() });
+        let e = bad(
+            c,
+            SqliteConfig {
+                autoincrement: Some(true),
+                ..Default::default()
+            },
+        );
         assert!(e.contains("empty users table"), "{e}");
         // None of the refusals changed what is in force.
         assert_eq!(c.stats().unwrap().sqlite_rows, 3);
@@ -123,11 +183,17 @@ fn every_journal_mode_is_applied_and_read_back() {
     with_canister(|c| {
         c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
         for mode in ["DELETE", "TRUNCATE", "PERSIST", "MEMORY", "WAL", "OFF"] {
-            let config = SqliteConfig { journal_mode: Some(mode.to_lowercase()), ..Default::default() };
+            let config = SqliteConfig {
+                journal_mode: Some(mode.to_lowercase()),
+                ..Default::default()
+            };
             let settings = c.configure_sqlite(&config).unwrap().value.unwrap();
             assert_eq!(settings.journal_mode, mode);
             assert_eq!(c.stats().unwrap().journal_mode, mode);
-            let r = c.add_users("sqlite", 10_000 + settings.page_size as u64, 1, 2).unwrap().value;
+            let r = c
+                .add_users("sqlite", 10_000 + settings.page_size as u64, 1, 2)
+                .unwrap()
+                .value;
             assert!(r.is_ok(), "{mode}: {r:?}");
             c.clear("sqlite").unwrap().value.unwrap();
             c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
@@ -138,7 +204,15 @@ fn every_journal_mode_is_applied_and_read_back() {
 #[test]
 fn autoincrement_can_be_chosen_on_an_empty_table() {
     with_canister(|c| {
-        let s = c.configure_sqlite(&SqliteConfig { autoincrement: Some(true), page_size: Some(8192), ..Default::default() }).unwrap().value.unwrap();
+        let s = c
+            .configure_sqlite(&SqliteConfig {
+                autoincrement: Some(true),
+                page_size: Some(8192),
+                ..Default::default()
+            })
+            .unwrap()
+            .value
+            .unwrap();
         assert!(s.autoincrement);
         assert_eq!(s.page_size, 8192);
         c.add_users("sqlite", 0, 1, 10).unwrap().value.unwrap();
@@ -153,20 +227,39 @@ fn both_stores_and_the_configuration_survive_an_upgrade() {
         let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
         c.add_users("btree", 0, 10, 300).unwrap().value.unwrap();
         c.add_users("sqlite", 0, 10, 300).unwrap().value.unwrap();
-        c.configure_sqlite(&SqliteConfig { journal_mode: Some("MEMORY".into()), ..Default::default() }).unwrap().value.unwrap();
+        c.configure_sqlite(&SqliteConfig {
+            journal_mode: Some("MEMORY".into()),
+            ..Default::default()
+        })
+        .unwrap()
+        .value
+        .unwrap();
         c.set_payload_size(7).unwrap().value.unwrap();
         c.canister
     };
-    let out = engine.upgrade(canister, wasm(), &Encode!().unwrap()).unwrap();
+    let out = engine
+        .upgrade(canister, wasm(), &Encode!().unwrap())
+        .unwrap();
     out.result.expect("the upgrade succeeds");
-    let mut c = BenchClient { engine: &mut engine, canister };
+    let mut c = BenchClient {
+        engine: &mut engine,
+        canister,
+    };
     let stats = c.stats().unwrap();
     assert_eq!((stats.btree_rows, stats.sqlite_rows), (300, 300));
     assert_eq!(stats.journal_mode, "MEMORY");
     assert_eq!(stats.payload_size, 7);
     for store in ["btree", "sqlite"] {
-        let r = c.get_users(store, 0, 10, 300, false).unwrap().value.unwrap();
-        assert_eq!((r.rows_found, r.bytes_read), (300, 300 * 100), "{store}: rows written before keep their payload");
+        let r = c
+            .get_users(store, 0, 10, 300, false)
+            .unwrap()
+            .value
+            .unwrap();
+        assert_eq!(
+            (r.rows_found, r.bytes_read),
+            (300, 300 * 100),
+            "{store}: rows written before keep their payload"
+        );
         let r = c.add_users(store, 5, 10, 10).unwrap().value.unwrap();
         assert_eq!(r.rows_inserted, 10);
     }
@@ -181,7 +274,12 @@ fn the_same_calls_cost_the_same_instructions_every_run() {
         for store in ["btree", "sqlite"] {
             c.add_users(store, 0, 10, 2_000).unwrap().value.unwrap();
             let m = c.add_users(store, 5_001, 10, 10).unwrap();
-            counts.push((m.value.unwrap().instructions, m.message.instructions, m.message.heap_dirty_pages, m.message.stable_dirty_pages));
+            counts.push((
+                m.value.unwrap().instructions,
+                m.message.instructions,
+                m.message.heap_dirty_pages,
+                m.message.stable_dirty_pages,
+            ));
             let m = c.get_users(store, 0, 10, 100, false).unwrap();
             counts.push((m.value.unwrap().instructions, m.message.instructions, 0, 0));
         }

@@ -4,20 +4,41 @@
 use std::process::Command;
 
 fn icbench(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_icbench")).args(args).output().expect("icbench runs");
-    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+    let out = Command::new(env!("CARGO_BIN_EXE_icbench"))
+        .args(args)
+        .output()
+        .expect("icbench runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
 fn bad_values_list_the_accepted_ones() {
     let cases: &[(&[&str], &[&str])] = &[
-        (&["--positions", "sideways"], &["sideways", "middle, end, random"]),
-        (&["--journal-modes", "MEMORY,JOURNALISH"], &["JOURNALISH", "DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF"]),
+        (
+            &["--positions", "sideways"],
+            &["sideways", "middle, end, random"],
+        ),
+        (
+            &["--journal-modes", "MEMORY,JOURNALISH"],
+            &["JOURNALISH", "DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF"],
+        ),
         (&["--stores", "redis"], &["redis", "btree, sqlite"]),
-        (&["--batches", "0"], &["batch sizes must be between 1 and 100000"]),
+        (
+            &["--batches", "0"],
+            &["batch sizes must be between 1 and 100000"],
+        ),
         (&["--rows", "10"], &["--rows must be at least 2000"]),
-        (&["--engine", "replica"], &["replica", "embedded", "pocket-ic"]),
-        (&["--usd-per-xdr=-1"], &["--usd-per-xdr must be a positive number"]),
+        (
+            &["--engine", "replica"],
+            &["replica", "embedded", "pocket-ic"],
+        ),
+        (
+            &["--usd-per-xdr=-1"],
+            &["--usd-per-xdr must be a positive number"],
+        ),
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);

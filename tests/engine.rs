@@ -24,7 +24,10 @@ fn canister(body: &str) -> Vec<u8> {
 }
 
 fn reply_u64s(bytes: &[u8]) -> Vec<u64> {
-    bytes.chunks(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect()
+    bytes
+        .chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 #[test]
@@ -126,19 +129,35 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
     );
     let mut e = EmbeddedEngine::default();
     let (id, _) = e.install(&wasm, &[]).unwrap();
-    let state = |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "state", &[]).unwrap().result.unwrap());
+    let state =
+        |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "state", &[]).unwrap().result.unwrap());
     assert_eq!(state(&mut e), vec![7, 0, 0, 1]);
 
     let out = e.update(id, "change_then_trap", &[]).unwrap();
     let err = out.result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterCalledTrap);
-    assert!(err.message.contains("Canister called `ic0.trap` with message: 'boom'"), "{}", err.message);
-    assert!(out.report.instructions > 0, "a trapped message is still charged");
+    assert!(
+        err.message
+            .contains("Canister called `ic0.trap` with message: 'boom'"),
+        "{}",
+        err.message
+    );
+    assert!(
+        out.report.instructions > 0,
+        "a trapped message is still charged"
+    );
     assert_eq!(state(&mut e), vec![7, 0, 0, 1]);
 
     let out = e.update(id, "grow_then_trap", &[]).unwrap();
-    assert_eq!(out.result.unwrap_err().error_code, ErrorCode::CanisterTrapped);
-    assert_eq!(state(&mut e), vec![7, 0, 0, 1], "memory growth is rolled back too");
+    assert_eq!(
+        out.result.unwrap_err().error_code,
+        ErrorCode::CanisterTrapped
+    );
+    assert_eq!(
+        state(&mut e),
+        vec![7, 0, 0, 1],
+        "memory growth is rolled back too"
+    );
 
     e.update(id, "change", &[]).unwrap().result.unwrap();
     assert_eq!(state(&mut e), vec![42, 77, 0, 1]);
@@ -158,7 +177,10 @@ fn queries_never_persist() {
     for _ in 0..3 {
         let out = e.query(id, "bump", &[]).unwrap();
         assert_eq!(reply_u64s(&out.result.unwrap()), vec![8]);
-        assert_eq!(out.report.heap_dirty_pages, 1, "pages are tracked but not charged");
+        assert_eq!(
+            out.report.heap_dirty_pages, 1,
+            "pages are tracked but not charged"
+        );
     }
     // Called as an update (replicated query): charged, still not persisted.
     let out = e.update(id, "bump", &[]).unwrap();
@@ -172,24 +194,43 @@ fn instruction_limits_give_the_replica_error() {
            (func (export "canister_update spin") (call $spin))
            (func (export "canister_query spin_q") (call $spin))"#,
     );
-    let limits = Limits { max_instructions_per_update: 1_000_000, max_instructions_per_query: 500_000, ..Limits::APPLICATION };
+    let limits = Limits {
+        max_instructions_per_update: 1_000_000,
+        max_instructions_per_query: 500_000,
+        ..Limits::APPLICATION
+    };
     let mut e = EmbeddedEngine::new(limits);
     let (id, _) = e.install(&wasm, &[]).unwrap();
     let err = e.update(id, "spin", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(err.message.contains("exceeded the limit of 1000000 instructions for single message execution"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("exceeded the limit of 1000000 instructions for single message execution"),
+        "{}",
+        err.message
+    );
     let err = e.query(id, "spin_q", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(err.message.contains("limit of 500000 instructions"), "{}", err.message);
+    assert!(
+        err.message.contains("limit of 500000 instructions"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
 fn install_limit_applies_to_init() {
     let wasm = canister(r#"(func (export "canister_init") (loop (br 0)))"#);
-    let limits = Limits { max_instructions_per_install: 2_000_000, ..Limits::APPLICATION };
+    let limits = Limits {
+        max_instructions_per_install: 2_000_000,
+        ..Limits::APPLICATION
+    };
     let mut e = EmbeddedEngine::new(limits);
     let (id, out) = e.install(&wasm, &[]).unwrap();
-    assert_eq!(out.result.unwrap_err().error_code, ErrorCode::CanisterInstructionLimitExceeded);
+    assert_eq!(
+        out.result.unwrap_err().error_code,
+        ErrorCode::CanisterInstructionLimitExceeded
+    );
     // The failed install leaves no module.
     let err = e.update(id, "x", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterWasmModuleNotFound);
@@ -203,7 +244,10 @@ fn stable_dirty_page_limit() {
              (call $swrite (i64.const 0) (i64.const 0) (i64.const 20000))
              (call $reply))"#,
     );
-    let limits = Limits { stable_dirty_pages_update: 4, ..Limits::APPLICATION };
+    let limits = Limits {
+        stable_dirty_pages_update: 4,
+        ..Limits::APPLICATION
+    };
     let mut e = EmbeddedEngine::new(limits);
     let (id, _) = e.install(&wasm, &[]).unwrap();
     // 20,000 bytes span 5 pages > 4.
@@ -219,10 +263,17 @@ fn unknown_method_and_missing_reply() {
     let err = e.update(id, "nope", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound);
     let err = e.query(id, "silent", &[]).unwrap().result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound, "an update is not a query");
+    assert_eq!(
+        err.error_code,
+        ErrorCode::CanisterMethodNotFound,
+        "an update is not a query"
+    );
     let err = e.update(id, "silent", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterDidNotReply);
-    assert_eq!(err.to_string(), format!("IC0506: Canister {id} did not produce a response"));
+    assert_eq!(
+        err.to_string(),
+        format!("IC0506: Canister {id} did not produce a response")
+    );
 }
 
 #[test]
@@ -232,7 +283,10 @@ fn bad_modules_are_rejected_with_the_reason() {
     assert!(err.contains("neither a Wasm module"), "{err}");
     let wasi = wat::parse_str(r#"(module (import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32))))"#).unwrap();
     let err = e.install(&wasi, &[]).unwrap_err().to_string();
-    assert!(err.contains("wasi_snapshot_preview1.fd_write") && err.contains("wasi2ic"), "{err}");
+    assert!(
+        err.contains("wasi_snapshot_preview1.fd_write") && err.contains("wasi2ic"),
+        "{err}"
+    );
     let unknown = wat::parse_str(r#"(module (import "ic0" "teleport" (func)))"#).unwrap();
     let err = e.install(&unknown, &[]).unwrap_err().to_string();
     assert!(err.contains("ic0.teleport"), "{err}");
@@ -250,7 +304,12 @@ fn unsupported_calls_link_and_trap_when_called() {
     let (id, install) = e.install(&wasm, &[]).unwrap();
     install.result.unwrap();
     let err = e.update(id, "call", &[]).unwrap().result.unwrap_err();
-    assert!(err.message.contains("ic0.call_perform is not supported by the embedded engine"), "{}", err.message);
+    assert!(
+        err.message
+            .contains("ic0.call_perform is not supported by the embedded engine"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
@@ -276,9 +335,16 @@ fn upgrade_keeps_stable_memory_and_resets_the_heap() {
     e.update(id, "setup", &[]).unwrap().result.unwrap();
     e.upgrade(id, &v2, &[]).unwrap().result.unwrap();
     let values = reply_u64s(&e.query(id, "read", &[]).unwrap().result.unwrap());
-    assert_eq!(values[0], 7, "globals start from the new module's initial values");
+    assert_eq!(
+        values[0], 7,
+        "globals start from the new module's initial values"
+    );
     assert_eq!(values[1], 0, "the heap is fresh");
-    assert_eq!(&values[2].to_le_bytes()[..4], b"boom", "stable memory survives");
+    assert_eq!(
+        &values[2].to_le_bytes()[..4],
+        b"boom",
+        "stable memory survives"
+    );
 }
 
 #[test]

@@ -137,7 +137,11 @@ fn generate(seed: u64) -> Option<Case> {
     let wild = seed % 6 == 5;
     let len = 512 + (splitmix64(&mut state) % (24 * 1024)) as usize;
     let bytes: Vec<u8> = (0..len).map(|_| splitmix64(&mut state) as u8).collect();
-    let templates: Vec<&str> = if wild { TEMPLATES.iter().chain(WILD_TEMPLATES).copied().collect() } else { TEMPLATES.to_vec() };
+    let templates: Vec<&str> = if wild {
+        TEMPLATES.iter().chain(WILD_TEMPLATES).copied().collect()
+    } else {
+        TEMPLATES.to_vec()
+    };
     let template = (splitmix64(&mut state) % templates.len() as u64) as usize;
     let exports = wat::parse_str(templates[template]).expect("template WAT is valid");
     let exports_memory = templates[template].contains("(memory");
@@ -192,14 +196,22 @@ fn generate(seed: u64) -> Option<Case> {
     let reference_types = config.reference_types_enabled;
     let mut u = Unstructured::new(&bytes);
     let module = Module::new(config, &mut u).ok()?;
-    Some(Case { wild, reference_types, template, wasm: module.to_bytes(), arg })
+    Some(Case {
+        wild,
+        reference_types,
+        template,
+        wasm: module.to_bytes(),
+        arg,
+    })
 }
 
 /// The canister methods a module exports, in export order: (is_query, name).
 fn methods(wasm: &[u8]) -> Vec<(bool, String)> {
     let mut out = Vec::new();
     for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-        let Ok(wasmparser::Payload::ExportSection(reader)) = payload else { continue };
+        let Ok(wasmparser::Payload::ExportSection(reader)) = payload else {
+            continue;
+        };
         for export in reader.into_iter().flatten() {
             if let Some(m) = export.name.strip_prefix("canister_update ") {
                 out.push((false, m.to_string()));
@@ -248,7 +260,9 @@ fn category(text: &str) -> String {
             let c = rest.chars().next().unwrap();
             let after_letter = out.chars().last().is_some_and(|l| l.is_ascii_alphabetic());
             if c.is_ascii_digit() && after_letter {
-                let name_end = rest.find(|d: char| !d.is_ascii_digit()).unwrap_or(rest.len());
+                let name_end = rest
+                    .find(|d: char| !d.is_ascii_digit())
+                    .unwrap_or(rest.len());
                 out.push_str(&rest[..name_end]);
                 rest = &rest[name_end..];
             } else if c.is_ascii_digit() {
@@ -260,18 +274,27 @@ fn category(text: &str) -> String {
             }
         }
     }
-    let width = std::env::var("FUZZ_ENGINE_WIDE").map(|_| 400).unwrap_or(150);
+    let width = std::env::var("FUZZ_ENGINE_WIDE")
+        .map(|_| 400)
+        .unwrap_or(150);
     out.chars().take(width).collect()
 }
 
 /// Records one call's outcome in the trace, checks its invariants and counts it.
-fn record(trace: &mut Vec<String>, stats: &mut Option<&mut Stats>, what: &str, out: anyhow::Result<CallOutcome>, limit: u64) {
+fn record(
+    trace: &mut Vec<String>,
+    stats: &mut Option<&mut Stats>,
+    what: &str,
+    out: anyhow::Result<CallOutcome>,
+    limit: u64,
+) {
     match out {
         Ok(out) => {
             let r = &out.report;
             // The counter is clamped to the limit; only the after-execution heap charge adds to it.
             assert!(
-                r.instructions <= limit + r.heap_dirty_pages * Limits::APPLICATION.dirty_page_overhead,
+                r.instructions
+                    <= limit + r.heap_dirty_pages * Limits::APPLICATION.dirty_page_overhead,
                 "{what}: {} instructions exceed the limit {limit} + {} dirty pages",
                 r.instructions,
                 r.heap_dirty_pages
@@ -285,19 +308,37 @@ fn record(trace: &mut Vec<String>, stats: &mut Option<&mut Stats>, what: &str, o
                     format!("{what}: reply {} bytes {hex}", reply.len())
                 }
                 Err(reject) => {
-                    assert_eq!(reject.code, reject.error_code.reject_code(), "{what}: reject code and error code disagree: {reject}");
-                    format!("{what}: reject {:?} {} {}", reject.code, reject.error_code, reject.message)
+                    assert_eq!(
+                        reject.code,
+                        reject.error_code.reject_code(),
+                        "{what}: reject code and error code disagree: {reject}"
+                    );
+                    format!(
+                        "{what}: reject {:?} {} {}",
+                        reject.code, reject.error_code, reject.message
+                    )
                 }
             };
-            trace.push(format!("{line} | instr {} heap_dirty {} stable_dirty {} heap {}->{} stable {}->{}",
-                r.instructions, r.heap_dirty_pages, r.stable_dirty_pages, r.heap_bytes_before, r.heap_bytes_after, r.stable_bytes_before, r.stable_bytes_after));
+            trace.push(format!(
+                "{line} | instr {} heap_dirty {} stable_dirty {} heap {}->{} stable {}->{}",
+                r.instructions,
+                r.heap_dirty_pages,
+                r.stable_dirty_pages,
+                r.heap_bytes_before,
+                r.heap_bytes_after,
+                r.stable_bytes_before,
+                r.stable_bytes_after
+            ));
             if let Some(s) = stats {
                 s.calls += 1;
                 s.instructions += r.instructions;
                 s.max_instructions = s.max_instructions.max(r.instructions);
                 match &out.result {
                     Ok(_) => s.replies += 1,
-                    Err(reject) => bump(&mut s.rejects, format!("{} {}", reject.error_code, category(&reject.message))),
+                    Err(reject) => bump(
+                        &mut s.rejects,
+                        format!("{} {}", reject.error_code, category(&reject.message)),
+                    ),
                 }
             }
         }
@@ -305,7 +346,10 @@ fn record(trace: &mut Vec<String>, stats: &mut Option<&mut Stats>, what: &str, o
             trace.push(format!("{what}: engine error {e:#}"));
             if let Some(s) = stats {
                 s.calls += 1;
-                bump(&mut s.engine_errors, format!("{what}: {}", category(&format!("{e:#}"))));
+                bump(
+                    &mut s.engine_errors,
+                    format!("{what}: {}", category(&format!("{e:#}"))),
+                );
             }
         }
     }
@@ -323,7 +367,10 @@ fn exercise(case: &Case, mut stats: Option<&mut Stats>) -> Vec<String> {
             // (an out-of-bounds data or element segment).
             if !case.wild && !case.reference_types {
                 let text = format!("{e:#}");
-                assert!(text.starts_with("instantiating the module failed"), "a valid IC module was refused: {text}");
+                assert!(
+                    text.starts_with("instantiating the module failed"),
+                    "a valid IC module was refused: {text}"
+                );
             }
             trace.push(format!("install: error {e:#}"));
             if let (Some(_), Ok(dir)) = (&stats, std::env::var("FUZZ_ENGINE_DUMP")) {
@@ -343,12 +390,21 @@ fn exercise(case: &Case, mut stats: Option<&mut Stats>) -> Vec<String> {
                     s.init_rejected += 1;
                 }
             }
-            record(&mut trace, &mut stats, "install", Ok(out), LIMIT + 1_000_000_000_000);
+            record(
+                &mut trace,
+                &mut stats,
+                "install",
+                Ok(out),
+                LIMIT + 1_000_000_000_000,
+            );
             id
         }
     };
     let methods = methods(&case.wasm);
-    let call_all = |engine: &mut EmbeddedEngine, trace: &mut Vec<String>, stats: &mut Option<&mut Stats>, round: &str| {
+    let call_all = |engine: &mut EmbeddedEngine,
+                    trace: &mut Vec<String>,
+                    stats: &mut Option<&mut Stats>,
+                    round: &str| {
         for (is_query, name) in &methods {
             if *is_query {
                 let out = engine.query(id, name, &case.arg);
@@ -359,38 +415,67 @@ fn exercise(case: &Case, mut stats: Option<&mut Stats>) -> Vec<String> {
             record(trace, stats, &format!("{round} update {name}"), out, LIMIT);
         }
         let out = engine.update(id, "no_such_method", &[]);
-        record(trace, stats, &format!("{round} update no_such_method"), out, LIMIT);
+        record(
+            trace,
+            stats,
+            &format!("{round} update no_such_method"),
+            out,
+            LIMIT,
+        );
     };
     call_all(&mut engine, &mut trace, &mut stats, "r1");
     call_all(&mut engine, &mut trace, &mut stats, "r2");
 
     let snapshot = engine.snapshot(id);
-    trace.push(format!("snapshot: {}", snapshot.as_ref().map(|s| format!("{s:?}")).unwrap_or_else(|e| format!("error {e:#}"))));
+    trace.push(format!(
+        "snapshot: {}",
+        snapshot
+            .as_ref()
+            .map(|s| format!("{s:?}"))
+            .unwrap_or_else(|e| format!("error {e:#}"))
+    ));
     let hash_before = engine.state_hash(id).ok();
 
     let out = engine.upgrade(id, &case.wasm, &case.arg);
     // pre_upgrade + compile + start + post_upgrade: each below the install limit.
-    record(&mut trace, &mut stats, "upgrade", out, 4 * LIMIT + 1_000_000_000_000);
+    record(
+        &mut trace,
+        &mut stats,
+        "upgrade",
+        out,
+        4 * LIMIT + 1_000_000_000_000,
+    );
     call_all(&mut engine, &mut trace, &mut stats, "r3");
 
     if let Ok(snapshot) = snapshot {
         match engine.restore(id, snapshot) {
             Ok(()) => {
                 let hash_after = engine.state_hash(id).ok();
-                assert_eq!(hash_before, hash_after, "restoring a snapshot gives back the same state");
+                assert_eq!(
+                    hash_before, hash_after,
+                    "restoring a snapshot gives back the same state"
+                );
                 trace.push("restore: ok".into());
             }
             Err(e) => trace.push(format!("restore: error {e:#}")),
         }
         call_all(&mut engine, &mut trace, &mut stats, "r4");
     }
-    let hash = engine.state_hash(id).map(|h| h.iter().map(|b| format!("{b:02x}")).collect::<String>());
-    trace.push(format!("state: {}", hash.unwrap_or_else(|e| format!("error {e:#}"))));
+    let hash = engine
+        .state_hash(id)
+        .map(|h| h.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    trace.push(format!(
+        "state: {}",
+        hash.unwrap_or_else(|e| format!("error {e:#}"))
+    ));
     trace
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 fn run_seed(seed: u64, stats: &mut Stats) {
@@ -411,7 +496,10 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     let second = instrument::instrument(&case.wasm);
     match (&first, &second) {
         (Ok(a), Ok(b)) => {
-            assert_eq!(a.wasm, b.wasm, "seed {seed}: instrumentation is not deterministic");
+            assert_eq!(
+                a.wasm, b.wasm,
+                "seed {seed}: instrumentation is not deterministic"
+            );
             stats.instrumented += 1;
             // Whatever instrumentation accepts, it must turn into a valid module.
             let mut validator = wasmparser::Validator::new_with_features(instrument::FEATURES);
@@ -422,8 +510,12 @@ fn run_seed(seed: u64, stats: &mut Stats) {
         (Err(a), Err(b)) => {
             assert_eq!(a, b, "seed {seed}: instrumentation errors differ");
             let kind = match a {
-                InstrumentError::InvalidModule { message, .. } => format!("invalid: {}", category(message)),
-                InstrumentError::UnsupportedFeature { message, .. } => format!("unsupported: {}", category(message)),
+                InstrumentError::InvalidModule { message, .. } => {
+                    format!("invalid: {}", category(message))
+                }
+                InstrumentError::UnsupportedFeature { message, .. } => {
+                    format!("unsupported: {}", category(message))
+                }
                 InstrumentError::ReservedExport { name } => format!("reserved export {name}"),
             };
             bump(&mut stats.instrument_errors, kind);
@@ -469,13 +561,23 @@ fn fuzz() {
         run_seed(seed, &mut stats);
     }
     let s = &stats;
-    println!("fuzz_engine: seeds {first}..{} in {:.1} s", first + count, started.elapsed().as_secs_f64());
-    println!("  modules generated        {:>6}  ({} wild-feature, {} generator failures)", s.generated, s.wild, s.generate_failed);
+    println!(
+        "fuzz_engine: seeds {first}..{} in {:.1} s",
+        first + count,
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "  modules generated        {:>6}  ({} wild-feature, {} generator failures)",
+        s.generated, s.wild, s.generate_failed
+    );
     println!("  instrumented             {:>6}", s.instrumented);
     for (k, n) in &s.instrument_errors {
         println!("    instrument error {n:>5}  {k}");
     }
-    println!("  installed                {:>6}  ({} with canister_init/start rejected)", s.installed, s.init_rejected);
+    println!(
+        "  installed                {:>6}  ({} with canister_init/start rejected)",
+        s.installed, s.init_rejected
+    );
     for (k, n) in &s.install_errors {
         println!("    install error    {n:>5}  {k}");
     }
@@ -487,7 +589,12 @@ fn fuzz() {
         println!("    engine error     {n:>5}  {k}");
     }
     // The fuzz must actually execute code, not just be refused.
-    assert!(s.installed * 2 >= s.generated, "too few generated modules install: {} of {}", s.installed, s.generated);
+    assert!(
+        s.installed * 2 >= s.generated,
+        "too few generated modules install: {} of {}",
+        s.installed,
+        s.generated
+    );
     assert!(s.replies > 0, "no call ever replied");
 }
 
@@ -518,7 +625,10 @@ fn recurse_on_thread(stack: usize) -> String {
 #[test]
 fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
     let reject = recurse_on_thread(64 << 20);
-    assert!(reject.starts_with("IC0502") && reject.contains("stack overflow"), "{reject}");
+    assert!(
+        reject.starts_with("IC0502") && reject.contains("stack overflow"),
+        "{reject}"
+    );
 }
 
 /// Regression, found by this fuzz (seed 20 of the default run; the minimal module is below).
@@ -537,7 +647,10 @@ fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
 #[test]
 fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
     let reject = recurse_on_thread(2 << 20);
-    assert!(reject.starts_with("IC0502") && reject.contains("stack overflow"), "{reject}");
+    assert!(
+        reject.starts_with("IC0502") && reject.contains("stack overflow"),
+        "{reject}"
+    );
 }
 
 /// Divergence found by this fuzz (every seed with reference types on; e.g. seed 4): the
@@ -561,7 +674,9 @@ fn a_module_with_an_externref_table_installs() {
     .unwrap();
     instrument::instrument(&wasm).expect("instrumentation accepts reference types");
     let mut engine = EmbeddedEngine::new(limits());
-    let (id, install) = engine.install(&wasm, &[]).expect("the engine loads a module in the IC's feature set");
+    let (id, install) = engine
+        .install(&wasm, &[])
+        .expect("the engine loads a module in the IC's feature set");
     install.result.unwrap();
     engine.update(id, "a", &[]).unwrap().result.unwrap();
 }

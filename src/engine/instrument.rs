@@ -265,7 +265,9 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                     if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
                         info.memory_exported = true;
                     }
-                    if RESERVED_EXPORTS.contains(&export.name) || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX) {
+                    if RESERVED_EXPORTS.contains(&export.name)
+                        || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
+                    {
                         return Err(InstrumentError::ReservedExport {
                             name: export.name.to_string(),
                         });
@@ -700,11 +702,19 @@ impl<'a, 'i> Emitter<'a, 'i> {
         // The host reads and writes the heap through an export, like the replica, which
         // exports memory 0 of every canister.
         if !self.info.memory_exported && !self.info.memories64.is_empty() {
-            let name = if self.info.export_names.iter().any(|n| n == "memory") { "canister memory" } else { "memory" };
+            let name = if self.info.export_names.iter().any(|n| n == "memory") {
+                "canister memory"
+            } else {
+                "memory"
+            };
             exports.export(name, ExportKind::Memory, 0);
         }
         for &g in &self.info.mutable_globals {
-            exports.export(&format!("{PERSISTENT_GLOBAL_PREFIX}{g}"), ExportKind::Global, g);
+            exports.export(
+                &format!("{PERSISTENT_GLOBAL_PREFIX}{g}"),
+                ExportKind::Global,
+                g,
+            );
         }
         if let Some(start) = self.info.start {
             exports.export(

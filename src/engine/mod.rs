@@ -40,7 +40,9 @@ impl ErrorCode {
     pub fn reject_code(self) -> RejectCode {
         match self {
             ErrorCode::CanisterRejectedMessage => RejectCode::CanisterReject,
-            ErrorCode::CanisterMethodNotFound | ErrorCode::CanisterWasmModuleNotFound => RejectCode::DestinationInvalid,
+            ErrorCode::CanisterMethodNotFound | ErrorCode::CanisterWasmModuleNotFound => {
+                RejectCode::DestinationInvalid
+            }
             _ => RejectCode::CanisterError,
         }
     }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{bail, Context, Result};
 
 const USAGE: &str = "usage: wasi2ic-post IN.wasm OUT.wasm [--did FILE.did]";
 
@@ -41,8 +41,8 @@ fn parse_args() -> Result<Args> {
 
 fn run() -> Result<()> {
     let args = parse_args()?;
-    let wasm = std::fs::read(&args.input)
-        .with_context(|| format!("reading {}", args.input.display()))?;
+    let wasm =
+        std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
 
     // dfx's parser settings: keep the name section (wasi2ic finds the polyfill's
     // functions by name), drop the producers section.

@@ -32,7 +32,10 @@ pub struct HeapRegion {
 
 impl HeapRegion {
     fn new(base: usize, len: usize) -> Self {
-        let dirty = (0..MAX_HEAP_OS_PAGES).map(|_| AtomicU8::new(0)).collect::<Vec<_>>().into_boxed_slice();
+        let dirty = (0..MAX_HEAP_OS_PAGES)
+            .map(|_| AtomicU8::new(0))
+            .collect::<Vec<_>>()
+            .into_boxed_slice();
         Self {
             base: AtomicUsize::new(base),
             len: AtomicUsize::new(len),
@@ -146,7 +149,10 @@ unsafe impl LinearMemory for TrackedMemory {
     fn grow_to(&mut self, new_size: usize) -> Result<()> {
         let old = self.region.len();
         if new_size > self.maximum || new_size > self.capacity {
-            bail!("heap limit of {} bytes reached", self.maximum.min(self.capacity));
+            bail!(
+                "heap limit of {} bytes reached",
+                self.maximum.min(self.capacity)
+            );
         }
         if new_size > old {
             self.region.grown(old, new_size)?;
@@ -195,7 +201,9 @@ unsafe impl MemoryCreator for HeapCreator {
             return Err("wasm64 memories are not supported by the embedded engine yet".into());
         }
         let maximum = maximum.unwrap_or(MAX_HEAP_BYTES).min(MAX_HEAP_BYTES);
-        let capacity = reserved_size_in_bytes.unwrap_or(MAX_HEAP_BYTES).max(minimum);
+        let capacity = reserved_size_in_bytes
+            .unwrap_or(MAX_HEAP_BYTES)
+            .max(minimum);
         let mapping_len = capacity + guard_size_in_bytes;
         // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
         let base = unsafe {
@@ -209,12 +217,20 @@ unsafe impl MemoryCreator for HeapCreator {
             )
         };
         if base == libc::MAP_FAILED {
-            return Err(format!("cannot reserve {mapping_len} bytes for the heap: {}", std::io::Error::last_os_error()));
+            return Err(format!(
+                "cannot reserve {mapping_len} bytes for the heap: {}",
+                std::io::Error::last_os_error()
+            ));
         }
         let region = Arc::new(HeapRegion::new(base as usize, 0));
         region.grown(0, minimum).map_err(|e| e.to_string())?;
         CREATED.with(|c| c.borrow_mut().push(region.clone()));
-        Ok(Box::new(TrackedMemory { region, mapping_len, capacity, maximum }))
+        Ok(Box::new(TrackedMemory {
+            region,
+            mapping_len,
+            capacity,
+            maximum,
+        }))
     }
 }
 

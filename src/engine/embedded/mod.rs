@@ -51,7 +51,8 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             .wasm_tail_call(true)
             .wasm_memory64(false)
             .with_host_memory(Arc::new(HeapCreator));
-        wasmtime::Engine::new(&config).expect("the embedded engine's wasmtime configuration is valid")
+        wasmtime::Engine::new(&config)
+            .expect("the embedded engine's wasmtime configuration is valid")
     })
 }
 
@@ -80,13 +81,18 @@ pub fn load_module(wasm: &[u8]) -> Result<Arc<LoadedModule>> {
         bail!("invalid module: wasm64 (64-bit memory) canisters are not supported by the embedded engine yet");
     }
     let engine = wasmtime_engine();
-    let module = Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    let module =
+        Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let mut linker: Linker<HostState> = Linker::new(engine);
-    linker.func_wrap(instrument::SYSTEM_MODULE, instrument::OUT_OF_INSTRUCTIONS_IMPORT, || -> wasmtime::Result<()> {
-        Err(wasmtime::Error::new(HostTrap::OutOfInstructions))
-    })?;
+    linker.func_wrap(
+        instrument::SYSTEM_MODULE,
+        instrument::OUT_OF_INSTRUCTIONS_IMPORT,
+        || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
+    )?;
     system_api::link(&mut linker, &module).map_err(|e| anyhow!("invalid module: {e:#}"))?;
-    let pre = linker.instantiate_pre(&module).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    let pre = linker
+        .instantiate_pre(&module)
+        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
 
     let mut update_methods = HashSet::new();
     let mut query_methods = HashSet::new();
@@ -115,7 +121,8 @@ pub fn load_module(wasm: &[u8]) -> Result<Arc<LoadedModule>> {
         update_methods,
         query_methods,
         exports,
-        compile_instructions: instrumented.wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
+        compile_instructions: instrumented.wasm_instruction_count
+            * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         wasm_hash: hash,
     });
     cache.lock().unwrap().insert(hash, loaded.clone());
@@ -132,7 +139,10 @@ fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
         return Ok(out);
     }
     if !wasm.starts_with(b"\0asm") {
-        bail!("invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are {:02x?}", &wasm[..wasm.len().min(4)]);
+        bail!(
+            "invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are {:02x?}",
+            &wasm[..wasm.len().min(4)]
+        );
     }
     Ok(wasm.to_vec())
 }
@@ -151,17 +161,28 @@ struct Instance {
 fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     let mut store = Store::new(wasmtime_engine(), state);
     heap::take_created();
-    let instance = module.pre.instantiate(&mut store).map_err(|e| anyhow!("instantiating the module failed: {e:#}"))?;
+    let instance = module
+        .pre
+        .instantiate(&mut store)
+        .map_err(|e| anyhow!("instantiating the module failed: {e:#}"))?;
     let heap = heap::take_created().into_iter().next();
     let counter = instance
         .get_global(&mut store, instrument::INSTRUCTION_COUNTER_EXPORT)
         .ok_or_else(|| anyhow!("the instrumented module has no instruction counter"))?;
     let mut globals = Vec::new();
-    let exports: Vec<_> = instance.exports(&mut store).map(|e| (e.name().to_string(), e.into_extern())).collect();
+    let exports: Vec<_> = instance
+        .exports(&mut store)
+        .map(|e| (e.name().to_string(), e.into_extern()))
+        .collect();
     let mut memory: Option<Memory> = None;
     for (name, ext) in exports {
         match ext {
-            Extern::Global(g) if name != instrument::INSTRUCTION_COUNTER_EXPORT && g.ty(&store).mutability() == Mutability::Var => globals.push(g),
+            Extern::Global(g)
+                if name != instrument::INSTRUCTION_COUNTER_EXPORT
+                    && g.ty(&store).mutability() == Mutability::Var =>
+            {
+                globals.push(g)
+            }
             Extern::Memory(m) if memory.is_none() => memory = Some(m),
             _ => {}
         }
@@ -179,7 +200,13 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     }
     store.data_mut().counter = Some(counter);
     store.data_mut().memory = memory;
-    Ok(Instance { store, instance, heap, counter, globals })
+    Ok(Instance {
+        store,
+        instance,
+        heap,
+        counter,
+        globals,
+    })
 }
 
 /// Host stack for running Wasm: the replica's 5 MiB Wasm stack plus room for host calls.
@@ -195,7 +222,9 @@ fn on_large_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
             .stack_size(HOST_STACK)
             .spawn_scoped(scope, f)
             .expect("spawning the Wasm execution thread");
-        worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
@@ -241,7 +270,14 @@ fn heap_bytes(inst: &Instance) -> u64 {
 
 impl EmbeddedEngine {
     pub fn new(limits: Limits) -> Self {
-        Self { limits, canisters: HashMap::new(), snapshots: Vec::new(), time_ns: GENESIS_TIME_NS, next_canister: 0, print_log: false }
+        Self {
+            limits,
+            canisters: HashMap::new(),
+            snapshots: Vec::new(),
+            time_ns: GENESIS_TIME_NS,
+            next_canister: 0,
+            print_log: false,
+        }
     }
 
     /// Echo canister `debug_print` output on stderr.
@@ -254,7 +290,9 @@ impl EmbeddedEngine {
     }
 
     fn canister(&mut self, id: Principal) -> Result<&mut Canister> {
-        self.canisters.get_mut(&id).ok_or_else(|| anyhow!("canister {id} does not exist"))
+        self.canisters
+            .get_mut(&id)
+            .ok_or_else(|| anyhow!("canister {id} does not exist"))
     }
 
     fn new_host_state(&self, id: Principal, stable: StableImage, version: u64) -> HostState {
@@ -310,45 +348,77 @@ impl EmbeddedEngine {
 
     /// The `debug_print` lines of the canister's last message.
     pub fn last_log(&self, id: Principal) -> Vec<String> {
-        self.canisters.get(&id).and_then(|c| c.live.as_ref()).map(|i| i.store.data().log.clone()).unwrap_or_default()
+        self.canisters
+            .get(&id)
+            .and_then(|c| c.live.as_ref())
+            .map(|i| i.store.data().log.clone())
+            .unwrap_or_default()
     }
 
     /// Replaces the canister's stable memory (canbench's `stable_memory.file`).
     pub fn set_stable_memory(&mut self, id: Principal, bytes: &[u8]) -> Result<()> {
         let c = self.canister(id)?;
-        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
-        inst.store.data_mut().stable = StableMemory::new(StableImage::from_bytes(bytes), MAX_STABLE_BYTES);
+        let inst = c
+            .live
+            .as_mut()
+            .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        inst.store.data_mut().stable =
+            StableMemory::new(StableImage::from_bytes(bytes), MAX_STABLE_BYTES);
         Ok(())
     }
 
     fn page_limits(&self, api: ApiType) -> (u64, u64, u64) {
         let l = &self.limits;
         match api {
-            ApiType::Start | ApiType::Init | ApiType::PreUpgrade | ApiType::PostUpgrade => {
-                (l.max_instructions_per_install, l.stable_dirty_pages_install, l.stable_accessed_pages_install)
-            }
-            ApiType::Update | ApiType::ReplicatedQuery => {
-                (l.max_instructions_per_update, l.stable_dirty_pages_update, l.stable_accessed_pages_update)
-            }
-            ApiType::Query => (l.max_instructions_per_query, l.stable_dirty_pages_query, l.stable_accessed_pages_query),
+            ApiType::Start | ApiType::Init | ApiType::PreUpgrade | ApiType::PostUpgrade => (
+                l.max_instructions_per_install,
+                l.stable_dirty_pages_install,
+                l.stable_accessed_pages_install,
+            ),
+            ApiType::Update | ApiType::ReplicatedQuery => (
+                l.max_instructions_per_update,
+                l.stable_dirty_pages_update,
+                l.stable_accessed_pages_update,
+            ),
+            ApiType::Query => (
+                l.max_instructions_per_query,
+                l.stable_dirty_pages_query,
+                l.stable_accessed_pages_query,
+            ),
         }
     }
 
     /// Runs one entry point as one message and commits or rolls back its effects.
-    fn execute(&mut self, id: Principal, api: ApiType, export: &str, method: &str, arg: Vec<u8>) -> Result<CallOutcome> {
+    fn execute(
+        &mut self,
+        id: Principal,
+        api: ApiType,
+        export: &str,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<CallOutcome> {
         let (limit, dirty_limit, accessed_limit) = self.page_limits(api);
         let overhead = self.limits.dirty_page_overhead;
         self.time_ns += 1;
         let time_ns = self.time_ns;
         let c = self.canister(id)?;
-        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no instance"))?;
+        let inst = c
+            .live
+            .as_mut()
+            .ok_or_else(|| anyhow!("canister {id} has no instance"))?;
         let func = inst
             .instance
             .get_typed_func::<(), ()>(&mut inst.store, export)
-            .map_err(|e| anyhow!("export {export:?} is not a function without parameters and results: {e}"))?;
+            .map_err(|e| {
+                anyhow!("export {export:?} is not a function without parameters and results: {e}")
+            })?;
 
         let heap_before = heap_bytes(inst);
-        let globals_before: Vec<Val> = inst.globals.iter().map(|g| g.get(&mut inst.store)).collect();
+        let globals_before: Vec<Val> = inst
+            .globals
+            .iter()
+            .map(|g| g.get(&mut inst.store))
+            .collect();
         {
             let state = inst.store.data_mut();
             state.msg = Message::new(api, method, arg, limit);
@@ -357,7 +427,10 @@ impl EmbeddedEngine {
             state.stable.begin(dirty_limit, accessed_limit);
         }
         let stable_before = inst.store.data().stable.image().size_bytes();
-        let saved_misc = (inst.store.data().certified_data.clone(), inst.store.data().global_timer);
+        let saved_misc = (
+            inst.store.data().certified_data.clone(),
+            inst.store.data().global_timer,
+        );
         inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
         if let Some(h) = &inst.heap {
             h.arm()?;
@@ -371,7 +444,11 @@ impl EmbeddedEngine {
         let left = inst.counter.get(&mut inst.store).unwrap_i64();
         let mut instructions = (limit as i64).saturating_sub(left).clamp(0, limit as i64) as u64;
         // Queries run without modification tracking on the replica: no dirty-page charge.
-        let charged_pages = if api == ApiType::Query { 0 } else { dirty.len() as u64 };
+        let charged_pages = if api == ApiType::Query {
+            0
+        } else {
+            dirty.len() as u64
+        };
         instructions += charged_pages * overhead;
         let stable_dirty = inst.store.data().stable.dirty_pages();
 
@@ -379,9 +456,20 @@ impl EmbeddedEngine {
         let outcome: Result<Vec<u8>, Reject> = match &result {
             Ok(()) => match response {
                 Some(Response::Reply(bytes)) => Ok(bytes),
-                Some(Response::Reject(text)) => Err(Reject { code: ErrorCode::CanisterRejectedMessage.reject_code(), error_code: ErrorCode::CanisterRejectedMessage, message: text }),
-                None if matches!(api, ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query) => {
-                    Err(reject(ErrorCode::CanisterDidNotReply, format!("Canister {id} did not produce a response")))
+                Some(Response::Reject(text)) => Err(Reject {
+                    code: ErrorCode::CanisterRejectedMessage.reject_code(),
+                    error_code: ErrorCode::CanisterRejectedMessage,
+                    message: text,
+                }),
+                None if matches!(
+                    api,
+                    ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query
+                ) =>
+                {
+                    Err(reject(
+                        ErrorCode::CanisterDidNotReply,
+                        format!("Canister {id} did not produce a response"),
+                    ))
                 }
                 None => Ok(Vec::new()),
             },
@@ -411,7 +499,10 @@ impl EmbeddedEngine {
                 // Wasm memory cannot shrink: start over from the committed state.
                 let data = inst.store.data();
                 restart = Some(SavedState {
-                    module: c.module.clone().ok_or_else(|| anyhow!("a live instance without a module"))?,
+                    module: c
+                        .module
+                        .clone()
+                        .ok_or_else(|| anyhow!("a live instance without a module"))?,
                     heap: Arc::new(c.committed_heap.clone()),
                     globals: globals_before,
                     stable: data.stable.image().clone(),
@@ -436,7 +527,12 @@ impl EmbeddedEngine {
         if let Some(saved) = restart {
             self.load(id, &saved)?;
         }
-        let stable_after = self.canister(id)?.live.as_ref().map(|i| i.store.data().stable.image().size_bytes()).unwrap_or(0);
+        let stable_after = self
+            .canister(id)?
+            .live
+            .as_ref()
+            .map(|i| i.store.data().stable.image().size_bytes())
+            .unwrap_or(0);
         Ok(CallOutcome {
             result: outcome,
             report: MessageReport {
@@ -452,22 +548,50 @@ impl EmbeddedEngine {
     }
 
     /// Fresh instance of `module` over `stable`, then `canister_start` and `init_export`.
-    fn start_module(&mut self, id: Principal, module: Arc<LoadedModule>, stable: StableImage, api: ApiType, init_export: &str, arg: &[u8]) -> Result<CallOutcome> {
+    fn start_module(
+        &mut self,
+        id: Principal,
+        module: Arc<LoadedModule>,
+        stable: StableImage,
+        api: ApiType,
+        init_export: &str,
+        arg: &[u8],
+    ) -> Result<CallOutcome> {
         let version = self.canister(id)?.version;
         let state = self.new_host_state(id, stable, version);
         let inst = instantiate(&module, state)?;
         let c = self.canister(id)?;
         // SAFETY: no Wasm is running.
-        c.committed_heap = inst.heap.as_ref().map(|h| unsafe { h.bytes_mut() }.to_vec()).unwrap_or_default();
+        c.committed_heap = inst
+            .heap
+            .as_ref()
+            .map(|h| unsafe { h.bytes_mut() }.to_vec())
+            .unwrap_or_default();
         c.module = Some(module.clone());
         c.live = Some(inst);
-        let mut total = CallOutcome { result: Ok(Vec::new()), report: MessageReport::default() };
+        let mut total = CallOutcome {
+            result: Ok(Vec::new()),
+            report: MessageReport::default(),
+        };
         total.report.instructions = module.compile_instructions;
-        for (kind, export) in [(ApiType::Start, instrument::CANISTER_START_EXPORT), (api, init_export)] {
+        for (kind, export) in [
+            (ApiType::Start, instrument::CANISTER_START_EXPORT),
+            (api, init_export),
+        ] {
             if !module.exports.contains(export) {
                 continue;
             }
-            let out = self.execute(id, kind, export, "", if kind == ApiType::Start { Vec::new() } else { arg.to_vec() })?;
+            let out = self.execute(
+                id,
+                kind,
+                export,
+                "",
+                if kind == ApiType::Start {
+                    Vec::new()
+                } else {
+                    arg.to_vec()
+                },
+            )?;
             add_report(&mut total.report, &out.report);
             if out.result.is_err() {
                 total.result = out.result;
@@ -479,9 +603,19 @@ impl EmbeddedEngine {
 
     fn save(&mut self, id: Principal) -> Result<SavedState> {
         let c = self.canister(id)?;
-        let module = c.module.clone().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
-        let inst = c.live.as_mut().ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
-        let globals = inst.globals.iter().map(|g| g.get(&mut inst.store)).collect();
+        let module = c
+            .module
+            .clone()
+            .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        let inst = c
+            .live
+            .as_mut()
+            .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        let globals = inst
+            .globals
+            .iter()
+            .map(|g| g.get(&mut inst.store))
+            .collect();
         let data = inst.store.data();
         Ok(SavedState {
             module,
@@ -504,7 +638,12 @@ impl EmbeddedEngine {
         Ok(())
     }
 
-    fn method_export(&mut self, id: Principal, method: &str, api: ApiType) -> Result<Result<String, Reject>> {
+    fn method_export(
+        &mut self,
+        id: Principal,
+        method: &str,
+        api: ApiType,
+    ) -> Result<Result<String, Reject>> {
         let c = self.canister(id)?;
         let Some(module) = &c.module else {
             return Ok(Err(reject(ErrorCode::CanisterWasmModuleNotFound, format!("Error from Canister {id}: Attempted to execute a message, but the canister contains no Wasm module."))));
@@ -513,7 +652,10 @@ impl EmbeddedEngine {
             if module.query_methods.contains(method) {
                 return Ok(Ok(query_export(module, method)));
             }
-            return Ok(Err(reject(ErrorCode::CanisterMethodNotFound, format!("Error from Canister {id}: Canister has no query method '{method}'."))));
+            return Ok(Err(reject(
+                ErrorCode::CanisterMethodNotFound,
+                format!("Error from Canister {id}: Canister has no query method '{method}'."),
+            )));
         }
         if module.update_methods.contains(method) {
             return Ok(Ok(format!("canister_update {method}")));
@@ -521,7 +663,10 @@ impl EmbeddedEngine {
         if module.query_methods.contains(method) {
             return Ok(Ok(query_export(module, method)));
         }
-        Ok(Err(reject(ErrorCode::CanisterMethodNotFound, format!("Error from Canister {id}: Canister has no update method '{method}'."))))
+        Ok(Err(reject(
+            ErrorCode::CanisterMethodNotFound,
+            format!("Error from Canister {id}: Canister has no update method '{method}'."),
+        )))
     }
 }
 
@@ -540,13 +685,20 @@ fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
         let want = saved.heap.len();
         let have = h.len();
         if want > have {
-            let memory = inst.store.data().memory.ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
+            let memory = inst
+                .store
+                .data()
+                .memory
+                .ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
             memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
         }
         // SAFETY: no Wasm is running.
         let live = unsafe { h.bytes_mut() };
         if live.len() != want {
-            bail!("cannot restore a {want}-byte heap into a {}-byte memory", live.len());
+            bail!(
+                "cannot restore a {want}-byte heap into a {}-byte memory",
+                live.len()
+            );
         }
         live.copy_from_slice(&saved.heap);
     }
@@ -572,7 +724,11 @@ fn add_report(total: &mut MessageReport, part: &MessageReport) {
 }
 
 fn reject(error_code: ErrorCode, message: String) -> Reject {
-    Reject { code: error_code.reject_code(), error_code, message }
+    Reject {
+        code: error_code.reject_code(),
+        error_code,
+        message,
+    }
 }
 
 /// Maps a failed execution to the replica's error code and wording.
@@ -605,9 +761,15 @@ fn trap_to_reject(id: Principal, e: &wasmtime::Error, limit: u64) -> Reject {
             T::UnreachableCodeReached => "unreachable".to_string(),
             other => other.to_string(),
         };
-        return reject(ErrorCode::CanisterTrapped, format!("Error from Canister {id}: Canister trapped: {what}."));
+        return reject(
+            ErrorCode::CanisterTrapped,
+            format!("Error from Canister {id}: Canister trapped: {what}."),
+        );
     }
-    reject(ErrorCode::CanisterTrapped, format!("Error from Canister {id}: Canister trapped: {e:#}."))
+    reject(
+        ErrorCode::CanisterTrapped,
+        format!("Error from Canister {id}: Canister trapped: {e:#}."),
+    )
 }
 
 impl Engine for EmbeddedEngine {
@@ -619,8 +781,23 @@ impl Engine for EmbeddedEngine {
         let module = load_module(wasm)?;
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
-        self.canisters.insert(id, Canister { module: None, live: None, committed_heap: Vec::new(), version: 0 });
-        let out = self.start_module(id, module, StableImage::default(), ApiType::Init, "canister_init", arg)?;
+        self.canisters.insert(
+            id,
+            Canister {
+                module: None,
+                live: None,
+                committed_heap: Vec::new(),
+                version: 0,
+            },
+        );
+        let out = self.start_module(
+            id,
+            module,
+            StableImage::default(),
+            ApiType::Init,
+            "canister_init",
+            arg,
+        )?;
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
             let c = self.canister(id)?;
@@ -634,18 +811,39 @@ impl Engine for EmbeddedEngine {
     fn upgrade(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
         let module = load_module(wasm)?;
         let before = self.save(id)?;
-        let mut total = CallOutcome { result: Ok(Vec::new()), report: MessageReport::default() };
+        let mut total = CallOutcome {
+            result: Ok(Vec::new()),
+            report: MessageReport::default(),
+        };
         if before.module.exports.contains("canister_pre_upgrade") {
-            let out = self.execute(id, ApiType::PreUpgrade, "canister_pre_upgrade", "", Vec::new())?;
+            let out = self.execute(
+                id,
+                ApiType::PreUpgrade,
+                "canister_pre_upgrade",
+                "",
+                Vec::new(),
+            )?;
             add_report(&mut total.report, &out.report);
             if out.result.is_err() {
                 self.load(id, &before)?;
                 return Ok(out);
             }
         }
-        let stable = self.canister(id)?.live.as_ref().map(|i| i.store.data().stable.image().clone()).unwrap_or_default();
+        let stable = self
+            .canister(id)?
+            .live
+            .as_ref()
+            .map(|i| i.store.data().stable.image().clone())
+            .unwrap_or_default();
         self.canister(id)?.version += 1;
-        let out = self.start_module(id, module, stable, ApiType::PostUpgrade, "canister_post_upgrade", arg)?;
+        let out = self.start_module(
+            id,
+            module,
+            stable,
+            ApiType::PostUpgrade,
+            "canister_post_upgrade",
+            arg,
+        )?;
         add_report(&mut total.report, &out.report);
         if out.result.is_err() {
             self.canister(id)?.version -= 1;
@@ -659,7 +857,14 @@ impl Engine for EmbeddedEngine {
         let module = load_module(wasm)?;
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
-        let out = self.start_module(id, module, StableImage::default(), ApiType::Init, "canister_init", arg)?;
+        let out = self.start_module(
+            id,
+            module,
+            StableImage::default(),
+            ApiType::Init,
+            "canister_init",
+            arg,
+        )?;
         if out.result.is_err() {
             if let Some(before) = before {
                 self.canister(id)?.version -= 1;
@@ -672,17 +877,27 @@ impl Engine for EmbeddedEngine {
     fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
         match self.method_export(id, method, ApiType::Update)? {
             Ok(export) => {
-                let api = if export.starts_with("canister_update ") { ApiType::Update } else { ApiType::ReplicatedQuery };
+                let api = if export.starts_with("canister_update ") {
+                    ApiType::Update
+                } else {
+                    ApiType::ReplicatedQuery
+                };
                 self.execute(id, api, &export, method, arg.to_vec())
             }
-            Err(r) => Ok(CallOutcome { result: Err(r), report: MessageReport::default() }),
+            Err(r) => Ok(CallOutcome {
+                result: Err(r),
+                report: MessageReport::default(),
+            }),
         }
     }
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
         match self.method_export(id, method, ApiType::Query)? {
             Ok(export) => self.execute(id, ApiType::Query, &export, method, arg.to_vec()),
-            Err(r) => Ok(CallOutcome { result: Err(r), report: MessageReport::default() }),
+            Err(r) => Ok(CallOutcome {
+                result: Err(r),
+                report: MessageReport::default(),
+            }),
         }
     }
 
@@ -693,9 +908,16 @@ impl Engine for EmbeddedEngine {
     }
 
     fn restore(&mut self, id: Principal, snapshot: SnapshotId) -> Result<()> {
-        let (owner, saved) = self.snapshots.get(snapshot.0 as usize).cloned().ok_or_else(|| anyhow!("snapshot {} does not exist", snapshot.0))?;
+        let (owner, saved) = self
+            .snapshots
+            .get(snapshot.0 as usize)
+            .cloned()
+            .ok_or_else(|| anyhow!("snapshot {} does not exist", snapshot.0))?;
         if owner != id {
-            bail!("snapshot {} belongs to canister {owner}, not {id}", snapshot.0);
+            bail!(
+                "snapshot {} belongs to canister {owner}, not {id}",
+                snapshot.0
+            );
         }
         self.load(id, &saved)
     }

@@ -63,7 +63,10 @@ impl StableImage {
     /// An image holding `bytes` from offset 0 (canbench's stable memory file), rounded up
     /// to whole Wasm pages.
     pub fn from_bytes(bytes: &[u8]) -> Self {
-        let mut image = Self { size_wasm_pages: (bytes.len() as u64).div_ceil(WASM_PAGE), ..Self::default() };
+        let mut image = Self {
+            size_wasm_pages: (bytes.len() as u64).div_ceil(WASM_PAGE),
+            ..Self::default()
+        };
         for (i, chunk) in bytes.chunks(OS_PAGE).enumerate() {
             let mut page = [0u8; OS_PAGE];
             page[..chunk.len()].copy_from_slice(chunk);
@@ -113,7 +116,11 @@ pub struct StableMemory {
 
 impl StableMemory {
     pub fn new(image: StableImage, max_bytes: u64) -> Self {
-        Self { image, max_wasm_pages: max_bytes / WASM_PAGE, ..Self::default() }
+        Self {
+            image,
+            max_wasm_pages: max_bytes / WASM_PAGE,
+            ..Self::default()
+        }
     }
 
     pub fn image(&self) -> &StableImage {
@@ -126,7 +133,10 @@ impl StableMemory {
 
     /// Starts a message with its page limits (in OS pages).
     pub fn begin(&mut self, dirty_limit: u64, accessed_limit: u64) {
-        self.log = MessageLog { size_before: self.image.size_wasm_pages, ..MessageLog::default() };
+        self.log = MessageLog {
+            size_before: self.image.size_wasm_pages,
+            ..MessageLog::default()
+        };
         self.dirty_limit = dirty_limit;
         self.accessed_limit = accessed_limit;
     }
@@ -206,18 +216,27 @@ impl StableMemory {
         let len = data.len() as u64;
         self.check_range(offset, len)?;
         let pages = Self::pages_of(offset, len);
-        let newly_dirty = pages.clone().filter(|p| !self.log.undo.contains_key(p)).count() as u64;
+        let newly_dirty = pages
+            .clone()
+            .filter(|p| !self.log.undo.contains_key(p))
+            .count() as u64;
         if self.dirty_pages() + newly_dirty > self.dirty_limit {
             return Err(StableError::DirtyPageLimit(self.dirty_limit));
         }
         self.touch(pages)?;
         for (page, in_page, r) in pieces(offset, data.len()) {
-            let entry = self.image.pages.entry(page).or_insert_with(|| Arc::new([0u8; OS_PAGE]));
+            let entry = self
+                .image
+                .pages
+                .entry(page)
+                .or_insert_with(|| Arc::new([0u8; OS_PAGE]));
             if !self.log.undo.contains_key(&page) {
                 // First write of this page in the message: remember what to roll back to.
                 // A page that did not exist was just created as zeros above.
                 let was_zero = Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0);
-                self.log.undo.insert(page, if was_zero { None } else { Some(entry.clone()) });
+                self.log
+                    .undo
+                    .insert(page, if was_zero { None } else { Some(entry.clone()) });
             }
             // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
             Arc::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
@@ -295,7 +314,10 @@ mod tests {
     fn bounds_and_limits() {
         let mut m = mem(1);
         assert_eq!(m.write(65535, &[1, 2]), Err(StableError::OutOfBounds));
-        assert_eq!(m.read(u64::MAX, &mut [0u8; 2]), Err(StableError::OutOfBounds));
+        assert_eq!(
+            m.read(u64::MAX, &mut [0u8; 2]),
+            Err(StableError::OutOfBounds)
+        );
         m.begin(1, u64::MAX);
         assert_eq!(m.write(0, &[1; 4097]), Err(StableError::DirtyPageLimit(1)));
         let mut small = StableMemory::new(StableImage::default(), 2 * WASM_PAGE);

@@ -41,10 +41,20 @@ impl ApiType {
         }
     }
     fn can_reply(self) -> bool {
-        matches!(self, ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query)
+        matches!(
+            self,
+            ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query
+        )
     }
     fn has_arg(self) -> bool {
-        matches!(self, ApiType::Init | ApiType::PostUpgrade | ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query)
+        matches!(
+            self,
+            ApiType::Init
+                | ApiType::PostUpgrade
+                | ApiType::Update
+                | ApiType::ReplicatedQuery
+                | ApiType::Query
+        )
     }
 }
 
@@ -106,7 +116,9 @@ impl fmt::Display for HostTrap {
             HostTrap::OutOfInstructions => write!(f, "out of instructions"),
             HostTrap::ContractViolation(m) => write!(f, "Canister violated contract: {m}"),
             HostTrap::MemoryAccessLimit(m) => write!(f, "{m}"),
-            HostTrap::Unsupported(name) => write!(f, "ic0.{name} is not supported by the embedded engine"),
+            HostTrap::Unsupported(name) => {
+                write!(f, "ic0.{name} is not supported by the embedded engine")
+            }
         }
     }
 }
@@ -133,45 +145,137 @@ pub struct HostState {
 
 /// Every ic0 function of the interface spec; a module may import only these.
 const IC0_FUNCTIONS: &[&str] = &[
-    "msg_arg_data_size", "msg_arg_data_copy", "msg_caller_size", "msg_caller_copy", "msg_reject_code",
-    "msg_reject_msg_size", "msg_reject_msg_copy", "msg_deadline", "msg_reply_data_append", "msg_reply",
-    "msg_reject", "msg_cycles_available", "msg_cycles_available128", "msg_cycles_refunded",
-    "msg_cycles_refunded128", "msg_cycles_accept", "msg_cycles_accept128", "cycles_burn128",
-    "canister_self_size", "canister_self_copy", "canister_cycle_balance", "canister_cycle_balance128",
-    "canister_liquid_cycle_balance128", "canister_status", "canister_version", "subnet_self_size",
-    "subnet_self_copy", "msg_method_name_size", "msg_method_name_copy", "accept_message", "call_new",
-    "call_on_cleanup", "call_data_append", "call_with_best_effort_response", "call_cycles_add",
-    "call_cycles_add128", "call_perform", "stable_size", "stable_grow", "stable_write", "stable_read",
-    "stable64_size", "stable64_grow", "stable64_write", "stable64_read", "root_key_size", "root_key_copy",
-    "certified_data_set", "data_certificate_present", "data_certificate_size", "data_certificate_copy",
-    "time", "global_timer_set", "performance_counter", "is_controller", "in_replicated_execution",
-    "cost_call", "cost_create_canister", "cost_http_request", "cost_http_request_v2", "cost_sign_with_ecdsa",
-    "cost_sign_with_schnorr", "cost_vetkd_derive_key", "env_var_count", "env_var_name_size",
-    "env_var_name_copy", "env_var_name_exists", "env_var_value_size", "env_var_value_copy", "debug_print",
-    "trap", "mint_cycles", "mint_cycles128",
+    "msg_arg_data_size",
+    "msg_arg_data_copy",
+    "msg_caller_size",
+    "msg_caller_copy",
+    "msg_reject_code",
+    "msg_reject_msg_size",
+    "msg_reject_msg_copy",
+    "msg_deadline",
+    "msg_reply_data_append",
+    "msg_reply",
+    "msg_reject",
+    "msg_cycles_available",
+    "msg_cycles_available128",
+    "msg_cycles_refunded",
+    "msg_cycles_refunded128",
+    "msg_cycles_accept",
+    "msg_cycles_accept128",
+    "cycles_burn128",
+    "canister_self_size",
+    "canister_self_copy",
+    "canister_cycle_balance",
+    "canister_cycle_balance128",
+    "canister_liquid_cycle_balance128",
+    "canister_status",
+    "canister_version",
+    "subnet_self_size",
+    "subnet_self_copy",
+    "msg_method_name_size",
+    "msg_method_name_copy",
+    "accept_message",
+    "call_new",
+    "call_on_cleanup",
+    "call_data_append",
+    "call_with_best_effort_response",
+    "call_cycles_add",
+    "call_cycles_add128",
+    "call_perform",
+    "stable_size",
+    "stable_grow",
+    "stable_write",
+    "stable_read",
+    "stable64_size",
+    "stable64_grow",
+    "stable64_write",
+    "stable64_read",
+    "root_key_size",
+    "root_key_copy",
+    "certified_data_set",
+    "data_certificate_present",
+    "data_certificate_size",
+    "data_certificate_copy",
+    "time",
+    "global_timer_set",
+    "performance_counter",
+    "is_controller",
+    "in_replicated_execution",
+    "cost_call",
+    "cost_create_canister",
+    "cost_http_request",
+    "cost_http_request_v2",
+    "cost_sign_with_ecdsa",
+    "cost_sign_with_schnorr",
+    "cost_vetkd_derive_key",
+    "env_var_count",
+    "env_var_name_size",
+    "env_var_name_copy",
+    "env_var_name_exists",
+    "env_var_value_size",
+    "env_var_value_copy",
+    "debug_print",
+    "trap",
+    "mint_cycles",
+    "mint_cycles128",
 ];
 
 /// The ic0 functions the embedded engine implements; the README lists the same.
 pub const SUPPORTED: &[&str] = &[
-    "msg_arg_data_size", "msg_arg_data_copy", "msg_caller_size", "msg_caller_copy", "msg_reply_data_append",
-    "msg_reply", "msg_reject", "msg_method_name_size", "msg_method_name_copy", "msg_cycles_available128",
-    "msg_cycles_refunded128", "msg_cycles_accept128", "canister_self_size", "canister_self_copy",
-    "canister_cycle_balance", "canister_cycle_balance128", "canister_liquid_cycle_balance128", "canister_status",
-    "canister_version", "stable_size", "stable_grow", "stable_write", "stable_read", "stable64_size",
-    "stable64_grow", "stable64_write", "stable64_read", "certified_data_set", "data_certificate_present",
-    "time", "global_timer_set", "performance_counter", "is_controller", "in_replicated_execution",
-    "debug_print", "trap", "accept_message",
+    "msg_arg_data_size",
+    "msg_arg_data_copy",
+    "msg_caller_size",
+    "msg_caller_copy",
+    "msg_reply_data_append",
+    "msg_reply",
+    "msg_reject",
+    "msg_method_name_size",
+    "msg_method_name_copy",
+    "msg_cycles_available128",
+    "msg_cycles_refunded128",
+    "msg_cycles_accept128",
+    "canister_self_size",
+    "canister_self_copy",
+    "canister_cycle_balance",
+    "canister_cycle_balance128",
+    "canister_liquid_cycle_balance128",
+    "canister_status",
+    "canister_version",
+    "stable_size",
+    "stable_grow",
+    "stable_write",
+    "stable_read",
+    "stable64_size",
+    "stable64_grow",
+    "stable64_write",
+    "stable64_read",
+    "certified_data_set",
+    "data_certificate_present",
+    "time",
+    "global_timer_set",
+    "performance_counter",
+    "is_controller",
+    "in_replicated_execution",
+    "debug_print",
+    "trap",
+    "accept_message",
 ];
 
 type C<'a> = Caller<'a, HostState>;
 
 fn fee(name: &str) -> ApiFee {
-    cost::system_api_fee(name).unwrap_or(ApiFee { base: 0, per_byte: 0 })
+    cost::system_api_fee(name).unwrap_or(ApiFee {
+        base: 0,
+        per_byte: 0,
+    })
 }
 
 /// Subtracts `amount` from the instruction counter, as the replica's `charge_direct_fee`.
 fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
-    let counter = caller.data().counter.ok_or_else(|| anyhow!("instruction counter missing"))?;
+    let counter = caller
+        .data()
+        .counter
+        .ok_or_else(|| anyhow!("instruction counter missing"))?;
     let now = counter.get(&mut *caller).unwrap_i64();
     if now < 0 {
         bail!(HostTrap::OutOfInstructions);
@@ -187,7 +291,11 @@ fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
 /// Instructions used so far in this message (performance counter type 0).
 pub fn instructions_used(caller: &mut C<'_>) -> u64 {
     let limit = caller.data().msg.limit;
-    let left = caller.data().counter.map(|c| c.get(&mut *caller).unwrap_i64()).unwrap_or(0);
+    let left = caller
+        .data()
+        .counter
+        .map(|c| c.get(&mut *caller).unwrap_i64())
+        .unwrap_or(0);
     (limit as i64).saturating_sub(left).max(0) as u64
 }
 
@@ -198,19 +306,27 @@ fn violation(msg: String) -> Error {
 fn heap_range(heap_len: usize, api: &str, ptr: u64, len: u64) -> Result<std::ops::Range<usize>> {
     match ptr.checked_add(len) {
         Some(end) if end <= heap_len as u64 => Ok(ptr as usize..end as usize),
-        _ => Err(violation(format!("{api}: heap range [{ptr}, {ptr} + {len}) is out of bounds of the {heap_len}-byte heap"))),
+        _ => Err(violation(format!(
+            "{api}: heap range [{ptr}, {ptr} + {len}) is out of bounds of the {heap_len}-byte heap"
+        ))),
     }
 }
 
 fn read_heap(caller: &mut C<'_>, api: &str, ptr: u64, len: u64) -> Result<Vec<u8>> {
-    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
     let data = memory.data(&*caller);
     let r = heap_range(data.len(), api, ptr, len)?;
     Ok(data[r].to_vec())
 }
 
 fn write_heap(caller: &mut C<'_>, api: &str, ptr: u64, bytes: &[u8]) -> Result<()> {
-    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
     let data = memory.data_mut(&mut *caller);
     let r = heap_range(data.len(), api, ptr, bytes.len() as u64)?;
     data[r].copy_from_slice(bytes);
@@ -218,10 +334,23 @@ fn write_heap(caller: &mut C<'_>, api: &str, ptr: u64, bytes: &[u8]) -> Result<(
 }
 
 /// `*_copy(dst, offset, size)` from a host-side byte string.
-fn copy_out(caller: &mut C<'_>, api: &str, src: &[u8], dst: u64, offset: u64, size: u64) -> Result<()> {
-    let end = offset.checked_add(size).filter(|&e| e <= src.len() as u64).ok_or_else(|| {
-        violation(format!("{api}: range [{offset}, {offset} + {size}) is out of bounds of the {}-byte source", src.len()))
-    })?;
+fn copy_out(
+    caller: &mut C<'_>,
+    api: &str,
+    src: &[u8],
+    dst: u64,
+    offset: u64,
+    size: u64,
+) -> Result<()> {
+    let end = offset
+        .checked_add(size)
+        .filter(|&e| e <= src.len() as u64)
+        .ok_or_else(|| {
+            violation(format!(
+                "{api}: range [{offset}, {offset} + {size}) is out of bounds of the {}-byte source",
+                src.len()
+            ))
+        })?;
     let chunk = src[offset as usize..end as usize].to_vec();
     write_heap(caller, api, dst, &chunk)
 }
@@ -230,7 +359,10 @@ fn require(caller: &C<'_>, api: &str, ok: bool) -> Result<()> {
     if ok {
         Ok(())
     } else {
-        Err(violation(format!("\"ic0.{api}\" cannot be executed in {} mode", caller.data().msg.api.name())))
+        Err(violation(format!(
+            "\"ic0.{api}\" cannot be executed in {} mode",
+            caller.data().msg.api.name()
+        )))
     }
 }
 
@@ -250,18 +382,36 @@ fn stable_err(e: StableError, api: &str) -> Error {
 
 fn stable_read_impl(caller: &mut C<'_>, api: &str, dst: u64, offset: u64, size: u64) -> Result<()> {
     charge(caller, fee(api).charge(size))?;
-    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
     let (data, state) = memory.data_and_store_mut(&mut *caller);
     let r = heap_range(data.len(), api, dst, size)?;
-    state.stable.read(offset, &mut data[r]).map_err(|e| stable_err(e, api))
+    state
+        .stable
+        .read(offset, &mut data[r])
+        .map_err(|e| stable_err(e, api))
 }
 
-fn stable_write_impl(caller: &mut C<'_>, api: &str, offset: u64, src: u64, size: u64) -> Result<()> {
+fn stable_write_impl(
+    caller: &mut C<'_>,
+    api: &str,
+    offset: u64,
+    src: u64,
+    size: u64,
+) -> Result<()> {
     charge(caller, fee(api).charge(size))?;
-    let memory = caller.data().memory.ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
     let (data, state) = memory.data_and_store_mut(&mut *caller);
     let r = heap_range(data.len(), api, src, size)?;
-    let newly_dirty = state.stable.write(offset, &data[r]).map_err(|e| stable_err(e, api))?;
+    let newly_dirty = state
+        .stable
+        .write(offset, &data[r])
+        .map_err(|e| stable_err(e, api))?;
     let overhead = caller.data().limits.dirty_page_overhead;
     charge(caller, newly_dirty * overhead)
 }
@@ -270,7 +420,9 @@ const MAX_32BIT_STABLE_PAGES: u64 = 65536;
 
 fn check_32bit_stable(caller: &C<'_>, api: &str) -> Result<()> {
     if caller.data().stable.size_wasm_pages() > MAX_32BIT_STABLE_PAGES {
-        return Err(violation(format!("{api}: stable memory is larger than 4 GiB; use the 64-bit API")));
+        return Err(violation(format!(
+            "{api}: stable memory is larger than 4 GiB; use the 64-bit API"
+        )));
     }
     Ok(())
 }
@@ -293,7 +445,11 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
         if m != "ic0" {
             bail!(
                 "the module imports {m}.{name}, which the IC does not provide{}",
-                if m.starts_with("wasi") { " (a WASI module must go through wasi2ic first)" } else { "" }
+                if m.starts_with("wasi") {
+                    " (a WASI module must go through wasi2ic first)"
+                } else {
+                    ""
+                }
             );
         }
         if !IC0_FUNCTIONS.contains(&name) {
@@ -306,7 +462,9 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
             define(linker, name).map_err(|e| anyhow!("linking ic0.{name}: {e}"))?;
         } else {
             let owned = name.to_string();
-            linker.func_new("ic0", name, ty, move |_c, _a, _r| Err(Error::new(HostTrap::Unsupported(owned.clone()))))?;
+            linker.func_new("ic0", name, ty, move |_c, _a, _r| {
+                Err(Error::new(HostTrap::Unsupported(owned.clone())))
+            })?;
         }
     }
     Ok(())
