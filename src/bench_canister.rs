@@ -111,6 +111,15 @@ impl<'e> BenchClient<'e> {
         })
     }
 
+    /// A client of a canister that is already installed (after an upgrade, say).
+    pub fn attach(engine: &'e mut dyn Engine, canister: Principal) -> Self {
+        Self {
+            engine,
+            canister,
+            executed_instructions: 0,
+        }
+    }
+
     fn update<T: CandidType + for<'de> Deserialize<'de>>(
         &mut self,
         method: &str,

@@ -241,10 +241,7 @@ fn both_stores_and_the_configuration_survive_an_upgrade() {
         .upgrade(canister, wasm(), &Encode!().unwrap())
         .unwrap();
     out.result.expect("the upgrade succeeds");
-    let mut c = BenchClient {
-        engine: &mut engine,
-        canister,
-    };
+    let mut c = BenchClient::attach(&mut engine, canister);
     let stats = c.stats().unwrap();
     assert_eq!((stats.btree_rows, stats.sqlite_rows), (300, 300));
     assert_eq!(stats.journal_mode, "MEMORY");
