@@ -1,0 +1,194 @@
+//! The benchmark canister's interface is stated once, in canisters/bench/bench.did, and
+//! this test holds the built wasm to it:
+//!   1. the `icp:public candid:service` section of target/canister/bench.wasm is bench.did;
+//!   2. the wasm exports `canister_query NAME` / `canister_update NAME` for exactly the
+//!      methods of bench.did, with the same query/update mode;
+//!   3. the interface the Rust code generates (`get_candid_pointer`, from
+//!      `ic_cdk::export_candid!`) is structurally equal to bench.did, argument and result
+//!      types included;
+//!   4. the module imports nothing but `ic0` (wasi2ic left no WASI import).
+//!
+//! It runs scripts/build-canister.sh first (incremental: seconds once built; the first
+//! build from a fresh clone takes several minutes), so it never checks a stale wasm.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use candid_parser::candid::types::FuncMode;
+use candid_parser::utils::{service_equal, CandidSource};
+use wasmparser::{Parser, Payload};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn did_text() -> String {
+    let path = root().join("canisters/bench/bench.did");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// Builds (or brings up to date) target/canister/bench.wasm once per test process.
+fn canister_wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let script = root().join("scripts/build-canister.sh");
+        let status = Command::new("bash")
+            .arg(&script)
+            .status()
+            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
+        assert!(status.success(), "{} failed ({status})", script.display());
+        let wasm: PathBuf = root().join("target/canister/bench.wasm");
+        std::fs::read(&wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()))
+    })
+}
+
+struct ModuleFacts {
+    candid_section: Option<Vec<u8>>,
+    /// (`query` | `update` | `composite_query`, method name)
+    endpoints: BTreeSet<(String, String)>,
+    imports: Vec<(String, String)>,
+}
+
+fn module_facts(wasm: &[u8]) -> ModuleFacts {
+    let mut facts = ModuleFacts {
+        candid_section: None,
+        endpoints: BTreeSet::new(),
+        imports: Vec::new(),
+    };
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.expect("the canister wasm parses") {
+            Payload::CustomSection(section) if section.name() == "icp:public candid:service" => {
+                assert!(
+                    facts.candid_section.is_none(),
+                    "two candid:service sections"
+                );
+                facts.candid_section = Some(section.data().to_vec());
+            }
+            Payload::ExportSection(exports) => {
+                for export in exports {
+                    let export = export.expect("export entry parses");
+                    for (prefix, kind) in [
+                        ("canister_query ", "query"),
+                        ("canister_update ", "update"),
+                        ("canister_composite_query ", "composite_query"),
+                    ] {
+                        if let Some(method) = export.name.strip_prefix(prefix) {
+                            facts
+                                .endpoints
+                                .insert((kind.to_string(), method.to_string()));
+                        }
+                    }
+                }
+            }
+            Payload::ImportSection(imports) => {
+                for import in imports.into_imports() {
+                    let import = import.expect("import entry parses");
+                    facts
+                        .imports
+                        .push((import.module.to_string(), import.name.to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    facts
+}
+
+/// The methods a .did declares, as the wasm export they need.
+fn did_endpoints(did: &str) -> BTreeSet<(String, String)> {
+    let (env, actor) = CandidSource::Text(did)
+        .load()
+        .unwrap_or_else(|e| panic!("bench.did does not type-check: {e}"));
+    let actor = actor.expect("bench.did has a service");
+    let methods = env.as_service(&actor).expect("the service resolves");
+    methods
+        .iter()
+        .map(|(name, ty)| {
+            let func = env.as_func(ty).expect("a method is a function");
+            let kind = if func.modes.contains(&FuncMode::CompositeQuery) {
+                "composite_query"
+            } else if func.modes.contains(&FuncMode::Query) {
+                "query"
+            } else {
+                "update"
+            };
+            (kind.to_string(), name.clone())
+        })
+        .collect()
+}
+
+#[test]
+fn embedded_candid_section_is_bench_did() {
+    let facts = module_facts(canister_wasm());
+    let section = facts
+        .candid_section
+        .expect("bench.wasm has no `icp:public candid:service` section");
+    assert!(
+        section == did_text().as_bytes(),
+        "the candid:service section differs from canisters/bench/bench.did; rebuild with scripts/build-canister.sh"
+    );
+}
+
+#[test]
+fn exported_methods_are_exactly_the_did_methods() {
+    let exported = module_facts(canister_wasm()).endpoints;
+    let declared = did_endpoints(&did_text());
+    let missing: Vec<_> = declared.difference(&exported).collect();
+    let undeclared: Vec<_> = exported.difference(&declared).collect();
+    assert!(
+        missing.is_empty() && undeclared.is_empty(),
+        "bench.did and the wasm exports disagree:\n  in bench.did, not exported: {missing:?}\n  exported, not in bench.did: {undeclared:?}"
+    );
+}
+
+#[test]
+fn only_ic0_is_imported() {
+    let imports = module_facts(canister_wasm()).imports;
+    let foreign: Vec<_> = imports.iter().filter(|(m, _)| m != "ic0").collect();
+    assert!(foreign.is_empty(), "non-ic0 imports: {foreign:?}");
+    assert!(!imports.is_empty(), "a canister imports ic0 functions");
+}
+
+/// Runs the wasm's `get_candid_pointer` (every import a trap: it needs none) and returns
+/// the interface text the Rust code generates.
+fn generated_candid(wasm: &[u8]) -> String {
+    use wasmtime::{Engine, Linker, Module, Store};
+    let engine = Engine::default();
+    let module = Module::new(&engine, wasm).expect("wasmtime compiles the canister");
+    let mut linker = Linker::new(&engine);
+    linker
+        .define_unknown_imports_as_traps(&module)
+        .expect("trap stubs for the imports");
+    let mut store = Store::new(&engine, ());
+    let instance = linker
+        .instantiate(&mut store, &module)
+        .expect("the canister instantiates (its start function calls no import)");
+    let get = instance
+        .get_typed_func::<(), i32>(&mut store, "get_candid_pointer")
+        .expect("the canister exports get_candid_pointer (ic_cdk::export_candid!)");
+    let ptr = get.call(&mut store, ()).expect("get_candid_pointer runs") as u32 as usize;
+    let memory = instance
+        .get_memory(&mut store, "memory")
+        .expect("the canister exports its memory");
+    let data = memory.data(&store);
+    let len = data[ptr..]
+        .iter()
+        .position(|&b| b == 0)
+        .expect("NUL-terminated candid");
+    String::from_utf8(data[ptr..ptr + len].to_vec()).expect("candid is UTF-8")
+}
+
+#[test]
+fn code_interface_equals_bench_did() {
+    let generated = generated_candid(canister_wasm());
+    if let Err(e) = service_equal(
+        CandidSource::Text(&generated),
+        CandidSource::Text(&did_text()),
+    ) {
+        panic!(
+            "the canister code and canisters/bench/bench.did disagree: {e}\n--- generated by the code:\n{generated}"
+        );
+    }
+}
