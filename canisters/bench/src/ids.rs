@@ -59,7 +59,6 @@ impl IdSequence {
     }
 }
 
-/// A range scan: up to `count` rows with id >= `offset`, in id order.
 /// The ids one call touches: an arithmetic sequence (offset, step, count) or an explicit
 /// list (random positions, drawn by the caller so the drawing is not measured).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +104,7 @@ impl<L: Iterator<Item = u64>, R: Iterator<Item = u64>> Iterator for Either<L, R>
     }
 }
 
+/// A range scan: up to `count` rows with id >= `offset`, in id order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scan {
     pub offset: u64,
