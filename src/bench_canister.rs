@@ -176,9 +176,19 @@ impl<'e> BenchClient<'e> {
         }
     }
 
-    /// `get_users_{store}_ids(ids)` as a query.
-    pub fn get_users_ids(&mut self, store: &str, ids: &[u64]) -> Result<Measured<ReadReport>> {
-        self.query(&format!("get_users_{store}_ids"), Encode!(&ids)?)
+    /// `get_users_{store}_ids(ids)` as a query, or its `_update` variant.
+    pub fn get_users_ids(
+        &mut self,
+        store: &str,
+        ids: &[u64],
+        replicated: bool,
+    ) -> Result<Measured<ReadReport>> {
+        let arg = Encode!(&ids)?;
+        if replicated {
+            self.update(&format!("get_users_{store}_ids_update"), arg)
+        } else {
+            self.query(&format!("get_users_{store}_ids"), arg)
+        }
     }
 
     /// `scan_users_{store}(offset, count)` as a query, or its `_update` variant.

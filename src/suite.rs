@@ -274,7 +274,7 @@ fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Re
             step,
             count,
         } => Reply::Read(client.get_users(store, *offset, *step, *count, false)?),
-        Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids)?),
+        Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids, false)?),
         Call::Scan { offset, count } => {
             Reply::Read(client.scan_users(store, *offset, *count, false)?)
         }

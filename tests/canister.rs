@@ -89,12 +89,14 @@ fn reads_find_exactly_the_rows_present() {
                     .unwrap();
                 assert_eq!(r.rows_found, 25, "{store}: 250..=490 remain");
             }
-            let r = c
-                .get_users_ids(store, &[490, 3, 0, 250])
-                .unwrap()
-                .value
-                .unwrap();
-            assert_eq!(r.rows_found, 3, "{store}");
+            for replicated in [false, true] {
+                let r = c
+                    .get_users_ids(store, &[490, 3, 0, 250], replicated)
+                    .unwrap()
+                    .value
+                    .unwrap();
+                assert_eq!(r.rows_found, 3, "{store}");
+            }
             let r = c.add_users_ids(store, &[3, 11, 2]).unwrap().value.unwrap();
             assert_eq!(r.rows_inserted, 3, "{store}");
         }

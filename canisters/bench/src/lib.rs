@@ -148,18 +148,36 @@ fn get_users_sqlite_update(offset: u64, step: u64, count: u64) -> Result<ReadRep
     get_sqlite(offset, step, count)
 }
 
-#[ic_cdk::query]
-fn get_users_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+fn get_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
     let ids = Ids::list(ids, btree::MAX_ID)?;
     let (rows, instructions) = btree::get(&ids)?;
     Ok(ReadReport::new(rows, instructions))
 }
 
 #[ic_cdk::query]
-fn get_users_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+fn get_users_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_btree_ids(ids)
+}
+
+#[ic_cdk::update]
+fn get_users_btree_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_btree_ids(ids)
+}
+
+fn get_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
     let ids = Ids::list(ids, sqlite::MAX_ID)?;
     let (rows, instructions) = sqlite::get(&ids)?;
     Ok(ReadReport::new(rows, instructions))
+}
+
+#[ic_cdk::query]
+fn get_users_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_sqlite_ids(ids)
+}
+
+#[ic_cdk::update]
+fn get_users_sqlite_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_sqlite_ids(ids)
 }
 
 #[ic_cdk::query]
