@@ -379,6 +379,15 @@ fn stable_write_impl(
     charge(caller, newly_dirty * overhead)
 }
 
+/// The reply functions need an entry point that can reply and a call not yet answered.
+fn require_open_reply(caller: &C<'_>, api: &str) -> Result<()> {
+    require(caller, api, caller.data().msg.api.can_reply())?;
+    if caller.data().msg.response.is_some() {
+        return Err(violation(format!("ic0.{api}: the call is already replied")));
+    }
+    Ok(())
+}
+
 const MAX_32BIT_STABLE_PAGES: u64 = 65536;
 
 fn check_32bit_stable(caller: &C<'_>, api: &str) -> Result<()> {
@@ -469,10 +478,7 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
         })?,
         "msg_reply_data_append" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
             charge(&mut c, f.charge(size as u32 as u64))?;
-            require(&c, "msg_reply_data_append", c.data().msg.api.can_reply())?;
-            if c.data().msg.response.is_some() {
-                return Err(violation("ic0.msg_reply_data_append: the call is already replied".into()));
-            }
+            require_open_reply(&c, "msg_reply_data_append")?;
             let bytes = read_heap(&mut c, "msg_reply_data_append", src as u32 as u64, size as u32 as u64)?;
             let buf = &mut c.data_mut().msg.reply_buf;
             if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
@@ -483,20 +489,14 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
         })?,
         "msg_reply" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<()> {
             charge(&mut c, f.base)?;
-            require(&c, "msg_reply", c.data().msg.api.can_reply())?;
-            if c.data().msg.response.is_some() {
-                return Err(violation("ic0.msg_reply: the call is already replied".into()));
-            }
+            require_open_reply(&c, "msg_reply")?;
             let reply = std::mem::take(&mut c.data_mut().msg.reply_buf);
             c.data_mut().msg.response = Some(Response::Reply(reply));
             Ok(())
         })?,
         "msg_reject" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
             charge(&mut c, f.charge(size as u32 as u64))?;
-            require(&c, "msg_reject", c.data().msg.api.can_reply())?;
-            if c.data().msg.response.is_some() {
-                return Err(violation("ic0.msg_reject: the call is already replied".into()));
-            }
+            require_open_reply(&c, "msg_reject")?;
             let bytes = read_heap(&mut c, "msg_reject", src as u32 as u64, size as u32 as u64)?;
             c.data_mut().msg.response = Some(Response::Reject(String::from_utf8_lossy(&bytes).into_owned()));
             Ok(())
