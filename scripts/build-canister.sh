@@ -3,7 +3,7 @@
 #
 #   1. cargo builds canisters/bench (its own workspace and Cargo.lock) for wasm32-wasip1:
 #      ic-rusqlite's precompiled SQLite is a WASI library;
-#   2. scripts/wasi2ic-post (wasi2ic's library) rewires the WASI imports to
+#   2. scripts/wasi2ic-post rewires the WASI imports (as wasi2ic does) to
 #      ic-wasi-polyfill inside the module and embeds canisters/bench/bench.did as the
 #      `icp:public candid:service` section.
 #
@@ -47,12 +47,9 @@ env -u RUSTFLAGS CARGO_ENCODED_RUSTFLAGS="$rustflags" \
     --target "$TARGET" \
     --target-dir "$BUILD_DIR"
 
-echo "build-canister: converting to an IC module (wasi2ic)" >&2
-# wasi2ic depends on ic-wasm, which compiles binaryen (C++, wasm-opt) that we never run:
-# build that at -O0, which cuts a fresh build's biggest cost several times over.
+echo "build-canister: converting to an IC module (WASI imports -> ic-wasi-polyfill)" >&2
 cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p wasi2ic-post \
-    --target-dir "$TOOL_DIR" \
-    --config 'profile.release.package.wasm-opt-sys.opt-level=0'
+    --target-dir "$TOOL_DIR"
 
 mkdir -p "$OUT_DIR"
 "$TOOL_DIR/release/wasi2ic-post" \

@@ -6,7 +6,7 @@
 //!   3. the interface the Rust code generates (`get_candid_pointer`, from
 //!      `ic_cdk::export_candid!`) is structurally equal to bench.did, argument and result
 //!      types included;
-//!   4. the module imports nothing but `ic0` (wasi2ic left no WASI import).
+//!   4. the module imports nothing but `ic0` (the WASI imports were all rewired).
 //!
 //! It runs scripts/build-canister.sh first (incremental: seconds once built; the first
 //! build from a fresh clone takes several minutes), so it never checks a stale wasm.

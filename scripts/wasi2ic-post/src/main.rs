@@ -1,15 +1,18 @@
 //! wasi2ic-post IN OUT [--did FILE]
 //!
-//! Turns a wasm32-wasip1 canister into an Internet Computer module: wasi2ic's library
-//! rewires every WASI import to ic-wasi-polyfill's implementation inside the module,
-//! then (with --did) the Candid interface is embedded as the `icp:public candid:service`
-//! custom section, as dfx does. Fails if any import outside `ic0` is left.
+//! Turns a wasm32-wasip1 canister into an Internet Computer module: every WASI import is
+//! rewired to ic-wasi-polyfill's implementation inside the module (as wasi2ic does, see
+//! `rewire.rs`), then (with --did) the Candid interface is embedded as the
+//! `icp:public candid:service` custom section, as dfx does. Fails if any import outside
+//! `ic0` is left.
 //! Deterministic: same input bytes and .did give the same output bytes.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
+
+mod rewire;
 
 const USAGE: &str = "usage: wasi2ic-post IN.wasm OUT.wasm [--did FILE.did]";
 
@@ -44,22 +47,23 @@ fn run() -> Result<()> {
     let wasm =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
 
-    // dfx's parser settings: keep the name section (wasi2ic finds the polyfill's
-    // functions by name), drop the producers section.
-    let mut module = ic_wasm::utils::parse_wasm(&wasm, true)
+    // dfx's parser settings: keep the name section (the polyfill's functions are found
+    // by name), drop the producers section.
+    let mut config = walrus::ModuleConfig::new();
+    config.generate_name_section(true);
+    config.generate_producers_section(false);
+    let mut module = config
+        .parse(&wasm)
         .with_context(|| format!("parsing {}", args.input.display()))?;
 
-    if !wasi2ic::process_module(&mut module) {
+    if rewire::rewire_wasi(&mut module)? == 0 {
         bail!(
-            "{}: no WASI import could be rewired; is ic-wasi-polyfill linked in?",
+            "{}: no WASI import to rewire; is this a wasm32-wasip1 build with \
+             ic-wasi-polyfill linked in?",
             args.input.display()
         );
     }
-    let foreign: Vec<String> = wasi2ic::module_imports(&mut module)
-        .into_iter()
-        .filter(|(module_name, _)| module_name != "ic0")
-        .map(|(module_name, name)| format!("{module_name}.{name}"))
-        .collect();
+    let foreign = rewire::foreign_imports(&module);
     if !foreign.is_empty() {
         bail!(
             "imports the IC does not provide are left: {}",
@@ -73,12 +77,13 @@ fn run() -> Result<()> {
         // Refuse to ship an interface that does not even type-check.
         candid_parser::check_file(did_path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", did_path.display()))?;
-        ic_wasm::metadata::add_metadata(
-            &mut module,
-            ic_wasm::metadata::Kind::Public,
-            "candid:service",
-            did.into_bytes(),
-        );
+        // The section dfx and icp-cli read the interface from.
+        let name = "icp:public candid:service";
+        drop(module.customs.remove_raw(name));
+        module.customs.add(walrus::RawCustomSection {
+            name: name.to_string(),
+            data: did.into_bytes(),
+        });
     }
 
     let out = module.emit_wasm();
