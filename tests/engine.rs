@@ -256,6 +256,116 @@ fn stable_dirty_page_limit() {
 }
 
 #[test]
+fn stable_accessed_page_limit_counts_reads() {
+    let wasm = canister(
+        r#"(func (export "canister_update grow") (drop (call $sgrow (i64.const 1))) (call $reply))
+           (func $read5 (call $sread (i64.const 1000) (i64.const 0) (i64.const 20000)))
+           (func (export "canister_update read5") (call $read5) (call $reply))
+           (func (export "canister_query read5_q") (call $read5) (call $reply))
+           (func (export "canister_update read4") (call $sread (i64.const 1000) (i64.const 0) (i64.const 16384)) (call $reply))"#,
+    );
+    let limits = Limits {
+        stable_accessed_pages_update: 4,
+        stable_accessed_pages_query: 4,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    e.update(id, "grow", &[]).unwrap().result.unwrap();
+    // Exactly 4 pages read: at the limit, allowed.
+    e.update(id, "read4", &[]).unwrap().result.unwrap();
+    // 20,000 bytes from offset 0 touch 5 pages > 4, in updates and in queries alike.
+    for out in [
+        e.update(id, "read5", &[]).unwrap(),
+        e.query(id, "read5_q", &[]).unwrap(),
+    ] {
+        let err = out.result.unwrap_err();
+        assert_eq!(err.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
+        assert_eq!(
+            err.message,
+            format!("Error from Canister {id}: Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit 16 KB.")
+        );
+    }
+}
+
+/// `memory.grow` by N pages, replying the old size (or -1) as an i64.
+const GROW: &str = r#"
+  (func $grow_by (param $n i32)
+    (i64.store (i32.const 0) (i64.extend_i32_s (memory.grow (local.get $n))))
+    (call $append (i32.const 0) (i32.const 8))
+    (call $reply))
+  (func (export "canister_update grow4") (call $grow_by (i32.const 4)))
+  (func (export "canister_query grow4_q") (call $grow_by (i32.const 4)))
+  (func (export "canister_update grow_rest") (call $grow_by (i32.const 65535)))
+  (func (export "canister_update grow1") (call $grow_by (i32.const 1)))
+  (func (export "canister_query size")
+    (i64.store (i32.const 0) (i64.extend_i32_u (memory.size)))
+    (call $append (i32.const 0) (i32.const 8))
+    (call $reply))
+"#;
+
+fn grow_reply(out: icbench::engine::CallOutcome) -> i64 {
+    reply_u64s(&out.result.unwrap())[0] as i64
+}
+
+#[test]
+fn wasm_memory_limit_traps_updates_but_not_queries() {
+    let limits = Limits {
+        wasm_memory_limit: 4 * 65536,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
+    // 1 + 4 pages = 327,680 bytes > 262,144.
+    let err = e.update(id, "grow4", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
+    assert!(
+        err.message.starts_with(&format!(
+            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of 262144 bytes. The peak Wasm memory usage was 327680 bytes."
+        )),
+        "{}",
+        err.message
+    );
+    // The trapped grow is rolled back.
+    assert_eq!(grow_reply(e.query(id, "size", &[]).unwrap()), 1);
+    // Queries are exempt (and discard the growth).
+    assert_eq!(grow_reply(e.query(id, "grow4_q", &[]).unwrap()), 1);
+    assert_eq!(grow_reply(e.query(id, "size", &[]).unwrap()), 1);
+}
+
+#[test]
+fn the_heap_grows_to_4_gib_and_no_further() {
+    // The default limit (3 GiB) stops a grow to 4 GiB in an update.
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
+    let err = e.update(id, "grow_rest", &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
+    assert!(
+        err.message.contains("limit of 3221225472 bytes"),
+        "{}",
+        err.message
+    );
+
+    // With the limit lifted (0 = unlimited) the Wasm32 maximum of 65,536 pages is reached,
+    // untouched pages cost nothing, and one more page is refused with -1, not a trap.
+    let limits = Limits {
+        wasm_memory_limit: 0,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
+    let out = e.update(id, "grow_rest", &[]).unwrap();
+    assert_eq!(out.report.heap_bytes_after, 4 << 30);
+    assert_eq!(
+        out.report.heap_dirty_pages, 1,
+        "only the reply scratch page"
+    );
+    assert_eq!(grow_reply(out), 1);
+    assert_eq!(grow_reply(e.update(id, "grow1", &[]).unwrap()), -1);
+    assert_eq!(grow_reply(e.query(id, "size", &[]).unwrap()), 65536);
+}
+
+#[test]
 fn unknown_method_and_missing_reply() {
     let wasm = canister(r#"(func (export "canister_update silent"))"#);
     let mut e = EmbeddedEngine::default();

@@ -400,6 +400,9 @@ pub fn system_api_fee(name: &str) -> Option<ApiFee> {
 
 const GIB: u64 = 1 << 30;
 
+/// `DEFAULT_WASM_MEMORY_LIMIT`: 3 GiB (fact sheet §6).
+pub const DEFAULT_WASM_MEMORY_LIMIT: u64 = 3 * GIB;
+
 /// Per-message limits of a subnet configuration. Page limits count 4 KiB OS pages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -424,6 +427,11 @@ pub struct Limits {
     /// Whether `debug_print` pays `+1 per byte` of its message: only when debug prints are
     /// not rate limited (mainnet application subnets rate limit them; PocketIC does not).
     pub charge_debug_print_bytes: bool,
+    /// The canister setting `wasm_memory_limit` (0 = unlimited), here at the default a
+    /// canister created without settings gets. Growing the heap past it traps updates,
+    /// init, post_upgrade and start with IC0539; queries and pre_upgrade are exempt
+    /// (`MemoryUsage::effective_wasm_memory_limit`, rs/embedders/src/wasmtime_embedder/system_api.rs).
+    pub wasm_memory_limit: u64,
 }
 
 impl Limits {
@@ -442,6 +450,7 @@ impl Limits {
         stable_accessed_pages_query: GIB / OS_PAGE_SIZE,
         dirty_page_overhead: DIRTY_PAGE_OVERHEAD,
         charge_debug_print_bytes: false,
+        wasm_memory_limit: DEFAULT_WASM_MEMORY_LIMIT,
     };
 
     /// The PocketIC "Benchmarking" application subnet canbench uses: the instruction limits

@@ -166,6 +166,8 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
         .instantiate(&mut store)
         .map_err(|e| anyhow!("instantiating the module failed: {e:#}"))?;
     let heap = heap::take_created().into_iter().next();
+    // After instantiation: the initial memory is the module's, not a grow.
+    store.limiter(|state| state);
     let counter = instance
         .get_global(&mut store, instrument::INSTRUCTION_COUNTER_EXPORT)
         .ok_or_else(|| anyhow!("the instrumented module has no instruction counter"))?;
@@ -744,6 +746,7 @@ fn trap_to_reject(id: Principal, e: &wasmtime::Error, limit: u64) -> Reject {
             }
             HostTrap::ContractViolation(_) | HostTrap::Unsupported(_) => ErrorCode::CanisterContractViolation,
             HostTrap::MemoryAccessLimit(_) => ErrorCode::CanisterMemoryAccessLimitExceeded,
+            HostTrap::WasmMemoryLimit { .. } => ErrorCode::CanisterWasmMemoryLimitExceeded,
         };
         return reject(code, format!("Error from Canister {id}: {t}."));
     }

@@ -46,6 +46,15 @@ impl ApiType {
             ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query
         )
     }
+    /// Whether growing the heap past `wasm_memory_limit` traps (the replica exempts
+    /// queries, so data can still be read out, and pre_upgrade, so a canister can still
+    /// be upgraded to a leaner version).
+    fn enforces_wasm_memory_limit(self) -> bool {
+        matches!(
+            self,
+            ApiType::Start | ApiType::Init | ApiType::PostUpgrade | ApiType::Update
+        )
+    }
     fn has_arg(self) -> bool {
         matches!(
             self,
@@ -107,6 +116,8 @@ pub enum HostTrap {
     MemoryAccessLimit(String),
     /// Something the IC has that this engine does not: IC0504 with a plain message.
     Unsupported(String),
+    /// `memory.grow` past the canister's `wasm_memory_limit`: IC0539.
+    WasmMemoryLimit { peak_bytes: u64, limit: u64 },
 }
 
 impl fmt::Display for HostTrap {
@@ -119,6 +130,17 @@ impl fmt::Display for HostTrap {
             HostTrap::Unsupported(name) => {
                 write!(f, "ic0.{name} is not supported by the embedded engine")
             }
+            // The replica's wording (HypervisorError::WasmMemoryLimitExceeded).
+            HostTrap::WasmMemoryLimit { peak_bytes, limit } => write!(
+                f,
+                "Canister exceeded its current Wasm memory limit of {limit} bytes. The peak \
+                 Wasm memory usage was {peak_bytes} bytes. If the canister reaches 4GiB, then \
+                 it may stop functioning and may become unrecoverable. Please reach out to \
+                 the canister owner to investigate the reason for the increased memory \
+                 usage. It might be necessary to move data from the Wasm memory to the \
+                 stable memory. If such high Wasm memory usage is expected and safe, then \
+                 the developer can increase the Wasm memory limit in the canister settings."
+            ),
         }
     }
 }
@@ -141,6 +163,38 @@ pub struct HostState {
     /// `debug_print` output of the current message.
     pub log: Vec<String>,
     pub print_log: bool,
+}
+
+/// The replica checks `memory.grow` after the native grow (`try_grow_wasm_memory`): a grow
+/// the Wasm maximum refuses returns -1 as usual, one past `wasm_memory_limit` traps.
+impl wasmtime::ResourceLimiter for HostState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> Result<bool> {
+        if maximum.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        let limit = self.limits.wasm_memory_limit;
+        if self.msg.api.enforces_wasm_memory_limit() && limit != 0 && desired as u64 > limit {
+            bail!(HostTrap::WasmMemoryLimit {
+                peak_bytes: desired as u64,
+                limit,
+            });
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _max: Option<usize>,
+    ) -> Result<bool> {
+        Ok(true)
+    }
 }
 
 /// The rest of the IC System API: linked, and trapping when called.
