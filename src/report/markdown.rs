@@ -111,7 +111,12 @@ pub fn markdown(report: &Report) -> String {
         out.push_str(&format!("\n## Position: {position}\n"));
         if svg_plot(report, &position).is_some() {
             let file = plot_file_name(&position);
-            out.push_str(&format!("\n![Insert cost per row, {position}]({file})\n"));
+            let alt = if Grid::new(report, &position, &["insert"]).is_empty() {
+                "Point lookup cost per key"
+            } else {
+                "Insert cost per row"
+            };
+            out.push_str(&format!("\n![{alt}, {position}]({file})\n"));
         }
         for group in &GROUPS {
             let grid = Grid::new(report, &position, group.operations);
@@ -241,6 +246,18 @@ pub fn terminal_tables(report: &Report) -> String {
                 (table, " (SQLite columns by journal mode)")
             };
             out.push_str(&format!("{title}{title_note}\n{table}\n"));
+            // Batched lookups (seed 001) are about the cost per key: show it too.
+            let lookup_sizes = grid.rows.iter().filter(|r| r.0 == "point_lookup").count();
+            if lookup_sizes >= 3 {
+                let per_key: fn(&ScenarioResult) -> String =
+                    |r| compact(r.store_instructions_per_row);
+                let short = grid.columns.iter().map(StoreColumn::short_label).collect();
+                let table =
+                    render_grid(&grid, group.row_heading, short, per_key, &mut notes, "[{}]");
+                out.push_str(&format!(
+                    "{position}: store instructions per key (SQLite columns by journal mode)\n{table}\n"
+                ));
+            }
         }
     }
     for (n, word, reason) in notes.entries() {

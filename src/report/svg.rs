@@ -1,5 +1,6 @@
 //! plot-<position>.svg: insert cost per row against rows per message, log-log, one line per
-//! store. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
+//! store; for a position without inserts (the lookups suite), lookup cost per key against
+//! keys per message. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
 //! deterministic, so plots can be diffed between runs.
 
 use std::fmt::Write;
@@ -30,8 +31,19 @@ struct Series {
 }
 
 /// The insert plot for one position; `None` when it has no ok insert with a positive cost.
+/// A position with no insert at all plots its point lookups instead, if it has at least two
+/// batch sizes of them (one size is a dot, not a curve).
 pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
-    let grid = Grid::new(report, position, &["insert"]);
+    let mut grid = Grid::new(report, position, &["insert"]);
+    let mut what = ("Insert cost per row", "rows", "row");
+    if grid.is_empty() {
+        grid = Grid::new(report, position, &["point_lookup"]);
+        if grid.rows.len() < 2 {
+            return None;
+        }
+        what = ("Point lookup cost per key", "keys", "key");
+    }
+    let (title_start, unit_plural, unit) = what;
     let series: Vec<Series> = grid
         .columns
         .iter()
@@ -66,7 +78,7 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
     );
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let title = format!(
-        "Insert cost per row, {position}, {} rows",
+        "{title_start}, {position}, {} rows",
         thousands(report.rows_before)
     );
     let _ = writeln!(
@@ -112,14 +124,14 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
     );
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">rows per message (log scale)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
         (LEFT + RIGHT) / 2.0,
         HEIGHT - 18.0
     );
     let mid_y = (TOP + BOTTOM) / 2.0;
     let _ = writeln!(
         svg,
-        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per row (log scale)</text>"#
+        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
     );
 
     for (i, s) in series.iter().enumerate() {
@@ -138,11 +150,11 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
         for &(bx, by) in &s.points {
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/row</title></circle>"#,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/{unit}</title></circle>"#,
                 x.at(bx),
                 y.at(by),
                 thousands(bx as u64),
-                if bx == 1.0 { "row" } else { "rows" },
+                if bx == 1.0 { unit } else { unit_plural },
                 per_row(by)
             );
         }
