@@ -9,6 +9,7 @@
 compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/build-canister.sh");
 
 mod btree;
+mod dbbench;
 mod ids;
 mod memory;
 mod report;
@@ -247,6 +248,32 @@ fn clear_btree() -> Result<u64, String> {
 #[ic_cdk::update]
 fn clear_sqlite() -> Result<u64, String> {
     sqlite::clear()
+}
+
+// ---- db_bench (seed 000): its own stores, see dbbench.rs ------------------------------
+
+#[ic_cdk::update]
+fn dbbench_reset(store: String) -> Result<u64, String> {
+    dbbench::reset(&store)
+}
+
+#[ic_cdk::update]
+fn dbbench_write(arg: dbbench::DbBenchWrite) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::write(arg)
+}
+
+#[ic_cdk::query]
+fn dbbench_read_random(store: String, keys: Vec<u64>) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::read_random(&store, keys)
+}
+
+#[ic_cdk::query]
+fn dbbench_read_seq(
+    store: String,
+    start: u64,
+    count: u64,
+) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::read_seq(&store, start, count)
 }
 
 // Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
