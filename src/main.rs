@@ -62,6 +62,12 @@ struct RunArgs {
     /// seed003 writes into --out, every other suite into --out/NAME.
     #[arg(long, default_value = "seed003")]
     suite: String,
+    /// db_bench's N (entries) in the dbbench suite; the 100K benchmarks use N/1000.
+    #[arg(long, default_value_t = suite::DEFAULT_DBBENCH_NUM)]
+    dbbench_num: u64,
+    /// SQLite journal mode in the dbbench suite (db_bench_sqlite3 uses WAL).
+    #[arg(long, default_value = "WAL")]
+    dbbench_journal_mode: String,
     /// Keys per query in the lookups suite, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = suite::LOOKUP_BATCHES)]
     lookup_batches: Vec<u64>,
@@ -166,9 +172,15 @@ impl RunArgs {
         let mut lookup_batches = self.lookup_batches.clone();
         lookup_batches.sort();
         lookup_batches.dedup();
+        let dbbench_journal_mode = self
+            .dbbench_journal_mode
+            .parse::<JournalMode>()
+            .map_err(|e| anyhow!("--dbbench-journal-mode: {e}"))?;
         let cfg = SuiteConfig {
             suite,
             lookup_batches,
+            dbbench_num: self.dbbench_num,
+            dbbench_journal_mode,
             rows: self.rows,
             batches,
             stores,

@@ -266,4 +266,8 @@ pub struct ScenarioResult {
     pub stable_pages_delta: i64,
     pub heap_dirty_pages: u64,
     pub stable_dirty_pages: u64,
+    /// Key + value bytes the operation wrote or read (the dbbench suite's bytes per op);
+    /// 0 where a suite does not measure it.
+    #[serde(default)]
+    pub bytes: u64,
 }

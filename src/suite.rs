@@ -29,16 +29,19 @@ pub enum Suite {
     Seed003,
     /// Seed 001: one query reads B keys, B in 1, 10, 25, 50, 100, unsorted and sorted.
     Lookups,
+    /// Seed 000: LevelDB's db_bench benchmarks on the map and SQLite rowid / WITHOUT ROWID.
+    DbBench,
 }
 
 impl Suite {
     /// Every registered suite, in the order `--suite all` runs them.
-    pub const ALL: [Suite; 2] = [Suite::Seed003, Suite::Lookups];
+    pub const ALL: [Suite; 3] = [Suite::Seed003, Suite::Lookups, Suite::DbBench];
 
     pub fn name(self) -> &'static str {
         match self {
             Suite::Seed003 => "seed003",
             Suite::Lookups => "lookups",
+            Suite::DbBench => "dbbench",
         }
     }
 
@@ -101,7 +104,14 @@ pub struct SuiteConfig {
     pub usd_per_xdr: f64,
     /// Keys per query of the `lookups` suite.
     pub lookup_batches: Vec<u64>,
+    /// db_bench's N (`--num`) for the `dbbench` suite.
+    pub dbbench_num: u64,
+    /// SQLite's journal mode in the `dbbench` suite (db_bench_sqlite3 uses WAL).
+    pub dbbench_journal_mode: JournalMode,
 }
+
+/// db_bench's N in the dbbench suite: small, so the default run stays quick.
+pub const DEFAULT_DBBENCH_NUM: u64 = 10_000;
 
 impl Default for SuiteConfig {
     fn default() -> Self {
@@ -118,6 +128,8 @@ impl Default for SuiteConfig {
             reads: true,
             usd_per_xdr: DEFAULT_USD_PER_XDR,
             lookup_batches: LOOKUP_BATCHES.to_vec(),
+            dbbench_num: DEFAULT_DBBENCH_NUM,
+            dbbench_journal_mode: JournalMode::Wal,
         }
     }
 }
@@ -130,11 +142,13 @@ pub const READS: [Operation; 3] = [
 ];
 
 impl SuiteConfig {
-    /// Every scenario of the selected suite, in report order.
+    /// Every scenario of the selected prefilled suite, in report order. The dbbench suite
+    /// measures a sequence of benchmarks per store instead: `dbbench::matrix`.
     pub fn matrix(&self) -> Vec<Scenario> {
         match self.suite {
             Suite::Seed003 => self.seed003_matrix(),
             Suite::Lookups => self.lookups_matrix(),
+            Suite::DbBench => Vec::new(),
         }
     }
 
@@ -203,6 +217,7 @@ impl SuiteConfig {
                     ));
                 }
             }
+            Suite::DbBench => crate::dbbench::validate(self)?,
             Suite::Lookups => {
                 if self.lookup_batches.is_empty() {
                     return Err(anyhow!("--lookup-batches needs at least one batch size"));
@@ -449,6 +464,9 @@ pub fn run(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
+    if cfg.suite == Suite::DbBench {
+        return crate::dbbench::run(engine, wasm, cfg, progress);
+    }
     let started = Instant::now();
     let engine_name = engine.name().to_string();
     let mut client = BenchClient::install(engine, wasm)?;
@@ -524,6 +542,7 @@ pub fn run(
             stable_pages_delta: 0,
             heap_dirty_pages: 0,
             stable_dirty_pages: 0,
+            bytes: 0,
         };
         let start = starts
             .iter()

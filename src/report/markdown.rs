@@ -76,6 +76,68 @@ const GROUPS: [Group; 2] = [
     },
 ];
 
+/// The dbbench suite's table: benchmarks by stores, store instructions per op (and the
+/// key + value bytes per op), plus the charged instructions per op.
+fn dbbench_table(report: &Report, charged: bool) -> String {
+    let mut rows: Vec<String> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    let selected: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench")
+        .collect();
+    for r in &selected {
+        if !rows.contains(&r.operation) {
+            rows.push(r.operation.clone());
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let label = |c: &StoreColumn| match c.store.as_str() {
+        "btree" => "BTreeMap".to_string(),
+        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
+        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        _ => c.label(),
+    };
+    let mut headers = vec!["Benchmark".to_string()];
+    headers.extend(columns.iter().map(label));
+    let mut table = Table::new(headers);
+    for op in &rows {
+        let mut cells = vec![op.clone()];
+        for c in &columns {
+            let r = selected
+                .iter()
+                .find(|r| &r.operation == op && StoreColumn::of(r) == *c);
+            cells.push(match r {
+                None => "-".into(),
+                Some(r) if r.status != crate::scenario::Status::Ok => "failed".into(),
+                Some(r) if charged => per_row(r.instructions_per_row),
+                Some(r) => format!(
+                    "{} ({} B)",
+                    per_row(r.store_instructions_per_row),
+                    thousands(r.bytes / r.batch.max(1))
+                ),
+            });
+        }
+        table.push(cells);
+    }
+    table.render()
+}
+
+fn dbbench_section(report: &Report, heading: &str) -> String {
+    if !report.results.iter().any(|r| r.position == "db_bench") {
+        return String::new();
+    }
+    format!(
+        "{heading}db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)\n\n```\n{}```\n\n{heading}store instructions per op (key + value bytes per op)\n\n{}\n{heading}instructions charged per op (whole messages)\n\n{}",
+        crate::dbbench::lines(report),
+        dbbench_table(report, false),
+        dbbench_table(report, true)
+    )
+}
+
 /// report.md: run settings, notes, then per position the insert tables and the read tables.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -107,7 +169,8 @@ pub fn markdown(report: &Report) -> String {
     );
 
     let mut notes = Footnotes::default();
-    for position in positions(report) {
+    out.push_str(&dbbench_section(report, "\n## "));
+    for position in positions(report).into_iter().filter(|p| p != "db_bench") {
         out.push_str(&format!("\n## Position: {position}\n"));
         if svg_plot(report, &position).is_some() {
             let file = plot_file_name(&position);
@@ -154,7 +217,7 @@ pub fn markdown(report: &Report) -> String {
     let unknown = report
         .results
         .iter()
-        .filter(|r| !known.contains(&r.operation.as_str()))
+        .filter(|r| r.position != "db_bench" && !known.contains(&r.operation.as_str()))
         .count();
     if unknown > 0 {
         out.push_str(&format!(
@@ -208,6 +271,13 @@ pub fn terminal_tables(report: &Report) -> String {
     let mut notes = Footnotes::default();
     // Totals only, like seed 003: with per-row figures seven stores would not fit the width.
     let compact_cell: fn(&ScenarioResult) -> String = |r| compact(r.store_instructions as f64);
+    if report.results.iter().any(|r| r.position == "db_bench") {
+        out.push_str(&crate::dbbench::lines(report));
+        out.push_str(&format!(
+            "\nstore instructions per op (key + value bytes per op)\n{}",
+            dbbench_table(report, false)
+        ));
+    }
     for position in positions(report) {
         for group in &GROUPS {
             let grid = Grid::new(report, &position, group.operations);

@@ -311,6 +311,7 @@ pub(crate) mod fixture {
             stable_pages_delta: 1,
             heap_dirty_pages: 3,
             stable_dirty_pages: 4,
+            bytes: 0,
         }
     }
 
