@@ -497,7 +497,12 @@ fn dbbench_end_to_end_is_deterministic() {
     let stdout = run_into(&first, &args);
     run_into(&second, &args);
     let dir = first.join("dbbench");
-    for file in ["report.md", "results.csv", "results.json"] {
+    for file in [
+        "report.md",
+        "results.csv",
+        "results.json",
+        "plot-dbbench.svg",
+    ] {
         assert!(dir.join(file).is_file(), "{file} missing");
     }
     let a = read_report(&dir.join("results.json"));

@@ -130,8 +130,13 @@ fn dbbench_section(report: &Report, heading: &str) -> String {
     if !report.results.iter().any(|r| r.position == "db_bench") {
         return String::new();
     }
+    let plot = if super::dbbench_plot(report).is_some() {
+        "![db_bench: store instructions per op](plot-dbbench.svg)\n\n"
+    } else {
+        ""
+    };
     format!(
-        "{heading}db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)\n\n```\n{}```\n\n{heading}store instructions per op (key + value bytes per op)\n\n{}\n{heading}instructions charged per op (whole messages)\n\n{}",
+        "{heading}db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)\n\n{plot}```\n{}```\n\n{heading}store instructions per op (key + value bytes per op)\n\n{}\n{heading}instructions charged per op (whole messages)\n\n{}",
         crate::dbbench::lines(report),
         dbbench_table(report, false),
         dbbench_table(report, true)

@@ -26,7 +26,7 @@ pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
 pub use json::{from_json, json};
 pub use markdown::{markdown, terminal_tables};
-pub use svg::svg_plot;
+pub use svg::{dbbench_plot, svg_plot};
 
 /// Everything one run produced: the settings it ran with and one result per scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +61,9 @@ pub fn write_all(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         if let Some(svg) = svg_plot(report, &position) {
             files.push((plot_file_name(&position), svg));
         }
+    }
+    if let Some(svg) = dbbench_plot(report) {
+        files.push(("plot-dbbench.svg".to_string(), svg));
     }
     let mut written = Vec::with_capacity(files.len());
     for (name, text) in files {

@@ -259,3 +259,129 @@ mod tests {
         assert_eq!(svg_plot(&report, "end"), None);
     }
 }
+
+/// plot-dbbench.svg: the dbbench suite's store instructions per op, one row per benchmark
+/// and one marker per store, on a log axis (db_bench's benchmarks have no batch axis).
+pub fn dbbench_plot(report: &Report) -> Option<String> {
+    let results: Vec<_> = report
+        .results
+        .iter()
+        .filter(|r| {
+            r.position == "db_bench" && r.status == Status::Ok && r.store_instructions_per_row > 0.0
+        })
+        .collect();
+    if results.is_empty() {
+        return None;
+    }
+    let mut benches: Vec<&str> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    for r in &results {
+        if !benches.contains(&r.operation.as_str()) {
+            benches.push(&r.operation);
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let (left, right, top) = (120.0, WIDTH - 230.0, 50.0);
+    let row_height = 26.0;
+    let bottom = top + row_height * benches.len() as f64;
+    let height = bottom + 60.0;
+    let x = LogAxis::spanning(
+        results.iter().map(|r| r.store_instructions_per_row),
+        left,
+        right,
+    );
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">db_bench: store instructions per op</text>"#,
+        (left + right) / 2.0
+    );
+    for e in x.min_exp..=x.max_exp {
+        let px = x.at_exp(e as f64);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{bottom:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            bottom + 18.0,
+            decade_label(e)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">store instructions per op (log scale)</text>"#,
+        (left + right) / 2.0,
+        height - 18.0
+    );
+    for (i, bench) in benches.iter().enumerate() {
+        let y = top + row_height * (i as f64 + 0.5);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + 4.0,
+            escape(bench)
+        );
+    }
+    for (si, column) in columns.iter().enumerate() {
+        let color = color(column, si);
+        let label = escape(&dbbench_label(column));
+        for (i, bench) in benches.iter().enumerate() {
+            let Some(r) = results
+                .iter()
+                .find(|r| r.operation == *bench && StoreColumn::of(r) == *column)
+            else {
+                continue;
+            };
+            // Stores side by side within the row, so equal values stay visible.
+            let y = top + row_height * i as f64 + 6.0 + 14.0 * si as f64 / columns.len() as f64;
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{color}"><title>{label}, {}: {} instructions/op</title></circle>"#,
+                x.at(r.store_instructions_per_row),
+                escape(bench),
+                per_row(r.store_instructions_per_row)
+            );
+        }
+        let ly = top + 10.0 + 20.0 * si as f64;
+        let lx = right + 16.0;
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{color}"/>"#,
+            lx + 6.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
+            lx + 16.0,
+            ly + 4.0
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
+        right - left,
+        bottom - top
+    );
+    svg.push_str("</svg>\n");
+    Some(svg)
+}
+
+fn dbbench_label(c: &StoreColumn) -> String {
+    match c.store.as_str() {
+        "btree" => "StableBTreeMap".into(),
+        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
+        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        _ => c.label(),
+    }
+}
