@@ -58,7 +58,7 @@ enum Format {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Suite to run: seed003 (the default), lookups, a comma-separated list, or all.
+    /// Suite to run: seed003 (the default), lookups, dbbench, a comma-separated list, or all.
     /// seed003 writes into --out, every other suite into --out/NAME.
     #[arg(long, default_value = "seed003")]
     suite: String,

@@ -48,6 +48,26 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     // 3 positions x 7 stores x (5 insert batches + 3 reads): the README's 168.
     assert_eq!(matrix.len(), 168);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
+    // --positions sorted: the random draw in ascending order, through the id-list methods.
+    let sorted = SuiteConfig {
+        positions: vec![Position::Sorted],
+        stores: vec![Store::BTree],
+        ..SuiteConfig::default()
+    };
+    let methods: Vec<String> = sorted.matrix().iter().map(Scenario::method).collect();
+    assert_eq!(
+        methods,
+        [
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "get_users_btree_ids",
+            "get_users_btree_ids",
+            "scan_users_btree"
+        ]
+    );
 }
 
 #[test]
