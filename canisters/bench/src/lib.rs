@@ -11,6 +11,7 @@ compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/bu
 mod btree;
 mod dbbench;
 mod ids;
+mod keys;
 mod memory;
 mod report;
 mod settings;
@@ -274,6 +275,37 @@ fn dbbench_read_seq(
     count: u64,
 ) -> Result<dbbench::DbBenchReport, String> {
     dbbench::read_seq(&store, start, count)
+}
+
+// ---- key types and schemas (seed 002): its own stores, see keys.rs ----------------------
+
+#[ic_cdk::update]
+fn keys_reset(store: String, key_type: String) -> Result<u64, String> {
+    keys::reset(&store, &key_type)
+}
+
+#[ic_cdk::update]
+fn keys_insert(
+    store: String,
+    key_type: String,
+    keys: Vec<Vec<u8>>,
+    value_size: u64,
+) -> Result<dbbench::DbBenchReport, String> {
+    keys::insert(&store, &key_type, keys, value_size)
+}
+
+#[ic_cdk::query]
+fn keys_lookup(
+    store: String,
+    key_type: String,
+    keys: Vec<Vec<u8>>,
+) -> Result<dbbench::DbBenchReport, String> {
+    keys::lookup(&store, &key_type, keys)
+}
+
+#[ic_cdk::query]
+fn keys_stats(store: String, key_type: String) -> Result<keys::KeysStats, String> {
+    keys::stats(&store, &key_type)
 }
 
 // Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
