@@ -87,6 +87,24 @@ pub struct DbBenchReport {
     pub stable_pages: u64,
 }
 
+/// `BTreePages` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BTreePages {
+    pub name: String,
+    pub interior_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
+    pub bytes: u64,
+}
+
+/// `KeysStats` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct KeysStats {
+    pub rows: u64,
+    pub stable_bytes: u64,
+    pub btrees: Vec<BTreePages>,
+}
+
 type CanisterResult<T> = std::result::Result<T, String>;
 
 /// A reply from the canister together with what the message cost.
@@ -266,6 +284,43 @@ impl<'e> BenchClient<'e> {
         count: u64,
     ) -> Result<Measured<DbBenchReport>> {
         self.query("dbbench_read_seq", Encode!(&store, &start, &count)?)
+    }
+
+    pub fn keys_reset(&mut self, store: &str, key_type: &str) -> Result<Measured<u64>> {
+        self.update("keys_reset", Encode!(&store, &key_type)?)
+    }
+
+    pub fn keys_insert(
+        &mut self,
+        store: &str,
+        key_type: &str,
+        keys: &[Vec<u8>],
+        value_size: u64,
+    ) -> Result<Measured<DbBenchReport>> {
+        self.update(
+            "keys_insert",
+            Encode!(&store, &key_type, &keys, &value_size)?,
+        )
+    }
+
+    /// `keys_lookup` (a query).
+    pub fn keys_lookup(
+        &mut self,
+        store: &str,
+        key_type: &str,
+        keys: &[Vec<u8>],
+    ) -> Result<Measured<DbBenchReport>> {
+        self.query("keys_lookup", Encode!(&store, &key_type, &keys)?)
+    }
+
+    pub fn keys_stats(&mut self, store: &str, key_type: &str) -> Result<CanisterResult<KeysStats>> {
+        let out = self
+            .engine
+            .query(self.canister, "keys_stats", &Encode!(&store, &key_type)?)?;
+        let bytes = out
+            .result
+            .map_err(|r| anyhow!("keys_stats was rejected: {r}"))?;
+        Ok(Decode!(&bytes, CanisterResult<KeysStats>)?)
     }
 
     pub fn stats(&mut self) -> Result<Stats> {

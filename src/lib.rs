@@ -4,6 +4,7 @@
 pub mod bench_canister;
 pub mod dbbench;
 pub mod engine;
+pub mod keys;
 pub mod report;
 pub mod scenario;
 pub mod suite;

@@ -58,7 +58,7 @@ enum Format {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Suite to run: seed003 (the default), lookups, dbbench, a comma-separated list, or all.
+    /// Suite to run: seed003 (the default), lookups, dbbench, keys, a comma-separated list, or all.
     /// seed003 writes into --out, every other suite into --out/NAME.
     #[arg(long, default_value = "seed003")]
     suite: String,
@@ -68,6 +68,12 @@ struct RunArgs {
     /// SQLite journal mode in the dbbench suite (db_bench_sqlite3 uses WAL).
     #[arg(long, default_value = "WAL")]
     dbbench_journal_mode: String,
+    /// Rows per store and key type in the keys suite (a multiple of 100).
+    #[arg(long, default_value_t = suite::DEFAULT_KEYS_ROWS)]
+    keys_rows: u64,
+    /// SQLite journal mode in the keys suite (seed 002 used WAL).
+    #[arg(long, default_value = "WAL")]
+    keys_journal_mode: String,
     /// Keys per query in the lookups suite, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = suite::LOOKUP_BATCHES)]
     lookup_batches: Vec<u64>,
@@ -176,8 +182,14 @@ impl RunArgs {
             .dbbench_journal_mode
             .parse::<JournalMode>()
             .map_err(|e| anyhow!("--dbbench-journal-mode: {e}"))?;
+        let keys_journal_mode = self
+            .keys_journal_mode
+            .parse::<JournalMode>()
+            .map_err(|e| anyhow!("--keys-journal-mode: {e}"))?;
         let cfg = SuiteConfig {
             suite,
+            keys_rows: self.keys_rows,
+            keys_journal_mode,
             lookup_batches,
             dbbench_num: self.dbbench_num,
             dbbench_journal_mode,

@@ -31,17 +31,20 @@ pub enum Suite {
     Lookups,
     /// Seed 000: LevelDB's db_bench benchmarks on the map and SQLite rowid / WITHOUT ROWID.
     DbBench,
+    /// Seed 002: u64, ULID, UUIDv4 and hex keys on the map and three SQLite schemas.
+    Keys,
 }
 
 impl Suite {
     /// Every registered suite, in the order `--suite all` runs them.
-    pub const ALL: [Suite; 3] = [Suite::Seed003, Suite::Lookups, Suite::DbBench];
+    pub const ALL: [Suite; 4] = [Suite::Seed003, Suite::Lookups, Suite::DbBench, Suite::Keys];
 
     pub fn name(self) -> &'static str {
         match self {
             Suite::Seed003 => "seed003",
             Suite::Lookups => "lookups",
             Suite::DbBench => "dbbench",
+            Suite::Keys => "keys",
         }
     }
 
@@ -108,7 +111,14 @@ pub struct SuiteConfig {
     pub dbbench_num: u64,
     /// SQLite's journal mode in the `dbbench` suite (db_bench_sqlite3 uses WAL).
     pub dbbench_journal_mode: JournalMode,
+    /// Rows per store and key type in the `keys` suite.
+    pub keys_rows: u64,
+    /// SQLite's journal mode in the `keys` suite (seed 002 used WAL).
+    pub keys_journal_mode: JournalMode,
 }
+
+/// Rows per store and key type in the keys suite: small, so the run stays quick.
+pub const DEFAULT_KEYS_ROWS: u64 = 10_000;
 
 /// db_bench's N in the dbbench suite: small, so the default run stays quick.
 pub const DEFAULT_DBBENCH_NUM: u64 = 10_000;
@@ -130,6 +140,8 @@ impl Default for SuiteConfig {
             lookup_batches: LOOKUP_BATCHES.to_vec(),
             dbbench_num: DEFAULT_DBBENCH_NUM,
             dbbench_journal_mode: JournalMode::Wal,
+            keys_rows: DEFAULT_KEYS_ROWS,
+            keys_journal_mode: JournalMode::Wal,
         }
     }
 }
@@ -143,12 +155,13 @@ pub const READS: [Operation; 3] = [
 
 impl SuiteConfig {
     /// Every scenario of the selected prefilled suite, in report order. The dbbench suite
-    /// measures a sequence of benchmarks per store instead: `dbbench::matrix`.
+    /// measures a sequence of benchmarks per store instead (`dbbench::matrix`), and the
+    /// keys suite a fill per store and key type (`keys::matrix`).
     pub fn matrix(&self) -> Vec<Scenario> {
         match self.suite {
             Suite::Seed003 => self.seed003_matrix(),
             Suite::Lookups => self.lookups_matrix(),
-            Suite::DbBench => Vec::new(),
+            Suite::DbBench | Suite::Keys => Vec::new(),
         }
     }
 
@@ -218,6 +231,7 @@ impl SuiteConfig {
                 }
             }
             Suite::DbBench => crate::dbbench::validate(self)?,
+            Suite::Keys => crate::keys::validate(self)?,
             Suite::Lookups => {
                 if self.lookup_batches.is_empty() {
                     return Err(anyhow!("--lookup-batches needs at least one batch size"));
@@ -467,6 +481,9 @@ pub fn run(
     if cfg.suite == Suite::DbBench {
         return crate::dbbench::run(engine, wasm, cfg, progress);
     }
+    if cfg.suite == Suite::Keys {
+        return crate::keys::run(engine, wasm, cfg, progress);
+    }
     let started = Instant::now();
     let engine_name = engine.name().to_string();
     let mut client = BenchClient::install(engine, wasm)?;
@@ -617,6 +634,7 @@ pub fn run(
         executed_instructions: client.executed_instructions,
         results,
         notes,
+        page_stats: Vec::new(),
     })
 }
 

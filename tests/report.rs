@@ -69,6 +69,7 @@ fn sample() -> Report {
     (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
     results.push(lookup);
     Report {
+        page_stats: vec![],
         suite: "storage".into(),
         engine: "embedded".into(),
         rows_before: 1_000_000,

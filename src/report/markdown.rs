@@ -126,6 +126,90 @@ fn dbbench_table(report: &Report, charged: bool) -> String {
     table.render()
 }
 
+/// The keys suite's table for one operation: key types by stores.
+fn keys_table(report: &Report, operation: &str, cell: fn(&ScenarioResult) -> String) -> String {
+    let selected: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.operation == operation)
+        .collect();
+    let mut rows: Vec<&str> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    for r in &selected {
+        if !rows.contains(&r.position.as_str()) {
+            rows.push(&r.position);
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let mut headers = vec!["Key".to_string()];
+    headers.extend(columns.iter().map(super::svg::dbbench_label));
+    let mut table = Table::new(headers);
+    for row in rows {
+        let mut cells = vec![row.to_string()];
+        for c in &columns {
+            let r = selected
+                .iter()
+                .find(|r| r.position == row && StoreColumn::of(r) == *c);
+            cells.push(match r {
+                None => "-".into(),
+                Some(r) if r.status != crate::scenario::Status::Ok => "failed".into(),
+                Some(r) => cell(r),
+            });
+        }
+        table.push(cells);
+    }
+    table.render()
+}
+
+fn keys_pages_table(report: &Report) -> String {
+    use super::table::Align::{Left, Right};
+    let mut table = Table::with_aligns(
+        [
+            "Store", "Key", "B-tree", "Interior", "Leaf", "Overflow", "Fanout", "Bytes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![Left, Left, Left, Right, Right, Right, Right, Right],
+    );
+    for p in &report.page_stats {
+        table.push(vec![
+            p.store.clone(),
+            p.key_type.clone(),
+            p.btree.clone(),
+            thousands(p.interior_pages),
+            thousands(p.leaf_pages),
+            thousands(p.overflow_pages),
+            p.fanout()
+                .map(|f| format!("{f}.00"))
+                .unwrap_or_else(|| "-".into()),
+            thousands(p.bytes),
+        ]);
+    }
+    table.render()
+}
+
+/// The keys suite: per insert, per lookup, stable bytes per row, and SQLite's B-trees.
+fn keys_section(report: &Report, heading: &str) -> String {
+    if report.suite != "keys" {
+        return String::new();
+    }
+    let plot = if super::keys_plot(report).is_some() {
+        "![Key types: instructions per row](plot-keys.svg)\n\n"
+    } else {
+        ""
+    };
+    format!(
+        "{heading}store instructions per insert\n\n{plot}{}\n{heading}store instructions per lookup\n\n{}\n{heading}stable bytes per row\n\n{}\n{heading}SQLite pages per B-tree (dbstat; fanout as sqlite3_analyzer)\n\n{}",
+        keys_table(report, "insert", |r| per_row(r.store_instructions_per_row)),
+        keys_table(report, "point_lookup", |r| per_row(r.store_instructions_per_row)),
+        keys_table(report, "storage", |r| per_row(r.bytes as f64 / r.batch.max(1) as f64)),
+        keys_pages_table(report)
+    )
+}
+
 fn dbbench_section(report: &Report, heading: &str) -> String {
     if !report.results.iter().any(|r| r.position == "db_bench") {
         return String::new();
@@ -175,7 +259,12 @@ pub fn markdown(report: &Report) -> String {
 
     let mut notes = Footnotes::default();
     out.push_str(&dbbench_section(report, "\n## "));
-    for position in positions(report).into_iter().filter(|p| p != "db_bench") {
+    out.push_str(&keys_section(report, "\n## "));
+    let generic = report.suite != "keys";
+    for position in positions(report)
+        .into_iter()
+        .filter(|p| generic && p != "db_bench")
+    {
         out.push_str(&format!("\n## Position: {position}\n"));
         if svg_plot(report, &position).is_some() {
             let file = plot_file_name(&position);
@@ -222,7 +311,7 @@ pub fn markdown(report: &Report) -> String {
     let unknown = report
         .results
         .iter()
-        .filter(|r| r.position != "db_bench" && !known.contains(&r.operation.as_str()))
+        .filter(|r| generic && r.position != "db_bench" && !known.contains(&r.operation.as_str()))
         .count();
     if unknown > 0 {
         out.push_str(&format!(
@@ -282,6 +371,10 @@ pub fn terminal_tables(report: &Report) -> String {
             "\nstore instructions per op (key + value bytes per op)\n{}",
             dbbench_table(report, false)
         ));
+    }
+    if report.suite == "keys" {
+        out.push_str(&keys_section(report, "\n"));
+        return out;
     }
     for position in positions(report) {
         for group in &GROUPS {

@@ -263,36 +263,85 @@ mod tests {
 /// plot-dbbench.svg: the dbbench suite's store instructions per op, one row per benchmark
 /// and one marker per store, on a log axis (db_bench's benchmarks have no batch axis).
 pub fn dbbench_plot(report: &Report) -> Option<String> {
-    let results: Vec<_> = report
+    let points = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench" && r.status == Status::Ok)
+        .map(|r| {
+            (
+                r.operation.clone(),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
+        })
+        .collect();
+    dot_plot(
+        "db_bench: store instructions per op",
+        "store instructions per op (log scale)",
+        "instructions/op",
+        points,
+    )
+}
+
+/// plot-keys.svg: the keys suite's instructions per insert and per lookup, one row per
+/// key type and operation, one marker per store.
+pub fn keys_plot(report: &Report) -> Option<String> {
+    if report.suite != "keys" {
+        return None;
+    }
+    let points = report
         .results
         .iter()
         .filter(|r| {
-            r.position == "db_bench" && r.status == Status::Ok && r.store_instructions_per_row > 0.0
+            r.status == Status::Ok && matches!(r.operation.as_str(), "insert" | "point_lookup")
+        })
+        .map(|r| {
+            let what = if r.operation == "insert" {
+                "insert"
+            } else {
+                "lookup"
+            };
+            (
+                format!("{} {what}", r.position),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
         })
         .collect();
-    if results.is_empty() {
+    dot_plot(
+        "Key types: store instructions per row",
+        "store instructions per insert / lookup (log scale)",
+        "instructions/row",
+        points,
+    )
+}
+
+/// One row per label (in first-seen order), one marker per store, x on a log axis.
+fn dot_plot(
+    title: &str,
+    axis: &str,
+    unit: &str,
+    points: Vec<(String, StoreColumn, f64)>,
+) -> Option<String> {
+    let points: Vec<_> = points.into_iter().filter(|p| p.2 > 0.0).collect();
+    if points.is_empty() {
         return None;
     }
-    let mut benches: Vec<&str> = Vec::new();
-    let mut columns: Vec<StoreColumn> = Vec::new();
-    for r in &results {
-        if !benches.contains(&r.operation.as_str()) {
-            benches.push(&r.operation);
+    let mut rows: Vec<&str> = Vec::new();
+    let mut columns: Vec<&StoreColumn> = Vec::new();
+    for (row, column, _) in &points {
+        if !rows.contains(&row.as_str()) {
+            rows.push(row);
         }
-        let c = StoreColumn::of(r);
-        if !columns.contains(&c) {
-            columns.push(c);
+        if !columns.contains(&column) {
+            columns.push(column);
         }
     }
     let (left, right, top) = (120.0, WIDTH - 230.0, 50.0);
     let row_height = 26.0;
-    let bottom = top + row_height * benches.len() as f64;
+    let bottom = top + row_height * rows.len() as f64;
     let height = bottom + 60.0;
-    let x = LogAxis::spanning(
-        results.iter().map(|r| r.store_instructions_per_row),
-        left,
-        right,
-    );
+    let x = LogAxis::spanning(points.iter().map(|p| p.2), left, right);
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -301,8 +350,9 @@ pub fn dbbench_plot(report: &Report) -> Option<String> {
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">db_bench: store instructions per op</text>"#,
-        (left + right) / 2.0
+        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+        (left + right) / 2.0,
+        escape(title)
     );
     for e in x.min_exp..=x.max_exp {
         let px = x.at_exp(e as f64);
@@ -319,38 +369,36 @@ pub fn dbbench_plot(report: &Report) -> Option<String> {
     }
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">store instructions per op (log scale)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
         (left + right) / 2.0,
-        height - 18.0
+        height - 18.0,
+        escape(axis)
     );
-    for (i, bench) in benches.iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         let y = top + row_height * (i as f64 + 0.5);
         let _ = writeln!(
             svg,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             left - 8.0,
             y + 4.0,
-            escape(bench)
+            escape(row)
         );
     }
     for (si, column) in columns.iter().enumerate() {
         let color = color(column, si);
         let label = escape(&dbbench_label(column));
-        for (i, bench) in benches.iter().enumerate() {
-            let Some(r) = results
-                .iter()
-                .find(|r| r.operation == *bench && StoreColumn::of(r) == *column)
-            else {
+        for (i, row) in rows.iter().enumerate() {
+            let Some(p) = points.iter().find(|p| p.0 == *row && p.1 == **column) else {
                 continue;
             };
             // Stores side by side within the row, so equal values stay visible.
             let y = top + row_height * i as f64 + 6.0 + 14.0 * si as f64 / columns.len() as f64;
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{color}"><title>{label}, {}: {} instructions/op</title></circle>"#,
-                x.at(r.store_instructions_per_row),
-                escape(bench),
-                per_row(r.store_instructions_per_row)
+                r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{color}"><title>{label}, {}: {} {unit}</title></circle>"#,
+                x.at(p.2),
+                escape(row),
+                per_row(p.2)
             );
         }
         let ly = top + 10.0 + 20.0 * si as f64;
@@ -377,11 +425,13 @@ pub fn dbbench_plot(report: &Report) -> Option<String> {
     Some(svg)
 }
 
-fn dbbench_label(c: &StoreColumn) -> String {
+/// Store labels of the dbbench and keys suites, whose SQLite columns are schemas.
+pub(crate) fn dbbench_label(c: &StoreColumn) -> String {
     match c.store.as_str() {
         "btree" => "StableBTreeMap".into(),
         "sqlite" => format!("SQLite {} rowid", c.journal_mode),
         "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        "sqlite_secondary" => format!("SQLite {} secondary index", c.journal_mode),
         _ => c.label(),
     }
 }
