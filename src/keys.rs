@@ -348,7 +348,7 @@ pub fn run(
         notes: vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
-            "Schemas: sqlite = rowid table with k PRIMARY KEY (for u64, INTEGER PRIMARY KEY is the rowid: one B-tree); sqlite_without_rowid = the same WITHOUT ROWID; sqlite_secondary = implicit rowid + CREATE INDEX on k. btree = StableBTreeMap keyed by u64, [u8; 16] or String.".into(),
+            "Schemas: sqlite = rowid table with k PRIMARY KEY (for u64, INTEGER PRIMARY KEY is the rowid: one B-tree); sqlite_without_rowid = the same WITHOUT ROWID; sqlite_secondary = implicit rowid + CREATE INDEX on k. btree = StableBTreeMap keyed by [u8; 8] (the u64 big-endian, as the map stores a u64), [u8; 16] or String.".into(),
             "Storage: SQLite = pages of the table's B-trees (dbstat) x page size; map = its virtual memory's size (grown in 64 KiB pages). Fanout = sqlite3_analyzer's (interior + leaf - 1) / interior.".into(),
         ],
         page_stats,

@@ -172,14 +172,17 @@ fn create_sql(store: Store, key: KeyType) -> String {
 type Map<K> = StableBTreeMap<K, Vec<u8>, Memory>;
 
 thread_local! {
-    static U64: RefCell<Map<u64>> = RefCell::new(Map::init(memory::get(memory::KEYS_U64)));
+    // Keyed by the u64's 8 big-endian bytes, exactly how the map stores a u64 key (same
+    // bytes, same order): the users map stays the only StableBTreeMap<u64, _>, which
+    // halves the drift this module causes in seed 003's B-tree counts (code layout).
+    static U64: RefCell<Map<[u8; 8]>> = RefCell::new(Map::init(memory::get(memory::KEYS_U64)));
     static ULID: RefCell<Map<[u8; 16]>> = RefCell::new(Map::init(memory::get(memory::KEYS_ULID)));
     static UUID: RefCell<Map<[u8; 16]>> = RefCell::new(Map::init(memory::get(memory::KEYS_UUID)));
     static HEX: RefCell<Map<String>> = RefCell::new(Map::init(memory::get(memory::KEYS_HEX)));
 }
 
-fn u64_key(k: &[u8]) -> u64 {
-    u64::from_be_bytes(k.try_into().expect("checked"))
+fn u64_key(k: &[u8]) -> [u8; 8] {
+    k.try_into().expect("checked")
 }
 fn blob_key(k: &[u8]) -> [u8; 16] {
     k.try_into().expect("checked")
@@ -193,7 +196,7 @@ macro_rules! with_map {
     ($key:expr, $keys:expr, |$map:ident, $typed:ident| $body:expr) => {
         match $key {
             KeyType::U64 => {
-                let $typed: Vec<u64> = $keys.iter().map(|k| u64_key(k)).collect();
+                let $typed: Vec<[u8; 8]> = $keys.iter().map(|k| u64_key(k)).collect();
                 U64.with_borrow_mut(|$map| $body)
             }
             KeyType::Ulid => {
