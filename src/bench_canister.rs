@@ -66,6 +66,45 @@ pub struct Stats {
     pub payload_size: u64,
 }
 
+/// `DbBenchWrite` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DbBenchWrite {
+    pub store: String,
+    pub keys: Vec<u64>,
+    pub value_size: u64,
+    pub first_value: u64,
+    pub transaction_per_row: bool,
+}
+
+/// `DbBenchReport` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DbBenchReport {
+    pub ops: u64,
+    pub found: u64,
+    pub bytes: u64,
+    pub instructions: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+}
+
+/// `BTreePages` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BTreePages {
+    pub name: String,
+    pub interior_pages: u64,
+    pub leaf_pages: u64,
+    pub overflow_pages: u64,
+    pub bytes: u64,
+}
+
+/// `KeysStats` of bench.did.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct KeysStats {
+    pub rows: u64,
+    pub stable_bytes: u64,
+    pub btrees: Vec<BTreePages>,
+}
+
 type CanisterResult<T> = std::result::Result<T, String>;
 
 /// A reply from the canister together with what the message cost.
@@ -217,6 +256,71 @@ impl<'e> BenchClient<'e> {
 
     pub fn clear(&mut self, store: &str) -> Result<Measured<u64>> {
         self.update(&format!("clear_{store}"), Encode!()?)
+    }
+
+    /// `dbbench_reset(store)`: empties a db_bench store and readies it.
+    pub fn dbbench_reset(&mut self, store: &str) -> Result<Measured<u64>> {
+        self.update("dbbench_reset", Encode!(&store)?)
+    }
+
+    pub fn dbbench_write(&mut self, arg: &DbBenchWrite) -> Result<Measured<DbBenchReport>> {
+        self.update("dbbench_write", Encode!(arg)?)
+    }
+
+    /// `dbbench_read_random(store, keys)` (a query).
+    pub fn dbbench_read_random(
+        &mut self,
+        store: &str,
+        keys: &[u64],
+    ) -> Result<Measured<DbBenchReport>> {
+        self.query("dbbench_read_random", Encode!(&store, &keys)?)
+    }
+
+    /// `dbbench_read_seq(store, start, count)` (a query).
+    pub fn dbbench_read_seq(
+        &mut self,
+        store: &str,
+        start: u64,
+        count: u64,
+    ) -> Result<Measured<DbBenchReport>> {
+        self.query("dbbench_read_seq", Encode!(&store, &start, &count)?)
+    }
+
+    pub fn keys_reset(&mut self, store: &str, key_type: &str) -> Result<Measured<u64>> {
+        self.update("keys_reset", Encode!(&store, &key_type)?)
+    }
+
+    pub fn keys_insert(
+        &mut self,
+        store: &str,
+        key_type: &str,
+        keys: &[Vec<u8>],
+        value_size: u64,
+    ) -> Result<Measured<DbBenchReport>> {
+        self.update(
+            "keys_insert",
+            Encode!(&store, &key_type, &keys, &value_size)?,
+        )
+    }
+
+    /// `keys_lookup` (a query).
+    pub fn keys_lookup(
+        &mut self,
+        store: &str,
+        key_type: &str,
+        keys: &[Vec<u8>],
+    ) -> Result<Measured<DbBenchReport>> {
+        self.query("keys_lookup", Encode!(&store, &key_type, &keys)?)
+    }
+
+    pub fn keys_stats(&mut self, store: &str, key_type: &str) -> Result<CanisterResult<KeysStats>> {
+        let out = self
+            .engine
+            .query(self.canister, "keys_stats", &Encode!(&store, &key_type)?)?;
+        let bytes = out
+            .result
+            .map_err(|r| anyhow!("keys_stats was rejected: {r}"))?;
+        Ok(Decode!(&bytes, CanisterResult<KeysStats>)?)
     }
 
     pub fn stats(&mut self) -> Result<Stats> {

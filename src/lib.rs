@@ -2,7 +2,9 @@
 //! instruction metering on an embedded engine (or on PocketIC).
 
 pub mod bench_canister;
+pub mod dbbench;
 pub mod engine;
+pub mod keys;
 pub mod report;
 pub mod scenario;
 pub mod suite;

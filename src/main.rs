@@ -13,7 +13,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Report};
 use icbench::scenario::{JournalMode, Position, Store};
-use icbench::suite::{self, Progress, Seed003Config};
+use icbench::suite::{self, Progress, Suite, SuiteConfig};
 
 #[derive(Parser)]
 #[command(
@@ -58,10 +58,29 @@ enum Format {
 
 #[derive(Args, Clone)]
 struct RunArgs {
+    /// Suite to run: seed003 (the default), lookups, dbbench, keys, a comma-separated list, or all.
+    /// seed003 writes into --out, every other suite into --out/NAME.
+    #[arg(long, default_value = "seed003")]
+    suite: String,
+    /// db_bench's N (entries) in the dbbench suite; the 100K benchmarks use N/1000.
+    #[arg(long, default_value_t = suite::DEFAULT_DBBENCH_NUM)]
+    dbbench_num: u64,
+    /// SQLite journal mode in the dbbench suite (db_bench_sqlite3 uses WAL).
+    #[arg(long, default_value = "WAL")]
+    dbbench_journal_mode: String,
+    /// Rows per store and key type in the keys suite (a multiple of 100).
+    #[arg(long, default_value_t = suite::DEFAULT_KEYS_ROWS)]
+    keys_rows: u64,
+    /// SQLite journal mode in the keys suite (seed 002 used WAL).
+    #[arg(long, default_value = "WAL")]
+    keys_journal_mode: String,
+    /// Keys per query in the lookups suite, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = suite::LOOKUP_BATCHES)]
+    lookup_batches: Vec<u64>,
     /// Rows prefilled into each store (ids 0, 10, 20, ...).
     #[arg(long, default_value_t = 1_000_000)]
     rows: u64,
-    /// New rows per update message, comma-separated.
+    /// New rows per update message, comma-separated (seed003).
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
     batches: Vec<u64>,
     /// Stores to measure, comma-separated: btree, sqlite.
@@ -70,8 +89,9 @@ struct RunArgs {
     /// SQLite journal modes, comma-separated: DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF.
     #[arg(long, value_delimiter = ',', default_values_t = JournalMode::ALL.map(|m| m.to_string()))]
     journal_modes: Vec<String>,
-    /// Where new rows go, comma-separated: middle, end, random.
-    #[arg(long, value_delimiter = ',', default_values_t = Position::ALL.map(|p| p.to_string()))]
+    /// Where new rows go, comma-separated: middle, end, random, sorted (random ids in
+    /// ascending order) (seed003).
+    #[arg(long, value_delimiter = ',', default_values_t = Position::SEED003.map(|p| p.to_string()))]
     positions: Vec<String>,
     /// Bytes of the username payload per row (seed 003 used 100).
     #[arg(long, default_value_t = 100)]
@@ -121,7 +141,11 @@ fn parse_list<T>(values: &[String], parse: impl Fn(&str) -> Result<T, String>) -
 }
 
 impl RunArgs {
-    fn config(&self) -> Result<Seed003Config> {
+    fn suites(&self) -> Result<Vec<Suite>> {
+        Suite::parse_selection(&self.suite).map_err(|e| anyhow!(e))
+    }
+
+    fn config(&self, suite: Suite) -> Result<SuiteConfig> {
         let kinds = parse_list(&self.stores, |s| match s.to_ascii_lowercase().as_str() {
             "btree" => Ok("btree"),
             "sqlite" => Ok("sqlite"),
@@ -151,7 +175,24 @@ impl RunArgs {
         if !(self.usd_per_xdr.is_finite() && self.usd_per_xdr > 0.0) {
             return Err(anyhow!("--usd-per-xdr must be a positive number"));
         }
-        let cfg = Seed003Config {
+        let mut lookup_batches = self.lookup_batches.clone();
+        lookup_batches.sort();
+        lookup_batches.dedup();
+        let dbbench_journal_mode = self
+            .dbbench_journal_mode
+            .parse::<JournalMode>()
+            .map_err(|e| anyhow!("--dbbench-journal-mode: {e}"))?;
+        let keys_journal_mode = self
+            .keys_journal_mode
+            .parse::<JournalMode>()
+            .map_err(|e| anyhow!("--keys-journal-mode: {e}"))?;
+        let cfg = SuiteConfig {
+            suite,
+            keys_rows: self.keys_rows,
+            keys_journal_mode,
+            lookup_batches,
+            dbbench_num: self.dbbench_num,
+            dbbench_journal_mode,
             rows: self.rows,
             batches,
             stores,
@@ -177,8 +218,29 @@ fn make_engine(kind: EngineKind) -> Result<Box<dyn Engine>> {
     }
 }
 
+/// Where a suite's files go: seed003 keeps `--out` itself (as before suites existed), the
+/// others a subdirectory named after them, so `--suite all` overwrites nothing.
+fn out_dir(base: &std::path::Path, suite: Suite) -> PathBuf {
+    match suite {
+        Suite::Seed003 => base.to_path_buf(),
+        other => base.join(other.name()),
+    }
+}
+
 fn run(args: &RunArgs) -> Result<()> {
-    let cfg = args.config()?;
+    let suites = args.suites()?;
+    // Every configuration is checked before any work starts.
+    let configs = suites
+        .iter()
+        .map(|&s| args.config(s))
+        .collect::<Result<Vec<_>>>()?;
+    if suites.len() > 1 && matches!(args.format, Format::Json | Format::Csv) {
+        return Err(anyhow!(
+            "--format json/csv prints one suite; with {} suites read results.json / results.csv under --out {}",
+            suites.len(),
+            args.out.display()
+        ));
+    }
     let mut engine = make_engine(args.engine)?;
     let wasm = match &args.wasm {
         Some(path) => {
@@ -219,29 +281,42 @@ fn run(args: &RunArgs) -> Result<()> {
             eprintln!("{line} [{elapsed:.0}s]");
         }
     };
-    let report = suite::run(engine.as_mut(), &wasm, &cfg, &mut progress)?;
-    if !quiet && tty {
-        eprintln!();
-    }
-    let written = report::write_all(&report, &args.out)
-        .with_context(|| format!("writing results to {}", args.out.display()))?;
-    let stdout = match args.format {
-        Format::Table => report::terminal_tables(&report),
-        Format::Markdown => report::markdown(&report),
-        Format::Json => report::json(&report),
-        Format::Csv => report::csv(&report),
-    };
-    print!("{stdout}");
-    if !quiet {
-        eprintln!(
-            "wrote {}",
-            written
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
+    for cfg in &configs {
+        let suite_started = std::time::Instant::now();
+        if !quiet && configs.len() > 1 {
+            eprintln!("suite {}", cfg.suite);
+        }
+        let report = suite::run(engine.as_mut(), &wasm, cfg, &mut progress)?;
+        if !quiet && tty {
+            eprintln!();
+        }
+        let dir = out_dir(&args.out, cfg.suite);
+        let written = report::write_all(&report, &dir)
+            .with_context(|| format!("writing results to {}", dir.display()))?;
+        let stdout = match args.format {
+            Format::Table => report::terminal_tables(&report),
+            Format::Markdown => report::markdown(&report),
+            Format::Json => report::json(&report),
+            Format::Csv => report::csv(&report),
+        };
+        if configs.len() > 1 {
+            println!("== suite {} ==\n", cfg.suite);
+        }
+        print!("{stdout}");
+        if !quiet {
+            eprintln!(
+                "wrote {}",
+                written
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            eprintln!(
+                "{}",
+                speed_line(&report, suite_started.elapsed().as_secs_f64())
+            );
+        }
     }
     Ok(())
 }

@@ -1,7 +1,10 @@
-//! The seed-003 suite: prefill both stores with `rows` rows (ids 0, 10, 20, ...), snapshot,
-//! then run every scenario of the matrix from that identical state.
+//! The suites that share seed 003's canister state: prefill both stores with `rows` rows
+//! (ids 0, 10, 20, ...), snapshot, then run every scenario of the suite's matrix from that
+//! identical state. `seed003` inserts and reads; `lookups` (seed 001) reads B keys per message.
 
 use std::collections::HashSet;
+use std::fmt;
+use std::str::FromStr;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
@@ -19,8 +22,81 @@ pub const ID_STEP: u64 = 10;
 /// USD per XDR (1 trillion cycles = 1 XDR). An assumption, printed with every report.
 pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
 
+/// A named set of scenarios, selected with `--suite NAME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Suite {
+    /// Seed 003: inserts at the middle, end and random positions, and three reads.
+    Seed003,
+    /// Seed 001: one query reads B keys, B in 1, 10, 25, 50, 100, unsorted and sorted.
+    Lookups,
+    /// Seed 000: LevelDB's db_bench benchmarks on the map and SQLite rowid / WITHOUT ROWID.
+    DbBench,
+    /// Seed 002: u64, ULID, UUIDv4 and hex keys on the map and three SQLite schemas.
+    Keys,
+}
+
+impl Suite {
+    /// Every registered suite, in the order `--suite all` runs them.
+    pub const ALL: [Suite; 4] = [Suite::Seed003, Suite::Lookups, Suite::DbBench, Suite::Keys];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Seed003 => "seed003",
+            Suite::Lookups => "lookups",
+            Suite::DbBench => "dbbench",
+            Suite::Keys => "keys",
+        }
+    }
+
+    /// `seed003`, a comma-separated list of names, or `all`; duplicates dropped, run order kept.
+    pub fn parse_selection(text: &str) -> Result<Vec<Suite>, String> {
+        let mut out = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            let chosen: Vec<Suite> = if part.eq_ignore_ascii_case("all") {
+                Suite::ALL.to_vec()
+            } else {
+                vec![part.parse()?]
+            };
+            for s in chosen {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl fmt::Display for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Suite {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Suite::ALL
+            .into_iter()
+            .find(|x| x.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!(
+                    "unknown suite {s:?}; accepted: {}, all",
+                    Suite::ALL.map(Suite::name).join(", ")
+                )
+            })
+    }
+}
+
+/// Keys per query in the `lookups` suite (seed 001's batch sizes).
+pub const LOOKUP_BATCHES: [u64; 5] = [1, 10, 25, 50, 100];
+
+/// The seed-003 suite's old name; the config now serves every prefilled suite.
+pub type Seed003Config = SuiteConfig;
+
 #[derive(Clone, Debug)]
-pub struct Seed003Config {
+pub struct SuiteConfig {
+    pub suite: Suite,
     pub rows: u64,
     pub batches: Vec<u64>,
     pub stores: Vec<Store>,
@@ -29,21 +105,43 @@ pub struct Seed003Config {
     pub seed: u64,
     pub reads: bool,
     pub usd_per_xdr: f64,
+    /// Keys per query of the `lookups` suite.
+    pub lookup_batches: Vec<u64>,
+    /// db_bench's N (`--num`) for the `dbbench` suite.
+    pub dbbench_num: u64,
+    /// SQLite's journal mode in the `dbbench` suite (db_bench_sqlite3 uses WAL).
+    pub dbbench_journal_mode: JournalMode,
+    /// Rows per store and key type in the `keys` suite.
+    pub keys_rows: u64,
+    /// SQLite's journal mode in the `keys` suite (seed 002 used WAL).
+    pub keys_journal_mode: JournalMode,
 }
 
-impl Default for Seed003Config {
+/// Rows per store and key type in the keys suite: small, so the run stays quick.
+pub const DEFAULT_KEYS_ROWS: u64 = 10_000;
+
+/// db_bench's N in the dbbench suite: small, so the default run stays quick.
+pub const DEFAULT_DBBENCH_NUM: u64 = 10_000;
+
+impl Default for SuiteConfig {
     fn default() -> Self {
         let mut stores = vec![Store::BTree];
         stores.extend(JournalMode::ALL.map(Store::Sqlite));
         Self {
+            suite: Suite::Seed003,
             rows: 1_000_000,
             batches: vec![1, 10, 100, 1_000, 10_000],
             stores,
-            positions: Position::ALL.to_vec(),
+            positions: Position::SEED003.to_vec(),
             payload_size: 100,
             seed: 2026,
             reads: true,
             usd_per_xdr: DEFAULT_USD_PER_XDR,
+            lookup_batches: LOOKUP_BATCHES.to_vec(),
+            dbbench_num: DEFAULT_DBBENCH_NUM,
+            dbbench_journal_mode: JournalMode::Wal,
+            keys_rows: DEFAULT_KEYS_ROWS,
+            keys_journal_mode: JournalMode::Wal,
         }
     }
 }
@@ -55,9 +153,37 @@ pub const READS: [Operation; 3] = [
     Operation::RangeScan { rows: 1_000 },
 ];
 
-impl Seed003Config {
-    /// Every scenario, in report order.
+impl SuiteConfig {
+    /// Every scenario of the selected prefilled suite, in report order. The dbbench suite
+    /// measures a sequence of benchmarks per store instead (`dbbench::matrix`), and the
+    /// keys suite a fill per store and key type (`keys::matrix`).
     pub fn matrix(&self) -> Vec<Scenario> {
+        match self.suite {
+            Suite::Seed003 => self.seed003_matrix(),
+            Suite::Lookups => self.lookups_matrix(),
+            Suite::DbBench | Suite::Keys => Vec::new(),
+        }
+    }
+
+    /// Per key order (draw order, then ascending), per store, every lookup batch. Both
+    /// orders read the same keys, so the difference is the order alone.
+    fn lookups_matrix(&self) -> Vec<Scenario> {
+        let mut out = Vec::new();
+        for position in [Position::Random, Position::Sorted] {
+            for &store in &self.stores {
+                for &keys in &self.lookup_batches {
+                    out.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::PointLookups { keys },
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn seed003_matrix(&self) -> Vec<Scenario> {
         let mut out = Vec::new();
         for &position in &self.positions {
             for &store in &self.stores {
@@ -89,16 +215,34 @@ impl Seed003Config {
                 self.rows
             ));
         }
-        if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
-            return Err(anyhow!(
-                "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
-            ));
-        }
-        if self.batches.iter().any(|&b| b > self.rows / 2) {
-            return Err(anyhow!(
-                "batch sizes must be at most half of --rows ({})",
-                self.rows / 2
-            ));
+        // Each suite checks only the sizes it uses: a lookups run ignores --batches.
+        match self.suite {
+            Suite::Seed003 => {
+                if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
+                    return Err(anyhow!(
+                        "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
+                    ));
+                }
+                if self.batches.iter().any(|&b| b > self.rows / 2) {
+                    return Err(anyhow!(
+                        "batch sizes must be at most half of --rows ({})",
+                        self.rows / 2
+                    ));
+                }
+            }
+            Suite::DbBench => crate::dbbench::validate(self)?,
+            Suite::Keys => crate::keys::validate(self)?,
+            Suite::Lookups => {
+                if self.lookup_batches.is_empty() {
+                    return Err(anyhow!("--lookup-batches needs at least one batch size"));
+                }
+                let max = PREFILL_CHUNK.min(self.rows / 2);
+                if let Some(b) = self.lookup_batches.iter().find(|&&b| b == 0 || b > max) {
+                    return Err(anyhow!(
+                        "lookup batch sizes must be between 1 and {max} (at most {PREFILL_CHUNK} and half of --rows), got {b}"
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -178,7 +322,7 @@ enum Call {
 }
 
 impl Call {
-    fn for_scenario(s: &Scenario, cfg: &Seed003Config) -> Call {
+    fn for_scenario(s: &Scenario, cfg: &SuiteConfig) -> Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
@@ -195,6 +339,11 @@ impl Call {
             (Operation::Insert { rows: n }, Position::Random) => {
                 Call::InsertIds(random_absent_ids(cfg.seed, rows, n))
             }
+            (Operation::Insert { rows: n }, Position::Sorted) => {
+                let mut ids = random_absent_ids(cfg.seed, rows, n);
+                ids.sort_unstable();
+                Call::InsertIds(ids)
+            }
             (Operation::PointLookups { keys }, Position::Middle) => Call::Get {
                 offset: middle,
                 step: ID_STEP,
@@ -208,6 +357,11 @@ impl Call {
             (Operation::PointLookups { keys }, Position::Random) => {
                 Call::GetIds(random_present_ids(cfg.seed, rows, keys))
             }
+            (Operation::PointLookups { keys }, Position::Sorted) => {
+                let mut ids = random_present_ids(cfg.seed, rows, keys);
+                ids.sort_unstable();
+                Call::GetIds(ids)
+            }
             (Operation::RangeScan { rows: n }, Position::Middle) => Call::Scan {
                 offset: middle,
                 count: n,
@@ -216,7 +370,7 @@ impl Call {
                 offset: (rows - n) * ID_STEP,
                 count: n,
             },
-            (Operation::RangeScan { rows: n }, Position::Random) => {
+            (Operation::RangeScan { rows: n }, Position::Random | Position::Sorted) => {
                 let start = SplitMix64::new(cfg.seed ^ 0x5CA7).below(rows - n) * ID_STEP;
                 Call::Scan {
                     offset: start,
@@ -284,7 +438,7 @@ fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Re
 /// Fills both stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
 pub fn prefill(
     client: &mut BenchClient<'_>,
-    cfg: &Seed003Config,
+    cfg: &SuiteConfig,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let stores: Vec<&str> = ["btree", "sqlite"]
@@ -320,10 +474,16 @@ pub fn prefill(
 pub fn run(
     engine: &mut dyn Engine,
     wasm: &[u8],
-    cfg: &Seed003Config,
+    cfg: &SuiteConfig,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
+    if cfg.suite == Suite::DbBench {
+        return crate::dbbench::run(engine, wasm, cfg, progress);
+    }
+    if cfg.suite == Suite::Keys {
+        return crate::keys::run(engine, wasm, cfg, progress);
+    }
     let started = Instant::now();
     let engine_name = engine.name().to_string();
     let mut client = BenchClient::install(engine, wasm)?;
@@ -374,7 +534,7 @@ pub fn run(
         });
         let call = Call::for_scenario(scenario, cfg);
         let mut result = ScenarioResult {
-            suite: "seed003".into(),
+            suite: cfg.suite.name().into(),
             engine: engine_name.clone(),
             store: scenario.store.kind().into(),
             journal_mode: scenario
@@ -399,6 +559,7 @@ pub fn run(
             stable_pages_delta: 0,
             heap_dirty_pages: 0,
             stable_dirty_pages: 0,
+            bytes: 0,
         };
         let start = starts
             .iter()
@@ -454,8 +615,17 @@ pub fn run(
         total: scenarios.len(),
         key: "",
     });
+    let mut notes = vec![
+            format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
+            "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
+            format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
+            format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
+        ];
+    if cfg.suite == Suite::Lookups {
+        notes.push("Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.".into());
+    }
     Ok(Report {
-        suite: "seed003".into(),
+        suite: cfg.suite.name().into(),
         engine: engine_name,
         rows_before: cfg.rows,
         seed: cfg.seed,
@@ -463,12 +633,8 @@ pub fn run(
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
         results,
-        notes: vec![
-            format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
-            "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
-            format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
-            format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
-        ],
+        notes,
+        page_stats: Vec::new(),
     })
 }
 

@@ -38,6 +38,7 @@ fn result(
         stable_pages_delta: batch as i64 / 50,
         heap_dirty_pages: 2,
         stable_dirty_pages: batch,
+        bytes: 0,
     }
 }
 
@@ -68,6 +69,7 @@ fn sample() -> Report {
     (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
     results.push(lookup);
     Report {
+        page_stats: vec![],
         suite: "storage".into(),
         engine: "embedded".into(),
         rows_before: 1_000_000,
@@ -234,7 +236,7 @@ fn csv_has_header_rows_and_quoting() {
         lines.next().unwrap(),
         "suite,engine,store,journal_mode,position,operation,batch,rows_before,method,args,status,reason,\
          instructions,instructions_per_row,store_instructions,store_instructions_per_row,cycles,usd,\
-         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages"
+         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages,bytes"
     );
     assert_eq!(lines.count(), report.results.len());
     assert!(

@@ -5,7 +5,7 @@ use super::Report;
 use crate::scenario::{ScenarioResult, Status};
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
-pub(crate) const HEADER: [&str; 22] = [
+pub(crate) const HEADER: [&str; 23] = [
     "suite",
     "engine",
     "store",
@@ -28,6 +28,7 @@ pub(crate) const HEADER: [&str; 22] = [
     "stable_pages_delta",
     "heap_dirty_pages",
     "stable_dirty_pages",
+    "bytes",
 ];
 
 /// results.csv with RFC 4180 quoting and CRLF line ends.
@@ -39,7 +40,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 22] {
+fn fields(r: &ScenarioResult) -> [String; 23] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -69,6 +70,7 @@ fn fields(r: &ScenarioResult) -> [String; 22] {
         stable_pages_delta,
         heap_dirty_pages,
         stable_dirty_pages,
+        bytes,
     } = r;
     [
         suite.clone(),
@@ -94,6 +96,7 @@ fn fields(r: &ScenarioResult) -> [String; 22] {
         stable_pages_delta.to_string(),
         heap_dirty_pages.to_string(),
         stable_dirty_pages.to_string(),
+        bytes.to_string(),
     ]
 }
 

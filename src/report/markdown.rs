@@ -76,6 +76,157 @@ const GROUPS: [Group; 2] = [
     },
 ];
 
+/// The dbbench suite's table: benchmarks by stores, store instructions per op (and the
+/// key + value bytes per op), plus the charged instructions per op.
+fn dbbench_table(report: &Report, charged: bool) -> String {
+    let mut rows: Vec<String> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    let selected: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench")
+        .collect();
+    for r in &selected {
+        if !rows.contains(&r.operation) {
+            rows.push(r.operation.clone());
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let label = |c: &StoreColumn| match c.store.as_str() {
+        "btree" => "BTreeMap".to_string(),
+        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
+        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        _ => c.label(),
+    };
+    let mut headers = vec!["Benchmark".to_string()];
+    headers.extend(columns.iter().map(label));
+    let mut table = Table::new(headers);
+    for op in &rows {
+        let mut cells = vec![op.clone()];
+        for c in &columns {
+            let r = selected
+                .iter()
+                .find(|r| &r.operation == op && StoreColumn::of(r) == *c);
+            cells.push(match r {
+                None => "-".into(),
+                Some(r) if r.status != crate::scenario::Status::Ok => "failed".into(),
+                Some(r) if charged => per_row(r.instructions_per_row),
+                Some(r) => format!(
+                    "{} ({} B)",
+                    per_row(r.store_instructions_per_row),
+                    thousands(r.bytes / r.batch.max(1))
+                ),
+            });
+        }
+        table.push(cells);
+    }
+    table.render()
+}
+
+/// The keys suite's table for one operation: key types by stores.
+fn keys_table(report: &Report, operation: &str, cell: fn(&ScenarioResult) -> String) -> String {
+    let selected: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.operation == operation)
+        .collect();
+    let mut rows: Vec<&str> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    for r in &selected {
+        if !rows.contains(&r.position.as_str()) {
+            rows.push(&r.position);
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let mut headers = vec!["Key".to_string()];
+    headers.extend(columns.iter().map(super::svg::dbbench_label));
+    let mut table = Table::new(headers);
+    for row in rows {
+        let mut cells = vec![row.to_string()];
+        for c in &columns {
+            let r = selected
+                .iter()
+                .find(|r| r.position == row && StoreColumn::of(r) == *c);
+            cells.push(match r {
+                None => "-".into(),
+                Some(r) if r.status != crate::scenario::Status::Ok => "failed".into(),
+                Some(r) => cell(r),
+            });
+        }
+        table.push(cells);
+    }
+    table.render()
+}
+
+fn keys_pages_table(report: &Report) -> String {
+    use super::table::Align::{Left, Right};
+    let mut table = Table::with_aligns(
+        [
+            "Store", "Key", "B-tree", "Interior", "Leaf", "Overflow", "Fanout", "Bytes",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![Left, Left, Left, Right, Right, Right, Right, Right],
+    );
+    for p in &report.page_stats {
+        table.push(vec![
+            p.store.clone(),
+            p.key_type.clone(),
+            p.btree.clone(),
+            thousands(p.interior_pages),
+            thousands(p.leaf_pages),
+            thousands(p.overflow_pages),
+            p.fanout()
+                .map(|f| format!("{f}.00"))
+                .unwrap_or_else(|| "-".into()),
+            thousands(p.bytes),
+        ]);
+    }
+    table.render()
+}
+
+/// The keys suite: per insert, per lookup, stable bytes per row, and SQLite's B-trees.
+fn keys_section(report: &Report, heading: &str) -> String {
+    if report.suite != "keys" {
+        return String::new();
+    }
+    let plot = if super::keys_plot(report).is_some() {
+        "![Key types: instructions per row](plot-keys.svg)\n\n"
+    } else {
+        ""
+    };
+    format!(
+        "{heading}store instructions per insert\n\n{plot}{}\n{heading}store instructions per lookup\n\n{}\n{heading}stable bytes per row\n\n{}\n{heading}SQLite pages per B-tree (dbstat; fanout as sqlite3_analyzer)\n\n{}",
+        keys_table(report, "insert", |r| per_row(r.store_instructions_per_row)),
+        keys_table(report, "point_lookup", |r| per_row(r.store_instructions_per_row)),
+        keys_table(report, "storage", |r| per_row(r.bytes as f64 / r.batch.max(1) as f64)),
+        keys_pages_table(report)
+    )
+}
+
+fn dbbench_section(report: &Report, heading: &str) -> String {
+    if !report.results.iter().any(|r| r.position == "db_bench") {
+        return String::new();
+    }
+    let plot = if super::dbbench_plot(report).is_some() {
+        "![db_bench: store instructions per op](plot-dbbench.svg)\n\n"
+    } else {
+        ""
+    };
+    format!(
+        "{heading}db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)\n\n{plot}```\n{}```\n\n{heading}store instructions per op (key + value bytes per op)\n\n{}\n{heading}instructions charged per op (whole messages)\n\n{}",
+        crate::dbbench::lines(report),
+        dbbench_table(report, false),
+        dbbench_table(report, true)
+    )
+}
+
 /// report.md: run settings, notes, then per position the insert tables and the read tables.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -107,11 +258,22 @@ pub fn markdown(report: &Report) -> String {
     );
 
     let mut notes = Footnotes::default();
-    for position in positions(report) {
+    out.push_str(&dbbench_section(report, "\n## "));
+    out.push_str(&keys_section(report, "\n## "));
+    let generic = report.suite != "keys";
+    for position in positions(report)
+        .into_iter()
+        .filter(|p| generic && p != "db_bench")
+    {
         out.push_str(&format!("\n## Position: {position}\n"));
         if svg_plot(report, &position).is_some() {
             let file = plot_file_name(&position);
-            out.push_str(&format!("\n![Insert cost per row, {position}]({file})\n"));
+            let alt = if Grid::new(report, &position, &["insert"]).is_empty() {
+                "Point lookup cost per key"
+            } else {
+                "Insert cost per row"
+            };
+            out.push_str(&format!("\n![{alt}, {position}]({file})\n"));
         }
         for group in &GROUPS {
             let grid = Grid::new(report, &position, group.operations);
@@ -149,7 +311,7 @@ pub fn markdown(report: &Report) -> String {
     let unknown = report
         .results
         .iter()
-        .filter(|r| !known.contains(&r.operation.as_str()))
+        .filter(|r| generic && r.position != "db_bench" && !known.contains(&r.operation.as_str()))
         .count();
     if unknown > 0 {
         out.push_str(&format!(
@@ -203,6 +365,17 @@ pub fn terminal_tables(report: &Report) -> String {
     let mut notes = Footnotes::default();
     // Totals only, like seed 003: with per-row figures seven stores would not fit the width.
     let compact_cell: fn(&ScenarioResult) -> String = |r| compact(r.store_instructions as f64);
+    if report.results.iter().any(|r| r.position == "db_bench") {
+        out.push_str(&crate::dbbench::lines(report));
+        out.push_str(&format!(
+            "\nstore instructions per op (key + value bytes per op)\n{}",
+            dbbench_table(report, false)
+        ));
+    }
+    if report.suite == "keys" {
+        out.push_str(&keys_section(report, "\n"));
+        return out;
+    }
     for position in positions(report) {
         for group in &GROUPS {
             let grid = Grid::new(report, &position, group.operations);
@@ -241,6 +414,18 @@ pub fn terminal_tables(report: &Report) -> String {
                 (table, " (SQLite columns by journal mode)")
             };
             out.push_str(&format!("{title}{title_note}\n{table}\n"));
+            // Batched lookups (seed 001) are about the cost per key: show it too.
+            let lookup_sizes = grid.rows.iter().filter(|r| r.0 == "point_lookup").count();
+            if lookup_sizes >= 3 {
+                let per_key: fn(&ScenarioResult) -> String =
+                    |r| compact(r.store_instructions_per_row);
+                let short = grid.columns.iter().map(StoreColumn::short_label).collect();
+                let table =
+                    render_grid(&grid, group.row_heading, short, per_key, &mut notes, "[{}]");
+                out.push_str(&format!(
+                    "{position}: store instructions per key (SQLite columns by journal mode)\n{table}\n"
+                ));
+            }
         }
     }
     for (n, word, reason) in notes.entries() {

@@ -26,7 +26,7 @@ pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
 pub use json::{from_json, json};
 pub use markdown::{markdown, terminal_tables};
-pub use svg::svg_plot;
+pub use svg::{dbbench_plot, keys_plot, svg_plot};
 
 /// Everything one run produced: the settings it ran with and one result per scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,6 +46,9 @@ pub struct Report {
     pub executed_instructions: u64,
     pub results: Vec<ScenarioResult>,
     pub notes: Vec<String>,
+    /// The keys suite's SQLite pages per B-tree (empty for the other suites).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub page_stats: Vec<crate::keys::PageStats>,
 }
 
 /// Writes report.md, results.csv, results.json and plot-<position>.svg (for each position
@@ -57,10 +60,18 @@ pub fn write_all(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         ("results.csv".to_string(), csv(report)),
         ("results.json".to_string(), json(report)),
     ];
-    for position in positions(report) {
+    // The keys suite's "positions" are key types with one fill each: its own plot instead.
+    let curves = report.suite != "keys";
+    for position in positions(report).into_iter().filter(|_| curves) {
         if let Some(svg) = svg_plot(report, &position) {
             files.push((plot_file_name(&position), svg));
         }
+    }
+    if let Some(svg) = keys_plot(report) {
+        files.push(("plot-keys.svg".to_string(), svg));
+    }
+    if let Some(svg) = dbbench_plot(report) {
+        files.push(("plot-dbbench.svg".to_string(), svg));
     }
     let mut written = Vec::with_capacity(files.len());
     for (name, text) in files {
@@ -311,6 +322,7 @@ pub(crate) mod fixture {
             stable_pages_delta: 1,
             heap_dirty_pages: 3,
             stable_dirty_pages: 4,
+            bytes: 0,
         }
     }
 
@@ -325,6 +337,7 @@ pub(crate) mod fixture {
             executed_instructions: 0,
             results,
             notes: vec![],
+            page_stats: vec![],
         }
     }
 }

@@ -1,5 +1,6 @@
 //! plot-<position>.svg: insert cost per row against rows per message, log-log, one line per
-//! store. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
+//! store; for a position without inserts (the lookups suite), lookup cost per key against
+//! keys per message. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
 //! deterministic, so plots can be diffed between runs.
 
 use std::fmt::Write;
@@ -30,8 +31,19 @@ struct Series {
 }
 
 /// The insert plot for one position; `None` when it has no ok insert with a positive cost.
+/// A position with no insert at all plots its point lookups instead, if it has at least two
+/// batch sizes of them (one size is a dot, not a curve).
 pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
-    let grid = Grid::new(report, position, &["insert"]);
+    let mut grid = Grid::new(report, position, &["insert"]);
+    let mut what = ("Insert cost per row", "rows", "row");
+    if grid.is_empty() {
+        grid = Grid::new(report, position, &["point_lookup"]);
+        if grid.rows.len() < 2 {
+            return None;
+        }
+        what = ("Point lookup cost per key", "keys", "key");
+    }
+    let (title_start, unit_plural, unit) = what;
     let series: Vec<Series> = grid
         .columns
         .iter()
@@ -66,7 +78,7 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
     );
     let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let title = format!(
-        "Insert cost per row, {position}, {} rows",
+        "{title_start}, {position}, {} rows",
         thousands(report.rows_before)
     );
     let _ = writeln!(
@@ -112,14 +124,14 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
     );
     let _ = writeln!(
         svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">rows per message (log scale)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
         (LEFT + RIGHT) / 2.0,
         HEIGHT - 18.0
     );
     let mid_y = (TOP + BOTTOM) / 2.0;
     let _ = writeln!(
         svg,
-        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per row (log scale)</text>"#
+        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
     );
 
     for (i, s) in series.iter().enumerate() {
@@ -138,11 +150,11 @@ pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
         for &(bx, by) in &s.points {
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/row</title></circle>"#,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/{unit}</title></circle>"#,
                 x.at(bx),
                 y.at(by),
                 thousands(bx as u64),
-                if bx == 1.0 { "row" } else { "rows" },
+                if bx == 1.0 { unit } else { unit_plural },
                 per_row(by)
             );
         }
@@ -245,5 +257,181 @@ mod tests {
         ]);
         assert_eq!(svg_plot(&report, "middle"), None);
         assert_eq!(svg_plot(&report, "end"), None);
+    }
+}
+
+/// plot-dbbench.svg: the dbbench suite's store instructions per op, one row per benchmark
+/// and one marker per store, on a log axis (db_bench's benchmarks have no batch axis).
+pub fn dbbench_plot(report: &Report) -> Option<String> {
+    let points = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench" && r.status == Status::Ok)
+        .map(|r| {
+            (
+                r.operation.clone(),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
+        })
+        .collect();
+    dot_plot(
+        "db_bench: store instructions per op",
+        "store instructions per op (log scale)",
+        "instructions/op",
+        points,
+    )
+}
+
+/// plot-keys.svg: the keys suite's instructions per insert and per lookup, one row per
+/// key type and operation, one marker per store.
+pub fn keys_plot(report: &Report) -> Option<String> {
+    if report.suite != "keys" {
+        return None;
+    }
+    let points = report
+        .results
+        .iter()
+        .filter(|r| {
+            r.status == Status::Ok && matches!(r.operation.as_str(), "insert" | "point_lookup")
+        })
+        .map(|r| {
+            let what = if r.operation == "insert" {
+                "insert"
+            } else {
+                "lookup"
+            };
+            (
+                format!("{} {what}", r.position),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
+        })
+        .collect();
+    dot_plot(
+        "Key types: store instructions per row",
+        "store instructions per insert / lookup (log scale)",
+        "instructions/row",
+        points,
+    )
+}
+
+/// One row per label (in first-seen order), one marker per store, x on a log axis.
+fn dot_plot(
+    title: &str,
+    axis: &str,
+    unit: &str,
+    points: Vec<(String, StoreColumn, f64)>,
+) -> Option<String> {
+    let points: Vec<_> = points.into_iter().filter(|p| p.2 > 0.0).collect();
+    if points.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<&str> = Vec::new();
+    let mut columns: Vec<&StoreColumn> = Vec::new();
+    for (row, column, _) in &points {
+        if !rows.contains(&row.as_str()) {
+            rows.push(row);
+        }
+        if !columns.contains(&column) {
+            columns.push(column);
+        }
+    }
+    let (left, right, top) = (120.0, WIDTH - 230.0, 50.0);
+    let row_height = 26.0;
+    let bottom = top + row_height * rows.len() as f64;
+    let height = bottom + 60.0;
+    let x = LogAxis::spanning(points.iter().map(|p| p.2), left, right);
+    let mut svg = String::new();
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+        (left + right) / 2.0,
+        escape(title)
+    );
+    for e in x.min_exp..=x.max_exp {
+        let px = x.at_exp(e as f64);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{bottom:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            bottom + 18.0,
+            decade_label(e)
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        (left + right) / 2.0,
+        height - 18.0,
+        escape(axis)
+    );
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + row_height * (i as f64 + 0.5);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + 4.0,
+            escape(row)
+        );
+    }
+    for (si, column) in columns.iter().enumerate() {
+        let color = color(column, si);
+        let label = escape(&dbbench_label(column));
+        for (i, row) in rows.iter().enumerate() {
+            let Some(p) = points.iter().find(|p| p.0 == *row && p.1 == **column) else {
+                continue;
+            };
+            // Stores side by side within the row, so equal values stay visible.
+            let y = top + row_height * i as f64 + 6.0 + 14.0 * si as f64 / columns.len() as f64;
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{color}"><title>{label}, {}: {} {unit}</title></circle>"#,
+                x.at(p.2),
+                escape(row),
+                per_row(p.2)
+            );
+        }
+        let ly = top + 10.0 + 20.0 * si as f64;
+        let lx = right + 16.0;
+        let _ = writeln!(
+            svg,
+            r#"<circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{color}"/>"#,
+            lx + 6.0
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
+            lx + 16.0,
+            ly + 4.0
+        );
+    }
+    let _ = writeln!(
+        svg,
+        r##"<rect x="{left:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
+        right - left,
+        bottom - top
+    );
+    svg.push_str("</svg>\n");
+    Some(svg)
+}
+
+/// Store labels of the dbbench and keys suites, whose SQLite columns are schemas.
+pub(crate) fn dbbench_label(c: &StoreColumn) -> String {
+    match c.store.as_str() {
+        "btree" => "StableBTreeMap".into(),
+        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
+        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        "sqlite_secondary" => format!("SQLite {} secondary index", c.journal_mode),
+        _ => c.label(),
     }
 }

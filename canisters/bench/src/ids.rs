@@ -75,7 +75,9 @@ impl Ids {
     pub fn list(ids: Vec<u64>, max_id: u64) -> Result<Self, String> {
         check_count(ids.len() as u64)?;
         if let Some(id) = ids.iter().find(|&&id| id > max_id) {
-            return Err(format!("id {id} exceeds the largest id this store accepts, {max_id}"));
+            return Err(format!(
+                "id {id} exceeds the largest id this store accepts, {max_id}"
+            ));
         }
         Ok(Ids::List(ids))
     }

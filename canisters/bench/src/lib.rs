@@ -9,7 +9,9 @@
 compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/build-canister.sh");
 
 mod btree;
+mod dbbench;
 mod ids;
+mod keys;
 mod memory;
 mod report;
 mod settings;
@@ -247,6 +249,63 @@ fn clear_btree() -> Result<u64, String> {
 #[ic_cdk::update]
 fn clear_sqlite() -> Result<u64, String> {
     sqlite::clear()
+}
+
+// ---- db_bench (seed 000): its own stores, see dbbench.rs ------------------------------
+
+#[ic_cdk::update]
+fn dbbench_reset(store: String) -> Result<u64, String> {
+    dbbench::reset(&store)
+}
+
+#[ic_cdk::update]
+fn dbbench_write(arg: dbbench::DbBenchWrite) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::write(arg)
+}
+
+#[ic_cdk::query]
+fn dbbench_read_random(store: String, keys: Vec<u64>) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::read_random(&store, keys)
+}
+
+#[ic_cdk::query]
+fn dbbench_read_seq(
+    store: String,
+    start: u64,
+    count: u64,
+) -> Result<dbbench::DbBenchReport, String> {
+    dbbench::read_seq(&store, start, count)
+}
+
+// ---- key types and schemas (seed 002): its own stores, see keys.rs ----------------------
+
+#[ic_cdk::update]
+fn keys_reset(store: String, key_type: String) -> Result<u64, String> {
+    keys::reset(&store, &key_type)
+}
+
+#[ic_cdk::update]
+fn keys_insert(
+    store: String,
+    key_type: String,
+    keys: Vec<Vec<u8>>,
+    value_size: u64,
+) -> Result<dbbench::DbBenchReport, String> {
+    keys::insert(&store, &key_type, keys, value_size)
+}
+
+#[ic_cdk::query]
+fn keys_lookup(
+    store: String,
+    key_type: String,
+    keys: Vec<Vec<u8>>,
+) -> Result<dbbench::DbBenchReport, String> {
+    keys::lookup(&store, &key_type, keys)
+}
+
+#[ic_cdk::query]
+fn keys_stats(store: String, key_type: String) -> Result<keys::KeysStats, String> {
+    keys::stats(&store, &key_type)
 }
 
 // Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the

@@ -12,6 +12,8 @@
 //! |-----------|------------------------------------------------------------------------|
 //! | 0         | the StableBTreeMap store (`btree.rs`)                                  |
 //! | 1         | persisted settings: SQLite pragmas and payload size (`state.rs`)       |
+//! | 2         | the db_bench suite's `StableBTreeMap<[u8; 16], Vec<u8>>` (`dbbench.rs`) |
+//! | 3..=6     | the keys suite's maps keyed by u64, ULID, UUID, hex text (`keys.rs`)   |
 //! | 101..=118 | ic-wasi-polyfill's file system (ic-rusqlite's `FS_MEMORY_RANGE = 101..119`; stable-fs 0.13 uses 101..=110 of it, the rest stays reserved) |
 //! | 120       | the SQLite database file `./DB/main.db`, mounted on its own memory     |
 //!
@@ -28,6 +30,9 @@ pub type Memory = VirtualMemory<DefaultMemoryImpl>;
 
 const BTREE_ID: u8 = 0;
 const SETTINGS_ID: u8 = 1;
+const DBBENCH_BTREE_ID: u8 = 2;
+/// The keys suite's four maps: u64, ULID, UUID, hex keys.
+const KEYS_IDS: [u8; 4] = [3, 4, 5, 6];
 /// ic-rusqlite 0.5 `FS_MEMORY_RANGE` (start inclusive, end exclusive).
 const WASI_FS_IDS: core::ops::Range<u8> = 101..119;
 /// ic-rusqlite 0.5 `DEFAULT_MOUNTED_DB_ID`: reusing it keeps the database where any
@@ -39,10 +44,26 @@ const fn collides_with_sqlite(id: u8) -> bool {
 }
 const _: () = assert!(!collides_with_sqlite(BTREE_ID));
 const _: () = assert!(!collides_with_sqlite(SETTINGS_ID));
+const _: () = assert!(!collides_with_sqlite(DBBENCH_BTREE_ID));
 const _: () = assert!(BTREE_ID != SETTINGS_ID);
+const _: () = assert!(DBBENCH_BTREE_ID != BTREE_ID && DBBENCH_BTREE_ID != SETTINGS_ID);
+const _: () = {
+    let mut i = 0;
+    while i < KEYS_IDS.len() {
+        let id = KEYS_IDS[i];
+        assert!(!collides_with_sqlite(id));
+        assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
+        i += 1;
+    }
+};
 
 pub const BTREE: MemoryId = MemoryId::new(BTREE_ID);
 pub const SETTINGS: MemoryId = MemoryId::new(SETTINGS_ID);
+pub const DBBENCH_BTREE: MemoryId = MemoryId::new(DBBENCH_BTREE_ID);
+pub const KEYS_U64: MemoryId = MemoryId::new(KEYS_IDS[0]);
+pub const KEYS_ULID: MemoryId = MemoryId::new(KEYS_IDS[1]);
+pub const KEYS_UUID: MemoryId = MemoryId::new(KEYS_IDS[2]);
+pub const KEYS_HEX: MemoryId = MemoryId::new(KEYS_IDS[3]);
 pub const SQLITE_DB: MemoryId = MemoryId::new(SQLITE_DB_ID);
 
 /// A virtual memory from ic-rusqlite's manager. The first access to the manager also

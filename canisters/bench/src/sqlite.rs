@@ -46,7 +46,9 @@ fn sql_error(context: &str) -> impl Fn(rusqlite::Error) -> String + '_ {
 
 /// Runs `f` on the connection, opening it first with the persisted settings if needed
 /// (the open is never part of a measurement: callers measure inside `f`).
-fn with_connection<R>(f: impl FnOnce(&mut Connection) -> Result<R, String>) -> Result<R, String> {
+pub(crate) fn with_connection<R>(
+    f: impl FnOnce(&mut Connection) -> Result<R, String>,
+) -> Result<R, String> {
     CONNECTION.with_borrow_mut(|slot| {
         let conn = match slot {
             Some(conn) => conn,

@@ -1,0 +1,414 @@
+//! LevelDB's db_bench workload (seed 000) on three key-value stores of its own, so the
+//! `users` stores that seed 003 measures are never touched:
+//!
+//! - `btree`: `StableBTreeMap<[u8; 16], Vec<u8>>` on virtual memory 2;
+//! - `sqlite_rowid`: table `dbbench_rowid (key BLOB, value BLOB, PRIMARY KEY(key))`, a rowid
+//!   table plus its automatic index on `key` (db_bench_sqlite3 `--use_rowids=1`);
+//! - `sqlite_without_rowid`: the same `WITHOUT ROWID`, one B-tree keyed by `key` (its default).
+//!
+//! Keys are db_bench's: the number printed as 16 zero-padded decimal digits. Values are
+//! slices of db_bench's 1 MiB buffer of half-compressible text built from `Random(301)`.
+//! The SQLite tables live in the same database file as `users`, created only by
+//! `dbbench_reset`, so a canister that never runs this suite has the same file as before.
+
+use std::cell::RefCell;
+
+use candid::CandidType;
+use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
+use ic_stable_structures::StableBTreeMap;
+use serde::Deserialize;
+
+use crate::memory::{self, Memory};
+use crate::report;
+use crate::sqlite;
+
+/// db_bench's keys are `%016d`: 16 digits hold numbers below 10^16.
+pub const MAX_KEY: u64 = 9_999_999_999_999_999;
+/// Most keys per call, as for the users stores.
+pub const MAX_OPS_PER_CALL: u64 = crate::ids::MAX_ROWS_PER_CALL;
+/// Most key + value bytes one write call may store: keeps a call far below the
+/// instruction limit (100 writes of 100 KB are 10 MB).
+pub const MAX_BYTES_PER_CALL: u64 = 64 << 20;
+
+/// `dbbench_write`'s argument.
+#[derive(CandidType, Deserialize, Clone, Debug)]
+pub struct DbBenchWrite {
+    /// `btree`, `sqlite_rowid` or `sqlite_without_rowid`.
+    pub store: String,
+    /// Keys, in the order written (numbers, stored as 16-digit text).
+    pub keys: Vec<u64>,
+    /// Bytes per value (db_bench: 100, or 100,000 for the 100K benchmarks).
+    pub value_size: u64,
+    /// Index of the first value in db_bench's value sequence (so a benchmark split over
+    /// several messages writes the values one message would).
+    pub first_value: u64,
+    /// SQLite: every write in its own transaction (db_bench's batch size 1, autocommit);
+    /// otherwise one transaction for the call (the batched fills). No effect on the map.
+    pub transaction_per_row: bool,
+}
+
+/// What a db_bench call did and cost.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct DbBenchReport {
+    /// Keys written or looked up, or rows read in order.
+    pub ops: u64,
+    /// Reads: keys found. Writes: equal to `ops`.
+    pub found: u64,
+    /// Key + value bytes written or read.
+    pub bytes: u64,
+    pub instructions: u64,
+    pub heap_pages: u64,
+    pub stable_pages: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Store {
+    BTree,
+    SqliteRowid,
+    SqliteWithoutRowid,
+}
+
+impl Store {
+    fn parse(name: &str) -> Result<Store, String> {
+        match name {
+            "btree" => Ok(Store::BTree),
+            "sqlite_rowid" => Ok(Store::SqliteRowid),
+            "sqlite_without_rowid" => Ok(Store::SqliteWithoutRowid),
+            other => Err(format!(
+                "unknown db_bench store {other:?}; accepted: btree, sqlite_rowid, sqlite_without_rowid"
+            )),
+        }
+    }
+
+    fn table(self) -> &'static str {
+        match self {
+            Store::SqliteWithoutRowid => "dbbench_norowid",
+            _ => "dbbench_rowid",
+        }
+    }
+}
+
+const CREATE_ROWID: &str =
+    "CREATE TABLE IF NOT EXISTS dbbench_rowid (key BLOB, value BLOB, PRIMARY KEY(key))";
+const CREATE_WITHOUT_ROWID: &str = "CREATE TABLE IF NOT EXISTS dbbench_norowid (key BLOB, value BLOB, PRIMARY KEY(key)) WITHOUT ROWID";
+
+fn replace_sql(table: &str) -> String {
+    format!("REPLACE INTO {table} (key, value) VALUES (?1, ?2)")
+}
+fn get_sql(table: &str) -> String {
+    format!("SELECT key, value FROM {table} WHERE key = ?1")
+}
+fn seq_sql(table: &str) -> String {
+    format!("SELECT key, value FROM {table} WHERE key >= ?1 ORDER BY key LIMIT ?2")
+}
+
+type Map = StableBTreeMap<[u8; 16], Vec<u8>, Memory>;
+
+thread_local! {
+    static MAP: RefCell<Map> = RefCell::new(Map::init(memory::get(memory::DBBENCH_BTREE)));
+    /// db_bench's value buffer, built on first use (outside any measurement).
+    static VALUES: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// LevelDB's `Random`: the Park–Miller generator, as db_bench draws with it.
+struct LevelDbRandom(u32);
+
+impl LevelDbRandom {
+    fn new(seed: u32) -> Self {
+        let s = seed & 0x7fff_ffff;
+        LevelDbRandom(if s == 0 || s == 2_147_483_647 { 1 } else { s })
+    }
+    fn next(&mut self) -> u32 {
+        const M: u64 = 2_147_483_647;
+        let product = u64::from(self.0) * 16_807;
+        let mut seed = (product >> 31) + (product & M);
+        if seed > M {
+            seed -= M;
+        }
+        self.0 = seed as u32;
+        self.0
+    }
+    fn uniform(&mut self, n: u32) -> u32 {
+        self.next() % n
+    }
+}
+
+/// db_bench's `RandomGenerator` data: 100-byte pieces of 50 random printable characters
+/// repeated (compression ratio 0.5), appended until the buffer holds at least 1 MiB.
+fn value_buffer() -> Vec<u8> {
+    let mut rnd = LevelDbRandom::new(301);
+    let mut data = Vec::with_capacity((1 << 20) + 100);
+    while data.len() < 1 << 20 {
+        let raw: Vec<u8> = (0..50).map(|_| b' ' + rnd.uniform(95) as u8).collect();
+        let mut piece = Vec::with_capacity(100);
+        while piece.len() < 100 {
+            piece.extend_from_slice(&raw);
+        }
+        piece.truncate(100);
+        data.extend_from_slice(&piece);
+    }
+    data
+}
+
+/// The `index`-th value of `len` bytes, where db_bench's `Generate(len)` would put it:
+/// consecutive slices, back to the start when the next would run past the end.
+fn value(data: &[u8], len: usize, index: u64) -> &[u8] {
+    if len == 0 {
+        return &[];
+    }
+    let per_pass = (data.len() / len) as u64;
+    let start = (index % per_pass) as usize * len;
+    &data[start..start + len]
+}
+
+fn key_bytes(key: u64) -> [u8; 16] {
+    let text = format!("{key:016}");
+    let mut out = [0u8; 16];
+    out.copy_from_slice(text.as_bytes());
+    out
+}
+
+fn check_keys(keys: &[u64]) -> Result<(), String> {
+    if keys.len() as u64 > MAX_OPS_PER_CALL {
+        return Err(format!(
+            "{} keys exceed {MAX_OPS_PER_CALL} per call; split the work into several calls",
+            keys.len()
+        ));
+    }
+    if let Some(k) = keys.iter().find(|&&k| k > MAX_KEY) {
+        return Err(format!(
+            "key {k} has more than 16 digits (db_bench keys are %016d; largest {MAX_KEY})"
+        ));
+    }
+    Ok(())
+}
+
+/// Empties one store (creating the SQLite table if needed), builds the value buffer and
+/// compiles the store's statements, so the next measured call starts warm. Returns the
+/// rows removed.
+pub fn reset(store: &str) -> Result<u64, String> {
+    let store = Store::parse(store)?;
+    VALUES.with_borrow_mut(|v| {
+        v.get_or_insert_with(value_buffer);
+    });
+    match store {
+        Store::BTree => MAP.with_borrow_mut(|map| {
+            let removed = map.len();
+            map.clear_new();
+            Ok(removed)
+        }),
+        Store::SqliteRowid | Store::SqliteWithoutRowid => sqlite::with_connection(|conn| {
+            let create = if store == Store::SqliteRowid {
+                CREATE_ROWID
+            } else {
+                CREATE_WITHOUT_ROWID
+            };
+            conn.execute_batch(create)
+                .map_err(|e| format!("creating {}: {e}", store.table()))?;
+            let table = store.table();
+            let removed = conn
+                .execute(&format!("DELETE FROM {table}"), ())
+                .map_err(|e| format!("emptying {table}: {e}"))?;
+            for sql in [replace_sql(table), get_sql(table), seq_sql(table)] {
+                conn.prepare_cached(&sql)
+                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+            }
+            Ok(removed as u64)
+        }),
+    }
+}
+
+fn table_exists(conn: &Connection, table: &str) -> Result<bool, String> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1)",
+        (table,),
+        |row| row.get(0),
+    )
+    .map_err(|e| format!("looking for table {table}: {e}"))
+}
+
+fn require_table(conn: &Connection, store: Store) -> Result<(), String> {
+    if table_exists(conn, store.table())? {
+        Ok(())
+    } else {
+        Err(format!(
+            "table {} does not exist yet; call dbbench_reset first",
+            store.table()
+        ))
+    }
+}
+
+fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
+    DbBenchReport {
+        ops,
+        found,
+        bytes,
+        instructions,
+        heap_pages: report::heap_pages(),
+        stable_pages: report::stable_pages(),
+    }
+}
+
+/// Writes (REPLACE: a present key is overwritten) `keys` with db_bench's values.
+pub fn write(arg: DbBenchWrite) -> Result<DbBenchReport, String> {
+    let store = Store::parse(&arg.store)?;
+    check_keys(&arg.keys)?;
+    if arg.value_size > 1 << 20 {
+        return Err(format!(
+            "value_size {} exceeds db_bench's 1 MiB value buffer (1048576)",
+            arg.value_size
+        ));
+    }
+    let ops = arg.keys.len() as u64;
+    let bytes = ops * (16 + arg.value_size);
+    if bytes > MAX_BYTES_PER_CALL {
+        return Err(format!(
+            "{ops} writes of {} bytes are {bytes} bytes, more than {MAX_BYTES_PER_CALL} per call; use fewer keys",
+            16 + arg.value_size
+        ));
+    }
+    let len = arg.value_size as usize;
+    // Keys and the buffer are ready before the measurement: only the store work counts.
+    let keys: Vec<[u8; 16]> = arg.keys.iter().map(|&k| key_bytes(k)).collect();
+    VALUES.with_borrow_mut(|v| {
+        v.get_or_insert_with(value_buffer);
+    });
+    VALUES.with_borrow(|data| {
+        let data = data.as_deref().expect("built above");
+        let ((), instructions) = match store {
+            Store::BTree => MAP.with_borrow_mut(|map| {
+                report::measure(|| {
+                    for (i, key) in keys.iter().enumerate() {
+                        map.insert(*key, value(data, len, arg.first_value + i as u64).to_vec());
+                    }
+                    Ok(())
+                })
+            })?,
+            Store::SqliteRowid | Store::SqliteWithoutRowid => sqlite::with_connection(|conn| {
+                require_table(conn, store)?;
+                let sql = replace_sql(store.table());
+                report::measure(|| {
+                    let per_row = arg.transaction_per_row;
+                    if !per_row {
+                        conn.execute_batch("BEGIN")
+                            .map_err(|e| format!("BEGIN failed: {e}"))?;
+                    }
+                    let written = (|| {
+                        let mut stmt = conn
+                            .prepare_cached(&sql)
+                            .map_err(|e| format!("preparing {sql}: {e}"))?;
+                        for (i, key) in keys.iter().enumerate() {
+                            let v = value(data, len, arg.first_value + i as u64);
+                            stmt.execute((&key[..], v))
+                                .map_err(|e| format!("writing key {}: {e}", arg.keys[i]))?;
+                        }
+                        Ok::<(), String>(())
+                    })();
+                    if !per_row {
+                        let end = if written.is_ok() {
+                            "COMMIT"
+                        } else {
+                            "ROLLBACK"
+                        };
+                        conn.execute_batch(end)
+                            .map_err(|e| format!("{end} failed: {e}"))?;
+                    }
+                    written
+                })
+            })?,
+        };
+        Ok(finish(ops, ops, bytes, instructions))
+    })
+}
+
+/// Looks up each key (db_bench's readrandom: `SELECT * ... WHERE key = ?`), copying out
+/// the rows found.
+pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String> {
+    let store = Store::parse(store)?;
+    check_keys(&keys)?;
+    let keys: Vec<[u8; 16]> = keys.iter().map(|&k| key_bytes(k)).collect();
+    let ((found, bytes), instructions) = match store {
+        Store::BTree => MAP.with_borrow(|map| {
+            report::measure(|| {
+                let (mut found, mut bytes) = (0u64, 0u64);
+                for key in &keys {
+                    if let Some(v) = map.get(key) {
+                        found += 1;
+                        bytes += 16 + v.len() as u64;
+                    }
+                }
+                Ok((found, bytes))
+            })
+        })?,
+        _ => sqlite::with_connection(|conn| {
+            require_table(conn, store)?;
+            let sql = get_sql(store.table());
+            report::measure(|| {
+                let mut stmt = conn
+                    .prepare_cached(&sql)
+                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+                let (mut found, mut bytes) = (0u64, 0u64);
+                for key in &keys {
+                    let row: Option<(Vec<u8>, Vec<u8>)> = stmt
+                        .query_row((&key[..],), |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                        .map_err(|e| format!("reading a key: {e}"))?;
+                    if let Some((k, v)) = row {
+                        found += 1;
+                        bytes += (k.len() + v.len()) as u64;
+                    }
+                }
+                Ok((found, bytes))
+            })
+        })?,
+    };
+    Ok(finish(keys.len() as u64, found, bytes, instructions))
+}
+
+/// Up to `count` rows with key >= `start`, in key order (db_bench's readseq, which reads
+/// the whole table with `SELECT * ... ORDER BY key`), copying each out.
+pub fn read_seq(store: &str, start: u64, count: u64) -> Result<DbBenchReport, String> {
+    let store = Store::parse(store)?;
+    if count > MAX_OPS_PER_CALL {
+        return Err(format!(
+            "count {count} exceeds {MAX_OPS_PER_CALL} per call; split the work into several calls"
+        ));
+    }
+    if start > MAX_KEY {
+        return Err(format!("start key {start} has more than 16 digits"));
+    }
+    let start = key_bytes(start);
+    let ((found, bytes), instructions) = match store {
+        Store::BTree => MAP.with_borrow(|map| {
+            report::measure(|| {
+                let (mut found, mut bytes) = (0u64, 0u64);
+                for v in map.values_range(start..).take(count as usize) {
+                    found += 1;
+                    bytes += 16 + v.len() as u64;
+                }
+                Ok((found, bytes))
+            })
+        })?,
+        _ => sqlite::with_connection(|conn| {
+            require_table(conn, store)?;
+            let sql = seq_sql(store.table());
+            report::measure(|| {
+                let mut stmt = conn
+                    .prepare_cached(&sql)
+                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+                let mut rows = stmt
+                    .query((&start[..], count as i64))
+                    .map_err(|e| format!("reading in key order: {e}"))?;
+                let (mut found, mut bytes) = (0u64, 0u64);
+                while let Some(row) = rows.next().map_err(|e| format!("reading a row: {e}"))? {
+                    let k: Vec<u8> = row.get(0).map_err(|e| format!("reading a key: {e}"))?;
+                    let v: Vec<u8> = row.get(1).map_err(|e| format!("reading a value: {e}"))?;
+                    found += 1;
+                    bytes += (k.len() + v.len()) as u64;
+                }
+                Ok((found, bytes))
+            })
+        })?,
+    };
+    Ok(finish(found, found, bytes, instructions))
+}

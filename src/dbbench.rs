@@ -1,0 +1,588 @@
+//! The `dbbench` suite (seed 000): LevelDB's db_bench / db_bench_sqlite3 benchmark list on
+//! the B-tree map and on SQLite as a rowid table and `WITHOUT ROWID`, with db_bench's
+//! 16-byte keys, 100-byte values and 100 KB values, reported per op in db_bench's line
+//! format (instructions/op instead of micros/op).
+//!
+//! Adapted to the IC: a benchmark's N ops go in messages of 1,000 (db_bench's batch size;
+//! one update must stay under 40B instructions), "autocommit" benchmarks run every write
+//! in its own SQLite transaction inside those messages, and the sync variants are
+//! left out (a canister has no fsync: an update commits atomically when it ends).
+
+use std::fmt;
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+
+use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
+use crate::engine::cost::CyclesFees;
+use crate::engine::Engine;
+use crate::report::Report;
+use crate::scenario::{JournalMode, ScenarioResult, Status};
+use crate::suite::{Progress, SuiteConfig};
+
+/// Ops per message: db_bench's `entries_per_batch` for the batched fills.
+pub const OPS_PER_MESSAGE: u64 = 1_000;
+/// db_bench's key size (`%016d`) and default value size.
+pub const KEY_SIZE: u64 = 16;
+pub const VALUE_SIZE: u64 = 100;
+/// The 100K benchmarks' value size.
+pub const BIG_VALUE_SIZE: u64 = 100_000;
+/// Largest N: keys have 16 digits, and the run should stay minutes, not hours.
+pub const MAX_NUM: u64 = 1_000_000;
+
+/// A key-value store of this suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum KvStore {
+    BTree,
+    /// `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on key.
+    SqliteRowid(JournalMode),
+    /// The same `WITHOUT ROWID`: one B-tree keyed by key (db_bench_sqlite3's default).
+    SqliteWithoutRowid(JournalMode),
+}
+
+impl KvStore {
+    /// The canister's store name (`dbbench_*` methods).
+    pub fn canister_name(self) -> &'static str {
+        match self {
+            KvStore::BTree => "btree",
+            KvStore::SqliteRowid(_) => "sqlite_rowid",
+            KvStore::SqliteWithoutRowid(_) => "sqlite_without_rowid",
+        }
+    }
+    /// The results' `store` field.
+    pub fn result_store(self) -> &'static str {
+        match self {
+            KvStore::BTree => "btree",
+            KvStore::SqliteRowid(_) => "sqlite",
+            KvStore::SqliteWithoutRowid(_) => "sqlite_without_rowid",
+        }
+    }
+    pub fn journal_mode(self) -> Option<JournalMode> {
+        match self {
+            KvStore::BTree => None,
+            KvStore::SqliteRowid(m) | KvStore::SqliteWithoutRowid(m) => Some(m),
+        }
+    }
+    pub fn label(self) -> String {
+        match self {
+            KvStore::BTree => "StableBTreeMap<[u8; 16], Vec<u8>>".into(),
+            KvStore::SqliteRowid(m) => format!("SQLite {m}, rowid table"),
+            KvStore::SqliteWithoutRowid(m) => format!("SQLite {m}, WITHOUT ROWID"),
+        }
+    }
+}
+
+/// db_bench_sqlite3's default benchmarks, without the two sync fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Bench {
+    FillSeq,
+    FillSeqBatch,
+    FillRandom,
+    FillRandBatch,
+    Overwrite,
+    OverwriteBatch,
+    ReadRandom,
+    ReadSeq,
+    FillRand100K,
+    FillSeq100K,
+    /// db_bench's second `readseq`, on the fillseq100K database: renamed so results keys
+    /// stay unique.
+    ReadSeq100K,
+    ReadRand100K,
+}
+
+impl Bench {
+    /// In db_bench_sqlite3's order (each benchmark runs on what the previous ones left).
+    pub const ALL: [Bench; 12] = [
+        Bench::FillSeq,
+        Bench::FillSeqBatch,
+        Bench::FillRandom,
+        Bench::FillRandBatch,
+        Bench::Overwrite,
+        Bench::OverwriteBatch,
+        Bench::ReadRandom,
+        Bench::ReadSeq,
+        Bench::FillRand100K,
+        Bench::FillSeq100K,
+        Bench::ReadSeq100K,
+        Bench::ReadRand100K,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::FillSeq => "fillseq",
+            Bench::FillSeqBatch => "fillseqbatch",
+            Bench::FillRandom => "fillrandom",
+            Bench::FillRandBatch => "fillrandbatch",
+            Bench::Overwrite => "overwrite",
+            Bench::OverwriteBatch => "overwritebatch",
+            Bench::ReadRandom => "readrandom",
+            Bench::ReadSeq => "readseq",
+            Bench::FillRand100K => "fillrand100K",
+            Bench::FillSeq100K => "fillseq100K",
+            Bench::ReadSeq100K => "readseq100K",
+            Bench::ReadRand100K => "readrand100K",
+        }
+    }
+
+    /// Starts on an empty store (db_bench opens a new database file).
+    pub fn fresh(self) -> bool {
+        matches!(
+            self,
+            Bench::FillSeq
+                | Bench::FillSeqBatch
+                | Bench::FillRandom
+                | Bench::FillRandBatch
+                | Bench::FillRand100K
+                | Bench::FillSeq100K
+        )
+    }
+
+    pub fn is_write(self) -> bool {
+        !matches!(
+            self,
+            Bench::ReadRandom | Bench::ReadSeq | Bench::ReadSeq100K | Bench::ReadRand100K
+        )
+    }
+
+    /// One SQLite transaction per write (db_bench's batch size 1) rather than per message.
+    pub fn transaction_per_row(self) -> bool {
+        matches!(
+            self,
+            Bench::FillSeq
+                | Bench::FillRandom
+                | Bench::Overwrite
+                | Bench::FillRand100K
+                | Bench::FillSeq100K
+        )
+    }
+
+    pub fn value_size(self) -> u64 {
+        match self {
+            Bench::FillRand100K | Bench::FillSeq100K => BIG_VALUE_SIZE,
+            _ => VALUE_SIZE,
+        }
+    }
+
+    /// Ops for N entries (db_bench: N, or N/1000 for the 100K benchmarks).
+    pub fn ops(self, num: u64) -> u64 {
+        match self {
+            Bench::FillRand100K | Bench::FillSeq100K | Bench::ReadSeq100K | Bench::ReadRand100K => {
+                (num / 1_000).max(1)
+            }
+            _ => num,
+        }
+    }
+}
+
+impl fmt::Display for Bench {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// One measured line: a store and a benchmark.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DbBenchScenario {
+    pub store: KvStore,
+    pub bench: Bench,
+}
+
+/// The stores measured: the map, then SQLite rowid and WITHOUT ROWID in `journal_mode`,
+/// each kept only if `cfg.stores` selects its kind.
+pub fn stores(cfg: &SuiteConfig) -> Vec<KvStore> {
+    let mut out = Vec::new();
+    if cfg.stores.iter().any(|s| s.kind() == "btree") {
+        out.push(KvStore::BTree);
+    }
+    if cfg.stores.iter().any(|s| s.kind() == "sqlite") {
+        out.push(KvStore::SqliteRowid(cfg.dbbench_journal_mode));
+        out.push(KvStore::SqliteWithoutRowid(cfg.dbbench_journal_mode));
+    }
+    out
+}
+
+/// Every scenario, per store in db_bench's benchmark order.
+pub fn matrix(cfg: &SuiteConfig) -> Vec<DbBenchScenario> {
+    stores(cfg)
+        .into_iter()
+        .flat_map(|store| Bench::ALL.map(|bench| DbBenchScenario { store, bench }))
+        .collect()
+}
+
+pub fn validate(cfg: &SuiteConfig) -> Result<()> {
+    if !(1_000..=MAX_NUM).contains(&cfg.dbbench_num) {
+        return Err(anyhow!(
+            "--dbbench-num must be between 1000 and {MAX_NUM} (the 100K benchmarks use N/1000 ops), got {}",
+            cfg.dbbench_num
+        ));
+    }
+    Ok(())
+}
+
+/// LevelDB's `Random` (Park–Miller), as db_bench draws its random keys.
+#[derive(Clone, Debug)]
+pub struct LevelDbRandom(u32);
+
+impl LevelDbRandom {
+    pub fn new(seed: u32) -> Self {
+        let s = seed & 0x7fff_ffff;
+        LevelDbRandom(if s == 0 || s == 2_147_483_647 { 1 } else { s })
+    }
+    pub fn next_u32(&mut self) -> u32 {
+        const M: u64 = 2_147_483_647;
+        let product = u64::from(self.0) * 16_807;
+        let mut seed = (product >> 31) + (product & M);
+        if seed > M {
+            seed -= M;
+        }
+        self.0 = seed as u32;
+        self.0
+    }
+}
+
+/// The keys of every benchmark for N entries, drawn as db_bench_sqlite3 draws them: one
+/// `Random(301)` shared by the whole run in its benchmark order, the skipped fillrandsync
+/// still drawing its N/100 keys so later benchmarks get db_bench's very keys.
+/// Read sequential benchmarks have no keys (they read in key order).
+pub fn keys(num: u64) -> Vec<(Bench, Vec<u64>)> {
+    let mut rand = LevelDbRandom::new(301);
+    let mut draw = |count: u64, range: u64| -> Vec<u64> {
+        (0..count)
+            .map(|_| u64::from(rand.next_u32()) % range)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for bench in Bench::ALL {
+        let n = bench.ops(num);
+        let keys = match bench {
+            Bench::FillSeq | Bench::FillSeqBatch | Bench::FillSeq100K => (0..n).collect(),
+            Bench::ReadSeq | Bench::ReadSeq100K => Vec::new(),
+            _ => draw(n, n),
+        };
+        out.push((bench, keys));
+        if bench == Bench::FillRandom {
+            // db_bench's fillrandsync comes next and draws N/100 keys below N/100.
+            let _ = draw(num / 100, (num / 100).max(1));
+        }
+    }
+    out
+}
+
+/// db_bench's result line with instructions for time:
+/// `fillseq      :   52176.300 instructions/op;  116.0 bytes/op (10000 ops)`.
+pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -> String {
+    format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
+}
+
+/// Sums the messages of one benchmark.
+#[derive(Default)]
+struct Totals {
+    ops: u64,
+    found: u64,
+    bytes: u64,
+    store_instructions: u64,
+    instructions: u64,
+    cycles: u128,
+    heap_delta: i64,
+    stable_delta: i64,
+    heap_dirty: u64,
+    stable_dirty: u64,
+    messages: u64,
+}
+
+impl Totals {
+    fn add(&mut self, m: Measured<DbBenchReport>, update: bool) -> Result<(), String> {
+        let r = m.value?;
+        let msg = m.message;
+        self.ops += r.ops;
+        self.found += r.found;
+        self.bytes += r.bytes;
+        self.store_instructions += r.instructions;
+        self.instructions += msg.instructions;
+        if update {
+            self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
+        }
+        self.heap_delta += (msg.heap_bytes_after as i64 - msg.heap_bytes_before as i64) / 65536;
+        self.stable_delta +=
+            (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
+        self.heap_dirty += msg.heap_dirty_pages;
+        self.stable_dirty += msg.stable_dirty_pages;
+        self.messages += 1;
+        Ok(())
+    }
+}
+
+/// Runs one benchmark's messages on the current state. `keys` are the keys to write or
+/// look up, or for the sequential reads the start key of each message (the host knows
+/// which keys are present, so the canister need not return where a message stopped).
+fn run_bench(
+    client: &mut BenchClient<'_>,
+    store: KvStore,
+    bench: Bench,
+    keys: &[u64],
+    ops: u64,
+) -> Result<Result<Totals, String>> {
+    let name = store.canister_name();
+    let mut totals = Totals::default();
+    let mut done = 0;
+    while done < ops {
+        let n = OPS_PER_MESSAGE.min(ops - done);
+        let slice = &keys[done as usize..(done + n) as usize];
+        let measured = match bench {
+            Bench::ReadSeq | Bench::ReadSeq100K => client.dbbench_read_seq(name, slice[0], n)?,
+            Bench::ReadRandom | Bench::ReadRand100K => client.dbbench_read_random(name, slice)?,
+            _ => client.dbbench_write(&DbBenchWrite {
+                store: name.into(),
+                keys: slice.to_vec(),
+                value_size: bench.value_size(),
+                first_value: done,
+                transaction_per_row: bench.transaction_per_row(),
+            })?,
+        };
+        if let Err(e) = totals.add(measured, bench.is_write()) {
+            return Ok(Err(format!(
+                "message {} of {bench}: {e}",
+                totals.messages + 1
+            )));
+        }
+        done += n;
+    }
+    Ok(Ok(totals))
+}
+
+/// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
+/// store, the others on what the previous benchmark left.
+pub fn run(
+    engine: &mut dyn Engine,
+    wasm: &[u8],
+    cfg: &SuiteConfig,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Report> {
+    validate(cfg)?;
+    let started = Instant::now();
+    let engine_name = engine.name().to_string();
+    let mut client = BenchClient::install(engine, wasm)?;
+    let canister = client.canister;
+    let num = cfg.dbbench_num;
+    let all_keys = keys(num);
+    let scenarios = matrix(cfg);
+    let mut results = Vec::with_capacity(scenarios.len());
+    let mut index = 0;
+    for store in stores(cfg) {
+        // The empty store, warm: journal mode set, table created, statements compiled.
+        let base = client.engine.snapshot(canister)?;
+        let mut refused = None;
+        if let Some(mode) = store.journal_mode() {
+            let config = SqliteConfig {
+                journal_mode: Some(mode.to_string()),
+                ..SqliteConfig::default()
+            };
+            match client.configure_sqlite(&config)?.value {
+                Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {}
+                Ok(s) => {
+                    refused = Some(format!("asked for {mode}, SQLite uses {}", s.journal_mode))
+                }
+                Err(e) => refused = Some(e),
+            }
+        }
+        client
+            .dbbench_reset(store.canister_name())?
+            .value
+            .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
+        let fresh = client.engine.snapshot(canister)?;
+        let mut present = std::collections::BTreeSet::new();
+        for (bench, bench_keys) in &all_keys {
+            let bench = *bench;
+            let key = format!("{}/{bench}", store.result_store());
+            progress(Progress::Scenario {
+                done: index,
+                total: scenarios.len(),
+                key: &key,
+            });
+            index += 1;
+            if bench.fresh() {
+                client.engine.restore(canister, fresh)?;
+                present.clear();
+            }
+            let (keys, ops): (Vec<u64>, u64) = match bench {
+                Bench::ReadSeq | Bench::ReadSeq100K => {
+                    // db_bench reads min(reads, rows) rows in key order.
+                    let sorted: Vec<u64> = present.iter().copied().collect();
+                    let ops = bench.ops(num).min(sorted.len() as u64);
+                    (sorted, ops)
+                }
+                _ => (bench_keys.clone(), bench_keys.len() as u64),
+            };
+            let outcome = match &refused {
+                Some(reason) => Err(reason.clone()),
+                None => run_bench(&mut client, store, bench, &keys, ops)?,
+            };
+            if bench.is_write() {
+                present.extend(bench_keys.iter().copied());
+            }
+            results.push(result(
+                cfg,
+                &engine_name,
+                store,
+                bench,
+                ops,
+                &keys,
+                outcome,
+                refused.is_some(),
+            ));
+        }
+        client.engine.restore(canister, base)?;
+    }
+    progress(Progress::Scenario {
+        done: scenarios.len(),
+        total: scenarios.len(),
+        key: "",
+    });
+    Ok(Report {
+        suite: "dbbench".into(),
+        engine: engine_name,
+        rows_before: 0,
+        seed: 301,
+        payload_size: VALUE_SIZE,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        executed_instructions: client.executed_instructions,
+        results,
+        page_stats: Vec::new(),
+        notes: vec![
+            format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
+            format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),
+            "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
+            "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
+        ],
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn result(
+    cfg: &SuiteConfig,
+    engine: &str,
+    store: KvStore,
+    bench: Bench,
+    ops: u64,
+    keys: &[u64],
+    outcome: Result<Totals, String>,
+    refused: bool,
+) -> ScenarioResult {
+    let method = match bench {
+        Bench::ReadSeq | Bench::ReadSeq100K => "dbbench_read_seq",
+        Bench::ReadRandom | Bench::ReadRand100K => "dbbench_read_random",
+        _ => "dbbench_write",
+    };
+    let first: Vec<String> = keys.iter().take(3).map(|k| k.to_string()).collect();
+    let messages = ops.div_ceil(OPS_PER_MESSAGE);
+    let args = format!(
+        "store {:?}, keys {}{}, value_size {}, {} per message, {messages} message(s){}",
+        store.canister_name(),
+        first.join(", "),
+        if keys.len() > 3 { ", ..." } else { "" },
+        if bench.is_write() {
+            bench.value_size()
+        } else {
+            0
+        },
+        OPS_PER_MESSAGE.min(ops.max(1)),
+        if bench.is_write() && bench.transaction_per_row() {
+            ", a transaction per write"
+        } else {
+            ""
+        }
+    );
+    let mut r = ScenarioResult {
+        suite: "dbbench".into(),
+        engine: engine.into(),
+        store: store.result_store().into(),
+        journal_mode: store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        position: "db_bench".into(),
+        operation: bench.name().into(),
+        batch: ops,
+        rows_before: 0,
+        method: method.into(),
+        args,
+        status: Status::Ok,
+        instructions: 0,
+        instructions_per_row: 0.0,
+        store_instructions: 0,
+        store_instructions_per_row: 0.0,
+        cycles: 0,
+        usd: 0.0,
+        heap_pages_delta: 0,
+        stable_pages_delta: 0,
+        heap_dirty_pages: 0,
+        stable_dirty_pages: 0,
+        bytes: 0,
+    };
+    match outcome {
+        Err(reason) if refused => r.status = Status::Refused(reason),
+        Err(reason) => r.status = Status::Failed(reason),
+        Ok(t) if t.ops != ops => {
+            r.status = Status::Failed(format!(
+                "expected {ops} ops, the canister reports {}",
+                t.ops
+            ));
+        }
+        Ok(t) => {
+            let n = ops.max(1) as f64;
+            r.store_instructions = t.store_instructions;
+            r.store_instructions_per_row = t.store_instructions as f64 / n;
+            r.instructions = t.instructions;
+            r.instructions_per_row = t.instructions as f64 / n;
+            r.cycles = t.cycles as u64;
+            r.usd = t.cycles as f64 / 1e12 * cfg.usd_per_xdr;
+            r.heap_pages_delta = t.heap_delta;
+            r.stable_pages_delta = t.stable_delta;
+            r.heap_dirty_pages = t.heap_dirty;
+            r.stable_dirty_pages = t.stable_dirty;
+            r.bytes = t.bytes;
+            // Reads of absent keys are ops too (db_bench counts them); found is in bytes.
+            let _ = t.found;
+        }
+    }
+    r
+}
+
+/// db_bench's output: per store a header and one line per benchmark.
+pub fn lines(report: &Report) -> String {
+    let mut out = String::new();
+    let mut current = None;
+    for r in report.results.iter().filter(|r| r.position == "db_bench") {
+        let store = (r.store.clone(), r.journal_mode.clone());
+        if current.as_ref() != Some(&store) {
+            let label = match r.store.as_str() {
+                "btree" => "StableBTreeMap<[u8; 16], Vec<u8>>".to_string(),
+                "sqlite" => format!("SQLite {}, rowid table", r.journal_mode),
+                "sqlite_without_rowid" => format!("SQLite {}, WITHOUT ROWID", r.journal_mode),
+                other => format!("{other} {}", r.journal_mode),
+            };
+            if current.is_some() {
+                out.push('\n');
+            }
+            out.push_str(&format!("{label}\n"));
+            current = Some(store);
+        }
+        match &r.status {
+            Status::Ok => {
+                let bytes_per_op = r.bytes as f64 / r.batch.max(1) as f64;
+                out.push_str(&line(
+                    &r.operation,
+                    r.store_instructions_per_row,
+                    bytes_per_op,
+                    r.batch,
+                ));
+            }
+            Status::Refused(reason) | Status::Failed(reason) => {
+                out.push_str(&format!("{:<12} : {reason}", r.operation));
+            }
+        }
+        out.push('\n');
+    }
+    out
+}

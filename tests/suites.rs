@@ -1,0 +1,778 @@
+//! `--suite`: which suites exist, their exact scenario matrices, the selection errors, and
+//! small end-to-end runs of each registered suite through the CLI binary (files written,
+//! identical numbers on a second run).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use icbench::bench_canister::{default_wasm_path, ensure_built};
+use icbench::report::{self, Report};
+use icbench::scenario::{JournalMode, Operation, Position, Scenario, Store};
+use icbench::suite::{Suite, SuiteConfig, LOOKUP_BATCHES};
+
+#[test]
+fn suite_selection_parses_names_lists_and_all() {
+    assert_eq!(
+        Suite::ALL.map(Suite::name),
+        ["seed003", "lookups", "dbbench", "keys"]
+    );
+    assert_eq!(Suite::parse_selection("seed003").unwrap(), [Suite::Seed003]);
+    assert_eq!(Suite::parse_selection("LOOKUPS").unwrap(), [Suite::Lookups]);
+    assert_eq!(Suite::parse_selection("all").unwrap(), Suite::ALL);
+    // Duplicates are dropped, the first mention fixes the order.
+    assert_eq!(
+        Suite::parse_selection("lookups, seed003,lookups").unwrap(),
+        [Suite::Lookups, Suite::Seed003]
+    );
+    let err = Suite::parse_selection("seed003,tpcc").unwrap_err();
+    assert_eq!(
+        err,
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, all"
+    );
+    assert!(Suite::parse_selection("").is_err());
+}
+
+fn all_stores() -> Vec<Store> {
+    let mut stores = vec![Store::BTree];
+    stores.extend(JournalMode::ALL.map(Store::Sqlite));
+    stores
+}
+
+#[test]
+fn seed003_matrix_is_unchanged_by_the_suites() {
+    let cfg = SuiteConfig::default();
+    assert_eq!(cfg.suite, Suite::Seed003);
+    assert_eq!(cfg.positions, Position::SEED003);
+    let matrix = cfg.matrix();
+    // 3 positions x 7 stores x (5 insert batches + 3 reads): the README's 168.
+    assert_eq!(matrix.len(), 168);
+    assert!(matrix.iter().all(|s| s.position != Position::Sorted));
+    // --positions sorted: the random draw in ascending order, through the id-list methods.
+    let sorted = SuiteConfig {
+        positions: vec![Position::Sorted],
+        stores: vec![Store::BTree],
+        ..SuiteConfig::default()
+    };
+    let methods: Vec<String> = sorted.matrix().iter().map(Scenario::method).collect();
+    assert_eq!(
+        methods,
+        [
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "add_users_btree_ids",
+            "get_users_btree_ids",
+            "get_users_btree_ids",
+            "scan_users_btree"
+        ]
+    );
+}
+
+#[test]
+fn lookups_matrix_is_every_store_order_and_batch_once() {
+    let cfg = SuiteConfig {
+        suite: Suite::Lookups,
+        ..SuiteConfig::default()
+    };
+    assert_eq!(cfg.lookup_batches, LOOKUP_BATCHES);
+    assert_eq!(LOOKUP_BATCHES, [1, 10, 25, 50, 100]);
+    let mut expected = Vec::new();
+    for position in [Position::Random, Position::Sorted] {
+        for store in all_stores() {
+            for keys in [1, 10, 25, 50, 100] {
+                expected.push(Scenario {
+                    store,
+                    position,
+                    operation: Operation::PointLookups { keys },
+                });
+            }
+        }
+    }
+    assert_eq!(cfg.matrix(), expected);
+    assert_eq!(expected.len(), 70);
+    // Drawn keys go to the id-list methods.
+    assert_eq!(expected[0].method(), "get_users_btree_ids");
+    assert_eq!(expected[69].method(), "get_users_sqlite_ids");
+}
+
+#[test]
+fn each_suite_checks_only_its_own_sizes() {
+    let lookups = |batches: Vec<u64>, rows: u64| SuiteConfig {
+        suite: Suite::Lookups,
+        rows,
+        lookup_batches: batches,
+        ..SuiteConfig::default()
+    };
+    // seed003's default 10,000-row batch is more than half of 2,000 rows: irrelevant here.
+    assert!(lookups(vec![1, 10], 2_000).validate().is_ok());
+    let err = lookups(vec![0], 2_000).validate().unwrap_err().to_string();
+    assert!(
+        err.contains("lookup batch sizes must be between 1 and 1000"),
+        "{err}"
+    );
+    let err = lookups(vec![1_001], 2_000)
+        .validate()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("got 1001"), "{err}");
+    assert!(lookups(vec![], 2_000).validate().is_err());
+    let seed003 = SuiteConfig {
+        rows: 2_000,
+        ..SuiteConfig::default()
+    };
+    assert!(seed003.validate().is_err());
+}
+
+fn icbench(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_icbench"))
+        .args(args)
+        .output()
+        .expect("icbench runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_suite_selections_are_refused_before_any_work() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--suite", "ycsb"],
+            "unknown suite \"ycsb\"; accepted: seed003, lookups, dbbench, keys, all",
+        ),
+        (
+            &["--suite", "all", "--format", "json"],
+            "--format json/csv prints one suite",
+        ),
+        (
+            &["--suite", "lookups", "--lookup-batches", "0"],
+            "lookup batch sizes must be between 1 and",
+        ),
+        (
+            &["--suite", "keys", "--keys-rows", "1050"],
+            "--keys-rows must be a multiple of 100 between 1000 and 200000",
+        ),
+        (
+            &["--suite", "keys", "--keys-journal-mode", "FAST"],
+            "--keys-journal-mode: unknown journal mode",
+        ),
+        (
+            &["--suite", "dbbench", "--dbbench-num", "10"],
+            "--dbbench-num must be between 1000 and 1000000",
+        ),
+        (
+            &["--suite", "dbbench", "--dbbench-journal-mode", "FAST"],
+            "--dbbench-journal-mode: unknown journal mode \"FAST\"",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, _, stderr) = icbench(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+/// The canister module, built once per test process so the CLI runs never build it
+/// concurrently.
+fn wasm_path() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        ensure_built(true).expect("scripts/build-canister.sh builds the canister");
+        default_wasm_path()
+    })
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("icbench-suites-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn read_report(path: &Path) -> Report {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    report::from_json(&text).unwrap()
+}
+
+/// Runs the CLI into `out` and returns its stdout.
+fn run_into(out: &Path, extra: &[&str]) -> String {
+    let mut args = vec![
+        "--quiet",
+        "--wasm",
+        wasm_path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--rows",
+        "2000",
+    ];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = icbench(&args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    stdout
+}
+
+/// The numbers of two runs, wall time left out.
+fn same_numbers(a: &Report, b: &Report) {
+    assert_eq!(a.results, b.results);
+    assert_eq!(a.notes, b.notes);
+    assert_eq!(a.executed_instructions, b.executed_instructions);
+}
+
+#[test]
+fn lookups_end_to_end_is_deterministic() {
+    let args = [
+        "--suite",
+        "lookups",
+        "--journal-modes",
+        "DELETE",
+        "--lookup-batches",
+        "1,10,25",
+    ];
+    let (first, second) = (temp_dir("lookups-1"), temp_dir("lookups-2"));
+    let stdout = run_into(&first, &args);
+    run_into(&second, &args);
+    let dir = first.join("lookups");
+    for file in [
+        "report.md",
+        "results.csv",
+        "results.json",
+        "plot-random.svg",
+        "plot-sorted.svg",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    // Only the suite's own directory is written.
+    assert!(!first.join("results.json").exists());
+    let a = read_report(&dir.join("results.json"));
+    same_numbers(&a, &read_report(&second.join("lookups/results.json")));
+    assert_eq!(a.suite, "lookups");
+    // 2 key orders x 2 stores x 3 batches, every one measured.
+    assert_eq!(a.results.len(), 12);
+    for r in &a.results {
+        assert_eq!(r.suite, "lookups");
+        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+        assert_eq!(r.operation, "point_lookup");
+        assert_eq!(r.method, format!("get_users_{}_ids", r.store));
+        assert!(r.store_instructions > 0);
+    }
+    // One key has one order: sorted and unsorted are the same message.
+    let cell = |position: &str, store: &str, batch: u64| {
+        a.results
+            .iter()
+            .find(|r| r.position == position && r.store == store && r.batch == batch)
+            .unwrap()
+            .clone()
+    };
+    for store in ["btree", "sqlite"] {
+        assert_eq!(
+            cell("random", store, 1).store_instructions,
+            cell("sorted", store, 1).store_instructions
+        );
+        assert_eq!(cell("random", store, 1).args, cell("sorted", store, 1).args);
+    }
+    assert!(
+        stdout.contains("sorted: store instructions per key"),
+        "{stdout}"
+    );
+    let svg = std::fs::read_to_string(dir.join("plot-sorted.svg")).unwrap();
+    assert!(svg.contains("Point lookup cost per key, sorted"), "{svg}");
+}
+
+#[test]
+fn all_runs_every_suite_into_its_own_files() {
+    let out = temp_dir("all");
+    let stdout = run_into(
+        &out,
+        &[
+            "--suite",
+            "all",
+            "--journal-modes",
+            "OFF",
+            "--batches",
+            "1",
+            "--lookup-batches",
+            "1,10",
+            "--dbbench-num",
+            "1000",
+            "--keys-rows",
+            "1000",
+        ],
+    );
+    let seed003 = read_report(&out.join("results.json"));
+    assert_eq!(seed003.suite, "seed003");
+    // 3 positions x 2 stores x (1 insert batch + 3 reads).
+    assert_eq!(seed003.results.len(), 24);
+    let lookups = read_report(&out.join("lookups/results.json"));
+    assert_eq!(lookups.results.len(), 8);
+    let dbbench = read_report(&out.join("dbbench/results.json"));
+    // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
+    assert_eq!(dbbench.results.len(), 36);
+    let keys = read_report(&out.join("keys/results.json"));
+    // 4 key types x 4 stores x (insert, lookup, storage).
+    assert_eq!(keys.results.len(), 48);
+    for suite in Suite::ALL {
+        assert!(
+            stdout.contains(&format!("== suite {} ==", suite.name())),
+            "{stdout}"
+        );
+    }
+}
+
+// ---- dbbench (seed 000) ------------------------------------------------------------
+
+use icbench::bench_canister::{BenchClient, DbBenchWrite};
+use icbench::dbbench::{self, Bench, KvStore, LevelDbRandom};
+use icbench::engine::embedded::EmbeddedEngine;
+
+#[test]
+fn leveldb_random_is_the_minimal_standard_generator() {
+    // Park and Miller's published check: seed 1, the 10,000th value is 1043618065.
+    let mut r = LevelDbRandom::new(1);
+    let mut last = 0;
+    for _ in 0..10_000 {
+        last = r.next_u32();
+    }
+    assert_eq!(last, 1_043_618_065);
+    let mut r = LevelDbRandom::new(301);
+    assert_eq!(
+        [r.next_u32(), r.next_u32(), r.next_u32()],
+        [5_058_907, 1_273_187_716, 938_884_104]
+    );
+    // Seeds 0 and 2^31-1 would stick; LevelDB replaces them with 1.
+    assert_eq!(LevelDbRandom::new(0).next_u32(), 16_807);
+}
+
+#[test]
+fn dbbench_keys_follow_db_bench_sqlite3_draw_order() {
+    let num = 2_000;
+    let keys = dbbench::keys(num);
+    let names: Vec<&str> = keys.iter().map(|(b, _)| b.name()).collect();
+    assert_eq!(
+        names,
+        [
+            "fillseq",
+            "fillseqbatch",
+            "fillrandom",
+            "fillrandbatch",
+            "overwrite",
+            "overwritebatch",
+            "readrandom",
+            "readseq",
+            "fillrand100K",
+            "fillseq100K",
+            "readseq100K",
+            "readrand100K"
+        ]
+    );
+    let of = |b: Bench| keys.iter().find(|(x, _)| *x == b).unwrap().1.clone();
+    assert_eq!(of(Bench::FillSeq), (0..num).collect::<Vec<_>>());
+    assert_eq!(of(Bench::FillSeq100K), [0, 1]);
+    assert!(of(Bench::ReadSeq).is_empty());
+    // One shared Random(301): fillrandom takes the first N draws, the skipped
+    // fillrandsync the next N/100, fillrandbatch the N after those.
+    let mut r = LevelDbRandom::new(301);
+    let fillrandom: Vec<u64> = (0..num).map(|_| u64::from(r.next_u32()) % num).collect();
+    assert_eq!(of(Bench::FillRandom), fillrandom);
+    for _ in 0..num / 100 {
+        r.next_u32();
+    }
+    let batch: Vec<u64> = (0..num).map(|_| u64::from(r.next_u32()) % num).collect();
+    assert_eq!(of(Bench::FillRandBatch), batch);
+    assert!(of(Bench::ReadRand100K).iter().all(|&k| k < 2));
+    assert_eq!(of(Bench::ReadRand100K).len(), 2);
+}
+
+#[test]
+fn dbbench_matrix_is_every_store_times_twelve_benchmarks() {
+    let cfg = SuiteConfig {
+        suite: Suite::DbBench,
+        ..SuiteConfig::default()
+    };
+    assert_eq!(cfg.dbbench_num, 10_000);
+    assert_eq!(cfg.dbbench_journal_mode, JournalMode::Wal);
+    let matrix = dbbench::matrix(&cfg);
+    assert_eq!(matrix.len(), 36);
+    let stores: Vec<KvStore> = matrix.iter().step_by(12).map(|s| s.store).collect();
+    assert_eq!(
+        stores,
+        [
+            KvStore::BTree,
+            KvStore::SqliteRowid(JournalMode::Wal),
+            KvStore::SqliteWithoutRowid(JournalMode::Wal)
+        ]
+    );
+    assert!(matrix
+        .chunks(12)
+        .all(|c| c.iter().map(|s| s.bench).eq(Bench::ALL)));
+    // Only the map when only btree is selected.
+    let btree_only = SuiteConfig {
+        stores: vec![Store::BTree],
+        ..cfg.clone()
+    };
+    assert_eq!(dbbench::matrix(&btree_only).len(), 12);
+    assert_eq!(Bench::FillSeq100K.ops(10_000), 10);
+    assert_eq!(Bench::FillSeq100K.value_size(), 100_000);
+    assert!(Bench::FillSeq.transaction_per_row() && !Bench::FillSeqBatch.transaction_per_row());
+    assert!(!Bench::Overwrite.fresh() && Bench::FillRandom.fresh());
+    let bad = SuiteConfig {
+        dbbench_num: 999,
+        ..cfg
+    };
+    let err = bad.validate().unwrap_err().to_string();
+    assert!(
+        err.contains("--dbbench-num must be between 1000 and 1000000"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dbbench_line_is_db_bench_format_with_instructions() {
+    // db_bench: "%-12s : %11.3f micros/op;" then the rate and "(N ops)".
+    assert_eq!(
+        dbbench::line("fillseq", 52_176.3, 116.0, 10_000),
+        "fillseq      :   52176.300 instructions/op;    116.0 bytes/op (10000 ops)"
+    );
+    assert_eq!(
+        dbbench::line("readrand100K", 1_234_567.891_2, 100_016.0, 10),
+        "readrand100K : 1234567.891 instructions/op; 100016.0 bytes/op (10 ops)"
+    );
+}
+
+fn with_canister<R>(f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
+    let wasm = std::fs::read(wasm_path()).unwrap();
+    let mut engine = EmbeddedEngine::default();
+    let mut client = BenchClient::install(&mut engine, &wasm).expect("the canister installs");
+    f(&mut client)
+}
+
+fn write(store: &str, keys: &[u64], value_size: u64, per_row: bool) -> DbBenchWrite {
+    DbBenchWrite {
+        store: store.into(),
+        keys: keys.to_vec(),
+        value_size,
+        first_value: 0,
+        transaction_per_row: per_row,
+    }
+}
+
+#[test]
+fn dbbench_methods_contract() {
+    with_canister(|c| {
+        // Bad arguments: Err naming the problem, never a trap.
+        let err = c.dbbench_reset("leveldb").unwrap().value.unwrap_err();
+        assert!(
+            err.contains("btree, sqlite_rowid, sqlite_without_rowid"),
+            "{err}"
+        );
+        let err = c
+            .dbbench_read_random("sqlite_rowid", &[1])
+            .unwrap()
+            .value
+            .unwrap_err();
+        assert!(err.contains("call dbbench_reset first"), "{err}");
+        for store in ["btree", "sqlite_rowid", "sqlite_without_rowid"] {
+            assert_eq!(c.dbbench_reset(store).unwrap().value, Ok(0), "{store}");
+            let err = c
+                .dbbench_write(&write(store, &[10_000_000_000_000_000], 100, false))
+                .unwrap()
+                .value
+                .unwrap_err();
+            assert!(err.contains("more than 16 digits"), "{err}");
+            let err = c
+                .dbbench_write(&write(store, &[1], (1 << 20) + 1, false))
+                .unwrap()
+                .value
+                .unwrap_err();
+            assert!(err.contains("1 MiB"), "{err}");
+            let keys: Vec<u64> = (0..1_000).collect();
+            let err = c
+                .dbbench_write(&write(store, &keys, 100_000, true))
+                .unwrap()
+                .value
+                .unwrap_err();
+            assert!(err.contains("per call"), "{err}");
+
+            // Writes replace: key 7 twice is one row.
+            for per_row in [true, false] {
+                let r = c
+                    .dbbench_write(&write(store, &[7, 3, 7, 12], 100, per_row))
+                    .unwrap()
+                    .value
+                    .unwrap();
+                assert_eq!((r.ops, r.found, r.bytes), (4, 4, 4 * 116), "{store}");
+                assert!(r.instructions > 0);
+            }
+            let r = c
+                .dbbench_read_random(store, &[3, 4, 12])
+                .unwrap()
+                .value
+                .unwrap();
+            assert_eq!((r.ops, r.found, r.bytes), (3, 2, 2 * 116), "{store}");
+            let r = c.dbbench_read_seq(store, 0, 10).unwrap().value.unwrap();
+            assert_eq!((r.ops, r.found, r.bytes), (3, 3, 3 * 116), "{store}");
+            let r = c.dbbench_read_seq(store, 4, 1).unwrap().value.unwrap();
+            assert_eq!(r.found, 1, "{store}: the first key >= 4 is 7");
+            assert_eq!(c.dbbench_reset(store).unwrap().value, Ok(3), "{store}");
+        }
+        // The users stores that seed 003 measures are untouched.
+        let stats = c.stats().unwrap();
+        assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+    });
+}
+
+#[test]
+fn dbbench_end_to_end_is_deterministic() {
+    let args = ["--suite", "dbbench", "--dbbench-num", "1000"];
+    let (first, second) = (temp_dir("dbbench-1"), temp_dir("dbbench-2"));
+    let stdout = run_into(&first, &args);
+    run_into(&second, &args);
+    let dir = first.join("dbbench");
+    for file in [
+        "report.md",
+        "results.csv",
+        "results.json",
+        "plot-dbbench.svg",
+    ] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    let a = read_report(&dir.join("results.json"));
+    same_numbers(&a, &read_report(&second.join("dbbench/results.json")));
+    assert_eq!(a.results.len(), 36);
+    for r in &a.results {
+        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+        assert!(r.store_instructions > 0, "{r:?}");
+    }
+    // Writes move key + value bytes per op.
+    let fillseq = &a.results[0];
+    assert_eq!(
+        (fillseq.operation.as_str(), fillseq.batch),
+        ("fillseq", 1000)
+    );
+    assert_eq!(fillseq.bytes, 1000 * 116);
+    assert!(
+        stdout.contains("\nfillseq      : ")
+            && stdout.contains(" instructions/op;    116.0 bytes/op (1000 ops)"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("SQLite WAL, WITHOUT ROWID\nfillseq      :"),
+        "{md}"
+    );
+}
+
+// ---- keys (seed 002) ---------------------------------------------------------------
+
+use icbench::keys::{self as key_suite, PageStats};
+
+#[test]
+fn keys_matrix_is_every_key_type_by_every_store() {
+    let cfg = SuiteConfig {
+        suite: Suite::Keys,
+        ..SuiteConfig::default()
+    };
+    assert_eq!(cfg.keys_rows, 10_000);
+    let m = key_suite::matrix(&cfg);
+    let pairs: Vec<(&str, &str)> = m.iter().map(|s| (s.key_type, s.store)).collect();
+    let mut expected = Vec::new();
+    for k in ["u64", "ulid", "uuid", "hex32"] {
+        for s in [
+            "btree",
+            "sqlite_rowid",
+            "sqlite_without_rowid",
+            "sqlite_secondary",
+        ] {
+            expected.push((k, s));
+        }
+    }
+    assert_eq!(pairs, expected);
+    let sqlite_only = SuiteConfig {
+        stores: vec![Store::Sqlite(JournalMode::Wal)],
+        ..cfg
+    };
+    assert_eq!(key_suite::matrix(&sqlite_only).len(), 12);
+}
+
+#[test]
+fn key_generators_have_the_layouts_of_their_types() {
+    let rows = 300;
+    let u64s = key_suite::keys("u64", rows, 1);
+    assert_eq!(u64s[0], 1u64.to_be_bytes());
+    assert_eq!(u64s[299], 300u64.to_be_bytes());
+    let ulids = key_suite::keys("ulid", rows, 1);
+    assert!(ulids.iter().all(|k| k.len() == 16));
+    // One millisecond per 100-key message, increasing; monotonic within the message.
+    assert_eq!(ulids[0][..6], ulids[99][..6]);
+    assert!(ulids[99][..6] < ulids[100][..6]);
+    assert!(ulids[..100].windows(2).all(|w| w[0] < w[1]));
+    let uuids = key_suite::keys("uuid", rows, 1);
+    assert!(uuids
+        .iter()
+        .all(|k| k.len() == 16 && k[6] >> 4 == 4 && k[8] >> 6 == 0b10));
+    let hex = key_suite::keys("hex32", rows, 1);
+    assert!(hex.iter().all(|k| k.len() == 32
+        && k.iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))));
+    for keys in [&ulids, &uuids, &hex] {
+        let distinct: std::collections::HashSet<_> = keys.iter().collect();
+        assert_eq!(distinct.len(), rows as usize);
+    }
+    assert_eq!(key_suite::keys("uuid", rows, 1), uuids);
+    assert_ne!(key_suite::keys("uuid", rows, 2), uuids);
+    let lookups = key_suite::lookup_indices(1_000, 5);
+    assert_eq!(lookups.len(), 1_000);
+    assert_eq!(
+        lookups
+            .iter()
+            .collect::<std::collections::HashSet<_>>()
+            .len(),
+        1_000
+    );
+}
+
+#[test]
+fn fanout_is_sqlite3_analyzers() {
+    let pages = |interior, leaf| PageStats {
+        store: "sqlite".into(),
+        key_type: "ulid".into(),
+        btree: "t".into(),
+        interior_pages: interior,
+        leaf_pages: leaf,
+        overflow_pages: 0,
+        bytes: 0,
+    };
+    // A published sqlite3_analyzer report: 46 interior and 8051 leaf pages give 176.00.
+    assert_eq!(pages(46, 8_051).fanout(), Some(176));
+    // Integer division, as the analyzer's Tcl does.
+    assert_eq!(pages(3, 35).fanout(), Some(12));
+    assert_eq!(pages(0, 1).fanout(), None);
+}
+
+#[test]
+fn keys_methods_contract() {
+    with_canister(|c| {
+        let err = c.keys_reset("redis", "u64").unwrap().value.unwrap_err();
+        assert!(
+            err.contains("btree, sqlite_rowid, sqlite_without_rowid, sqlite_secondary"),
+            "{err}"
+        );
+        let err = c
+            .keys_reset("btree", "snowflake")
+            .unwrap()
+            .value
+            .unwrap_err();
+        assert!(err.contains("u64, ulid, uuid, hex32"), "{err}");
+        let err = c
+            .keys_lookup("sqlite_rowid", "ulid", &[vec![0; 16]])
+            .unwrap()
+            .value
+            .unwrap_err();
+        assert!(err.contains("call keys_reset first"), "{err}");
+        let err = c.keys_stats("sqlite_rowid", "ulid").unwrap().unwrap_err();
+        assert!(err.contains("call keys_reset first"), "{err}");
+        for store in [
+            "btree",
+            "sqlite_rowid",
+            "sqlite_without_rowid",
+            "sqlite_secondary",
+        ] {
+            for key_type in ["u64", "ulid", "uuid", "hex32"] {
+                assert_eq!(c.keys_reset(store, key_type).unwrap().value, Ok(0));
+                let keys = key_suite::keys(key_type, 3, 9);
+                let r = c
+                    .keys_insert(store, key_type, &keys, 10)
+                    .unwrap()
+                    .value
+                    .unwrap();
+                let key_len = keys[0].len() as u64;
+                assert_eq!(
+                    (r.ops, r.bytes),
+                    (3, 3 * (key_len + 10)),
+                    "{store} {key_type}"
+                );
+                let mut wanted = vec![keys[2].clone(), keys[0].clone()];
+                wanted.push(key_suite::keys(key_type, 5, 10)[4].clone());
+                let r = c
+                    .keys_lookup(store, key_type, &wanted)
+                    .unwrap()
+                    .value
+                    .unwrap();
+                assert_eq!((r.ops, r.found, r.bytes), (3, 2, 20), "{store} {key_type}");
+                let stats = c.keys_stats(store, key_type).unwrap().unwrap();
+                assert_eq!(stats.rows, 3);
+                assert!(stats.stable_bytes > 0);
+                let names: Vec<&str> = stats.btrees.iter().map(|b| b.name.as_str()).collect();
+                let table = format!("keys_{key_type}_{}", store.trim_start_matches("sqlite_"));
+                let expected: Vec<String> = match (store, key_type) {
+                    ("btree", _) => vec![],
+                    // INTEGER PRIMARY KEY is the rowid: one B-tree.
+                    ("sqlite_rowid", "u64") | ("sqlite_without_rowid", _) => vec![table],
+                    ("sqlite_rowid", _) => {
+                        vec![table.clone(), format!("sqlite_autoindex_{table}_1")]
+                    }
+                    _ => vec![table.clone(), format!("{table}_k")],
+                };
+                assert_eq!(names, expected, "{store} {key_type}");
+            }
+        }
+        // A present key: Err for the map and the keyed schemas, nothing inserted.
+        let keys = key_suite::keys("uuid", 3, 9);
+        for store in ["btree", "sqlite_rowid", "sqlite_without_rowid"] {
+            assert!(c
+                .keys_insert(store, "uuid", &keys[..1], 10)
+                .unwrap()
+                .value
+                .is_err());
+        }
+        let err = c
+            .keys_insert("btree", "ulid", &[vec![1; 15]], 10)
+            .unwrap()
+            .value
+            .unwrap_err();
+        assert!(
+            err.contains("a ulid key must be 16 bytes; got 15 bytes"),
+            "{err}"
+        );
+        let err = c
+            .keys_insert(
+                "sqlite_rowid",
+                "u64",
+                &[u64::MAX.to_be_bytes().to_vec()],
+                10,
+            )
+            .unwrap()
+            .value
+            .unwrap_err();
+        assert!(err.contains("below 2^63"), "{err}");
+        let stats = c.stats().unwrap();
+        assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+    });
+}
+
+#[test]
+fn keys_end_to_end_is_deterministic() {
+    let args = ["--suite", "keys", "--keys-rows", "1000"];
+    let (first, second) = (temp_dir("keys-1"), temp_dir("keys-2"));
+    let stdout = run_into(&first, &args);
+    run_into(&second, &args);
+    let dir = first.join("keys");
+    for file in ["report.md", "results.csv", "results.json", "plot-keys.svg"] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+    let a = read_report(&dir.join("results.json"));
+    let b = read_report(&second.join("keys/results.json"));
+    same_numbers(&a, &b);
+    assert_eq!(a.page_stats, b.page_stats);
+    assert_eq!(a.results.len(), 48);
+    for r in &a.results {
+        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+    }
+    // SQLite B-trees per key type: u64 rowid 1, without rowid 1, secondary 2 (4); the
+    // other key types rowid 2 (table + autoindex), 1, 2 (5 each).
+    assert_eq!(a.page_stats.len(), 4 + 3 * 5);
+    assert!(stdout.contains("stable bytes per row"), "{stdout}");
+    assert!(stdout.contains("keys_ulid_without_rowid"), "{stdout}");
+}
