@@ -95,7 +95,7 @@ fn config_run_builds_persists_writes_csv_then_compares() {
     assert!(out.contains("\n  nested (scope):\n    calls: 2 (new)\n"));
     assert!(out.contains("\nOnly significant changes:\n| status | name "));
     assert!(out.ends_with(&format!(
-        "{DASHES}\nSuccessfully saved CSV results to canbench_results.csv\nSuccessfully persisted results to canbench_results.yml\n"
+        "{DASHES}\nCSV results saved to canbench_results.csv\nSuccessfully persisted results to canbench_results.yml\n"
     )), "{out}");
 
     let yml = s.read("canbench_results.yml");

@@ -65,8 +65,7 @@ impl Config {
 
 /// The install argument: hex-decoded raw bytes, passed verbatim (no Candid encoding).
 pub fn decode_init_args(hex_text: &str) -> Result<Vec<u8>> {
-    hex::decode(hex_text.trim())
-        .map_err(|e| anyhow!("invalid init_args hex value {hex_text:?}: {e}"))
+    hex::decode(hex_text).map_err(|e| anyhow!("invalid init_args hex value {hex_text:?}: {e}"))
 }
 
 #[cfg(test)]

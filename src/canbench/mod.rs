@@ -319,10 +319,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     if args.csv {
         std::fs::write(&plan.csv_path, compare::csv(&entries))
             .with_context(|| format!("writing {}", plan.csv_path.display()))?;
-        println!(
-            "Successfully saved CSV results to {}",
-            plan.csv_path.display()
-        );
+        println!("CSV results saved to {}", plan.csv_path.display());
     }
     if args.persist {
         results::write(&plan.results_path, &new)?;
