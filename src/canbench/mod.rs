@@ -277,9 +277,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         match runner.run(name)? {
             Ok(result) => {
                 if !args.hide_results {
-                    println!("{}\n", report::DASHES);
-                    print!("{}", report::bench_block(name, &result, old.get(name), t));
-                    println!();
+                    print!("{}", report::bench_section(name, &result, old.get(name), t));
                 }
                 new.insert(name.clone(), result);
             }
@@ -289,23 +287,11 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             }
         }
     }
-    println!("{}", report::DASHES);
-
     let entries = compare::entries(&new, &old);
-    if !args.less_verbose || args.show_summary {
-        println!();
-        print!("{}", report::summary(&entries, t));
-        println!("\n{}", report::DASHES);
-        let significant = report::significant(&entries, t);
-        if !significant.is_empty() {
-            println!("\nOnly significant changes:");
-            print!(
-                "{}",
-                report::table(&significant, report::MAX_DISPLAYED_ROWS)
-            );
-            println!("\n{}", report::DASHES);
-        }
-    }
+    print!(
+        "{}",
+        report::closing(&entries, t, !args.less_verbose || args.show_summary)
+    );
     if !failed.is_empty() {
         // Persisting now would silently drop the failed benches from the files.
         eprintln!(

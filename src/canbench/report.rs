@@ -136,6 +136,29 @@ pub fn bench_block(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: 
     out
 }
 
+/// A bench as the run prints it: a dash line, a blank line, the block, a blank line.
+pub fn bench_section(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: f64) -> String {
+    format!("{DASHES}\n\n{}\n", bench_block(name, new, old, t))
+}
+
+/// What follows the bench sections: a dash line, then with `summary` the summary and,
+/// if anything changed significantly, the table, each closed by a dash line.
+pub fn closing(entries: &[Entry], t: f64, summary_on: bool) -> String {
+    let mut out = format!("{DASHES}\n");
+    if summary_on {
+        let _ = write!(out, "\n{}\n{DASHES}\n", summary(entries, t));
+        let significant = significant(entries, t);
+        if !significant.is_empty() {
+            let _ = write!(
+                out,
+                "\nOnly significant changes:\n{}\n{DASHES}\n",
+                table(&significant, MAX_DISPLAYED_ROWS)
+            );
+        }
+    }
+    out
+}
+
 fn percentile_f64(sorted: &[f64], pct: usize) -> f64 {
     let rank = pct as f64 / 100.0 * (sorted.len() - 1) as f64;
     let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
@@ -659,4 +682,321 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
         assert!(s.contains("    status:   Regressions, improvements, and new benchmarks 🔴🟢➕\n    counts:   [total 6 | regressed 2 | improved 1 | new 1 | unchanged 2]\n    change:   [max +1.00K | p75 +100 | median +10 | p25 0 | min -500]\n    change %: [max +100.00% | p75 +10.00% | median +1.00% | p25 0.00% | min -50.00%]\n"), "{s}");
         assert!(s.contains("  heap_increase:\n    status:   Regressions, improvements, and new benchmarks 🔴🟢➕\n    counts:   [total 6 | regressed 1 | improved 1 | new 1 | unchanged 3]\n    change:   [max +5 | p75 0 | median 0 | p25 0 | min -1]\n    change %: [max +inf% | p75 0.00% | median 0.00% | p25 0.00% | min -50.00%]\n"), "{s}");
     }
+
+    /// Whole reports from canbench 0.7.0's own test suite (canbench-bin/tests/expected),
+    /// rebuilt from the results they show. Values of 10,000 and more are printed rounded
+    /// there, so any value that rounds the same stands in for them.
+    fn full_report(new: (&str, BenchResult), old: Option<BenchResult>) -> String {
+        let (name, result) = new;
+        let new_results: Results = [(name.to_string(), result.clone())].into();
+        let old_results: Results = old.map(|o| (name.to_string(), o)).into_iter().collect();
+        let mut out = bench_section(name, &result, old_results.get(name), 2.0);
+        out.push_str(&closing(&entries(&new_results, &old_results), 2.0, true));
+        out
+    }
+
+    #[test]
+    fn canbench_expected_benchmark_works_with_init_args() {
+        let new = BenchResult {
+            total: m(1, 888, 0, 0),
+            scopes: BTreeMap::new(),
+        };
+        let old = BenchResult {
+            total: m(1, 841, 0, 0),
+            scopes: BTreeMap::new(),
+        };
+        assert_eq!(
+            full_report(("state_check", new), Some(old)),
+            EXPECTED_INIT_ARGS
+        );
+    }
+
+    #[test]
+    fn canbench_expected_benchmark_reports_regression_from_zero() {
+        let new = BenchResult {
+            total: m(1, 307, 0, 123),
+            scopes: BTreeMap::new(),
+        };
+        let old = BenchResult {
+            total: m(1, 0, 0, 0),
+            scopes: BTreeMap::new(),
+        };
+        assert_eq!(
+            full_report(("stable_memory_increase_from_zero", new), Some(old)),
+            EXPECTED_REGRESSION_FROM_ZERO
+        );
+    }
+
+    #[test]
+    fn canbench_expected_reports_repeated_scope_in_existing_benchmark() {
+        let new = BenchResult {
+            total: m(1, 15_400, 0, 0),
+            scopes: [("scope_1".to_string(), m(10, 7999, 0, 0))].into(),
+        };
+        let old = BenchResult {
+            total: m(1, 0, 0, 0),
+            scopes: [("scope_1".to_string(), m(10, 800, 1, 0))].into(),
+        };
+        assert_eq!(
+            full_report(("bench_repeated_scope_exists", new), Some(old)),
+            EXPECTED_REPEATED_SCOPE_EXISTING
+        );
+    }
+
+    #[test]
+    fn canbench_expected_noisy_change_above_default_noise_threshold() {
+        let new = BenchResult {
+            total: m(1, 3_385_780, 62, 100),
+            scopes: BTreeMap::new(),
+        };
+        let old = BenchResult {
+            total: m(1, 3_540_000, 65, 104),
+            scopes: BTreeMap::new(),
+        };
+        assert_eq!(
+            full_report(
+                ("noisy_change_above_default_threshold_test", new),
+                Some(old)
+            ),
+            EXPECTED_NOISY_ABOVE_THRESHOLD
+        );
+    }
+
+    #[test]
+    fn canbench_expected_reports_scopes_in_new_benchmark() {
+        let new = BenchResult {
+            total: m(1, 3834, 0, 0),
+            scopes: [
+                ("scope_1".to_string(), m(1, 970, 0, 0)),
+                ("scope_2".to_string(), m(1, 781, 0, 0)),
+            ]
+            .into(),
+        };
+        assert_eq!(
+            full_report(("bench_scope_new", new), None),
+            EXPECTED_SCOPES_NEW
+        );
+    }
+
+    const EXPECTED_INIT_ARGS: &str = r#"---------------------------------------------------
+
+Benchmark: state_check
+  total:
+    instructions: 888 (regressed by 5.59%)
+    heap_increase: 0 pages (no change)
+    stable_memory_increase: 0 pages (no change)
+
+---------------------------------------------------
+
+Summary:
+  instructions:
+    status:   Regressions detected 🔴
+    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
+    change:   [max +47 | p75 +47 | median +47 | p25 +47 | min +47]
+    change %: [max +5.59% | p75 +5.59% | median +5.59% | p25 +5.59% | min +5.59%]
+
+  heap_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+  stable_memory_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+---------------------------------------------------
+
+Only significant changes:
+| status | name        | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
+|--------|-------------|-------|-----|---------|----|--------|-----|---------|
+|   +    | state_check |       | 888 |  +5.59% |  0 |  0.00% |   0 |   0.00% |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+---------------------------------------------------
+"#;
+    const EXPECTED_REGRESSION_FROM_ZERO: &str = r#"---------------------------------------------------
+
+Benchmark: stable_memory_increase_from_zero
+  total:
+    instructions: 307 (regressed from 0)
+    heap_increase: 0 pages (no change)
+    stable_memory_increase: 123 pages (regressed from 0)
+
+---------------------------------------------------
+
+Summary:
+  instructions:
+    status:   Regressions detected 🔴
+    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
+    change:   [max +307 | p75 +307 | median +307 | p25 +307 | min +307]
+    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
+
+  heap_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+  stable_memory_increase:
+    status:   Regressions detected 🔴
+    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
+    change:   [max +123 | p75 +123 | median +123 | p25 +123 | min +123]
+    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
+
+---------------------------------------------------
+
+Only significant changes:
+| status | name                             | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
+|--------|----------------------------------|-------|-----|---------|----|--------|-----|---------|
+|   +    | stable_memory_increase_from_zero |       | 307 |   +inf% |  0 |  0.00% | 123 |   +inf% |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+---------------------------------------------------
+"#;
+    const EXPECTED_REPEATED_SCOPE_EXISTING: &str = r#"---------------------------------------------------
+
+Benchmark: bench_repeated_scope_exists
+  total:
+    instructions: 15.40 K (regressed from 0)
+    heap_increase: 0 pages (no change)
+    stable_memory_increase: 0 pages (no change)
+
+  scope_1 (scope):
+    calls: 10 (no change)
+    instructions: 7999 (regressed by 899.87%)
+    heap_increase: 0 pages (improved by 100.00%)
+    stable_memory_increase: 0 pages (no change)
+
+---------------------------------------------------
+
+Summary:
+  instructions:
+    status:   Regressions detected 🔴
+    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
+    change:   [max +15.40K | p75 +15.40K | median +15.40K | p25 +15.40K | min +15.40K]
+    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
+
+  heap_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+  stable_memory_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+---------------------------------------------------
+
+Only significant changes:
+| status | name                                 | calls |    ins |   ins Δ% | HI |    HI Δ% | SMI |  SMI Δ% |
+|--------|--------------------------------------|-------|--------|----------|----|----------|-----|---------|
+|   +    | bench_repeated_scope_exists          |       | 15.40K |    +inf% |  0 |    0.00% |   0 |   0.00% |
+|  +/-   | bench_repeated_scope_exists::scope_1 |    10 |  8.00K | +899.87% |  0 | -100.00% |   0 |   0.00% |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+---------------------------------------------------
+"#;
+    const EXPECTED_NOISY_ABOVE_THRESHOLD: &str = r#"---------------------------------------------------
+
+Benchmark: noisy_change_above_default_threshold_test
+  total:
+    instructions: 3.39 M (improved by 4.36%)
+    heap_increase: 62 pages (improved by 4.62%)
+    stable_memory_increase: 100 pages (improved by 3.85%)
+
+---------------------------------------------------
+
+Summary:
+  instructions:
+    status:   Improvements detected 🟢
+    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
+    change:   [max -154.22K | p75 -154.22K | median -154.22K | p25 -154.22K | min -154.22K]
+    change %: [max -4.36% | p75 -4.36% | median -4.36% | p25 -4.36% | min -4.36%]
+
+  heap_increase:
+    status:   Improvements detected 🟢
+    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
+    change:   [max -3 | p75 -3 | median -3 | p25 -3 | min -3]
+    change %: [max -4.62% | p75 -4.62% | median -4.62% | p25 -4.62% | min -4.62%]
+
+  stable_memory_increase:
+    status:   Improvements detected 🟢
+    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
+    change:   [max -4 | p75 -4 | median -4 | p25 -4 | min -4]
+    change %: [max -3.85% | p75 -3.85% | median -3.85% | p25 -3.85% | min -3.85%]
+
+---------------------------------------------------
+
+Only significant changes:
+| status | name                                      | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
+|--------|-------------------------------------------|-------|-------|---------|----|--------|-----|---------|
+|   -    | noisy_change_above_default_threshold_test |       | 3.39M |  -4.36% | 62 | -4.62% | 100 |  -3.85% |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+---------------------------------------------------
+"#;
+    const EXPECTED_SCOPES_NEW: &str = r#"---------------------------------------------------
+
+Benchmark: bench_scope_new (new)
+  total:
+    instructions: 3834 (new)
+    heap_increase: 0 pages (new)
+    stable_memory_increase: 0 pages (new)
+
+  scope_1 (scope):
+    calls: 1 (new)
+    instructions: 970 (new)
+    heap_increase: 0 pages (new)
+    stable_memory_increase: 0 pages (new)
+
+  scope_2 (scope):
+    calls: 1 (new)
+    instructions: 781 (new)
+    heap_increase: 0 pages (new)
+    stable_memory_increase: 0 pages (new)
+
+---------------------------------------------------
+
+Summary:
+  instructions:
+    status:   New benchmarks added ➕
+    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
+    change:   n/a
+    change %: n/a
+
+  heap_increase:
+    status:   New benchmarks added ➕
+    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
+    change:   n/a
+    change %: n/a
+
+  stable_memory_increase:
+    status:   New benchmarks added ➕
+    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
+    change:   n/a
+    change %: n/a
+
+---------------------------------------------------
+
+Only significant changes:
+| status | name                     | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
+|--------|--------------------------|-------|-------|---------|----|--------|-----|---------|
+|  new   | bench_scope_new          |       | 3.83K |         |  0 |        |   0 |         |
+|  new   | bench_scope_new::scope_1 |     1 |   970 |         |  0 |        |   0 |         |
+|  new   | bench_scope_new::scope_2 |     1 |   781 |         |  0 |        |   0 |         |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+---------------------------------------------------
+"#;
 }
