@@ -206,6 +206,19 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
         stdout(&o),
         format!("{DASHES}\n\nBenchmark: empty\n  total:\n    instructions: 207 (3.50%) (change within noise threshold)\n    heap_increase: 0 pages (no change)\n    stable_memory_increase: 0 pages (no change)\n\n{DASHES}\n")
     );
+    // A gzipped module (by its .gz name, as canbench) gives the same result.
+    {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&std::fs::read(&w).unwrap()).unwrap();
+        s.write("fixture.wasm.gz", gz.finish().unwrap());
+    }
+    let o = s.run(&["--wasm", "fixture.wasm.gz", "--less-verbose", "empty"]);
+    assert!(
+        stdout(&o).contains("Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n"),
+        "{}",
+        stderr(&o)
+    );
     // The old file is only read, never written, without --persist.
     assert!(s.read("old.yml").ends_with("version: 0.2.0\n"));
 }
