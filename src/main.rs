@@ -34,6 +34,8 @@ enum Command {
     Run(RunArgs),
     /// Compare two results.json files; exit status 1 on any regression.
     Compare(CompareArgs),
+    /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
+    Canbench(icbench::canbench::CanbenchArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -356,6 +358,7 @@ fn main() -> ExitCode {
         None => run(&cli.run).map(|_| true),
         Some(Command::Run(args)) => run(args).map(|_| true),
         Some(Command::Compare(args)) => compare(args),
+        Some(Command::Canbench(args)) => icbench::canbench::run(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,102 +1,194 @@
-//! The engine against numbers recorded on the real replica: canbench's own test suite
-//! expects an empty benchmark to measure 207 instructions (200 for the second
-//! `performance_counter` call plus the glue between the two reads) and a bench that grows
-//! stable memory from zero by 123 pages to measure 307, in every canbench release
-//! (canbench-bin/tests/expected, see shared/research/canbench.md §5.2).
+//! The engine and `icbench canbench`'s runner against canbench-rs benches
+//! (tests/canbench_fixture).
+//!
+//! Numbers recorded on the real replica: canbench's own test suite expects an empty
+//! benchmark to measure 207 instructions (200 for the second `performance_counter` call
+//! plus the glue between the two reads), and a bench whose measured body is one raw
+//! `stable64_grow` to measure 307, whether it grows 123 pages from zero or 456 after a raw
+//! bench's unmeasured setup, in every canbench release (canbench-bin/tests/expected, see
+//! shared/research/canbench.md §5.2). Page counts and scope calls below are exact by
+//! construction of the fixture.
 
-use std::path::PathBuf;
-use std::process::Command;
+#[path = "support/canbench_fixture.rs"]
+mod support;
 
-use candid::{CandidType, Decode, Deserialize};
-use icbench::engine::cost::Limits;
-use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::Engine;
+use icbench::canbench::results::{BenchResult, Measurement};
+use icbench::canbench::{discover, Runner};
 
-#[derive(CandidType, Deserialize, Debug)]
-struct Measurement {
-    calls: u64,
-    instructions: u64,
-    heap_increase: u64,
-    stable_memory_increase: u64,
-}
-
-#[derive(CandidType, Deserialize, Debug)]
-struct BenchResult {
-    total: Measurement,
-    scopes: Vec<(String, Measurement)>,
-}
-
-/// canbench calls each bench as a query with the Candid encoding of one `null` argument.
-const CANBENCH_ARG: &[u8] = b"DIDL\x00\x01\x7f";
-
-fn fixture_wasm() -> Vec<u8> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let target_dir = root.join("target/canbench-fixture");
-    let target = "wasm32-unknown-unknown";
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .current_dir(&root)
-        .output();
-    if let Ok(out) = installed {
-        if !String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == target)
-        {
-            let status = Command::new("rustup")
-                .args(["target", "add", target])
-                .current_dir(&root)
-                .status()
-                .unwrap();
-            assert!(status.success(), "rustup target add {target} failed");
-        }
+fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
+    Measurement {
+        calls,
+        instructions,
+        heap_increase: heap,
+        stable_memory_increase: stable,
     }
-    let status = Command::new("cargo")
-        .args(["build", "--release", "--target", target, "--manifest-path"])
-        .arg(root.join("tests/canbench_fixture/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .current_dir(&root)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building tests/canbench_fixture failed");
-    std::fs::read(
-        target_dir
-            .join(target)
-            .join("release/canbench_fixture.wasm"),
-    )
-    .expect("the fixture wasm exists")
 }
 
-fn run_bench(engine: &mut EmbeddedEngine, canister: candid::Principal, name: &str) -> BenchResult {
-    let out = engine
-        .query(canister, &format!("__canbench__{name}"), CANBENCH_ARG)
-        .unwrap();
-    let bytes = out
-        .result
-        .unwrap_or_else(|r| panic!("bench {name} was rejected: {r}"));
-    Decode!(&bytes, BenchResult).unwrap()
+fn runner(init_args: &[u8], stable: Option<&[u8]>) -> Runner {
+    Runner::install(&support::fixture_wasm(), init_args, stable).unwrap()
+}
+
+fn ok(r: &mut Runner, name: &str) -> BenchResult {
+    r.run(name)
+        .unwrap()
+        .unwrap_or_else(|e| panic!("bench {name} failed: {e}"))
 }
 
 #[test]
 fn canbench_baselines_recorded_on_the_replica() {
-    let wasm = fixture_wasm();
-    let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING);
-    let (canister, install) = engine.install(&wasm, &[]).unwrap();
-    install.result.unwrap();
+    let mut r = runner(&[], None);
 
-    let empty = run_bench(&mut engine, canister, "empty");
-    assert_eq!(empty.total.instructions, 207);
-    assert_eq!(
-        (
-            empty.total.calls,
-            empty.total.heap_increase,
-            empty.total.stable_memory_increase
-        ),
-        (1, 0, 0)
-    );
+    let empty = ok(&mut r, "empty");
+    assert_eq!(empty.total, m(1, 207, 0, 0));
     assert!(empty.scopes.is_empty());
 
-    let grow = run_bench(&mut engine, canister, "stable_memory_increase_from_zero");
-    assert_eq!(grow.total.instructions, 307);
-    assert_eq!(grow.total.stable_memory_increase, 123);
+    let grow = ok(&mut r, "stable_memory_increase_from_zero");
+    assert_eq!(grow.total, m(1, 307, 0, 123));
+
+    // canbench's stable_memory_only_increase: the raw bench's setup is not measured.
+    let raw = ok(&mut r, "raw_stable_after_setup");
+    assert_eq!(raw.total, m(1, 307, 0, 456));
+}
+
+#[test]
+fn discovery_finds_every_bench_in_export_order() {
+    let names = discover(&support::fixture_wasm()).unwrap();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "empty",
+            "heap_increase",
+            "init_arg_pages",
+            "nested_same_scope",
+            "raw_stable_after_setup",
+            "repeated_scope",
+            "scopes",
+            "stable_memory_increase_from_zero",
+            "stable_probe",
+            "trap_on_request",
+        ]
+    );
+    // Export order is the module's, not alphabetical, and it is what the runner uses.
+    let wasm = support::fixture_wasm();
+    let exported: Vec<String> = wasmparser::Parser::new(0)
+        .parse_all(&wasm)
+        .filter_map(|p| match p.unwrap() {
+            wasmparser::Payload::ExportSection(s) => Some(
+                s.into_iter()
+                    .filter_map(|e| {
+                        e.unwrap()
+                            .name
+                            .strip_prefix("canister_query __canbench__")
+                            .map(String::from)
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(names, exported);
+}
+
+#[test]
+fn heap_and_stable_increases_are_exact_pages() {
+    let mut r = runner(&[], None);
+    let heap = ok(&mut r, "heap_increase");
+    assert_eq!(
+        (
+            heap.total.calls,
+            heap.total.heap_increase,
+            heap.total.stable_memory_increase
+        ),
+        (1, 62, 0)
+    );
+    // Every bench starts from the post-install state: a query's growth is discarded.
+    let again = ok(&mut r, "heap_increase");
+    assert_eq!(again, heap, "same state, same result");
+    let grow_again = ok(&mut r, "stable_memory_increase_from_zero");
+    assert_eq!(grow_again.total, m(1, 307, 0, 123));
+    assert_eq!(ok(&mut r, "stable_probe").total, m(1, 0, 0, 0));
+}
+
+#[test]
+fn scopes_plain_repeated_and_nested() {
+    let mut r = runner(&[], None);
+
+    let s = ok(&mut r, "scopes");
+    assert_eq!(s.scopes.keys().collect::<Vec<_>>(), ["scope_1", "scope_2"]);
+    let (s1, s2) = (&s.scopes["scope_1"], &s.scopes["scope_2"]);
+    assert_eq!((s1.calls, s2.calls), (1, 1));
+    // fib(15) costs more than fib(10); both lie inside the total.
+    assert!(s1.instructions > s2.instructions && s2.instructions > 0);
+    assert!(s1.instructions + s2.instructions < s.total.instructions);
+
+    let rep = ok(&mut r, "repeated_scope");
+    assert_eq!(rep.scopes.len(), 1);
+    assert_eq!(rep.scopes["scope_1"].calls, 10);
+    assert!(rep.scopes["scope_1"].instructions < rep.total.instructions);
+
+    // The same name nested: two records, instructions merged (the inner interval lies in
+    // the outer one), but page increases summed, so the one grown page counts twice.
+    let nested = ok(&mut r, "nested_same_scope");
+    let n = &nested.scopes["nested"];
+    assert_eq!(nested.total.heap_increase, 1);
+    assert_eq!(
+        (n.calls, n.heap_increase, n.stable_memory_increase),
+        (2, 2, 0)
+    );
+    assert!(n.instructions < nested.total.instructions);
+}
+
+#[test]
+fn init_args_are_passed_verbatim() {
+    // ("hello") in Candid, canbench's init_arg fixture: 13 bytes.
+    let arg = b"DIDL\x00\x01\x71\x05hello";
+    let mut r = runner(arg, None);
+    let grown = ok(&mut r, "init_arg_pages").total;
+    assert_eq!(grown.stable_memory_increase, 13);
+    // init wrote the argument at stable offset 0.
+    let probe = ok(&mut r, "stable_probe").total;
+    assert_eq!(probe.stable_memory_increase, 1);
+    assert_eq!(probe.instructions.to_le_bytes(), arg[..8]);
+
+    let mut none = runner(&[], None);
+    let not_grown = ok(&mut none, "init_arg_pages").total;
+    assert_eq!(not_grown.stable_memory_increase, 0);
+    // stable64_grow has a fixed fee: growing 13 pages or none costs the same.
+    assert_eq!(grown.instructions, not_grown.instructions);
+}
+
+#[test]
+fn stable_memory_file_replaces_what_init_wrote() {
+    let mut r = runner(b"DIDL\x00\x00", Some(b"ABCDE"));
+    let probe = ok(&mut r, "stable_probe").total;
+    // 5 bytes round up to one page; the file's bytes, not init's, are at offset 0.
+    assert_eq!(probe.stable_memory_increase, 1);
+    assert_eq!(&probe.instructions.to_le_bytes(), b"ABCDE\0\0\0");
+
+    let big = vec![7u8; 65_537];
+    let mut r = runner(&[], Some(&big));
+    let probe = ok(&mut r, "stable_probe").total;
+    assert_eq!(probe.stable_memory_increase, 2);
+    assert_eq!(probe.instructions, u64::from_le_bytes([7; 8]));
+}
+
+#[test]
+fn a_trapping_bench_reports_the_replica_error_and_others_still_run() {
+    let mut r = runner(b"trap", None);
+    let err = r.run("trap_on_request").unwrap().unwrap_err();
+    assert!(
+        err.starts_with("IC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: ")
+            && err.contains("trap requested by the init argument"),
+        "{err}"
+    );
+    assert_eq!(ok(&mut r, "empty").total, m(1, 207, 0, 0));
+
+    let mut fine = runner(&[], None);
+    assert_eq!(ok(&mut fine, "trap_on_request").total.calls, 1);
+    // An unknown bench is the replica's method-not-found reject, not a panic.
+    let missing = fine.run("no_such_bench").unwrap().unwrap_err();
+    assert!(missing.starts_with("IC0536: "), "{missing}");
 }

@@ -1,0 +1,307 @@
+//! New results against old ones: one entry per bench total and per scope, canbench's
+//! noise-threshold classification, and the CSV file.
+
+use super::results::{BenchResult, Measurement, Results};
+
+/// A metric's current and previous value.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Values {
+    pub curr: Option<u64>,
+    pub prev: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    New,
+    Improved,
+    Regressed,
+    Unchanged,
+}
+
+impl Values {
+    pub fn new(curr: Option<u64>, prev: Option<u64>) -> Self {
+        Values { curr, prev }
+    }
+
+    pub fn abs_delta(&self) -> Option<i64> {
+        Some(self.curr? as i64 - self.prev? as i64)
+    }
+
+    /// Percent change; from 0 it is ±infinity (0 when both are 0).
+    pub fn percent_diff(&self) -> Option<f64> {
+        let delta = self.abs_delta()?;
+        let prev = self.prev?;
+        Some(if prev == 0 {
+            match delta {
+                d if d < 0 => f64::NEG_INFINITY,
+                d if d > 0 => f64::INFINITY,
+                _ => 0.0,
+            }
+        } else {
+            delta as f64 / prev as f64 * 100.0
+        })
+    }
+
+    /// A change strictly below the threshold (in percent) is noise.
+    pub fn status(&self, noise_threshold: f64) -> Change {
+        match (self.curr, self.prev) {
+            (Some(_), None) => Change::New,
+            (Some(_), Some(_)) => match self.percent_diff() {
+                Some(p) if p.abs() < noise_threshold => Change::Unchanged,
+                Some(p) if p < 0.0 => Change::Improved,
+                Some(_) => Change::Regressed,
+                None => Change::Unchanged,
+            },
+            // A removed bench is not tracked.
+            _ => Change::Unchanged,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// `new` when the bench (total rows) or the scope has no previous result, else empty.
+    pub status: String,
+    pub bench: String,
+    pub scope: Option<String>,
+    pub calls: Values,
+    pub instructions: Values,
+    pub heap_increase: Values,
+    pub stable_memory_increase: Values,
+}
+
+impl Entry {
+    pub fn full_name(&self) -> String {
+        match &self.scope {
+            Some(s) => format!("{}::{s}", self.bench),
+            None => self.bench.clone(),
+        }
+    }
+
+    pub fn metrics(&self) -> [&Values; 3] {
+        [
+            &self.instructions,
+            &self.heap_increase,
+            &self.stable_memory_increase,
+        ]
+    }
+}
+
+fn entry(bench: &str, scope: Option<&str>, new: &Measurement, old: Option<&Measurement>) -> Entry {
+    let v = |f: fn(&Measurement) -> u64| Values::new(Some(f(new)), old.map(f));
+    Entry {
+        status: if old.is_none() { "new" } else { "" }.to_string(),
+        bench: bench.to_string(),
+        scope: scope.map(str::to_string),
+        calls: v(|m| m.calls),
+        instructions: v(|m| m.instructions),
+        heap_increase: v(|m| m.heap_increase),
+        stable_memory_increase: v(|m| m.stable_memory_increase),
+    }
+}
+
+/// Benches sorted by name, each total followed by its scopes (sorted).
+pub fn entries(new: &Results, old: &Results) -> Vec<Entry> {
+    let mut out = Vec::new();
+    for (name, bench) in new {
+        let old_bench: Option<&BenchResult> = old.get(name);
+        out.push(entry(name, None, &bench.total, old_bench.map(|b| &b.total)));
+        for (scope, m) in &bench.scopes {
+            out.push(entry(
+                name,
+                Some(scope),
+                m,
+                old_bench.and_then(|b| b.scopes.get(scope)),
+            ));
+        }
+    }
+    out
+}
+
+/// CSV percent: two decimals, and canbench's `1.0E99` for a change from 0.
+pub fn fmt_csv_percent(p: f64) -> String {
+    if p.is_infinite() {
+        if p > 0.0 { "1.0E99" } else { "-1.0E99" }.to_string()
+    } else {
+        format!("{p:.2}%")
+    }
+}
+
+fn csv_cells(v: &Values) -> [String; 3] {
+    [
+        v.curr.map(|c| c.to_string()).unwrap_or_default(),
+        v.abs_delta().map(|d| d.to_string()).unwrap_or_default(),
+        v.percent_diff().map(fmt_csv_percent).unwrap_or_default(),
+    ]
+}
+
+pub const CSV_HEADER: &str = "status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions Δ,instructions Δ%,heap_increase,heap_increase Δ,heap_increase Δ%,stable_memory_increase,stable_memory_increase Δ,stable_memory_increase Δ%";
+
+/// canbench's CSV: comma-separated, no quoting; calls only on scope rows.
+pub fn csv(entries: &[Entry]) -> String {
+    let mut out = format!("{CSV_HEADER}\n");
+    for e in entries {
+        let mut row = vec![e.status.clone(), e.full_name()];
+        if e.scope.is_some() {
+            row.extend(csv_cells(&e.calls));
+        } else {
+            row.extend([String::new(), String::new(), String::new()]);
+        }
+        for v in e.metrics() {
+            row.extend(csv_cells(v));
+        }
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
+        Measurement {
+            calls,
+            instructions,
+            heap_increase: heap,
+            stable_memory_increase: stable,
+        }
+    }
+
+    #[test]
+    fn noise_threshold_classification() {
+        let t = 2.0;
+        assert_eq!(Values::new(Some(5), None).status(t), Change::New);
+        assert_eq!(
+            Values::new(Some(100), Some(100)).status(t),
+            Change::Unchanged
+        );
+        assert_eq!(
+            Values::new(Some(101), Some(100)).status(t),
+            Change::Unchanged
+        );
+        // Exactly at the threshold is significant (strict comparison).
+        assert_eq!(
+            Values::new(Some(102), Some(100)).status(t),
+            Change::Regressed
+        );
+        assert_eq!(Values::new(Some(98), Some(100)).status(t), Change::Improved);
+        assert_eq!(
+            Values::new(Some(99), Some(100)).status(t),
+            Change::Unchanged
+        );
+        assert_eq!(Values::new(Some(1), Some(0)).status(t), Change::Regressed);
+        assert_eq!(Values::new(Some(0), Some(0)).status(t), Change::Unchanged);
+        assert_eq!(
+            Values::new(Some(888), Some(841)).status(5.0),
+            Change::Regressed
+        );
+        assert_eq!(
+            Values::new(Some(888), Some(841)).status(6.0),
+            Change::Unchanged
+        );
+        assert_eq!(Values::new(None, Some(1)).status(t), Change::Unchanged);
+        assert_eq!(
+            Values::new(Some(1), Some(0)).percent_diff(),
+            Some(f64::INFINITY)
+        );
+    }
+
+    #[test]
+    fn csv_rows_match_canbench_unit_test() {
+        // The rows of canbench-bin's csv_file test, built from results.
+        let new: Results = [
+            ("bench_a_regression", 11_000_000),
+            ("bench_b_no_change", 10_000_000),
+            ("bench_c_improvement", 9_000_000),
+            ("bench_d_positive_inf", 10_000_000),
+            ("bench_e_from_10M_to_0", 0),
+        ]
+        .into_iter()
+        .map(|(n, i)| {
+            (
+                n.to_string(),
+                BenchResult {
+                    total: m(1, i, 0, 0),
+                    scopes: BTreeMap::new(),
+                },
+            )
+        })
+        .chain([(
+            "bench_f_with_scope".to_string(),
+            BenchResult {
+                total: m(1, 5, 0, 1),
+                scopes: [("my_scope".to_string(), m(100, 10_000_000, 0, 0))].into(),
+            },
+        )])
+        .collect();
+        let old: Results = [
+            ("bench_a_regression", 10_000_000),
+            ("bench_b_no_change", 10_000_000),
+            ("bench_c_improvement", 10_000_000),
+            ("bench_d_positive_inf", 0),
+            ("bench_e_from_10M_to_0", 10_000_000),
+        ]
+        .into_iter()
+        .map(|(n, i)| {
+            (
+                n.to_string(),
+                BenchResult {
+                    total: m(1, i, 0, 0),
+                    scopes: BTreeMap::new(),
+                },
+            )
+        })
+        .chain([(
+            "bench_f_with_scope".to_string(),
+            BenchResult {
+                total: m(1, 5, 0, 0),
+                scopes: [("my_scope".to_string(), m(50, 9_000_000, 0, 0))].into(),
+            },
+        )])
+        .collect();
+        let text = csv(&entries(&new, &old));
+        assert_eq!(
+            text,
+            "status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions Δ,instructions Δ%,heap_increase,heap_increase Δ,heap_increase Δ%,stable_memory_increase,stable_memory_increase Δ,stable_memory_increase Δ%
+,bench_a_regression,,,,11000000,1000000,10.00%,0,0,0.00%,0,0,0.00%
+,bench_b_no_change,,,,10000000,0,0.00%,0,0,0.00%,0,0,0.00%
+,bench_c_improvement,,,,9000000,-1000000,-10.00%,0,0,0.00%,0,0,0.00%
+,bench_d_positive_inf,,,,10000000,10000000,1.0E99,0,0,0.00%,0,0,0.00%
+,bench_e_from_10M_to_0,,,,0,-10000000,-100.00%,0,0,0.00%,0,0,0.00%
+,bench_f_with_scope,,,,5,0,0.00%,0,0,0.00%,1,1,1.0E99
+,bench_f_with_scope::my_scope,100,50,100.00%,10000000,1000000,11.11%,0,0,0.00%,0,0,0.00%
+"
+        );
+    }
+
+    #[test]
+    fn new_benches_and_new_scopes_have_empty_deltas() {
+        let new: Results = [(
+            "b".to_string(),
+            BenchResult {
+                total: m(1, 207, 0, 0),
+                scopes: [("s".to_string(), m(3, 10, 0, 0))].into(),
+            },
+        )]
+        .into();
+        let old: Results = [(
+            "b".to_string(),
+            BenchResult {
+                total: m(1, 207, 0, 0),
+                scopes: BTreeMap::new(),
+            },
+        )]
+        .into();
+        let e = entries(&new, &old);
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].status.as_str(), e[1].status.as_str()), ("", "new"));
+        assert_eq!(csv(&e).lines().nth(2).unwrap(), "new,b::s,3,,,10,,,0,,,0,,");
+        assert_eq!(
+            csv(&entries(&new, &Results::new())).lines().nth(1).unwrap(),
+            "new,b,,,,207,,,0,,,0,,"
+        );
+    }
+}

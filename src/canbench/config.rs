@@ -1,0 +1,122 @@
+//! `canbench.yml`, as canbench reads it: paths relative to the current directory, unknown
+//! keys ignored, `wasm_path` required.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::Deserialize;
+
+/// The config file name canbench looks for; `CANBENCH_CFG_FILE` overrides it.
+pub const DEFAULT_CONFIG: &str = "canbench.yml";
+pub const CONFIG_ENV: &str = "CANBENCH_CFG_FILE";
+pub const DEFAULT_RESULTS: &str = "canbench_results.yml";
+pub const DEFAULT_CSV_RESULTS: &str = "canbench_results.csv";
+
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct Config {
+    pub build_cmd: Option<String>,
+    pub wasm_path: PathBuf,
+    pub results_path: Option<PathBuf>,
+    pub csv_results_path: Option<PathBuf>,
+    pub init_args: Option<InitArgs>,
+    pub stable_memory: Option<StableMemory>,
+    pub env_vars: Option<EnvVars>,
+}
+
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct InitArgs {
+    pub hex: String,
+}
+
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct StableMemory {
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Default, PartialEq, Deserialize)]
+pub struct EnvVars {
+    pub file: PathBuf,
+}
+
+impl Config {
+    pub fn parse(text: &str, name: &Path) -> Result<Config> {
+        serde_yaml::from_str(text)
+            .map_err(|e| anyhow!("invalid config file {}: {e}", name.display()))
+    }
+
+    /// Reads the config at `path`, or the default name (`CANBENCH_CFG_FILE` or
+    /// `canbench.yml`, in the current directory) when none is given.
+    pub fn load(path: Option<&Path>) -> Result<(PathBuf, Config)> {
+        let path = match path {
+            Some(p) => p.to_path_buf(),
+            None => PathBuf::from(
+                std::env::var(CONFIG_ENV).unwrap_or_else(|_| DEFAULT_CONFIG.to_string()),
+            ),
+        };
+        if !path.is_file() {
+            bail!("configuration file not found: '{}'", path.display());
+        }
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading config file {}", path.display()))?;
+        let config = Config::parse(&text, &path)?;
+        Ok((path, config))
+    }
+}
+
+/// The install argument: hex-decoded raw bytes, passed verbatim (no Candid encoding).
+pub fn decode_init_args(hex_text: &str) -> Result<Vec<u8>> {
+    hex::decode(hex_text).map_err(|e| anyhow!("invalid init_args hex value {hex_text:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_config_parses_and_ignores_unknown_keys() {
+        let c = Config::parse(
+            "build_cmd: make\nwasm_path: ./a.wasm.gz\nresults_path: r.yml\ncsv_results_path: r.csv\n\
+             init_args:\n  hex: 4449444c0000\nstable_memory:\n  file: s.bin\nsomething_new: 1\n",
+            Path::new("c.yml"),
+        )
+        .unwrap();
+        assert_eq!(c.build_cmd.as_deref(), Some("make"));
+        assert_eq!(c.wasm_path, PathBuf::from("./a.wasm.gz"));
+        assert_eq!(c.results_path, Some(PathBuf::from("r.yml")));
+        assert_eq!(c.csv_results_path, Some(PathBuf::from("r.csv")));
+        assert_eq!(c.init_args.unwrap().hex, "4449444c0000");
+        assert_eq!(c.stable_memory.unwrap().file, PathBuf::from("s.bin"));
+        assert!(c.env_vars.is_none());
+    }
+
+    #[test]
+    fn wasm_path_is_required() {
+        let e = Config::parse("build_cmd: make\n", Path::new("c.yml")).unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("c.yml") && msg.contains("wasm_path"), "{msg}");
+    }
+
+    #[test]
+    fn init_args_hex() {
+        assert_eq!(
+            decode_init_args("4449444c0001710568656c6c6f").unwrap(),
+            b"DIDL\x00\x01\x71\x05hello"
+        );
+        assert_eq!(decode_init_args("").unwrap(), Vec::<u8>::new());
+        let e = decode_init_args("4449zz").unwrap_err().to_string();
+        assert!(
+            e.starts_with("invalid init_args hex value \"4449zz\""),
+            "{e}"
+        );
+        assert!(decode_init_args("abc").is_err(), "odd length");
+    }
+
+    #[test]
+    fn missing_config_file_is_canbench_message() {
+        let e = Config::load(Some(Path::new("/nonexistent/canbench.yml"))).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "configuration file not found: '/nonexistent/canbench.yml'"
+        );
+    }
+}

@@ -1,0 +1,401 @@
+//! `icbench canbench`: runs a canbench suite offline on the embedded engine, with canbench's
+//! discovery, invocation, report and result files (formats of canbench 0.7.0).
+
+pub mod compare;
+pub mod config;
+pub mod report;
+pub mod results;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use candid::Principal;
+use clap::Args;
+
+use crate::engine::cost::Limits;
+use crate::engine::embedded::EmbeddedEngine;
+use crate::engine::Engine;
+
+use self::config::Config;
+use self::results::{BenchResult, Results};
+
+/// The export prefix of a benchmark (`#[bench]` generates `__canbench__<name>` queries).
+pub const BENCH_PREFIX: &str = "canister_query __canbench__";
+/// canbench's query argument: the Candid encoding of one `null` (`Encode!(&())`).
+pub const BENCH_ARG: &[u8] = b"DIDL\x00\x01\x7f";
+
+#[derive(Args, Clone, Debug, Default)]
+pub struct CanbenchArgs {
+    /// Only benchmarks whose name contains this text.
+    pub pattern: Option<String>,
+    /// canbench.yml to use (default: $CANBENCH_CFG_FILE or ./canbench.yml). Its paths are
+    /// relative to the current directory, as in canbench.
+    #[arg(long, conflicts_with = "wasm")]
+    pub config: Option<PathBuf>,
+    /// Benchmark this module (.wasm or .wasm.gz) without a config file.
+    #[arg(long)]
+    pub wasm: Option<PathBuf>,
+    /// Install argument as hex, passed verbatim (with --wasm; empty when absent).
+    #[arg(long, requires = "wasm")]
+    pub init_args: Option<String>,
+    /// Do not run the config's build_cmd.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Write the results file (only the benchmarks run).
+    #[arg(long)]
+    pub persist: bool,
+    /// Write the CSV comparison against the previous results.
+    #[arg(long)]
+    pub csv: bool,
+    /// Changes below this many percent are noise.
+    #[arg(long, default_value_t = 2.0)]
+    pub noise_threshold: f64,
+    /// Results file to compare against and persist to (default: the config's
+    /// results_path, else canbench_results.yml).
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// CSV file (default: the config's csv_results_path, else canbench_results.csv).
+    #[arg(long)]
+    pub csv_results: Option<PathBuf>,
+    /// No summary unless --show-summary (canbench's flag).
+    #[arg(long)]
+    pub less_verbose: bool,
+    /// Print the summary even with --less-verbose.
+    #[arg(long)]
+    pub show_summary: bool,
+    /// Do not print the per-benchmark blocks.
+    #[arg(long)]
+    pub hide_results: bool,
+    /// Echo the canister's debug_print output on stderr.
+    #[arg(long)]
+    pub show_canister_output: bool,
+    /// Not supported (canbench's flame graphs need its Wasm rewriting).
+    #[arg(long)]
+    pub instruction_tracing: bool,
+}
+
+/// Everything a run needs, resolved from the flags and the config.
+#[derive(Debug)]
+pub struct Plan {
+    pub wasm_path: PathBuf,
+    pub init_args: Vec<u8>,
+    pub stable_memory: Option<PathBuf>,
+    pub results_path: PathBuf,
+    pub csv_path: PathBuf,
+    pub build_cmd: Option<String>,
+}
+
+impl CanbenchArgs {
+    pub fn plan(&self) -> Result<Plan> {
+        if self.instruction_tracing {
+            bail!("--instruction-tracing is not supported by icbench canbench: it needs canbench's Wasm instrumentation and a second canister; use canbench itself for flame graphs");
+        }
+        if !(self.noise_threshold.is_finite() && self.noise_threshold >= 0.0) {
+            bail!(
+                "--noise-threshold must be a non-negative percentage, got {}",
+                self.noise_threshold
+            );
+        }
+        let mut plan = match &self.wasm {
+            Some(wasm) => Plan {
+                wasm_path: wasm.clone(),
+                init_args: match &self.init_args {
+                    Some(h) => config::decode_init_args(h)?,
+                    None => Vec::new(),
+                },
+                stable_memory: None,
+                results_path: config::DEFAULT_RESULTS.into(),
+                csv_path: config::DEFAULT_CSV_RESULTS.into(),
+                build_cmd: None,
+            },
+            None => {
+                let (_, c) = Config::load(self.config.as_deref())?;
+                if let Some(env) = &c.env_vars {
+                    bail!(
+                        "env_vars ({}) are not supported by icbench canbench: the embedded engine has no canister environment variables",
+                        env.file.display()
+                    );
+                }
+                Plan {
+                    init_args: match &c.init_args {
+                        Some(a) => config::decode_init_args(&a.hex)?,
+                        None => Vec::new(),
+                    },
+                    stable_memory: c.stable_memory.map(|s| s.file),
+                    results_path: c
+                        .results_path
+                        .unwrap_or_else(|| config::DEFAULT_RESULTS.into()),
+                    csv_path: c
+                        .csv_results_path
+                        .unwrap_or_else(|| config::DEFAULT_CSV_RESULTS.into()),
+                    build_cmd: if self.no_build { None } else { c.build_cmd },
+                    wasm_path: c.wasm_path,
+                }
+            }
+        };
+        if let Some(r) = &self.results {
+            plan.results_path = r.clone();
+        }
+        if let Some(c) = &self.csv_results {
+            plan.csv_path = c.clone();
+        }
+        Ok(plan)
+    }
+}
+
+/// Runs `cmd` with `bash -c` in the current directory.
+fn build(cmd: &str) -> Result<()> {
+    let status = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(cmd)
+        .status()
+        .with_context(|| format!("running build_cmd {cmd:?} with bash"))?;
+    if !status.success() {
+        bail!("build_cmd {cmd:?} failed ({status})");
+    }
+    Ok(())
+}
+
+/// Reads the module, gunzipping it when the file name ends in `.gz` (as canbench).
+pub fn read_wasm(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).map_err(|_| {
+        anyhow!(
+            "Couldn't read file at {}. Are you sure the file exists?",
+            path.display()
+        )
+    })?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut raw = Vec::new();
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_end(&mut raw)
+            .with_context(|| format!("gunzipping {}", path.display()))?;
+        return Ok(raw);
+    }
+    Ok(bytes)
+}
+
+/// Benchmark names in export-section order.
+pub fn discover(wasm: &[u8]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let wasmparser::Payload::ExportSection(exports) =
+            payload.map_err(|e| anyhow!("invalid wasm module: {e}"))?
+        {
+            for export in exports {
+                let export = export.map_err(|e| anyhow!("invalid wasm module: {e}"))?;
+                if let Some(name) = export.name.strip_prefix(BENCH_PREFIX) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// One benchmark's outcome; the error reads like canbench's (`IC0503: ...`).
+pub type BenchOutcome = Result<BenchResult, String>;
+
+/// Installs the module on a benchmarking application subnet and runs each bench as a
+/// query: queries never persist, so every bench starts from the post-install state.
+pub struct Runner {
+    engine: EmbeddedEngine,
+    canister: Principal,
+}
+
+impl Runner {
+    pub fn install(wasm: &[u8], init_args: &[u8], stable_memory: Option<&[u8]>) -> Result<Runner> {
+        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING);
+        let (canister, out) = engine.install(wasm, init_args)?;
+        out.result
+            .map_err(|r| anyhow!("installing the canister failed: {r}"))?;
+        if let Some(bytes) = stable_memory {
+            engine.set_stable_memory(canister, bytes)?;
+        }
+        Ok(Runner { engine, canister })
+    }
+
+    pub fn print_canister_output(&mut self, on: bool) {
+        self.engine.print_canister_log(on);
+    }
+
+    pub fn run(&mut self, name: &str) -> Result<BenchOutcome> {
+        let out = self
+            .engine
+            .query(self.canister, &format!("__canbench__{name}"), BENCH_ARG)?;
+        Ok(match out.result {
+            Ok(bytes) => candid::decode_one::<BenchResult>(&bytes).map_err(|e| {
+                format!("the reply is not a canbench-rs (0.2.0 or later) BenchResult: {e}")
+            }),
+            Err(reject) => Err(reject.to_string()),
+        })
+    }
+}
+
+/// The whole command; `Ok(false)` when a benchmark failed.
+pub fn run(args: &CanbenchArgs) -> Result<bool> {
+    let plan = args.plan()?;
+    if let Some(cmd) = &plan.build_cmd {
+        build(cmd)?;
+    }
+    let old = results::read(&plan.results_path)?;
+    let wasm = read_wasm(&plan.wasm_path)?;
+    let all = discover(&wasm).with_context(|| plan.wasm_path.display().to_string())?;
+    if all.is_empty() {
+        bail!(
+            "no benchmarks found in {}: it exports no `{BENCH_PREFIX}*` methods (benches are made with canbench-rs' #[bench])",
+            plan.wasm_path.display()
+        );
+    }
+    let selected: Vec<&String> = all
+        .iter()
+        .filter(|n| args.pattern.as_ref().is_none_or(|p| n.contains(p.as_str())))
+        .collect();
+    if selected.is_empty() {
+        bail!(
+            "no benchmark name contains {:?}; the module has: {}",
+            args.pattern.as_deref().unwrap_or_default(),
+            all.join(", ")
+        );
+    }
+    let stable = match &plan.stable_memory {
+        Some(p) => Some(std::fs::read(p).map_err(|e| {
+            anyhow!(
+                "Error reading stable memory file {}\nError: {e}",
+                p.display()
+            )
+        })?),
+        None => None,
+    };
+    let mut runner = Runner::install(&wasm, &plan.init_args, stable.as_deref())?;
+    runner.print_canister_output(args.show_canister_output);
+
+    let t = args.noise_threshold;
+    let mut new = Results::new();
+    let mut failed = Vec::new();
+    for name in selected {
+        match runner.run(name)? {
+            Ok(result) => {
+                if !args.hide_results {
+                    print!("{}", report::bench_section(name, &result, old.get(name), t));
+                }
+                new.insert(name.clone(), result);
+            }
+            Err(e) => {
+                eprintln!("Error executing benchmark {name}. Error:\n{e}");
+                failed.push(name.clone());
+            }
+        }
+    }
+    let entries = compare::entries(&new, &old);
+    print!(
+        "{}",
+        report::closing(&entries, t, !args.less_verbose || args.show_summary)
+    );
+    if !failed.is_empty() {
+        // Persisting now would silently drop the failed benches from the files.
+        eprintln!(
+            "{} of {} benchmarks failed ({}); results and CSV not written",
+            failed.len(),
+            failed.len() + new.len(),
+            failed.join(", ")
+        );
+        return Ok(false);
+    }
+    if args.csv {
+        std::fs::write(&plan.csv_path, compare::csv(&entries))
+            .with_context(|| format!("writing {}", plan.csv_path.display()))?;
+        println!("CSV results saved to {}", plan.csv_path.display());
+    }
+    if args.persist {
+        results::write(&plan.results_path, &new)?;
+        println!(
+            "Successfully persisted results to {}",
+            plan.results_path.display()
+        );
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn discovery_keeps_export_order_and_only_queries() {
+        let wasm = wat::parse_str(
+            r#"(module
+                (func $f)
+                (export "canister_query __canbench__zeta" (func $f))
+                (export "canister_update __canbench__upd" (func $f))
+                (export "canister_query other" (func $f))
+                (export "canister_composite_query __canbench__cq" (func $f))
+                (export "canister_query __canbench__alpha" (func $f)))"#,
+        )
+        .unwrap();
+        assert_eq!(discover(&wasm).unwrap(), ["zeta", "alpha"]);
+        assert!(discover(b"not wasm").is_err());
+    }
+
+    #[test]
+    fn plan_from_flags() {
+        let args = CanbenchArgs {
+            wasm: Some("m.wasm".into()),
+            init_args: Some("4449444c0000".into()),
+            noise_threshold: 2.0,
+            ..Default::default()
+        };
+        let p = args.plan().unwrap();
+        assert_eq!(p.init_args, b"DIDL\x00\x00");
+        assert_eq!(p.results_path, PathBuf::from("canbench_results.yml"));
+        assert_eq!(p.csv_path, PathBuf::from("canbench_results.csv"));
+        let bad = CanbenchArgs {
+            init_args: Some("xyz".into()),
+            ..args.clone()
+        };
+        assert!(bad
+            .plan()
+            .unwrap_err()
+            .to_string()
+            .contains("invalid init_args hex value"));
+        let tracing = CanbenchArgs {
+            instruction_tracing: true,
+            ..args.clone()
+        };
+        assert!(tracing
+            .plan()
+            .unwrap_err()
+            .to_string()
+            .contains("--instruction-tracing is not supported"));
+        let negative = CanbenchArgs {
+            noise_threshold: -1.0,
+            ..args
+        };
+        assert!(negative.plan().is_err());
+    }
+
+    #[test]
+    fn gz_modules_are_gunzipped_and_missing_files_named() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("icbench-canbench-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wasm = wat::parse_str(
+            r#"(module (func $f) (export "canister_query __canbench__b" (func $f)))"#,
+        )
+        .unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&wasm).unwrap();
+        let path = dir.join("m.wasm.gz");
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+        assert_eq!(read_wasm(&path).unwrap(), wasm);
+        let missing = dir.join("missing.wasm");
+        assert_eq!(
+            read_wasm(&missing).unwrap_err().to_string(),
+            format!(
+                "Couldn't read file at {}. Are you sure the file exists?",
+                missing.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,355 @@
+//! `icbench canbench` end to end: the binary on the canbench-rs fixture, in a scratch
+//! directory, with canbench's config, result files, report text and error paths.
+
+#[path = "support/canbench_fixture.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const DASHES: &str = "---------------------------------------------------";
+
+/// A fresh empty directory under target/, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target/canbench-cli-tests")
+            .join(name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+    fn write(&self, f: &str, text: impl AsRef<[u8]>) {
+        std::fs::write(self.path(f), text).unwrap();
+    }
+    fn read(&self, f: &str) -> String {
+        std::fs::read_to_string(self.path(f)).unwrap()
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_icbench"))
+            .arg("canbench")
+            .args(args)
+            .current_dir(&self.0)
+            .env_remove("CANBENCH_CFG_FILE")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn wasm() -> String {
+    support::fixture_wasm_path().display().to_string()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn config(wasm: &str, extra: &str) -> String {
+    format!("wasm_path: {wasm}\n{extra}")
+}
+
+#[test]
+fn config_run_builds_persists_writes_csv_then_compares() {
+    let s = Scratch::new("config_run");
+    s.write("stable.bin", "ABCDE");
+    s.write(
+        "canbench.yml",
+        config(
+            &wasm(),
+            "build_cmd: echo built > build_marker\ninit_args:\n  hex: 4449444c0001710568656c6c6f\nstable_memory:\n  file: stable.bin\n",
+        ),
+    );
+    let o = s.run(&["--persist", "--csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        s.read("build_marker"),
+        "built\n",
+        "build_cmd ran in the cwd"
+    );
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!("{DASHES}\n\nBenchmark: ")),
+        "{out}"
+    );
+    assert!(out.contains(
+        "Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n    heap_increase: 0 pages (new)\n    stable_memory_increase: 0 pages (new)\n\n"
+    ), "{out}");
+    assert!(out.contains("Benchmark: init_arg_pages (new)\n  total:\n    instructions: "));
+    assert!(out.contains("    stable_memory_increase: 13 pages (new)\n"));
+    assert!(out.contains("\n  nested (scope):\n    calls: 2 (new)\n"));
+    assert!(out.contains("\nOnly significant changes:\n| status | name "));
+    assert!(out.ends_with(&format!(
+        "{DASHES}\nCSV results saved to canbench_results.csv\nSuccessfully persisted results to canbench_results.yml\n"
+    )), "{out}");
+
+    let yml = s.read("canbench_results.yml");
+    assert!(yml.starts_with("benches:\n"), "{yml}");
+    assert!(yml.contains("  empty:\n    total:\n      calls: 1\n      instructions: 207\n      heap_increase: 0\n      stable_memory_increase: 0\n    scopes: {}\n"), "{yml}");
+    assert!(yml.ends_with("version: 0.7.0\n"));
+    // The stable memory file replaced what init wrote: "ABCDE" as the probe's number.
+    assert!(yml.contains(&format!(
+        "  stable_probe:\n    total:\n      calls: 1\n      instructions: {}\n      heap_increase: 0\n      stable_memory_increase: 1\n",
+        u64::from_le_bytes(*b"ABCDE\0\0\0")
+    )), "{yml}");
+    let csv = s.read("canbench_results.csv");
+    assert!(csv.starts_with("status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,"));
+    assert!(csv.contains("\nnew,empty,,,,207,,,0,,,0,,\n"), "{csv}");
+    assert!(
+        csv.contains("\nnew,nested_same_scope::nested,2,,,"),
+        "{csv}"
+    );
+
+    // The same run again compares with the persisted file: nothing changed.
+    let o = s.run(&["--no-build", "--csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Benchmark: empty\n  total:\n    instructions: 207 (no change)\n"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("(new)") && !out.contains("Only significant changes"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("status:   No significant changes 👍").count(),
+        3
+    );
+    assert!(s
+        .read("canbench_results.csv")
+        .contains("\n,empty,,,,207,0,0.00%,0,0,0.00%,0,0,0.00%\n"));
+}
+
+#[test]
+fn report_text_is_canbench_s_for_a_known_input() {
+    let s = Scratch::new("golden");
+    s.write(
+        "old.yml",
+        "benches:\n  empty:\n    total:\n      calls: 1\n      instructions: 200\n      heap_increase: 0\n      stable_memory_increase: 0\n    scopes: {}\nversion: 0.2.0\n",
+    );
+    let w = wasm();
+    let o = s.run(&["--wasm", &w, "--results", "old.yml", "empty"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "{DASHES}
+
+Benchmark: empty
+  total:
+    instructions: 207 (regressed by 3.50%)
+    heap_increase: 0 pages (no change)
+    stable_memory_increase: 0 pages (no change)
+
+{DASHES}
+
+Summary:
+  instructions:
+    status:   Regressions detected 🔴
+    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
+    change:   [max +7 | p75 +7 | median +7 | p25 +7 | min +7]
+    change %: [max +3.50% | p75 +3.50% | median +3.50% | p25 +3.50% | min +3.50%]
+
+  heap_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+  stable_memory_increase:
+    status:   No significant changes 👍
+    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
+    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
+    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
+
+{DASHES}
+
+Only significant changes:
+| status | name  | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
+|--------|-------|-------|-----|---------|----|--------|-----|---------|
+|   +    | empty |       | 207 |  +3.50% |  0 |  0.00% |   0 |   0.00% |
+
+ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
+
+{DASHES}
+"
+        )
+    );
+    // Within a 4% threshold it is noise; --less-verbose drops the summary.
+    let o = s.run(&[
+        "--wasm",
+        &w,
+        "--results",
+        "old.yml",
+        "--noise-threshold",
+        "4",
+        "--less-verbose",
+        "empty",
+    ]);
+    assert_eq!(
+        stdout(&o),
+        format!("{DASHES}\n\nBenchmark: empty\n  total:\n    instructions: 207 (3.50%) (change within noise threshold)\n    heap_increase: 0 pages (no change)\n    stable_memory_increase: 0 pages (no change)\n\n{DASHES}\n")
+    );
+    // A gzipped module (by its .gz name, as canbench) gives the same result.
+    {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&std::fs::read(&w).unwrap()).unwrap();
+        s.write("fixture.wasm.gz", gz.finish().unwrap());
+    }
+    let o = s.run(&["--wasm", "fixture.wasm.gz", "--less-verbose", "empty"]);
+    assert!(
+        stdout(&o).contains("Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n"),
+        "{}",
+        stderr(&o)
+    );
+    // The old file is only read, never written, without --persist.
+    assert!(s.read("old.yml").ends_with("version: 0.2.0\n"));
+}
+
+#[test]
+fn a_trapping_bench_fails_the_run_but_the_others_run() {
+    let s = Scratch::new("trap");
+    let w = wasm();
+    // hex("trap") makes trap_on_request trap.
+    let o = s.run(&[
+        "--wasm",
+        &w,
+        "--init-args",
+        "74726170",
+        "--persist",
+        "--csv",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("Error executing benchmark trap_on_request. Error:\nIC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: "), "{err}");
+    assert!(
+        err.contains("1 of 10 benchmarks failed (trap_on_request); results and CSV not written"),
+        "{err}"
+    );
+    let out = stdout(&o);
+    assert_eq!(out.matches("Benchmark: ").count(), 9, "{out}");
+    assert!(out.contains("Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n"));
+    assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
+}
+
+fn fails_with(o: &Output, code: i32, text: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(code), "{err}");
+    assert!(err.contains(text), "expected {text:?} in:\n{err}");
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let s = Scratch::new("errors");
+    let w = wasm();
+
+    fails_with(
+        &s.run(&[]),
+        2,
+        "configuration file not found: 'canbench.yml'",
+    );
+    fails_with(
+        &s.run(&["--wasm", "nope.wasm"]),
+        2,
+        "Couldn't read file at nope.wasm. Are you sure the file exists?",
+    );
+    fails_with(
+        &s.run(&["--wasm", &w, "--init-args", "0g"]),
+        2,
+        "invalid init_args hex value \"0g\"",
+    );
+    fails_with(
+        &s.run(&["--wasm", &w, "no_such_bench"]),
+        2,
+        "no benchmark name contains \"no_such_bench\"",
+    );
+    fails_with(
+        &s.run(&["--wasm", &w, "--instruction-tracing"]),
+        2,
+        "--instruction-tracing is not supported",
+    );
+
+    s.write(
+        "plain.wasm",
+        wat::parse_str(r#"(module (func $f) (export "canister_query hello" (func $f)))"#).unwrap(),
+    );
+    fails_with(
+        &s.run(&["--wasm", "plain.wasm"]),
+        2,
+        "no benchmarks found in plain.wasm",
+    );
+
+    s.write("newer.yml", "benches: {}\nversion: 99.0.0\n");
+    fails_with(
+        &s.run(&["--wasm", &w, "--results", "newer.yml"]),
+        2,
+        "canbench is at version 0.7.0 while the results were generated with version 99.0.0. Please upgrade canbench.",
+    );
+
+    s.write(
+        "missing_stable.yml",
+        config(
+            &w,
+            "stable_memory:\n  file: stable_memory_does_not_exist.bin\n",
+        ),
+    );
+    fails_with(
+        &s.run(&["--config", "missing_stable.yml"]),
+        2,
+        "Error reading stable memory file stable_memory_does_not_exist.bin\nError: No such file or directory",
+    );
+
+    s.write("bad_hex.yml", config(&w, "init_args:\n  hex: xyz\n"));
+    fails_with(
+        &s.run(&["--config", "bad_hex.yml"]),
+        2,
+        "invalid init_args hex value \"xyz\"",
+    );
+
+    s.write("env.yml", config(&w, "env_vars:\n  file: env.csv\n"));
+    fails_with(
+        &s.run(&["--config", "env.yml"]),
+        2,
+        "env_vars (env.csv) are not supported",
+    );
+
+    s.write("no_wasm.yml", "build_cmd: true\n");
+    fails_with(
+        &s.run(&["--config", "no_wasm.yml"]),
+        2,
+        "missing field `wasm_path`",
+    );
+
+    // A failing build stops the run, unless --no-build; CANBENCH_CFG_FILE names the config.
+    s.write("failing_build.yml", config(&w, "build_cmd: exit 3\n"));
+    let with_env = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_icbench"))
+            .arg("canbench")
+            .args(args)
+            .current_dir(&s.0)
+            .env("CANBENCH_CFG_FILE", "failing_build.yml")
+            .output()
+            .unwrap()
+    };
+    fails_with(&with_env(&["empty"]), 2, "build_cmd \"exit 3\" failed");
+    let o = with_env(&["--no-build", "empty"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("instructions: 207 (new)"));
+}
