@@ -2,6 +2,7 @@
 //! instruction metering on an embedded engine (or on PocketIC).
 
 pub mod bench_canister;
+pub mod crosscheck;
 pub mod engine;
 pub mod report;
 pub mod scenario;
