@@ -3,6 +3,7 @@
 
 pub mod bench_canister;
 pub mod canbench;
+pub mod crosscheck;
 pub mod dbbench;
 pub mod engine;
 pub mod keys;

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use icbench::bench_canister;
 use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Report};
 use icbench::scenario::{JournalMode, Position, Store};
@@ -36,6 +37,9 @@ enum Command {
     Compare(CompareArgs),
     /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
     Canbench(icbench::canbench::CanbenchArgs),
+    /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
+    /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
+    Crosscheck(CrosscheckArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -135,6 +139,29 @@ struct CompareArgs {
     noise: f64,
 }
 
+#[derive(Args)]
+struct CrosscheckArgs {
+    /// Largest accepted deviation, in percent of the PocketIC count.
+    #[arg(long, default_value_t = icbench::crosscheck::DEFAULT_THRESHOLD)]
+    threshold: f64,
+    /// Which count to compare: store (performance_counter inside the canister, the default)
+    /// or charged (whole update; on PocketIC derived from the cycles balance).
+    #[arg(long, value_enum, default_value_t = MetricKind::Store)]
+    metric: MetricKind,
+    /// Use this canister module instead of building target/canister/bench.wasm.
+    #[arg(long)]
+    wasm: Option<PathBuf>,
+    /// No progress output on stderr.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum MetricKind {
+    Store,
+    Charged,
+}
+
 fn parse_list<T>(values: &[String], parse: impl Fn(&str) -> Result<T, String>) -> Result<Vec<T>> {
     values
         .iter()
@@ -212,11 +239,7 @@ impl RunArgs {
 fn make_engine(kind: EngineKind) -> Result<Box<dyn Engine>> {
     match kind {
         EngineKind::Embedded => Ok(Box::new(EmbeddedEngine::default())),
-        EngineKind::PocketIc => Err(anyhow!(
-            "the pocket-ic engine needs a PocketIC server: set POCKET_IC_BIN to the path of a pocket-ic server binary \
-             (from the PocketIC releases, matching the pocket-ic crate). This build does not include the PocketIC backend yet; \
-             use --engine embedded"
-        )),
+        EngineKind::PocketIc => Ok(Box::new(PocketIcEngine::from_env()?)),
     }
 }
 
@@ -352,6 +375,43 @@ fn compare(args: &CompareArgs) -> Result<bool> {
     Ok(!comparison.has_regressions())
 }
 
+fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
+    use icbench::crosscheck::{self, Metric};
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        return Err(anyhow!("--threshold must be a non-negative percentage"));
+    }
+    // The server first: without one this fails at once, before any build or run.
+    let mut pocket_ic = PocketIcEngine::from_env()?;
+    let wasm = match &args.wasm {
+        Some(path) => {
+            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
+        }
+        None => bench_canister::ensure_built(args.quiet)?,
+    };
+    let cfg = crosscheck::config();
+    let mut reports = Vec::new();
+    for engine in [
+        &mut EmbeddedEngine::default() as &mut dyn Engine,
+        &mut pocket_ic,
+    ] {
+        if !args.quiet {
+            eprintln!(
+                "crosscheck: running {} scenarios on {}...",
+                cfg.matrix().len(),
+                engine.name()
+            );
+        }
+        reports.push(suite::run(engine, &wasm, &cfg, &mut |_| {})?);
+    }
+    let metric = match args.metric {
+        MetricKind::Store => Metric::Store,
+        MetricKind::Charged => Metric::Charged,
+    };
+    let check = crosscheck::compare(&reports[0], &reports[1], metric, args.threshold);
+    print!("{}", check.render());
+    Ok(check.failures() == 0)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
@@ -359,6 +419,7 @@ fn main() -> ExitCode {
         Some(Command::Run(args)) => run(args).map(|_| true),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
+        Some(Command::Crosscheck(args)) => crosscheck(args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,21 +1,25 @@
-//! The bench canister's contract, on the embedded engine: row counts, overwrite and
-//! rollback semantics, reads, configuration, every error path, upgrade, determinism.
+//! The bench canister's contract, written once and run on every engine: row counts,
+//! overwrite and rollback semantics, reads, configuration, every error path, upgrade,
+//! reinstall and snapshots. Each contract function below becomes one test per engine
+//! (`embedded::NAME`, `pocket_ic::NAME`). The PocketIC tests need a server: build.rs sets
+//! `cfg(pocket_ic_server)` when POCKET_IC_BIN is set; without it they are ignored, with
+//! that reason, never passed.
 
 use std::sync::OnceLock;
 
 use candid::Encode;
 use icbench::bench_canister::{ensure_built, BenchClient, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::Engine;
+use icbench::engine::pocket_ic::PocketIcEngine;
+use icbench::engine::{Engine, ErrorCode, Reject};
 
 fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| ensure_built(true).expect("scripts/build-canister.sh builds the canister"))
 }
 
-fn with_canister<R>(f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
-    let mut engine = EmbeddedEngine::default();
-    let mut client = BenchClient::install(&mut engine, wasm()).expect("the canister installs");
+fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
+    let mut client = BenchClient::install(engine, wasm()).expect("the canister installs");
     f(&mut client)
 }
 
@@ -23,9 +27,51 @@ fn err_of<T: std::fmt::Debug>(r: Result<T, String>) -> String {
     r.expect_err("the canister should refuse this")
 }
 
-#[test]
-fn inserts_count_rows_not_loop_bounds() {
-    with_canister(|c| {
+/// One `#[test]` per engine for each contract function `fn(&mut dyn Engine)`.
+macro_rules! contract_tests {
+    ($($name:ident),* $(,)?) => {
+        mod embedded {
+            $(
+                #[test]
+                fn $name() {
+                    super::$name(&mut icbench::engine::embedded::EmbeddedEngine::default());
+                }
+            )*
+        }
+        mod pocket_ic {
+            $(
+                #[test]
+                #[cfg_attr(
+                    not(pocket_ic_server),
+                    ignore = "POCKET_IC_BIN is not set: point it at a PocketIC 16.x server binary to run the contract on PocketIC"
+                )]
+                fn $name() {
+                    let mut engine = super::PocketIcEngine::from_env()
+                        .unwrap_or_else(|e| panic!("{e:#}"));
+                    super::$name(&mut engine);
+                }
+            )*
+        }
+    };
+}
+
+contract_tests!(
+    inserts_count_rows_not_loop_bounds,
+    the_btree_overwrites_and_counts_replacements,
+    an_existing_sqlite_id_is_an_error_and_nothing_is_inserted,
+    reads_find_exactly_the_rows_present,
+    bad_arguments_are_errors_naming_the_problem,
+    every_journal_mode_is_applied_and_read_back,
+    autoincrement_can_be_chosen_on_an_empty_table,
+    both_stores_and_the_configuration_survive_an_upgrade,
+    calls_the_canister_cannot_serve_are_rejected_with_the_replica_codes,
+    undecodable_arguments_trap_and_change_nothing,
+    reinstall_wipes_both_stores,
+    a_snapshot_restores_both_stores,
+);
+
+fn inserts_count_rows_not_loop_bounds(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         for store in ["btree", "sqlite"] {
             let r = c.add_users(store, 0, 10, 25).unwrap().value.unwrap();
             assert_eq!((r.rows_inserted, r.rows_replaced), (25, 0), "{store}");
@@ -37,9 +83,8 @@ fn inserts_count_rows_not_loop_bounds() {
     });
 }
 
-#[test]
-fn the_btree_overwrites_and_counts_replacements() {
-    with_canister(|c| {
+fn the_btree_overwrites_and_counts_replacements(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         c.add_users("btree", 0, 10, 10).unwrap().value.unwrap();
         // ids 50..=140: 50, 60, 70, 80, 90 exist.
         let r = c.add_users("btree", 50, 10, 10).unwrap().value.unwrap();
@@ -48,9 +93,8 @@ fn the_btree_overwrites_and_counts_replacements() {
     });
 }
 
-#[test]
-fn an_existing_sqlite_id_is_an_error_and_nothing_is_inserted() {
-    with_canister(|c| {
+fn an_existing_sqlite_id_is_an_error_and_nothing_is_inserted(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         c.add_users("sqlite", 0, 10, 10).unwrap().value.unwrap();
         // 85, 90, 95: 90 exists (0, 10, ..., 90 were inserted).
         let e = err_of(c.add_users("sqlite", 85, 5, 3).unwrap().value);
@@ -63,9 +107,8 @@ fn an_existing_sqlite_id_is_an_error_and_nothing_is_inserted() {
     });
 }
 
-#[test]
-fn reads_find_exactly_the_rows_present() {
-    with_canister(|c| {
+fn reads_find_exactly_the_rows_present(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         c.set_payload_size(40).unwrap().value.unwrap();
         for store in ["btree", "sqlite"] {
             c.add_users(store, 0, 10, 50).unwrap().value.unwrap();
@@ -103,9 +146,8 @@ fn reads_find_exactly_the_rows_present() {
     });
 }
 
-#[test]
-fn bad_arguments_are_errors_naming_the_problem() {
-    with_canister(|c| {
+fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         for store in ["btree", "sqlite"] {
             assert!(err_of(c.add_users(store, 0, 0, 5).unwrap().value).contains("step"));
             assert!(err_of(c.add_users(store, 0, 1, 100_001).unwrap().value)
@@ -118,7 +160,27 @@ fn bad_arguments_are_errors_naming_the_problem() {
             let too_many = vec![1u64; 100_001];
             assert!(err_of(c.add_users_ids(store, &too_many).unwrap().value)
                 .contains("MAX_ROWS_PER_CALL"));
+            assert!(
+                err_of(c.get_users_ids(store, &too_many, false).unwrap().value)
+                    .contains("MAX_ROWS_PER_CALL")
+            );
+            assert!(
+                err_of(c.get_users(store, 0, 1, 100_001, true).unwrap().value)
+                    .contains("MAX_ROWS_PER_CALL")
+            );
+            // count 0 is allowed: it measures a call's fixed cost.
+            let r = c.add_users(store, 0, 1, 0).unwrap().value.unwrap();
+            assert_eq!((r.rows_inserted, r.rows_replaced), (0, 0), "{store}");
         }
+        let e = err_of(
+            c.add_users_ids("sqlite", &[1, i64::MAX as u64 + 1])
+                .unwrap()
+                .value,
+        );
+        assert!(
+            e.contains(&(i64::MAX as u64 + 1).to_string()) && e.contains("exceeds"),
+            "{e}"
+        );
         assert!(
             err_of(c.add_users("btree", u64::MAX - 1, 2, 2).unwrap().value).contains("overflow")
         );
@@ -176,13 +238,14 @@ fn bad_arguments_are_errors_naming_the_problem() {
         );
         assert!(e.contains("empty users table"), "{e}");
         // None of the refusals changed what is in force.
-        assert_eq!(c.stats().unwrap().sqlite_rows, 3);
+        let stats = c.stats().unwrap();
+        assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 3));
+        assert_eq!(stats.payload_size, 100);
     });
 }
 
-#[test]
-fn every_journal_mode_is_applied_and_read_back() {
-    with_canister(|c| {
+fn every_journal_mode_is_applied_and_read_back(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
         for mode in ["DELETE", "TRUNCATE", "PERSIST", "MEMORY", "WAL", "OFF"] {
             let config = SqliteConfig {
@@ -203,9 +266,8 @@ fn every_journal_mode_is_applied_and_read_back() {
     });
 }
 
-#[test]
-fn autoincrement_can_be_chosen_on_an_empty_table() {
-    with_canister(|c| {
+fn autoincrement_can_be_chosen_on_an_empty_table(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
         let s = c
             .configure_sqlite(&SqliteConfig {
                 autoincrement: Some(true),
@@ -222,11 +284,9 @@ fn autoincrement_can_be_chosen_on_an_empty_table() {
     });
 }
 
-#[test]
-fn both_stores_and_the_configuration_survive_an_upgrade() {
-    let mut engine = EmbeddedEngine::default();
+fn both_stores_and_the_configuration_survive_an_upgrade(engine: &mut dyn Engine) {
     let canister = {
-        let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
+        let mut c = BenchClient::install(engine, wasm()).unwrap();
         c.add_users("btree", 0, 10, 300).unwrap().value.unwrap();
         c.add_users("sqlite", 0, 10, 300).unwrap().value.unwrap();
         c.configure_sqlite(&SqliteConfig {
@@ -243,7 +303,7 @@ fn both_stores_and_the_configuration_survive_an_upgrade() {
         .upgrade(canister, wasm(), &Encode!().unwrap())
         .unwrap();
     out.result.expect("the upgrade succeeds");
-    let mut c = BenchClient::attach(&mut engine, canister);
+    let mut c = BenchClient::attach(engine, canister);
     let stats = c.stats().unwrap();
     assert_eq!((stats.btree_rows, stats.sqlite_rows), (300, 300));
     assert_eq!(stats.journal_mode, "MEMORY");
@@ -264,6 +324,120 @@ fn both_stores_and_the_configuration_survive_an_upgrade() {
     }
 }
 
+fn calls_the_canister_cannot_serve_are_rejected_with_the_replica_codes(engine: &mut dyn Engine) {
+    let (canister, out) = engine.install(wasm(), &Encode!().unwrap()).unwrap();
+    out.result.expect("the canister installs");
+    let reject = |r: Result<Vec<u8>, Reject>| r.expect_err("the replica should reject this");
+    let e = reject(
+        engine
+            .update(canister, "no_such_method", &Encode!().unwrap())
+            .unwrap()
+            .result,
+    );
+    assert_eq!(e.error_code, ErrorCode::CanisterMethodNotFound, "{e}");
+    assert!(e.message.contains("no_such_method"), "{e}");
+    // An update method is not a query.
+    let e = reject(
+        engine
+            .query(
+                canister,
+                "add_users_btree",
+                &Encode!(&0u64, &1u64, &1u64).unwrap(),
+            )
+            .unwrap()
+            .result,
+    );
+    assert_eq!(e.error_code, ErrorCode::CanisterMethodNotFound, "{e}");
+    assert!(e.message.contains("add_users_btree"), "{e}");
+    // Nothing was inserted by the refused query.
+    let mut c = BenchClient::attach(engine, canister);
+    assert_eq!(c.stats().unwrap().btree_rows, 0);
+}
+
+fn undecodable_arguments_trap_and_change_nothing(engine: &mut dyn Engine) {
+    with_canister(engine, |c| {
+        c.add_users("btree", 0, 1, 5).unwrap().value.unwrap();
+        let canister = c.canister;
+        // Wrong types, a missing value and bytes that are not Candid: ic-cdk's decoder traps.
+        for (method, arg, says) in [
+            ("add_users_btree", Encode!(&"five rows").unwrap(), "decod"),
+            ("add_users_sqlite_ids", Encode!(&-3i32).unwrap(), "decod"),
+            ("set_payload_size", Encode!().unwrap(), "no more values"),
+            ("set_payload_size", b"not candid".to_vec(), "panicked"),
+        ] {
+            let e = c
+                .engine
+                .update(canister, method, &arg)
+                .unwrap()
+                .result
+                .expect_err("undecodable arguments trap");
+            assert_eq!(e.error_code, ErrorCode::CanisterCalledTrap, "{method}: {e}");
+            assert!(e.message.to_lowercase().contains(says), "{method}: {e}");
+        }
+        let stats = c.stats().unwrap();
+        assert_eq!((stats.btree_rows, stats.sqlite_rows), (5, 0));
+        assert_eq!(stats.payload_size, 100);
+    });
+}
+
+fn reinstall_wipes_both_stores(engine: &mut dyn Engine) {
+    let canister = {
+        let mut c = BenchClient::install(engine, wasm()).unwrap();
+        c.add_users("btree", 0, 1, 50).unwrap().value.unwrap();
+        c.add_users("sqlite", 0, 1, 50).unwrap().value.unwrap();
+        c.set_payload_size(9).unwrap().value.unwrap();
+        c.canister
+    };
+    engine
+        .reinstall(canister, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .expect("the reinstall succeeds");
+    let mut c = BenchClient::attach(engine, canister);
+    let stats = c.stats().unwrap();
+    assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+    assert_eq!(
+        stats.payload_size, 100,
+        "settings are back to their defaults"
+    );
+    let r = c.add_users("sqlite", 0, 1, 50).unwrap().value.unwrap();
+    assert_eq!(r.rows_inserted, 50, "the old ids are free again");
+}
+
+fn a_snapshot_restores_both_stores(engine: &mut dyn Engine) {
+    let canister = {
+        let mut c = BenchClient::install(engine, wasm()).unwrap();
+        c.add_users("btree", 0, 10, 100).unwrap().value.unwrap();
+        c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
+        c.canister
+    };
+    let base = engine.snapshot(canister).unwrap();
+    let measure = |engine: &mut dyn Engine| {
+        let mut c = BenchClient::attach(engine, canister);
+        let btree = c.add_users("btree", 501, 10, 10).unwrap().value.unwrap();
+        let sqlite = c.add_users("sqlite", 501, 10, 10).unwrap().value.unwrap();
+        let stats = c.stats().unwrap();
+        assert_eq!((stats.btree_rows, stats.sqlite_rows), (110, 110));
+        (btree.instructions, sqlite.instructions)
+    };
+    let first = measure(engine);
+    engine.restore(canister, base).unwrap();
+    let stats = BenchClient::attach(engine, canister).stats().unwrap();
+    assert_eq!((stats.btree_rows, stats.sqlite_rows), (100, 100));
+    // The same ids insert again (SQLite would refuse them had they survived), at the same cost.
+    let second = measure(engine);
+    assert_eq!(
+        first, second,
+        "the same state gives the same store instructions"
+    );
+    let e = engine
+        .restore(canister, icbench::engine::SnapshotId(99))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("99"), "{e}");
+}
+
+/// Embedded only: it compares the engine's whole-state hash, which PocketIC does not expose.
 #[test]
 fn the_same_calls_cost_the_same_instructions_every_run() {
     let run = || {

@@ -49,11 +49,75 @@ fn bad_values_list_the_accepted_ones() {
     }
 }
 
+/// Runs icbench with POCKET_IC_BIN set to `bin` (or unset) and the download opt-in unset.
+fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::time::Duration) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_icbench"));
+    cmd.args(args).env_remove("ICBENCH_POCKET_IC_DOWNLOAD");
+    match bin {
+        Some(b) => cmd.env("POCKET_IC_BIN", b),
+        None => cmd.env_remove("POCKET_IC_BIN"),
+    };
+    let started = std::time::Instant::now();
+    let out = cmd.output().expect("icbench runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        started.elapsed(),
+    )
+}
+
 #[test]
 fn pocket_ic_without_a_server_says_how_to_provide_one() {
-    let (code, stderr) = icbench(&["--engine", "pocket-ic", "--quiet"]);
-    assert_ne!(code, 0);
-    assert!(stderr.contains("POCKET_IC_BIN"), "{stderr}");
+    for args in [
+        &["--engine", "pocket-ic", "--quiet"][..],
+        &["crosscheck", "--quiet"][..],
+    ] {
+        let (code, stderr, took) = icbench_with_server(args, None);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("POCKET_IC_BIN is not set"), "{stderr}");
+        assert!(
+            stderr.contains("POCKET_IC_BIN=/path/to/pocket-ic"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("github.com/dfinity/pocketic/releases"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("16."), "names the server version: {stderr}");
+        // At once: before building the canister or running the embedded half.
+        assert!(took.as_secs() < 10, "{args:?} took {took:?}");
+    }
+}
+
+#[test]
+fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
+    for args in [
+        &["--engine", "pocket-ic", "--quiet"][..],
+        &["crosscheck", "--quiet"][..],
+    ] {
+        let (code, stderr, took) = icbench_with_server(args, Some("/nonexistent/pocket-ic"));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("POCKET_IC_BIN=/nonexistent/pocket-ic"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("no such file"), "{stderr}");
+        assert!(took.as_secs() < 10, "{args:?} took {took:?}");
+        let (code, stderr, _) = icbench_with_server(args, Some("/bin/true"));
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("not `pocket-ic-server X.Y.Z`"), "{stderr}");
+    }
+}
+
+#[test]
+fn crosscheck_refuses_a_negative_threshold() {
+    let (code, stderr, _) =
+        icbench_with_server(&["crosscheck", "--threshold=-1"], Some("/nonexistent"));
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("--threshold must be a non-negative percentage"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 pub mod cost;
 pub mod embedded;
 pub mod instrument;
+pub mod pocket_ic;
 
 use std::fmt;
 
@@ -18,31 +19,102 @@ pub enum RejectCode {
     DestinationInvalid = 3,
     CanisterReject = 4,
     CanisterError = 5,
+    /// Best-effort calls whose outcome is unknown; PocketIC can report it.
+    SysUnknown = 6,
 }
 
-/// The replica's error codes, as shown `IC0nnn` to users.
+/// The replica's error codes, as shown `IC0nnn` to users. The embedded engine produces the
+/// named ones; PocketIC can report any code of the replica, so a code without a name here
+/// is kept as [`ErrorCode::Other`] with its number rather than mapped to a near miss.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorCode {
-    CanisterRejectedMessage = 406,
-    CanisterTrapped = 502,
-    CanisterCalledTrap = 503,
-    CanisterContractViolation = 504,
-    CanisterInvalidWasm = 505,
-    CanisterDidNotReply = 506,
-    CanisterInstructionLimitExceeded = 522,
-    CanisterMemoryAccessLimitExceeded = 524,
-    CanisterMethodNotFound = 536,
-    CanisterWasmModuleNotFound = 537,
-    CanisterWasmMemoryLimitExceeded = 539,
+    CanisterOutOfCycles,
+    CanisterNotFound,
+    CanisterSnapshotNotFound,
+    CanisterRejectedMessage,
+    CanisterTrapped,
+    CanisterCalledTrap,
+    CanisterContractViolation,
+    CanisterInvalidWasm,
+    CanisterDidNotReply,
+    CanisterOutOfMemory,
+    CanisterStopped,
+    CanisterStopping,
+    CanisterNotStopped,
+    CanisterInvalidController,
+    CanisterInstructionLimitExceeded,
+    CanisterMemoryAccessLimitExceeded,
+    InsufficientCyclesInMemoryGrow,
+    CanisterMethodNotFound,
+    CanisterWasmModuleNotFound,
+    CanisterWasmMemoryLimitExceeded,
+    /// Any other replica error code, by number (e.g. 210 for IC0210).
+    Other(u16),
 }
 
+/// (variant, number): one table for both directions, so they cannot disagree.
+const NAMED_ERROR_CODES: [(ErrorCode, u16); 20] = [
+    (ErrorCode::CanisterOutOfCycles, 207),
+    (ErrorCode::CanisterNotFound, 301),
+    (ErrorCode::CanisterSnapshotNotFound, 305),
+    (ErrorCode::CanisterRejectedMessage, 406),
+    (ErrorCode::CanisterTrapped, 502),
+    (ErrorCode::CanisterCalledTrap, 503),
+    (ErrorCode::CanisterContractViolation, 504),
+    (ErrorCode::CanisterInvalidWasm, 505),
+    (ErrorCode::CanisterDidNotReply, 506),
+    (ErrorCode::CanisterOutOfMemory, 507),
+    (ErrorCode::CanisterStopped, 508),
+    (ErrorCode::CanisterStopping, 509),
+    (ErrorCode::CanisterNotStopped, 510),
+    (ErrorCode::CanisterInvalidController, 512),
+    (ErrorCode::CanisterInstructionLimitExceeded, 522),
+    (ErrorCode::CanisterMemoryAccessLimitExceeded, 524),
+    (ErrorCode::InsufficientCyclesInMemoryGrow, 532),
+    (ErrorCode::CanisterMethodNotFound, 536),
+    (ErrorCode::CanisterWasmModuleNotFound, 537),
+    (ErrorCode::CanisterWasmMemoryLimitExceeded, 539),
+];
+
 impl ErrorCode {
+    /// The number shown as `IC0nnn`.
+    pub fn code(self) -> u16 {
+        match self {
+            ErrorCode::Other(n) => n,
+            named => NAMED_ERROR_CODES
+                .iter()
+                .find(|(e, _)| *e == named)
+                .map(|(_, n)| *n)
+                .expect("every named error code is in NAMED_ERROR_CODES"),
+        }
+    }
+
+    /// The named variant for `code`, or `Other(code)`.
+    pub fn from_code(code: u16) -> ErrorCode {
+        NAMED_ERROR_CODES
+            .iter()
+            .find(|(_, n)| *n == code)
+            .map(|(e, _)| *e)
+            .unwrap_or(ErrorCode::Other(code))
+    }
+
     pub fn reject_code(self) -> RejectCode {
         match self {
             ErrorCode::CanisterRejectedMessage => RejectCode::CanisterReject,
-            ErrorCode::CanisterMethodNotFound | ErrorCode::CanisterWasmModuleNotFound => {
-                RejectCode::DestinationInvalid
-            }
+            ErrorCode::CanisterMethodNotFound
+            | ErrorCode::CanisterWasmModuleNotFound
+            | ErrorCode::CanisterNotFound
+            | ErrorCode::CanisterSnapshotNotFound => RejectCode::DestinationInvalid,
+            ErrorCode::CanisterOutOfCycles => RejectCode::SysTransient,
+            // The replica's convention: the first digit is the reject code.
+            ErrorCode::Other(n) => match n / 100 {
+                1 => RejectCode::SysFatal,
+                2 => RejectCode::SysTransient,
+                3 => RejectCode::DestinationInvalid,
+                4 => RejectCode::CanisterReject,
+                5 => RejectCode::CanisterError,
+                _ => RejectCode::SysUnknown,
+            },
             _ => RejectCode::CanisterError,
         }
     }
@@ -50,7 +122,7 @@ impl ErrorCode {
 
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "IC{:04}", *self as u32)
+        write!(f, "IC{:04}", self.code())
     }
 }
 
