@@ -8,3 +8,4 @@ pub mod keys;
 pub mod report;
 pub mod scenario;
 pub mod suite;
+pub mod sysbench;

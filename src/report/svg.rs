@@ -283,6 +283,31 @@ pub fn dbbench_plot(report: &Report) -> Option<String> {
     )
 }
 
+/// plot-sysbench.svg: store instructions per event by workload, one marker per store.
+pub fn sysbench_plot(report: &Report) -> Option<String> {
+    if report.suite != "sysbench" {
+        return None;
+    }
+    let points = report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| {
+            (
+                r.operation.clone(),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
+        })
+        .collect();
+    dot_plot(
+        "sysbench: store instructions per event",
+        "store instructions per event (log scale)",
+        "instructions/event",
+        points,
+    )
+}
+
 /// plot-keys.svg: the keys suite's instructions per insert and per lookup, one row per
 /// key type and operation, one marker per store.
 pub fn keys_plot(report: &Report) -> Option<String> {
