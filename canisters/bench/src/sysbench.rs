@@ -433,11 +433,12 @@ fn run_map(name: &str, p: &[u64]) -> Result<(Done, u64), String> {
                             .count() as u64;
                     }
                     "oltp_insert" => {
+                        // All or nothing, as SQLite's transaction: check every id first.
+                        if let Some(id) = p.iter().find(|id| m.contains_key(id)) {
+                            return Err(format!("oltp_insert: id {id} already exists"));
+                        }
                         for (i, &id) in p.iter().enumerate() {
                             d.ops += 1;
-                            if m.contains_key(&id) {
-                                return Err(format!("oltp_insert: id {id} already exists"));
-                            }
                             let (k, c, pad) = &fresh[i];
                             m.insert(id, row_bytes(*k, c, pad));
                             ix.insert(index_key(*k, id), ());
