@@ -1021,7 +1021,8 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
         md.contains("| table_scan | -- | 9,000,000,000 | -- |"),
         "{md}"
     );
-    assert!(md.contains("Performance Ceiling Check (6x individual, 5x average)"));
+    assert!(md.contains("\n### Reads\n"), "{md}");
+    assert!(md.contains("\n## Performance Ceiling Check (6x individual, 5x average)\n"));
     assert!(md.contains("- FAIL WAL reads average: 7.00x > 5x"));
 }
 

@@ -235,7 +235,7 @@ pub(crate) fn sysbench_section(report: &Report, heading: &str) -> String {
     }
     // report.md nests the section tables; the terminal just starts a new paragraph.
     let sub = if heading.contains('#') {
-        format!("{heading}#")
+        format!("{}# ", heading.trim_end())
     } else {
         heading.to_string()
     };

@@ -288,7 +288,13 @@ pub fn sysbench_plot(report: &Report) -> Option<String> {
     if report.suite != "sysbench" {
         return None;
     }
-    let points = report
+    // Rows in seed 004's workload order, whichever store ran first.
+    let rank = |name: &str| {
+        crate::sysbench::WORKLOADS
+            .iter()
+            .position(|w| w.name == name)
+    };
+    let mut points: Vec<_> = report
         .results
         .iter()
         .filter(|r| r.status == Status::Ok)
@@ -300,6 +306,7 @@ pub fn sysbench_plot(report: &Report) -> Option<String> {
             )
         })
         .collect();
+    points.sort_by_key(|p| rank(&p.0));
     dot_plot(
         "sysbench: store instructions per event",
         "store instructions per event (log scale)",
@@ -362,7 +369,9 @@ fn dot_plot(
             columns.push(column);
         }
     }
-    let (left, right, top) = (120.0, WIDTH - 230.0, 50.0);
+    // Room for the longest row label (sysbench's workload names are up to 21 characters).
+    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as f64;
+    let (left, right, top) = ((12.0 + 7.0 * longest).max(120.0), WIDTH - 230.0, 50.0);
     let row_height = 26.0;
     let bottom = top + row_height * rows.len() as f64;
     let height = bottom + 60.0;
