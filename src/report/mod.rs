@@ -344,6 +344,7 @@ pub(crate) mod fixture {
             results,
             notes: vec![],
             page_stats: vec![],
+            ceilings: None,
         }
     }
 }
