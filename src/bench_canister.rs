@@ -323,6 +323,32 @@ impl<'e> BenchClient<'e> {
         Ok(Decode!(&bytes, CanisterResult<KeysStats>)?)
     }
 
+    /// `sysbench_reset(store, rows)`: empties the store (SQLite: recreates the tables).
+    pub fn sysbench_reset(&mut self, store: &str, rows: u64) -> Result<Measured<u64>> {
+        self.update("sysbench_reset", Encode!(&store, &rows)?)
+    }
+
+    /// `sysbench_prefill(store, first, count, rows)`: sbtest1 ids first..first+count.
+    pub fn sysbench_prefill(
+        &mut self,
+        store: &str,
+        first: u64,
+        count: u64,
+        rows: u64,
+    ) -> Result<Measured<u64>> {
+        self.update("sysbench_prefill", Encode!(&store, &first, &count, &rows)?)
+    }
+
+    /// `sysbench_run(store, workload, params)`: one event of one workload, an update.
+    pub fn sysbench_run(
+        &mut self,
+        store: &str,
+        workload: &str,
+        params: &[u64],
+    ) -> Result<Measured<DbBenchReport>> {
+        self.update("sysbench_run", Encode!(&store, &workload, &params)?)
+    }
+
     pub fn stats(&mut self) -> Result<Stats> {
         let out = self.engine.query(self.canister, "stats", &Encode!()?)?;
         let bytes = out.result.map_err(|r| anyhow!("stats was rejected: {r}"))?;

@@ -449,6 +449,7 @@ pub fn run(
         executed_instructions: client.executed_instructions,
         results,
         page_stats: Vec::new(),
+        ceilings: None,
         notes: vec![
             format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
             format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),

@@ -352,5 +352,6 @@ pub fn run(
             "Storage: SQLite = pages of the table's B-trees (dbstat) x page size; map = its virtual memory's size (grown in 64 KiB pages). Fanout = sqlite3_analyzer's (interior + leaf - 1) / interior.".into(),
         ],
         page_stats,
+        ceilings: None,
     })
 }

@@ -10,3 +10,4 @@ pub mod keys;
 pub mod report;
 pub mod scenario;
 pub mod suite;
+pub mod sysbench;

@@ -64,7 +64,7 @@ enum Format {
 
 #[derive(Args, Clone)]
 struct RunArgs {
-    /// Suite to run: seed003 (the default), lookups, dbbench, keys, a comma-separated list, or all.
+    /// Suite to run: seed003 (the default), lookups, dbbench, keys, sysbench, a comma-separated list, or all.
     /// seed003 writes into --out, every other suite into --out/NAME.
     #[arg(long, default_value = "seed003")]
     suite: String,
@@ -80,6 +80,18 @@ struct RunArgs {
     /// SQLite journal mode in the keys suite (seed 002 used WAL).
     #[arg(long, default_value = "WAL")]
     keys_journal_mode: String,
+    /// sbtest1 rows in the sysbench suite (2000..=1000000).
+    #[arg(long, default_value_t = icbench::sysbench::DEFAULT_ROWS)]
+    sysbench_rows: u64,
+    /// SQLite journal modes in the sysbench suite, comma-separated (default: the canister's own, PERSIST).
+    #[arg(long, value_delimiter = ',', default_values_t = ["PERSIST".to_string()])]
+    sysbench_journal_modes: Vec<String>,
+    /// sysbench gate: most SQLite ÷ map multiplier per workload (seed 004: 6).
+    #[arg(long, default_value_t = icbench::sysbench::DEFAULT_MAX_RATIO)]
+    sysbench_max_ratio: f64,
+    /// sysbench gate: most section-average multiplier (seed 004: 5).
+    #[arg(long, default_value_t = icbench::sysbench::DEFAULT_MAX_SECTION_RATIO)]
+    sysbench_max_section_ratio: f64,
     /// Keys per query in the lookups suite, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = suite::LOOKUP_BATCHES)]
     lookup_batches: Vec<u64>,
@@ -215,8 +227,22 @@ impl RunArgs {
             .keys_journal_mode
             .parse::<JournalMode>()
             .map_err(|e| anyhow!("--keys-journal-mode: {e}"))?;
+        // Given order kept (the first mode's tables come first), duplicates dropped.
+        let mut sysbench_journal_modes: Vec<JournalMode> = Vec::new();
+        for m in parse_list(&self.sysbench_journal_modes, |s| {
+            s.parse::<JournalMode>()
+                .map_err(|e| format!("--sysbench-journal-modes: {e}"))
+        })? {
+            if !sysbench_journal_modes.contains(&m) {
+                sysbench_journal_modes.push(m);
+            }
+        }
         let cfg = SuiteConfig {
             suite,
+            sysbench_rows: self.sysbench_rows,
+            sysbench_journal_modes,
+            sysbench_max_ratio: self.sysbench_max_ratio,
+            sysbench_max_section_ratio: self.sysbench_max_section_ratio,
             keys_rows: self.keys_rows,
             keys_journal_mode,
             lookup_batches,
@@ -252,7 +278,9 @@ fn out_dir(base: &std::path::Path, suite: Suite) -> PathBuf {
     }
 }
 
-fn run(args: &RunArgs) -> Result<()> {
+/// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
+/// (sysbench's ceilings) failed.
+fn run(args: &RunArgs) -> Result<bool> {
     let suites = args.suites()?;
     // Every configuration is checked before any work starts.
     let configs = suites
@@ -306,6 +334,7 @@ fn run(args: &RunArgs) -> Result<()> {
             eprintln!("{line} [{elapsed:.0}s]");
         }
     };
+    let mut gate_ok = true;
     for cfg in &configs {
         let suite_started = std::time::Instant::now();
         if !quiet && configs.len() > 1 {
@@ -318,6 +347,16 @@ fn run(args: &RunArgs) -> Result<()> {
         let dir = out_dir(&args.out, cfg.suite);
         let written = report::write_all(&report, &dir)
             .with_context(|| format!("writing results to {}", dir.display()))?;
+        let failures = icbench::sysbench::report_gate(&report);
+        if !failures.is_empty() {
+            gate_ok = false;
+            eprintln!(
+                "{} gate failed ({} checks above the ceilings):\n  {}",
+                cfg.suite,
+                failures.len(),
+                failures.join("\n  ")
+            );
+        }
         let stdout = match args.format {
             Format::Table => report::terminal_tables(&report),
             Format::Markdown => report::markdown(&report),
@@ -343,7 +382,7 @@ fn run(args: &RunArgs) -> Result<()> {
             );
         }
     }
-    Ok(())
+    Ok(gate_ok)
 }
 
 fn speed_line(report: &Report, wall: f64) -> String {
@@ -415,8 +454,8 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
-        None => run(&cli.run).map(|_| true),
-        Some(Command::Run(args)) => run(args).map(|_| true),
+        None => run(&cli.run),
+        Some(Command::Run(args)) => run(args),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),

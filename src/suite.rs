@@ -33,11 +33,19 @@ pub enum Suite {
     DbBench,
     /// Seed 002: u64, ULID, UUIDv4 and hex keys on the map and three SQLite schemas.
     Keys,
+    /// Seed 004: sysbench's sbtest workloads on SQLite per journal mode and on the map.
+    Sysbench,
 }
 
 impl Suite {
     /// Every registered suite, in the order `--suite all` runs them.
-    pub const ALL: [Suite; 4] = [Suite::Seed003, Suite::Lookups, Suite::DbBench, Suite::Keys];
+    pub const ALL: [Suite; 5] = [
+        Suite::Seed003,
+        Suite::Lookups,
+        Suite::DbBench,
+        Suite::Keys,
+        Suite::Sysbench,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -45,6 +53,7 @@ impl Suite {
             Suite::Lookups => "lookups",
             Suite::DbBench => "dbbench",
             Suite::Keys => "keys",
+            Suite::Sysbench => "sysbench",
         }
     }
 
@@ -115,6 +124,13 @@ pub struct SuiteConfig {
     pub keys_rows: u64,
     /// SQLite's journal mode in the `keys` suite (seed 002 used WAL).
     pub keys_journal_mode: JournalMode,
+    /// sbtest1 rows in the `sysbench` suite.
+    pub sysbench_rows: u64,
+    /// SQLite's journal modes in the `sysbench` suite (default: the canister's, PERSIST).
+    pub sysbench_journal_modes: Vec<JournalMode>,
+    /// The sysbench gate: most SQLite ÷ map per workload, and per section average.
+    pub sysbench_max_ratio: f64,
+    pub sysbench_max_section_ratio: f64,
 }
 
 /// Rows per store and key type in the keys suite: small, so the run stays quick.
@@ -142,6 +158,10 @@ impl Default for SuiteConfig {
             dbbench_journal_mode: JournalMode::Wal,
             keys_rows: DEFAULT_KEYS_ROWS,
             keys_journal_mode: JournalMode::Wal,
+            sysbench_rows: crate::sysbench::DEFAULT_ROWS,
+            sysbench_journal_modes: vec![JournalMode::Persist],
+            sysbench_max_ratio: crate::sysbench::DEFAULT_MAX_RATIO,
+            sysbench_max_section_ratio: crate::sysbench::DEFAULT_MAX_SECTION_RATIO,
         }
     }
 }
@@ -161,7 +181,7 @@ impl SuiteConfig {
         match self.suite {
             Suite::Seed003 => self.seed003_matrix(),
             Suite::Lookups => self.lookups_matrix(),
-            Suite::DbBench | Suite::Keys => Vec::new(),
+            Suite::DbBench | Suite::Keys | Suite::Sysbench => Vec::new(),
         }
     }
 
@@ -232,6 +252,7 @@ impl SuiteConfig {
             }
             Suite::DbBench => crate::dbbench::validate(self)?,
             Suite::Keys => crate::keys::validate(self)?,
+            Suite::Sysbench => crate::sysbench::validate(self)?,
             Suite::Lookups => {
                 if self.lookup_batches.is_empty() {
                     return Err(anyhow!("--lookup-batches needs at least one batch size"));
@@ -484,6 +505,9 @@ pub fn run(
     if cfg.suite == Suite::Keys {
         return crate::keys::run(engine, wasm, cfg, progress);
     }
+    if cfg.suite == Suite::Sysbench {
+        return crate::sysbench::run(engine, wasm, cfg, progress);
+    }
     let started = Instant::now();
     let engine_name = engine.name().to_string();
     let mut client = BenchClient::install(engine, wasm)?;
@@ -635,6 +659,7 @@ pub fn run(
         results,
         notes,
         page_stats: Vec::new(),
+        ceilings: None,
     })
 }
 

@@ -70,6 +70,7 @@ fn sample() -> Report {
     results.push(lookup);
     Report {
         page_stats: vec![],
+        ceilings: None,
         suite: "storage".into(),
         engine: "embedded".into(),
         rows_before: 1_000_000,

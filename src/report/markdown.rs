@@ -227,6 +227,71 @@ fn dbbench_section(report: &Report, heading: &str) -> String {
     )
 }
 
+/// The sysbench suite in seed 004's shape: per journal mode, a Reads and a Writes table
+/// (map and SQLite instructions per event, multiplier, average), then the ceiling check.
+pub(crate) fn sysbench_section(report: &Report, heading: &str) -> String {
+    if report.suite != "sysbench" {
+        return String::new();
+    }
+    // report.md nests the section tables; the terminal just starts a new paragraph.
+    let sub = if heading.contains('#') {
+        format!("{}# ", heading.trim_end())
+    } else {
+        heading.to_string()
+    };
+    let mut out = String::new();
+    if heading.contains('#') && super::sysbench_plot(report).is_some() {
+        out.push_str(&format!(
+            "{heading}sysbench\n\n![sysbench: store instructions per event](plot-sysbench.svg)\n"
+        ));
+    }
+    let opt = |x: Option<f64>| x.map_or("--".to_string(), |v| thousands(v.round() as u64));
+    let mul = |x: Option<f64>| x.map_or("--".to_string(), |v| format!("{v:.2}"));
+    let mut mode = String::new();
+    for s in crate::sysbench::sections(report) {
+        if s.journal_mode != mode {
+            mode = s.journal_mode.clone();
+            out.push_str(&format!(
+                "{heading}SQLite {mode} vs StableBTreeMap (store instructions per event)\n"
+            ));
+        }
+        let title = if s.section == "reads" {
+            "Reads"
+        } else {
+            "Writes"
+        };
+        out.push_str(&format!("{sub}{title}\n\n"));
+        out.push_str(&format!(
+            "| Test | StableBTreeMap | SQLite {mode} | Multiplier |\n|---|---:|---:|---:|\n"
+        ));
+        for r in &s.rows {
+            out.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                r.workload,
+                opt(r.btree),
+                opt(r.sqlite),
+                mul(r.ratio)
+            ));
+        }
+        out.push_str(&format!("| Average | | | {} |\n", mul(s.average)));
+    }
+    if let Some(c) = report.ceilings {
+        out.push_str(&format!(
+            "{heading}Performance Ceiling Check ({}x individual, {}x average)\n\n",
+            c.max, c.max_section
+        ));
+        let failures = crate::sysbench::report_gate(report);
+        if failures.is_empty() {
+            out.push_str("All tests within ceilings.\n");
+        } else {
+            for f in failures {
+                out.push_str(&format!("- FAIL {f}\n"));
+            }
+        }
+    }
+    out
+}
+
 /// report.md: run settings, notes, then per position the insert tables and the read tables.
 pub fn markdown(report: &Report) -> String {
     let mut out = String::new();
@@ -260,7 +325,8 @@ pub fn markdown(report: &Report) -> String {
     let mut notes = Footnotes::default();
     out.push_str(&dbbench_section(report, "\n## "));
     out.push_str(&keys_section(report, "\n## "));
-    let generic = report.suite != "keys";
+    out.push_str(&sysbench_section(report, "\n## "));
+    let generic = report.suite != "keys" && report.suite != "sysbench";
     for position in positions(report)
         .into_iter()
         .filter(|p| generic && p != "db_bench")
@@ -374,6 +440,10 @@ pub fn terminal_tables(report: &Report) -> String {
     }
     if report.suite == "keys" {
         out.push_str(&keys_section(report, "\n"));
+        return out;
+    }
+    if report.suite == "sysbench" {
+        out.push_str(&sysbench_section(report, "\n"));
         return out;
     }
     for position in positions(report) {

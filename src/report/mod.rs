@@ -26,7 +26,7 @@ pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
 pub use json::{from_json, json};
 pub use markdown::{markdown, terminal_tables};
-pub use svg::{dbbench_plot, keys_plot, svg_plot};
+pub use svg::{dbbench_plot, keys_plot, svg_plot, sysbench_plot};
 
 /// Everything one run produced: the settings it ran with and one result per scenario.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,6 +49,9 @@ pub struct Report {
     /// The keys suite's SQLite pages per B-tree (empty for the other suites).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub page_stats: Vec<crate::keys::PageStats>,
+    /// The sysbench suite's ceilings (None for the other suites).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<crate::sysbench::Ceilings>,
 }
 
 /// Writes report.md, results.csv, results.json and plot-<position>.svg (for each position
@@ -61,7 +64,7 @@ pub fn write_all(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
         ("results.json".to_string(), json(report)),
     ];
     // The keys suite's "positions" are key types with one fill each: its own plot instead.
-    let curves = report.suite != "keys";
+    let curves = report.suite != "keys" && report.suite != "sysbench";
     for position in positions(report).into_iter().filter(|_| curves) {
         if let Some(svg) = svg_plot(report, &position) {
             files.push((plot_file_name(&position), svg));
@@ -69,6 +72,9 @@ pub fn write_all(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     if let Some(svg) = keys_plot(report) {
         files.push(("plot-keys.svg".to_string(), svg));
+    }
+    if let Some(svg) = sysbench_plot(report) {
+        files.push(("plot-sysbench.svg".to_string(), svg));
     }
     if let Some(svg) = dbbench_plot(report) {
         files.push(("plot-dbbench.svg".to_string(), svg));
@@ -338,6 +344,7 @@ pub(crate) mod fixture {
             results,
             notes: vec![],
             page_stats: vec![],
+            ceilings: None,
         }
     }
 }

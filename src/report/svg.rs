@@ -283,6 +283,38 @@ pub fn dbbench_plot(report: &Report) -> Option<String> {
     )
 }
 
+/// plot-sysbench.svg: store instructions per event by workload, one marker per store.
+pub fn sysbench_plot(report: &Report) -> Option<String> {
+    if report.suite != "sysbench" {
+        return None;
+    }
+    // Rows in seed 004's workload order, whichever store ran first.
+    let rank = |name: &str| {
+        crate::sysbench::WORKLOADS
+            .iter()
+            .position(|w| w.name == name)
+    };
+    let mut points: Vec<_> = report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| {
+            (
+                r.operation.clone(),
+                StoreColumn::of(r),
+                r.store_instructions_per_row,
+            )
+        })
+        .collect();
+    points.sort_by_key(|p| rank(&p.0));
+    dot_plot(
+        "sysbench: store instructions per event",
+        "store instructions per event (log scale)",
+        "instructions/event",
+        points,
+    )
+}
+
 /// plot-keys.svg: the keys suite's instructions per insert and per lookup, one row per
 /// key type and operation, one marker per store.
 pub fn keys_plot(report: &Report) -> Option<String> {
@@ -337,7 +369,9 @@ fn dot_plot(
             columns.push(column);
         }
     }
-    let (left, right, top) = (120.0, WIDTH - 230.0, 50.0);
+    // Room for the longest row label (sysbench's workload names are up to 21 characters).
+    let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as f64;
+    let (left, right, top) = ((12.0 + 7.0 * longest).max(120.0), WIDTH - 230.0, 50.0);
     let row_height = 26.0;
     let bottom = top + row_height * rows.len() as f64;
     let height = bottom + 60.0;

@@ -17,6 +17,7 @@ mod report;
 mod settings;
 mod sqlite;
 mod state;
+mod sysbench;
 
 use candid::CandidType;
 use serde::Deserialize;
@@ -306,6 +307,27 @@ fn keys_lookup(
 #[ic_cdk::query]
 fn keys_stats(store: String, key_type: String) -> Result<keys::KeysStats, String> {
     keys::stats(&store, &key_type)
+}
+
+// ---- sysbench OLTP (seed 004): its own map and tables, see sysbench.rs -------------------
+
+#[ic_cdk::update]
+fn sysbench_reset(store: String, rows: u64) -> Result<u64, String> {
+    sysbench::reset(&store, rows)
+}
+
+#[ic_cdk::update]
+fn sysbench_prefill(store: String, first: u64, count: u64, rows: u64) -> Result<u64, String> {
+    sysbench::prefill(&store, first, count, rows)
+}
+
+#[ic_cdk::update]
+fn sysbench_run(
+    store: String,
+    workload: String,
+    params: Vec<u64>,
+) -> Result<dbbench::DbBenchReport, String> {
+    sysbench::run(&store, &workload, params)
 }
 
 // Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
