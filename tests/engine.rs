@@ -3,7 +3,7 @@
 
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode};
+use icbench::engine::{Engine, ErrorCode, RejectCode};
 
 const COMMON: &str = r#"
   (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
@@ -372,6 +372,8 @@ fn unknown_method_and_missing_reply() {
     let (id, _) = e.install(&wasm, &[]).unwrap();
     let err = e.update(id, "nope", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound);
+    // ic-error-types: IC0536 carries reject code 5 (CanisterError), not 3.
+    assert_eq!(err.code, RejectCode::CanisterError);
     let err = e.query(id, "silent", &[]).unwrap().result.unwrap_err();
     assert_eq!(
         err.error_code,

@@ -99,23 +99,15 @@ impl ErrorCode {
     }
 
     pub fn reject_code(self) -> RejectCode {
-        match self {
-            ErrorCode::CanisterRejectedMessage => RejectCode::CanisterReject,
-            ErrorCode::CanisterMethodNotFound
-            | ErrorCode::CanisterWasmModuleNotFound
-            | ErrorCode::CanisterNotFound
-            | ErrorCode::CanisterSnapshotNotFound => RejectCode::DestinationInvalid,
-            ErrorCode::CanisterOutOfCycles => RejectCode::SysTransient,
-            // The replica's convention: the first digit is the reject code.
-            ErrorCode::Other(n) => match n / 100 {
-                1 => RejectCode::SysFatal,
-                2 => RejectCode::SysTransient,
-                3 => RejectCode::DestinationInvalid,
-                4 => RejectCode::CanisterReject,
-                5 => RejectCode::CanisterError,
-                _ => RejectCode::SysUnknown,
-            },
-            _ => RejectCode::CanisterError,
+        // The replica's convention (ic-error-types): the first digit is the reject code,
+        // e.g. IC0536 "method not found" is a canister error, not an invalid destination.
+        match self.code() / 100 {
+            1 => RejectCode::SysFatal,
+            2 => RejectCode::SysTransient,
+            3 => RejectCode::DestinationInvalid,
+            4 => RejectCode::CanisterReject,
+            5 => RejectCode::CanisterError,
+            _ => RejectCode::SysUnknown,
         }
     }
 }
