@@ -275,24 +275,25 @@ pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -
     format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
 }
 
-/// Sums the messages of one benchmark.
+/// Sums the messages of one benchmark (shared with the keys suite, which reports the
+/// same per-message `DbBenchReport`).
 #[derive(Default)]
-struct Totals {
-    ops: u64,
-    found: u64,
-    bytes: u64,
-    store_instructions: u64,
-    instructions: u64,
-    cycles: u128,
-    heap_delta: i64,
-    stable_delta: i64,
-    heap_dirty: u64,
-    stable_dirty: u64,
-    messages: u64,
+pub(crate) struct Totals {
+    pub(crate) ops: u64,
+    pub(crate) found: u64,
+    pub(crate) bytes: u64,
+    pub(crate) store_instructions: u64,
+    pub(crate) instructions: u64,
+    pub(crate) cycles: u128,
+    pub(crate) heap_delta: i64,
+    pub(crate) stable_delta: i64,
+    pub(crate) heap_dirty: u64,
+    pub(crate) stable_dirty: u64,
+    pub(crate) messages: u64,
 }
 
 impl Totals {
-    fn add(&mut self, m: Measured<DbBenchReport>, update: bool) -> Result<(), String> {
+    pub(crate) fn add(&mut self, m: Measured<DbBenchReport>, update: bool) -> Result<(), String> {
         let r = m.value?;
         let msg = m.message;
         self.ops += r.ops;
@@ -508,18 +509,7 @@ fn result(
         rows_before: 0,
         method: method.into(),
         args,
-        status: Status::Ok,
-        instructions: 0,
-        instructions_per_row: 0.0,
-        store_instructions: 0,
-        store_instructions_per_row: 0.0,
-        cycles: 0,
-        usd: 0.0,
-        heap_pages_delta: 0,
-        stable_pages_delta: 0,
-        heap_dirty_pages: 0,
-        stable_dirty_pages: 0,
-        bytes: 0,
+        ..ScenarioResult::default()
     };
     match outcome {
         Err(reason) if refused => r.status = Status::Refused(reason),

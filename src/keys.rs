@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
-use crate::engine::cost::CyclesFees;
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::dbbench::Totals;
 use crate::engine::Engine;
 use crate::report::Report;
 use crate::scenario::{ScenarioResult, Status};
@@ -155,39 +155,6 @@ pub fn lookup_indices(rows: u64, seed: u64) -> Vec<usize> {
         }
     }
     out
-}
-
-#[derive(Default)]
-struct Totals {
-    ops: u64,
-    found: u64,
-    bytes: u64,
-    store_instructions: u64,
-    instructions: u64,
-    cycles: u128,
-    heap_dirty: u64,
-    stable_dirty: u64,
-    stable_delta: i64,
-}
-
-impl Totals {
-    fn add(&mut self, m: Measured<DbBenchReport>, update: bool) -> Result<(), String> {
-        let r = m.value?;
-        let msg = m.message;
-        self.ops += r.ops;
-        self.found += r.found;
-        self.bytes += r.bytes;
-        self.store_instructions += r.instructions;
-        self.instructions += msg.instructions;
-        if update {
-            self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
-        }
-        self.heap_dirty += msg.heap_dirty_pages;
-        self.stable_dirty += msg.stable_dirty_pages;
-        self.stable_delta +=
-            (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
-        Ok(())
-    }
 }
 
 pub fn run(

@@ -217,9 +217,10 @@ impl Scenario {
 }
 
 /// Whether a scenario produced a number.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "status", content = "reason")]
 pub enum Status {
+    #[default]
     Ok,
     /// The canister refused the configuration (e.g. a journal mode SQLite will not use here).
     Refused(String),
@@ -228,7 +229,7 @@ pub enum Status {
 }
 
 /// One row of results.json / results.csv: everything the report shows for one scenario.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
     pub suite: String,
     /// `embedded` or `pocket-ic`.

@@ -572,18 +572,7 @@ pub fn run(
             rows_before: cfg.rows,
             method: scenario.method(),
             args: call.candid_args(),
-            status: Status::Ok,
-            instructions: 0,
-            instructions_per_row: 0.0,
-            store_instructions: 0,
-            store_instructions_per_row: 0.0,
-            cycles: 0,
-            usd: 0.0,
-            heap_pages_delta: 0,
-            stable_pages_delta: 0,
-            heap_dirty_pages: 0,
-            stable_dirty_pages: 0,
-            bytes: 0,
+            ..ScenarioResult::default()
         };
         let start = starts
             .iter()

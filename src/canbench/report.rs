@@ -388,14 +388,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
-        Measurement {
-            calls,
-            instructions,
-            heap_increase: heap,
-            stable_memory_increase: stable,
-        }
-    }
+    use crate::canbench::results::m;
 
     fn one(name: &str, total: Measurement) -> Results {
         [(

@@ -83,18 +83,20 @@ pub fn write(path: &Path, results: &Results) -> Result<()> {
         .with_context(|| format!("writing results file {}", path.display()))
 }
 
+/// A measurement in one call, for the tests of this runner.
+#[cfg(test)]
+pub(crate) fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
+    Measurement {
+        calls,
+        instructions,
+        heap_increase: heap,
+        stable_memory_increase: stable,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
-        Measurement {
-            calls,
-            instructions,
-            heap_increase: heap,
-            stable_memory_increase: stable,
-        }
-    }
 
     #[test]
     fn yaml_layout_is_canbench_s() {
