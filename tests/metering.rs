@@ -716,7 +716,7 @@ fn large_module(target: usize) -> Vec<u8> {
 
 /// Run with `cargo test --release --test metering -- --ignored --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "a timing measurement that prints, not a check: run it by hand"]
 fn timing_large_module() {
     let wasm = large_module(5_000_000);
     let start = std::time::Instant::now();
