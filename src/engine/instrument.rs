@@ -20,7 +20,13 @@
 //!   `out_of_instructions` if the counter is then negative, and returns its argument. It
 //!   charges the size operand of `memory.fill/copy/init` and `table.fill/copy/init`.
 //! * per function body, a counter decrement at the start of every metered segment, and an
-//!   out-of-instructions check at function entry and at every loop header.
+//!   out-of-instructions check at function entry and at every loop header. Where the body
+//!   keeps the counter meanwhile is [`Counter`]: the replica's code reads and writes the
+//!   global in every segment; the default keeps it in a local (see [`Counter::Local`]),
+//!   which gives the same counts several times faster in tight loops.
+//! * an i32 global exported as [`OUT_OF_INSTRUCTIONS_FLAG_EXPORT`], set to 1 right before a
+//!   check traps with `unreachable` (the local counter's checks do that instead of calling
+//!   the import, because a call in a loop makes Cranelift spill the loop's registers).
 //! * the `start` section is removed and its function exported as [`CANISTER_START_EXPORT`]
 //!   instead, as the replica does: a start function would otherwise run during
 //!   instantiation, before the host could set the counter (initially 0), and trap. The host
@@ -61,9 +67,39 @@ pub const PERSISTENT_GLOBAL_PREFIX: &str = "__persistent_mutable_global_";
 pub const SYSTEM_MODULE: &str = "__";
 /// Import name of the host function called when the counter drops below zero at a check.
 pub const OUT_OF_INSTRUCTIONS_IMPORT: &str = "out_of_instructions";
+/// Export name of the injected i32 global that is 1 when an `unreachable` trap was a failed
+/// instruction check (out of instructions), not the module's own `unreachable`.
+pub const OUT_OF_INSTRUCTIONS_FLAG_EXPORT: &str = "canister out_of_instructions";
 
 /// Exports the input module must not define (the replica's `RESERVED_SYMBOLS` that we inject).
-const RESERVED_EXPORTS: [&str; 2] = [INSTRUCTION_COUNTER_EXPORT, CANISTER_START_EXPORT];
+const RESERVED_EXPORTS: [&str; 3] = [
+    INSTRUCTION_COUNTER_EXPORT,
+    CANISTER_START_EXPORT,
+    OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
+];
+
+/// Where the instrumented code keeps the instruction counter while a function runs. Both
+/// charge the same amounts at the same points, so the counter holds the same value whenever
+/// the host or a trap can observe it: at every System API call, every trap and every return
+/// to the host. Tests run both and compare.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Counter {
+    /// The replica's own code: every segment reads, decrements and writes the exported
+    /// global, and a check calls `out_of_instructions`. Each decrement waits for the previous
+    /// one through memory, which makes tight loops about twice as slow as unmetered code.
+    Global,
+    /// The counter lives in a local of each function and is passed to callees as an extra
+    /// last parameter and returned as an extra last result (exports get an unmetered wrapper
+    /// with the original signature that moves it from and to the global). The global is
+    /// written only where it can be observed: before every operator that can trap or grow
+    /// memory, before System API calls (and read back after them, since they charge), before
+    /// bulk-operation charges. A failed check sets the flag global and traps.
+    ///
+    /// Modules that put imported functions into tables or re-export them fall back to
+    /// [`Counter::Global`] (an import's signature cannot take the extra parameter).
+    #[default]
+    Local,
+}
 
 /// Operators in the helper that charges bulk operations (19 + the final `end`); the replica's
 /// helper has the same body, so its count enters the compile cost identically.
@@ -104,6 +140,9 @@ pub struct Instrumented {
     pub wasm_instruction_count: u64,
     /// Whether the module's memory is a 64-bit memory (loads/stores cost 2, cycles ×2).
     pub memory64: bool,
+    /// Where the code keeps the counter (the requested placement, unless the module forced
+    /// the fallback to [`Counter::Global`]).
+    pub counter: Counter,
 }
 
 /// Why a module could not be instrumented.
@@ -154,10 +193,21 @@ fn reencode_error(e: wasm_encoder::reencode::Error<Infallible>) -> InstrumentErr
     }
 }
 
-/// Instruments `wasm` for instruction metering, exactly as the IC replica does.
+/// Instruments `wasm` for instruction metering, with the replica's counts, keeping the
+/// counter in locals where the module allows it ([`Counter::Local`]).
 pub fn instrument(wasm: &[u8]) -> Result<Instrumented, InstrumentError> {
+    instrument_with(wasm, Counter::Local)
+}
+
+/// Instruments `wasm` with the counter placement `counter` (or [`Counter::Global`] when the
+/// module cannot use the local one).
+pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
     let info = validate_and_scan(wasm)?;
-    let mut emitter = Emitter::new(wasm, &info);
+    let counter = match counter {
+        Counter::Local if info.local_counter_blocked => Counter::Global,
+        other => other,
+    };
+    let mut emitter = Emitter::new(wasm, &info, counter);
     emitter.run()?;
     let wasm_instruction_count = emitter.op_count
         + DECREMENT_HELPER_OPS
@@ -169,6 +219,7 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, InstrumentError> {
         function_count: info.num_defined_funcs as usize,
         wasm_instruction_count,
         memory64: info.mem64,
+        counter,
     })
 }
 
@@ -194,6 +245,59 @@ struct ModuleInfo {
     /// Whether memory 0 is already exported, and every export name (to pick a free one).
     memory_exported: bool,
     export_names: Vec<String>,
+    /// Every type, `None` for a non-function type (none pass validation with our features).
+    types: Vec<Option<Signature>>,
+    /// Type index of every defined function.
+    func_types: Vec<u32>,
+    /// Defined functions that the host calls (exported, or the start function), in order of
+    /// first appearance: each gets a wrapper with [`Counter::Local`].
+    entry_funcs: Vec<u32>,
+    /// The module references an imported function from a table, a `ref.func` initialiser or
+    /// an export, so that [`Counter::Local`] cannot be used.
+    local_counter_blocked: bool,
+}
+
+/// A function type in the encoder's terms.
+struct Signature {
+    params: Vec<ValType>,
+    results: Vec<ValType>,
+}
+
+impl Signature {
+    fn of(ty: &wasmparser::FuncType) -> Option<Signature> {
+        let convert = |vals: &[wasmparser::ValType]| -> Option<Vec<ValType>> {
+            vals.iter()
+                .map(|&v| wasm_encoder::reencode::RoundtripReencoder.val_type(v).ok())
+                .collect()
+        };
+        Some(Signature {
+            params: convert(ty.params())?,
+            results: convert(ty.results())?,
+        })
+    }
+}
+
+impl ModuleInfo {
+    fn note_entry(&mut self, func: u32) {
+        if func < self.num_func_imports {
+            self.local_counter_blocked = true;
+        } else if !self.entry_funcs.contains(&func) {
+            self.entry_funcs.push(func);
+        }
+    }
+
+    /// Blocks the local counter if a constant expression takes the reference of an import.
+    fn scan_const_expr(&mut self, expr: &wasmparser::ConstExpr<'_>) -> Result<(), InstrumentError> {
+        let mut reader = expr.get_operators_reader();
+        while !reader.eof() {
+            if let Operator::RefFunc { function_index } = reader.read().map_err(invalid)? {
+                if function_index < self.num_func_imports {
+                    self.local_counter_blocked = true;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
@@ -225,7 +329,13 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
         match payload {
             Payload::TypeSection(reader) => {
                 for group in reader {
-                    info.num_types += group.map_err(invalid)?.types().len() as u32;
+                    for ty in group.map_err(invalid)?.types() {
+                        info.num_types += 1;
+                        info.types.push(match &ty.composite_type.inner {
+                            wasmparser::CompositeInnerType::Func(f) => Signature::of(f),
+                            _ => None,
+                        });
+                    }
                 }
             }
             Payload::ImportSection(reader) => {
@@ -239,10 +349,19 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                     }
                 }
             }
-            Payload::FunctionSection(reader) => info.num_defined_funcs = reader.count(),
+            Payload::FunctionSection(reader) => {
+                info.num_defined_funcs = reader.count();
+                for ty in reader {
+                    info.func_types.push(ty.map_err(invalid)?);
+                }
+            }
             Payload::TableSection(reader) => {
                 for table in reader {
-                    info.tables64.push(table.map_err(invalid)?.ty.table64);
+                    let table = table.map_err(invalid)?;
+                    info.tables64.push(table.ty.table64);
+                    if let wasmparser::TableInit::Expr(expr) = &table.init {
+                        info.scan_const_expr(expr)?;
+                    }
                 }
             }
             Payload::MemorySection(reader) => {
@@ -252,9 +371,11 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
             }
             Payload::GlobalSection(reader) => {
                 for global in reader {
-                    if global.map_err(invalid)?.ty.mutable {
+                    let global = global.map_err(invalid)?;
+                    if global.ty.mutable {
                         info.mutable_globals.push(info.num_globals);
                     }
+                    info.scan_const_expr(&global.init_expr)?;
                     info.num_globals += 1;
                 }
             }
@@ -265,6 +386,12 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                     if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
                         info.memory_exported = true;
                     }
+                    if matches!(
+                        export.kind,
+                        wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact
+                    ) {
+                        info.note_entry(export.index);
+                    }
                     if RESERVED_EXPORTS.contains(&export.name)
                         || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
                     {
@@ -274,11 +401,35 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                     }
                 }
             }
-            Payload::StartSection { func, .. } => info.start = Some(func),
+            Payload::StartSection { func, .. } => {
+                info.start = Some(func);
+                info.note_entry(func);
+            }
+            Payload::ElementSection(reader) => {
+                for element in reader {
+                    match element.map_err(invalid)?.items {
+                        wasmparser::ElementItems::Functions(funcs) => {
+                            for func in funcs {
+                                if func.map_err(invalid)? < info.num_func_imports {
+                                    info.local_counter_blocked = true;
+                                }
+                            }
+                        }
+                        wasmparser::ElementItems::Expressions(_, exprs) => {
+                            for expr in exprs {
+                                info.scan_const_expr(&expr.map_err(invalid)?)?;
+                            }
+                        }
+                    }
+                }
+            }
             _ => {}
         }
     }
     info.mem64 = info.memories64.first().copied().unwrap_or(false);
+    if info.types.iter().any(Option::is_none) {
+        info.local_counter_blocked = true;
+    }
     Ok(info)
 }
 
@@ -427,9 +578,190 @@ impl Synth {
     }
 }
 
+/// Operators the replica's injection adds for `injection`: they count towards the install's
+/// compilation charge whatever code we generate ourselves.
+fn replica_injected_ops(injection: Injection) -> u64 {
+    match injection {
+        Injection::Static {
+            scope: Scope::NonReentrant,
+            cost: 0,
+        } => 0,
+        Injection::Static {
+            scope: Scope::NonReentrant,
+            ..
+        } => 4,
+        Injection::Static {
+            scope: Scope::Reentrant,
+            ..
+        } => 10,
+        Injection::Dynamic(SizeOperand::I64) => 1,
+        Injection::Dynamic(SizeOperand::I32) => 3,
+    }
+}
+
+/// Operators that can neither trap nor leave the function nor grow memory, so that the
+/// counter need not be in the global when they run ([`Counter::Local`]). Everything not
+/// listed (loads, stores, division, float-to-int truncation, calls, table and bulk
+/// operations, `memory.grow`, `unreachable`, SIMD) is treated as observable.
+fn cannot_trap(op: &Operator) -> bool {
+    use Operator as O;
+    matches!(
+        op,
+        O::Nop
+            | O::Block { .. }
+            | O::Loop { .. }
+            | O::If { .. }
+            | O::Else
+            | O::End
+            | O::Br { .. }
+            | O::BrIf { .. }
+            | O::BrTable { .. }
+            | O::Drop
+            | O::Select
+            | O::TypedSelect { .. }
+            | O::LocalGet { .. }
+            | O::LocalSet { .. }
+            | O::LocalTee { .. }
+            | O::GlobalGet { .. }
+            | O::GlobalSet { .. }
+            | O::I32Const { .. }
+            | O::I64Const { .. }
+            | O::F32Const { .. }
+            | O::F64Const { .. }
+            | O::MemorySize { .. }
+            | O::TableSize { .. }
+            | O::RefNull { .. }
+            | O::RefIsNull
+            | O::RefFunc { .. }
+            | O::DataDrop { .. }
+            | O::ElemDrop { .. }
+            | O::I32Eqz
+            | O::I32Eq
+            | O::I32Ne
+            | O::I32LtS
+            | O::I32LtU
+            | O::I32GtS
+            | O::I32GtU
+            | O::I32LeS
+            | O::I32LeU
+            | O::I32GeS
+            | O::I32GeU
+            | O::I64Eqz
+            | O::I64Eq
+            | O::I64Ne
+            | O::I64LtS
+            | O::I64LtU
+            | O::I64GtS
+            | O::I64GtU
+            | O::I64LeS
+            | O::I64LeU
+            | O::I64GeS
+            | O::I64GeU
+            | O::F32Eq
+            | O::F32Ne
+            | O::F32Lt
+            | O::F32Gt
+            | O::F32Le
+            | O::F32Ge
+            | O::F64Eq
+            | O::F64Ne
+            | O::F64Lt
+            | O::F64Gt
+            | O::F64Le
+            | O::F64Ge
+            | O::I32Clz
+            | O::I32Ctz
+            | O::I32Popcnt
+            | O::I32Add
+            | O::I32Sub
+            | O::I32Mul
+            | O::I32And
+            | O::I32Or
+            | O::I32Xor
+            | O::I32Shl
+            | O::I32ShrS
+            | O::I32ShrU
+            | O::I32Rotl
+            | O::I32Rotr
+            | O::I64Clz
+            | O::I64Ctz
+            | O::I64Popcnt
+            | O::I64Add
+            | O::I64Sub
+            | O::I64Mul
+            | O::I64And
+            | O::I64Or
+            | O::I64Xor
+            | O::I64Shl
+            | O::I64ShrS
+            | O::I64ShrU
+            | O::I64Rotl
+            | O::I64Rotr
+            | O::F32Abs
+            | O::F32Neg
+            | O::F32Ceil
+            | O::F32Floor
+            | O::F32Trunc
+            | O::F32Nearest
+            | O::F32Sqrt
+            | O::F32Add
+            | O::F32Sub
+            | O::F32Mul
+            | O::F32Div
+            | O::F32Min
+            | O::F32Max
+            | O::F32Copysign
+            | O::F64Abs
+            | O::F64Neg
+            | O::F64Ceil
+            | O::F64Floor
+            | O::F64Trunc
+            | O::F64Nearest
+            | O::F64Sqrt
+            | O::F64Add
+            | O::F64Sub
+            | O::F64Mul
+            | O::F64Div
+            | O::F64Min
+            | O::F64Max
+            | O::F64Copysign
+            | O::I32WrapI64
+            | O::I64ExtendI32S
+            | O::I64ExtendI32U
+            | O::F32ConvertI32S
+            | O::F32ConvertI32U
+            | O::F32ConvertI64S
+            | O::F32ConvertI64U
+            | O::F32DemoteF64
+            | O::F64ConvertI32S
+            | O::F64ConvertI32U
+            | O::F64ConvertI64S
+            | O::F64ConvertI64U
+            | O::F64PromoteF32
+            | O::I32ReinterpretF32
+            | O::I64ReinterpretF64
+            | O::F32ReinterpretI32
+            | O::F64ReinterpretI64
+            | O::I32Extend8S
+            | O::I32Extend16S
+            | O::I64Extend8S
+            | O::I64Extend16S
+            | O::I64Extend32S
+            | O::I32TruncSatF32S
+            | O::I32TruncSatF32U
+            | O::I32TruncSatF64S
+            | O::I32TruncSatF64U
+            | O::I64TruncSatF32S
+            | O::I64TruncSatF32U
+            | O::I64TruncSatF64S
+            | O::I64TruncSatF64U
+    )
+}
+
 struct Emitter<'a, 'i> {
     wasm: &'a [u8],
     info: &'i ModuleInfo,
+    counter: Counter,
     shift: Shift,
     module: wasm_encoder::Module,
     emitted: [bool; 6],
@@ -438,10 +770,19 @@ struct Emitter<'a, 'i> {
 
     // Indices of what we inject.
     counter_global: u32,
+    flag_global: u32,
     ooi_type: u32,
     decrement_type: u32,
     ooi_func: u32,
     decrement_func: u32,
+    /// [`Counter::Local`]: type `t` with the counter added is `local_types + t`, and the
+    /// type `[] -> results of t` is `result_types + t`.
+    local_types: u32,
+    result_types: u32,
+    /// [`Counter::Local`]: the wrapper of `info.entry_funcs[k]` is `wrappers + k`.
+    wrappers: u32,
+    /// Index (among defined functions) of the body being instrumented.
+    body_index: usize,
 
     // Statistics.
     op_count: u64,
@@ -455,10 +796,12 @@ struct Emitter<'a, 'i> {
 }
 
 impl<'a, 'i> Emitter<'a, 'i> {
-    fn new(wasm: &'a [u8], info: &'i ModuleInfo) -> Self {
+    fn new(wasm: &'a [u8], info: &'i ModuleInfo, counter: Counter) -> Self {
+        let decrement_func = info.num_func_imports + 1 + info.num_defined_funcs;
         Emitter {
             wasm,
             info,
+            counter,
             shift: Shift {
                 num_func_imports: info.num_func_imports,
             },
@@ -467,10 +810,15 @@ impl<'a, 'i> Emitter<'a, 'i> {
             code: None,
             code_remaining: 0,
             counter_global: info.num_globals,
+            flag_global: info.num_globals + 1,
             ooi_type: info.num_types,
             decrement_type: info.num_types + 1,
             ooi_func: info.num_func_imports,
-            decrement_func: info.num_func_imports + 1 + info.num_defined_funcs,
+            decrement_func,
+            local_types: info.num_types + 2,
+            result_types: 2 * info.num_types + 2,
+            wrappers: decrement_func + 1,
+            body_index: 0,
             op_count: 0,
             memory_grow_count: 0,
             ops: Vec::new(),
@@ -508,9 +856,17 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 Payload::FunctionSection(reader) => {
                     self.before(SectionId::Function);
                     let mut functions = FunctionSection::new();
-                    self.shift
-                        .parse_function_section(&mut functions, reader)
-                        .map_err(reencode_error)?;
+                    match self.counter {
+                        Counter::Global => self
+                            .shift
+                            .parse_function_section(&mut functions, reader)
+                            .map_err(reencode_error)?,
+                        Counter::Local => {
+                            for ty in reader {
+                                functions.function(self.local_types + ty.map_err(invalid)?);
+                            }
+                        }
+                    }
                     self.add_functions(&mut functions);
                     self.module.section(&functions);
                     self.emitted[Synth::Function.index()] = true;
@@ -543,9 +899,23 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 Payload::ExportSection(reader) => {
                     self.before(SectionId::Export);
                     let mut exports = ExportSection::new();
-                    self.shift
-                        .parse_export_section(&mut exports, reader)
-                        .map_err(reencode_error)?;
+                    match self.counter {
+                        Counter::Global => self
+                            .shift
+                            .parse_export_section(&mut exports, reader)
+                            .map_err(reencode_error)?,
+                        Counter::Local => {
+                            for export in reader {
+                                let export = export.map_err(invalid)?;
+                                let kind = self.shift.export_kind(export.kind).map_err(reencode_error)?;
+                                let index = match kind {
+                                    ExportKind::Func => self.entry(export.index),
+                                    _ => export.index,
+                                };
+                                exports.export(export.name, kind, index);
+                            }
+                        }
+                    }
                     self.add_exports(&mut exports);
                     self.module.section(&exports);
                     self.emitted[Synth::Export.index()] = true;
@@ -575,6 +945,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 }
                 Payload::CodeSectionEntry(body) => {
                     self.instrument_body(body)?;
+                    self.body_index += 1;
                     self.code_remaining -= 1;
                     if self.code_remaining == 0 {
                         self.finish_code();
@@ -668,6 +1039,41 @@ impl<'a, 'i> Emitter<'a, 'i> {
     fn add_types(&self, types: &mut TypeSection) {
         types.ty().function([], []);
         types.ty().function([ValType::I64], [ValType::I64]);
+        if self.counter == Counter::Local {
+            let with_counter = |vals: &[ValType]| [vals, &[ValType::I64]].concat();
+            for ty in self.info.types.iter().flatten() {
+                types
+                    .ty()
+                    .function(with_counter(&ty.params), with_counter(&ty.results));
+            }
+            for ty in self.info.types.iter().flatten() {
+                types.ty().function([], ty.results.iter().copied());
+            }
+        }
+    }
+
+    /// The function the host calls for defined function `func`: its wrapper with
+    /// [`Counter::Local`], the function itself (shifted) otherwise.
+    fn entry(&self, func: u32) -> u32 {
+        match self.counter {
+            Counter::Local if func >= self.info.num_func_imports => {
+                let k = self
+                    .info
+                    .entry_funcs
+                    .iter()
+                    .position(|&f| f == func)
+                    .expect("every exported defined function has a wrapper");
+                self.wrappers + k as u32
+            }
+            _ => self.shift.func(func),
+        }
+    }
+
+    fn func_type(&self, func: u32) -> &Signature {
+        let ty = self.info.func_types[(func - self.info.num_func_imports) as usize];
+        self.info.types[ty as usize]
+            .as_ref()
+            .expect("Counter::Local is only used with function types")
     }
 
     fn add_imports(&self, imports: &mut ImportSection) {
@@ -680,6 +1086,12 @@ impl<'a, 'i> Emitter<'a, 'i> {
 
     fn add_functions(&self, functions: &mut FunctionSection) {
         functions.function(self.decrement_type);
+        if self.counter == Counter::Local {
+            for &func in &self.info.entry_funcs {
+                let ty = self.info.func_types[(func - self.info.num_func_imports) as usize];
+                functions.function(ty);
+            }
+        }
     }
 
     fn add_globals(&self, globals: &mut GlobalSection) {
@@ -691,6 +1103,14 @@ impl<'a, 'i> Emitter<'a, 'i> {
             },
             &ConstExpr::i64_const(0),
         );
+        globals.global(
+            GlobalType {
+                val_type: ValType::I32,
+                mutable: true,
+                shared: false,
+            },
+            &ConstExpr::i32_const(0),
+        );
     }
 
     fn add_exports(&self, exports: &mut ExportSection) {
@@ -698,6 +1118,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
             INSTRUCTION_COUNTER_EXPORT,
             ExportKind::Global,
             self.counter_global,
+        );
+        exports.export(
+            OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
+            ExportKind::Global,
+            self.flag_global,
         );
         // The host reads and writes the heap through an export, like the replica, which
         // exports memory 0 of every canister.
@@ -717,11 +1142,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
             );
         }
         if let Some(start) = self.info.start {
-            exports.export(
-                CANISTER_START_EXPORT,
-                ExportKind::Func,
-                self.shift.func(start),
-            );
+            exports.export(CANISTER_START_EXPORT, ExportKind::Func, self.entry(start));
         }
     }
 
@@ -729,6 +1150,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
     fn finish_code(&mut self) {
         let mut code = self.code.take().expect("code section in progress");
         code.function(&self.decrement_helper());
+        if self.counter == Counter::Local {
+            for &func in &self.info.entry_funcs {
+                code.function(&self.entry_wrapper(func));
+            }
+        }
         self.module.section(&code);
         self.emitted[Synth::Code.index()] = true;
     }
@@ -759,6 +1185,23 @@ impl<'a, 'i> Emitter<'a, 'i> {
             .call(self.ooi_func)
             .end()
             .local_get(0)
+            .end();
+        f
+    }
+
+    /// [`Counter::Local`]: what the host calls instead of defined function `func`: the same
+    /// signature, unmetered (the replica has no such code), passing the global counter in
+    /// and storing the returned one.
+    fn entry_wrapper(&self, func: u32) -> Function {
+        let params = self.func_type(func).params.len() as u32;
+        let mut f = Function::new([]);
+        let mut sink = f.instructions();
+        for i in 0..params {
+            sink.local_get(i);
+        }
+        sink.global_get(self.counter_global)
+            .call(self.shift.func(func))
+            .global_set(self.counter_global)
             .end();
         f
     }
@@ -833,53 +1276,18 @@ impl<'a, 'i> Emitter<'a, 'i> {
         self.offsets.push(content.end);
         self.compute_points();
 
-        // Locals are copied verbatim; operators too, except where an index changes.
-        let wasm = self.wasm;
         let mut body_bytes = std::mem::take(&mut self.body);
         body_bytes.clear();
-        body_bytes.extend_from_slice(&wasm[content.start..ops_start]);
-
-        let mut injected = 0u64;
-        let mut run_start = ops_start;
-        let mut next_point = 0;
-        for i in 0..self.ops.len() {
-            let at = self.offsets[i];
-            while let Some(point) = self.points.get(next_point).filter(|p| p.position == i) {
-                next_point += 1;
-                let ops = self.injection(point.injection, &mut body_bytes, wasm, run_start, at);
-                run_start = at;
-                injected += ops;
-            }
-            let nfi = self.info.num_func_imports;
-            let remapped = match self.ops[i] {
-                Operator::Call { function_index } if function_index >= nfi => {
-                    Some(Instruction::Call(function_index + 1))
-                }
-                Operator::ReturnCall { function_index } if function_index >= nfi => {
-                    Some(Instruction::ReturnCall(function_index + 1))
-                }
-                Operator::RefFunc { function_index } if function_index >= nfi => {
-                    Some(Instruction::RefFunc(function_index + 1))
-                }
-                Operator::MemoryGrow { .. } => {
-                    self.memory_grow_count += 1;
-                    None
-                }
-                _ => None,
-            };
-            if let Some(instruction) = remapped {
-                body_bytes.extend_from_slice(&wasm[run_start..at]);
-                instruction.encode(&mut body_bytes);
-                run_start = self.offsets[i + 1];
-            }
+        match self.counter {
+            Counter::Global => self.emit_global_counter(&mut body_bytes, content, ops_start),
+            Counter::Local => self.emit_local_counter(&mut body_bytes, &body, content, ops_start)?,
         }
-        debug_assert_eq!(
-            next_point,
-            self.points.len(),
-            "injection after the final end"
-        );
-        body_bytes.extend_from_slice(&wasm[run_start..content.end]);
-
+        let injected: u64 = self.points.iter().map(|p| replica_injected_ops(p.injection)).sum();
+        self.memory_grow_count += self
+            .ops
+            .iter()
+            .filter(|op| matches!(op, Operator::MemoryGrow { .. }))
+            .count() as u64;
         self.op_count += self.ops.len() as u64 + injected;
         self.code
             .as_mut()
@@ -889,8 +1297,274 @@ impl<'a, 'i> Emitter<'a, 'i> {
         Ok(())
     }
 
-    /// Writes the pending verbatim bytes `wasm[run_start..at]` and then the injected code;
-    /// returns the number of injected operators (0 for a skipped zero-cost segment).
+    /// The replica's code: locals and operators copied verbatim except where a function
+    /// index changes, the injections in front of their operators.
+    fn emit_global_counter(&self, out: &mut Vec<u8>, content: Range<usize>, ops_start: usize) {
+        let wasm = self.wasm;
+        out.extend_from_slice(&wasm[content.start..ops_start]);
+        let mut run_start = ops_start;
+        let mut next_point = 0;
+        for i in 0..self.ops.len() {
+            let at = self.offsets[i];
+            while let Some(point) = self.points.get(next_point).filter(|p| p.position == i) {
+                next_point += 1;
+                self.injection(point.injection, out, wasm, run_start, at);
+                run_start = at;
+            }
+            if let Some(instruction) = self.remapped(&self.ops[i]) {
+                out.extend_from_slice(&wasm[run_start..at]);
+                instruction.encode(out);
+                run_start = self.offsets[i + 1];
+            }
+        }
+        debug_assert_eq!(
+            next_point,
+            self.points.len(),
+            "injection after the final end"
+        );
+        out.extend_from_slice(&wasm[run_start..content.end]);
+    }
+
+    /// Function indices move up by one (the injected import).
+    fn remapped(&self, op: &Operator) -> Option<Instruction<'static>> {
+        let nfi = self.info.num_func_imports;
+        match *op {
+            Operator::Call { function_index } if function_index >= nfi => {
+                Some(Instruction::Call(function_index + 1))
+            }
+            Operator::ReturnCall { function_index } if function_index >= nfi => {
+                Some(Instruction::ReturnCall(function_index + 1))
+            }
+            Operator::RefFunc { function_index } if function_index >= nfi => {
+                Some(Instruction::RefFunc(function_index + 1))
+            }
+            _ => None,
+        }
+    }
+
+    /// [`Counter::Local`]: the counter is parameter `c` (after the original parameters, so
+    /// declared locals move up by one); two scratch locals are appended for the table index
+    /// of indirect calls. The body runs inside a block of the function's result type, after
+    /// which the counter is pushed as the extra result, so that branches to the function
+    /// label keep their meaning.
+    fn emit_local_counter(
+        &self,
+        out: &mut Vec<u8>,
+        body: &FunctionBody<'a>,
+        content: Range<usize>,
+        ops_start: usize,
+    ) -> Result<(), InstrumentError> {
+        let wasm = self.wasm;
+        let nfi = self.info.num_func_imports;
+        let signature = self.func_type(nfi + self.body_index as u32);
+        let params = signature.params.len() as u32;
+        let c = params;
+
+        let mut groups = Vec::new();
+        let mut declared = 0u32;
+        for group in body.get_locals_reader().map_err(invalid)? {
+            let (count, ty) = group.map_err(invalid)?;
+            let ty = wasm_encoder::reencode::RoundtripReencoder
+                .val_type(ty)
+                .map_err(reencode_error)?;
+            declared += count;
+            groups.push((count, ty));
+        }
+        groups.push((1, ValType::I32));
+        groups.push((1, ValType::I64));
+        let scratch32 = params + 1 + declared;
+        let scratch64 = scratch32 + 1;
+        (groups.len() as u32).encode(out);
+        for (count, ty) in &groups {
+            count.encode(out);
+            ty.encode(out);
+        }
+        let block_type = match signature.results.as_slice() {
+            [] => BlockType::Empty,
+            [one] => BlockType::Result(*one),
+            _ => BlockType::FunctionType(
+                self.result_types + self.info.func_types[self.body_index],
+            ),
+        };
+        wasm_encoder::InstructionSink::new(out).block(block_type);
+
+        let g = self.counter_global;
+        // Whether the counter local may differ from the global.
+        let mut dirty = true;
+        let flush = |out: &mut Vec<u8>, dirty: &mut bool| {
+            if std::mem::take(dirty) {
+                wasm_encoder::InstructionSink::new(out)
+                    .local_get(c)
+                    .global_set(g);
+            }
+        };
+        let mut run_start = ops_start;
+        let mut next_point = 0;
+        for i in 0..self.ops.len() {
+            let at = self.offsets[i];
+            while let Some(point) = self.points.get(next_point).filter(|p| p.position == i) {
+                next_point += 1;
+                out.extend_from_slice(&wasm[run_start..at]);
+                run_start = at;
+                match point.injection {
+                    Injection::Static { scope, cost } => {
+                        // A new segment can be entered from several places.
+                        dirty = true;
+                        if scope == Scope::NonReentrant && cost == 0 {
+                            continue;
+                        }
+                        let mut sink = wasm_encoder::InstructionSink::new(out);
+                        sink.local_get(c).i64_const(cost as i64).i64_sub();
+                        if scope == Scope::NonReentrant {
+                            sink.local_set(c);
+                        } else {
+                            sink.local_tee(c)
+                                .i64_const(0)
+                                .i64_lt_s()
+                                .if_(BlockType::Empty)
+                                .local_get(c)
+                                .global_set(g)
+                                .i32_const(1)
+                                .global_set(self.flag_global)
+                                .unreachable()
+                                .end();
+                        }
+                    }
+                    Injection::Dynamic(size) => {
+                        flush(out, &mut dirty);
+                        let mut sink = wasm_encoder::InstructionSink::new(out);
+                        match size {
+                            SizeOperand::I64 => sink.call(self.decrement_func),
+                            SizeOperand::I32 => sink
+                                .i64_extend_i32_u()
+                                .call(self.decrement_func)
+                                .i32_wrap_i64(),
+                        };
+                        sink.global_get(g).local_set(c);
+                    }
+                }
+            }
+
+            let op = &self.ops[i];
+            let scratch = |table: u32| {
+                if self.info.tables64.get(table as usize).copied().unwrap_or(false) {
+                    scratch64
+                } else {
+                    scratch32
+                }
+            };
+            // Operators that keep their bytes, with the global brought up to date first if
+            // they can trap (the count at a trap is what the message is charged).
+            let replace = match *op {
+                Operator::LocalGet { local_index }
+                | Operator::LocalSet { local_index }
+                | Operator::LocalTee { local_index }
+                    if local_index < params =>
+                {
+                    false
+                }
+                Operator::LocalGet { .. }
+                | Operator::LocalSet { .. }
+                | Operator::LocalTee { .. }
+                | Operator::Call { .. }
+                | Operator::CallIndirect { .. }
+                | Operator::ReturnCall { .. }
+                | Operator::ReturnCallIndirect { .. }
+                | Operator::Return => true,
+                Operator::RefFunc { function_index } => function_index >= nfi,
+                _ => {
+                    if !cannot_trap(op) {
+                        out.extend_from_slice(&wasm[run_start..at]);
+                        run_start = at;
+                        flush(out, &mut dirty);
+                    }
+                    false
+                }
+            };
+            if !replace {
+                continue;
+            }
+            out.extend_from_slice(&wasm[run_start..at]);
+            run_start = self.offsets[i + 1];
+            if matches!(
+                op,
+                Operator::Call { .. }
+                    | Operator::CallIndirect { .. }
+                    | Operator::ReturnCall { .. }
+                    | Operator::ReturnCallIndirect { .. }
+            ) {
+                // A callee's stack-overflow trap or a System API call sees the global.
+                flush(out, &mut dirty);
+            }
+            let mut sink = wasm_encoder::InstructionSink::new(out);
+            match *op {
+                Operator::LocalGet { local_index } => {
+                    sink.local_get(local_index + 1);
+                }
+                Operator::LocalSet { local_index } => {
+                    sink.local_set(local_index + 1);
+                }
+                Operator::LocalTee { local_index } => {
+                    sink.local_tee(local_index + 1);
+                }
+                Operator::Call { function_index } if function_index < nfi => {
+                    // System API calls charge the global: read it back.
+                    sink.call(function_index).global_get(g).local_set(c);
+                }
+                Operator::Call { function_index } => {
+                    sink.local_get(c).call(function_index + 1).local_set(c);
+                    dirty = true;
+                }
+                Operator::CallIndirect {
+                    type_index,
+                    table_index,
+                } => {
+                    let index = scratch(table_index);
+                    sink.local_set(index)
+                        .local_get(c)
+                        .local_get(index)
+                        .call_indirect(table_index, self.local_types + type_index)
+                        .local_set(c);
+                    dirty = true;
+                }
+                Operator::ReturnCall { function_index } if function_index < nfi => {
+                    sink.call(function_index).global_get(g).return_();
+                }
+                Operator::ReturnCall { function_index } => {
+                    sink.local_get(c).return_call(function_index + 1);
+                }
+                Operator::ReturnCallIndirect {
+                    type_index,
+                    table_index,
+                } => {
+                    let index = scratch(table_index);
+                    sink.local_set(index)
+                        .local_get(c)
+                        .local_get(index)
+                        .return_call_indirect(table_index, self.local_types + type_index);
+                }
+                Operator::Return => {
+                    sink.local_get(c).return_();
+                }
+                Operator::RefFunc { function_index } => {
+                    sink.ref_func(function_index + 1);
+                }
+                _ => unreachable!("only the operators matched above are replaced"),
+            }
+        }
+        debug_assert_eq!(
+            next_point,
+            self.points.len(),
+            "injection after the final end"
+        );
+        // The original final `end` closes the block; the function returns the counter too.
+        out.extend_from_slice(&wasm[run_start..content.end]);
+        wasm_encoder::InstructionSink::new(out).local_get(c).end();
+        Ok(())
+    }
+
+    /// Writes the pending verbatim bytes `wasm[run_start..at]` and then the replica's
+    /// injected code (nothing for a skipped zero-cost segment).
     fn injection(
         &self,
         injection: Injection,
@@ -898,40 +1572,36 @@ impl<'a, 'i> Emitter<'a, 'i> {
         wasm: &[u8],
         run_start: usize,
         at: usize,
-    ) -> u64 {
+    ) {
         out.extend_from_slice(&wasm[run_start..at]);
         let counter = self.counter_global;
         let mut sink = wasm_encoder::InstructionSink::new(out);
         match injection {
             Injection::Static { scope, cost } => {
                 if scope == Scope::NonReentrant && cost == 0 {
-                    return 0;
+                    return;
                 }
                 sink.global_get(counter)
                     .i64_const(cost as i64)
                     .i64_sub()
                     .global_set(counter);
-                if scope == Scope::NonReentrant {
-                    return 4;
+                if scope == Scope::Reentrant {
+                    sink.global_get(counter)
+                        .i64_const(0)
+                        .i64_lt_s()
+                        .if_(BlockType::Empty)
+                        .call(self.ooi_func)
+                        .end();
                 }
-                sink.global_get(counter)
-                    .i64_const(0)
-                    .i64_lt_s()
-                    .if_(BlockType::Empty)
-                    .call(self.ooi_func)
-                    .end();
-                10
             }
             Injection::Dynamic(SizeOperand::I64) => {
                 sink.call(self.decrement_func);
-                1
             }
             Injection::Dynamic(SizeOperand::I32) => {
                 // The helper returns its argument, so wrapping back is lossless.
                 sink.i64_extend_i32_u()
                     .call(self.decrement_func)
                     .i32_wrap_i64();
-                3
             }
         }
     }

@@ -153,6 +153,8 @@ struct Instance {
     instance: wasmtime::Instance,
     heap: Option<Arc<HeapRegion>>,
     counter: Global,
+    /// Set to 1 by a failed instruction check right before it traps with `unreachable`.
+    out_of_instructions: Global,
     /// Mutable globals the module exports (the instrumentation exports all of them), saved
     /// and restored around messages because a trap must roll them back.
     globals: Vec<Global>,
@@ -171,6 +173,9 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     let counter = instance
         .get_global(&mut store, instrument::INSTRUCTION_COUNTER_EXPORT)
         .ok_or_else(|| anyhow!("the instrumented module has no instruction counter"))?;
+    let out_of_instructions = instance
+        .get_global(&mut store, instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT)
+        .ok_or_else(|| anyhow!("the instrumented module has no out-of-instructions flag"))?;
     let mut globals = Vec::new();
     let exports: Vec<_> = instance
         .exports(&mut store)
@@ -181,6 +186,7 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
         match ext {
             Extern::Global(g)
                 if name != instrument::INSTRUCTION_COUNTER_EXPORT
+                    && name != instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT
                     && g.ty(&store).mutability() == Mutability::Var =>
             {
                 globals.push(g)
@@ -207,6 +213,7 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
         instance,
         heap,
         counter,
+        out_of_instructions,
         globals,
     })
 }
@@ -438,7 +445,13 @@ impl EmbeddedEngine {
             h.arm()?;
         }
         let store = &mut inst.store;
-        let result = on_large_stack(move || func.call(store, ()));
+        let mut result = on_large_stack(move || func.call(store, ()));
+        if result.is_err() && inst.out_of_instructions.get(&mut inst.store).unwrap_i32() != 0 {
+            // A failed instruction check, not the module's own `unreachable`.
+            inst.out_of_instructions
+                .set(&mut inst.store, Val::I32(0))?;
+            result = Err(wasmtime::Error::new(HostTrap::OutOfInstructions));
+        }
         let dirty = match &inst.heap {
             Some(h) => h.disarm()?,
             None => Vec::new(),
