@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use arbitrary::Unstructured;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::instrument::{self, InstrumentError};
+use icbench::engine::instrument::{self, Counter, InstrumentError};
 use icbench::engine::{CallOutcome, Engine};
 use wasm_smith::{Config, Module};
 
@@ -229,6 +229,8 @@ struct Stats {
     generate_failed: u64,
     wild: u64,
     instrumented: u64,
+    /// Of those, how many could keep the counter in locals (the others fall back).
+    local_counter: u64,
     instrument_errors: BTreeMap<String, u64>,
     installed: u64,
     install_errors: BTreeMap<String, u64>,
@@ -357,9 +359,9 @@ fn record(
 
 /// Installs the module in a fresh engine and drives every method through updates,
 /// queries, an upgrade and a snapshot/restore. Returns the full trace.
-fn exercise(case: &Case, mut stats: Option<&mut Stats>) -> Vec<String> {
+fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec<String> {
     let mut trace = Vec::new();
-    let mut engine = EmbeddedEngine::new(limits());
+    let mut engine = EmbeddedEngine::new(limits()).with_counter(counter);
     let id = match engine.install(&case.wasm, &case.arg) {
         Err(e) => {
             // Inside the IC's feature set (less reference types, see `generate`) the engine must
@@ -501,6 +503,9 @@ fn run_seed(seed: u64, stats: &mut Stats) {
                 "seed {seed}: instrumentation is not deterministic"
             );
             stats.instrumented += 1;
+            if a.counter == Counter::Local {
+                stats.local_counter += 1;
+            }
             // Whatever instrumentation accepts, it must turn into a valid module.
             let mut validator = wasmparser::Validator::new_with_features(instrument::FEATURES);
             if let Err(e) = validator.validate_all(&a.wasm) {
@@ -529,11 +534,24 @@ fn run_seed(seed: u64, stats: &mut Stats) {
         }
     }
 
-    let a = exercise(&case, Some(stats));
-    let b = exercise(&case, None);
+    let a = exercise(&case, Counter::Local, Some(stats));
+    let b = exercise(&case, Counter::Local, None);
     if a != b {
         let diff = a.iter().zip(&b).find(|(x, y)| x != y);
         panic!("seed {seed}: two runs of the same module differ; first difference: {diff:#?}\n(lengths {} vs {})", a.len(), b.len());
+    }
+    // The replica's own counter code must give the same trace: same counts at every reply,
+    // reject and trap. Deep recursion is the exception: where the stack overflows depends on
+    // the frame sizes of the generated machine code (with the local counter a message can
+    // run out of instructions where the global one overflowed), so a message that
+    // overflowed the stack with either placement is not compared. It rolls back either way.
+    let c = exercise(&case, Counter::Global, None);
+    assert_eq!(a.len(), c.len(), "seed {seed}: local and global counter traces differ in length");
+    for (x, y) in a.iter().zip(&c) {
+        if x.contains("stack overflow") || y.contains("stack overflow") {
+            continue;
+        }
+        assert_eq!(x, y, "seed {seed}: the local and the global counter disagree (local, global)");
     }
 }
 
@@ -570,7 +588,10 @@ fn fuzz() {
         "  modules generated        {:>6}  ({} wild-feature, {} generator failures)",
         s.generated, s.wild, s.generate_failed
     );
-    println!("  instrumented             {:>6}", s.instrumented);
+    println!(
+        "  instrumented             {:>6}  ({} with the local counter)",
+        s.instrumented, s.local_counter
+    );
     for (k, n) in &s.instrument_errors {
         println!("    instrument error {n:>5}  {k}");
     }
@@ -596,6 +617,13 @@ fn fuzz() {
         s.generated
     );
     assert!(s.replies > 0, "no call ever replied");
+    // The local/global comparison must cover most modules, not only the fallback.
+    assert!(
+        s.local_counter * 2 >= s.instrumented,
+        "only {} of {} modules used the local counter",
+        s.local_counter,
+        s.instrumented
+    );
 }
 
 /// Runs one update of an endlessly recursive method on a thread with `stack` bytes of

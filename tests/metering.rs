@@ -10,7 +10,8 @@
 //! * bulk operations add their size operand (1 per byte / element) at run time.
 
 use icbench::engine::instrument::{
-    instrument, InstrumentError, Instrumented, CANISTER_START_EXPORT, INSTRUCTION_COUNTER_EXPORT,
+    instrument, instrument_with, Counter, InstrumentError, Instrumented, CANISTER_START_EXPORT,
+    INSTRUCTION_COUNTER_EXPORT, OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
 };
 use wasmtime::{Caller, Engine, Instance, Linker, Module, Store, Val};
 
@@ -22,10 +23,18 @@ struct State {
     seen: Vec<i64>,
 }
 
-struct Harness {
+/// One instrumented copy of the test module, instantiated.
+struct Run {
     store: Store<State>,
     instance: Instance,
     instrumented: Instrumented,
+}
+
+/// Every test module is instrumented with both counter placements; every observation (counter
+/// at each host call and at the end, results, traps) must agree between the two. The
+/// replica's own code ([`Counter::Global`]) is what the hand-worked counts describe.
+struct Harness {
+    runs: [Run; 2],
 }
 
 fn counter_of(caller: &mut Caller<'_, State>) -> i64 {
@@ -36,10 +45,10 @@ fn counter_of(caller: &mut Caller<'_, State>) -> i64 {
     global.get(&mut *caller).unwrap_i64()
 }
 
-impl Harness {
-    fn new(wat: &str) -> Harness {
-        let wasm = wat::parse_str(wat).expect("test WAT parses");
-        let instrumented = instrument(&wasm).expect("instrumentation succeeds");
+impl Run {
+    fn new(wasm: &[u8], counter: Counter) -> Run {
+        let instrumented = instrument_with(wasm, counter).expect("instrumentation succeeds");
+        assert_eq!(instrumented.counter, counter, "no fallback for the test modules");
         let engine = Engine::default();
         let module =
             Module::new(&engine, &instrumented.wasm).expect("instrumented module compiles");
@@ -60,39 +69,97 @@ impl Harness {
         let instance = linker
             .instantiate(&mut store, &module)
             .expect("instantiation succeeds");
-        Harness {
+        Run {
             store,
             instance,
             instrumented,
         }
     }
 
-    fn set_counter(&mut self, value: i64) {
-        let global = self
-            .instance
-            .get_global(&mut self.store, INSTRUCTION_COUNTER_EXPORT)
-            .expect("counter export");
-        global.set(&mut self.store, Val::I64(value)).unwrap();
+    fn global(&mut self, name: &str) -> wasmtime::Global {
+        self.instance
+            .get_global(&mut self.store, name)
+            .unwrap_or_else(|| panic!("export {name}"))
     }
 
-    fn counter(&mut self) -> i64 {
-        let global = self
-            .instance
-            .get_global(&mut self.store, INSTRUCTION_COUNTER_EXPORT)
-            .expect("counter export");
-        global.get(&mut self.store).unwrap_i64()
-    }
-
-    /// Calls `name` with the counter set to `start`; returns the results or the trap.
     fn call_with(&mut self, start: i64, name: &str, args: &[Val]) -> wasmtime::Result<Vec<Val>> {
-        self.set_counter(start);
+        let counter = self.global(INSTRUCTION_COUNTER_EXPORT);
+        counter.set(&mut self.store, Val::I64(start)).unwrap();
         let func = self
             .instance
             .get_func(&mut self.store, name)
             .unwrap_or_else(|| panic!("export {name}"));
         let mut results = vec![Val::I32(0); func.ty(&self.store).results().len()];
-        func.call(&mut self.store, args, &mut results)?;
-        Ok(results)
+        let outcome = func.call(&mut self.store, args, &mut results);
+        // A failed check of the local counter sets the flag and traps with `unreachable`.
+        let flag = self.global(OUT_OF_INSTRUCTIONS_FLAG_EXPORT);
+        if outcome.is_err() && flag.get(&mut self.store).unwrap_i32() != 0 {
+            flag.set(&mut self.store, Val::I32(0)).unwrap();
+            return Err(wasmtime::Error::msg("out of instructions"));
+        }
+        outcome.map(|()| results)
+    }
+}
+
+impl Harness {
+    fn new(wat: &str) -> Harness {
+        let wasm = wat::parse_str(wat).expect("test WAT parses");
+        let runs = [
+            Run::new(&wasm, Counter::Global),
+            Run::new(&wasm, Counter::Local),
+        ];
+        assert_eq!(
+            runs[0].instrumented.wasm_instruction_count, runs[1].instrumented.wasm_instruction_count,
+            "the compile cost does not depend on the counter placement"
+        );
+        Harness { runs }
+    }
+
+    /// The replica's instrumentation of the module.
+    fn instrumented(&self) -> &Instrumented {
+        &self.runs[0].instrumented
+    }
+
+    fn set_counter(&mut self, value: i64) {
+        for run in &mut self.runs {
+            let counter = run.global(INSTRUCTION_COUNTER_EXPORT);
+            counter.set(&mut run.store, Val::I64(value)).unwrap();
+        }
+    }
+
+    fn counter(&mut self) -> i64 {
+        let [a, b] = &mut self.runs;
+        let (a, b) = (
+            a.global(INSTRUCTION_COUNTER_EXPORT).get(&mut a.store).unwrap_i64(),
+            b.global(INSTRUCTION_COUNTER_EXPORT).get(&mut b.store).unwrap_i64(),
+        );
+        assert_eq!(a, b, "counter: Global {a}, Local {b}");
+        a
+    }
+
+    /// Counter values the host saw at `env.observe`.
+    fn seen(&self) -> Vec<i64> {
+        let (a, b) = (&self.runs[0].store.data().seen, &self.runs[1].store.data().seen);
+        assert_eq!(a, b, "counters seen by the host differ");
+        a.clone()
+    }
+
+    /// Calls `name` with the counter set to `start`; returns the results or the trap.
+    fn call_with(&mut self, start: i64, name: &str, args: &[Val]) -> wasmtime::Result<Vec<Val>> {
+        let a = self.runs[0].call_with(start, name, args);
+        let b = self.runs[1].call_with(start, name, args);
+        match (&a, &b) {
+            (Ok(x), Ok(y)) => assert_eq!(format!("{x:?}"), format!("{y:?}"), "results differ"),
+            (Err(x), Err(y)) => assert_eq!(
+                is_out_of_instructions(x),
+                is_out_of_instructions(y),
+                "traps differ: {x:?} vs {y:?}"
+            ),
+            _ => panic!("outcomes differ: Global {a:?}, Local {b:?}"),
+        }
+        self.counter();
+        self.seen();
+        a
     }
 
     /// Calls `name` with the counter at `LIMIT`; returns the instructions used and the results.
@@ -426,7 +493,7 @@ fn import_call_is_charged_in_the_callers_segment() {
     // One segment: entry 1 + i32.const 1 + drop 1 + call 5 + i32.const 1 + i32.const 1
     //   + i32.add 1 + drop 1 + end 0 = 12, all charged before the call runs.
     assert_eq!(h.used("f", &[]), 12);
-    assert_eq!(h.store.data().seen, vec![LIMIT - 12]);
+    assert_eq!(h.seen(), vec![LIMIT - 12]);
 }
 
 const INDICES: &str = r#"(module
@@ -454,7 +521,7 @@ const INDICES: &str = r#"(module
 #[test]
 fn function_indices_are_shifted() {
     let mut h = Harness::new(INDICES);
-    assert_eq!(h.instrumented.function_count, 8);
+    assert_eq!(h.instrumented().function_count, 8);
     // The start function did not run at instantiation (the counter was 0 then) ...
     assert_eq!(i32v(&h.run("started", &[]).1), 0);
     // ... it is exported as canister_start instead: entry 1 + i32.const 1 + global.set 2 = 4
@@ -478,7 +545,8 @@ fn function_indices_are_shifted() {
 #[test]
 fn name_section_follows_the_shift() {
     let wasm = wat::parse_str(INDICES).unwrap();
-    let out = instrument(&wasm).unwrap();
+    // The replica's placement: exports keep pointing at the (shifted) function itself.
+    let out = instrument_with(&wasm, Counter::Global).unwrap();
     let mut names = std::collections::BTreeMap::new();
     let mut double_index = None;
     for payload in wasmparser::Parser::new(0).parse_all(&out.wasm) {
@@ -573,7 +641,7 @@ fn memory64_loads_cost_two_and_sizes_pass_as_i64() {
               i64.const 0 i32.const 7 local.get 0 memory.fill
               i64.const 0 i64.load drop))"#,
     );
-    assert!(h.instrumented.memory64);
+    assert!(h.instrumented().memory64);
     // entry 1 + i64.const 1 + i32.const 1 + local.get 1 + memory.fill 100 + i64.const 1
     //   + i64.load 2 (wasm64) + drop 1 + end 0 = 108, + n bytes
     assert_eq!(h.used("f", &[Val::I64(50)]), 108 + 50);
@@ -602,7 +670,7 @@ fn sections_the_input_lacks_are_created_in_order() {
         let mut h = Harness::new(wat);
         h.set_counter(7);
         assert_eq!(h.counter(), 7);
-        assert_eq!(h.instrumented.function_count, 0);
+        assert_eq!(h.instrumented().function_count, 0);
     }
 }
 
@@ -733,4 +801,78 @@ fn timing_large_module() {
     wasmparser::Validator::new()
         .validate_all(&out.wasm)
         .expect("output validates");
+}
+
+#[test]
+fn counter_at_a_wasm_trap_is_exact() {
+    let mut h = Harness::new(
+        r#"(module
+            (memory 1)
+            (func $load (param i32) (result i32) local.get 0 i32.load)
+            (func (export "oob") (result i32)
+              i32.const 1 drop
+              i32.const 70000 call $load)
+            (func (export "div") (param i32) (result i32)
+              i32.const 1 local.get 0 i32.div_u))"#,
+    );
+    // oob: entry 1 + i32.const 1 + drop 1 + i32.const 1 + call 5 = 9, charged before the
+    // call; $load: entry 1 + local.get 1 + i32.load 1 = 3, charged before the load traps.
+    let err = h.call_with(LIMIT, "oob", &[]).unwrap_err();
+    assert!(!is_out_of_instructions(&err), "{err:?}");
+    assert_eq!(LIMIT - h.counter(), 9 + 3);
+    // div by 0: entry 1 + i32.const 1 + local.get 1 + i32.div_u 10 = 13.
+    let err = h.call_with(LIMIT, "div", &[Val::I32(0)]).unwrap_err();
+    assert!(!is_out_of_instructions(&err), "{err:?}");
+    assert_eq!(LIMIT - h.counter(), 13);
+    let (used, r) = h.run("div", &[Val::I32(1)]);
+    assert_eq!((used, i32v(&r)), (13, 1));
+}
+
+#[test]
+fn own_unreachable_below_zero_is_not_out_of_instructions() {
+    let mut h = Harness::new(
+        r#"(module (func (export "f") (param i32) local.get 0 if unreachable end))"#,
+    );
+    // The checked entry segment costs 4 (base 1 + local.get 1 + if 2) and passes at 0;
+    // the then-arm (unreachable 1) is unchecked, so the module's own trap is what fails.
+    let err = h.call_with(4, "f", &[Val::I32(1)]).unwrap_err();
+    assert!(!is_out_of_instructions(&err), "{err:?}");
+    assert_eq!(h.counter(), -1);
+}
+
+#[test]
+fn indirect_calls_and_tail_calls_carry_the_counter() {
+    let mut h = Harness::new(
+        r#"(module
+            (import "env" "observe" (func $observe))
+            (type $t (func (param i32) (result i32)))
+            (table 2 funcref)
+            (elem (i32.const 0) $inc $tail)
+            (func $inc (type $t) local.get 0 i32.const 1 i32.add)
+            (func $tail (type $t) call $observe local.get 0 return_call $inc)
+            (func (export "f") (param i32) (result i32)
+              local.get 0 i32.const 1 call_indirect (type $t)))"#,
+    );
+    // f: entry 1 + local.get 1 + i32.const 1 + call_indirect 10 = 13; $tail's segment up to
+    // its return_call: 1 + call 5 + local.get 1 + return_call 3 = 10, charged before the host
+    // call sees the counter; $inc: 1 + local.get 1 + i32.const 1 + i32.add 1 = 4.
+    let (used, r) = h.run("f", &[Val::I32(41)]);
+    assert_eq!((used, i32v(&r)), (13 + 10 + 4, 42));
+    assert_eq!(h.seen(), vec![LIMIT - 23]);
+}
+
+#[test]
+fn an_import_in_a_table_falls_back_to_the_global_counter() {
+    let wasm = wat::parse_str(
+        r#"(module
+            (import "env" "add1" (func $add1 (param i32) (result i32)))
+            (table 1 funcref)
+            (elem (i32.const 0) $add1)
+            (func (export "f") (param i32) (result i32)
+              local.get 0 i32.const 0 call_indirect (param i32) (result i32)))"#,
+    )
+    .unwrap();
+    assert_eq!(instrument(&wasm).unwrap().counter, Counter::Global);
+    let plain = wat::parse_str(r#"(module (func (export "f")))"#).unwrap();
+    assert_eq!(instrument(&plain).unwrap().counter, Counter::Local);
 }

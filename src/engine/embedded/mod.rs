@@ -20,7 +20,7 @@ use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
-use super::instrument;
+use super::instrument::{self, Counter};
 use super::{CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId};
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -68,15 +68,17 @@ pub struct LoadedModule {
 }
 
 /// Turns canister module bytes (raw or gzipped) into a runnable module, or says why not.
-pub fn load_module(wasm: &[u8]) -> Result<Arc<LoadedModule>> {
-    static CACHE: OnceLock<Mutex<HashMap<[u8; 32], Arc<LoadedModule>>>> = OnceLock::new();
+/// `counter` is where the metered code keeps the instruction counter (same counts).
+pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
+    type Cache = HashMap<([u8; 32], Counter), Arc<LoadedModule>>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let raw = decompress(wasm)?;
     let hash: [u8; 32] = Sha256::digest(&raw).into();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(m) = cache.lock().unwrap().get(&hash) {
+    if let Some(m) = cache.lock().unwrap().get(&(hash, counter)) {
         return Ok(m.clone());
     }
-    let instrumented = instrument::instrument(&raw).map_err(|e| anyhow!("{e}"))?;
+    let instrumented = instrument::instrument_with(&raw, counter).map_err(|e| anyhow!("{e}"))?;
     if instrumented.memory64 {
         bail!("invalid module: wasm64 (64-bit memory) canisters are not supported by the embedded engine yet");
     }
@@ -125,7 +127,7 @@ pub fn load_module(wasm: &[u8]) -> Result<Arc<LoadedModule>> {
             * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         wasm_hash: hash,
     });
-    cache.lock().unwrap().insert(hash, loaded.clone());
+    cache.lock().unwrap().insert((hash, counter), loaded.clone());
     Ok(loaded)
 }
 
@@ -265,6 +267,7 @@ pub struct EmbeddedEngine {
     time_ns: u64,
     next_canister: u64,
     print_log: bool,
+    counter: Counter,
 }
 
 impl Default for EmbeddedEngine {
@@ -286,7 +289,15 @@ impl EmbeddedEngine {
             time_ns: GENESIS_TIME_NS,
             next_canister: 0,
             print_log: false,
+            counter: Counter::default(),
         }
+    }
+
+    /// Where modules installed from now on keep the instruction counter: the replica's
+    /// own code ([`Counter::Global`]) or the faster default. Counts are the same.
+    pub fn with_counter(mut self, counter: Counter) -> Self {
+        self.counter = counter;
+        self
     }
 
     /// Echo canister `debug_print` output on stderr.
@@ -794,7 +805,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
-        let module = load_module(wasm)?;
+        let module = load_module(wasm, self.counter)?;
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
         self.canisters.insert(
@@ -825,7 +836,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn upgrade(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        let module = load_module(wasm)?;
+        let module = load_module(wasm, self.counter)?;
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
@@ -870,7 +881,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        let module = load_module(wasm)?;
+        let module = load_module(wasm, self.counter)?;
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
         let out = self.start_module(
