@@ -402,6 +402,13 @@ fn bad_modules_are_rejected_with_the_reason() {
     let unknown = wat::parse_str(r#"(module (import "ic0" "teleport" (func)))"#).unwrap();
     let err = e.install(&unknown, &[]).unwrap_err().to_string();
     assert!(err.contains("ic0.teleport"), "{err}");
+    // The replica's install-time data segment check, before anything runs.
+    let segment = wat::parse_str(r#"(module (memory 1) (data (i32.const 65536) "x"))"#).unwrap();
+    let err = e.install(&segment, &[]).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "Wasm module has invalid data segment of 1 bytes at 65536"
+    );
 }
 
 #[test]

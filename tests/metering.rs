@@ -48,7 +48,10 @@ fn counter_of(caller: &mut Caller<'_, State>) -> i64 {
 impl Run {
     fn new(wasm: &[u8], counter: Counter) -> Run {
         let instrumented = instrument_with(wasm, counter).expect("instrumentation succeeds");
-        assert_eq!(instrumented.counter, counter, "no fallback for the test modules");
+        assert_eq!(
+            instrumented.counter, counter,
+            "no fallback for the test modules"
+        );
         let engine = Engine::default();
         let module =
             Module::new(&engine, &instrumented.wasm).expect("instrumented module compiles");
@@ -109,7 +112,8 @@ impl Harness {
             Run::new(&wasm, Counter::Local),
         ];
         assert_eq!(
-            runs[0].instrumented.wasm_instruction_count, runs[1].instrumented.wasm_instruction_count,
+            runs[0].instrumented.wasm_instruction_count,
+            runs[1].instrumented.wasm_instruction_count,
             "the compile cost does not depend on the counter placement"
         );
         Harness { runs }
@@ -130,8 +134,12 @@ impl Harness {
     fn counter(&mut self) -> i64 {
         let [a, b] = &mut self.runs;
         let (a, b) = (
-            a.global(INSTRUCTION_COUNTER_EXPORT).get(&mut a.store).unwrap_i64(),
-            b.global(INSTRUCTION_COUNTER_EXPORT).get(&mut b.store).unwrap_i64(),
+            a.global(INSTRUCTION_COUNTER_EXPORT)
+                .get(&mut a.store)
+                .unwrap_i64(),
+            b.global(INSTRUCTION_COUNTER_EXPORT)
+                .get(&mut b.store)
+                .unwrap_i64(),
         );
         assert_eq!(a, b, "counter: Global {a}, Local {b}");
         a
@@ -139,7 +147,10 @@ impl Harness {
 
     /// Counter values the host saw at `env.observe`.
     fn seen(&self) -> Vec<i64> {
-        let (a, b) = (&self.runs[0].store.data().seen, &self.runs[1].store.data().seen);
+        let (a, b) = (
+            &self.runs[0].store.data().seen,
+            &self.runs[1].store.data().seen,
+        );
         assert_eq!(a, b, "counters seen by the host differ");
         a.clone()
     }
@@ -704,6 +715,37 @@ fn invalid_modules_are_rejected_with_a_reason() {
 }
 
 #[test]
+fn data_segments_must_fit_the_initial_memory() {
+    // The replica applies data segments at install and refuses one that ends past the
+    // initial memory, with this wording.
+    let past = wat::parse_str(r#"(module (memory 1) (data (i32.const 65535) "ab"))"#).unwrap();
+    let err = instrument(&past).unwrap_err();
+    assert_eq!(
+        err,
+        InstrumentError::InvalidDataSegment {
+            offset: 65535,
+            len: 2
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "Wasm module has invalid data segment of 2 bytes at 65535"
+    );
+    // A negative i32 offset is a large unsigned one.
+    let negative = wat::parse_str(r#"(module (memory 1) (data (i32.const -1) "a"))"#).unwrap();
+    assert_eq!(
+        instrument(&negative).unwrap_err(),
+        InstrumentError::InvalidDataSegment {
+            offset: u32::MAX as u64,
+            len: 1
+        }
+    );
+    // Ending exactly at the boundary is fine.
+    let fits = wat::parse_str(r#"(module (memory 1) (data (i32.const 65534) "ab"))"#).unwrap();
+    assert!(instrument(&fits).is_ok());
+}
+
+#[test]
 fn unsupported_features_are_named() {
     let shared = wat::parse_str(r#"(module (memory 1 1 shared))"#).unwrap();
     let err = instrument(&shared).unwrap_err();
@@ -830,9 +872,8 @@ fn counter_at_a_wasm_trap_is_exact() {
 
 #[test]
 fn own_unreachable_below_zero_is_not_out_of_instructions() {
-    let mut h = Harness::new(
-        r#"(module (func (export "f") (param i32) local.get 0 if unreachable end))"#,
-    );
+    let mut h =
+        Harness::new(r#"(module (func (export "f") (param i32) local.get 0 if unreachable end))"#);
     // The checked entry segment costs 4 (base 1 + local.get 1 + if 2) and passes at 0;
     // the then-arm (unreachable 1) is unchecked, so the module's own trap is what fails.
     let err = h.call_with(4, "f", &[Val::I32(1)]).unwrap_err();

@@ -155,6 +155,9 @@ pub enum InstrumentError {
     UnsupportedFeature { message: String, offset: usize },
     /// The module already exports a name the instrumentation injects.
     ReservedExport { name: String },
+    /// An active data segment of memory 0 does not fit into the initial memory (the
+    /// replica's `InvalidDataSegment`, checked at instrumentation, before anything runs).
+    InvalidDataSegment { offset: u64, len: u64 },
 }
 
 impl fmt::Display for InstrumentError {
@@ -169,6 +172,13 @@ impl fmt::Display for InstrumentError {
             ),
             InstrumentError::ReservedExport { name } => {
                 write!(f, "the module exports the reserved name {name:?}")
+            }
+            // The replica's wording (`WasmInstrumentationError::InvalidDataSegment`).
+            InstrumentError::InvalidDataSegment { offset, len } => {
+                write!(
+                    f,
+                    "Wasm module has invalid data segment of {len} bytes at {offset}"
+                )
             }
         }
     }
@@ -252,6 +262,8 @@ struct ModuleInfo {
     /// Defined functions that the host calls (exported, or the start function), in order of
     /// first appearance: each gets a wrapper with [`Counter::Local`].
     entry_funcs: Vec<u32>,
+    /// Initial size of memory 0 in bytes.
+    initial_bytes: u64,
     /// The module references an imported function from a table, a `ref.func` initialiser or
     /// an export, so that [`Counter::Local`] cannot be used.
     local_counter_blocked: bool,
@@ -297,6 +309,33 @@ impl ModuleInfo {
             }
         }
         Ok(())
+    }
+}
+
+const WASM_PAGE: u64 = 65536;
+
+/// The replica applies active data segments of memory 0 itself and refuses the module if
+/// one with a constant offset ends past the initial memory.
+fn check_data_segment(
+    info: &ModuleInfo,
+    data: &wasmparser::Data<'_>,
+) -> Result<(), InstrumentError> {
+    let wasmparser::DataKind::Active {
+        memory_index: 0,
+        offset_expr,
+    } = &data.kind
+    else {
+        return Ok(());
+    };
+    let offset = match offset_expr.get_operators_reader().read().map_err(invalid)? {
+        Operator::I32Const { value } => value as u32 as u64,
+        Operator::I64Const { value } => value as u64,
+        _ => return Ok(()),
+    };
+    let len = data.data.len() as u64;
+    match offset.checked_add(len) {
+        Some(end) if end <= info.initial_bytes => Ok(()),
+        _ => Err(InstrumentError::InvalidDataSegment { offset, len }),
     }
 }
 
@@ -366,7 +405,17 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
             }
             Payload::MemorySection(reader) => {
                 for memory in reader {
-                    info.memories64.push(memory.map_err(invalid)?.memory64);
+                    let memory = memory.map_err(invalid)?;
+                    if info.memories64.is_empty() {
+                        info.initial_bytes = memory.initial.saturating_mul(WASM_PAGE);
+                    }
+                    info.memories64.push(memory.memory64);
+                }
+            }
+            Payload::DataSection(reader) => {
+                for data in reader {
+                    let data = data.map_err(invalid)?;
+                    check_data_segment(&info, &data)?;
                 }
             }
             Payload::GlobalSection(reader) => {
@@ -907,7 +956,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
                         Counter::Local => {
                             for export in reader {
                                 let export = export.map_err(invalid)?;
-                                let kind = self.shift.export_kind(export.kind).map_err(reencode_error)?;
+                                let kind = self
+                                    .shift
+                                    .export_kind(export.kind)
+                                    .map_err(reencode_error)?;
                                 let index = match kind {
                                     ExportKind::Func => self.entry(export.index),
                                     _ => export.index,
@@ -1280,9 +1332,15 @@ impl<'a, 'i> Emitter<'a, 'i> {
         body_bytes.clear();
         match self.counter {
             Counter::Global => self.emit_global_counter(&mut body_bytes, content, ops_start),
-            Counter::Local => self.emit_local_counter(&mut body_bytes, &body, content, ops_start)?,
+            Counter::Local => {
+                self.emit_local_counter(&mut body_bytes, &body, content, ops_start)?
+            }
         }
-        let injected: u64 = self.points.iter().map(|p| replica_injected_ops(p.injection)).sum();
+        let injected: u64 = self
+            .points
+            .iter()
+            .map(|p| replica_injected_ops(p.injection))
+            .sum();
         self.memory_grow_count += self
             .ops
             .iter()
@@ -1382,9 +1440,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
         let block_type = match signature.results.as_slice() {
             [] => BlockType::Empty,
             [one] => BlockType::Result(*one),
-            _ => BlockType::FunctionType(
-                self.result_types + self.info.func_types[self.body_index],
-            ),
+            _ => BlockType::FunctionType(self.result_types + self.info.func_types[self.body_index]),
         };
         wasm_encoder::InstructionSink::new(out).block(block_type);
 
@@ -1447,7 +1503,13 @@ impl<'a, 'i> Emitter<'a, 'i> {
 
             let op = &self.ops[i];
             let scratch = |table: u32| {
-                if self.info.tables64.get(table as usize).copied().unwrap_or(false) {
+                if self
+                    .info
+                    .tables64
+                    .get(table as usize)
+                    .copied()
+                    .unwrap_or(false)
+                {
                     scratch64
                 } else {
                     scratch32

@@ -127,7 +127,10 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
             * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         wasm_hash: hash,
     });
-    cache.lock().unwrap().insert((hash, counter), loaded.clone());
+    cache
+        .lock()
+        .unwrap()
+        .insert((hash, counter), loaded.clone());
     Ok(loaded)
 }
 
@@ -459,8 +462,7 @@ impl EmbeddedEngine {
         let mut result = on_large_stack(move || func.call(store, ()));
         if result.is_err() && inst.out_of_instructions.get(&mut inst.store).unwrap_i32() != 0 {
             // A failed instruction check, not the module's own `unreachable`.
-            inst.out_of_instructions
-                .set(&mut inst.store, Val::I32(0))?;
+            inst.out_of_instructions.set(&mut inst.store, Val::I32(0))?;
             result = Err(wasmtime::Error::new(HostTrap::OutOfInstructions));
         }
         let dirty = match &inst.heap {
