@@ -746,6 +746,23 @@ fn data_segments_must_fit_the_initial_memory() {
 }
 
 #[test]
+fn mutable_reference_globals_are_refused() {
+    // The replica cannot save them between messages; immutable ones are fine.
+    let mutable = wat::parse_str(
+        r#"(module (global i32 (i32.const 0)) (global (mut funcref) (ref.null func)))"#,
+    )
+    .unwrap();
+    let err = instrument(&mutable).unwrap_err();
+    assert_eq!(err, InstrumentError::MutableReferenceGlobal { index: 1 });
+    assert!(
+        err.to_string().contains("Unexpected global value type"),
+        "{err}"
+    );
+    let immutable = wat::parse_str(r#"(module (global externref (ref.null extern)))"#).unwrap();
+    assert!(instrument(&immutable).is_ok());
+}
+
+#[test]
 fn unsupported_features_are_named() {
     let shared = wat::parse_str(r#"(module (memory 1 1 shared))"#).unwrap();
     let err = instrument(&shared).unwrap_err();

@@ -158,6 +158,10 @@ pub enum InstrumentError {
     /// An active data segment of memory 0 does not fit into the initial memory (the
     /// replica's `InvalidDataSegment`, checked at instrumentation, before anything runs).
     InvalidDataSegment { offset: u64, len: u64 },
+    /// A mutable global holds a reference (`funcref`/`externref`). The replica saves every
+    /// mutable global after each message and fails the message with "Unexpected global
+    /// value type" for these, so no message of such a canister can succeed.
+    MutableReferenceGlobal { index: u32 },
 }
 
 impl fmt::Display for InstrumentError {
@@ -180,6 +184,12 @@ impl fmt::Display for InstrumentError {
                     "Wasm module has invalid data segment of {len} bytes at {offset}"
                 )
             }
+            InstrumentError::MutableReferenceGlobal { index } => write!(
+                f,
+                "mutable global {index} holds a reference (funcref/externref): the IC saves mutable \
+                 globals after every message and fails each message of such a canister with \
+                 \"Unexpected global value type\""
+            ),
         }
     }
 }
@@ -422,6 +432,11 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                 for global in reader {
                     let global = global.map_err(invalid)?;
                     if global.ty.mutable {
+                        if global.ty.content_type.is_reference_type() {
+                            return Err(InstrumentError::MutableReferenceGlobal {
+                                index: info.num_globals,
+                            });
+                        }
                         info.mutable_globals.push(info.num_globals);
                     }
                     info.scan_const_expr(&global.init_expr)?;
