@@ -497,3 +497,46 @@ fn snapshots_restore_byte_identical_state_and_runs_are_deterministic() {
     assert_eq!(a, b);
     assert_eq!(ha, hb);
 }
+
+#[test]
+fn table_changes_last_one_message_as_on_the_replica() {
+    // The replica instantiates the module for every message and persists only the heap,
+    // the mutable globals and stable memory: a table.set is gone by the next message, while
+    // the heap and global writes of the same message stay.
+    let wasm = canister(
+        r#"
+        (type $t (func (result i64)))
+        (table 2 funcref)
+        (elem (i32.const 0) $one $two)
+        (func $one (type $t) (i64.const 1))
+        (func $two (type $t) (i64.const 2))
+        (func $slot0_and_heap
+          (i64.store (i32.const 0) (call_indirect (type $t) (i32.const 0)))
+          (i64.store (i32.const 8) (i64.load (i32.const 200)))
+          (i64.store (i32.const 16) (global.get $g))
+          (call $append (i32.const 0) (i32.const 24))
+          (call $reply))
+        (func (export "canister_update set")
+          (table.set (i32.const 0) (ref.func $two))
+          (i64.store (i32.const 200) (i64.const 99))
+          (global.set $g (i64.const 8))
+          (call $slot0_and_heap))
+        (func (export "canister_update get") (call $slot0_and_heap))
+        "#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, install) = e.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    let set = e.update(id, "set", &[]).unwrap().result.unwrap();
+    assert_eq!(
+        reply_u64s(&set),
+        vec![2, 99, 8],
+        "within the message the new entry is used"
+    );
+    let get = e.update(id, "get", &[]).unwrap().result.unwrap();
+    assert_eq!(
+        reply_u64s(&get),
+        vec![1, 99, 8],
+        "the table is reset, heap and global kept"
+    );
+}

@@ -143,6 +143,10 @@ pub struct Instrumented {
     /// Where the code keeps the counter (the requested placement, unless the module forced
     /// the fallback to [`Counter::Global`]).
     pub counter: Counter,
+    /// Whether the code can change instance state that the replica does not persist: table
+    /// contents and sizes, dropped element and data segments. The replica instantiates the
+    /// module afresh for every message, so such changes last one message only.
+    pub mutates_instance: bool,
 }
 
 /// Why a module could not be instrumented.
@@ -240,6 +244,7 @@ pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, In
         wasm_instruction_count,
         memory64: info.mem64,
         counter,
+        mutates_instance: emitter.mutates_instance,
     })
 }
 
@@ -851,6 +856,7 @@ struct Emitter<'a, 'i> {
     // Statistics.
     op_count: u64,
     memory_grow_count: u64,
+    mutates_instance: bool,
 
     // Scratch buffers reused across function bodies.
     ops: Vec<Operator<'a>>,
@@ -885,6 +891,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
             body_index: 0,
             op_count: 0,
             memory_grow_count: 0,
+            mutates_instance: false,
             ops: Vec::new(),
             offsets: Vec::new(),
             points: Vec::new(),
@@ -1361,6 +1368,18 @@ impl<'a, 'i> Emitter<'a, 'i> {
             .iter()
             .filter(|op| matches!(op, Operator::MemoryGrow { .. }))
             .count() as u64;
+        self.mutates_instance |= self.ops.iter().any(|op| {
+            matches!(
+                op,
+                Operator::TableSet { .. }
+                    | Operator::TableGrow { .. }
+                    | Operator::TableFill { .. }
+                    | Operator::TableCopy { .. }
+                    | Operator::TableInit { .. }
+                    | Operator::ElemDrop { .. }
+                    | Operator::DataDrop { .. }
+            )
+        });
         self.op_count += self.ops.len() as u64 + injected;
         self.code
             .as_mut()

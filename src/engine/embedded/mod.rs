@@ -64,6 +64,9 @@ pub struct LoadedModule {
     exports: HashSet<String>,
     /// Instructions the replica charges at install for compiling the module.
     pub compile_instructions: u64,
+    /// Messages can change tables or drop segments: such a module gets a fresh instance
+    /// after every message, as on the replica (which instantiates per message).
+    fresh_instance_per_message: bool,
     pub wasm_hash: [u8; 32],
 }
 
@@ -125,6 +128,7 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         exports,
         compile_instructions: instrumented.wasm_instruction_count
             * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
+        fresh_instance_per_message: instrumented.mutates_instance,
         wasm_hash: hash,
     });
     cache
@@ -425,6 +429,10 @@ impl EmbeddedEngine {
         self.time_ns += 1;
         let time_ns = self.time_ns;
         let c = self.canister(id)?;
+        let fresh_instance = c
+            .module
+            .as_ref()
+            .is_some_and(|m| m.fresh_instance_per_message);
         let inst = c
             .live
             .as_mut()
@@ -551,6 +559,9 @@ impl EmbeddedEngine {
                 }
             }
             heap_after = heap_before;
+        }
+        if restart.is_none() && fresh_instance {
+            restart = Some(self.save(id)?);
         }
         if let Some(saved) = restart {
             self.load(id, &saved)?;
