@@ -80,7 +80,9 @@ pub fn matrix(cfg: &SuiteConfig) -> Vec<KeysScenario> {
 }
 
 pub fn validate(cfg: &SuiteConfig) -> Result<()> {
-    if cfg.keys_rows < LOOKUPS || cfg.keys_rows > MAX_ROWS || cfg.keys_rows % ROWS_PER_MESSAGE != 0
+    if cfg.keys_rows < LOOKUPS
+        || cfg.keys_rows > MAX_ROWS
+        || !cfg.keys_rows.is_multiple_of(ROWS_PER_MESSAGE)
     {
         return Err(anyhow!(
             "--keys-rows must be a multiple of {ROWS_PER_MESSAGE} between {LOOKUPS} and {MAX_ROWS}, got {}",

@@ -233,33 +233,6 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::fixture::{report, result};
-    use super::*;
-
-    #[test]
-    fn axis_covers_whole_decades() {
-        let axis = LogAxis::spanning([1.0, 10_000.0].into_iter(), 0.0, 400.0);
-        assert_eq!((axis.min_exp, axis.max_exp), (0, 4));
-        assert_eq!(axis.at(100.0), 200.0);
-        let single = LogAxis::spanning([5_000.0].into_iter(), 0.0, 1.0);
-        assert_eq!((single.min_exp, single.max_exp), (3, 4));
-    }
-
-    #[test]
-    fn no_plot_without_ok_inserts() {
-        let mut r = result("btree", "", "middle", "insert", 1, 100);
-        r.status = Status::Failed("trap".into());
-        let report = report(vec![
-            r,
-            result("btree", "", "middle", "point_lookup", 1, 100),
-        ]);
-        assert_eq!(svg_plot(&report, "middle"), None);
-        assert_eq!(svg_plot(&report, "end"), None);
-    }
-}
-
 /// plot-dbbench.svg: the dbbench suite's store instructions per op, one row per benchmark
 /// and one marker per store, on a log axis (db_bench's benchmarks have no batch axis).
 pub fn dbbench_plot(report: &Report) -> Option<String> {
@@ -467,5 +440,32 @@ pub(crate) fn dbbench_label(c: &StoreColumn) -> String {
         "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
         "sqlite_secondary" => format!("SQLite {} secondary index", c.journal_mode),
         _ => c.label(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::{report, result};
+    use super::*;
+
+    #[test]
+    fn axis_covers_whole_decades() {
+        let axis = LogAxis::spanning([1.0, 10_000.0].into_iter(), 0.0, 400.0);
+        assert_eq!((axis.min_exp, axis.max_exp), (0, 4));
+        assert_eq!(axis.at(100.0), 200.0);
+        let single = LogAxis::spanning([5_000.0].into_iter(), 0.0, 1.0);
+        assert_eq!((single.min_exp, single.max_exp), (3, 4));
+    }
+
+    #[test]
+    fn no_plot_without_ok_inserts() {
+        let mut r = result("btree", "", "middle", "insert", 1, 100);
+        r.status = Status::Failed("trap".into());
+        let report = report(vec![
+            r,
+            result("btree", "", "middle", "point_lookup", 1, 100),
+        ]);
+        assert_eq!(svg_plot(&report, "middle"), None);
+        assert_eq!(svg_plot(&report, "end"), None);
     }
 }

@@ -52,10 +52,15 @@ impl HeapRegion {
         self.len.load(Ordering::Acquire)
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The accessible heap bytes. Callers must not hold the slice across Wasm execution.
     ///
     /// # Safety
     /// No Wasm code of this memory's store may run while the slice is alive.
+    #[allow(clippy::mut_from_ref)] // the bytes are the mmap's, not `self`'s
     pub unsafe fn bytes_mut(&self) -> &mut [u8] {
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }

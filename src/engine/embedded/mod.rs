@@ -742,7 +742,7 @@ fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
         live.copy_from_slice(&saved.heap);
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
-        g.set(&mut inst.store, v.clone())?;
+        g.set(&mut inst.store, *v)?;
     }
     let state = inst.store.data_mut();
     state.certified_data = saved.certified_data.clone();

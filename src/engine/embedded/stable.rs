@@ -230,13 +230,11 @@ impl StableMemory {
                 .pages
                 .entry(page)
                 .or_insert_with(|| Arc::new([0u8; OS_PAGE]));
-            if !self.log.undo.contains_key(&page) {
+            if let std::collections::hash_map::Entry::Vacant(undo) = self.log.undo.entry(page) {
                 // First write of this page in the message: remember what to roll back to.
                 // A page that did not exist was just created as zeros above.
                 let was_zero = Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0);
-                self.log
-                    .undo
-                    .insert(page, if was_zero { None } else { Some(entry.clone()) });
+                undo.insert(if was_zero { None } else { Some(entry.clone()) });
             }
             // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
             Arc::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
