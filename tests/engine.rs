@@ -540,3 +540,55 @@ fn table_changes_last_one_message_as_on_the_replica() {
         "the table is reset, heap and global kept"
     );
 }
+
+#[test]
+fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
+    // Restores after the first reuse the live instance and copy back only the pages
+    // committed since; a heap that grew in between needs a fresh instance. Both must give
+    // the snapshot's exact state and the same counts as the first restore.
+    let wasm = canister(
+        r#"(func (export "canister_update step")
+             (global.set $g (i64.add (global.get $g) (i64.const 3)))
+             (i64.store (i32.const 300) (global.get $g))
+             (i64.store (i32.const 40000) (global.get $g))
+             (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
+             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
+             (call $reply))
+           (func (export "canister_update grow")
+             (drop (memory.grow (i32.const 2)))
+             (i64.store (i32.const 70000) (i64.const 5))
+             (call $reply))
+           (func (export "canister_update boom")
+             (i64.store (i32.const 8000) (i64.const 1))
+             (call $trap (i32.const 100) (i32.const 4)))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    e.update(id, "step", &[]).unwrap();
+    let snap = e.snapshot(id).unwrap();
+    let at_snapshot = e.state_hash(id).unwrap();
+    let mut first = None;
+    for round in 0..4 {
+        e.restore(id, snap).unwrap();
+        assert_eq!(e.state_hash(id).unwrap(), at_snapshot, "round {round}");
+        let a = e.update(id, "step", &[]).unwrap();
+        let b = e.update(id, "step", &[]).unwrap();
+        // A rolled-back write must not leak into the next restore either.
+        assert!(e.update(id, "boom", &[]).unwrap().result.is_err());
+        let counts = (
+            a.report.instructions,
+            b.report.instructions,
+            b.result.unwrap(),
+        );
+        assert_eq!(
+            *first.get_or_insert(counts.clone()),
+            counts,
+            "round {round}"
+        );
+        if round == 2 {
+            e.update(id, "grow", &[]).unwrap().result.unwrap();
+        }
+    }
+    e.restore(id, snap).unwrap();
+    assert_eq!(e.state_hash(id).unwrap(), at_snapshot);
+}
