@@ -392,6 +392,7 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
     };
     [
         "canisters/bench",
+        "canisters/types",
         "scripts/build-canister.sh",
         "scripts/wasi2ic-post",
     ]
