@@ -10,100 +10,12 @@ use candid::{CandidType, Decode, Deserialize, Encode, Principal};
 
 use crate::engine::{CallOutcome, Engine, MessageReport};
 
-/// `InsertReport` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct InsertReport {
-    pub rows_inserted: u64,
-    pub rows_replaced: u64,
-    pub instructions: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-}
-
-/// `ReadReport` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct ReadReport {
-    pub rows_found: u64,
-    pub bytes_read: u64,
-    pub instructions: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-}
-
-/// `SqliteConfig` of bench.did: absent fields keep the current value.
-#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct SqliteConfig {
-    pub journal_mode: Option<String>,
-    pub synchronous: Option<String>,
-    pub page_size: Option<u32>,
-    pub cache_size: Option<i64>,
-    pub locking_mode: Option<String>,
-    pub autoincrement: Option<bool>,
-}
-
-/// `SqliteSettings` of bench.did: what SQLite reports is in force.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct SqliteSettings {
-    pub journal_mode: String,
-    pub synchronous: String,
-    pub page_size: u32,
-    pub cache_size: i64,
-    pub locking_mode: String,
-    pub autoincrement: bool,
-}
-
-/// `Stats` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Stats {
-    pub btree_rows: u64,
-    pub sqlite_rows: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-    pub sqlite_page_count: u64,
-    pub sqlite_page_size: u64,
-    pub sqlite_freelist_count: u64,
-    pub journal_mode: String,
-    pub payload_size: u64,
-}
-
-/// `DbBenchWrite` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct DbBenchWrite {
-    pub store: String,
-    pub keys: Vec<u64>,
-    pub value_size: u64,
-    pub first_value: u64,
-    pub transaction_per_row: bool,
-}
-
-/// `DbBenchReport` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct DbBenchReport {
-    pub ops: u64,
-    pub found: u64,
-    pub bytes: u64,
-    pub instructions: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-}
-
-/// `BTreePages` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct BTreePages {
-    pub name: String,
-    pub interior_pages: u64,
-    pub leaf_pages: u64,
-    pub overflow_pages: u64,
-    pub bytes: u64,
-}
-
-/// `KeysStats` of bench.did.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct KeysStats {
-    pub rows: u64,
-    pub stable_bytes: u64,
-    pub btrees: Vec<BTreePages>,
-}
+// The Candid records live in canisters/types, shared with the canister; re-exported so
+// callers keep naming them `bench_canister::...`.
+pub use bench_types::{
+    BTreePages, DbBenchReport, DbBenchWrite, InsertReport, KeysStats, ReadReport, SqliteConfig,
+    SqliteSettings, Stats,
+};
 
 type CanisterResult<T> = std::result::Result<T, String>;
 
@@ -392,6 +304,7 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
     };
     [
         "canisters/bench",
+        "canisters/types",
         "scripts/build-canister.sh",
         "scripts/wasi2ic-post",
     ]

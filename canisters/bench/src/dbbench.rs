@@ -13,10 +13,9 @@
 
 use std::cell::RefCell;
 
-use candid::CandidType;
+use bench_types::{DbBenchReport, DbBenchWrite};
 use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
 use ic_stable_structures::StableBTreeMap;
-use serde::Deserialize;
 
 use crate::memory::{self, Memory};
 use crate::report;
@@ -29,37 +28,6 @@ pub const MAX_OPS_PER_CALL: u64 = crate::ids::MAX_ROWS_PER_CALL;
 /// Most key + value bytes one write call may store: keeps a call far below the
 /// instruction limit (100 writes of 100 KB are 10 MB).
 pub const MAX_BYTES_PER_CALL: u64 = 64 << 20;
-
-/// `dbbench_write`'s argument.
-#[derive(CandidType, Deserialize, Clone, Debug)]
-pub struct DbBenchWrite {
-    /// `btree`, `sqlite_rowid` or `sqlite_without_rowid`.
-    pub store: String,
-    /// Keys, in the order written (numbers, stored as 16-digit text).
-    pub keys: Vec<u64>,
-    /// Bytes per value (db_bench: 100, or 100,000 for the 100K benchmarks).
-    pub value_size: u64,
-    /// Index of the first value in db_bench's value sequence (so a benchmark split over
-    /// several messages writes the values one message would).
-    pub first_value: u64,
-    /// SQLite: every write in its own transaction (db_bench's batch size 1, autocommit);
-    /// otherwise one transaction for the call (the batched fills). No effect on the map.
-    pub transaction_per_row: bool,
-}
-
-/// What a db_bench call did and cost.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct DbBenchReport {
-    /// Keys written or looked up, or rows read in order.
-    pub ops: u64,
-    /// Reads: keys found. Writes: equal to `ops`.
-    pub found: u64,
-    /// Key + value bytes written or read.
-    pub bytes: u64,
-    pub instructions: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Store {

@@ -12,13 +12,11 @@
 
 use std::cell::RefCell;
 
-use candid::CandidType;
+use bench_types::{BTreePages, DbBenchReport, KeysStats};
 use ic_rusqlite::rusqlite::types::Value;
 use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
 use ic_stable_structures::{Memory as _, StableBTreeMap, Storable};
-use serde::Deserialize;
 
-use crate::dbbench::DbBenchReport;
 use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
@@ -27,27 +25,6 @@ use crate::sqlite;
 pub const MAX_KEYS_PER_CALL: u64 = 10_000;
 /// Largest value: rows here are small (seed 002's are under 100 bytes).
 pub const MAX_VALUE_SIZE: u64 = 4_096;
-
-/// One SQLite B-tree of a keys table, from the `dbstat` virtual table.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct BTreePages {
-    /// The table or index name (`sqlite_autoindex_...` for a PRIMARY KEY index).
-    pub name: String,
-    pub interior_pages: u64,
-    pub leaf_pages: u64,
-    pub overflow_pages: u64,
-    /// Bytes of those pages (pages x page size).
-    pub bytes: u64,
-}
-
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct KeysStats {
-    pub rows: u64,
-    /// Map: its virtual memory's size. SQLite: the pages of the table's B-trees.
-    pub stable_bytes: u64,
-    /// SQLite only: one entry per B-tree of the table (table first, then indexes).
-    pub btrees: Vec<BTreePages>,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum KeyType {

@@ -19,26 +19,11 @@ mod sqlite;
 mod state;
 mod sysbench;
 
-use candid::CandidType;
-use serde::Deserialize;
-
+use bench_types::{
+    DbBenchReport, DbBenchWrite, InsertReport, KeysStats, ReadReport, SqliteConfig, SqliteSettings,
+    Stats,
+};
 use ids::{Ids, Scan};
-use report::{InsertReport, ReadReport};
-use settings::{SqliteConfig, SqliteSettings};
-
-/// Sizes and settings, for checking a run (not measured).
-#[derive(CandidType, Deserialize, Clone, Debug)]
-pub struct Stats {
-    pub btree_rows: u64,
-    pub sqlite_rows: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-    pub sqlite_page_count: u64,
-    pub sqlite_page_size: u64,
-    pub sqlite_freelist_count: u64,
-    pub journal_mode: String,
-    pub payload_size: u64,
-}
 
 // ---- lifecycle ----------------------------------------------------------------------
 
@@ -79,14 +64,14 @@ fn post_upgrade() {
 fn add_users_btree(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
     let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
-    Ok(InsertReport::new(rows, instructions))
+    Ok(report::insert_report(rows, instructions))
 }
 
 #[ic_cdk::update]
 fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
     let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
-    Ok(InsertReport::new(rows, instructions))
+    Ok(report::insert_report(rows, instructions))
 }
 
 /// Inserts at explicit ids (random positions): the caller draws them, so drawing is not
@@ -95,14 +80,14 @@ fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, 
 fn add_users_btree_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
     let ids = Ids::list(ids, btree::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
-    Ok(InsertReport::new(rows, instructions))
+    Ok(report::insert_report(rows, instructions))
 }
 
 #[ic_cdk::update]
 fn add_users_sqlite_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
     let ids = Ids::list(ids, sqlite::MAX_ID)?;
     let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
-    Ok(InsertReport::new(rows, instructions))
+    Ok(report::insert_report(rows, instructions))
 }
 
 // ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
@@ -110,25 +95,25 @@ fn add_users_sqlite_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
 fn get_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
     let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
     let (rows, instructions) = btree::get(&ids)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 fn get_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
     let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
     let (rows, instructions) = sqlite::get(&ids)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 fn scan_btree(offset: u64, count: u64) -> Result<ReadReport, String> {
     let scan = Scan::new(offset, count, btree::MAX_ID)?;
     let (rows, instructions) = btree::scan(&scan)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 fn scan_sqlite(offset: u64, count: u64) -> Result<ReadReport, String> {
     let scan = Scan::new(offset, count, sqlite::MAX_ID)?;
     let (rows, instructions) = sqlite::scan(&scan)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 #[ic_cdk::query]
@@ -154,7 +139,7 @@ fn get_users_sqlite_update(offset: u64, step: u64, count: u64) -> Result<ReadRep
 fn get_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
     let ids = Ids::list(ids, btree::MAX_ID)?;
     let (rows, instructions) = btree::get(&ids)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 #[ic_cdk::query]
@@ -170,7 +155,7 @@ fn get_users_btree_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
 fn get_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
     let ids = Ids::list(ids, sqlite::MAX_ID)?;
     let (rows, instructions) = sqlite::get(&ids)?;
-    Ok(ReadReport::new(rows, instructions))
+    Ok(report::read_report(rows, instructions))
 }
 
 #[ic_cdk::query]
@@ -260,21 +245,17 @@ fn dbbench_reset(store: String) -> Result<u64, String> {
 }
 
 #[ic_cdk::update]
-fn dbbench_write(arg: dbbench::DbBenchWrite) -> Result<dbbench::DbBenchReport, String> {
+fn dbbench_write(arg: DbBenchWrite) -> Result<DbBenchReport, String> {
     dbbench::write(arg)
 }
 
 #[ic_cdk::query]
-fn dbbench_read_random(store: String, keys: Vec<u64>) -> Result<dbbench::DbBenchReport, String> {
+fn dbbench_read_random(store: String, keys: Vec<u64>) -> Result<DbBenchReport, String> {
     dbbench::read_random(&store, keys)
 }
 
 #[ic_cdk::query]
-fn dbbench_read_seq(
-    store: String,
-    start: u64,
-    count: u64,
-) -> Result<dbbench::DbBenchReport, String> {
+fn dbbench_read_seq(store: String, start: u64, count: u64) -> Result<DbBenchReport, String> {
     dbbench::read_seq(&store, start, count)
 }
 
@@ -291,7 +272,7 @@ fn keys_insert(
     key_type: String,
     keys: Vec<Vec<u8>>,
     value_size: u64,
-) -> Result<dbbench::DbBenchReport, String> {
+) -> Result<DbBenchReport, String> {
     keys::insert(&store, &key_type, keys, value_size)
 }
 
@@ -300,12 +281,12 @@ fn keys_lookup(
     store: String,
     key_type: String,
     keys: Vec<Vec<u8>>,
-) -> Result<dbbench::DbBenchReport, String> {
+) -> Result<DbBenchReport, String> {
     keys::lookup(&store, &key_type, keys)
 }
 
 #[ic_cdk::query]
-fn keys_stats(store: String, key_type: String) -> Result<keys::KeysStats, String> {
+fn keys_stats(store: String, key_type: String) -> Result<KeysStats, String> {
     keys::stats(&store, &key_type)
 }
 
@@ -326,7 +307,7 @@ fn sysbench_run(
     store: String,
     workload: String,
     params: Vec<u64>,
-) -> Result<dbbench::DbBenchReport, String> {
+) -> Result<DbBenchReport, String> {
     sysbench::run(&store, &workload, params)
 }
 

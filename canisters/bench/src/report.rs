@@ -1,33 +1,6 @@
 //! What every measured call returns, and how it is measured.
 
-use candid::CandidType;
-use serde::Deserialize;
-
-/// Result of one insert call (`add_users_*`).
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct InsertReport {
-    /// Ids that were not in the store before.
-    pub rows_inserted: u64,
-    /// Ids that were already there and got overwritten (B-tree only: SQLite refuses them).
-    pub rows_replaced: u64,
-    /// `ic0.performance_counter(0)` spent on the store work alone.
-    pub instructions: u64,
-    /// Wasm heap size after the work, in 64 KiB pages.
-    pub heap_pages: u64,
-    /// Stable memory size after the work, in 64 KiB pages.
-    pub stable_pages: u64,
-}
-
-/// Result of one read call (`get_users_*`, `scan_users_*`).
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct ReadReport {
-    pub rows_found: u64,
-    /// Total payload bytes of the rows found: the values are really materialised.
-    pub bytes_read: u64,
-    pub instructions: u64,
-    pub heap_pages: u64,
-    pub stable_pages: u64,
-}
+use bench_types::{InsertReport, ReadReport};
 
 /// Row counts of one store operation, before the counters are attached.
 #[derive(Default, Clone, Copy, Debug)]
@@ -74,26 +47,24 @@ pub fn measure<T>(f: impl FnOnce() -> Result<T, String>) -> Result<(T, u64), Str
     Ok((value, end.saturating_sub(start)))
 }
 
-impl InsertReport {
-    pub fn new(rows: Inserted, instructions: u64) -> Self {
-        InsertReport {
-            rows_inserted: rows.inserted,
-            rows_replaced: rows.replaced,
-            instructions,
-            heap_pages: heap_pages(),
-            stable_pages: stable_pages(),
-        }
+/// The reply of an insert call: the rows, the store's instructions, the memory sizes now.
+pub fn insert_report(rows: Inserted, instructions: u64) -> InsertReport {
+    InsertReport {
+        rows_inserted: rows.inserted,
+        rows_replaced: rows.replaced,
+        instructions,
+        heap_pages: heap_pages(),
+        stable_pages: stable_pages(),
     }
 }
 
-impl ReadReport {
-    pub fn new(rows: Read, instructions: u64) -> Self {
-        ReadReport {
-            rows_found: rows.found,
-            bytes_read: rows.bytes,
-            instructions,
-            heap_pages: heap_pages(),
-            stable_pages: stable_pages(),
-        }
+/// The reply of a read call, as [`insert_report`].
+pub fn read_report(rows: Read, instructions: u64) -> ReadReport {
+    ReadReport {
+        rows_found: rows.found,
+        bytes_read: rows.bytes,
+        instructions,
+        heap_pages: heap_pages(),
+        stable_pages: stable_pages(),
     }
 }

@@ -1,29 +1,6 @@
-//! SQLite connection settings: the Candid records, validation, and the values actually used.
+//! SQLite connection settings: validating a requested `SqliteConfig`, and the values actually used.
 
-use candid::CandidType;
-use serde::Deserialize;
-
-/// Requested change to the SQLite settings; an absent field keeps the current value.
-#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct SqliteConfig {
-    pub journal_mode: Option<String>,
-    pub synchronous: Option<String>,
-    pub page_size: Option<u32>,
-    pub cache_size: Option<i64>,
-    pub locking_mode: Option<String>,
-    pub autoincrement: Option<bool>,
-}
-
-/// The settings in force, as read back from SQLite.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct SqliteSettings {
-    pub journal_mode: String,
-    pub synchronous: String,
-    pub page_size: u32,
-    pub cache_size: i64,
-    pub locking_mode: String,
-    pub autoincrement: bool,
-}
+use bench_types::{SqliteConfig, SqliteSettings};
 
 /// A pragma whose value is one of a few upper-case names; `code` is its persisted byte.
 macro_rules! named_values {

@@ -16,10 +16,10 @@
 
 use std::cell::RefCell;
 
+use bench_types::DbBenchReport;
 use ic_rusqlite::rusqlite::{Connection, params};
 use ic_stable_structures::StableBTreeMap;
 
-use crate::dbbench::DbBenchReport;
 use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
