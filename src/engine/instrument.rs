@@ -647,6 +647,10 @@ impl Synth {
     }
 }
 
+fn sink(out: &mut Vec<u8>) -> wasm_encoder::InstructionSink<'_> {
+    wasm_encoder::InstructionSink::new(out)
+}
+
 /// Operators the replica's injection adds for `injection`: they count towards the install's
 /// compilation charge whatever code we generate ourselves.
 fn replica_injected_ops(injection: Injection) -> u64 {
@@ -1363,23 +1367,19 @@ impl<'a, 'i> Emitter<'a, 'i> {
             .iter()
             .map(|p| replica_injected_ops(p.injection))
             .sum();
-        self.memory_grow_count += self
-            .ops
-            .iter()
-            .filter(|op| matches!(op, Operator::MemoryGrow { .. }))
-            .count() as u64;
-        self.mutates_instance |= self.ops.iter().any(|op| {
-            matches!(
-                op,
+        for op in &self.ops {
+            match op {
+                Operator::MemoryGrow { .. } => self.memory_grow_count += 1,
                 Operator::TableSet { .. }
-                    | Operator::TableGrow { .. }
-                    | Operator::TableFill { .. }
-                    | Operator::TableCopy { .. }
-                    | Operator::TableInit { .. }
-                    | Operator::ElemDrop { .. }
-                    | Operator::DataDrop { .. }
-            )
-        });
+                | Operator::TableGrow { .. }
+                | Operator::TableFill { .. }
+                | Operator::TableCopy { .. }
+                | Operator::TableInit { .. }
+                | Operator::ElemDrop { .. }
+                | Operator::DataDrop { .. } => self.mutates_instance = true,
+                _ => {}
+            }
+        }
         self.op_count += self.ops.len() as u64 + injected;
         self.code
             .as_mut()
@@ -1549,74 +1549,52 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     scratch32
                 }
             };
-            // Operators that keep their bytes, with the global brought up to date first if
-            // they can trap (the count at a trap is what the message is charged).
-            let replace = match *op {
-                Operator::LocalGet { local_index }
-                | Operator::LocalSet { local_index }
-                | Operator::LocalTee { local_index }
-                    if local_index < params =>
-                {
-                    false
-                }
-                Operator::LocalGet { .. }
-                | Operator::LocalSet { .. }
-                | Operator::LocalTee { .. }
-                | Operator::Call { .. }
-                | Operator::CallIndirect { .. }
-                | Operator::ReturnCall { .. }
-                | Operator::ReturnCallIndirect { .. }
-                | Operator::Return => true,
-                Operator::RefFunc { function_index } => function_index >= nfi,
-                _ => {
-                    if !cannot_trap(op) {
-                        out.extend_from_slice(&wasm[run_start..at]);
-                        run_start = at;
-                        flush(out, &mut dirty);
-                    }
-                    false
-                }
+            // Copies the verbatim bytes before this operator and skips the operator itself,
+            // which the caller then writes in its new form.
+            let replace = |out: &mut Vec<u8>, run_start: &mut usize| {
+                out.extend_from_slice(&wasm[*run_start..at]);
+                *run_start = self.offsets[i + 1];
             };
-            if !replace {
-                continue;
-            }
-            out.extend_from_slice(&wasm[run_start..at]);
-            run_start = self.offsets[i + 1];
-            if matches!(
-                op,
-                Operator::Call { .. }
-                    | Operator::CallIndirect { .. }
-                    | Operator::ReturnCall { .. }
-                    | Operator::ReturnCallIndirect { .. }
-            ) {
-                // A callee's stack-overflow trap or a System API call sees the global.
-                flush(out, &mut dirty);
-            }
-            let mut sink = wasm_encoder::InstructionSink::new(out);
+            // Calls also bring the global up to date: a callee's stack-overflow trap or a
+            // System API call sees it.
+            let replace_call = |out: &mut Vec<u8>, run_start: &mut usize, dirty: &mut bool| {
+                replace(out, run_start);
+                flush(out, dirty);
+            };
             match *op {
-                Operator::LocalGet { local_index } => {
-                    sink.local_get(local_index + 1);
+                Operator::LocalGet { local_index } if local_index >= params => {
+                    replace(out, &mut run_start);
+                    sink(out).local_get(local_index + 1);
                 }
-                Operator::LocalSet { local_index } => {
-                    sink.local_set(local_index + 1);
+                Operator::LocalSet { local_index } if local_index >= params => {
+                    replace(out, &mut run_start);
+                    sink(out).local_set(local_index + 1);
                 }
-                Operator::LocalTee { local_index } => {
-                    sink.local_tee(local_index + 1);
+                Operator::LocalTee { local_index } if local_index >= params => {
+                    replace(out, &mut run_start);
+                    sink(out).local_tee(local_index + 1);
                 }
                 Operator::Call { function_index } if function_index < nfi => {
+                    replace_call(out, &mut run_start, &mut dirty);
                     // System API calls charge the global: read it back.
-                    sink.call(function_index).global_get(g).local_set(c);
+                    sink(out).call(function_index).global_get(g).local_set(c);
                 }
                 Operator::Call { function_index } => {
-                    sink.local_get(c).call(function_index + 1).local_set(c);
+                    replace_call(out, &mut run_start, &mut dirty);
+                    sink(out)
+                        .local_get(c)
+                        .call(self.shift.func(function_index))
+                        .local_set(c);
                     dirty = true;
                 }
                 Operator::CallIndirect {
                     type_index,
                     table_index,
                 } => {
+                    replace_call(out, &mut run_start, &mut dirty);
                     let index = scratch(table_index);
-                    sink.local_set(index)
+                    sink(out)
+                        .local_set(index)
                         .local_get(c)
                         .local_get(index)
                         .call_indirect(table_index, self.local_types + type_index)
@@ -1624,28 +1602,43 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     dirty = true;
                 }
                 Operator::ReturnCall { function_index } if function_index < nfi => {
-                    sink.call(function_index).global_get(g).return_();
+                    replace_call(out, &mut run_start, &mut dirty);
+                    sink(out).call(function_index).global_get(g).return_();
                 }
                 Operator::ReturnCall { function_index } => {
-                    sink.local_get(c).return_call(function_index + 1);
+                    replace_call(out, &mut run_start, &mut dirty);
+                    sink(out)
+                        .local_get(c)
+                        .return_call(self.shift.func(function_index));
                 }
                 Operator::ReturnCallIndirect {
                     type_index,
                     table_index,
                 } => {
+                    replace_call(out, &mut run_start, &mut dirty);
                     let index = scratch(table_index);
-                    sink.local_set(index)
+                    sink(out)
+                        .local_set(index)
                         .local_get(c)
                         .local_get(index)
                         .return_call_indirect(table_index, self.local_types + type_index);
                 }
                 Operator::Return => {
-                    sink.local_get(c).return_();
+                    replace(out, &mut run_start);
+                    sink(out).local_get(c).return_();
                 }
-                Operator::RefFunc { function_index } => {
-                    sink.ref_func(function_index + 1);
+                Operator::RefFunc { function_index } if function_index >= nfi => {
+                    replace(out, &mut run_start);
+                    sink(out).ref_func(self.shift.func(function_index));
                 }
-                _ => unreachable!("only the operators matched above are replaced"),
+                // Kept verbatim; if it can trap, the global is brought up to date first (the
+                // count at a trap is what the message is charged).
+                _ if dirty && !cannot_trap(op) => {
+                    out.extend_from_slice(&wasm[run_start..at]);
+                    run_start = at;
+                    flush(out, &mut dirty);
+                }
+                _ => {}
             }
         }
         debug_assert_eq!(

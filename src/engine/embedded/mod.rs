@@ -268,9 +268,9 @@ struct Canister {
     since_load: Option<SinceLoad>,
 }
 
+/// `heap` identifies the saved state (snapshots and their clones share it, module included).
 struct SinceLoad {
     heap: Arc<Vec<u8>>,
-    module: Arc<LoadedModule>,
     pages: HashSet<u32>,
 }
 
@@ -692,7 +692,6 @@ impl EmbeddedEngine {
         c.live = Some(inst);
         c.since_load = Some(SinceLoad {
             heap: saved.heap.clone(),
-            module: saved.module.clone(),
             pages: HashSet::new(),
         });
         Ok(())
@@ -714,7 +713,6 @@ impl EmbeddedEngine {
             return Ok(Some(state));
         };
         let same_state = Arc::ptr_eq(&since.heap, &saved.heap)
-            && Arc::ptr_eq(&since.module, &saved.module)
             && !saved.module.fresh_instance_per_message
             && heap_bytes(inst) == saved.heap.len() as u64
             && c.committed_heap.len() == saved.heap.len();
