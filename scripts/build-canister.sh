@@ -52,9 +52,15 @@ cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p was
     --target-dir "$TOOL_DIR"
 
 mkdir -p "$OUT_DIR"
+# A temp file of this run's own, renamed into place: builds may run concurrently (dfx, a
+# test binary and a benchmark run can all call this script), and a shared temp name let
+# one run move another's file away under it.
+tmp="$(mktemp "$OUT_DIR/bench.wasm.XXXXXX")"
+trap 'rm -f "$tmp"' EXIT
 "$TOOL_DIR/release/wasi2ic-post" \
-    "$BUILD_DIR/$TARGET/release/bench.wasm" "$OUT.tmp" --did "$DID"
-mv -f "$OUT.tmp" "$OUT"
+    "$BUILD_DIR/$TARGET/release/bench.wasm" "$tmp" --did "$DID"
+chmod 644 "$tmp"
+mv -f "$tmp" "$OUT"
 
 size=$(wc -c <"$OUT")
 sha=$(sha256sum "$OUT" | cut -d' ' -f1)

@@ -94,3 +94,39 @@ fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
         "icp-cli and dfx install the same module"
     );
 }
+
+/// dfx, icp-cli, the test binaries and a benchmark run may all build at once; every
+/// concurrent build must succeed and leave the one reproducible module in place.
+#[test]
+fn concurrent_builds_all_succeed_with_the_same_module() {
+    let builds: Vec<_> = (0..4)
+        .map(|_| {
+            Command::new("bash")
+                .arg(root().join("scripts/build-canister.sh"))
+                .current_dir(root())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("bash runs")
+        })
+        .collect();
+    let mut hashes = Vec::new();
+    for build in builds {
+        let out = build.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "a concurrent build failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let sha = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("sha256: "))
+            .unwrap_or_else(|| panic!("no sha256 line in:\n{stdout}"))
+            .to_string();
+        hashes.push(sha);
+    }
+    assert!(hashes.windows(2).all(|w| w[0] == w[1]), "{hashes:?}");
+    assert_ic_module(&root().join(WASM));
+}
