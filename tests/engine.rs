@@ -253,6 +253,11 @@ fn stable_dirty_page_limit() {
     // 20,000 bytes span 5 pages > 4.
     let err = e.update(id, "fill", &[]).unwrap().result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
+    // Upgrades may dirty 8 GiB and queries 1 GiB (the application subnet's limits).
+    assert_eq!(
+        err.message,
+        format!("Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit 16 KB for regular messages, 8388608 KB for upgrade messages and 1048576 KB for queries.")
+    );
 }
 
 #[test]
@@ -283,7 +288,9 @@ fn stable_accessed_page_limit_counts_reads() {
         assert_eq!(err.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
         assert_eq!(
             err.message,
-            format!("Error from Canister {id}: Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit 16 KB.")
+            // The replica's wording names the limit of every message kind (16 KB and 16 KB
+            // here); the dirty-page limit names regular, upgrade and query messages.
+            format!("Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit 16 KB for regular messages and 16 KB for queries.")
         );
     }
 }
@@ -591,4 +598,101 @@ fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
     }
     e.restore(id, snap).unwrap();
     assert_eq!(e.state_hash(id).unwrap(), at_snapshot);
+}
+
+/// A wasm64 canister: the System API takes 64-bit addresses and sizes, loads and stores
+/// cost 2, and each heap page written costs 4x the wasm32 charge.
+const WASM64: &str = r#"(module
+  (import "ic0" "msg_arg_data_size" (func $size (result i64)))
+  (import "ic0" "msg_arg_data_copy" (func $copy (param i64 i64 i64)))
+  (import "ic0" "msg_reply_data_append" (func $append (param i64 i64)))
+  (import "ic0" "msg_reply" (func $reply))
+  (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
+  (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
+  (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+  (memory i64 1)
+  (func (export "canister_update write")
+    (drop (call $sgrow (i64.const 1)))
+    (call $swrite (i64.const 4090) (i64.const 100) (i64.const 10))
+    (call $reply))
+  (func (export "canister_update echo")
+    (call $copy (i64.const 16) (i64.const 0) (call $size))
+    (i64.store (i64.const 8) (call $pc (i32.const 0)))
+    (call $append (i64.const 8) (i64.add (i64.const 8) (call $size)))
+    (call $reply))
+  (func $grow_by (param $n i64)
+    (i64.store (i64.const 0) (memory.grow (local.get $n)))
+    (call $append (i64.const 0) (i64.const 8))
+    (call $reply))
+  (func (export "canister_update grow_4gib") (call $grow_by (i64.const 65536)))
+  (func (export "canister_update grow_to_6gib") (call $grow_by (i64.const 32767)))
+  (func (export "canister_update grow1") (call $grow_by (i64.const 1)))
+  (func (export "canister_query size")
+    (i64.store (i64.const 0) (memory.size))
+    (call $append (i64.const 0) (i64.const 8))
+    (call $reply)))"#;
+
+#[test]
+fn a_wasm64_canister_passes_64_bit_addresses_and_pays_wasm64_costs() {
+    let wasm = wat::parse_str(WASM64).unwrap();
+    let mut e = EmbeddedEngine::default();
+    let (id, install) = e.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    let out = e.update(id, "echo", b"hello").unwrap();
+    let reply = out.result.clone().unwrap();
+    assert_eq!(&reply[8..], b"hello");
+    // One segment, charged at entry: entry 1 + 6 consts + i64.add 1 + 6 calls x 5
+    // + i64.store 2 (a wasm64 store) = 40. Before the counter is read: msg_arg_data_size
+    // 500, msg_arg_data_copy 500 + 5 bytes; then performance_counter 200.
+    let counter = u64::from_le_bytes(reply[..8].try_into().unwrap());
+    assert_eq!(counter, 40 + 500 + 505 + 200);
+    // Then msg_arg_data_size 500, msg_reply_data_append 500 + 50 x 13 bytes, msg_reply
+    // 500, and heap page 0 written: 4 x 1000 in wasm64.
+    assert_eq!(
+        out.report.instructions,
+        counter + 500 + 1150 + 500 + 4 * 1000
+    );
+    assert_eq!(out.report.heap_dirty_pages, 1);
+
+    // Stable memory pages are not multiplied: the replica's instrumentation gets the
+    // plain overhead. The same count as the wasm32 test above: 21 + 100 + 2030 + 500.
+    let out = e.update(id, "write", &[]).unwrap();
+    out.result.clone().unwrap();
+    assert_eq!(out.report.instructions, 21 + 100 + 2030 + 500);
+    assert_eq!(out.report.stable_dirty_pages, 2);
+}
+
+#[test]
+fn the_wasm64_heap_grows_past_4_gib_to_6_gib_and_no_further() {
+    let limits = Limits {
+        wasm_memory_limit: 0,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&wat::parse_str(WASM64).unwrap(), &[]).unwrap();
+    assert_eq!(grow_reply(e.update(id, "grow_4gib", &[]).unwrap()), 1);
+    let out = e.update(id, "grow_to_6gib", &[]).unwrap();
+    assert_eq!(out.report.heap_bytes_after, 6 << 30);
+    assert_eq!(
+        out.report.heap_dirty_pages, 1,
+        "only the reply scratch page"
+    );
+    assert_eq!(grow_reply(out), 65537);
+    assert_eq!(grow_reply(e.update(id, "grow1", &[]).unwrap()), -1);
+    assert_eq!(grow_reply(e.query(id, "size", &[]).unwrap()), 98304);
+}
+
+#[test]
+fn a_32_bit_system_api_import_in_a_wasm64_module_is_refused_by_name() {
+    let wasm = wat::parse_str(
+        r#"(module
+             (import "ic0" "msg_reply_data_append" (func (param i32 i32)))
+             (memory i64 1))"#,
+    )
+    .unwrap();
+    let err = EmbeddedEngine::default()
+        .install(&wasm, &[])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("msg_reply_data_append"), "{err}");
 }

@@ -260,7 +260,9 @@ pub const STABLE_SIZE: u64 = 0;
 /// (`DEFAULT_DIRTY_PAGE_OVERHEAD`). Charged per heap page after execution (updates only)
 /// and per newly written stable page inside `stable_write`.
 pub const DIRTY_PAGE_OVERHEAD: u64 = 1_000;
-/// The heap dirty-page charge is multiplied by this for Wasm64 modules.
+/// The heap dirty-page charge after execution is multiplied by this for Wasm64 modules
+/// (the embedder's per-instance overhead). The stable-write page charge is not: the
+/// instrumentation is given the plain `dirty_page_overhead`.
 pub const WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER: u64 = 4;
 /// Size of the OS page the dirty/accessed page accounting uses.
 pub const OS_PAGE_SIZE: u64 = 4096;

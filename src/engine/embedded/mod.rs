@@ -3,6 +3,7 @@
 //! No external binary is needed, and the same calls give the same counts and state.
 
 pub mod heap;
+mod image;
 pub mod stable;
 pub mod system_api;
 
@@ -17,6 +18,7 @@ use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
+use self::image::HeapImage;
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
@@ -49,7 +51,7 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             .wasm_bulk_memory(true)
             .wasm_multi_value(true)
             .wasm_tail_call(true)
-            .wasm_memory64(false)
+            .wasm_memory64(true)
             .with_host_memory(Arc::new(HeapCreator));
         wasmtime::Engine::new(&config)
             .expect("the embedded engine's wasmtime configuration is valid")
@@ -67,6 +69,8 @@ pub struct LoadedModule {
     /// Messages can change tables or drop segments: such a module gets a fresh instance
     /// after every message, as on the replica (which instantiates per message).
     fresh_instance_per_message: bool,
+    /// The heap is a 64-bit memory.
+    pub wasm64: bool,
     pub wasm_hash: [u8; 32],
 }
 
@@ -82,9 +86,6 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         return Ok(m.clone());
     }
     let instrumented = instrument::instrument_with(&raw, counter).map_err(|e| anyhow!("{e}"))?;
-    if instrumented.memory64 {
-        bail!("invalid module: wasm64 (64-bit memory) canisters are not supported by the embedded engine yet");
-    }
     let engine = wasmtime_engine();
     let module =
         Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
@@ -94,7 +95,8 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
-    system_api::link(&mut linker, &module).map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    system_api::link(&mut linker, &module, instrumented.memory64)
+        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
@@ -129,6 +131,7 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         compile_instructions: instrumented.wasm_instruction_count
             * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         fresh_instance_per_message: instrumented.mutates_instance,
+        wasm64: instrumented.memory64,
         wasm_hash: hash,
     });
     cache
@@ -250,7 +253,7 @@ fn on_large_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 #[derive(Clone)]
 struct SavedState {
     module: Arc<LoadedModule>,
-    heap: Arc<Vec<u8>>,
+    heap: Arc<HeapImage>,
     globals: Vec<Val>,
     stable: StableImage,
     certified_data: Vec<u8>,
@@ -261,7 +264,7 @@ struct Canister {
     module: Option<Arc<LoadedModule>>,
     live: Option<Instance>,
     /// The heap as of the last committed message: rollback source and snapshot base.
-    committed_heap: Vec<u8>,
+    committed_heap: HeapImage,
     version: u64,
     /// The saved state the live instance was last loaded from, and the heap pages
     /// committed since: restoring the same state again copies back only those pages.
@@ -270,7 +273,7 @@ struct Canister {
 
 /// `heap` identifies the saved state (snapshots and their clones share it, module included).
 struct SinceLoad {
-    heap: Arc<Vec<u8>>,
+    heap: Arc<HeapImage>,
     pages: HashSet<u32>,
 }
 
@@ -354,7 +357,7 @@ impl EmbeddedEngine {
     pub fn state_hash(&mut self, id: Principal) -> Result<[u8; 32]> {
         let c = self.canister(id)?;
         let mut h = Sha256::new();
-        h.update(&c.committed_heap);
+        h.update(c.committed_heap.as_slice());
         if let Some(inst) = &mut c.live {
             for g in &inst.globals {
                 // Numbers by value; references only by null-ness (their bits are addresses).
@@ -442,6 +445,11 @@ impl EmbeddedEngine {
             .module
             .as_ref()
             .is_some_and(|m| m.fresh_instance_per_message);
+        // The replica multiplies the heap's (not stable memory's) page charge for wasm64.
+        let heap_page_overhead = match &c.module {
+            Some(m) if m.wasm64 => overhead * cost::WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER,
+            _ => overhead,
+        };
         let inst = c
             .live
             .as_mut()
@@ -494,7 +502,7 @@ impl EmbeddedEngine {
         } else {
             dirty.len() as u64
         };
-        instructions += charged_pages * overhead;
+        instructions += charged_pages * heap_page_overhead;
         let stable_dirty = inst.store.data().stable.dirty_pages();
 
         let response = inst.store.data_mut().msg.response.take();
@@ -529,10 +537,9 @@ impl EmbeddedEngine {
             if let Some(h) = &inst.heap {
                 // SAFETY: no Wasm runs while we copy.
                 let live = unsafe { h.bytes_mut() };
-                c.committed_heap.resize(live.len(), 0);
+                c.committed_heap.set_len(live.len())?;
                 for &p in &dirty {
-                    let r = heap::page_range(p);
-                    c.committed_heap[r.clone()].copy_from_slice(&live[r]);
+                    c.committed_heap.write_page(p, &live[heap::page_range(p)]);
                 }
                 if let Some(since) = &mut c.since_load {
                     since.pages.extend(&dirty);
@@ -551,7 +558,7 @@ impl EmbeddedEngine {
                         .module
                         .clone()
                         .ok_or_else(|| anyhow!("a live instance without a module"))?,
-                    heap: Arc::new(c.committed_heap.clone()),
+                    heap: Arc::new(c.committed_heap.try_clone()?),
                     globals: globals_before,
                     stable: data.stable.image().clone(),
                     certified_data: data.certified_data.clone(),
@@ -562,8 +569,7 @@ impl EmbeddedEngine {
                     // SAFETY: no Wasm runs while we copy.
                     let live = unsafe { h.bytes_mut() };
                     for &p in &dirty {
-                        let r = heap::page_range(p);
-                        live[r.clone()].copy_from_slice(&c.committed_heap[r]);
+                        live[heap::page_range(p)].copy_from_slice(c.committed_heap.page(p));
                     }
                 }
                 for (g, v) in inst.globals.iter().zip(globals_before) {
@@ -614,11 +620,10 @@ impl EmbeddedEngine {
         let c = self.canister(id)?;
         c.since_load = None;
         // SAFETY: no Wasm is running.
-        c.committed_heap = inst
-            .heap
-            .as_ref()
-            .map(|h| unsafe { h.bytes_mut() }.to_vec())
-            .unwrap_or_default();
+        c.committed_heap = match &inst.heap {
+            Some(h) => HeapImage::from_bytes(unsafe { h.bytes_mut() })?,
+            None => HeapImage::default(),
+        };
         c.module = Some(module.clone());
         c.live = Some(inst);
         let mut total = CallOutcome {
@@ -671,7 +676,7 @@ impl EmbeddedEngine {
         let data = inst.store.data();
         Ok(SavedState {
             module,
-            heap: Arc::new(c.committed_heap.clone()),
+            heap: Arc::new(c.committed_heap.try_clone()?),
             globals,
             stable: data.stable.image().clone(),
             certified_data: data.certified_data.clone(),
@@ -687,7 +692,7 @@ impl EmbeddedEngine {
         };
         let inst = restore_instance(saved, state)?;
         let c = self.canister(id)?;
-        c.committed_heap = saved.heap.as_ref().clone();
+        c.committed_heap = saved.heap.try_clone()?;
         c.module = Some(saved.module.clone());
         c.live = Some(inst);
         c.since_load = Some(SinceLoad {
@@ -723,9 +728,9 @@ impl EmbeddedEngine {
             // SAFETY: no Wasm is running.
             let live = unsafe { h.bytes_mut() };
             for &p in &since.pages {
-                let r = heap::page_range(p);
-                live[r.clone()].copy_from_slice(&saved.heap[r.clone()]);
-                c.committed_heap[r.clone()].copy_from_slice(&saved.heap[r]);
+                let page = saved.heap.page(p);
+                live[heap::page_range(p)].copy_from_slice(page);
+                c.committed_heap.write_page(p, page);
             }
         }
         since.pages.clear();
@@ -798,13 +803,7 @@ fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
         }
         // SAFETY: no Wasm is running.
         let live = unsafe { h.bytes_mut() };
-        if live.len() != want {
-            bail!(
-                "cannot restore a {want}-byte heap into a {}-byte memory",
-                live.len()
-            );
-        }
-        live.copy_from_slice(&saved.heap);
+        saved.heap.restore_into(live, have)?;
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
@@ -891,7 +890,7 @@ impl Engine for EmbeddedEngine {
             Canister {
                 module: None,
                 live: None,
-                committed_heap: Vec::new(),
+                committed_heap: HeapImage::default(),
                 version: 0,
                 since_load: None,
             },
@@ -910,7 +909,7 @@ impl Engine for EmbeddedEngine {
             c.module = None;
             c.live = None;
             c.since_load = None;
-            c.committed_heap.clear();
+            c.committed_heap = HeapImage::default();
         }
         Ok((id, out))
     }

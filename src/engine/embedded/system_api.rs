@@ -126,7 +126,10 @@ impl fmt::Display for HostTrap {
             HostTrap::CalledTrap(m) => write!(f, "Canister called `ic0.trap` with message: '{m}'"),
             HostTrap::OutOfInstructions => write!(f, "out of instructions"),
             HostTrap::ContractViolation(m) => write!(f, "Canister violated contract: {m}"),
-            HostTrap::MemoryAccessLimit(m) => write!(f, "{m}"),
+            // The replica's `MemoryAccessLimitExceeded` description.
+            HostTrap::MemoryAccessLimit(m) => {
+                write!(f, "Canister exceeded memory access limits: {m}")
+            }
             HostTrap::Unsupported(name) => {
                 write!(f, "ic0.{name} is not supported by the embedded engine")
             }
@@ -383,16 +386,22 @@ fn require(caller: &C<'_>, api: &str, ok: bool) -> Result<()> {
     }
 }
 
-fn stable_err(e: StableError, api: &str) -> Error {
+/// The replica's wording (its `internal_trap` handler) names the limits of every message
+/// kind, whichever kind ran; `HostTrap::MemoryAccessLimit` adds the common prefix.
+fn stable_err(e: StableError, api: &str, limits: &Limits) -> Error {
+    const KB_PER_PAGE: u64 = cost::OS_PAGE_SIZE / 1024;
     match e {
         StableError::OutOfBounds => Error::new(HostTrap::ContractViolation(format!("{api}: stable memory out of bounds"))),
-        StableError::DirtyPageLimit(n) => Error::new(HostTrap::MemoryAccessLimit(format!(
-            "Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit {} KB",
-            n * 4
+        StableError::DirtyPageLimit(_) => Error::new(HostTrap::MemoryAccessLimit(format!(
+            "Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit {} KB for regular messages, {} KB for upgrade messages and {} KB for queries",
+            limits.stable_dirty_pages_update * KB_PER_PAGE,
+            limits.stable_dirty_pages_install * KB_PER_PAGE,
+            limits.stable_dirty_pages_query * KB_PER_PAGE,
         ))),
-        StableError::AccessedPageLimit(n) => Error::new(HostTrap::MemoryAccessLimit(format!(
-            "Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit {} KB",
-            n * 4
+        StableError::AccessedPageLimit(_) => Error::new(HostTrap::MemoryAccessLimit(format!(
+            "Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit {} KB for regular messages and {} KB for queries",
+            limits.stable_accessed_pages_update * KB_PER_PAGE,
+            limits.stable_accessed_pages_query * KB_PER_PAGE,
         ))),
     }
 }
@@ -417,7 +426,7 @@ fn stable_read_impl(
     state
         .stable
         .read(offset, &mut data[r])
-        .map_err(|e| stable_err(e, api))
+        .map_err(|e| stable_err(e, api, &state.limits))
 }
 
 fn stable_write_impl(
@@ -438,7 +447,7 @@ fn stable_write_impl(
     let newly_dirty = state
         .stable
         .write(offset, &data[r])
-        .map_err(|e| stable_err(e, api))?;
+        .map_err(|e| stable_err(e, api, &state.limits))?;
     let overhead = caller.data().limits.dirty_page_overhead;
     charge(caller, newly_dirty * overhead)
 }
@@ -467,8 +476,37 @@ fn u128_bytes(v: u128) -> [u8; 16] {
     v.to_le_bytes()
 }
 
+/// A heap address or byte count as the System API passes it: `i32` in a wasm32 module and
+/// `i64` in a wasm64 one (the replica links its functions generically over this type). The
+/// 32-bit stable memory API, counter types and flags stay `i32` in both.
+pub trait Addr: wasmtime::WasmTy + Copy + Send + Sync + 'static {
+    /// The unsigned value.
+    fn get(self) -> u64;
+    /// A host-side length; the data behind every `*_size` is far below 2 GiB.
+    fn from_len(n: usize) -> Self;
+}
+
+impl Addr for i32 {
+    fn get(self) -> u64 {
+        self as u32 as u64
+    }
+    fn from_len(n: usize) -> Self {
+        n as i32
+    }
+}
+
+impl Addr for i64 {
+    fn get(self) -> u64 {
+        self as u64
+    }
+    fn from_len(n: usize) -> Self {
+        n as i64
+    }
+}
+
 /// Defines every import of `module` in `linker`, or says which import cannot be provided.
-pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
+/// `wasm64` gives addresses and sizes the type of the module's 64-bit heap.
+pub fn link(linker: &mut Linker<HostState>, module: &Module, wasm64: bool) -> Result<()> {
     let mut linked = std::collections::HashSet::new();
     for import in module.imports() {
         let (m, name) = (import.module(), import.name());
@@ -495,7 +533,12 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
             continue; // the same function imported twice
         }
         if SUPPORTED.contains(&name) {
-            define(linker, name).map_err(|e| anyhow!("linking ic0.{name}: {e}"))?;
+            let defined = if wasm64 {
+                define::<i64>(linker, name)
+            } else {
+                define::<i32>(linker, name)
+            };
+            defined.map_err(|e| anyhow!("linking ic0.{name}: {e}"))?;
         } else {
             let owned = name.to_string();
             linker.func_new("ic0", name, ty, move |_c, _a, _r| {
@@ -506,44 +549,44 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module) -> Result<()> {
     Ok(())
 }
 
-fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
+fn define<A: Addr>(l: &mut Linker<HostState>, name: &str) -> Result<()> {
     let f = fee(name);
     match name {
-        "msg_arg_data_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+        "msg_arg_data_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
             charge(&mut c, f.base)?;
             require(&c, "msg_arg_data_size", c.data().msg.api.has_arg())?;
-            Ok(c.data().msg.arg.len() as i32)
+            Ok(A::from_len(c.data().msg.arg.len()))
         })?,
-        "msg_arg_data_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "msg_arg_data_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             require(&c, "msg_arg_data_copy", c.data().msg.api.has_arg())?;
             let arg = std::mem::take(&mut c.data_mut().msg.arg);
-            let r = copy_out(&mut c, "msg_arg_data_copy", &arg, dst as u32 as u64, off as u32 as u64, size as u32 as u64);
+            let r = copy_out(&mut c, "msg_arg_data_copy", &arg, dst.get(), off.get(), size.get());
             c.data_mut().msg.arg = arg;
             r
         })?,
-        "msg_caller_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+        "msg_caller_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
             charge(&mut c, f.base)?;
-            Ok(c.data().msg.caller.len() as i32)
+            Ok(A::from_len(c.data().msg.caller.len()))
         })?,
-        "msg_caller_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "msg_caller_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             let caller = c.data().msg.caller.clone();
-            copy_out(&mut c, "msg_caller_copy", &caller, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+            copy_out(&mut c, "msg_caller_copy", &caller, dst.get(), off.get(), size.get())
         })?,
-        "msg_method_name_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+        "msg_method_name_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
             charge(&mut c, f.base)?;
-            Ok(c.data().msg.method.len() as i32)
+            Ok(A::from_len(c.data().msg.method.len()))
         })?,
-        "msg_method_name_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "msg_method_name_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             let method = c.data().msg.method.clone().into_bytes();
-            copy_out(&mut c, "msg_method_name_copy", &method, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+            copy_out(&mut c, "msg_method_name_copy", &method, dst.get(), off.get(), size.get())
         })?,
-        "msg_reply_data_append" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "msg_reply_data_append" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             require_open_reply(&c, "msg_reply_data_append")?;
-            let bytes = read_heap(&mut c, "msg_reply_data_append", src as u32 as u64, size as u32 as u64)?;
+            let bytes = read_heap(&mut c, "msg_reply_data_append", src.get(), size.get())?;
             let buf = &mut c.data_mut().msg.reply_buf;
             if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
                 return Err(violation(format!("ic0.msg_reply_data_append: application payload size ({}) cannot be larger than {MAX_RESPONSE_BYTES}", buf.len() + bytes.len())));
@@ -558,32 +601,32 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
             c.data_mut().msg.response = Some(Response::Reply(reply));
             Ok(())
         })?,
-        "msg_reject" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "msg_reject" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             require_open_reply(&c, "msg_reject")?;
-            let bytes = read_heap(&mut c, "msg_reject", src as u32 as u64, size as u32 as u64)?;
+            let bytes = read_heap(&mut c, "msg_reject", src.get(), size.get())?;
             c.data_mut().msg.response = Some(Response::Reject(String::from_utf8_lossy(&bytes).into_owned()));
             Ok(())
         })?,
         "msg_cycles_available128" | "msg_cycles_refunded128" => {
             let api = name.to_string();
-            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32| -> Result<()> {
+            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A| -> Result<()> {
                 charge(&mut c, f.base)?;
-                write_heap(&mut c, &api, dst as u32 as u64, &u128_bytes(0))
+                write_heap(&mut c, &api, dst.get(), &u128_bytes(0))
             })?
         }
-        "msg_cycles_accept128" => l.func_wrap("ic0", name, move |mut c: C<'_>, _hi: i64, _lo: i64, dst: i32| -> Result<()> {
+        "msg_cycles_accept128" => l.func_wrap("ic0", name, move |mut c: C<'_>, _hi: i64, _lo: i64, dst: A| -> Result<()> {
             charge(&mut c, f.base)?;
-            write_heap(&mut c, "msg_cycles_accept128", dst as u32 as u64, &u128_bytes(0))
+            write_heap(&mut c, "msg_cycles_accept128", dst.get(), &u128_bytes(0))
         })?,
-        "canister_self_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
+        "canister_self_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
             charge(&mut c, f.base)?;
-            Ok(c.data().canister_id.len() as i32)
+            Ok(A::from_len(c.data().canister_id.len()))
         })?,
-        "canister_self_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
+        "canister_self_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
             let id = c.data().canister_id.clone();
-            copy_out(&mut c, "canister_self_copy", &id, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
+            copy_out(&mut c, "canister_self_copy", &id, dst.get(), off.get(), size.get())
         })?,
         "canister_cycle_balance" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
             charge(&mut c, f.base)?;
@@ -591,10 +634,10 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
         })?,
         "canister_cycle_balance128" | "canister_liquid_cycle_balance128" => {
             let api = name.to_string();
-            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32| -> Result<()> {
+            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A| -> Result<()> {
                 charge(&mut c, f.base)?;
                 let balance = c.data().cycles_balance;
-                write_heap(&mut c, &api, dst as u32 as u64, &u128_bytes(balance))
+                write_heap(&mut c, &api, dst.get(), &u128_bytes(balance))
             })?
         }
         "canister_status" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
@@ -641,12 +684,12 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
         "stable64_write" => l.func_wrap("ic0", name, move |mut c: C<'_>, off: i64, src: i64, size: i64| -> Result<()> {
             stable_write_impl(&mut c, "stable64_write", f, off as u64, src as u64, size as u64)
         })?,
-        "certified_data_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
-            if size as u32 > 32 {
-                return Err(violation(format!("ic0.certified_data_set: certified data can be at most 32 bytes, got {}", size as u32)));
+        "certified_data_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
+            charge(&mut c, f.charge(size.get()))?;
+            if size.get() > 32 {
+                return Err(violation(format!("ic0.certified_data_set: certified data can be at most 32 bytes, got {}", size.get())));
             }
-            let bytes = read_heap(&mut c, "certified_data_set", src as u32 as u64, size as u32 as u64)?;
+            let bytes = read_heap(&mut c, "certified_data_set", src.get(), size.get())?;
             c.data_mut().certified_data = bytes;
             Ok(())
         })?,
@@ -671,9 +714,9 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
                 _ => Err(violation(format!("ic0.performance_counter: unknown counter type {kind}"))),
             }
         })?,
-        "is_controller" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<i32> {
-            charge(&mut c, f.charge(size as u32 as u64))?;
-            let bytes = read_heap(&mut c, "is_controller", src as u32 as u64, size as u32 as u64)?;
+        "is_controller" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<i32> {
+            charge(&mut c, f.charge(size.get()))?;
+            let bytes = read_heap(&mut c, "is_controller", src.get(), size.get())?;
             if bytes.len() > 29 {
                 return Err(violation(format!("ic0.is_controller: {} bytes is not a principal", bytes.len())));
             }
@@ -688,12 +731,12 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
             charge(&mut c, f.base)?;
             Err(violation(format!("\"ic0.accept_message\" cannot be executed in {} mode", c.data().msg.api.name())))
         })?,
-        "debug_print" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
-            let len = size as u32 as u64;
+        "debug_print" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
+            let len = size.get();
             let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
             let print_bytes = if c.data().limits.charge_debug_print_bytes { len } else { 0 };
             charge(&mut c, f.base + cost::logging_charge(len, remaining) + print_bytes)?;
-            let bytes = read_heap(&mut c, "debug_print", src as u32 as u64, len)?;
+            let bytes = read_heap(&mut c, "debug_print", src.get(), len)?;
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let state = c.data_mut();
             state.msg.logged_bytes += len;
@@ -703,11 +746,11 @@ fn define(l: &mut Linker<HostState>, name: &str) -> Result<()> {
             state.log.push(text);
             Ok(())
         })?,
-        "trap" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: i32, size: i32| -> Result<()> {
-            let len = size as u32 as u64;
+        "trap" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
+            let len = size.get();
             let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
             charge(&mut c, f.charge(len) + cost::logging_charge(len, remaining))?;
-            let bytes = read_heap(&mut c, "trap", src as u32 as u64, len)?;
+            let bytes = read_heap(&mut c, "trap", src.get(), len)?;
             Err(Error::new(HostTrap::CalledTrap(String::from_utf8_lossy(&bytes).into_owned())))
         })?,
         other => bail!("ic0.{other} is listed as supported but has no definition"),

@@ -1,0 +1,267 @@
+//! A saved copy of a canister heap whose never-written pages cost no host memory.
+//!
+//! The committed heap (the rollback source) and every snapshot hold one. A `Vec<u8>` would
+//! make a heap grown to 4 GiB cost 4 GiB of host memory per copy even when the canister
+//! touched one page of it. [`HeapImage`] instead keeps the bytes in an anonymous reservation
+//! of the largest heap, where untouched pages read as zero and take no memory, and records
+//! which OS pages were ever written, so cloning and restoring copy only those.
+
+use std::ops::Range;
+
+use anyhow::{bail, Result};
+
+use super::heap::{page_range, MAX_WASM64_HEAP_BYTES, OS_PAGE};
+
+pub struct HeapImage {
+    /// Start of the reservation; null while nothing was ever reserved (`len` is 0).
+    base: *mut u8,
+    len: usize,
+    /// One bit per OS page ever written since the image was (re)sized from zero. Every
+    /// byte outside these pages is zero, and every byte past `len` too.
+    written: Vec<u64>,
+}
+
+// SAFETY: the image owns its mapping; shared access is read-only and writes need `&mut`.
+unsafe impl Send for HeapImage {}
+unsafe impl Sync for HeapImage {}
+
+impl Default for HeapImage {
+    fn default() -> Self {
+        Self {
+            base: std::ptr::null_mut(),
+            len: 0,
+            written: Vec::new(),
+        }
+    }
+}
+
+impl HeapImage {
+    /// An image of `bytes` (a live heap): only pages with a nonzero byte are copied.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut image = Self::default();
+        image.set_len(bytes.len())?;
+        for (page, chunk) in bytes.chunks(OS_PAGE).enumerate() {
+            if chunk.iter().any(|&b| b != 0) {
+                image.write_page(page as u32, chunk);
+            }
+        }
+        Ok(image)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        if self.base.is_null() {
+            return &[];
+        }
+        // SAFETY: `len` bytes of the reservation are readable (unwritten pages read as 0).
+        unsafe { std::slice::from_raw_parts(self.base, self.len) }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [u8] {
+        if self.base.is_null() {
+            return &mut [];
+        }
+        // SAFETY: as above, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.base, self.len) }
+    }
+
+    /// The pages ever written, in order: every other page of the image is zero.
+    pub fn written_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.written.iter().enumerate().flat_map(|(word, &bits)| {
+            (0..64)
+                .filter(move |bit| bits & (1 << bit) != 0)
+                .map(move |bit| (word * 64 + bit) as u32)
+        })
+    }
+
+    fn is_written(&self, page: u32) -> bool {
+        let (word, bit) = (page as usize / 64, page % 64);
+        self.written.get(word).is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    /// One OS page of the image.
+    pub fn page(&self, page: u32) -> &[u8] {
+        &self.as_slice()[page_range(page)]
+    }
+
+    /// Copies `bytes` (one OS page) into `page`.
+    pub fn write_page(&mut self, page: u32, bytes: &[u8]) {
+        self.as_mut_slice()[page_range(page)].copy_from_slice(bytes);
+        let (word, bit) = (page as usize / 64, page % 64);
+        if self.written.len() <= word {
+            self.written.resize(word + 1, 0);
+        }
+        self.written[word] |= 1 << bit;
+    }
+
+    /// Grows (new bytes are zero) or shrinks (the cut pages are released) the image.
+    pub fn set_len(&mut self, len: usize) -> Result<()> {
+        if len > MAX_WASM64_HEAP_BYTES || !len.is_multiple_of(OS_PAGE) {
+            bail!(
+                "a heap image of {len} bytes is not a whole number of pages up to the largest heap"
+            );
+        }
+        if self.base.is_null() && len > 0 {
+            // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    MAX_WASM64_HEAP_BYTES,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if base == libc::MAP_FAILED {
+                bail!(
+                    "cannot reserve memory for a heap copy: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+            self.base = base.cast();
+        }
+        if len < self.len {
+            self.release(len..self.len)?;
+            let first_cut = (len / OS_PAGE) as u32;
+            let cut: Vec<u32> = self.written_pages().filter(|&p| p >= first_cut).collect();
+            for p in cut {
+                self.written[p as usize / 64] &= !(1 << (p % 64));
+            }
+        }
+        self.len = len;
+        Ok(())
+    }
+
+    /// Gives the pages of `range` back to the OS: they read as zero again.
+    fn release(&mut self, range: Range<usize>) -> Result<()> {
+        // SAFETY: the range lies inside our own private anonymous mapping.
+        let rc = unsafe {
+            libc::madvise(
+                self.base.add(range.start).cast(),
+                range.len(),
+                libc::MADV_DONTNEED,
+            )
+        };
+        if rc != 0 {
+            bail!(
+                "releasing heap copy pages failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
+    /// Makes `live` (a heap of the image's length) equal to the image, writing only pages
+    /// that differ from what an untouched heap holds: the image's written pages, and pages
+    /// of `live` that are nonzero where the image is zero (a fresh instance's data
+    /// segments). `live` is known to be zero from byte `zero_from` on (a fresh grow).
+    pub fn restore_into(&self, live: &mut [u8], zero_from: usize) -> Result<()> {
+        if live.len() != self.len {
+            bail!(
+                "cannot restore a {}-byte heap into a {}-byte memory",
+                self.len,
+                live.len()
+            );
+        }
+        for (page, chunk) in live.chunks_mut(OS_PAGE).enumerate() {
+            let page = page as u32;
+            if self.is_written(page) {
+                chunk.copy_from_slice(self.page(page));
+            } else if (page as usize) * OS_PAGE < zero_from && chunk.iter().any(|&b| b != 0) {
+                chunk.fill(0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Heap-sized images are cloned page by page: only written pages are copied.
+    pub fn try_clone(&self) -> Result<Self> {
+        let mut copy = Self::default();
+        copy.set_len(self.len)?;
+        for page in self.written_pages() {
+            copy.write_page(page, self.page(page));
+        }
+        Ok(copy)
+    }
+}
+
+impl Drop for HeapImage {
+    fn drop(&mut self) {
+        if !self.base.is_null() {
+            // SAFETY: unmapping our own reservation; no slice of it outlives `self`.
+            unsafe { libc::munmap(self.base.cast(), MAX_WASM64_HEAP_BYTES) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: usize = 1 << 30;
+
+    /// Resident pages of the image's first `len` bytes, as the kernel reports them.
+    fn resident_pages(image: &HeapImage) -> usize {
+        let pages = image.len() / OS_PAGE;
+        let mut vec = vec![0u8; pages];
+        // SAFETY: the range is our mapping; `vec` has one byte per page.
+        let rc = unsafe { libc::mincore(image.base.cast(), image.len(), vec.as_mut_ptr()) };
+        assert_eq!(rc, 0);
+        vec.iter().filter(|&&v| v & 1 != 0).count()
+    }
+
+    #[test]
+    fn a_large_image_costs_only_its_written_pages() {
+        let mut image = HeapImage::default();
+        image.set_len(4 * GIB).unwrap();
+        image.write_page(12_345, &[7u8; OS_PAGE]);
+        assert_eq!(resident_pages(&image), 1);
+        let copy = image.try_clone().unwrap();
+        assert_eq!(resident_pages(&copy), 1);
+        assert_eq!(copy.len(), 4 * GIB);
+        assert_eq!(copy.page(12_345), &[7u8; OS_PAGE][..]);
+        assert_eq!(copy.written_pages().collect::<Vec<_>>(), vec![12_345]);
+    }
+
+    #[test]
+    fn shrinking_zeroes_the_cut_pages_for_a_later_grow() {
+        let mut image = HeapImage::default();
+        image.set_len(8 * OS_PAGE).unwrap();
+        image.write_page(1, &[1u8; OS_PAGE]);
+        image.write_page(6, &[6u8; OS_PAGE]);
+        image.set_len(4 * OS_PAGE).unwrap();
+        assert_eq!(image.written_pages().collect::<Vec<_>>(), vec![1]);
+        image.set_len(8 * OS_PAGE).unwrap();
+        assert!(image.as_slice()[4 * OS_PAGE..].iter().all(|&b| b == 0));
+        assert_eq!(image.page(1), &[1u8; OS_PAGE][..]);
+    }
+
+    #[test]
+    fn from_bytes_and_restore_into_round_trip() {
+        let mut live = vec![0u8; 6 * OS_PAGE];
+        live[2 * OS_PAGE + 5] = 9;
+        let image = HeapImage::from_bytes(&live).unwrap();
+        assert_eq!(image.written_pages().collect::<Vec<_>>(), vec![2]);
+        assert_eq!(image.as_slice(), &live[..]);
+
+        // A "fresh instance" with other data where the image is zero gets it cleared.
+        let mut other = vec![0u8; 6 * OS_PAGE];
+        other[4 * OS_PAGE] = 1;
+        let len = other.len();
+        image.restore_into(&mut other, len).unwrap();
+        assert_eq!(other, live);
+        assert!(image.restore_into(&mut [0u8; OS_PAGE], 0).is_err());
+    }
+
+    #[test]
+    fn bad_lengths_are_refused() {
+        let mut image = HeapImage::default();
+        assert!(image.set_len(100).is_err());
+        assert!(image.set_len(MAX_WASM64_HEAP_BYTES + OS_PAGE).is_err());
+        assert_eq!(image.len(), 0);
+    }
+}
