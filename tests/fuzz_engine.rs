@@ -36,36 +36,37 @@ fn limits() -> Limits {
     }
 }
 
-/// The `ic0` functions generated code may import, with the System API's signatures.
+/// The `ic0` functions generated code may import, with the System API's signatures;
+/// `ADDR` (addresses and sizes) is `i32` in a wasm32 module and `i64` in a wasm64 one.
 /// `call_new` and `msg_reject_code` are in the API but not implemented by the engine:
 /// they must trap cleanly (IC0504), never crash.
 const IC0_IMPORTS: &str = r#"(module
-  (import "ic0" "msg_arg_data_size" (func (result i32)))
-  (import "ic0" "msg_arg_data_copy" (func (param i32 i32 i32)))
-  (import "ic0" "msg_caller_size" (func (result i32)))
-  (import "ic0" "msg_caller_copy" (func (param i32 i32 i32)))
-  (import "ic0" "msg_method_name_size" (func (result i32)))
-  (import "ic0" "msg_method_name_copy" (func (param i32 i32 i32)))
-  (import "ic0" "msg_reply_data_append" (func (param i32 i32)))
+  (import "ic0" "msg_arg_data_size" (func (result ADDR)))
+  (import "ic0" "msg_arg_data_copy" (func (param ADDR ADDR ADDR)))
+  (import "ic0" "msg_caller_size" (func (result ADDR)))
+  (import "ic0" "msg_caller_copy" (func (param ADDR ADDR ADDR)))
+  (import "ic0" "msg_method_name_size" (func (result ADDR)))
+  (import "ic0" "msg_method_name_copy" (func (param ADDR ADDR ADDR)))
+  (import "ic0" "msg_reply_data_append" (func (param ADDR ADDR)))
   (import "ic0" "msg_reply" (func))
-  (import "ic0" "msg_reject" (func (param i32 i32)))
+  (import "ic0" "msg_reject" (func (param ADDR ADDR)))
   (import "ic0" "msg_reject_code" (func (result i32)))
-  (import "ic0" "canister_self_copy" (func (param i32 i32 i32)))
-  (import "ic0" "canister_cycle_balance128" (func (param i32)))
+  (import "ic0" "canister_self_copy" (func (param ADDR ADDR ADDR)))
+  (import "ic0" "canister_cycle_balance128" (func (param ADDR)))
   (import "ic0" "stable_grow" (func (param i32) (result i32)))
   (import "ic0" "stable_write" (func (param i32 i32 i32)))
   (import "ic0" "stable64_size" (func (result i64)))
   (import "ic0" "stable64_grow" (func (param i64) (result i64)))
   (import "ic0" "stable64_read" (func (param i64 i64 i64)))
   (import "ic0" "stable64_write" (func (param i64 i64 i64)))
-  (import "ic0" "certified_data_set" (func (param i32 i32)))
+  (import "ic0" "certified_data_set" (func (param ADDR ADDR)))
   (import "ic0" "time" (func (result i64)))
   (import "ic0" "global_timer_set" (func (param i64) (result i64)))
   (import "ic0" "performance_counter" (func (param i32) (result i64)))
-  (import "ic0" "is_controller" (func (param i32 i32) (result i32)))
-  (import "ic0" "debug_print" (func (param i32 i32)))
-  (import "ic0" "trap" (func (param i32 i32)))
-  (import "ic0" "call_new" (func (param i32 i32 i32 i32 i32 i32 i32 i32)))
+  (import "ic0" "is_controller" (func (param ADDR ADDR) (result i32)))
+  (import "ic0" "debug_print" (func (param ADDR ADDR)))
+  (import "ic0" "trap" (func (param ADDR ADDR)))
+  (import "ic0" "call_new" (func (param ADDR ADDR ADDR ADDR ADDR ADDR ADDR ADDR)))
 )"#;
 
 /// Export shapes. wasm-smith generates a random body for every exported function.
@@ -124,32 +125,55 @@ struct Case {
     wild: bool,
     /// Generated with reference types (externref etc.), which the engine cannot load yet.
     reference_types: bool,
+    /// A 64-bit heap, with the System API's 64-bit signatures.
+    wasm64: bool,
     template: usize,
     wasm: Vec<u8>,
     arg: Vec<u8>,
 }
 
 /// Every sixth seed is "wild": wasm-smith's default feature set (threads, GC, exceptions,
-/// memory64, multi-memory, relaxed SIMD, ...), which the IC rejects; instrumentation and
-/// install must say so with an `Err`, not a panic.
+/// multi-memory, relaxed SIMD, ...), which the IC rejects; instrumentation and install must
+/// say so with an `Err`, not a panic. Another sixth are wasm64 canisters: a 64-bit heap and
+/// the System API with 64-bit addresses.
 fn generate(seed: u64) -> Option<Case> {
     let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) ^ 0x1c_be_ef;
     let wild = seed % 6 == 5;
+    let wasm64 = seed % 6 == 2;
     let len = 512 + (splitmix64(&mut state) % (24 * 1024)) as usize;
     let bytes: Vec<u8> = (0..len).map(|_| splitmix64(&mut state) as u8).collect();
     let templates: Vec<&str> = if wild {
         TEMPLATES.iter().chain(WILD_TEMPLATES).copied().collect()
+    } else if wasm64 {
+        // The heap must be the template's 64-bit one: a memory wasm-smith adds may be
+        // 32-bit, and a module whose imports do not match its heap is refused at install.
+        TEMPLATES
+            .iter()
+            .filter(|t| t.contains("(memory"))
+            .copied()
+            .collect()
     } else {
         TEMPLATES.to_vec()
     };
     let template = (splitmix64(&mut state) % templates.len() as u64) as usize;
-    let exports = wat::parse_str(templates[template]).expect("template WAT is valid");
+    let addr = if wasm64 { "i64" } else { "i32" };
+    let shape = if wasm64 {
+        templates[template].replace(
+            "(memory (export \"memory\") ",
+            "(memory (export \"memory\") i64 ",
+        )
+    } else {
+        templates[template].to_string()
+    };
+    let exports = wat::parse_str(&shape).expect("template WAT is valid");
     let exports_memory = templates[template].contains("(memory");
     let arg_len = (splitmix64(&mut state) % 64) as usize;
     let arg: Vec<u8> = (0..arg_len).map(|_| splitmix64(&mut state) as u8).collect();
 
     let mut config = Config {
-        available_imports: Some(wat::parse_str(IC0_IMPORTS).expect("import WAT is valid")),
+        available_imports: Some(
+            wat::parse_str(IC0_IMPORTS.replace("ADDR", addr)).expect("import WAT is valid"),
+        ),
         exports: Some(exports),
         max_funcs: 24,
         max_instructions: 200,
@@ -165,6 +189,7 @@ fn generate(seed: u64) -> Option<Case> {
         // The template's exported memory is added on top of the generated ones.
         max_memories: if exports_memory { 0 } else { 1 },
         max_memory32_bytes: 16 * 65536,
+        max_memory64_bytes: 16 * 65536,
         memory_max_size_required: true,
         // A start function is random code that often traps, leaving the canister empty.
         allow_start_export: seed.is_multiple_of(2),
@@ -180,7 +205,7 @@ fn generate(seed: u64) -> Option<Case> {
         config.shared_everything_threads_enabled = false;
         config.exceptions_enabled = false;
         config.gc_enabled = false;
-        config.memory64_enabled = false;
+        config.memory64_enabled = wasm64;
         config.relaxed_simd_enabled = false;
         config.extended_const_enabled = false;
         config.custom_page_sizes_enabled = false;
@@ -199,6 +224,7 @@ fn generate(seed: u64) -> Option<Case> {
     Some(Case {
         wild,
         reference_types,
+        wasm64,
         template,
         wasm: module.to_bytes(),
         arg,
@@ -228,6 +254,7 @@ struct Stats {
     generated: u64,
     generate_failed: u64,
     wild: u64,
+    wasm64: u64,
     instrumented: u64,
     /// Of those, how many could keep the counter in locals (the others fall back).
     local_counter: u64,
@@ -282,21 +309,21 @@ fn category(text: &str) -> String {
     out.chars().take(width).collect()
 }
 
-/// Records one call's outcome in the trace, checks its invariants and counts it.
+/// Records one call's outcome in the trace, checks its invariants and counts it. A message
+/// charges at most its `limit`, plus `page_overhead` per heap page it wrote.
 fn record(
     trace: &mut Vec<String>,
     stats: &mut Option<&mut Stats>,
     what: &str,
     out: anyhow::Result<CallOutcome>,
-    limit: u64,
+    (limit, page_overhead): (u64, u64),
 ) {
     match out {
         Ok(out) => {
             let r = &out.report;
             // The counter is clamped to the limit; only the after-execution heap charge adds to it.
             assert!(
-                r.instructions
-                    <= limit + r.heap_dirty_pages * Limits::APPLICATION.dirty_page_overhead,
+                r.instructions <= limit + r.heap_dirty_pages * page_overhead,
                 "{what}: {} instructions exceed the limit {limit} + {} dirty pages",
                 r.instructions,
                 r.heap_dirty_pages
@@ -361,6 +388,12 @@ fn record(
 /// queries, an upgrade and a snapshot/restore. Returns the full trace.
 fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec<String> {
     let mut trace = Vec::new();
+    let page_overhead = Limits::APPLICATION.dirty_page_overhead
+        * if case.wasm64 {
+            icbench::engine::cost::WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER
+        } else {
+            1
+        };
     let mut engine = EmbeddedEngine::new(limits()).with_counter(counter);
     let id = match engine.install(&case.wasm, &case.arg) {
         Err(e) => {
@@ -399,7 +432,7 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
                 &mut stats,
                 "install",
                 Ok(out),
-                LIMIT + 1_000_000_000_000,
+                (LIMIT + 1_000_000_000_000, page_overhead),
             );
             id
         }
@@ -412,11 +445,23 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
         for (is_query, name) in &methods {
             if *is_query {
                 let out = engine.query(id, name, &case.arg);
-                record(trace, stats, &format!("{round} query {name}"), out, LIMIT);
+                record(
+                    trace,
+                    stats,
+                    &format!("{round} query {name}"),
+                    out,
+                    (LIMIT, page_overhead),
+                );
             }
             // Query methods may also be called as updates (replicated queries).
             let out = engine.update(id, name, &case.arg);
-            record(trace, stats, &format!("{round} update {name}"), out, LIMIT);
+            record(
+                trace,
+                stats,
+                &format!("{round} update {name}"),
+                out,
+                (LIMIT, page_overhead),
+            );
         }
         let out = engine.update(id, "no_such_method", &[]);
         record(
@@ -424,7 +469,7 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
             stats,
             &format!("{round} update no_such_method"),
             out,
-            LIMIT,
+            (LIMIT, page_overhead),
         );
     };
     call_all(&mut engine, &mut trace, &mut stats, "r1");
@@ -447,7 +492,7 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
         &mut stats,
         "upgrade",
         out,
-        4 * LIMIT + 1_000_000_000_000,
+        (4 * LIMIT + 1_000_000_000_000, page_overhead),
     );
     call_all(&mut engine, &mut trace, &mut stats, "r3");
 
@@ -490,6 +535,9 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     stats.generated += 1;
     if case.wild {
         stats.wild += 1;
+    }
+    if case.wasm64 {
+        stats.wasm64 += 1;
     }
     // Written before anything runs, so a hard crash leaves the module behind.
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
@@ -605,8 +653,8 @@ fn fuzz() {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "  modules generated        {:>6}  ({} wild-feature, {} generator failures)",
-        s.generated, s.wild, s.generate_failed
+        "  modules generated        {:>6}  ({} wild-feature, {} wasm64, {} generator failures)",
+        s.generated, s.wild, s.wasm64, s.generate_failed
     );
     println!(
         "  instrumented             {:>6}  ({} with the local counter)",
