@@ -4,7 +4,7 @@
 use candid::Principal;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode, RejectCode};
+use icbench::engine::{Engine, ErrorCode, RejectCode, UpgradeOptions, WasmMemoryPersistence};
 
 const COMMON: &str = r#"
   (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
@@ -703,4 +703,140 @@ fn a_32_bit_system_api_import_in_a_wasm64_module_is_refused_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("msg_reply_data_append"), "{err}");
+}
+
+/// A canister in the shape of Motoko's enhanced orthogonal persistence: its state (a
+/// counter at address 0) lives in the heap, and its metadata says so. `get` replies the
+/// heap counter, the global counter and the 2-byte tag its data segment wrote at 16.
+fn persistent_canister(tag: &str, eop: bool, pre_upgrade_traps: bool) -> Vec<u8> {
+    let metadata = if eop {
+        r#"(@custom "icp:private enhanced-orthogonal-persistence" "")"#
+    } else {
+        ""
+    };
+    let pre_upgrade = if pre_upgrade_traps {
+        r#"(func (export "canister_pre_upgrade") unreachable)"#
+    } else {
+        ""
+    };
+    wat::parse_str(format!(
+        r#"(module
+          (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+          (import "ic0" "msg_reply" (func $reply))
+          (memory (export "memory") 1)
+          (global $g (mut i64) (i64.const 0))
+          (data (i32.const 16) "{tag}")
+          (func (export "canister_update inc")
+            (i64.store (i32.const 0) (i64.add (i64.load (i32.const 0)) (i64.const 1)))
+            (global.set $g (i64.add (global.get $g) (i64.const 1)))
+            (call $reply))
+          (func (export "canister_query get")
+            (i64.store (i32.const 32) (global.get $g))
+            (call $append (i32.const 0) (i32.const 8))
+            (call $append (i32.const 32) (i32.const 8))
+            (call $append (i32.const 16) (i32.const 2))
+            (call $reply))
+          {pre_upgrade}
+          {metadata})"#
+    ))
+    .unwrap()
+}
+
+/// (heap counter, global counter, tag) as `get` replies them.
+fn persistent_state(e: &mut EmbeddedEngine, id: Principal) -> (u64, u64, String) {
+    let reply = e.query(id, "get", &[]).unwrap().result.unwrap();
+    let numbers = reply_u64s(&reply[..16]);
+    (
+        numbers[0],
+        numbers[1],
+        String::from_utf8(reply[16..].to_vec()).unwrap(),
+    )
+}
+
+fn installed_with_two_increments(wasm: &[u8]) -> (EmbeddedEngine, Principal) {
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(wasm, &[]).unwrap();
+    for _ in 0..2 {
+        e.update(id, "inc", &[]).unwrap().result.unwrap();
+    }
+    (e, id)
+}
+
+const KEEP: UpgradeOptions = UpgradeOptions {
+    skip_pre_upgrade: false,
+    wasm_memory_persistence: Some(WasmMemoryPersistence::Keep),
+};
+
+#[test]
+fn an_eop_canister_refuses_an_upgrade_that_does_not_say_what_happens_to_the_heap() {
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", true, false));
+    let v2 = persistent_canister("v2", true, false);
+    let err = e.upgrade(id, &v2, &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterContractViolation);
+    assert_eq!(
+        err.message,
+        "Missing upgrade option: Enhanced orthogonal persistence requires the \
+         `wasm_memory_persistence` upgrade option."
+    );
+    // Nothing changed, the heap least of all.
+    assert_eq!(persistent_state(&mut e, id), (2, 2, "v1".into()));
+}
+
+#[test]
+fn keep_runs_the_new_module_on_the_old_heap() {
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", true, false));
+    let v2 = persistent_canister("v2", true, false);
+    e.upgrade_with(id, &v2, &[], KEEP).unwrap().result.unwrap();
+    // The replica puts the old heap in place of the new module's (`wasm_memory =
+    // old.wasm_memory`), so even the new data segment is not applied; globals are the
+    // new module's.
+    assert_eq!(persistent_state(&mut e, id), (2, 0, "v1".into()));
+    e.update(id, "inc", &[]).unwrap().result.unwrap();
+    assert_eq!(persistent_state(&mut e, id), (3, 1, "v1".into()));
+}
+
+#[test]
+fn keep_needs_a_new_module_with_enhanced_orthogonal_persistence() {
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", true, false));
+    let classical = persistent_canister("v2", false, false);
+    let err = e
+        .upgrade_with(id, &classical, &[], KEEP)
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterContractViolation);
+    assert_eq!(
+        err.message,
+        "Invalid upgrade option: The `wasm_memory_persistence: opt Keep` upgrade option \
+         requires that the new canister module supports enhanced orthogonal persistence."
+    );
+    assert_eq!(persistent_state(&mut e, id), (2, 2, "v1".into()));
+}
+
+#[test]
+fn replace_and_skip_pre_upgrade_as_on_the_replica() {
+    // Replace: a fresh heap, the new data segment.
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", true, false));
+    let replace = UpgradeOptions {
+        skip_pre_upgrade: false,
+        wasm_memory_persistence: Some(WasmMemoryPersistence::Replace),
+    };
+    let v2 = persistent_canister("v2", true, false);
+    e.upgrade_with(id, &v2, &[], replace)
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(persistent_state(&mut e, id), (0, 0, "v2".into()));
+
+    // A trapping pre_upgrade blocks an upgrade unless it is skipped.
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", false, true));
+    let err = e.upgrade(id, &v2, &[]).unwrap().result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterTrapped);
+    assert_eq!(persistent_state(&mut e, id), (2, 2, "v1".into()));
+    let skip = UpgradeOptions {
+        skip_pre_upgrade: true,
+        wasm_memory_persistence: None,
+    };
+    e.upgrade_with(id, &v2, &[], skip).unwrap().result.unwrap();
+    assert_eq!(persistent_state(&mut e, id), (0, 0, "v2".into()));
 }

@@ -162,6 +162,28 @@ impl CallOutcome {
     }
 }
 
+/// `install_code`'s upgrade options (the management canister's `canister_upgrade_options`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UpgradeOptions {
+    /// Do not run `canister_pre_upgrade` (the way out for a canister whose pre_upgrade traps).
+    pub skip_pre_upgrade: bool,
+    /// What happens to the heap. A canister built with Motoko's enhanced orthogonal
+    /// persistence (its module has the `enhanced-orthogonal-persistence` metadata section)
+    /// must say: the replica refuses its upgrade without this option rather than lose the
+    /// heap, where its state lives.
+    pub wasm_memory_persistence: Option<WasmMemoryPersistence>,
+}
+
+/// `wasm_memory_persistence` of an upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WasmMemoryPersistence {
+    /// The new module runs on the old heap (its own data segments are not applied); the
+    /// new module must support enhanced orthogonal persistence.
+    Keep,
+    /// The new module starts on a fresh heap, as every upgrade without the option does.
+    Replace,
+}
+
 /// A saved canister state, restorable any number of times.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SnapshotId(pub u64);
@@ -175,7 +197,17 @@ pub trait Engine {
     /// Creates a canister and installs `wasm` (raw or gzipped) with `arg` for `canister_init`.
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)>;
     /// `canister_pre_upgrade`, new module, `canister_post_upgrade(arg)`; stable memory kept.
-    fn upgrade(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome>;
+    fn upgrade(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
+        self.upgrade_with(canister, wasm, arg, UpgradeOptions::default())
+    }
+    /// An upgrade with `install_code`'s options.
+    fn upgrade_with(
+        &mut self,
+        canister: Principal,
+        wasm: &[u8],
+        arg: &[u8],
+        options: UpgradeOptions,
+    ) -> Result<CallOutcome>;
     /// A fresh install over an existing canister: heap and stable memory are wiped.
     fn reinstall(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome>;
     /// A replicated update call from the anonymous principal.

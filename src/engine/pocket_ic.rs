@@ -25,10 +25,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
+use pocket_ic::common::rest::RawEffectivePrincipal;
 use pocket_ic::{PocketIc, PocketIcBuilder, RejectResponse};
 
 use super::cost::CyclesFees;
-use super::{CallOutcome, Engine, ErrorCode, MessageReport, Reject, RejectCode, SnapshotId};
+use super::{
+    CallOutcome, Engine, ErrorCode, MessageReport, Reject, RejectCode, SnapshotId, UpgradeOptions,
+    WasmMemoryPersistence,
+};
 
 /// The server version this crate version downloads; it accepts servers `>=16.0.0, <17`
 /// (the pocket-ic crate's `MIN_SERVER_VERSION`/`MAX_SERVER_VERSION`, which are private).
@@ -208,6 +212,46 @@ pub fn map_reject(r: &RejectResponse) -> Reject {
 }
 
 /// Instructions of an update from its cycles: see the module comment.
+/// Modules this large go to `install_code` gzipped: an ingress message may carry 2 MB
+/// (the pocket-ic crate's own threshold for chunked installs), and the replica accepts
+/// gzipped modules.
+const INSTALL_CODE_INLINE_LIMIT: usize = 2_000_000;
+
+/// The candid argument of `install_code` for an upgrade with `options` (the pocket-ic
+/// crate has calls only for a plain upgrade and for `Keep` alone).
+pub fn install_code_upgrade(
+    canister: Principal,
+    wasm: &[u8],
+    arg: &[u8],
+    options: UpgradeOptions,
+) -> Result<Vec<u8>> {
+    use ic_management_canister_types as mgmt;
+    let wasm_module = if wasm.len() + arg.len() >= INSTALL_CODE_INLINE_LIMIT
+        && !wasm.starts_with(&[0x1f, 0x8b])
+    {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        std::io::Write::write_all(&mut gz, wasm).context("gzipping the module")?;
+        gz.finish().context("gzipping the module")?
+    } else {
+        wasm.to_vec()
+    };
+    let persistence = options.wasm_memory_persistence.map(|p| match p {
+        WasmMemoryPersistence::Keep => mgmt::WasmMemoryPersistence::Keep,
+        WasmMemoryPersistence::Replace => mgmt::WasmMemoryPersistence::Replace,
+    });
+    let args = mgmt::InstallCodeArgs {
+        mode: mgmt::CanisterInstallMode::Upgrade(Some(mgmt::UpgradeFlags {
+            skip_pre_upgrade: Some(options.skip_pre_upgrade),
+            wasm_memory_persistence: persistence,
+        })),
+        canister_id: canister,
+        wasm_module,
+        arg: arg.to_vec(),
+        sender_canister_version: None,
+    };
+    Ok(candid::encode_one(args)?)
+}
+
 pub fn instructions_from_cycles(
     fees: &CyclesFees,
     cycles_charged: u128,
@@ -309,25 +353,47 @@ impl PocketIcEngine {
         out
     }
 
+    /// A reinstall (`upgrade` None) or an upgrade with the given options.
     fn install_mode(
         &mut self,
         canister: Principal,
         wasm: &[u8],
         arg: &[u8],
-        upgrade: bool,
+        upgrade: Option<UpgradeOptions>,
     ) -> Result<CallOutcome> {
         let (heap_before, stable_before) = self.memory(canister)?;
         let pic = self.pic();
-        let result = if upgrade {
-            guard("upgrade_canister", || {
-                pic.upgrade_canister(canister, wasm.to_vec(), arg.to_vec(), None)
-            })?
-        } else {
+        let keep = UpgradeOptions {
+            skip_pre_upgrade: false,
+            wasm_memory_persistence: Some(WasmMemoryPersistence::Keep),
+        };
+        let result = match upgrade {
             // The crate's install_canister panics on a reject; reinstall on an empty canister
             // runs canister_init exactly as install does and returns the reject.
-            guard("reinstall_canister", || {
+            None => guard("reinstall_canister", || {
                 pic.reinstall_canister(canister, wasm.to_vec(), arg.to_vec(), None)
-            })?
+            })?,
+            Some(options) if options == UpgradeOptions::default() => {
+                guard("upgrade_canister", || {
+                    pic.upgrade_canister(canister, wasm.to_vec(), arg.to_vec(), None)
+                })?
+            }
+            Some(options) if options == keep => guard("upgrade_eop_canister", || {
+                pic.upgrade_eop_canister(canister, wasm.to_vec(), arg.to_vec(), None)
+            })?,
+            Some(options) => {
+                let payload = install_code_upgrade(canister, wasm, arg, options)?;
+                guard("install_code", || {
+                    pic.update_call_with_effective_principal(
+                        Principal::management_canister(),
+                        RawEffectivePrincipal::CanisterId(canister.as_slice().to_vec()),
+                        Principal::anonymous(),
+                        "install_code",
+                        payload,
+                    )
+                })?
+                .map(|_| ())
+            }
         };
         let (heap_after, stable_after) = self.memory(canister)?;
         Ok(CallOutcome {
@@ -424,16 +490,22 @@ impl Engine for PocketIcEngine {
         guard("add_cycles", || {
             self.pic().add_cycles(canister, CANISTER_CYCLES)
         })?;
-        let out = self.install_mode(canister, wasm, arg, false)?;
+        let out = self.install_mode(canister, wasm, arg, None)?;
         Ok((canister, out))
     }
 
-    fn upgrade(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        self.install_mode(canister, wasm, arg, true)
+    fn upgrade_with(
+        &mut self,
+        canister: Principal,
+        wasm: &[u8],
+        arg: &[u8],
+        options: UpgradeOptions,
+    ) -> Result<CallOutcome> {
+        self.install_mode(canister, wasm, arg, Some(options))
     }
 
     fn reinstall(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        self.install_mode(canister, wasm, arg, false)
+        self.install_mode(canister, wasm, arg, None)
     }
 
     fn update(&mut self, canister: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
@@ -510,6 +582,40 @@ impl Engine for PocketIcEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn install_code_upgrade_carries_the_options_and_gzips_large_modules() {
+        use ic_management_canister_types as mgmt;
+        let canister = Principal::from_slice(&[1, 2, 3]);
+        let options = UpgradeOptions {
+            skip_pre_upgrade: true,
+            wasm_memory_persistence: Some(WasmMemoryPersistence::Replace),
+        };
+        let small = b"\0asm\x01\0\0\0".to_vec();
+        let bytes = install_code_upgrade(canister, &small, b"arg", options).unwrap();
+        let args: mgmt::InstallCodeArgs = candid::decode_one(&bytes).unwrap();
+        assert_eq!(args.canister_id, canister);
+        assert_eq!(args.wasm_module, small);
+        assert_eq!(args.arg, b"arg");
+        let mgmt::CanisterInstallMode::Upgrade(Some(flags)) = args.mode else {
+            panic!("not an upgrade with flags: {:?}", args.mode);
+        };
+        assert_eq!(flags.skip_pre_upgrade, Some(true));
+        assert_eq!(
+            flags.wasm_memory_persistence,
+            Some(mgmt::WasmMemoryPersistence::Replace)
+        );
+
+        let large = vec![7u8; INSTALL_CODE_INLINE_LIMIT];
+        let bytes = install_code_upgrade(canister, &large, &[], options).unwrap();
+        let args: mgmt::InstallCodeArgs = candid::decode_one(&bytes).unwrap();
+        assert!(args.wasm_module.starts_with(&[0x1f, 0x8b]));
+        let mut unzipped = Vec::new();
+        flate2::read::GzDecoder::new(&args.wasm_module[..])
+            .read_to_end(&mut unzipped)
+            .unwrap();
+        assert_eq!(unzipped, large);
+    }
 
     #[test]
     fn without_a_binary_or_opt_in_the_error_says_how_to_get_one() {

@@ -23,7 +23,10 @@ use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
 use super::instrument::{self, Counter};
-use super::{CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId};
+use super::{
+    CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId, UpgradeOptions,
+    WasmMemoryPersistence,
+};
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
 /// `canister_self` match what canbench users see there.
@@ -71,6 +74,10 @@ pub struct LoadedModule {
     fresh_instance_per_message: bool,
     /// The heap is a 64-bit memory.
     pub wasm64: bool,
+    /// The module declares Motoko's enhanced orthogonal persistence (the metadata section
+    /// `enhanced-orthogonal-persistence`): its state lives in the heap, so an upgrade must
+    /// say what happens to the heap.
+    pub enhanced_orthogonal_persistence: bool,
     pub wasm_hash: [u8; 32],
 }
 
@@ -132,6 +139,7 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
             * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         fresh_instance_per_message: instrumented.mutates_instance,
         wasm64: instrumented.memory64,
+        enhanced_orthogonal_persistence: has_metadata(&raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,
     });
     cache
@@ -139,6 +147,27 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         .unwrap()
         .insert((hash, counter), loaded.clone());
     Ok(loaded)
+}
+
+/// The replica's name for the metadata of enhanced orthogonal persistence (its upgrade
+/// code's `ENHANCED_ORTHOGONAL_PERSISTENCE_SECTION`).
+const ENHANCED_ORTHOGONAL_PERSISTENCE: &str = "enhanced-orthogonal-persistence";
+
+/// Whether the module has the metadata `name`: a custom section `icp:public NAME` or
+/// `icp:private NAME`, as the replica reads canister metadata.
+fn has_metadata(wasm: &[u8], name: &str) -> bool {
+    wasmparser::Parser::new(0)
+        .parse_all(wasm)
+        .map_while(|payload| payload.ok())
+        .any(|payload| match payload {
+            wasmparser::Payload::CustomSection(section) => {
+                let n = section.name();
+                n.strip_prefix("icp:public ")
+                    .or_else(|| n.strip_prefix("icp:private "))
+                    == Some(name)
+            }
+            _ => false,
+        })
 }
 
 fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
@@ -247,6 +276,13 @@ fn on_large_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
+}
+
+/// What a new module starts on: stable memory (empty at install), and at an upgrade with
+/// `wasm_memory_persistence: Keep` the old heap.
+struct Carried {
+    stable: StableImage,
+    heap: Option<HeapImage>,
 }
 
 /// What every canister state consists of, for snapshots and for rolling back.
@@ -604,26 +640,32 @@ impl EmbeddedEngine {
         })
     }
 
-    /// Fresh instance of `module` over `stable`, then `canister_start` and `init_export`.
+    /// Fresh instance of `module` over the `carried` memories, then `canister_start` and
+    /// `init_export`.
     fn start_module(
         &mut self,
         id: Principal,
         module: Arc<LoadedModule>,
-        stable: StableImage,
+        carried: Carried,
         api: ApiType,
         init_export: &str,
         arg: &[u8],
     ) -> Result<CallOutcome> {
         let version = self.canister(id)?.version;
-        let state = self.new_host_state(id, stable, version);
-        let inst = instantiate(&module, state)?;
+        let state = self.new_host_state(id, carried.stable, version);
+        let mut inst = instantiate(&module, state)?;
+        let committed_heap = match (carried.heap, &inst.heap) {
+            (Some(kept), _) => {
+                put_heap(&mut inst, &kept)?;
+                kept
+            }
+            // SAFETY: no Wasm is running.
+            (None, Some(h)) => HeapImage::from_bytes(unsafe { h.bytes_mut() })?,
+            (None, None) => HeapImage::default(),
+        };
         let c = self.canister(id)?;
         c.since_load = None;
-        // SAFETY: no Wasm is running.
-        c.committed_heap = match &inst.heap {
-            Some(h) => HeapImage::from_bytes(unsafe { h.bytes_mut() })?,
-            None => HeapImage::default(),
-        };
+        c.committed_heap = committed_heap;
         c.module = Some(module.clone());
         c.live = Some(inst);
         let mut total = CallOutcome {
@@ -788,23 +830,35 @@ fn query_export(module: &LoadedModule, method: &str) -> String {
     }
 }
 
+/// Makes the instance's heap (grown if needed) equal to `image`.
+fn put_heap(inst: &mut Instance, image: &HeapImage) -> Result<()> {
+    let Some(h) = &inst.heap else {
+        if image.len() > 0 {
+            bail!(
+                "cannot put a {}-byte heap into a module without memory",
+                image.len()
+            );
+        }
+        return Ok(());
+    };
+    let want = image.len();
+    let have = h.len();
+    if want > have {
+        let memory = inst
+            .store
+            .data()
+            .memory
+            .ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
+        memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
+    }
+    // SAFETY: no Wasm is running.
+    let live = unsafe { h.bytes_mut() };
+    image.restore_into(live, have)
+}
+
 fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
     let mut inst = instantiate(&saved.module, state)?;
-    if let Some(h) = &inst.heap {
-        let want = saved.heap.len();
-        let have = h.len();
-        if want > have {
-            let memory = inst
-                .store
-                .data()
-                .memory
-                .ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
-            memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
-        }
-        // SAFETY: no Wasm is running.
-        let live = unsafe { h.bytes_mut() };
-        saved.heap.restore_into(live, have)?;
-    }
+    put_heap(&mut inst, &saved.heap)?;
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
     }
@@ -898,7 +952,10 @@ impl Engine for EmbeddedEngine {
         let out = self.start_module(
             id,
             module,
-            StableImage::default(),
+            Carried {
+                stable: StableImage::default(),
+                heap: None,
+            },
             ApiType::Init,
             "canister_init",
             arg,
@@ -914,14 +971,20 @@ impl Engine for EmbeddedEngine {
         Ok((id, out))
     }
 
-    fn upgrade(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
+    fn upgrade_with(
+        &mut self,
+        id: Principal,
+        wasm: &[u8],
+        arg: &[u8],
+        options: UpgradeOptions,
+    ) -> Result<CallOutcome> {
         let module = load_module(wasm, self.counter)?;
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
             report: MessageReport::default(),
         };
-        if before.module.exports.contains("canister_pre_upgrade") {
+        if !options.skip_pre_upgrade && before.module.exports.contains("canister_pre_upgrade") {
             let out = self.execute(
                 id,
                 ApiType::PreUpgrade,
@@ -935,17 +998,47 @@ impl Engine for EmbeddedEngine {
                 return Ok(out);
             }
         }
-        let stable = self
-            .canister(id)?
-            .live
-            .as_ref()
-            .map(|i| i.store.data().stable.image().clone())
-            .unwrap_or_default();
-        self.canister(id)?.version += 1;
+        // The replica decides after pre_upgrade and compiling the new module
+        // (`determine_main_memory_handling`); a refusal rolls everything back.
+        let keep_heap = match options.wasm_memory_persistence {
+            None if before.module.enhanced_orthogonal_persistence => Err(
+                "Missing upgrade option: Enhanced orthogonal persistence requires the \
+                 `wasm_memory_persistence` upgrade option.",
+            ),
+            Some(WasmMemoryPersistence::Keep) if !module.enhanced_orthogonal_persistence => Err(
+                "Invalid upgrade option: The `wasm_memory_persistence: opt Keep` upgrade \
+                 option requires that the new canister module supports enhanced orthogonal \
+                 persistence.",
+            ),
+            Some(WasmMemoryPersistence::Keep) => Ok(true),
+            None | Some(WasmMemoryPersistence::Replace) => Ok(false),
+        };
+        let keep_heap = match keep_heap {
+            Ok(keep) => keep,
+            Err(message) => {
+                self.load(id, &before)?;
+                total.result = Err(reject(ErrorCode::CanisterContractViolation, message.into()));
+                return Ok(total);
+            }
+        };
+        let c = self.canister(id)?;
+        let carried = Carried {
+            stable: c
+                .live
+                .as_ref()
+                .map(|i| i.store.data().stable.image().clone())
+                .unwrap_or_default(),
+            heap: if keep_heap {
+                Some(c.committed_heap.try_clone()?)
+            } else {
+                None
+            },
+        };
+        c.version += 1;
         let out = self.start_module(
             id,
             module,
-            stable,
+            carried,
             ApiType::PostUpgrade,
             "canister_post_upgrade",
             arg,
@@ -966,7 +1059,10 @@ impl Engine for EmbeddedEngine {
         let out = self.start_module(
             id,
             module,
-            StableImage::default(),
+            Carried {
+                stable: StableImage::default(),
+                heap: None,
+            },
             ApiType::Init,
             "canister_init",
             arg,
