@@ -840,3 +840,25 @@ fn replace_and_skip_pre_upgrade_as_on_the_replica() {
     e.upgrade_with(id, &v2, &[], skip).unwrap().result.unwrap();
     assert_eq!(persistent_state(&mut e, id), (0, 0, "v2".into()));
 }
+
+#[test]
+fn keep_into_a_larger_initial_heap_is_an_error_that_leaves_the_canister_as_it_was() {
+    let (mut e, id) = installed_with_two_increments(&persistent_canister("v1", true, false));
+    let larger = wat::parse_str(
+        r#"(module
+             (memory (export "memory") 4)
+             (@custom "icp:private enhanced-orthogonal-persistence" ""))"#,
+    )
+    .unwrap();
+    let err = e
+        .upgrade_with(id, &larger, &[], KEEP)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "cannot restore a 65536-byte heap into a 262144-byte memory"
+    );
+    assert_eq!(persistent_state(&mut e, id), (2, 2, "v1".into()));
+    e.update(id, "inc", &[]).unwrap().result.unwrap();
+    assert_eq!(persistent_state(&mut e, id), (3, 3, "v1".into()));
+}

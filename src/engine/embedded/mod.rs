@@ -1035,18 +1035,25 @@ impl Engine for EmbeddedEngine {
             },
         };
         c.version += 1;
-        let out = self.start_module(
+        let started = self.start_module(
             id,
             module,
             carried,
             ApiType::PostUpgrade,
             "canister_post_upgrade",
             arg,
-        )?;
-        add_report(&mut total.report, &out.report);
-        if out.result.is_err() {
+        );
+        let failed = match &started {
+            Ok(out) => out.result.is_err(),
+            Err(_) => true,
+        };
+        if failed {
             self.canister(id)?.version -= 1;
             self.load(id, &before)?;
+        }
+        let out = started?;
+        add_report(&mut total.report, &out.report);
+        if out.result.is_err() {
             total.result = out.result;
         }
         Ok(total)
