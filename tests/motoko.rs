@@ -3,7 +3,7 @@
 //! the source and the committed module (`scripts/build-motoko-fixture.sh` rebuilds it).
 //! The engine must run it and treat its upgrades as the replica does.
 
-use candid::{Decode, Encode, Nat};
+use candid::{Decode, Encode, Nat, Principal};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, UpgradeOptions, WasmMemoryPersistence};
 
@@ -15,11 +15,18 @@ fn nat(out: CallOutcome) -> u64 {
     u64::try_from(n.0).unwrap()
 }
 
-fn upgrade_with(persistence: Option<WasmMemoryPersistence>) -> UpgradeOptions {
-    UpgradeOptions {
+/// Upgrades the canister to the same module with `wasm_memory_persistence` set.
+fn upgrade(
+    e: &mut EmbeddedEngine,
+    id: Principal,
+    persistence: WasmMemoryPersistence,
+) -> CallOutcome {
+    let options = UpgradeOptions {
         skip_pre_upgrade: false,
-        wasm_memory_persistence: persistence,
-    }
+        wasm_memory_persistence: Some(persistence),
+    };
+    e.upgrade_with(id, COUNTER, &Encode!().unwrap(), options)
+        .unwrap()
 }
 
 #[test]
@@ -82,14 +89,7 @@ fn scenario() -> Vec<(String, u64)> {
     assert_eq!(nat(call("get", out)), 2);
 
     // Keep: the new instance runs on the old heap, literals included.
-    let out = e
-        .upgrade_with(
-            id,
-            COUNTER,
-            &Encode!().unwrap(),
-            upgrade_with(Some(WasmMemoryPersistence::Keep)),
-        )
-        .unwrap();
+    let out = upgrade(&mut e, id, WasmMemoryPersistence::Keep);
     call("upgrade keep", out).result.unwrap();
     let out = e.update(id, "inc", &Encode!().unwrap()).unwrap();
     assert_eq!(nat(call("inc", out)), 3);
@@ -98,14 +98,7 @@ fn scenario() -> Vec<(String, u64)> {
     assert_eq!(Decode!(&reply, String).unwrap(), "hello, persistent world");
 
     // Replace: a fresh heap, so a fresh counter.
-    let out = e
-        .upgrade_with(
-            id,
-            COUNTER,
-            &Encode!().unwrap(),
-            upgrade_with(Some(WasmMemoryPersistence::Replace)),
-        )
-        .unwrap();
+    let out = upgrade(&mut e, id, WasmMemoryPersistence::Replace);
     call("upgrade replace", out).result.unwrap();
     let out = e.query(id, "get", &Encode!().unwrap()).unwrap();
     assert_eq!(nat(call("get", out)), 0);
