@@ -107,10 +107,12 @@ impl HeapImage {
         if self.base.is_null() && len > 0 {
             // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
             let base = unsafe {
+                // Inaccessible until used: with strict overcommit only the part made
+                // accessible (the image's length) counts against the commit limit.
                 libc::mmap(
                     std::ptr::null_mut(),
                     MAX_WASM64_HEAP_BYTES,
-                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::PROT_NONE,
                     libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                     -1,
                     0,
@@ -124,7 +126,9 @@ impl HeapImage {
             }
             self.base = base.cast();
         }
-        if len < self.len {
+        if len > self.len {
+            self.protect(self.len..len, libc::PROT_READ | libc::PROT_WRITE)?;
+        } else if len < self.len {
             self.release(len..self.len)?;
             let first_cut = (len / OS_PAGE) as u32;
             let cut: Vec<u32> = self.written_pages().filter(|&p| p >= first_cut).collect();
@@ -136,7 +140,21 @@ impl HeapImage {
         Ok(())
     }
 
-    /// Gives the pages of `range` back to the OS: they read as zero again.
+    fn protect(&mut self, range: Range<usize>, prot: libc::c_int) -> Result<()> {
+        // SAFETY: the range lies inside our own private anonymous mapping.
+        let rc = unsafe { libc::mprotect(self.base.add(range.start).cast(), range.len(), prot) };
+        if rc != 0 {
+            bail!(
+                "cannot make {} bytes of a heap copy accessible: {}",
+                range.len(),
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
+    /// Gives the pages of `range` back to the OS (they read as zero when used again) and
+    /// makes them inaccessible.
     fn release(&mut self, range: Range<usize>) -> Result<()> {
         // SAFETY: the range lies inside our own private anonymous mapping.
         let rc = unsafe {
@@ -152,7 +170,7 @@ impl HeapImage {
                 std::io::Error::last_os_error()
             );
         }
-        Ok(())
+        self.protect(range, libc::PROT_NONE)
     }
 
     /// Makes `live` (a heap of the image's length) equal to the image, writing only pages
