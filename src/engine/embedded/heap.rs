@@ -124,7 +124,27 @@ impl HeapRegion {
     }
 }
 
-fn protect(addr: *mut u8, len: usize, prot: libc::c_int) -> Result<()> {
+/// Reserves `len` bytes of address space, inaccessible until [`protect`]ed: the heap and
+/// its copies are reservations of the largest heap that cost memory only where used.
+pub(super) fn reserve(len: usize) -> std::io::Result<*mut u8> {
+    // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_NONE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
+}
+
+pub(super) fn protect(addr: *mut u8, len: usize, prot: libc::c_int) -> Result<()> {
     if len == 0 {
         return Ok(());
     }
@@ -222,23 +242,8 @@ unsafe impl MemoryCreator for HeapCreator {
         let maximum = maximum.unwrap_or(max_heap).min(max_heap);
         let capacity = reserved.max(minimum);
         let mapping_len = capacity + guard_size_in_bytes;
-        // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                mapping_len,
-                libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(format!(
-                "cannot reserve {mapping_len} bytes for the heap: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+        let base = reserve(mapping_len)
+            .map_err(|e| format!("cannot reserve {mapping_len} bytes for the heap: {e}"))?;
         let region = Arc::new(HeapRegion::new(base as usize, 0, capacity));
         region.grown(0, minimum).map_err(|e| e.to_string())?;
         CREATED.with(|c| c.borrow_mut().push(region.clone()));

@@ -8,9 +8,9 @@
 
 use std::ops::Range;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 
-use super::heap::{page_range, MAX_WASM64_HEAP_BYTES, OS_PAGE};
+use super::heap::{page_range, protect, reserve, MAX_WASM64_HEAP_BYTES, OS_PAGE};
 
 pub struct HeapImage {
     /// Start of the reservation; null while nothing was ever reserved (`len` is 0).
@@ -105,26 +105,10 @@ impl HeapImage {
             );
         }
         if self.base.is_null() && len > 0 {
-            // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
-            let base = unsafe {
-                // Inaccessible until used: with strict overcommit only the part made
-                // accessible (the image's length) counts against the commit limit.
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    MAX_WASM64_HEAP_BYTES,
-                    libc::PROT_NONE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if base == libc::MAP_FAILED {
-                bail!(
-                    "cannot reserve memory for a heap copy: {}",
-                    std::io::Error::last_os_error()
-                );
-            }
-            self.base = base.cast();
+            // Inaccessible until used: with strict overcommit only the part made
+            // accessible (the image's length) counts against the commit limit.
+            self.base = reserve(MAX_WASM64_HEAP_BYTES)
+                .map_err(|e| anyhow!("cannot reserve memory for a heap copy: {e}"))?;
         }
         if len > self.len {
             self.protect(self.len..len, libc::PROT_READ | libc::PROT_WRITE)?;
@@ -141,16 +125,9 @@ impl HeapImage {
     }
 
     fn protect(&mut self, range: Range<usize>, prot: libc::c_int) -> Result<()> {
-        // SAFETY: the range lies inside our own private anonymous mapping.
-        let rc = unsafe { libc::mprotect(self.base.add(range.start).cast(), range.len(), prot) };
-        if rc != 0 {
-            bail!(
-                "cannot make {} bytes of a heap copy accessible: {}",
-                range.len(),
-                std::io::Error::last_os_error()
-            );
-        }
-        Ok(())
+        // SAFETY: the range lies inside our own reservation.
+        protect(unsafe { self.base.add(range.start) }, range.len(), prot)
+            .map_err(|e| anyhow!("heap copy: {e}"))
     }
 
     /// Gives the pages of `range` back to the OS (they read as zero when used again) and
