@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::report::Report;
-use crate::scenario::{JournalMode, Position, ScenarioResult, Status, Store};
-use crate::suite::Seed003Config;
+use crate::report::{Report, ScenarioResult, Status};
+use crate::suites::scenario::{JournalMode, Position, Store};
+use crate::suites::{seed003, users};
 
 /// Default threshold, in percent of the PocketIC figure.
 pub const DEFAULT_THRESHOLD: f64 = 1.0;
@@ -13,18 +13,21 @@ pub const DEFAULT_THRESHOLD: f64 = 1.0;
 /// The fixed scenario set: 2,000 prefilled rows (the suite's minimum), batches 1, 10 and
 /// 100, the B-tree map and SQLite in its DELETE and OFF journal modes, every position, and
 /// the reads: 54 scenarios, a few seconds on either engine.
-pub fn config() -> Seed003Config {
-    Seed003Config {
-        rows: 2_000,
+pub fn config() -> seed003::Config {
+    seed003::Config {
+        users: users::Config {
+            rows: 2_000,
+            stores: vec![
+                Store::BTree,
+                Store::Sqlite(JournalMode::Delete),
+                Store::Sqlite(JournalMode::Off),
+            ],
+            ..users::Config::default()
+        },
         batches: vec![1, 10, 100],
-        stores: vec![
-            Store::BTree,
-            Store::Sqlite(JournalMode::Delete),
-            Store::Sqlite(JournalMode::Off),
-        ],
         // The default suite's positions; `sorted` reads the same ids as `random`.
         positions: Position::SEED003.to_vec(),
-        ..Seed003Config::default()
+        ..seed003::Config::default()
     }
 }
 
@@ -273,8 +276,7 @@ mod tests {
             executed_instructions: 0,
             results,
             notes: vec![],
-            page_stats: vec![],
-            ceilings: None,
+            extra: Default::default(),
         }
     }
 

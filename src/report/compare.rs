@@ -6,8 +6,7 @@ use std::collections::HashMap;
 
 use super::format::{pct_change, thousands};
 use super::table::{Align, Table};
-use super::{operation_rank, Report, StoreColumn};
-use crate::scenario::{ScenarioResult, Status};
+use super::{Report, ScenarioResult, Status};
 
 /// How a scenario moved between the base run and the new run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +83,17 @@ fn key(r: &ScenarioResult) -> Key {
     )
 }
 
+/// Distinct values in order of first appearance.
+fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 fn key_text(k: &Key) -> String {
     let mode = if k.2.is_empty() { "-" } else { k.2.as_str() };
     format!("{}/{}/{}/{}/{}/{}", k.0, k.1, mode, k.3, k.4, k.5)
@@ -108,17 +118,20 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
     let (mut new_map, new_order) = index(new);
     let mut keys = base_order;
     keys.extend(new_order.into_iter().filter(|k| !base_map.contains_key(k)));
+    // Report order without knowing any suite: each dimension ranks by where its value first
+    // appears (base, then new), so a suite's own order of positions, operations and stores
+    // carries over; batches rank by size.
+    let suites = first_seen(keys.iter().map(|k| k.0.clone()));
+    let positions = first_seen(keys.iter().map(|k| k.3.clone()));
+    let operations = first_seen(keys.iter().map(|k| k.4.clone()));
+    let stores = first_seen(keys.iter().map(|k| (k.1.clone(), k.2.clone())));
     keys.sort_by_cached_key(|k| {
-        let column = StoreColumn {
-            store: k.1.clone(),
-            journal_mode: k.2.clone(),
-        };
         (
-            k.0.clone(),
-            super::position_rank(&k.3),
-            operation_rank(&k.4),
+            suites.iter().position(|v| *v == k.0),
+            positions.iter().position(|v| *v == k.3),
+            operations.iter().position(|v| *v == k.4),
             k.5,
-            column.rank(),
+            stores.iter().position(|(s, m)| *s == k.1 && *m == k.2),
         )
     });
 

@@ -2,7 +2,7 @@
 //! the CSV and results.json read the same.
 
 use super::Report;
-use crate::scenario::{ScenarioResult, Status};
+use super::{ScenarioResult, Status};
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
 pub(crate) const HEADER: [&str; 23] = [

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::Report;
-use crate::scenario::ScenarioResult;
+use super::ScenarioResult;
 
 /// The report as pretty-printed JSON.
 pub fn json(report: &Report) -> String {

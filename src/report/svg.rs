@@ -1,13 +1,11 @@
-//! plot-<position>.svg: insert cost per row against rows per message, log-log, one line per
-//! store; for a position without inserts (the lookups suite), lookup cost per key against
-//! keys per message. Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
+//! The two plot shapes a suite can hand the report: lines on log-log axes (a cost against a
+//! size, one line per series) and dots on a log axis (one row per label, one marker per
+//! series). Hand-written SVG: self-contained (generic font, no scripts) and byte-for-byte
 //! deterministic, so plots can be diffed between runs.
 
 use std::fmt::Write;
 
 use super::format::{decade_label, per_row, thousands};
-use super::{Grid, Report, StoreColumn};
-use crate::scenario::Status;
 
 const WIDTH: f64 = 780.0;
 const HEIGHT: f64 = 480.0;
@@ -17,178 +15,166 @@ const TOP: f64 = 50.0;
 const RIGHT: f64 = WIDTH - 200.0;
 const BOTTOM: f64 = HEIGHT - 60.0;
 
-/// Colors by store rank (StableBTreeMap, DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF), so a
-/// store has the same color in every plot; unknown stores share the tail.
+/// Colors by slot (a suite gives each store a slot, so a store has the same color in every
+/// plot); series without a slot share the tail.
 const PALETTE: [&str; 10] = [
     "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#7f7f7f",
     "#e377c2", "#bcbd22",
 ];
 
-struct Series {
-    column: StoreColumn,
-    /// (rows per message, store instructions per row), ascending by rows.
-    points: Vec<(f64, f64)>,
+/// One line of a [`LinePlot`].
+pub struct Series {
+    pub label: String,
+    /// Palette slot (0..=6); `None` takes a tail color by position.
+    pub color: Option<usize>,
+    /// (size, cost per unit), ascending by size; only positive values can be plotted.
+    pub points: Vec<(f64, f64)>,
 }
 
-/// The insert plot for one position; `None` when it has no ok insert with a positive cost.
-/// A position with no insert at all plots its point lookups instead, if it has at least two
-/// batch sizes of them (one size is a dot, not a curve).
-pub fn svg_plot(report: &Report, position: &str) -> Option<String> {
-    let mut grid = Grid::new(report, position, &["insert"]);
-    let mut what = ("Insert cost per row", "rows", "row");
-    if grid.is_empty() {
-        grid = Grid::new(report, position, &["point_lookup"]);
-        if grid.rows.len() < 2 {
-            return None;
-        }
-        what = ("Point lookup cost per key", "keys", "key");
-    }
-    let (title_start, unit_plural, unit) = what;
-    let series: Vec<Series> = grid
-        .columns
-        .iter()
-        .map(|column| {
-            let points = grid
-                .rows
-                .iter()
-                .filter_map(|row| grid.cell(row, column))
-                .filter(|r| {
-                    r.status == Status::Ok && r.batch > 0 && r.store_instructions_per_row > 0.0
-                })
-                .map(|r| (r.batch as f64, r.store_instructions_per_row))
-                .collect();
-            Series {
-                column: column.clone(),
-                points,
-            }
-        })
-        .filter(|s: &Series| !s.points.is_empty())
-        .collect();
-    if series.is_empty() {
-        return None;
-    }
-    let all = || series.iter().flat_map(|s| s.points.iter());
-    let x = LogAxis::spanning(all().map(|p| p.0), LEFT, RIGHT);
-    let y = LogAxis::spanning(all().map(|p| p.1), BOTTOM, TOP);
+/// A cost per unit against units per message, both on log axes, one line per series.
+pub struct LinePlot {
+    pub title: String,
+    /// `rows` in "rows per message".
+    pub unit_plural: String,
+    /// `row` in "store instructions per row".
+    pub unit: String,
+    pub series: Vec<Series>,
+}
 
-    let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let title = format!(
-        "{title_start}, {position}, {} rows",
-        thousands(report.rows_before)
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        escape(&title)
-    );
-
-    // Decade gridlines and labels.
-    for e in x.min_exp..=x.max_exp {
-        let px = x.at_exp(e as f64);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{px:.1}" y1="{TOP:.1}" x2="{px:.1}" y2="{BOTTOM:.1}" stroke="#ddd"/>"##
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            BOTTOM + 18.0,
-            decade_label(e)
-        );
-    }
-    for e in y.min_exp..=y.max_exp {
-        let py = y.at_exp(e as f64);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{LEFT:.1}" y1="{py:.1}" x2="{RIGHT:.1}" y2="{py:.1}" stroke="#ddd"/>"##
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LEFT - 8.0,
-            py + 4.0,
-            decade_label(e)
-        );
-    }
-    let _ = writeln!(
-        svg,
-        r##"<rect x="{LEFT:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
-        RIGHT - LEFT,
-        BOTTOM - TOP
-    );
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
-        (LEFT + RIGHT) / 2.0,
-        HEIGHT - 18.0
-    );
-    let mid_y = (TOP + BOTTOM) / 2.0;
-    let _ = writeln!(
-        svg,
-        r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
-    );
-
-    for (i, s) in series.iter().enumerate() {
-        let color = color(&s.column, i);
-        let label = escape(&s.column.label());
-        let coords: Vec<String> = s
-            .points
+impl LinePlot {
+    /// The SVG text; series without a positive point are left out.
+    pub fn svg(&self) -> String {
+        let unit = self.unit.as_str();
+        let unit_plural = self.unit_plural.as_str();
+        // Only positive values have a place on a log axis.
+        let series: Vec<(&Series, Vec<(f64, f64)>)> = self
+            .series
             .iter()
-            .map(|&(bx, by)| format!("{:.1},{:.1}", x.at(bx), y.at(by)))
+            .map(|s| {
+                let points = s.points.iter().copied().filter(|p| p.0 > 0.0 && p.1 > 0.0);
+                (s, points.collect::<Vec<_>>())
+            })
+            .filter(|(_, points)| !points.is_empty())
             .collect();
+        if series.is_empty() {
+            return String::new();
+        }
+        let all = || series.iter().flat_map(|s| s.1.iter());
+        let x = LogAxis::spanning(all().map(|p| p.0), LEFT, RIGHT);
+        let y = LogAxis::spanning(all().map(|p| p.1), BOTTOM, TOP);
+
+        let mut svg = String::new();
         let _ = writeln!(
             svg,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
-            coords.join(" ")
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12">"#
         );
-        for &(bx, by) in &s.points {
+        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+        let _ = writeln!(
+            svg,
+            r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+            (LEFT + RIGHT) / 2.0,
+            escape(&self.title)
+        );
+
+        // Decade gridlines and labels.
+        for e in x.min_exp..=x.max_exp {
+            let px = x.at_exp(e as f64);
             let _ = writeln!(
                 svg,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/{unit}</title></circle>"#,
-                x.at(bx),
-                y.at(by),
-                thousands(bx as u64),
-                if bx == 1.0 { unit } else { unit_plural },
-                per_row(by)
+                r##"<line x1="{px:.1}" y1="{TOP:.1}" x2="{px:.1}" y2="{BOTTOM:.1}" stroke="#ddd"/>"##
+            );
+            let _ = writeln!(
+                svg,
+                r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                BOTTOM + 18.0,
+                decade_label(e)
             );
         }
-        // Legend entry: a line segment with a marker, then the store name.
-        let ly = TOP + 10.0 + 20.0 * i as f64;
-        let lx = RIGHT + 16.0;
+        for e in y.min_exp..=y.max_exp {
+            let py = y.at_exp(e as f64);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{LEFT:.1}" y1="{py:.1}" x2="{RIGHT:.1}" y2="{py:.1}" stroke="#ddd"/>"##
+            );
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
+                LEFT - 8.0,
+                py + 4.0,
+                decade_label(e)
+            );
+        }
         let _ = writeln!(
             svg,
-            r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/>"#,
-            lx + 24.0
+            r##"<rect x="{LEFT:.1}" y="{TOP:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
+            RIGHT - LEFT,
+            BOTTOM - TOP
         );
         let _ = writeln!(
             svg,
-            r#"<circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{color}"/>"#,
-            lx + 12.0
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
+            (LEFT + RIGHT) / 2.0,
+            HEIGHT - 18.0
         );
+        let mid_y = (TOP + BOTTOM) / 2.0;
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
-            lx + 32.0,
-            ly + 4.0
+            r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
         );
+
+        for (i, (s, points)) in series.iter().enumerate() {
+            let color = color(s.color, i);
+            let label = escape(&s.label);
+            let coords: Vec<String> = points
+                .iter()
+                .map(|&(bx, by)| format!("{:.1},{:.1}", x.at(bx), y.at(by)))
+                .collect();
+            let _ = writeln!(
+                svg,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+                coords.join(" ")
+            );
+            for &(bx, by) in points {
+                let _ = writeln!(
+                    svg,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/{unit}</title></circle>"#,
+                    x.at(bx),
+                    y.at(by),
+                    thousands(bx as u64),
+                    if bx == 1.0 { unit } else { unit_plural },
+                    per_row(by)
+                );
+            }
+            // Legend entry: a line segment with a marker, then the store name.
+            let ly = TOP + 10.0 + 20.0 * i as f64;
+            let lx = RIGHT + 16.0;
+            let _ = writeln!(
+                svg,
+                r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/>"#,
+                lx + 24.0
+            );
+            let _ = writeln!(
+                svg,
+                r#"<circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{color}"/>"#,
+                lx + 12.0
+            );
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
+                lx + 32.0,
+                ly + 4.0
+            );
+        }
+        svg.push_str("</svg>\n");
+        svg
     }
-    svg.push_str("</svg>\n");
-    Some(svg)
 }
 
-fn color(column: &StoreColumn, series_index: usize) -> &'static str {
+fn color(slot: Option<usize>, series_index: usize) -> &'static str {
     let known = PALETTE.len() - 3;
-    let i = column.color_index();
-    if i < known {
-        PALETTE[i]
-    } else {
-        PALETTE[known + series_index % 3]
+    match slot {
+        Some(i) if i < known => PALETTE[i],
+        _ => PALETTE[known + series_index % 3],
     }
 }
 
@@ -233,113 +219,49 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// plot-dbbench.svg: the dbbench suite's store instructions per op, one row per benchmark
-/// and one marker per store, on a log axis (db_bench's benchmarks have no batch axis).
-pub fn dbbench_plot(report: &Report) -> Option<String> {
-    let points = report
-        .results
-        .iter()
-        .filter(|r| r.position == "db_bench" && r.status == Status::Ok)
-        .map(|r| {
-            (
-                r.operation.clone(),
-                StoreColumn::of(r),
-                r.store_instructions_per_row,
-            )
-        })
-        .collect();
-    dot_plot(
-        "db_bench: store instructions per op",
-        "store instructions per op (log scale)",
-        "instructions/op",
-        points,
-    )
+/// One marker of a [`DotPlot`].
+pub struct DotPoint {
+    /// The row it sits on.
+    pub row: String,
+    /// The series (legend entry) it belongs to.
+    pub series: String,
+    /// Palette slot of the series (0..=6); `None` takes a tail color by position.
+    pub color: Option<usize>,
+    pub value: f64,
 }
 
-/// plot-sysbench.svg: store instructions per event by workload, one marker per store.
-pub fn sysbench_plot(report: &Report) -> Option<String> {
-    if report.suite != "sysbench" {
-        return None;
-    }
-    // Rows in seed 004's workload order, whichever store ran first.
-    let rank = |name: &str| {
-        crate::sysbench::WORKLOADS
-            .iter()
-            .position(|w| w.name == name)
-    };
-    let mut points: Vec<_> = report
-        .results
-        .iter()
-        .filter(|r| r.status == Status::Ok)
-        .map(|r| {
-            (
-                r.operation.clone(),
-                StoreColumn::of(r),
-                r.store_instructions_per_row,
-            )
-        })
-        .collect();
-    points.sort_by_key(|p| rank(&p.0));
-    dot_plot(
-        "sysbench: store instructions per event",
-        "store instructions per event (log scale)",
-        "instructions/event",
-        points,
-    )
+/// Values by row on a log axis, one marker per series: for benchmarks without a size axis.
+pub struct DotPlot {
+    pub title: String,
+    /// The x axis' label.
+    pub axis: String,
+    /// The unit in each marker's tooltip: `instructions/op`.
+    pub unit: String,
+    /// Rows and series appear in first-seen order; only positive values are plotted.
+    pub points: Vec<DotPoint>,
 }
 
-/// plot-keys.svg: the keys suite's instructions per insert and per lookup, one row per
-/// key type and operation, one marker per store.
-pub fn keys_plot(report: &Report) -> Option<String> {
-    if report.suite != "keys" {
-        return None;
+impl DotPlot {
+    /// The SVG text; empty when no value is positive.
+    pub fn svg(&self) -> String {
+        dot_plot(&self.title, &self.axis, &self.unit, &self.points)
     }
-    let points = report
-        .results
-        .iter()
-        .filter(|r| {
-            r.status == Status::Ok && matches!(r.operation.as_str(), "insert" | "point_lookup")
-        })
-        .map(|r| {
-            let what = if r.operation == "insert" {
-                "insert"
-            } else {
-                "lookup"
-            };
-            (
-                format!("{} {what}", r.position),
-                StoreColumn::of(r),
-                r.store_instructions_per_row,
-            )
-        })
-        .collect();
-    dot_plot(
-        "Key types: store instructions per row",
-        "store instructions per insert / lookup (log scale)",
-        "instructions/row",
-        points,
-    )
 }
 
 /// One row per label (in first-seen order), one marker per store, x on a log axis.
-fn dot_plot(
-    title: &str,
-    axis: &str,
-    unit: &str,
-    points: Vec<(String, StoreColumn, f64)>,
-) -> Option<String> {
-    let points: Vec<_> = points.into_iter().filter(|p| p.2 > 0.0).collect();
+fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String {
+    let points: Vec<&DotPoint> = points.iter().filter(|p| p.value > 0.0).collect();
     if points.is_empty() {
-        return None;
+        return String::new();
     }
     let mut rows: Vec<&str> = Vec::new();
-    let mut columns: Vec<&StoreColumn> = Vec::new();
-    for (row, column, _) in &points {
-        if !rows.contains(&row.as_str()) {
-            rows.push(row);
+    let mut columns: Vec<(&str, Option<usize>)> = Vec::new();
+    for p in &points {
+        if !rows.contains(&p.row.as_str()) {
+            rows.push(&p.row);
         }
-        if !columns.contains(&column) {
-            columns.push(column);
+        if !columns.iter().any(|c| c.0 == p.series) {
+            columns.push((&p.series, p.color));
         }
     }
     // Room for the longest row label (sysbench's workload names are up to 21 characters).
@@ -348,7 +270,7 @@ fn dot_plot(
     let row_height = 26.0;
     let bottom = top + row_height * rows.len() as f64;
     let height = bottom + 60.0;
-    let x = LogAxis::spanning(points.iter().map(|p| p.2), left, right);
+    let x = LogAxis::spanning(points.iter().map(|p| p.value), left, right);
     let mut svg = String::new();
     let _ = writeln!(
         svg,
@@ -391,11 +313,11 @@ fn dot_plot(
             escape(row)
         );
     }
-    for (si, column) in columns.iter().enumerate() {
-        let color = color(column, si);
-        let label = escape(&dbbench_label(column));
+    for (si, &(series, slot)) in columns.iter().enumerate() {
+        let color = color(slot, si);
+        let label = escape(series);
         for (i, row) in rows.iter().enumerate() {
-            let Some(p) = points.iter().find(|p| p.0 == *row && p.1 == **column) else {
+            let Some(p) = points.iter().find(|p| p.row == *row && p.series == series) else {
                 continue;
             };
             // Stores side by side within the row, so equal values stay visible.
@@ -403,9 +325,9 @@ fn dot_plot(
             let _ = writeln!(
                 svg,
                 r#"<circle cx="{:.1}" cy="{y:.1}" r="4" fill="{color}"><title>{label}, {}: {} {unit}</title></circle>"#,
-                x.at(p.2),
+                x.at(p.value),
                 escape(row),
-                per_row(p.2)
+                per_row(p.value)
             );
         }
         let ly = top + 10.0 + 20.0 * si as f64;
@@ -429,23 +351,11 @@ fn dot_plot(
         bottom - top
     );
     svg.push_str("</svg>\n");
-    Some(svg)
-}
-
-/// Store labels of the dbbench and keys suites, whose SQLite columns are schemas.
-pub(crate) fn dbbench_label(c: &StoreColumn) -> String {
-    match c.store.as_str() {
-        "btree" => "StableBTreeMap".into(),
-        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
-        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
-        "sqlite_secondary" => format!("SQLite {} secondary index", c.journal_mode),
-        _ => c.label(),
-    }
+    svg
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixture::{report, result};
     use super::*;
 
     #[test]
@@ -458,14 +368,63 @@ mod tests {
     }
 
     #[test]
-    fn no_plot_without_ok_inserts() {
-        let mut r = result("btree", "", "middle", "insert", 1, 100);
-        r.status = Status::Failed("trap".into());
-        let report = report(vec![
-            r,
-            result("btree", "", "middle", "point_lookup", 1, 100),
-        ]);
-        assert_eq!(svg_plot(&report, "middle"), None);
-        assert_eq!(svg_plot(&report, "end"), None);
+    fn lines_skip_series_without_positive_points() {
+        let plot = |points: Vec<(f64, f64)>| LinePlot {
+            title: "Insert cost per row, middle, 1,000 rows".into(),
+            unit_plural: "rows".into(),
+            unit: "row".into(),
+            series: vec![
+                Series {
+                    label: "A & B".into(),
+                    color: Some(0),
+                    points,
+                },
+                Series {
+                    label: "empty".into(),
+                    color: None,
+                    points: vec![],
+                },
+            ],
+        };
+        assert_eq!(plot(vec![]).svg(), "");
+        let svg = plot(vec![(1.0, 100.0), (10.0, 50.0)]).svg();
+        assert!(svg.contains(r##"stroke="#1f77b4""##), "{svg}");
+        assert!(
+            svg.contains("A &amp; B, 10 rows: 50.0 instructions/row"),
+            "{svg}"
+        );
+        assert!(!svg.contains("empty"), "{svg}");
+    }
+
+    #[test]
+    fn dots_keep_first_seen_rows_and_series() {
+        let dot = |row: &str, series: &str, value: f64| DotPoint {
+            row: row.into(),
+            series: series.into(),
+            color: None,
+            value,
+        };
+        let plot = DotPlot {
+            title: "t".into(),
+            axis: "x axis".into(),
+            unit: "u".into(),
+            points: vec![
+                dot("b", "s1", 10.0),
+                dot("a", "s2", 100.0),
+                dot("c", "s1", 0.0),
+            ],
+        };
+        let svg = plot.svg();
+        let (b, a) = (
+            svg.find(">b</text>").unwrap(),
+            svg.find(">a</text>").unwrap(),
+        );
+        assert!(b < a, "{svg}");
+        assert!(
+            !svg.contains(">c</text>"),
+            "zero values are not plotted: {svg}"
+        );
+        // Tail colors by series position when no slot is given.
+        assert!(svg.contains("#7f7f7f") && svg.contains("#e377c2"), "{svg}");
     }
 }

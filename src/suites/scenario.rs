@@ -1,14 +1,46 @@
 //! Scenarios are values: the matrix, the runner, the report and the tests share these
 //! definitions, so every number traces back to one `Scenario` and one canister method.
+//! The store and journal-mode enums are also the CLI's flag values (clap `ValueEnum`).
 
 use std::fmt;
 use std::str::FromStr;
 
+use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
+/// The stores of the benchmark canister, as `--stores` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
+pub enum StoreKind {
+    /// ic-stable-structures' StableBTreeMap.
+    Btree,
+    /// SQLite (ic-rusqlite); each suite says in which journal modes or schemas.
+    Sqlite,
+}
+
+impl StoreKind {
+    pub const ALL: [StoreKind; 2] = [StoreKind::Btree, StoreKind::Sqlite];
+
+    /// `btree` or `sqlite`, as in the canister's method names.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StoreKind::Btree => "btree",
+            StoreKind::Sqlite => "sqlite",
+        }
+    }
+}
+
+impl fmt::Display for StoreKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// SQLite journal modes (`PRAGMA journal_mode`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+)]
 #[serde(rename_all = "UPPERCASE")]
+#[value(rename_all = "UPPER")]
 pub enum JournalMode {
     Delete,
     Truncate,
@@ -80,9 +112,12 @@ impl Store {
     }
     /// `btree` or `sqlite`, as in the canister's method names.
     pub fn kind(self) -> &'static str {
+        self.store_kind().as_str()
+    }
+    pub fn store_kind(self) -> StoreKind {
         match self {
-            Store::BTree => "btree",
-            Store::Sqlite(_) => "sqlite",
+            Store::BTree => StoreKind::Btree,
+            Store::Sqlite(_) => StoreKind::Sqlite,
         }
     }
     pub fn journal_mode(self) -> Option<JournalMode> {
@@ -94,7 +129,9 @@ impl Store {
 }
 
 /// Where new rows go relative to the prefilled ids 0, 10, 20, ..., 10 (rows - 1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Position {
     /// Between existing ids around the middle of the key range (seed 003's case).
@@ -214,61 +251,4 @@ impl Scenario {
             self.operation.rows()
         )
     }
-}
-
-/// Whether a scenario produced a number.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase", tag = "status", content = "reason")]
-pub enum Status {
-    #[default]
-    Ok,
-    /// The canister refused the configuration (e.g. a journal mode SQLite will not use here).
-    Refused(String),
-    /// The call failed (trap, limit, error result).
-    Failed(String),
-}
-
-/// One row of results.json / results.csv: everything the report shows for one scenario.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ScenarioResult {
-    pub suite: String,
-    /// `embedded` or `pocket-ic`.
-    pub engine: String,
-    /// `btree` or `sqlite`.
-    pub store: String,
-    /// SQLite journal mode; empty for the B-tree map.
-    pub journal_mode: String,
-    pub position: String,
-    /// `insert`, `point_lookup`, `range_scan`.
-    pub operation: String,
-    /// Rows (or keys) in the one message.
-    pub batch: u64,
-    /// Rows in each store before the message.
-    pub rows_before: u64,
-    /// The canister method and its Candid arguments, so the number can be reproduced with
-    /// `dfx canister call bench METHOD 'ARGS'`.
-    pub method: String,
-    pub args: String,
-    #[serde(flatten)]
-    pub status: Status,
-    /// Instructions the message was charged (cycles are computed from this): the canister's
-    /// whole execution plus the heap dirty-page charge after it.
-    pub instructions: u64,
-    pub instructions_per_row: f64,
-    /// `ic0.performance_counter(0)` around the store work only, as the canister reports it
-    /// (what seed 003's table shows).
-    pub store_instructions: u64,
-    pub store_instructions_per_row: f64,
-    /// Cycles for the message on a 13-node application subnet (execution only; queries are
-    /// free when not replicated, so 0 for them).
-    pub cycles: u64,
-    pub usd: f64,
-    pub heap_pages_delta: i64,
-    pub stable_pages_delta: i64,
-    pub heap_dirty_pages: u64,
-    pub stable_dirty_pages: u64,
-    /// Key + value bytes the operation wrote or read (the dbbench suite's bytes per op);
-    /// 0 where a suite does not measure it.
-    #[serde(default)]
-    pub bytes: u64,
 }

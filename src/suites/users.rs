@@ -1,269 +1,90 @@
-//! The suites that share seed 003's canister state: prefill both stores with `rows` rows
-//! (ids 0, 10, 20, ...), snapshot, then run every scenario of the suite's matrix from that
-//! identical state. `seed003` inserts and reads; `lookups` (seed 001) reads B keys per message.
+//! The users stores that seed003 and lookups measure: prefill each store with `rows` rows
+//! (ids 0, 10, 20, ...), snapshot, then run every scenario of the suite's plan from that
+//! identical state.
 
 use std::collections::HashSet;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 
+use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use super::{CommonArgs, Progress, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
-use crate::report::Report;
-use crate::scenario::{JournalMode, Operation, Position, Scenario, ScenarioResult, Status, Store};
+use crate::report::{Report, ScenarioResult, Status};
 
 /// Rows per prefill message: the canister's cap per call (bench.did `MAX_ROWS_PER_CALL`).
 pub const PREFILL_CHUNK: u64 = 100_000;
 /// Prefilled ids are multiples of this, so every other id is free for new rows.
 pub const ID_STEP: u64 = 10;
-/// USD per XDR (1 trillion cycles = 1 XDR). An assumption, printed with every report.
-pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
-
-/// A named set of scenarios, selected with `--suite NAME`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Suite {
-    /// Seed 003: inserts at the middle, end and random positions, and three reads.
-    Seed003,
-    /// Seed 001: one query reads B keys, B in 1, 10, 25, 50, 100, unsorted and sorted.
-    Lookups,
-    /// Seed 000: LevelDB's db_bench benchmarks on the map and SQLite rowid / WITHOUT ROWID.
-    DbBench,
-    /// Seed 002: u64, ULID, UUIDv4 and hex keys on the map and three SQLite schemas.
-    Keys,
-    /// Seed 004: sysbench's sbtest workloads on SQLite per journal mode and on the map.
-    Sysbench,
-}
-
-impl Suite {
-    /// Every registered suite, in the order `--suite all` runs them.
-    pub const ALL: [Suite; 5] = [
-        Suite::Seed003,
-        Suite::Lookups,
-        Suite::DbBench,
-        Suite::Keys,
-        Suite::Sysbench,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Suite::Seed003 => "seed003",
-            Suite::Lookups => "lookups",
-            Suite::DbBench => "dbbench",
-            Suite::Keys => "keys",
-            Suite::Sysbench => "sysbench",
-        }
-    }
-
-    /// `seed003`, a comma-separated list of names, or `all`; duplicates dropped, run order kept.
-    pub fn parse_selection(text: &str) -> Result<Vec<Suite>, String> {
-        let mut out = Vec::new();
-        for part in text.split(',').map(str::trim) {
-            let chosen: Vec<Suite> = if part.eq_ignore_ascii_case("all") {
-                Suite::ALL.to_vec()
-            } else {
-                vec![part.parse()?]
-            };
-            for s in chosen {
-                if !out.contains(&s) {
-                    out.push(s);
-                }
-            }
-        }
-        Ok(out)
-    }
-}
-
-impl fmt::Display for Suite {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Suite {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Suite::ALL
-            .into_iter()
-            .find(|x| x.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                format!(
-                    "unknown suite {s:?}; accepted: {}, all",
-                    Suite::ALL.map(Suite::name).join(", ")
-                )
-            })
-    }
-}
-
-/// Keys per query in the `lookups` suite (seed 001's batch sizes).
-pub const LOOKUP_BATCHES: [u64; 5] = [1, 10, 25, 50, 100];
-
-/// The seed-003 suite's old name; the config now serves every prefilled suite.
-pub type Seed003Config = SuiteConfig;
-
-#[derive(Clone, Debug)]
-pub struct SuiteConfig {
-    pub suite: Suite,
+/// The state both suites share: the stores and their rows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Rows prefilled into each store.
     pub rows: u64,
-    pub batches: Vec<u64>,
+    /// The stores measured (SQLite once per journal mode).
     pub stores: Vec<Store>,
-    pub positions: Vec<Position>,
+    /// Bytes of the username payload per row.
     pub payload_size: u64,
+    /// Seed of the random ids.
     pub seed: u64,
-    pub reads: bool,
+    /// USD per XDR for the price column.
     pub usd_per_xdr: f64,
-    /// Keys per query of the `lookups` suite.
-    pub lookup_batches: Vec<u64>,
-    /// db_bench's N (`--num`) for the `dbbench` suite.
-    pub dbbench_num: u64,
-    /// SQLite's journal mode in the `dbbench` suite (db_bench_sqlite3 uses WAL).
-    pub dbbench_journal_mode: JournalMode,
-    /// Rows per store and key type in the `keys` suite.
-    pub keys_rows: u64,
-    /// SQLite's journal mode in the `keys` suite (seed 002 used WAL).
-    pub keys_journal_mode: JournalMode,
-    /// sbtest1 rows in the `sysbench` suite.
-    pub sysbench_rows: u64,
-    /// SQLite's journal modes in the `sysbench` suite (default: the canister's, PERSIST).
-    pub sysbench_journal_modes: Vec<JournalMode>,
-    /// The sysbench gate: most SQLite ÷ map per workload, and per section average.
-    pub sysbench_max_ratio: f64,
-    pub sysbench_max_section_ratio: f64,
 }
 
-/// Rows per store and key type in the keys suite: small, so the run stays quick.
-pub const DEFAULT_KEYS_ROWS: u64 = 10_000;
-
-/// db_bench's N in the dbbench suite: small, so the default run stays quick.
-pub const DEFAULT_DBBENCH_NUM: u64 = 10_000;
-
-impl Default for SuiteConfig {
+impl Default for Config {
     fn default() -> Self {
         let mut stores = vec![Store::BTree];
         stores.extend(JournalMode::ALL.map(Store::Sqlite));
         Self {
-            suite: Suite::Seed003,
             rows: 1_000_000,
-            batches: vec![1, 10, 100, 1_000, 10_000],
             stores,
-            positions: Position::SEED003.to_vec(),
             payload_size: 100,
             seed: 2026,
-            reads: true,
             usd_per_xdr: DEFAULT_USD_PER_XDR,
-            lookup_batches: LOOKUP_BATCHES.to_vec(),
-            dbbench_num: DEFAULT_DBBENCH_NUM,
-            dbbench_journal_mode: JournalMode::Wal,
-            keys_rows: DEFAULT_KEYS_ROWS,
-            keys_journal_mode: JournalMode::Wal,
-            sysbench_rows: crate::sysbench::DEFAULT_ROWS,
-            sysbench_journal_modes: vec![JournalMode::Persist],
-            sysbench_max_ratio: crate::sysbench::DEFAULT_MAX_RATIO,
-            sysbench_max_section_ratio: crate::sysbench::DEFAULT_MAX_SECTION_RATIO,
         }
     }
 }
 
-/// Read operations measured per store and position.
-pub const READS: [Operation; 3] = [
-    Operation::PointLookups { keys: 1 },
-    Operation::PointLookups { keys: 100 },
-    Operation::RangeScan { rows: 1_000 },
-];
-
-impl SuiteConfig {
-    /// Every scenario of the selected prefilled suite, in report order. The dbbench suite
-    /// measures a sequence of benchmarks per store instead (`dbbench::matrix`), and the
-    /// keys suite a fill per store and key type (`keys::matrix`).
-    pub fn matrix(&self) -> Vec<Scenario> {
-        match self.suite {
-            Suite::Seed003 => self.seed003_matrix(),
-            Suite::Lookups => self.lookups_matrix(),
-            Suite::DbBench | Suite::Keys | Suite::Sysbench => Vec::new(),
+impl Config {
+    /// From the shared flags: the map for `btree`, SQLite once per journal mode for `sqlite`.
+    pub fn from_args(common: &CommonArgs) -> Result<Config> {
+        common.validate()?;
+        let mut stores = Vec::new();
+        if common.has(StoreKind::Btree) {
+            stores.push(Store::BTree);
         }
-    }
-
-    /// Per key order (draw order, then ascending), per store, every lookup batch. Both
-    /// orders read the same keys, so the difference is the order alone.
-    fn lookups_matrix(&self) -> Vec<Scenario> {
-        let mut out = Vec::new();
-        for position in [Position::Random, Position::Sorted] {
-            for &store in &self.stores {
-                for &keys in &self.lookup_batches {
-                    out.push(Scenario {
-                        store,
-                        position,
-                        operation: Operation::PointLookups { keys },
-                    });
-                }
+        if common.has(StoreKind::Sqlite) {
+            for m in JournalMode::ALL
+                .into_iter()
+                .filter(|m| common.journal_modes.contains(m))
+            {
+                stores.push(Store::Sqlite(m));
             }
         }
-        out
-    }
-
-    fn seed003_matrix(&self) -> Vec<Scenario> {
-        let mut out = Vec::new();
-        for &position in &self.positions {
-            for &store in &self.stores {
-                for &rows in &self.batches {
-                    out.push(Scenario {
-                        store,
-                        position,
-                        operation: Operation::Insert { rows },
-                    });
-                }
-                if self.reads {
-                    for operation in READS {
-                        out.push(Scenario {
-                            store,
-                            position,
-                            operation,
-                        });
-                    }
-                }
-            }
-        }
-        out
+        let cfg = Config {
+            rows: common.rows,
+            stores,
+            payload_size: common.payload_size,
+            seed: common.seed,
+            usd_per_xdr: common.usd_per_xdr,
+        };
+        cfg.validate()?;
+        Ok(cfg)
     }
 
     pub fn validate(&self) -> Result<()> {
+        if self.stores.is_empty() {
+            return Err(anyhow!(
+                "no store selected (--stores btree,sqlite and at least one --journal-modes)"
+            ));
+        }
         if self.rows < 2_000 {
             return Err(anyhow!(
                 "--rows must be at least 2000 (the range scan reads 1,000 rows), got {}",
                 self.rows
             ));
-        }
-        // Each suite checks only the sizes it uses: a lookups run ignores --batches.
-        match self.suite {
-            Suite::Seed003 => {
-                if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
-                    return Err(anyhow!(
-                        "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
-                    ));
-                }
-                if self.batches.iter().any(|&b| b > self.rows / 2) {
-                    return Err(anyhow!(
-                        "batch sizes must be at most half of --rows ({})",
-                        self.rows / 2
-                    ));
-                }
-            }
-            Suite::DbBench => crate::dbbench::validate(self)?,
-            Suite::Keys => crate::keys::validate(self)?,
-            Suite::Sysbench => crate::sysbench::validate(self)?,
-            Suite::Lookups => {
-                if self.lookup_batches.is_empty() {
-                    return Err(anyhow!("--lookup-batches needs at least one batch size"));
-                }
-                let max = PREFILL_CHUNK.min(self.rows / 2);
-                if let Some(b) = self.lookup_batches.iter().find(|&&b| b == 0 || b > max) {
-                    return Err(anyhow!(
-                        "lookup batch sizes must be between 1 and {max} (at most {PREFILL_CHUNK} and half of --rows), got {b}"
-                    ));
-                }
-            }
         }
         Ok(())
     }
@@ -318,20 +139,6 @@ pub fn random_present_ids(seed: u64, rows: u64, count: u64) -> Vec<u64> {
     ids
 }
 
-/// Progress events, for a progress bar.
-pub enum Progress<'a> {
-    Prefill {
-        store: &'a str,
-        done: u64,
-        total: u64,
-    },
-    Scenario {
-        done: usize,
-        total: usize,
-        key: &'a str,
-    },
-}
-
 /// What to call for one scenario: the canister arguments in Candid text, for the report
 /// and for users who want to reproduce a number with dfx.
 enum Call {
@@ -343,7 +150,7 @@ enum Call {
 }
 
 impl Call {
-    fn for_scenario(s: &Scenario, cfg: &SuiteConfig) -> Call {
+    fn for_scenario(s: &Scenario, cfg: &Config) -> Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
@@ -459,7 +266,7 @@ fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Re
 /// Fills both stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
 pub fn prefill(
     client: &mut BenchClient<'_>,
-    cfg: &SuiteConfig,
+    cfg: &Config,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     let stores: Vec<&str> = ["btree", "sqlite"]
@@ -491,23 +298,18 @@ pub fn prefill(
     Ok(())
 }
 
-/// Runs the whole suite on `engine` and returns the report.
+/// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
+/// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
 pub fn run(
     engine: &mut dyn Engine,
     wasm: &[u8],
-    cfg: &SuiteConfig,
+    cfg: &Config,
+    suite: &str,
+    scenarios: &[Scenario],
+    notes: &[String],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
-    if cfg.suite == Suite::DbBench {
-        return crate::dbbench::run(engine, wasm, cfg, progress);
-    }
-    if cfg.suite == Suite::Keys {
-        return crate::keys::run(engine, wasm, cfg, progress);
-    }
-    if cfg.suite == Suite::Sysbench {
-        return crate::sysbench::run(engine, wasm, cfg, progress);
-    }
     let started = Instant::now();
     let engine_name = engine.name().to_string();
     let mut client = BenchClient::install(engine, wasm)?;
@@ -546,7 +348,6 @@ pub fn run(
         starts.push((store, start));
     }
 
-    let scenarios = cfg.matrix();
     let fees = CyclesFees::APPLICATION_13;
     let mut results = Vec::with_capacity(scenarios.len());
     for (i, scenario) in scenarios.iter().enumerate() {
@@ -558,7 +359,7 @@ pub fn run(
         });
         let call = Call::for_scenario(scenario, cfg);
         let mut result = ScenarioResult {
-            suite: cfg.suite.name().into(),
+            suite: suite.into(),
             engine: engine_name.clone(),
             store: scenario.store.kind().into(),
             journal_mode: scenario
@@ -628,17 +429,15 @@ pub fn run(
         total: scenarios.len(),
         key: "",
     });
-    let mut notes = vec![
+    let mut all_notes = vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
             format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
-    if cfg.suite == Suite::Lookups {
-        notes.push("Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.".into());
-    }
+    all_notes.extend_from_slice(notes);
     Ok(Report {
-        suite: cfg.suite.name().into(),
+        suite: suite.into(),
         engine: engine_name,
         rows_before: cfg.rows,
         seed: cfg.seed,
@@ -646,9 +445,8 @@ pub fn run(
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
         results,
-        notes,
-        page_stats: Vec::new(),
-        ceilings: None,
+        notes: all_notes,
+        extra: Default::default(),
     })
 }
 

@@ -13,12 +13,18 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+
+use super::grid::StoreColumn;
+use super::scenario::{JournalMode, StoreKind};
+use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::Engine;
-use crate::report::Report;
-use crate::scenario::{JournalMode, ScenarioResult, Status};
-use crate::suite::{Progress, SuiteConfig};
+use crate::report::format::{per_row, thousands};
+use crate::report::{
+    Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
+};
 
 /// Ops per message: db_bench's `entries_per_batch` for the batched fills.
 pub const OPS_PER_MESSAGE: u64 = 1_000;
@@ -188,36 +194,80 @@ pub struct DbBenchScenario {
     pub bench: Bench,
 }
 
-/// The stores measured: the map, then SQLite rowid and WITHOUT ROWID in `journal_mode`,
-/// each kept only if `cfg.stores` selects its kind.
-pub fn stores(cfg: &SuiteConfig) -> Vec<KvStore> {
-    let mut out = Vec::new();
-    if cfg.stores.iter().any(|s| s.kind() == "btree") {
-        out.push(KvStore::BTree);
-    }
-    if cfg.stores.iter().any(|s| s.kind() == "sqlite") {
-        out.push(KvStore::SqliteRowid(cfg.dbbench_journal_mode));
-        out.push(KvStore::SqliteWithoutRowid(cfg.dbbench_journal_mode));
-    }
-    out
+/// db_bench's N in this suite: small, so the default run stays quick.
+pub const DEFAULT_NUM: u64 = 10_000;
+
+pub struct DbBench;
+
+#[derive(Args)]
+#[command(next_help_heading = "dbbench")]
+struct DbBenchArgs {
+    /// db_bench's N (entries); the 100K benchmarks use N/1000.
+    #[arg(long, default_value_t = DEFAULT_NUM)]
+    dbbench_num: u64,
+    /// SQLite journal mode (db_bench_sqlite3 uses WAL).
+    #[arg(long, value_enum, ignore_case = true, default_value_t = JournalMode::Wal)]
+    dbbench_journal_mode: JournalMode,
 }
 
-/// Every scenario, per store in db_bench's benchmark order.
-pub fn matrix(cfg: &SuiteConfig) -> Vec<DbBenchScenario> {
-    stores(cfg)
-        .into_iter()
-        .flat_map(|store| Bench::ALL.map(|bench| DbBenchScenario { store, bench }))
-        .collect()
+/// The dbbench suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The map for `btree`; SQLite's rowid and WITHOUT ROWID tables for `sqlite`.
+    pub stores: Vec<StoreKind>,
+    /// db_bench's N (`--num`).
+    pub num: u64,
+    /// SQLite's journal mode (db_bench_sqlite3 uses WAL).
+    pub journal_mode: JournalMode,
+    pub usd_per_xdr: f64,
 }
 
-pub fn validate(cfg: &SuiteConfig) -> Result<()> {
-    if !(1_000..=MAX_NUM).contains(&cfg.dbbench_num) {
-        return Err(anyhow!(
-            "--dbbench-num must be between 1000 and {MAX_NUM} (the 100K benchmarks use N/1000 ops), got {}",
-            cfg.dbbench_num
-        ));
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            stores: StoreKind::ALL.to_vec(),
+            num: DEFAULT_NUM,
+            journal_mode: JournalMode::Wal,
+            usd_per_xdr: DEFAULT_USD_PER_XDR,
+        }
     }
-    Ok(())
+}
+
+impl Config {
+    /// The stores measured: the map, then SQLite rowid and WITHOUT ROWID in `journal_mode`,
+    /// each kept only if `stores` selects its kind.
+    pub fn kv_stores(&self) -> Vec<KvStore> {
+        let mut out = Vec::new();
+        if self.stores.contains(&StoreKind::Btree) {
+            out.push(KvStore::BTree);
+        }
+        if self.stores.contains(&StoreKind::Sqlite) {
+            out.push(KvStore::SqliteRowid(self.journal_mode));
+            out.push(KvStore::SqliteWithoutRowid(self.journal_mode));
+        }
+        out
+    }
+
+    /// Every scenario, per store in db_bench's benchmark order.
+    pub fn matrix(&self) -> Vec<DbBenchScenario> {
+        self.kv_stores()
+            .into_iter()
+            .flat_map(|store| Bench::ALL.map(|bench| DbBenchScenario { store, bench }))
+            .collect()
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !(1_000..=MAX_NUM).contains(&self.num) {
+            return Err(anyhow!(
+                "--dbbench-num must be between 1000 and {MAX_NUM} (the 100K benchmarks use N/1000 ops), got {}",
+                self.num
+            ));
+        }
+        if self.stores.is_empty() {
+            return Err(anyhow!("no store selected (--stores btree,sqlite)"));
+        }
+        Ok(())
+    }
 }
 
 /// LevelDB's `Random` (Park–Miller), as db_bench draws its random keys.
@@ -352,117 +402,9 @@ fn run_bench(
     Ok(Ok(totals))
 }
 
-/// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
-/// store, the others on what the previous benchmark left.
-pub fn run(
-    engine: &mut dyn Engine,
-    wasm: &[u8],
-    cfg: &SuiteConfig,
-    progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Report> {
-    validate(cfg)?;
-    let started = Instant::now();
-    let engine_name = engine.name().to_string();
-    let mut client = BenchClient::install(engine, wasm)?;
-    let canister = client.canister;
-    let num = cfg.dbbench_num;
-    let all_keys = keys(num);
-    let scenarios = matrix(cfg);
-    let mut results = Vec::with_capacity(scenarios.len());
-    let mut index = 0;
-    for store in stores(cfg) {
-        // The empty store, warm: journal mode set, table created, statements compiled.
-        let base = client.engine.snapshot(canister)?;
-        let mut refused = None;
-        if let Some(mode) = store.journal_mode() {
-            let config = SqliteConfig {
-                journal_mode: Some(mode.to_string()),
-                ..SqliteConfig::default()
-            };
-            match client.configure_sqlite(&config)?.value {
-                Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {}
-                Ok(s) => {
-                    refused = Some(format!("asked for {mode}, SQLite uses {}", s.journal_mode))
-                }
-                Err(e) => refused = Some(e),
-            }
-        }
-        client
-            .dbbench_reset(store.canister_name())?
-            .value
-            .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
-        let fresh = client.engine.snapshot(canister)?;
-        let mut present = std::collections::BTreeSet::new();
-        for (bench, bench_keys) in &all_keys {
-            let bench = *bench;
-            let key = format!("{}/{bench}", store.result_store());
-            progress(Progress::Scenario {
-                done: index,
-                total: scenarios.len(),
-                key: &key,
-            });
-            index += 1;
-            if bench.fresh() {
-                client.engine.restore(canister, fresh)?;
-                present.clear();
-            }
-            let (keys, ops): (Vec<u64>, u64) = match bench {
-                Bench::ReadSeq | Bench::ReadSeq100K => {
-                    // db_bench reads min(reads, rows) rows in key order.
-                    let sorted: Vec<u64> = present.iter().copied().collect();
-                    let ops = bench.ops(num).min(sorted.len() as u64);
-                    (sorted, ops)
-                }
-                _ => (bench_keys.clone(), bench_keys.len() as u64),
-            };
-            let outcome = match &refused {
-                Some(reason) => Err(reason.clone()),
-                None => run_bench(&mut client, store, bench, &keys, ops)?,
-            };
-            if bench.is_write() {
-                present.extend(bench_keys.iter().copied());
-            }
-            results.push(result(
-                cfg,
-                &engine_name,
-                store,
-                bench,
-                ops,
-                &keys,
-                outcome,
-                refused.is_some(),
-            ));
-        }
-        client.engine.restore(canister, base)?;
-    }
-    progress(Progress::Scenario {
-        done: scenarios.len(),
-        total: scenarios.len(),
-        key: "",
-    });
-    Ok(Report {
-        suite: "dbbench".into(),
-        engine: engine_name,
-        rows_before: 0,
-        seed: 301,
-        payload_size: VALUE_SIZE,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        executed_instructions: client.executed_instructions,
-        results,
-        page_stats: Vec::new(),
-        ceilings: None,
-        notes: vec![
-            format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
-            format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),
-            "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
-            "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
-        ],
-    })
-}
-
 #[allow(clippy::too_many_arguments)]
 fn result(
-    cfg: &SuiteConfig,
+    cfg: &Config,
     engine: &str,
     store: KvStore,
     bench: Bench,
@@ -576,4 +518,252 @@ pub fn lines(report: &Report) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The dbbench suite's table: benchmarks by stores, store instructions per op (and the
+/// key + value bytes per op), plus the charged instructions per op.
+fn table(report: &Report, charged: bool) -> Table {
+    let mut rows: Vec<String> = Vec::new();
+    let mut columns: Vec<StoreColumn> = Vec::new();
+    let selected: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench")
+        .collect();
+    for r in &selected {
+        if !rows.contains(&r.operation) {
+            rows.push(r.operation.clone());
+        }
+        let c = StoreColumn::of(r);
+        if !columns.contains(&c) {
+            columns.push(c);
+        }
+    }
+    let label = |c: &StoreColumn| match c.store.as_str() {
+        "btree" => "BTreeMap".to_string(),
+        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
+        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
+        _ => c.label(),
+    };
+    let mut headers = vec!["Benchmark".to_string()];
+    headers.extend(columns.iter().map(label));
+    let mut table = Table::new(headers);
+    for op in &rows {
+        let mut cells = vec![op.clone()];
+        for c in &columns {
+            let r = selected
+                .iter()
+                .find(|r| &r.operation == op && StoreColumn::of(r) == *c);
+            cells.push(match r {
+                None => "-".into(),
+                Some(r) if r.status != Status::Ok => "failed".into(),
+                Some(r) if charged => per_row(r.instructions_per_row),
+                Some(r) => format!(
+                    "{} ({} B)",
+                    per_row(r.store_instructions_per_row),
+                    thousands(r.bytes / r.batch.max(1))
+                ),
+            });
+        }
+        table.push(cells);
+    }
+    table
+}
+
+/// plot-dbbench.svg: store instructions per op, one row per benchmark and one marker per
+/// store, on a log axis (db_bench's benchmarks have no batch axis).
+fn plot(report: &Report) -> Option<Plot> {
+    let points: Vec<DotPoint> = report
+        .results
+        .iter()
+        .filter(|r| r.position == "db_bench" && r.status == Status::Ok)
+        .map(|r| {
+            let column = StoreColumn::of(r);
+            DotPoint {
+                row: r.operation.clone(),
+                series: column.schema_label(),
+                color: column.color_slot(),
+                value: r.store_instructions_per_row,
+            }
+        })
+        .collect();
+    let plot = DotPlot {
+        title: "db_bench: store instructions per op".into(),
+        axis: "store instructions per op (log scale)".into(),
+        unit: "instructions/op".into(),
+        points,
+    };
+    (!plot.svg().is_empty()).then(|| Plot {
+        file: "plot-dbbench.svg".into(),
+        kind: PlotKind::Dots(plot),
+    })
+}
+
+/// db_bench's lines, then store and charged instructions per op by benchmark and store.
+pub fn document(report: &Report) -> Document {
+    let plot = plot(report);
+    let heading = |text: &str| Block::Heading {
+        level: 2,
+        text: text.into(),
+    };
+    let mut markdown = vec![heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
+    if let Some(plot) = &plot {
+        markdown.push(Block::Image {
+            alt: "db_bench: store instructions per op".into(),
+            file: plot.file.clone(),
+        });
+    }
+    markdown.extend([
+        Block::Code(lines(report)),
+        heading("store instructions per op (key + value bytes per op)"),
+        Block::Table(table(report, false)),
+        heading("instructions charged per op (whole messages)"),
+        Block::Table(table(report, true)),
+    ]);
+    Document {
+        markdown,
+        terminal: vec![
+            Block::Code(lines(report)),
+            heading("store instructions per op (key + value bytes per op)"),
+            Block::Table(table(report, false)),
+        ],
+        plots: plot.into_iter().collect(),
+    }
+}
+
+impl Suite for DbBench {
+    fn name(&self) -> &'static str {
+        "dbbench"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        DbBenchArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = DbBenchArgs::from_arg_matches(matches)?;
+        common.validate()?;
+        let cfg = Config {
+            stores: common.stores.clone(),
+            num: args.dbbench_num,
+            journal_mode: args.dbbench_journal_mode,
+            usd_per_xdr: common.usd_per_xdr,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Plan for Config {
+    /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
+    /// store, the others on what the previous benchmark left.
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        let started = Instant::now();
+        let engine_name = engine.name().to_string();
+        let mut client = BenchClient::install(engine, wasm)?;
+        let canister = client.canister;
+        let num = cfg.num;
+        let all_keys = keys(num);
+        let scenarios = cfg.matrix();
+        let mut results = Vec::with_capacity(scenarios.len());
+        let mut index = 0;
+        for store in cfg.kv_stores() {
+            // The empty store, warm: journal mode set, table created, statements compiled.
+            let base = client.engine.snapshot(canister)?;
+            let mut refused = None;
+            if let Some(mode) = store.journal_mode() {
+                let config = SqliteConfig {
+                    journal_mode: Some(mode.to_string()),
+                    ..SqliteConfig::default()
+                };
+                match client.configure_sqlite(&config)?.value {
+                    Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {}
+                    Ok(s) => {
+                        refused = Some(format!("asked for {mode}, SQLite uses {}", s.journal_mode))
+                    }
+                    Err(e) => refused = Some(e),
+                }
+            }
+            client
+                .dbbench_reset(store.canister_name())?
+                .value
+                .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
+            let fresh = client.engine.snapshot(canister)?;
+            let mut present = std::collections::BTreeSet::new();
+            for (bench, bench_keys) in &all_keys {
+                let bench = *bench;
+                let key = format!("{}/{bench}", store.result_store());
+                progress(Progress::Scenario {
+                    done: index,
+                    total: scenarios.len(),
+                    key: &key,
+                });
+                index += 1;
+                if bench.fresh() {
+                    client.engine.restore(canister, fresh)?;
+                    present.clear();
+                }
+                let (keys, ops): (Vec<u64>, u64) = match bench {
+                    Bench::ReadSeq | Bench::ReadSeq100K => {
+                        // db_bench reads min(reads, rows) rows in key order.
+                        let sorted: Vec<u64> = present.iter().copied().collect();
+                        let ops = bench.ops(num).min(sorted.len() as u64);
+                        (sorted, ops)
+                    }
+                    _ => (bench_keys.clone(), bench_keys.len() as u64),
+                };
+                let outcome = match &refused {
+                    Some(reason) => Err(reason.clone()),
+                    None => run_bench(&mut client, store, bench, &keys, ops)?,
+                };
+                if bench.is_write() {
+                    present.extend(bench_keys.iter().copied());
+                }
+                results.push(result(
+                    cfg,
+                    &engine_name,
+                    store,
+                    bench,
+                    ops,
+                    &keys,
+                    outcome,
+                    refused.is_some(),
+                ));
+            }
+            client.engine.restore(canister, base)?;
+        }
+        progress(Progress::Scenario {
+            done: scenarios.len(),
+            total: scenarios.len(),
+            key: "",
+        });
+        Ok(Report {
+        suite: "dbbench".into(),
+        engine: engine_name,
+        rows_before: 0,
+        seed: 301,
+        payload_size: VALUE_SIZE,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        executed_instructions: client.executed_instructions,
+        results,
+        extra: Default::default(),
+        notes: vec![
+            format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
+            format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),
+            "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
+            "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
+        ],
+    })
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
 }

@@ -1,0 +1,221 @@
+//! What a suite hands the report: blocks for report.md, blocks for the terminal, and plots.
+//! The renderers here lay them out; what the blocks say is the suite's business.
+
+use super::format::{duration, thousands};
+use super::svg::{DotPlot, LinePlot};
+use super::table::{cell_text, Table};
+use super::{Report, Status};
+
+/// One piece of a report: report.md and the terminal each get a list of them.
+pub enum Block {
+    /// `##` (level 2) or `###` (level 3) in report.md, a plain line on the terminal.
+    Heading {
+        level: usize,
+        text: String,
+    },
+    Table(Table),
+    /// A plot written beside report.md (markdown only).
+    Image {
+        alt: String,
+        file: String,
+    },
+    /// Preformatted lines: fenced in report.md, as they are on the terminal.
+    Code(String),
+    /// Lines of text, as given.
+    Text(String),
+}
+
+/// A plot file of the report.
+pub struct Plot {
+    /// `plot-middle.svg`: the name the markdown's image block links to.
+    pub file: String,
+    pub kind: PlotKind,
+}
+
+pub enum PlotKind {
+    Lines(LinePlot),
+    Dots(DotPlot),
+}
+
+impl Plot {
+    pub fn svg(&self) -> String {
+        match &self.kind {
+            PlotKind::Lines(p) => p.svg(),
+            PlotKind::Dots(p) => p.svg(),
+        }
+    }
+}
+
+/// A suite's rendering of one report.
+#[derive(Default)]
+pub struct Document {
+    pub markdown: Vec<Block>,
+    pub terminal: Vec<Block>,
+    pub plots: Vec<Plot>,
+}
+
+/// report.md: the run's settings and notes, then the suite's blocks.
+pub fn markdown(report: &Report, document: &Document) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("# icbench report: {}\n\n", report.suite));
+    out.push_str(&format!("- Suite: `{}`\n", report.suite));
+    out.push_str(&format!("- Engine: `{}`\n", report.engine));
+    out.push_str(&format!(
+        "- Rows before each message: {}\n",
+        thousands(report.rows_before)
+    ));
+    out.push_str(&format!("- Seed: {}\n", report.seed));
+    out.push_str(&format!(
+        "- Payload size: {} bytes\n",
+        thousands(report.payload_size)
+    ));
+    out.push_str(&format!("- Wall time: {}\n", duration(report.wall_seconds)));
+    if !report.notes.is_empty() {
+        out.push_str("\nNotes:\n\n");
+        for note in &report.notes {
+            out.push_str(&format!("- {}\n", note.trim()));
+        }
+    }
+    out.push_str(
+        "\nCells show the total for one message and, in parentheses, per row. \"Store work\" is \
+         `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
+         \"charged\" is what the message is billed: its whole execution plus the heap dirty-page \
+         charge, and what cycles are computed from. Cycles and USD are for a 13-node application \
+         subnet; queries are free when not replicated.\n",
+    );
+    for block in &document.markdown {
+        match block {
+            Block::Heading { level, text } => {
+                out.push_str(&format!("\n{} {text}\n", "#".repeat(*level)))
+            }
+            Block::Table(table) => out.push_str(&format!("\n{}", table.render())),
+            Block::Image { alt, file } => out.push_str(&format!("\n![{alt}]({file})\n")),
+            Block::Code(text) => out.push_str(&format!("\n```\n{text}```\n")),
+            Block::Text(text) => out.push_str(&format!("\n{text}")),
+        }
+    }
+    out
+}
+
+/// What the CLI prints: the suite's terminal blocks.
+pub fn terminal(document: &Document) -> String {
+    let mut out = String::new();
+    for block in &document.terminal {
+        match block {
+            Block::Heading { text, .. } => out.push_str(&format!("{text}\n")),
+            Block::Table(table) => out.push_str(&format!("{}\n", table.render())),
+            Block::Image { .. } => {}
+            Block::Code(text) => out.push_str(&format!("{text}\n")),
+            Block::Text(text) => out.push_str(text),
+        }
+    }
+    out
+}
+
+/// Numbers the distinct reasons of refused / failed cells in order of first appearance, so
+/// each reason is printed once however many cells share it.
+#[derive(Clone, Default)]
+pub struct Footnotes {
+    reasons: Vec<(&'static str, String)>,
+}
+
+impl Footnotes {
+    /// `None` for an ok result; otherwise the cell's word and its footnote number.
+    pub fn mark(&mut self, status: &Status) -> Option<(&'static str, usize)> {
+        let (word, reason) = match status {
+            Status::Ok => return None,
+            Status::Refused(reason) => ("refused", reason),
+            Status::Failed(reason) => ("failed", reason),
+        };
+        let key = (word, cell_text(reason));
+        let index = match self.reasons.iter().position(|k| *k == key) {
+            Some(i) => i,
+            None => {
+                self.reasons.push(key);
+                self.reasons.len() - 1
+            }
+        };
+        Some((word, index + 1))
+    }
+
+    /// `(number, word, reason)` in numbering order.
+    pub fn entries(&self) -> impl Iterator<Item = (usize, &'static str, &str)> {
+        self.reasons
+            .iter()
+            .enumerate()
+            .map(|(i, (word, reason))| (i + 1, *word, reason.as_str()))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.reasons.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixture::report;
+    use super::*;
+
+    #[test]
+    fn footnotes_number_each_reason_once() {
+        let mut notes = Footnotes::default();
+        assert_eq!(notes.mark(&Status::Ok), None);
+        assert_eq!(
+            notes.mark(&Status::Refused("no WAL".into())),
+            Some(("refused", 1))
+        );
+        assert_eq!(
+            notes.mark(&Status::Failed("trap".into())),
+            Some(("failed", 2))
+        );
+        assert_eq!(
+            notes.mark(&Status::Refused("no WAL".into())),
+            Some(("refused", 1))
+        );
+        assert_eq!(notes.entries().count(), 2);
+    }
+
+    #[test]
+    fn blocks_render_for_each_reader() {
+        let mut table = Table::new(vec!["Op".into(), "Cost".into()]);
+        table.push(vec!["insert".into(), "12".into()]);
+        let mut terminal_table = Table::new(vec!["Op".into(), "Cost".into()]);
+        terminal_table.push(vec!["insert".into(), "12".into()]);
+        let doc = Document {
+            markdown: vec![
+                Block::Heading {
+                    level: 2,
+                    text: "Inserts".into(),
+                },
+                Block::Image {
+                    alt: "Cost".into(),
+                    file: "plot-x.svg".into(),
+                },
+                Block::Table(table),
+                Block::Code("a line\n".into()),
+                Block::Text("[^1]: failed: trap\n".into()),
+            ],
+            terminal: vec![
+                Block::Heading {
+                    level: 2,
+                    text: "Inserts".into(),
+                },
+                Block::Image {
+                    alt: "Cost".into(),
+                    file: "plot-x.svg".into(),
+                },
+                Block::Table(terminal_table),
+                Block::Text("[1] failed: trap\n".into()),
+            ],
+            plots: Vec::new(),
+        };
+        let md = markdown(&report(Vec::new()), &doc);
+        assert!(md.ends_with(
+            "\n## Inserts\n\n![Cost](plot-x.svg)\n\n| Op     | Cost |\n| :----- | ---: |\n| insert |   12 |\n\n```\na line\n```\n\n[^1]: failed: trap\n"
+        ), "{md}");
+        assert_eq!(
+            terminal(&doc),
+            "Inserts\n| Op     | Cost |\n| :----- | ---: |\n| insert |   12 |\n\n[1] failed: trap\n"
+        );
+    }
+}

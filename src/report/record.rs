@@ -1,0 +1,62 @@
+//! The record of one measured scenario: one row of results.csv and one entry of
+//! results.json. Every suite fills the same record, so the files, `compare` and the
+//! renderers read every suite alike.
+
+use serde::{Deserialize, Serialize};
+
+/// Whether a scenario produced a number.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", tag = "status", content = "reason")]
+pub enum Status {
+    #[default]
+    Ok,
+    /// The canister refused the configuration (e.g. a journal mode SQLite will not use here).
+    Refused(String),
+    /// The call failed (trap, limit, error result).
+    Failed(String),
+}
+
+/// One row of results.json / results.csv: everything the report shows for one scenario.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioResult {
+    pub suite: String,
+    /// `embedded` or `pocket-ic`.
+    pub engine: String,
+    /// `btree` or `sqlite`.
+    pub store: String,
+    /// SQLite journal mode; empty for the B-tree map.
+    pub journal_mode: String,
+    pub position: String,
+    /// `insert`, `point_lookup`, `range_scan`.
+    pub operation: String,
+    /// Rows (or keys) in the one message.
+    pub batch: u64,
+    /// Rows in each store before the message.
+    pub rows_before: u64,
+    /// The canister method and its Candid arguments, so the number can be reproduced with
+    /// `dfx canister call bench METHOD 'ARGS'`.
+    pub method: String,
+    pub args: String,
+    #[serde(flatten)]
+    pub status: Status,
+    /// Instructions the message was charged (cycles are computed from this): the canister's
+    /// whole execution plus the heap dirty-page charge after it.
+    pub instructions: u64,
+    pub instructions_per_row: f64,
+    /// `ic0.performance_counter(0)` around the store work only, as the canister reports it
+    /// (what seed 003's table shows).
+    pub store_instructions: u64,
+    pub store_instructions_per_row: f64,
+    /// Cycles for the message on a 13-node application subnet (execution only; queries are
+    /// free when not replicated, so 0 for them).
+    pub cycles: u64,
+    pub usd: f64,
+    pub heap_pages_delta: i64,
+    pub stable_pages_delta: i64,
+    pub heap_dirty_pages: u64,
+    pub stable_dirty_pages: u64,
+    /// Key + value bytes the operation wrote or read (the dbbench suite's bytes per op);
+    /// 0 where a suite does not measure it.
+    #[serde(default)]
+    pub bytes: u64,
+}

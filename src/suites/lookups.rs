@@ -1,0 +1,122 @@
+//! The `lookups` suite (seed 001): one query reads B prefilled keys drawn uniformly, B in
+//! 1, 10, 25, 50, 100, sent in draw order and sorted, on every store.
+
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+
+use super::scenario::{Operation, Position, Scenario};
+use super::users::{self, PREFILL_CHUNK};
+use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use crate::engine::Engine;
+use crate::report::{Document, Report};
+
+/// Keys per query (seed 001's batch sizes).
+pub const LOOKUP_BATCHES: [u64; 5] = [1, 10, 25, 50, 100];
+
+pub struct Lookups;
+
+#[derive(Args)]
+#[command(next_help_heading = "lookups")]
+struct LookupsArgs {
+    /// Keys per query, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = LOOKUP_BATCHES)]
+    lookup_batches: Vec<u64>,
+}
+
+/// The lookups suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub users: users::Config,
+    /// Keys per query.
+    pub batches: Vec<u64>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            users: users::Config::default(),
+            batches: LOOKUP_BATCHES.to_vec(),
+        }
+    }
+}
+
+impl Config {
+    /// Per key order (draw order, then ascending), per store, every batch. Both orders read
+    /// the same keys, so the difference is the order alone.
+    pub fn matrix(&self) -> Vec<Scenario> {
+        let mut out = Vec::new();
+        for position in [Position::Random, Position::Sorted] {
+            for &store in &self.users.stores {
+                for &keys in &self.batches {
+                    out.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::PointLookups { keys },
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        self.users.validate()?;
+        if self.batches.is_empty() {
+            return Err(anyhow!("--lookup-batches needs at least one batch size"));
+        }
+        let max = PREFILL_CHUNK.min(self.users.rows / 2);
+        if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > max) {
+            return Err(anyhow!(
+                "lookup batch sizes must be between 1 and {max} (at most {PREFILL_CHUNK} and half of --rows), got {b}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Suite for Lookups {
+    fn name(&self) -> &'static str {
+        "lookups"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        LookupsArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = LookupsArgs::from_arg_matches(matches)?;
+        let cfg = Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.lookup_batches),
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Plan for Config {
+    /// Runs the suite on `engine` and returns the report.
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
+        users::run(
+            engine,
+            wasm,
+            &cfg.users,
+            "lookups",
+            &cfg.matrix(),
+            &[note.to_string()],
+            progress,
+        )
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+}

@@ -1,0 +1,179 @@
+//! The suites. Each module owns its options (clap args under a help heading of its own), their
+//! validation, its scenario plan, its run and the sections of its report; the report layer
+//! only renders what a suite hands it.
+//!
+//! A new suite is a new module here plus one line in [`REGISTRY`].
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, Args, Command};
+
+use crate::engine::Engine;
+use crate::report::{Document, Report};
+
+pub mod dbbench;
+mod grid;
+pub mod keys;
+pub mod lookups;
+pub mod scenario;
+pub mod seed003;
+pub mod sysbench;
+pub mod users;
+
+use scenario::{JournalMode, StoreKind};
+
+/// Every suite, in the order `--suite all` runs them. The first one is the default.
+pub static REGISTRY: [&dyn Suite; 5] = [
+    &seed003::Seed003,
+    &lookups::Lookups,
+    &dbbench::DbBench,
+    &keys::Keys,
+    &sysbench::Sysbench,
+];
+
+/// A suite as the CLI sees it: a name, its flags, and a plan made from them.
+pub trait Suite: Sync {
+    /// `--suite NAME`.
+    fn name(&self) -> &'static str;
+    /// Adds the suite's own flags to the CLI (each suite's under a help heading of its own).
+    fn args(&self, cmd: Command) -> Command;
+    /// Reads the suite's flags and the shared ones, checks them, and returns the plan.
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>>;
+    /// Where the suite's files go: `--out/NAME`, so `--suite all` overwrites nothing.
+    fn out_dir(&self, base: &Path) -> PathBuf {
+        base.join(self.name())
+    }
+}
+
+/// A configured suite, ready to run.
+pub trait Plan {
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report>;
+    /// The tables, plots and notes of a report of this suite.
+    fn document(&self, report: &Report) -> Document;
+    /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
+    /// every file). Most suites have none.
+    fn gate(&self, _report: &Report) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The suite called `name` (case-insensitive).
+pub fn find(name: &str) -> Option<&'static dyn Suite> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|s| s.name().eq_ignore_ascii_case(name))
+}
+
+/// `--suite` values: names or `all`; duplicates dropped, given order kept.
+pub fn select(names: &[String]) -> Result<Vec<&'static dyn Suite>> {
+    let mut out: Vec<&'static dyn Suite> = Vec::new();
+    for name in names {
+        let chosen: Vec<&'static dyn Suite> = if name.eq_ignore_ascii_case("all") {
+            REGISTRY.to_vec()
+        } else {
+            vec![find(name).ok_or_else(|| {
+                anyhow!(
+                    "unknown suite {name:?}; accepted: {}, all",
+                    REGISTRY.map(|s| s.name()).join(", ")
+                )
+            })?]
+        };
+        for s in chosen {
+            if !out.iter().any(|o| o.name() == s.name()) {
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// USD per XDR (1 trillion cycles = 1 XDR). An assumption, printed with every report.
+pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
+
+/// Options that more than one suite reads; each says which.
+#[derive(Args, Clone, Debug)]
+#[command(next_help_heading = "Options of several suites")]
+pub struct CommonArgs {
+    /// Rows prefilled into each store, ids 0, 10, 20, ... (seed003, lookups).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rows: u64,
+    /// Stores to measure, comma-separated (every suite).
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = StoreKind::ALL)]
+    pub stores: Vec<StoreKind>,
+    /// SQLite journal modes, comma-separated (seed003, lookups).
+    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = JournalMode::ALL)]
+    pub journal_modes: Vec<JournalMode>,
+    /// Bytes of the username payload per row (seed003, lookups; seed 003 used 100).
+    #[arg(long, default_value_t = 100)]
+    pub payload_size: u64,
+    /// Seed of the random draws, printed in the report (every suite but dbbench, which
+    /// uses db_bench's own).
+    #[arg(long, default_value_t = 2026)]
+    pub seed: u64,
+    /// USD per XDR for the price column (1 XDR = 10^12 cycles).
+    #[arg(long, default_value_t = DEFAULT_USD_PER_XDR)]
+    pub usd_per_xdr: f64,
+}
+
+impl CommonArgs {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.usd_per_xdr.is_finite() && self.usd_per_xdr > 0.0) {
+            return Err(anyhow!("--usd-per-xdr must be a positive number"));
+        }
+        Ok(())
+    }
+
+    pub fn has(&self, kind: StoreKind) -> bool {
+        self.stores.contains(&kind)
+    }
+}
+
+/// Progress events, for a progress bar.
+pub enum Progress<'a> {
+    Prefill {
+        store: &'a str,
+        done: u64,
+        total: u64,
+    },
+    Scenario {
+        done: usize,
+        total: usize,
+        key: &'a str,
+    },
+}
+
+/// Sorted, duplicates dropped: for size lists whose order does not matter.
+fn sorted_unique(mut values: Vec<u64>) -> Vec<u64> {
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_names_are_unique_and_all_expands_in_order() {
+        let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["seed003", "lookups", "dbbench", "keys", "sysbench"]);
+        let picked = select(&["keys".into(), "ALL".into()]).unwrap();
+        let picked: Vec<&str> = picked.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            picked,
+            ["keys", "seed003", "lookups", "dbbench", "sysbench"]
+        );
+        let err = select(&["nope".into()]).err().unwrap().to_string();
+        assert!(
+            err.contains("unknown suite \"nope\"; accepted: seed003"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! The `seed003` suite (the default): seed 003's table. Prefill every store, then insert
+//! 1 to 10,000 rows in one message in the middle, at the end and at random positions, and
+//! read them back (point lookups of 1 and 100 keys, a 1,000-row range scan).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+
+use super::scenario::{Operation, Position, Scenario};
+use super::users::{self, PREFILL_CHUNK};
+use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use crate::engine::Engine;
+use crate::report::{Document, Report};
+
+/// Read operations measured per store and position.
+pub const READS: [Operation; 3] = [
+    Operation::PointLookups { keys: 1 },
+    Operation::PointLookups { keys: 100 },
+    Operation::RangeScan { rows: 1_000 },
+];
+
+pub struct Seed003;
+
+#[derive(Args)]
+#[command(next_help_heading = "seed003 (the default suite)")]
+struct Seed003Args {
+    /// New rows per update message, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
+    batches: Vec<u64>,
+    /// Where new rows go, comma-separated (sorted: random ids sent in ascending order).
+    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = Position::SEED003)]
+    positions: Vec<Position>,
+    /// Skip the read scenarios (point lookups, range scan).
+    #[arg(long)]
+    no_reads: bool,
+}
+
+/// The seed003 suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    pub users: users::Config,
+    /// New rows per update message.
+    pub batches: Vec<u64>,
+    pub positions: Vec<Position>,
+    /// Whether to measure the reads too.
+    pub reads: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            users: users::Config::default(),
+            batches: vec![1, 10, 100, 1_000, 10_000],
+            positions: Position::SEED003.to_vec(),
+            reads: true,
+        }
+    }
+}
+
+impl Config {
+    /// Per position, per store: every insert batch, then the reads.
+    pub fn matrix(&self) -> Vec<Scenario> {
+        let mut out = Vec::new();
+        for &position in &self.positions {
+            for &store in &self.users.stores {
+                for &rows in &self.batches {
+                    out.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::Insert { rows },
+                    });
+                }
+                if self.reads {
+                    for operation in READS {
+                        out.push(Scenario {
+                            store,
+                            position,
+                            operation,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        self.users.validate()?;
+        if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
+            return Err(anyhow!(
+                "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
+            ));
+        }
+        if self.batches.iter().any(|&b| b > self.users.rows / 2) {
+            return Err(anyhow!(
+                "batch sizes must be at most half of --rows ({})",
+                self.users.rows / 2
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Suite for Seed003 {
+    fn name(&self) -> &'static str {
+        "seed003"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        Seed003Args::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = Seed003Args::from_arg_matches(matches)?;
+        let mut positions = args.positions;
+        positions.sort();
+        positions.dedup();
+        let cfg = Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.batches),
+            positions,
+            reads: !args.no_reads,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
+    /// seed003 writes into `--out` itself, as before there were other suites.
+    fn out_dir(&self, base: &Path) -> PathBuf {
+        base.to_path_buf()
+    }
+}
+
+impl Plan for Config {
+    /// Runs the suite on `engine` and returns the report.
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        users::run(
+            engine,
+            wasm,
+            &cfg.users,
+            "seed003",
+            &cfg.matrix(),
+            &[],
+            progress,
+        )
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+}

@@ -1,0 +1,705 @@
+//! The `sysbench` suite (seed 004): sysbench's `sbtest` table and the 23 workloads of
+//! Doltlite's sysbench-style suite, one sysbench event per update message. SQLite runs
+//! all 23 in each `--sysbench-journal-modes`; the StableBTreeMap (rows by id plus a
+//! second map as the index on k) runs the key-value subset. Per workload: store
+//! instructions per event; the multiplier is SQLite ÷ map (seed 004's is Doltlite ÷
+//! SQLite: candidate ÷ baseline), with section averages and a ceiling gate.
+
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
+
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+
+use super::grid::StoreColumn;
+use super::scenario::{JournalMode, StoreKind};
+use super::users::SplitMix64;
+use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
+use crate::engine::cost::CyclesFees;
+use crate::engine::Engine;
+use crate::report::format::thousands;
+use crate::report::{
+    Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
+};
+
+/// Reads or writes: seed 004's two sections per mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Section {
+    Reads,
+    Writes,
+}
+
+impl Section {
+    pub fn name(self) -> &'static str {
+        match self {
+            Section::Reads => "reads",
+            Section::Writes => "writes",
+        }
+    }
+}
+
+/// One workload: its name (seed 004's), section, and whether the map runs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Workload {
+    pub name: &'static str,
+    pub section: Section,
+    pub on_map: bool,
+}
+
+const fn w(name: &'static str, section: Section, on_map: bool) -> Workload {
+    Workload {
+        name,
+        section,
+        on_map,
+    }
+}
+
+/// Seed 004's 23 workloads in its order: 15 reads, then 8 writes.
+pub const WORKLOADS: [Workload; 23] = [
+    w("oltp_point_select", Section::Reads, true),
+    w("oltp_range_select", Section::Reads, true),
+    w("oltp_sum_range", Section::Reads, true),
+    w("oltp_order_range", Section::Reads, false),
+    w("oltp_distinct_range", Section::Reads, false),
+    w("oltp_index_scan", Section::Reads, true),
+    w("select_random_points", Section::Reads, true),
+    w("select_random_ranges", Section::Reads, true),
+    w("covering_index_scan", Section::Reads, true),
+    w("groupby_scan", Section::Reads, false),
+    w("index_join", Section::Reads, false),
+    w("index_join_scan", Section::Reads, false),
+    w("types_table_scan", Section::Reads, false),
+    w("table_scan", Section::Reads, false),
+    w("oltp_read_only", Section::Reads, false),
+    w("oltp_bulk_insert", Section::Writes, false),
+    w("oltp_insert", Section::Writes, true),
+    w("oltp_update_index", Section::Writes, true),
+    w("oltp_update_non_index", Section::Writes, true),
+    w("oltp_delete_insert", Section::Writes, true),
+    w("oltp_write_only", Section::Writes, true),
+    w("types_delete_insert", Section::Writes, false),
+    w("oltp_read_write", Section::Writes, false),
+];
+
+/// Events (update messages) per workload and store.
+pub const EVENTS: u64 = 10;
+/// sbtest1 rows per prefill message.
+pub const PREFILL_CHUNK: u64 = 2_000;
+/// groupby_scan reads 1,000 ids from a start in 1..=rows-1000.
+pub const MIN_ROWS: u64 = 2_000;
+pub const MAX_ROWS: u64 = 1_000_000;
+/// Rows of sbtest2 and the types table (the canister's `SIDE_ROWS`).
+pub const SIDE_ROWS: u64 = 1_000;
+pub const DEFAULT_ROWS: u64 = 10_000;
+/// Seed 004's CI ceilings.
+pub const DEFAULT_MAX_RATIO: f64 = 6.0;
+pub const DEFAULT_MAX_SECTION_RATIO: f64 = 5.0;
+
+/// One scenario: a workload on the map, or on SQLite in one journal mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SysbenchScenario {
+    pub workload: Workload,
+    /// `None`: the map.
+    pub journal_mode: Option<JournalMode>,
+}
+
+pub struct Sysbench;
+
+#[derive(Args)]
+#[command(next_help_heading = "sysbench")]
+struct SysbenchArgs {
+    /// sbtest1 rows (2000..=1000000).
+    #[arg(long, default_value_t = DEFAULT_ROWS)]
+    sysbench_rows: u64,
+    /// SQLite journal modes, comma-separated (default: the canister's own, PERSIST).
+    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = [JournalMode::Persist])]
+    sysbench_journal_modes: Vec<JournalMode>,
+    /// The gate: most SQLite ÷ map multiplier per workload (seed 004: 6).
+    #[arg(long, default_value_t = DEFAULT_MAX_RATIO)]
+    sysbench_max_ratio: f64,
+    /// The gate: most section-average multiplier (seed 004: 5).
+    #[arg(long, default_value_t = DEFAULT_MAX_SECTION_RATIO)]
+    sysbench_max_section_ratio: f64,
+}
+
+/// The sysbench suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The map (key-value subset) for `btree`; SQLite per journal mode for `sqlite`.
+    pub stores: Vec<StoreKind>,
+    /// sbtest1 rows.
+    pub rows: u64,
+    /// SQLite's journal modes, in table order (default: the canister's, PERSIST).
+    pub journal_modes: Vec<JournalMode>,
+    /// The gate's ceilings.
+    pub ceilings: Ceilings,
+    pub seed: u64,
+    pub usd_per_xdr: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            stores: StoreKind::ALL.to_vec(),
+            rows: DEFAULT_ROWS,
+            journal_modes: vec![JournalMode::Persist],
+            ceilings: Ceilings {
+                max: DEFAULT_MAX_RATIO,
+                max_section: DEFAULT_MAX_SECTION_RATIO,
+            },
+            seed: 2026,
+            usd_per_xdr: DEFAULT_USD_PER_XDR,
+        }
+    }
+}
+
+impl Config {
+    /// The map's subset once (it has no journal), then all 23 per selected journal mode.
+    pub fn matrix(&self) -> Vec<SysbenchScenario> {
+        let mut out = Vec::new();
+        if self.stores.contains(&StoreKind::Btree) {
+            for workload in WORKLOADS.into_iter().filter(|w| w.on_map) {
+                out.push(SysbenchScenario {
+                    workload,
+                    journal_mode: None,
+                });
+            }
+        }
+        if self.stores.contains(&StoreKind::Sqlite) {
+            for &mode in &self.journal_modes {
+                for workload in WORKLOADS {
+                    out.push(SysbenchScenario {
+                        workload,
+                        journal_mode: Some(mode),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if self.rows < MIN_ROWS || self.rows > MAX_ROWS {
+            return Err(anyhow!(
+                "--sysbench-rows must be between {MIN_ROWS} and {MAX_ROWS}, got {}",
+                self.rows
+            ));
+        }
+        if self.journal_modes.is_empty() {
+            return Err(anyhow!("--sysbench-journal-modes needs at least one mode"));
+        }
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !ok(self.ceilings.max) || !ok(self.ceilings.max_section) {
+            return Err(anyhow!(
+                "--sysbench-max-ratio and --sysbench-max-section-ratio must be positive numbers"
+            ));
+        }
+        if self.stores.is_empty() {
+            return Err(anyhow!("no store selected (--stores btree,sqlite)"));
+        }
+        Ok(())
+    }
+}
+
+/// The parameters of event `event` of `workload` on `rows` rows: ids, k values and range
+/// starts drawn uniformly (from `seed` and the workload's name, so every store and mode
+/// gets the same ones); inserts take fresh ids above the prefill.
+pub fn params(workload: &str, rows: u64, seed: u64, event: u64) -> Vec<u64> {
+    let h = workload
+        .bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(131).wrapping_add(b as u64));
+    let mut rng = SplitMix64::new(seed ^ h.rotate_left(20) ^ event.wrapping_mul(0x51B));
+    let id = |rng: &mut SplitMix64| rng.below(rows) + 1;
+    let start = |rng: &mut SplitMix64, width: u64| rng.below(rows - width) + 1;
+    let ids = |rng: &mut SplitMix64, n: usize| -> Vec<u64> { (0..n).map(|_| id(rng)).collect() };
+    let r = &mut rng;
+    match workload {
+        "oltp_point_select"
+        | "oltp_index_scan"
+        | "select_random_points"
+        | "oltp_update_index"
+        | "oltp_update_non_index" => ids(r, 10),
+        "oltp_range_select"
+        | "oltp_sum_range"
+        | "oltp_order_range"
+        | "oltp_distinct_range"
+        | "covering_index_scan" => vec![start(r, 100)],
+        "select_random_ranges" | "index_join" => vec![start(r, 10)],
+        "groupby_scan" => vec![start(r, 1_000)],
+        "index_join_scan" => vec![r.below(SIDE_ROWS.min(rows) - 50) + 1],
+        "types_table_scan" | "table_scan" | "oltp_bulk_insert" => vec![id(r)],
+        "oltp_read_only" => {
+            let mut p = ids(r, 10);
+            p.extend((0..4).map(|_| start(r, 100)));
+            p
+        }
+        "oltp_insert" => (1..=10).map(|j| rows + event * 10 + j).collect(),
+        "oltp_delete_insert" | "types_delete_insert" => ids(r, 5),
+        "oltp_write_only" => ids(r, 3),
+        "oltp_read_write" => {
+            let mut p = ids(r, 10);
+            p.extend((0..2).map(|_| start(r, 100)));
+            p.extend(ids(r, 3));
+            p
+        }
+        other => panic!("unknown sysbench workload {other}"),
+    }
+}
+
+#[derive(Default)]
+struct Totals {
+    bytes: u64,
+    store_instructions: u64,
+    instructions: u64,
+    cycles: u128,
+    heap_dirty: u64,
+    stable_dirty: u64,
+    stable_delta: i64,
+}
+
+impl Totals {
+    fn add(&mut self, m: Measured<DbBenchReport>) -> Result<(), String> {
+        let r = m.value?;
+        let msg = m.message;
+        self.bytes += r.bytes;
+        self.store_instructions += r.instructions;
+        self.instructions += msg.instructions;
+        self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
+        self.heap_dirty += msg.heap_dirty_pages;
+        self.stable_dirty += msg.stable_dirty_pages;
+        self.stable_delta +=
+            (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
+        Ok(())
+    }
+}
+
+/// One row of a seed-004 table: a workload's instructions per event on the map and on
+/// SQLite, and SQLite ÷ map ("--" when either is missing).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableRow {
+    pub workload: String,
+    pub btree: Option<f64>,
+    pub sqlite: Option<f64>,
+    pub ratio: Option<f64>,
+}
+
+/// One section: a journal mode's reads or writes, with the mean of its (unrounded) ratios.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableSection {
+    pub journal_mode: String,
+    pub section: String,
+    pub rows: Vec<TableRow>,
+    pub average: Option<f64>,
+}
+
+/// Seed 004's multiplier: only when the baseline is > 0 and the candidate ≥ 0.
+pub fn ratio(baseline: Option<f64>, candidate: Option<f64>) -> Option<f64> {
+    match (baseline, candidate) {
+        (Some(b), Some(c)) if b > 0.0 && c >= 0.0 => Some(c / b),
+        _ => None,
+    }
+}
+
+/// The tables, from a report's results: per journal mode, reads then writes.
+pub fn sections(report: &Report) -> Vec<TableSection> {
+    let per_event = |store: &str, mode: &str, workload: &str| {
+        report
+            .results
+            .iter()
+            .find(|r| r.store == store && r.journal_mode == mode && r.operation == workload)
+            .filter(|r| r.status == Status::Ok)
+            .map(|r| r.store_instructions_per_row)
+    };
+    let mut modes: Vec<String> = Vec::new();
+    for r in report.results.iter().filter(|r| r.store == "sqlite") {
+        if !modes.contains(&r.journal_mode) {
+            modes.push(r.journal_mode.clone());
+        }
+    }
+    let mut out = Vec::new();
+    for mode in modes {
+        for section in [Section::Reads, Section::Writes] {
+            let rows: Vec<TableRow> = WORKLOADS
+                .iter()
+                .filter(|w| w.section == section)
+                .map(|w| {
+                    let btree = per_event("btree", "", w.name);
+                    let sqlite = per_event("sqlite", &mode, w.name);
+                    TableRow {
+                        workload: w.name.into(),
+                        btree,
+                        sqlite,
+                        ratio: ratio(btree, sqlite),
+                    }
+                })
+                .collect();
+            let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio).collect();
+            let average =
+                (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64);
+            out.push(TableSection {
+                journal_mode: mode.clone(),
+                section: section.name().into(),
+                rows,
+                average,
+            });
+        }
+    }
+    out
+}
+
+/// Seed 004's gate: a workload fails when its ratio is strictly above `max`, a section when
+/// its average is strictly above `max_section`; also a SQLite workload that did not run.
+/// One line per failure.
+pub fn gate(sections: &[TableSection], max: f64, max_section: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in sections {
+        for r in &s.rows {
+            if r.sqlite.is_none() {
+                out.push(format!(
+                    "{} {} {}: no measurement",
+                    s.journal_mode, s.section, r.workload
+                ));
+            }
+            if let Some(x) = r.ratio.filter(|&x| x > max) {
+                out.push(format!(
+                    "{} {} {}: {x:.2}x > {max}x",
+                    s.journal_mode, s.section, r.workload
+                ));
+            }
+        }
+        if let Some(a) = s.average.filter(|&a| a > max_section) {
+            out.push(format!(
+                "{} {} average: {a:.2}x > {max_section}x",
+                s.journal_mode, s.section
+            ));
+        }
+    }
+    out
+}
+
+/// results.json's field for the gate's ceilings.
+const CEILINGS: &str = "ceilings";
+
+/// The report's gate failures with the ceilings it was run with (none if it has none).
+pub fn report_gate(report: &Report) -> Vec<String> {
+    match report.extra::<Ceilings>(CEILINGS) {
+        Some(c) => gate(&sections(report), c.max, c.max_section),
+        None => Vec::new(),
+    }
+}
+
+/// The gate's ceilings, kept in the report so report.md can show the check.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    pub max: f64,
+    pub max_section: f64,
+}
+
+fn prefill(client: &mut BenchClient<'_>, store: &str, rows: u64) -> Result<()> {
+    client
+        .sysbench_reset(store, rows)?
+        .value
+        .map_err(|e| anyhow!("sysbench_reset({store}) failed: {e}"))?;
+    let mut first = 1;
+    while first <= rows {
+        let count = PREFILL_CHUNK.min(rows - first + 1);
+        client
+            .sysbench_prefill(store, first, count, rows)?
+            .value
+            .map_err(|e| anyhow!("sysbench_prefill({store}, {first}, {count}) failed: {e}"))?;
+        first += count;
+    }
+    Ok(())
+}
+
+fn journal_suffix(journal: &str) -> String {
+    if journal.is_empty() {
+        String::new()
+    } else {
+        format!(" {journal}")
+    }
+}
+
+/// plot-sysbench.svg: store instructions per event by workload, one marker per store.
+fn plot(report: &Report) -> Option<Plot> {
+    // Rows in seed 004's workload order, whichever store ran first.
+    let rank = |name: &str| WORKLOADS.iter().position(|w| w.name == name);
+    let mut points: Vec<DotPoint> = report
+        .results
+        .iter()
+        .filter(|r| r.status == Status::Ok)
+        .map(|r| {
+            let column = StoreColumn::of(r);
+            DotPoint {
+                row: r.operation.clone(),
+                series: column.schema_label(),
+                color: column.color_slot(),
+                value: r.store_instructions_per_row,
+            }
+        })
+        .collect();
+    points.sort_by_key(|p| rank(&p.row));
+    let plot = DotPlot {
+        title: "sysbench: store instructions per event".into(),
+        axis: "store instructions per event (log scale)".into(),
+        unit: "instructions/event".into(),
+        points,
+    };
+    (!plot.svg().is_empty()).then(|| Plot {
+        file: "plot-sysbench.svg".into(),
+        kind: PlotKind::Dots(plot),
+    })
+}
+
+/// Seed 004's shape: per journal mode a Reads and a Writes table (map and SQLite
+/// instructions per event, multiplier, average), then the ceiling check.
+fn blocks(report: &Report) -> Vec<Block> {
+    let heading = |level: usize, text: String| Block::Heading { level, text };
+    let opt = |x: Option<f64>| x.map_or("--".to_string(), |v| thousands(v.round() as u64));
+    let mul = |x: Option<f64>| x.map_or("--".to_string(), |v| format!("{v:.2}"));
+    let mut out = Vec::new();
+    let mut mode = String::new();
+    for s in sections(report) {
+        if s.journal_mode != mode {
+            mode = s.journal_mode.clone();
+            out.push(heading(
+                2,
+                format!("SQLite {mode} vs StableBTreeMap (store instructions per event)"),
+            ));
+        }
+        let title = if s.section == "reads" {
+            "Reads"
+        } else {
+            "Writes"
+        };
+        out.push(heading(3, title.into()));
+        let mut table = Table::new(
+            [
+                "Test",
+                "StableBTreeMap",
+                &format!("SQLite {mode}"),
+                "Multiplier",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        for r in &s.rows {
+            table.push(vec![
+                r.workload.clone(),
+                opt(r.btree),
+                opt(r.sqlite),
+                mul(r.ratio),
+            ]);
+        }
+        table.push(vec![
+            "Average".into(),
+            String::new(),
+            String::new(),
+            mul(s.average),
+        ]);
+        out.push(Block::Table(table));
+    }
+    if let Some(c) = report.extra::<Ceilings>(CEILINGS) {
+        out.push(heading(
+            2,
+            format!(
+                "Performance Ceiling Check ({}x individual, {}x average)",
+                c.max, c.max_section
+            ),
+        ));
+        let failures = report_gate(report);
+        out.push(Block::Text(if failures.is_empty() {
+            "All tests within ceilings.\n".into()
+        } else {
+            failures.iter().map(|f| format!("- FAIL {f}\n")).collect()
+        }));
+    }
+    out
+}
+
+pub fn document(report: &Report) -> Document {
+    let plot = plot(report);
+    let mut markdown = Vec::new();
+    if let Some(plot) = &plot {
+        markdown.push(Block::Heading {
+            level: 2,
+            text: "sysbench".into(),
+        });
+        markdown.push(Block::Image {
+            alt: "sysbench: store instructions per event".into(),
+            file: plot.file.clone(),
+        });
+    }
+    markdown.extend(blocks(report));
+    Document {
+        markdown,
+        terminal: blocks(report),
+        plots: plot.into_iter().collect(),
+    }
+}
+
+impl Suite for Sysbench {
+    fn name(&self) -> &'static str {
+        "sysbench"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        SysbenchArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = SysbenchArgs::from_arg_matches(matches)?;
+        common.validate()?;
+        // Given order kept (the first mode's tables come first), duplicates dropped.
+        let mut journal_modes: Vec<JournalMode> = Vec::new();
+        for m in args.sysbench_journal_modes {
+            if !journal_modes.contains(&m) {
+                journal_modes.push(m);
+            }
+        }
+        let cfg = Config {
+            stores: common.stores.clone(),
+            rows: args.sysbench_rows,
+            journal_modes,
+            ceilings: Ceilings {
+                max: args.sysbench_max_ratio,
+                max_section: args.sysbench_max_section_ratio,
+            },
+            seed: common.seed,
+            usd_per_xdr: common.usd_per_xdr,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+}
+
+impl Plan for Config {
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        let started = Instant::now();
+        let engine_name = engine.name().to_string();
+        let mut client = BenchClient::install(engine, wasm)?;
+        let canister = client.canister;
+        let base = client.engine.snapshot(canister)?;
+        let rows = cfg.rows;
+        let scenarios = cfg.matrix();
+        let mut results = Vec::new();
+        // One prefilled snapshot per store; every workload starts from it.
+        let mut current: Option<(Option<JournalMode>, crate::engine::SnapshotId)> = None;
+        for (i, s) in scenarios.iter().enumerate() {
+            let (store, journal) = match s.journal_mode {
+                None => ("btree", String::new()),
+                Some(m) => ("sqlite", m.to_string()),
+            };
+            let key = format!("{store}{}/{}", journal_suffix(&journal), s.workload.name);
+            progress(Progress::Scenario {
+                done: i,
+                total: scenarios.len(),
+                key: &key,
+            });
+            if current.map(|c| c.0) != Some(s.journal_mode) {
+                client.engine.restore(canister, base)?;
+                if let Some(mode) = s.journal_mode {
+                    client
+                        .configure_sqlite(&SqliteConfig {
+                            journal_mode: Some(mode.to_string()),
+                            ..SqliteConfig::default()
+                        })?
+                        .value
+                        .map_err(|e| anyhow!("setting journal_mode {mode} for sysbench: {e}"))?;
+                }
+                progress(Progress::Prefill {
+                    store: &key,
+                    done: 0,
+                    total: rows,
+                });
+                prefill(&mut client, store, rows)?;
+                current = Some((s.journal_mode, client.engine.snapshot(canister)?));
+            }
+            let snapshot = current.expect("set above").1;
+            client.engine.restore(canister, snapshot)?;
+            let mut t = Totals::default();
+            let mut failed = None;
+            for event in 0..EVENTS {
+                let p = params(s.workload.name, rows, cfg.seed, event);
+                let m = client.sysbench_run(store, s.workload.name, &p)?;
+                if let Err(e) = t.add(m) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            results.push(ScenarioResult {
+                suite: "sysbench".into(),
+                engine: engine_name.clone(),
+                store: store.into(),
+                journal_mode: journal,
+                position: s.workload.section.name().into(),
+                operation: s.workload.name.into(),
+                batch: EVENTS,
+                rows_before: rows,
+                method: "sysbench_run".into(),
+                args: format!(
+                    "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
+                    s.workload.name
+                ),
+                status: failed.map_or(Status::Ok, Status::Failed),
+                instructions: t.instructions,
+                instructions_per_row: t.instructions as f64 / EVENTS as f64,
+                store_instructions: t.store_instructions,
+                store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
+                cycles: t.cycles as u64,
+                usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+                heap_pages_delta: 0,
+                stable_pages_delta: t.stable_delta,
+                heap_dirty_pages: t.heap_dirty,
+                stable_dirty_pages: t.stable_dirty,
+                bytes: t.bytes,
+            });
+        }
+        progress(Progress::Scenario {
+            done: scenarios.len(),
+            total: scenarios.len(),
+            key: "",
+        });
+        let modes = cfg
+            .journal_modes
+            .iter()
+            .map(|m| m.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let mut report = Report {
+        suite: "sysbench".into(),
+        engine: engine_name,
+        rows_before: rows,
+        seed: cfg.seed,
+        payload_size: 180,
+        wall_seconds: started.elapsed().as_secs_f64(),
+        executed_instructions: client.executed_instructions,
+        results,
+        notes: vec![
+            format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
+            "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
+            format!("Ceilings: a workload fails above {}x, a section average above {}x (strictly greater, as seed 004); a failure makes icbench exit with status 1 after writing every output.", cfg.ceilings.max, cfg.ceilings.max_section),
+        ],
+        extra: Default::default(),
+    };
+        report.set_extra(CEILINGS, &cfg.ceilings);
+        Ok(report)
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
+    fn gate(&self, report: &Report) -> Vec<String> {
+        report_gate(report)
+    }
+}
