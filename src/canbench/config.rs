@@ -40,7 +40,7 @@ pub struct EnvVars {
 
 impl Config {
     pub fn parse(text: &str, name: &Path) -> Result<Config> {
-        serde_yaml::from_str(text)
+        yaml_serde::from_str(text)
             .map_err(|e| anyhow!("invalid config file {}: {e}", name.display()))
     }
 

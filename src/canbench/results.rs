@@ -44,7 +44,7 @@ struct ResultsFile {
 /// Parses a results file's text; refuses one written by a newer canbench, with canbench's
 /// own message.
 pub fn parse(text: &str, name: &Path) -> Result<Results> {
-    let file: ResultsFile = serde_yaml::from_str(text)
+    let file: ResultsFile = yaml_serde::from_str(text)
         .map_err(|e| anyhow!("invalid results file {}: {e}", name.display()))?;
     let ours = semver::Version::parse(CANBENCH_VERSION).expect("valid version");
     let theirs = semver::Version::parse(file.version.trim()).map_err(|e| {
@@ -71,7 +71,7 @@ pub fn read(path: &Path) -> Result<Results> {
 
 /// The file's text: the benches of this run sorted by name, then `version`.
 pub fn render(results: &Results) -> String {
-    serde_yaml::to_string(&ResultsFile {
+    yaml_serde::to_string(&ResultsFile {
         benches: results.clone(),
         version: CANBENCH_VERSION.to_string(),
     })
