@@ -55,7 +55,7 @@ fn dfx_json_names_the_canister_script_wasm_and_interface() {
 #[test]
 fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
     let text = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&text).expect("icp.yaml parses");
+    let yaml: yaml_serde::Value = yaml_serde::from_str(&text).expect("icp.yaml parses");
     let canisters = yaml["canisters"]
         .as_sequence()
         .expect("canisters is a list");

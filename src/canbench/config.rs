@@ -40,7 +40,7 @@ pub struct EnvVars {
 
 impl Config {
     pub fn parse(text: &str, name: &Path) -> Result<Config> {
-        serde_yaml::from_str(text)
+        yaml_serde::from_str(text)
             .map_err(|e| anyhow!("invalid config file {}: {e}", name.display()))
     }
 
@@ -87,6 +87,69 @@ mod tests {
         assert_eq!(c.init_args.unwrap().hex, "4449444c0000");
         assert_eq!(c.stable_memory.unwrap().file, PathBuf::from("s.bin"));
         assert!(c.env_vars.is_none());
+    }
+
+    /// YAML as people write canbench.yml: comments, a `---` start, quoted and flow values, hex
+    /// that looks like a number (read as the text written, never as an integer), unknown
+    /// nested keys, an alias, `~` for an absent option.
+    #[test]
+    fn yaml_forms_people_write() {
+        let c = Config::parse(
+            "# canbench config\n---\nbuild_cmd: &b 'cargo build # not a comment'\n\
+             wasm_path: \"./out/a.wasm\"  # trailing comment\n\
+             results_path: ~\n\
+             init_args: {hex: 00112233}\n\
+             env_vars:\n  file: env.csv\n  extra:\n    nested: [1, 2]\n\
+             future:\n  key: *b\n",
+            Path::new("c.yml"),
+        )
+        .unwrap();
+        assert_eq!(c.build_cmd.as_deref(), Some("cargo build # not a comment"));
+        assert_eq!(c.wasm_path, PathBuf::from("./out/a.wasm"));
+        assert_eq!(c.results_path, None);
+        assert_eq!(c.init_args.unwrap().hex, "00112233");
+        assert_eq!(c.env_vars.unwrap().file, PathBuf::from("env.csv"));
+        for (hex, read) in [
+            ("1234", "1234"),
+            ("1e10", "1e10"),
+            ("'00'", "00"),
+            ("\"\"", ""),
+        ] {
+            let c = Config::parse(
+                &format!("wasm_path: a\ninit_args:\n  hex: {hex}\n"),
+                Path::new("c.yml"),
+            )
+            .unwrap();
+            assert_eq!(c.init_args.unwrap().hex, read, "{hex}");
+        }
+    }
+
+    /// Bad YAML is an error naming the file, the problem and where it is.
+    #[test]
+    fn bad_yaml_messages() {
+        for (text, message) in [
+            (
+                "wasm_path: [\n",
+                "wasm_path: invalid type: sequence, expected path string at line 1 column 12",
+            ),
+            (
+                "wasm_path: a\ninit_args: 5\n",
+                "init_args: invalid type: integer `5`, expected struct InitArgs at line 2 column 12",
+            ),
+            (
+                "\twasm_path: a\n",
+                "found character that cannot start any token, while scanning for the next token",
+            ),
+            ("wasm_path: a\nwasm_path: b\n", "duplicate field `wasm_path`"),
+            (
+                "wasm_path: a\n---\nwasm_path: b\n",
+                "deserializing from YAML containing more than one document is not supported",
+            ),
+            ("", "missing field `wasm_path`"),
+        ] {
+            let e = Config::parse(text, Path::new("dir/c.yml")).unwrap_err();
+            assert_eq!(e.to_string(), format!("invalid config file dir/c.yml: {message}"));
+        }
     }
 
     #[test]

@@ -44,7 +44,7 @@ struct ResultsFile {
 /// Parses a results file's text; refuses one written by a newer canbench, with canbench's
 /// own message.
 pub fn parse(text: &str, name: &Path) -> Result<Results> {
-    let file: ResultsFile = serde_yaml::from_str(text)
+    let file: ResultsFile = yaml_serde::from_str(text)
         .map_err(|e| anyhow!("invalid results file {}: {e}", name.display()))?;
     let ours = semver::Version::parse(CANBENCH_VERSION).expect("valid version");
     let theirs = semver::Version::parse(file.version.trim()).map_err(|e| {
@@ -71,7 +71,7 @@ pub fn read(path: &Path) -> Result<Results> {
 
 /// The file's text: the benches of this run sorted by name, then `version`.
 pub fn render(results: &Results) -> String {
-    serde_yaml::to_string(&ResultsFile {
+    yaml_serde::to_string(&ResultsFile {
         benches: results.clone(),
         version: CANBENCH_VERSION.to_string(),
     })
@@ -144,6 +144,125 @@ version: 0.7.0
         assert_eq!(parse(&text, Path::new("r.yml")).unwrap(), r);
     }
 
+    /// Scope names are any text a canister passes to `bench_scope`; canbench writes them with
+    /// libyaml's emitter, which quotes a name that would read back as another type or as YAML
+    /// syntax, writes a multi-line name as a block scalar and a name over 128 bytes as an
+    /// explicit `? key`. Pinned byte for byte, and every name reads back.
+    #[test]
+    fn odd_scope_names_are_quoted_as_canbench_quotes_them() {
+        let long = "x".repeat(129);
+        let names = [
+            "plain_name",
+            "",
+            "123",
+            "true",
+            "null",
+            "~",
+            "a: b",
+            "#x",
+            "it's",
+            "multi\nline",
+            "\u{fc}",
+            "2024-01-01",
+            &long,
+        ];
+        let scopes = names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), m(i as u64, u64::MAX, 0, 0)))
+            .collect();
+        let r: Results = [(
+            "odd_names".to_string(),
+            BenchResult {
+                total: m(1, 5, 0, 0),
+                scopes,
+            },
+        )]
+        .into();
+        // The 129-byte name is `{long}`; the YAML has no other braces.
+        let expected = format!(
+            "benches:
+  odd_names:
+    total:
+      calls: 1
+      instructions: 5
+      heap_increase: 0
+      stable_memory_increase: 0
+    scopes:
+      '':
+        calls: 1
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      '#x':
+        calls: 7
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      '123':
+        calls: 2
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      2024-01-01:
+        calls: 11
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      'a: b':
+        calls: 6
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      it's:
+        calls: 8
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      ? |-
+        multi
+        line
+      : calls: 9
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      'null':
+        calls: 4
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      plain_name:
+        calls: 0
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      'true':
+        calls: 3
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      ? {long}
+      : calls: 12
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      '~':
+        calls: 5
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+      \u{fc}:
+        calls: 10
+        instructions: 18446744073709551615
+        heap_increase: 0
+        stable_memory_increase: 0
+version: 0.7.0
+"
+        );
+        assert_eq!(render(&r), expected);
+        assert_eq!(parse(&expected, Path::new("r.yml")).unwrap(), r);
+    }
+
     #[test]
     fn old_files_read_with_defaults_and_unknown_keys() {
         // canbench's own fixture format (version 0.1.15: no calls, unknown keys).
@@ -180,6 +299,15 @@ version: 0.7.0
             let e = parse(text, Path::new("dir/r.yml")).unwrap_err().to_string();
             assert!(e.contains("dir/r.yml"), "{text:?}: {e}");
         }
+        let e = parse(
+            "benches:\n  a:\n    total:\n      calls: -1\nversion: 0.1.0\n",
+            Path::new("dir/r.yml"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid results file dir/r.yml: benches.a.total.calls: invalid type: integer `-1`, expected u64 at line 4 column 14"
+        );
         assert!(read(Path::new("/nonexistent/dir/r.yml"))
             .unwrap()
             .is_empty());
