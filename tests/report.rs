@@ -1,8 +1,31 @@
 //! The reporting layer on a small hand-built report: exact cells, footnotes, CSV quoting,
 //! JSON round trip, plot shape and determinism, and the comparison rules.
 
-use icbench::report::{self, compare, Change, Report};
-use icbench::scenario::{ScenarioResult, Status};
+use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status};
+use icbench::suites::{seed003, Plan};
+
+/// The seed003 suite's document: the position tables and plots these tests check.
+fn document(report: &Report) -> Document {
+    seed003::Config::default().document(report)
+}
+
+fn markdown(report: &Report) -> String {
+    report::markdown(report, &document(report))
+}
+
+fn terminal_tables(report: &Report) -> String {
+    report::terminal(&document(report))
+}
+
+/// plot-POSITION.svg, if the document has it.
+fn svg_plot(report: &Report, position: &str) -> Option<String> {
+    let file = format!("plot-{position}.svg");
+    document(report)
+        .plots
+        .iter()
+        .find(|p| p.file == file)
+        .map(|p| p.svg())
+}
 
 const WAL_REASON: &str = "journal_mode=WAL needs shared memory, which a canister lacks";
 
@@ -69,8 +92,7 @@ fn sample() -> Report {
     (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
     results.push(lookup);
     Report {
-        page_stats: vec![],
-        ceilings: None,
+        extra: Default::default(),
         suite: "storage".into(),
         engine: "embedded".into(),
         rows_before: 1_000_000,
@@ -113,7 +135,7 @@ fn table_rows(text: &str) -> Vec<Vec<&str>> {
 
 #[test]
 fn markdown_has_seed_003_shaped_tables() {
-    let md = report::markdown(&sample());
+    let md = markdown(&sample());
     assert!(
         md.contains("- Rows before each message: 1,000,000\n"),
         "{md}"
@@ -213,7 +235,7 @@ fn markdown_has_seed_003_shaped_tables() {
 
 #[test]
 fn terminal_tables_are_compact() {
-    let text = report::terminal_tables(&sample());
+    let text = terminal_tables(&sample());
     assert!(
         text.contains("middle: insert, store instructions per message"),
         "{text}"
@@ -279,7 +301,7 @@ fn from_json_names_the_problem() {
 #[test]
 fn svg_plot_is_a_deterministic_log_log_chart() {
     let report = sample();
-    let svg = report::svg_plot(&report, "middle").expect("middle has inserts");
+    let svg = svg_plot(&report, "middle").expect("middle has inserts");
     assert!(svg.starts_with("<svg"), "{svg}");
     assert!(svg.trim_end().ends_with("</svg>"));
     // One line per store with ok data (WAL still has batches 1 and 100).
@@ -291,14 +313,14 @@ fn svg_plot_is_a_deterministic_log_log_chart() {
         );
     }
     assert!(svg.contains("Insert cost per row, middle, 1,000,000 rows"));
-    assert_eq!(svg, report::svg_plot(&report, "middle").unwrap());
-    assert_eq!(report::svg_plot(&report, "random"), None);
+    assert_eq!(svg, svg_plot(&report, "middle").unwrap());
+    assert_eq!(svg_plot(&report, "random"), None);
 }
 
 #[test]
 fn write_all_writes_every_file() {
     let dir = std::env::temp_dir().join(format!("icbench-report-test-{}", std::process::id()));
-    let paths = report::write_all(&sample(), &dir).unwrap();
+    let paths = report::write_all(&sample(), &document(&sample()), &dir).unwrap();
     let names: Vec<String> = paths
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

@@ -8,29 +8,36 @@ use std::sync::OnceLock;
 
 use icbench::bench_canister::{default_wasm_path, ensure_built};
 use icbench::report::{self, Report};
-use icbench::scenario::{JournalMode, Operation, Position, Scenario, Store};
-use icbench::suite::{Suite, SuiteConfig, LOOKUP_BATCHES};
+use icbench::suites::lookups::{self, LOOKUP_BATCHES};
+use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use icbench::suites::{self as registry, seed003, users, REGISTRY};
 
 #[test]
 fn suite_selection_parses_names_lists_and_all() {
+    let names = |picked: Vec<&'static dyn registry::Suite>| -> Vec<&str> {
+        picked.iter().map(|s| s.name()).collect()
+    };
     assert_eq!(
-        Suite::ALL.map(Suite::name),
+        REGISTRY.map(|s| s.name()),
         ["seed003", "lookups", "dbbench", "keys", "sysbench"]
     );
-    assert_eq!(Suite::parse_selection("seed003").unwrap(), [Suite::Seed003]);
-    assert_eq!(Suite::parse_selection("LOOKUPS").unwrap(), [Suite::Lookups]);
-    assert_eq!(Suite::parse_selection("all").unwrap(), Suite::ALL);
+    let select = |names: &[&str]| {
+        registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+    };
+    assert_eq!(names(select(&["seed003"]).unwrap()), ["seed003"]);
+    assert_eq!(names(select(&["LOOKUPS"]).unwrap()), ["lookups"]);
+    assert_eq!(names(select(&["all"]).unwrap()), REGISTRY.map(|s| s.name()));
     // Duplicates are dropped, the first mention fixes the order.
     assert_eq!(
-        Suite::parse_selection("lookups, seed003,lookups").unwrap(),
-        [Suite::Lookups, Suite::Seed003]
+        names(select(&["lookups", "seed003", "lookups"]).unwrap()),
+        ["lookups", "seed003"]
     );
-    let err = Suite::parse_selection("seed003,tpcc").unwrap_err();
+    let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
         "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, all"
     );
-    assert!(Suite::parse_selection("").is_err());
+    assert!(select(&[""]).is_err());
 }
 
 fn all_stores() -> Vec<Store> {
@@ -41,18 +48,20 @@ fn all_stores() -> Vec<Store> {
 
 #[test]
 fn seed003_matrix_is_unchanged_by_the_suites() {
-    let cfg = SuiteConfig::default();
-    assert_eq!(cfg.suite, Suite::Seed003);
+    let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
     // 3 positions x 7 stores x (5 insert batches + 3 reads): the README's 168.
     assert_eq!(matrix.len(), 168);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
-    let sorted = SuiteConfig {
+    let sorted = seed003::Config {
         positions: vec![Position::Sorted],
-        stores: vec![Store::BTree],
-        ..SuiteConfig::default()
+        users: users::Config {
+            stores: vec![Store::BTree],
+            ..users::Config::default()
+        },
+        ..seed003::Config::default()
     };
     let methods: Vec<String> = sorted.matrix().iter().map(Scenario::method).collect();
     assert_eq!(
@@ -72,11 +81,8 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
 
 #[test]
 fn lookups_matrix_is_every_store_order_and_batch_once() {
-    let cfg = SuiteConfig {
-        suite: Suite::Lookups,
-        ..SuiteConfig::default()
-    };
-    assert_eq!(cfg.lookup_batches, LOOKUP_BATCHES);
+    let cfg = lookups::Config::default();
+    assert_eq!(cfg.batches, LOOKUP_BATCHES);
     assert_eq!(LOOKUP_BATCHES, [1, 10, 25, 50, 100]);
     let mut expected = Vec::new();
     for position in [Position::Random, Position::Sorted] {
@@ -99,11 +105,12 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
 
 #[test]
 fn each_suite_checks_only_its_own_sizes() {
-    let lookups = |batches: Vec<u64>, rows: u64| SuiteConfig {
-        suite: Suite::Lookups,
-        rows,
-        lookup_batches: batches,
-        ..SuiteConfig::default()
+    let lookups = |batches: Vec<u64>, rows: u64| lookups::Config {
+        users: users::Config {
+            rows,
+            ..users::Config::default()
+        },
+        batches,
     };
     // seed003's default 10,000-row batch is more than half of 2,000 rows: irrelevant here.
     assert!(lookups(vec![1, 10], 2_000).validate().is_ok());
@@ -118,9 +125,12 @@ fn each_suite_checks_only_its_own_sizes() {
         .to_string();
     assert!(err.contains("got 1001"), "{err}");
     assert!(lookups(vec![], 2_000).validate().is_err());
-    let seed003 = SuiteConfig {
-        rows: 2_000,
-        ..SuiteConfig::default()
+    let seed003 = seed003::Config {
+        users: users::Config {
+            rows: 2_000,
+            ..users::Config::default()
+        },
+        ..seed003::Config::default()
     };
     assert!(seed003.validate().is_err());
 }
@@ -142,7 +152,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "unknown suite \"ycsb\"; accepted: seed003, lookups, dbbench, keys, sysbench, all",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -158,7 +168,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--suite", "keys", "--keys-journal-mode", "FAST"],
-            "--keys-journal-mode: unknown journal mode",
+            "invalid value 'FAST' for '--keys-journal-mode <KEYS_JOURNAL_MODE>'\n  [possible values: DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF]",
         ),
         (
             &["--suite", "sysbench", "--sysbench-rows", "1999"],
@@ -171,7 +181,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
                 "--sysbench-journal-modes",
                 "WAL,FAST",
             ],
-            "--sysbench-journal-modes: unknown journal mode \"FAST\"",
+            "invalid value 'FAST' for '--sysbench-journal-modes <SYSBENCH_JOURNAL_MODES>'",
         ),
         (
             &["--suite", "sysbench", "--sysbench-max-ratio", "0"],
@@ -182,12 +192,20 @@ fn bad_suite_selections_are_refused_before_any_work() {
             "must be positive numbers",
         ),
         (
+            &["--stores", "btree,x"],
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: btree, sqlite]",
+        ),
+        (
+            &["--positions", "top"],
+            "invalid value 'top' for '--positions <POSITIONS>'\n  [possible values: middle, end, random, sorted]",
+        ),
+        (
             &["--suite", "dbbench", "--dbbench-num", "10"],
             "--dbbench-num must be between 1000 and 1000000",
         ),
         (
             &["--suite", "dbbench", "--dbbench-journal-mode", "FAST"],
-            "--dbbench-journal-mode: unknown journal mode \"FAST\"",
+            "invalid value 'FAST' for '--dbbench-journal-mode <DBBENCH_JOURNAL_MODE>'",
         ),
     ];
     for (args, expected) in cases {
@@ -274,7 +292,7 @@ fn lookups_end_to_end_is_deterministic() {
     assert_eq!(a.results.len(), 12);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
-        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+        assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
         assert_eq!(r.operation, "point_lookup");
         assert_eq!(r.method, format!("get_users_{}_ids", r.store));
         assert!(r.store_instructions > 0);
@@ -340,7 +358,7 @@ fn all_runs_every_suite_into_its_own_files() {
     // The map's 12-workload subset, SQLite's 23 in the default journal mode.
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
-    for suite in Suite::ALL {
+    for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
             "{stdout}"
@@ -351,7 +369,7 @@ fn all_runs_every_suite_into_its_own_files() {
 // ---- dbbench (seed 000) ------------------------------------------------------------
 
 use icbench::bench_canister::{BenchClient, DbBenchWrite};
-use icbench::dbbench::{self, Bench, KvStore, LevelDbRandom};
+use icbench::suites::dbbench::{self, Bench, KvStore, LevelDbRandom};
 use icbench::engine::embedded::EmbeddedEngine;
 
 #[test]
@@ -414,13 +432,10 @@ fn dbbench_keys_follow_db_bench_sqlite3_draw_order() {
 
 #[test]
 fn dbbench_matrix_is_every_store_times_twelve_benchmarks() {
-    let cfg = SuiteConfig {
-        suite: Suite::DbBench,
-        ..SuiteConfig::default()
-    };
-    assert_eq!(cfg.dbbench_num, 10_000);
-    assert_eq!(cfg.dbbench_journal_mode, JournalMode::Wal);
-    let matrix = dbbench::matrix(&cfg);
+    let cfg = dbbench::Config::default();
+    assert_eq!(cfg.num, 10_000);
+    assert_eq!(cfg.journal_mode, JournalMode::Wal);
+    let matrix = cfg.matrix();
     assert_eq!(matrix.len(), 36);
     let stores: Vec<KvStore> = matrix.iter().step_by(12).map(|s| s.store).collect();
     assert_eq!(
@@ -435,19 +450,16 @@ fn dbbench_matrix_is_every_store_times_twelve_benchmarks() {
         .chunks(12)
         .all(|c| c.iter().map(|s| s.bench).eq(Bench::ALL)));
     // Only the map when only btree is selected.
-    let btree_only = SuiteConfig {
-        stores: vec![Store::BTree],
+    let btree_only = dbbench::Config {
+        stores: vec![StoreKind::Btree],
         ..cfg.clone()
     };
-    assert_eq!(dbbench::matrix(&btree_only).len(), 12);
+    assert_eq!(btree_only.matrix().len(), 12);
     assert_eq!(Bench::FillSeq100K.ops(10_000), 10);
     assert_eq!(Bench::FillSeq100K.value_size(), 100_000);
     assert!(Bench::FillSeq.transaction_per_row() && !Bench::FillSeqBatch.transaction_per_row());
     assert!(!Bench::Overwrite.fresh() && Bench::FillRandom.fresh());
-    let bad = SuiteConfig {
-        dbbench_num: 999,
-        ..cfg
-    };
+    let bad = dbbench::Config { num: 999, ..cfg };
     let err = bad.validate().unwrap_err().to_string();
     assert!(
         err.contains("--dbbench-num must be between 1000 and 1000000"),
@@ -569,7 +581,7 @@ fn dbbench_end_to_end_is_deterministic() {
     same_numbers(&a, &read_report(&second.join("dbbench/results.json")));
     assert_eq!(a.results.len(), 36);
     for r in &a.results {
-        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+        assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
         assert!(r.store_instructions > 0, "{r:?}");
     }
     // Writes move key + value bytes per op.
@@ -593,16 +605,13 @@ fn dbbench_end_to_end_is_deterministic() {
 
 // ---- keys (seed 002) ---------------------------------------------------------------
 
-use icbench::keys::{self as key_suite, PageStats};
+use icbench::suites::keys::{self as key_suite, PageStats};
 
 #[test]
 fn keys_matrix_is_every_key_type_by_every_store() {
-    let cfg = SuiteConfig {
-        suite: Suite::Keys,
-        ..SuiteConfig::default()
-    };
-    assert_eq!(cfg.keys_rows, 10_000);
-    let m = key_suite::matrix(&cfg);
+    let cfg = key_suite::Config::default();
+    assert_eq!(cfg.rows, 10_000);
+    let m = cfg.matrix();
     let pairs: Vec<(&str, &str)> = m.iter().map(|s| (s.key_type, s.store)).collect();
     let mut expected = Vec::new();
     for k in ["u64", "ulid", "uuid", "hex32"] {
@@ -616,11 +625,11 @@ fn keys_matrix_is_every_key_type_by_every_store() {
         }
     }
     assert_eq!(pairs, expected);
-    let sqlite_only = SuiteConfig {
-        stores: vec![Store::Sqlite(JournalMode::Wal)],
+    let sqlite_only = key_suite::Config {
+        stores: vec![StoreKind::Sqlite],
         ..cfg
     };
-    assert_eq!(key_suite::matrix(&sqlite_only).len(), 12);
+    assert_eq!(sqlite_only.matrix().len(), 12);
 }
 
 #[test]
@@ -792,22 +801,22 @@ fn keys_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     let b = read_report(&second.join("keys/results.json"));
     same_numbers(&a, &b);
-    assert_eq!(a.page_stats, b.page_stats);
+    assert_eq!(key_suite::page_stats(&a), key_suite::page_stats(&b));
     assert_eq!(a.results.len(), 48);
     for r in &a.results {
-        assert_eq!(r.status, icbench::scenario::Status::Ok, "{r:?}");
+        assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
     }
     // SQLite B-trees per key type: u64 rowid 1, without rowid 1, secondary 2 (4); the
     // other key types rowid 2 (table + autoindex), 1, 2 (5 each).
-    assert_eq!(a.page_stats.len(), 4 + 3 * 5);
+    assert_eq!(key_suite::page_stats(&a).len(), 4 + 3 * 5);
     assert!(stdout.contains("stable bytes per row"), "{stdout}");
     assert!(stdout.contains("keys_ulid_without_rowid"), "{stdout}");
 }
 
 // ---- sysbench (seed 004) -----------------------------------------------------------
 
-use icbench::scenario::{ScenarioResult, Status};
-use icbench::sysbench::{self, Section, TableRow, TableSection, WORKLOADS};
+use icbench::report::{ScenarioResult, Status};
+use icbench::suites::sysbench::{self, Section, TableRow, TableSection, WORKLOADS};
 
 #[test]
 fn sysbench_matrix_is_23_workloads_per_mode_and_the_maps_subset() {
@@ -865,12 +874,11 @@ fn sysbench_matrix_is_23_workloads_per_mode_and_the_maps_subset() {
             "oltp_write_only",
         ]
     );
-    let mut cfg = SuiteConfig {
-        suite: Suite::Sysbench,
-        sysbench_journal_modes: vec![JournalMode::Wal, JournalMode::Delete],
-        ..SuiteConfig::default()
+    let mut cfg = sysbench::Config {
+        journal_modes: vec![JournalMode::Wal, JournalMode::Delete],
+        ..sysbench::Config::default()
     };
-    let m = sysbench::matrix(&cfg);
+    let m = cfg.matrix();
     assert_eq!(m.len(), 12 + 2 * 23);
     assert!(m[..12].iter().all(|s| s.journal_mode.is_none()));
     assert!(m[12..35]
@@ -879,10 +887,10 @@ fn sysbench_matrix_is_23_workloads_per_mode_and_the_maps_subset() {
     assert!(m[35..]
         .iter()
         .all(|s| s.journal_mode == Some(JournalMode::Delete)));
-    cfg.stores = vec![Store::BTree];
-    assert_eq!(sysbench::matrix(&cfg).len(), 12);
+    cfg.stores = vec![StoreKind::Btree];
+    assert_eq!(cfg.matrix().len(), 12);
     assert!(cfg.validate().is_ok());
-    cfg.sysbench_rows = 1_999;
+    cfg.rows = 1_999;
     assert!(cfg.validate().is_err());
     // Parameters: deterministic, inside the table, inserts above the prefill.
     for w in WORKLOADS {
@@ -982,7 +990,7 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
         fake_result("sqlite", "WAL", "oltp_insert", 200.0),
     ];
     results[1].status = Status::Ok;
-    let report = Report {
+    let mut report = Report {
         suite: "sysbench".into(),
         engine: "embedded".into(),
         rows_before: 2_000,
@@ -992,12 +1000,16 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
         executed_instructions: 0,
         results,
         notes: vec![],
-        page_stats: vec![],
-        ceilings: Some(sysbench::Ceilings {
+        extra: Default::default(),
+    };
+    // The field name results.json has always used for the ceilings.
+    report.set_extra(
+        "ceilings",
+        &sysbench::Ceilings {
             max: 6.0,
             max_section: 5.0,
-        }),
-    };
+        },
+    );
     let s = sysbench::sections(&report);
     assert_eq!(s.len(), 2);
     assert_eq!((s[0].section.as_str(), s[0].rows.len()), ("reads", 15));
@@ -1012,15 +1024,18 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
     assert!(failures.contains(&"WAL reads average: 7.00x > 5x".to_string()));
     // The 20 other workloads were not measured in this fake run.
     assert_eq!(failures.len(), 2 + 20);
-    let md = report::markdown(&report);
-    assert!(
-        md.contains("| oltp_point_select | 100 | 700 | 7.00 |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| table_scan | -- | 9,000,000,000 | -- |"),
-        "{md}"
-    );
+    let md = report::markdown(&report, &sysbench::document(&report));
+    let row = |cells: &[&str]| {
+        md.lines().any(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(str::trim)
+                .eq(cells.iter().copied())
+        })
+    };
+    assert!(row(&["oltp_point_select", "100", "700", "7.00"]), "{md}");
+    assert!(row(&["table_scan", "--", "9,000,000,000", "--"]), "{md}");
+    assert!(row(&["Average", "", "", "7.00"]), "{md}");
     assert!(md.contains("\n### Reads\n"), "{md}");
     assert!(md.contains("\n## Performance Ceiling Check (6x individual, 5x average)\n"));
     assert!(md.contains("- FAIL WAL reads average: 7.00x > 5x"));
