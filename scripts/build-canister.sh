@@ -18,7 +18,7 @@ cd "$ROOT" # so rust-toolchain.toml picks the toolchain
 TARGET=wasm32-wasip1
 BUILD_DIR="$ROOT/target/canister-build"
 # The converter is a root workspace member but builds in its own target dir: no lock
-# contention with a running `cargo test` (tests/canister_did.rs calls this script).
+# contention with a running `cargo test` (tests/it/canister_did.rs calls this script).
 TOOL_DIR="$ROOT/target/wasi2ic-post"
 OUT_DIR="$ROOT/target/canister"
 OUT="$OUT_DIR/bench.wasm"

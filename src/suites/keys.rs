@@ -53,6 +53,11 @@ pub struct KeysScenario {
 /// results.json's field for the SQLite pages per B-tree.
 const PAGE_STATS: &str = "page_stats";
 
+/// The SQLite pages per B-tree that a keys report carries (none for a map-only run).
+pub fn page_stats(report: &Report) -> Vec<PageStats> {
+    report.extra(PAGE_STATS).unwrap_or_default()
+}
+
 /// Pages of one SQLite B-tree, as `dbstat` counts them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageStats {
@@ -320,7 +325,7 @@ fn plot(report: &Report) -> Option<Plot> {
 /// Per insert, per lookup, stable bytes per row, and SQLite's B-trees; the terminal shows
 /// the same tables.
 pub fn document(report: &Report) -> Document {
-    let page_stats: Vec<PageStats> = report.extra(PAGE_STATS).unwrap_or_default();
+    let page_stats = page_stats(report);
     let plot = plot(report);
     let heading = |text: &str| Block::Heading {
         level: 2,

@@ -1,6 +1,6 @@
 // A Motoko canister with enhanced orthogonal persistence (moc's default since 0.15): a
 // 64-bit heap that holds its state, kept across upgrades only with
-// `wasm_memory_persistence = opt variant { keep }`. tests/motoko.rs runs the compiled
+// `wasm_memory_persistence = opt variant { keep }`. tests/it/motoko.rs runs the compiled
 // counter.wasm on the embedded engine; scripts/build-motoko-fixture.sh rebuilds it.
 import Prim "mo:⛔";
 

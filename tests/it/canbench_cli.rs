@@ -1,8 +1,7 @@
 //! `icbench canbench` end to end: the binary on the canbench-rs fixture, in a scratch
 //! directory, with canbench's config, result files, report text and error paths.
 
-#[path = "support/canbench_fixture.rs"]
-mod support;
+use crate::support::canbench_fixture as support;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -1,5 +1,5 @@
 //! Builds tests/canbench_fixture (canbench-rs benches) for wasm32-unknown-unknown into
-//! target/canbench-fixture, once per test binary; cargo makes repeat builds a no-op.
+//! target/canbench-fixture, once per test process; cargo makes repeat builds a no-op.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -13,8 +13,6 @@ pub fn fixture_wasm_path() -> PathBuf {
     BUILT.get_or_init(build).clone()
 }
 
-// Not every test binary that includes this file reads the bytes itself.
-#[allow(dead_code)]
 pub fn fixture_wasm() -> Vec<u8> {
     std::fs::read(fixture_wasm_path()).expect("the fixture wasm exists")
 }

@@ -1,9 +1,9 @@
 //! The bench canister's contract, written once and run on every engine: row counts,
 //! overwrite and rollback semantics, reads, configuration, every error path, upgrade,
 //! reinstall and snapshots. Each contract function below becomes one test per engine
-//! (`embedded::NAME`, `pocket_ic::NAME`). The PocketIC tests need a server: build.rs sets
-//! `cfg(pocket_ic_server)` when POCKET_IC_BIN is set; without it they are ignored, with
-//! that reason, never passed.
+//! (`canister::embedded::NAME`, `canister::pocket_ic::NAME`). The PocketIC tests need a
+//! server: build.rs sets `cfg(pocket_ic_server)` when POCKET_IC_BIN is set; without it
+//! they are ignored, with that reason, never passed.
 
 use std::sync::OnceLock;
 

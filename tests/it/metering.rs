@@ -841,7 +841,7 @@ fn large_module(target: usize) -> Vec<u8> {
     wat::parse_str(&wat).unwrap()
 }
 
-/// Run with `cargo test --release --test metering -- --ignored --nocapture`.
+/// Run with `cargo test --release --test it metering:: -- --ignored --nocapture`.
 #[test]
 #[ignore = "a timing measurement that prints, not a check: run it by hand"]
 fn timing_large_module() {

@@ -9,8 +9,7 @@
 //! shared/research/canbench.md §5.2). Page counts and scope calls below are exact by
 //! construction of the fixture.
 
-#[path = "support/canbench_fixture.rs"]
-mod support;
+use crate::support::canbench_fixture as support;
 
 use icbench::canbench::results::{BenchResult, Measurement};
 use icbench::canbench::{discover, Runner};

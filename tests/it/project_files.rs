@@ -95,7 +95,7 @@ fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
     );
 }
 
-/// dfx, icp-cli, the test binaries and a benchmark run may all build at once; every
+/// dfx, icp-cli, the tests and a benchmark run may all build at once; every
 /// concurrent build must succeed and leave the one reproducible module in place.
 #[test]
 fn concurrent_builds_all_succeed_with_the_same_module() {

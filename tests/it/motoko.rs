@@ -7,7 +7,7 @@ use candid::{Decode, Encode, Nat, Principal};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, UpgradeOptions, WasmMemoryPersistence};
 
-const COUNTER: &[u8] = include_bytes!("motoko_fixture/counter.wasm");
+const COUNTER: &[u8] = include_bytes!("../motoko_fixture/counter.wasm");
 
 fn nat(out: CallOutcome) -> u64 {
     let reply = out.result.expect("a reply");

@@ -10,7 +10,7 @@
 //! A panic anywhere fails the test; nothing is wrapped in `catch_unwind`. A hard crash
 //! (signal) kills the process: the seed being run is always written to
 //! `$CARGO_TARGET_TMPDIR/fuzz_engine_current_seed` first, so it can be replayed with
-//! `FUZZ_ENGINE_FIRST=<seed> FUZZ_ENGINE_SEEDS=1 cargo test --release --test fuzz_engine -- --nocapture`.
+//! `FUZZ_ENGINE_FIRST=<seed> FUZZ_ENGINE_SEEDS=1 cargo test --release --test it fuzz_engine:: -- --nocapture`.
 //! `FUZZ_ENGINE_SEEDS=<n>` runs more seeds (default 600, about 25 s; 3000 took 135 s).
 
 use std::collections::BTreeMap;
@@ -739,7 +739,7 @@ fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
 /// IC0502 "stack overflow". The CLI runs the engine on the 8 MiB main thread, so only
 /// threaded callers (tests, parallel engines) are hit. Fix belongs in the engine, e.g. run
 /// every message on a thread (or fiber) with >= MAX_WASM_STACK + headroom of stack.
-/// Run with `cargo test --release --test fuzz_engine -- --ignored`.
+/// Run with `cargo test --release --test it fuzz_engine:: -- --ignored`.
 #[test]
 fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
     let reject = recurse_on_thread(2 << 20);

@@ -1,0 +1,22 @@
+//! The integration tests, in one test binary: every binary links the library and
+//! wasmtime, and linking a dozen of them took longer than running most of the tests.
+//! One module per area; run one with `cargo test --release --test it MODULE::`.
+//!
+//! All tests share one process: nothing here may change the environment or the current
+//! directory of the process (child processes get theirs through `Command`), and state
+//! built once (the bench canister, the canbench fixture) is built once for every module.
+
+mod support;
+
+mod canbench_baseline;
+mod canbench_cli;
+mod canister;
+mod canister_did;
+mod cli;
+mod engine;
+mod fuzz_engine;
+mod metering;
+mod motoko;
+mod project_files;
+mod report;
+mod suites;
