@@ -22,14 +22,16 @@ pub struct ScenarioResult {
     pub suite: String,
     /// `embedded` or `pocket-ic`.
     pub engine: String,
-    /// `btree` or `sqlite`.
+    /// The store as the suite names it (`btree`, `sqlite`, or a SQLite schema).
     pub store: String,
     /// SQLite journal mode; empty for the B-tree map.
     pub journal_mode: String,
+    /// The suite's own row dimension within a store (where rows go, a key type, a
+    /// section), named `position` in the files since the first suite.
     pub position: String,
-    /// `insert`, `point_lookup`, `range_scan`.
+    /// What was measured: `insert`, `point_lookup`, `range_scan`, or a suite's benchmark.
     pub operation: String,
-    /// Rows (or keys) in the one message.
+    /// Rows, keys or ops measured: the divisor of the per-row figures.
     pub batch: u64,
     /// Rows in each store before the message.
     pub rows_before: u64,
@@ -43,8 +45,7 @@ pub struct ScenarioResult {
     /// whole execution plus the heap dirty-page charge after it.
     pub instructions: u64,
     pub instructions_per_row: f64,
-    /// `ic0.performance_counter(0)` around the store work only, as the canister reports it
-    /// (what seed 003's table shows).
+    /// `ic0.performance_counter(0)` around the store work only, as the canister reports it.
     pub store_instructions: u64,
     pub store_instructions_per_row: f64,
     /// Cycles for the message on a 13-node application subnet (execution only; queries are
@@ -55,8 +56,8 @@ pub struct ScenarioResult {
     pub stable_pages_delta: i64,
     pub heap_dirty_pages: u64,
     pub stable_dirty_pages: u64,
-    /// Key + value bytes the operation wrote or read (the dbbench suite's bytes per op);
-    /// 0 where a suite does not measure it.
+    /// Bytes the operation wrote or read, or the bytes a store uses; 0 where a suite does
+    /// not measure it.
     #[serde(default)]
     pub bytes: u64,
 }

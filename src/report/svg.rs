@@ -264,7 +264,7 @@ fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String 
             columns.push((&p.series, p.color));
         }
     }
-    // Room for the longest row label (sysbench's workload names are up to 21 characters).
+    // Room for the longest row label.
     let longest = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0) as f64;
     let (left, right, top) = ((12.0 + 7.0 * longest).max(120.0), WIDTH - 230.0, 50.0);
     let row_height = 26.0;
