@@ -624,41 +624,54 @@ mod tests {
     }
 
     #[test]
-    fn api_fees() {
-        assert_eq!(
-            system_api_fee("msg_reply_data_append"),
-            Some(ApiFee {
-                base: 500,
-                per_byte: 50
-            })
-        );
-        assert_eq!(
-            system_api_fee("performance_counter").unwrap().charge(0),
-            200
-        );
-        assert_eq!(system_api_fee("msg_arg_data_copy").unwrap().charge(10), 510);
-        assert_eq!(system_api_fee("call_new").unwrap().base, 1_500);
+    fn api_fees_charge_base_plus_bytes() {
+        let fee = |name| system_api_fee(name).unwrap();
+        // A reply of 100 bytes leaves the sandbox: 500 + 50 per byte.
+        assert_eq!(fee("msg_reply_data_append").charge(100), 5_500);
+        // A copy into the canister: 500 + 1 per byte.
+        assert_eq!(fee("msg_arg_data_copy").charge(10), 510);
+        // No per-byte part: the size does not matter.
+        assert_eq!(fee("performance_counter").charge(1_000), 200);
+        // A stable write of a 4 KiB page, before its dirty-page charge.
+        assert_eq!(fee("stable64_write").charge(4096), 20 + 4096);
+        // A huge size saturates instead of wrapping around to a small charge.
+        assert_eq!(fee("msg_reply_data_append").charge(u64::MAX), u64::MAX);
         assert_eq!(system_api_fee("nope"), None);
-        // No duplicates in the table.
+        // No duplicates in the table: a lookup finds the only entry.
         let mut names: Vec<_> = SYSTEM_API_FEES.iter().map(|(n, _)| *n).collect();
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), SYSTEM_API_FEES.len());
+    }
+
+    #[test]
+    fn logging_is_bounded_by_the_buffer_and_the_space_left() {
+        // 2 per byte allocated, 50 per byte that fits in the log.
         assert_eq!(logging_charge(10, 10), 2 * 10 + 50 * 10);
+        // Only the 40 bytes that still fit are transmitted.
+        assert_eq!(logging_charge(100, 40), 2 * 100 + 50 * 40);
+        // A message longer than the buffer allocates at most the buffer.
         assert_eq!(logging_charge(10_000, 0), 2 * 4096);
     }
 
     #[test]
-    fn limits_and_cycles() {
-        assert_eq!(Limits::APPLICATION.stable_dirty_pages_update, 524_288);
-        assert_eq!(
-            Limits::BENCHMARKING.max_instructions_per_update,
-            99_999_999_999_999
-        );
-        assert_eq!(Limits::BENCHMARKING.dirty_page_overhead, 1_000);
+    fn cycles_for_executions_and_ingress() {
         let fees = CyclesFees::APPLICATION_13;
+        // Every replicated message pays the base fee, even with no instructions.
+        assert_eq!(fees.execution_cost(0, false), 5_000_000);
+        // 1 cycle per instruction in wasm32, 2 in wasm64.
         assert_eq!(fees.execution_cost(1_000, false), 5_001_000);
         assert_eq!(fees.execution_cost(1_000, true), 5_002_000);
-        assert_eq!(fees.ingress_cost(100), 1_200_000 + 200_000);
+        // Multiplied before dividing: 5 instructions cost 5 cycles, not 5 / 10 * 10 = 0.
+        assert_eq!(fees.instructions_cost(5, false), 5);
+        assert_eq!(fees.ingress_cost(0), 1_200_000);
+        assert_eq!(fees.ingress_cost(100), 1_200_000 + 100 * 2_000);
+        // A larger subnet scales every fee by its size (34 / 13 here), rounding down.
+        let big = CyclesFees {
+            subnet_size: 34,
+            ..fees
+        };
+        assert_eq!(big.ingress_cost(0), 1_200_000 * 34 / 13);
+        assert_eq!(big.instructions_cost(13_000, false), 34_000);
     }
 }

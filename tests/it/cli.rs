@@ -42,7 +42,7 @@ fn bad_values_list_the_accepted_ones() {
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);
-        assert_ne!(code, 0, "{args:?} must fail");
+        assert_eq!(code, 2, "{args:?} must fail as bad input: {stderr}");
         for e in *expected {
             assert!(stderr.contains(e), "{args:?}: expected {e:?} in {stderr}");
         }

@@ -123,8 +123,6 @@ fn splitmix64(state: &mut u64) -> u64 {
 /// What one seed turns into.
 struct Case {
     wild: bool,
-    /// Generated with reference types (externref etc.), which the engine cannot load yet.
-    reference_types: bool,
     /// A 64-bit heap, with the System API's 64-bit signatures.
     wasm64: bool,
     template: usize,
@@ -212,18 +210,14 @@ fn generate(seed: u64) -> Option<Case> {
         config.wide_arithmetic_enabled = false;
         config.simd_enabled = true;
         config.tail_call_enabled = true;
-        // Reference types (externref, typed select, table.get/set of externref) are in the
-        // IC's feature set, but this engine's wasmtime is built without its `gc` feature and
-        // refuses such modules at install ("gc types are disallowed"). Only one seed in six
-        // uses them, so that the divergence stays visible without starving the rest.
-        config.reference_types_enabled = seed % 6 == 4;
+        // Reference types (externref, typed select, table.get/set of externref) are part of
+        // Wasm 2.0, so of the IC's feature set: on for every seed.
+        config.reference_types_enabled = true;
     }
-    let reference_types = config.reference_types_enabled;
     let mut u = Unstructured::new(&bytes);
     let module = Module::new(config, &mut u).ok()?;
     Some(Case {
         wild,
-        reference_types,
         wasm64,
         template,
         wasm: module.to_bytes(),
@@ -397,15 +391,17 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
     let mut engine = EmbeddedEngine::new(limits()).with_counter(counter);
     let id = match engine.install(&case.wasm, &case.arg) {
         Err(e) => {
-            // Inside the IC's feature set (less reference types, see `generate`) the engine must
-            // load every module; the only acceptable install errors are the replica's data
-            // segment check and a failing instantiation (an out-of-bounds element segment, or a
-            // data segment whose offset is not a constant).
-            if !case.wild && !case.reference_types {
+            // Inside the IC's feature set the engine must load every module; the only
+            // acceptable install errors are the replica's refusals (a data segment past the
+            // initial memory, a mutable reference-typed global) and a failing instantiation
+            // (an out-of-bounds element segment, or a data segment whose offset is not a
+            // constant).
+            if !case.wild {
                 let text = format!("{e:#}");
                 assert!(
                     text.starts_with("instantiating the module failed")
-                        || text.contains("Wasm module has invalid data segment"),
+                        || text.contains("Wasm module has invalid data segment")
+                        || text.contains("holds a reference (funcref/externref)"),
                     "a valid IC module was refused: {text}"
                 );
             }
@@ -582,13 +578,13 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     if !case.wild {
         // wasm-smith only produces valid modules, and the non-wild ones stay inside the IC's features.
         // The only refusals allowed are the replica's own: a data segment past the initial
-        // memory, and (with reference types) a mutable global it cannot save.
+        // memory, and a mutable reference-typed global it cannot save.
         if let Err(e) = &first {
-            let refused_by_the_replica = match e {
-                InstrumentError::InvalidDataSegment { .. } => true,
-                InstrumentError::MutableReferenceGlobal { .. } => case.reference_types,
-                _ => false,
-            };
+            let refused_by_the_replica = matches!(
+                e,
+                InstrumentError::InvalidDataSegment { .. }
+                    | InstrumentError::MutableReferenceGlobal { .. }
+            );
             if !refused_by_the_replica {
                 panic!("seed {seed}: an IC-feature module was refused by instrumentation: {e:?}");
             }
@@ -623,22 +619,11 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     }
 }
 
-/// The fuzz runs on an 8 MiB thread, the stack the CLI's main thread has: on the test
-/// harness's 2 MiB threads any deeply recursive module aborts the process (a known engine
-/// bug, reproduced by `deep_recursion_on_a_2mib_host_stack_is_a_clean_trap` below), and
-/// that would hide everything else.
+/// Runs on the test harness's own thread: the engine runs Wasm on a thread with a large
+/// enough stack whatever the caller has (see
+/// `deep_recursion_on_a_2mib_host_stack_is_a_clean_trap` below).
 #[test]
 fn generated_modules_never_crash_the_engine() {
-    std::thread::Builder::new()
-        .name("fuzz_engine".into())
-        .stack_size(8 << 20)
-        .spawn(fuzz)
-        .unwrap()
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-}
-
-fn fuzz() {
     let first = env_u64("FUZZ_ENGINE_FIRST", 0);
     let count = env_u64("FUZZ_ENGINE_SEEDS", DEFAULT_SEEDS);
     let started = std::time::Instant::now();
@@ -727,19 +712,12 @@ fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
     );
 }
 
-/// Regression, found by this fuzz (seed 20 of the default run; the minimal module is below).
-///
-/// The engine configures wasmtime with `max_wasm_stack` = 5 MiB (the replica's limit) and
-/// calls into Wasm on the caller's thread. On a thread whose native stack is smaller than
-/// about 6 MiB (every `std::thread::spawn` default and every `cargo test` thread: 2 MiB),
-/// deep Wasm recursion runs off the end of the native stack before wasmtime's own 5 MiB
-/// check fires; the guard-page fault is not a Wasm trap site, so wasmtime passes it on and
-/// Rust aborts the whole process: "thread has overflowed its stack / fatal runtime error:
-/// stack overflow, aborting" (SIGABRT). Measured: 5 MiB aborts, 6/7/8 MiB trap cleanly with
-/// IC0502 "stack overflow". The CLI runs the engine on the 8 MiB main thread, so only
-/// threaded callers (tests, parallel engines) are hit. Fix belongs in the engine, e.g. run
-/// every message on a thread (or fiber) with >= MAX_WASM_STACK + headroom of stack.
-/// Run with `cargo test --release --test it fuzz_engine:: -- --ignored`.
+/// Regression, found by this fuzz (seed 20 of the default run; the minimal module is the one
+/// in `recurse_on_thread`).
+/// wasmtime's `max_wasm_stack` is the replica's 5 MiB; when Wasm ran on the caller's thread,
+/// a caller with less native stack than that (2 MiB: every `cargo test` thread) ran off its
+/// end before wasmtime's check fired and the process aborted. The engine now runs Wasm on a
+/// thread of its own with room for the 5 MiB, so the recursion is a clean IC0502 trap.
 #[test]
 fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
     let reject = recurse_on_thread(2 << 20);
@@ -749,14 +727,9 @@ fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
     );
 }
 
-/// Divergence found by this fuzz (every seed with reference types on; e.g. seed 4): the
-/// engine's own feature set (`instrument::FEATURES`, the replica's: Wasm 2.0, which includes
-/// reference types) admits `externref`, and instrumentation accepts it, but the engine's
-/// wasmtime is built without its `gc` cargo feature, which wasmtime needs for `externref`,
-/// so install fails with "failed to parse WebAssembly module: gc types are disallowed but
-/// found type which requires gc" (or the same from a function body at compile time).
-/// Not a crash: an `Err` from install. Fix belongs in Cargo.toml/engine (wasmtime `gc`
-/// feature, or reject such modules at instrumentation with the replica's wording).
+/// Regression, found by this fuzz (e.g. seed 4): reference types are in the IC's feature set
+/// (Wasm 2.0), and wasmtime needs its `gc` cargo feature to load `externref`; without it,
+/// install failed with "gc types are disallowed but found type which requires gc".
 #[test]
 fn a_module_with_an_externref_table_installs() {
     let wasm = wat::parse_str(
