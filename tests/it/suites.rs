@@ -21,9 +21,8 @@ fn suite_selection_parses_names_lists_and_all() {
         REGISTRY.map(|s| s.name()),
         ["seed003", "lookups", "dbbench", "keys", "sysbench"]
     );
-    let select = |names: &[&str]| {
-        registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-    };
+    let select =
+        |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
     assert_eq!(names(select(&["seed003"]).unwrap()), ["seed003"]);
     assert_eq!(names(select(&["LOOKUPS"]).unwrap()), ["lookups"]);
     assert_eq!(names(select(&["all"]).unwrap()), REGISTRY.map(|s| s.name()));
@@ -369,8 +368,8 @@ fn all_runs_every_suite_into_its_own_files() {
 // ---- dbbench (seed 000) ------------------------------------------------------------
 
 use icbench::bench_canister::{BenchClient, DbBenchWrite};
-use icbench::suites::dbbench::{self, Bench, KvStore, LevelDbRandom};
 use icbench::engine::embedded::EmbeddedEngine;
+use icbench::suites::dbbench::{self, Bench, KvStore, LevelDbRandom};
 
 #[test]
 fn leveldb_random_is_the_minimal_standard_generator() {
