@@ -12,6 +12,7 @@ use std::fmt;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
+use bench_types::names::DbBenchStore;
 
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
@@ -28,13 +29,21 @@ use crate::report::{
 
 /// Ops per message: db_bench's `entries_per_batch` for the batched fills.
 pub const OPS_PER_MESSAGE: u64 = 1_000;
-/// db_bench's key size (`%016d`) and default value size.
-pub const KEY_SIZE: u64 = 16;
+/// db_bench's key size (`%016d`), shared with the canister, and default value size.
+pub use bench_types::limits::dbbench::KEY_SIZE;
 pub const VALUE_SIZE: u64 = 100;
 /// The 100K benchmarks' value size.
 pub const BIG_VALUE_SIZE: u64 = 100_000;
 /// Largest N: keys have 16 digits, and the run should stay minutes, not hours.
 pub const MAX_NUM: u64 = 1_000_000;
+
+// What one message sends must be what the canister accepts per call.
+const _: () = {
+    use bench_types::limits::dbbench as canister;
+    assert!(OPS_PER_MESSAGE <= canister::MAX_OPS_PER_CALL);
+    assert!(BIG_VALUE_SIZE <= canister::MAX_VALUE_SIZE);
+    assert!(MAX_NUM <= canister::MAX_KEY);
+};
 
 /// A key-value store of this suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -50,9 +59,9 @@ impl KvStore {
     /// The canister's store name (`dbbench_*` methods).
     pub fn canister_name(self) -> &'static str {
         match self {
-            KvStore::BTree => "btree",
-            KvStore::SqliteRowid(_) => "sqlite_rowid",
-            KvStore::SqliteWithoutRowid(_) => "sqlite_without_rowid",
+            KvStore::BTree => DbBenchStore::BTree.name(),
+            KvStore::SqliteRowid(_) => DbBenchStore::SqliteRowid.name(),
+            KvStore::SqliteWithoutRowid(_) => DbBenchStore::SqliteWithoutRowid.name(),
         }
     }
     /// The results' `store` field.
@@ -270,26 +279,9 @@ impl Config {
     }
 }
 
-/// LevelDB's `Random` (Park–Miller), as db_bench draws its random keys.
-#[derive(Clone, Debug)]
-pub struct LevelDbRandom(u32);
-
-impl LevelDbRandom {
-    pub fn new(seed: u32) -> Self {
-        let s = seed & 0x7fff_ffff;
-        LevelDbRandom(if s == 0 || s == 2_147_483_647 { 1 } else { s })
-    }
-    pub fn next_u32(&mut self) -> u32 {
-        const M: u64 = 2_147_483_647;
-        let product = u64::from(self.0) * 16_807;
-        let mut seed = (product >> 31) + (product & M);
-        if seed > M {
-            seed -= M;
-        }
-        self.0 = seed as u32;
-        self.0
-    }
-}
+/// LevelDB's `Random` (Park–Miller), as db_bench draws its random keys; shared with the
+/// canister, which builds db_bench's values with it.
+pub use bench_types::rng::LevelDbRandom;
 
 /// The keys of every benchmark for N entries, drawn as db_bench_sqlite3 draws them: one
 /// `Random(301)` shared by the whole run in its benchmark order, the skipped fillrandsync

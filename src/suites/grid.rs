@@ -59,9 +59,7 @@ impl StoreColumn {
     fn parsed(&self) -> Option<Store> {
         match self.store.as_str() {
             "btree" => Some(Store::BTree),
-            "sqlite" => JournalMode::from_str(&self.journal_mode)
-                .ok()
-                .map(Store::Sqlite),
+            "sqlite" => JournalMode::from_name(&self.journal_mode).map(Store::Sqlite),
             _ => None,
         }
     }

@@ -33,15 +33,17 @@ pub const LOOKUPS: u64 = 1_000;
 pub const VALUE_SIZE: u64 = 100;
 pub const MAX_ROWS: u64 = 200_000;
 
+// What one message sends must be what the canister accepts per call.
+const _: () = {
+    use bench_types::limits::keys as canister;
+    assert!(ROWS_PER_MESSAGE <= canister::MAX_KEYS_PER_CALL);
+    assert!(VALUE_SIZE <= canister::MAX_VALUE_SIZE);
+};
+
 /// Key types, as the canister names them.
-pub const KEY_TYPES: [&str; 4] = ["u64", "ulid", "uuid", "hex32"];
+pub const KEY_TYPES: [&str; 4] = bench_types::names::KeyType::NAMES;
 /// Stores, as the canister names them (the SQLite ones in `journal_mode`).
-pub const STORES: [&str; 4] = [
-    "btree",
-    "sqlite_rowid",
-    "sqlite_without_rowid",
-    "sqlite_secondary",
-];
+pub const STORES: [&str; 4] = bench_types::names::KeysStore::NAMES;
 
 /// One scenario: a store and a key type; each gives an insert, a lookup and a storage row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

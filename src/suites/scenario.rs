@@ -23,8 +23,8 @@ impl StoreKind {
     /// `btree` or `sqlite`, as in the canister's method names.
     pub fn as_str(self) -> &'static str {
         match self {
-            StoreKind::Btree => "btree",
-            StoreKind::Sqlite => "sqlite",
+            StoreKind::Btree => bench_types::names::BTREE,
+            StoreKind::Sqlite => bench_types::names::SQLITE,
         }
     }
 }
@@ -35,63 +35,8 @@ impl fmt::Display for StoreKind {
     }
 }
 
-/// SQLite journal modes (`PRAGMA journal_mode`).
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
-)]
-#[serde(rename_all = "UPPERCASE")]
-#[value(rename_all = "UPPER")]
-pub enum JournalMode {
-    Delete,
-    Truncate,
-    Persist,
-    Memory,
-    Wal,
-    Off,
-}
-
-impl JournalMode {
-    pub const ALL: [JournalMode; 6] = [
-        JournalMode::Delete,
-        JournalMode::Truncate,
-        JournalMode::Persist,
-        JournalMode::Memory,
-        JournalMode::Wal,
-        JournalMode::Off,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JournalMode::Delete => "DELETE",
-            JournalMode::Truncate => "TRUNCATE",
-            JournalMode::Persist => "PERSIST",
-            JournalMode::Memory => "MEMORY",
-            JournalMode::Wal => "WAL",
-            JournalMode::Off => "OFF",
-        }
-    }
-}
-
-impl fmt::Display for JournalMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for JournalMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        JournalMode::ALL
-            .into_iter()
-            .find(|m| m.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                format!(
-                    "unknown journal mode {s:?}; accepted: {}",
-                    JournalMode::ALL.map(|m| m.as_str()).join(", ")
-                )
-            })
-    }
-}
+/// SQLite journal modes (`PRAGMA journal_mode`), shared with the canister.
+pub use bench_types::JournalMode;
 
 /// Which store a scenario measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

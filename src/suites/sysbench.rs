@@ -24,74 +24,19 @@ use crate::report::{
     Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
 };
 
-/// Reads or writes: seed 004's two sections per mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Section {
-    Reads,
-    Writes,
-}
-
-impl Section {
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Reads => "reads",
-            Section::Writes => "writes",
-        }
-    }
-}
-
-/// One workload: its name (seed 004's), section, and whether the map runs it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Workload {
-    pub name: &'static str,
-    pub section: Section,
-    pub on_map: bool,
-}
-
-const fn w(name: &'static str, section: Section, on_map: bool) -> Workload {
-    Workload {
-        name,
-        section,
-        on_map,
-    }
-}
-
-/// Seed 004's 23 workloads in its order: 15 reads, then 8 writes.
-pub const WORKLOADS: [Workload; 23] = [
-    w("oltp_point_select", Section::Reads, true),
-    w("oltp_range_select", Section::Reads, true),
-    w("oltp_sum_range", Section::Reads, true),
-    w("oltp_order_range", Section::Reads, false),
-    w("oltp_distinct_range", Section::Reads, false),
-    w("oltp_index_scan", Section::Reads, true),
-    w("select_random_points", Section::Reads, true),
-    w("select_random_ranges", Section::Reads, true),
-    w("covering_index_scan", Section::Reads, true),
-    w("groupby_scan", Section::Reads, false),
-    w("index_join", Section::Reads, false),
-    w("index_join_scan", Section::Reads, false),
-    w("types_table_scan", Section::Reads, false),
-    w("table_scan", Section::Reads, false),
-    w("oltp_read_only", Section::Reads, false),
-    w("oltp_bulk_insert", Section::Writes, false),
-    w("oltp_insert", Section::Writes, true),
-    w("oltp_update_index", Section::Writes, true),
-    w("oltp_update_non_index", Section::Writes, true),
-    w("oltp_delete_insert", Section::Writes, true),
-    w("oltp_write_only", Section::Writes, true),
-    w("types_delete_insert", Section::Writes, false),
-    w("oltp_read_write", Section::Writes, false),
-];
+/// Seed 004's 23 workloads, their sections and the parameters each message takes, shared
+/// with the canister.
+pub use bench_types::sysbench::{Section, Workload, WORKLOADS};
 
 /// Events (update messages) per workload and store.
 pub const EVENTS: u64 = 10;
 /// sbtest1 rows per prefill message.
 pub const PREFILL_CHUNK: u64 = 2_000;
+const _: () = assert!(PREFILL_CHUNK <= bench_types::limits::sysbench::MAX_PREFILL);
 /// groupby_scan reads 1,000 ids from a start in 1..=rows-1000.
 pub const MIN_ROWS: u64 = 2_000;
-pub const MAX_ROWS: u64 = 1_000_000;
-/// Rows of sbtest2 and the types table (the canister's `SIDE_ROWS`).
-pub const SIDE_ROWS: u64 = 1_000;
+/// The canister's most sbtest1 rows, and the rows of sbtest2 and the types table.
+pub use bench_types::limits::sysbench::{MAX_ROWS, SIDE_ROWS};
 pub const DEFAULT_ROWS: u64 = 10_000;
 /// Seed 004's CI ceilings.
 pub const DEFAULT_MAX_RATIO: f64 = 6.0;

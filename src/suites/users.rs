@@ -14,8 +14,8 @@ use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::{Report, ScenarioResult, Status};
 
-/// Rows per prefill message: the canister's cap per call (bench.did `MAX_ROWS_PER_CALL`).
-pub const PREFILL_CHUNK: u64 = 100_000;
+/// Rows per prefill message: the canister's cap per call.
+pub const PREFILL_CHUNK: u64 = bench_types::limits::users::MAX_ROWS_PER_CALL;
 /// Prefilled ids are multiples of this, so every other id is free for new rows.
 pub const ID_STEP: u64 = 10;
 /// The state both suites share: the stores and their rows.
@@ -90,25 +90,8 @@ impl Config {
     }
 }
 
-/// A tiny deterministic generator (SplitMix64): the same seed draws the same ids on every
-/// machine, without a dependency.
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> Self {
-        Self(seed)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-}
+/// The deterministic generator the draws use (SplitMix64), shared with the canister.
+pub use bench_types::rng::SplitMix64;
 
 /// `count` distinct ids absent from the prefill (not multiples of `ID_STEP`), uniformly over
 /// the prefilled range, in draw order. The stream depends only on the seed and the batch.

@@ -13,6 +13,11 @@
 
 use std::cell::RefCell;
 
+use bench_types::limits::dbbench::{
+    KEY_SIZE, MAX_BYTES_PER_CALL, MAX_KEY, MAX_OPS_PER_CALL, MAX_VALUE_SIZE,
+};
+use bench_types::names::DbBenchStore as Store;
+use bench_types::rng::LevelDbRandom;
 use bench_types::{DbBenchReport, DbBenchWrite};
 use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
 use ic_stable_structures::StableBTreeMap;
@@ -21,38 +26,17 @@ use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
 
-/// db_bench's keys are `%016d`: 16 digits hold numbers below 10^16.
-pub const MAX_KEY: u64 = 9_999_999_999_999_999;
-/// Most keys per call, as for the users stores.
-pub const MAX_OPS_PER_CALL: u64 = crate::ids::MAX_ROWS_PER_CALL;
-/// Most key + value bytes one write call may store: keeps a call far below the
-/// instruction limit (100 writes of 100 KB are 10 MB).
-pub const MAX_BYTES_PER_CALL: u64 = 64 << 20;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Store {
-    BTree,
-    SqliteRowid,
-    SqliteWithoutRowid,
+/// Parsed by the shared macro in this module's own function: the canister's counts depend
+/// on where the code is compiled (see `bench_types::names`).
+fn parse_store(name: &str) -> Result<Store, String> {
+    bench_types::parse_db_bench_store!(name)
 }
 
-impl Store {
-    fn parse(name: &str) -> Result<Store, String> {
-        match name {
-            "btree" => Ok(Store::BTree),
-            "sqlite_rowid" => Ok(Store::SqliteRowid),
-            "sqlite_without_rowid" => Ok(Store::SqliteWithoutRowid),
-            other => Err(format!(
-                "unknown db_bench store {other:?}; accepted: btree, sqlite_rowid, sqlite_without_rowid"
-            )),
-        }
-    }
-
-    fn table(self) -> &'static str {
-        match self {
-            Store::SqliteWithoutRowid => "dbbench_norowid",
-            _ => "dbbench_rowid",
-        }
+/// The store's SQLite table.
+fn table_of(store: Store) -> &'static str {
+    match store {
+        Store::SqliteWithoutRowid => "dbbench_norowid",
+        _ => "dbbench_rowid",
     }
 }
 
@@ -76,29 +60,6 @@ thread_local! {
     static MAP: RefCell<Map> = RefCell::new(Map::init(memory::get(memory::DBBENCH_BTREE)));
     /// db_bench's value buffer, built on first use (outside any measurement).
     static VALUES: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
-}
-
-/// LevelDB's `Random`: the Park–Miller generator, as db_bench draws with it.
-struct LevelDbRandom(u32);
-
-impl LevelDbRandom {
-    fn new(seed: u32) -> Self {
-        let s = seed & 0x7fff_ffff;
-        LevelDbRandom(if s == 0 || s == 2_147_483_647 { 1 } else { s })
-    }
-    fn next(&mut self) -> u32 {
-        const M: u64 = 2_147_483_647;
-        let product = u64::from(self.0) * 16_807;
-        let mut seed = (product >> 31) + (product & M);
-        if seed > M {
-            seed -= M;
-        }
-        self.0 = seed as u32;
-        self.0
-    }
-    fn uniform(&mut self, n: u32) -> u32 {
-        self.next() % n
-    }
 }
 
 /// db_bench's `RandomGenerator` data: 100-byte pieces of 50 random printable characters
@@ -155,7 +116,7 @@ fn check_keys(keys: &[u64]) -> Result<(), String> {
 /// compiles the store's statements, so the next measured call starts warm. Returns the
 /// rows removed.
 pub fn reset(store: &str) -> Result<u64, String> {
-    let store = Store::parse(store)?;
+    let store = parse_store(store)?;
     VALUES.with_borrow_mut(|v| {
         v.get_or_insert_with(value_buffer);
     });
@@ -172,8 +133,8 @@ pub fn reset(store: &str) -> Result<u64, String> {
                 CREATE_WITHOUT_ROWID
             };
             conn.execute_batch(create)
-                .map_err(|e| format!("creating {}: {e}", store.table()))?;
-            let table = store.table();
+                .map_err(|e| format!("creating {}: {e}", table_of(store)))?;
+            let table = table_of(store);
             let removed = conn
                 .execute(&format!("DELETE FROM {table}"), ())
                 .map_err(|e| format!("emptying {table}: {e}"))?;
@@ -196,12 +157,12 @@ fn table_exists(conn: &Connection, table: &str) -> Result<bool, String> {
 }
 
 fn require_table(conn: &Connection, store: Store) -> Result<(), String> {
-    if table_exists(conn, store.table())? {
+    if table_exists(conn, table_of(store))? {
         Ok(())
     } else {
         Err(format!(
             "table {} does not exist yet; call dbbench_reset first",
-            store.table()
+            table_of(store)
         ))
     }
 }
@@ -219,20 +180,20 @@ fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport 
 
 /// Writes (REPLACE: a present key is overwritten) `keys` with db_bench's values.
 pub fn write(arg: DbBenchWrite) -> Result<DbBenchReport, String> {
-    let store = Store::parse(&arg.store)?;
+    let store = parse_store(&arg.store)?;
     check_keys(&arg.keys)?;
-    if arg.value_size > 1 << 20 {
+    if arg.value_size > MAX_VALUE_SIZE {
         return Err(format!(
             "value_size {} exceeds db_bench's 1 MiB value buffer (1048576)",
             arg.value_size
         ));
     }
     let ops = arg.keys.len() as u64;
-    let bytes = ops * (16 + arg.value_size);
+    let bytes = ops * (KEY_SIZE + arg.value_size);
     if bytes > MAX_BYTES_PER_CALL {
         return Err(format!(
             "{ops} writes of {} bytes are {bytes} bytes, more than {MAX_BYTES_PER_CALL} per call; use fewer keys",
-            16 + arg.value_size
+            KEY_SIZE + arg.value_size
         ));
     }
     let len = arg.value_size as usize;
@@ -254,7 +215,7 @@ pub fn write(arg: DbBenchWrite) -> Result<DbBenchReport, String> {
             })?,
             Store::SqliteRowid | Store::SqliteWithoutRowid => sqlite::with_connection(|conn| {
                 require_table(conn, store)?;
-                let sql = replace_sql(store.table());
+                let sql = replace_sql(table_of(store));
                 report::measure(|| {
                     let per_row = arg.transaction_per_row;
                     if !per_row {
@@ -292,7 +253,7 @@ pub fn write(arg: DbBenchWrite) -> Result<DbBenchReport, String> {
 /// Looks up each key (db_bench's readrandom: `SELECT * ... WHERE key = ?`), copying out
 /// the rows found.
 pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String> {
-    let store = Store::parse(store)?;
+    let store = parse_store(store)?;
     check_keys(&keys)?;
     let keys: Vec<[u8; 16]> = keys.iter().map(|&k| key_bytes(k)).collect();
     let ((found, bytes), instructions) = match store {
@@ -302,7 +263,7 @@ pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String>
                 for key in &keys {
                     if let Some(v) = map.get(key) {
                         found += 1;
-                        bytes += 16 + v.len() as u64;
+                        bytes += KEY_SIZE + v.len() as u64;
                     }
                 }
                 Ok((found, bytes))
@@ -310,7 +271,7 @@ pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String>
         })?,
         _ => sqlite::with_connection(|conn| {
             require_table(conn, store)?;
-            let sql = get_sql(store.table());
+            let sql = get_sql(table_of(store));
             report::measure(|| {
                 let mut stmt = conn
                     .prepare_cached(&sql)
@@ -336,7 +297,7 @@ pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String>
 /// Up to `count` rows with key >= `start`, in key order (db_bench's readseq, which reads
 /// the whole table with `SELECT * ... ORDER BY key`), copying each out.
 pub fn read_seq(store: &str, start: u64, count: u64) -> Result<DbBenchReport, String> {
-    let store = Store::parse(store)?;
+    let store = parse_store(store)?;
     if count > MAX_OPS_PER_CALL {
         return Err(format!(
             "count {count} exceeds {MAX_OPS_PER_CALL} per call; split the work into several calls"
@@ -352,14 +313,14 @@ pub fn read_seq(store: &str, start: u64, count: u64) -> Result<DbBenchReport, St
                 let (mut found, mut bytes) = (0u64, 0u64);
                 for v in map.values_range(start..).take(count as usize) {
                     found += 1;
-                    bytes += 16 + v.len() as u64;
+                    bytes += KEY_SIZE + v.len() as u64;
                 }
                 Ok((found, bytes))
             })
         })?,
         _ => sqlite::with_connection(|conn| {
             require_table(conn, store)?;
-            let sql = seq_sql(store.table());
+            let sql = seq_sql(table_of(store));
             report::measure(|| {
                 let mut stmt = conn
                     .prepare_cached(&sql)

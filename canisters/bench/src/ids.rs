@@ -3,9 +3,7 @@
 //! `count` is a number of rows, never a loop bound: the forum benchmark looped over
 //! `(0..count).step_by(step)` and so wrote `count / step` rows while reporting `count`.
 
-/// Most rows one call may insert or read: keeps a call well inside the IC's
-/// per-message instruction limit with the default 100-byte payload.
-pub const MAX_ROWS_PER_CALL: u64 = 100_000;
+pub use bench_types::limits::users::MAX_ROWS_PER_CALL;
 
 /// Ids `offset, offset + step, …` — exactly `count` of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,6 +12,8 @@
 
 use std::cell::RefCell;
 
+use bench_types::limits::keys::{MAX_KEYS_PER_CALL, MAX_VALUE_SIZE};
+use bench_types::names::{KeyType, KeysStore as Store};
 use bench_types::{BTreePages, DbBenchReport, KeysStats};
 use ic_rusqlite::rusqlite::types::Value;
 use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
@@ -21,125 +23,86 @@ use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
 
-/// Most keys per call.
-pub const MAX_KEYS_PER_CALL: u64 = 10_000;
-/// Largest value: rows here are small (seed 002's are under 100 bytes).
-pub const MAX_VALUE_SIZE: u64 = 4_096;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum KeyType {
-    U64,
-    Ulid,
-    Uuid,
-    Hex,
+/// Parsed by the shared macro in this module's own function: the canister's counts depend
+/// on where the code is compiled (see `bench_types::names`).
+fn parse_key_type(name: &str) -> Result<KeyType, String> {
+    bench_types::parse_key_type!(name)
 }
 
-impl KeyType {
-    fn parse(name: &str) -> Result<KeyType, String> {
-        match name {
-            "u64" => Ok(KeyType::U64),
-            "ulid" => Ok(KeyType::Ulid),
-            "uuid" => Ok(KeyType::Uuid),
-            "hex32" => Ok(KeyType::Hex),
-            other => Err(format!(
-                "unknown key type {other:?}; accepted: u64, ulid, uuid, hex32"
-            )),
-        }
-    }
-    fn name(self) -> &'static str {
-        match self {
-            KeyType::U64 => "u64",
-            KeyType::Ulid => "ulid",
-            KeyType::Uuid => "uuid",
-            KeyType::Hex => "hex32",
-        }
-    }
-    fn sql_type(self) -> &'static str {
-        match self {
-            KeyType::U64 => "INTEGER",
-            KeyType::Ulid | KeyType::Uuid => "BLOB",
-            KeyType::Hex => "TEXT",
-        }
-    }
-    /// Checks one key's bytes: u64 as 8 big-endian bytes (at most 2^63 - 1, SQLite's
-    /// INTEGER), ULID and UUID as 16 bytes, hex as 32 lowercase hex digits.
-    fn check(self, key: &[u8]) -> Result<(), String> {
-        let ok = match self {
-            KeyType::U64 => key.len() == 8 && key[0] < 0x80,
-            KeyType::Ulid | KeyType::Uuid => key.len() == 16,
-            KeyType::Hex => {
-                key.len() == 32
-                    && key
-                        .iter()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
-            }
-        };
-        if ok {
-            Ok(())
-        } else {
-            Err(format!(
-                "a {} key must be {}; got {} bytes",
-                self.name(),
-                match self {
-                    KeyType::U64 => "8 big-endian bytes below 2^63",
-                    KeyType::Ulid | KeyType::Uuid => "16 bytes",
-                    KeyType::Hex => "32 lowercase hex digits",
-                },
-                key.len()
-            ))
-        }
-    }
-    fn sql_value(self, key: &[u8]) -> Value {
-        match self {
-            KeyType::U64 => Value::Integer(i64::from_be_bytes(key.try_into().expect("checked"))),
-            KeyType::Ulid | KeyType::Uuid => Value::Blob(key.to_vec()),
-            KeyType::Hex => Value::Text(String::from_utf8(key.to_vec()).expect("checked ASCII")),
-        }
+/// The key's SQL column type.
+fn sql_type(key: KeyType) -> &'static str {
+    match key {
+        KeyType::U64 => "INTEGER",
+        KeyType::Ulid | KeyType::Uuid => "BLOB",
+        KeyType::Hex32 => "TEXT",
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Store {
-    BTree,
-    Rowid,
-    WithoutRowid,
-    Secondary,
+/// Checks one key's bytes: u64 as 8 big-endian bytes (at most 2^63 - 1, SQLite's
+/// INTEGER), ULID and UUID as 16 bytes, hex as 32 lowercase hex digits.
+fn check(key: KeyType, bytes: &[u8]) -> Result<(), String> {
+    let ok = match key {
+        KeyType::U64 => bytes.len() == 8 && bytes[0] < 0x80,
+        KeyType::Ulid | KeyType::Uuid => bytes.len() == 16,
+        KeyType::Hex32 => {
+            bytes.len() == 32
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+        }
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "a {} key must be {}; got {} bytes",
+            key.name(),
+            match key {
+                KeyType::U64 => "8 big-endian bytes below 2^63",
+                KeyType::Ulid | KeyType::Uuid => "16 bytes",
+                KeyType::Hex32 => "32 lowercase hex digits",
+            },
+            bytes.len()
+        ))
+    }
 }
 
-impl Store {
-    fn parse(name: &str) -> Result<Store, String> {
-        match name {
-            "btree" => Ok(Store::BTree),
-            "sqlite_rowid" => Ok(Store::Rowid),
-            "sqlite_without_rowid" => Ok(Store::WithoutRowid),
-            "sqlite_secondary" => Ok(Store::Secondary),
-            other => Err(format!(
-                "unknown keys store {other:?}; accepted: btree, sqlite_rowid, sqlite_without_rowid, sqlite_secondary"
-            )),
-        }
+fn sql_value(key: KeyType, bytes: &[u8]) -> Value {
+    match key {
+        KeyType::U64 => Value::Integer(i64::from_be_bytes(bytes.try_into().expect("checked"))),
+        KeyType::Ulid | KeyType::Uuid => Value::Blob(bytes.to_vec()),
+        KeyType::Hex32 => Value::Text(String::from_utf8(bytes.to_vec()).expect("checked ASCII")),
     }
-    fn schema(self) -> &'static str {
-        match self {
-            Store::BTree => "btree",
-            Store::Rowid => "rowid",
-            Store::WithoutRowid => "without_rowid",
-            Store::Secondary => "secondary",
-        }
+}
+
+/// Parsed by the shared macro in this module's own function: the canister's counts depend
+/// on where the code is compiled (see `bench_types::names`).
+fn parse_store(name: &str) -> Result<Store, String> {
+    bench_types::parse_keys_store!(name)
+}
+
+/// The schema part of the store's table names.
+fn schema(store: Store) -> &'static str {
+    match store {
+        Store::BTree => "btree",
+        Store::SqliteRowid => "rowid",
+        Store::SqliteWithoutRowid => "without_rowid",
+        Store::SqliteSecondary => "secondary",
     }
 }
 
 fn table(store: Store, key: KeyType) -> String {
-    format!("keys_{}_{}", key.name(), store.schema())
+    format!("keys_{}_{}", key.name(), schema(store))
 }
 
 fn create_sql(store: Store, key: KeyType) -> String {
     let t = table(store, key);
-    let ty = key.sql_type();
+    let ty = sql_type(key);
     match store {
-        Store::Secondary => format!(
+        Store::SqliteSecondary => format!(
             "CREATE TABLE IF NOT EXISTS {t} (k {ty} NOT NULL, v BLOB); CREATE INDEX IF NOT EXISTS {t}_k ON {t}(k);"
         ),
-        Store::WithoutRowid => {
+        Store::SqliteWithoutRowid => {
             format!("CREATE TABLE IF NOT EXISTS {t} (k {ty} PRIMARY KEY, v BLOB) WITHOUT ROWID;")
         }
         _ => format!("CREATE TABLE IF NOT EXISTS {t} (k {ty} PRIMARY KEY, v BLOB);"),
@@ -184,7 +147,7 @@ macro_rules! with_map {
                 let $typed: Vec<[u8; 16]> = $keys.iter().map(|k| blob_key(k)).collect();
                 UUID.with_borrow_mut(|$map| $body)
             }
-            KeyType::Hex => {
+            KeyType::Hex32 => {
                 let $typed: Vec<String> = $keys.iter().map(|k| hex_key(k)).collect();
                 HEX.with_borrow_mut(|$map| $body)
             }
@@ -224,8 +187,8 @@ fn map_get<K: Storable + Ord + Clone>(
 }
 
 fn parse_args(store: &str, key_type: &str, keys: &[Vec<u8>]) -> Result<(Store, KeyType), String> {
-    let store = Store::parse(store)?;
-    let key = KeyType::parse(key_type)?;
+    let store = parse_store(store)?;
+    let key = parse_key_type(key_type)?;
     if keys.len() as u64 > MAX_KEYS_PER_CALL {
         return Err(format!(
             "{} keys exceed {MAX_KEYS_PER_CALL} per call; split the work into several calls",
@@ -233,7 +196,7 @@ fn parse_args(store: &str, key_type: &str, keys: &[Vec<u8>]) -> Result<(Store, K
         ));
     }
     for k in keys {
-        key.check(k)?;
+        check(key, k)?;
     }
     Ok((store, key))
 }
@@ -308,7 +271,7 @@ pub fn insert(
     let ((), instructions) = if store == Store::BTree {
         with_map!(key, keys, |map, typed| map_insert(map, typed, &value))?
     } else {
-        let values: Vec<Value> = keys.iter().map(|k| key.sql_value(k)).collect();
+        let values: Vec<Value> = keys.iter().map(|k| sql_value(key, k)).collect();
         let t = table(store, key);
         sqlite::with_connection(|conn| {
             require_table(conn, &t)?;
@@ -340,7 +303,7 @@ pub fn lookup(store: &str, key_type: &str, keys: Vec<Vec<u8>>) -> Result<DbBench
     let ((found, bytes), instructions) = if store == Store::BTree {
         with_map!(key, keys, |map, typed| map_get(map, &typed))?
     } else {
-        let values: Vec<Value> = keys.iter().map(|k| key.sql_value(k)).collect();
+        let values: Vec<Value> = keys.iter().map(|k| sql_value(key, k)).collect();
         let t = table(store, key);
         sqlite::with_connection(|conn| {
             require_table(conn, &t)?;
@@ -390,7 +353,7 @@ pub fn stats(store: &str, key_type: &str) -> Result<KeysStats, String> {
             KeyType::U64 => memory::KEYS_U64,
             KeyType::Ulid => memory::KEYS_ULID,
             KeyType::Uuid => memory::KEYS_UUID,
-            KeyType::Hex => memory::KEYS_HEX,
+            KeyType::Hex32 => memory::KEYS_HEX,
         };
         let pages = memory::get(id).size();
         return Ok(KeysStats {

@@ -2,74 +2,7 @@
 
 use bench_types::{SqliteConfig, SqliteSettings};
 
-/// A pragma whose value is one of a few upper-case names; `code` is its persisted byte.
-macro_rules! named_values {
-    ($(#[$doc:meta])* $name:ident, $pragma:literal { $($variant:ident = $text:literal / $code:literal),+ $(,)? }) => {
-        $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        pub enum $name { $($variant),+ }
-
-        impl $name {
-            pub const PRAGMA: &'static str = $pragma;
-            const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            pub fn name(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            pub fn code(self) -> u8 {
-                match self { $($name::$variant => $code),+ }
-            }
-
-            pub fn from_code(code: u8) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.code() == code)
-            }
-
-            /// Case-insensitive, as SQLite itself.
-            pub fn parse(text: &str) -> Result<Self, String> {
-                let wanted = text.trim();
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.name().eq_ignore_ascii_case(wanted))
-                    .ok_or_else(|| {
-                        let names: Vec<&str> = Self::ALL.iter().map(|v| v.name()).collect();
-                        format!("unknown {} {:?}: expected one of {}", $pragma, text, names.join(", "))
-                    })
-            }
-        }
-    };
-}
-
-named_values!(
-    /// `PRAGMA journal_mode`.
-    JournalMode, "journal_mode" {
-        Delete = "DELETE" / 0,
-        Truncate = "TRUNCATE" / 1,
-        Persist = "PERSIST" / 2,
-        Memory = "MEMORY" / 3,
-        Wal = "WAL" / 4,
-        Off = "OFF" / 5,
-    }
-);
-
-named_values!(
-    /// `PRAGMA synchronous`; SQLite reads it back as 0..=3, which is also our code.
-    Synchronous, "synchronous" {
-        Off = "OFF" / 0,
-        Normal = "NORMAL" / 1,
-        Full = "FULL" / 2,
-        Extra = "EXTRA" / 3,
-    }
-);
-
-named_values!(
-    /// `PRAGMA locking_mode`.
-    LockingMode, "locking_mode" {
-        Normal = "NORMAL" / 0,
-        Exclusive = "EXCLUSIVE" / 1,
-    }
-);
+pub use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
 
 pub const MIN_PAGE_SIZE: u32 = 512;
 pub const MAX_PAGE_SIZE: u32 = 65_536;
@@ -138,11 +71,11 @@ impl Settings {
 
     pub fn to_candid(self) -> SqliteSettings {
         SqliteSettings {
-            journal_mode: self.journal_mode.name().to_string(),
-            synchronous: self.synchronous.name().to_string(),
+            journal_mode: self.journal_mode.as_str().to_string(),
+            synchronous: self.synchronous.as_str().to_string(),
             page_size: self.page_size,
             cache_size: self.cache_size,
-            locking_mode: self.locking_mode.name().to_string(),
+            locking_mode: self.locking_mode.as_str().to_string(),
             autoincrement: self.autoincrement,
         }
     }
@@ -157,18 +90,18 @@ impl Settings {
         };
         note(
             JournalMode::PRAGMA,
-            self.journal_mode.name().into(),
-            actual.journal_mode.name().into(),
+            self.journal_mode.as_str().into(),
+            actual.journal_mode.as_str().into(),
         );
         note(
             Synchronous::PRAGMA,
-            self.synchronous.name().into(),
-            actual.synchronous.name().into(),
+            self.synchronous.as_str().into(),
+            actual.synchronous.as_str().into(),
         );
         note(
             LockingMode::PRAGMA,
-            self.locking_mode.name().into(),
-            actual.locking_mode.name().into(),
+            self.locking_mode.as_str().into(),
+            actual.locking_mode.as_str().into(),
         );
         note(
             "page_size",

@@ -136,13 +136,13 @@ fn apply_pragmas(conn: &Connection, s: &Settings) -> Result<(), String> {
         let sql = format!("PRAGMA {name} = {value}");
         conn.execute_batch(&sql).map_err(sql_error(&sql))
     };
-    set(LockingMode::PRAGMA, &s.locking_mode.name())?;
+    set(LockingMode::PRAGMA, &s.locking_mode.as_str())?;
     set("page_size", &s.page_size)?;
     set("cache_size", &s.cache_size)?;
-    set(Synchronous::PRAGMA, &s.synchronous.name())?;
+    set(Synchronous::PRAGMA, &s.synchronous.as_str())?;
     // As ic-rusqlite: no temp files (VACUUM and sorting stay in the heap).
     set("temp_store", &"MEMORY")?;
-    set(JournalMode::PRAGMA, &s.journal_mode.name())?;
+    set(JournalMode::PRAGMA, &s.journal_mode.as_str())?;
     Ok(())
 }
 
@@ -355,7 +355,7 @@ pub fn configure(wanted: Settings) -> Result<Settings, String> {
         Err(format!(
             "{} (journal_mode in force: {}; the settings in force are kept and persisted)",
             differences.join("; "),
-            actual.journal_mode.name()
+            actual.journal_mode.as_str()
         ))
     }
 }

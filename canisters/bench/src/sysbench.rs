@@ -17,21 +17,16 @@
 use std::cell::RefCell;
 
 use bench_types::DbBenchReport;
+use bench_types::limits::sysbench::{MAX_ID, MAX_PREFILL, MAX_ROWS, SIDE_ROWS};
+use bench_types::names::SysbenchStore as Store;
+use bench_types::rng::mix;
+use bench_types::sysbench::{WORKLOADS, Workload};
 use ic_rusqlite::rusqlite::{Connection, params};
 use ic_stable_structures::StableBTreeMap;
 
 use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
-
-/// Most rows in sbtest1 (ids 1..=MAX_ROWS).
-pub const MAX_ROWS: u64 = 1_000_000;
-/// Most rows per prefill message.
-pub const MAX_PREFILL: u64 = 10_000;
-/// Rows of sbtest2 and sysbench_types (Doltlite's classic 1,000).
-pub const SIDE_ROWS: u64 = 1_000;
-/// Largest id or k a workload may name (inserts go above the prefilled ids).
-pub const MAX_ID: u64 = 1 << 40;
 
 const ROW_LEN: usize = 8 + 120 + 60;
 
@@ -43,61 +38,14 @@ thread_local! {
     static INDEX: RefCell<Index> = RefCell::new(Index::init(memory::get(memory::SYSBENCH_K_INDEX)));
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Store {
-    BTree,
-    Sqlite,
+/// Parsed by the shared macro in this module's own function: the canister's counts depend
+/// on where the code is compiled (see `bench_types::names`).
+fn parse_store(name: &str) -> Result<Store, String> {
+    bench_types::parse_sysbench_store!(name)
 }
-
-impl Store {
-    fn parse(name: &str) -> Result<Store, String> {
-        match name {
-            "btree" => Ok(Store::BTree),
-            "sqlite" => Ok(Store::Sqlite),
-            other => Err(format!(
-                "unknown sysbench store {other:?}; accepted: btree, sqlite"
-            )),
-        }
-    }
-}
-
-/// The 23 workloads, reads first, as seed 004 lists them; the number of parameters each
-/// message takes; whether the map runs it.
-pub const WORKLOADS: [(&str, usize, bool); 23] = [
-    ("oltp_point_select", 10, true),
-    ("oltp_range_select", 1, true),
-    ("oltp_sum_range", 1, true),
-    ("oltp_order_range", 1, false),
-    ("oltp_distinct_range", 1, false),
-    ("oltp_index_scan", 10, true),
-    ("select_random_points", 10, true),
-    ("select_random_ranges", 1, true),
-    ("covering_index_scan", 1, true),
-    ("groupby_scan", 1, false),
-    ("index_join", 1, false),
-    ("index_join_scan", 1, false),
-    ("types_table_scan", 1, false),
-    ("table_scan", 1, false),
-    ("oltp_read_only", 14, false),
-    ("oltp_bulk_insert", 1, false),
-    ("oltp_insert", 10, true),
-    ("oltp_update_index", 10, true),
-    ("oltp_update_non_index", 10, true),
-    ("oltp_delete_insert", 5, true),
-    ("oltp_write_only", 3, true),
-    ("types_delete_insert", 5, false),
-    ("oltp_read_write", 15, false),
-];
 
 /// Rows of the bulk insert per message.
 const BULK_ROWS: u64 = 100;
-
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
 
 /// sysbench's c/pad: groups of 11 digits joined by '-' (10 groups = 119 chars for c,
 /// 5 = 59 for pad), padded to CHAR(120)/CHAR(60) with a space.
@@ -170,7 +118,7 @@ fn letters(seed: u64, n: usize) -> String {
 /// Empties the store; for SQLite (re)creates the tables and fills sbtest2 and
 /// sysbench_types with min(rows, 1,000) rows, k drawn in 1..=rows. Returns rows written.
 pub fn reset(store: &str, rows: u64) -> Result<u64, String> {
-    let store = Store::parse(store)?;
+    let store = parse_store(store)?;
     check_rows(rows)?;
     match store {
         Store::BTree => {
@@ -238,7 +186,7 @@ fn require_tables(conn: &Connection) -> Result<(), String> {
 
 /// Writes sbtest1 rows `first..first+count` (ids), k drawn in 1..=rows, one transaction.
 pub fn prefill(store: &str, first: u64, count: u64, rows: u64) -> Result<u64, String> {
-    let store = Store::parse(store)?;
+    let store = parse_store(store)?;
     check_rows(rows)?;
     if count == 0 || count > MAX_PREFILL {
         return Err(format!("count must be in 1..={MAX_PREFILL}, got {count}"));
@@ -299,15 +247,20 @@ struct Done {
 /// Runs one event of `workload` with the drawn `params` (ids, k values or range starts;
 /// how many each workload takes is in `WORKLOADS`).
 pub fn run(store: &str, workload: &str, params: Vec<u64>) -> Result<DbBenchReport, String> {
-    let store = Store::parse(store)?;
-    let (name, want, on_map) = WORKLOADS
+    let store = parse_store(store)?;
+    let Workload {
+        name,
+        params: want,
+        on_map,
+        ..
+    } = WORKLOADS
         .iter()
         .copied()
-        .find(|w| w.0 == workload)
+        .find(|w| w.name == workload)
         .ok_or_else(|| {
             format!(
                 "unknown sysbench workload {workload:?}; accepted: {}",
-                WORKLOADS.map(|w| w.0).join(", ")
+                WORKLOADS.map(|w| w.name).join(", ")
             )
         })?;
     if params.len() != want {
@@ -326,8 +279,8 @@ pub fn run(store: &str, workload: &str, params: Vec<u64>) -> Result<DbBenchRepor
                     "{name} is not in the map's key-value subset ({})",
                     WORKLOADS
                         .iter()
-                        .filter(|w| w.2)
-                        .map(|w| w.0)
+                        .filter(|w| w.on_map)
+                        .map(|w| w.name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));

@@ -1,6 +1,19 @@
-//! The argument and result records of `canisters/bench/bench.did`, defined once for the
-//! canister and the host so the two cannot drift apart. Names and fields are bench.did's:
-//! renaming or reordering nothing here keeps the interface and the wire bytes unchanged.
+//! What the canister and the host both need, defined once so the two cannot drift apart:
+//! the argument and result records of `canisters/bench/bench.did` (here), the SQLite
+//! pragma values ([`pragma`]), the store and key-type names ([`names`]), the per-call
+//! limits ([`limits`]), the sysbench workloads ([`sysbench`]) and the generators both
+//! sides draw from ([`rng`]).
+//!
+//! Record names and fields are bench.did's: renaming or reordering nothing here keeps the
+//! interface and the wire bytes unchanged.
+
+pub mod limits;
+pub mod names;
+pub mod pragma;
+pub mod rng;
+pub mod sysbench;
+
+pub use pragma::JournalMode;
 
 use candid::CandidType;
 use serde::Deserialize;
