@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use bench_types::names::KeysStore;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::dbbench::Totals;
@@ -131,7 +132,8 @@ impl Config {
         let mut out = Vec::new();
         for key_type in KEY_TYPES {
             for store in STORES {
-                if (store == "btree" && btree) || (store != "btree" && sqlite) {
+                let map = store == KeysStore::BTree.name();
+                if (map && btree) || (!map && sqlite) {
                     out.push(KeysScenario { store, key_type });
                 }
             }
@@ -462,14 +464,16 @@ impl Plan for Config {
                 ),
                 Some(_) => None,
             };
-            let journal = if s.store == "btree" {
+            let journal = if s.store == KeysStore::BTree.name() {
                 String::new()
             } else {
                 mode.to_string()
             };
-            let store = match s.store {
-                "sqlite_rowid" => "sqlite",
-                other => other,
+            // The results name the rowid table `sqlite`, as the other suites do.
+            let store = if s.store == KeysStore::SqliteRowid.name() {
+                "sqlite"
+            } else {
+                s.store
             };
             let mut row = |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
                 let mut r = ScenarioResult {

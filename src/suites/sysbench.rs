@@ -10,6 +10,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use bench_types::names::SysbenchStore;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::grid::StoreColumn;
@@ -541,8 +542,8 @@ impl Plan for Config {
         let mut current: Option<(Option<JournalMode>, crate::engine::SnapshotId)> = None;
         for (i, s) in scenarios.iter().enumerate() {
             let (store, journal) = match s.journal_mode {
-                None => ("btree", String::new()),
-                Some(m) => ("sqlite", m.to_string()),
+                None => (SysbenchStore::BTree.name(), String::new()),
+                Some(m) => (SysbenchStore::Sqlite.name(), m.to_string()),
             };
             let key = format!("{store}{}/{}", journal_suffix(&journal), s.workload.name);
             progress(Progress::Scenario {

@@ -252,7 +252,7 @@ pub fn prefill(
     cfg: &Config,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    let stores: Vec<&str> = ["btree", "sqlite"]
+    let stores: Vec<&str> = [bench_types::names::BTREE, bench_types::names::SQLITE]
         .into_iter()
         .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
         .collect();
