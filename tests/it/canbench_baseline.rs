@@ -191,3 +191,26 @@ fn a_trapping_bench_reports_the_replica_error_and_others_still_run() {
     let missing = fine.run("no_such_bench").unwrap().unwrap_err();
     assert!(missing.starts_with("IC0536: "), "{missing}");
 }
+
+/// The committed fixture is what its source builds (scripts/build-canbench-fixture.sh, with
+/// paths remapped, so from any clone). Ignored by default: a wasm32 build of about a minute.
+/// Run it after changing tests/canbench_fixture:
+/// `cargo test --release --test it -- --ignored canbench_fixture_is_built_from_its_source`.
+#[test]
+#[ignore = "builds the fixture for wasm32 (about a minute); run after changing tests/canbench_fixture"]
+fn canbench_fixture_is_built_from_its_source() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("canbench_fixture.wasm");
+    let status = std::process::Command::new("bash")
+        .arg(root.join("scripts/build-canbench-fixture.sh"))
+        .arg(&out)
+        .status()
+        .expect("bash runs");
+    assert!(status.success(), "scripts/build-canbench-fixture.sh failed");
+    let built = std::fs::read(&out).unwrap();
+    assert!(
+        built == support::fixture_wasm(),
+        "tests/canbench_fixture/canbench_fixture.wasm is not what its source builds: \
+         run scripts/build-canbench-fixture.sh and commit the module"
+    );
+}

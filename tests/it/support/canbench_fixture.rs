@@ -1,52 +1,17 @@
-//! Builds tests/canbench_fixture (canbench-rs benches) for wasm32-unknown-unknown into
-//! target/canbench-fixture, once per test process; cargo makes repeat builds a no-op.
+//! The canbench-rs fixture: tests/canbench_fixture built for wasm32-unknown-unknown and
+//! committed as tests/canbench_fixture/canbench_fixture.wasm (scripts/build-canbench-fixture.sh
+//! rebuilds it). The tests pin exact counts of this module, so it must not change with the
+//! toolchain or the clone path; `canbench_fixture_is_built_from_its_source` (ignored: a
+//! wasm32 build of about a minute) checks that the committed bytes are what its source builds.
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
 
-pub const TARGET: &str = "wasm32-unknown-unknown";
-
-/// The path of the built fixture module.
+/// The path of the committed fixture module.
 pub fn fixture_wasm_path() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build).clone()
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/canbench_fixture/canbench_fixture.wasm")
 }
 
 pub fn fixture_wasm() -> Vec<u8> {
-    std::fs::read(fixture_wasm_path()).expect("the fixture wasm exists")
-}
-
-fn build() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let target_dir = root.join("target/canbench-fixture");
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .current_dir(&root)
-        .output();
-    if let Ok(out) = installed {
-        if !String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .any(|l| l == TARGET)
-        {
-            let status = Command::new("rustup")
-                .args(["target", "add", TARGET])
-                .current_dir(&root)
-                .status()
-                .unwrap();
-            assert!(status.success(), "rustup target add {TARGET} failed");
-        }
-    }
-    let status = Command::new("cargo")
-        .args(["build", "--release", "--target", TARGET, "--manifest-path"])
-        .arg(root.join("tests/canbench_fixture/Cargo.toml"))
-        .arg("--target-dir")
-        .arg(&target_dir)
-        .current_dir(&root)
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building tests/canbench_fixture failed");
-    target_dir
-        .join(TARGET)
-        .join("release/canbench_fixture.wasm")
+    let path = fixture_wasm_path();
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
