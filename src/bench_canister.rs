@@ -303,6 +303,8 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
         return true;
     };
     [
+        "canisters/Cargo.toml",
+        "canisters/Cargo.lock",
         "canisters/bench",
         "canisters/types",
         "scripts/build-canister.sh",
