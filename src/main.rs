@@ -362,7 +362,15 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     Ok(check.failures() == 0)
 }
 
+/// `icbench wasi2ic-post IN OUT [--did FILE]`: the canister build's converter (the
+/// wasi2ic-post crate), for scripts/build-canister.sh. Not a clap subcommand: it is a build
+/// step, not part of the documented CLI, and its arguments are the converter's own.
+const CONVERTER_COMMAND: &str = "wasi2ic-post";
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == CONVERTER_COMMAND) {
+        return wasi2ic_post::main_with_args(std::env::args_os().skip(2));
+    }
     let matches = command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

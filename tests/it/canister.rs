@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use candid::Encode;
-use icbench::bench_canister::{ensure_built, BenchClient, SqliteConfig};
+use icbench::bench_canister::{ensure_built_with, BenchClient, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
@@ -16,7 +16,7 @@ use icbench::engine::{Engine, ErrorCode, Reject};
 
 fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| ensure_built(true).expect("scripts/build-canister.sh builds the canister"))
+    WASM.get_or_init(|| ensure_built_with(true, Some(crate::support::icbench_bin())).expect("scripts/build-canister.sh builds the canister"))
 }
 
 fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
