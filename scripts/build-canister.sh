@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the benchmark canister into target/canister/bench.wasm, an IC module.
 #
-#   1. cargo builds canisters/bench (its own workspace and Cargo.lock) for wasm32-wasip1:
+#   1. cargo builds canisters/bench (workspace and Cargo.lock: canisters/) for wasm32-wasip1:
 #      ic-rusqlite's precompiled SQLite is a WASI library;
 #   2. scripts/wasi2ic-post rewires the WASI imports (as wasi2ic does) to
 #      ic-wasi-polyfill inside the module and embeds canisters/bench/bench.did as the
@@ -17,8 +17,11 @@ cd "$ROOT" # so rust-toolchain.toml picks the toolchain
 
 TARGET=wasm32-wasip1
 BUILD_DIR="$ROOT/target/canister-build"
-# The converter is a root workspace member but builds in its own target dir: no lock
-# contention with a running `cargo test` (tests/it/canister_did.rs calls this script).
+# The converter (scripts/wasi2ic-post) is linked into icbench: `icbench wasi2ic-post`.
+# ICBENCH_BIN names the icbench binary to use (icbench itself and the tests set it); else
+# target/release/icbench if it is newer than the converter's sources; else (a fresh clone
+# under dfx, say) the standalone converter is built in a target dir of its own, never in
+# target/, whose lock a running `cargo test` holds while its tests call this script.
 TOOL_DIR="$ROOT/target/wasi2ic-post"
 OUT_DIR="$ROOT/target/canister"
 OUT="$OUT_DIR/bench.wasm"
@@ -48,8 +51,23 @@ env -u RUSTFLAGS CARGO_ENCODED_RUSTFLAGS="$rustflags" \
     --target-dir "$BUILD_DIR"
 
 echo "build-canister: converting to an IC module (WASI imports -> ic-wasi-polyfill)" >&2
-cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p wasi2ic-post \
-    --target-dir "$TOOL_DIR"
+# True when no source of the converter (or the lock file) is newer than $1.
+converter_sources_older_than() {
+    [ -z "$(find "$ROOT/scripts/wasi2ic-post" "$ROOT/Cargo.lock" -newer "$1" -print -quit)" ]
+}
+if [ -n "${ICBENCH_BIN:-}" ]; then
+    if [ ! -x "$ICBENCH_BIN" ]; then
+        echo "build-canister: ICBENCH_BIN=$ICBENCH_BIN is not an executable" >&2
+        exit 1
+    fi
+    convert=("$ICBENCH_BIN" wasi2ic-post)
+elif [ -x "$ROOT/target/release/icbench" ] && converter_sources_older_than "$ROOT/target/release/icbench"; then
+    convert=("$ROOT/target/release/icbench" wasi2ic-post)
+else
+    cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p wasi2ic-post \
+        --target-dir "$TOOL_DIR"
+    convert=("$TOOL_DIR/release/wasi2ic-post")
+fi
 
 mkdir -p "$OUT_DIR"
 # A temp file of this run's own, renamed into place: builds may run concurrently (dfx, a
@@ -57,8 +75,7 @@ mkdir -p "$OUT_DIR"
 # one run move another's file away under it.
 tmp="$(mktemp "$OUT_DIR/bench.wasm.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
-"$TOOL_DIR/release/wasi2ic-post" \
-    "$BUILD_DIR/$TARGET/release/bench.wasm" "$tmp" --did "$DID"
+"${convert[@]}" "$BUILD_DIR/$TARGET/release/bench.wasm" "$tmp" --did "$DID"
 chmod 644 "$tmp"
 mv -f "$tmp" "$OUT"
 

@@ -303,6 +303,8 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
         return true;
     };
     [
+        "canisters/Cargo.toml",
+        "canisters/Cargo.lock",
         "canisters/bench",
         "canisters/types",
         "scripts/build-canister.sh",
@@ -314,17 +316,32 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
 }
 
 /// Builds the canister with `scripts/build-canister.sh` if it is missing or stale, and
-/// returns the module bytes.
+/// returns the module bytes. From the icbench binary, the script converts the module with
+/// this binary (`icbench wasi2ic-post`); from elsewhere, see [`ensure_built_with`].
 pub fn ensure_built(quiet: bool) -> Result<Vec<u8>> {
+    let exe = std::env::current_exe().ok();
+    let icbench = exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"));
+    ensure_built_with(quiet, icbench.as_deref())
+}
+
+/// [`ensure_built`] with the icbench binary the script converts the module with
+/// (`ICBENCH_BIN`); tests pass `CARGO_BIN_EXE_icbench`. With `None` the script finds or
+/// builds a converter itself.
+pub fn ensure_built_with(quiet: bool, icbench_bin: Option<&Path>) -> Result<Vec<u8>> {
     let root = project_root();
     let wasm = default_wasm_path();
     if canister_is_stale(&root, &wasm) {
         if !quiet {
             eprintln!("building the bench canister (scripts/build-canister.sh)...");
         }
-        let status = Command::new("bash")
+        let mut script = Command::new("bash");
+        script
             .arg(root.join("scripts/build-canister.sh"))
-            .current_dir(&root)
+            .current_dir(&root);
+        if let Some(bin) = icbench_bin {
+            script.env("ICBENCH_BIN", bin);
+        }
+        let status = script
             .status()
             .context("running scripts/build-canister.sh")?;
         if !status.success() {

@@ -5,12 +5,13 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use icbench::bench_canister;
 use icbench::engine::embedded::EmbeddedEngine;
+#[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Report};
@@ -46,7 +47,7 @@ enum Command {
 enum EngineKind {
     /// wasmtime with the replica's metering, built in (no external binary).
     Embedded,
-    /// A PocketIC server (POCKET_IC_BIN).
+    /// A PocketIC server (POCKET_IC_BIN); needs a build with `--features pocket-ic`.
     PocketIc,
 }
 
@@ -138,8 +139,25 @@ enum MetricKind {
 fn make_engine(kind: EngineKind) -> Result<Box<dyn Engine>> {
     match kind {
         EngineKind::Embedded => Ok(Box::new(EmbeddedEngine::default())),
-        EngineKind::PocketIc => Ok(Box::new(PocketIcEngine::from_env()?)),
+        EngineKind::PocketIc => pocket_ic_engine("--engine pocket-ic"),
     }
+}
+
+/// A PocketIC engine for `what` (the flag or command asking for it).
+#[cfg(feature = "pocket-ic")]
+fn pocket_ic_engine(_what: &str) -> Result<Box<dyn Engine>> {
+    Ok(Box::new(PocketIcEngine::from_env()?))
+}
+
+/// Without the feature: why `what` cannot run in this build, and how to get a build that can.
+#[cfg(not(feature = "pocket-ic"))]
+fn pocket_ic_engine(what: &str) -> Result<Box<dyn Engine>> {
+    bail!(
+        "{what} needs the PocketIC backend, which this build leaves out (it is the cargo feature \
+         `pocket-ic`). Rebuild with it: `cargo run --release --features pocket-ic -- {what} ...` \
+         (or `cargo install --path . --features pocket-ic`); it also needs a PocketIC server \
+         16.x (POCKET_IC_BIN, see docs/pocket-ic.md)"
+    )
 }
 
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
@@ -313,7 +331,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
         return Err(anyhow!("--threshold must be a non-negative percentage"));
     }
     // The server first: without one this fails at once, before any build or run.
-    let mut pocket_ic = PocketIcEngine::from_env()?;
+    let mut pocket_ic = pocket_ic_engine("crosscheck")?;
     let wasm = match &args.wasm {
         Some(path) => {
             std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
@@ -324,7 +342,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     let mut reports = Vec::new();
     for engine in [
         &mut EmbeddedEngine::default() as &mut dyn Engine,
-        &mut pocket_ic,
+        pocket_ic.as_mut(),
     ] {
         if !args.quiet {
             eprintln!(
@@ -344,7 +362,15 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     Ok(check.failures() == 0)
 }
 
+/// `icbench wasi2ic-post IN OUT [--did FILE]`: the canister build's converter (the
+/// wasi2ic-post crate), for scripts/build-canister.sh. Not a clap subcommand: it is a build
+/// step, not part of the documented CLI, and its arguments are the converter's own.
+const CONVERTER_COMMAND: &str = "wasi2ic-post";
+
 fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == CONVERTER_COMMAND) {
+        return wasi2ic_post::main_with_args(std::env::args_os().skip(2));
+    }
     let matches = command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,

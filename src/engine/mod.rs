@@ -4,6 +4,9 @@
 pub mod cost;
 pub mod embedded;
 pub mod instrument;
+// The PocketIC client (reqwest, rustls, tokio...) is the `pocket-ic` cargo feature: the
+// default build leaves it out, and the CLI says how to rebuild when it is asked for.
+#[cfg(feature = "pocket-ic")]
 pub mod pocket_ic;
 
 use std::fmt;
@@ -218,4 +221,24 @@ pub trait Engine {
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
     /// Puts the canister back to a saved state.
     fn restore(&mut self, canister: Principal, snapshot: SnapshotId) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_code_names_and_numbers_agree_both_ways() {
+        for n in [
+            207u16, 301, 305, 406, 502, 503, 504, 505, 506, 507, 508, 509, 510, 512, 522, 524, 532,
+            536, 537, 539,
+        ] {
+            let e = ErrorCode::from_code(n);
+            assert!(!matches!(e, ErrorCode::Other(_)), "{n} has a name");
+            assert_eq!(e.code(), n);
+        }
+        assert_eq!(ErrorCode::from_code(999), ErrorCode::Other(999));
+        assert_eq!(ErrorCode::Other(999).reject_code(), RejectCode::SysUnknown);
+        assert_eq!(ErrorCode::CanisterCalledTrap.to_string(), "IC0503");
+    }
 }

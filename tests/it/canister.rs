@@ -2,20 +2,21 @@
 //! overwrite and rollback semantics, reads, configuration, every error path, upgrade,
 //! reinstall and snapshots. Each contract function below becomes one test per engine
 //! (`canister::embedded::NAME`, `canister::pocket_ic::NAME`). The PocketIC tests need a
-//! server: build.rs sets `cfg(pocket_ic_server)` when POCKET_IC_BIN is set; without it
-//! they are ignored, with that reason, never passed.
+//! build with the `pocket-ic` feature and a server: build.rs sets `cfg(pocket_ic_server)`
+//! when POCKET_IC_BIN is set; without it they are ignored, with that reason, never passed.
 
 use std::sync::OnceLock;
 
 use candid::Encode;
-use icbench::bench_canister::{ensure_built, BenchClient, SqliteConfig};
+use icbench::bench_canister::{ensure_built_with, BenchClient, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
+#[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::{Engine, ErrorCode, Reject};
 
 fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| ensure_built(true).expect("scripts/build-canister.sh builds the canister"))
+    WASM.get_or_init(|| ensure_built_with(true, Some(crate::support::icbench_bin())).expect("scripts/build-canister.sh builds the canister"))
 }
 
 fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
@@ -38,6 +39,8 @@ macro_rules! contract_tests {
                 }
             )*
         }
+        // Only in a build with the PocketIC backend (`--features pocket-ic`, as .ci/run does).
+        #[cfg(feature = "pocket-ic")]
         mod pocket_ic {
             $(
                 #[test]

@@ -36,6 +36,7 @@ fn canister_wasm() -> &'static [u8] {
         let script = root().join("scripts/build-canister.sh");
         let status = Command::new("bash")
             .arg(&script)
+            .env("ICBENCH_BIN", crate::support::icbench_bin())
             .status()
             .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
         assert!(status.success(), "{} failed ({status})", script.display());

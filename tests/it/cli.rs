@@ -50,6 +50,7 @@ fn bad_values_list_the_accepted_ones() {
 }
 
 /// Runs icbench with POCKET_IC_BIN set to `bin` (or unset) and the download opt-in unset.
+#[cfg(feature = "pocket-ic")]
 fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::time::Duration) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_icbench"));
     cmd.args(args).env_remove("ICBENCH_POCKET_IC_DOWNLOAD");
@@ -67,6 +68,7 @@ fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::t
 }
 
 #[test]
+#[cfg(feature = "pocket-ic")]
 fn pocket_ic_without_a_server_says_how_to_provide_one() {
     for args in [
         &["--engine", "pocket-ic", "--quiet"][..],
@@ -90,6 +92,7 @@ fn pocket_ic_without_a_server_says_how_to_provide_one() {
 }
 
 #[test]
+#[cfg(feature = "pocket-ic")]
 fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
     for args in [
         &["--engine", "pocket-ic", "--quiet"][..],
@@ -111,12 +114,45 @@ fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
 
 #[test]
 fn crosscheck_refuses_a_negative_threshold() {
-    let (code, stderr, _) =
-        icbench_with_server(&["crosscheck", "--threshold=-1"], Some("/nonexistent"));
+    let (code, stderr) = icbench(&["crosscheck", "--threshold=-1"]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("--threshold must be a non-negative percentage"),
         "{stderr}"
+    );
+}
+
+/// The default build leaves the PocketIC backend out: asking for it is bad input (exit 2)
+/// answered with the command that builds it in, at once, while --help still lists it.
+#[test]
+#[cfg(not(feature = "pocket-ic"))]
+fn pocket_ic_without_the_feature_says_how_to_rebuild() {
+    for (args, what) in [
+        (&["--engine", "pocket-ic", "--quiet"][..], "--engine pocket-ic"),
+        (&["run", "--engine", "pocket-ic", "--quiet"][..], "--engine pocket-ic"),
+        (&["crosscheck", "--quiet"][..], "crosscheck"),
+    ] {
+        let started = std::time::Instant::now();
+        let (code, stderr) = icbench(args);
+        assert_eq!(code, 2, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "`cargo run --release --features pocket-ic -- {what} ...`"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("POCKET_IC_BIN"), "{stderr}");
+        // Before building the canister or running anything.
+        assert!(started.elapsed().as_secs() < 10, "{args:?}");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_icbench"))
+        .arg("--help")
+        .output()
+        .expect("icbench runs");
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("pocket-ic: A PocketIC server (POCKET_IC_BIN); needs a build with `--features pocket-ic`"),
+        "{help}"
     );
 }
 

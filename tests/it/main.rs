@@ -20,3 +20,4 @@ mod motoko;
 mod project_files;
 mod report;
 mod suites;
+mod wasi2ic_post;

@@ -104,6 +104,7 @@ fn concurrent_builds_all_succeed_with_the_same_module() {
             Command::new("bash")
                 .arg(root().join("scripts/build-canister.sh"))
                 .current_dir(root())
+                .env("ICBENCH_BIN", crate::support::icbench_bin())
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use icbench::bench_canister::{default_wasm_path, ensure_built};
+use icbench::bench_canister::{default_wasm_path, ensure_built_with};
 use icbench::report::{self, Report};
 use icbench::suites::lookups::{self, LOOKUP_BATCHES};
 use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
@@ -219,7 +219,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
 fn wasm_path() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        ensure_built(true).expect("scripts/build-canister.sh builds the canister");
+        ensure_built_with(true, Some(crate::support::icbench_bin())).expect("scripts/build-canister.sh builds the canister");
         default_wasm_path()
     })
 }

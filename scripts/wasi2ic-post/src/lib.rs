@@ -1,0 +1,115 @@
+//! wasi2ic-post IN OUT [--did FILE]
+//!
+//! Turns a wasm32-wasip1 canister into an Internet Computer module: every WASI import is
+//! rewired to ic-wasi-polyfill's implementation inside the module (as wasi2ic does, see
+//! `rewire.rs`), then (with --did) the Candid interface is embedded as the
+//! `icp:public candid:service` custom section, as dfx does. Fails if any import outside
+//! `ic0` is left.
+//! Deterministic: same input bytes and .did give the same output bytes.
+//!
+//! A library so that icbench links the same converter (`icbench wasi2ic-post ...`, which
+//! scripts/build-canister.sh calls when given one) and reuses the host build's compiled
+//! dependencies; the `wasi2ic-post` binary is the standalone form.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+
+pub mod rewire;
+// For the tests of `rewire` (tests/it/wasi2ic_post.rs), which build walrus modules.
+pub use walrus;
+
+const USAGE: &str = "usage: wasi2ic-post IN.wasm OUT.wasm [--did FILE.did]";
+
+struct Args {
+    input: PathBuf,
+    output: PathBuf,
+    did: Option<PathBuf>,
+}
+
+fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Args> {
+    let mut positional = Vec::new();
+    let mut did = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        if arg == "--did" {
+            did = Some(PathBuf::from(args.next().context("--did needs a file")?));
+        } else if arg == "-h" || arg == "--help" {
+            println!("{USAGE}");
+            std::process::exit(0);
+        } else {
+            positional.push(PathBuf::from(arg));
+        }
+    }
+    let [input, output]: [PathBuf; 2] = positional
+        .try_into()
+        .map_err(|_| anyhow::anyhow!("{USAGE}"))?;
+    Ok(Args { input, output, did })
+}
+
+/// The module `wasm` (a wasm32-wasip1 build) as an IC module: WASI imports rewired to the
+/// polyfill and, with `did`, the interface embedded. Deterministic: the same bytes in give
+/// the same bytes out.
+pub fn convert(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
+    // dfx's parser settings: keep the name section (the polyfill's functions are found
+    // by name), drop the producers section.
+    let mut config = walrus::ModuleConfig::new();
+    config.generate_name_section(true);
+    config.generate_producers_section(false);
+    let mut module = config.parse(wasm).context("parsing the module")?;
+
+    if rewire::rewire_wasi(&mut module)? == 0 {
+        bail!(
+            "no WASI import to rewire; is this a wasm32-wasip1 build with \
+             ic-wasi-polyfill linked in?"
+        );
+    }
+    let foreign = rewire::foreign_imports(&module);
+    if !foreign.is_empty() {
+        bail!(
+            "imports the IC does not provide are left: {}",
+            foreign.join(", ")
+        );
+    }
+
+    if let Some(did_path) = did {
+        let did = std::fs::read_to_string(did_path)
+            .with_context(|| format!("reading {}", did_path.display()))?;
+        // Refuse to ship an interface that does not even type-check.
+        candid_parser::check_file(did_path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", did_path.display()))?;
+        // The section dfx and icp-cli read the interface from.
+        let name = "icp:public candid:service";
+        drop(module.customs.remove_raw(name));
+        module.customs.add(walrus::RawCustomSection {
+            name: name.to_string(),
+            data: did.into_bytes(),
+        });
+    }
+
+    Ok(module.emit_wasm())
+}
+
+fn run(args: impl IntoIterator<Item = OsString>) -> Result<()> {
+    let args = parse_args(args)?;
+    let wasm =
+        std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
+    let out = convert(&wasm, args.did.as_deref())
+        .with_context(|| format!("converting {}", args.input.display()))?;
+    std::fs::write(&args.output, &out)
+        .with_context(|| format!("writing {}", args.output.display()))?;
+    Ok(())
+}
+
+/// The command line `IN OUT [--did FILE]` (the arguments after the program name).
+pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
+    match run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("wasi2ic-post: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
