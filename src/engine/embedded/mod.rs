@@ -102,7 +102,12 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
-    system_api::link(&mut linker, &module, instrumented.memory64)
+    system_api::link(
+        &mut linker,
+        &module,
+        instrumented.memory64,
+        instrumented.counter,
+    )
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
         .instantiate_pre(&module)
@@ -373,6 +378,7 @@ impl EmbeddedEngine {
     fn new_host_state(&self, id: Principal, stable: StableImage, version: u64) -> HostState {
         HostState {
             counter: None,
+            left: 0,
             memory: None,
             stable: StableMemory::new(stable, MAX_STABLE_BYTES),
             msg: Message::new(ApiType::Init, "", Vec::new(), 0),
