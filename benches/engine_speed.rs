@@ -14,7 +14,8 @@
 //! Besides the table, the results go to `target/engine_speed.json`:
 //! `{"workloads": [{"name", "plain_ms", "metered_ms", "ratio"}, ...]}`.
 //!
-//! Run with `cargo bench --bench engine_speed`. Reports the best of 5 timed runs after one
+//! Run with `cargo bench --bench engine_speed`. Times are the process's CPU time (so that
+//! other processes on a shared machine do not count). Reports the best of 5 timed runs after one
 //! warm-up (plain and metered runs alternate, so both see the same machine load), the
 //! metered instruction count, the speed ratio (plain time / metered time; the target is
 //! at least 0.67, i.e. metered at least 2/3 of plain speed), metered instructions per second,
@@ -22,7 +23,7 @@
 //! processes on a shared 2-core machine (JIT code layout, other builds): compare ratios over
 //! a few runs.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use candid::{Decode, Encode};
 use icbench::engine::cost::Limits;
@@ -398,10 +399,26 @@ struct Measured {
     instructions: u64,
 }
 
+/// The CPU time (user + system, all threads) the process has used: unlike wall time it
+/// does not count waiting for the cores while other processes run, which on a shared
+/// machine made single runs tens of times slower than they are.
+fn cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write to.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_PROCESS_CPUTIME_ID) failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// `f`'s result and the CPU time it took. Nothing else runs in this process meanwhile
+/// (compilation is done before), so that is the work's own time.
 fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
-    let start = Instant::now();
+    let start = cpu_time();
     let value = f();
-    (start.elapsed(), value)
+    (cpu_time() - start, value)
 }
 
 /// The micro-workload `w`: best-of-`runs` times, plain and metered runs alternating.
