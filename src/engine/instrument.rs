@@ -92,7 +92,8 @@ pub enum Counter {
     /// last parameter and returned as an extra last result (exports get an unmetered wrapper
     /// with the original signature that moves it from and to the global). The global is
     /// written only where it can be observed: before every operator that can trap or grow
-    /// memory, before System API calls (and read back after them, since they charge), before
+    /// memory, before System API calls (which take the counter as an extra last argument and
+    /// return it charged as an extra last result, so the host need not touch the global), before
     /// bulk-operation charges. A failed check sets the flag global and traps.
     ///
     /// Modules that put imported functions into tables or re-export them fall back to
@@ -530,6 +531,23 @@ impl Reencode for Shift {
     }
 }
 
+/// [`Counter::Local`]: re-encodes the import section with every function import's type
+/// `t` replaced by `t` with the counter added (`local_types + t`), so that System API calls
+/// take the counter as an extra last argument and hand it back as an extra last result:
+/// the host reads and writes a plain value instead of the counter global. Other imports
+/// have no type index (the enabled features have no tags or typed references).
+struct CountedImports {
+    local_types: u32,
+}
+
+impl Reencode for CountedImports {
+    type Error = Infallible;
+
+    fn type_index(&mut self, ty: u32) -> Result<u32, wasm_encoder::reencode::Error> {
+        Ok(self.local_types + ty)
+    }
+}
+
 /// The type of the size operand of a bulk operation, `None` for other operators.
 fn bulk_size_operand(info: &ModuleInfo, op: &Operator) -> Option<SizeOperand> {
     let size = |is64: bool| {
@@ -921,9 +939,17 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 Payload::ImportSection(reader) => {
                     self.before(SectionId::Import);
                     let mut imports = ImportSection::new();
-                    self.shift
+                    match self.counter {
+                        Counter::Global => self
+                            .shift
+                            .parse_import_section(&mut imports, reader)
+                            .map_err(reencode_error)?,
+                        Counter::Local => CountedImports {
+                            local_types: self.local_types,
+                        }
                         .parse_import_section(&mut imports, reader)
-                        .map_err(reencode_error)?;
+                        .map_err(reencode_error)?,
+                    }
                     self.add_imports(&mut imports);
                     self.module.section(&imports);
                     self.emitted[Synth::Import.index()] = true;
@@ -1575,9 +1601,12 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     sink(out).local_tee(local_index + 1);
                 }
                 Operator::Call { function_index } if function_index < nfi => {
+                    // The global is brought up to date too: a trap before the host takes
+                    // over sees it (a host function that fails writes its own count).
                     replace_call(out, &mut run_start, &mut dirty);
-                    // System API calls charge the global: read it back.
-                    sink(out).call(function_index).global_get(g).local_set(c);
+                    // System API calls charge: the counter goes in and comes back.
+                    sink(out).local_get(c).call(function_index).local_set(c);
+                    dirty = true;
                 }
                 Operator::Call { function_index } => {
                     replace_call(out, &mut run_start, &mut dirty);
@@ -1603,7 +1632,8 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 }
                 Operator::ReturnCall { function_index } if function_index < nfi => {
                     replace_call(out, &mut run_start, &mut dirty);
-                    sink(out).call(function_index).global_get(g).return_();
+                    // The import returns the results and the counter, as this function does.
+                    sink(out).local_get(c).call(function_index).return_();
                 }
                 Operator::ReturnCall { function_index } => {
                     replace_call(out, &mut run_start, &mut dirty);

@@ -61,13 +61,33 @@ impl Run {
                 Err(wasmtime::Error::msg("out of instructions"))
             })
             .unwrap();
-        linker
-            .func_wrap("env", "observe", |mut caller: Caller<'_, State>| {
-                let counter = counter_of(&mut caller);
-                caller.data_mut().seen.push(counter);
-            })
-            .unwrap();
-        linker.func_wrap("env", "add1", |x: i32| x + 1).unwrap();
+        match counter {
+            Counter::Global => {
+                linker
+                    .func_wrap("env", "observe", |mut caller: Caller<'_, State>| {
+                        let counter = counter_of(&mut caller);
+                        caller.data_mut().seen.push(counter);
+                    })
+                    .unwrap();
+                linker.func_wrap("env", "add1", |x: i32| x + 1).unwrap();
+            }
+            // Imports take the counter as an extra last argument and return it.
+            Counter::Local => {
+                linker
+                    .func_wrap(
+                        "env",
+                        "observe",
+                        |mut caller: Caller<'_, State>, counter: i64| {
+                            caller.data_mut().seen.push(counter);
+                            counter
+                        },
+                    )
+                    .unwrap();
+                linker
+                    .func_wrap("env", "add1", |x: i32, counter: i64| (x + 1, counter))
+                    .unwrap();
+            }
+        }
         let mut store = Store::new(&engine, State::default());
         let instance = linker
             .instantiate(&mut store, &module)

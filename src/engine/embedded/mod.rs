@@ -102,8 +102,13 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
-    system_api::link(&mut linker, &module, instrumented.memory64)
-        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    system_api::link(
+        &mut linker,
+        &module,
+        instrumented.memory64,
+        instrumented.counter,
+    )
+    .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
@@ -249,6 +254,7 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     }
     store.data_mut().counter = Some(counter);
     store.data_mut().memory = memory;
+    store.data_mut().heap = heap.clone();
     Ok(Instance {
         store,
         instance,
@@ -373,7 +379,9 @@ impl EmbeddedEngine {
     fn new_host_state(&self, id: Principal, stable: StableImage, version: u64) -> HostState {
         HostState {
             counter: None,
+            left: 0,
             memory: None,
+            heap: None,
             stable: StableMemory::new(stable, MAX_STABLE_BYTES),
             msg: Message::new(ApiType::Init, "", Vec::new(), 0),
             limits: self.limits,
@@ -784,6 +792,7 @@ impl EmbeddedEngine {
         let data = inst.store.data_mut();
         data.counter = old.counter;
         data.memory = old.memory;
+        data.heap = old.heap;
         data.certified_data = saved.certified_data.clone();
         data.global_timer = saved.global_timer;
         Ok(None)

@@ -95,6 +95,11 @@ struct MessageLog {
     undo: PageMap<Option<Arc<Page>>>,
     size_before: u64,
     accessed: PageSet,
+    /// The last page touched and the last page written, both already recorded: canisters
+    /// read and write small pieces of the same page many times in a row, and these skip the
+    /// set lookups for them.
+    last_accessed: Option<u64>,
+    last_dirty: Option<u64>,
 }
 
 /// Why a stable memory access failed; each maps to a replica error.
@@ -188,6 +193,12 @@ impl StableMemory {
     }
 
     fn touch(&mut self, pages: std::ops::Range<u64>) -> Result<(), StableError> {
+        if pages.end == pages.start + 1 && self.log.last_accessed == Some(pages.start) {
+            return Ok(());
+        }
+        if let Some(last) = pages.clone().last() {
+            self.log.last_accessed = Some(last);
+        }
         for p in pages {
             self.log.accessed.insert(p);
         }
@@ -216,28 +227,35 @@ impl StableMemory {
         let len = data.len() as u64;
         self.check_range(offset, len)?;
         let pages = Self::pages_of(offset, len);
+        let last_dirty = self.log.last_dirty;
         let newly_dirty = pages
             .clone()
-            .filter(|p| !self.log.undo.contains_key(p))
+            .filter(|&p| Some(p) != last_dirty && !self.log.undo.contains_key(&p))
             .count() as u64;
         if self.dirty_pages() + newly_dirty > self.dirty_limit {
             return Err(StableError::DirtyPageLimit(self.dirty_limit));
         }
-        self.touch(pages)?;
+        self.touch(pages.clone())?;
         for (page, in_page, r) in pieces(offset, data.len()) {
-            let entry = self
-                .image
-                .pages
-                .entry(page)
-                .or_insert_with(|| Arc::new([0u8; OS_PAGE]));
-            if let std::collections::hash_map::Entry::Vacant(undo) = self.log.undo.entry(page) {
-                // First write of this page in the message: remember what to roll back to.
-                // A page that did not exist was just created as zeros above.
-                let was_zero = Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0);
-                undo.insert(if was_zero { None } else { Some(entry.clone()) });
+            let mut created = false;
+            let entry = self.image.pages.entry(page).or_insert_with(|| {
+                created = true;
+                Arc::new([0u8; OS_PAGE])
+            });
+            if Some(page) != last_dirty {
+                if let std::collections::hash_map::Entry::Vacant(undo) = self.log.undo.entry(page) {
+                    // First write of this page in the message: remember what to roll back
+                    // to. A page that did not exist was just created as zeros above.
+                    let was_zero =
+                        created || (Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0));
+                    undo.insert(if was_zero { None } else { Some(entry.clone()) });
+                }
             }
             // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
             Arc::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
+        }
+        if let Some(last) = pages.last() {
+            self.log.last_dirty = Some(last);
         }
         Ok(newly_dirty)
     }
@@ -321,6 +339,35 @@ mod tests {
         let mut small = StableMemory::new(StableImage::default(), 2 * WASM_PAGE);
         assert_eq!(small.grow(2), 0);
         assert_eq!(small.grow(1), -1);
+    }
+
+    #[test]
+    fn repeated_small_accesses_count_each_page_once() {
+        let mut m = mem(1);
+        m.begin(2, 3);
+        assert_eq!(m.write(10, b"a").unwrap(), 1);
+        assert_eq!(m.write(11, b"b").unwrap(), 0);
+        assert_eq!(m.write(5000, b"c").unwrap(), 1);
+        // Page 0 again, after another page: still not newly dirty.
+        assert_eq!(m.write(12, b"d").unwrap(), 0);
+        assert_eq!(m.dirty_pages(), 2);
+        assert_eq!(m.write(9000, b"e"), Err(StableError::DirtyPageLimit(2)));
+        let mut out = [0u8; 3];
+        m.read(10, &mut out).unwrap();
+        assert_eq!(&out, b"abd");
+        // Pages 0 and 1 are accessed; page 4 is the third and last allowed.
+        m.read(20000, &mut out).unwrap();
+        m.read(20001, &mut out).unwrap();
+        m.read(4999, &mut out).unwrap();
+        assert_eq!(
+            m.read(30000, &mut out),
+            Err(StableError::AccessedPageLimit(3))
+        );
+        m.rollback();
+        assert_eq!(m.image().stored_pages(), 0);
+        m.begin(u64::MAX, u64::MAX);
+        m.read(10, &mut out).unwrap();
+        assert_eq!(out, [0, 0, 0]);
     }
 
     #[test]

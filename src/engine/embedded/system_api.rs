@@ -6,13 +6,18 @@
 //! canister calls, ...) link, so modules that merely import them run, and trap when called.
 
 use std::fmt;
+use std::mem::MaybeUninit;
+use std::sync::Arc;
 
 use wasmtime::{bail, format_err as anyhow, Error, Result};
-use wasmtime::{Caller, ExternType, Global, Linker, Memory, Module, Val};
+use wasmtime::{
+    Caller, ExternType, FuncType, Global, Linker, Memory, Module, Val, ValRaw, ValType,
+};
 
+use super::heap::HeapRegion;
 use super::stable::{StableError, StableMemory, WASM_PAGE};
 use crate::engine::cost::{self, ApiFee, Limits};
-use crate::engine::instrument;
+use crate::engine::instrument::{self, Counter};
 
 /// The kind of entry point running, which decides what the API allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,8 +157,14 @@ impl std::error::Error for HostTrap {}
 
 /// Store data of a canister instance.
 pub struct HostState {
+    /// The instruction counter global: where the counter is outside System API calls with
+    /// [`crate::engine::instrument::Counter::Global`], and where a failing call leaves it.
     pub counter: Option<Global>,
+    /// The counter while a System API function runs: instructions left (negative = out).
+    pub left: i64,
     pub memory: Option<Memory>,
+    /// The engine's mapping of that memory, when the engine created it ([`super::heap::HeapCreator`]).
+    pub heap: Option<Arc<HeapRegion>>,
     pub stable: StableMemory,
     pub msg: Message,
     pub limits: Limits,
@@ -292,17 +303,14 @@ fn fee(name: &str) -> ApiFee {
 
 /// Subtracts `amount` from the instruction counter, as the replica's `charge_direct_fee`.
 fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
-    let counter = caller
-        .data()
-        .counter
-        .ok_or_else(|| anyhow!("instruction counter missing"))?;
-    let now = counter.get(&mut *caller).unwrap_i64();
-    if now < 0 {
+    let state = caller.data_mut();
+    if state.left < 0 {
         bail!(HostTrap::OutOfInstructions);
     }
-    let left = now.saturating_sub(amount.min(i64::MAX as u64) as i64);
-    counter.set(&mut *caller, Val::I64(left))?;
-    if left < 0 {
+    state.left = state
+        .left
+        .saturating_sub(amount.min(i64::MAX as u64) as i64);
+    if state.left < 0 {
         bail!(HostTrap::OutOfInstructions);
     }
     Ok(())
@@ -311,12 +319,7 @@ fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
 /// Instructions used so far in this message (performance counter type 0).
 pub fn instructions_used(caller: &mut C<'_>) -> u64 {
     let limit = caller.data().msg.limit;
-    let left = caller
-        .data()
-        .counter
-        .map(|c| c.get(&mut *caller).unwrap_i64())
-        .unwrap_or(0);
-    (limit as i64).saturating_sub(left).max(0) as u64
+    (limit as i64).saturating_sub(caller.data().left).max(0) as u64
 }
 
 fn violation(msg: String) -> Error {
@@ -332,22 +335,35 @@ fn heap_range(heap_len: usize, api: &str, ptr: u64, len: u64) -> Result<std::ops
     }
 }
 
-fn read_heap(caller: &mut C<'_>, api: &str, ptr: u64, len: u64) -> Result<Vec<u8>> {
+/// The heap and the host state at once. The engine's own heap mapping is used directly (two
+/// atomic loads); wasmtime's `Memory` lookup walks the store's instance tables, a few cache
+/// misses on every stable memory call.
+fn heap_and_state<'a>(
+    caller: &'a mut C<'_>,
+    api: &str,
+) -> Result<(&'a mut [u8], &'a mut HostState)> {
+    if let Some(region) = &caller.data().heap {
+        let (base, len) = (region.base(), region.len());
+        // SAFETY: the mapping is this instance's heap, live while the instance is; no Wasm
+        // runs during a host call, and the slice cannot outlive the borrow of `caller`.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(base, len) };
+        return Ok((bytes, caller.data_mut()));
+    }
     let memory = caller
         .data()
         .memory
         .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
-    let data = memory.data(&*caller);
+    Ok(memory.data_and_store_mut(caller))
+}
+
+fn read_heap(caller: &mut C<'_>, api: &str, ptr: u64, len: u64) -> Result<Vec<u8>> {
+    let (data, _) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, ptr, len)?;
     Ok(data[r].to_vec())
 }
 
 fn write_heap(caller: &mut C<'_>, api: &str, ptr: u64, bytes: &[u8]) -> Result<()> {
-    let memory = caller
-        .data()
-        .memory
-        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
-    let data = memory.data_mut(&mut *caller);
+    let (data, _) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, ptr, bytes.len() as u64)?;
     data[r].copy_from_slice(bytes);
     Ok(())
@@ -417,11 +433,7 @@ fn stable_read_impl(
     size: u64,
 ) -> Result<()> {
     charge(caller, fee.charge(size))?;
-    let memory = caller
-        .data()
-        .memory
-        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
-    let (data, state) = memory.data_and_store_mut(&mut *caller);
+    let (data, state) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, dst, size)?;
     state
         .stable
@@ -438,11 +450,7 @@ fn stable_write_impl(
     size: u64,
 ) -> Result<()> {
     charge(caller, fee.charge(size))?;
-    let memory = caller
-        .data()
-        .memory
-        .ok_or_else(|| violation(format!("{api}: the module has no memory")))?;
-    let (data, state) = memory.data_and_store_mut(&mut *caller);
+    let (data, state) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, src, size)?;
     let newly_dirty = state
         .stable
@@ -479,7 +487,7 @@ fn u128_bytes(v: u128) -> [u8; 16] {
 /// A heap address or byte count as the System API passes it: `i32` in a wasm32 module and
 /// `i64` in a wasm64 one (the replica links its functions generically over this type). The
 /// 32-bit stable memory API, counter types and flags stay `i32` in both.
-pub trait Addr: wasmtime::WasmTy + Copy + Send + Sync + 'static {
+pub trait Addr: Raw {
     /// The unsigned value.
     fn get(self) -> u64;
     /// A host-side length; the data behind every `*_size` is far below 2 GiB.
@@ -504,9 +512,214 @@ impl Addr for i64 {
     }
 }
 
+/// A value System API functions take or return (`i32` or `i64`), moved through wasmtime's
+/// raw value slots.
+pub trait Raw: Copy + Send + Sync + 'static {
+    const TY: ValType;
+    /// # Safety
+    /// `v` holds an initialised value of type [`Self::TY`].
+    unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self;
+    fn raw(self) -> ValRaw;
+}
+
+impl Raw for i32 {
+    const TY: ValType = ValType::I32;
+    unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
+        unsafe { v.assume_init_ref() }.get_i32()
+    }
+    fn raw(self) -> ValRaw {
+        ValRaw::i32(self)
+    }
+}
+
+impl Raw for i64 {
+    const TY: ValType = ValType::I64;
+    unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
+        unsafe { v.assume_init_ref() }.get_i64()
+    }
+    fn raw(self) -> ValRaw {
+        ValRaw::i64(self)
+    }
+}
+
+/// What a System API function returns: nothing or one value.
+trait Results: Sized {
+    fn types() -> Vec<ValType>;
+    /// Writes the results to the start of `out`; returns how many.
+    fn write(self, out: &mut [MaybeUninit<ValRaw>]) -> usize;
+}
+
+impl Results for () {
+    fn types() -> Vec<ValType> {
+        Vec::new()
+    }
+    fn write(self, _: &mut [MaybeUninit<ValRaw>]) -> usize {
+        0
+    }
+}
+
+impl<T: Raw> Results for T {
+    fn types() -> Vec<ValType> {
+        vec![T::TY]
+    }
+    fn write(self, out: &mut [MaybeUninit<ValRaw>]) -> usize {
+        out[0] = MaybeUninit::new(self.raw());
+        1
+    }
+}
+
+/// A System API function body, `Fn(&mut Caller, args...) -> Result<R>`, callable on
+/// wasmtime's raw argument slots. `Args` is the tuple of argument types.
+trait HostFn<Args, R>: Send + Sync + 'static {
+    fn params() -> Vec<ValType>;
+    /// # Safety
+    /// `args` starts with initialised values of the types [`Self::params`] gives.
+    unsafe fn call(&self, caller: &mut C<'_>, args: &[MaybeUninit<ValRaw>]) -> Result<R>;
+}
+
+macro_rules! host_fn {
+    ($($a:ident $i:tt),*) => {
+        impl<F, R, $($a: Raw),*> HostFn<($($a,)*), R> for F
+        where
+            F: Fn(&mut C<'_>, $($a),*) -> Result<R> + Send + Sync + 'static,
+        {
+            fn params() -> Vec<ValType> {
+                vec![$($a::TY),*]
+            }
+            #[allow(unused_variables)]
+            unsafe fn call(&self, caller: &mut C<'_>, args: &[MaybeUninit<ValRaw>]) -> Result<R> {
+                self(caller, $(unsafe { $a::read(&args[$i]) }),*)
+            }
+        }
+    };
+}
+host_fn!();
+host_fn!(A0 0);
+host_fn!(A0 0, A1 1);
+host_fn!(A0 0, A1 1, A2 2);
+
+/// How the instrumented code hands the instruction counter to System API functions (see
+/// [`instrument::Counter`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum CounterPassing {
+    /// In the exported counter global, read and written through wasmtime's `Global` API
+    /// (the replica's code).
+    Global,
+    /// As an extra last argument and an extra last result: a plain value, no store lookups.
+    Argument,
+    /// Not at all: the module is not instrumented (see [`link_unmetered`]).
+    Unmetered,
+}
+
+/// Defines `ic0.name` as `f`, with the counter passed as `passing` says; `import` is the
+/// function type the module imports it with, checked against the System API's.
+fn define_api<Args, R: Results, F: HostFn<Args, R>>(
+    l: &mut Linker<HostState>,
+    name: &str,
+    passing: CounterPassing,
+    import: &FuncType,
+    f: F,
+) -> Result<()> {
+    let (mut params, mut results) = (F::params(), R::types());
+    let expected = FuncType::new(l.engine(), params.clone(), results.clone());
+    if passing == CounterPassing::Argument {
+        params.push(ValType::I64);
+        results.push(ValType::I64);
+    }
+    let ty = FuncType::new(l.engine(), params.clone(), results.clone());
+    if !FuncType::eq(import, &ty) {
+        // Name the signature the module wrote, without the counter the instrumentation added.
+        let strip = |types: Vec<ValType>| -> Vec<ValType> {
+            let n = types.len() - (passing == CounterPassing::Argument) as usize;
+            types.into_iter().take(n).collect()
+        };
+        let found = FuncType::new(
+            l.engine(),
+            strip(import.params().collect()),
+            strip(import.results().collect()),
+        );
+        bail!("the module imports it as {found}, but its signature is {expected}");
+    }
+    let counter_arg = params.len().saturating_sub(1);
+    let counter_result = results.len().saturating_sub(1);
+    let body = move |mut c: C<'_>, slots: &mut [MaybeUninit<ValRaw>]| -> Result<()> {
+        let left = match passing {
+            // SAFETY: wasmtime checked the call against `ty`, whose last parameter is i64.
+            CounterPassing::Argument => unsafe { i64::read(&slots[counter_arg]) },
+            CounterPassing::Global => match c.data().counter {
+                Some(g) => g.get(&mut c).unwrap_i64(),
+                None => bail!("instruction counter missing"),
+            },
+            CounterPassing::Unmetered => i64::MAX,
+        };
+        c.data_mut().left = left;
+        // SAFETY: the slots hold the arguments of type `ty` (checked by wasmtime).
+        match unsafe { f.call(&mut c, slots) } {
+            Ok(value) => {
+                value.write(slots);
+                let left = c.data().left;
+                match passing {
+                    CounterPassing::Argument => {
+                        slots[counter_result] = MaybeUninit::new(ValRaw::i64(left))
+                    }
+                    CounterPassing::Global => set_counter(&mut c, left)?,
+                    CounterPassing::Unmetered => {}
+                }
+                Ok(())
+            }
+            Err(e) => {
+                // The message ends here: leave the charged counter where the host reads it.
+                if passing != CounterPassing::Unmetered {
+                    let left = c.data().left;
+                    set_counter(&mut c, left)?;
+                }
+                Err(e)
+            }
+        }
+    };
+    // SAFETY: `body` writes exactly the results of `ty` (the function's result, if any,
+    // then the counter with `CounterPassing::Argument`), and reads only its parameters.
+    unsafe { l.func_new_unchecked("ic0", name, ty, body)? };
+    Ok(())
+}
+
+fn set_counter(c: &mut C<'_>, left: i64) -> Result<()> {
+    match c.data().counter {
+        Some(g) => g.set(c, Val::I64(left)),
+        None => bail!("instruction counter missing"),
+    }
+}
+
 /// Defines every import of `module` in `linker`, or says which import cannot be provided.
 /// `wasm64` gives addresses and sizes the type of the module's 64-bit heap.
-pub fn link(linker: &mut Linker<HostState>, module: &Module, wasm64: bool) -> Result<()> {
+/// `counter` is where the instrumented code keeps the instruction counter: with
+/// [`Counter::Local`] every ic0 import takes it as an extra last argument and returns it.
+pub fn link(
+    linker: &mut Linker<HostState>,
+    module: &Module,
+    wasm64: bool,
+    counter: Counter,
+) -> Result<()> {
+    let passing = match counter {
+        Counter::Global => CounterPassing::Global,
+        Counter::Local => CounterPassing::Argument,
+    };
+    link_with(linker, module, wasm64, passing)
+}
+
+/// The same System API for a module that is not instrumented (it has no counter): charges
+/// start from an unlimited counter and are dropped. For comparing the engine with plain
+/// wasmtime running the same module on the same host functions (benches/engine_speed.rs).
+pub fn link_unmetered(linker: &mut Linker<HostState>, module: &Module, wasm64: bool) -> Result<()> {
+    link_with(linker, module, wasm64, CounterPassing::Unmetered)
+}
+
+fn link_with(
+    linker: &mut Linker<HostState>,
+    module: &Module,
+    wasm64: bool,
+    passing: CounterPassing,
+) -> Result<()> {
     let mut linked = std::collections::HashSet::new();
     for import in module.imports() {
         let (m, name) = (import.module(), import.name());
@@ -534,9 +747,9 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module, wasm64: bool) -> Re
         }
         if SUPPORTED.contains(&name) {
             let defined = if wasm64 {
-                define::<i64>(linker, name)
+                define::<i64>(linker, name, passing, &ty)
             } else {
-                define::<i32>(linker, name)
+                define::<i32>(linker, name, passing, &ty)
             };
             defined.map_err(|e| anyhow!("linking ic0.{name}: {e}"))?;
         } else {
@@ -549,210 +762,420 @@ pub fn link(linker: &mut Linker<HostState>, module: &Module, wasm64: bool) -> Re
     Ok(())
 }
 
-fn define<A: Addr>(l: &mut Linker<HostState>, name: &str) -> Result<()> {
+fn define<A: Addr>(
+    l: &mut Linker<HostState>,
+    name: &str,
+    passing: CounterPassing,
+    ty: &FuncType,
+) -> Result<()> {
     let f = fee(name);
     match name {
-        "msg_arg_data_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
-            charge(&mut c, f.base)?;
-            require(&c, "msg_arg_data_size", c.data().msg.api.has_arg())?;
-            Ok(A::from_len(c.data().msg.arg.len()))
-        })?,
-        "msg_arg_data_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            require(&c, "msg_arg_data_copy", c.data().msg.api.has_arg())?;
-            let arg = std::mem::take(&mut c.data_mut().msg.arg);
-            let r = copy_out(&mut c, "msg_arg_data_copy", &arg, dst.get(), off.get(), size.get());
-            c.data_mut().msg.arg = arg;
-            r
-        })?,
-        "msg_caller_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
-            charge(&mut c, f.base)?;
+        "msg_arg_data_size" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<A> {
+                charge(c, f.base)?;
+                require(c, "msg_arg_data_size", c.data().msg.api.has_arg())?;
+                Ok(A::from_len(c.data().msg.arg.len()))
+            })?
+        }
+        "msg_arg_data_copy" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                require(c, "msg_arg_data_copy", c.data().msg.api.has_arg())?;
+                let arg = std::mem::take(&mut c.data_mut().msg.arg);
+                let r = copy_out(
+                    c,
+                    "msg_arg_data_copy",
+                    &arg,
+                    dst.get(),
+                    off.get(),
+                    size.get(),
+                );
+                c.data_mut().msg.arg = arg;
+                r
+            },
+        )?,
+        "msg_caller_size" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<A> {
+            charge(c, f.base)?;
             Ok(A::from_len(c.data().msg.caller.len()))
         })?,
-        "msg_caller_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            let caller = c.data().msg.caller.clone();
-            copy_out(&mut c, "msg_caller_copy", &caller, dst.get(), off.get(), size.get())
-        })?,
-        "msg_method_name_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
-            charge(&mut c, f.base)?;
-            Ok(A::from_len(c.data().msg.method.len()))
-        })?,
-        "msg_method_name_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            let method = c.data().msg.method.clone().into_bytes();
-            copy_out(&mut c, "msg_method_name_copy", &method, dst.get(), off.get(), size.get())
-        })?,
-        "msg_reply_data_append" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            require_open_reply(&c, "msg_reply_data_append")?;
-            let bytes = read_heap(&mut c, "msg_reply_data_append", src.get(), size.get())?;
-            let buf = &mut c.data_mut().msg.reply_buf;
-            if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
-                return Err(violation(format!("ic0.msg_reply_data_append: application payload size ({}) cannot be larger than {MAX_RESPONSE_BYTES}", buf.len() + bytes.len())));
-            }
-            buf.extend_from_slice(&bytes);
-            Ok(())
-        })?,
-        "msg_reply" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<()> {
-            charge(&mut c, f.base)?;
-            require_open_reply(&c, "msg_reply")?;
+        "msg_caller_copy" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                let caller = c.data().msg.caller.clone();
+                copy_out(
+                    c,
+                    "msg_caller_copy",
+                    &caller,
+                    dst.get(),
+                    off.get(),
+                    size.get(),
+                )
+            },
+        )?,
+        "msg_method_name_size" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<A> {
+                charge(c, f.base)?;
+                Ok(A::from_len(c.data().msg.method.len()))
+            })?
+        }
+        "msg_method_name_copy" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                let method = c.data().msg.method.clone().into_bytes();
+                copy_out(
+                    c,
+                    "msg_method_name_copy",
+                    &method,
+                    dst.get(),
+                    off.get(),
+                    size.get(),
+                )
+            },
+        )?,
+        "msg_reply_data_append" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                require_open_reply(c, "msg_reply_data_append")?;
+                let bytes = read_heap(c, "msg_reply_data_append", src.get(), size.get())?;
+                let buf = &mut c.data_mut().msg.reply_buf;
+                if buf.len() + bytes.len() > MAX_RESPONSE_BYTES {
+                    return Err(violation(format!("ic0.msg_reply_data_append: application payload size ({}) cannot be larger than {MAX_RESPONSE_BYTES}", buf.len() + bytes.len())));
+                }
+                buf.extend_from_slice(&bytes);
+                Ok(())
+            },
+        )?,
+        "msg_reply" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<()> {
+            charge(c, f.base)?;
+            require_open_reply(c, "msg_reply")?;
             let reply = std::mem::take(&mut c.data_mut().msg.reply_buf);
             c.data_mut().msg.response = Some(Response::Reply(reply));
             Ok(())
         })?,
-        "msg_reject" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            require_open_reply(&c, "msg_reject")?;
-            let bytes = read_heap(&mut c, "msg_reject", src.get(), size.get())?;
-            c.data_mut().msg.response = Some(Response::Reject(String::from_utf8_lossy(&bytes).into_owned()));
-            Ok(())
-        })?,
+        "msg_reject" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                require_open_reply(c, "msg_reject")?;
+                let bytes = read_heap(c, "msg_reject", src.get(), size.get())?;
+                c.data_mut().msg.response = Some(Response::Reject(
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                ));
+                Ok(())
+            },
+        )?,
         "msg_cycles_available128" | "msg_cycles_refunded128" => {
             let api = name.to_string();
-            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A| -> Result<()> {
-                charge(&mut c, f.base)?;
-                write_heap(&mut c, &api, dst.get(), &u128_bytes(0))
+            define_api(
+                l,
+                name,
+                passing,
+                ty,
+                move |c: &mut C<'_>, dst: A| -> Result<()> {
+                    charge(c, f.base)?;
+                    write_heap(c, &api, dst.get(), &u128_bytes(0))
+                },
+            )?
+        }
+        "msg_cycles_accept128" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, _hi: i64, _lo: i64, dst: A| -> Result<()> {
+                charge(c, f.base)?;
+                write_heap(c, "msg_cycles_accept128", dst.get(), &u128_bytes(0))
+            },
+        )?,
+        "canister_self_size" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<A> {
+                charge(c, f.base)?;
+                Ok(A::from_len(c.data().canister_id.len()))
             })?
         }
-        "msg_cycles_accept128" => l.func_wrap("ic0", name, move |mut c: C<'_>, _hi: i64, _lo: i64, dst: A| -> Result<()> {
-            charge(&mut c, f.base)?;
-            write_heap(&mut c, "msg_cycles_accept128", dst.get(), &u128_bytes(0))
-        })?,
-        "canister_self_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<A> {
-            charge(&mut c, f.base)?;
-            Ok(A::from_len(c.data().canister_id.len()))
-        })?,
-        "canister_self_copy" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A, off: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            let id = c.data().canister_id.clone();
-            copy_out(&mut c, "canister_self_copy", &id, dst.get(), off.get(), size.get())
-        })?,
-        "canister_cycle_balance" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
-            charge(&mut c, f.base)?;
-            Ok(c.data().cycles_balance.min(i64::MAX as u128) as i64)
-        })?,
+        "canister_self_copy" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
+                charge(c, f.charge(size.get()))?;
+                let id = c.data().canister_id.clone();
+                copy_out(
+                    c,
+                    "canister_self_copy",
+                    &id,
+                    dst.get(),
+                    off.get(),
+                    size.get(),
+                )
+            },
+        )?,
+        "canister_cycle_balance" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i64> {
+                charge(c, f.base)?;
+                Ok(c.data().cycles_balance.min(i64::MAX as u128) as i64)
+            })?
+        }
         "canister_cycle_balance128" | "canister_liquid_cycle_balance128" => {
             let api = name.to_string();
-            l.func_wrap("ic0", name, move |mut c: C<'_>, dst: A| -> Result<()> {
-                charge(&mut c, f.base)?;
-                let balance = c.data().cycles_balance;
-                write_heap(&mut c, &api, dst.get(), &u128_bytes(balance))
+            define_api(
+                l,
+                name,
+                passing,
+                ty,
+                move |c: &mut C<'_>, dst: A| -> Result<()> {
+                    charge(c, f.base)?;
+                    let balance = c.data().cycles_balance;
+                    write_heap(c, &api, dst.get(), &u128_bytes(balance))
+                },
+            )?
+        }
+        "canister_status" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i32> {
+                charge(c, f.base)?;
+                Ok(1) // running
             })?
         }
-        "canister_status" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
-            charge(&mut c, f.base)?;
-            Ok(1) // running
-        })?,
-        "canister_version" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
-            charge(&mut c, f.base)?;
-            Ok(c.data().canister_version as i64)
-        })?,
-        "stable_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
-            charge(&mut c, f.base)?;
-            check_32bit_stable(&c, "stable_size")?;
+        "canister_version" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i64> {
+                charge(c, f.base)?;
+                Ok(c.data().canister_version as i64)
+            })?
+        }
+        "stable_size" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i32> {
+            charge(c, f.base)?;
+            check_32bit_stable(c, "stable_size")?;
             Ok(c.data().stable.size_wasm_pages() as i32)
         })?,
-        "stable64_size" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
-            charge(&mut c, f.base)?;
+        "stable64_size" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i64> {
+            charge(c, f.base)?;
             Ok(c.data().stable.size_wasm_pages() as i64)
         })?,
-        "stable_grow" => l.func_wrap("ic0", name, move |mut c: C<'_>, delta: i32| -> Result<i32> {
-            charge(&mut c, f.base)?;
-            let stable = &mut c.data_mut().stable;
-            // The 32-bit API cannot address past 4 GiB.
-            if stable.size_wasm_pages() + delta as u32 as u64 > MAX_32BIT_STABLE_PAGES {
-                return Ok(-1);
-            }
-            Ok(stable.grow(delta as u32 as u64) as i32)
-        })?,
-        "stable64_grow" => l.func_wrap("ic0", name, move |mut c: C<'_>, delta: i64| -> Result<i64> {
-            charge(&mut c, f.base)?;
-            Ok(c.data_mut().stable.grow(delta as u64))
-        })?,
-        "stable_read" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
-            check_32bit_stable(&c, "stable_read")?;
-            stable_read_impl(&mut c, "stable_read", f, dst as u32 as u64, off as u32 as u64, size as u32 as u64)
-        })?,
-        "stable64_read" => l.func_wrap("ic0", name, move |mut c: C<'_>, dst: i64, off: i64, size: i64| -> Result<()> {
-            stable_read_impl(&mut c, "stable64_read", f, dst as u64, off as u64, size as u64)
-        })?,
-        "stable_write" => l.func_wrap("ic0", name, move |mut c: C<'_>, off: i32, src: i32, size: i32| -> Result<()> {
-            check_32bit_stable(&c, "stable_write")?;
-            stable_write_impl(&mut c, "stable_write", f, off as u32 as u64, src as u32 as u64, size as u32 as u64)
-        })?,
-        "stable64_write" => l.func_wrap("ic0", name, move |mut c: C<'_>, off: i64, src: i64, size: i64| -> Result<()> {
-            stable_write_impl(&mut c, "stable64_write", f, off as u64, src as u64, size as u64)
-        })?,
-        "certified_data_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
-            charge(&mut c, f.charge(size.get()))?;
-            if size.get() > 32 {
-                return Err(violation(format!("ic0.certified_data_set: certified data can be at most 32 bytes, got {}", size.get())));
-            }
-            let bytes = read_heap(&mut c, "certified_data_set", src.get(), size.get())?;
-            c.data_mut().certified_data = bytes;
-            Ok(())
-        })?,
-        "data_certificate_present" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
-            charge(&mut c, f.base)?;
-            Ok(0)
-        })?,
-        "time" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i64> {
-            charge(&mut c, f.base)?;
+        "stable_grow" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, delta: i32| -> Result<i32> {
+                charge(c, f.base)?;
+                let stable = &mut c.data_mut().stable;
+                // The 32-bit API cannot address past 4 GiB.
+                if stable.size_wasm_pages() + delta as u32 as u64 > MAX_32BIT_STABLE_PAGES {
+                    return Ok(-1);
+                }
+                Ok(stable.grow(delta as u32 as u64) as i32)
+            },
+        )?,
+        "stable64_grow" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, delta: i64| -> Result<i64> {
+                charge(c, f.base)?;
+                Ok(c.data_mut().stable.grow(delta as u64))
+            },
+        )?,
+        "stable_read" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: i32, off: i32, size: i32| -> Result<()> {
+                check_32bit_stable(c, "stable_read")?;
+                stable_read_impl(
+                    c,
+                    "stable_read",
+                    f,
+                    dst as u32 as u64,
+                    off as u32 as u64,
+                    size as u32 as u64,
+                )
+            },
+        )?,
+        "stable64_read" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, dst: i64, off: i64, size: i64| -> Result<()> {
+                stable_read_impl(c, "stable64_read", f, dst as u64, off as u64, size as u64)
+            },
+        )?,
+        "stable_write" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, off: i32, src: i32, size: i32| -> Result<()> {
+                check_32bit_stable(c, "stable_write")?;
+                stable_write_impl(
+                    c,
+                    "stable_write",
+                    f,
+                    off as u32 as u64,
+                    src as u32 as u64,
+                    size as u32 as u64,
+                )
+            },
+        )?,
+        "stable64_write" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, off: i64, src: i64, size: i64| -> Result<()> {
+                stable_write_impl(c, "stable64_write", f, off as u64, src as u64, size as u64)
+            },
+        )?,
+        "certified_data_set" => {
+            define_api(
+                l,
+                name,
+                passing,
+                ty,
+                move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
+                    charge(c, f.charge(size.get()))?;
+                    if size.get() > 32 {
+                        return Err(violation(format!("ic0.certified_data_set: certified data can be at most 32 bytes, got {}", size.get())));
+                    }
+                    let bytes = read_heap(c, "certified_data_set", src.get(), size.get())?;
+                    c.data_mut().certified_data = bytes;
+                    Ok(())
+                },
+            )?
+        }
+        "data_certificate_present" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i32> {
+                charge(c, f.base)?;
+                Ok(0)
+            })?
+        }
+        "time" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i64> {
+            charge(c, f.base)?;
             Ok(c.data().time_ns as i64)
         })?,
-        "global_timer_set" => l.func_wrap("ic0", name, move |mut c: C<'_>, ts: i64| -> Result<i64> {
-            charge(&mut c, f.base)?;
-            let old = std::mem::replace(&mut c.data_mut().global_timer, ts as u64);
-            Ok(old as i64)
+        "global_timer_set" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, ts: i64| -> Result<i64> {
+                charge(c, f.base)?;
+                let old = std::mem::replace(&mut c.data_mut().global_timer, ts as u64);
+                Ok(old as i64)
+            },
+        )?,
+        "performance_counter" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, kind: i32| -> Result<i64> {
+                charge(c, f.base)?;
+                match kind {
+                    // Type 1 adds the call context's earlier instructions: none outside callbacks.
+                    0 | 1 => Ok(instructions_used(c) as i64),
+                    _ => Err(violation(format!(
+                        "ic0.performance_counter: unknown counter type {kind}"
+                    ))),
+                }
+            },
+        )?,
+        "is_controller" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, src: A, size: A| -> Result<i32> {
+                charge(c, f.charge(size.get()))?;
+                let bytes = read_heap(c, "is_controller", src.get(), size.get())?;
+                if bytes.len() > 29 {
+                    return Err(violation(format!(
+                        "ic0.is_controller: {} bytes is not a principal",
+                        bytes.len()
+                    )));
+                }
+                // The canister was installed by the anonymous principal, its only controller.
+                Ok((bytes == [0x04]) as i32)
+            },
+        )?,
+        "in_replicated_execution" => {
+            define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i32> {
+                charge(c, f.base)?;
+                Ok((c.data().msg.api != ApiType::Query) as i32)
+            })?
+        }
+        "accept_message" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<()> {
+            charge(c, f.base)?;
+            Err(violation(format!(
+                "\"ic0.accept_message\" cannot be executed in {} mode",
+                c.data().msg.api.name()
+            )))
         })?,
-        "performance_counter" => l.func_wrap("ic0", name, move |mut c: C<'_>, kind: i32| -> Result<i64> {
-            charge(&mut c, f.base)?;
-            match kind {
-                // Type 1 adds the call context's earlier instructions: none outside callbacks.
-                0 | 1 => Ok(instructions_used(&mut c) as i64),
-                _ => Err(violation(format!("ic0.performance_counter: unknown counter type {kind}"))),
-            }
-        })?,
-        "is_controller" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<i32> {
-            charge(&mut c, f.charge(size.get()))?;
-            let bytes = read_heap(&mut c, "is_controller", src.get(), size.get())?;
-            if bytes.len() > 29 {
-                return Err(violation(format!("ic0.is_controller: {} bytes is not a principal", bytes.len())));
-            }
-            // The canister was installed by the anonymous principal, its only controller.
-            Ok((bytes == [0x04]) as i32)
-        })?,
-        "in_replicated_execution" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<i32> {
-            charge(&mut c, f.base)?;
-            Ok((c.data().msg.api != ApiType::Query) as i32)
-        })?,
-        "accept_message" => l.func_wrap("ic0", name, move |mut c: C<'_>| -> Result<()> {
-            charge(&mut c, f.base)?;
-            Err(violation(format!("\"ic0.accept_message\" cannot be executed in {} mode", c.data().msg.api.name())))
-        })?,
-        "debug_print" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
-            let len = size.get();
-            let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
-            let print_bytes = if c.data().limits.charge_debug_print_bytes { len } else { 0 };
-            charge(&mut c, f.base + cost::logging_charge(len, remaining) + print_bytes)?;
-            let bytes = read_heap(&mut c, "debug_print", src.get(), len)?;
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            let state = c.data_mut();
-            state.msg.logged_bytes += len;
-            if state.print_log {
-                eprintln!("[canister] {text}");
-            }
-            state.log.push(text);
-            Ok(())
-        })?,
-        "trap" => l.func_wrap("ic0", name, move |mut c: C<'_>, src: A, size: A| -> Result<()> {
-            let len = size.get();
-            let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
-            charge(&mut c, f.charge(len) + cost::logging_charge(len, remaining))?;
-            let bytes = read_heap(&mut c, "trap", src.get(), len)?;
-            Err(Error::new(HostTrap::CalledTrap(String::from_utf8_lossy(&bytes).into_owned())))
-        })?,
+        "debug_print" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
+                let len = size.get();
+                let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
+                let print_bytes = if c.data().limits.charge_debug_print_bytes {
+                    len
+                } else {
+                    0
+                };
+                charge(
+                    c,
+                    f.base + cost::logging_charge(len, remaining) + print_bytes,
+                )?;
+                let bytes = read_heap(c, "debug_print", src.get(), len)?;
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                let state = c.data_mut();
+                state.msg.logged_bytes += len;
+                if state.print_log {
+                    eprintln!("[canister] {text}");
+                }
+                state.log.push(text);
+                Ok(())
+            },
+        )?,
+        "trap" => define_api(
+            l,
+            name,
+            passing,
+            ty,
+            move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
+                let len = size.get();
+                let remaining = cost::LOG_BUFFER_CAPACITY.saturating_sub(c.data().msg.logged_bytes);
+                charge(c, f.charge(len) + cost::logging_charge(len, remaining))?;
+                let bytes = read_heap(c, "trap", src.get(), len)?;
+                Err(Error::new(HostTrap::CalledTrap(
+                    String::from_utf8_lossy(&bytes).into_owned(),
+                )))
+            },
+        )?,
         other => bail!("ic0.{other} is listed as supported but has no definition"),
     };
     Ok(())
