@@ -2,6 +2,7 @@
 //! embedded engine (wasmtime with the replica's metering) and on PocketIC.
 
 pub mod cost;
+pub mod disk_cache;
 pub mod embedded;
 pub mod instrument;
 pub mod pocket_ic;

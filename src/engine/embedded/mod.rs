@@ -9,6 +9,7 @@ pub mod system_api;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -22,6 +23,7 @@ use self::image::HeapImage;
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
+use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::{
     CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId, UpgradeOptions,
@@ -81,8 +83,59 @@ pub struct LoadedModule {
     pub wasm_hash: [u8; 32],
 }
 
+/// What loading found out about a module, sorted so it compares: a module from the compile
+/// cache must give exactly these facts of the module compiled (the counts depend on them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleFacts {
+    pub update_methods: Vec<String>,
+    pub query_methods: Vec<String>,
+    /// Every export with its type, as wasmtime sees the compiled module.
+    pub exports: Vec<String>,
+    /// Every import with its type.
+    pub imports: Vec<String>,
+    pub compile_instructions: u64,
+    pub fresh_instance_per_message: bool,
+    pub wasm64: bool,
+    pub enhanced_orthogonal_persistence: bool,
+    pub wasm_hash: [u8; 32],
+}
+
+impl LoadedModule {
+    pub fn facts(&self) -> ModuleFacts {
+        let sorted = |set: &HashSet<String>| {
+            let mut v: Vec<String> = set.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        let module = self.pre.module();
+        let mut exports: Vec<String> = module
+            .exports()
+            .map(|e| format!("{} {:?}", e.name(), e.ty()))
+            .collect();
+        exports.sort();
+        let mut imports: Vec<String> = module
+            .imports()
+            .map(|i| format!("{} {} {:?}", i.module(), i.name(), i.ty()))
+            .collect();
+        imports.sort();
+        ModuleFacts {
+            update_methods: sorted(&self.update_methods),
+            query_methods: sorted(&self.query_methods),
+            exports,
+            imports,
+            compile_instructions: self.compile_instructions,
+            fresh_instance_per_message: self.fresh_instance_per_message,
+            wasm64: self.wasm64,
+            enhanced_orthogonal_persistence: self.enhanced_orthogonal_persistence,
+            wasm_hash: self.wasm_hash,
+        }
+    }
+}
+
 /// Turns canister module bytes (raw or gzipped) into a runnable module, or says why not.
 /// `counter` is where the metered code keeps the instruction counter (same counts).
+/// Modules are kept in memory for the process and, once [`disk_cache::enable`]d, compiled
+/// modules on disk across processes.
 pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     type Cache = HashMap<([u8; 32], Counter), Arc<LoadedModule>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
@@ -92,17 +145,178 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     if let Some(m) = cache.lock().unwrap().get(&(hash, counter)) {
         return Ok(m.clone());
     }
-    let instrumented = instrument::instrument_with(&raw, counter).map_err(|e| anyhow!("{e}"))?;
+    let loaded = match disk_cache::dir() {
+        Some(dir) => load_through(&dir, &raw, hash, counter)?.0,
+        None => Arc::new(link(compile(&raw, counter)?, &raw, hash)?),
+    };
+    cache
+        .lock()
+        .unwrap()
+        .insert((hash, counter), loaded.clone());
+    Ok(loaded)
+}
+
+/// Where a module came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Instrumented and compiled now.
+    Compiled,
+    /// Loaded from the compile cache.
+    Cache,
+}
+
+/// [`load_module`] through the compile cache in `dir`, bypassing the process's memory
+/// cache and the cache directory chosen for the process; says where the module came from.
+pub fn load_module_cached(
+    wasm: &[u8],
+    counter: Counter,
+    dir: &Path,
+) -> Result<(Arc<LoadedModule>, Origin)> {
+    let raw = decompress(wasm)?;
+    let hash: [u8; 32] = Sha256::digest(&raw).into();
+    load_through(dir, &raw, hash, counter)
+}
+
+/// A module compiled from its instrumented code, and what instrumenting it found: exactly
+/// what a compile cache entry holds.
+struct Compiled {
+    module: Module,
+    wasm_instruction_count: u64,
+    memory64: bool,
+    mutates_instance: bool,
+}
+
+impl Compiled {
+    /// The entry's meta part: the instruction count, then the two flags as bytes 0/1.
+    fn meta(&self) -> Vec<u8> {
+        let mut m = self.wasm_instruction_count.to_le_bytes().to_vec();
+        m.push(self.memory64 as u8);
+        m.push(self.mutates_instance as u8);
+        m
+    }
+
+    fn from_meta(meta: &[u8], module: Module) -> Result<Compiled> {
+        let flag = |b: u8| match b {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(anyhow!("a flag byte is {b}, not 0 or 1")),
+        };
+        let [n @ .., memory64, mutates] = meta else {
+            bail!("empty meta part");
+        };
+        let n: [u8; 8] = n
+            .try_into()
+            .map_err(|_| anyhow!("the meta part is {} bytes, not 10", meta.len()))?;
+        Ok(Compiled {
+            module,
+            wasm_instruction_count: u64::from_le_bytes(n),
+            memory64: flag(*memory64)?,
+            mutates_instance: flag(*mutates)?,
+        })
+    }
+}
+
+fn compile(raw: &[u8], counter: Counter) -> Result<Compiled> {
+    let instrumented = instrument::instrument_with(raw, counter).map_err(|e| anyhow!("{e}"))?;
+    let module = Module::new(wasmtime_engine(), &instrumented.wasm)
+        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    Ok(Compiled {
+        module,
+        wasm_instruction_count: instrumented.wasm_instruction_count,
+        memory64: instrumented.memory64,
+        mutates_instance: instrumented.mutates_instance,
+    })
+}
+
+/// The compile cache key: everything that decides the compiled code and the metadata in
+/// the entry. The module (hash of the raw Wasm), the counter choice, wasmtime's own
+/// compatibility hash of the engine configuration (target, ISA flags, tunables, features,
+/// wasmtime version), icbench's version and the build fingerprint of src/engine and
+/// Cargo.lock (build.rs), so editing the instrumentation invalidates old entries.
+fn module_key(hash: &[u8; 32], counter: Counter) -> [u8; 32] {
+    use std::hash::Hash;
+    let mut h = disk_cache::ShaHasher(Sha256::new());
+    h.0.update(b"icbench compiled module\0");
+    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.0.update(b"\0");
+    h.0.update(env!("ICBENCH_ENGINE_FINGERPRINT").as_bytes());
+    h.0.update(format!("\0{counter:?}\0").as_bytes());
+    wasmtime_engine()
+        .precompile_compatibility_hash()
+        .hash(&mut h);
+    h.0.update(hash);
+    h.0.finalize().into()
+}
+
+/// Loads the compiled module from the cache in `dir` if an intact entry is there, else
+/// compiles it and stores it. A damaged entry is reported and replaced; a cache that
+/// cannot be read or written is reported once and the module compiled.
+fn load_through(
+    dir: &Path,
+    raw: &[u8],
+    hash: [u8; 32],
+    counter: Counter,
+) -> Result<(Arc<LoadedModule>, Origin)> {
+    let key = module_key(&hash, counter);
+    match disk_cache::read(dir, disk_cache::MODULES, &key) {
+        Ok(disk_cache::Lookup::Found(entry)) => {
+            // SAFETY: the payload is what `Module::serialize` wrote for this key: the
+            // header names the key and its SHA-256 matches, checked by `read`. wasmtime
+            // also refuses artifacts of another version or configuration.
+            let module = unsafe { Module::deserialize(wasmtime_engine(), entry.payload()) };
+            let compiled = module
+                .map_err(|e| anyhow!("wasmtime refuses it: {e:#}"))
+                .and_then(|m| Compiled::from_meta(entry.meta(), m));
+            match compiled {
+                Ok(c) => {
+                    disk_cache::count_hit();
+                    return Ok((Arc::new(link(c, raw, hash)?), Origin::Cache));
+                }
+                Err(e) => {
+                    disk_cache::count_rejected();
+                    let path = disk_cache::entry_path(dir, disk_cache::MODULES, &key);
+                    eprintln!(
+                        "warning: cache entry {}: {e:#}; compiling again",
+                        path.display()
+                    )
+                }
+            }
+        }
+        Ok(disk_cache::Lookup::Missing) => {}
+        Ok(disk_cache::Lookup::Damaged(e)) => eprintln!("warning: {e:#}; compiling again"),
+        Err(e) => disk_cache::warn_once("the compile cache cannot be read", &e),
+    }
+    let compiled = compile(raw, counter)?;
+    disk_cache::count_miss();
+    let stored = compiled
+        .module
+        .serialize()
+        .map_err(|e| anyhow!("serializing the compiled module: {e:#}"))
+        .and_then(|payload| {
+            disk_cache::write(dir, disk_cache::MODULES, &key, &compiled.meta(), &payload)
+        });
+    if let Err(e) = stored {
+        disk_cache::warn_once("the compile cache cannot be written", &e);
+    }
+    Ok((Arc::new(link(compiled, raw, hash)?), Origin::Compiled))
+}
+
+/// Links a compiled module with the System API and reads what messages need from it.
+fn link(compiled: Compiled, raw: &[u8], hash: [u8; 32]) -> Result<LoadedModule> {
+    let Compiled {
+        module,
+        wasm_instruction_count,
+        memory64,
+        mutates_instance,
+    } = compiled;
     let engine = wasmtime_engine();
-    let module =
-        Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let mut linker: Linker<HostState> = Linker::new(engine);
     linker.func_wrap(
         instrument::SYSTEM_MODULE,
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
-    system_api::link(&mut linker, &module, instrumented.memory64)
+    system_api::link(&mut linker, &module, memory64)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
         .instantiate_pre(&module)
@@ -130,23 +344,17 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     if let Some(m) = update_methods.intersection(&query_methods).next() {
         bail!("invalid module: {m:?} is exported both as an update and as a query method");
     }
-    let loaded = Arc::new(LoadedModule {
+    Ok(LoadedModule {
         pre,
         update_methods,
         query_methods,
         exports,
-        compile_instructions: instrumented.wasm_instruction_count
-            * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
-        fresh_instance_per_message: instrumented.mutates_instance,
-        wasm64: instrumented.memory64,
-        enhanced_orthogonal_persistence: has_metadata(&raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
+        compile_instructions: wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
+        fresh_instance_per_message: mutates_instance,
+        wasm64: memory64,
+        enhanced_orthogonal_persistence: has_metadata(raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,
-    });
-    cache
-        .lock()
-        .unwrap()
-        .insert((hash, counter), loaded.clone());
-    Ok(loaded)
+    })
 }
 
 /// The replica's name for the metadata of enhanced orthogonal persistence (its upgrade
