@@ -5,6 +5,8 @@
 //! module or what is computed at load (src/engine: instrumentation, costs, wasmtime's
 //! configuration) and of the dependency versions (Cargo.lock), so the compile cache never
 //! serves an entry made by a differently built icbench even when the version did not change.
+//! `ICBENCH_SOURCE_FINGERPRINT`: the same over all of src/ and canisters/types, for cached
+//! post-prefill states.
 
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -17,10 +19,24 @@ fn main() {
     }
 
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let mut files = Vec::new();
-    collect(&root.join("src/engine"), &mut files);
+    let mut engine = Vec::new();
+    collect(&root.join("src/engine"), &mut engine);
+    engine.push(root.join("Cargo.lock"));
+    fingerprint("ICBENCH_ENGINE_FINGERPRINT", &root, engine);
+    // Everything that decides a cached post-prefill state besides the engine: the suites'
+    // prefill code, the canister client and the argument types it shares with the canister.
+    let mut sources = Vec::new();
+    collect(&root.join("src"), &mut sources);
+    collect(&root.join("canisters/types"), &mut sources);
+    sources.push(root.join("Cargo.lock"));
+    fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
+    println!("cargo::rerun-if-changed=src");
+    println!("cargo::rerun-if-changed=canisters/types");
+}
+
+/// Sets `name` to a hash of `files` (paths and contents).
+fn fingerprint(name: &str, root: &Path, mut files: Vec<PathBuf>) {
     files.sort();
-    files.push(root.join("Cargo.lock"));
     // Two SipHash streams told apart by a prefix: 128 bits, no build dependency. This
     // detects changes; it need not resist an adversary (the cache directory is the user's).
     let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
@@ -28,7 +44,7 @@ fn main() {
     b.write(b"b");
     for f in &files {
         let rel = f
-            .strip_prefix(&root)
+            .strip_prefix(root)
             .unwrap_or(f)
             .to_string_lossy()
             .replace('\\', "/");
@@ -41,9 +57,8 @@ fn main() {
         }
         println!("cargo::rerun-if-changed={}", f.display());
     }
-    println!("cargo::rerun-if-changed=src/engine");
     println!(
-        "cargo::rustc-env=ICBENCH_ENGINE_FINGERPRINT={:016x}{:016x}",
+        "cargo::rustc-env={name}={:016x}{:016x}",
         a.finish(),
         b.finish()
     );

@@ -331,18 +331,26 @@ fn cache(action: &CacheAction) -> Result<bool> {
     Ok(true)
 }
 
-/// What the compile cache did in this run, for the closing lines of a run.
+/// What the cache did in this run, for the closing lines of a run.
 fn cache_line() -> Option<String> {
     let dir = disk_cache::dir()?;
-    let s = disk_cache::stats();
+    let m = disk_cache::stats(disk_cache::MODULES);
     let mut line = format!(
-        "compile cache {}: {} modules loaded, {} compiled",
+        "cache {}: {} modules loaded, {} compiled",
         dir.display(),
-        s.hits,
-        s.misses
+        m.hits,
+        m.misses
     );
-    if s.rejected > 0 {
-        line += &format!(" ({} damaged entries replaced)", s.rejected);
+    let s = disk_cache::stats(disk_cache::STATES);
+    if s.hits + s.misses > 0 {
+        line += &format!(
+            "; post-prefill states: {} loaded, {} prefilled",
+            s.hits, s.misses
+        );
+    }
+    let rejected = m.rejected + s.rejected;
+    if rejected > 0 {
+        line += &format!(" ({rejected} damaged entries replaced)");
     }
     Some(line)
 }

@@ -28,15 +28,19 @@ const ENTRY_SUFFIX: &str = ".entry";
 const TEMP_PREFIX: &str = ".tmp-";
 
 /// The kinds of entries, each in a subdirectory of its own.
-pub const KINDS: [&str; 1] = [MODULES];
+pub const KINDS: [&str; 2] = [MODULES, STATES];
 /// Compiled modules (see `embedded::load_module`).
 pub const MODULES: &str = "modules";
+/// Canister states after a suite's prefill (see `suites::users`).
+pub const STATES: &str = "states";
 
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);
-static HITS: AtomicU64 = AtomicU64::new(0);
-static MISSES: AtomicU64 = AtomicU64::new(0);
-static REJECTED: AtomicU64 = AtomicU64::new(0);
+/// Per kind: hits, misses, rejected entries.
+static COUNTS: [[AtomicU64; 3]; 2] = [
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+];
 
 /// The directory the environment selects: `ICBENCH_CACHE_DIR` if set and not empty, else
 /// the platform cache directory's `icbench`.
@@ -59,8 +63,8 @@ pub fn dir() -> Option<PathBuf> {
     DIR.read().unwrap().clone()
 }
 
-/// Counts of this process: entries used, entries made (misses), and entries found
-/// corrupt, truncated or foreign (recompiled).
+/// Counts of this process for one kind: entries used, entries made (misses), and entries
+/// found corrupt, truncated or foreign (made again).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     pub hits: u64,
@@ -68,28 +72,36 @@ pub struct Stats {
     pub rejected: u64,
 }
 
-pub fn stats() -> Stats {
+pub fn stats(kind: &str) -> Stats {
+    let c = &COUNTS[kind_index(kind)];
     Stats {
-        hits: HITS.load(Ordering::Relaxed),
-        misses: MISSES.load(Ordering::Relaxed),
-        rejected: REJECTED.load(Ordering::Relaxed),
+        hits: c[0].load(Ordering::Relaxed),
+        misses: c[1].load(Ordering::Relaxed),
+        rejected: c[2].load(Ordering::Relaxed),
     }
 }
 
-pub(crate) fn count_hit() {
-    HITS.fetch_add(1, Ordering::Relaxed);
+fn kind_index(kind: &str) -> usize {
+    KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or_else(|| panic!("{kind:?} is not a cache kind"))
 }
 
-pub(crate) fn count_rejected() {
-    REJECTED.fetch_add(1, Ordering::Relaxed);
+pub fn count_hit(kind: &str) {
+    COUNTS[kind_index(kind)][0].fetch_add(1, Ordering::Relaxed);
 }
 
-pub(crate) fn count_miss() {
-    MISSES.fetch_add(1, Ordering::Relaxed);
+pub fn count_miss(kind: &str) {
+    COUNTS[kind_index(kind)][1].fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn count_rejected(kind: &str) {
+    COUNTS[kind_index(kind)][2].fetch_add(1, Ordering::Relaxed);
 }
 
 /// One warning per process when the cache cannot be used: the run goes on without it.
-pub(crate) fn warn_once(what: &str, e: &anyhow::Error) {
+pub fn warn_once(what: &str, e: &anyhow::Error) {
     if !WARNED.swap(true, Ordering::Relaxed) {
         eprintln!("warning: {what}: {e:#}; going on without the cache");
     }
@@ -138,7 +150,7 @@ pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
     Ok(match check(&bytes, key) {
         Ok(meta_len) => Lookup::Found(Entry { bytes, meta_len }),
         Err(e) => {
-            count_rejected();
+            count_rejected(kind);
             Lookup::Damaged(e.context(format!("cache entry {}", path.display())))
         }
     })
@@ -347,11 +359,17 @@ mod tests {
         let u = usage(&dir).unwrap();
         assert_eq!(
             u.kinds,
-            vec![(MODULES, 2, good.len() as u64 + other.len() as u64)]
+            vec![
+                (MODULES, 2, good.len() as u64 + other.len() as u64),
+                (STATES, 0, 0)
+            ]
         );
         // The two entries and the temporary file; the user's file stays.
         assert_eq!(clear(&dir).unwrap(), 3);
-        assert_eq!(usage(&dir).unwrap().kinds, vec![(MODULES, 0, 0)]);
+        assert_eq!(
+            usage(&dir).unwrap().kinds,
+            vec![(MODULES, 0, 0), (STATES, 0, 0)]
+        );
         assert!(dir.join(MODULES).join("user-file").is_file());
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(clear(&dir).unwrap(), 0);

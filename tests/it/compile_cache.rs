@@ -1,7 +1,8 @@
-//! The compile cache: a module loaded from it has exactly the facts of the module compiled
-//! (so the counts cannot move), damaged or foreign entries are compiled again and replaced,
-//! a cache that cannot be written only costs a warning, and the CLI honors
-//! ICBENCH_CACHE_DIR and `icbench cache clear`. Every test uses a directory of its own.
+//! The cache: a module loaded from it has exactly the facts of the module compiled (so the
+//! counts cannot move), a post-prefill state loaded from it continues exactly as the one
+//! prefilled, damaged or foreign entries are made again and replaced, a cache that cannot
+//! be written only costs a warning, and the CLI honors ICBENCH_CACHE_DIR and
+//! `icbench cache clear`. Every test uses a directory of its own.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -9,8 +10,10 @@ use std::sync::OnceLock;
 
 use icbench::bench_canister::{default_wasm_path, ensure_built};
 use icbench::engine::disk_cache::{self, MODULES};
-use icbench::engine::embedded::{load_module_cached, Origin};
+use icbench::engine::embedded::{load_module_cached, EmbeddedEngine, Origin};
 use icbench::engine::instrument::Counter;
+use icbench::engine::Engine;
+use icbench::report;
 
 use crate::support::{icbench_command, scratch_dir};
 
@@ -35,7 +38,11 @@ const WASM64_MUTATING: &str = r#"(module
     (export "canister_update f" (func $f)))"#;
 
 fn the_entry(dir: &Path) -> PathBuf {
-    let entries: Vec<PathBuf> = std::fs::read_dir(dir.join(MODULES))
+    the_entry_of(dir, MODULES)
+}
+
+fn the_entry_of(dir: &Path, kind: &str) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir.join(kind))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".entry"))
@@ -163,6 +170,83 @@ fn an_unusable_cache_directory_only_costs_compiling() {
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
+/// Heap, mutable globals, stable memory and certified data all change with each `step`.
+const STATEFUL: &str = r#"(module
+    (import "ic0" "msg_reply" (func $reply))
+    (import "ic0" "stable64_grow" (func $grow (param i64) (result i64)))
+    (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+    (import "ic0" "certified_data_set" (func $cert (param i32 i32)))
+    (memory 2)
+    (global $n (mut i64) (i64.const 0))
+    (global $f (mut f64) (f64.const 0.5))
+    (func $step
+        (global.set $n (i64.add (global.get $n) (i64.const 1)))
+        (global.set $f (f64.mul (global.get $f) (f64.const 3)))
+        (i64.store (i32.wrap_i64 (i64.mul (global.get $n) (i64.const 5000))) (global.get $n))
+        (if (i64.eqz (call $grow (i64.const 0))) (then (drop (call $grow (i64.const 1)))))
+        (call $swrite (i64.mul (global.get $n) (i64.const 4099)) (i64.const 0) (i64.const 64))
+        (call $cert (i32.const 0) (i32.const 8))
+        (call $reply))
+    (export "canister_update step" (func $step)))"#;
+
+#[test]
+fn an_imported_state_continues_as_the_exported_one() {
+    let wasm = wat::parse_str(STATEFUL).unwrap();
+    let mut a = EmbeddedEngine::default();
+    let (id, install) = a.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    for _ in 0..3 {
+        a.update(id, "step", &[]).unwrap().result.unwrap();
+    }
+    let state = a.export_state(id).unwrap();
+
+    let mut b = EmbeddedEngine::default();
+    // Refused, and the engine left fresh: a cut state, another module.
+    let cut = b
+        .import_state(&wasm, &state[..state.len() - 1])
+        .unwrap_err();
+    assert!(
+        format!("{cut:#}").contains("the state ends early"),
+        "{cut:#}"
+    );
+    let other = wat::parse_str(PLAIN).unwrap();
+    let wrong = b.import_state(&other, &state).unwrap_err();
+    assert!(
+        format!("{wrong:#}").contains("made with another module"),
+        "{wrong:#}"
+    );
+    let long = b
+        .import_state(&wasm, &[&state[..], b"x"].concat())
+        .unwrap_err();
+    assert!(
+        format!("{long:#}").contains("1 bytes after the state"),
+        "{long:#}"
+    );
+
+    assert_eq!(b.import_state(&wasm, &state).unwrap(), id);
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    // The next messages cost the same and leave the same state (time included: the
+    // engine's clock was carried over).
+    for _ in 0..2 {
+        let (x, y) = (
+            a.update(id, "step", &[]).unwrap(),
+            b.update(id, "step", &[]).unwrap(),
+        );
+        assert_eq!(x.report, y.report);
+        assert_eq!(x.result, y.result);
+        assert!(x.report.stable_dirty_pages > 0 && x.report.heap_dirty_pages > 0);
+    }
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    assert_eq!(b.export_state(id).unwrap(), a.export_state(id).unwrap());
+
+    // Only into a fresh engine.
+    let busy = b.import_state(&wasm, &state).unwrap_err();
+    assert!(
+        format!("{busy:#}").contains("only be imported into a fresh engine"),
+        "{busy:#}"
+    );
+}
+
 fn bench_wasm() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
@@ -187,7 +271,8 @@ fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// The tiny run into `out`; returns its stderr and results.csv.
+/// The tiny run into `out`; returns its stderr and results.csv, with the instructions the
+/// engine executed (prefill included) from results.json.
 fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
     let o = run(
         cache,
@@ -208,10 +293,11 @@ fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    (
-        stderr(&o),
-        std::fs::read_to_string(out.join("results.csv")).unwrap(),
-    )
+    let json = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let executed = report::from_json(&json).unwrap().executed_instructions;
+    assert!(executed > 0);
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    (stderr(&o), format!("{csv}executed {executed}"))
 }
 
 #[test]
@@ -235,55 +321,68 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     info("0 entries, 0.0 MB");
 
     let (first, csv) = tiny_run(&cache, &scratch.join("1"));
+    let line = |modules: &str, states: &str| {
+        format!("cache {shown}: {modules}; post-prefill states: {states}")
+    };
     assert!(
-        first.contains(&format!(
-            "compile cache {shown}: 0 modules loaded, 1 compiled\n"
-        )),
+        first.contains(&(line("0 modules loaded, 1 compiled", "0 loaded, 1 prefilled") + "\n")),
         "{first}"
     );
     info("1 entries");
     let (second, csv2) = tiny_run(&cache, &scratch.join("2"));
     assert!(
-        second.contains(&format!(
-            "compile cache {shown}: 1 modules loaded, 0 compiled\n"
-        )),
+        second.contains(&(line("1 modules loaded, 0 compiled", "1 loaded, 0 prefilled") + "\n")),
         "{second}"
     );
     assert!(!second.contains("warning"), "{second}");
-    assert_eq!(csv2, csv, "a hit gives the results of a miss");
+    assert_eq!(csv2, csv, "hits give the results of misses");
 
-    // A damaged entry: said, compiled again, the same results.
-    let path = the_entry(&cache);
-    let mut bytes = std::fs::read(&path).unwrap();
-    let middle = bytes.len() / 2;
-    bytes[middle] ^= 1;
-    std::fs::write(&path, &bytes).unwrap();
+    // A damaged module entry: said, compiled again, the same results.
+    let flip = |path: &Path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(path, &bytes).unwrap();
+    };
+    flip(&the_entry(&cache));
     let (third, csv3) = tiny_run(&cache, &scratch.join("3"));
     assert!(
         third.contains("checksum mismatch; compiling again"),
         "{third}"
     );
+    let want = line("0 modules loaded, 1 compiled", "1 loaded, 0 prefilled");
     assert!(
-        third.contains(": 0 modules loaded, 1 compiled (1 damaged entries replaced)\n"),
+        third.contains(&format!("{want} (1 damaged entries replaced)\n")),
         "{third}"
     );
     assert_eq!(csv3, csv);
+    // A damaged state: said, prefilled again, the same results.
+    flip(&the_entry_of(&cache, disk_cache::STATES));
+    let (fourth, csv4) = tiny_run(&cache, &scratch.join("4"));
+    assert!(
+        fourth.contains("checksum mismatch; running the prefill"),
+        "{fourth}"
+    );
+    let want = line("1 modules loaded, 0 compiled", "0 loaded, 1 prefilled");
+    assert!(
+        fourth.contains(&format!("{want} (1 damaged entries replaced)\n")),
+        "{fourth}"
+    );
+    assert_eq!(csv4, csv);
 
     let o = run(&cache, &["cache", "clear"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert_eq!(stdout(&o), format!("removed 1 files from {shown}\n"));
-    info("0 entries, 0.0 MB");
+    assert_eq!(stdout(&o), format!("removed 2 files from {shown}\n"));
+    info("0 entries, 0.0 MB\nstates: 0 entries, 0.0 MB\n");
 
     // A cache directory that cannot exist: one warning, the run and its results unchanged.
     let file = scratch.join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let (unusable, csv4) = tiny_run(&file.join("cache"), &scratch.join("4"));
+    let (unusable, csv5) = tiny_run(&file.join("cache"), &scratch.join("5"));
     assert_eq!(unusable.matches("warning").count(), 1, "{unusable}");
-    assert!(
-        unusable.contains("the compile cache cannot be read"),
-        "{unusable}"
-    );
-    assert_eq!(csv4, csv);
+    // The first lookup (the post-prefill state, then the module) says it; no more after.
+    assert!(unusable.contains("cache cannot be read"), "{unusable}");
+    assert_eq!(csv5, csv);
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 

@@ -269,11 +269,11 @@ fn load_through(
                 .and_then(|m| Compiled::from_meta(entry.meta(), m));
             match compiled {
                 Ok(c) => {
-                    disk_cache::count_hit();
+                    disk_cache::count_hit(disk_cache::MODULES);
                     return Ok((Arc::new(link(c, raw, hash)?), Origin::Cache));
                 }
                 Err(e) => {
-                    disk_cache::count_rejected();
+                    disk_cache::count_rejected(disk_cache::MODULES);
                     let path = disk_cache::entry_path(dir, disk_cache::MODULES, &key);
                     eprintln!(
                         "warning: cache entry {}: {e:#}; compiling again",
@@ -287,7 +287,7 @@ fn load_through(
         Err(e) => disk_cache::warn_once("the compile cache cannot be read", &e),
     }
     let compiled = compile(raw, counter)?;
-    disk_cache::count_miss();
+    disk_cache::count_miss(disk_cache::MODULES);
     let stored = compiled
         .module
         .serialize()
@@ -561,6 +561,14 @@ impl EmbeddedEngine {
     pub fn with_counter(mut self, counter: Counter) -> Self {
         self.counter = counter;
         self
+    }
+
+    /// Nothing ran yet: no canister was ever created and the clock was never advanced.
+    fn is_fresh(&self) -> bool {
+        self.canisters.is_empty()
+            && self.snapshots.is_empty()
+            && self.next_canister == 0
+            && self.time_ns == GENESIS_TIME_NS
     }
 
     /// Echo canister `debug_print` output on stderr.
@@ -1143,6 +1151,155 @@ impl Engine for EmbeddedEngine {
         "embedded"
     }
 
+    fn state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
+        if disk_cache::dir().is_none() || !self.is_fresh() {
+            return Ok(None);
+        }
+        let raw = decompress(wasm)?;
+        let hash: [u8; 32] = Sha256::digest(&raw).into();
+        let mut h = Sha256::new();
+        h.update(STATE_FORMAT);
+        // The module entry's key covers the module, the counter, wasmtime and the engine's
+        // sources; the limits decide what a message may do.
+        h.update(module_key(&hash, self.counter));
+        h.update(format!("{:?}", self.limits).as_bytes());
+        Ok(Some(h.finalize().into()))
+    }
+
+    fn export_state(&mut self, id: Principal) -> Result<Vec<u8>> {
+        if self.canisters.len() != 1 || id != canister_id(0) {
+            bail!("only the first and only canister of an engine can be exported");
+        }
+        let version = self.canister(id)?.version;
+        let saved = self.save(id)?;
+        let mut w = Vec::new();
+        let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
+        w.extend_from_slice(STATE_FORMAT);
+        w.extend_from_slice(&saved.module.wasm_hash);
+        put(&mut w, self.time_ns);
+        put(&mut w, self.next_canister);
+        put(&mut w, version);
+        put(&mut w, saved.heap.len() as u64);
+        let pages: Vec<u32> = saved.heap.written_pages().collect();
+        put(&mut w, pages.len() as u64);
+        for p in pages {
+            put(&mut w, p as u64);
+            w.extend_from_slice(saved.heap.page(p));
+        }
+        put(&mut w, saved.globals.len() as u64);
+        for g in &saved.globals {
+            let (tag, bits): (u64, u128) = match g {
+                Val::I32(v) => (0, *v as u32 as u128),
+                Val::I64(v) => (1, *v as u64 as u128),
+                Val::F32(v) => (2, *v as u128),
+                Val::F64(v) => (3, *v as u128),
+                Val::V128(v) => (4, v.as_u128()),
+                other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
+            };
+            put(&mut w, tag);
+            w.extend_from_slice(&bits.to_le_bytes());
+        }
+        put(&mut w, saved.stable.size_wasm_pages());
+        put(&mut w, saved.stable.stored_pages() as u64);
+        saved.stable.for_each_page(|n, bytes| {
+            put(&mut w, n);
+            w.extend_from_slice(bytes);
+        });
+        put(&mut w, saved.certified_data.len() as u64);
+        w.extend_from_slice(&saved.certified_data);
+        put(&mut w, saved.global_timer);
+        Ok(w)
+    }
+
+    fn import_state(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
+        if !self.is_fresh() {
+            bail!("a state can only be imported into a fresh engine");
+        }
+        let module = load_module(wasm, self.counter)?;
+        let mut r = StateReader(state);
+        if r.bytes(STATE_FORMAT.len())? != STATE_FORMAT {
+            bail!("not a canister state of this format");
+        }
+        if r.bytes(32)? != module.wasm_hash {
+            bail!("the state was made with another module");
+        }
+        let (time_ns, next_canister, version) = (r.u64()?, r.u64()?, r.u64()?);
+        if next_canister != 1 {
+            bail!("the state holds {next_canister} canisters, not 1");
+        }
+        let mut heap = HeapImage::default();
+        heap.set_len(usize::try_from(r.u64()?)?)?;
+        let heap_pages = (heap.len() / OS_PAGE) as u64;
+        for _ in 0..r.u64()? {
+            let p = r.u64()?;
+            if p >= heap_pages {
+                bail!("heap page {p} is past the heap's {heap_pages} pages");
+            }
+            heap.write_page(p as u32, r.bytes(OS_PAGE)?);
+        }
+        let mut globals = Vec::new();
+        for _ in 0..r.u64()? {
+            let tag = r.u64()?;
+            let bits = u128::from_le_bytes(r.bytes(16)?.try_into().unwrap());
+            globals.push(match tag {
+                0 => Val::I32(bits as u32 as i32),
+                1 => Val::I64(bits as u64 as i64),
+                2 => Val::F32(bits as u32),
+                3 => Val::F64(bits as u64),
+                4 => Val::V128(bits.into()),
+                _ => bail!("unknown global type tag {tag}"),
+            });
+        }
+        let mut stable = StableImage::with_size(r.u64()?);
+        for _ in 0..r.u64()? {
+            let n = r.u64()?;
+            stable.put_page(n, r.bytes(OS_PAGE)?)?;
+        }
+        let certified_len = usize::try_from(r.u64()?)?;
+        let certified_data = r.bytes(certified_len)?.to_vec();
+        let global_timer = r.u64()?;
+        if !r.0.is_empty() {
+            bail!("{} bytes after the state", r.0.len());
+        }
+        let saved = SavedState {
+            module: module.clone(),
+            heap: Arc::new(heap),
+            globals,
+            stable,
+            certified_data,
+            global_timer,
+        };
+        let id = canister_id(0);
+        self.canisters.insert(
+            id,
+            Canister {
+                module: Some(module),
+                live: None,
+                committed_heap: HeapImage::default(),
+                version,
+                since_load: None,
+            },
+        );
+        let loaded = self.load(id, &saved).and_then(|()| {
+            let c = self.canister(id)?;
+            let have = c.live.as_ref().map_or(0, |i| i.globals.len());
+            if have != saved.globals.len() {
+                bail!(
+                    "the state has {} mutable globals, the module {have}",
+                    saved.globals.len()
+                );
+            }
+            Ok(())
+        });
+        if let Err(e) = loaded {
+            self.canisters.clear();
+            return Err(e);
+        }
+        self.time_ns = time_ns;
+        self.next_canister = next_canister;
+        Ok(id)
+    }
+
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
         let module = load_module(wasm, self.counter)?;
         let id = canister_id(self.next_canister);
@@ -1337,6 +1494,26 @@ impl Engine for EmbeddedEngine {
             );
         }
         self.load(id, &saved)
+    }
+}
+
+/// The first bytes of an exported canister state; the number changes with the layout.
+const STATE_FORMAT: &[u8; 24] = b"icbench canister state 1";
+
+/// Reads an exported state, refusing to read past its end.
+struct StateReader<'a>(&'a [u8]);
+
+impl<'a> StateReader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            bail!("the state ends early");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
     }
 }
 
