@@ -74,14 +74,12 @@ fn a_cached_module_has_the_facts_of_the_compiled_one() {
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }
-    let facts = load_module_cached(
-        &wat::parse_str(PLAIN).unwrap(),
-        Counter::Local,
-        &scratch_dir("facts-methods"),
-    )
-    .unwrap()
-    .0
-    .facts();
+    let dir = scratch_dir("facts-methods");
+    let facts = load_module_cached(&wat::parse_str(PLAIN).unwrap(), Counter::Local, &dir)
+        .unwrap()
+        .0
+        .facts();
+    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(facts.update_methods, ["inc", "inc2"]);
     assert_eq!(facts.query_methods, ["get"]);
 }
