@@ -1,10 +1,77 @@
 //! `cfg(pocket_ic_server)` when POCKET_IC_BIN is set, so the PocketIC contract tests run
 //! then and are reported as ignored (with the reason) otherwise.
+//!
+//! `ICBENCH_ENGINE_FINGERPRINT`: a hash of everything in this crate that shapes a compiled
+//! module or what is computed at load (src/engine: instrumentation, costs, wasmtime's
+//! configuration) and of the dependency versions (Cargo.lock), so the compile cache never
+//! serves an entry made by a differently built icbench even when the version did not change.
+//! `ICBENCH_SOURCE_FINGERPRINT`: the same over all of src/ and canisters/types, for cached
+//! post-prefill states.
+
+use std::hash::{DefaultHasher, Hasher};
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo::rerun-if-env-changed=POCKET_IC_BIN");
     println!("cargo::rustc-check-cfg=cfg(pocket_ic_server)");
     if std::env::var_os("POCKET_IC_BIN").is_some_and(|v| !v.is_empty()) {
         println!("cargo::rustc-cfg=pocket_ic_server");
+    }
+
+    let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let mut engine = Vec::new();
+    collect(&root.join("src/engine"), &mut engine);
+    engine.push(root.join("Cargo.lock"));
+    fingerprint("ICBENCH_ENGINE_FINGERPRINT", &root, engine);
+    // Everything that decides a cached post-prefill state besides the engine: the suites'
+    // prefill code, the canister client and the argument types it shares with the canister.
+    let mut sources = Vec::new();
+    collect(&root.join("src"), &mut sources);
+    collect(&root.join("canisters/types"), &mut sources);
+    sources.push(root.join("Cargo.lock"));
+    fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
+    println!("cargo::rerun-if-changed=src");
+    println!("cargo::rerun-if-changed=canisters/types");
+}
+
+/// Sets `name` to a hash of `files` (paths and contents).
+fn fingerprint(name: &str, root: &Path, mut files: Vec<PathBuf>) {
+    files.sort();
+    // Two SipHash streams told apart by a prefix: 128 bits, no build dependency. This
+    // detects changes; it need not resist an adversary (the cache directory is the user's).
+    let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
+    a.write(b"a");
+    b.write(b"b");
+    for f in &files {
+        let rel = f
+            .strip_prefix(root)
+            .unwrap_or(f)
+            .to_string_lossy()
+            .replace('\\', "/");
+        // A missing Cargo.lock (a library build) hashes as empty.
+        let bytes = std::fs::read(f).unwrap_or_default();
+        for h in [&mut a, &mut b] {
+            h.write(rel.as_bytes());
+            h.write_u64(bytes.len() as u64);
+            h.write(&bytes);
+        }
+        println!("cargo::rerun-if-changed={}", f.display());
+    }
+    println!(
+        "cargo::rustc-env={name}={:016x}{:016x}",
+        a.finish(),
+        b.finish()
+    );
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("a readable directory entry").path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
     }
 }

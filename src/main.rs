@@ -10,6 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use indicatif::{ProgressBar, ProgressStyle};
 
 use icbench::bench_canister;
+use icbench::engine::disk_cache;
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
@@ -41,6 +42,22 @@ enum Command {
     /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
     /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
     Crosscheck(CrosscheckArgs),
+    /// The compile cache: compiled canister modules, kept across runs in ICBENCH_CACHE_DIR
+    /// or the platform cache directory.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Subcommand)]
+enum CacheAction {
+    /// Print the cache directory.
+    Dir,
+    /// Print the directory and what it holds.
+    Info,
+    /// Remove every cache entry.
+    Clear,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -228,6 +245,9 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
         }
     }
+    if let Some(line) = cache_line().filter(|_| !args.quiet) {
+        eprintln!("{line}");
+    }
     Ok(gate_ok)
 }
 
@@ -311,6 +331,48 @@ fn speed_line(report: &Report, wall: f64) -> String {
     )
 }
 
+fn cache(action: &CacheAction) -> Result<bool> {
+    let dir = disk_cache::dir_from_env()?;
+    match action {
+        CacheAction::Dir => println!("{}", dir.display()),
+        CacheAction::Info => {
+            println!("{}", dir.display());
+            for (kind, n, bytes) in disk_cache::usage(&dir)?.kinds {
+                println!("{kind}: {n} entries, {:.1} MB", bytes as f64 / 1e6);
+            }
+        }
+        CacheAction::Clear => {
+            let removed = disk_cache::clear(&dir)?;
+            println!("removed {removed} files from {}", dir.display());
+        }
+    }
+    Ok(true)
+}
+
+/// What the cache did in this run, for the closing lines of a run.
+fn cache_line() -> Option<String> {
+    let dir = disk_cache::dir()?;
+    let m = disk_cache::stats(disk_cache::MODULES);
+    let mut line = format!(
+        "cache {}: {} modules loaded, {} compiled",
+        dir.display(),
+        m.hits,
+        m.misses
+    );
+    let s = disk_cache::stats(disk_cache::STATES);
+    if s.hits + s.misses > 0 {
+        line += &format!(
+            "; post-prefill states: {} loaded, {} prefilled",
+            s.hits, s.misses
+        );
+    }
+    let rejected = m.rejected + s.rejected;
+    if rejected > 0 {
+        line += &format!(" ({rejected} damaged entries replaced)");
+    }
+    Some(line)
+}
+
 fn compare(args: &CompareArgs) -> Result<bool> {
     let read = |p: &PathBuf| -> Result<Report> {
         let text =
@@ -376,6 +438,13 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if !matches!(cli.command, Some(Command::Cache { .. })) {
+        // Compiled modules are kept across runs; without a directory the run only compiles.
+        match disk_cache::dir_from_env() {
+            Ok(dir) => disk_cache::enable(Some(dir)),
+            Err(e) => eprintln!("warning: {e:#}; compiling without the compile cache"),
+        }
+    }
     let outcome = match &cli.command {
         None => run(&cli.run, &matches),
         Some(Command::Run(args)) => run(
@@ -387,6 +456,7 @@ fn main() -> ExitCode {
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),
+        Some(Command::Cache { action }) => cache(action),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

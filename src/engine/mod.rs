@@ -2,6 +2,7 @@
 //! embedded engine (wasmtime with the replica's metering) and on PocketIC.
 
 pub mod cost;
+pub mod disk_cache;
 pub mod embedded;
 pub mod instrument;
 // The PocketIC client (reqwest, rustls, tokio...) is the `pocket-ic` cargo feature: the
@@ -221,6 +222,26 @@ pub trait Engine {
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
     /// Puts the canister back to a saved state.
     fn restore(&mut self, canister: Principal, snapshot: SnapshotId) -> Result<()>;
+
+    /// Keeping a canister's state across runs (the post-prefill state cache): the part of
+    /// the key that names this engine, its configuration and `wasm`, or None when this
+    /// engine cannot (PocketIC), no disk cache is enabled, or the engine already ran
+    /// something (a state is only reproducible from a fresh engine).
+    fn state_key(&self, _wasm: &[u8]) -> Result<Option<[u8; 32]>> {
+        Ok(None)
+    }
+
+    /// The state of `canister`, the only canister of an engine that was fresh when it was
+    /// installed, as bytes [`Engine::import_state`] takes back.
+    fn export_state(&mut self, _canister: Principal) -> Result<Vec<u8>> {
+        anyhow::bail!("the {} engine cannot export canister states", self.name())
+    }
+
+    /// Makes a fresh engine what it was when `state` was exported, with `wasm` (the module
+    /// the state was made with) installed; returns the canister. On an error nothing changed.
+    fn import_state(&mut self, _wasm: &[u8], _state: &[u8]) -> Result<Principal> {
+        anyhow::bail!("the {} engine cannot import canister states", self.name())
+    }
 }
 
 #[cfg(test)]

@@ -6,11 +6,14 @@ use std::collections::HashSet;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
+use candid::Principal;
+use sha2::{Digest, Sha256};
 
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::{CommonArgs, Progress, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, SqliteConfig};
 use crate::engine::cost::CyclesFees;
+use crate::engine::disk_cache::{self, Lookup, STATES};
 use crate::engine::{Engine, SnapshotId};
 use crate::report::{Report, ScenarioResult, Status};
 
@@ -246,17 +249,21 @@ fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Re
     })
 }
 
+/// The stores the prefill fills: each kind measured, once.
+fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
+    [bench_types::names::BTREE, bench_types::names::SQLITE]
+        .into_iter()
+        .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
+        .collect()
+}
+
 /// Fills both stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
 pub fn prefill(
     client: &mut BenchClient<'_>,
     cfg: &Config,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    let stores: Vec<&str> = [bench_types::names::BTREE, bench_types::names::SQLITE]
-        .into_iter()
-        .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
-        .collect();
-    for store in stores {
+    for store in prefilled_stores(cfg) {
         let mut done = 0;
         while done < cfg.rows {
             let count = PREFILL_CHUNK.min(cfg.rows - done);
@@ -295,12 +302,41 @@ pub fn run(
     cfg.validate()?;
     let started = Instant::now();
     let engine_name = engine.name().to_string();
-    let mut client = BenchClient::install(engine, wasm)?;
-    client
-        .set_payload_size(cfg.payload_size)?
-        .value
-        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
-    prefill(&mut client, cfg, progress)?;
+    // The post-prefill state is kept in the cache (when the engine can export it) and
+    // loaded by the next run with the same parameters instead of prefilling again.
+    let cache = match (disk_cache::dir(), prefill_key(engine, wasm, cfg)?) {
+        (Some(dir), Some(key)) => Some((dir, key)),
+        _ => None,
+    };
+    let loaded = cache
+        .as_ref()
+        .and_then(|(dir, key)| load_prefill(engine, wasm, dir, key));
+    let mut client = match loaded {
+        Some((canister, executed)) => {
+            let mut client = BenchClient::attach(engine, canister);
+            client.executed_instructions = executed;
+            for store in prefilled_stores(cfg) {
+                progress(Progress::Prefill {
+                    store,
+                    done: cfg.rows,
+                    total: cfg.rows,
+                });
+            }
+            client
+        }
+        None => {
+            let mut client = BenchClient::install(engine, wasm)?;
+            client
+                .set_payload_size(cfg.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+            prefill(&mut client, cfg, progress)?;
+            if let Some((dir, key)) = &cache {
+                store_prefill(&mut client, dir, key);
+            }
+            client
+        }
+    };
     let canister = client.canister;
     let base = client.engine.snapshot(canister)?;
 
@@ -431,6 +467,89 @@ pub fn run(
         notes: all_notes,
         extra: Default::default(),
     })
+}
+
+/// The key of a post-prefill state: the engine's part (the module, the engine's
+/// configuration and sources; None if it cannot keep states) and every input of the
+/// prefill: the stores, rows, payload size, id step and chunk, and the code that sends it
+/// (the source fingerprint of src/ and canisters/types, from build.rs).
+fn prefill_key(engine: &dyn Engine, wasm: &[u8], cfg: &Config) -> Result<Option<[u8; 32]>> {
+    let Some(engine_key) = engine.state_key(wasm)? else {
+        return Ok(None);
+    };
+    let mut h = Sha256::new();
+    h.update(b"icbench users prefill\0");
+    h.update(engine_key);
+    h.update(env!("CARGO_PKG_VERSION"));
+    h.update(b"\0");
+    h.update(env!("ICBENCH_SOURCE_FINGERPRINT"));
+    h.update(format!(
+        "\0stores={:?} rows={} payload_size={} id_step={ID_STEP} chunk={PREFILL_CHUNK}",
+        prefilled_stores(cfg),
+        cfg.rows,
+        cfg.payload_size
+    ));
+    Ok(Some(h.finalize().into()))
+}
+
+/// The cached post-prefill state, imported into the (fresh) engine: the canister and the
+/// instructions the prefill executed. None (after saying why if something was wrong) when
+/// the prefill must run.
+fn load_prefill(
+    engine: &mut dyn Engine,
+    wasm: &[u8],
+    dir: &std::path::Path,
+    key: &[u8; 32],
+) -> Option<(Principal, u64)> {
+    match disk_cache::read(dir, STATES, key) {
+        Ok(Lookup::Found(entry)) => {
+            let imported = <[u8; 8]>::try_from(entry.meta())
+                .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
+                .and_then(|executed| {
+                    let canister = engine.import_state(wasm, entry.payload())?;
+                    Ok((canister, u64::from_le_bytes(executed)))
+                });
+            match imported {
+                Ok(loaded) => {
+                    disk_cache::count_hit(STATES);
+                    Some(loaded)
+                }
+                Err(e) => {
+                    disk_cache::count_rejected(STATES);
+                    let path = disk_cache::entry_path(dir, STATES, key);
+                    eprintln!(
+                        "warning: cache entry {}: {e:#}; running the prefill",
+                        path.display()
+                    );
+                    None
+                }
+            }
+        }
+        Ok(Lookup::Missing) => None,
+        Ok(Lookup::Damaged(e)) => {
+            eprintln!("warning: {e:#}; running the prefill");
+            None
+        }
+        Err(e) => {
+            disk_cache::warn_once("the cache cannot be read", &e);
+            None
+        }
+    }
+}
+
+/// Keeps the post-prefill state; a cache that cannot take it costs one warning.
+fn store_prefill(client: &mut BenchClient<'_>, dir: &std::path::Path, key: &[u8; 32]) {
+    disk_cache::count_miss(STATES);
+    let stored = client
+        .engine
+        .export_state(client.canister)
+        .and_then(|state| {
+            let executed = client.executed_instructions.to_le_bytes();
+            disk_cache::write(dir, STATES, key, &executed, &state)
+        });
+    if let Err(e) = stored {
+        disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+    }
 }
 
 fn pages_delta(before: u64, after: u64) -> i64 {

@@ -4,7 +4,7 @@
 use crate::support::canbench_fixture as support;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
 const DASHES: &str = "---------------------------------------------------";
 
@@ -30,7 +30,7 @@ impl Scratch {
         std::fs::read_to_string(self.path(f)).unwrap()
     }
     fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_icbench"))
+        crate::support::icbench_command()
             .arg("canbench")
             .args(args)
             .current_dir(&self.0)
@@ -339,7 +339,7 @@ fn bad_inputs_are_clear_errors() {
     // A failing build stops the run, unless --no-build; CANBENCH_CFG_FILE names the config.
     s.write("failing_build.yml", config(&w, "build_cmd: exit 3\n"));
     let with_env = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_icbench"))
+        crate::support::icbench_command()
             .arg("canbench")
             .args(args)
             .current_dir(&s.0)

@@ -1,10 +1,8 @@
 //! The CLI refuses bad input with an error that names the problem and the accepted values,
 //! before any work starts.
 
-use std::process::Command;
-
 fn icbench(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_icbench"))
+    let out = crate::support::icbench_command()
         .args(args)
         .output()
         .expect("icbench runs");
@@ -52,7 +50,7 @@ fn bad_values_list_the_accepted_ones() {
 /// Runs icbench with POCKET_IC_BIN set to `bin` (or unset) and the download opt-in unset.
 #[cfg(feature = "pocket-ic")]
 fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::time::Duration) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_icbench"));
+    let mut cmd = crate::support::icbench_command();
     cmd.args(args).env_remove("ICBENCH_POCKET_IC_DOWNLOAD");
     match bin {
         Some(b) => cmd.env("POCKET_IC_BIN", b),

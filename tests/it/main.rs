@@ -13,6 +13,7 @@ mod canbench_cli;
 mod canister;
 mod canister_did;
 mod cli;
+mod compile_cache;
 mod engine;
 mod fuzz_engine;
 mod metering;

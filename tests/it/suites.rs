@@ -3,7 +3,6 @@
 //! identical numbers on a second run).
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use icbench::bench_canister::{default_wasm_path, ensure_built_with};
@@ -135,7 +134,7 @@ fn each_suite_checks_only_its_own_sizes() {
 }
 
 fn icbench(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_icbench"))
+    let out = crate::support::icbench_command()
         .args(args)
         .output()
         .expect("icbench runs");

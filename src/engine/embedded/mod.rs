@@ -9,6 +9,7 @@ pub mod system_api;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -22,6 +23,7 @@ use self::image::HeapImage;
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
+use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::{
     CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId, UpgradeOptions,
@@ -81,8 +83,59 @@ pub struct LoadedModule {
     pub wasm_hash: [u8; 32],
 }
 
+/// What loading found out about a module, sorted so it compares: a module from the compile
+/// cache must give exactly these facts of the module compiled (the counts depend on them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleFacts {
+    pub update_methods: Vec<String>,
+    pub query_methods: Vec<String>,
+    /// Every export with its type, as wasmtime sees the compiled module.
+    pub exports: Vec<String>,
+    /// Every import with its type.
+    pub imports: Vec<String>,
+    pub compile_instructions: u64,
+    pub fresh_instance_per_message: bool,
+    pub wasm64: bool,
+    pub enhanced_orthogonal_persistence: bool,
+    pub wasm_hash: [u8; 32],
+}
+
+impl LoadedModule {
+    pub fn facts(&self) -> ModuleFacts {
+        let sorted = |set: &HashSet<String>| {
+            let mut v: Vec<String> = set.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        let module = self.pre.module();
+        let mut exports: Vec<String> = module
+            .exports()
+            .map(|e| format!("{} {:?}", e.name(), e.ty()))
+            .collect();
+        exports.sort();
+        let mut imports: Vec<String> = module
+            .imports()
+            .map(|i| format!("{} {} {:?}", i.module(), i.name(), i.ty()))
+            .collect();
+        imports.sort();
+        ModuleFacts {
+            update_methods: sorted(&self.update_methods),
+            query_methods: sorted(&self.query_methods),
+            exports,
+            imports,
+            compile_instructions: self.compile_instructions,
+            fresh_instance_per_message: self.fresh_instance_per_message,
+            wasm64: self.wasm64,
+            enhanced_orthogonal_persistence: self.enhanced_orthogonal_persistence,
+            wasm_hash: self.wasm_hash,
+        }
+    }
+}
+
 /// Turns canister module bytes (raw or gzipped) into a runnable module, or says why not.
 /// `counter` is where the metered code keeps the instruction counter (same counts).
+/// Modules are kept in memory for the process and, once [`disk_cache::enable`]d, compiled
+/// modules on disk across processes.
 pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     type Cache = HashMap<([u8; 32], Counter), Arc<LoadedModule>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
@@ -92,23 +145,195 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     if let Some(m) = cache.lock().unwrap().get(&(hash, counter)) {
         return Ok(m.clone());
     }
-    let instrumented = instrument::instrument_with(&raw, counter).map_err(|e| anyhow!("{e}"))?;
+    let loaded = match disk_cache::dir() {
+        Some(dir) => load_through(&dir, &raw, hash, counter)?.0,
+        None => Arc::new(link(compile(&raw, counter)?, &raw, hash)?),
+    };
+    cache
+        .lock()
+        .unwrap()
+        .insert((hash, counter), loaded.clone());
+    Ok(loaded)
+}
+
+/// Where a module came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Instrumented and compiled now.
+    Compiled,
+    /// Loaded from the compile cache.
+    Cache,
+}
+
+/// [`load_module`] through the compile cache in `dir`, bypassing the process's memory
+/// cache and the cache directory chosen for the process; says where the module came from.
+pub fn load_module_cached(
+    wasm: &[u8],
+    counter: Counter,
+    dir: &Path,
+) -> Result<(Arc<LoadedModule>, Origin)> {
+    let raw = decompress(wasm)?;
+    let hash: [u8; 32] = Sha256::digest(&raw).into();
+    load_through(dir, &raw, hash, counter)
+}
+
+/// A module compiled from its instrumented code, and what instrumenting it found: exactly
+/// what a compile cache entry holds.
+struct Compiled {
+    module: Module,
+    wasm_instruction_count: u64,
+    memory64: bool,
+    mutates_instance: bool,
+    /// Where the code keeps the counter: the requested placement unless the module forced
+    /// the fallback, which decides the System API's signatures.
+    counter: Counter,
+}
+
+impl Compiled {
+    /// The entry's meta part: the instruction count, the two flags as bytes 0/1, then the
+    /// counter placement (0 global, 1 local).
+    fn meta(&self) -> Vec<u8> {
+        let mut m = self.wasm_instruction_count.to_le_bytes().to_vec();
+        m.push(self.memory64 as u8);
+        m.push(self.mutates_instance as u8);
+        m.push(match self.counter {
+            Counter::Global => 0,
+            Counter::Local => 1,
+        });
+        m
+    }
+
+    fn from_meta(meta: &[u8], module: Module) -> Result<Compiled> {
+        let flag = |b: u8| match b {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(anyhow!("a flag byte is {b}, not 0 or 1")),
+        };
+        let [n @ .., memory64, mutates, counter] = meta else {
+            bail!("the meta part is {} bytes, not 11", meta.len());
+        };
+        let n: [u8; 8] = n
+            .try_into()
+            .map_err(|_| anyhow!("the meta part is {} bytes, not 11", meta.len()))?;
+        let counter = match counter {
+            0 => Counter::Global,
+            1 => Counter::Local,
+            b => bail!("the counter byte is {b}, not 0 or 1"),
+        };
+        Ok(Compiled {
+            module,
+            wasm_instruction_count: u64::from_le_bytes(n),
+            memory64: flag(*memory64)?,
+            mutates_instance: flag(*mutates)?,
+            counter,
+        })
+    }
+}
+
+fn compile(raw: &[u8], counter: Counter) -> Result<Compiled> {
+    let instrumented = instrument::instrument_with(raw, counter).map_err(|e| anyhow!("{e}"))?;
+    let module = Module::new(wasmtime_engine(), &instrumented.wasm)
+        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    Ok(Compiled {
+        module,
+        wasm_instruction_count: instrumented.wasm_instruction_count,
+        memory64: instrumented.memory64,
+        mutates_instance: instrumented.mutates_instance,
+        counter: instrumented.counter,
+    })
+}
+
+/// The compile cache key: everything that decides the compiled code and the metadata in
+/// the entry. The module (hash of the raw Wasm), the counter choice, wasmtime's own
+/// compatibility hash of the engine configuration (target, ISA flags, tunables, features,
+/// wasmtime version), icbench's version and the build fingerprint of src/engine and
+/// Cargo.lock (build.rs), so editing the instrumentation invalidates old entries.
+fn module_key(hash: &[u8; 32], counter: Counter) -> [u8; 32] {
+    use std::hash::Hash;
+    let mut h = disk_cache::ShaHasher(Sha256::new());
+    h.0.update(b"icbench compiled module\0");
+    h.0.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.0.update(b"\0");
+    h.0.update(env!("ICBENCH_ENGINE_FINGERPRINT").as_bytes());
+    h.0.update(format!("\0{counter:?}\0").as_bytes());
+    wasmtime_engine()
+        .precompile_compatibility_hash()
+        .hash(&mut h);
+    h.0.update(hash);
+    h.0.finalize().into()
+}
+
+/// Loads the compiled module from the cache in `dir` if an intact entry is there, else
+/// compiles it and stores it. A damaged entry is reported and replaced; a cache that
+/// cannot be read or written is reported once and the module compiled.
+fn load_through(
+    dir: &Path,
+    raw: &[u8],
+    hash: [u8; 32],
+    counter: Counter,
+) -> Result<(Arc<LoadedModule>, Origin)> {
+    let key = module_key(&hash, counter);
+    match disk_cache::read(dir, disk_cache::MODULES, &key) {
+        Ok(disk_cache::Lookup::Found(entry)) => {
+            // SAFETY: the payload is what `Module::serialize` wrote for this key: the
+            // header names the key and its SHA-256 matches, checked by `read`. wasmtime
+            // also refuses artifacts of another version or configuration.
+            let module = unsafe { Module::deserialize(wasmtime_engine(), entry.payload()) };
+            let compiled = module
+                .map_err(|e| anyhow!("wasmtime refuses it: {e:#}"))
+                .and_then(|m| Compiled::from_meta(entry.meta(), m));
+            match compiled {
+                Ok(c) => {
+                    disk_cache::count_hit(disk_cache::MODULES);
+                    return Ok((Arc::new(link(c, raw, hash)?), Origin::Cache));
+                }
+                Err(e) => {
+                    disk_cache::count_rejected(disk_cache::MODULES);
+                    let path = disk_cache::entry_path(dir, disk_cache::MODULES, &key);
+                    eprintln!(
+                        "warning: cache entry {}: {e:#}; compiling again",
+                        path.display()
+                    )
+                }
+            }
+        }
+        Ok(disk_cache::Lookup::Missing) => {}
+        Ok(disk_cache::Lookup::Damaged(e)) => eprintln!("warning: {e:#}; compiling again"),
+        Err(e) => disk_cache::warn_once("the compile cache cannot be read", &e),
+    }
+    let compiled = compile(raw, counter)?;
+    disk_cache::count_miss(disk_cache::MODULES);
+    let stored = compiled
+        .module
+        .serialize()
+        .map_err(|e| anyhow!("serializing the compiled module: {e:#}"))
+        .and_then(|payload| {
+            disk_cache::write(dir, disk_cache::MODULES, &key, &compiled.meta(), &payload)
+        });
+    if let Err(e) = stored {
+        disk_cache::warn_once("the compile cache cannot be written", &e);
+    }
+    Ok((Arc::new(link(compiled, raw, hash)?), Origin::Compiled))
+}
+
+/// Links a compiled module with the System API and reads what messages need from it.
+fn link(compiled: Compiled, raw: &[u8], hash: [u8; 32]) -> Result<LoadedModule> {
+    let Compiled {
+        module,
+        wasm_instruction_count,
+        memory64,
+        mutates_instance,
+        counter,
+    } = compiled;
     let engine = wasmtime_engine();
-    let module =
-        Module::new(engine, &instrumented.wasm).map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let mut linker: Linker<HostState> = Linker::new(engine);
     linker.func_wrap(
         instrument::SYSTEM_MODULE,
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
-    system_api::link(
-        &mut linker,
-        &module,
-        instrumented.memory64,
-        instrumented.counter,
-    )
-    .map_err(|e| anyhow!("invalid module: {e:#}"))?;
+    system_api::link(&mut linker, &module, memory64, counter)
+        .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
         .instantiate_pre(&module)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
@@ -135,23 +360,17 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
     if let Some(m) = update_methods.intersection(&query_methods).next() {
         bail!("invalid module: {m:?} is exported both as an update and as a query method");
     }
-    let loaded = Arc::new(LoadedModule {
+    Ok(LoadedModule {
         pre,
         update_methods,
         query_methods,
         exports,
-        compile_instructions: instrumented.wasm_instruction_count
-            * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
-        fresh_instance_per_message: instrumented.mutates_instance,
-        wasm64: instrumented.memory64,
-        enhanced_orthogonal_persistence: has_metadata(&raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
+        compile_instructions: wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
+        fresh_instance_per_message: mutates_instance,
+        wasm64: memory64,
+        enhanced_orthogonal_persistence: has_metadata(raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,
-    });
-    cache
-        .lock()
-        .unwrap()
-        .insert((hash, counter), loaded.clone());
-    Ok(loaded)
+    })
 }
 
 /// The replica's name for the metadata of enhanced orthogonal persistence (its upgrade
@@ -359,6 +578,14 @@ impl EmbeddedEngine {
     pub fn with_counter(mut self, counter: Counter) -> Self {
         self.counter = counter;
         self
+    }
+
+    /// Nothing ran yet: no canister was ever created and the clock was never advanced.
+    fn is_fresh(&self) -> bool {
+        self.canisters.is_empty()
+            && self.snapshots.is_empty()
+            && self.next_canister == 0
+            && self.time_ns == GENESIS_TIME_NS
     }
 
     /// Echo canister `debug_print` output on stderr.
@@ -944,6 +1171,155 @@ impl Engine for EmbeddedEngine {
         "embedded"
     }
 
+    fn state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
+        if disk_cache::dir().is_none() || !self.is_fresh() {
+            return Ok(None);
+        }
+        let raw = decompress(wasm)?;
+        let hash: [u8; 32] = Sha256::digest(&raw).into();
+        let mut h = Sha256::new();
+        h.update(STATE_FORMAT);
+        // The module entry's key covers the module, the counter, wasmtime and the engine's
+        // sources; the limits decide what a message may do.
+        h.update(module_key(&hash, self.counter));
+        h.update(format!("{:?}", self.limits).as_bytes());
+        Ok(Some(h.finalize().into()))
+    }
+
+    fn export_state(&mut self, id: Principal) -> Result<Vec<u8>> {
+        if self.canisters.len() != 1 || id != canister_id(0) {
+            bail!("only the first and only canister of an engine can be exported");
+        }
+        let version = self.canister(id)?.version;
+        let saved = self.save(id)?;
+        let mut w = Vec::new();
+        let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
+        w.extend_from_slice(STATE_FORMAT);
+        w.extend_from_slice(&saved.module.wasm_hash);
+        put(&mut w, self.time_ns);
+        put(&mut w, self.next_canister);
+        put(&mut w, version);
+        put(&mut w, saved.heap.len() as u64);
+        let pages: Vec<u32> = saved.heap.written_pages().collect();
+        put(&mut w, pages.len() as u64);
+        for p in pages {
+            put(&mut w, p as u64);
+            w.extend_from_slice(saved.heap.page(p));
+        }
+        put(&mut w, saved.globals.len() as u64);
+        for g in &saved.globals {
+            let (tag, bits): (u64, u128) = match g {
+                Val::I32(v) => (0, *v as u32 as u128),
+                Val::I64(v) => (1, *v as u64 as u128),
+                Val::F32(v) => (2, *v as u128),
+                Val::F64(v) => (3, *v as u128),
+                Val::V128(v) => (4, v.as_u128()),
+                other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
+            };
+            put(&mut w, tag);
+            w.extend_from_slice(&bits.to_le_bytes());
+        }
+        put(&mut w, saved.stable.size_wasm_pages());
+        put(&mut w, saved.stable.stored_pages() as u64);
+        saved.stable.for_each_page(|n, bytes| {
+            put(&mut w, n);
+            w.extend_from_slice(bytes);
+        });
+        put(&mut w, saved.certified_data.len() as u64);
+        w.extend_from_slice(&saved.certified_data);
+        put(&mut w, saved.global_timer);
+        Ok(w)
+    }
+
+    fn import_state(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
+        if !self.is_fresh() {
+            bail!("a state can only be imported into a fresh engine");
+        }
+        let module = load_module(wasm, self.counter)?;
+        let mut r = StateReader(state);
+        if r.bytes(STATE_FORMAT.len())? != STATE_FORMAT {
+            bail!("not a canister state of this format");
+        }
+        if r.bytes(32)? != module.wasm_hash {
+            bail!("the state was made with another module");
+        }
+        let (time_ns, next_canister, version) = (r.u64()?, r.u64()?, r.u64()?);
+        if next_canister != 1 {
+            bail!("the state holds {next_canister} canisters, not 1");
+        }
+        let mut heap = HeapImage::default();
+        heap.set_len(usize::try_from(r.u64()?)?)?;
+        let heap_pages = (heap.len() / OS_PAGE) as u64;
+        for _ in 0..r.u64()? {
+            let p = r.u64()?;
+            if p >= heap_pages {
+                bail!("heap page {p} is past the heap's {heap_pages} pages");
+            }
+            heap.write_page(p as u32, r.bytes(OS_PAGE)?);
+        }
+        let mut globals = Vec::new();
+        for _ in 0..r.u64()? {
+            let tag = r.u64()?;
+            let bits = u128::from_le_bytes(r.bytes(16)?.try_into().unwrap());
+            globals.push(match tag {
+                0 => Val::I32(bits as u32 as i32),
+                1 => Val::I64(bits as u64 as i64),
+                2 => Val::F32(bits as u32),
+                3 => Val::F64(bits as u64),
+                4 => Val::V128(bits.into()),
+                _ => bail!("unknown global type tag {tag}"),
+            });
+        }
+        let mut stable = StableImage::with_size(r.u64()?);
+        for _ in 0..r.u64()? {
+            let n = r.u64()?;
+            stable.put_page(n, r.bytes(OS_PAGE)?)?;
+        }
+        let certified_len = usize::try_from(r.u64()?)?;
+        let certified_data = r.bytes(certified_len)?.to_vec();
+        let global_timer = r.u64()?;
+        if !r.0.is_empty() {
+            bail!("{} bytes after the state", r.0.len());
+        }
+        let saved = SavedState {
+            module: module.clone(),
+            heap: Arc::new(heap),
+            globals,
+            stable,
+            certified_data,
+            global_timer,
+        };
+        let id = canister_id(0);
+        self.canisters.insert(
+            id,
+            Canister {
+                module: Some(module),
+                live: None,
+                committed_heap: HeapImage::default(),
+                version,
+                since_load: None,
+            },
+        );
+        let loaded = self.load(id, &saved).and_then(|()| {
+            let c = self.canister(id)?;
+            let have = c.live.as_ref().map_or(0, |i| i.globals.len());
+            if have != saved.globals.len() {
+                bail!(
+                    "the state has {} mutable globals, the module {have}",
+                    saved.globals.len()
+                );
+            }
+            Ok(())
+        });
+        if let Err(e) = loaded {
+            self.canisters.clear();
+            return Err(e);
+        }
+        self.time_ns = time_ns;
+        self.next_canister = next_canister;
+        Ok(id)
+    }
+
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
         let module = load_module(wasm, self.counter)?;
         let id = canister_id(self.next_canister);
@@ -1138,6 +1514,26 @@ impl Engine for EmbeddedEngine {
             );
         }
         self.load(id, &saved)
+    }
+}
+
+/// The first bytes of an exported canister state; the number changes with the layout.
+const STATE_FORMAT: &[u8; 24] = b"icbench canister state 1";
+
+/// Reads an exported state, refusing to read past its end.
+struct StateReader<'a>(&'a [u8]);
+
+impl<'a> StateReader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            bail!("the state ends early");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
     }
 }
 

@@ -77,6 +77,29 @@ impl StableImage {
         image
     }
 
+    /// An empty image of `size_wasm_pages`, for [`StableImage::put_page`].
+    pub fn with_size(size_wasm_pages: u64) -> Self {
+        Self {
+            size_wasm_pages,
+            ..Self::default()
+        }
+    }
+
+    /// Stores `bytes` (one OS page) as page `n`, inside the image's size.
+    pub fn put_page(&mut self, n: u64, bytes: &[u8]) -> anyhow::Result<()> {
+        let page: Page = bytes
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("a stable page of {} bytes", bytes.len()))?;
+        if n >= self.size_wasm_pages * OS_PAGES_PER_WASM_PAGE {
+            anyhow::bail!(
+                "stable page {n} is past the size of {} Wasm pages",
+                self.size_wasm_pages
+            );
+        }
+        self.pages.insert(n, Arc::new(page));
+        Ok(())
+    }
+
     /// Feeds the contents (size and every non-zero page, in page order) to `f`, for
     /// state hashes.
     pub fn for_each_page(&self, mut f: impl FnMut(u64, &[u8])) {

@@ -2,8 +2,39 @@
 
 pub mod canbench_fixture;
 
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
 /// The icbench binary of this build: scripts/build-canister.sh converts the canister with it
 /// (ICBENCH_BIN), so no test makes the script build a converter.
-pub fn icbench_bin() -> &'static std::path::Path {
-    std::path::Path::new(env!("CARGO_BIN_EXE_icbench"))
+pub fn icbench_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_icbench"))
+}
+
+/// The icbench binary, with the compile cache in a directory of this test run: tests never
+/// read or fill the user's cache, and every run starts from an empty one, so no outcome
+/// depends on what an earlier run left (a hit and a miss give the same results, which
+/// `compile_cache::` checks on its own directories).
+pub fn icbench_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_icbench"));
+    cmd.env("ICBENCH_CACHE_DIR", test_cache_dir());
+    cmd
+}
+
+fn test_cache_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-compile-cache");
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    })
+}
+
+/// A scratch directory under the system's temporary directory, empty.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("icbench-it-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }

@@ -1,0 +1,377 @@
+//! The on-disk cache of work that is slow to redo and fully determined by its inputs
+//! (compiled canister modules). Entries are checked before use and written atomically:
+//! a corrupt, truncated or foreign file is a miss, never trusted, and a cache that cannot
+//! be written costs speed, not the run.
+//!
+//! Location: `ICBENCH_CACHE_DIR`, else `icbench` under the platform cache directory
+//! (`~/.cache/icbench` on Linux). The library leaves the disk alone until [`enable`] is
+//! called (the CLI does it), so embedders and tests choose their own directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::RwLock;
+
+use anyhow::{anyhow, bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+/// The environment variable naming the cache directory.
+pub const ENV: &str = "ICBENCH_CACHE_DIR";
+
+/// Files start with this; the version changes whenever the layout below does.
+const MAGIC: &[u8; 8] = b"ICBCACHE";
+const FORMAT_VERSION: u32 = 1;
+/// magic, version, key, meta length, payload length, SHA-256 of meta and payload.
+const HEADER: usize = 8 + 4 + 32 + 8 + 8 + 32;
+/// Suffix of entry files and prefix of temporary files: `clear` removes only these.
+const ENTRY_SUFFIX: &str = ".entry";
+const TEMP_PREFIX: &str = ".tmp-";
+
+/// The kinds of entries, each in a subdirectory of its own.
+pub const KINDS: [&str; 2] = [MODULES, STATES];
+/// Compiled modules (see `embedded::load_module`).
+pub const MODULES: &str = "modules";
+/// Canister states after a suite's prefill (see `suites::users`).
+pub const STATES: &str = "states";
+
+static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
+static WARNED: AtomicBool = AtomicBool::new(false);
+/// Per kind: hits, misses, rejected entries.
+static COUNTS: [[AtomicU64; 3]; 2] = [
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+];
+
+/// The directory the environment selects: `ICBENCH_CACHE_DIR` if set and not empty, else
+/// the platform cache directory's `icbench`.
+pub fn dir_from_env() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os(ENV).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(d));
+    }
+    dirs::cache_dir()
+        .map(|d| d.join("icbench"))
+        .ok_or_else(|| anyhow!("no platform cache directory (no home directory?); set {ENV}"))
+}
+
+/// Uses `dir` (None: no disk cache) for the rest of the process.
+pub fn enable(dir: Option<PathBuf>) {
+    *DIR.write().unwrap() = dir;
+}
+
+/// The directory in use, if any.
+pub fn dir() -> Option<PathBuf> {
+    DIR.read().unwrap().clone()
+}
+
+/// Counts of this process for one kind: entries used, entries made (misses), and entries
+/// found corrupt, truncated or foreign (made again).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub hits: u64,
+    pub misses: u64,
+    pub rejected: u64,
+}
+
+pub fn stats(kind: &str) -> Stats {
+    let c = &COUNTS[kind_index(kind)];
+    Stats {
+        hits: c[0].load(Ordering::Relaxed),
+        misses: c[1].load(Ordering::Relaxed),
+        rejected: c[2].load(Ordering::Relaxed),
+    }
+}
+
+fn kind_index(kind: &str) -> usize {
+    KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or_else(|| panic!("{kind:?} is not a cache kind"))
+}
+
+pub fn count_hit(kind: &str) {
+    COUNTS[kind_index(kind)][0].fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn count_miss(kind: &str) {
+    COUNTS[kind_index(kind)][1].fetch_add(1, Ordering::Relaxed);
+}
+
+pub fn count_rejected(kind: &str) {
+    COUNTS[kind_index(kind)][2].fetch_add(1, Ordering::Relaxed);
+}
+
+/// One warning per process when the cache cannot be used: the run goes on without it.
+pub fn warn_once(what: &str, e: &anyhow::Error) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!("warning: {what}: {e:#}; going on without the cache");
+    }
+}
+
+/// The path of the entry `key` of `kind`.
+pub fn entry_path(dir: &Path, kind: &str, key: &[u8; 32]) -> PathBuf {
+    dir.join(kind)
+        .join(format!("{}{ENTRY_SUFFIX}", hex::encode(key)))
+}
+
+/// An intact entry: the file's bytes, split without copying (payloads are tens of MB).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Entry {
+    bytes: Vec<u8>,
+    meta_len: usize,
+}
+
+impl Entry {
+    pub fn meta(&self) -> &[u8] {
+        &self.bytes[HEADER..HEADER + self.meta_len]
+    }
+    pub fn payload(&self) -> &[u8] {
+        &self.bytes[HEADER + self.meta_len..]
+    }
+}
+
+/// What [`read`] found.
+#[derive(Debug)]
+pub enum Lookup {
+    Found(Entry),
+    Missing,
+    /// A file that is not a whole, intact entry made for this key, and why: the caller
+    /// recomputes and overwrites it.
+    Damaged(anyhow::Error),
+}
+
+/// Reads the entry `key`; `Err` when the cache cannot be read at all.
+pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
+    let path = entry_path(dir, kind, key);
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
+        Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
+    };
+    Ok(match check(&bytes, key) {
+        Ok(meta_len) => Lookup::Found(Entry { bytes, meta_len }),
+        Err(e) => {
+            count_rejected(kind);
+            Lookup::Damaged(e.context(format!("cache entry {}", path.display())))
+        }
+    })
+}
+
+/// Checks an entry file; returns the length of its meta part.
+fn check(bytes: &[u8], key: &[u8; 32]) -> Result<usize> {
+    if bytes.len() < HEADER {
+        bail!("truncated: {} bytes, shorter than the header", bytes.len());
+    }
+    if &bytes[..8] != MAGIC {
+        bail!("not an icbench cache entry");
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
+    if version != FORMAT_VERSION {
+        bail!("format version {version}, not {FORMAT_VERSION}");
+    }
+    if &bytes[12..44] != key {
+        bail!("made for another key");
+    }
+    let (meta_len, payload_len) = (u64_at(44), u64_at(52));
+    let body = &bytes[HEADER..];
+    if meta_len.checked_add(payload_len) != Some(body.len() as u64) {
+        bail!(
+            "truncated or padded: the header announces {meta_len} + {payload_len} bytes, the file holds {}",
+            body.len()
+        );
+    }
+    if Sha256::digest(body).as_slice() != &bytes[60..92] {
+        bail!("checksum mismatch");
+    }
+    Ok(meta_len as usize)
+}
+
+/// Writes the entry `key` atomically: a temporary file in the same directory, renamed over
+/// the entry, so a concurrent reader sees the old file, the new file or none, never a part.
+pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]) -> Result<()> {
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let sub = dir.join(kind);
+    std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
+    let mut sum = Sha256::new();
+    sum.update(meta);
+    sum.update(payload);
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    header.extend_from_slice(key);
+    header.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    header.extend_from_slice(&sum.finalize());
+    let temp = sub.join(format!(
+        "{TEMP_PREFIX}{}-{}-{}",
+        hex::encode(&key[..8]),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&temp)?;
+        f.write_all(&header)?;
+        f.write_all(meta)?;
+        f.write_all(payload)?;
+        f.flush()
+    })();
+    let renamed = written.and_then(|()| std::fs::rename(&temp, entry_path(dir, kind, key)));
+    if let Err(e) = renamed {
+        let _ = std::fs::remove_file(&temp);
+        return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
+    }
+    Ok(())
+}
+
+/// Entries and their bytes, per kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub kinds: Vec<(&'static str, u64, u64)>,
+}
+
+/// What the cache in `dir` holds (a missing directory holds nothing).
+pub fn usage(dir: &Path) -> Result<Usage> {
+    let mut usage = Usage::default();
+    for kind in KINDS {
+        let (mut n, mut bytes) = (0, 0);
+        for path in files(dir, kind)? {
+            if path.to_string_lossy().ends_with(ENTRY_SUFFIX) {
+                n += 1;
+                bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            }
+        }
+        usage.kinds.push((kind, n, bytes));
+    }
+    Ok(usage)
+}
+
+/// Removes every entry and leftover temporary file from `dir`, and the kinds' directories
+/// when that empties them; nothing else (`ICBENCH_CACHE_DIR` may name a directory that
+/// holds other files). Returns how many files were removed.
+pub fn clear(dir: &Path) -> Result<u64> {
+    let mut removed = 0;
+    for kind in KINDS {
+        for path in files(dir, kind)? {
+            std::fs::remove_file(&path)
+                .or_else(|e| match e.kind() {
+                    // A concurrent run renamed or cleared it: gone is what we want.
+                    std::io::ErrorKind::NotFound => Ok(()),
+                    _ => Err(e),
+                })
+                .with_context(|| format!("removing {}", path.display()))?;
+            removed += 1;
+        }
+        // Fails if something else lives there; then the directory stays.
+        let _ = std::fs::remove_dir(dir.join(kind));
+    }
+    Ok(removed)
+}
+
+/// The cache's own files of `kind`: entries and temporary files.
+fn files(dir: &Path, kind: &str) -> Result<Vec<PathBuf>> {
+    let sub = dir.join(kind);
+    let entries = match std::fs::read_dir(&sub) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(anyhow!(e).context(format!("listing {}", sub.display()))),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", sub.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if (name.ends_with(ENTRY_SUFFIX) || name.starts_with(TEMP_PREFIX))
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            out.push(entry.path());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// A SHA-256 [`std::hash::Hasher`], to put values that only implement `Hash` (wasmtime's
+/// compatibility hash of an engine configuration) into a key.
+pub(crate) struct ShaHasher(pub Sha256);
+
+impl std::hash::Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+    fn finish(&self) -> u64 {
+        // Unused: the key is the full digest.
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("icbench-disk-cache-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    #[test]
+    fn entries_round_trip_and_damage_is_detected() {
+        let dir = temp("round-trip");
+        let key = [7u8; 32];
+        assert!(matches!(
+            read(&dir, MODULES, &key).unwrap(),
+            Lookup::Missing
+        ));
+        write(&dir, MODULES, &key, b"meta", b"payload bytes").unwrap();
+        let Lookup::Found(entry) = read(&dir, MODULES, &key).unwrap() else {
+            panic!("the entry just written")
+        };
+        assert_eq!(
+            (entry.meta(), entry.payload()),
+            (&b"meta"[..], &b"payload bytes"[..])
+        );
+        let path = entry_path(&dir, MODULES, &key);
+        let good = std::fs::read(&path).unwrap();
+        let damaged = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            match read(&dir, MODULES, &key).unwrap() {
+                Lookup::Damaged(e) => format!("{e:#}"),
+                other => panic!("{other:?}"),
+            }
+        };
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert!(damaged(&flipped).contains("checksum mismatch"));
+        assert!(damaged(&good[..good.len() - 1]).contains("truncated or padded"));
+        assert!(damaged(&good[..10]).contains("truncated: 10 bytes"));
+        let wasm_like = [&b"\0asm"[..], &[0u8; HEADER]].concat();
+        assert!(damaged(&wasm_like).contains("not an icbench cache entry"));
+        // A whole entry of another key, copied over this one.
+        write(&dir, MODULES, &[8u8; 32], b"meta", b"payload bytes").unwrap();
+        let other = std::fs::read(entry_path(&dir, MODULES, &[8u8; 32])).unwrap();
+        assert!(damaged(&other).contains("made for another key"));
+        let mut newer = good.clone();
+        newer[8] = 2;
+        assert!(damaged(&newer).contains("format version 2, not 1"));
+
+        std::fs::write(dir.join(MODULES).join(".tmp-left-over"), b"x").unwrap();
+        std::fs::write(dir.join(MODULES).join("user-file"), b"x").unwrap();
+        let u = usage(&dir).unwrap();
+        assert_eq!(
+            u.kinds,
+            vec![
+                (MODULES, 2, good.len() as u64 + other.len() as u64),
+                (STATES, 0, 0)
+            ]
+        );
+        // The two entries and the temporary file; the user's file stays.
+        assert_eq!(clear(&dir).unwrap(), 3);
+        assert_eq!(
+            usage(&dir).unwrap().kinds,
+            vec![(MODULES, 0, 0), (STATES, 0, 0)]
+        );
+        assert!(dir.join(MODULES).join("user-file").is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(clear(&dir).unwrap(), 0);
+    }
+}

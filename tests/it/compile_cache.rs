@@ -1,0 +1,410 @@
+//! The cache: a module loaded from it has exactly the facts of the module compiled (so the
+//! counts cannot move), a post-prefill state loaded from it continues exactly as the one
+//! prefilled, damaged or foreign entries are made again and replaced, a cache that cannot
+//! be written only costs a warning, and the CLI honors ICBENCH_CACHE_DIR and
+//! `icbench cache clear`. Every test uses a directory of its own.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use icbench::bench_canister::{default_wasm_path, ensure_built};
+use icbench::engine::disk_cache::{self, MODULES};
+use icbench::engine::embedded::{load_module_cached, EmbeddedEngine, Origin};
+use icbench::engine::instrument::Counter;
+use icbench::engine::Engine;
+use icbench::report;
+
+use crate::support::{icbench_command, scratch_dir};
+
+/// Two update methods and a query over a heap with data and a mutable global.
+const PLAIN: &str = r#"(module
+    (import "ic0" "msg_reply" (func $reply))
+    (memory 1)
+    (data (i32.const 16) "cached")
+    (global $n (mut i32) (i32.const 0))
+    (func $inc (global.set $n (i32.add (global.get $n) (i32.const 1))) (call $reply))
+    (func $get (drop (i32.load (i32.const 16))) (call $reply))
+    (export "canister_update inc" (func $inc))
+    (export "canister_update inc2" (func $inc))
+    (export "canister_query get" (func $get)))"#;
+
+/// A 64-bit heap and a message that drops a data segment: both flags the cache keeps.
+const WASM64_MUTATING: &str = r#"(module
+    (import "ic0" "msg_reply" (func $reply))
+    (memory i64 1)
+    (data $d "x")
+    (func $f (data.drop $d) (call $reply))
+    (export "canister_update f" (func $f)))"#;
+
+fn the_entry(dir: &Path) -> PathBuf {
+    the_entry_of(dir, MODULES)
+}
+
+fn the_entry_of(dir: &Path, kind: &str) -> PathBuf {
+    let entries: Vec<PathBuf> = std::fs::read_dir(dir.join(kind))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".entry"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    entries[0].clone()
+}
+
+#[test]
+fn a_cached_module_has_the_facts_of_the_compiled_one() {
+    for (name, wat, wasm64, fresh) in [
+        ("plain", PLAIN, false, false),
+        ("wasm64", WASM64_MUTATING, true, true),
+    ] {
+        let wasm = wat::parse_str(wat).unwrap();
+        for counter in [Counter::Local, Counter::Global] {
+            let dir = scratch_dir(&format!("facts-{name}-{counter:?}"));
+            let (miss, origin) = load_module_cached(&wasm, counter, &dir).unwrap();
+            assert_eq!(origin, Origin::Compiled);
+            let (hit, origin) = load_module_cached(&wasm, counter, &dir).unwrap();
+            assert_eq!(origin, Origin::Cache);
+            assert_eq!(hit.facts(), miss.facts(), "{name} {counter:?}");
+            let facts = hit.facts();
+            assert_eq!(
+                (facts.wasm64, facts.fresh_instance_per_message),
+                (wasm64, fresh)
+            );
+            assert!(facts.compile_instructions > 0);
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+    let dir = scratch_dir("facts-methods");
+    let facts = load_module_cached(&wat::parse_str(PLAIN).unwrap(), Counter::Local, &dir)
+        .unwrap()
+        .0
+        .facts();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(facts.update_methods, ["inc", "inc2"]);
+    assert_eq!(facts.query_methods, ["get"]);
+}
+
+#[test]
+fn damaged_and_foreign_entries_are_compiled_again_and_replaced() {
+    let dir = scratch_dir("damaged");
+    let plain = wat::parse_str(PLAIN).unwrap();
+    let load = |wasm: &[u8]| load_module_cached(wasm, Counter::Local, &dir).unwrap();
+    let (compiled, _) = load(&plain);
+    let want = compiled.facts();
+    let path = the_entry(&dir);
+    let good = std::fs::read(&path).unwrap();
+    // Each damage: compiled again (same facts), and the entry is whole again afterwards.
+    let check = |what: &str, bytes: &[u8]| {
+        std::fs::write(&path, bytes).unwrap();
+        let (m, origin) = load(&plain);
+        assert_eq!(origin, Origin::Compiled, "{what}");
+        assert_eq!(m.facts(), want, "{what}");
+        let (m, origin) = load(&plain);
+        assert_eq!(origin, Origin::Cache, "{what}: replaced");
+        assert_eq!(m.facts(), want, "{what}");
+    };
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x20;
+    check("a flipped byte", &flipped);
+    check("truncated", &good[..good.len() / 2]);
+    check("empty", b"");
+    check("appended to", &[&good[..], b"tail"].concat());
+
+    // A whole entry of another module copied over this one: not used for this module.
+    let other_dir = scratch_dir("damaged-other");
+    load_module_cached(
+        &wat::parse_str(WASM64_MUTATING).unwrap(),
+        Counter::Local,
+        &other_dir,
+    )
+    .unwrap();
+    check(
+        "another module's entry",
+        &std::fs::read(the_entry(&other_dir)).unwrap(),
+    );
+
+    // Entries with this key and an intact checksum whose contents are still wrong (made by
+    // hand here): a payload wasmtime refuses, a flag byte that is neither 0 nor 1, an unknown counter
+    // placement, a meta part cut short.
+    let key: [u8; 32] = good[12..44].try_into().unwrap();
+    let Ok(disk_cache::Lookup::Found(entry)) = disk_cache::read(&dir, MODULES, &key) else {
+        panic!("the entry was replaced by a good one");
+    };
+    for (what, meta, payload) in [
+        (
+            "a payload that is not a module",
+            entry.meta().to_vec(),
+            b"not wasmtime's".to_vec(),
+        ),
+        (
+            "a bad flag",
+            [&entry.meta()[..8], &[2, 0, 1]].concat(),
+            entry.payload().to_vec(),
+        ),
+        (
+            "a bad counter placement",
+            [&entry.meta()[..10], &[7]].concat(),
+            entry.payload().to_vec(),
+        ),
+        (
+            "a short meta part",
+            entry.meta()[..10].to_vec(),
+            entry.payload().to_vec(),
+        ),
+    ] {
+        disk_cache::write(&dir, MODULES, &key, &meta, &payload).unwrap();
+        check(what, &std::fs::read(&path).unwrap());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&other_dir).unwrap();
+}
+
+#[test]
+fn an_unusable_cache_directory_only_costs_compiling() {
+    let scratch = scratch_dir("unusable");
+    let file = scratch.join("a-file");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let wasm = wat::parse_str(PLAIN).unwrap();
+    for _ in 0..2 {
+        let (m, origin) = load_module_cached(&wasm, Counter::Local, &file.join("cache")).unwrap();
+        assert_eq!(origin, Origin::Compiled);
+        assert_eq!(m.facts().update_methods, ["inc", "inc2"]);
+    }
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// Heap, mutable globals, stable memory and certified data all change with each `step`.
+const STATEFUL: &str = r#"(module
+    (import "ic0" "msg_reply" (func $reply))
+    (import "ic0" "stable64_grow" (func $grow (param i64) (result i64)))
+    (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+    (import "ic0" "certified_data_set" (func $cert (param i32 i32)))
+    (memory 2)
+    (global $n (mut i64) (i64.const 0))
+    (global $f (mut f64) (f64.const 0.5))
+    (func $step
+        (global.set $n (i64.add (global.get $n) (i64.const 1)))
+        (global.set $f (f64.mul (global.get $f) (f64.const 3)))
+        (i64.store (i32.wrap_i64 (i64.mul (global.get $n) (i64.const 5000))) (global.get $n))
+        (if (i64.eqz (call $grow (i64.const 0))) (then (drop (call $grow (i64.const 1)))))
+        (call $swrite (i64.mul (global.get $n) (i64.const 4099)) (i64.const 0) (i64.const 64))
+        (call $cert (i32.const 0) (i32.const 8))
+        (call $reply))
+    (export "canister_update step" (func $step)))"#;
+
+#[test]
+fn an_imported_state_continues_as_the_exported_one() {
+    let wasm = wat::parse_str(STATEFUL).unwrap();
+    let mut a = EmbeddedEngine::default();
+    let (id, install) = a.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    for _ in 0..3 {
+        a.update(id, "step", &[]).unwrap().result.unwrap();
+    }
+    let state = a.export_state(id).unwrap();
+
+    let mut b = EmbeddedEngine::default();
+    // Refused, and the engine left fresh: a cut state, another module.
+    let cut = b
+        .import_state(&wasm, &state[..state.len() - 1])
+        .unwrap_err();
+    assert!(
+        format!("{cut:#}").contains("the state ends early"),
+        "{cut:#}"
+    );
+    let other = wat::parse_str(PLAIN).unwrap();
+    let wrong = b.import_state(&other, &state).unwrap_err();
+    assert!(
+        format!("{wrong:#}").contains("made with another module"),
+        "{wrong:#}"
+    );
+    let long = b
+        .import_state(&wasm, &[&state[..], b"x"].concat())
+        .unwrap_err();
+    assert!(
+        format!("{long:#}").contains("1 bytes after the state"),
+        "{long:#}"
+    );
+
+    assert_eq!(b.import_state(&wasm, &state).unwrap(), id);
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    // The next messages cost the same and leave the same state (time included: the
+    // engine's clock was carried over).
+    for _ in 0..2 {
+        let (x, y) = (
+            a.update(id, "step", &[]).unwrap(),
+            b.update(id, "step", &[]).unwrap(),
+        );
+        assert_eq!(x.report, y.report);
+        assert_eq!(x.result, y.result);
+        assert!(x.report.stable_dirty_pages > 0 && x.report.heap_dirty_pages > 0);
+    }
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    assert_eq!(b.export_state(id).unwrap(), a.export_state(id).unwrap());
+
+    // Only into a fresh engine.
+    let busy = b.import_state(&wasm, &state).unwrap_err();
+    assert!(
+        format!("{busy:#}").contains("only be imported into a fresh engine"),
+        "{busy:#}"
+    );
+}
+
+fn bench_wasm() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        ensure_built(true).expect("scripts/build-canister.sh builds the canister");
+        default_wasm_path()
+    })
+}
+
+fn run(cache: &Path, args: &[&str]) -> Output {
+    icbench_command()
+        .env("ICBENCH_CACHE_DIR", cache)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The tiny run into `out`; returns its stderr and results.csv, with the instructions the
+/// engine executed (prefill included) from results.json.
+fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
+    let o = run(
+        cache,
+        &[
+            "--wasm",
+            bench_wasm().to_str().unwrap(),
+            "--rows",
+            "2000",
+            "--batches",
+            "1",
+            "--stores",
+            "btree",
+            "--positions",
+            "end",
+            "--no-reads",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let json = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let executed = report::from_json(&json).unwrap().executed_instructions;
+    assert!(executed > 0);
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    (stderr(&o), format!("{csv}executed {executed}"))
+}
+
+#[test]
+fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
+    let scratch = scratch_dir("cli-cache");
+    let cache = scratch.join("cache");
+    let shown = cache.display().to_string();
+
+    let o = run(&cache, &["cache", "dir"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{shown}\n"));
+    let info = |want: &str| {
+        let o = run(&cache, &["cache", "info"]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = stdout(&o);
+        assert!(
+            text.starts_with(&format!("{shown}\nmodules: {want}")),
+            "{text}"
+        );
+    };
+    info("0 entries, 0.0 MB");
+
+    let (first, csv) = tiny_run(&cache, &scratch.join("1"));
+    let line = |modules: &str, states: &str| {
+        format!("cache {shown}: {modules}; post-prefill states: {states}")
+    };
+    assert!(
+        first.contains(&(line("0 modules loaded, 1 compiled", "0 loaded, 1 prefilled") + "\n")),
+        "{first}"
+    );
+    info("1 entries");
+    let (second, csv2) = tiny_run(&cache, &scratch.join("2"));
+    assert!(
+        second.contains(&(line("1 modules loaded, 0 compiled", "1 loaded, 0 prefilled") + "\n")),
+        "{second}"
+    );
+    assert!(!second.contains("warning"), "{second}");
+    assert_eq!(csv2, csv, "hits give the results of misses");
+
+    // A damaged module entry: said, compiled again, the same results.
+    let flip = |path: &Path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(path, &bytes).unwrap();
+    };
+    flip(&the_entry(&cache));
+    let (third, csv3) = tiny_run(&cache, &scratch.join("3"));
+    assert!(
+        third.contains("checksum mismatch; compiling again"),
+        "{third}"
+    );
+    let want = line("0 modules loaded, 1 compiled", "1 loaded, 0 prefilled");
+    assert!(
+        third.contains(&format!("{want} (1 damaged entries replaced)\n")),
+        "{third}"
+    );
+    assert_eq!(csv3, csv);
+    // A damaged state: said, prefilled again, the same results.
+    flip(&the_entry_of(&cache, disk_cache::STATES));
+    let (fourth, csv4) = tiny_run(&cache, &scratch.join("4"));
+    assert!(
+        fourth.contains("checksum mismatch; running the prefill"),
+        "{fourth}"
+    );
+    let want = line("1 modules loaded, 0 compiled", "0 loaded, 1 prefilled");
+    assert!(
+        fourth.contains(&format!("{want} (1 damaged entries replaced)\n")),
+        "{fourth}"
+    );
+    assert_eq!(csv4, csv);
+
+    let o = run(&cache, &["cache", "clear"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("removed 2 files from {shown}\n"));
+    info("0 entries, 0.0 MB\nstates: 0 entries, 0.0 MB\n");
+
+    // A cache directory that cannot exist: one warning, the run and its results unchanged.
+    let file = scratch.join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let (unusable, csv5) = tiny_run(&file.join("cache"), &scratch.join("5"));
+    assert_eq!(unusable.matches("warning").count(), 1, "{unusable}");
+    // The first lookup (the post-prefill state, then the module) says it; no more after.
+    assert!(unusable.contains("cache cannot be read"), "{unusable}");
+    assert_eq!(csv5, csv);
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+/// Every test that runs the binary goes through `support::icbench_command`, which points
+/// the compile cache at the test run's own directory.
+#[test]
+fn no_test_runs_icbench_with_the_users_cache() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let marker = concat!("CARGO_BIN_", "EXE_icbench");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                !text.contains(marker),
+                "{} runs icbench directly",
+                path.display()
+            );
+        }
+    }
+}
