@@ -14,7 +14,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Report};
-use icbench::suites::{self, CommonArgs, Plan, Progress, REGISTRY};
+use icbench::suites::{self, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
 #[derive(Parser)]
 #[command(
@@ -90,6 +90,10 @@ struct RunArgs {
     /// Use this canister module instead of building target/canister/bench.wasm.
     #[arg(long)]
     wasm: Option<PathBuf>,
+    /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
+    /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -165,6 +169,10 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         }
         None => bench_canister::ensure_built(args.quiet)?,
     };
+    let exec = Exec {
+        jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
+        shard: Shard::WHOLE,
+    };
     let mut gate_ok = true;
     for (suite, plan) in selected.iter().zip(&plans) {
         let started = std::time::Instant::now();
@@ -172,7 +180,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             eprintln!("suite {}", suite.name());
         }
         let mut bar = Bar::new(args.quiet);
-        let report = plan.run(engine.as_mut(), &wasm, &mut |p| bar.update(p))?;
+        let report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
         bar.finish();
         let document = plan.document(&report);
         let dir = suite.out_dir(&args.out);
@@ -333,7 +341,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
                 engine.name()
             );
         }
-        reports.push(cfg.run(engine, &wasm, &mut |_| {})?);
+        reports.push(cfg.run(engine, &wasm, &Exec::SEQUENTIAL, &mut |_| {})?);
     }
     let metric = match args.metric {
         MetricKind::Store => Metric::Store,

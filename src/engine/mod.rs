@@ -218,4 +218,16 @@ pub trait Engine {
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
     /// Puts the canister back to a saved state.
     fn restore(&mut self, canister: Principal, snapshot: SnapshotId) -> Result<()>;
+    /// An independent engine that can run on another thread: `canister` in it is at
+    /// `snapshot`, and every snapshot of this engine exists there under the same id,
+    /// shared rather than copied. Messages in one engine do not affect the other.
+    /// `Ok(None)` when the engine cannot fork (PocketIC): callers then run everything on
+    /// this engine, one scenario after another.
+    fn fork(
+        &mut self,
+        _canister: Principal,
+        _snapshot: SnapshotId,
+    ) -> Result<Option<Box<dyn Engine + Send>>> {
+        Ok(None)
+    }
 }

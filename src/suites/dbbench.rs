@@ -18,10 +18,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
-use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::Engine;
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::{
     Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
@@ -646,6 +646,17 @@ impl Suite for DbBench {
     }
 }
 
+/// A store's benchmarks from one fresh benchmark up to the next one: they run in order on
+/// one canister (each on what the previous left), independently of every other run.
+struct Run {
+    store: KvStore,
+    /// Index into `Bench::ALL` of the first benchmark, and one past the last.
+    benches: std::ops::Range<usize>,
+    /// The store's empty state, and why the store was refused if it was.
+    fresh: SnapshotId,
+    refused: Option<String>,
+}
+
 impl Plan for Config {
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
     /// store, the others on what the previous benchmark left.
@@ -653,6 +664,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -663,12 +675,11 @@ impl Plan for Config {
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
-        let scenarios = cfg.matrix();
-        let mut results = Vec::with_capacity(scenarios.len());
-        let mut index = 0;
+        // The empty store, warm: journal mode set, table created, statements compiled.
+        let base = client.engine.snapshot(canister)?;
+        let mut runs = Vec::new();
         for store in cfg.kv_stores() {
-            // The empty store, warm: journal mode set, table created, statements compiled.
-            let base = client.engine.snapshot(canister)?;
+            client.engine.restore(canister, base)?;
             let mut refused = None;
             if let Some(mode) = store.journal_mode() {
                 let config = SqliteConfig {
@@ -688,54 +699,71 @@ impl Plan for Config {
                 .value
                 .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
             let fresh = client.engine.snapshot(canister)?;
-            let mut present = std::collections::BTreeSet::new();
-            for (bench, bench_keys) in &all_keys {
-                let bench = *bench;
-                let key = format!("{}/{bench}", store.result_store());
-                progress(Progress::Scenario {
-                    done: index,
-                    total: scenarios.len(),
-                    key: &key,
-                });
-                index += 1;
-                if bench.fresh() {
-                    client.engine.restore(canister, fresh)?;
-                    present.clear();
-                }
-                let (keys, ops): (Vec<u64>, u64) = match bench {
-                    Bench::ReadSeq | Bench::ReadSeq100K => {
-                        // db_bench reads min(reads, rows) rows in key order.
-                        let sorted: Vec<u64> = present.iter().copied().collect();
-                        let ops = bench.ops(num).min(sorted.len() as u64);
-                        (sorted, ops)
-                    }
-                    _ => (bench_keys.clone(), bench_keys.len() as u64),
-                };
-                let outcome = match &refused {
-                    Some(reason) => Err(reason.clone()),
-                    None => run_bench(&mut client, store, bench, &keys, ops)?,
-                };
-                if bench.is_write() {
-                    present.extend(bench_keys.iter().copied());
-                }
-                results.push(result(
-                    cfg,
-                    &engine_name,
+            for first in (0..Bench::ALL.len()).filter(|&b| Bench::ALL[b].fresh()) {
+                let end = (first + 1..Bench::ALL.len())
+                    .find(|&b| Bench::ALL[b].fresh())
+                    .unwrap_or(Bench::ALL.len());
+                runs.push(Run {
                     store,
-                    bench,
-                    ops,
-                    &keys,
-                    outcome,
-                    refused.is_some(),
-                ));
+                    benches: first..end,
+                    fresh,
+                    refused: refused.clone(),
+                });
             }
-            client.engine.restore(canister, base)?;
         }
-        progress(Progress::Scenario {
-            done: scenarios.len(),
-            total: scenarios.len(),
-            key: "",
-        });
+        let measured = pool::run_scenarios(
+            &mut client,
+            base,
+            runs.len(),
+            exec,
+            &|i| {
+                let run = &runs[i];
+                format!(
+                    "{}/{}",
+                    run.store.result_store(),
+                    Bench::ALL[run.benches.start]
+                )
+            },
+            progress,
+            &|client, i| {
+                let run = &runs[i];
+                let store = run.store;
+                let mut present = std::collections::BTreeSet::new();
+                let mut results = Vec::new();
+                client.engine.restore(canister, run.fresh)?;
+                for (bench, bench_keys) in &all_keys[run.benches.clone()] {
+                    let bench = *bench;
+                    let (keys, ops): (Vec<u64>, u64) = match bench {
+                        Bench::ReadSeq | Bench::ReadSeq100K => {
+                            // db_bench reads min(reads, rows) rows in key order.
+                            let sorted: Vec<u64> = present.iter().copied().collect();
+                            let ops = bench.ops(num).min(sorted.len() as u64);
+                            (sorted, ops)
+                        }
+                        _ => (bench_keys.clone(), bench_keys.len() as u64),
+                    };
+                    let outcome = match &run.refused {
+                        Some(reason) => Err(reason.clone()),
+                        None => run_bench(client, store, bench, &keys, ops)?,
+                    };
+                    if bench.is_write() {
+                        present.extend(bench_keys.iter().copied());
+                    }
+                    results.push(result(
+                        cfg,
+                        &engine_name,
+                        store,
+                        bench,
+                        ops,
+                        &keys,
+                        outcome,
+                        run.refused.is_some(),
+                    ));
+                }
+                Ok(results)
+            },
+        )?;
+        let results = measured.into_iter().flat_map(|(_, r)| r).collect();
         Ok(Report {
         suite: "dbbench".into(),
         engine: engine_name,

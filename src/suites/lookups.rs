@@ -6,7 +6,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users::{self, PREFILL_CHUNK};
-use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 
@@ -100,6 +100,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -112,6 +113,7 @@ impl Plan for Config {
             "lookups",
             &cfg.matrix(),
             &[note.to_string()],
+            exec,
             progress,
         )
     }

@@ -16,11 +16,13 @@ pub mod dbbench;
 mod grid;
 pub mod keys;
 pub mod lookups;
+pub mod pool;
 pub mod scenario;
 pub mod seed003;
 pub mod sysbench;
 pub mod users;
 
+pub use pool::{Exec, Shard};
 use scenario::{JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
@@ -48,10 +50,13 @@ pub trait Suite: Sync {
 
 /// A configured suite, ready to run.
 pub trait Plan {
+    /// Runs the plan (the part of it `exec` selects, on `exec.jobs` forks of `engine`
+    /// where it can fork) and returns the report.
     fn run(
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report>;
     /// The tables, plots and notes of a report of this suite.

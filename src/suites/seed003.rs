@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users::{self, PREFILL_CHUNK};
-use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 
@@ -138,6 +138,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -149,6 +150,7 @@ impl Plan for Config {
             "seed003",
             &cfg.matrix(),
             &[],
+            exec,
             progress,
         )
     }

@@ -318,7 +318,8 @@ struct SinceLoad {
 pub struct EmbeddedEngine {
     limits: Limits,
     canisters: HashMap<Principal, Canister>,
-    snapshots: Vec<(Principal, SavedState)>,
+    /// Behind `Arc`: a fork shares them with its parent instead of copying them.
+    snapshots: Vec<(Principal, Arc<SavedState>)>,
     time_ns: u64,
     next_canister: u64,
     print_log: bool,
@@ -362,6 +363,17 @@ impl EmbeddedEngine {
 
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// The time (ns since the epoch) the last message saw; the next one sees one more.
+    pub fn time_ns(&self) -> u64 {
+        self.time_ns
+    }
+
+    /// Sets the clock, so that work spread over forks sees the time it would have seen
+    /// on one engine (canbench's benches: one query each).
+    pub fn set_time_ns(&mut self, time_ns: u64) {
+        self.time_ns = time_ns;
     }
 
     fn canister(&mut self, id: Principal) -> Result<&mut Canister> {
@@ -1112,7 +1124,7 @@ impl Engine for EmbeddedEngine {
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
         let saved = self.save(id)?;
-        self.snapshots.push((id, saved));
+        self.snapshots.push((id, Arc::new(saved)));
         Ok(SnapshotId(self.snapshots.len() as u64 - 1))
     }
 
@@ -1129,6 +1141,37 @@ impl Engine for EmbeddedEngine {
             );
         }
         self.load(id, &saved)
+    }
+
+    fn fork(
+        &mut self,
+        id: Principal,
+        snapshot: SnapshotId,
+    ) -> Result<Option<Box<dyn Engine + Send>>> {
+        let version = self.canister(id)?.version;
+        let mut fork = EmbeddedEngine {
+            limits: self.limits,
+            canisters: HashMap::new(),
+            // Shared, not copied: stable pages are `Arc`s replaced on write, and a heap
+            // image is only read (each engine copies it into its own live heap).
+            snapshots: self.snapshots.clone(),
+            time_ns: self.time_ns,
+            next_canister: self.next_canister,
+            print_log: self.print_log,
+            counter: self.counter,
+        };
+        fork.canisters.insert(
+            id,
+            Canister {
+                module: None,
+                live: None,
+                committed_heap: HeapImage::default(),
+                version,
+                since_load: None,
+            },
+        );
+        fork.restore(id, snapshot)?;
+        Ok(Some(Box::new(fork)))
     }
 }
 
