@@ -39,6 +39,10 @@ fn bad_values_list_the_accepted_ones() {
             &["--usd-per-xdr=-1"],
             &["--usd-per-xdr must be a positive number"],
         ),
+        (&["--jobs", "0"], &["'0' for '--jobs <JOBS>'", "1..=1024"]),
+        (&["--jobs", "two"], &["'two' for '--jobs <JOBS>'"]),
+        (&["canbench", "--jobs", "0"], &["'0' for '--jobs <JOBS>'"]),
+        (&["run", "--jobs=-1"], &["'-1' for '--jobs <JOBS>'"]),
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);

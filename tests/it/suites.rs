@@ -252,6 +252,46 @@ fn run_into(out: &Path, extra: &[&str]) -> String {
     stdout
 }
 
+/// Every file two runs wrote under their directories is byte-identical, but the wall time
+/// (report.md's line, results.json's field).
+fn same_files(a: &Path, b: &Path) {
+    let without_wall = |text: String| -> String {
+        text.lines()
+            .filter(|l| !l.starts_with("- Wall time: ") && !l.contains("\"wall_seconds\": "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut files = Vec::new();
+    let mut dirs = vec![a.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path.strip_prefix(a).unwrap().to_path_buf());
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("results.csv")),
+        "{files:?}"
+    );
+    for f in &files {
+        let (x, y) = (a.join(f), b.join(f));
+        if f.ends_with("results.csv") || f.extension().is_some_and(|e| e == "svg") {
+            assert!(
+                std::fs::read(&x).unwrap() == std::fs::read(&y).unwrap(),
+                "{} differs",
+                f.display()
+            );
+        } else {
+            let read = |p: &Path| without_wall(std::fs::read_to_string(p).unwrap());
+            assert_eq!(read(&x), read(&y), "{} differs", f.display());
+        }
+    }
+}
+
 /// The numbers of two runs, wall time left out.
 fn same_numbers(a: &Report, b: &Report) {
     assert_eq!(a.results, b.results);
@@ -270,8 +310,10 @@ fn lookups_end_to_end_is_deterministic() {
         "1,10,25",
     ];
     let (first, second) = (temp_dir("lookups-1"), temp_dir("lookups-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("lookups");
     for file in [
         "report.md",
@@ -317,6 +359,17 @@ fn lookups_end_to_end_is_deterministic() {
     );
     let svg = std::fs::read_to_string(dir.join("plot-sorted.svg")).unwrap();
     assert!(svg.contains("Point lookup cost per key, sorted"), "{svg}");
+}
+
+#[test]
+fn seed003_gives_the_same_files_whatever_the_jobs() {
+    let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
+    let (first, second) = (temp_dir("seed003-1"), temp_dir("seed003-2"));
+    run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "3"]].concat());
+    same_files(&first, &second);
+    // 3 positions x 3 stores x (2 insert batches + 3 reads).
+    assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
 }
 
 #[test]
@@ -547,8 +600,10 @@ fn dbbench_methods_contract() {
 fn dbbench_end_to_end_is_deterministic() {
     let args = ["--suite", "dbbench", "--dbbench-num", "1000"];
     let (first, second) = (temp_dir("dbbench-1"), temp_dir("dbbench-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("dbbench");
     for file in [
         "report.md",
@@ -773,8 +828,10 @@ fn keys_methods_contract() {
 fn keys_end_to_end_is_deterministic() {
     let args = ["--suite", "keys", "--keys-rows", "1000"];
     let (first, second) = (temp_dir("keys-1"), temp_dir("keys-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("keys");
     for file in ["report.md", "results.csv", "results.json", "plot-keys.svg"] {
         assert!(dir.join(file).is_file(), "{file} missing");
@@ -1119,8 +1176,10 @@ fn sysbench_methods_contract() {
 fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
     let args = ["--suite", "sysbench", "--sysbench-rows", "2000"];
     let (first, second) = (temp_dir("sysbench-1"), temp_dir("sysbench-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("sysbench");
     for file in [
         "report.md",

@@ -1148,6 +1148,14 @@ impl Engine for EmbeddedEngine {
         id: Principal,
         snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
+        Ok(Some(Box::new(self.fork_at(id, snapshot)?)))
+    }
+}
+
+impl EmbeddedEngine {
+    /// [`Engine::fork`] with the concrete type, for callers that use the embedded
+    /// engine's own methods (canbench sets the clock).
+    pub fn fork_at(&mut self, id: Principal, snapshot: SnapshotId) -> Result<EmbeddedEngine> {
         let version = self.canister(id)?.version;
         let mut fork = EmbeddedEngine {
             limits: self.limits,
@@ -1171,7 +1179,7 @@ impl Engine for EmbeddedEngine {
             },
         );
         fork.restore(id, snapshot)?;
-        Ok(Some(Box::new(fork)))
+        Ok(fork)
     }
 }
 
