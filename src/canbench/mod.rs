@@ -312,20 +312,19 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         None => Exec::default_jobs(),
     };
     let positions: Vec<usize> = (0..selected.len()).collect();
-    let outcomes: Vec<BenchOutcome> = if jobs > 1 && selected.len() > 1 {
-        let mut runners = runner.fork(jobs.min(selected.len()))?;
-        in_parallel(
-            &mut runners,
-            &positions,
-            &|r: &mut Runner, i| r.run_nth(i, selected[i]),
-            &mut |_, _| {},
-        )?
+    // This thread runs benches on `runner`, jobs - 1 threads on forks of it.
+    let mut forks = if jobs > 1 && positions.len() > 1 {
+        runner.fork(jobs.min(positions.len()) - 1)?
     } else {
-        positions
-            .iter()
-            .map(|&i| runner.run_nth(i, selected[i]))
-            .collect::<Result<_>>()?
+        Vec::new()
     };
+    let outcomes: Vec<BenchOutcome> = in_parallel(
+        &mut forks,
+        &mut |i| runner.run_nth(i, selected[i]),
+        &positions,
+        &|r: &mut Runner, i| r.run_nth(i, selected[i]),
+        &mut |_| {},
+    )?;
 
     let t = args.noise_threshold;
     let mut new = Results::new();

@@ -624,6 +624,10 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Suite for DbBench {
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
     fn name(&self) -> &'static str {
         "dbbench"
     }
@@ -760,11 +764,10 @@ impl Plan for Config {
                         run.refused.is_some(),
                     ));
                 }
-                Ok(results)
+                Ok(results.into())
             },
         )?;
-        let results = measured.into_iter().flat_map(|(_, r)| r).collect();
-        Ok(Report {
+        let mut report = Report {
         suite: "dbbench".into(),
         engine: engine_name,
         rows_before: 0,
@@ -772,7 +775,7 @@ impl Plan for Config {
         payload_size: VALUE_SIZE,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         extra: Default::default(),
         notes: vec![
             format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
@@ -780,10 +783,8 @@ impl Plan for Config {
             "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
             "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
         ],
-    })
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        document(report)
+    };
+        measured.into_report(&mut report);
+        Ok(report)
     }
 }

@@ -15,9 +15,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::dbbench::Totals;
 use super::grid::StoreColumn;
+use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::Engine;
 use crate::report::format::{per_row, thousands};
@@ -373,6 +374,10 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Suite for Keys {
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
     fn name(&self) -> &'static str {
         "keys"
     }
@@ -547,15 +552,16 @@ impl Plan for Config {
                         });
                     }
                 }
-                Ok((results, page_stats))
+                let page_stats = page_stats
+                    .iter()
+                    .map(|p| serde_json::to_value(p).expect("page stats serialize"))
+                    .collect();
+                Ok(Outcome {
+                    results,
+                    lists: vec![(PAGE_STATS, page_stats)],
+                })
             },
         )?;
-        let mut results = Vec::new();
-        let mut page_stats = Vec::new();
-        for (_, (r, p)) in measured {
-            results.extend(r);
-            page_stats.extend(p);
-        }
         let mut report = Report {
         suite: "keys".into(),
         engine: engine_name,
@@ -564,7 +570,7 @@ impl Plan for Config {
         payload_size: VALUE_SIZE,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         notes: vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
@@ -573,13 +579,7 @@ impl Plan for Config {
         ],
         extra: Default::default(),
     };
-        if !page_stats.is_empty() {
-            report.set_extra(PAGE_STATS, &page_stats);
-        }
+        measured.into_report(&mut report);
         Ok(report)
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        document(report)
     }
 }

@@ -75,6 +75,10 @@ impl Config {
 }
 
 impl Suite for Lookups {
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+
     fn name(&self) -> &'static str {
         "lookups"
     }
@@ -116,9 +120,5 @@ impl Plan for Config {
             exec,
             progress,
         )
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
     }
 }

@@ -103,6 +103,10 @@ impl Config {
 }
 
 impl Suite for Seed003 {
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+
     fn name(&self) -> &'static str {
         "seed003"
     }
@@ -153,9 +157,5 @@ impl Plan for Config {
             exec,
             progress,
         )
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
     }
 }

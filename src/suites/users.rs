@@ -346,10 +346,9 @@ pub fn run(
                 .find(|(s, _)| *s == scenarios[i].store)
                 .map(|(_, st)| st.clone())
                 .expect("every store has a start");
-            measure(client, cfg, suite, &engine_name, &scenarios[i], start)
+            measure(client, cfg, suite, &engine_name, &scenarios[i], start).map(Into::into)
         },
     )?;
-    let results = measured.into_iter().map(|(_, r)| r).collect();
     let mut all_notes = vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
@@ -357,7 +356,7 @@ pub fn run(
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
     all_notes.extend_from_slice(notes);
-    Ok(Report {
+    let mut report = Report {
         suite: suite.into(),
         engine: engine_name,
         rows_before: cfg.rows,
@@ -365,10 +364,12 @@ pub fn run(
         payload_size: cfg.payload_size,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         notes: all_notes,
         extra: Default::default(),
-    })
+    };
+    measured.into_report(&mut report);
+    Ok(report)
 }
 
 /// One scenario from its store's starting snapshot (or the reason the store was refused).
