@@ -43,6 +43,11 @@ fn bad_values_list_the_accepted_ones() {
         (&["--jobs", "two"], &["'two' for '--jobs <JOBS>'"]),
         (&["canbench", "--jobs", "0"], &["'0' for '--jobs <JOBS>'"]),
         (&["run", "--jobs=-1"], &["'-1' for '--jobs <JOBS>'"]),
+        (
+            &["--shard", "3/2"],
+            &["'3/2' for '--shard <K/N>'", "expected K/N"],
+        ),
+        (&["--shard", "2"], &["expected K/N with 1 <= K <= N"]),
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);

@@ -372,28 +372,27 @@ fn seed003_gives_the_same_files_whatever_the_jobs() {
     assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
 }
 
+const SMALL_ALL: [&str; 14] = [
+    "--suite",
+    "all",
+    "--journal-modes",
+    "OFF",
+    "--batches",
+    "1",
+    "--lookup-batches",
+    "1,10",
+    "--dbbench-num",
+    "1000",
+    "--keys-rows",
+    "1000",
+    "--sysbench-rows",
+    "2000",
+];
+
 #[test]
-fn all_runs_every_suite_into_its_own_files() {
+fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let out = temp_dir("all");
-    let stdout = run_into(
-        &out,
-        &[
-            "--suite",
-            "all",
-            "--journal-modes",
-            "OFF",
-            "--batches",
-            "1",
-            "--lookup-batches",
-            "1,10",
-            "--dbbench-num",
-            "1000",
-            "--keys-rows",
-            "1000",
-            "--sysbench-rows",
-            "2000",
-        ],
-    );
+    let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
     // 3 positions x 2 stores x (1 insert batch + 3 reads).
@@ -416,6 +415,75 @@ fn all_runs_every_suite_into_its_own_files() {
             "{stdout}"
         );
     }
+
+    // Two shards (one on two cores), merged in any order: the unsharded files.
+    let (one, two, merged) = (temp_dir("shard-1"), temp_dir("shard-2"), temp_dir("merged"));
+    run_into(
+        &one,
+        &[&SMALL_ALL[..], &["--shard", "1/2", "--jobs", "2"]].concat(),
+    );
+    run_into(
+        &two,
+        &[&SMALL_ALL[..], &["--shard", "2/2", "--jobs", "1"]].concat(),
+    );
+    let shard = read_report(&two.join("keys/results.json"));
+    assert_eq!(shard.results.len(), 24, "every other scenario, 3 rows each");
+    let merge = |dirs: &[&Path], into: &Path| {
+        let mut args = vec!["merge", "--quiet", "--out", into.to_str().unwrap()];
+        args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+        icbench(&args)
+    };
+    let (code, _, stderr) = merge(&[&two, &one], &merged);
+    assert_eq!(code, 0, "{stderr}");
+    same_files(&out, &merged);
+    same_files(&merged, &out);
+
+    // Bad sets of parts are refused, naming the problem.
+    let refused = |dirs: &[&Path], expected: &str| {
+        let (code, _, stderr) = merge(dirs, &temp_dir("refused"));
+        assert_eq!(code, 2, "{dirs:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{dirs:?}: expected {expected:?} in {stderr}"
+        );
+    };
+    refused(&[&one], "shard 2/2 missing");
+    refused(&[&one, &two, &one], "shard 1/2 is given twice");
+    refused(
+        &[&one, &out],
+        "is not a shard: it was run without --shard K/N",
+    );
+    // Another module: the part's record says so.
+    let other = temp_dir("other-module");
+    std::fs::create_dir_all(other.join("lookups")).unwrap();
+    let text = std::fs::read_to_string(two.join("lookups/results.json")).unwrap();
+    let info = shard.extra.get("shard").unwrap();
+    let module = info["module"].as_str().unwrap();
+    std::fs::write(
+        other.join("lookups/results.json"),
+        text.replace(module, &"0".repeat(64)),
+    )
+    .unwrap();
+    let lookups_one = temp_dir("lookups-one");
+    std::fs::create_dir_all(&lookups_one).unwrap();
+    std::fs::rename(one.join("lookups"), lookups_one.join("lookups")).unwrap();
+    refused(
+        &[&lookups_one, &other],
+        "differ in the canister module (SHA-256)",
+    );
+    refused(&[&one, &two], "the shards ran different suites");
+    // Another seed: same scenarios, other settings.
+    let seeded = temp_dir("other-seed");
+    run_into(
+        &seeded,
+        &[
+            &["--suite", "lookups", "--journal-modes", "OFF"][..],
+            &["--lookup-batches", "1,10"],
+            &["--shard", "2/2", "--seed", "7"],
+        ]
+        .concat(),
+    );
+    refused(&[&lookups_one, &seeded], "differ in the settings");
 }
 
 // ---- dbbench (seed 000) ------------------------------------------------------------
