@@ -250,12 +250,15 @@ pub fn run_scenarios(
             }
         }
     }
+    // In order, the scenarios before `i` are the ones done.
+    let done_before = |i: usize| indices.partition_point(|&j| j < i);
     // A client is made per scenario on the worker's thread (it borrows the engine without
     // `Send`); each worker adds up what its clients executed.
     let mut workers: Vec<(Box<dyn Engine + Send>, u64)> =
         forks.into_iter().map(|engine| (engine, 0)).collect();
     let count = indices.len();
-    let mut started = 0;
+    // One line per scenario: before it when they run in order, after it in parallel.
+    let parallel = !workers.is_empty();
     let results = in_parallel(
         &mut workers,
         &mut |i| scenario(client, i),
@@ -268,11 +271,9 @@ pub fn run_scenarios(
         },
         &mut |event| {
             let (done, i) = match event {
-                Event::Starting(i) => (started, i),
-                Event::Finished(n, i) => {
-                    started = n;
-                    (n, i)
-                }
+                Event::Starting(i) if !parallel => (done_before(i), i),
+                Event::Finished(n, i) if parallel => (n, i),
+                _ => return,
             };
             progress(Progress::Scenario {
                 done,
