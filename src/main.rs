@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -16,7 +16,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Report};
-use icbench::suites::{self, CommonArgs, Plan, Progress, REGISTRY};
+use icbench::suites::{self, pool, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +39,9 @@ enum Command {
     Compare(CompareArgs),
     /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
     Canbench(icbench::canbench::CanbenchArgs),
+    /// Join the --out directories of `--shard K/N` runs into the files one unsharded run
+    /// writes; exit status 1 if a suite's gate fails.
+    Merge(MergeArgs),
     /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
     /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
     Crosscheck(CrosscheckArgs),
@@ -108,6 +111,14 @@ struct RunArgs {
     /// Use this canister module instead of building target/canister/bench.wasm.
     #[arg(long)]
     wasm: Option<PathBuf>,
+    /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
+    /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    jobs: Option<u32>,
+    /// Run only the K-th of N disjoint parts of each suite's plan (e.g. 2/4), each part
+    /// doing its own prefill; `icbench merge` joins the parts' --out directories.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -128,6 +139,19 @@ struct CompareArgs {
     /// Changes within this many percent are noise.
     #[arg(long, default_value_t = 2.0)]
     noise: f64,
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// The shards' --out directories, one per shard, in any order.
+    #[arg(required = true, num_args = 1..)]
+    dirs: Vec<PathBuf>,
+    /// Directory for the joined files (laid out as a run's --out).
+    #[arg(long)]
+    out: PathBuf,
+    /// No file list on stderr.
+    #[arg(long)]
+    quiet: bool,
 }
 
 #[derive(Args)]
@@ -169,7 +193,7 @@ fn pocket_ic_engine(_what: &str) -> Result<Box<dyn Engine>> {
 /// Without the feature: why `what` cannot run in this build, and how to get a build that can.
 #[cfg(not(feature = "pocket-ic"))]
 fn pocket_ic_engine(what: &str) -> Result<Box<dyn Engine>> {
-    bail!(
+    anyhow::bail!(
         "{what} needs the PocketIC backend, which this build leaves out (it is the cargo feature \
          `pocket-ic`). Rebuild with it: `cargo run --release --features pocket-ic -- {what} ...` \
          (or `cargo install --path . --features pocket-ic`); it also needs a PocketIC server \
@@ -200,6 +224,10 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         }
         None => bench_canister::ensure_built(args.quiet)?,
     };
+    let exec = Exec {
+        jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
+        shard: args.shard.unwrap_or(Shard::WHOLE),
+    };
     let mut gate_ok = true;
     for (suite, plan) in selected.iter().zip(&plans) {
         let started = std::time::Instant::now();
@@ -207,13 +235,19 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             eprintln!("suite {}", suite.name());
         }
         let mut bar = Bar::new(args.quiet);
-        let report = plan.run(engine.as_mut(), &wasm, &mut |p| bar.update(p))?;
+        let mut report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
+        pool::sign_shard(&mut report, &format!("{plan:?}"), &wasm);
         bar.finish();
-        let document = plan.document(&report);
+        let document = suite.document(&report);
         let dir = suite.out_dir(&args.out);
         let written = report::write_all(&report, &document, &dir)
             .with_context(|| format!("writing results to {}", dir.display()))?;
-        let failures = plan.gate(&report);
+        // A shard has only part of the checks' inputs: `icbench merge` applies the gate.
+        let failures = if exec.shard.is_whole() {
+            suite.gate(&report)
+        } else {
+            Vec::new()
+        };
         if !failures.is_empty() {
             gate_ok = false;
             eprintln!(
@@ -373,6 +407,38 @@ fn cache_line() -> Option<String> {
     Some(line)
 }
 
+fn merge(args: &MergeArgs) -> Result<bool> {
+    let merged = suites::merge::merge(&args.dirs)?;
+    let mut gate_ok = true;
+    for m in merged {
+        let document = m.suite.document(&m.report);
+        let dir = m.suite.out_dir(&args.out);
+        let written = report::write_all(&m.report, &document, &dir)
+            .with_context(|| format!("writing results to {}", dir.display()))?;
+        let failures = m.suite.gate(&m.report);
+        if !failures.is_empty() {
+            gate_ok = false;
+            eprintln!(
+                "{} gate failed ({} checks above the ceilings):\n  {}",
+                m.suite.name(),
+                failures.len(),
+                failures.join("\n  ")
+            );
+        }
+        if !args.quiet {
+            eprintln!(
+                "wrote {}",
+                written
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    Ok(gate_ok)
+}
+
 fn compare(args: &CompareArgs) -> Result<bool> {
     let read = |p: &PathBuf| -> Result<Report> {
         let text =
@@ -413,7 +479,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
                 engine.name()
             );
         }
-        reports.push(cfg.run(engine, &wasm, &mut |_| {})?);
+        reports.push(cfg.run(engine, &wasm, &Exec::SEQUENTIAL, &mut |_| {})?);
     }
     let metric = match args.metric {
         MetricKind::Store => Metric::Store,
@@ -455,6 +521,7 @@ fn main() -> ExitCode {
         ),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
+        Some(Command::Merge(args)) => merge(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),
         Some(Command::Cache { action }) => cache(action),
     };

@@ -16,6 +16,7 @@ use clap::Args;
 use crate::engine::cost::Limits;
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::Engine;
+use crate::suites::pool::{in_parallel, Exec};
 
 use self::config::Config;
 use self::results::{BenchResult, Results};
@@ -73,6 +74,11 @@ pub struct CanbenchArgs {
     /// Not supported (canbench's flame graphs need its Wasm rewriting).
     #[arg(long)]
     pub instruction_tracing: bool,
+    /// Benchmarks run at once, each on its own copy of the post-install state (default:
+    /// the machine's cores; 1 with --show-canister-output, so output stays per bench).
+    /// Results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
 }
 
 /// Everything a run needs, resolved from the flags and the config.
@@ -201,6 +207,9 @@ pub type BenchOutcome = Result<BenchResult, String>;
 pub struct Runner {
     engine: EmbeddedEngine,
     canister: Principal,
+    /// The clock right after the install: bench number `i` of a run sees `installed + i
+    /// + 1`, as when every bench runs on one engine in order, whichever copy runs it.
+    installed_ns: u64,
 }
 
 impl Runner {
@@ -212,7 +221,35 @@ impl Runner {
         if let Some(bytes) = stable_memory {
             engine.set_stable_memory(canister, bytes)?;
         }
-        Ok(Runner { engine, canister })
+        let installed_ns = engine.time_ns();
+        Ok(Runner {
+            engine,
+            canister,
+            installed_ns,
+        })
+    }
+
+    /// `copies` independent runners at the post-install state, for running benches in
+    /// parallel; the state is shared, not copied (see [`Engine::fork`]).
+    pub fn fork(&mut self, copies: usize) -> Result<Vec<Runner>> {
+        let snapshot = self.engine.snapshot(self.canister)?;
+        (0..copies)
+            .map(|_| {
+                Ok(Runner {
+                    engine: self.engine.fork_at(self.canister, snapshot)?,
+                    canister: self.canister,
+                    installed_ns: self.installed_ns,
+                })
+            })
+            .collect()
+    }
+
+    /// Runs bench `name` as the `position`-th (from 0) bench of a run: at the time it
+    /// would run at on one engine, so a bench that reads the time gets the same result
+    /// whichever runner runs it.
+    pub fn run_nth(&mut self, position: usize, name: &str) -> Result<BenchOutcome> {
+        self.engine.set_time_ns(self.installed_ns + position as u64);
+        self.run(name)
     }
 
     pub fn print_canister_output(&mut self, on: bool) {
@@ -269,12 +306,31 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     };
     let mut runner = Runner::install(&wasm, &plan.init_args, stable.as_deref())?;
     runner.print_canister_output(args.show_canister_output);
+    let jobs = match args.jobs {
+        _ if args.show_canister_output => 1,
+        Some(n) => n as usize,
+        None => Exec::default_jobs(),
+    };
+    let positions: Vec<usize> = (0..selected.len()).collect();
+    // This thread runs benches on `runner`, jobs - 1 threads on forks of it.
+    let mut forks = if jobs > 1 && positions.len() > 1 {
+        runner.fork(jobs.min(positions.len()) - 1)?
+    } else {
+        Vec::new()
+    };
+    let outcomes: Vec<BenchOutcome> = in_parallel(
+        &mut forks,
+        &mut |i| runner.run_nth(i, selected[i]),
+        &positions,
+        &|r: &mut Runner, i| r.run_nth(i, selected[i]),
+        &mut |_| {},
+    )?;
 
     let t = args.noise_threshold;
     let mut new = Results::new();
     let mut failed = Vec::new();
-    for name in selected {
-        match runner.run(name)? {
+    for (name, outcome) in selected.into_iter().zip(outcomes) {
+        match outcome {
             Ok(result) => {
                 if !args.hide_results {
                     print!("{}", report::bench_section(name, &result, old.get(name), t));

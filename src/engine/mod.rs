@@ -242,6 +242,19 @@ pub trait Engine {
     fn import_state(&mut self, _wasm: &[u8], _state: &[u8]) -> Result<Principal> {
         anyhow::bail!("the {} engine cannot import canister states", self.name())
     }
+
+    /// An independent engine that can run on another thread: `canister` in it is at
+    /// `snapshot`, and every snapshot of this engine exists there under the same id,
+    /// shared rather than copied. Messages in one engine do not affect the other.
+    /// `Ok(None)` when the engine cannot fork (PocketIC): callers then run everything on
+    /// this engine, one scenario after another.
+    fn fork(
+        &mut self,
+        _canister: Principal,
+        _snapshot: SnapshotId,
+    ) -> Result<Option<Box<dyn Engine + Send>>> {
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

@@ -18,10 +18,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
-use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::Engine;
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::{
     Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
@@ -624,6 +624,10 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Suite for DbBench {
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
     fn name(&self) -> &'static str {
         "dbbench"
     }
@@ -646,6 +650,17 @@ impl Suite for DbBench {
     }
 }
 
+/// A store's benchmarks from one fresh benchmark up to the next one: they run in order on
+/// one canister (each on what the previous left), independently of every other run.
+struct Run {
+    store: KvStore,
+    /// Index into `Bench::ALL` of the first benchmark, and one past the last.
+    benches: std::ops::Range<usize>,
+    /// The store's empty state, and why the store was refused if it was.
+    fresh: SnapshotId,
+    refused: Option<String>,
+}
+
 impl Plan for Config {
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
     /// store, the others on what the previous benchmark left.
@@ -653,6 +668,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -663,12 +679,11 @@ impl Plan for Config {
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
-        let scenarios = cfg.matrix();
-        let mut results = Vec::with_capacity(scenarios.len());
-        let mut index = 0;
+        // The empty store, warm: journal mode set, table created, statements compiled.
+        let base = client.engine.snapshot(canister)?;
+        let mut runs = Vec::new();
         for store in cfg.kv_stores() {
-            // The empty store, warm: journal mode set, table created, statements compiled.
-            let base = client.engine.snapshot(canister)?;
+            client.engine.restore(canister, base)?;
             let mut refused = None;
             if let Some(mode) = store.journal_mode() {
                 let config = SqliteConfig {
@@ -688,55 +703,71 @@ impl Plan for Config {
                 .value
                 .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
             let fresh = client.engine.snapshot(canister)?;
-            let mut present = std::collections::BTreeSet::new();
-            for (bench, bench_keys) in &all_keys {
-                let bench = *bench;
-                let key = format!("{}/{bench}", store.result_store());
-                progress(Progress::Scenario {
-                    done: index,
-                    total: scenarios.len(),
-                    key: &key,
-                });
-                index += 1;
-                if bench.fresh() {
-                    client.engine.restore(canister, fresh)?;
-                    present.clear();
-                }
-                let (keys, ops): (Vec<u64>, u64) = match bench {
-                    Bench::ReadSeq | Bench::ReadSeq100K => {
-                        // db_bench reads min(reads, rows) rows in key order.
-                        let sorted: Vec<u64> = present.iter().copied().collect();
-                        let ops = bench.ops(num).min(sorted.len() as u64);
-                        (sorted, ops)
-                    }
-                    _ => (bench_keys.clone(), bench_keys.len() as u64),
-                };
-                let outcome = match &refused {
-                    Some(reason) => Err(reason.clone()),
-                    None => run_bench(&mut client, store, bench, &keys, ops)?,
-                };
-                if bench.is_write() {
-                    present.extend(bench_keys.iter().copied());
-                }
-                results.push(result(
-                    cfg,
-                    &engine_name,
+            for first in (0..Bench::ALL.len()).filter(|&b| Bench::ALL[b].fresh()) {
+                let end = (first + 1..Bench::ALL.len())
+                    .find(|&b| Bench::ALL[b].fresh())
+                    .unwrap_or(Bench::ALL.len());
+                runs.push(Run {
                     store,
-                    bench,
-                    ops,
-                    &keys,
-                    outcome,
-                    refused.is_some(),
-                ));
+                    benches: first..end,
+                    fresh,
+                    refused: refused.clone(),
+                });
             }
-            client.engine.restore(canister, base)?;
         }
-        progress(Progress::Scenario {
-            done: scenarios.len(),
-            total: scenarios.len(),
-            key: "",
-        });
-        Ok(Report {
+        let measured = pool::run_scenarios(
+            &mut client,
+            base,
+            runs.len(),
+            exec,
+            &|i| {
+                let run = &runs[i];
+                format!(
+                    "{}/{}",
+                    run.store.result_store(),
+                    Bench::ALL[run.benches.start]
+                )
+            },
+            progress,
+            &|client, i| {
+                let run = &runs[i];
+                let store = run.store;
+                let mut present = std::collections::BTreeSet::new();
+                let mut results = Vec::new();
+                client.engine.restore(canister, run.fresh)?;
+                for (bench, bench_keys) in &all_keys[run.benches.clone()] {
+                    let bench = *bench;
+                    let (keys, ops): (Vec<u64>, u64) = match bench {
+                        Bench::ReadSeq | Bench::ReadSeq100K => {
+                            // db_bench reads min(reads, rows) rows in key order.
+                            let sorted: Vec<u64> = present.iter().copied().collect();
+                            let ops = bench.ops(num).min(sorted.len() as u64);
+                            (sorted, ops)
+                        }
+                        _ => (bench_keys.clone(), bench_keys.len() as u64),
+                    };
+                    let outcome = match &run.refused {
+                        Some(reason) => Err(reason.clone()),
+                        None => run_bench(client, store, bench, &keys, ops)?,
+                    };
+                    if bench.is_write() {
+                        present.extend(bench_keys.iter().copied());
+                    }
+                    results.push(result(
+                        cfg,
+                        &engine_name,
+                        store,
+                        bench,
+                        ops,
+                        &keys,
+                        outcome,
+                        run.refused.is_some(),
+                    ));
+                }
+                Ok(results.into())
+            },
+        )?;
+        let mut report = Report {
         suite: "dbbench".into(),
         engine: engine_name,
         rows_before: 0,
@@ -744,7 +775,7 @@ impl Plan for Config {
         payload_size: VALUE_SIZE,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         extra: Default::default(),
         notes: vec![
             format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
@@ -752,10 +783,8 @@ impl Plan for Config {
             "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
             "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
         ],
-    })
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        document(report)
+    };
+        measured.into_report(&mut report);
+        Ok(report)
     }
 }

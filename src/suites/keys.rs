@@ -15,9 +15,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::dbbench::Totals;
 use super::grid::StoreColumn;
+use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
-use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::Engine;
 use crate::report::format::{per_row, thousands};
@@ -373,6 +374,10 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Suite for Keys {
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
     fn name(&self) -> &'static str {
         "keys"
     }
@@ -401,6 +406,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -421,131 +427,141 @@ impl Plan for Config {
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
         let lookups = lookup_indices(rows, cfg.seed);
-        let mut results = Vec::new();
-        let mut page_stats = Vec::new();
-        for (i, s) in scenarios.iter().enumerate() {
-            let key = format!("{}/{}", s.store, s.key_type);
-            progress(Progress::Scenario {
-                done: i,
-                total: scenarios.len(),
-                key: &key,
-            });
-            client.engine.restore(canister, base)?;
-            client
-                .keys_reset(s.store, s.key_type)?
-                .value
-                .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
-            let all = keys(s.key_type, rows, cfg.seed);
-            let mut insert = Totals::default();
-            let mut failed = None;
-            for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
-                let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
-                if let Err(e) = insert.add(m, true) {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            let mut lookup = Totals::default();
-            if failed.is_none() {
-                let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
-                for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
-                    let m = client.keys_lookup(s.store, s.key_type, chunk)?;
-                    if let Err(e) = lookup.add(m, false) {
+        let measured = pool::run_scenarios(
+            &mut client,
+            base,
+            scenarios.len(),
+            exec,
+            &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
+            progress,
+            &|client, i| {
+                let s = &scenarios[i];
+                let key = format!("{}/{}", s.store, s.key_type);
+                let mut results = Vec::new();
+                let mut page_stats = Vec::new();
+                client.engine.restore(canister, base)?;
+                client
+                    .keys_reset(s.store, s.key_type)?
+                    .value
+                    .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
+                let all = keys(s.key_type, rows, cfg.seed);
+                let mut insert = Totals::default();
+                let mut failed = None;
+                for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
+                    let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
+                    if let Err(e) = insert.add(m, true) {
                         failed = Some(e);
                         break;
                     }
                 }
-            }
-            let stats = match &failed {
-                None => Some(
-                    client
-                        .keys_stats(s.store, s.key_type)?
-                        .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
-                ),
-                Some(_) => None,
-            };
-            let journal = if s.store == KeysStore::BTree.name() {
-                String::new()
-            } else {
-                mode.to_string()
-            };
-            // The results name the rowid table `sqlite`, as the other suites do.
-            let store = if s.store == KeysStore::SqliteRowid.name() {
-                "sqlite"
-            } else {
-                s.store
-            };
-            let mut row = |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
-                let mut r = ScenarioResult {
-                    suite: "keys".into(),
-                    engine: engine_name.clone(),
-                    store: store.into(),
-                    journal_mode: journal.clone(),
-                    position: s.key_type.into(),
-                    operation: operation.into(),
-                    batch,
-                    rows_before: if operation == "insert" { 0 } else { rows },
-                    method: method.into(),
-                    args,
-                    status: Status::Ok,
-                    instructions: t.instructions,
-                    instructions_per_row: t.instructions as f64 / batch as f64,
-                    store_instructions: t.store_instructions,
-                    store_instructions_per_row: t.store_instructions as f64 / batch as f64,
-                    cycles: t.cycles as u64,
-                    usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                    heap_pages_delta: 0,
-                    stable_pages_delta: t.stable_delta,
-                    heap_dirty_pages: t.heap_dirty,
-                    stable_dirty_pages: t.stable_dirty,
-                    bytes: t.bytes,
+                let mut lookup = Totals::default();
+                if failed.is_none() {
+                    let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
+                    for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
+                        let m = client.keys_lookup(s.store, s.key_type, chunk)?;
+                        if let Err(e) = lookup.add(m, false) {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let stats = match &failed {
+                    None => Some(
+                        client
+                            .keys_stats(s.store, s.key_type)?
+                            .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
+                    ),
+                    Some(_) => None,
                 };
-                if let Some(e) = &failed {
-                    r.status = Status::Failed(e.clone());
-                } else if operation == "point_lookup" && t.found != batch {
-                    r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
+                let journal = if s.store == KeysStore::BTree.name() {
+                    String::new()
+                } else {
+                    mode.to_string()
+                };
+                // The results name the rowid table `sqlite`, as the other suites do.
+                let store = if s.store == KeysStore::SqliteRowid.name() {
+                    "sqlite"
+                } else {
+                    s.store
+                };
+                let mut row =
+                    |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
+                        let mut r = ScenarioResult {
+                            suite: "keys".into(),
+                            engine: engine_name.clone(),
+                            store: store.into(),
+                            journal_mode: journal.clone(),
+                            position: s.key_type.into(),
+                            operation: operation.into(),
+                            batch,
+                            rows_before: if operation == "insert" { 0 } else { rows },
+                            method: method.into(),
+                            args,
+                            status: Status::Ok,
+                            instructions: t.instructions,
+                            instructions_per_row: t.instructions as f64 / batch as f64,
+                            store_instructions: t.store_instructions,
+                            store_instructions_per_row: t.store_instructions as f64 / batch as f64,
+                            cycles: t.cycles as u64,
+                            usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+                            heap_pages_delta: 0,
+                            stable_pages_delta: t.stable_delta,
+                            heap_dirty_pages: t.heap_dirty,
+                            stable_dirty_pages: t.stable_dirty,
+                            bytes: t.bytes,
+                        };
+                        if let Some(e) = &failed {
+                            r.status = Status::Failed(e.clone());
+                        } else if operation == "point_lookup" && t.found != batch {
+                            r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
+                        }
+                        results.push(r);
+                    };
+                let who = format!("{:?}, {:?}", s.store, s.key_type);
+                row(
+                    "insert",
+                    rows,
+                    &insert,
+                    "keys_insert",
+                    format!(
+                        "({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"
+                    ),
+                );
+                row(
+                    "point_lookup",
+                    LOOKUPS,
+                    &lookup,
+                    "keys_lookup",
+                    format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
+                );
+                let storage = Totals {
+                    bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
+                    ..Totals::default()
+                };
+                row("storage", rows, &storage, "keys_stats", format!("({who})"));
+                if let Some(stats) = stats {
+                    for b in stats.btrees {
+                        page_stats.push(PageStats {
+                            store: store.into(),
+                            key_type: s.key_type.into(),
+                            btree: b.name,
+                            interior_pages: b.interior_pages,
+                            leaf_pages: b.leaf_pages,
+                            overflow_pages: b.overflow_pages,
+                            bytes: b.bytes,
+                        });
+                    }
                 }
-                results.push(r);
-            };
-            let who = format!("{:?}, {:?}", s.store, s.key_type);
-            row(
-                "insert",
-                rows,
-                &insert,
-                "keys_insert",
-                format!("({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"),
-            );
-            row(
-                "point_lookup",
-                LOOKUPS,
-                &lookup,
-                "keys_lookup",
-                format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
-            );
-            let storage = Totals {
-                bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
-                ..Totals::default()
-            };
-            row("storage", rows, &storage, "keys_stats", format!("({who})"));
-            if let Some(stats) = stats {
-                for b in stats.btrees {
-                    page_stats.push(PageStats {
-                        store: store.into(),
-                        key_type: s.key_type.into(),
-                        btree: b.name,
-                        interior_pages: b.interior_pages,
-                        leaf_pages: b.leaf_pages,
-                        overflow_pages: b.overflow_pages,
-                        bytes: b.bytes,
-                    });
-                }
-            }
-        }
-        progress(Progress::Scenario {
-            done: scenarios.len(),
-            total: scenarios.len(),
-            key: "",
-        });
+                let page_stats = page_stats
+                    .iter()
+                    .map(|p| serde_json::to_value(p).expect("page stats serialize"))
+                    .collect();
+                Ok(Outcome {
+                    results,
+                    lists: vec![(PAGE_STATS, page_stats)],
+                })
+            },
+        )?;
         let mut report = Report {
         suite: "keys".into(),
         engine: engine_name,
@@ -554,7 +570,7 @@ impl Plan for Config {
         payload_size: VALUE_SIZE,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         notes: vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
@@ -563,13 +579,7 @@ impl Plan for Config {
         ],
         extra: Default::default(),
     };
-        if !page_stats.is_empty() {
-            report.set_extra(PAGE_STATS, &page_stats);
-        }
+        measured.into_report(&mut report);
         Ok(report)
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        document(report)
     }
 }

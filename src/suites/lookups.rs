@@ -6,7 +6,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users::{self, PREFILL_CHUNK};
-use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 
@@ -75,6 +75,10 @@ impl Config {
 }
 
 impl Suite for Lookups {
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+
     fn name(&self) -> &'static str {
         "lookups"
     }
@@ -100,6 +104,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -112,11 +117,8 @@ impl Plan for Config {
             "lookups",
             &cfg.matrix(),
             &[note.to_string()],
+            exec,
             progress,
         )
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
     }
 }

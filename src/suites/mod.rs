@@ -16,11 +16,14 @@ pub mod dbbench;
 mod grid;
 pub mod keys;
 pub mod lookups;
+pub mod merge;
+pub mod pool;
 pub mod scenario;
 pub mod seed003;
 pub mod sysbench;
 pub mod users;
 
+pub use pool::{Exec, Shard};
 use scenario::{JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
@@ -44,23 +47,28 @@ pub trait Suite: Sync {
     fn out_dir(&self, base: &Path) -> PathBuf {
         base.join(self.name())
     }
-}
-
-/// A configured suite, ready to run.
-pub trait Plan {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report>;
-    /// The tables, plots and notes of a report of this suite.
+    /// The tables, plots and notes of a report of this suite (from the report alone, so
+    /// `icbench merge` renders joined shards as a run renders its own).
     fn document(&self, report: &Report) -> Document;
     /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
     /// every file). Most suites have none.
     fn gate(&self, _report: &Report) -> Vec<String> {
         Vec::new()
     }
+}
+
+/// A configured suite, ready to run. `Debug` shows every setting: shards of one plan must
+/// agree on it.
+pub trait Plan: std::fmt::Debug {
+    /// Runs the plan (the part of it `exec` selects, on `exec.jobs` forks of `engine`
+    /// where it can fork) and returns the report.
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report>;
 }
 
 /// The suite called `name` (case-insensitive).

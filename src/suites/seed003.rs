@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users::{self, PREFILL_CHUNK};
-use super::{sorted_unique, CommonArgs, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 
@@ -103,6 +103,10 @@ impl Config {
 }
 
 impl Suite for Seed003 {
+    fn document(&self, report: &Report) -> Document {
+        super::grid::document(report)
+    }
+
     fn name(&self) -> &'static str {
         "seed003"
     }
@@ -138,6 +142,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -149,11 +154,8 @@ impl Plan for Config {
             "seed003",
             &cfg.matrix(),
             &[],
+            exec,
             progress,
         )
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
     }
 }

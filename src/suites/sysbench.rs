@@ -16,10 +16,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
-use super::{CommonArgs, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::Engine;
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::thousands;
 use crate::report::{
     Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
@@ -360,6 +360,14 @@ fn prefill(client: &mut BenchClient<'_>, store: &str, rows: u64) -> Result<()> {
     Ok(())
 }
 
+/// The canister's store name and the results' journal mode of a scenario.
+fn store_of(s: &SysbenchScenario) -> (&'static str, String) {
+    match s.journal_mode {
+        None => (SysbenchStore::BTree.name(), String::new()),
+        Some(m) => (SysbenchStore::Sqlite.name(), m.to_string()),
+    }
+}
+
 fn journal_suffix(journal: &str) -> String {
     if journal.is_empty() {
         String::new()
@@ -487,6 +495,14 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Suite for Sysbench {
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+
+    fn gate(&self, report: &Report) -> Vec<String> {
+        report_gate(report)
+    }
+
     fn name(&self) -> &'static str {
         "sysbench"
     }
@@ -526,6 +542,7 @@ impl Plan for Config {
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
+        exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
         let cfg = self;
@@ -537,84 +554,92 @@ impl Plan for Config {
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
-        let mut results = Vec::new();
-        // One prefilled snapshot per store; every workload starts from it.
-        let mut current: Option<(Option<JournalMode>, crate::engine::SnapshotId)> = None;
-        for (i, s) in scenarios.iter().enumerate() {
-            let (store, journal) = match s.journal_mode {
-                None => (SysbenchStore::BTree.name(), String::new()),
-                Some(m) => (SysbenchStore::Sqlite.name(), m.to_string()),
-            };
-            let key = format!("{store}{}/{}", journal_suffix(&journal), s.workload.name);
-            progress(Progress::Scenario {
-                done: i,
-                total: scenarios.len(),
-                key: &key,
-            });
-            if current.map(|c| c.0) != Some(s.journal_mode) {
-                client.engine.restore(canister, base)?;
-                if let Some(mode) = s.journal_mode {
-                    client
-                        .configure_sqlite(&SqliteConfig {
-                            journal_mode: Some(mode.to_string()),
-                            ..SqliteConfig::default()
-                        })?
-                        .value
-                        .map_err(|e| anyhow!("setting journal_mode {mode} for sysbench: {e}"))?;
-                }
-                progress(Progress::Prefill {
-                    store: &key,
-                    done: 0,
-                    total: rows,
-                });
-                prefill(&mut client, store, rows)?;
-                current = Some((s.journal_mode, client.engine.snapshot(canister)?));
+        // One prefilled snapshot per store (the map, SQLite per journal mode), made before
+        // any workload runs; every workload starts from its store's.
+        let mut starts: Vec<(Option<JournalMode>, SnapshotId)> = Vec::new();
+        for s in &scenarios {
+            if starts.iter().any(|(m, _)| *m == s.journal_mode) {
+                continue;
             }
-            let snapshot = current.expect("set above").1;
-            client.engine.restore(canister, snapshot)?;
-            let mut t = Totals::default();
-            let mut failed = None;
-            for event in 0..EVENTS {
-                let p = params(s.workload.name, rows, cfg.seed, event);
-                let m = client.sysbench_run(store, s.workload.name, &p)?;
-                if let Err(e) = t.add(m) {
-                    failed = Some(e);
-                    break;
-                }
+            let (store, journal) = store_of(s);
+            client.engine.restore(canister, base)?;
+            if let Some(mode) = s.journal_mode {
+                client
+                    .configure_sqlite(&SqliteConfig {
+                        journal_mode: Some(mode.to_string()),
+                        ..SqliteConfig::default()
+                    })?
+                    .value
+                    .map_err(|e| anyhow!("setting journal_mode {mode} for sysbench: {e}"))?;
             }
-            results.push(ScenarioResult {
-                suite: "sysbench".into(),
-                engine: engine_name.clone(),
-                store: store.into(),
-                journal_mode: journal,
-                position: s.workload.section.name().into(),
-                operation: s.workload.name.into(),
-                batch: EVENTS,
-                rows_before: rows,
-                method: "sysbench_run".into(),
-                args: format!(
-                    "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
-                    s.workload.name
-                ),
-                status: failed.map_or(Status::Ok, Status::Failed),
-                instructions: t.instructions,
-                instructions_per_row: t.instructions as f64 / EVENTS as f64,
-                store_instructions: t.store_instructions,
-                store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
-                cycles: t.cycles as u64,
-                usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                heap_pages_delta: 0,
-                stable_pages_delta: t.stable_delta,
-                heap_dirty_pages: t.heap_dirty,
-                stable_dirty_pages: t.stable_dirty,
-                bytes: t.bytes,
+            progress(Progress::Prefill {
+                store: &format!("{store}{}", journal_suffix(&journal)),
+                done: 0,
+                total: rows,
             });
+            prefill(&mut client, store, rows)?;
+            starts.push((s.journal_mode, client.engine.snapshot(canister)?));
         }
-        progress(Progress::Scenario {
-            done: scenarios.len(),
-            total: scenarios.len(),
-            key: "",
-        });
+        let measured = pool::run_scenarios(
+            &mut client,
+            base,
+            scenarios.len(),
+            exec,
+            &|i| {
+                let s = &scenarios[i];
+                let (store, journal) = store_of(s);
+                format!("{store}{}/{}", journal_suffix(&journal), s.workload.name)
+            },
+            progress,
+            &|client, i| {
+                let s = &scenarios[i];
+                let (store, journal) = store_of(s);
+                let snapshot = starts
+                    .iter()
+                    .find(|(m, _)| *m == s.journal_mode)
+                    .expect("every store was prefilled")
+                    .1;
+                client.engine.restore(canister, snapshot)?;
+                let mut t = Totals::default();
+                let mut failed = None;
+                for event in 0..EVENTS {
+                    let p = params(s.workload.name, rows, cfg.seed, event);
+                    let m = client.sysbench_run(store, s.workload.name, &p)?;
+                    if let Err(e) = t.add(m) {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+                Ok(ScenarioResult {
+                    suite: "sysbench".into(),
+                    engine: engine_name.clone(),
+                    store: store.into(),
+                    journal_mode: journal,
+                    position: s.workload.section.name().into(),
+                    operation: s.workload.name.into(),
+                    batch: EVENTS,
+                    rows_before: rows,
+                    method: "sysbench_run".into(),
+                    args: format!(
+                        "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
+                        s.workload.name
+                    ),
+                    status: failed.map_or(Status::Ok, Status::Failed),
+                    instructions: t.instructions,
+                    instructions_per_row: t.instructions as f64 / EVENTS as f64,
+                    store_instructions: t.store_instructions,
+                    store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
+                    cycles: t.cycles as u64,
+                    usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+                    heap_pages_delta: 0,
+                    stable_pages_delta: t.stable_delta,
+                    heap_dirty_pages: t.heap_dirty,
+                    stable_dirty_pages: t.stable_dirty,
+                    bytes: t.bytes,
+                }
+                .into())
+            },
+        )?;
         let modes = cfg
             .journal_modes
             .iter()
@@ -629,7 +654,7 @@ impl Plan for Config {
         payload_size: 180,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         notes: vec![
             format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
             "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
@@ -638,14 +663,7 @@ impl Plan for Config {
         extra: Default::default(),
     };
         report.set_extra(CEILINGS, &cfg.ceilings);
+        measured.into_report(&mut report);
         Ok(report)
-    }
-
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
-
-    fn gate(&self, report: &Report) -> Vec<String> {
-        report_gate(report)
     }
 }

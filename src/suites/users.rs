@@ -10,7 +10,7 @@ use candid::Principal;
 use sha2::{Digest, Sha256};
 
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
-use super::{CommonArgs, Progress, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, Progress, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::disk_cache::{self, Lookup, STATES};
@@ -290,6 +290,7 @@ pub fn prefill(
 
 /// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
 /// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     engine: &mut dyn Engine,
     wasm: &[u8],
@@ -297,6 +298,7 @@ pub fn run(
     suite: &str,
     scenarios: &[Scenario],
     notes: &[String],
+    exec: &Exec,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
@@ -367,87 +369,22 @@ pub fn run(
         starts.push((store, start));
     }
 
-    let fees = CyclesFees::APPLICATION_13;
-    let mut results = Vec::with_capacity(scenarios.len());
-    for (i, scenario) in scenarios.iter().enumerate() {
-        let key = scenario.key();
-        progress(Progress::Scenario {
-            done: i,
-            total: scenarios.len(),
-            key: &key,
-        });
-        let call = Call::for_scenario(scenario, cfg);
-        let mut result = ScenarioResult {
-            suite: suite.into(),
-            engine: engine_name.clone(),
-            store: scenario.store.kind().into(),
-            journal_mode: scenario
-                .store
-                .journal_mode()
-                .map(|m| m.to_string())
-                .unwrap_or_default(),
-            position: scenario.position.to_string(),
-            operation: scenario.operation.kind().into(),
-            batch: scenario.operation.rows(),
-            rows_before: cfg.rows,
-            method: scenario.method(),
-            args: call.candid_args(),
-            ..ScenarioResult::default()
-        };
-        let start = starts
-            .iter()
-            .find(|(s, _)| *s == scenario.store)
-            .map(|(_, st)| st.clone())
-            .expect("every store has a start");
-        match start {
-            Err(reason) => result.status = Status::Refused(reason),
-            Ok(snapshot) => {
-                client.engine.restore(canister, snapshot)?;
-                let (message, outcome) = match run_call(&mut client, scenario.store.kind(), &call)?
-                {
-                    Reply::Insert(m) => (
-                        m.message,
-                        m.value.map(|r| (r.instructions, r.rows_inserted)),
-                    ),
-                    Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
-                };
-                match outcome {
-                    Err(e) => result.status = Status::Failed(e),
-                    Ok((store_instructions, rows)) if rows != scenario.operation.rows() => {
-                        result.status = Status::Failed(format!(
-                            "expected {} rows, the canister reports {rows}",
-                            scenario.operation.rows()
-                        ));
-                        result.store_instructions = store_instructions;
-                    }
-                    Ok((store_instructions, _)) => {
-                        let n = scenario.operation.rows() as f64;
-                        result.store_instructions = store_instructions;
-                        result.store_instructions_per_row = store_instructions as f64 / n;
-                        result.instructions = message.instructions;
-                        result.instructions_per_row = message.instructions as f64 / n;
-                        if matches!(scenario.operation, Operation::Insert { .. }) {
-                            let cycles = fees.execution_cost(message.instructions, false);
-                            result.cycles = cycles as u64;
-                            result.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
-                        }
-                        result.heap_pages_delta =
-                            pages_delta(message.heap_bytes_before, message.heap_bytes_after);
-                        result.stable_pages_delta =
-                            pages_delta(message.stable_bytes_before, message.stable_bytes_after);
-                        result.heap_dirty_pages = message.heap_dirty_pages;
-                        result.stable_dirty_pages = message.stable_dirty_pages;
-                    }
-                }
-            }
-        }
-        results.push(result);
-    }
-    progress(Progress::Scenario {
-        done: scenarios.len(),
-        total: scenarios.len(),
-        key: "",
-    });
+    let measured = pool::run_scenarios(
+        &mut client,
+        base,
+        scenarios.len(),
+        exec,
+        &|i| scenarios[i].key(),
+        progress,
+        &|client, i| {
+            let start = starts
+                .iter()
+                .find(|(s, _)| *s == scenarios[i].store)
+                .map(|(_, st)| st.clone())
+                .expect("every store has a start");
+            measure(client, cfg, suite, &engine_name, &scenarios[i], start).map(Into::into)
+        },
+    )?;
     let mut all_notes = vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
@@ -455,7 +392,7 @@ pub fn run(
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
     all_notes.extend_from_slice(notes);
-    Ok(Report {
+    let mut report = Report {
         suite: suite.into(),
         engine: engine_name,
         rows_before: cfg.rows,
@@ -463,10 +400,85 @@ pub fn run(
         payload_size: cfg.payload_size,
         wall_seconds: started.elapsed().as_secs_f64(),
         executed_instructions: client.executed_instructions,
-        results,
+        results: Vec::new(),
         notes: all_notes,
         extra: Default::default(),
-    })
+    };
+    measured.into_report(&mut report);
+    Ok(report)
+}
+
+/// One scenario from its store's starting snapshot (or the reason the store was refused).
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    suite: &str,
+    engine_name: &str,
+    scenario: &Scenario,
+    start: Result<SnapshotId, String>,
+) -> Result<ScenarioResult> {
+    let fees = CyclesFees::APPLICATION_13;
+    let call = Call::for_scenario(scenario, cfg);
+    let mut result = ScenarioResult {
+        suite: suite.into(),
+        engine: engine_name.into(),
+        store: scenario.store.kind().into(),
+        journal_mode: scenario
+            .store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        position: scenario.position.to_string(),
+        operation: scenario.operation.kind().into(),
+        batch: scenario.operation.rows(),
+        rows_before: cfg.rows,
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..ScenarioResult::default()
+    };
+    match start {
+        Err(reason) => result.status = Status::Refused(reason),
+        Ok(snapshot) => {
+            let canister = client.canister;
+            client.engine.restore(canister, snapshot)?;
+            let (message, outcome) = match run_call(client, scenario.store.kind(), &call)? {
+                Reply::Insert(m) => (
+                    m.message,
+                    m.value.map(|r| (r.instructions, r.rows_inserted)),
+                ),
+                Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
+            };
+            match outcome {
+                Err(e) => result.status = Status::Failed(e),
+                Ok((store_instructions, rows)) if rows != scenario.operation.rows() => {
+                    result.status = Status::Failed(format!(
+                        "expected {} rows, the canister reports {rows}",
+                        scenario.operation.rows()
+                    ));
+                    result.store_instructions = store_instructions;
+                }
+                Ok((store_instructions, _)) => {
+                    let n = scenario.operation.rows() as f64;
+                    result.store_instructions = store_instructions;
+                    result.store_instructions_per_row = store_instructions as f64 / n;
+                    result.instructions = message.instructions;
+                    result.instructions_per_row = message.instructions as f64 / n;
+                    if matches!(scenario.operation, Operation::Insert { .. }) {
+                        let cycles = fees.execution_cost(message.instructions, false);
+                        result.cycles = cycles as u64;
+                        result.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
+                    }
+                    result.heap_pages_delta =
+                        pages_delta(message.heap_bytes_before, message.heap_bytes_after);
+                    result.stable_pages_delta =
+                        pages_delta(message.stable_bytes_before, message.stable_bytes_after);
+                    result.heap_dirty_pages = message.heap_dirty_pages;
+                    result.stable_dirty_pages = message.stable_dirty_pages;
+                }
+            }
+        }
+    }
+    Ok(result)
 }
 
 /// The key of a post-prefill state: the engine's part (the module, the engine's

@@ -352,3 +352,24 @@ fn bad_inputs_are_clear_errors() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("instructions: 207 (new)"));
 }
+
+#[test]
+fn jobs_do_not_change_the_output_or_the_files() {
+    let w = wasm();
+    let outputs: Vec<(String, String, String)> = ["1", "2", "4"]
+        .iter()
+        .map(|jobs| {
+            let s = Scratch::new(&format!("jobs_{jobs}"));
+            let o = s.run(&["--wasm", &w, "--persist", "--csv", "--jobs", jobs]);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            (
+                stdout(&o),
+                s.read("canbench_results.yml"),
+                s.read("canbench_results.csv"),
+            )
+        })
+        .collect();
+    assert!(outputs[0].0.contains("Benchmark: stable_probe (new)"));
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}

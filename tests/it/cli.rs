@@ -37,6 +37,15 @@ fn bad_values_list_the_accepted_ones() {
             &["--usd-per-xdr=-1"],
             &["--usd-per-xdr must be a positive number"],
         ),
+        (&["--jobs", "0"], &["'0' for '--jobs <JOBS>'", "1..=1024"]),
+        (&["--jobs", "two"], &["'two' for '--jobs <JOBS>'"]),
+        (&["canbench", "--jobs", "0"], &["'0' for '--jobs <JOBS>'"]),
+        (&["run", "--jobs=-1"], &["'-1' for '--jobs <JOBS>'"]),
+        (
+            &["--shard", "3/2"],
+            &["'3/2' for '--shard <K/N>'", "expected K/N"],
+        ),
+        (&["--shard", "2"], &["expected K/N with 1 <= K <= N"]),
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);

@@ -615,6 +615,65 @@ fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
     assert_eq!(e.state_hash(id).unwrap(), at_snapshot);
 }
 
+#[test]
+fn a_fork_starts_at_the_snapshot_shares_the_others_and_runs_on_its_own() {
+    // COMMON's imports, plus the time (imports come before the memory and globals).
+    let common = COMMON.replacen(
+        "(memory 1)",
+        r#"(import "ic0" "time" (func $time (result i64))) (memory 1)"#,
+        1,
+    );
+    let wasm = wat::parse_str(format!(
+        "(module {common} {})",
+        r#"(func (export "canister_update step")
+             (global.set $g (i64.add (global.get $g) (i64.const 3)))
+             (i64.store (i32.const 300) (global.get $g))
+             (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
+             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
+             (i64.store (i32.const 308) (call $time))
+             (call $append (i32.const 300) (i32.const 16))
+             (call $reply))"#
+    ))
+    .unwrap();
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    e.update(id, "step", &[]).unwrap();
+    let first = e.snapshot(id).unwrap();
+    let at_first = e.state_hash(id).unwrap();
+    e.update(id, "step", &[]).unwrap();
+    let second = e.snapshot(id).unwrap();
+    let at_second = e.state_hash(id).unwrap();
+
+    let mut fork = e
+        .fork(id, first)
+        .unwrap()
+        .expect("the embedded engine forks");
+    let mut other = e.fork_at(id, second).unwrap();
+    assert_eq!(other.state_hash(id).unwrap(), at_second);
+    // The parent's next message and the fork's see the same state, time and counts.
+    let from_parent = {
+        e.restore(id, first).unwrap();
+        e.update(id, "step", &[]).unwrap()
+    };
+    let from_fork = std::thread::spawn(move || {
+        let out = fork.update(id, "step", &[]).unwrap();
+        // The other snapshot exists in the fork under the same id.
+        fork.restore(id, second).unwrap();
+        out
+    })
+    .join()
+    .unwrap();
+    assert_eq!(from_fork.result, from_parent.result);
+    assert_eq!(from_fork.report, from_parent.report);
+    // Messages in one engine leave the others alone.
+    assert_eq!(other.state_hash(id).unwrap(), at_second);
+    e.restore(id, first).unwrap();
+    assert_eq!(e.state_hash(id).unwrap(), at_first);
+    other.update(id, "step", &[]).unwrap();
+    e.restore(id, second).unwrap();
+    assert_eq!(e.state_hash(id).unwrap(), at_second);
+}
+
 /// A wasm64 canister: the System API takes 64-bit addresses and sizes, loads and stores
 /// cost 2, and each heap page written costs 4x the wasm32 charge.
 const WASM64: &str = r#"(module

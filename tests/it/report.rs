@@ -2,11 +2,11 @@
 //! JSON round trip, plot shape and determinism, and the comparison rules.
 
 use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status};
-use icbench::suites::{seed003, Plan};
+use icbench::suites::{seed003, Suite};
 
 /// The seed003 suite's document: the position tables and plots these tests check.
 fn document(report: &Report) -> Document {
-    seed003::Config::default().document(report)
+    seed003::Seed003.document(report)
 }
 
 fn markdown(report: &Report) -> String {

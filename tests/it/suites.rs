@@ -251,6 +251,46 @@ fn run_into(out: &Path, extra: &[&str]) -> String {
     stdout
 }
 
+/// Every file two runs wrote under their directories is byte-identical, but the wall time
+/// (report.md's line, results.json's field).
+fn same_files(a: &Path, b: &Path) {
+    let without_wall = |text: String| -> String {
+        text.lines()
+            .filter(|l| !l.starts_with("- Wall time: ") && !l.contains("\"wall_seconds\": "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut files = Vec::new();
+    let mut dirs = vec![a.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path.strip_prefix(a).unwrap().to_path_buf());
+            }
+        }
+    }
+    assert!(
+        files.iter().any(|f| f.ends_with("results.csv")),
+        "{files:?}"
+    );
+    for f in &files {
+        let (x, y) = (a.join(f), b.join(f));
+        if f.ends_with("results.csv") || f.extension().is_some_and(|e| e == "svg") {
+            assert!(
+                std::fs::read(&x).unwrap() == std::fs::read(&y).unwrap(),
+                "{} differs",
+                f.display()
+            );
+        } else {
+            let read = |p: &Path| without_wall(std::fs::read_to_string(p).unwrap());
+            assert_eq!(read(&x), read(&y), "{} differs", f.display());
+        }
+    }
+}
+
 /// The numbers of two runs, wall time left out.
 fn same_numbers(a: &Report, b: &Report) {
     assert_eq!(a.results, b.results);
@@ -269,8 +309,10 @@ fn lookups_end_to_end_is_deterministic() {
         "1,10,25",
     ];
     let (first, second) = (temp_dir("lookups-1"), temp_dir("lookups-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("lookups");
     for file in [
         "report.md",
@@ -319,27 +361,37 @@ fn lookups_end_to_end_is_deterministic() {
 }
 
 #[test]
-fn all_runs_every_suite_into_its_own_files() {
+fn seed003_gives_the_same_files_whatever_the_jobs() {
+    let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
+    let (first, second) = (temp_dir("seed003-1"), temp_dir("seed003-2"));
+    run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "3"]].concat());
+    same_files(&first, &second);
+    // 3 positions x 3 stores x (2 insert batches + 3 reads).
+    assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
+}
+
+const SMALL_ALL: [&str; 14] = [
+    "--suite",
+    "all",
+    "--journal-modes",
+    "OFF",
+    "--batches",
+    "1",
+    "--lookup-batches",
+    "1,10",
+    "--dbbench-num",
+    "1000",
+    "--keys-rows",
+    "1000",
+    "--sysbench-rows",
+    "2000",
+];
+
+#[test]
+fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let out = temp_dir("all");
-    let stdout = run_into(
-        &out,
-        &[
-            "--suite",
-            "all",
-            "--journal-modes",
-            "OFF",
-            "--batches",
-            "1",
-            "--lookup-batches",
-            "1,10",
-            "--dbbench-num",
-            "1000",
-            "--keys-rows",
-            "1000",
-            "--sysbench-rows",
-            "2000",
-        ],
-    );
+    let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
     // 3 positions x 2 stores x (1 insert batch + 3 reads).
@@ -362,6 +414,75 @@ fn all_runs_every_suite_into_its_own_files() {
             "{stdout}"
         );
     }
+
+    // Two shards (one on two cores), merged in any order: the unsharded files.
+    let (one, two, merged) = (temp_dir("shard-1"), temp_dir("shard-2"), temp_dir("merged"));
+    run_into(
+        &one,
+        &[&SMALL_ALL[..], &["--shard", "1/2", "--jobs", "2"]].concat(),
+    );
+    run_into(
+        &two,
+        &[&SMALL_ALL[..], &["--shard", "2/2", "--jobs", "1"]].concat(),
+    );
+    let shard = read_report(&two.join("keys/results.json"));
+    assert_eq!(shard.results.len(), 24, "every other scenario, 3 rows each");
+    let merge = |dirs: &[&Path], into: &Path| {
+        let mut args = vec!["merge", "--quiet", "--out", into.to_str().unwrap()];
+        args.extend(dirs.iter().map(|d| d.to_str().unwrap()));
+        icbench(&args)
+    };
+    let (code, _, stderr) = merge(&[&two, &one], &merged);
+    assert_eq!(code, 0, "{stderr}");
+    same_files(&out, &merged);
+    same_files(&merged, &out);
+
+    // Bad sets of parts are refused, naming the problem.
+    let refused = |dirs: &[&Path], expected: &str| {
+        let (code, _, stderr) = merge(dirs, &temp_dir("refused"));
+        assert_eq!(code, 2, "{dirs:?}: {stderr}");
+        assert!(
+            stderr.contains(expected),
+            "{dirs:?}: expected {expected:?} in {stderr}"
+        );
+    };
+    refused(&[&one], "shard 2/2 missing");
+    refused(&[&one, &two, &one], "shard 1/2 is given twice");
+    refused(
+        &[&one, &out],
+        "is not a shard: it was run without --shard K/N",
+    );
+    // Another module: the part's record says so.
+    let other = temp_dir("other-module");
+    std::fs::create_dir_all(other.join("lookups")).unwrap();
+    let text = std::fs::read_to_string(two.join("lookups/results.json")).unwrap();
+    let info = shard.extra.get("shard").unwrap();
+    let module = info["module"].as_str().unwrap();
+    std::fs::write(
+        other.join("lookups/results.json"),
+        text.replace(module, &"0".repeat(64)),
+    )
+    .unwrap();
+    let lookups_one = temp_dir("lookups-one");
+    std::fs::create_dir_all(&lookups_one).unwrap();
+    std::fs::rename(one.join("lookups"), lookups_one.join("lookups")).unwrap();
+    refused(
+        &[&lookups_one, &other],
+        "differ in the canister module (SHA-256)",
+    );
+    refused(&[&one, &two], "the shards ran different suites");
+    // Another seed: same scenarios, other settings.
+    let seeded = temp_dir("other-seed");
+    run_into(
+        &seeded,
+        &[
+            &["--suite", "lookups", "--journal-modes", "OFF"][..],
+            &["--lookup-batches", "1,10"],
+            &["--shard", "2/2", "--seed", "7"],
+        ]
+        .concat(),
+    );
+    refused(&[&lookups_one, &seeded], "differ in the settings");
 }
 
 // ---- dbbench (seed 000) ------------------------------------------------------------
@@ -546,8 +667,10 @@ fn dbbench_methods_contract() {
 fn dbbench_end_to_end_is_deterministic() {
     let args = ["--suite", "dbbench", "--dbbench-num", "1000"];
     let (first, second) = (temp_dir("dbbench-1"), temp_dir("dbbench-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("dbbench");
     for file in [
         "report.md",
@@ -772,8 +895,10 @@ fn keys_methods_contract() {
 fn keys_end_to_end_is_deterministic() {
     let args = ["--suite", "keys", "--keys-rows", "1000"];
     let (first, second) = (temp_dir("keys-1"), temp_dir("keys-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("keys");
     for file in ["report.md", "results.csv", "results.json", "plot-keys.svg"] {
         assert!(dir.join(file).is_file(), "{file} missing");
@@ -1118,8 +1243,10 @@ fn sysbench_methods_contract() {
 fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
     let args = ["--suite", "sysbench", "--sysbench-rows", "2000"];
     let (first, second) = (temp_dir("sysbench-1"), temp_dir("sysbench-2"));
-    let stdout = run_into(&first, &args);
-    run_into(&second, &args);
+    // One scenario at a time, then two at once: the same files, wall time aside.
+    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
+    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
+    same_files(&first, &second);
     let dir = first.join("sysbench");
     for file in [
         "report.md",

@@ -543,7 +543,8 @@ struct SinceLoad {
 pub struct EmbeddedEngine {
     limits: Limits,
     canisters: HashMap<Principal, Canister>,
-    snapshots: Vec<(Principal, SavedState)>,
+    /// Behind `Arc`: a fork shares them with its parent instead of copying them.
+    snapshots: Vec<(Principal, Arc<SavedState>)>,
     time_ns: u64,
     next_canister: u64,
     print_log: bool,
@@ -595,6 +596,17 @@ impl EmbeddedEngine {
 
     pub fn limits(&self) -> Limits {
         self.limits
+    }
+
+    /// The time (ns since the epoch) the last message saw; the next one sees one more.
+    pub fn time_ns(&self) -> u64 {
+        self.time_ns
+    }
+
+    /// Sets the clock, so that work spread over forks sees the time it would have seen
+    /// on one engine (canbench's benches: one query each).
+    pub fn set_time_ns(&mut self, time_ns: u64) {
+        self.time_ns = time_ns;
     }
 
     fn canister(&mut self, id: Principal) -> Result<&mut Canister> {
@@ -1497,7 +1509,7 @@ impl Engine for EmbeddedEngine {
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
         let saved = self.save(id)?;
-        self.snapshots.push((id, saved));
+        self.snapshots.push((id, Arc::new(saved)));
         Ok(SnapshotId(self.snapshots.len() as u64 - 1))
     }
 
@@ -1514,6 +1526,45 @@ impl Engine for EmbeddedEngine {
             );
         }
         self.load(id, &saved)
+    }
+
+    fn fork(
+        &mut self,
+        id: Principal,
+        snapshot: SnapshotId,
+    ) -> Result<Option<Box<dyn Engine + Send>>> {
+        Ok(Some(Box::new(self.fork_at(id, snapshot)?)))
+    }
+}
+
+impl EmbeddedEngine {
+    /// [`Engine::fork`] with the concrete type, for callers that use the embedded
+    /// engine's own methods (canbench sets the clock).
+    pub fn fork_at(&mut self, id: Principal, snapshot: SnapshotId) -> Result<EmbeddedEngine> {
+        let version = self.canister(id)?.version;
+        let mut fork = EmbeddedEngine {
+            limits: self.limits,
+            canisters: HashMap::new(),
+            // Shared, not copied: stable pages are `Arc`s replaced on write, and a heap
+            // image is only read (each engine copies it into its own live heap).
+            snapshots: self.snapshots.clone(),
+            time_ns: self.time_ns,
+            next_canister: self.next_canister,
+            print_log: self.print_log,
+            counter: self.counter,
+        };
+        fork.canisters.insert(
+            id,
+            Canister {
+                module: None,
+                live: None,
+                committed_heap: HeapImage::default(),
+                version,
+                since_load: None,
+            },
+        );
+        fork.restore(id, snapshot)?;
+        Ok(fork)
     }
 }
 

@@ -1,0 +1,474 @@
+//! Running a plan's independent scenarios on several cores (`--jobs`) and running one part
+//! of a plan (`--shard K/N`). The scheduling lives here only: a suite prepares its canister
+//! (install, prefill, snapshots) on the engine it is given, then hands [`run_scenarios`]
+//! one function that runs scenario `i` on any engine from that state.
+//!
+//! Results do not depend on `--jobs`: every scenario starts from a snapshot (it restores
+//! the one it needs), each worker runs on its own fork of the engine, and results are put
+//! back in plan order.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use anyhow::{anyhow, Result};
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::Progress;
+use crate::bench_canister::BenchClient;
+use crate::engine::{Engine, SnapshotId};
+use crate::report::{Report, ScenarioResult};
+
+/// One of N disjoint parts of a plan: `--shard K/N`. Scenario `i` (0-based, in plan order)
+/// belongs to part `i % N + 1`, so every part gets a share of each kind of scenario.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// K, from 1.
+    pub index: usize,
+    /// N.
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole plan: `1/1`.
+    pub const WHOLE: Shard = Shard { index: 1, count: 1 };
+
+    pub fn includes(self, scenario: usize) -> bool {
+        scenario % self.count == self.index - 1
+    }
+
+    pub fn is_whole(self) -> bool {
+        self.count == 1
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/4), got {s:?}");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (usize, usize) = (
+            k.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if k == 0 || n == 0 || k > n {
+            return Err(bad());
+        }
+        Ok(Shard { index: k, count: n })
+    }
+}
+
+/// How a plan runs: on how many engines at once, and which part of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Exec {
+    /// Scenarios run at once, each worker on its own fork of the engine (1: all on the
+    /// given engine, one after another).
+    pub jobs: usize,
+    pub shard: Shard,
+}
+
+impl Exec {
+    /// Everything, one scenario after another on the given engine.
+    pub const SEQUENTIAL: Exec = Exec {
+        jobs: 1,
+        shard: Shard::WHOLE,
+    };
+
+    /// The machine's cores (1 if unknown).
+    pub fn default_jobs() -> usize {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+
+    /// The scenarios of `0..total` this run measures, in plan order.
+    pub fn indices(&self, total: usize) -> Vec<usize> {
+        (0..total).filter(|&i| self.shard.includes(i)).collect()
+    }
+}
+
+/// What one scenario adds to the report: its result rows and, for a suite that keeps
+/// lists in [`Report::extra`] (keys' page statistics), its items of each list.
+#[derive(Default)]
+pub struct Outcome {
+    pub results: Vec<ScenarioResult>,
+    pub lists: Vec<(&'static str, Vec<Value>)>,
+}
+
+impl From<ScenarioResult> for Outcome {
+    fn from(r: ScenarioResult) -> Outcome {
+        Outcome {
+            results: vec![r],
+            lists: Vec::new(),
+        }
+    }
+}
+
+impl From<Vec<ScenarioResult>> for Outcome {
+    fn from(results: Vec<ScenarioResult>) -> Outcome {
+        Outcome {
+            results,
+            lists: Vec::new(),
+        }
+    }
+}
+
+/// The name in [`Report::extra`] of a shard's [`ShardInfo`].
+pub const SHARD: &str = "shard";
+
+/// What a shard's results.json carries so that `icbench merge` can check its parts belong
+/// together and put every row back where one unsharded run has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// K of K/N.
+    pub index: usize,
+    /// N of K/N.
+    pub count: usize,
+    /// Scenarios in the whole plan.
+    pub scenarios: usize,
+    /// SHA-256 of the whole plan's scenario keys, and of its settings (the plan's `Debug`).
+    pub plan: String,
+    pub settings: String,
+    /// SHA-256 of the canister module.
+    pub module: String,
+    /// Instructions executed before the first scenario (install, prefill): every shard
+    /// runs them, a joined report counts them once.
+    pub setup_instructions: u64,
+    /// This shard's scenarios in plan order, with how many rows (and list items) each added.
+    pub parts: Vec<Part>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub scenario: usize,
+    pub results: usize,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lists: BTreeMap<String, usize>,
+}
+
+/// The outcomes of a run's scenarios, to put into its report.
+pub struct Outcomes {
+    outcomes: Vec<(usize, Outcome)>,
+    total: usize,
+    plan: String,
+    shard: Shard,
+    setup_instructions: u64,
+}
+
+impl Outcomes {
+    /// Puts the rows (and list items) into `report` in plan order; a shard's report also
+    /// gets its [`ShardInfo`] (settings and module are filled in by [`sign_shard`]).
+    pub fn into_report(self, report: &mut Report) {
+        let mut lists: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+        let mut parts = Vec::new();
+        for (scenario, outcome) in self.outcomes {
+            let mut counts = BTreeMap::new();
+            for (name, items) in outcome.lists {
+                *counts.entry(name.to_string()).or_default() += items.len();
+                lists.entry(name.to_string()).or_default().extend(items);
+            }
+            parts.push(Part {
+                scenario,
+                results: outcome.results.len(),
+                lists: counts,
+            });
+            report.results.extend(outcome.results);
+        }
+        for (name, items) in lists {
+            if !items.is_empty() {
+                report.extra.insert(name, Value::Array(items));
+            }
+        }
+        if !self.shard.is_whole() {
+            let info = ShardInfo {
+                index: self.shard.index,
+                count: self.shard.count,
+                scenarios: self.total,
+                plan: self.plan,
+                settings: String::new(),
+                module: String::new(),
+                setup_instructions: self.setup_instructions,
+                parts,
+            };
+            report.set_extra(SHARD, &info);
+        }
+    }
+}
+
+/// SHA-256 in hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Records in a shard's report which settings and module it ran with.
+pub fn sign_shard(report: &mut Report, settings: &str, module: &[u8]) {
+    if let Some(mut info) = report.extra::<ShardInfo>(SHARD) {
+        info.settings = sha256_hex(settings.as_bytes());
+        info.module = sha256_hex(module);
+        report.set_extra(SHARD, &info);
+    }
+}
+
+/// Runs `scenario(client, i)` for every scenario `i` of `0..total` in `exec`'s shard.
+/// With `exec.jobs` > 1 and an engine that can fork, the calling thread runs scenarios on
+/// `client` and `exec.jobs - 1` threads on forks of its engine taken at `start`; otherwise
+/// everything runs on `client`, in order. A scenario must put the canister into the state
+/// it needs (restore a snapshot) before measuring. Instructions executed on the forks are
+/// added to `client.executed_instructions`. `key(i)` names scenario `i` in the progress.
+pub fn run_scenarios(
+    client: &mut BenchClient<'_>,
+    start: SnapshotId,
+    total: usize,
+    exec: &Exec,
+    key: &(dyn Fn(usize) -> String + Sync),
+    progress: &mut dyn FnMut(Progress<'_>),
+    scenario: &(dyn Fn(&mut BenchClient<'_>, usize) -> Result<Outcome> + Sync),
+) -> Result<Outcomes> {
+    let indices = exec.indices(total);
+    let plan = (0..total).map(|i| key(i) + "\n").collect::<String>();
+    let setup_instructions = client.executed_instructions;
+    let canister = client.canister;
+    let mut forks: Vec<Box<dyn Engine + Send>> = Vec::new();
+    if exec.jobs > 1 && indices.len() > 1 {
+        for _ in 1..exec.jobs.min(indices.len()) {
+            match client.engine.fork(canister, start)? {
+                Some(fork) => forks.push(fork),
+                None => break,
+            }
+        }
+    }
+    // In order, the scenarios before `i` are the ones done.
+    let done_before = |i: usize| indices.partition_point(|&j| j < i);
+    // A client is made per scenario on the worker's thread (it borrows the engine without
+    // `Send`); each worker adds up what its clients executed.
+    let mut workers: Vec<(Box<dyn Engine + Send>, u64)> =
+        forks.into_iter().map(|engine| (engine, 0)).collect();
+    let count = indices.len();
+    // One line per scenario: before it when they run in order, after it in parallel.
+    let parallel = !workers.is_empty();
+    let results = in_parallel(
+        &mut workers,
+        &mut |i| scenario(client, i),
+        &indices,
+        &|(engine, executed), i| {
+            let mut worker = BenchClient::attach(engine.as_mut(), canister);
+            let out = scenario(&mut worker, i);
+            *executed += worker.executed_instructions;
+            out
+        },
+        &mut |event| {
+            let (done, i) = match event {
+                Event::Starting(i) if !parallel => (done_before(i), i),
+                Event::Finished(n, i) if parallel => (n, i),
+                _ => return,
+            };
+            progress(Progress::Scenario {
+                done,
+                total: count,
+                key: &key(i),
+            })
+        },
+    )?;
+    client.executed_instructions += workers.iter().map(|(_, n)| n).sum::<u64>();
+    progress(Progress::Scenario {
+        done: count,
+        total: count,
+        key: "",
+    });
+    Ok(Outcomes {
+        outcomes: indices.into_iter().zip(results).collect(),
+        total,
+        plan: sha256_hex(plan.as_bytes()),
+        shard: exec.shard,
+        setup_instructions,
+    })
+}
+
+/// What [`in_parallel`] tells its caller's thread, for a progress bar.
+pub enum Event {
+    /// The calling thread starts item `i`.
+    Starting(usize),
+    /// `n` items are finished, the last one `i`.
+    Finished(usize, usize),
+}
+
+/// Runs every `i` of `indices`: on the calling thread with `local(i)`, and on one thread
+/// per worker with `work(worker, i)`, each taking the next index when it is free; returns
+/// the results in the order of `indices`. `event` is called on the calling thread. The
+/// first error stops everyone before their next item and is returned.
+pub fn in_parallel<W: Send, R: Send>(
+    workers: &mut [W],
+    local: &mut dyn FnMut(usize) -> Result<R>,
+    indices: &[usize],
+    work: &(dyn Fn(&mut W, usize) -> Result<R> + Sync),
+    event: &mut dyn FnMut(Event),
+) -> Result<Vec<R>> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let mut slots: Vec<Option<R>> = indices.iter().map(|_| None).collect();
+    let (tx, rx) = mpsc::channel::<(usize, Result<R>)>();
+    let mut first_error = None;
+    let mut done = 0;
+    let mut take = |slot: usize, out: Result<R>, event: &mut dyn FnMut(Event)| match out {
+        Ok(r) => {
+            slots[slot] = Some(r);
+            done += 1;
+            event(Event::Finished(done, indices[slot]));
+        }
+        Err(e) => {
+            stop.store(true, Ordering::Relaxed);
+            first_error.get_or_insert(e);
+        }
+    };
+    std::thread::scope(|scope| {
+        for worker in workers.iter_mut() {
+            let tx = tx.clone();
+            let (next, stop) = (&next, &stop);
+            scope.spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let slot = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = indices.get(slot) else { break };
+                let out = work(worker, i);
+                let failed = out.is_err();
+                if failed {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if tx.send((slot, out)).is_err() || failed {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        while !stop.load(Ordering::Relaxed) {
+            let slot = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = indices.get(slot) else { break };
+            event(Event::Starting(i));
+            let out = local(i);
+            take(slot, out, event);
+            while let Ok((slot, out)) = rx.try_recv() {
+                take(slot, out, event);
+            }
+        }
+        // Ends when every worker has finished and dropped its sender.
+        for (slot, out) in rx {
+            take(slot, out, event);
+        }
+    });
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    slots
+        .into_iter()
+        .zip(indices)
+        .map(|(r, i)| r.ok_or_else(|| anyhow!("scenario {i} was not run")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_are_disjoint_and_cover_the_plan() {
+        let parts: Vec<Vec<usize>> = (1..=3)
+            .map(|k| {
+                Exec {
+                    jobs: 1,
+                    shard: Shard { index: k, count: 3 },
+                }
+                .indices(8)
+            })
+            .collect();
+        assert_eq!(parts, [vec![0, 3, 6], vec![1, 4, 7], vec![2, 5]]);
+        assert_eq!(Exec::SEQUENTIAL.indices(3), [0, 1, 2]);
+        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+        for bad in ["0/2", "3/2", "1/0", "2", "a/b", "1/2/3", ""] {
+            let err = bad.parse::<Shard>().unwrap_err();
+            assert!(err.contains("expected K/N"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn results_come_back_in_plan_order_whatever_finishes_first() {
+        let mut workers = vec![0u32; 3];
+        let indices = [4, 1, 7, 0, 9];
+        let mut seen = Vec::new();
+        let mut local_count = 0;
+        let out = in_parallel(
+            &mut workers,
+            &mut |i| {
+                local_count += 1;
+                Ok(i * 10)
+            },
+            &indices,
+            &|count: &mut u32, i| {
+                *count += 1;
+                // Later items finish first.
+                std::thread::sleep(std::time::Duration::from_millis(10 - i as u64));
+                Ok(i * 10)
+            },
+            &mut |e| {
+                if let Event::Finished(done, i) = e {
+                    seen.push((done, i))
+                }
+            },
+        )
+        .unwrap();
+        assert_eq!(out, [40, 10, 70, 0, 90]);
+        assert_eq!(workers.iter().sum::<u32>() + local_count, 5);
+        let mut finished: Vec<usize> = seen.iter().map(|&(_, i)| i).collect();
+        finished.sort_unstable();
+        assert_eq!(finished, [0, 1, 4, 7, 9]);
+        assert_eq!(
+            seen.iter().map(|&(n, _)| n).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn an_error_is_returned_and_stops_the_worker() {
+        // The calling thread alone, so the count is exact: it stops after the failing item.
+        let mut workers: Vec<()> = Vec::new();
+        let indices: Vec<usize> = (0..100).collect();
+        let ran = AtomicUsize::new(0);
+        let err = in_parallel(
+            &mut workers,
+            &mut |i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if i == 3 {
+                    Err(anyhow!("scenario 3 broke"))
+                } else {
+                    Ok(i)
+                }
+            },
+            &indices,
+            &|(), i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if i == 3 {
+                    Err(anyhow!("scenario 3 broke"))
+                } else {
+                    Ok(i)
+                }
+            },
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert_eq!(err.to_string(), "scenario 3 broke");
+        assert_eq!(ran.load(Ordering::Relaxed), 4);
+    }
+}
