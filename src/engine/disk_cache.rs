@@ -34,6 +34,12 @@ pub const MODULES: &str = "modules";
 /// Canister states after a suite's prefill (see `suites::users`).
 pub const STATES: &str = "states";
 
+/// How many entries of each kind ([`KINDS`] order) the cache keeps: writing one more
+/// removes the least recently used. A compiled bench canister is tens of MB, a default
+/// run's post-prefill state about 450 MB, and every edit of the engine or of a suite makes
+/// new keys, so without a bound a development machine's cache only grows.
+pub const KEEP: [usize; 2] = [32, 3];
+
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);
 /// Per kind: hits, misses, rejected entries.
@@ -148,7 +154,14 @@ pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
     Ok(match check(&bytes, key) {
-        Ok(meta_len) => Lookup::Found(Entry { bytes, meta_len }),
+        Ok(meta_len) => {
+            // Recently used, for [`prune`]; an entry that stays old only costs a recompute.
+            let _ = std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+            Lookup::Found(Entry { bytes, meta_len })
+        }
         Err(e) => {
             count_rejected(kind);
             Lookup::Damaged(e.context(format!("cache entry {}", path.display())))
@@ -220,7 +233,30 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
         let _ = std::fs::remove_file(&temp);
         return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
     }
-    Ok(())
+    prune(dir, kind, KEEP[kind_index(kind)], key).map(|_| ())
+}
+
+/// Removes the least recently used entries of `kind` (by modification time, which [`read`]
+/// refreshes) until `keep` are left, never the entry `newest`. Returns how many it removed.
+pub fn prune(dir: &Path, kind: &str, keep: usize, newest: &[u8; 32]) -> Result<usize> {
+    let newest = entry_path(dir, kind, newest);
+    let mut others: Vec<(std::time::SystemTime, PathBuf)> = files(dir, kind)?
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(ENTRY_SUFFIX) && *p != newest)
+        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .collect();
+    // Newest first; the path breaks ties so the outcome does not depend on listing order.
+    others.sort_by(|a, b| b.cmp(a));
+    let mut removed = 0;
+    for (_, path) in others.iter().skip(keep.saturating_sub(1)) {
+        match std::fs::remove_file(path) {
+            Ok(()) => removed += 1,
+            // A concurrent run removed it first.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(anyhow!(e).context(format!("removing {}", path.display()))),
+        }
+    }
+    Ok(removed)
 }
 
 /// Entries and their bytes, per kind.
@@ -373,5 +409,44 @@ mod tests {
         assert!(dir.join(MODULES).join("user-file").is_file());
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(clear(&dir).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_least_recently_used_entries_go_first() {
+        use std::time::{Duration, SystemTime};
+        let dir = temp("prune");
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let age = |key: u8, secs: u64| {
+            std::fs::File::options()
+                .write(true)
+                .open(entry_path(&dir, STATES, &[key; 32]))
+                .unwrap()
+                .set_modified(t0 + Duration::from_secs(secs))
+                .unwrap();
+        };
+        let present = || -> Vec<u8> {
+            (1..=5u8)
+                .filter(|k| entry_path(&dir, STATES, &[*k; 32]).is_file())
+                .collect()
+        };
+        // Three states, the cache's bound: nothing goes.
+        for key in 1..=3u8 {
+            write(&dir, STATES, &[key; 32], b"", b"state").unwrap();
+            age(key, key as u64);
+        }
+        assert_eq!(present(), vec![1, 2, 3]);
+        // Entry 1 is read (so used most recently); a fourth state then evicts entry 2.
+        assert!(matches!(read(&dir, STATES, &[1; 32]).unwrap(), Lookup::Found(_)));
+        write(&dir, STATES, &[4; 32], b"", b"state").unwrap();
+        assert_eq!(present(), vec![1, 3, 4]);
+        // The entry just written stays even when it is the oldest by its time stamp.
+        age(4, 0);
+        assert_eq!(prune(&dir, STATES, 1, &[4; 32]).unwrap(), 2);
+        assert_eq!(present(), vec![4]);
+        // Modules are bounded apart: states never evict them.
+        write(&dir, MODULES, &[9; 32], b"", b"module").unwrap();
+        assert_eq!(prune(&dir, STATES, 1, &[5; 32]).unwrap(), 1);
+        assert!(entry_path(&dir, MODULES, &[9; 32]).is_file());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
