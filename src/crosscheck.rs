@@ -273,6 +273,7 @@ mod tests {
             seed: 2026,
             payload_size: 100,
             wall_seconds: 0.0,
+            prefill: None,
             executed_instructions: 0,
             results,
             notes: vec![],

@@ -69,7 +69,14 @@ pub fn markdown(report: &Report, document: &Document) -> String {
         "- Payload size: {} bytes\n",
         thousands(report.payload_size)
     ));
-    out.push_str(&format!("- Wall time: {}\n", duration(report.wall_seconds)));
+    // One line with the wall time: both describe this run, not its results.
+    match &report.prefill {
+        Some(prefill) => out.push_str(&format!(
+            "- Wall time: {} (prefill {prefill})\n",
+            duration(report.wall_seconds)
+        )),
+        None => out.push_str(&format!("- Wall time: {}\n", duration(report.wall_seconds))),
+    }
     if !report.notes.is_empty() {
         out.push_str("\nNotes:\n\n");
         for note in &report.notes {

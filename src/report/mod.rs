@@ -41,6 +41,12 @@ pub struct Report {
     /// Bytes of the value of each row.
     pub payload_size: u64,
     pub wall_seconds: f64,
+    /// Where the state the scenarios started from came from, when the suite says (e.g. the
+    /// prefill "run" or "loaded from the cache"). Shown next to the wall time in report.md
+    /// and, like it, a fact of this run rather than a result: results.json leaves it out, so
+    /// two runs' result files stay comparable.
+    #[serde(skip)]
+    pub prefill: Option<String>,
     /// Instructions the engine executed for the whole run, prefill included.
     #[serde(default)]
     pub executed_instructions: u64,
@@ -140,6 +146,7 @@ pub(crate) mod fixture {
             seed: 7,
             payload_size: 100,
             wall_seconds: 1.5,
+            prefill: None,
             executed_instructions: 0,
             results,
             notes: vec![],

@@ -774,6 +774,7 @@ impl Plan for Config {
         seed: 301,
         payload_size: VALUE_SIZE,
         wall_seconds: started.elapsed().as_secs_f64(),
+        prefill: None,
         executed_instructions: client.executed_instructions,
         results: Vec::new(),
         extra: Default::default(),

@@ -653,6 +653,7 @@ impl Plan for Config {
         seed: cfg.seed,
         payload_size: 180,
         wall_seconds: started.elapsed().as_secs_f64(),
+        prefill: None,
         executed_instructions: client.executed_instructions,
         results: Vec::new(),
         notes: vec![

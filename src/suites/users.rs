@@ -313,6 +313,11 @@ pub fn run(
     let loaded = cache
         .as_ref()
         .and_then(|(dir, key)| load_prefill(engine, wasm, dir, key));
+    let prefill_source = if loaded.is_some() {
+        "loaded from the cache"
+    } else {
+        "run"
+    };
     let mut client = match loaded {
         Some((canister, executed)) => {
             let mut client = BenchClient::attach(engine, canister);
@@ -399,6 +404,7 @@ pub fn run(
         seed: cfg.seed,
         payload_size: cfg.payload_size,
         wall_seconds: started.elapsed().as_secs_f64(),
+        prefill: Some(prefill_source.into()),
         executed_instructions: client.executed_instructions,
         results: Vec::new(),
         notes: all_notes,

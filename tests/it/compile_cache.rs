@@ -340,6 +340,18 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     );
     assert!(!second.contains("warning"), "{second}");
     assert_eq!(csv2, csv, "hits give the results of misses");
+    // The report says where the starting state came from, on the line of the wall time.
+    let prefill_line = |run: &str| {
+        let md = std::fs::read_to_string(scratch.join(run).join("report.md")).unwrap();
+        let line = md.lines().find(|l| l.starts_with("- Wall time: ")).map(str::to_string);
+        line.unwrap_or_else(|| panic!("no wall time line in {md}"))
+    };
+    assert!(prefill_line("1").ends_with(" (prefill run)"), "{}", prefill_line("1"));
+    assert!(
+        prefill_line("2").ends_with(" (prefill loaded from the cache)"),
+        "{}",
+        prefill_line("2")
+    );
 
     // A damaged module entry: said, compiled again, the same results.
     let flip = |path: &Path| {

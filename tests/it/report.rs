@@ -99,6 +99,7 @@ fn sample() -> Report {
         seed: 42,
         payload_size: 100,
         wall_seconds: 83.25,
+        prefill: None,
         executed_instructions: 0,
         results,
         notes: vec!["SQLite page cache: 2,000 pages".into()],

@@ -1104,6 +1104,7 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
         seed: 1,
         payload_size: 180,
         wall_seconds: 0.0,
+        prefill: None,
         executed_instructions: 0,
         results,
         notes: vec![],
