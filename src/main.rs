@@ -250,12 +250,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         };
         if !failures.is_empty() {
             gate_ok = false;
-            eprintln!(
-                "{} gate failed ({} checks above the ceilings):\n  {}",
-                suite.name(),
-                failures.len(),
-                failures.join("\n  ")
-            );
+            eprint_gate_failures(suite.name(), &failures);
         }
         let stdout = match args.format {
             Format::Table => report::terminal(&document),
@@ -268,14 +263,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         }
         print!("{stdout}");
         if !args.quiet {
-            eprintln!(
-                "wrote {}",
-                written
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            eprint_written(&written);
             eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
         }
     }
@@ -407,6 +395,19 @@ fn cache_line() -> Option<String> {
     Some(line)
 }
 
+fn eprint_gate_failures(suite: &str, failures: &[String]) {
+    eprintln!(
+        "{suite} gate failed ({} checks above the ceilings):\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}
+
+fn eprint_written(written: &[std::path::PathBuf]) {
+    let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    eprintln!("wrote {}", paths.join(", "));
+}
+
 fn merge(args: &MergeArgs) -> Result<bool> {
     let merged = suites::merge::merge(&args.dirs)?;
     let mut gate_ok = true;
@@ -418,22 +419,10 @@ fn merge(args: &MergeArgs) -> Result<bool> {
         let failures = m.suite.gate(&m.report);
         if !failures.is_empty() {
             gate_ok = false;
-            eprintln!(
-                "{} gate failed ({} checks above the ceilings):\n  {}",
-                m.suite.name(),
-                failures.len(),
-                failures.join("\n  ")
-            );
+            eprint_gate_failures(m.suite.name(), &failures);
         }
         if !args.quiet {
-            eprintln!(
-                "wrote {}",
-                written
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            eprint_written(&written);
         }
     }
     Ok(gate_ok)
