@@ -259,3 +259,81 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     let under = (out != Path::new(".")).then_some(out);
     super::finish(&names, outcomes, &baseline, &output, under)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canbench::results::m;
+
+    fn part(index: usize, positions: &[usize]) -> Part {
+        let benches: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        Part {
+            kind: KIND.into(),
+            icbench: "0".into(),
+            index,
+            count: 2,
+            module: "m".into(),
+            init_args: String::new(),
+            stable_memory: None,
+            outcomes: positions
+                .iter()
+                .map(|&i| {
+                    let r = BenchResult {
+                        total: m(1, i as u64, 0, 0),
+                        scopes: Default::default(),
+                    };
+                    PartOutcome::new(i, &benches[i], &Ok(r))
+                })
+                .collect(),
+            benches,
+            baseline: Results::new(),
+            output: Output {
+                noise_threshold: 2.0,
+                less_verbose: false,
+                show_summary: false,
+                hide_results: false,
+                persist: true,
+                csv: false,
+                results_path: "r.yml".into(),
+                csv_path: "r.csv".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn join_puts_outcomes_back_in_run_order_and_refuses_damaged_parts() {
+        let root = std::env::temp_dir().join(format!("icbench-cb-shard-{}", std::process::id()));
+        let dirs: Vec<PathBuf> = ["p1", "p2"].iter().map(|d| root.join(d)).collect();
+        part(1, &[0, 2]).write(&dirs[0]).unwrap();
+        part(2, &[1]).write(&dirs[1]).unwrap();
+        let (names, outcomes, _, output) = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
+        assert_eq!(names, ["a", "b", "c"]);
+        let counts: Vec<u64> = outcomes
+            .iter()
+            .map(|o| o.as_ref().unwrap().total.instructions)
+            .collect();
+        assert_eq!(counts, [0, 1, 2]);
+        assert!(output.persist);
+
+        part(2, &[2]).write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(
+            err.contains("its benchmarks are not those of its shard"),
+            "{err}"
+        );
+        let mut both = part(2, &[1]);
+        both.outcomes[0].error = Some("x".into());
+        both.write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(
+            err.contains("has not exactly one of result and error"),
+            "{err}"
+        );
+        let mut renamed = part(2, &[1]);
+        renamed.outcomes[0].bench = "z".into();
+        renamed.write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(err.contains("bench 1 is named \"z\""), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
