@@ -39,8 +39,9 @@ enum Command {
     Compare(CompareArgs),
     /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
     Canbench(icbench::canbench::CanbenchArgs),
-    /// Join the --out directories of `--shard K/N` runs into the files one unsharded run
-    /// writes; exit status 1 if a suite's gate fails.
+    /// Join the --out directories of `--shard K/N` runs (of the suites or of `icbench
+    /// canbench`) into the files one unsharded run writes; exit status 1 if a suite's gate
+    /// fails or a bench failed.
     Merge(MergeArgs),
     /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
     /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
@@ -146,7 +147,9 @@ struct MergeArgs {
     /// The shards' --out directories, one per shard, in any order.
     #[arg(required = true, num_args = 1..)]
     dirs: Vec<PathBuf>,
-    /// Directory for the joined files (laid out as a run's --out).
+    /// Directory for the joined files (laid out as a run's --out). For canbench parts: the
+    /// directory the results file and CSV paths are relative to (`.` writes them where the
+    /// unsharded run would).
     #[arg(long)]
     out: PathBuf,
     /// No file list on stderr.
@@ -409,6 +412,25 @@ fn eprint_written(written: &[std::path::PathBuf]) {
 }
 
 fn merge(args: &MergeArgs) -> Result<bool> {
+    use icbench::canbench::shard;
+    // canbench parts and suite shards are told apart by their files; never mixed.
+    let canbench: Vec<&PathBuf> = args.dirs.iter().filter(|d| shard::is_part(d)).collect();
+    if canbench.len() == args.dirs.len() {
+        return shard::merge(&args.dirs, &args.out);
+    }
+    if let Some(part) = canbench.first() {
+        let other = args
+            .dirs
+            .iter()
+            .find(|d| !shard::is_part(d))
+            .expect("some directory is not a canbench part");
+        return Err(anyhow!(
+            "{} holds a part of an `icbench canbench --shard` run ({}) and {} does not: canbench parts are merged only with each other",
+            part.display(),
+            shard::PART_FILE,
+            other.display()
+        ));
+    }
     let merged = suites::merge::merge(&args.dirs)?;
     let mut gate_ok = true;
     for m in merged {
@@ -485,7 +507,10 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
 const CONVERTER_COMMAND: &str = "wasi2ic-post";
 
 fn main() -> ExitCode {
-    if std::env::args_os().nth(1).is_some_and(|a| a == CONVERTER_COMMAND) {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == CONVERTER_COMMAND)
+    {
         return wasi2ic_post::main_with_args(std::env::args_os().skip(2));
     }
     let matches = command().get_matches();

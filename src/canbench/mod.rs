@@ -5,6 +5,7 @@ pub mod compare;
 pub mod config;
 pub mod report;
 pub mod results;
+pub mod shard;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use clap::Args;
 use crate::engine::cost::Limits;
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::Engine;
-use crate::suites::pool::{in_parallel, Exec};
+use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::config::Config;
 use self::results::{BenchResult, Results};
@@ -79,6 +80,15 @@ pub struct CanbenchArgs {
     /// Results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub jobs: Option<u32>,
+    /// Run only the K-th of N disjoint parts of the benchmarks (e.g. 2/4) and write it into
+    /// --out; `icbench merge` joins the parts into the report and files of one unsharded
+    /// run. A part never writes the results file or the CSV (--persist and --csv are
+    /// recorded for the merge).
+    #[arg(long, value_name = "K/N", requires = "out")]
+    pub shard: Option<Shard>,
+    /// Directory for the part of a --shard run.
+    #[arg(long, requires = "shard")]
+    pub out: Option<PathBuf>,
 }
 
 /// Everything a run needs, resolved from the flags and the config.
@@ -311,7 +321,9 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         Some(n) => n as usize,
         None => Exec::default_jobs(),
     };
-    let positions: Vec<usize> = (0..selected.len()).collect();
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    // A bench keeps its place in the whole run (its clock) whichever part runs it.
+    let positions: Vec<usize> = (0..selected.len()).filter(|&i| shard.includes(i)).collect();
     // This thread runs benches on `runner`, jobs - 1 threads on forks of it.
     let mut forks = if jobs > 1 && positions.len() > 1 {
         runner.fork(jobs.min(positions.len()) - 1)?
@@ -325,15 +337,85 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         &|r: &mut Runner, i| r.run_nth(i, selected[i]),
         &mut |_| {},
     )?;
+    let names: Vec<String> = selected.into_iter().cloned().collect();
+    let output = Output {
+        noise_threshold: args.noise_threshold,
+        less_verbose: args.less_verbose,
+        show_summary: args.show_summary,
+        hide_results: args.hide_results,
+        persist: args.persist,
+        csv: args.csv,
+        results_path: plan.results_path.clone(),
+        csv_path: plan.csv_path.clone(),
+    };
+    if shard.is_whole() {
+        return finish(&names, outcomes, &old, &output, None);
+    }
+    let dir = args
+        .out
+        .as_deref()
+        .ok_or_else(|| anyhow!("--shard {shard} needs --out DIR for its part"))?;
+    let part = shard::Part {
+        kind: shard::KIND.to_string(),
+        icbench: env!("CARGO_PKG_VERSION").to_string(),
+        index: shard.index,
+        count: shard.count,
+        module: crate::suites::pool::sha256_hex(&wasm),
+        init_args: hex::encode(&plan.init_args),
+        stable_memory: stable.as_deref().map(crate::suites::pool::sha256_hex),
+        benches: names.clone(),
+        baseline: old.clone(),
+        output: output.clone(),
+        outcomes: positions
+            .iter()
+            .zip(&outcomes)
+            .map(|(&i, o)| shard::PartOutcome::new(i, &names[i], o))
+            .collect(),
+    };
+    let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
+    let ok = print_sections(&mine, outcomes, &old, &output).1.is_empty();
+    let path = part.write(dir)?;
+    println!(
+        "Shard {shard}: {} of the {} benchmarks, written to {} (`icbench merge` joins the parts)",
+        mine.len(),
+        names.len(),
+        path.display()
+    );
+    Ok(ok)
+}
 
-    let t = args.noise_threshold;
+/// How a run reports and which files it writes: the flags, kept in a shard's part so that
+/// the merge reports as the unsharded run would.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Output {
+    pub noise_threshold: f64,
+    pub less_verbose: bool,
+    pub show_summary: bool,
+    pub hide_results: bool,
+    pub persist: bool,
+    pub csv: bool,
+    pub results_path: PathBuf,
+    pub csv_path: PathBuf,
+}
+
+/// Prints each bench's section (stdout) or error (stderr) in run order; returns the
+/// results and the names of the failed benches.
+fn print_sections(
+    names: &[String],
+    outcomes: Vec<BenchOutcome>,
+    old: &Results,
+    o: &Output,
+) -> (Results, Vec<String>) {
     let mut new = Results::new();
     let mut failed = Vec::new();
-    for (name, outcome) in selected.into_iter().zip(outcomes) {
+    for (name, outcome) in names.iter().zip(outcomes) {
         match outcome {
             Ok(result) => {
-                if !args.hide_results {
-                    print!("{}", report::bench_section(name, &result, old.get(name), t));
+                if !o.hide_results {
+                    print!(
+                        "{}",
+                        report::bench_section(name, &result, old.get(name), o.noise_threshold)
+                    );
                 }
                 new.insert(name.clone(), result);
             }
@@ -343,10 +425,29 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             }
         }
     }
-    let entries = compare::entries(&new, &old);
+    (new, failed)
+}
+
+/// The end of a whole run, unsharded or merged: the report of every bench (`names` in run
+/// order, with their outcomes), then the CSV and the results file as `o` asks; relative
+/// file paths are taken from `under` (the merge's --out) when given. `Ok(false)` when a
+/// bench failed.
+pub fn finish(
+    names: &[String],
+    outcomes: Vec<BenchOutcome>,
+    old: &Results,
+    o: &Output,
+    under: Option<&Path>,
+) -> Result<bool> {
+    let (new, failed) = print_sections(names, outcomes, old, o);
+    let entries = compare::entries(&new, old);
     print!(
         "{}",
-        report::closing(&entries, t, !args.less_verbose || args.show_summary)
+        report::closing(
+            &entries,
+            o.noise_threshold,
+            !o.less_verbose || o.show_summary
+        )
     );
     if !failed.is_empty() {
         // Persisting now would silently drop the failed benches from the files.
@@ -358,17 +459,20 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         );
         return Ok(false);
     }
-    if args.csv {
-        std::fs::write(&plan.csv_path, compare::csv(&entries))
-            .with_context(|| format!("writing {}", plan.csv_path.display()))?;
-        println!("CSV results saved to {}", plan.csv_path.display());
+    let place = |p: &Path| match under {
+        Some(dir) => dir.join(p),
+        None => p.to_path_buf(),
+    };
+    if o.csv {
+        let path = place(&o.csv_path);
+        std::fs::write(&path, compare::csv(&entries))
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("CSV results saved to {}", path.display());
     }
-    if args.persist {
-        results::write(&plan.results_path, &new)?;
-        println!(
-            "Successfully persisted results to {}",
-            plan.results_path.display()
-        );
+    if o.persist {
+        let path = place(&o.results_path);
+        results::write(&path, &new)?;
+        println!("Successfully persisted results to {}", path.display());
     }
     Ok(true)
 }

@@ -373,3 +373,197 @@ fn jobs_do_not_change_the_output_or_the_files() {
     assert_eq!(outputs[0], outputs[1]);
     assert_eq!(outputs[0], outputs[2]);
 }
+
+/// A baseline that makes `empty` regress and `stable_probe` improve, so the merged report
+/// has every kind of line.
+const BASELINE: &str = "benches:\n  empty:\n    total:\n      calls: 1\n      instructions: 200\n      heap_increase: 0\n      stable_memory_increase: 0\n    scopes: {}\n  stable_probe:\n    total:\n      calls: 1\n      instructions: 99999999\n      heap_increase: 0\n      stable_memory_increase: 1\n    scopes: {}\nversion: 0.6.0\n";
+
+#[test]
+fn shards_merged_equal_the_unsharded_run() {
+    let w = wasm();
+    let flags = ["--wasm", &w, "--persist", "--csv"];
+    let whole = Scratch::new("shard_whole");
+    whole.write("canbench_results.yml", BASELINE);
+    let o = whole.run(&flags);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let expected = stdout(&o);
+    assert!(expected.contains("regressed by 3.50%"), "{expected}");
+
+    let s = Scratch::new("shard_parts");
+    s.write("canbench_results.yml", BASELINE);
+    for (k, jobs) in [("1", "1"), ("2", "2")] {
+        let shard = format!("{k}/2");
+        let out = format!("part{k}");
+        let mut args = flags.to_vec();
+        args.extend(["--shard", &shard, "--out", &out, "--jobs", jobs]);
+        let o = s.run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).ends_with(&format!(
+            "Shard {k}/2: 5 of the 10 benchmarks, written to part{k}/canbench_part.json (`icbench merge` joins the parts)\n"
+        )));
+        // A part never overwrites the results file with a partial result, nor writes the CSV.
+        assert_eq!(s.read("canbench_results.yml"), BASELINE);
+        assert!(!s.path("canbench_results.csv").exists());
+    }
+    let merge = |args: &[&str]| {
+        crate::support::icbench_command()
+            .arg("merge")
+            .args(args)
+            .current_dir(&s.0)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    // Any order; `--out .` writes where the unsharded run writes.
+    let o = merge(&["part2", "part1", "--out", "."]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), expected);
+    assert_eq!(stderr(&o), "");
+    for f in ["canbench_results.yml", "canbench_results.csv"] {
+        assert_eq!(s.read(f), whole.read(f), "{f}");
+    }
+    // Elsewhere, the same files under --out.
+    let o = merge(&["part1", "part2", "--out", "joined"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        expected.replace(" to canbench_results.", " to joined/canbench_results.")
+    );
+    for f in ["canbench_results.yml", "canbench_results.csv"] {
+        assert_eq!(s.read(&format!("joined/{f}")), whole.read(f), "{f}");
+    }
+}
+
+/// The fixture with a custom section appended: the same benches in another module.
+fn other_module(s: &Scratch) -> String {
+    let mut bytes = std::fs::read(support::fixture_wasm_path()).unwrap();
+    bytes.extend([0x00, 0x06, 0x04, b'i', b'c', b'b', b't', 0x01]);
+    s.write("other.wasm", bytes);
+    "other.wasm".to_string()
+}
+
+#[test]
+fn merge_refuses_parts_that_are_not_one_whole_run() {
+    let s = Scratch::new("shard_refusals");
+    let w = wasm();
+    let other = other_module(&s);
+    let part = |out: &str, shard: &str, extra: &[&str]| {
+        let mut args = vec!["--wasm", &w, "--shard", shard, "--out", out];
+        if extra.first() == Some(&"--wasm") {
+            args[1] = extra[1];
+            args.extend(&extra[2..]);
+        } else {
+            args.extend(extra);
+        }
+        let o = s.run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    };
+    part("p1", "1/2", &[]);
+    part("p2", "2/2", &[]);
+    part("other_module", "2/2", &["--wasm", &other]);
+    part("other_init", "2/2", &["--init-args", "4449444c0000"]);
+    part("other_pattern", "2/2", &["stable"]);
+    part("other_threshold", "2/2", &["--noise-threshold", "5"]);
+    part("other_count", "2/3", &[]);
+    s.write("old.yml", BASELINE);
+    part("other_baseline", "2/2", &["--results", "old.yml"]);
+    let merge = |dirs: &[&str]| {
+        crate::support::icbench_command()
+            .arg("merge")
+            .args(dirs)
+            .args(["--out", "joined"])
+            .current_dir(&s.0)
+            .output()
+            .unwrap()
+    };
+    for (dir, what) in [
+        (
+            "other_module",
+            "they differ in the canister module (SHA-256)",
+        ),
+        (
+            "other_init",
+            "they differ in the init args ( vs 4449444c0000)",
+        ),
+        ("other_pattern", "they differ in the benchmarks run"),
+        (
+            "other_threshold",
+            "they differ in the report and file options",
+        ),
+        ("other_count", "they differ in the shard count (2 vs 3)"),
+        ("other_baseline", "they differ in the previous results"),
+    ] {
+        fails_with(
+            &merge(&["p1", dir]),
+            2,
+            &format!("p1/canbench_part.json and {dir}/canbench_part.json are not parts of one run: {what}"),
+        );
+    }
+    fails_with(
+        &merge(&["p1"]),
+        2,
+        "shard 2/2 missing (have 1/2 in p1/canbench_part.json)",
+    );
+    fails_with(
+        &merge(&["p1", "p2", "p1"]),
+        2,
+        "shard 1/2 is given twice: p1/canbench_part.json and p1/canbench_part.json",
+    );
+    // A suite's shard directory (or any other) is not mixed with canbench parts.
+    std::fs::create_dir_all(s.path("not_a_part")).unwrap();
+    fails_with(
+        &merge(&["p1", "not_a_part"]),
+        2,
+        "p1 holds a part of an `icbench canbench --shard` run (canbench_part.json) and not_a_part does not",
+    );
+    s.write("p2/canbench_part.json", "{\"kind\": \"something else\"}");
+    fails_with(
+        &merge(&["p1", "p2"]),
+        2,
+        "p2/canbench_part.json: not a part written by this icbench",
+    );
+    assert!(!s.path("joined").exists(), "nothing written on a refusal");
+    // A shard needs a directory for its part, and K/N must be a part.
+    fails_with(&s.run(&["--wasm", &w, "--shard", "1/2"]), 2, "--out <OUT>");
+    fails_with(
+        &s.run(&["--wasm", &w, "--shard", "3/2", "--out", "p3"]),
+        2,
+        "expected K/N with 1 <= K <= N",
+    );
+}
+
+#[test]
+fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
+    let w = wasm();
+    // hex("trap") makes trap_on_request (the 10th bench, so part 2/2's) trap.
+    let flags = [
+        "--wasm",
+        &w,
+        "--init-args",
+        "74726170",
+        "--persist",
+        "--csv",
+    ];
+    let whole = Scratch::new("shard_trap_whole");
+    let expected = whole.run(&flags);
+    assert_eq!(expected.status.code(), Some(1));
+    let s = Scratch::new("shard_trap_parts");
+    for (k, code) in [("1", 0), ("2", 1)] {
+        let (shard, out) = (format!("{k}/2"), format!("part{k}"));
+        let mut args = flags.to_vec();
+        args.extend(["--shard", &shard, "--out", &out]);
+        let o = s.run(&args);
+        assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
+    }
+    let o = crate::support::icbench_command()
+        .args(["merge", "part1", "part2", "--out", "."])
+        .current_dir(&s.0)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stdout(&o), stdout(&expected));
+    assert_eq!(stderr(&o), stderr(&expected));
+    assert!(stderr(&o).contains("1 of 10 benchmarks failed (trap_on_request)"));
+    assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
+}

@@ -16,7 +16,10 @@ use icbench::engine::{Engine, ErrorCode, Reject};
 
 fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| ensure_built_with(true, Some(crate::support::icbench_bin())).expect("scripts/build-canister.sh builds the canister"))
+    WASM.get_or_init(|| {
+        ensure_built_with(true, Some(crate::support::icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister")
+    })
 }
 
 fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {

@@ -135,8 +135,14 @@ fn crosscheck_refuses_a_negative_threshold() {
 #[cfg(not(feature = "pocket-ic"))]
 fn pocket_ic_without_the_feature_says_how_to_rebuild() {
     for (args, what) in [
-        (&["--engine", "pocket-ic", "--quiet"][..], "--engine pocket-ic"),
-        (&["run", "--engine", "pocket-ic", "--quiet"][..], "--engine pocket-ic"),
+        (
+            &["--engine", "pocket-ic", "--quiet"][..],
+            "--engine pocket-ic",
+        ),
+        (
+            &["run", "--engine", "pocket-ic", "--quiet"][..],
+            "--engine pocket-ic",
+        ),
         (&["crosscheck", "--quiet"][..], "crosscheck"),
     ] {
         let (code, stderr) = icbench(args);

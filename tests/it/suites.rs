@@ -218,7 +218,8 @@ fn bad_suite_selections_are_refused_before_any_work() {
 fn wasm_path() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        ensure_built_with(true, Some(crate::support::icbench_bin())).expect("scripts/build-canister.sh builds the canister");
+        ensure_built_with(true, Some(crate::support::icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister");
         default_wasm_path()
     })
 }

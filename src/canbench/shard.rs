@@ -1,0 +1,339 @@
+//! `icbench canbench --shard K/N` parts and their merge. Bench `i` of a run (0-based, in
+//! export order after the pattern) belongs to part `i % N + 1`, the suites' rule. A part
+//! writes no results file and no CSV, only [`PART_FILE`] into its --out directory: its
+//! benches' outcomes, and what the merge needs to print and write what the unsharded run
+//! would (the previous results, the flags) and to refuse parts of different runs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::results::{BenchResult, Results};
+use super::{BenchOutcome, Output};
+
+/// The part's file in a shard's --out directory.
+pub const PART_FILE: &str = "canbench_part.json";
+/// The part file's `kind`: what wrote it, and its format.
+pub const KIND: &str = "icbench canbench part 1";
+
+/// A shard's part of a canbench run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub kind: String,
+    /// The icbench version that ran it (another engine may count differently).
+    pub icbench: String,
+    /// K of K/N.
+    pub index: usize,
+    /// N of K/N.
+    pub count: usize,
+    /// SHA-256 of the module as installed (gunzipped).
+    pub module: String,
+    /// The install argument, hex.
+    pub init_args: String,
+    /// SHA-256 of the stable memory file, if any.
+    pub stable_memory: Option<String>,
+    /// Every bench of the whole run, in run order.
+    pub benches: Vec<String>,
+    /// The previous results the run compares against.
+    pub baseline: Results,
+    pub output: Output,
+    /// This part's benches, in run order.
+    pub outcomes: Vec<PartOutcome>,
+}
+
+/// One bench's outcome and its place in the whole run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartOutcome {
+    pub position: usize,
+    pub bench: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<BenchResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PartOutcome {
+    pub fn new(position: usize, bench: &str, outcome: &BenchOutcome) -> PartOutcome {
+        let (result, error) = match outcome {
+            Ok(r) => (Some(r.clone()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        PartOutcome {
+            position,
+            bench: bench.to_string(),
+            result,
+            error,
+        }
+    }
+
+    fn outcome(&self) -> Option<BenchOutcome> {
+        match (&self.result, &self.error) {
+            (Some(r), None) => Some(Ok(r.clone())),
+            (None, Some(e)) => Some(Err(e.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl Part {
+    /// Writes the part into `dir` (created if missing); returns the file's path.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let path = dir.join(PART_FILE);
+        let text = serde_json::to_string_pretty(self)
+            .with_context(|| format!("encoding the part for {}", path.display()))?;
+        std::fs::write(&path, text + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(path)
+    }
+
+    fn read(dir: &Path) -> Result<Part> {
+        let path = dir.join(PART_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let kind = serde_json::from_str::<Value>(&text)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(Value::as_str).map(str::to_string));
+        if kind.as_deref() != Some(KIND) {
+            bail!(
+                "{}: not a part written by this icbench (kind {:?}, expected {KIND:?})",
+                path.display(),
+                kind.unwrap_or_default()
+            );
+        }
+        serde_json::from_str(&text).map_err(|e| anyhow!("{}: damaged part: {e}", path.display()))
+    }
+
+    /// What every part of one run has in common, by name, for naming a difference.
+    fn facts(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("the icbench version", json(&self.icbench)),
+            ("the shard count", json(&self.count)),
+            ("the canister module (SHA-256)", json(&self.module)),
+            ("the init args", json(&self.init_args)),
+            (
+                "the stable memory file (SHA-256)",
+                json(&self.stable_memory),
+            ),
+            (
+                "the benchmarks run (the module's benches and the pattern)",
+                json(&self.benches),
+            ),
+            (
+                "the previous results (the results file compared against)",
+                json(&self.baseline),
+            ),
+            (
+                "the report and file options (--persist, --csv, --noise-threshold, --results, ...)",
+                json(&self.output),
+            ),
+        ]
+    }
+}
+
+fn json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("part fields are JSON values")
+}
+
+/// Whether `dir` holds a canbench part (else it may be a suite's shard).
+pub fn is_part(dir: &Path) -> bool {
+    dir.join(PART_FILE).is_file()
+}
+
+/// Checks that the parts in `dirs` are the whole of one run and puts the outcomes back in
+/// run order: the bench names and their outcomes, the previous results and the flags.
+pub fn join(dirs: &[PathBuf]) -> Result<(Vec<String>, Vec<BenchOutcome>, Results, Output)> {
+    if dirs.is_empty() {
+        bail!("no directories to merge");
+    }
+    let mut parts = dirs
+        .iter()
+        .map(|d| Ok((d.join(PART_FILE), Part::read(d)?)))
+        .collect::<Result<Vec<_>>>()?;
+    let reference = parts[0].1.facts();
+    for (path, p) in &parts[1..] {
+        for ((what, a), (_, b)) in reference.iter().zip(p.facts()) {
+            if *a != b {
+                let shown = |v: &Value| match v {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Null => "none".into(),
+                    _ => "(see the files)".into(),
+                };
+                bail!(
+                    "{} and {} are not parts of one run: they differ in {what} ({} vs {})",
+                    parts[0].0.display(),
+                    path.display(),
+                    shown(a),
+                    shown(&b)
+                );
+            }
+        }
+    }
+    let count = parts[0].1.count;
+    parts.sort_by_key(|(_, p)| p.index);
+    for pair in parts.windows(2) {
+        if pair[0].1.index == pair[1].1.index {
+            bail!(
+                "shard {}/{count} is given twice: {} and {}",
+                pair[0].1.index,
+                pair[0].0.display(),
+                pair[1].0.display()
+            );
+        }
+    }
+    let present: BTreeSet<usize> = parts.iter().map(|(_, p)| p.index).collect();
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !present.contains(k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "shard{} {} missing (have {})",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            parts
+                .iter()
+                .map(|(path, p)| format!("{}/{count} in {}", p.index, path.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    let first = &parts[0].1;
+    let names = first.benches.clone();
+    let (baseline, output) = (first.baseline.clone(), first.output.clone());
+    let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
+    for (path, p) in &parts {
+        let damaged = |what: &str| {
+            anyhow!(
+                "{}: {what}; the file was changed after the run",
+                path.display()
+            )
+        };
+        if p.index == 0 || p.index > count {
+            return Err(damaged(&format!(
+                "shard {}/{count} does not exist",
+                p.index
+            )));
+        }
+        let expected: Vec<usize> = (0..names.len())
+            .filter(|i| i % count == p.index - 1)
+            .collect();
+        let got: Vec<usize> = p.outcomes.iter().map(|o| o.position).collect();
+        if got != expected {
+            return Err(damaged("its benchmarks are not those of its shard"));
+        }
+        for o in &p.outcomes {
+            if o.bench != names[o.position] {
+                return Err(damaged(&format!(
+                    "bench {} is named {:?}, the run's list says {:?}",
+                    o.position, o.bench, names[o.position]
+                )));
+            }
+            let outcome = o.outcome().ok_or_else(|| {
+                damaged(&format!(
+                    "bench {} has not exactly one of result and error",
+                    o.bench
+                ))
+            })?;
+            slots[o.position] = Some(outcome);
+        }
+    }
+    let outcomes = slots
+        .into_iter()
+        .map(|s| s.expect("the shards cover every position"))
+        .collect();
+    Ok((names, outcomes, baseline, output))
+}
+
+/// `icbench merge` of canbench parts: prints the report and writes the files of the
+/// unsharded run, relative paths under `out` (as they are with `--out .`); `Ok(false)` when
+/// a bench failed.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
+    let (names, outcomes, baseline, output) = join(dirs)?;
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    // `--out .` names the files exactly as the unsharded run does.
+    let under = (out != Path::new(".")).then_some(out);
+    super::finish(&names, outcomes, &baseline, &output, under)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canbench::results::m;
+
+    fn part(index: usize, positions: &[usize]) -> Part {
+        let benches: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        Part {
+            kind: KIND.into(),
+            icbench: "0".into(),
+            index,
+            count: 2,
+            module: "m".into(),
+            init_args: String::new(),
+            stable_memory: None,
+            outcomes: positions
+                .iter()
+                .map(|&i| {
+                    let r = BenchResult {
+                        total: m(1, i as u64, 0, 0),
+                        scopes: Default::default(),
+                    };
+                    PartOutcome::new(i, &benches[i], &Ok(r))
+                })
+                .collect(),
+            benches,
+            baseline: Results::new(),
+            output: Output {
+                noise_threshold: 2.0,
+                less_verbose: false,
+                show_summary: false,
+                hide_results: false,
+                persist: true,
+                csv: false,
+                results_path: "r.yml".into(),
+                csv_path: "r.csv".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn join_puts_outcomes_back_in_run_order_and_refuses_damaged_parts() {
+        let root = std::env::temp_dir().join(format!("icbench-cb-shard-{}", std::process::id()));
+        let dirs: Vec<PathBuf> = ["p1", "p2"].iter().map(|d| root.join(d)).collect();
+        part(1, &[0, 2]).write(&dirs[0]).unwrap();
+        part(2, &[1]).write(&dirs[1]).unwrap();
+        let (names, outcomes, _, output) = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
+        assert_eq!(names, ["a", "b", "c"]);
+        let counts: Vec<u64> = outcomes
+            .iter()
+            .map(|o| o.as_ref().unwrap().total.instructions)
+            .collect();
+        assert_eq!(counts, [0, 1, 2]);
+        assert!(output.persist);
+
+        part(2, &[2]).write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(
+            err.contains("its benchmarks are not those of its shard"),
+            "{err}"
+        );
+        let mut both = part(2, &[1]);
+        both.outcomes[0].error = Some("x".into());
+        both.write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(
+            err.contains("has not exactly one of result and error"),
+            "{err}"
+        );
+        let mut renamed = part(2, &[1]);
+        renamed.outcomes[0].bench = "z".into();
+        renamed.write(&dirs[1]).unwrap();
+        let err = join(&dirs).unwrap_err().to_string();
+        assert!(err.contains("bench 1 is named \"z\""), "{err}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
