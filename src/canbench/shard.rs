@@ -4,7 +4,6 @@
 //! benches' outcomes, and what the merge needs to print and write what the unsharded run
 //! would (the previous results, the flags) and to refuse parts of different runs.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -174,34 +173,12 @@ pub fn join(dirs: &[PathBuf]) -> Result<(Vec<String>, Vec<BenchOutcome>, Results
         }
     }
     let count = parts[0].1.count;
-    parts.sort_by_key(|(_, p)| p.index);
-    for pair in parts.windows(2) {
-        if pair[0].1.index == pair[1].1.index {
-            bail!(
-                "shard {}/{count} is given twice: {} and {}",
-                pair[0].1.index,
-                pair[0].0.display(),
-                pair[1].0.display()
-            );
-        }
-    }
-    let present: BTreeSet<usize> = parts.iter().map(|(_, p)| p.index).collect();
-    let missing: Vec<String> = (1..=count)
-        .filter(|k| !present.contains(k))
-        .map(|k| format!("{k}/{count}"))
+    let covered: Vec<(usize, &Path)> = parts
+        .iter()
+        .map(|(path, p)| (p.index, path.as_path()))
         .collect();
-    if !missing.is_empty() {
-        bail!(
-            "shard{} {} missing (have {})",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", "),
-            parts
-                .iter()
-                .map(|(path, p)| format!("{}/{count} in {}", p.index, path.display()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    crate::suites::pool::check_parts_cover(&covered, count)?;
+    parts.sort_by_key(|(_, p)| p.index);
     let first = &parts[0].1;
     let names = first.benches.clone();
     let (baseline, output) = (first.baseline.clone(), first.output.clone());

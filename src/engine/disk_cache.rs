@@ -436,7 +436,10 @@ mod tests {
         }
         assert_eq!(present(), vec![1, 2, 3]);
         // Entry 1 is read (so used most recently); a fourth state then evicts entry 2.
-        assert!(matches!(read(&dir, STATES, &[1; 32]).unwrap(), Lookup::Found(_)));
+        assert!(matches!(
+            read(&dir, STATES, &[1; 32]).unwrap(),
+            Lookup::Found(_)
+        ));
         write(&dir, STATES, &[4; 32], b"", b"state").unwrap();
         assert_eq!(present(), vec![1, 3, 4]);
         // The entry just written stays even when it is the oldest by its time stamp.

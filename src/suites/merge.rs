@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
-use super::pool::{ShardInfo, SHARD};
+use super::pool::{self, ShardInfo, SHARD};
 use super::{Suite, REGISTRY};
 use crate::report::{self, Report};
 
@@ -173,34 +173,12 @@ fn join(mut parts: Vec<Part>) -> Result<Report> {
         }
     }
     let count = parts[0].info.count;
-    parts.sort_by_key(|p| p.info.index);
-    for pair in parts.windows(2) {
-        if pair[0].info.index == pair[1].info.index {
-            bail!(
-                "shard {}/{count} is given twice: {} and {}",
-                pair[0].info.index,
-                pair[0].path.display(),
-                pair[1].path.display()
-            );
-        }
-    }
-    let present: BTreeSet<usize> = parts.iter().map(|p| p.info.index).collect();
-    let missing: Vec<String> = (1..=count)
-        .filter(|k| !present.contains(k))
-        .map(|k| format!("{k}/{count}"))
+    let covered: Vec<(usize, &Path)> = parts
+        .iter()
+        .map(|p| (p.info.index, p.path.as_path()))
         .collect();
-    if !missing.is_empty() {
-        bail!(
-            "shard{} {} missing (have {})",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join(", "),
-            parts
-                .iter()
-                .map(|p| p.path.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    pool::check_parts_cover(&covered, count)?;
+    parts.sort_by_key(|p| p.info.index);
 
     // Every scenario's rows and list items, keyed by its place in the plan.
     type Rows = (Vec<report::ScenarioResult>, BTreeMap<String, Vec<Value>>);

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 
 use std::collections::BTreeMap;
 
@@ -46,6 +46,40 @@ impl Shard {
     pub fn is_whole(self) -> bool {
         self.count == 1
     }
+}
+
+/// Checks that the parts `(K, where it came from)` of an N-part run hold every K from 1 to N
+/// exactly once; the error names the part given twice or the parts missing.
+pub fn check_parts_cover(parts: &[(usize, &std::path::Path)], count: usize) -> Result<()> {
+    let mut sorted: Vec<&(usize, &std::path::Path)> = parts.iter().collect();
+    sorted.sort_by_key(|(k, _)| *k);
+    for pair in sorted.windows(2) {
+        if pair[0].0 == pair[1].0 {
+            bail!(
+                "shard {}/{count} is given twice: {} and {}",
+                pair[0].0,
+                pair[0].1.display(),
+                pair[1].1.display()
+            );
+        }
+    }
+    let missing: Vec<String> = (1..=count)
+        .filter(|k| !sorted.iter().any(|(have, _)| have == k))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        let have: Vec<String> = sorted
+            .iter()
+            .map(|(k, path)| format!("{k}/{count} in {}", path.display()))
+            .collect();
+        bail!(
+            "shard{} {} missing (have {})",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            have.join(", ")
+        );
+    }
+    Ok(())
 }
 
 impl fmt::Display for Shard {

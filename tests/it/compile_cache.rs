@@ -343,10 +343,17 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     // The report says where the starting state came from, on the line of the wall time.
     let prefill_line = |run: &str| {
         let md = std::fs::read_to_string(scratch.join(run).join("report.md")).unwrap();
-        let line = md.lines().find(|l| l.starts_with("- Wall time: ")).map(str::to_string);
+        let line = md
+            .lines()
+            .find(|l| l.starts_with("- Wall time: "))
+            .map(str::to_string);
         line.unwrap_or_else(|| panic!("no wall time line in {md}"))
     };
-    assert!(prefill_line("1").ends_with(" (prefill run)"), "{}", prefill_line("1"));
+    assert!(
+        prefill_line("1").ends_with(" (prefill run)"),
+        "{}",
+        prefill_line("1")
+    );
     assert!(
         prefill_line("2").ends_with(" (prefill loaded from the cache)"),
         "{}",
