@@ -1,5 +1,6 @@
 //! The benchmark canister seen from the host: its Candid types, a typed client over any
-//! [`Engine`], and building `target/canister/bench.wasm` when it is missing or stale.
+//! [`Engine`], and `target/canister/bench.wasm`: the committed module of the current sources,
+//! else built when missing or stale.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -281,6 +282,28 @@ pub fn default_wasm_path() -> PathBuf {
     project_root().join("target/canister/bench.wasm")
 }
 
+/// What the canister module is built from, relative to the project root: the canister
+/// workspace, the build script, the converter and the toolchain pin.
+const CANISTER_SOURCES: [&str; 6] = [
+    "canisters/Cargo.toml",
+    "canisters/Cargo.lock",
+    "canisters/bench",
+    "canisters/types",
+    "scripts/build-canister.sh",
+    "scripts/wasi2ic-post",
+];
+const TOOLCHAIN_FILE: &str = "rust-toolchain.toml";
+
+/// The committed module of the current sources (a fresh clone runs it instead of building
+/// it) and the file that says which sources it was built from.
+pub const PREBUILT_WASM: &str = "canisters/prebuilt/bench.wasm";
+pub const PREBUILT_SOURCES: &str = "canisters/prebuilt/bench.sources";
+
+/// Directory entries the source walk skips: build output and dotfiles (editor and VCS files).
+fn skipped(name: &std::ffi::OsStr) -> bool {
+    name == "target" || name.to_string_lossy().starts_with('.')
+}
+
 fn newest_mtime(path: &Path) -> Option<SystemTime> {
     let meta = std::fs::metadata(path).ok()?;
     if meta.is_file() {
@@ -288,8 +311,7 @@ fn newest_mtime(path: &Path) -> Option<SystemTime> {
     }
     let mut newest = None;
     for entry in std::fs::read_dir(path).ok()?.flatten() {
-        let name = entry.file_name();
-        if name == "target" || name.to_string_lossy().starts_with('.') {
+        if skipped(&entry.file_name()) {
             continue;
         }
         newest = newest.max(newest_mtime(&entry.path()));
@@ -302,21 +324,140 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
     let Some(built) = std::fs::metadata(wasm).ok().and_then(|m| m.modified().ok()) else {
         return true;
     };
-    [
-        "canisters/Cargo.toml",
-        "canisters/Cargo.lock",
-        "canisters/bench",
-        "canisters/types",
-        "scripts/build-canister.sh",
-        "scripts/wasi2ic-post",
-    ]
-    .iter()
-    .filter_map(|p| newest_mtime(&root.join(p)))
-    .any(|t| t > built)
+    CANISTER_SOURCES
+        .iter()
+        .chain([&TOOLCHAIN_FILE])
+        .filter_map(|p| newest_mtime(&root.join(p)))
+        .any(|t| t > built)
 }
 
-/// Builds the canister with `scripts/build-canister.sh` if it is missing or stale, and
-/// returns the module bytes. From the icbench binary, the script converts the module with
+/// Every source file under `rel` (a file or a directory), as paths relative to `root` with
+/// `/` separators, so the list is the same on every machine.
+fn source_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<()> {
+    let path = root.join(rel);
+    let meta = std::fs::metadata(&path).with_context(|| format!("reading {}", path.display()))?;
+    if meta.is_file() {
+        out.push(rel.to_string());
+        return Ok(());
+    }
+    for entry in std::fs::read_dir(&path).with_context(|| format!("listing {}", path.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", path.display()))?;
+        let name = entry.file_name();
+        if skipped(&name) {
+            continue;
+        }
+        let name = name
+            .to_str()
+            .ok_or_else(|| anyhow!("{}: a file name that is not UTF-8", path.display()))?;
+        source_files(root, &format!("{rel}/{name}"), out)?;
+    }
+    Ok(())
+}
+
+/// SHA-256 over the canister's sources (each file's relative path, length and bytes, in
+/// path order): equal hashes mean the same module, since the build is reproducible.
+pub fn canister_sources_sha256(root: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut files = Vec::new();
+    for rel in CANISTER_SOURCES.iter().chain([&TOOLCHAIN_FILE]) {
+        source_files(root, rel, &mut files)?;
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for rel in &files {
+        let bytes = std::fs::read(root.join(rel)).with_context(|| format!("reading {rel}"))?;
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(hex::encode(h.finalize()))
+}
+
+/// The contents of [`PREBUILT_SOURCES`] for a module built from sources hashing to `sources`.
+fn prebuilt_record(sources: &str, wasm: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    format!(
+        "# The sources canisters/prebuilt/bench.wasm is built from; written by\n\
+         # scripts/update-prebuilt-canister.sh, checked by the tests and .ci/run.\n\
+         sources-sha256 {sources}\n\
+         module-sha256 {}\n",
+        hex::encode(Sha256::digest(wasm))
+    )
+}
+
+/// The committed module, if it was built from exactly the current sources and is intact;
+/// `Ok(None)` when the sources moved on (the module must then be built).
+pub fn prebuilt_for_current_sources(root: &Path) -> Result<Option<Vec<u8>>> {
+    let record_path = root.join(PREBUILT_SOURCES);
+    let Ok(record) = std::fs::read_to_string(&record_path) else {
+        return Ok(None);
+    };
+    let wasm = std::fs::read(root.join(PREBUILT_WASM))
+        .with_context(|| format!("reading {PREBUILT_WASM} (named by {PREBUILT_SOURCES})"))?;
+    let sources = canister_sources_sha256(root)?;
+    if prebuilt_record(&sources, &wasm) == record {
+        return Ok(Some(wasm));
+    }
+    if record.contains(&format!("sources-sha256 {sources}\n")) {
+        // Sources match but the bytes do not: a damaged checkout (an LFS pointer, a bad
+        // merge). Never run it; building gives the right module.
+        eprintln!(
+            "warning: {PREBUILT_WASM} is not the module {PREBUILT_SOURCES} names; building the canister instead"
+        );
+    }
+    Ok(None)
+}
+
+/// Builds the canister from its sources (`scripts/build-canister.sh`, whatever the mtimes
+/// say) and commits the result as the prebuilt module of these sources.
+pub fn update_prebuilt(icbench_bin: Option<&Path>) -> Result<()> {
+    let root = project_root();
+    run_build_script(&root, icbench_bin)?;
+    let wasm = std::fs::read(default_wasm_path())
+        .with_context(|| format!("reading {}", default_wasm_path().display()))?;
+    let sources = canister_sources_sha256(&root)?;
+    std::fs::create_dir_all(root.join("canisters/prebuilt"))?;
+    std::fs::write(root.join(PREBUILT_WASM), &wasm)
+        .with_context(|| format!("writing {PREBUILT_WASM}"))?;
+    std::fs::write(
+        root.join(PREBUILT_SOURCES),
+        prebuilt_record(&sources, &wasm),
+    )
+    .with_context(|| format!("writing {PREBUILT_SOURCES}"))?;
+    Ok(())
+}
+
+fn run_build_script(root: &Path, icbench_bin: Option<&Path>) -> Result<()> {
+    let mut script = Command::new("bash");
+    script
+        .arg(root.join("scripts/build-canister.sh"))
+        .current_dir(root);
+    if let Some(bin) = icbench_bin {
+        script.env("ICBENCH_BIN", bin);
+    }
+    let status = script
+        .status()
+        .context("running scripts/build-canister.sh")?;
+    if !status.success() {
+        bail!("scripts/build-canister.sh failed ({status}); see its output above");
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` through a temp file of this process, so concurrent runs never
+/// see half a module.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().expect("a file path");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = dir.join(format!(".bench.wasm.{}", std::process::id()));
+    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The canister module of the current sources: `target/canister/bench.wasm` if it is newer
+/// than every source, else the committed module if it was built from exactly these
+/// sources (copied there), else a build with `scripts/build-canister.sh`. From the icbench binary, the script converts the module with
 /// this binary (`icbench wasi2ic-post`); from elsewhere, see [`ensure_built_with`].
 pub fn ensure_built(quiet: bool) -> Result<Vec<u8>> {
     let exe = std::env::current_exe().ok();
@@ -331,22 +472,108 @@ pub fn ensure_built_with(quiet: bool, icbench_bin: Option<&Path>) -> Result<Vec<
     let root = project_root();
     let wasm = default_wasm_path();
     if canister_is_stale(&root, &wasm) {
+        if let Some(prebuilt) = prebuilt_for_current_sources(&root)? {
+            // The committed module of exactly these sources (the build is reproducible and
+            // .ci/run checks the bytes): a fresh clone needs no wasm32 build.
+            if !quiet {
+                eprintln!("using the committed bench canister ({PREBUILT_WASM}: built from these sources)");
+            }
+            write_atomically(&wasm, &prebuilt)?;
+            return Ok(prebuilt);
+        }
         if !quiet {
             eprintln!("building the bench canister (scripts/build-canister.sh)...");
         }
-        let mut script = Command::new("bash");
-        script
-            .arg(root.join("scripts/build-canister.sh"))
-            .current_dir(&root);
-        if let Some(bin) = icbench_bin {
-            script.env("ICBENCH_BIN", bin);
-        }
-        let status = script
-            .status()
-            .context("running scripts/build-canister.sh")?;
-        if !status.success() {
-            bail!("scripts/build-canister.sh failed ({status}); see its output above");
-        }
+        run_build_script(&root, icbench_bin)?;
     }
     std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project root with one file of each source kind, in a directory of its own.
+    fn fake_root(name: &str) -> PathBuf {
+        let root =
+            std::env::temp_dir().join(format!("icbench-prebuilt-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for rel in CANISTER_SOURCES.iter().chain([&TOOLCHAIN_FILE]) {
+            let path = root.join(rel);
+            if rel.ends_with(".toml") || rel.ends_with(".lock") || rel.ends_with(".sh") {
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(&path, rel.as_bytes()).unwrap();
+            } else {
+                std::fs::create_dir_all(path.join("src")).unwrap();
+                std::fs::write(path.join("src/lib.rs"), b"fn f() {}").unwrap();
+                // Build output and dotfiles are not sources.
+                std::fs::create_dir_all(path.join("target")).unwrap();
+                std::fs::write(path.join("target/x"), b"built").unwrap();
+                std::fs::write(path.join(".swp"), b"editor").unwrap();
+            }
+        }
+        root
+    }
+
+    fn commit_prebuilt(root: &Path, wasm: &[u8]) {
+        let sources = canister_sources_sha256(root).unwrap();
+        std::fs::create_dir_all(root.join("canisters/prebuilt")).unwrap();
+        std::fs::write(root.join(PREBUILT_WASM), wasm).unwrap();
+        std::fs::write(root.join(PREBUILT_SOURCES), prebuilt_record(&sources, wasm)).unwrap();
+    }
+
+    #[test]
+    fn the_sources_hash_sees_every_source_and_ignores_build_output() {
+        let root = fake_root("hash");
+        let before = canister_sources_sha256(&root).unwrap();
+        std::fs::write(root.join("canisters/bench/target/x"), b"rebuilt").unwrap();
+        std::fs::write(root.join("canisters/bench/.swp"), b"edited").unwrap();
+        assert_eq!(canister_sources_sha256(&root).unwrap(), before);
+        for changed in [
+            "canisters/types/src/lib.rs",
+            "rust-toolchain.toml",
+            "scripts/build-canister.sh",
+        ] {
+            let original = std::fs::read(root.join(changed)).unwrap();
+            std::fs::write(root.join(changed), b"changed").unwrap();
+            assert_ne!(canister_sources_sha256(&root).unwrap(), before, "{changed}");
+            std::fs::write(root.join(changed), original).unwrap();
+        }
+        // A renamed file is a different source even with the same bytes.
+        std::fs::rename(
+            root.join("scripts/wasi2ic-post/src/lib.rs"),
+            root.join("scripts/wasi2ic-post/src/main.rs"),
+        )
+        .unwrap();
+        assert_ne!(canister_sources_sha256(&root).unwrap(), before);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_prebuilt_module_is_used_only_for_its_own_sources_and_bytes() {
+        let root = fake_root("prebuilt");
+        assert_eq!(
+            prebuilt_for_current_sources(&root).unwrap(),
+            None,
+            "nothing committed"
+        );
+        commit_prebuilt(&root, b"\0asm module");
+        assert_eq!(
+            prebuilt_for_current_sources(&root).unwrap().as_deref(),
+            Some(&b"\0asm module"[..])
+        );
+        // Damaged bytes under a matching record are never run.
+        std::fs::write(root.join(PREBUILT_WASM), b"\0asm damaged").unwrap();
+        assert_eq!(prebuilt_for_current_sources(&root).unwrap(), None);
+        // Sources that moved on need a build.
+        commit_prebuilt(&root, b"\0asm module");
+        std::fs::write(root.join("canisters/bench/src/lib.rs"), b"fn g() {}").unwrap();
+        assert_eq!(prebuilt_for_current_sources(&root).unwrap(), None);
+        // A record without its module is an error that names the file.
+        commit_prebuilt(&root, b"\0asm module");
+        std::fs::remove_file(root.join(PREBUILT_WASM)).unwrap();
+        let err = prebuilt_for_current_sources(&root).unwrap_err();
+        assert!(format!("{err:#}").contains(PREBUILT_WASM), "{err:#}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -505,6 +505,10 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
 /// wasi2ic-post crate), for scripts/build-canister.sh. Not a clap subcommand: it is a build
 /// step, not part of the documented CLI, and its arguments are the converter's own.
 const CONVERTER_COMMAND: &str = "wasi2ic-post";
+/// `icbench update-prebuilt-canister`: builds the canister and commits the module as
+/// canisters/prebuilt (scripts/update-prebuilt-canister.sh). A maintainer's step, not
+/// part of the documented CLI either.
+const UPDATE_PREBUILT_COMMAND: &str = "update-prebuilt-canister";
 
 fn main() -> ExitCode {
     if std::env::args_os()
@@ -512,6 +516,26 @@ fn main() -> ExitCode {
         .is_some_and(|a| a == CONVERTER_COMMAND)
     {
         return wasi2ic_post::main_with_args(std::env::args_os().skip(2));
+    }
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == UPDATE_PREBUILT_COMMAND)
+    {
+        let exe = std::env::current_exe().ok();
+        return match bench_canister::update_prebuilt(exe.as_deref()) {
+            Ok(()) => {
+                eprintln!(
+                    "wrote {} and {}",
+                    bench_canister::PREBUILT_WASM,
+                    bench_canister::PREBUILT_SOURCES
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        };
     }
     let matches = command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {

@@ -8,8 +8,10 @@
 //!      types included;
 //!   4. the module imports nothing but `ic0` (the WASI imports were all rewired).
 //!
-//! It runs scripts/build-canister.sh first (incremental: seconds once built; the first
-//! build from a fresh clone takes several minutes), so it never checks a stale wasm.
+//! It checks the module the CLI runs for the current sources (`ensure_built_with`: the
+//! committed canisters/prebuilt module when it is of these sources, else a build), so it
+//! never checks a stale wasm; `prebuilt_canister_is_of_the_current_sources` keeps the
+//! committed module in step with the sources, and .ci/run checks its bytes against a build.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -29,20 +31,28 @@ fn did_text() -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
-/// Builds (or brings up to date) target/canister/bench.wasm once per test process.
+/// The module of the current sources, once per test process.
 fn canister_wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
-        let script = root().join("scripts/build-canister.sh");
-        let status = Command::new("bash")
-            .arg(&script)
-            .env("ICBENCH_BIN", crate::support::icbench_bin())
-            .status()
-            .unwrap_or_else(|e| panic!("running {}: {e}", script.display()));
-        assert!(status.success(), "{} failed ({status})", script.display());
-        let wasm: PathBuf = root().join("target/canister/bench.wasm");
-        std::fs::read(&wasm).unwrap_or_else(|e| panic!("reading {}: {e}", wasm.display()))
+        icbench::bench_canister::ensure_built_with(true, Some(crate::support::icbench_bin()))
+            .unwrap_or_else(|e| panic!("building the bench canister: {e:#}"))
     })
+}
+
+/// The committed module is the one of the sources in this checkout: after a change to the
+/// canister, its build script, the converter or the toolchain pin, this fails until
+/// scripts/update-prebuilt-canister.sh has rebuilt and recorded it (the CLI would otherwise
+/// build the canister on every fresh clone).
+#[test]
+fn prebuilt_canister_is_of_the_current_sources() {
+    let found = icbench::bench_canister::prebuilt_for_current_sources(root())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        found.is_some(),
+        "canisters/prebuilt/bench.wasm is not the module of the current canister sources; \
+         run scripts/update-prebuilt-canister.sh and commit canisters/prebuilt"
+    );
 }
 
 struct ModuleFacts {
