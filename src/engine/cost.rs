@@ -496,6 +496,12 @@ pub struct CyclesFees {
     pub ingress_byte_reception_fee: u128,
     pub xnet_call_fee: u128,
     pub xnet_byte_transmission_fee: u128,
+    /// Cycles per GiB of memory per second (`gib_storage_per_second_fee`, "4 SDR per GiB
+    /// per year"), charged on heap, stable memory, globals and the module
+    /// (shared/research/upgrades-and-fees.md §5; `rs/config/src/subnet_config.rs` and
+    /// `rs/cycles_account_manager`). ⚠ A third-party audit quotes a newer configuration
+    /// with 317,500 and a base fee per canister; no `dfinity/ic` config in reach has it.
+    pub gib_storage_per_second_fee: u128,
 }
 
 impl CyclesFees {
@@ -510,6 +516,14 @@ impl CyclesFees {
         ingress_byte_reception_fee: 2_000,
         xnet_call_fee: 260_000,
         xnet_byte_transmission_fee: 1_000,
+        gib_storage_per_second_fee: 127_000,
+    };
+
+    /// A 34-node application subnet (the fiduciary subnet's size): the 13-node fees scaled
+    /// by 34/13 with the replica's integer `scale_cost`.
+    pub const APPLICATION_34: CyclesFees = CyclesFees {
+        subnet_size: 34,
+        ..CyclesFees::APPLICATION_13
     };
 
     fn scale(&self, cycles: u128) -> u128 {
@@ -532,6 +546,17 @@ impl CyclesFees {
         self.scale(self.update_message_execution_fee) + self.instructions_cost(instructions, wasm64)
     }
 
+    /// Storage cycles for keeping `bytes` of memory for `seconds`, as the replica's
+    /// `CyclesAccountManager::memory_cost` charges them: a per-day rate
+    /// `scale(bytes * fee * 86,400 / 2^30)`, then `rate * seconds / 86,400` (integer
+    /// divisions, in this order).
+    pub fn storage_cost(&self, bytes: u64, seconds: u64) -> u128 {
+        const DAY: u128 = 86_400;
+        let per_day =
+            self.scale(bytes as u128 * self.gib_storage_per_second_fee * DAY / GIB as u128);
+        per_day * seconds as u128 / DAY
+    }
+
     /// Cycles for receiving an ingress message of `bytes` bytes.
     pub fn ingress_cost(&self, bytes: u64) -> u128 {
         self.scale(
@@ -543,6 +568,26 @@ impl CyclesFees {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn storage_fee_matches_the_replica_figures() {
+        // 127,000 per GiB·s at 13 nodes; 127,000 × 34 / 13 = 332,153 (floored) at 34.
+        assert_eq!(CyclesFees::APPLICATION_13.storage_cost(GIB, 1), 127_000);
+        assert_eq!(CyclesFees::APPLICATION_34.storage_cost(GIB, 1), 332_153);
+        // A GiB for 30 days on 13 nodes: 127,000 × 2,592,000.
+        assert_eq!(
+            CyclesFees::APPLICATION_13.storage_cost(GIB, 30 * 86_400),
+            329_184_000_000
+        );
+        // Integer divisions in the replica's order: 1 KiB for a second rounds to 0 cycles,
+        // a day of it is the floored day rate 1,024 × 127,000 × 86,400 / 2^30.
+        assert_eq!(CyclesFees::APPLICATION_13.storage_cost(1024, 1), 0);
+        assert_eq!(
+            CyclesFees::APPLICATION_13.storage_cost(1024, 86_400),
+            10_464
+        );
+        assert_eq!(CyclesFees::APPLICATION_34.ingress_cost(0), 3_138_461);
+    }
     use wasmparser::{BlockType, MemArg};
 
     #[test]
