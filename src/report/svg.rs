@@ -39,6 +39,21 @@ pub struct LinePlot {
     /// `row` in "store instructions per row".
     pub unit: String,
     pub series: Vec<Series>,
+    /// Other axes than units per message and instructions per unit; `None` for those.
+    pub axes: Option<Axes>,
+}
+
+/// The axis titles of a [`LinePlot`] that does not plot cost per unit against units per
+/// message; each point's tooltip reads `label, X x_unit: Y y_unit`.
+pub struct Axes {
+    /// `rows in the store`.
+    pub x: String,
+    /// `store instructions per message`.
+    pub y: String,
+    /// `rows`, after the x value in tooltips.
+    pub x_unit: String,
+    /// `instructions`, after the y value in tooltips.
+    pub y_unit: String,
 }
 
 impl LinePlot {
@@ -110,16 +125,23 @@ impl LinePlot {
             RIGHT - LEFT,
             BOTTOM - TOP
         );
+        let (x_title, y_title) = match &self.axes {
+            Some(a) => (escape(&a.x), escape(&a.y)),
+            None => (
+                format!("{unit_plural} per message"),
+                format!("store instructions per {unit}"),
+            ),
+        };
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_title} (log scale)</text>"#,
             (LEFT + RIGHT) / 2.0,
             HEIGHT - 18.0
         );
         let mid_y = (TOP + BOTTOM) / 2.0;
         let _ = writeln!(
             svg,
-            r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
+            r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">{y_title} (log scale)</text>"#
         );
 
         for (i, (s, points)) in series.iter().enumerate() {
@@ -135,14 +157,26 @@ impl LinePlot {
                 coords.join(" ")
             );
             for &(bx, by) in points {
+                let tip = match &self.axes {
+                    Some(a) => format!(
+                        "{} {}: {} {}",
+                        thousands(bx as u64),
+                        escape(&a.x_unit),
+                        per_row(by),
+                        escape(&a.y_unit)
+                    ),
+                    None => format!(
+                        "{} {}: {} instructions/{unit}",
+                        thousands(bx as u64),
+                        if bx == 1.0 { unit } else { unit_plural },
+                        per_row(by)
+                    ),
+                };
                 let _ = writeln!(
                     svg,
-                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {} {}: {} instructions/{unit}</title></circle>"#,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}"><title>{label}, {tip}</title></circle>"#,
                     x.at(bx),
                     y.at(by),
-                    thousands(bx as u64),
-                    if bx == 1.0 { unit } else { unit_plural },
-                    per_row(by)
                 );
             }
             // Legend entry: a line segment with a marker, then the store name.
@@ -373,6 +407,7 @@ mod tests {
             title: "Insert cost per row, middle, 1,000 rows".into(),
             unit_plural: "rows".into(),
             unit: "row".into(),
+            axes: None,
             series: vec![
                 Series {
                     label: "A & B".into(),

@@ -127,7 +127,7 @@ pub fn random_present_ids(seed: u64, rows: u64, count: u64) -> Vec<u64> {
 
 /// What to call for one scenario: the canister arguments in Candid text, for the report
 /// and for users who want to reproduce a number with dfx.
-enum Call {
+pub(super) enum Call {
     Insert { offset: u64, step: u64, count: u64 },
     InsertIds(Vec<u64>),
     Get { offset: u64, step: u64, count: u64 },
@@ -136,7 +136,7 @@ enum Call {
 }
 
 impl Call {
-    fn for_scenario(s: &Scenario, cfg: &Config) -> Call {
+    pub(super) fn for_scenario(s: &Scenario, cfg: &Config) -> Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
@@ -194,7 +194,7 @@ impl Call {
         }
     }
 
-    fn candid_args(&self) -> String {
+    pub(super) fn candid_args(&self) -> String {
         let list = |ids: &[u64]| {
             let shown: Vec<String> = ids.iter().take(3).map(|i| format!("{i} : nat64")).collect();
             if ids.len() > 3 {
@@ -224,12 +224,12 @@ impl Call {
     }
 }
 
-enum Reply {
+pub(super) enum Reply {
     Insert(Measured<InsertReport>),
     Read(Measured<ReadReport>),
 }
 
-fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Reply> {
+pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Reply> {
     Ok(match call {
         Call::Insert {
             offset,
@@ -423,7 +423,6 @@ fn measure(
     scenario: &Scenario,
     start: Result<SnapshotId, String>,
 ) -> Result<ScenarioResult> {
-    let fees = CyclesFees::APPLICATION_13;
     let call = Call::for_scenario(scenario, cfg);
     let mut result = ScenarioResult {
         suite: suite.into(),
@@ -447,44 +446,57 @@ fn measure(
         Ok(snapshot) => {
             let canister = client.canister;
             client.engine.restore(canister, snapshot)?;
-            let (message, outcome) = match run_call(client, scenario.store.kind(), &call)? {
-                Reply::Insert(m) => (
-                    m.message,
-                    m.value.map(|r| (r.instructions, r.rows_inserted)),
-                ),
-                Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
-            };
-            match outcome {
-                Err(e) => result.status = Status::Failed(e),
-                Ok((store_instructions, rows)) if rows != scenario.operation.rows() => {
-                    result.status = Status::Failed(format!(
-                        "expected {} rows, the canister reports {rows}",
-                        scenario.operation.rows()
-                    ));
-                    result.store_instructions = store_instructions;
-                }
-                Ok((store_instructions, _)) => {
-                    let n = scenario.operation.rows() as f64;
-                    result.store_instructions = store_instructions;
-                    result.store_instructions_per_row = store_instructions as f64 / n;
-                    result.instructions = message.instructions;
-                    result.instructions_per_row = message.instructions as f64 / n;
-                    if matches!(scenario.operation, Operation::Insert { .. }) {
-                        let cycles = fees.execution_cost(message.instructions, false);
-                        result.cycles = cycles as u64;
-                        result.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
-                    }
-                    result.heap_pages_delta =
-                        pages_delta(message.heap_bytes_before, message.heap_bytes_after);
-                    result.stable_pages_delta =
-                        pages_delta(message.stable_bytes_before, message.stable_bytes_after);
-                    result.heap_dirty_pages = message.heap_dirty_pages;
-                    result.stable_dirty_pages = message.stable_dirty_pages;
-                }
-            }
+            let reply = run_call(client, scenario.store.kind(), &call)?;
+            record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
         }
     }
     Ok(result)
+}
+
+/// Fills `result` from the canister's reply to `operation`: the store's own count, the
+/// message's charge, cycles for inserts (queries are free when not replicated) and pages.
+pub(super) fn record_reply(
+    result: &mut ScenarioResult,
+    reply: Reply,
+    operation: Operation,
+    usd_per_xdr: f64,
+) {
+    let fees = CyclesFees::APPLICATION_13;
+    let (message, outcome) = match reply {
+        Reply::Insert(m) => (
+            m.message,
+            m.value.map(|r| (r.instructions, r.rows_inserted)),
+        ),
+        Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
+    };
+    match outcome {
+        Err(e) => result.status = Status::Failed(e),
+        Ok((store_instructions, rows)) if rows != operation.rows() => {
+            result.status = Status::Failed(format!(
+                "expected {} rows, the canister reports {rows}",
+                operation.rows()
+            ));
+            result.store_instructions = store_instructions;
+        }
+        Ok((store_instructions, _)) => {
+            let n = operation.rows() as f64;
+            result.store_instructions = store_instructions;
+            result.store_instructions_per_row = store_instructions as f64 / n;
+            result.instructions = message.instructions;
+            result.instructions_per_row = message.instructions as f64 / n;
+            if matches!(operation, Operation::Insert { .. }) {
+                let cycles = fees.execution_cost(message.instructions, false);
+                result.cycles = cycles as u64;
+                result.usd = cycles as f64 / 1e12 * usd_per_xdr;
+            }
+            result.heap_pages_delta =
+                pages_delta(message.heap_bytes_before, message.heap_bytes_after);
+            result.stable_pages_delta =
+                pages_delta(message.stable_bytes_before, message.stable_bytes_after);
+            result.heap_dirty_pages = message.heap_dirty_pages;
+            result.stable_dirty_pages = message.stable_dirty_pages;
+        }
+    }
 }
 
 /// The key of a post-prefill state: the engine's part (the module, the engine's

@@ -14,8 +14,7 @@
 //! committed module in step with the sources, and .ci/run checks its bytes against a build.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use candid_parser::candid::types::FuncMode;

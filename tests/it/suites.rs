@@ -18,7 +18,7 @@ fn suite_selection_parses_names_lists_and_all() {
     };
     assert_eq!(
         REGISTRY.map(|s| s.name()),
-        ["seed003", "lookups", "dbbench", "keys", "sysbench"]
+        ["seed003", "lookups", "dbbench", "keys", "sysbench", "scaling"]
     );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
@@ -372,7 +372,7 @@ fn seed003_gives_the_same_files_whatever_the_jobs() {
     assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
 }
 
-const SMALL_ALL: [&str; 14] = [
+const SMALL_ALL: [&str; 16] = [
     "--suite",
     "all",
     "--journal-modes",
@@ -386,6 +386,8 @@ const SMALL_ALL: [&str; 14] = [
     "--keys-rows",
     "1000",
     "--sysbench-rows",
+    "2000",
+    "--scaling-max-rows",
     "2000",
 ];
 
@@ -409,6 +411,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // The map's 12-workload subset, SQLite's 23 in the default journal mode.
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
+    let scaling = read_report(&out.join("scaling/results.json"));
+    // Sizes 1,000 and 2,000: the map (6 operations, 2 memory and 2 storage records) and
+    // SQLite (6 operations in each of 2 journal modes, 4 memory records).
+    assert_eq!(scaling.results.len(), 2 * (6 + 4) + 2 * (12 + 4));
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
@@ -1294,4 +1300,74 @@ fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
     let c = read_report(&third.join("sysbench/results.json"));
     assert_eq!(a.results, c.results);
     assert!(third.join("sysbench/plot-sysbench.svg").is_file());
+}
+
+#[test]
+fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
+    use icbench::engine::cost::CyclesFees;
+    let out = temp_dir("scaling");
+    run_into(&out, &["--suite", "scaling", "--scaling-max-rows", "2000"]);
+    let report = read_report(&out.join("scaling/results.json"));
+    let ops = [
+        ("middle", "insert", 1),
+        ("random", "insert", 1),
+        ("middle", "insert", 100),
+        ("random", "point_lookup", 1),
+        ("random", "point_lookup", 100),
+        ("middle", "range_scan", 1000),
+    ];
+    for n in [1_000, 2_000] {
+        for (store, mode) in [("btree", ""), ("sqlite", "OFF")] {
+            for (position, operation, batch) in ops {
+                let r = report
+                    .results
+                    .iter()
+                    .find(|r| {
+                        r.store == store
+                            && r.journal_mode == mode
+                            && r.rows_before == n
+                            && r.position == position
+                            && r.operation == operation
+                            && r.batch == batch
+                    })
+                    .unwrap_or_else(|| panic!("{store} {mode} {n} {position} {operation} {batch}"));
+                assert_eq!(r.status, Status::Ok, "{r:?}");
+                assert!(r.store_instructions > 0, "{r:?}");
+            }
+        }
+        // Storage: the whole canister's bytes priced exactly as the replica's memory_cost.
+        for (subnet, fees) in [
+            ("13-node subnet", CyclesFees::APPLICATION_13),
+            ("34-node subnet", CyclesFees::APPLICATION_34),
+        ] {
+            let r = report
+                .results
+                .iter()
+                .find(|r| r.store == "btree" && r.rows_before == n && r.position == subnet)
+                .unwrap();
+            assert!(r.bytes > 0);
+            assert_eq!(r.cycles as u128, fees.storage_cost(r.bytes, 30 * 86_400));
+        }
+    }
+    // A second size adds rows, so the range scan at 2,000 starts at id 5,000 (the middle).
+    let scan = report
+        .results
+        .iter()
+        .find(|r| r.rows_before == 2_000 && r.operation == "range_scan")
+        .unwrap();
+    assert_eq!(scan.args, "(5000 : nat64, 1000 : nat64)");
+    assert!(out.join("scaling/plot-insert-middle-1.svg").is_file());
+    let md = std::fs::read_to_string(out.join("scaling/report.md")).unwrap();
+    assert!(md.contains("Storage for 30 days"), "{md}");
+}
+
+#[test]
+fn scaling_refuses_a_store_too_small_for_its_scan() {
+    let (code, _, stderr) =
+        icbench(&["--suite", "scaling", "--scaling-max-rows", "999", "--quiet"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--scaling-max-rows must be at least 1,000"),
+        "{stderr}"
+    );
 }

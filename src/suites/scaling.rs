@@ -1,0 +1,753 @@
+//! The `scaling` suite: how each store's cost moves as it grows from 1,000 to 10,000,000
+//! rows. Each store is filled once, incrementally (to 1,000, measure, on to 10,000, measure,
+//! ...), in a canister of its own, so its memory is its own. At every size N the same
+//! operations run from the snapshot taken at N: a 1-row insert in the middle and at a
+//! random position, a 100-row insert in the middle, point lookups of 1 and 100 random keys
+//! and a 1,000-row range scan; then the memory the store uses and what keeping it costs.
+
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+
+use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
+use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
+use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::cost::CyclesFees;
+use crate::engine::{Engine, SnapshotId};
+use crate::report::format::{per_row, thousands, usd};
+use crate::report::svg::{Axes, LinePlot, Series};
+use crate::report::{Block, Document, Plot, PlotKind, Report, ScenarioResult, Table};
+
+/// The sizes measured, up to `--scaling-max-rows`.
+pub const SIZES: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+/// The smallest store the operations fit in (the range scan reads 1,000 rows).
+pub const MIN_ROWS: u64 = 1_000;
+
+/// What is measured at every size, in report order: (position, operation).
+pub const OPERATIONS: [(Position, Operation); 6] = [
+    (Position::Middle, Operation::Insert { rows: 1 }),
+    (Position::Random, Operation::Insert { rows: 1 }),
+    (Position::Middle, Operation::Insert { rows: 100 }),
+    (Position::Random, Operation::PointLookups { keys: 1 }),
+    (Position::Random, Operation::PointLookups { keys: 100 }),
+    (Position::Middle, Operation::RangeScan { rows: 1_000 }),
+];
+
+/// `operation` of the memory records: the bytes the store's rows take (over the empty
+/// canister) on the heap and in stable memory, and the storage cycles of the whole canister.
+pub const HEAP_BYTES: &str = "heap_bytes";
+pub const STABLE_BYTES: &str = "stable_bytes";
+pub const STORAGE_30_DAYS: &str = "storage_30_days";
+/// Seconds in the 30 days the storage records cost.
+const THIRTY_DAYS: u64 = 30 * 86_400;
+/// The subnets the storage records are priced on, as the record's `position`.
+const SUBNETS: [(&str, CyclesFees); 2] = [
+    ("13-node subnet", CyclesFees::APPLICATION_13),
+    ("34-node subnet", CyclesFees::APPLICATION_34),
+];
+
+pub struct Scaling;
+
+#[derive(Args)]
+#[command(next_help_heading = "scaling")]
+struct ScalingArgs {
+    /// The largest store measured: sizes 1,000, 10,000, ... up to it (and it, if it is not
+    /// one of them).
+    #[arg(long, default_value_t = 10_000_000)]
+    scaling_max_rows: u64,
+}
+
+/// The scaling suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Store sizes, ascending.
+    pub sizes: Vec<u64>,
+    /// The store kinds, each filled once in a canister of its own.
+    pub kinds: Vec<StoreKind>,
+    pub payload_size: u64,
+    pub seed: u64,
+    pub usd_per_xdr: f64,
+}
+
+/// 1,000, 10,000, ... up to `max`, and `max` itself.
+pub fn sizes_up_to(max: u64) -> Vec<u64> {
+    let mut sizes: Vec<u64> = SIZES.into_iter().filter(|&n| n <= max).collect();
+    if sizes.last() != Some(&max) {
+        sizes.push(max);
+    }
+    sizes
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        if self.kinds.is_empty() {
+            return Err(anyhow!("no store selected (--stores)"));
+        }
+        match self.sizes.first() {
+            Some(&n) if n >= MIN_ROWS => Ok(()),
+            _ => Err(anyhow!(
+                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows)",
+                thousands(MIN_ROWS)
+            )),
+        }
+    }
+
+    /// The usual users-suite settings for a store of `rows` rows: the ids and arguments
+    /// every users scenario draws are the ones seed003 would draw at that size.
+    fn users_at(&self, rows: u64) -> users::Config {
+        users::Config {
+            rows,
+            stores: Vec::new(),
+            payload_size: self.payload_size,
+            seed: self.seed,
+            usd_per_xdr: self.usd_per_xdr,
+        }
+    }
+}
+
+impl Suite for Scaling {
+    fn name(&self) -> &'static str {
+        "scaling"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        ScalingArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = ScalingArgs::from_arg_matches(matches)?;
+        common.validate()?;
+        if args.scaling_max_rows < MIN_ROWS {
+            return Err(anyhow!(
+                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows), got {}",
+                thousands(MIN_ROWS),
+                args.scaling_max_rows
+            ));
+        }
+        let mut kinds = common.stores.clone();
+        kinds.sort();
+        kinds.dedup();
+        let cfg = Config {
+            sizes: sizes_up_to(args.scaling_max_rows),
+            kinds,
+            payload_size: common.payload_size,
+            seed: common.seed,
+            usd_per_xdr: common.usd_per_xdr,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+}
+
+impl Plan for Config {
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        self.validate()?;
+        let started = std::time::Instant::now();
+        let engine_name = engine.name().to_string();
+        let mut client = BenchClient::install(engine, wasm)?;
+        client
+            .set_payload_size(self.payload_size)?
+            .value
+            .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", self.payload_size))?;
+        let canister = client.canister;
+        let empty = client.engine.snapshot(canister)?;
+        let module_bytes = wasm.len() as u64;
+        // One store per "scenario" of the pool: each fills its own copy of the empty
+        // canister, so `--jobs` runs stores side by side and `--shard` splits by store.
+        let kinds = &self.kinds;
+        let outcomes = pool::run_scenarios(
+            &mut client,
+            empty,
+            kinds.len(),
+            exec,
+            &|i| kinds[i].as_str().to_string(),
+            progress,
+            &|client, i| {
+                let mut results = Vec::new();
+                grow(
+                    client,
+                    self,
+                    &engine_name,
+                    kinds[i],
+                    empty,
+                    module_bytes,
+                    &mut results,
+                )?;
+                Ok(results.into())
+            },
+        )?;
+        let notes = vec![
+            format!(
+                "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
+                thousands(PREFILL_CHUNK)
+            ),
+            "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, set on a fresh connection at each size.".into(),
+            "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
+            format!(
+                "Memory: the canister's heap and stable memory at N over the same canister empty, per row. Storage: the whole canister (heap, stable memory and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
+                thousands(module_bytes),
+                self.usd_per_xdr
+            ),
+        ];
+        let mut report = Report {
+            suite: "scaling".into(),
+            engine: engine_name,
+            rows_before: self.sizes.last().copied().unwrap_or_default(),
+            seed: self.seed,
+            payload_size: self.payload_size,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            prefill: None,
+            executed_instructions: client.executed_instructions,
+            results: Vec::new(),
+            notes,
+            extra: Default::default(),
+        };
+        outcomes.into_report(&mut report);
+        Ok(report)
+    }
+}
+
+/// The journal modes a SQLite store is measured in at each size: the one it was filled in
+/// (the canister's default), then OFF.
+fn sqlite_modes(default: JournalMode) -> Vec<JournalMode> {
+    let mut modes = vec![default];
+    if default != JournalMode::Off {
+        modes.push(JournalMode::Off);
+    }
+    modes
+}
+
+/// Fills the store of `kind` size by size from the `empty` canister and measures it at each.
+fn grow(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    kind: StoreKind,
+    empty: SnapshotId,
+    module_bytes: u64,
+    results: &mut Vec<ScenarioResult>,
+) -> Result<()> {
+    let canister = client.canister;
+    client.engine.restore(canister, empty)?;
+    let base = client.stats()?;
+    let stores: Vec<Store> = match kind {
+        StoreKind::Btree => vec![Store::BTree],
+        StoreKind::Sqlite => {
+            let default = JournalMode::parse(&base.journal_mode).map_err(|e| {
+                anyhow!(
+                    "the canister's SQLite journal mode {:?}: {e}",
+                    base.journal_mode
+                )
+            })?;
+            sqlite_modes(default)
+                .into_iter()
+                .map(Store::Sqlite)
+                .collect()
+        }
+    };
+    let mut filled = 0;
+    for &n in &cfg.sizes {
+        while filled < n {
+            let count = PREFILL_CHUNK.min(n - filled);
+            let out = client.add_users(kind.as_str(), filled * ID_STEP, ID_STEP, count)?;
+            let report = out
+                .value
+                .map_err(|e| anyhow!("filling {kind} failed at row {filled}: {e}"))?;
+            if report.rows_inserted != count {
+                return Err(anyhow!(
+                    "filling {kind} inserted {} rows instead of {count}",
+                    report.rows_inserted
+                ));
+            }
+            filled += count;
+        }
+        let at_n = client.engine.snapshot(canister)?;
+        let stats = client.stats()?;
+        results.extend(memory_records(
+            cfg,
+            engine_name,
+            stores[0],
+            n,
+            (base.heap_pages, base.stable_pages),
+            (stats.heap_pages, stats.stable_pages),
+            module_bytes,
+        ));
+        for (i, &store) in stores.iter().enumerate() {
+            let start = if i == 0 {
+                Ok(at_n)
+            } else {
+                set_journal_mode(client, at_n, store)?
+            };
+            for (position, operation) in OPERATIONS {
+                results.push(measure(
+                    client,
+                    cfg,
+                    engine_name,
+                    store,
+                    n,
+                    position,
+                    operation,
+                    &start,
+                )?);
+            }
+        }
+        client.engine.restore(canister, at_n)?;
+    }
+    Ok(())
+}
+
+/// A snapshot of the canister at `at` with SQLite switched to `store`'s journal mode, or why
+/// the canister refused it.
+fn set_journal_mode(
+    client: &mut BenchClient<'_>,
+    at: SnapshotId,
+    store: Store,
+) -> Result<Result<SnapshotId, String>> {
+    let mode = store.journal_mode().expect("a SQLite store");
+    client.engine.restore(client.canister, at)?;
+    let config = SqliteConfig {
+        journal_mode: Some(mode.to_string()),
+        ..SqliteConfig::default()
+    };
+    Ok(match client.configure_sqlite(&config)?.value {
+        Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
+            Ok(client.engine.snapshot(client.canister)?)
+        }
+        Ok(s) => Err(format!("asked for {mode}, SQLite uses {}", s.journal_mode)),
+        Err(e) => Err(e),
+    })
+}
+
+/// The operation's call at size `n`: seed003's at that size, but the range scan reads the
+/// 1,000 rows around the middle (at N = 1,000, all of them).
+fn call_at(cfg: &Config, n: u64, store: Store, position: Position, operation: Operation) -> Call {
+    match operation {
+        Operation::RangeScan { rows } => Call::Scan {
+            offset: (n - rows) / 2 * ID_STEP,
+            count: rows,
+        },
+        _ => Call::for_scenario(
+            &super::scenario::Scenario {
+                store,
+                position,
+                operation,
+            },
+            &cfg.users_at(n),
+        ),
+    }
+}
+
+fn base_record(
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    position: &str,
+    operation: &str,
+) -> ScenarioResult {
+    ScenarioResult {
+        suite: "scaling".into(),
+        engine: engine_name.into(),
+        store: store.kind().into(),
+        journal_mode: store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        position: position.into(),
+        operation: operation.into(),
+        rows_before: n,
+        ..ScenarioResult::default()
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    position: Position,
+    operation: Operation,
+    start: &Result<SnapshotId, String>,
+) -> Result<ScenarioResult> {
+    let scenario = super::scenario::Scenario {
+        store,
+        position,
+        operation,
+    };
+    let call = call_at(cfg, n, store, position, operation);
+    let mut result = base_record(engine_name, store, n, position.as_str(), operation.kind());
+    result.batch = operation.rows();
+    result.method = scenario.method();
+    result.args = call.candid_args();
+    match start {
+        Err(reason) => result.status = crate::report::Status::Refused(reason.clone()),
+        Ok(snapshot) => {
+            client.engine.restore(client.canister, *snapshot)?;
+            let reply = run_call(client, store.kind(), &call)?;
+            record_reply(&mut result, reply, operation, cfg.usd_per_xdr);
+        }
+    }
+    Ok(result)
+}
+
+/// The heap and stable bytes the store's `n` rows take (the canister at `n` over the empty
+/// one, in 64 KiB pages), and the storage cycles of the whole canister for 30 days.
+fn memory_records(
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    (base_heap, base_stable): (u64, u64),
+    (heap, stable): (u64, u64),
+    module_bytes: u64,
+) -> Vec<ScenarioResult> {
+    const PAGE: u64 = 65_536;
+    let mut out = Vec::new();
+    for (operation, bytes) in [
+        (HEAP_BYTES, heap.saturating_sub(base_heap) * PAGE),
+        (STABLE_BYTES, stable.saturating_sub(base_stable) * PAGE),
+    ] {
+        let mut r = base_record(engine_name, store, n, "-", operation);
+        r.batch = n;
+        r.bytes = bytes;
+        out.push(r);
+    }
+    let total = (heap + stable) * PAGE + module_bytes;
+    for (subnet, fees) in SUBNETS {
+        let mut r = base_record(engine_name, store, n, subnet, STORAGE_30_DAYS);
+        r.batch = n;
+        r.bytes = total;
+        let cycles = fees.storage_cost(total, THIRTY_DAYS);
+        r.cycles = cycles as u64;
+        r.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
+        out.push(r);
+    }
+    out
+}
+
+// ---- the report ---------------------------------------------------------------------
+
+/// A column per store (and SQLite mode), in the order the records first name them.
+fn store_columns(report: &Report) -> Vec<(String, String)> {
+    let mut columns: Vec<(String, String)> = Vec::new();
+    for r in &report.results {
+        let key = (r.store.clone(), r.journal_mode.clone());
+        if OPERATIONS.iter().any(|(_, o)| o.kind() == r.operation) && !columns.contains(&key) {
+            columns.push(key);
+        }
+    }
+    columns
+}
+
+fn column_label((store, mode): &(String, String)) -> String {
+    match (store.as_str(), mode.as_str()) {
+        ("btree", _) => "StableBTreeMap".into(),
+        (s, "") => s.into(),
+        ("sqlite", m) => format!("SQLite {m}"),
+        (s, m) => format!("{s} {m}"),
+    }
+}
+
+fn sizes(report: &Report) -> Vec<u64> {
+    let mut sizes: Vec<u64> = report.results.iter().map(|r| r.rows_before).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+}
+
+fn find<'a>(
+    report: &'a Report,
+    column: &(String, String),
+    n: u64,
+    position: &str,
+    operation: &str,
+    batch: u64,
+) -> Option<&'a ScenarioResult> {
+    report.results.iter().find(|r| {
+        r.store == column.0
+            && r.journal_mode == column.1
+            && r.rows_before == n
+            && r.position == position
+            && r.operation == operation
+            && r.batch == batch
+    })
+}
+
+/// The memory records of a store are filed under the mode it was filled in: the first
+/// column of its kind.
+fn memory_record<'a>(
+    report: &'a Report,
+    store: &str,
+    n: u64,
+    position: &str,
+    operation: &str,
+) -> Option<&'a ScenarioResult> {
+    report.results.iter().find(|r| {
+        r.store == store && r.rows_before == n && r.position == position && r.operation == operation
+    })
+}
+
+fn operation_title(position: Position, operation: Operation) -> String {
+    match operation {
+        Operation::Insert { rows } => format!(
+            "insert {} row{} ({position})",
+            thousands(rows),
+            if rows == 1 { "" } else { "s" }
+        ),
+        Operation::PointLookups { keys } => format!(
+            "point lookup of {} key{} ({position})",
+            thousands(keys),
+            if keys == 1 { "" } else { "s" }
+        ),
+        Operation::RangeScan { rows } => format!("range scan of {} rows", thousands(rows)),
+    }
+}
+
+fn file_stem(position: Position, operation: Operation) -> String {
+    format!(
+        "plot-{}-{}-{}",
+        operation.kind(),
+        position,
+        operation.rows()
+    )
+}
+
+pub fn document(report: &Report) -> Document {
+    let mut doc = Document::default();
+    let columns = store_columns(report);
+    let sizes = sizes(report);
+    let labels: Vec<String> = columns.iter().map(column_label).collect();
+    let headers = |first: &str| {
+        let mut h = vec![first.to_string()];
+        h.extend(labels.iter().cloned());
+        h
+    };
+    for (position, operation) in OPERATIONS {
+        let title = format!(
+            "{}: store instructions per message, by rows in the store",
+            operation_title(position, operation)
+        );
+        let mut table = Table::new(headers("Rows in the store"));
+        for &n in &sizes {
+            let mut row = vec![thousands(n)];
+            for c in &columns {
+                row.push(
+                    match find(
+                        report,
+                        c,
+                        n,
+                        position.as_str(),
+                        operation.kind(),
+                        operation.rows(),
+                    ) {
+                        Some(r) if r.status == crate::report::Status::Ok => {
+                            thousands(r.store_instructions)
+                        }
+                        Some(_) => "failed".into(),
+                        None => "-".into(),
+                    },
+                );
+            }
+            table.push(row);
+        }
+        let plot = LinePlot {
+            title: operation_title(position, operation),
+            unit_plural: "rows".into(),
+            unit: "row".into(),
+            axes: Some(Axes {
+                x: "rows in the store".into(),
+                y: "store instructions per message".into(),
+                x_unit: "rows".into(),
+                y_unit: "instructions".into(),
+            }),
+            series: columns
+                .iter()
+                .zip(&labels)
+                .map(|(c, label)| Series {
+                    label: label.clone(),
+                    color: None,
+                    points: sizes
+                        .iter()
+                        .filter_map(|&n| {
+                            find(
+                                report,
+                                c,
+                                n,
+                                position.as_str(),
+                                operation.kind(),
+                                operation.rows(),
+                            )
+                            .filter(|r| r.status == crate::report::Status::Ok)
+                            .map(|r| (n as f64, r.store_instructions as f64))
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        let file = format!("{}.svg", file_stem(position, operation));
+        for blocks in [&mut doc.markdown, &mut doc.terminal] {
+            blocks.push(Block::Heading {
+                level: 2,
+                text: title.clone(),
+            });
+            blocks.push(Block::Table(table.clone()));
+        }
+        if !plot.svg().is_empty() {
+            doc.markdown.push(Block::Image {
+                alt: title.clone(),
+                file: file.clone(),
+            });
+            doc.plots.push(Plot {
+                file,
+                kind: PlotKind::Lines(plot),
+            });
+        }
+    }
+
+    // Memory per row and storage, one column per store kind.
+    let mut kinds: Vec<String> = Vec::new();
+    for (store, _) in &columns {
+        if !kinds.contains(store) {
+            kinds.push(store.clone());
+        }
+    }
+    let kind_label = |k: &str| match k {
+        "btree" => "StableBTreeMap".to_string(),
+        "sqlite" => "SQLite".to_string(),
+        other => other.to_string(),
+    };
+    let mut memory = Table::new({
+        let mut h = vec!["Rows in the store".to_string()];
+        for k in &kinds {
+            h.push(format!("{} heap B/row", kind_label(k)));
+            h.push(format!("{} stable B/row", kind_label(k)));
+        }
+        h
+    });
+    let mut storage = Table::new({
+        let mut h = vec!["Rows in the store".to_string()];
+        for k in &kinds {
+            h.push(format!("{} 13 nodes", kind_label(k)));
+            h.push(format!("{} 34 nodes", kind_label(k)));
+        }
+        h
+    });
+    let mut bytes_series: Vec<Series> = Vec::new();
+    for k in &kinds {
+        bytes_series.push(Series {
+            label: kind_label(k),
+            color: None,
+            points: Vec::new(),
+        });
+    }
+    for &n in &sizes {
+        let mut mem_row = vec![thousands(n)];
+        let mut cost_row = vec![thousands(n)];
+        for (i, k) in kinds.iter().enumerate() {
+            let heap = memory_record(report, k, n, "-", HEAP_BYTES).map(|r| r.bytes);
+            let stable = memory_record(report, k, n, "-", STABLE_BYTES).map(|r| r.bytes);
+            for b in [heap, stable] {
+                mem_row.push(b.map_or("-".into(), |b| per_row(b as f64 / n as f64)));
+            }
+            if let (Some(h), Some(s)) = (heap, stable) {
+                bytes_series[i]
+                    .points
+                    .push((n as f64, (h + s) as f64 / n as f64));
+            }
+            for (subnet, _) in SUBNETS {
+                cost_row.push(
+                    memory_record(report, k, n, subnet, STORAGE_30_DAYS).map_or("-".into(), |r| {
+                        format!("{} ({})", thousands(r.cycles), usd(r.usd))
+                    }),
+                );
+            }
+        }
+        memory.push(mem_row);
+        storage.push(cost_row);
+    }
+    let memory_title = "Memory per row: the store's heap and stable bytes over the empty canister";
+    let storage_title =
+        "Storage for 30 days: cycles (USD) for the whole canister, heap + stable memory + module";
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Heading {
+            level: 2,
+            text: memory_title.into(),
+        });
+        blocks.push(Block::Table(memory.clone()));
+        blocks.push(Block::Heading {
+            level: 2,
+            text: storage_title.into(),
+        });
+        blocks.push(Block::Table(storage.clone()));
+    }
+    let bytes_plot = LinePlot {
+        title: "Memory per row (heap + stable)".into(),
+        unit_plural: "rows".into(),
+        unit: "row".into(),
+        axes: Some(Axes {
+            x: "rows in the store".into(),
+            y: "bytes per row".into(),
+            x_unit: "rows".into(),
+            y_unit: "bytes/row".into(),
+        }),
+        series: bytes_series,
+    };
+    if !bytes_plot.svg().is_empty() {
+        doc.markdown.push(Block::Image {
+            alt: memory_title.into(),
+            file: "plot-bytes-per-row.svg".into(),
+        });
+        doc.plots.push(Plot {
+            file: "plot-bytes-per-row.svg".into(),
+            kind: PlotKind::Lines(bytes_plot),
+        });
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_the_decades_up_to_the_maximum_and_the_maximum() {
+        assert_eq!(sizes_up_to(10_000_000), SIZES.to_vec());
+        assert_eq!(sizes_up_to(1_000), vec![1_000]);
+        assert_eq!(sizes_up_to(25_000), vec![1_000, 10_000, 25_000]);
+    }
+
+    #[test]
+    fn sqlite_is_measured_in_its_default_mode_then_off() {
+        assert_eq!(
+            sqlite_modes(JournalMode::Persist),
+            vec![JournalMode::Persist, JournalMode::Off]
+        );
+        assert_eq!(sqlite_modes(JournalMode::Off), vec![JournalMode::Off]);
+    }
+
+    #[test]
+    fn the_range_scan_reads_the_rows_around_the_middle() {
+        let cfg = Config {
+            sizes: vec![1_000],
+            kinds: vec![StoreKind::Btree],
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+        };
+        let scan = Operation::RangeScan { rows: 1_000 };
+        let args = |n| call_at(&cfg, n, Store::BTree, Position::Middle, scan).candid_args();
+        assert_eq!(args(1_000), "(0 : nat64, 1000 : nat64)");
+        assert_eq!(args(10_000), "(45000 : nat64, 1000 : nat64)");
+    }
+}
