@@ -46,6 +46,19 @@ impl Plot {
     }
 }
 
+/// The legend of tables whose cells are one message's total with the per-row figure in
+/// parentheses, for a suite to put first in its markdown blocks.
+pub fn message_cells_legend() -> Block {
+    Block::Text(
+        "Cells show the total for one message and, in parentheses, per row. \"Store work\" is \
+         `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
+         \"charged\" is what the message is billed: its whole execution plus the heap dirty-page \
+         charge, and what cycles are computed from. Cycles and USD are for a 13-node application \
+         subnet; queries are free when not replicated.\n"
+            .into(),
+    )
+}
+
 /// A suite's rendering of one report.
 #[derive(Default)]
 pub struct Document {
@@ -83,13 +96,6 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             out.push_str(&format!("- {}\n", note.trim()));
         }
     }
-    out.push_str(
-        "\nCells show the total for one message and, in parentheses, per row. \"Store work\" is \
-         `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
-         \"charged\" is what the message is billed: its whole execution plus the heap dirty-page \
-         charge, and what cycles are computed from. Cycles and USD are for a 13-node application \
-         subnet; queries are free when not replicated.\n",
-    );
     for block in &document.markdown {
         match block {
             Block::Heading { level, text } => {

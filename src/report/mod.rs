@@ -22,7 +22,9 @@ pub mod table;
 
 pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
-pub use document::{markdown, terminal, Block, Document, Footnotes, Plot, PlotKind};
+pub use document::{
+    markdown, message_cells_legend, terminal, Block, Document, Footnotes, Plot, PlotKind,
+};
 pub use json::{from_json, json};
 pub use record::{ScenarioResult, Status};
 pub use svg::{DotPlot, DotPoint, LinePlot, Series};

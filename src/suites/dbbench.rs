@@ -24,7 +24,8 @@ use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::{
-    Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
+    ScenarioResult, Status, Table,
 };
 
 /// Ops per message: db_bench's `entries_per_batch` for the batched fills.
@@ -598,7 +599,7 @@ pub fn document(report: &Report) -> Document {
         level: 2,
         text: text.into(),
     };
-    let mut markdown = vec![heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
+    let mut markdown = vec![message_cells_legend(), heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
     if let Some(plot) = &plot {
         markdown.push(Block::Image {
             alt: "db_bench: store instructions per op".into(),

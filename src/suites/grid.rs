@@ -10,7 +10,8 @@ use std::str::FromStr;
 use crate::report::format::{compact, per_row, signed_thousands, thousands, usd};
 use crate::report::table::{cell_text, Table};
 use crate::report::{
-    Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series, Status,
+    message_cells_legend, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report,
+    ScenarioResult, Series, Status,
 };
 use crate::suites::scenario::{JournalMode, Position, Store};
 
@@ -288,8 +289,10 @@ pub(crate) fn document(report: &Report) -> Document {
         .into_iter()
         .filter_map(|p| plot(report, &p).map(|plot| (p, plot)))
         .collect();
+    let mut blocks = vec![message_cells_legend()];
+    blocks.extend(markdown(report, &plots));
     Document {
-        markdown: markdown(report, &plots),
+        markdown: blocks,
         terminal: terminal(report),
         plots: plots.into_iter().map(|(_, plot)| plot).collect(),
     }

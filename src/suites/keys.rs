@@ -24,7 +24,8 @@ use crate::engine::Engine;
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
 use crate::report::{
-    Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
+    ScenarioResult, Status, Table,
 };
 
 /// Rows per insert message: seed 002 wrote one user's list, about 100 rows, per transaction.
@@ -355,7 +356,10 @@ pub fn document(report: &Report) -> Document {
             per_row(r.store_instructions_per_row)
         }))
     };
-    let mut markdown = vec![heading("store instructions per insert")];
+    let mut markdown = vec![
+        message_cells_legend(),
+        heading("store instructions per insert"),
+    ];
     if let Some(plot) = &plot {
         markdown.push(Block::Image {
             alt: "Key types: instructions per row".into(),

@@ -22,7 +22,8 @@ use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::thousands;
 use crate::report::{
-    Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report, ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
+    ScenarioResult, Status, Table,
 };
 
 /// Seed 004's 23 workloads, their sections and the parameters each message takes, shared
@@ -475,7 +476,7 @@ fn blocks(report: &Report) -> Vec<Block> {
 
 pub fn document(report: &Report) -> Document {
     let plot = plot(report);
-    let mut markdown = Vec::new();
+    let mut markdown = vec![message_cells_legend()];
     if let Some(plot) = &plot {
         markdown.push(Block::Heading {
             level: 2,
