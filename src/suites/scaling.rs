@@ -2,7 +2,7 @@
 //! rows. Each store is filled once, incrementally (to 1,000, measure, on to 10,000, measure,
 //! ...), in a canister of its own, so its memory is its own. At every size N the same
 //! operations run from the snapshot taken at N: a 1-row insert in the middle and at a
-//! random position, a 100-row insert in the middle, point lookups of 1 and 100 random keys
+//! random position, 100- and 1,000-row inserts in the middle, point lookups of 1 and 100 random keys
 //! and a 1,000-row range scan; then the memory the store uses and what keeping it costs.
 
 use anyhow::{anyhow, Result};
@@ -24,10 +24,13 @@ pub const SIZES: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 pub const MIN_ROWS: u64 = 1_000;
 
 /// What is measured at every size, in report order: (position, operation).
-pub const OPERATIONS: [(Position, Operation); 6] = [
+pub const OPERATIONS: [(Position, Operation); 7] = [
     (Position::Middle, Operation::Insert { rows: 1 }),
     (Position::Random, Operation::Insert { rows: 1 }),
     (Position::Middle, Operation::Insert { rows: 100 }),
+    // For the cost of a million rows sent 1,000 per message (at N = 1,000 half of them
+    // land past the last id).
+    (Position::Middle, Operation::Insert { rows: 1_000 }),
     (Position::Random, Operation::PointLookups { keys: 1 }),
     (Position::Random, Operation::PointLookups { keys: 100 }),
     (Position::Middle, Operation::RangeScan { rows: 1_000 }),
@@ -680,6 +683,46 @@ pub fn document(report: &Report) -> Document {
         memory.push(mem_row);
         storage.push(cost_row);
     }
+    // A million rows sent one per message and 1,000 per message, from the measured
+    // messages at each size (execution cycles; the store keeps growing meanwhile, so this
+    // is the cost at N, not of growing from N).
+    let million = 1_000_000u64;
+    let mut bulk = Table::new(headers("Rows in the store"));
+    for &n in &sizes {
+        let mut row = vec![thousands(n)];
+        for c in &columns {
+            let cost = |batch: u64| {
+                find(report, c, n, "middle", "insert", batch)
+                    .filter(|r| r.status == crate::report::Status::Ok)
+                    .map(|r| {
+                        (
+                            r.cycles as u128 * (million / batch) as u128,
+                            r.usd * (million / batch) as f64,
+                        )
+                    })
+            };
+            row.push(match (cost(1), cost(1_000)) {
+                (Some(one), Some(thousand)) => format!(
+                    "{} ({}) / {} ({})",
+                    thousands(one.0 as u64),
+                    usd(one.1),
+                    thousands(thousand.0 as u64),
+                    usd(thousand.1)
+                ),
+                _ => "-".into(),
+            });
+        }
+        bulk.push(row);
+    }
+    let bulk_title = "Inserting 1,000,000 rows at this size: cycles (USD) one row per message / 1,000 rows per message (execution only)";
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Heading {
+            level: 2,
+            text: bulk_title.into(),
+        });
+        blocks.push(Block::Table(bulk.clone()));
+    }
+
     let memory_title = "Memory per row: the store's heap and stable bytes over the empty canister";
     let storage_title =
         "Storage for 30 days: cycles (USD) for the whole canister, heap + stable memory + module";

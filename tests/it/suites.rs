@@ -412,9 +412,9 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
-    // Sizes 1,000 and 2,000: the map (6 operations, 2 memory and 2 storage records) and
-    // SQLite (6 operations in each of 2 journal modes, 4 memory records).
-    assert_eq!(scaling.results.len(), 2 * (6 + 4) + 2 * (12 + 4));
+    // Sizes 1,000 and 2,000: the map (7 operations, 2 memory and 2 storage records) and
+    // SQLite (7 operations in each of 2 journal modes, 4 memory records).
+    assert_eq!(scaling.results.len(), 2 * (7 + 4) + 2 * (14 + 4));
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
@@ -1312,6 +1312,7 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
         ("middle", "insert", 1),
         ("random", "insert", 1),
         ("middle", "insert", 100),
+        ("middle", "insert", 1000),
         ("random", "point_lookup", 1),
         ("random", "point_lookup", 100),
         ("middle", "range_scan", 1000),
@@ -1359,6 +1360,7 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
     assert!(out.join("scaling/plot-insert-middle-1.svg").is_file());
     let md = std::fs::read_to_string(out.join("scaling/report.md")).unwrap();
     assert!(md.contains("Storage for 30 days"), "{md}");
+    assert!(md.contains("Inserting 1,000,000 rows at this size"), "{md}");
 }
 
 #[test]
