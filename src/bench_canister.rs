@@ -25,6 +25,9 @@ type CanisterResult<T> = std::result::Result<T, String>;
 pub struct Measured<T> {
     pub value: CanisterResult<T>,
     pub message: MessageReport,
+    /// The method name's and the Candid argument's bytes: what an ingress message of this
+    /// call carries at least (the replica's per-byte ingress fee applies to them).
+    pub request_bytes: u64,
 }
 
 /// A typed client of the bench canister on any engine.
@@ -37,6 +40,7 @@ pub struct BenchClient<'e> {
 
 fn decode<T: CandidType + for<'de> Deserialize<'de>>(
     method: &str,
+    arg: &[u8],
     out: CallOutcome,
 ) -> Result<Measured<T>> {
     let bytes = out
@@ -47,6 +51,7 @@ fn decode<T: CandidType + for<'de> Deserialize<'de>>(
     Ok(Measured {
         value,
         message: out.report,
+        request_bytes: (method.len() + arg.len()) as u64,
     })
 }
 
@@ -82,7 +87,7 @@ impl<'e> BenchClient<'e> {
     ) -> Result<Measured<T>> {
         let out = self.engine.update(self.canister, method, &arg)?;
         self.executed_instructions += out.report.instructions;
-        decode(method, out)
+        decode(method, &arg, out)
     }
 
     fn query<T: CandidType + for<'de> Deserialize<'de>>(
@@ -92,7 +97,7 @@ impl<'e> BenchClient<'e> {
     ) -> Result<Measured<T>> {
         let out = self.engine.query(self.canister, method, &arg)?;
         self.executed_instructions += out.report.instructions;
-        decode(method, out)
+        decode(method, &arg, out)
     }
 
     /// `add_users_{store}(offset, step, count)`.

@@ -262,6 +262,7 @@ mod tests {
             heap_dirty_pages: 0,
             stable_dirty_pages: 0,
             bytes: 0,
+            ingress_cycles: 0,
         }
     }
 

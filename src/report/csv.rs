@@ -5,7 +5,7 @@ use super::Report;
 use super::{ScenarioResult, Status};
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
-pub(crate) const HEADER: [&str; 23] = [
+pub(crate) const HEADER: [&str; 24] = [
     "suite",
     "engine",
     "store",
@@ -29,6 +29,7 @@ pub(crate) const HEADER: [&str; 23] = [
     "heap_dirty_pages",
     "stable_dirty_pages",
     "bytes",
+    "ingress_cycles",
 ];
 
 /// results.csv with RFC 4180 quoting and CRLF line ends.
@@ -40,7 +41,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 23] {
+fn fields(r: &ScenarioResult) -> [String; 24] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -71,6 +72,7 @@ fn fields(r: &ScenarioResult) -> [String; 23] {
         heap_dirty_pages,
         stable_dirty_pages,
         bytes,
+        ingress_cycles,
     } = r;
     [
         suite.clone(),
@@ -97,6 +99,7 @@ fn fields(r: &ScenarioResult) -> [String; 23] {
         heap_dirty_pages.to_string(),
         stable_dirty_pages.to_string(),
         bytes.to_string(),
+        ingress_cycles.to_string(),
     ]
 }
 

@@ -137,6 +137,7 @@ pub(crate) mod fixture {
             heap_dirty_pages: 3,
             stable_dirty_pages: 4,
             bytes: 0,
+            ingress_cycles: 1_200_000 + 2_000 * 40,
         }
     }
 

@@ -60,4 +60,11 @@ pub struct ScenarioResult {
     /// not measure it.
     #[serde(default)]
     pub bytes: u64,
+    /// Cycles for receiving the update as an ingress message from outside the IC, on the
+    /// subnet of `cycles`: the reception fee plus the per-byte fee on the method name and
+    /// the Candid argument (a lower bound: the newest replica counts the whole signed
+    /// envelope). Not part of `cycles`; 0 for queries and where a suite does not price it
+    /// (the users suites do).
+    #[serde(default)]
+    pub ingress_cycles: u64,
 }

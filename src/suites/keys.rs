@@ -513,6 +513,8 @@ impl Plan for Config {
                             heap_dirty_pages: t.heap_dirty,
                             stable_dirty_pages: t.stable_dirty,
                             bytes: t.bytes,
+                            // Not priced: a row is several messages here.
+                            ingress_cycles: 0,
                         };
                         if let Some(e) = &failed {
                             r.status = Status::Failed(e.clone());

@@ -637,6 +637,8 @@ impl Plan for Config {
                     heap_dirty_pages: t.heap_dirty,
                     stable_dirty_pages: t.stable_dirty,
                     bytes: t.bytes,
+                    // Not priced: a row is many messages here.
+                    ingress_cycles: 0,
                 }
                 .into())
             },

@@ -462,12 +462,17 @@ pub(super) fn record_reply(
     usd_per_xdr: f64,
 ) {
     let fees = CyclesFees::APPLICATION_13;
-    let (message, outcome) = match reply {
+    let (message, request_bytes, outcome) = match reply {
         Reply::Insert(m) => (
             m.message,
+            m.request_bytes,
             m.value.map(|r| (r.instructions, r.rows_inserted)),
         ),
-        Reply::Read(m) => (m.message, m.value.map(|r| (r.instructions, r.rows_found))),
+        Reply::Read(m) => (
+            m.message,
+            m.request_bytes,
+            m.value.map(|r| (r.instructions, r.rows_found)),
+        ),
     };
     match outcome {
         Err(e) => result.status = Status::Failed(e),
@@ -488,6 +493,7 @@ pub(super) fn record_reply(
                 let cycles = fees.execution_cost(message.instructions, false);
                 result.cycles = cycles as u64;
                 result.usd = cycles as f64 / 1e12 * usd_per_xdr;
+                result.ingress_cycles = fees.ingress_cost(request_bytes) as u64;
             }
             result.heap_pages_delta =
                 pages_delta(message.heap_bytes_before, message.heap_bytes_after);

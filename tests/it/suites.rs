@@ -1091,6 +1091,7 @@ fn fake_result(store: &str, mode: &str, workload: &str, per_event: f64) -> Scena
         heap_dirty_pages: 0,
         stable_dirty_pages: 0,
         bytes: 0,
+        ingress_cycles: 0,
     }
 }
 
@@ -1350,6 +1351,14 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
             assert_eq!(r.cycles as u128, fees.storage_cost(r.bytes, 30 * 86_400));
         }
     }
+    // Ingress of add_users_btree(offset, step, count): 1,200,000 + 2,000 per byte of the
+    // 15-byte method name and the 33-byte Candid argument (DIDL, 3 nat64 types, 24 bytes).
+    let insert = report
+        .results
+        .iter()
+        .find(|r| r.store == "btree" && r.operation == "insert" && r.position == "middle")
+        .unwrap();
+    assert_eq!(insert.ingress_cycles, 1_200_000 + 2_000 * (15 + 33));
     // A second size adds rows, so the range scan at 2,000 starts at id 5,000 (the middle).
     let scan = report
         .results
@@ -1360,7 +1369,7 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
     assert!(out.join("scaling/plot-insert-middle-1.svg").is_file());
     let md = std::fs::read_to_string(out.join("scaling/report.md")).unwrap();
     assert!(md.contains("Storage for 30 days"), "{md}");
-    assert!(md.contains("Inserting 1,000,000 rows at this size"), "{md}");
+    assert!(md.contains("Inserting 1,000,000 rows at each size"), "{md}");
 }
 
 #[test]
