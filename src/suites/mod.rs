@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::report::{Document, Report};
 
 pub mod dbbench;
+pub mod decision;
 mod grid;
 pub mod keys;
 pub mod lookups;

@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
@@ -455,13 +455,17 @@ fn store_columns(report: &Report) -> Vec<(String, String)> {
 }
 
 fn column_label((store, mode): &(String, String)) -> String {
-    match (store.as_str(), mode.as_str()) {
-        ("btree", _) => "StableBTreeMap".into(),
-        (s, "") => s.into(),
-        ("sqlite", m) => format!("SQLite {m}"),
-        (s, m) => format!("{s} {m}"),
-    }
+    decision::store_label(store, mode)
 }
+
+/// What the decision table compares at the largest size: the message workloads, then the
+/// storage of the whole canister for 30 days on a 13-node subnet.
+const STORAGE_WORKLOAD: decision::Workload = decision::Workload {
+    name: "storage for 30 days (whole canister)",
+    pick: |r| r.operation == STORAGE_30_DAYS && r.position == SUBNETS[0].0,
+    cost: |r| r.cycles,
+    unit: "cycles",
+};
 
 fn sizes(report: &Report) -> Vec<u64> {
     let mut sizes: Vec<u64> = report.results.iter().map(|r| r.rows_before).collect();
@@ -529,6 +533,27 @@ fn file_stem(position: Position, operation: Operation) -> String {
 
 pub fn document(report: &Report) -> Document {
     let mut doc = Document::default();
+    if let Some(&largest) = sizes(report).last() {
+        let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
+            .iter()
+            .chain([&STORAGE_WORKLOAD])
+            .filter_map(|w| decision::decide(report, w, largest))
+            .collect();
+        let title = format!(
+            "Which store is cheapest, at {} rows (charged instructions; storage in cycles)",
+            thousands(largest)
+        );
+        for blocks in [&mut doc.markdown, &mut doc.terminal] {
+            blocks.push(Block::Heading {
+                level: 2,
+                text: title.clone(),
+            });
+            blocks.push(Block::Table(decision::table(&decisions)));
+        }
+        doc.markdown.push(Block::Text(
+            "Generated from this run's records: per workload the cheapest store (and SQLite journal mode), and how many times cheaper it is than the cheapest store of another kind. Messages are compared by the instructions they are charged (what cycles pay for), not by the store's own counter.\n".into(),
+        ));
+    }
     doc.markdown.push(Block::Text(
         "Cells are store instructions for one message (`ic0.performance_counter(0)` around the store work) at each store size N; every operation at N starts from the same snapshot.\n".into(),
     ));

@@ -9,9 +9,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users::{self, PREFILL_CHUNK};
-use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{decision, sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
-use crate::report::{Document, Report};
+use crate::report::format::thousands;
+use crate::report::{Block, Document, Report};
 
 /// Read operations measured per store and position.
 pub const READS: [Operation; 3] = [
@@ -103,8 +104,27 @@ impl Config {
 }
 
 impl Suite for Seed003 {
+    /// seed003's tables, then a short decision table at the run's size.
     fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
+        let mut doc = super::grid::document(report);
+        let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
+            .iter()
+            .filter_map(|w| decision::decide(report, w, report.rows_before))
+            .collect();
+        if !decisions.is_empty() {
+            let title = format!(
+                "Which store is cheapest at {} rows (charged instructions; `--suite scaling` for every size, storage and upgrades)",
+                thousands(report.rows_before)
+            );
+            for blocks in [&mut doc.markdown, &mut doc.terminal] {
+                blocks.push(Block::Heading {
+                    level: 2,
+                    text: title.clone(),
+                });
+                blocks.push(Block::Table(decision::short_table(&decisions)));
+            }
+        }
+        doc
     }
 
     fn name(&self) -> &'static str {

@@ -33,7 +33,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, scaling, all"
     );
     assert!(select(&[""]).is_err());
 }
@@ -150,7 +150,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, scaling, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -1370,6 +1370,18 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
     let md = std::fs::read_to_string(out.join("scaling/report.md")).unwrap();
     assert!(md.contains("Storage for 30 days"), "{md}");
     assert!(md.contains("Inserting 1,000,000 rows at each size"), "{md}");
+    // The decision table opens the report, at the largest size, with the storage row.
+    let decision = md
+        .find("## Which store is cheapest, at 2,000 rows")
+        .expect("decision table");
+    assert!(
+        decision < md.find("## insert 1 row (middle)").unwrap(),
+        "{md}"
+    );
+    assert!(
+        md.contains("| storage for 30 days (whole canister)"),
+        "{md}"
+    );
 }
 
 #[test]
