@@ -38,7 +38,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let mut stores = vec![Store::BTree];
+        let mut stores = vec![Store::Heap, Store::BTree];
         stores.extend(JournalMode::ALL.map(Store::Sqlite));
         Self {
             rows: 1_000_000,
@@ -51,10 +51,14 @@ impl Default for Config {
 }
 
 impl Config {
-    /// From the shared flags: the map for `btree`, SQLite once per journal mode for `sqlite`.
+    /// From the shared flags: the heap map for `heap`, the stable map for `btree`, SQLite
+    /// once per journal mode for `sqlite`.
     pub fn from_args(common: &CommonArgs) -> Result<Config> {
         common.validate()?;
         let mut stores = Vec::new();
+        if common.has(StoreKind::Heap) {
+            stores.push(Store::Heap);
+        }
         if common.has(StoreKind::Btree) {
             stores.push(Store::BTree);
         }
@@ -80,7 +84,7 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         if self.stores.is_empty() {
             return Err(anyhow!(
-                "no store selected (--stores btree,sqlite and at least one --journal-modes)"
+                "no store selected (--stores heap,btree,sqlite and at least one --journal-modes)"
             ));
         }
         if self.rows < 2_000 {
@@ -249,15 +253,18 @@ fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Re
     })
 }
 
-/// The stores the prefill fills: each kind measured, once.
+/// The stores the prefill fills: each kind measured, once. The heap map comes last, so the
+/// stable stores are filled exactly as in a run without it (their own allocations on the
+/// heap come first either way).
 fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
-    [bench_types::names::BTREE, bench_types::names::SQLITE]
+    use bench_types::names::{BTREE, HEAP, SQLITE};
+    [BTREE, SQLITE, HEAP]
         .into_iter()
         .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
         .collect()
 }
 
-/// Fills both stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
+/// Fills every selected store with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
 pub fn prefill(
     client: &mut BenchClient<'_>,
     cfg: &Config,

@@ -39,7 +39,7 @@ fn suite_selection_parses_names_lists_and_all() {
 }
 
 fn all_stores() -> Vec<Store> {
-    let mut stores = vec![Store::BTree];
+    let mut stores = vec![Store::Heap, Store::BTree];
     stores.extend(JournalMode::ALL.map(Store::Sqlite));
     stores
 }
@@ -49,8 +49,8 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 7 stores x (5 insert batches + 3 reads): the README's 168.
-    assert_eq!(matrix.len(), 168);
+    // 3 positions x 8 stores x (5 insert batches + 3 reads): the README's 192.
+    assert_eq!(matrix.len(), 192);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
     let sorted = seed003::Config {
@@ -191,7 +191,11 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--stores", "btree,x"],
-            "invalid value 'x' for '--stores <STORES>'\n  [possible values: btree, sqlite]",
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite]",
+        ),
+        (
+            &["--suite", "keys", "--stores", "heap"],
+            "no store of the keys suite selected (--stores btree,sqlite; it has no heap store)",
         ),
         (
             &["--positions", "top"],
