@@ -391,6 +391,7 @@ mod tests {
     fn the_fixed_set_is_valid_and_small() {
         let cfg = config();
         cfg.validate().unwrap();
-        assert_eq!(cfg.matrix().len(), 3 * 3 * (3 + 3));
+        // 3 positions x 4 stores x (3 batches + 3 reads).
+        assert_eq!(cfg.matrix().len(), 3 * 4 * (3 + 3));
     }
 }
