@@ -244,6 +244,7 @@ fn grow(
     client.engine.restore(canister, empty)?;
     let base = client.stats()?;
     let stores: Vec<Store> = match kind {
+        StoreKind::Heap => vec![Store::Heap],
         StoreKind::Btree => vec![Store::BTree],
         StoreKind::Sqlite => {
             let default = JournalMode::parse(&base.journal_mode).map_err(|e| {
