@@ -439,9 +439,9 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
-    // Sizes 1,000 and 2,000: the map (7 operations, 2 memory and 2 storage records) and
-    // SQLite (7 operations in each of 2 journal modes, 4 memory records).
-    assert_eq!(scaling.results.len(), 2 * (7 + 4) + 2 * (14 + 4));
+    // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
+    // storage records each) and SQLite (7 operations in each of 2 journal modes, 4 more).
+    assert_eq!(scaling.results.len(), 2 * 2 * (7 + 4) + 2 * (14 + 4));
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
