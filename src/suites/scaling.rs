@@ -655,11 +655,7 @@ pub fn document(report: &Report) -> Document {
             kinds.push(store.clone());
         }
     }
-    let kind_label = |k: &str| match k {
-        "btree" => "StableBTreeMap".to_string(),
-        "sqlite" => "SQLite".to_string(),
-        other => other.to_string(),
-    };
+    let kind_label = |k: &str| decision::store_label(k, "");
     let mut memory = Table::new({
         let mut h = vec!["Rows in the store".to_string()];
         for k in &kinds {
