@@ -131,23 +131,21 @@ impl HeapImage {
     }
 
     /// Gives the pages of `range` back to the OS (they read as zero when used again) and
-    /// makes them inaccessible.
+    /// makes them inaccessible. A fresh anonymous mapping replaces them, not
+    /// `MADV_DONTNEED`: on a copy-on-write view of a frozen heap that would bring back the
+    /// frozen bytes instead of zeros.
     fn release(&mut self, range: Range<usize>) -> Result<()> {
-        // SAFETY: the range lies inside our own private anonymous mapping.
-        let rc = unsafe {
-            libc::madvise(
-                self.base.add(range.start).cast(),
+        // SAFETY: the range lies inside our own reservation.
+        unsafe {
+            map_fixed(
+                self.base.add(range.start),
                 range.len(),
-                libc::MADV_DONTNEED,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
             )
-        };
-        if rc != 0 {
-            bail!(
-                "releasing heap copy pages failed: {}",
-                std::io::Error::last_os_error()
-            );
         }
-        self.protect(range, libc::PROT_NONE)
+        .map_err(|e| anyhow!("releasing heap copy pages failed: {e}"))
     }
 
     /// Makes `live` (a heap of the image's length) equal to the image, writing only pages
@@ -182,6 +180,189 @@ impl HeapImage {
         }
         Ok(copy)
     }
+}
+
+/// A heap image that never changes again: the heap of a saved state (a snapshot). On Linux
+/// its bytes live in a memfd, and every engine that loads the state maps that file
+/// copy-on-write as its committed image ([`FrozenHeap::thaw`]) and as its live heap
+/// ([`FrozenHeap::map_into`]), so a fork of the engine pays only for the pages it writes
+/// instead of two copies of the whole heap. Elsewhere it is a plain copy.
+pub struct FrozenHeap {
+    /// The bytes, read-only: on Linux a shared mapping of `file`.
+    image: HeapImage,
+    /// None for an empty heap (nothing to map).
+    #[cfg(target_os = "linux")]
+    file: Option<std::os::fd::OwnedFd>,
+}
+
+impl HeapImage {
+    /// The image's bytes as a [`FrozenHeap`]: one copy of its written pages.
+    #[cfg(target_os = "linux")]
+    pub fn freeze(&self) -> Result<FrozenHeap> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        if self.len == 0 {
+            return Ok(FrozenHeap {
+                image: HeapImage::default(),
+                file: None,
+            });
+        }
+        // SAFETY: a plain syscall with a NUL-terminated name.
+        let fd = unsafe { libc::memfd_create(c"icbench-heap".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            bail!(
+                "cannot create a memfd for a heap snapshot: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: a plain syscall on our own file.
+        if unsafe { libc::ftruncate(file.as_raw_fd(), self.len as libc::off_t) } != 0 {
+            bail!(
+                "cannot size a {}-byte heap snapshot: {}",
+                self.len,
+                std::io::Error::last_os_error()
+            );
+        }
+        let mut image = HeapImage::default();
+        image.set_len(self.len)?;
+        // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
+        unsafe {
+            map_fixed(
+                image.base,
+                self.len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+            )?
+        };
+        for page in self.written_pages() {
+            image.write_page(page, self.page(page));
+        }
+        // Read-only from now on: a stray write would change every fork's heap.
+        image.protect(0..self.len, libc::PROT_READ)?;
+        Ok(FrozenHeap {
+            image,
+            file: Some(file),
+        })
+    }
+
+    /// The image's bytes as a [`FrozenHeap`]: a copy of its written pages.
+    #[cfg(not(target_os = "linux"))]
+    pub fn freeze(&self) -> Result<FrozenHeap> {
+        Ok(FrozenHeap {
+            image: self.try_clone()?,
+        })
+    }
+}
+
+impl FrozenHeap {
+    pub fn len(&self) -> usize {
+        self.image.len()
+    }
+
+    pub fn page(&self, page: u32) -> &[u8] {
+        self.image.page(page)
+    }
+
+    pub fn written_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.image.written_pages()
+    }
+
+    /// A changeable image with the same bytes: on Linux a private (copy-on-write) mapping
+    /// of the frozen file, costing memory only for the pages written to it later.
+    pub fn thaw(&self) -> Result<HeapImage> {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.file {
+            use std::os::fd::AsRawFd;
+            let mut copy = HeapImage::default();
+            copy.set_len(self.len())?;
+            // SAFETY: the first `len` bytes of the fresh reservation become the view; the
+            // file is `len` bytes long.
+            unsafe {
+                map_fixed(
+                    copy.base,
+                    self.len(),
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                )?
+            };
+            copy.written = self.image.written.clone();
+            return Ok(copy);
+        }
+        self.image.try_clone()
+    }
+
+    /// Makes `live` (a heap of the image's length) equal to the image; `live` is known to
+    /// be zero from byte `zero_from` on. On Linux the heap's pages are replaced by a
+    /// private mapping of the frozen file: nothing is copied until the canister writes.
+    ///
+    /// # Safety
+    /// `live` must be the accessible part of a heap mapping this engine owns (a
+    /// [`super::heap::HeapRegion`] not armed for tracking), and no Wasm may run meanwhile.
+    pub unsafe fn map_into(&self, live: &mut [u8], zero_from: usize) -> Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.file {
+            use std::os::fd::AsRawFd;
+            if live.len() != self.len() {
+                bail!(
+                    "cannot restore a {}-byte heap into a {}-byte memory",
+                    self.len(),
+                    live.len()
+                );
+            }
+            if !(live.as_ptr() as usize).is_multiple_of(OS_PAGE) {
+                bail!("a heap that does not start on a page boundary cannot be mapped");
+            }
+            // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
+            return unsafe {
+                map_fixed(
+                    live.as_mut_ptr(),
+                    self.len(),
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                )
+            };
+        }
+        self.image.restore_into(live, zero_from)
+    }
+}
+
+/// Maps `len` bytes at `addr` (replacing what was there), never reserving swap for them.
+///
+/// # Safety
+/// `addr..addr + len` must lie in a mapping this module owns, and nothing may hold
+/// references into it that expect the old contents.
+unsafe fn map_fixed(
+    addr: *mut u8,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: see the function's contract.
+    let got = unsafe {
+        libc::mmap(
+            addr.cast(),
+            len,
+            prot,
+            flags | libc::MAP_FIXED | libc::MAP_NORESERVE,
+            fd,
+            0,
+        )
+    };
+    if got == libc::MAP_FAILED {
+        bail!(
+            "mapping {len} heap bytes failed: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 impl Drop for HeapImage {
@@ -250,6 +431,94 @@ mod tests {
         image.restore_into(&mut other, len).unwrap();
         assert_eq!(other, live);
         assert!(image.restore_into(&mut [0u8; OS_PAGE], 0).is_err());
+    }
+
+    /// Anonymous (private, written) kB of the mapping that starts at `addr`, from smaps:
+    /// what a copy-on-write view of a frozen heap costs on its own.
+    #[cfg(target_os = "linux")]
+    fn private_kb(addr: *const u8) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{:x}-", addr as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping at {head}");
+        let line = lines.find(|l| l.starts_with("Anonymous:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_frozen_heap_is_shared_and_each_view_pays_for_its_writes() {
+        let mut image = HeapImage::default();
+        image.set_len(64 * OS_PAGE).unwrap();
+        image.write_page(3, &[3u8; OS_PAGE]);
+        image.write_page(40, &[40u8; OS_PAGE]);
+        let frozen = image.freeze().unwrap();
+        drop(image);
+        assert_eq!(frozen.len(), 64 * OS_PAGE);
+        assert_eq!(frozen.written_pages().collect::<Vec<_>>(), vec![3, 40]);
+        assert_eq!(frozen.page(40), &[40u8; OS_PAGE][..]);
+
+        let mut a = frozen.thaw().unwrap();
+        let b = frozen.thaw().unwrap();
+        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 40]);
+        a.write_page(3, &[9u8; OS_PAGE]);
+        a.write_page(5, &[5u8; OS_PAGE]);
+        // The other view and the frozen heap still hold the frozen bytes.
+        assert_eq!(b.page(3), &[3u8; OS_PAGE][..]);
+        assert_eq!(frozen.page(3), &[3u8; OS_PAGE][..]);
+        assert_eq!(frozen.page(5), &[0u8; OS_PAGE][..]);
+        assert_eq!(a.page(3), &[9u8; OS_PAGE][..]);
+        assert_eq!(a.page(40), &[40u8; OS_PAGE][..]);
+        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 5, 40]);
+        #[cfg(target_os = "linux")]
+        {
+            // Only the two pages written through `a` are its own; `b` has none.
+            assert_eq!(private_kb(a.base), 2 * OS_PAGE / 1024);
+            assert_eq!(private_kb(b.base), 0);
+        }
+
+        // A live heap (an mmap of our own, here with other bytes in it) takes the view.
+        let live_base = reserve(64 * OS_PAGE).unwrap();
+        protect(live_base, 64 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
+        // SAFETY: the mapping above, accessible, used only here.
+        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 64 * OS_PAGE) };
+        live[7 * OS_PAGE] = 1;
+        // SAFETY: our own mapping, nothing else uses it.
+        unsafe { frozen.map_into(live, 64 * OS_PAGE).unwrap() };
+        assert_eq!(&live[..], b.as_slice());
+        live[0] = 2;
+        assert_eq!(frozen.page(0)[0], 0);
+        // SAFETY: unmapping the test's own mapping.
+        unsafe { libc::munmap(live_base.cast(), 64 * OS_PAGE) };
+    }
+
+    #[test]
+    fn a_thawed_heap_cut_and_grown_again_reads_zero() {
+        let mut image = HeapImage::default();
+        image.set_len(8 * OS_PAGE).unwrap();
+        image.write_page(6, &[6u8; OS_PAGE]);
+        let mut thawed = image.freeze().unwrap().thaw().unwrap();
+        thawed.set_len(4 * OS_PAGE).unwrap();
+        thawed.set_len(8 * OS_PAGE).unwrap();
+        assert!(thawed.as_slice().iter().all(|&b| b == 0));
+        assert_eq!(thawed.written_pages().count(), 0);
+    }
+
+    #[test]
+    fn an_empty_heap_freezes_and_a_mismatched_heap_is_refused() {
+        let frozen = HeapImage::default().freeze().unwrap();
+        assert_eq!(frozen.len(), 0);
+        assert_eq!(frozen.thaw().unwrap().len(), 0);
+        let mut image = HeapImage::default();
+        image.set_len(2 * OS_PAGE).unwrap();
+        let frozen = image.freeze().unwrap();
+        let mut other = vec![0u8; OS_PAGE];
+        // SAFETY: refused before anything is mapped.
+        let err = unsafe { frozen.map_into(&mut other, 0) }.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("cannot restore a 8192-byte heap into a 4096-byte memory"),
+            "{err}"
+        );
     }
 
     #[test]
