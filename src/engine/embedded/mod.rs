@@ -1018,16 +1018,14 @@ impl EmbeddedEngine {
         if !same_state {
             return Ok(Some(state));
         }
+        let mut pages: Vec<u32> = since.pages.drain().collect();
+        pages.sort_unstable();
         if let Some(h) = &inst.heap {
-            // SAFETY: no Wasm is running.
-            let live = unsafe { h.bytes_mut() };
-            for &p in &since.pages {
-                let page = saved.heap.page(p);
-                live[heap::page_range(p)].copy_from_slice(page);
-                c.committed_heap.write_page(p, page);
-            }
+            // SAFETY: no Wasm is running; the heap has the saved length (checked above),
+            // and its view id is the one `map_into` gave when it was loaded.
+            unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? };
+            saved.heap.revert_image(&mut c.committed_heap, &pages)?;
         }
-        since.pages.clear();
         for (g, v) in inst.globals.iter().zip(&saved.globals) {
             g.set(&mut inst.store, *v)?;
         }
@@ -1109,7 +1107,8 @@ fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
     let zero_from = grow_heap(&mut inst, saved.heap.len())?;
     if let Some(h) = &inst.heap {
         // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
-        unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
+        let view = unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
+        h.set_view_of(view);
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
