@@ -8,7 +8,7 @@
 //! writable. Pages written with unchanged content still count, as on the replica.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use wasmtime::{bail, Result};
@@ -31,6 +31,8 @@ pub struct HeapRegion {
     armed: AtomicBool,
     /// One byte per OS page of the whole reservation: 1 = written in this message.
     dirty: Box<[AtomicU8]>,
+    /// What `FrozenHeap::map_into` returned when it last filled the heap (0: a copy).
+    view_of: AtomicU64,
 }
 
 impl HeapRegion {
@@ -44,6 +46,7 @@ impl HeapRegion {
             len: AtomicUsize::new(len),
             armed: AtomicBool::new(false),
             dirty,
+            view_of: AtomicU64::new(0),
         }
     }
 
@@ -57,6 +60,15 @@ impl HeapRegion {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The frozen heap this heap is a copy-on-write view of (see `FrozenHeap::map_into`).
+    pub fn view_of(&self) -> u64 {
+        self.view_of.load(Ordering::Acquire)
+    }
+
+    pub fn set_view_of(&self, view: u64) {
+        self.view_of.store(view, Ordering::Release);
     }
 
     /// The accessible heap bytes. Callers must not hold the slice across Wasm execution.

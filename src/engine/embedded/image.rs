@@ -7,6 +7,7 @@
 //! which OS pages were ever written, so cloning and restoring copy only those.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -19,6 +20,8 @@ pub struct HeapImage {
     /// One bit per OS page ever written since the image was (re)sized from zero. Every
     /// byte outside these pages is zero, and every byte past `len` too.
     written: Vec<u64>,
+    /// The [`FrozenHeap`] this image is a copy-on-write view of (its `id`), 0 if none.
+    view_of: u64,
 }
 
 // SAFETY: the image owns its mapping; shared access is read-only and writes need `&mut`.
@@ -31,6 +34,7 @@ impl Default for HeapImage {
             base: std::ptr::null_mut(),
             len: 0,
             written: Vec::new(),
+            view_of: 0,
         }
     }
 }
@@ -90,6 +94,10 @@ impl HeapImage {
     /// Copies `bytes` (one OS page) into `page`.
     pub fn write_page(&mut self, page: u32, bytes: &[u8]) {
         self.as_mut_slice()[page_range(page)].copy_from_slice(bytes);
+        self.mark_written(page);
+    }
+
+    fn mark_written(&mut self, page: u32) {
         let (word, bit) = (page as usize / 64, page % 64);
         if self.written.len() <= word {
             self.written.resize(word + 1, 0);
@@ -103,6 +111,10 @@ impl HeapImage {
             bail!(
                 "a heap image of {len} bytes is not a whole number of pages up to the largest heap"
             );
+        }
+        if len != self.len {
+            // Only a view of exactly the frozen heap's length is reverted by dropping pages.
+            self.view_of = 0;
         }
         if self.base.is_null() && len > 0 {
             // Inaccessible until used: with strict overcommit only the part made
@@ -131,23 +143,21 @@ impl HeapImage {
     }
 
     /// Gives the pages of `range` back to the OS (they read as zero when used again) and
-    /// makes them inaccessible.
+    /// makes them inaccessible. A fresh anonymous mapping replaces them, not
+    /// `MADV_DONTNEED`: on a copy-on-write view of a frozen heap that would bring back the
+    /// frozen bytes instead of zeros.
     fn release(&mut self, range: Range<usize>) -> Result<()> {
-        // SAFETY: the range lies inside our own private anonymous mapping.
-        let rc = unsafe {
-            libc::madvise(
-                self.base.add(range.start).cast(),
+        // SAFETY: the range lies inside our own reservation.
+        unsafe {
+            map_fixed(
+                self.base.add(range.start),
                 range.len(),
-                libc::MADV_DONTNEED,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
             )
-        };
-        if rc != 0 {
-            bail!(
-                "releasing heap copy pages failed: {}",
-                std::io::Error::last_os_error()
-            );
         }
-        self.protect(range, libc::PROT_NONE)
+        .map_err(|e| anyhow!("releasing heap copy pages failed: {e}"))
     }
 
     /// Makes `live` (a heap of the image's length) equal to the image, writing only pages
@@ -182,6 +192,275 @@ impl HeapImage {
         }
         Ok(copy)
     }
+}
+
+/// A heap image that never changes again: the heap of a saved state (a snapshot). On Linux
+/// its bytes live in a memfd, and every engine that loads the state maps that file
+/// copy-on-write as its committed image ([`FrozenHeap::thaw`]) and as its live heap
+/// ([`FrozenHeap::map_into`]), so a fork of the engine pays only for the pages it writes
+/// instead of two copies of the whole heap. Elsewhere it is a plain copy.
+pub struct FrozenHeap {
+    /// The bytes, read-only: on Linux a shared mapping of `file`.
+    image: HeapImage,
+    /// Unique per frozen file (0: no file), to recognise the views mapped from it.
+    id: u64,
+    /// None for an empty heap (nothing to map).
+    #[cfg(target_os = "linux")]
+    file: Option<std::os::fd::OwnedFd>,
+}
+
+impl HeapImage {
+    /// The image's bytes as a [`FrozenHeap`]: one copy of its written pages.
+    #[cfg(target_os = "linux")]
+    pub fn freeze(&self) -> Result<FrozenHeap> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        if self.len == 0 {
+            return Ok(FrozenHeap {
+                image: HeapImage::default(),
+                id: 0,
+                file: None,
+            });
+        }
+        // SAFETY: a plain syscall with a NUL-terminated name.
+        let fd = unsafe { libc::memfd_create(c"icbench-heap".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            bail!(
+                "cannot create a memfd for a heap snapshot: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: a plain syscall on our own file.
+        if unsafe { libc::ftruncate(file.as_raw_fd(), self.len as libc::off_t) } != 0 {
+            bail!(
+                "cannot size a {}-byte heap snapshot: {}",
+                self.len,
+                std::io::Error::last_os_error()
+            );
+        }
+        let mut image = HeapImage::default();
+        image.set_len(self.len)?;
+        // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
+        unsafe {
+            map_fixed(
+                image.base,
+                self.len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+            )?
+        };
+        for page in self.written_pages() {
+            image.write_page(page, self.page(page));
+        }
+        // Read-only from now on: a stray write would change every fork's heap.
+        image.protect(0..self.len, libc::PROT_READ)?;
+        Ok(FrozenHeap {
+            image,
+            id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
+            file: Some(file),
+        })
+    }
+
+    /// The image's bytes as a [`FrozenHeap`]: a copy of its written pages.
+    #[cfg(not(target_os = "linux"))]
+    pub fn freeze(&self) -> Result<FrozenHeap> {
+        Ok(FrozenHeap {
+            image: self.try_clone()?,
+            id: 0,
+        })
+    }
+}
+
+impl FrozenHeap {
+    pub fn len(&self) -> usize {
+        self.image.len()
+    }
+
+    pub fn page(&self, page: u32) -> &[u8] {
+        self.image.page(page)
+    }
+
+    pub fn written_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.image.written_pages()
+    }
+
+    /// A changeable image with the same bytes: on Linux a private (copy-on-write) mapping
+    /// of the frozen file, costing memory only for the pages written to it later.
+    pub fn thaw(&self) -> Result<HeapImage> {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.file {
+            use std::os::fd::AsRawFd;
+            let mut copy = HeapImage::default();
+            copy.set_len(self.len())?;
+            // SAFETY: the first `len` bytes of the fresh reservation become the view; the
+            // file is `len` bytes long.
+            unsafe {
+                map_fixed(
+                    copy.base,
+                    self.len(),
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                )?
+            };
+            copy.written = self.image.written.clone();
+            copy.view_of = self.id;
+            return Ok(copy);
+        }
+        self.image.try_clone()
+    }
+
+    /// Makes `live` (a heap of the image's length) equal to the image; `live` is known to
+    /// be zero from byte `zero_from` on. On Linux the heap's pages are replaced by a
+    /// private mapping of the frozen file: nothing is copied until the canister writes.
+    /// Returns what [`FrozenHeap::revert_live`] needs to know: the id of the heap `live`
+    /// is now a view of, or 0 if it got a copy.
+    ///
+    /// # Safety
+    /// `live` must be the accessible part of a heap mapping this engine owns (a
+    /// [`super::heap::HeapRegion`] not armed for tracking), and no Wasm may run meanwhile.
+    pub unsafe fn map_into(&self, live: &mut [u8], zero_from: usize) -> Result<u64> {
+        #[cfg(target_os = "linux")]
+        if let Some(file) = &self.file {
+            use std::os::fd::AsRawFd;
+            if live.len() != self.len() {
+                bail!(
+                    "cannot restore a {}-byte heap into a {}-byte memory",
+                    self.len(),
+                    live.len()
+                );
+            }
+            if !(live.as_ptr() as usize).is_multiple_of(OS_PAGE) {
+                bail!("a heap that does not start on a page boundary cannot be mapped");
+            }
+            // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
+            unsafe {
+                map_fixed(
+                    live.as_mut_ptr(),
+                    self.len(),
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                )?
+            };
+            return Ok(self.id);
+        }
+        self.image.restore_into(live, zero_from)?;
+        Ok(0)
+    }
+
+    /// Gives `pages` (sorted) of `image` their frozen bytes again. A view of this heap drops
+    /// its own copies of them, which makes them the file's shared pages again (a fork's
+    /// memory stays what one scenario writes, not all scenarios together); any other
+    /// image gets them copied.
+    pub fn revert_image(&self, image: &mut HeapImage, pages: &[u32]) -> Result<()> {
+        if self.id != 0 && image.view_of == self.id && image.len == self.len() {
+            // SAFETY: the image is a private view of our file, `len` bytes long.
+            unsafe { drop_private(image.base, self.len(), pages)? };
+            for &p in pages {
+                image.mark_written(p);
+            }
+            return Ok(());
+        }
+        for &p in pages {
+            image.write_page(p, self.page(p));
+        }
+        Ok(())
+    }
+
+    /// [`FrozenHeap::revert_image`] for a live heap; `view` is what
+    /// [`FrozenHeap::map_into`] returned for it.
+    ///
+    /// # Safety
+    /// As for `map_into`: `live` is the heap's own mapping, and `view` is what `map_into`
+    /// returned for it, with the heap not grown since.
+    pub unsafe fn revert_live(&self, live: &mut [u8], view: u64, pages: &[u32]) -> Result<()> {
+        if self.id != 0 && view == self.id && live.len() == self.len() {
+            // SAFETY: the caller's contract: a private view of our file, `len` bytes long.
+            return unsafe { drop_private(live.as_mut_ptr(), self.len(), pages) };
+        }
+        for &p in pages {
+            live[page_range(p)].copy_from_slice(self.page(p));
+        }
+        Ok(())
+    }
+}
+
+/// Drops the private copies of `pages` (sorted) of a private file mapping at `base`, one
+/// `madvise` per run of consecutive pages: they read the file's bytes again.
+///
+/// # Safety
+/// `base..base + len` must be a private mapping of a file this module owns.
+unsafe fn drop_private(base: *mut u8, len: usize, pages: &[u32]) -> Result<()> {
+    let mut i = 0;
+    while i < pages.len() {
+        let start = pages[i];
+        let mut end = start + 1;
+        i += 1;
+        while i < pages.len() && pages[i] == end {
+            end += 1;
+            i += 1;
+        }
+        let range = page_range(start).start..page_range(end).start;
+        if range.end > len {
+            bail!("heap page {} is past the heap's {len} bytes", end - 1);
+        }
+        // SAFETY: inside the private file mapping, by the caller's contract.
+        let rc = unsafe {
+            libc::madvise(
+                base.add(range.start).cast(),
+                range.len(),
+                libc::MADV_DONTNEED,
+            )
+        };
+        if rc != 0 {
+            bail!(
+                "dropping copied heap pages failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The next [`FrozenHeap::id`].
+static NEXT_FROZEN_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Maps `len` bytes at `addr` (replacing what was there), never reserving swap for them.
+///
+/// # Safety
+/// `addr..addr + len` must lie in a mapping this module owns, and nothing may hold
+/// references into it that expect the old contents.
+unsafe fn map_fixed(
+    addr: *mut u8,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: see the function's contract.
+    let got = unsafe {
+        libc::mmap(
+            addr.cast(),
+            len,
+            prot,
+            flags | libc::MAP_FIXED | libc::MAP_NORESERVE,
+            fd,
+            0,
+        )
+    };
+    if got == libc::MAP_FAILED {
+        bail!(
+            "mapping {len} heap bytes failed: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
 }
 
 impl Drop for HeapImage {
@@ -250,6 +529,141 @@ mod tests {
         image.restore_into(&mut other, len).unwrap();
         assert_eq!(other, live);
         assert!(image.restore_into(&mut [0u8; OS_PAGE], 0).is_err());
+    }
+
+    /// Anonymous (private, written) kB of the mapping that starts at `addr`, from smaps:
+    /// what a copy-on-write view of a frozen heap costs on its own.
+    #[cfg(target_os = "linux")]
+    fn private_kb(addr: *const u8) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{:x}-", addr as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping at {head}");
+        let line = lines.find(|l| l.starts_with("Anonymous:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn a_frozen_heap_is_shared_and_each_view_pays_for_its_writes() {
+        let mut image = HeapImage::default();
+        image.set_len(64 * OS_PAGE).unwrap();
+        image.write_page(3, &[3u8; OS_PAGE]);
+        image.write_page(40, &[40u8; OS_PAGE]);
+        let frozen = image.freeze().unwrap();
+        drop(image);
+        assert_eq!(frozen.len(), 64 * OS_PAGE);
+        assert_eq!(frozen.written_pages().collect::<Vec<_>>(), vec![3, 40]);
+        assert_eq!(frozen.page(40), &[40u8; OS_PAGE][..]);
+
+        let mut a = frozen.thaw().unwrap();
+        let b = frozen.thaw().unwrap();
+        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 40]);
+        a.write_page(3, &[9u8; OS_PAGE]);
+        a.write_page(5, &[5u8; OS_PAGE]);
+        // The other view and the frozen heap still hold the frozen bytes.
+        assert_eq!(b.page(3), &[3u8; OS_PAGE][..]);
+        assert_eq!(frozen.page(3), &[3u8; OS_PAGE][..]);
+        assert_eq!(frozen.page(5), &[0u8; OS_PAGE][..]);
+        assert_eq!(a.page(3), &[9u8; OS_PAGE][..]);
+        assert_eq!(a.page(40), &[40u8; OS_PAGE][..]);
+        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 5, 40]);
+        #[cfg(target_os = "linux")]
+        {
+            // Only the two pages written through `a` are its own; `b` has none.
+            assert_eq!(private_kb(a.base), 2 * OS_PAGE / 1024);
+            assert_eq!(private_kb(b.base), 0);
+        }
+
+        // A live heap (an mmap of our own, here with other bytes in it) takes the view.
+        let live_base = reserve(64 * OS_PAGE).unwrap();
+        protect(live_base, 64 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
+        // SAFETY: the mapping above, accessible, used only here.
+        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 64 * OS_PAGE) };
+        live[7 * OS_PAGE] = 1;
+        // SAFETY: our own mapping, nothing else uses it.
+        unsafe { frozen.map_into(live, 64 * OS_PAGE).unwrap() };
+        assert_eq!(&live[..], b.as_slice());
+        live[0] = 2;
+        assert_eq!(frozen.page(0)[0], 0);
+        // SAFETY: unmapping the test's own mapping.
+        unsafe { libc::munmap(live_base.cast(), 64 * OS_PAGE) };
+    }
+
+    #[test]
+    fn reverting_a_view_drops_its_copies_and_any_other_heap_gets_the_bytes() {
+        let mut image = HeapImage::default();
+        image.set_len(16 * OS_PAGE).unwrap();
+        image.write_page(3, &[3u8; OS_PAGE]);
+        let frozen = image.freeze().unwrap();
+
+        let mut view = frozen.thaw().unwrap();
+        view.write_page(3, &[9u8; OS_PAGE]);
+        view.write_page(4, &[4u8; OS_PAGE]);
+        view.write_page(10, &[10u8; OS_PAGE]);
+        frozen.revert_image(&mut view, &[3, 4, 10]).unwrap();
+        assert_eq!(view.as_slice(), frozen.image.as_slice());
+        #[cfg(target_os = "linux")]
+        assert_eq!(private_kb(view.base), 0);
+
+        // Not a view of `frozen` (a copy, or a view whose length changed): bytes copied.
+        let mut copy = view.try_clone().unwrap();
+        copy.write_page(3, &[1u8; OS_PAGE]);
+        frozen.revert_image(&mut copy, &[3]).unwrap();
+        assert_eq!(copy.page(3), &[3u8; OS_PAGE][..]);
+
+        let live_base = reserve(16 * OS_PAGE).unwrap();
+        protect(live_base, 16 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
+        // SAFETY: the mapping above, accessible, used only here.
+        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 16 * OS_PAGE) };
+        // SAFETY: our own mapping, nothing else uses it.
+        let id = unsafe { frozen.map_into(live, 16 * OS_PAGE).unwrap() };
+        live[3 * OS_PAGE] = 7;
+        live[11 * OS_PAGE] = 7;
+        // SAFETY: as above; `id` is what map_into returned.
+        unsafe { frozen.revert_live(live, id, &[3, 11]).unwrap() };
+        assert_eq!(&live[..], frozen.image.as_slice());
+        #[cfg(target_os = "linux")]
+        {
+            assert_ne!(id, 0);
+            assert_eq!(private_kb(live_base), 0);
+        }
+        // A heap that is not this view (id 0: a copy) is written, never dropped to zero.
+        live[3 * OS_PAGE] = 7;
+        // SAFETY: as above.
+        unsafe { frozen.revert_live(live, 0, &[3]).unwrap() };
+        assert_eq!(&live[..], frozen.image.as_slice());
+        // SAFETY: unmapping the test's own mapping.
+        unsafe { libc::munmap(live_base.cast(), 16 * OS_PAGE) };
+    }
+
+    #[test]
+    fn a_thawed_heap_cut_and_grown_again_reads_zero() {
+        let mut image = HeapImage::default();
+        image.set_len(8 * OS_PAGE).unwrap();
+        image.write_page(6, &[6u8; OS_PAGE]);
+        let mut thawed = image.freeze().unwrap().thaw().unwrap();
+        thawed.set_len(4 * OS_PAGE).unwrap();
+        thawed.set_len(8 * OS_PAGE).unwrap();
+        assert!(thawed.as_slice().iter().all(|&b| b == 0));
+        assert_eq!(thawed.written_pages().count(), 0);
+    }
+
+    #[test]
+    fn an_empty_heap_freezes_and_a_mismatched_heap_is_refused() {
+        let frozen = HeapImage::default().freeze().unwrap();
+        assert_eq!(frozen.len(), 0);
+        assert_eq!(frozen.thaw().unwrap().len(), 0);
+        let mut image = HeapImage::default();
+        image.set_len(2 * OS_PAGE).unwrap();
+        let frozen = image.freeze().unwrap();
+        let mut other = vec![0u8; OS_PAGE];
+        // SAFETY: refused before anything is mapped.
+        let err = unsafe { frozen.map_into(&mut other, 0) }.unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("cannot restore a 8192-byte heap into a 4096-byte memory"),
+            "{err}"
+        );
     }
 
     #[test]

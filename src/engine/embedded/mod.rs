@@ -19,7 +19,7 @@ use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
-use self::image::HeapImage;
+use self::image::{FrozenHeap, HeapImage};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
@@ -514,7 +514,8 @@ struct Carried {
 #[derive(Clone)]
 struct SavedState {
     module: Arc<LoadedModule>,
-    heap: Arc<HeapImage>,
+    /// Frozen: engines that load the state map it copy-on-write instead of copying it.
+    heap: Arc<FrozenHeap>,
     globals: Vec<Val>,
     stable: StableImage,
     certified_data: Vec<u8>,
@@ -534,7 +535,7 @@ struct Canister {
 
 /// `heap` identifies the saved state (snapshots and their clones share it, module included).
 struct SinceLoad {
-    heap: Arc<HeapImage>,
+    heap: Arc<FrozenHeap>,
     pages: HashSet<u32>,
 }
 
@@ -841,7 +842,7 @@ impl EmbeddedEngine {
                         .module
                         .clone()
                         .ok_or_else(|| anyhow!("a live instance without a module"))?,
-                    heap: Arc::new(c.committed_heap.try_clone()?),
+                    heap: Arc::new(c.committed_heap.freeze()?),
                     globals: globals_before,
                     stable: data.stable.image().clone(),
                     certified_data: data.certified_data.clone(),
@@ -903,7 +904,11 @@ impl EmbeddedEngine {
         let mut inst = instantiate(&module, state)?;
         let committed_heap = match (carried.heap, &inst.heap) {
             (Some(kept), _) => {
-                put_heap(&mut inst, &kept)?;
+                let zero_from = grow_heap(&mut inst, kept.len())?;
+                if let Some(h) = &inst.heap {
+                    // SAFETY: no Wasm is running.
+                    kept.restore_into(unsafe { h.bytes_mut() }, zero_from)?;
+                }
                 kept
             }
             // SAFETY: no Wasm is running.
@@ -965,7 +970,7 @@ impl EmbeddedEngine {
         let data = inst.store.data();
         Ok(SavedState {
             module,
-            heap: Arc::new(c.committed_heap.try_clone()?),
+            heap: Arc::new(c.committed_heap.freeze()?),
             globals,
             stable: data.stable.image().clone(),
             certified_data: data.certified_data.clone(),
@@ -981,7 +986,7 @@ impl EmbeddedEngine {
         };
         let inst = restore_instance(saved, state)?;
         let c = self.canister(id)?;
-        c.committed_heap = saved.heap.try_clone()?;
+        c.committed_heap = saved.heap.thaw()?;
         c.module = Some(saved.module.clone());
         c.live = Some(inst);
         c.since_load = Some(SinceLoad {
@@ -1013,16 +1018,14 @@ impl EmbeddedEngine {
         if !same_state {
             return Ok(Some(state));
         }
+        let mut pages: Vec<u32> = since.pages.drain().collect();
+        pages.sort_unstable();
         if let Some(h) = &inst.heap {
-            // SAFETY: no Wasm is running.
-            let live = unsafe { h.bytes_mut() };
-            for &p in &since.pages {
-                let page = saved.heap.page(p);
-                live[heap::page_range(p)].copy_from_slice(page);
-                c.committed_heap.write_page(p, page);
-            }
+            // SAFETY: no Wasm is running; the heap has the saved length (checked above),
+            // and its view id is the one `map_into` gave when it was loaded.
+            unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? };
+            saved.heap.revert_image(&mut c.committed_heap, &pages)?;
         }
-        since.pages.clear();
         for (g, v) in inst.globals.iter().zip(&saved.globals) {
             g.set(&mut inst.store, *v)?;
         }
@@ -1078,18 +1081,15 @@ fn query_export(module: &LoadedModule, method: &str) -> String {
     }
 }
 
-/// Makes the instance's heap (grown if needed) equal to `image`.
-fn put_heap(inst: &mut Instance, image: &HeapImage) -> Result<()> {
+/// Grows the instance's heap to `want` bytes if it is smaller; returns the heap's length
+/// before, from which on it is zero.
+fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
     let Some(h) = &inst.heap else {
-        if image.len() > 0 {
-            bail!(
-                "cannot put a {}-byte heap into a module without memory",
-                image.len()
-            );
+        if want > 0 {
+            bail!("cannot put a {want}-byte heap into a module without memory");
         }
-        return Ok(());
+        return Ok(0);
     };
-    let want = image.len();
     let have = h.len();
     if want > have {
         let memory = inst
@@ -1099,14 +1099,17 @@ fn put_heap(inst: &mut Instance, image: &HeapImage) -> Result<()> {
             .ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
         memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
     }
-    // SAFETY: no Wasm is running.
-    let live = unsafe { h.bytes_mut() };
-    image.restore_into(live, have)
+    Ok(have)
 }
 
 fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
     let mut inst = instantiate(&saved.module, state)?;
-    put_heap(&mut inst, &saved.heap)?;
+    let zero_from = grow_heap(&mut inst, saved.heap.len())?;
+    if let Some(h) = &inst.heap {
+        // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
+        let view = unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
+        h.set_view_of(view);
+    }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
     }
@@ -1295,7 +1298,7 @@ impl Engine for EmbeddedEngine {
         }
         let saved = SavedState {
             module: module.clone(),
-            heap: Arc::new(heap),
+            heap: Arc::new(heap.freeze()?),
             globals,
             stable,
             certified_data,
@@ -1545,8 +1548,8 @@ impl EmbeddedEngine {
         let mut fork = EmbeddedEngine {
             limits: self.limits,
             canisters: HashMap::new(),
-            // Shared, not copied: stable pages are `Arc`s replaced on write, and a heap
-            // image is only read (each engine copies it into its own live heap).
+            // Shared, not copied: stable pages are `Arc`s replaced on write, and a frozen
+            // heap is only read (each engine maps it copy-on-write).
             snapshots: self.snapshots.clone(),
             time_ns: self.time_ns,
             next_canister: self.next_canister,
