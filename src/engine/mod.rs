@@ -150,10 +150,10 @@ pub struct MessageReport {
     pub heap_bytes_after: u64,
     pub stable_bytes_before: u64,
     pub stable_bytes_after: u64,
-    /// For `install_code` (install, upgrade, reinstall): what each stage used, in the
-    /// order they ran, so hooks can be told apart from compilation; empty for messages
-    /// and for engines that cannot tell (PocketIC).
-    pub stages: Vec<(InstallStage, u64)>,
+    /// For `install_code` (install, upgrade, reinstall): each stage's own report, in the
+    /// order they ran, so hooks can be told apart from compilation (whose report has only
+    /// instructions); empty for messages and for engines that cannot tell (PocketIC).
+    pub stages: Vec<(InstallStage, MessageReport)>,
 }
 
 /// A stage of `install_code` (rs/execution_environment/src/execution/upgrade.rs, install.rs).

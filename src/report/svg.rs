@@ -39,6 +39,9 @@ pub struct LinePlot {
     /// `row` in "store instructions per row".
     pub unit: String,
     pub series: Vec<Series>,
+    /// (x, y) axis titles instead of "{unit_plural} per message" and "store instructions
+    /// per {unit}", for plots of other quantities.
+    pub axes: Option<(String, String)>,
 }
 
 impl LinePlot {
@@ -110,16 +113,23 @@ impl LinePlot {
             RIGHT - LEFT,
             BOTTOM - TOP
         );
+        let (x_title, y_title) = match &self.axes {
+            Some((x, y)) => (escape(x), escape(y)),
+            None => (
+                format!("{unit_plural} per message"),
+                format!("store instructions per {unit}"),
+            ),
+        };
         let _ = writeln!(
             svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{unit_plural} per message (log scale)</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{x_title} (log scale)</text>"#,
             (LEFT + RIGHT) / 2.0,
             HEIGHT - 18.0
         );
         let mid_y = (TOP + BOTTOM) / 2.0;
         let _ = writeln!(
             svg,
-            r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">store instructions per {unit} (log scale)</text>"#
+            r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">{y_title} (log scale)</text>"#
         );
 
         for (i, (s, points)) in series.iter().enumerate() {
@@ -373,6 +383,7 @@ mod tests {
             title: "Insert cost per row, middle, 1,000 rows".into(),
             unit_plural: "rows".into(),
             unit: "row".into(),
+            axes: None,
             series: vec![
                 Series {
                     label: "A & B".into(),

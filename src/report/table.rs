@@ -7,6 +7,7 @@ pub enum Align {
     Right,
 }
 
+#[derive(Clone)]
 pub struct Table {
     headers: Vec<String>,
     aligns: Vec<Align>,

@@ -495,6 +495,7 @@ fn plot(report: &Report, position: &str) -> Option<Plot> {
         unit_plural: unit_plural.into(),
         unit: unit.into(),
         series,
+        axes: None,
     };
     // Nothing positive to draw gives no file (and no image link).
     (!plot.svg().is_empty()).then(|| Plot {

@@ -21,18 +21,20 @@ pub mod pool;
 pub mod scenario;
 pub mod seed003;
 pub mod sysbench;
+pub mod upgrade;
 pub mod users;
 
 pub use pool::{Exec, Shard};
 use scenario::{JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
-pub static REGISTRY: [&dyn Suite; 5] = [
+pub static REGISTRY: [&dyn Suite; 6] = [
     &seed003::Seed003,
     &lookups::Lookups,
     &dbbench::DbBench,
     &keys::Keys,
     &sysbench::Sysbench,
+    &upgrade::Upgrade,
 ];
 
 /// A suite as the CLI sees it: a name, its flags, and a plan made from them.
@@ -171,12 +173,15 @@ mod tests {
     #[test]
     fn registry_names_are_unique_and_all_expands_in_order() {
         let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
-        assert_eq!(names, ["seed003", "lookups", "dbbench", "keys", "sysbench"]);
+        assert_eq!(
+            names,
+            ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade"]
+        );
         let picked = select(&["keys".into(), "ALL".into()]).unwrap();
         let picked: Vec<&str> = picked.iter().map(|s| s.name()).collect();
         assert_eq!(
             picked,
-            ["keys", "seed003", "lookups", "dbbench", "sysbench"]
+            ["keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade"]
         );
         let err = select(&["nope".into()]).err().unwrap().to_string();
         assert!(

@@ -964,7 +964,12 @@ fn an_upgrade_shares_one_instruction_limit_between_hooks_and_compilation() {
             InstallStage::PostUpgrade
         ]
     );
-    let used: Vec<u64> = out.report.stages.iter().map(|(_, n)| *n).collect();
+    let used: Vec<u64> = out
+        .report
+        .stages
+        .iter()
+        .map(|(_, r)| r.instructions)
+        .collect();
     assert_eq!(out.report.instructions, used.iter().sum::<u64>());
     // Each hook alone stays far below the limit set next; only their sum is over it.
     assert!(used[0] > 100_000 && used[2] > 100_000, "{used:?}");
@@ -1004,9 +1009,7 @@ fn install_code_fails_when_the_final_heap_is_over_wasm_memory_limit() {
     let mut e = EmbeddedEngine::new(limits);
     let (id, _) = e.install(&spinning_canister("v1", 1, 4), &[]).unwrap();
     // The new module's own initial heap (5 pages) is over the limit when install_code ends.
-    let out = e
-        .upgrade(id, &spinning_canister("v2", 1, 5), &[])
-        .unwrap();
+    let out = e.upgrade(id, &spinning_canister("v2", 1, 5), &[]).unwrap();
     let err = out.result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
     assert!(

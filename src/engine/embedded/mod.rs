@@ -26,8 +26,8 @@ use super::cost::{self, Limits};
 use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::{
-    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Reject, SnapshotId, UpgradeOptions,
-    WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Reject, SnapshotId,
+    UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -949,10 +949,13 @@ impl EmbeddedEngine {
             report: MessageReport::default(),
         };
         total.report.instructions = module.compile_instructions;
-        total
-            .report
-            .stages
-            .push((InstallStage::Compilation, module.compile_instructions));
+        total.report.stages.push((
+            InstallStage::Compilation,
+            MessageReport {
+                instructions: module.compile_instructions,
+                ..MessageReport::default()
+            },
+        ));
         let mut used = used_before + module.compile_instructions;
         if used > limit {
             total.result = Err(over_limit(id));
@@ -984,7 +987,7 @@ impl EmbeddedEngine {
                     ApiType::PostUpgrade => InstallStage::PostUpgrade,
                     _ => InstallStage::Init,
                 },
-                out.report.instructions,
+                out.report.clone(),
             ));
             if out.result.is_err() {
                 total.result = out.result;
@@ -1461,7 +1464,7 @@ impl Engine for EmbeddedEngine {
             total
                 .report
                 .stages
-                .push((InstallStage::PreUpgrade, out.report.instructions));
+                .push((InstallStage::PreUpgrade, out.report.clone()));
             if out.result.is_err() {
                 self.load(id, &before)?;
                 total.result = out.result;
