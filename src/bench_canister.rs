@@ -13,8 +13,8 @@ use crate::engine::{CallOutcome, Engine, MessageReport};
 // The Candid records live in canisters/types, shared with the canister; re-exported so
 // callers keep naming them `bench_canister::...`.
 pub use bench_types::{
-    BTreePages, DbBenchReport, DbBenchWrite, InsertReport, KeysStats, ReadReport, SqliteConfig,
-    SqliteSettings, Stats,
+    BTreePages, DbBenchReport, DbBenchWrite, HeapConfig, HeapSettings, HeapStats, InsertReport,
+    KeysStats, ReadReport, SqliteConfig, SqliteSettings, Stats, UpgradeStats,
 };
 
 type CanisterResult<T> = std::result::Result<T, String>;
@@ -165,6 +165,11 @@ impl<'e> BenchClient<'e> {
         self.update("configure_sqlite", Encode!(config)?)
     }
 
+    /// The heap store's encoding across upgrades (`candid` or `cbor`).
+    pub fn configure_heap(&mut self, config: &HeapConfig) -> Result<Measured<HeapSettings>> {
+        self.update("configure_heap", Encode!(config)?)
+    }
+
     pub fn set_payload_size(&mut self, bytes: u64) -> Result<Measured<u64>> {
         self.update("set_payload_size", Encode!(&bytes)?)
     }
@@ -268,6 +273,28 @@ impl<'e> BenchClient<'e> {
         let out = self.engine.query(self.canister, "stats", &Encode!()?)?;
         let bytes = out.result.map_err(|r| anyhow!("stats was rejected: {r}"))?;
         Ok(Decode!(&bytes, Stats)?)
+    }
+
+    /// The heap store's rows, the Wasm heap's bytes and the encoding in force.
+    pub fn heap_stats(&mut self) -> Result<HeapStats> {
+        let out = self
+            .engine
+            .query(self.canister, "heap_stats", &Encode!()?)?;
+        let bytes = out
+            .result
+            .map_err(|r| anyhow!("heap_stats was rejected: {r}"))?;
+        Ok(Decode!(&bytes, HeapStats)?)
+    }
+
+    /// What the last upgrade's hooks counted inside themselves.
+    pub fn upgrade_stats(&mut self) -> Result<UpgradeStats> {
+        let out = self
+            .engine
+            .query(self.canister, "upgrade_stats", &Encode!()?)?;
+        let bytes = out
+            .result
+            .map_err(|r| anyhow!("upgrade_stats was rejected: {r}"))?;
+        Ok(Decode!(&bytes, UpgradeStats)?)
     }
 }
 

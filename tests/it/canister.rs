@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use candid::Encode;
-use icbench::bench_canister::{ensure_built_with, BenchClient, SqliteConfig};
+use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
@@ -74,11 +74,14 @@ contract_tests!(
     undecodable_arguments_trap_and_change_nothing,
     reinstall_wipes_both_stores,
     a_snapshot_restores_both_stores,
+    the_heap_store_round_trips_an_upgrade_in_both_encodings,
+    an_emptied_heap_store_stays_empty_across_upgrades,
+    a_failed_upgrade_keeps_the_heap_store_and_the_old_module,
 );
 
 fn inserts_count_rows_not_loop_bounds(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        for store in ["btree", "sqlite"] {
+        for store in ["heap", "btree", "sqlite"] {
             let r = c.add_users(store, 0, 10, 25).unwrap().value.unwrap();
             assert_eq!((r.rows_inserted, r.rows_replaced), (25, 0), "{store}");
             assert!(r.instructions > 0);
@@ -86,16 +89,22 @@ fn inserts_count_rows_not_loop_bounds(engine: &mut dyn Engine) {
         let stats = c.stats().unwrap();
         assert_eq!((stats.btree_rows, stats.sqlite_rows), (25, 25));
         assert_eq!(stats.payload_size, 100);
+        let heap = c.heap_stats().unwrap();
+        assert_eq!((heap.rows, heap.encoding.as_str()), (25, "candid"));
+        assert_eq!(heap.heap_bytes, stats.heap_pages * 65_536);
     });
 }
 
 fn the_btree_overwrites_and_counts_replacements(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        c.add_users("btree", 0, 10, 10).unwrap().value.unwrap();
-        // ids 50..=140: 50, 60, 70, 80, 90 exist.
-        let r = c.add_users("btree", 50, 10, 10).unwrap().value.unwrap();
-        assert_eq!((r.rows_inserted, r.rows_replaced), (5, 5));
+        for store in ["heap", "btree"] {
+            c.add_users(store, 0, 10, 10).unwrap().value.unwrap();
+            // ids 50..=140: 50, 60, 70, 80, 90 exist.
+            let r = c.add_users(store, 50, 10, 10).unwrap().value.unwrap();
+            assert_eq!((r.rows_inserted, r.rows_replaced), (5, 5), "{store}");
+        }
         assert_eq!(c.stats().unwrap().btree_rows, 15);
+        assert_eq!(c.heap_stats().unwrap().rows, 15);
     });
 }
 
@@ -116,7 +125,7 @@ fn an_existing_sqlite_id_is_an_error_and_nothing_is_inserted(engine: &mut dyn En
 fn reads_find_exactly_the_rows_present(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         c.set_payload_size(40).unwrap().value.unwrap();
-        for store in ["btree", "sqlite"] {
+        for store in ["heap", "btree", "sqlite"] {
             c.add_users(store, 0, 10, 50).unwrap().value.unwrap();
             for replicated in [false, true] {
                 let r = c
@@ -154,7 +163,7 @@ fn reads_find_exactly_the_rows_present(engine: &mut dyn Engine) {
 
 fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        for store in ["btree", "sqlite"] {
+        for store in ["heap", "btree", "sqlite"] {
             assert!(err_of(c.add_users(store, 0, 0, 5).unwrap().value).contains("step"));
             assert!(err_of(c.add_users(store, 0, 1, 100_001).unwrap().value)
                 .contains("MAX_ROWS_PER_CALL"));
@@ -187,9 +196,22 @@ fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
             e.contains(&(i64::MAX as u64 + 1).to_string()) && e.contains("exceeds"),
             "{e}"
         );
-        assert!(
-            err_of(c.add_users("btree", u64::MAX - 1, 2, 2).unwrap().value).contains("overflow")
+        for store in ["heap", "btree"] {
+            assert!(
+                err_of(c.add_users(store, u64::MAX - 1, 2, 2).unwrap().value).contains("overflow")
+            );
+        }
+        assert_eq!(
+            err_of(c.configure_heap(&heap_config("json")).unwrap().value),
+            "unknown heap encoding \"json\"; accepted: candid, cbor"
         );
+        // An absent field keeps the encoding; a refused one changed nothing.
+        let kept = c
+            .configure_heap(&HeapConfig::default())
+            .unwrap()
+            .value
+            .unwrap();
+        assert_eq!(kept.encoding, "candid");
         assert!(
             err_of(c.add_users("sqlite", i64::MAX as u64, 1, 2).unwrap().value).contains("exceeds")
         );
@@ -474,4 +496,211 @@ fn the_same_calls_cost_the_same_instructions_every_run() {
         assert!(message > store_work);
         assert!(*message >= store_work + heap_dirty * 1_000);
     }
+}
+
+/// Bytes of a CBOR head (major type + argument) for the argument `n`: RFC 8949 §3.
+fn cbor_head_len(n: u64) -> u64 {
+    match n {
+        0..=23 => 1,
+        24..=0xff => 2,
+        0x100..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    }
+}
+
+/// Bytes of an unsigned LEB128 number (Candid's lengths).
+fn leb128_len(mut n: u64) -> u64 {
+    let mut len = 1;
+    while n >= 0x80 {
+        n >>= 7;
+        len += 1;
+    }
+    len
+}
+
+/// Exact size of `BTreeMap<u64, String>` encoded, for `ids` and `payload`-byte values.
+fn encoded_map_len(encoding: &str, ids: &[u64], payload: u64) -> u64 {
+    let rows = ids.len() as u64;
+    match encoding {
+        // "DIDL", 2 types (vec 1; record { 0: nat64; 1: text }) = 1 + 2 + 6 bytes, one
+        // argument of type 0 = 2 bytes; then the length and each (u64, text) entry.
+        "candid" => 4 + 9 + 2 + leb128_len(rows) + rows * (8 + leb128_len(payload) + payload),
+        // A map head, then each key as an unsigned integer and each value as a text.
+        "cbor" => {
+            cbor_head_len(rows)
+                + ids.iter().map(|&id| cbor_head_len(id)).sum::<u64>()
+                + rows * (cbor_head_len(payload) + payload)
+        }
+        other => panic!("no encoding {other}"),
+    }
+}
+
+fn heap_config(encoding: &str) -> HeapConfig {
+    HeapConfig {
+        encoding: Some(encoding.into()),
+    }
+}
+
+fn the_heap_store_round_trips_an_upgrade_in_both_encodings(engine: &mut dyn Engine) {
+    for encoding in ["candid", "cbor"] {
+        // 300 ids in order plus ids out of order, large and small (CBOR's sizes differ).
+        let mut ids: Vec<u64> = (0..300).map(|i| i * 10).collect();
+        ids.extend([5, 7, u64::MAX, 1 << 40]);
+        let canister = {
+            let mut c = BenchClient::install(engine, wasm()).unwrap();
+            let set = c
+                .configure_heap(&heap_config(encoding))
+                .unwrap()
+                .value
+                .unwrap();
+            assert_eq!(set.encoding, encoding);
+            c.set_payload_size(30).unwrap().value.unwrap();
+            c.add_users("heap", 0, 10, 300).unwrap().value.unwrap();
+            c.add_users_ids("heap", &ids[300..]).unwrap().value.unwrap();
+            // The other stores are untouched by the heap store's upgrade path.
+            c.add_users("btree", 0, 1, 20).unwrap().value.unwrap();
+            let before = c.upgrade_stats().unwrap();
+            assert_eq!(
+                (
+                    before.pre_upgrade_instructions,
+                    before.post_upgrade_instructions
+                ),
+                (0, 0),
+                "never upgraded"
+            );
+            c.canister
+        };
+        let out = engine
+            .upgrade(canister, wasm(), &Encode!().unwrap())
+            .unwrap();
+        let metered = out.report.instructions;
+        out.result.expect("the upgrade succeeds");
+        let mut c = BenchClient::attach(engine, canister);
+        let heap = c.heap_stats().unwrap();
+        assert_eq!((heap.rows, heap.encoding.as_str()), (304, encoding));
+        let up = c.upgrade_stats().unwrap();
+        assert_eq!(up.encoding, encoding);
+        assert_eq!(
+            up.encoded_bytes,
+            encoded_map_len(encoding, &ids, 30),
+            "{encoding}: the whole map, nothing else"
+        );
+        assert!(up.pre_upgrade_instructions > 0 && up.post_upgrade_instructions > 0);
+        assert!(
+            up.pre_upgrade_instructions + up.post_upgrade_instructions <= metered,
+            "{encoding}: the hooks' own counts {up:?} are part of the {metered} metered"
+        );
+        // Every row is back with its payload, and in id order for scans.
+        for replicated in [false, true] {
+            let r = c
+                .get_users_ids("heap", &ids, replicated)
+                .unwrap()
+                .value
+                .unwrap();
+            assert_eq!((r.rows_found, r.bytes_read), (304, 304 * 30), "{encoding}");
+            let r = c
+                .scan_users("heap", 2_990, 10, replicated)
+                .unwrap()
+                .value
+                .unwrap();
+            assert_eq!(r.rows_found, 3, "{encoding}: 2990, 2^40, u64::MAX");
+        }
+        let r = c
+            .get_users("heap", 1, 10, 299, false)
+            .unwrap()
+            .value
+            .unwrap();
+        assert_eq!(r.rows_found, 0, "{encoding}: no row appeared");
+        assert_eq!(c.stats().unwrap().btree_rows, 20);
+        // The map is live again: an insert overwrites the restored rows.
+        let r = c.add_users("heap", 0, 5, 4).unwrap().value.unwrap();
+        assert_eq!(
+            (r.rows_inserted, r.rows_replaced),
+            (1, 3),
+            "{encoding}: 15 is new"
+        );
+    }
+}
+
+fn an_emptied_heap_store_stays_empty_across_upgrades(engine: &mut dyn Engine) {
+    let canister = BenchClient::install(engine, wasm()).unwrap().canister;
+    let upgrade = |engine: &mut dyn Engine| {
+        engine
+            .upgrade(canister, wasm(), &Encode!().unwrap())
+            .unwrap()
+            .result
+            .expect("the upgrade succeeds");
+    };
+    // Never used: nothing is written, nothing read back.
+    upgrade(engine);
+    let mut c = BenchClient::attach(engine, canister);
+    let up = c.upgrade_stats().unwrap();
+    assert_eq!((up.encoded_bytes, up.encoding.as_str()), (0, "candid"));
+    assert!(up.pre_upgrade_instructions > 0 && up.post_upgrade_instructions > 0);
+    assert_eq!(c.heap_stats().unwrap().rows, 0);
+    c.configure_heap(&heap_config("cbor"))
+        .unwrap()
+        .value
+        .unwrap();
+    c.add_users("heap", 0, 1, 40).unwrap().value.unwrap();
+    upgrade(engine);
+    let mut c = BenchClient::attach(engine, canister);
+    assert_eq!(c.heap_stats().unwrap().rows, 40);
+    assert_eq!(c.upgrade_stats().unwrap().encoding, "cbor");
+    // Emptied after a save: the next save writes a zero length, so the old record is not
+    // read back.
+    assert_eq!(c.clear("heap").unwrap().value.unwrap(), 40);
+    upgrade(engine);
+    let mut c = BenchClient::attach(engine, canister);
+    assert_eq!(c.heap_stats().unwrap().rows, 0);
+    assert_eq!(c.upgrade_stats().unwrap().encoded_bytes, 0);
+}
+
+fn a_failed_upgrade_keeps_the_heap_store_and_the_old_module(engine: &mut dyn Engine) {
+    let canister = {
+        let mut c = BenchClient::install(engine, wasm()).unwrap();
+        c.configure_heap(&heap_config("cbor"))
+            .unwrap()
+            .value
+            .unwrap();
+        c.add_users("heap", 0, 3, 500).unwrap().value.unwrap();
+        c.canister
+    };
+    // pre_upgrade (the bench canister's: it encodes and writes the map) succeeds, then the
+    // new module's post_upgrade traps: the replica rolls the whole upgrade back.
+    let trapping = wat::parse_str(
+        r#"(module (func $trap unreachable) (memory 1) (export "canister_post_upgrade" (func $trap)))"#,
+    )
+    .unwrap();
+    let out = engine
+        .upgrade(canister, &trapping, &Encode!().unwrap())
+        .unwrap();
+    let e = out.result.expect_err("post_upgrade traps");
+    assert_eq!(e.error_code, ErrorCode::CanisterTrapped, "{e}");
+    assert!(e.message.contains("unreachable"), "{e}");
+    let mut c = BenchClient::attach(engine, canister);
+    // The old module answers, with the heap exactly as before and no upgrade recorded.
+    let heap = c.heap_stats().unwrap();
+    assert_eq!((heap.rows, heap.encoding.as_str()), (500, "cbor"));
+    let r = c
+        .get_users("heap", 0, 3, 500, false)
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!((r.rows_found, r.bytes_read), (500, 500 * 100));
+    let up = c.upgrade_stats().unwrap();
+    assert_eq!(
+        (up.pre_upgrade_instructions, up.encoded_bytes),
+        (0, 0),
+        "pre_upgrade's writes to stable memory were rolled back too"
+    );
+    // And a good upgrade afterwards still carries the rows.
+    engine
+        .upgrade(canister, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .expect("the upgrade succeeds");
+    let mut c = BenchClient::attach(engine, canister);
+    assert_eq!(c.heap_stats().unwrap().rows, 500);
 }

@@ -1,4 +1,5 @@
-//! icbench canister: what does storing rows cost on the IC, StableBTreeMap vs SQLite?
+//! icbench canister: what does storing rows cost on the IC: a heap BTreeMap, StableBTreeMap
+//! or SQLite?
 //!
 //! Every insert/read endpoint checks its arguments, prepares what is not the store's
 //! own work (payload, open connection), and then counts `ic0.performance_counter(0)`
@@ -10,6 +11,7 @@ compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/bu
 
 mod btree;
 mod dbbench;
+mod heap;
 mod ids;
 mod keys;
 mod memory;
@@ -19,9 +21,13 @@ mod sqlite;
 mod state;
 mod sysbench;
 
+use std::cell::Cell;
+
+use bench_types::names::HeapEncoding;
+use bench_types::parse_heap_encoding;
 use bench_types::{
-    DbBenchReport, DbBenchWrite, InsertReport, KeysStats, ReadReport, SqliteConfig, SqliteSettings,
-    Stats,
+    DbBenchReport, DbBenchWrite, HeapConfig, HeapSettings, HeapStats, InsertReport, KeysStats,
+    ReadReport, SqliteConfig, SqliteSettings, Stats, UpgradeStats,
 };
 use ids::{Ids, Scan};
 
@@ -45,20 +51,54 @@ fn init() {
     start();
 }
 
+thread_local! {
+    /// `ic0.performance_counter(0)` at the end of this module's `post_upgrade` (0 after
+    /// install): the heap lives on until the next upgrade, so the host can read it then.
+    static POST_UPGRADE_INSTRUCTIONS: Cell<u64> = const { Cell::new(0) };
+}
+
 #[ic_cdk::pre_upgrade]
 fn pre_upgrade() {
     // Committed data is already in stable memory; closing just releases SQLite's lock.
     if let Err(e) = sqlite::close() {
         ic_cdk::println!("bench: {e}");
     }
+    // The heap store is the one whose data exists only on the heap: save it.
+    let encoding = state::heap_encoding();
+    let encoded_bytes = heap::save(encoding);
+    let instructions = report::instruction_counter();
+    // Written after the count, into the settings cell in stable memory, so the new module
+    // can report it (upgrade_stats).
+    state::set_last_pre_upgrade(state::PreUpgrade {
+        instructions,
+        encoded_bytes,
+        encoding,
+    });
 }
 
 #[ic_cdk::post_upgrade]
 fn post_upgrade() {
     start();
+    // The encoding pre_upgrade used, not a later configure_heap's (none can come between).
+    heap::restore(state::last_pre_upgrade().encoding);
+    POST_UPGRADE_INSTRUCTIONS.set(report::instruction_counter());
 }
 
 // ---- inserts --------------------------------------------------------------------------
+
+#[ic_cdk::update]
+fn add_users_heap(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
+    let ids = Ids::sequence(offset, step, count, heap::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| heap::insert(&ids, payload))?;
+    Ok(report::insert_report(rows, instructions))
+}
+
+#[ic_cdk::update]
+fn add_users_heap_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
+    let ids = Ids::list(ids, heap::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| heap::insert(&ids, payload))?;
+    Ok(report::insert_report(rows, instructions))
+}
 
 #[ic_cdk::update]
 fn add_users_btree(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
@@ -91,6 +131,54 @@ fn add_users_sqlite_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
 }
 
 // ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
+
+fn get_heap(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    let ids = Ids::sequence(offset, step, count, heap::MAX_ID)?;
+    let (rows, instructions) = heap::get(&ids)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+fn get_heap_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    let ids = Ids::list(ids, heap::MAX_ID)?;
+    let (rows, instructions) = heap::get(&ids)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+fn scan_heap(offset: u64, count: u64) -> Result<ReadReport, String> {
+    let scan = Scan::new(offset, count, heap::MAX_ID)?;
+    let (rows, instructions) = heap::scan(&scan)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+#[ic_cdk::query]
+fn get_users_heap(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_heap(offset, step, count)
+}
+
+#[ic_cdk::update]
+fn get_users_heap_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get_heap(offset, step, count)
+}
+
+#[ic_cdk::query]
+fn get_users_heap_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_heap_ids(ids)
+}
+
+#[ic_cdk::update]
+fn get_users_heap_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_heap_ids(ids)
+}
+
+#[ic_cdk::query]
+fn scan_users_heap(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_heap(offset, count)
+}
+
+#[ic_cdk::update]
+fn scan_users_heap_update(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan_heap(offset, count)
+}
 
 fn get_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
     let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
@@ -225,6 +313,42 @@ fn stats() -> Stats {
         journal_mode,
         payload_size: state::payload_size(),
     }
+}
+
+#[ic_cdk::update]
+fn configure_heap(config: HeapConfig) -> Result<HeapSettings, String> {
+    if let Some(name) = &config.encoding {
+        let encoding: HeapEncoding = parse_heap_encoding!(name.as_str())?;
+        state::set_heap_encoding(encoding);
+    }
+    Ok(HeapSettings {
+        encoding: state::heap_encoding().name().to_string(),
+    })
+}
+
+#[ic_cdk::query]
+fn heap_stats() -> HeapStats {
+    HeapStats {
+        rows: heap::len(),
+        heap_bytes: report::heap_pages() * 65_536,
+        encoding: state::heap_encoding().name().to_string(),
+    }
+}
+
+#[ic_cdk::query]
+fn upgrade_stats() -> UpgradeStats {
+    let last = state::last_pre_upgrade();
+    UpgradeStats {
+        pre_upgrade_instructions: last.instructions,
+        post_upgrade_instructions: POST_UPGRADE_INSTRUCTIONS.get(),
+        encoded_bytes: last.encoded_bytes,
+        encoding: last.encoding.name().to_string(),
+    }
+}
+
+#[ic_cdk::update]
+fn clear_heap() -> Result<u64, String> {
+    Ok(heap::clear())
 }
 
 #[ic_cdk::update]

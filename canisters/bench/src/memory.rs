@@ -15,6 +15,7 @@
 //! | 2         | the db_bench suite's `StableBTreeMap<[u8; 16], Vec<u8>>` (`dbbench.rs`) |
 //! | 3..=6     | the keys suite's maps keyed by u64, ULID, UUID, hex text (`keys.rs`)   |
 //! | 7, 8      | the sysbench suite's rows by id and its index on k (`sysbench.rs`)     |
+//! | 9         | the heap store's map, encoded by `pre_upgrade` for `post_upgrade` (`heap.rs`) |
 //! | 101..=118 | ic-wasi-polyfill's file system (ic-rusqlite's `FS_MEMORY_RANGE = 101..119`; stable-fs 0.13 uses 101..=110 of it, the rest stays reserved) |
 //! | 120       | the SQLite database file `./DB/main.db`, mounted on its own memory     |
 //!
@@ -36,6 +37,8 @@ const DBBENCH_BTREE_ID: u8 = 2;
 const KEYS_IDS: [u8; 4] = [3, 4, 5, 6];
 /// The sysbench suite's maps: rows by id, and (k, id) as the index on k.
 const SYSBENCH_IDS: [u8; 2] = [7, 8];
+/// The heap store's upgrade record: only the upgrade hooks write or read it.
+const HEAP_UPGRADE_ID: u8 = 9;
 /// ic-rusqlite 0.5 `FS_MEMORY_RANGE` (start inclusive, end exclusive).
 const WASI_FS_IDS: core::ops::Range<u8> = 101..119;
 /// ic-rusqlite 0.5 `DEFAULT_MOUNTED_DB_ID`: reusing it keeps the database where any
@@ -74,6 +77,21 @@ const _: () = {
     }
     assert!(SYSBENCH_IDS[0] != SYSBENCH_IDS[1]);
 };
+const _: () = {
+    let id = HEAP_UPGRADE_ID;
+    assert!(!collides_with_sqlite(id));
+    assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
+    let mut i = 0;
+    while i < KEYS_IDS.len() {
+        assert!(id != KEYS_IDS[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < SYSBENCH_IDS.len() {
+        assert!(id != SYSBENCH_IDS[j]);
+        j += 1;
+    }
+};
 
 pub const BTREE: MemoryId = MemoryId::new(BTREE_ID);
 pub const SETTINGS: MemoryId = MemoryId::new(SETTINGS_ID);
@@ -84,6 +102,7 @@ pub const KEYS_UUID: MemoryId = MemoryId::new(KEYS_IDS[2]);
 pub const KEYS_HEX: MemoryId = MemoryId::new(KEYS_IDS[3]);
 pub const SYSBENCH_ROWS: MemoryId = MemoryId::new(SYSBENCH_IDS[0]);
 pub const SYSBENCH_K_INDEX: MemoryId = MemoryId::new(SYSBENCH_IDS[1]);
+pub const HEAP_UPGRADE: MemoryId = MemoryId::new(HEAP_UPGRADE_ID);
 pub const SQLITE_DB: MemoryId = MemoryId::new(SQLITE_DB_ID);
 
 /// A virtual memory from ic-rusqlite's manager. The first access to the manager also

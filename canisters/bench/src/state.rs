@@ -1,11 +1,15 @@
-//! Settings that outlive the heap: SQLite settings and payload size, in a `StableCell` on
-//! its own virtual memory, so every new connection and every upgrade re-applies them.
+//! Settings that outlive the heap: SQLite settings, payload size and the heap store's
+//! encoding, in a `StableCell` on its own virtual memory, so every new connection and every
+//! upgrade re-applies them; and what the last `pre_upgrade` counted, for the host to read
+//! after the upgrade.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 
 use ic_stable_structures::StableCell;
 use ic_stable_structures::storable::{Bound, Storable};
+
+use bench_types::names::HeapEncoding;
 
 use crate::memory::{self, Memory};
 use crate::settings::{JournalMode, LockingMode, Settings, Synchronous};
@@ -20,6 +24,16 @@ pub const MAX_PAYLOAD_SIZE: u64 = 1 << 20;
 struct Persisted {
     payload_size: u64,
     sqlite: Settings,
+    heap_encoding: HeapEncoding,
+    last_pre_upgrade: PreUpgrade,
+}
+
+/// What the last `pre_upgrade` did, written at its end (zeros before the first upgrade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreUpgrade {
+    pub instructions: u64,
+    pub encoded_bytes: u64,
+    pub encoding: HeapEncoding,
 }
 
 impl Default for Persisted {
@@ -27,6 +41,12 @@ impl Default for Persisted {
         Persisted {
             payload_size: DEFAULT_PAYLOAD_SIZE,
             sqlite: Settings::default(),
+            heap_encoding: HeapEncoding::Candid,
+            last_pre_upgrade: PreUpgrade {
+                instructions: 0,
+                encoded_bytes: 0,
+                encoding: HeapEncoding::Candid,
+            },
         }
     }
 }
@@ -35,6 +55,24 @@ impl Default for Persisted {
 /// cache_size (i64 LE), journal, synchronous, locking, autoincrement (one byte each).
 const LAYOUT_V1: u8 = 1;
 const LAYOUT_V1_LEN: usize = 1 + 8 + 4 + 8 + 4;
+/// Layout version 2: version 1's fields (with 2 as the version byte), then the heap
+/// encoding (one byte), the last pre_upgrade's instructions and encoded bytes (u64 LE each)
+/// and its encoding (one byte). A version-1 cell (a canister upgraded from a module without
+/// the heap store) still reads, with the heap defaults.
+const LAYOUT_V2: u8 = 2;
+const LAYOUT_V2_LEN: usize = LAYOUT_V1_LEN + 1 + 8 + 8 + 1;
+
+/// The persisted byte of an encoding: its index in `HeapEncoding::ALL`.
+fn encoding_code(encoding: HeapEncoding) -> u8 {
+    match encoding {
+        HeapEncoding::Candid => 0,
+        HeapEncoding::Cbor => 1,
+    }
+}
+
+fn encoding_from_code(code: u8) -> Option<HeapEncoding> {
+    HeapEncoding::ALL.get(usize::from(code)).copied()
+}
 
 impl Storable for Persisted {
     fn to_bytes(&self) -> Cow<'_, [u8]> {
@@ -57,8 +95,8 @@ impl Storable for Persisted {
 impl Persisted {
     fn encode(&self) -> Vec<u8> {
         let s = &self.sqlite;
-        let mut out = Vec::with_capacity(LAYOUT_V1_LEN);
-        out.push(LAYOUT_V1);
+        let mut out = Vec::with_capacity(LAYOUT_V2_LEN);
+        out.push(LAYOUT_V2);
         out.extend_from_slice(&self.payload_size.to_le_bytes());
         out.extend_from_slice(&s.page_size.to_le_bytes());
         out.extend_from_slice(&s.cache_size.to_le_bytes());
@@ -66,15 +104,49 @@ impl Persisted {
         out.push(s.synchronous.code());
         out.push(s.locking_mode.code());
         out.push(u8::from(s.autoincrement));
+        out.push(encoding_code(self.heap_encoding));
+        let last = &self.last_pre_upgrade;
+        out.extend_from_slice(&last.instructions.to_le_bytes());
+        out.extend_from_slice(&last.encoded_bytes.to_le_bytes());
+        out.push(encoding_code(last.encoding));
         out
     }
 
     fn decode(bytes: &[u8]) -> Option<Self> {
-        // A fixed-size array: every index below is checked at compile time.
-        let b: &[u8; LAYOUT_V1_LEN] = bytes.try_into().ok()?;
-        if b[0] != LAYOUT_V1 {
+        match bytes.first() {
+            Some(&LAYOUT_V1) => Self::decode_v1(bytes),
+            Some(&LAYOUT_V2) if bytes.len() == LAYOUT_V2_LEN => {
+                let (v1, rest) = bytes.split_at(LAYOUT_V1_LEN);
+                let b: &[u8; LAYOUT_V2_LEN - LAYOUT_V1_LEN] = rest.try_into().ok()?;
+                let mut base = Self::decode_v1_fields(v1)?;
+                base.heap_encoding = encoding_from_code(b[0])?;
+                base.last_pre_upgrade = PreUpgrade {
+                    instructions: u64::from_le_bytes([
+                        b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+                    ]),
+                    encoded_bytes: u64::from_le_bytes([
+                        b[9], b[10], b[11], b[12], b[13], b[14], b[15], b[16],
+                    ]),
+                    encoding: encoding_from_code(b[17])?,
+                };
+                Some(base)
+            }
+            _ => None,
+        }
+    }
+
+    fn decode_v1(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() != LAYOUT_V1_LEN {
             return None;
         }
+        Self::decode_v1_fields(bytes)
+    }
+
+    /// Version 1's fields from its 25 bytes (the version byte is not checked here); the
+    /// heap fields get their defaults.
+    fn decode_v1_fields(bytes: &[u8]) -> Option<Self> {
+        // A fixed-size array: every index below is checked at compile time.
+        let b: &[u8; LAYOUT_V1_LEN] = bytes.try_into().ok()?;
         let payload_size = u64::from_le_bytes([b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8]]);
         let page_size = u32::from_le_bytes([b[9], b[10], b[11], b[12]]);
         let cache_size =
@@ -92,6 +164,7 @@ impl Persisted {
                 locking_mode: LockingMode::from_code(b[23])?,
                 autoincrement: b[24] != 0,
             },
+            ..Persisted::default()
         })
     }
 }
@@ -128,6 +201,24 @@ pub fn sqlite_settings() -> Settings {
 
 pub fn set_sqlite_settings(settings: Settings) {
     update(|p| p.sqlite = settings);
+}
+
+pub fn heap_encoding() -> HeapEncoding {
+    get().heap_encoding
+}
+
+pub fn set_heap_encoding(encoding: HeapEncoding) {
+    update(|p| p.heap_encoding = encoding);
+}
+
+pub fn last_pre_upgrade() -> PreUpgrade {
+    get().last_pre_upgrade
+}
+
+/// Called at the very end of `pre_upgrade`: the cell is in stable memory, so the counts
+/// survive into the new module.
+pub fn set_last_pre_upgrade(last: PreUpgrade) {
+    update(|p| p.last_pre_upgrade = last);
 }
 
 pub fn payload_size() -> u64 {

@@ -82,6 +82,47 @@ pub struct Stats {
     pub payload_size: u64,
 }
 
+// ---- the heap store's encoding and upgrades ------------------------------------------
+
+/// `configure_heap`'s argument; an absent field keeps the current value.
+#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct HeapConfig {
+    /// `candid` or `cbor` ([`names::HeapEncoding`]): how `pre_upgrade` encodes the map.
+    pub encoding: Option<String>,
+}
+
+/// The heap store's settings in force (persisted: they survive upgrades).
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct HeapSettings {
+    pub encoding: String,
+}
+
+/// `heap_stats`'s result (a query of its own, so `stats` keeps its record).
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct HeapStats {
+    /// Rows in the heap map.
+    pub rows: u64,
+    /// Wasm heap size: `memory.size` x 64 KiB.
+    pub heap_bytes: u64,
+    /// The encoding the next `pre_upgrade` uses.
+    pub encoding: String,
+}
+
+/// `upgrade_stats`'s result: what the hooks of the last upgrade did, counted inside them.
+/// All zero, encoding `candid`, on a canister that was never upgraded.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct UpgradeStats {
+    /// `ic0.performance_counter(0)` at the end of the last `pre_upgrade`.
+    pub pre_upgrade_instructions: u64,
+    /// `ic0.performance_counter(0)` at the end of the last `post_upgrade`.
+    pub post_upgrade_instructions: u64,
+    /// Bytes of the encoded heap map the last `pre_upgrade` wrote (without the 8-byte
+    /// length prefix); 0 for an empty map.
+    pub encoded_bytes: u64,
+    /// The encoding the last `pre_upgrade` used.
+    pub encoding: String,
+}
+
 // ---- db_bench (seed 000); the keys and sysbench suites report with DbBenchReport too ----
 
 /// `dbbench_write`'s argument.

@@ -1,10 +1,15 @@
 //! The names the host sends and the canister parses: each suite's stores and the keys
 //! suite's key types. The canister's replies to an unknown name come from `parse` here.
 
-/// The `users` stores, as the canister's method names end (`add_users_btree`,
-/// `get_users_sqlite`, ...): `StableBTreeMap` and SQLite's `users` table.
+/// The `users` stores, as the canister's method names end (`add_users_heap`,
+/// `add_users_btree`, `get_users_sqlite`, ...): a `std::collections::BTreeMap` on the Wasm
+/// heap (saved to stable memory only across upgrades), `StableBTreeMap` and SQLite's
+/// `users` table.
+pub const HEAP: &str = "heap";
 pub const BTREE: &str = "btree";
 pub const SQLITE: &str = "sqlite";
+/// Every `users` store, in the order reports show them.
+pub const USERS_STORES: [&str; 3] = [HEAP, BTREE, SQLITE];
 
 /// An enum of names: `ALL`, `NAMES` in the same order, `name`, `parse`, and the macro
 /// `$parse!(text)`, the body of `parse` as an expression.
@@ -90,6 +95,19 @@ names!($
 );
 
 names!($
+    /// How the heap store's map is encoded into stable memory in `pre_upgrade` and decoded
+    /// in `post_upgrade` (`configure_heap`). CBOR is written with `ciborium`, the crate of
+    /// ic-stable-structures' quick_start example and of the Bitcoin canister; serde_cbor
+    /// is unmaintained (RUSTSEC-2021-0127).
+    HeapEncoding, parse_heap_encoding, "heap encoding" {
+        /// `candid::encode_one` / `decode_one` of the whole map: the default.
+        Candid = "candid",
+        /// `ciborium::into_writer` / `from_reader` of the whole map.
+        Cbor = "cbor",
+    }
+);
+
+names!($
     /// The key types of the keys suite.
     KeyType, parse_key_type, "key type" {
         /// A u64 as 8 big-endian bytes (SQLite: INTEGER).
@@ -121,6 +139,10 @@ mod tests {
         for k in KeyType::ALL {
             assert_eq!(KeyType::parse(k.name()), Ok(k));
         }
+        for e in HeapEncoding::ALL {
+            assert_eq!(HeapEncoding::parse(e.name()), Ok(e));
+        }
+        assert_eq!(HeapEncoding::NAMES, ["candid", "cbor"]);
         assert_eq!(KeyType::ALL.map(KeyType::name), KeyType::NAMES);
         assert_eq!(KeysStore::ALL.map(KeysStore::name), KeysStore::NAMES);
     }
@@ -162,6 +184,10 @@ mod tests {
         assert_eq!(
             KeysStore::parse(""),
             Err("unknown keys store \"\"; accepted: btree, sqlite_rowid, sqlite_without_rowid, sqlite_secondary".to_string())
+        );
+        assert_eq!(
+            HeapEncoding::parse("CBOR"),
+            Err("unknown heap encoding \"CBOR\"; accepted: candid, cbor".to_string())
         );
         assert_eq!(
             KeyType::parse("u32"),
