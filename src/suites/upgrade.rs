@@ -9,16 +9,17 @@
 
 use std::time::Instant;
 
-use anyhow::{anyhow, bail, Result};
-use candid::{CandidType, Decode, Deserialize, Encode};
+use anyhow::{anyhow, bail, Context, Result};
+use candid::Encode;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::scenario::{JournalMode, Store};
+use bench_types::names::HeapEncoding;
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
-use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig, UpgradeStats};
 use crate::engine::cost::{CyclesFees, Limits};
 use crate::engine::{Engine, InstallStage, MessageReport};
 use crate::report::format::{compact, thousands};
@@ -65,12 +66,75 @@ struct UpgradeArgs {
     /// rows, so the failing upgrade is reached in reasonable time.
     #[arg(long, default_value_t = 10_000)]
     limit_payload_size: u64,
+    /// Encodings of the heap store's pre_upgrade, comma-separated (candid, cbor); the heap
+    /// store is measured unless --stores is given.
+    #[arg(long, value_delimiter = ',', default_values_t = HeapEncoding::NAMES.map(String::from))]
+    heap_encodings: Vec<String>,
+}
+
+/// `--heap-encodings`, in the canister's order, duplicates dropped.
+fn sorted_encodings(names: &[String]) -> Result<Vec<HeapEncoding>> {
+    let mut picked = Vec::new();
+    for name in names {
+        let e = HeapEncoding::parse(name).map_err(|e| anyhow!("--heap-encodings: {e}"))?;
+        if !picked.contains(&e) {
+            picked.push(e);
+        }
+    }
+    Ok(HeapEncoding::ALL
+        .into_iter()
+        .filter(|e| picked.contains(e))
+        .collect())
+}
+
+/// A store as this suite measures it: the heap store once per encoding, or a store of the
+/// other suites (StableBTreeMap, SQLite in a journal mode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpgradeStore {
+    Heap(HeapEncoding),
+    Users(Store),
+}
+
+impl UpgradeStore {
+    pub fn label(self) -> String {
+        match self {
+            UpgradeStore::Heap(HeapEncoding::Candid) => "heap (Candid)".into(),
+            UpgradeStore::Heap(HeapEncoding::Cbor) => "heap (CBOR)".into(),
+            UpgradeStore::Users(s) => s.label(),
+        }
+    }
+    /// As in the canister's method names.
+    pub fn kind(self) -> &'static str {
+        match self {
+            UpgradeStore::Heap(_) => bench_types::names::HEAP,
+            UpgradeStore::Users(s) => s.kind(),
+        }
+    }
+    pub fn journal_mode(self) -> Option<JournalMode> {
+        match self {
+            UpgradeStore::Heap(_) => None,
+            UpgradeStore::Users(s) => s.journal_mode(),
+        }
+    }
+    /// Whether pre_upgrade serializes the rows (the heap store): the stores in stable memory
+    /// keep them where they are.
+    pub fn saved_on_upgrade(self) -> bool {
+        matches!(self, UpgradeStore::Heap(_))
+    }
+    /// What tells two stores of one kind apart besides the journal mode (the heap store's
+    /// encoding), in the record's `position` column.
+    fn variant(self) -> String {
+        match self {
+            UpgradeStore::Heap(e) => e.name().into(),
+            UpgradeStore::Users(_) => String::new(),
+        }
+    }
 }
 
 /// The upgrade suite's settings.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
-    pub stores: Vec<Store>,
+    pub stores: Vec<UpgradeStore>,
     /// Ascending, each at most `rows`.
     pub sizes: Vec<u64>,
     pub rows: u64,
@@ -78,7 +142,7 @@ pub struct Config {
     pub seed: u64,
     pub usd_per_xdr: f64,
     /// The store of the limit run and its payload size, or None.
-    pub limit_run: Option<(Store, u64)>,
+    pub limit_run: Option<(UpgradeStore, u64)>,
 }
 
 impl Config {
@@ -136,7 +200,15 @@ impl Suite for Upgrade {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
         }
         common.validate()?;
-        let stores = users::stores(&common);
+        let mut stores = Vec::new();
+        // The heap store is not one of --stores yet: it is measured unless --stores is
+        // given, once per --heap-encodings.
+        if matches.value_source("stores") != Some(clap::parser::ValueSource::CommandLine) {
+            for e in sorted_encodings(&args.heap_encodings)? {
+                stores.push(UpgradeStore::Heap(e));
+            }
+        }
+        stores.extend(users::stores(&common).into_iter().map(UpgradeStore::Users));
         let sizes: Vec<u64> = super::sorted_unique(args.upgrade_sizes)
             .into_iter()
             .filter(|&n| n <= common.rows)
@@ -165,24 +237,8 @@ impl Suite for Upgrade {
 
 /// The store the limit run shows: the first whose upgrade work grows with its rows (the
 /// stores in stable memory upgrade in constant work and do not fail below 10,000,000 rows).
-fn limit_store(stores: &[Store]) -> Option<Store> {
-    stores.iter().copied().find(|s| saved_on_upgrade(*s))
-}
-
-/// Whether the store's rows are serialized in pre_upgrade (the heap store).
-fn saved_on_upgrade(store: Store) -> bool {
-    // The stable stores keep their rows where they are; only a heap store is saved.
-    !matches!(store, Store::BTree | Store::Sqlite(_))
-}
-
-/// What the canister's `upgrade_stats` query reports about the last upgrade: the
-/// performance counter inside each hook, and the heap store's encoded size.
-#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct UpgradeStats {
-    pub pre_upgrade_instructions: u64,
-    pub post_upgrade_instructions: u64,
-    pub encoded_bytes: u64,
-    pub encoding: String,
+fn limit_store(stores: &[UpgradeStore]) -> Option<UpgradeStore> {
+    stores.iter().copied().find(|s| s.saved_on_upgrade())
 }
 
 /// One measured upgrade, for the limits: kept in results.json.
@@ -354,7 +410,7 @@ impl Plan for Config {
 }
 
 /// Sets the store up on a fresh canister (payload size, SQLite's journal mode).
-fn configure(client: &mut BenchClient<'_>, store: Store, payload_size: u64) -> Result<()> {
+fn configure(client: &mut BenchClient<'_>, store: UpgradeStore, payload_size: u64) -> Result<()> {
     client
         .set_payload_size(payload_size)?
         .value
@@ -372,13 +428,25 @@ fn configure(client: &mut BenchClient<'_>, store: Store, payload_size: u64) -> R
             bail!("asked for {mode}, SQLite uses {}", settings.journal_mode);
         }
     }
+    if let UpgradeStore::Heap(e) = store {
+        let config = HeapConfig {
+            encoding: Some(e.name().into()),
+        };
+        let settings = client
+            .configure_heap(&config)?
+            .value
+            .map_err(|e| anyhow!("configure_heap failed: {e}"))?;
+        if settings.encoding != e.name() {
+            bail!("asked for {}, the heap store uses {}", e.name(), settings.encoding);
+        }
+    }
     Ok(())
 }
 
 /// Fills the store from `from` to `to` rows (ids 0, 10, 20, ...).
 fn fill(
     client: &mut BenchClient<'_>,
-    store: Store,
+    store: UpgradeStore,
     payload_size: u64,
     from: u64,
     to: u64,
@@ -387,7 +455,9 @@ fn fill(
     let mut done = from;
     while done < to {
         let count = chunk.min(to - done);
-        let out = client.add_users(store.kind(), done * ID_STEP, ID_STEP, count)?;
+        let out = client
+            .add_users(store.kind(), done * ID_STEP, ID_STEP, count)
+            .with_context(|| format!("filling {} at row {done}", store.label()))?;
         let report = out
             .value
             .map_err(|e| anyhow!("filling {} failed at row {done}: {e}", store.label()))?;
@@ -401,18 +471,6 @@ fn fill(
         done += count;
     }
     Ok(())
-}
-
-/// `upgrade_stats` if the canister has it.
-fn upgrade_stats(client: &mut BenchClient<'_>) -> Result<Option<UpgradeStats>> {
-    let out = client
-        .engine
-        .query(client.canister, "upgrade_stats", &Encode!()?)?;
-    match out.result {
-        Ok(bytes) => Ok(Some(Decode!(&bytes, UpgradeStats)?)),
-        Err(r) if r.error_code == crate::engine::ErrorCode::CanisterMethodNotFound => Ok(None),
-        Err(r) => bail!("upgrade_stats was rejected: {r}"),
-    }
 }
 
 fn stage(report: &MessageReport, which: InstallStage) -> MessageReport {
@@ -429,7 +487,7 @@ fn pages_delta(before: u64, after: u64) -> i64 {
 }
 
 /// A record of this suite with the store's columns filled in.
-fn record(cfg_engine: &str, store: Store, rows: u64, operation: &str) -> ScenarioResult {
+fn record(cfg_engine: &str, store: UpgradeStore, rows: u64, operation: &str) -> ScenarioResult {
     ScenarioResult {
         suite: "upgrade".into(),
         engine: cfg_engine.into(),
@@ -438,18 +496,10 @@ fn record(cfg_engine: &str, store: Store, rows: u64, operation: &str) -> Scenari
             .journal_mode()
             .map(|m| m.to_string())
             .unwrap_or_default(),
-        position: store_variant(store),
+        position: store.variant(),
         operation: operation.into(),
         rows_before: rows,
         ..ScenarioResult::default()
-    }
-}
-
-/// What tells two stores of one kind apart besides the journal mode (the heap store's
-/// encoding), in the record's `position` column.
-fn store_variant(store: Store) -> String {
-    match store {
-        Store::BTree | Store::Sqlite(_) => String::new(),
     }
 }
 
@@ -466,7 +516,7 @@ fn fill_message(r: &mut ScenarioResult, m: &MessageReport) {
 fn calls(
     client: &mut BenchClient<'_>,
     engine: &str,
-    store: Store,
+    store: UpgradeStore,
     rows: u64,
     usd_per_xdr: f64,
     when: &str,
@@ -516,7 +566,7 @@ fn calls(
 fn upgrade(
     client: &mut BenchClient<'_>,
     engine: &str,
-    store: Store,
+    store: UpgradeStore,
     rows: u64,
     payload_size: u64,
     wasm: &[u8],
@@ -525,11 +575,16 @@ fn upgrade(
     let out = client.engine.upgrade(client.canister, wasm, &Encode!()?)?;
     client.executed_instructions += out.report.instructions;
     let m = &out.report;
+    // After a failed upgrade the canister's counts are the old ones: none are this upgrade's.
     let stats = match &out.result {
-        Ok(_) => upgrade_stats(client)?,
-        Err(_) => None,
-    }
-    .unwrap_or_default();
+        Ok(_) => client.upgrade_stats()?,
+        Err(_) => UpgradeStats {
+            pre_upgrade_instructions: 0,
+            post_upgrade_instructions: 0,
+            encoded_bytes: 0,
+            encoding: String::new(),
+        },
+    };
     let (pre, compile, post) = (
         stage(m, InstallStage::PreUpgrade),
         stage(m, InstallStage::Compilation),
@@ -600,7 +655,7 @@ fn measure_store(
     cfg: &Config,
     engine: &str,
     wasm: &[u8],
-    store: Store,
+    store: UpgradeStore,
 ) -> Result<pool::Outcome> {
     let canister = client.canister;
     let mut results = Vec::new();
@@ -646,7 +701,7 @@ fn limit_run(
     cfg: &Config,
     engine: &str,
     wasm: &[u8],
-    store: Store,
+    store: UpgradeStore,
     payload: u64,
 ) -> Result<pool::Outcome> {
     let canister = client.canister;
@@ -712,8 +767,7 @@ fn limit_run(
                     read.truncate(1);
                     run.lookup_rows_found =
                         Some(if read[0].status == Status::Ok { 100 } else { 0 });
-                    let stats = client.stats()?;
-                    run.rows_after = Some(store_rows(&stats, store));
+                    run.rows_after = Some(store_rows(client, store)?);
                     results.extend(read);
                     run.note = format!(
                         "{} rows of {payload} bytes (the predicted first failing size {} plus {}%, rounded up to the fill's {}-row messages).",
@@ -755,11 +809,12 @@ fn limit_run(
     Ok(pool::Outcome { results, lists })
 }
 
-fn store_rows(stats: &crate::bench_canister::Stats, store: Store) -> u64 {
-    match store {
-        Store::BTree => stats.btree_rows,
-        Store::Sqlite(_) => stats.sqlite_rows,
-    }
+fn store_rows(client: &mut BenchClient<'_>, store: UpgradeStore) -> Result<u64> {
+    Ok(match store {
+        UpgradeStore::Heap(_) => client.heap_stats()?.rows,
+        UpgradeStore::Users(Store::BTree) => client.stats()?.btree_rows,
+        UpgradeStore::Users(Store::Sqlite(_)) => client.stats()?.sqlite_rows,
+    })
 }
 
 // ---- report ---------------------------------------------------------------------------
@@ -768,12 +823,13 @@ fn label_of(r: &ScenarioResult) -> String {
     let store = match (r.store.as_str(), r.journal_mode.as_str()) {
         ("sqlite", mode) => format!("SQLite {mode}"),
         ("btree", _) => "StableBTreeMap".into(),
+        ("heap", _) => match HeapEncoding::parse(&r.position) {
+            Ok(e) => UpgradeStore::Heap(e).label(),
+            Err(_) => format!("heap ({})", r.position),
+        },
         (other, _) => other.to_string(),
     };
-    match r.position.as_str() {
-        "" => store,
-        variant => format!("{store} ({variant})"),
-    }
+    store
 }
 
 fn find<'a>(report: &'a Report, label: &str, rows: u64, op: &str) -> Option<&'a ScenarioResult> {

@@ -18,7 +18,7 @@ fn suite_selection_parses_names_lists_and_all() {
     };
     assert_eq!(
         REGISTRY.map(|s| s.name()),
-        ["seed003", "lookups", "dbbench", "keys", "sysbench"]
+        ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade"]
     );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
@@ -33,7 +33,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, all"
     );
     assert!(select(&[""]).is_err());
 }
