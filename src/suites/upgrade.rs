@@ -16,7 +16,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::scenario::{JournalMode, Store};
-use bench_types::names::HeapEncoding;
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig, UpgradeStats};
@@ -26,6 +25,7 @@ use crate::report::format::{compact, thousands};
 use crate::report::{
     Block, Document, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series, Status, Table,
 };
+use bench_types::names::HeapEncoding;
 
 pub struct Upgrade;
 
@@ -43,9 +43,9 @@ pub const MAX_HEAP_BYTES: u64 = 4 << 30;
 /// Bytes of payload written per fill message at most, so large payloads fill in messages
 /// far below the update instruction limit (at 100 bytes this is the canister's 100,000).
 const FILL_BYTES_PER_MESSAGE: u64 = 10_000_000;
-/// The limit run aims this far (in parts per thousand) past the predicted largest size:
-/// the prediction is a straight line and the heap grows in steps.
-const LIMIT_RUN_MARGIN_PERMILLE: u64 = 20;
+/// While the limit run's upgrade succeeds, it fills this much more (in parts per thousand)
+/// and tries again.
+const LIMIT_RUN_STEP_PERMILLE: u64 = 50;
 
 /// The names of the suite's lists in results.json.
 const POINTS: &str = "upgrade_points";
@@ -437,7 +437,11 @@ fn configure(client: &mut BenchClient<'_>, store: UpgradeStore, payload_size: u6
             .value
             .map_err(|e| anyhow!("configure_heap failed: {e}"))?;
         if settings.encoding != e.name() {
-            bail!("asked for {}, the heap store uses {}", e.name(), settings.encoding);
+            bail!(
+                "asked for {}, the heap store uses {}",
+                e.name(),
+                settings.encoding
+            );
         }
     }
     Ok(())
@@ -737,52 +741,69 @@ fn limit_run(
     let chunk = (FILL_BYTES_PER_MESSAGE / payload).clamp(1, PREFILL_CHUNK);
     match predicted.first_failing() {
         Some(first) if first <= MAX_LIMIT_RUN_ROWS => {
-            let aim = first + first * LIMIT_RUN_MARGIN_PERMILLE / 1000;
-            let rows = aim.div_ceil(chunk) * chunk;
-            run.rows = Some(rows);
+            // The heap grows in steps (a Vec doubles, memory grows by pages), so the line
+            // can be off: upgrade at the predicted size, and while that succeeds fill on by
+            // 5% and try again. A successful upgrade keeps the rows (that is what it is for),
+            // so filling goes on from it, as a user's would.
             client.engine.restore(canister, fresh)?;
-            fill(client, store, payload, 0, rows)?;
-            let (mut records, point, failed) =
-                upgrade(client, engine, store, rows, payload, wasm, cfg.usd_per_xdr)?;
-            for r in &mut records {
-                r.operation = format!("limit_{}", r.operation);
-            }
-            results.extend(records);
-            let mut p = point;
-            p.calibration = true;
-            points.push(p);
-            match failed {
-                Some(reject) => {
-                    run.error_code = Some(reject.error_code.to_string());
-                    run.error = Some(reject.message.clone());
-                    // The read after it: the old module answers with the rows it had.
-                    let mut read = calls(
-                        client,
-                        engine,
-                        store,
-                        rows,
-                        cfg.usd_per_xdr,
-                        "after_failed_upgrade",
-                    )?;
-                    read.truncate(1);
-                    run.lookup_rows_found =
-                        Some(if read[0].status == Status::Ok { 100 } else { 0 });
-                    run.rows_after = Some(store_rows(client, store)?);
-                    results.extend(read);
-                    run.note = format!(
-                        "{} rows of {payload} bytes (the predicted first failing size {} plus {}%, rounded up to the fill's {}-row messages).",
-                        thousands(rows),
-                        thousands(first),
-                        LIMIT_RUN_MARGIN_PERMILLE as f64 / 10.0,
-                        thousands(chunk)
-                    );
+            let mut rows = first.div_ceil(chunk) * chunk;
+            let mut filled = 0;
+            let mut succeeded = Vec::new();
+            loop {
+                fill(client, store, payload, filled, rows)?;
+                filled = rows;
+                let (mut records, mut point, failed) =
+                    upgrade(client, engine, store, rows, payload, wasm, cfg.usd_per_xdr)?;
+                point.calibration = true;
+                points.push(point);
+                let Some(reject) = failed else {
+                    succeeded.push(thousands(rows));
+                    let next =
+                        (rows + rows * LIMIT_RUN_STEP_PERMILLE / 1000).div_ceil(chunk) * chunk;
+                    if next > MAX_LIMIT_RUN_ROWS {
+                        run.note = format!(
+                            "no failure up to {} rows (upgrades succeeded at {})",
+                            thousands(rows),
+                            succeeded.join(", ")
+                        );
+                        break;
+                    }
+                    rows = next;
+                    continue;
+                };
+                for r in &mut records {
+                    r.operation = format!("limit_{}", r.operation);
                 }
-                None => {
-                    run.note = format!(
-                        "the upgrade at {} rows succeeded: the prediction was off",
-                        thousands(rows)
-                    );
-                }
+                results.extend(records);
+                run.rows = Some(rows);
+                run.error_code = Some(reject.error_code.to_string());
+                run.error = Some(reject.message.clone());
+                // The read after it: the old module answers with the rows it had.
+                let mut read = calls(
+                    client,
+                    engine,
+                    store,
+                    rows,
+                    cfg.usd_per_xdr,
+                    "after_failed_upgrade",
+                )?;
+                read.truncate(1);
+                run.lookup_rows_found = Some(if read[0].status == Status::Ok { 100 } else { 0 });
+                run.rows_after = Some(store_rows(client, store)?);
+                results.extend(read);
+                run.note = format!(
+                    "{} rows of {payload} bytes: the first size tried that fails, starting at the predicted first failing size {} and stepping by {}% ({}-row fill messages){}.",
+                    thousands(rows),
+                    thousands(first),
+                    LIMIT_RUN_STEP_PERMILLE as f64 / 10.0,
+                    thousands(chunk),
+                    if succeeded.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; upgrades succeeded at {}", succeeded.join(", "))
+                    }
+                );
+                break;
             }
         }
         Some(first) => {
