@@ -477,6 +477,16 @@ fn fill(
     Ok(())
 }
 
+/// Whether the canister answers `upgrade_stats`.
+fn has_upgrade_stats(client: &mut BenchClient<'_>) -> Result<bool> {
+    let out = client
+        .engine
+        .query(client.canister, "upgrade_stats", &Encode!()?)?;
+    Ok(
+        !matches!(&out.result, Err(r) if r.error_code == crate::engine::ErrorCode::CanisterMethodNotFound),
+    )
+}
+
 fn stage(report: &MessageReport, which: InstallStage) -> MessageReport {
     report
         .stages
@@ -580,7 +590,15 @@ fn upgrade(
     client.executed_instructions += out.report.instructions;
     let m = &out.report;
     // After a failed upgrade the canister's counts are the old ones: none are this upgrade's.
+    let no_stats = || UpgradeStats {
+        pre_upgrade_instructions: 0,
+        post_upgrade_instructions: 0,
+        encoded_bytes: 0,
+        encoding: String::new(),
+    };
     let stats = match &out.result {
+        // A module from before the heap store has no upgrade_stats: 0 in the hook columns.
+        Ok(_) if !has_upgrade_stats(client)? => no_stats(),
         Ok(_) => client.upgrade_stats()?,
         Err(_) => UpgradeStats {
             pre_upgrade_instructions: 0,
@@ -709,7 +727,18 @@ fn limit_run(
     payload: u64,
 ) -> Result<pool::Outcome> {
     let canister = client.canister;
-    configure(client, store, payload)?;
+    if let Err(e) = configure(client, store, payload) {
+        let run = LimitRun {
+            store: store.label(),
+            payload_size: payload,
+            note: format!("not run: {e}"),
+            ..LimitRun::default()
+        };
+        return Ok(pool::Outcome {
+            results: Vec::new(),
+            lists: vec![(LIMIT_RUN, vec![serde_json::to_value(&run)?])],
+        });
+    }
     let fresh = client.engine.snapshot(canister)?;
     let mut points = Vec::new();
     let mut filled = 0;
@@ -778,7 +807,9 @@ fn limit_run(
                 run.rows = Some(rows);
                 run.error_code = Some(reject.error_code.to_string());
                 run.error = Some(reject.message.clone());
-                // The read after it: the old module answers with the rows it had.
+                // The reads after it: the old module answers with the rows it had (the
+                // row count first: `calls` also inserts a row after its lookup).
+                run.rows_after = Some(store_rows(client, store)?);
                 let mut read = calls(
                     client,
                     engine,
@@ -789,7 +820,6 @@ fn limit_run(
                 )?;
                 read.truncate(1);
                 run.lookup_rows_found = Some(if read[0].status == Status::Ok { 100 } else { 0 });
-                run.rows_after = Some(store_rows(client, store)?);
                 results.extend(read);
                 run.note = format!(
                     "{} rows of {payload} bytes: the first size tried that fails, starting at the predicted first failing size {} and stepping by {}% ({}-row fill messages){}.",

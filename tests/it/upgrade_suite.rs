@@ -110,7 +110,11 @@ fn filled_heap(limits: Limits, rows: u64) -> (EmbeddedEngine, candid::Principal)
 fn assert_rows_intact(e: &mut EmbeddedEngine, id: candid::Principal, rows: u64) {
     let mut c = BenchClient::attach(e, id);
     assert_eq!(c.heap_stats().unwrap().rows, rows);
-    let read = c.get_users("heap", 0, 10, 100, false).unwrap().value.unwrap();
+    let read = c
+        .get_users("heap", 0, 10, 100, false)
+        .unwrap()
+        .value
+        .unwrap();
     assert_eq!(read.rows_found, 100);
 }
 
