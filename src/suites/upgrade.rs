@@ -282,6 +282,9 @@ pub struct LimitRun {
     /// store reports and the 100-key lookup's rows found.
     pub rows_after: Option<u64>,
     pub lookup_rows_found: Option<u64>,
+    /// The heap when the failing upgrade's pre_upgrade ended (or trapped).
+    #[serde(default)]
+    pub heap_bytes_in_pre_upgrade: Option<u64>,
     pub note: String,
 }
 
@@ -784,6 +787,7 @@ fn limit_run(
                 let (mut records, mut point, failed) =
                     upgrade(client, engine, store, rows, payload, wasm, cfg.usd_per_xdr)?;
                 point.calibration = true;
+                let heap_in_pre_upgrade = point.heap_bytes_pre_upgrade;
                 points.push(point);
                 let Some(reject) = failed else {
                     succeeded.push(thousands(rows));
@@ -805,6 +809,7 @@ fn limit_run(
                 }
                 results.extend(records);
                 run.rows = Some(rows);
+                run.heap_bytes_in_pre_upgrade = Some(heap_in_pre_upgrade);
                 run.error_code = Some(reject.error_code.to_string());
                 run.error = Some(reject.message.clone());
                 // The reads after it: the old module answers with the rows it had (the
@@ -1086,6 +1091,14 @@ pub fn document(report: &Report) -> Document {
             .collect();
         let predicted = predict(&own, &limits);
         let run = runs.iter().find(|r| &r.store == label);
+        if own.len() < 2 {
+            // Refused, or one size only: nothing to draw a line through.
+            let mut row = vec![label.clone()];
+            row.extend(["-"; 4].map(String::from));
+            row.push(run.map_or("-".into(), run_cell));
+            limit_table.push(row);
+            continue;
+        }
         limit_table.push(vec![
             label.clone(),
             limit_cell(predicted.instructions),
@@ -1186,6 +1199,18 @@ fn limit_run_text(r: &LimitRun) -> String {
             "\nThe upgrade failed with {code}:\n\n> {}\n\n",
             error.replace('\n', "\n> ")
         ));
+        if let Some(heap) = r.heap_bytes_in_pre_upgrade {
+            t.push_str(&format!(
+                "The heap when pre_upgrade ended: {} bytes ({}; the wasm32 maximum is {} bytes).",
+                thousands(heap),
+                bytes(heap),
+                thousands(MAX_HEAP_BYTES)
+            ));
+            if heap == MAX_HEAP_BYTES && code == "IC0502" {
+                t.push_str(" pre_upgrade is exempt from wasm_memory_limit, so the heap grew to 4 GiB, the next memory.grow returned -1, and the Rust allocator aborted (`unreachable`): the replica returns -1 there too and does not trap itself (fact sheet §3; the trap is the canister's).");
+            }
+            t.push('\n');
+        }
         t.push_str(&format!(
             "Afterwards the canister still runs its old module: `stats` reports {} rows in the store, and the 100-key lookup in the middle found {} rows.\n",
             r.rows_after.map_or("?".into(), thousands),
