@@ -907,6 +907,9 @@ fn cell(r: Option<&ScenarioResult>, f: impl Fn(&ScenarioResult) -> String) -> St
 }
 
 fn bytes(n: u64) -> String {
+    if n >= 1 << 30 {
+        return format!("{:.2} GiB", n as f64 / (1u64 << 30) as f64);
+    }
     format!("{} MiB", compact(n as f64 / (1u64 << 20) as f64))
 }
 
@@ -1206,8 +1209,8 @@ fn limit_run_text(r: &LimitRun) -> String {
                 bytes(heap),
                 thousands(MAX_HEAP_BYTES)
             ));
-            if heap == MAX_HEAP_BYTES && code == "IC0502" {
-                t.push_str(" pre_upgrade is exempt from wasm_memory_limit, so the heap grew to 4 GiB, the next memory.grow returned -1, and the Rust allocator aborted (`unreachable`): the replica returns -1 there too and does not trap itself (fact sheet §3; the trap is the canister's).");
+            if code == "IC0502" {
+                t.push_str(" pre_upgrade is exempt from wasm_memory_limit, so only the 4 GiB wasm32 maximum stops it: a memory.grow past it returns -1 (on the replica too, fact sheet §3) and the Rust allocator aborts (`unreachable`). The heap was far below 4 GiB when it stopped: the encoded copy's Vec, doubling its capacity, asked for more than the rest of the 4 GiB (inferred from the sizes, not traced inside the canister). The straight-line prediction does not model that doubling, so it is only a first guess; the run steps on from it.");
             }
             t.push('\n');
         }

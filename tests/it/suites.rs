@@ -150,7 +150,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -372,7 +372,7 @@ fn seed003_gives_the_same_files_whatever_the_jobs() {
     assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
 }
 
-const SMALL_ALL: [&str; 14] = [
+const SMALL_ALL: [&str; 17] = [
     "--suite",
     "all",
     "--journal-modes",
@@ -387,6 +387,9 @@ const SMALL_ALL: [&str; 14] = [
     "1000",
     "--sysbench-rows",
     "2000",
+    "--upgrade-sizes",
+    "1000,2000",
+    "--no-limit-run",
 ];
 
 #[test]
@@ -409,6 +412,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // The map's 12-workload subset, SQLite's 23 in the default journal mode.
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
+    let upgrade = read_report(&out.join("upgrade/results.json"));
+    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 7 records.
+    assert_eq!(upgrade.results.len(), 4 * 2 * 7);
+    assert!(out.join("upgrade/plot-upgrade-heap-candid.svg").is_file());
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
