@@ -910,6 +910,7 @@ impl EmbeddedEngine {
     /// (`max_instructions_per_install_code`: each stage gets what is left, upgrade.rs and
     /// install_code.rs `reduce_instructions_by`), and at the end the heap must be within
     /// `wasm_memory_limit` (install_code.rs `finish`), or the whole call fails.
+    #[allow(clippy::too_many_arguments)]
     fn start_module(
         &mut self,
         id: Principal,
