@@ -11,13 +11,14 @@ use crate::suites::{seed003, users};
 pub const DEFAULT_THRESHOLD: f64 = 1.0;
 
 /// The fixed scenario set: 2,000 prefilled rows (the suite's minimum), batches 1, 10 and
-/// 100, the B-tree map and SQLite in its DELETE and OFF journal modes, every position, and
-/// the reads: 54 scenarios, a few seconds on either engine.
+/// 100, the heap map, the B-tree map and SQLite in its DELETE and OFF journal modes, every
+/// position, and the reads: 72 scenarios, a few seconds on either engine.
 pub fn config() -> seed003::Config {
     seed003::Config {
         users: users::Config {
             rows: 2_000,
             stores: vec![
+                Store::Heap,
                 Store::BTree,
                 Store::Sqlite(JournalMode::Delete),
                 Store::Sqlite(JournalMode::Off),
@@ -390,6 +391,7 @@ mod tests {
     fn the_fixed_set_is_valid_and_small() {
         let cfg = config();
         cfg.validate().unwrap();
-        assert_eq!(cfg.matrix().len(), 3 * 3 * (3 + 3));
+        // 3 positions x 4 stores x (3 batches + 3 reads).
+        assert_eq!(cfg.matrix().len(), 3 * 4 * (3 + 3));
     }
 }

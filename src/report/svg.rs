@@ -17,15 +17,15 @@ const BOTTOM: f64 = HEIGHT - 60.0;
 
 /// Colors by slot (a suite gives each store a slot, so a store has the same color in every
 /// plot); series without a slot share the tail.
-const PALETTE: [&str; 10] = [
-    "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#7f7f7f",
-    "#e377c2", "#bcbd22",
+const PALETTE: [&str; 11] = [
+    "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#393b79",
+    "#7f7f7f", "#e377c2", "#bcbd22",
 ];
 
 /// One line of a [`LinePlot`].
 pub struct Series {
     pub label: String,
-    /// Palette slot (0..=6); `None` takes a tail color by position.
+    /// Palette slot (0..=7); `None` takes a tail color by position.
     pub color: Option<usize>,
     /// (size, cost per unit), ascending by size; only positive values can be plotted.
     pub points: Vec<(f64, f64)>,

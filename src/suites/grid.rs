@@ -58,20 +58,23 @@ impl StoreColumn {
 
     fn parsed(&self) -> Option<Store> {
         match self.store.as_str() {
+            "heap" => Some(Store::Heap),
             "btree" => Some(Store::BTree),
             "sqlite" => JournalMode::from_name(&self.journal_mode).map(Store::Sqlite),
             _ => None,
         }
     }
 
-    /// StableBTreeMap, then SQLite DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF, then unknown.
+    /// The heap map, StableBTreeMap, then SQLite DELETE, TRUNCATE, PERSIST, MEMORY, WAL,
+    /// OFF, then unknown.
     pub fn rank(&self) -> (usize, String, String) {
         let rank = match self.parsed() {
-            Some(Store::BTree) => 0,
+            Some(Store::Heap) => 0,
+            Some(Store::BTree) => 1,
             Some(Store::Sqlite(m)) => {
-                1 + JournalMode::ALL.iter().position(|&j| j == m).unwrap_or(0)
+                2 + JournalMode::ALL.iter().position(|&j| j == m).unwrap_or(0)
             }
-            None => 1 + JournalMode::ALL.len(),
+            None => 2 + JournalMode::ALL.len(),
         };
         (rank, self.store.clone(), self.journal_mode.clone())
     }
@@ -86,9 +89,11 @@ impl StoreColumn {
         }
     }
 
-    /// For narrow terminals: `BTreeMap`, `WAL` (the heading says the rest are SQLite).
+    /// For narrow terminals: `Heap`, `BTreeMap`, `WAL` (the heading says the rest are
+    /// SQLite).
     pub fn short_label(&self) -> String {
         match self.parsed() {
+            Some(Store::Heap) => "Heap".to_string(),
             Some(Store::BTree) => "BTreeMap".to_string(),
             Some(Store::Sqlite(m)) => m.as_str().to_string(),
             None => self.label(),
@@ -96,14 +101,19 @@ impl StoreColumn {
     }
 
     /// The store's palette slot, so it keeps its color across plots; `None` for a store
-    /// this version does not know.
+    /// this version does not know. The heap map came last and takes the slot after OFF, so
+    /// the other stores kept their colors.
     pub fn color_slot(&self) -> Option<usize> {
-        self.parsed().map(|_| self.rank().0)
+        self.parsed().map(|store| match store {
+            Store::Heap => 1 + JournalMode::ALL.len(),
+            _ => self.rank().0 - 1,
+        })
     }
 
     /// Labels of the suites whose SQLite columns are schemas (dbbench, keys).
     pub fn schema_label(&self) -> String {
         match self.store.as_str() {
+            "heap" => "heap BTreeMap".into(),
             "btree" => "StableBTreeMap".into(),
             "sqlite" => format!("SQLite {} rowid", self.journal_mode),
             "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", self.journal_mode),

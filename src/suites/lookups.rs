@@ -109,7 +109,7 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
+        let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
         users::run(
             engine,
             wasm,

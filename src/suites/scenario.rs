@@ -11,6 +11,9 @@ use serde::{Deserialize, Serialize};
 /// The stores of the benchmark canister, as `--stores` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum StoreKind {
+    /// A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only across
+    /// upgrades (seed003, lookups; the other suites have no heap store).
+    Heap,
     /// ic-stable-structures' StableBTreeMap.
     Btree,
     /// SQLite (ic-rusqlite); each suite says in which journal modes or schemas.
@@ -18,11 +21,12 @@ pub enum StoreKind {
 }
 
 impl StoreKind {
-    pub const ALL: [StoreKind; 2] = [StoreKind::Btree, StoreKind::Sqlite];
+    pub const ALL: [StoreKind; 3] = [StoreKind::Heap, StoreKind::Btree, StoreKind::Sqlite];
 
-    /// `btree` or `sqlite`, as in the canister's method names.
+    /// `heap`, `btree` or `sqlite`, as in the canister's method names.
     pub fn as_str(self) -> &'static str {
         match self {
+            StoreKind::Heap => bench_types::names::HEAP,
             StoreKind::Btree => bench_types::names::BTREE,
             StoreKind::Sqlite => bench_types::names::SQLITE,
         }
@@ -41,6 +45,8 @@ pub use bench_types::JournalMode;
 /// Which store a scenario measures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Store {
+    /// `std::collections::BTreeMap<u64, String>` on the Wasm heap.
+    Heap,
     /// ic-stable-structures' `StableBTreeMap<u64, String>`.
     BTree,
     /// SQLite (ic-rusqlite) in the given journal mode.
@@ -51,23 +57,25 @@ impl Store {
     /// Column label in tables and plots.
     pub fn label(self) -> String {
         match self {
+            Store::Heap => "heap BTreeMap".to_string(),
             Store::BTree => "StableBTreeMap".to_string(),
             Store::Sqlite(m) => format!("SQLite {m}"),
         }
     }
-    /// `btree` or `sqlite`, as in the canister's method names.
+    /// `heap`, `btree` or `sqlite`, as in the canister's method names.
     pub fn kind(self) -> &'static str {
         self.store_kind().as_str()
     }
     pub fn store_kind(self) -> StoreKind {
         match self {
+            Store::Heap => StoreKind::Heap,
             Store::BTree => StoreKind::Btree,
             Store::Sqlite(_) => StoreKind::Sqlite,
         }
     }
     pub fn journal_mode(self) -> Option<JournalMode> {
         match self {
-            Store::BTree => None,
+            Store::Heap | Store::BTree => None,
             Store::Sqlite(m) => Some(m),
         }
     }

@@ -15,7 +15,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::scenario::{JournalMode, Store};
+use super::scenario::{JournalMode, Store, StoreKind};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig, UpgradeStats};
@@ -66,8 +66,8 @@ struct UpgradeArgs {
     /// rows, so the failing upgrade is reached in reasonable time.
     #[arg(long, default_value_t = 10_000)]
     limit_payload_size: u64,
-    /// Encodings of the heap store's pre_upgrade, comma-separated (candid, cbor); the heap
-    /// store is measured unless --stores is given.
+    /// Encodings of the heap store's pre_upgrade, comma-separated (candid, cbor): the heap
+    /// store (when --stores has heap) is measured once per encoding.
     #[arg(long, value_delimiter = ',', default_values_t = HeapEncoding::NAMES.map(String::from))]
     heap_encodings: Vec<String>,
 }
@@ -201,14 +201,18 @@ impl Suite for Upgrade {
         }
         common.validate()?;
         let mut stores = Vec::new();
-        // The heap store is not one of --stores yet: it is measured unless --stores is
-        // given, once per --heap-encodings.
-        if matches.value_source("stores") != Some(clap::parser::ValueSource::CommandLine) {
+        // The heap store once per --heap-encodings, then the others.
+        if common.has(StoreKind::Heap) {
             for e in sorted_encodings(&args.heap_encodings)? {
                 stores.push(UpgradeStore::Heap(e));
             }
         }
-        stores.extend(users::stores(&common).into_iter().map(UpgradeStore::Users));
+        stores.extend(
+            users::stores(&common)
+                .into_iter()
+                .filter(|s| *s != Store::Heap)
+                .map(UpgradeStore::Users),
+        );
         let sizes: Vec<u64> = super::sorted_unique(args.upgrade_sizes)
             .into_iter()
             .filter(|&n| n <= common.rows)
@@ -867,7 +871,7 @@ fn limit_run(
 
 fn store_rows(client: &mut BenchClient<'_>, store: UpgradeStore) -> Result<u64> {
     Ok(match store {
-        UpgradeStore::Heap(_) => client.heap_stats()?.rows,
+        UpgradeStore::Heap(_) | UpgradeStore::Users(Store::Heap) => client.heap_stats()?.rows,
         UpgradeStore::Users(Store::BTree) => client.stats()?.btree_rows,
         UpgradeStore::Users(Store::Sqlite(_)) => client.stats()?.sqlite_rows,
     })

@@ -39,7 +39,7 @@ fn suite_selection_parses_names_lists_and_all() {
 }
 
 fn all_stores() -> Vec<Store> {
-    let mut stores = vec![Store::BTree];
+    let mut stores = vec![Store::Heap, Store::BTree];
     stores.extend(JournalMode::ALL.map(Store::Sqlite));
     stores
 }
@@ -49,8 +49,8 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 7 stores x (5 insert batches + 3 reads): the README's 168.
-    assert_eq!(matrix.len(), 168);
+    // 3 positions x 8 stores x (5 insert batches + 3 reads): the README's 192.
+    assert_eq!(matrix.len(), 192);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
     let sorted = seed003::Config {
@@ -95,10 +95,11 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 70);
+    assert_eq!(expected.len(), 80);
     // Drawn keys go to the id-list methods.
-    assert_eq!(expected[0].method(), "get_users_btree_ids");
-    assert_eq!(expected[69].method(), "get_users_sqlite_ids");
+    assert_eq!(expected[0].method(), "get_users_heap_ids");
+    assert_eq!(expected[5].method(), "get_users_btree_ids");
+    assert_eq!(expected[79].method(), "get_users_sqlite_ids");
 }
 
 #[test]
@@ -191,7 +192,11 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--stores", "btree,x"],
-            "invalid value 'x' for '--stores <STORES>'\n  [possible values: btree, sqlite]",
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite]",
+        ),
+        (
+            &["--suite", "keys", "--stores", "heap"],
+            "no store of the keys suite selected (--stores btree,sqlite; it has no heap store)",
         ),
         (
             &["--positions", "top"],
@@ -329,8 +334,8 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 2 stores x 3 batches, every one measured.
-    assert_eq!(a.results.len(), 12);
+    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured.
+    assert_eq!(a.results.len(), 18);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -346,7 +351,7 @@ fn lookups_end_to_end_is_deterministic() {
             .unwrap()
             .clone()
     };
-    for store in ["btree", "sqlite"] {
+    for store in ["heap", "btree", "sqlite"] {
         assert_eq!(
             cell("random", store, 1).store_instructions,
             cell("sorted", store, 1).store_instructions
@@ -368,8 +373,29 @@ fn seed003_gives_the_same_files_whatever_the_jobs() {
     run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
     run_into(&second, &[&args[..], &["--jobs", "3"]].concat());
     same_files(&first, &second);
-    // 3 positions x 3 stores x (2 insert batches + 3 reads).
-    assert_eq!(read_report(&first.join("results.json")).results.len(), 45);
+    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads).
+    assert_eq!(read_report(&first.join("results.json")).results.len(), 60);
+}
+
+#[test]
+fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
+    let args = ["--batches", "1,10", "--journal-modes", "OFF"];
+    let (with, without) = (temp_dir("heap-with"), temp_dir("heap-without"));
+    run_into(&with, &args);
+    run_into(
+        &without,
+        &[&args[..], &["--stores", "btree,sqlite"]].concat(),
+    );
+    let with = read_report(&with.join("results.json"));
+    let without = read_report(&without.join("results.json"));
+    let (heap, others): (Vec<_>, Vec<_>) =
+        with.results.into_iter().partition(|r| r.store == "heap");
+    // Every heap scenario measured: 3 positions x (2 insert batches + 3 reads).
+    assert_eq!(heap.len(), 15);
+    assert!(heap
+        .iter()
+        .all(|r| r.status == icbench::report::Status::Ok && r.store_instructions > 0));
+    assert_eq!(others, without.results);
 }
 
 const SMALL_ALL: [&str; 17] = [
@@ -398,10 +424,11 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 2 stores x (1 insert batch + 3 reads).
-    assert_eq!(seed003.results.len(), 24);
+    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads).
+    assert_eq!(seed003.results.len(), 36);
     let lookups = read_report(&out.join("lookups/results.json"));
-    assert_eq!(lookups.results.len(), 8);
+    // 2 key orders x 3 stores x 2 batches.
+    assert_eq!(lookups.results.len(), 12);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);
