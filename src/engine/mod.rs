@@ -150,6 +150,21 @@ pub struct MessageReport {
     pub heap_bytes_after: u64,
     pub stable_bytes_before: u64,
     pub stable_bytes_after: u64,
+    /// For `install_code` (install, upgrade, reinstall): each stage's own report, in the
+    /// order they ran, so hooks can be told apart from compilation (whose report has only
+    /// instructions); empty for messages and for engines that cannot tell (PocketIC).
+    pub stages: Vec<(InstallStage, MessageReport)>,
+}
+
+/// A stage of `install_code` (rs/execution_environment/src/execution/upgrade.rs, install.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallStage {
+    PreUpgrade,
+    /// Compiling the new module: 6,000 instructions per Wasm instruction.
+    Compilation,
+    Start,
+    Init,
+    PostUpgrade,
 }
 
 /// The outcome of one message: reply bytes or a reject, plus what it cost.

@@ -23,18 +23,20 @@ pub mod scaling;
 pub mod scenario;
 pub mod seed003;
 pub mod sysbench;
+pub mod upgrade;
 pub mod users;
 
 pub use pool::{Exec, Shard};
 use scenario::{JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
-pub static REGISTRY: [&dyn Suite; 6] = [
+pub static REGISTRY: [&dyn Suite; 7] = [
     &seed003::Seed003,
     &lookups::Lookups,
     &dbbench::DbBench,
     &keys::Keys,
     &sysbench::Sysbench,
+    &upgrade::Upgrade,
     &scaling::Scaling,
 ];
 
@@ -176,13 +178,13 @@ mod tests {
         let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
         assert_eq!(
             names,
-            ["seed003", "lookups", "dbbench", "keys", "sysbench", "scaling"]
+            ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling"]
         );
         let picked = select(&["keys".into(), "ALL".into()]).unwrap();
         let picked: Vec<&str> = picked.iter().map(|s| s.name()).collect();
         assert_eq!(
             picked,
-            ["keys", "seed003", "lookups", "dbbench", "sysbench", "scaling"]
+            ["keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling"]
         );
         let err = select(&["nope".into()]).err().unwrap().to_string();
         assert!(

@@ -55,21 +55,7 @@ impl Config {
     /// once per journal mode for `sqlite`.
     pub fn from_args(common: &CommonArgs) -> Result<Config> {
         common.validate()?;
-        let mut stores = Vec::new();
-        if common.has(StoreKind::Heap) {
-            stores.push(Store::Heap);
-        }
-        if common.has(StoreKind::Btree) {
-            stores.push(Store::BTree);
-        }
-        if common.has(StoreKind::Sqlite) {
-            for m in JournalMode::ALL
-                .into_iter()
-                .filter(|m| common.journal_modes.contains(m))
-            {
-                stores.push(Store::Sqlite(m));
-            }
-        }
+        let stores = stores(common);
         let cfg = Config {
             rows: common.rows,
             stores,
@@ -95,6 +81,27 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// The stores `--stores` and `--journal-modes` select: the heap map for `heap`, the map for
+/// `btree`, SQLite once per journal mode for `sqlite`.
+pub fn stores(common: &CommonArgs) -> Vec<Store> {
+    let mut stores = Vec::new();
+    if common.has(StoreKind::Heap) {
+        stores.push(Store::Heap);
+    }
+    if common.has(StoreKind::Btree) {
+        stores.push(Store::BTree);
+    }
+    if common.has(StoreKind::Sqlite) {
+        for m in JournalMode::ALL
+            .into_iter()
+            .filter(|m| common.journal_modes.contains(m))
+        {
+            stores.push(Store::Sqlite(m));
+        }
+    }
+    stores
 }
 
 /// The deterministic generator the draws use (SplitMix64), shared with the canister.

@@ -921,3 +921,103 @@ fn keep_into_a_larger_initial_heap_is_an_error_that_leaves_the_canister_as_it_wa
     e.update(id, "inc", &[]).unwrap().result.unwrap();
     assert_eq!(persistent_state(&mut e, id), (3, 3, "v1".into()));
 }
+
+/// A canister whose `pre_upgrade` (and `post_upgrade`) spin `n` times, and whose `tag`
+/// query replies the 2 bytes of its data segment at 16, so a test sees which module runs.
+fn spinning_canister(tag: &str, n: u32, heap_pages: u32) -> Vec<u8> {
+    wat::parse_str(format!(
+        r#"(module
+          (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+          (import "ic0" "msg_reply" (func $reply))
+          (memory (export "memory") {heap_pages})
+          (data (i32.const 16) "{tag}")
+          (func $spin (local $i i32)
+            (loop $l
+              (local.set $i (i32.add (local.get $i) (i32.const 1)))
+              (br_if $l (i32.lt_u (local.get $i) (i32.const {n})))))
+          (func (export "canister_pre_upgrade") (call $spin))
+          (func (export "canister_post_upgrade") (call $spin))
+          (func (export "canister_query tag")
+            (call $append (i32.const 16) (i32.const 2))
+            (call $reply)))"#
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_upgrade_shares_one_instruction_limit_between_hooks_and_compilation() {
+    use icbench::engine::InstallStage;
+    let (v1, v2) = (
+        spinning_canister("v1", 100_000, 1),
+        spinning_canister("v2", 100_000, 1),
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&v1, &[]).unwrap();
+    let out = e.upgrade(id, &v2, &[]).unwrap();
+    out.result.unwrap();
+    let stages: Vec<InstallStage> = out.report.stages.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        stages,
+        [
+            InstallStage::PreUpgrade,
+            InstallStage::Compilation,
+            InstallStage::PostUpgrade
+        ]
+    );
+    let used: Vec<u64> = out
+        .report
+        .stages
+        .iter()
+        .map(|(_, r)| r.instructions)
+        .collect();
+    assert_eq!(out.report.instructions, used.iter().sum::<u64>());
+    // Each hook alone stays far below the limit set next; only their sum is over it.
+    assert!(used[0] > 100_000 && used[2] > 100_000, "{used:?}");
+    let total = out.report.instructions;
+
+    for (limit, fails) in [(total, false), (total - 1, true)] {
+        let limits = Limits {
+            max_instructions_per_install: limit,
+            ..Limits::APPLICATION
+        };
+        let mut e = EmbeddedEngine::new(limits);
+        let (id, _) = e.install(&v1, &[]).unwrap();
+        let out = e.upgrade(id, &v2, &[]).unwrap();
+        let tag = e.query(id, "tag", &[]).unwrap().result.unwrap();
+        if !fails {
+            out.result.unwrap();
+            assert_eq!(tag, b"v2");
+            continue;
+        }
+        let err = out.result.unwrap_err();
+        assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
+        // The message names the whole limit, not what post_upgrade had left of it.
+        assert_eq!(
+            err.message,
+            format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution.")
+        );
+        assert_eq!(tag, b"v1", "a failed upgrade keeps the old module");
+    }
+}
+
+#[test]
+fn install_code_fails_when_the_final_heap_is_over_wasm_memory_limit() {
+    let limits = Limits {
+        wasm_memory_limit: 4 * 65536,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits);
+    let (id, _) = e.install(&spinning_canister("v1", 1, 4), &[]).unwrap();
+    // The new module's own initial heap (5 pages) is over the limit when install_code ends.
+    let out = e.upgrade(id, &spinning_canister("v2", 1, 5), &[]).unwrap();
+    let err = out.result.unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
+    assert!(
+        err.message.starts_with(&format!(
+            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of 262144 bytes. The peak Wasm memory usage was 327680 bytes."
+        )),
+        "{}",
+        err.message
+    );
+    assert_eq!(e.query(id, "tag", &[]).unwrap().result.unwrap(), b"v1");
+}

@@ -21,4 +21,5 @@ mod motoko;
 mod project_files;
 mod report;
 mod suites;
+mod upgrade_suite;
 mod wasi2ic_post;

@@ -18,7 +18,7 @@ fn suite_selection_parses_names_lists_and_all() {
     };
     assert_eq!(
         REGISTRY.map(|s| s.name()),
-        ["seed003", "lookups", "dbbench", "keys", "sysbench", "scaling"]
+        ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling"]
     );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
@@ -33,7 +33,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, scaling, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, all"
     );
     assert!(select(&[""]).is_err());
 }
@@ -151,7 +151,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, scaling, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -398,7 +398,7 @@ fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
     assert_eq!(others, without.results);
 }
 
-const SMALL_ALL: [&str; 16] = [
+const SMALL_ALL: [&str; 19] = [
     "--suite",
     "all",
     "--journal-modes",
@@ -413,6 +413,9 @@ const SMALL_ALL: [&str; 16] = [
     "1000",
     "--sysbench-rows",
     "2000",
+    "--upgrade-sizes",
+    "1000,2000",
+    "--no-limit-run",
     "--scaling-max-rows",
     "2000",
 ];
@@ -438,6 +441,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // The map's 12-workload subset, SQLite's 23 in the default journal mode.
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
+    let upgrade = read_report(&out.join("upgrade/results.json"));
+    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 7 records.
+    assert_eq!(upgrade.results.len(), 4 * 2 * 7);
+    assert!(out.join("upgrade/plot-upgrade-heap-candid.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
     // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
     // storage records each) and SQLite (7 operations in each of 2 journal modes, 4 more).

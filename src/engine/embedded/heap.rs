@@ -156,6 +156,22 @@ pub(super) fn reserve(len: usize) -> std::io::Result<*mut u8> {
     Ok(base.cast())
 }
 
+/// Gives the whole reservation one anonymous-memory identity (Linux's anon_vma) before it
+/// is ever split. Dirty tracking splits the heap's mapping page by page in every message;
+/// pieces that first get written separately each get an identity of their own and can never
+/// merge again, so a large heap written in scattered places (a map of 10 KB rows on the
+/// heap) piled up one mapping per row (58,681 host mappings at 60,000 rows of 10 KB; 66
+/// with this) until the kernel's 65,530 (vm.max_map_count) ran out
+/// and a legitimate write faulted as "heap out of bounds". A write now, while the mapping
+/// is still one piece, lets all later pieces merge back. The byte written is 0, what a
+/// fresh heap holds.
+fn share_one_anon_vma(base: *mut u8, len: usize) -> Result<()> {
+    protect(base, len, libc::PROT_READ | libc::PROT_WRITE)?;
+    // SAFETY: the first byte of our own reservation, just made writable.
+    unsafe { std::ptr::write_volatile(base, 0) };
+    protect(base, len, libc::PROT_NONE)
+}
+
 pub(super) fn protect(addr: *mut u8, len: usize, prot: libc::c_int) -> Result<()> {
     if len == 0 {
         return Ok(());
@@ -256,6 +272,7 @@ unsafe impl MemoryCreator for HeapCreator {
         let mapping_len = capacity + guard_size_in_bytes;
         let base = reserve(mapping_len)
             .map_err(|e| format!("cannot reserve {mapping_len} bytes for the heap: {e}"))?;
+        share_one_anon_vma(base, mapping_len).map_err(|e| e.to_string())?;
         let region = Arc::new(HeapRegion::new(base as usize, 0, capacity));
         region.grown(0, minimum).map_err(|e| e.to_string())?;
         CREATED.with(|c| c.borrow_mut().push(region.clone()));

@@ -26,8 +26,8 @@ use super::cost::{self, Limits};
 use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::{
-    CallOutcome, Engine, ErrorCode, MessageReport, Reject, SnapshotId, UpgradeOptions,
-    WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Reject, SnapshotId,
+    UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -720,7 +720,23 @@ impl EmbeddedEngine {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<CallOutcome> {
-        let (limit, dirty_limit, accessed_limit) = self.page_limits(api);
+        self.execute_within(id, api, export, method, arg, None)
+    }
+
+    /// [`Self::execute`] with at most `budget` instructions when given (what an
+    /// install_code stage has left of the shared limit); errors still name the message
+    /// type's limit, as the replica's `limit_to_report` does.
+    fn execute_within(
+        &mut self,
+        id: Principal,
+        api: ApiType,
+        export: &str,
+        method: &str,
+        arg: Vec<u8>,
+        budget: Option<u64>,
+    ) -> Result<CallOutcome> {
+        let (reported_limit, dirty_limit, accessed_limit) = self.page_limits(api);
+        let limit = budget.map_or(reported_limit, |b| b.min(reported_limit));
         let overhead = self.limits.dirty_page_overhead;
         self.time_ns += 1;
         let time_ns = self.time_ns;
@@ -810,7 +826,7 @@ impl EmbeddedEngine {
                 }
                 None => Ok(Vec::new()),
             },
-            Err(e) => Err(trap_to_reject(id, e, limit)),
+            Err(e) => Err(trap_to_reject(id, e, reported_limit)),
         };
 
         let persist = result.is_ok() && !matches!(api, ApiType::Query | ApiType::ReplicatedQuery);
@@ -884,12 +900,18 @@ impl EmbeddedEngine {
                 heap_bytes_after: heap_after,
                 stable_bytes_before: stable_before,
                 stable_bytes_after: stable_after,
+                stages: Vec::new(),
             },
         })
     }
 
     /// Fresh instance of `module` over the `carried` memories, then `canister_start` and
-    /// `init_export`.
+    /// `init_export`: the rest of an install_code that already used `used_before`
+    /// instructions (pre_upgrade). Compilation and every stage share one limit
+    /// (`max_instructions_per_install_code`: each stage gets what is left, upgrade.rs and
+    /// install_code.rs `reduce_instructions_by`), and at the end the heap must be within
+    /// `wasm_memory_limit` (install_code.rs `finish`), or the whole call fails.
+    #[allow(clippy::too_many_arguments)]
     fn start_module(
         &mut self,
         id: Principal,
@@ -898,7 +920,15 @@ impl EmbeddedEngine {
         api: ApiType,
         init_export: &str,
         arg: &[u8],
+        used_before: u64,
     ) -> Result<CallOutcome> {
+        let limit = self.limits.max_instructions_per_install;
+        let over_limit = |id: Principal| {
+            reject(
+                ErrorCode::CanisterInstructionLimitExceeded,
+                format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution."),
+            )
+        };
         let version = self.canister(id)?.version;
         let state = self.new_host_state(id, carried.stable, version);
         let mut inst = instantiate(&module, state)?;
@@ -925,6 +955,18 @@ impl EmbeddedEngine {
             report: MessageReport::default(),
         };
         total.report.instructions = module.compile_instructions;
+        total.report.stages.push((
+            InstallStage::Compilation,
+            MessageReport {
+                instructions: module.compile_instructions,
+                ..MessageReport::default()
+            },
+        ));
+        let mut used = used_before + module.compile_instructions;
+        if used > limit {
+            total.result = Err(over_limit(id));
+            return Ok(total);
+        }
         for (kind, export) in [
             (ApiType::Start, instrument::CANISTER_START_EXPORT),
             (api, init_export),
@@ -932,7 +974,7 @@ impl EmbeddedEngine {
             if !module.exports.contains(export) {
                 continue;
             }
-            let out = self.execute(
+            let out = self.execute_within(
                 id,
                 kind,
                 export,
@@ -942,12 +984,40 @@ impl EmbeddedEngine {
                 } else {
                     arg.to_vec()
                 },
+                Some(limit - used),
             )?;
             add_report(&mut total.report, &out.report);
+            total.report.stages.push((
+                match kind {
+                    ApiType::Start => InstallStage::Start,
+                    ApiType::PostUpgrade => InstallStage::PostUpgrade,
+                    _ => InstallStage::Init,
+                },
+                out.report.clone(),
+            ));
             if out.result.is_err() {
                 total.result = out.result;
                 return Ok(total);
             }
+            // The heap dirty-page charge comes after the run and may take the stage past
+            // what was left.
+            used += out.report.instructions;
+            if used > limit {
+                total.result = Err(over_limit(id));
+                return Ok(total);
+            }
+        }
+        let wasm_memory_limit = self.limits.wasm_memory_limit;
+        let heap = total.report.heap_bytes_after;
+        if wasm_memory_limit != 0 && heap > wasm_memory_limit {
+            let trap = HostTrap::WasmMemoryLimit {
+                peak_bytes: heap,
+                limit: wasm_memory_limit,
+            };
+            total.result = Err(reject(
+                ErrorCode::CanisterWasmMemoryLimitExceeded,
+                format!("Error from Canister {id}: {trap}."),
+            ));
         }
         Ok(total)
     }
@@ -1129,6 +1199,7 @@ fn add_report(total: &mut MessageReport, part: &MessageReport) {
     total.stable_dirty_pages += part.stable_dirty_pages;
     total.heap_bytes_after = part.heap_bytes_after;
     total.stable_bytes_after = part.stable_bytes_after;
+    total.stages.extend_from_slice(&part.stages);
 }
 
 fn reject(error_code: ErrorCode, message: String) -> Reject {
@@ -1359,6 +1430,7 @@ impl Engine for EmbeddedEngine {
             ApiType::Init,
             "canister_init",
             arg,
+            0,
         )?;
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
@@ -1393,9 +1465,14 @@ impl Engine for EmbeddedEngine {
                 Vec::new(),
             )?;
             add_report(&mut total.report, &out.report);
+            total
+                .report
+                .stages
+                .push((InstallStage::PreUpgrade, out.report.clone()));
             if out.result.is_err() {
                 self.load(id, &before)?;
-                return Ok(out);
+                total.result = out.result;
+                return Ok(total);
             }
         }
         // The replica decides after pre_upgrade and compiling the new module
@@ -1442,6 +1519,7 @@ impl Engine for EmbeddedEngine {
             ApiType::PostUpgrade,
             "canister_post_upgrade",
             arg,
+            total.report.instructions,
         );
         let failed = match &started {
             Ok(out) => out.result.is_err(),
@@ -1473,6 +1551,7 @@ impl Engine for EmbeddedEngine {
             ApiType::Init,
             "canister_init",
             arg,
+            0,
         )?;
         if out.result.is_err() {
             if let Some(before) = before {

@@ -1,0 +1,173 @@
+//! The upgrade suite and the failed upgrades it shows, on the embedded engine at small
+//! sizes: exact facts only.
+
+use std::sync::OnceLock;
+
+use candid::Encode;
+use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig};
+use icbench::engine::cost::Limits;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::{Engine, ErrorCode};
+use icbench::report::{Report, Status};
+use icbench::suites::scenario::{JournalMode, Store};
+use icbench::suites::upgrade::{Config, UpgradeStore};
+use icbench::suites::{Exec, Plan, Shard};
+
+fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        ensure_built_with(true, Some(crate::support::icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister")
+    })
+}
+
+fn stores() -> Vec<UpgradeStore> {
+    use bench_types::names::HeapEncoding;
+    vec![
+        UpgradeStore::Heap(HeapEncoding::Candid),
+        UpgradeStore::Heap(HeapEncoding::Cbor),
+        UpgradeStore::Users(Store::BTree),
+        UpgradeStore::Users(Store::Sqlite(JournalMode::Persist)),
+        UpgradeStore::Users(Store::Sqlite(JournalMode::Off)),
+    ]
+}
+
+fn small_run(jobs: usize) -> Report {
+    let cfg = Config {
+        stores: stores(),
+        sizes: vec![1_000, 2_000],
+        rows: 2_000,
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        limit_run: None,
+    };
+    let mut engine = EmbeddedEngine::default();
+    let exec = Exec {
+        jobs,
+        shard: Shard::WHOLE,
+    };
+    cfg.run(&mut engine, wasm(), &exec, &mut |_| {}).unwrap()
+}
+
+#[test]
+fn every_store_and_size_has_its_upgrade_records_and_jobs_do_not_change_them() {
+    let report = small_run(1);
+    let ops = [
+        "warm_query",
+        "warm_update",
+        "pre_upgrade",
+        "post_upgrade",
+        "upgrade",
+        "first_query",
+        "first_update",
+    ];
+    // 5 stores x 2 sizes x 7 records, in that order.
+    assert_eq!(report.results.len(), 5 * 2 * ops.len());
+    for (i, r) in report.results.iter().enumerate() {
+        assert_eq!(r.operation, ops[i % 7], "record {i}");
+        assert_eq!(r.status, Status::Ok, "{r:?}");
+        assert_eq!(r.rows_before, [1_000, 2_000][(i / 7) % 2]);
+    }
+    for chunk in report.results.chunks(7) {
+        let [_, _, pre, post, up, _, _] = chunk else {
+            unreachable!()
+        };
+        let heap = pre.store == "heap";
+        assert!(pre.instructions > 0 && post.instructions > 0, "{pre:?}");
+        // The whole install_code also pays for compiling the module.
+        assert!(up.instructions > pre.instructions + post.instructions);
+        assert_eq!(up.cycles, 5_000_000 + up.instructions);
+        // The counter inside each hook sees less than the engine meters for it.
+        for hook in [pre, post] {
+            assert!(hook.store_instructions > 0 && hook.store_instructions < hook.instructions);
+        }
+        // Only the heap store writes an encoded copy.
+        assert_eq!(pre.bytes > 0, heap, "{pre:?}");
+        assert_eq!(pre.position.is_empty(), !heap);
+    }
+    // The heap store's encodings differ in what they write.
+    assert_ne!(report.results[2].bytes, report.results[16].bytes);
+    assert_eq!(small_run(2).results, report.results);
+}
+
+/// A heap store with `rows` rows of 100 bytes in an engine with `limits`.
+fn filled_heap(limits: Limits, rows: u64) -> (EmbeddedEngine, candid::Principal) {
+    let mut e = EmbeddedEngine::new(limits);
+    let mut c = BenchClient::install(&mut e, wasm()).unwrap();
+    c.configure_heap(&HeapConfig {
+        encoding: Some("candid".into()),
+    })
+    .unwrap()
+    .value
+    .unwrap();
+    c.add_users("heap", 0, 10, rows).unwrap().value.unwrap();
+    let id = c.canister;
+    (e, id)
+}
+
+/// The old module still answers with every row: `heap_stats` and a 100-key lookup.
+fn assert_rows_intact(e: &mut EmbeddedEngine, id: candid::Principal, rows: u64) {
+    let mut c = BenchClient::attach(e, id);
+    assert_eq!(c.heap_stats().unwrap().rows, rows);
+    let read = c
+        .get_users("heap", 0, 10, 100, false)
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!(read.rows_found, 100);
+}
+
+#[test]
+fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() {
+    // Room for compiling the module and little else: post_upgrade runs out.
+    let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
+    let ok = probe.upgrade(id, wasm(), &Encode!().unwrap()).unwrap();
+    ok.result.unwrap();
+    let limit = ok.report.instructions - 1;
+    let limits = Limits {
+        max_instructions_per_install: limit,
+        ..Limits::APPLICATION
+    };
+    let (mut e, id) = filled_heap(limits, 10_000);
+    let err = e
+        .upgrade(id, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
+    assert_eq!(
+        err.message,
+        format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution.")
+    );
+    assert_rows_intact(&mut e, id, 10_000);
+}
+
+#[test]
+fn an_upgrade_whose_new_heap_is_over_wasm_memory_limit_fails_with_ic0539_and_keeps_the_rows() {
+    // The rows fit under the limit; the map decoded next to its encoded bytes does not.
+    let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
+    let ok = probe.upgrade(id, wasm(), &Encode!().unwrap()).unwrap();
+    ok.result.unwrap();
+    let (before, after) = (ok.report.heap_bytes_before, ok.report.heap_bytes_after);
+    assert!(after > before + 65_536, "{before} -> {after}");
+    let limits = Limits {
+        wasm_memory_limit: before,
+        ..Limits::APPLICATION
+    };
+    let (mut e, id) = filled_heap(limits, 10_000);
+    let err = e
+        .upgrade(id, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
+    assert!(
+        err.message.starts_with(&format!(
+            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of {before} bytes."
+        )),
+        "{}",
+        err.message
+    );
+    assert_rows_intact(&mut e, id, 10_000);
+}
