@@ -50,11 +50,13 @@ declare -a rows
 step() {
     local name="$1"
     shift
+    # The log file is named after the step, without the slashes a step name may hold.
+    local file="${name//\//_}"
     local start end
     start=$(date +%s.%N)
-    if ! "$@" >"$log/$name.out" 2>&1; then
+    if ! "$@" >"$log/$file.out" 2>&1; then
         echo "speed-table: step '$name' failed; its output:" >&2
-        tail -n 30 "$log/$name.out" >&2
+        tail -n 30 "$log/$file.out" >&2
         exit 1
     fi
     end=$(date +%s.%N)

@@ -1,5 +1,7 @@
 //! The integration tests, in one test binary: every binary links the library and
 //! wasmtime, and linking a dozen of them took longer than running most of the tests.
+//! The one exception is tests/canister_did.rs, the only user of candid_parser: as a binary
+//! of its own, this one compiles while candid_parser and its grammar and template crates do.
 //! One module per area; run one with `cargo test --release --test it MODULE::`.
 //!
 //! All tests share one process: nothing here may change the environment or the current
@@ -11,7 +13,6 @@ mod support;
 mod canbench_baseline;
 mod canbench_cli;
 mod canister;
-mod canister_did;
 mod cli;
 mod compile_cache;
 mod engine;

@@ -435,6 +435,6 @@ fn sysbench_run(
     sysbench::run(&store, &workload, params)
 }
 
-// Exports `get_candid_pointer`, from which tests/it/canister_did.rs reads the interface the
+// Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
 // code really has and compares it with bench.did.
 ic_cdk::export_candid!();

@@ -77,7 +77,7 @@ pub fn convert(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
     if let Some(did_path) = did {
         let did = std::fs::read_to_string(did_path)
             .with_context(|| format!("reading {}", did_path.display()))?;
-        // The interface is type-checked by the tests (tests/it/canister_did.rs holds it to
+        // The interface is type-checked by the tests (tests/canister_did.rs holds it to
         // the canister's own), not here: candid_parser and its template and grammar
         // crates cost a fresh `cargo run` about 30 s of compiling.
         // The section dfx and icp-cli read the interface from.

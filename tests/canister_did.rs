@@ -1,3 +1,6 @@
+//! A test binary of its own (not a module of tests/it): it is the only one that needs
+//! candid_parser, whose compile would otherwise hold up the whole test binary's.
+//!
 //! The benchmark canister's interface is stated once, in canisters/bench/bench.did, and
 //! this test holds the built wasm to it:
 //!   1. the `icp:public candid:service` section of target/canister/bench.wasm is bench.did;
@@ -34,8 +37,11 @@ fn did_text() -> String {
 fn canister_wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
-        icbench::bench_canister::ensure_built_with(true, Some(crate::support::icbench_bin()))
-            .unwrap_or_else(|e| panic!("building the bench canister: {e:#}"))
+        icbench::bench_canister::ensure_built_with(
+            true,
+            Some(std::path::Path::new(env!("CARGO_BIN_EXE_icbench"))),
+        )
+        .unwrap_or_else(|e| panic!("building the bench canister: {e:#}"))
     })
 }
 
