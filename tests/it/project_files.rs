@@ -1,5 +1,8 @@
 //! dfx.json and icp.yaml build and install the same canister: both parse, name paths that
-//! exist, and their build commands really produce the IC module.
+//! exist, and their build commands really produce the IC module. Each runs the wasm32
+//! build, which the rest of `cargo test` no longer needs (the committed module is used), so
+//! they are ignored there and run by .ci/run (`cargo test --release --test it --
+//! --ignored project_files::`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,6 +40,7 @@ fn assert_ic_module(path: &Path) {
 }
 
 #[test]
+#[ignore = "runs the wasm32 canister build (about a minute on 2 cores); .ci/run runs it"]
 fn dfx_json_names_the_canister_script_wasm_and_interface() {
     let text = std::fs::read_to_string(root().join("dfx.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).expect("dfx.json parses");
@@ -53,6 +57,7 @@ fn dfx_json_names_the_canister_script_wasm_and_interface() {
 }
 
 #[test]
+#[ignore = "runs the wasm32 canister build (about a minute on 2 cores); .ci/run runs it"]
 fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
     let text = std::fs::read_to_string(root().join("icp.yaml")).unwrap();
     let yaml: yaml_serde::Value = yaml_serde::from_str(&text).expect("icp.yaml parses");
@@ -98,6 +103,7 @@ fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
 /// dfx, icp-cli, the tests and a benchmark run may all build at once; every
 /// concurrent build must succeed and leave the one reproducible module in place.
 #[test]
+#[ignore = "runs the wasm32 canister build (about a minute on 2 cores); .ci/run runs it"]
 fn concurrent_builds_all_succeed_with_the_same_module() {
     let builds: Vec<_> = (0..4)
         .map(|_| {
