@@ -261,20 +261,8 @@ fn grow(
     };
     let mut filled = 0;
     for &n in &cfg.sizes {
-        while filled < n {
-            let count = PREFILL_CHUNK.min(n - filled);
-            let out = client.add_users(kind.as_str(), filled * ID_STEP, ID_STEP, count)?;
-            let report = out
-                .value
-                .map_err(|e| anyhow!("filling {kind} failed at row {filled}: {e}"))?;
-            if report.rows_inserted != count {
-                return Err(anyhow!(
-                    "filling {kind} inserted {} rows instead of {count}",
-                    report.rows_inserted
-                ));
-            }
-            filled += count;
-        }
+        users::fill(client, kind.as_str(), filled, n, PREFILL_CHUNK, &mut |_| {})?;
+        filled = n;
         let at_n = client.engine.snapshot(canister)?;
         let stats = client.stats()?;
         results.extend(memory_records(

@@ -464,25 +464,8 @@ fn fill(
     to: u64,
 ) -> Result<()> {
     let chunk = (FILL_BYTES_PER_MESSAGE / payload_size).clamp(1, PREFILL_CHUNK);
-    let mut done = from;
-    while done < to {
-        let count = chunk.min(to - done);
-        let out = client
-            .add_users(store.kind(), done * ID_STEP, ID_STEP, count)
-            .with_context(|| format!("filling {} at row {done}", store.label()))?;
-        let report = out
-            .value
-            .map_err(|e| anyhow!("filling {} failed at row {done}: {e}", store.label()))?;
-        if report.rows_inserted != count {
-            bail!(
-                "filling {} inserted {} rows instead of {count}",
-                store.label(),
-                report.rows_inserted
-            );
-        }
-        done += count;
-    }
-    Ok(())
+    users::fill(client, store.kind(), from, to, chunk, &mut |_| {})
+        .with_context(|| format!("filling {}", store.label()))
 }
 
 /// Whether the canister answers `upgrade_stats`.

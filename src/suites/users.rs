@@ -305,25 +305,41 @@ fn prefill_store(
     store: &str,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    let mut done = 0;
-    while done < cfg.rows {
-        let count = PREFILL_CHUNK.min(cfg.rows - done);
-        let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
-        let report = out
-            .value
-            .map_err(|e| anyhow!("prefill of {store} failed at row {done}: {e}"))?;
-        if report.rows_inserted != count {
-            return Err(anyhow!(
-                "prefill of {store} inserted {} rows instead of {count}",
-                report.rows_inserted
-            ));
-        }
-        done += count;
+    fill(client, store, 0, cfg.rows, PREFILL_CHUNK, &mut |done| {
         progress(Progress::Prefill {
             store,
             done,
             total: cfg.rows,
-        });
+        })
+    })
+}
+
+/// Inserts rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk`
+/// rows per message, and checks that each message inserted all of its rows; `after(done)`
+/// follows every message. Every suite that grows a users store fills it here.
+pub(super) fn fill(
+    client: &mut BenchClient<'_>,
+    store: &str,
+    from: u64,
+    to: u64,
+    chunk: u64,
+    after: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let mut done = from;
+    while done < to {
+        let count = chunk.min(to - done);
+        let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
+        let report = out
+            .value
+            .map_err(|e| anyhow!("filling {store} failed at row {done}: {e}"))?;
+        if report.rows_inserted != count {
+            return Err(anyhow!(
+                "filling {store} inserted {} rows instead of {count}",
+                report.rows_inserted
+            ));
+        }
+        done += count;
+        after(done);
     }
     Ok(())
 }
