@@ -11,7 +11,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
-use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::bench_canister::BenchClient;
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands, usd};
@@ -88,9 +88,10 @@ impl Config {
         }
         match self.sizes.first() {
             Some(&n) if n >= MIN_ROWS => Ok(()),
-            _ => Err(anyhow!(
-                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows)",
-                thousands(MIN_ROWS)
+            first => Err(anyhow!(
+                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows), got {}",
+                thousands(MIN_ROWS),
+                first.copied().unwrap_or_default()
             )),
         }
     }
@@ -120,13 +121,6 @@ impl Suite for Scaling {
     fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
         let args = ScalingArgs::from_arg_matches(matches)?;
         common.validate()?;
-        if args.scaling_max_rows < MIN_ROWS {
-            return Err(anyhow!(
-                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows), got {}",
-                thousands(MIN_ROWS),
-                args.scaling_max_rows
-            ));
-        }
         let mut kinds = common.stores.clone();
         kinds.sort();
         kinds.dedup();
@@ -278,7 +272,7 @@ fn grow(
             // SQLite in every mode (the fill's included) on a fresh connection, as seed003
             // measures it: the page cache the fill warmed would flatter one mode only.
             let start = match store {
-                Store::Sqlite(_) => set_journal_mode(client, at_n, store)?,
+                Store::Sqlite(mode) => users::sqlite_start(client, at_n, mode)?,
                 _ => Ok(at_n),
             };
             for (position, operation) in OPERATIONS {
@@ -297,28 +291,6 @@ fn grow(
         client.engine.restore(canister, at_n)?;
     }
     Ok(())
-}
-
-/// A snapshot of the canister at `at` with SQLite switched to `store`'s journal mode, or why
-/// the canister refused it.
-fn set_journal_mode(
-    client: &mut BenchClient<'_>,
-    at: SnapshotId,
-    store: Store,
-) -> Result<Result<SnapshotId, String>> {
-    let mode = store.journal_mode().expect("a SQLite store");
-    client.engine.restore(client.canister, at)?;
-    let config = SqliteConfig {
-        journal_mode: Some(mode.to_string()),
-        ..SqliteConfig::default()
-    };
-    Ok(match client.configure_sqlite(&config)?.value {
-        Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
-            Ok(client.engine.snapshot(client.canister)?)
-        }
-        Ok(s) => Err(format!("asked for {mode}, SQLite uses {}", s.journal_mode)),
-        Err(e) => Err(e),
-    })
 }
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the

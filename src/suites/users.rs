@@ -413,23 +413,7 @@ pub fn run(
                 Ok(heap_base.expect("heap_start ran: heap is selected"))
             }
             None => Ok(base),
-            Some(mode) => {
-                client.engine.restore(canister, base)?;
-                let config = SqliteConfig {
-                    journal_mode: Some(mode.to_string()),
-                    ..SqliteConfig::default()
-                };
-                match client.configure_sqlite(&config)?.value {
-                    Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
-                        Ok(client.engine.snapshot(canister)?)
-                    }
-                    Ok(settings) => Err(format!(
-                        "asked for {mode}, SQLite uses {}",
-                        settings.journal_mode
-                    )),
-                    Err(e) => Err(e),
-                }
-            }
+            Some(mode) => sqlite_start(&mut client, base, mode)?,
         };
         starts.push((store, start));
     }
@@ -475,6 +459,30 @@ pub fn run(
     };
     measured.into_report(&mut report);
     Ok(report)
+}
+
+/// A snapshot of the canister at `at` with SQLite on a fresh connection in journal `mode`,
+/// or the reason the canister refused the mode.
+pub(super) fn sqlite_start(
+    client: &mut BenchClient<'_>,
+    at: SnapshotId,
+    mode: JournalMode,
+) -> Result<Result<SnapshotId, String>> {
+    client.engine.restore(client.canister, at)?;
+    let config = SqliteConfig {
+        journal_mode: Some(mode.to_string()),
+        ..SqliteConfig::default()
+    };
+    Ok(match client.configure_sqlite(&config)?.value {
+        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
+            Ok(client.engine.snapshot(client.canister)?)
+        }
+        Ok(settings) => Err(format!(
+            "asked for {mode}, SQLite uses {}",
+            settings.journal_mode
+        )),
+        Err(e) => Err(e),
+    })
 }
 
 /// One scenario from its store's starting snapshot (or the reason the store was refused).
