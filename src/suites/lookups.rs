@@ -5,10 +5,11 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::users::{self, PREFILL_CHUNK};
+use super::users;
 use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
+use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Keys per query (seed 001's batch sizes).
 pub const LOOKUP_BATCHES: [u64; 5] = [1, 10, 25, 50, 100];
@@ -64,10 +65,11 @@ impl Config {
         if self.batches.is_empty() {
             return Err(anyhow!("--lookup-batches needs at least one batch size"));
         }
-        let max = PREFILL_CHUNK.min(self.users.rows / 2);
+        // The keys travel as an id list.
+        let max = MAX_IDS_PER_CALL.min(self.users.rows / 2);
         if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > max) {
             return Err(anyhow!(
-                "lookup batch sizes must be between 1 and {max} (at most {PREFILL_CHUNK} and half of --rows), got {b}"
+                "lookup batch sizes must be between 1 and {max} (at most {MAX_IDS_PER_CALL} ids per call and half of --rows), got {b}"
             ));
         }
         Ok(())

@@ -17,8 +17,9 @@ use crate::engine::disk_cache::{self, Lookup, STATES};
 use crate::engine::{Engine, SnapshotId};
 use crate::report::{Report, ScenarioResult, Status};
 
-/// Rows per prefill message: the canister's cap per call.
-pub const PREFILL_CHUNK: u64 = bench_types::limits::users::MAX_ROWS_PER_CALL;
+/// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
+/// decides the heap layout every later count starts from (and the cached states' keys).
+pub const PREFILL_CHUNK: u64 = 100_000;
 /// Prefilled ids are multiples of this, so every other id is free for new rows.
 pub const ID_STEP: u64 = 10;
 /// The state both suites share: the stores and their rows.

@@ -165,22 +165,22 @@ fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         for store in ["heap", "btree", "sqlite"] {
             assert!(err_of(c.add_users(store, 0, 0, 5).unwrap().value).contains("step"));
-            assert!(err_of(c.add_users(store, 0, 1, 100_001).unwrap().value)
+            assert!(err_of(c.add_users(store, 0, 1, 100_000_001).unwrap().value)
                 .contains("MAX_ROWS_PER_CALL"));
             assert!(err_of(c.get_users(store, 0, 0, 5, false).unwrap().value).contains("step"));
             assert!(
-                err_of(c.scan_users(store, 0, 100_001, false).unwrap().value)
+                err_of(c.scan_users(store, 0, 100_000_001, false).unwrap().value)
                     .contains("MAX_ROWS_PER_CALL")
             );
             let too_many = vec![1u64; 100_001];
             assert!(err_of(c.add_users_ids(store, &too_many).unwrap().value)
-                .contains("MAX_ROWS_PER_CALL"));
+                .contains("MAX_IDS_PER_CALL"));
             assert!(
                 err_of(c.get_users_ids(store, &too_many, false).unwrap().value)
-                    .contains("MAX_ROWS_PER_CALL")
+                    .contains("MAX_IDS_PER_CALL")
             );
             assert!(
-                err_of(c.get_users(store, 0, 1, 100_001, true).unwrap().value)
+                err_of(c.get_users(store, 0, 1, 100_000_001, true).unwrap().value)
                     .contains("MAX_ROWS_PER_CALL")
             );
             // count 0 is allowed: it measures a call's fixed cost.

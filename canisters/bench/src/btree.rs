@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 
-use ic_stable_structures::StableBTreeMap;
+use ic_stable_structures::{Memory as _, StableBTreeMap};
 
 use crate::ids::{Ids, Scan};
 use crate::memory::{self, Memory};
@@ -20,6 +20,11 @@ thread_local! {
 /// Load the map header now (install, upgrade) instead of during a measured call.
 pub fn init() {
     MAP.with(|_| ());
+}
+
+/// Pages of the map's virtual memory (64 KiB each).
+pub fn stable_pages() -> u64 {
+    memory::get(memory::BTREE).size()
 }
 
 /// Inserts one row per id; an existing id is overwritten and counted as replaced.

@@ -3,7 +3,7 @@
 //! `count` is a number of rows, never a loop bound: the forum benchmark looped over
 //! `(0..count).step_by(step)` and so wrote `count / step` rows while reporting `count`.
 
-pub use bench_types::limits::users::MAX_ROWS_PER_CALL;
+pub use bench_types::limits::users::{MAX_IDS_PER_CALL, MAX_ROWS_PER_CALL};
 
 /// Ids `offset, offset + step, …` — exactly `count` of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +19,7 @@ impl IdSequence {
     /// `step = 0` is refused even for one row, so a typo cannot silently hit one id.
     /// `max_id` is the largest id the store accepts.
     pub fn new(offset: u64, step: u64, count: u64, max_id: u64) -> Result<Self, String> {
-        check_count(count)?;
+        check_count(count, MAX_ROWS_PER_CALL, "MAX_ROWS_PER_CALL")?;
         if step == 0 {
             return Err("step must be at least 1".to_string());
         }
@@ -71,7 +71,7 @@ impl Ids {
     }
 
     pub fn list(ids: Vec<u64>, max_id: u64) -> Result<Self, String> {
-        check_count(ids.len() as u64)?;
+        check_count(ids.len() as u64, MAX_IDS_PER_CALL, "MAX_IDS_PER_CALL")?;
         if let Some(id) = ids.iter().find(|&&id| id > max_id) {
             return Err(format!(
                 "id {id} exceeds the largest id this store accepts, {max_id}"
@@ -113,7 +113,7 @@ pub struct Scan {
 
 impl Scan {
     pub fn new(offset: u64, count: u64, max_id: u64) -> Result<Self, String> {
-        check_count(count)?;
+        check_count(count, MAX_ROWS_PER_CALL, "MAX_ROWS_PER_CALL")?;
         if offset > max_id {
             return Err(format!(
                 "offset {offset} exceeds the largest id this store accepts, {max_id}"
@@ -123,10 +123,10 @@ impl Scan {
     }
 }
 
-fn check_count(count: u64) -> Result<(), String> {
-    if count > MAX_ROWS_PER_CALL {
+fn check_count(count: u64, max: u64, name: &str) -> Result<(), String> {
+    if count > max {
         return Err(format!(
-            "count {count} exceeds MAX_ROWS_PER_CALL = {MAX_ROWS_PER_CALL}; split the work into several calls"
+            "count {count} exceeds {name} = {max}; split the work into several calls"
         ));
     }
     Ok(())
