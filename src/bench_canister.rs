@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use anyhow::{anyhow, bail, Context, Result};
 use candid::{CandidType, Decode, Deserialize, Encode, Principal};
 
-use crate::engine::{CallOutcome, Engine, MessageReport};
+use crate::engine::{CallOutcome, Engine, MessageReport, Reject};
 
 // The Candid records live in canisters/types, shared with the canister; re-exported so
 // callers keep naming them `bench_canister::...`.
@@ -38,21 +38,46 @@ pub struct BenchClient<'e> {
     pub executed_instructions: u64,
 }
 
+/// A message the replica rejected (a limit, a trap) and what it cost up to then.
+#[derive(Clone, Debug)]
+pub struct Rejected {
+    pub reject: Reject,
+    pub message: MessageReport,
+}
+
+/// The reply of a call that may hit the replica's limits: the search for the largest
+/// batch that fits expects rejects, every other caller treats them as errors.
+pub type Attempt<T> = std::result::Result<Measured<T>, Rejected>;
+
 fn decode<T: CandidType + for<'de> Deserialize<'de>>(
     method: &str,
     arg: &[u8],
     out: CallOutcome,
 ) -> Result<Measured<T>> {
-    let bytes = out
-        .result
-        .map_err(|r| anyhow!("{method} was rejected: {r}"))?;
+    decode_attempt(method, arg, out)?.map_err(|r| anyhow!("{method} was rejected: {}", r.reject))
+}
+
+fn decode_attempt<T: CandidType + for<'de> Deserialize<'de>>(
+    method: &str,
+    arg: &[u8],
+    out: CallOutcome,
+) -> Result<Attempt<T>> {
+    let bytes = match out.result {
+        Ok(bytes) => bytes,
+        Err(reject) => {
+            return Ok(Err(Rejected {
+                reject,
+                message: out.report,
+            }))
+        }
+    };
     let value = Decode!(&bytes, CanisterResult<T>)
         .with_context(|| format!("decoding the reply of {method}"))?;
-    Ok(Measured {
+    Ok(Ok(Measured {
         value,
         message: out.report,
         request_bytes: (method.len() + arg.len()) as u64,
-    })
+    }))
 }
 
 impl<'e> BenchClient<'e> {
@@ -98,6 +123,36 @@ impl<'e> BenchClient<'e> {
         let out = self.engine.query(self.canister, method, &arg)?;
         self.executed_instructions += out.report.instructions;
         decode(method, &arg, out)
+    }
+
+    /// `add_users_{store}(offset, step, count)`, a reject kept as such.
+    pub fn try_add_users(
+        &mut self,
+        store: &str,
+        offset: u64,
+        step: u64,
+        count: u64,
+    ) -> Result<Attempt<InsertReport>> {
+        let method = format!("add_users_{store}");
+        let arg = Encode!(&offset, &step, &count)?;
+        let out = self.engine.update(self.canister, &method, &arg)?;
+        self.executed_instructions += out.report.instructions;
+        decode_attempt(&method, &arg, out)
+    }
+
+    /// `get_users_{store}(offset, step, count)` as a query, a reject kept as such.
+    pub fn try_get_users(
+        &mut self,
+        store: &str,
+        offset: u64,
+        step: u64,
+        count: u64,
+    ) -> Result<Attempt<ReadReport>> {
+        let method = format!("get_users_{store}");
+        let arg = Encode!(&offset, &step, &count)?;
+        let out = self.engine.query(self.canister, &method, &arg)?;
+        self.executed_instructions += out.report.instructions;
+        decode_attempt(&method, &arg, out)
     }
 
     /// `add_users_{store}(offset, step, count)`.

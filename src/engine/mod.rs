@@ -213,6 +213,11 @@ pub struct SnapshotId(pub u64);
 pub trait Engine {
     /// Short name for reports: `embedded` or `pocket-ic`.
     fn name(&self) -> &'static str;
+    /// The per-message limits calls run under: an application subnet's unless the engine
+    /// was configured otherwise.
+    fn limits(&self) -> cost::Limits {
+        cost::Limits::APPLICATION
+    }
     /// Creates a canister and installs `wasm` (raw or gzipped) with `arg` for `canister_init`.
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)>;
     /// `canister_pre_upgrade`, new module, `canister_post_upgrade(arg)`; stable memory kept.

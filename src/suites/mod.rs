@@ -12,6 +12,7 @@ use clap::{ArgMatches, Args, Command};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 
+pub mod capacity;
 pub mod dbbench;
 pub mod decision;
 mod grid;

@@ -8,6 +8,7 @@
 use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
+use super::capacity::{self, Bounds, Message};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
@@ -22,6 +23,8 @@ use crate::report::{Block, Document, Plot, PlotKind, Report, ScenarioResult, Tab
 pub const SIZES: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 /// The smallest store the operations fit in (the range scan reads 1,000 rows).
 pub const MIN_ROWS: u64 = 1_000;
+/// The size whose state the capacity search runs on, when the run reaches it.
+pub const CAPACITY_ROWS: u64 = 1_000_000;
 
 /// What is measured at every size, in report order: (position, operation).
 pub const OPERATIONS: [(Position, Operation); 7] = [
@@ -70,6 +73,9 @@ pub struct Config {
     pub payload_size: u64,
     pub seed: u64,
     pub usd_per_xdr: f64,
+    /// The size at which each store's capacity is searched (real calls up to the
+    /// per-message limits), if any.
+    pub capacity_at: Option<u64>,
 }
 
 /// 1,000, 10,000, ... up to `max`, and `max` itself.
@@ -124,12 +130,15 @@ impl Suite for Scaling {
         let mut kinds = common.stores.clone();
         kinds.sort();
         kinds.dedup();
+        let sizes = sizes_up_to(args.scaling_max_rows);
+        let capacity_at = sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS);
         let cfg = Config {
-            sizes: sizes_up_to(args.scaling_max_rows),
+            sizes,
             kinds,
             payload_size: common.payload_size,
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
+            capacity_at,
         };
         cfg.validate()?;
         Ok(Box::new(cfg))
@@ -209,6 +218,12 @@ impl Plan for Config {
             notes,
             extra: Default::default(),
         };
+        if self.capacity_at.is_some() {
+            report.set_extra(
+                capacity::LIMITS,
+                &capacity::RunLimits::from(&client.engine.limits()),
+            );
+        }
         outcomes.into_report(&mut report);
         Ok(report)
     }
@@ -275,6 +290,7 @@ fn grow(
                 Store::Sqlite(mode) => users::sqlite_start(client, at_n, mode)?,
                 _ => Ok(at_n),
             };
+            let from = results.len();
             for (position, operation) in OPERATIONS {
                 results.push(measure(
                     client,
@@ -287,10 +303,82 @@ fn grow(
                     &start,
                 )?);
             }
+            if let (Some(true), Ok(start)) = (cfg.capacity_at.map(|c| c == n), &start) {
+                // The heap map's rows are the heap's: its bytes per row bound an insert.
+                let heap_per_row = (store == Store::Heap).then(|| {
+                    stats.heap_pages.saturating_sub(base.heap_pages) as f64 * 65_536.0 / n as f64
+                });
+                let measured = results[from..].to_vec();
+                results.extend(capacity_records(
+                    client,
+                    cfg,
+                    engine_name,
+                    store,
+                    n,
+                    *start,
+                    stats.heap_pages * 65_536,
+                    heap_per_row,
+                    &measured,
+                )?);
+            }
         }
         client.engine.restore(canister, at_n)?;
     }
     Ok(())
+}
+
+/// Capacity at `n`: for an insert (update) and a lookup (query), the estimate from the
+/// largest batch just measured, then the real calls from `start` that confirm it.
+#[allow(clippy::too_many_arguments)]
+fn capacity_records(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    start: SnapshotId,
+    heap_bytes: u64,
+    heap_per_row: Option<f64>,
+    measured: &[ScenarioResult],
+) -> Result<Vec<ScenarioResult>> {
+    let limits = client.engine.limits();
+    let ctx = capacity::Context {
+        suite: "scaling",
+        engine: engine_name,
+        usd_per_xdr: cfg.usd_per_xdr,
+    };
+    // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
+    let memory_limit = match limits.wasm_memory_limit {
+        0 => 4 << 30,
+        limit => limit,
+    };
+    let mut out = Vec::new();
+    for message in Message::ALL {
+        let Some(batch) = measured
+            .iter()
+            .filter(|r| message.measures(&r.operation))
+            .max_by_key(|r| r.batch)
+        else {
+            continue;
+        };
+        let bounds = Bounds {
+            instruction_limit: message.limit(&limits),
+            // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
+            heap_room: (message == Message::Insert)
+                .then(|| memory_limit.saturating_sub(heap_bytes)),
+            max_rows: (message == Message::Lookup).then_some(n),
+        };
+        let Some((known, estimate, record)) =
+            capacity::estimate(&ctx, &bounds, store, message, batch, heap_per_row)
+        else {
+            continue;
+        };
+        out.push(record);
+        out.extend(capacity::confirm(
+            client, &ctx, &bounds, store, message, n, start, known, estimate,
+        )?);
+    }
+    Ok(out)
 }
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the
@@ -514,6 +602,25 @@ pub fn document(report: &Report) -> Document {
         doc.markdown.push(Block::Text(
             "Generated from this run's records: per workload the cheapest store (and SQLite journal mode), and how many times cheaper it is than the cheapest store of another kind. Messages are compared by the instructions they are charged (what cycles pay for), not by the store's own counter.\n".into(),
         ));
+    }
+    if let Some(table) = capacity::table(report) {
+        let n = report
+            .results
+            .iter()
+            .find(|r| r.operation == Message::Insert.operation())
+            .map_or(0, |r| r.rows_before);
+        let title = format!(
+            "Capacity: the largest batch one message carries, on the {}-row state",
+            thousands(n)
+        );
+        for blocks in [&mut doc.markdown, &mut doc.terminal] {
+            blocks.push(Block::Heading {
+                level: 2,
+                text: title.clone(),
+            });
+            blocks.push(Block::Table(table.clone()));
+        }
+        doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
     }
     doc.markdown.push(Block::Text(
         "Cells are store instructions for one message (`ic0.performance_counter(0)` around the store work) at each store size N; every operation at N starts from the same snapshot.\n".into(),
@@ -790,6 +897,7 @@ mod tests {
             payload_size: 100,
             seed: 1,
             usd_per_xdr: 1.0,
+            capacity_at: None,
         };
         let scan = Operation::RangeScan { rows: 1_000 };
         let args = |n| call_at(&cfg, n, Store::BTree, Position::Middle, scan).candid_args();

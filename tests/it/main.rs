@@ -13,6 +13,7 @@ mod support;
 mod canbench_baseline;
 mod canbench_cli;
 mod canister;
+mod capacity;
 mod cli;
 mod compile_cache;
 mod engine;

@@ -1257,6 +1257,10 @@ impl Engine for EmbeddedEngine {
         "embedded"
     }
 
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
     fn state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
         if disk_cache::dir().is_none() || !self.is_fresh() {
             return Ok(None);

@@ -1,0 +1,681 @@
+//! Capacity: the largest batch one message carries before the replica stops it. Per store
+//! (and SQLite mode), for an update inserting rows and for a query looking rows up: an
+//! estimate (the message's instruction limit over the per-row cost of the largest batch
+//! measured, and for updates the heap room over the heap bytes per row), then real calls
+//! from the same state until the largest size that fits and the size one step above it,
+//! which the replica rejects, are both known.
+
+use anyhow::{anyhow, Result};
+
+use super::scenario::{Operation, Store};
+use super::users::{record_reply, Call, Reply, ID_STEP};
+use crate::bench_canister::{Attempt, BenchClient, Rejected};
+use crate::engine::cost::Limits;
+use crate::engine::{MessageReport, SnapshotId};
+use crate::report::format::{compact, per_row, thousands};
+use crate::report::{Report, ScenarioResult, Status, Table};
+
+/// The message whose limit is searched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// `add_users_*(offset, 10, K)`: an update inserting K new rows in the middle.
+    Insert,
+    /// `get_users_*(offset, 10, K)` as a query: point lookups of K stored rows.
+    Lookup,
+}
+
+impl Message {
+    pub const ALL: [Message; 2] = [Message::Insert, Message::Lookup];
+
+    /// The records' `operation`.
+    pub fn operation(self) -> &'static str {
+        match self {
+            Message::Insert => "capacity_insert",
+            Message::Lookup => "capacity_lookup",
+        }
+    }
+
+    /// The instruction limit the message runs under.
+    pub fn limit(self, limits: &Limits) -> u64 {
+        match self {
+            Message::Insert => limits.max_instructions_per_update,
+            Message::Lookup => limits.max_instructions_per_query,
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Message::Insert => "insert (update)",
+            Message::Lookup => "lookup (query)",
+        }
+    }
+
+    /// The measured batch an estimate starts from: the operation it ran.
+    pub fn measures(self, operation: &str) -> bool {
+        match self {
+            Message::Insert => operation == "insert",
+            Message::Lookup => operation == "point_lookup",
+        }
+    }
+
+    /// The call that sends `rows` rows on a store of `n` rows: inserts go between the
+    /// middle ids (and past the last one, beyond n / 2 rows); lookups read the `rows`
+    /// stored rows around the middle, so every key is present.
+    pub(super) fn call(self, n: u64, rows: u64) -> Call {
+        match self {
+            Message::Insert => Call::Insert {
+                offset: n / 2 * ID_STEP + 1,
+                step: ID_STEP,
+                count: rows,
+            },
+            Message::Lookup => Call::Get {
+                offset: n.saturating_sub(rows) / 2 * ID_STEP,
+                step: ID_STEP,
+                count: rows,
+            },
+        }
+    }
+
+    fn operation_of(self, rows: u64) -> Operation {
+        match self {
+            Message::Insert => Operation::Insert { rows },
+            Message::Lookup => Operation::PointLookups { keys: rows },
+        }
+    }
+}
+
+/// `position` of the capacity records.
+pub const ESTIMATE: &str = "estimate";
+pub const FITS: &str = "fits";
+pub const ABOVE: &str = "one step above";
+
+/// Real calls one search may make: each runs up to the limit (an update's is ~13 s).
+pub const MAX_CALLS: u32 = 10;
+
+/// A call that fit: its rows, the instructions it was charged and how much the heap grew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fit {
+    pub rows: u64,
+    pub instructions: u64,
+    pub heap_growth: u64,
+}
+
+/// What bounds a search besides the instruction limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub instruction_limit: u64,
+    /// Bytes the heap may still grow before the canister's `wasm_memory_limit` (updates).
+    pub heap_room: Option<u64>,
+    /// Most rows a call can name: the stored rows, for lookups.
+    pub max_rows: Option<u64>,
+}
+
+/// Sizes are searched to three significant digits of the estimate: 654,321 gives steps of
+/// 1,000, so the answer is "654,000 fits, 655,000 does not".
+pub fn step_for(estimate: u64) -> u64 {
+    let digits = estimate.max(1).ilog10() + 1;
+    10u64.pow(digits.saturating_sub(3))
+}
+
+/// The size one message can carry, predicted from the calls that fit: a straight line
+/// through the two largest (one through the origin when there is one), and, for the heap,
+/// its room over the bytes per row; whichever limit comes first.
+pub fn predict(bounds: &Bounds, best: &Fit, previous: Option<&Fit>) -> u64 {
+    let limit = bounds.instruction_limit as f64;
+    let (x, y) = (best.rows as f64, best.instructions as f64);
+    let by_instructions = match previous {
+        Some(p) if p.rows < best.rows && p.instructions < best.instructions => {
+            let slope = (y - p.instructions as f64) / (x - p.rows as f64);
+            x + (limit - y) / slope
+        }
+        _ => x * limit / y.max(1.0),
+    };
+    let by_memory = match bounds.heap_room {
+        Some(room) if best.heap_growth > 0 => x * room as f64 / best.heap_growth as f64,
+        _ => f64::INFINITY,
+    };
+    let rows = by_instructions.min(by_memory).max(0.0);
+    let rows = if rows >= u64::MAX as f64 {
+        u64::MAX
+    } else {
+        rows as u64
+    };
+    bounds.max_rows.map_or(rows, |m| rows.min(m))
+}
+
+/// Where a search ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub estimate: u64,
+    pub step: u64,
+    /// The largest size that fit.
+    pub fits: Fit,
+    /// The smallest size the replica rejected, if one was tried.
+    pub fails: Option<u64>,
+    /// Real calls made.
+    pub calls: u32,
+}
+
+impl Found {
+    /// The largest fitting size and a rejected one are one step apart, or every row fit.
+    pub fn converged(&self, bounds: &Bounds) -> bool {
+        match self.fails {
+            Some(h) => h - self.fits.rows <= self.step,
+            None => bounds.max_rows == Some(self.fits.rows),
+        }
+    }
+}
+
+/// Searches the largest size that fits, starting from `known` (a call that fit, e.g. the
+/// measured batch) and the first guess `estimate`. `call(rows)` makes the real call from the
+/// same state: `Some` if it fit, `None` if the replica rejected it.
+pub fn search(
+    bounds: &Bounds,
+    known: Fit,
+    estimate: u64,
+    call: &mut dyn FnMut(u64) -> Result<Option<Fit>>,
+) -> Result<Found> {
+    let step = step_for(estimate);
+    let round = |rows: u64| rows / step * step;
+    let mut found = Found {
+        estimate,
+        step,
+        fits: known,
+        fails: None,
+        calls: 0,
+    };
+    let mut previous: Option<Fit> = None;
+    let mut guess = round(estimate);
+    while found.calls < MAX_CALLS && !found.converged(bounds) {
+        let lo = found.fits.rows;
+        // Never below what fit nor at or above what failed; bisect when the prediction
+        // points past a size that failed.
+        let mut next = guess.max(round(lo) + step);
+        if let Some(max) = bounds.max_rows {
+            next = next.min(max);
+        }
+        if let Some(hi) = found.fails {
+            if next >= hi {
+                next = round(lo + (hi - lo) / 2).max(round(lo) + step);
+            }
+            if next >= hi {
+                break;
+            }
+        }
+        if next <= lo {
+            break;
+        }
+        found.calls += 1;
+        match call(next)? {
+            Some(fit) => {
+                previous = Some(found.fits);
+                found.fits = fit;
+            }
+            None => found.fails = Some(next),
+        }
+        guess = round(predict(bounds, &found.fits, previous.as_ref()));
+    }
+    Ok(found)
+}
+
+/// Who runs a capacity search: the suite's name for the records, and prices.
+pub struct Context<'a> {
+    pub suite: &'a str,
+    pub engine: &'a str,
+    pub usd_per_xdr: f64,
+}
+
+fn base_record(ctx: &Context<'_>, store: Store, n: u64, message: Message) -> ScenarioResult {
+    ScenarioResult {
+        suite: ctx.suite.into(),
+        engine: ctx.engine.into(),
+        store: store.kind().into(),
+        journal_mode: store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        operation: message.operation().into(),
+        rows_before: n,
+        method: method(store, message),
+        ..ScenarioResult::default()
+    }
+}
+
+fn method(store: Store, message: Message) -> String {
+    match message {
+        Message::Insert => format!("add_users_{}", store.kind()),
+        Message::Lookup => format!("get_users_{}", store.kind()),
+    }
+}
+
+/// The estimate: the limit over the charged instructions per row of `batch` (the largest
+/// batch of that message measured at N), and for an update the heap room over the heap
+/// bytes per row (`heap_per_row`, when the suite knows the store's own). Also its record.
+pub fn estimate(
+    ctx: &Context<'_>,
+    bounds: &Bounds,
+    store: Store,
+    message: Message,
+    batch: &ScenarioResult,
+    heap_per_row: Option<f64>,
+) -> Option<(Fit, u64, ScenarioResult)> {
+    if batch.status != Status::Ok || batch.batch == 0 || batch.instructions == 0 {
+        return None;
+    }
+    let fit = Fit {
+        rows: batch.batch,
+        instructions: batch.instructions,
+        heap_growth: (batch.heap_pages_delta.max(0) as u64) * 65_536,
+    };
+    let mut rows = predict(bounds, &fit, None);
+    if let (Some(room), Some(per_row)) = (bounds.heap_room, heap_per_row) {
+        if per_row > 0.0 {
+            rows = rows.min((room as f64 / per_row) as u64);
+        }
+    }
+    let mut r = base_record(ctx, store, batch.rows_before, message);
+    r.position = ESTIMATE.into();
+    r.batch = rows;
+    r.instructions_per_row = batch.instructions_per_row;
+    r.store_instructions_per_row = batch.store_instructions_per_row;
+    r.args = message.call(batch.rows_before, rows).candid_args();
+    Some((fit, rows, r))
+}
+
+/// Runs the search from `start` (a state of `n` rows) and returns its records: the largest
+/// size that fit (a real call, as any other record) and the one step above it that the
+/// replica rejected, with its error.
+#[allow(clippy::too_many_arguments)]
+pub fn confirm(
+    client: &mut BenchClient<'_>,
+    ctx: &Context<'_>,
+    bounds: &Bounds,
+    store: Store,
+    message: Message,
+    n: u64,
+    start: SnapshotId,
+    known: Fit,
+    estimate: u64,
+) -> Result<Vec<ScenarioResult>> {
+    let canister = client.canister;
+    let mut fits: Option<(u64, Reply)> = None;
+    let mut rejected: Vec<(u64, Rejected)> = Vec::new();
+    let found = search(bounds, known, estimate, &mut |rows| {
+        client.engine.restore(canister, start)?;
+        let call = message.call(n, rows);
+        let (report, failed) = match &call {
+            Call::Insert {
+                offset,
+                step,
+                count,
+            } => split(client.try_add_users(store.kind(), *offset, *step, *count)?)
+                .map(|(m, r)| (m, r.map(Reply::Insert))),
+            Call::Get {
+                offset,
+                step,
+                count,
+            } => split(client.try_get_users(store.kind(), *offset, *step, *count)?)
+                .map(|(m, r)| (m, r.map(Reply::Read))),
+            _ => unreachable!("capacity sends only inserts and lookups"),
+        }?;
+        match failed {
+            Ok(reply) => {
+                let fit = Fit {
+                    rows,
+                    instructions: report.instructions,
+                    heap_growth: report
+                        .heap_bytes_after
+                        .saturating_sub(report.heap_bytes_before),
+                };
+                fits = Some((rows, reply));
+                Ok(Some(fit))
+            }
+            Err(reject) => {
+                rejected.push((rows, reject));
+                Ok(None)
+            }
+        }
+    })?;
+    client.engine.restore(canister, start)?;
+    let mut out = Vec::new();
+    let mut r = base_record(ctx, store, n, message);
+    r.position = FITS.into();
+    r.batch = found.fits.rows;
+    r.args = message.call(n, found.fits.rows).candid_args();
+    match fits {
+        Some((rows, reply)) if rows == found.fits.rows => {
+            record_reply(&mut r, reply, message.operation_of(rows), ctx.usd_per_xdr);
+            if message == Message::Lookup {
+                // A query is free only when not replicated; its limit is what this measures.
+                r.cycles = 0;
+            }
+        }
+        // Only the measured batch fit: the table names it; no call of this search to show.
+        _ => {
+            r.instructions = found.fits.instructions;
+            r.instructions_per_row = found.fits.instructions as f64 / found.fits.rows as f64;
+        }
+    }
+    out.push(r);
+    if let Some(h) = found.fails {
+        let reject = rejected
+            .into_iter()
+            .find(|(rows, _)| *rows == h)
+            .map(|(_, r)| r)
+            .ok_or_else(|| anyhow!("the rejected call of {h} rows was not kept"))?;
+        let mut r = base_record(ctx, store, n, message);
+        r.position = ABOVE.into();
+        r.batch = h;
+        r.args = message.call(n, h).candid_args();
+        r.status = Status::Failed(reject.reject.to_string());
+        r.instructions = reject.message.instructions;
+        r.heap_dirty_pages = reject.message.heap_dirty_pages;
+        r.stable_dirty_pages = reject.message.stable_dirty_pages;
+        out.push(r);
+    }
+    if !found.converged(bounds) {
+        // Kept, with what is known, rather than failing the suite.
+        out[0].status = Status::Failed(format!(
+            "no answer after {} calls: {} rows fit{}",
+            found.calls,
+            thousands(found.fits.rows),
+            found
+                .fails
+                .map(|h| format!(", {} were rejected", thousands(h)))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(out)
+}
+
+/// A reply's report apart from the decoded value; a canister `Err` is an error here,
+/// since the search sends only arguments the canister accepts.
+fn split<T>(
+    attempt: Attempt<T>,
+) -> Result<(
+    MessageReport,
+    std::result::Result<crate::bench_canister::Measured<T>, Rejected>,
+)> {
+    match attempt {
+        Ok(m) => {
+            if let Err(e) = &m.value {
+                return Err(anyhow!("the canister refused a capacity call: {e}"));
+            }
+            Ok((m.message.clone(), Ok(m)))
+        }
+        Err(r) => Ok((r.message.clone(), Err(r))),
+    }
+}
+
+// ---- the report ---------------------------------------------------------------------
+
+/// What the capacity table shows, for the report's text.
+pub const EXPLAINED: &str = "Estimate: the message's instruction limit over the instructions charged per row by the largest batch measured at this size (1,000-row inserts, 100-key lookups); for an insert into the heap map also the heap left under the canister's `wasm_memory_limit` over the map's heap bytes per row, whichever comes first. Then real calls, each from the same snapshot: the largest size that fits, to three significant digits of the estimate, and the size one step above it, which the replica rejects with the error shown (IC0522: the per-message instruction limit; IC0539: the Wasm memory limit). Inserts are `add_users_*(offset, 10, K)`: new ids between the stored ones from the middle on (past the last one beyond N/2 rows). Lookups are `get_users_*(offset, 10, K)` as a query over the K stored rows around the middle: all present, consecutive, so they share pages and cost less per key than the random keys of the estimate. When every stored row fits in one query, the table says so. An update's charged instructions can pass the limit by the heap's dirty-page charge (1,000 per 4 KiB page), which the replica applies after execution, where the limit no longer stops it. Caveats: the canister replies with counts, not rows; a method that returns 100-byte rows is also bound by the reply size (2 MiB for an update's reply), about 20,000 rows. Rows are 100 bytes (`--payload-size`). The replica also rate-limits how fast a canister's heap may change (75 MiB per round), so a message that writes gigabytes delays the canister's next ones; that is not modelled.\n";
+
+/// `Report::extra` key of the limits a run's capacity was searched under.
+pub const LIMITS: &str = "capacity_limits";
+
+/// The limits of a run, as its report keeps them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunLimits {
+    pub update_instructions: u64,
+    pub query_instructions: u64,
+    pub wasm_memory_limit: u64,
+}
+
+impl From<&Limits> for RunLimits {
+    fn from(l: &Limits) -> Self {
+        RunLimits {
+            update_instructions: l.max_instructions_per_update,
+            query_instructions: l.max_instructions_per_query,
+            wasm_memory_limit: l.wasm_memory_limit,
+        }
+    }
+}
+
+/// The capacity table of a report: one row per store (and mode) and message, in the order
+/// the records name them; None without capacity records.
+pub fn table(report: &Report) -> Option<Table> {
+    let limits: Option<RunLimits> = report.extra(LIMITS);
+    let records: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| Message::ALL.iter().any(|m| m.operation() == r.operation))
+        .collect();
+    if records.is_empty() {
+        return None;
+    }
+    let mut table = Table::new(
+        [
+            "store",
+            "message (limit)",
+            "estimate (instr/row)",
+            "largest that fits",
+            "its instructions",
+            "one step above",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let mut seen: Vec<(String, String, String)> = Vec::new();
+    for r in &records {
+        let key = (r.store.clone(), r.journal_mode.clone(), r.operation.clone());
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        let at = |position: &str| {
+            records.iter().find(|x| {
+                x.store == r.store
+                    && x.journal_mode == r.journal_mode
+                    && x.operation == r.operation
+                    && x.position == position
+            })
+        };
+        let message = if r.operation == Message::Insert.operation() {
+            Message::Insert
+        } else {
+            Message::Lookup
+        };
+        let estimate = at(ESTIMATE)
+            .map(|e| {
+                format!(
+                    "{} ({})",
+                    thousands(e.batch),
+                    per_row(e.instructions_per_row)
+                )
+            })
+            .unwrap_or_else(|| "-".into());
+        let (fits, its) = match at(FITS) {
+            Some(f) if f.status == Status::Ok => {
+                (thousands(f.batch), compact(f.instructions as f64))
+            }
+            Some(f) => (format!("failed: {}", status_text(&f.status)), "-".into()),
+            None => ("not confirmed".into(), "-".into()),
+        };
+        let above = match at(ABOVE) {
+            Some(a) => format!("{}: {}", thousands(a.batch), error_code(&a.status)),
+            None if at(FITS).is_some() => format!("- (all {} rows fit)", thousands(r.rows_before)),
+            None => "-".into(),
+        };
+        table.push(vec![
+            super::decision::store_label(&r.store, &r.journal_mode),
+            match limits {
+                Some(l) => format!(
+                    "{} ({})",
+                    message.title(),
+                    compact(match message {
+                        Message::Insert => l.update_instructions,
+                        Message::Lookup => l.query_instructions,
+                    } as f64)
+                ),
+                None => message.title().to_string(),
+            },
+            estimate,
+            fits,
+            its,
+            above,
+        ]);
+    }
+    Some(table)
+}
+
+fn status_text(status: &Status) -> String {
+    match status {
+        Status::Ok => "ok".into(),
+        Status::Refused(e) | Status::Failed(e) => e.clone(),
+    }
+}
+
+/// `IC0522` of "IC0522: Canister ... exceeded ...", or the whole text.
+fn error_code(status: &Status) -> String {
+    let text = status_text(status);
+    match text.split_once(':') {
+        Some((code, _)) if code.starts_with("IC") => code.to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_keep_three_significant_digits() {
+        assert_eq!(step_for(0), 1);
+        assert_eq!(step_for(999), 1);
+        assert_eq!(step_for(1_000), 10);
+        assert_eq!(step_for(654_321), 1_000);
+        assert_eq!(step_for(12_345_678), 100_000);
+    }
+
+    /// A store whose message costs `fixed + per_row * rows` instructions and grows the heap
+    /// by `heap_per_row` bytes per row.
+    fn linear(
+        fixed: u64,
+        per_row: u64,
+        heap_per_row: u64,
+        bounds: Bounds,
+        calls: &mut Vec<u64>,
+    ) -> impl FnMut(u64) -> Result<Option<Fit>> + '_ {
+        move |rows| {
+            calls.push(rows);
+            let instructions = fixed + per_row * rows;
+            let heap_growth = heap_per_row * rows;
+            let fits = instructions <= bounds.instruction_limit
+                && bounds.heap_room.is_none_or(|room| heap_growth <= room);
+            Ok(fits.then_some(Fit {
+                rows,
+                instructions,
+                heap_growth,
+            }))
+        }
+    }
+
+    #[test]
+    fn finds_the_instruction_limit_to_one_step() {
+        let bounds = Bounds {
+            instruction_limit: 40_000_000_000,
+            heap_room: None,
+            max_rows: None,
+        };
+        // 61,234 instructions per row and 2M fixed: 653,199 rows fit.
+        let mut calls = Vec::new();
+        let known = Fit {
+            rows: 1_000,
+            instructions: 2_000_000 + 61_234_000,
+            heap_growth: 0,
+        };
+        let estimate = predict(&bounds, &known, None);
+        let found = search(
+            &bounds,
+            known,
+            estimate,
+            &mut linear(2_000_000, 61_234, 0, bounds, &mut calls),
+        )
+        .unwrap();
+        assert_eq!(found.step, 1_000);
+        assert_eq!(found.fits.rows, 653_000);
+        assert_eq!(found.fails, Some(654_000));
+        assert!(found.converged(&bounds));
+        assert_eq!(calls.len() as u32, found.calls);
+        assert!(found.calls <= 3, "{calls:?}");
+    }
+
+    #[test]
+    fn the_heap_room_can_stop_a_message_first() {
+        let bounds = Bounds {
+            instruction_limit: 40_000_000_000,
+            heap_room: Some(3_000_000_000),
+            max_rows: None,
+        };
+        let mut calls = Vec::new();
+        let known = Fit {
+            rows: 1_000,
+            instructions: 1_500_000,
+            heap_growth: 131_072,
+        };
+        // The batch's heap growth is page-rounded (131 B/row against 150 real): the first
+        // guess overshoots and is rejected; the search still ends one step apart.
+        let estimate = predict(&bounds, &known, None);
+        let found = search(
+            &bounds,
+            known,
+            estimate,
+            &mut linear(100_000, 1_400, 150, bounds, &mut calls),
+        )
+        .unwrap();
+        assert_eq!(found.fits.rows, 20_000_000);
+        assert_eq!(found.fails, Some(20_100_000));
+        assert!(found.calls <= MAX_CALLS);
+    }
+
+    #[test]
+    fn lookups_stop_at_the_rows_stored() {
+        let bounds = Bounds {
+            instruction_limit: 5_000_000_000,
+            heap_room: None,
+            max_rows: Some(1_000_000),
+        };
+        let mut calls = Vec::new();
+        let known = Fit {
+            rows: 100,
+            instructions: 100_000,
+            heap_growth: 0,
+        };
+        let found = search(
+            &bounds,
+            known,
+            predict(&bounds, &known, None),
+            &mut linear(0, 1_000, 0, bounds, &mut calls),
+        )
+        .unwrap();
+        assert_eq!((found.fits.rows, found.fails), (1_000_000, None));
+        assert!(found.converged(&bounds));
+        assert_eq!(calls, vec![1_000_000]);
+    }
+
+    #[test]
+    fn a_batch_already_at_the_limit_needs_only_the_call_above() {
+        let bounds = Bounds {
+            instruction_limit: 1_000_000,
+            heap_room: None,
+            max_rows: None,
+        };
+        let mut calls = Vec::new();
+        let known = Fit {
+            rows: 100,
+            instructions: 1_000_000,
+            heap_growth: 0,
+        };
+        let found = search(
+            &bounds,
+            known,
+            100,
+            &mut linear(0, 10_000, 0, bounds, &mut calls),
+        )
+        .unwrap();
+        assert_eq!((found.fits.rows, found.fails), (100, Some(101)));
+        assert_eq!(calls, vec![101]);
+    }
+}

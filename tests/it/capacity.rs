@@ -1,0 +1,182 @@
+//! The capacity search on the embedded engine with the per-message limits scaled down, so
+//! that the largest batch is small and every confirming call is quick: the search ends on
+//! a call that fits and the call one step above it, which the engine rejects with the
+//! replica's error. Exact facts only: counts on the embedded engine are deterministic.
+
+use std::sync::OnceLock;
+
+use icbench::bench_canister::ensure_built_with;
+use icbench::engine::cost::Limits;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::report::{Report, ScenarioResult, Status};
+use icbench::suites::capacity::{self, Message};
+use icbench::suites::scaling::Config;
+use icbench::suites::scenario::StoreKind;
+use icbench::suites::{Exec, Plan, Shard};
+
+fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        ensure_built_with(true, Some(crate::support::icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister")
+    })
+}
+
+const UPDATE_LIMIT: u64 = 400_000_000;
+const QUERY_LIMIT: u64 = 10_000_000;
+
+fn run(limits: Limits, jobs: usize) -> Report {
+    let cfg = Config {
+        sizes: vec![1_000, 2_000],
+        kinds: StoreKind::ALL.to_vec(),
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        capacity_at: Some(2_000),
+    };
+    let mut engine = EmbeddedEngine::new(limits);
+    let exec = Exec {
+        jobs,
+        shard: Shard::WHOLE,
+    };
+    cfg.run(&mut engine, wasm(), &exec, &mut |_| {}).unwrap()
+}
+
+fn small_limits() -> Limits {
+    Limits {
+        max_instructions_per_update: UPDATE_LIMIT,
+        max_instructions_per_query: QUERY_LIMIT,
+        ..Limits::APPLICATION
+    }
+}
+
+fn small() -> &'static Report {
+    static REPORT: OnceLock<Report> = OnceLock::new();
+    REPORT.get_or_init(|| run(small_limits(), 2))
+}
+
+fn record<'a>(
+    report: &'a Report,
+    store: &str,
+    mode: &str,
+    message: Message,
+    position: &str,
+) -> Option<&'a ScenarioResult> {
+    report.results.iter().find(|r| {
+        r.store == store
+            && r.journal_mode == mode
+            && r.operation == message.operation()
+            && r.position == position
+    })
+}
+
+/// (store, journal mode, largest insert that fits, largest lookup that fits; None: every
+/// stored row fits in one query), under 400M instructions per update and 10M per query.
+const EXPECTED: [(&str, &str, u64, Option<u64>); 4] = [
+    ("heap", "", 184_000, None),
+    ("btree", "", 7_230, Some(506)),
+    ("sqlite", "PERSIST", 47_300, Some(1_084)),
+    ("sqlite", "OFF", 47_600, Some(1_084)),
+];
+
+#[test]
+fn the_search_ends_on_a_call_that_fits_and_the_replicas_error_one_step_above() {
+    let report = small();
+    for (store, mode, insert, lookup) in EXPECTED {
+        for (message, fits, limit) in [
+            (Message::Insert, Some(insert), UPDATE_LIMIT),
+            (Message::Lookup, lookup, QUERY_LIMIT),
+        ] {
+            let what = format!("{store} {mode} {}", message.operation());
+            let estimate = record(report, store, mode, message, capacity::ESTIMATE)
+                .unwrap_or_else(|| panic!("{what}: no estimate"));
+            let ok = record(report, store, mode, message, capacity::FITS).unwrap();
+            assert_eq!(ok.status, Status::Ok, "{what}");
+            assert_eq!(ok.rows_before, 2_000, "{what}");
+            // A real call: the canister counted its own work, for every row.
+            assert!(ok.store_instructions > 0, "{what}");
+            let above = record(report, store, mode, message, capacity::ABOVE);
+            match fits {
+                Some(rows) => {
+                    assert_eq!(ok.batch, rows, "{what}");
+                    let above = above.unwrap_or_else(|| panic!("{what}: no call above"));
+                    assert_eq!(
+                        above.batch,
+                        rows + capacity::step_for(estimate.batch),
+                        "{what}"
+                    );
+                    let Status::Failed(error) = &above.status else {
+                        panic!("{what}: the call above did not fail: {:?}", above.status)
+                    };
+                    assert!(
+                        error.starts_with("IC0522: ")
+                            && error.contains(&format!(
+                                "Canister exceeded the limit of {limit} instructions for single message execution."
+                            )),
+                        "{what}: {error}"
+                    );
+                    // Stopped at the limit; what fit ran within it. An update also pays
+                    // the heap's dirty-page charge after execution (1,000 per page),
+                    // which the limit no longer stops; a query has none.
+                    let after = |r: &ScenarioResult| match message {
+                        Message::Insert => r.heap_dirty_pages * 1_000,
+                        Message::Lookup => 0,
+                    };
+                    assert_eq!(above.instructions - after(above), limit, "{what}");
+                    assert!(ok.instructions - after(ok) <= limit, "{what}");
+                }
+                None => {
+                    assert_eq!(ok.batch, 2_000, "{what}: every stored row");
+                    assert!(above.is_none(), "{what}");
+                }
+            }
+        }
+    }
+    let table = capacity::table(report).unwrap().render();
+    assert!(
+        table.contains("| StableBTreeMap | insert (update) (400.0M)"),
+        "{table}"
+    );
+    assert!(table.contains("7,240: IC0522"), "{table}");
+    assert!(table.contains("- (all 2,000 rows fit)"), "{table}");
+}
+
+#[test]
+fn the_heap_map_can_meet_the_wasm_memory_limit_first() {
+    let limits = Limits {
+        wasm_memory_limit: 24 << 20,
+        ..small_limits()
+    };
+    let cfg = Config {
+        sizes: vec![1_000, 2_000],
+        kinds: vec![StoreKind::Heap],
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        capacity_at: Some(2_000),
+    };
+    let mut engine = EmbeddedEngine::new(limits);
+    let report = cfg
+        .run(&mut engine, wasm(), &Exec::SEQUENTIAL, &mut |_| {})
+        .unwrap();
+    let ok = record(&report, "heap", "", Message::Insert, capacity::FITS).unwrap();
+    let above = record(&report, "heap", "", Message::Insert, capacity::ABOVE).unwrap();
+    assert_eq!((ok.batch, above.batch), (146_000, 147_000));
+    assert_eq!(ok.status, Status::Ok);
+    let Status::Failed(error) = &above.status else {
+        panic!("{:?}", above.status)
+    };
+    assert!(
+        error.starts_with(
+            "IC0539: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister exceeded its current Wasm memory limit of 25165824 bytes."
+        ),
+        "{error}"
+    );
+    // Under the instruction limit: memory stopped it.
+    assert!(above.instructions < UPDATE_LIMIT);
+}
+
+#[test]
+fn jobs_do_not_change_the_search() {
+    assert_eq!(run(small_limits(), 1).results, small().results);
+}
