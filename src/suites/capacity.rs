@@ -436,14 +436,124 @@ impl From<&Limits> for RunLimits {
 /// The capacity table of a report: one row per store (and mode) and message, in the order
 /// the records name them; None without capacity records.
 pub fn table(report: &Report) -> Option<Table> {
-    let limits: Option<RunLimits> = report.extra(LIMITS);
     let records: Vec<&ScenarioResult> = report
         .results
         .iter()
         .filter(|r| Message::ALL.iter().any(|m| m.operation() == r.operation))
         .collect();
+    render(&records, report.extra(LIMITS))
+}
+
+/// Estimates only, from a report without capacity records (seed003's, at its one size):
+/// per store and mode, the largest middle insert and the largest middle lookup measured
+/// (the shapes the capacity calls send), against an application subnet's limits and
+/// instructions alone. None when no store has such records.
+pub fn estimate_table(report: &Report) -> Option<Table> {
+    let limits = Limits::APPLICATION;
+    let ctx = Context {
+        suite: &report.suite,
+        engine: &report.engine,
+        usd_per_xdr: 0.0,
+    };
+    let mut estimates = Vec::new();
+    let mut stores: Vec<(String, String)> = Vec::new();
+    for r in &report.results {
+        let key = (r.store.clone(), r.journal_mode.clone());
+        if !stores.contains(&key) {
+            stores.push(key);
+        }
+    }
+    for (store, mode) in &stores {
+        let Some(store_value) = store_of(store, mode) else {
+            continue;
+        };
+        for message in Message::ALL {
+            let Some(batch) = report
+                .results
+                .iter()
+                .filter(|r| {
+                    &r.store == store
+                        && &r.journal_mode == mode
+                        && r.position == "middle"
+                        && r.status == Status::Ok
+                        && message.measures(&r.operation)
+                })
+                .max_by_key(|r| r.batch)
+            else {
+                continue;
+            };
+            let bounds = Bounds {
+                instruction_limit: message.limit(&limits),
+                heap_room: None,
+                max_rows: (message == Message::Lookup).then_some(batch.rows_before),
+            };
+            if let Some((_, _, record)) = estimate(&ctx, &bounds, store_value, message, batch, None)
+            {
+                estimates.push(record);
+            }
+        }
+    }
+    let records: Vec<&ScenarioResult> = estimates.iter().collect();
+    render(&records, Some(RunLimits::from(&limits)))
+}
+
+/// The store a record names, back as a value.
+fn store_of(store: &str, mode: &str) -> Option<Store> {
+    use super::scenario::JournalMode;
+    match store {
+        "heap" => Some(Store::Heap),
+        "btree" => Some(Store::BTree),
+        "sqlite" => JournalMode::parse(mode).ok().map(Store::Sqlite),
+        _ => None,
+    }
+}
+
+fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Table> {
     if records.is_empty() {
         return None;
+    }
+    let limit_cell = |message: Message| match limits {
+        Some(l) => format!(
+            "{} ({})",
+            message.title(),
+            compact(match message {
+                Message::Insert => l.update_instructions,
+                Message::Lookup => l.query_instructions,
+            } as f64)
+        ),
+        None => message.title().to_string(),
+    };
+    let message_of = |r: &ScenarioResult| {
+        if r.operation == Message::Insert.operation() {
+            Message::Insert
+        } else {
+            Message::Lookup
+        }
+    };
+    if !records.iter().any(|r| r.position == FITS) {
+        let mut table = Table::new(
+            [
+                "store",
+                "message (limit)",
+                "charged per row",
+                "estimated largest batch",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        for r in records.iter().filter(|r| r.position == ESTIMATE) {
+            table.push(vec![
+                super::decision::store_label(&r.store, &r.journal_mode),
+                limit_cell(message_of(r)),
+                per_row(r.instructions_per_row),
+                if r.batch == r.rows_before && r.operation == Message::Lookup.operation() {
+                    format!("{} (every row)", thousands(r.batch))
+                } else {
+                    thousands(r.batch)
+                },
+            ]);
+        }
+        return Some(table);
     }
     let mut table = Table::new(
         [
@@ -458,7 +568,7 @@ pub fn table(report: &Report) -> Option<Table> {
         .to_vec(),
     );
     let mut seen: Vec<(String, String, String)> = Vec::new();
-    for r in &records {
+    for r in records {
         let key = (r.store.clone(), r.journal_mode.clone(), r.operation.clone());
         if seen.contains(&key) {
             continue;
@@ -471,11 +581,6 @@ pub fn table(report: &Report) -> Option<Table> {
                     && x.operation == r.operation
                     && x.position == position
             })
-        };
-        let message = if r.operation == Message::Insert.operation() {
-            Message::Insert
-        } else {
-            Message::Lookup
         };
         let estimate = at(ESTIMATE)
             .map(|e| {
@@ -491,7 +596,7 @@ pub fn table(report: &Report) -> Option<Table> {
                 (thousands(f.batch), compact(f.instructions as f64))
             }
             Some(f) => (format!("failed: {}", status_text(&f.status)), "-".into()),
-            None => ("not confirmed".into(), "-".into()),
+            None => ("not confirmed (`--suite scaling`)".into(), "-".into()),
         };
         let above = match at(ABOVE) {
             Some(a) => format!("{}: {}", thousands(a.batch), error_code(&a.status)),
@@ -500,17 +605,7 @@ pub fn table(report: &Report) -> Option<Table> {
         };
         table.push(vec![
             super::decision::store_label(&r.store, &r.journal_mode),
-            match limits {
-                Some(l) => format!(
-                    "{} ({})",
-                    message.title(),
-                    compact(match message {
-                        Message::Insert => l.update_instructions,
-                        Message::Lookup => l.query_instructions,
-                    } as f64)
-                ),
-                None => message.title().to_string(),
-            },
+            limit_cell(message_of(r)),
             estimate,
             fits,
             its,

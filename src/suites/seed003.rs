@@ -8,11 +8,12 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::users::{self, PREFILL_CHUNK};
+use super::users;
 use super::{decision, sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::{Block, Document, Report};
+use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Read operations measured per store and position.
 pub const READS: [Operation; 3] = [
@@ -88,9 +89,14 @@ impl Config {
 
     pub fn validate(&self) -> Result<()> {
         self.users.validate()?;
-        if let Some(b) = self.batches.iter().find(|&&b| b == 0 || b > PREFILL_CHUNK) {
+        // Random positions send their ids as a list.
+        if let Some(b) = self
+            .batches
+            .iter()
+            .find(|&&b| b == 0 || b > MAX_IDS_PER_CALL)
+        {
             return Err(anyhow!(
-                "batch sizes must be between 1 and {PREFILL_CHUNK}, got {b}"
+                "batch sizes must be between 1 and {MAX_IDS_PER_CALL}, got {b}"
             ));
         }
         if self.batches.iter().any(|&b| b > self.users.rows / 2) {
@@ -123,6 +129,22 @@ impl Suite for Seed003 {
                 });
                 blocks.push(Block::Table(decision::short_table(&decisions)));
             }
+        }
+        if let Some(table) = super::capacity::estimate_table(report) {
+            let title = format!(
+                "Capacity at {} rows: the largest batch one message carries, estimated (`--suite scaling` confirms it with real calls)",
+                thousands(report.rows_before)
+            );
+            for blocks in [&mut doc.markdown, &mut doc.terminal] {
+                blocks.push(Block::Heading {
+                    level: 2,
+                    text: title.clone(),
+                });
+                blocks.push(Block::Table(table.clone()));
+            }
+            doc.markdown.push(Block::Text(
+                "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
+            ));
         }
         doc
     }
