@@ -113,6 +113,23 @@ impl Suite for Seed003 {
     /// seed003's tables, then a short decision table at the run's size.
     fn document(&self, report: &Report) -> Document {
         let mut doc = super::grid::document(report);
+        // Capacity first: the default run ends with the decision table.
+        if let Some(table) = super::capacity::estimate_table(report) {
+            let title = format!(
+                "Capacity at {} rows: the largest batch one message carries, estimated (`--suite scaling` confirms it with real calls)",
+                thousands(report.rows_before)
+            );
+            for blocks in [&mut doc.markdown, &mut doc.terminal] {
+                blocks.push(Block::Heading {
+                    level: 2,
+                    text: title.clone(),
+                });
+                blocks.push(Block::Table(table.clone()));
+            }
+            doc.markdown.push(Block::Text(
+                "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
+            ));
+        }
         let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
             .iter()
             .filter_map(|w| decision::decide(report, w, report.rows_before))
@@ -129,22 +146,6 @@ impl Suite for Seed003 {
                 });
                 blocks.push(Block::Table(decision::short_table(&decisions)));
             }
-        }
-        if let Some(table) = super::capacity::estimate_table(report) {
-            let title = format!(
-                "Capacity at {} rows: the largest batch one message carries, estimated (`--suite scaling` confirms it with real calls)",
-                thousands(report.rows_before)
-            );
-            for blocks in [&mut doc.markdown, &mut doc.terminal] {
-                blocks.push(Block::Heading {
-                    level: 2,
-                    text: title.clone(),
-                });
-                blocks.push(Block::Table(table.clone()));
-            }
-            doc.markdown.push(Block::Text(
-                "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
-            ));
         }
         doc
     }
