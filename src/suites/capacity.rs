@@ -561,7 +561,7 @@ fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Tabl
             "message (limit)",
             "estimate (instr/row)",
             "largest that fits",
-            "its instructions",
+            "charged",
             "one step above",
         ]
         .map(String::from)
@@ -600,7 +600,7 @@ fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Tabl
         };
         let above = match at(ABOVE) {
             Some(a) => format!("{}: {}", thousands(a.batch), error_code(&a.status)),
-            None if at(FITS).is_some() => format!("- (all {} rows fit)", thousands(r.rows_before)),
+            None if at(FITS).is_some() => "- (all rows fit)".into(),
             None => "-".into(),
         };
         table.push(vec![

@@ -116,7 +116,7 @@ impl Suite for Seed003 {
         // Capacity first: the default run ends with the decision table.
         if let Some(table) = super::capacity::estimate_table(report) {
             let title = format!(
-                "Capacity at {} rows: the largest batch one message carries, estimated (`--suite scaling` confirms it with real calls)",
+                "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
                 thousands(report.rows_before)
             );
             for blocks in [&mut doc.markdown, &mut doc.terminal] {
