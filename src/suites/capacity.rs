@@ -282,6 +282,56 @@ pub fn estimate(
     Some((fit, rows, r))
 }
 
+/// A store's capacity on the state `start` of `n` rows: for an insert (update) and a
+/// lookup (query), the estimate from the largest batch of each in `measured` (that store's
+/// records at `n`), then the real calls that confirm it. `heap_per_row`: the store's own
+/// heap bytes per row, when its rows live on the heap.
+pub fn measure_store(
+    client: &mut BenchClient<'_>,
+    ctx: &Context<'_>,
+    store: Store,
+    n: u64,
+    start: SnapshotId,
+    heap_per_row: Option<f64>,
+    measured: &[&ScenarioResult],
+) -> Result<Vec<ScenarioResult>> {
+    let limits = client.engine.limits();
+    client.engine.restore(client.canister, start)?;
+    let heap_bytes = client.stats()?.heap_pages * 65_536;
+    // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
+    let memory_limit = match limits.wasm_memory_limit {
+        0 => 4 << 30,
+        limit => limit,
+    };
+    let mut out = Vec::new();
+    for message in Message::ALL {
+        let Some(batch) = measured
+            .iter()
+            .filter(|r| message.measures(&r.operation) && r.status == Status::Ok)
+            .max_by_key(|r| r.batch)
+        else {
+            continue;
+        };
+        let bounds = Bounds {
+            instruction_limit: message.limit(&limits),
+            // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
+            heap_room: (message == Message::Insert)
+                .then(|| memory_limit.saturating_sub(heap_bytes)),
+            max_rows: (message == Message::Lookup).then_some(n),
+        };
+        let Some((known, estimate, record)) =
+            estimate(ctx, &bounds, store, message, batch, heap_per_row)
+        else {
+            continue;
+        };
+        out.push(record);
+        out.extend(confirm(
+            client, ctx, &bounds, store, message, n, start, known, estimate,
+        )?);
+    }
+    Ok(out)
+}
+
 /// Runs the search from `start` (a state of `n` rows) and returns its records: the largest
 /// size that fit (a real call, as any other record) and the one step above it that the
 /// replica rejected, with its error.

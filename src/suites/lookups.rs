@@ -120,6 +120,7 @@ impl Plan for Config {
             &cfg.matrix(),
             &[note.to_string()],
             exec,
+            None,
             progress,
         )
     }

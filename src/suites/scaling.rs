@@ -8,7 +8,7 @@
 use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
-use super::capacity::{self, Bounds, Message};
+use super::capacity::{self, Message};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
@@ -309,76 +309,25 @@ fn grow(
                     stats.heap_pages.saturating_sub(base.heap_pages) as f64 * 65_536.0 / n as f64
                 });
                 let measured = results[from..].to_vec();
-                results.extend(capacity_records(
+                let ctx = capacity::Context {
+                    suite: "scaling",
+                    engine: engine_name,
+                    usd_per_xdr: cfg.usd_per_xdr,
+                };
+                results.extend(capacity::measure_store(
                     client,
-                    cfg,
-                    engine_name,
+                    &ctx,
                     store,
                     n,
                     *start,
-                    stats.heap_pages * 65_536,
                     heap_per_row,
-                    &measured,
+                    &measured.iter().collect::<Vec<_>>(),
                 )?);
             }
         }
         client.engine.restore(canister, at_n)?;
     }
     Ok(())
-}
-
-/// Capacity at `n`: for an insert (update) and a lookup (query), the estimate from the
-/// largest batch just measured, then the real calls from `start` that confirm it.
-#[allow(clippy::too_many_arguments)]
-fn capacity_records(
-    client: &mut BenchClient<'_>,
-    cfg: &Config,
-    engine_name: &str,
-    store: Store,
-    n: u64,
-    start: SnapshotId,
-    heap_bytes: u64,
-    heap_per_row: Option<f64>,
-    measured: &[ScenarioResult],
-) -> Result<Vec<ScenarioResult>> {
-    let limits = client.engine.limits();
-    let ctx = capacity::Context {
-        suite: "scaling",
-        engine: engine_name,
-        usd_per_xdr: cfg.usd_per_xdr,
-    };
-    // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
-    let memory_limit = match limits.wasm_memory_limit {
-        0 => 4 << 30,
-        limit => limit,
-    };
-    let mut out = Vec::new();
-    for message in Message::ALL {
-        let Some(batch) = measured
-            .iter()
-            .filter(|r| message.measures(&r.operation))
-            .max_by_key(|r| r.batch)
-        else {
-            continue;
-        };
-        let bounds = Bounds {
-            instruction_limit: message.limit(&limits),
-            // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
-            heap_room: (message == Message::Insert)
-                .then(|| memory_limit.saturating_sub(heap_bytes)),
-            max_rows: (message == Message::Lookup).then_some(n),
-        };
-        let Some((known, estimate, record)) =
-            capacity::estimate(&ctx, &bounds, store, message, batch, heap_per_row)
-        else {
-            continue;
-        };
-        out.push(record);
-        out.extend(capacity::confirm(
-            client, &ctx, &bounds, store, message, n, start, known, estimate,
-        )?);
-    }
-    Ok(out)
 }
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the

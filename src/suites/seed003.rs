@@ -7,12 +7,14 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
-use super::scenario::{Operation, Position, Scenario};
+use super::capacity;
+use super::scenario::{Operation, Position, Scenario, Store};
 use super::users;
 use super::{decision, sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
-use crate::engine::Engine;
+use crate::bench_canister::BenchClient;
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::thousands;
-use crate::report::{Block, Document, Report};
+use crate::report::{Block, Document, Report, ScenarioResult};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Read operations measured per store and position.
@@ -36,6 +38,10 @@ struct Seed003Args {
     /// Skip the read scenarios (point lookups, range scan).
     #[arg(long)]
     no_reads: bool,
+    /// Confirm the capacity estimates with real calls at the limits (insert and lookup,
+    /// every store and mode; each update call runs ~40B instructions, ~13 s here).
+    #[arg(long)]
+    confirm_capacity: bool,
 }
 
 /// The seed003 suite's settings.
@@ -47,6 +53,8 @@ pub struct Config {
     pub positions: Vec<Position>,
     /// Whether to measure the reads too.
     pub reads: bool,
+    /// Whether to confirm the capacity estimates with real calls.
+    pub confirm_capacity: bool,
 }
 
 impl Default for Config {
@@ -56,6 +64,7 @@ impl Default for Config {
             batches: vec![1, 10, 100, 1_000, 10_000],
             positions: Position::SEED003.to_vec(),
             reads: true,
+            confirm_capacity: false,
         }
     }
 }
@@ -114,7 +123,20 @@ impl Suite for Seed003 {
     fn document(&self, report: &Report) -> Document {
         let mut doc = super::grid::document(report);
         // Capacity first: the default run ends with the decision table.
-        if let Some(table) = super::capacity::estimate_table(report) {
+        if let Some(table) = capacity::table(report) {
+            let title = format!(
+                "Capacity at {} rows: the largest batch per message, confirmed with real calls",
+                thousands(report.rows_before)
+            );
+            for blocks in [&mut doc.markdown, &mut doc.terminal] {
+                blocks.push(Block::Heading {
+                    level: 2,
+                    text: title.clone(),
+                });
+                blocks.push(Block::Table(table.clone()));
+            }
+            doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
+        } else if let Some(table) = capacity::estimate_table(report) {
             let title = format!(
                 "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
                 thousands(report.rows_before)
@@ -168,6 +190,7 @@ impl Suite for Seed003 {
             batches: sorted_unique(args.batches),
             positions,
             reads: !args.no_reads,
+            confirm_capacity: args.confirm_capacity,
         };
         cfg.validate()?;
         Ok(Box::new(cfg))
@@ -190,6 +213,13 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
+        if cfg.confirm_capacity && !exec.shard.is_whole() {
+            return Err(anyhow!(
+                "--confirm-capacity needs every store's measured batches in one run: drop --shard"
+            ));
+        }
+        let confirm: &users::AfterScenarios<'_> =
+            &|client, starts, report| confirm_capacity(client, cfg, starts, report);
         users::run(
             engine,
             wasm,
@@ -198,7 +228,52 @@ impl Plan for Config {
             &cfg.matrix(),
             &[],
             exec,
+            cfg.confirm_capacity.then_some(confirm),
             progress,
         )
     }
+}
+
+/// Each store's capacity on the prefilled state, from its middle inserts and lookups (the
+/// shapes the capacity calls send), confirmed with real calls.
+fn confirm_capacity(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    starts: &[(Store, Result<SnapshotId, String>)],
+    report: &mut Report,
+) -> Result<()> {
+    let engine = report.engine.clone();
+    let ctx = capacity::Context {
+        suite: "seed003",
+        engine: &engine,
+        usd_per_xdr: cfg.users.usd_per_xdr,
+    };
+    let mut found = Vec::new();
+    for (store, start) in starts {
+        let Ok(start) = start else { continue };
+        let mode = store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default();
+        let measured: Vec<&ScenarioResult> = report
+            .results
+            .iter()
+            .filter(|r| r.store == store.kind() && r.journal_mode == mode && r.position == "middle")
+            .collect();
+        found.extend(capacity::measure_store(
+            client,
+            &ctx,
+            *store,
+            cfg.users.rows,
+            *start,
+            None,
+            &measured,
+        )?);
+    }
+    report.results.extend(found);
+    report.set_extra(
+        capacity::LIMITS,
+        &capacity::RunLimits::from(&client.engine.limits()),
+    );
+    Ok(())
 }

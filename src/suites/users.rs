@@ -345,6 +345,11 @@ pub(super) fn fill(
     Ok(())
 }
 
+/// Work a suite adds after its scenarios, on the same canister: each store's starting
+/// snapshot (or why the canister refused it) and the report so far.
+pub type AfterScenarios<'a> = dyn Fn(&mut BenchClient<'_>, &[(Store, Result<SnapshotId, String>)], &mut Report) -> Result<()>
+    + 'a;
+
 /// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
 /// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
 #[allow(clippy::too_many_arguments)]
@@ -356,6 +361,7 @@ pub fn run(
     scenarios: &[Scenario],
     notes: &[String],
     exec: &Exec,
+    after: Option<&AfterScenarios<'_>>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
@@ -459,6 +465,12 @@ pub fn run(
         extra: Default::default(),
     };
     measured.into_report(&mut report);
+    if let Some(after) = after {
+        let executed = client.executed_instructions;
+        after(&mut client, &starts, &mut report)?;
+        report.executed_instructions += client.executed_instructions - executed;
+        report.wall_seconds = started.elapsed().as_secs_f64();
+    }
     Ok(report)
 }
 

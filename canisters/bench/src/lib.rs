@@ -307,7 +307,7 @@ fn stats() -> Stats {
         sqlite_rows,
         heap_pages: report::heap_pages(),
         stable_pages: report::stable_pages(),
-        btree_stable_pages: btree::stable_pages(),
+        btree_stable_pages: Some(btree::stable_pages()),
         sqlite_page_count: page_count,
         sqlite_page_size: page_size,
         sqlite_freelist_count: freelist_count,

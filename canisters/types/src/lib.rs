@@ -76,8 +76,9 @@ pub struct Stats {
     pub heap_pages: u64,
     pub stable_pages: u64,
     /// The StableBTreeMap's own virtual memory, in 64 KiB pages: its rows' stable bytes,
-    /// without the memory manager's 8 MiB bucket steps.
-    pub btree_stable_pages: u64,
+    /// without the memory manager's 8 MiB bucket steps. Optional so that the host still
+    /// reads the stats of modules built before it existed (None).
+    pub btree_stable_pages: Option<u64>,
     pub sqlite_page_count: u64,
     pub sqlite_page_size: u64,
     pub sqlite_freelist_count: u64,
