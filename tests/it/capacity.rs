@@ -180,3 +180,46 @@ fn the_heap_map_can_meet_the_wasm_memory_limit_first() {
 fn jobs_do_not_change_the_search() {
     assert_eq!(run(small_limits(), 1).results, small().results);
 }
+
+#[test]
+fn seed003_confirms_its_estimates_on_the_prefilled_state_when_asked() {
+    use icbench::suites::scenario::{JournalMode, Store};
+    use icbench::suites::seed003;
+    let cfg = seed003::Config {
+        users: icbench::suites::users::Config {
+            rows: 2_000,
+            stores: vec![Store::BTree, Store::Sqlite(JournalMode::Off)],
+            ..Default::default()
+        },
+        batches: vec![1, 100, 1_000],
+        confirm_capacity: true,
+        ..Default::default()
+    };
+    let mut engine = EmbeddedEngine::new(small_limits());
+    let report = cfg
+        .run(&mut engine, wasm(), &Exec::SEQUENTIAL, &mut |_| {})
+        .unwrap();
+    for (store, mode) in [("btree", ""), ("sqlite", "OFF")] {
+        for message in Message::ALL {
+            let ok = record(&report, store, mode, message, capacity::FITS).unwrap();
+            let above = record(&report, store, mode, message, capacity::ABOVE);
+            assert_eq!(
+                (ok.suite.as_str(), ok.status.clone()),
+                ("seed003", Status::Ok)
+            );
+            assert!(ok.batch > 0 && ok.rows_before == 2_000);
+            // SQLite's lookups of all 2,000 rows fit in 10M; everything else stops at a limit.
+            match above {
+                Some(a) => assert!(
+                    matches!(&a.status, Status::Failed(e) if e.starts_with("IC0522: ")),
+                    "{store} {mode} {:?}",
+                    a.status
+                ),
+                None => assert_eq!(ok.batch, 2_000, "{store} {mode}"),
+            }
+        }
+    }
+    use icbench::suites::Suite;
+    let text = icbench::report::terminal(&seed003::Seed003.document(&report));
+    assert!(text.contains("confirmed with real calls"), "{text}");
+}
