@@ -11,7 +11,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
-use crate::bench_canister::BenchClient;
+use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands, usd};
@@ -191,7 +191,7 @@ impl Plan for Config {
             "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
             format!(
-                "Memory: the canister's heap and stable memory at N over the same canister empty, per row. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable memory grows in the memory manager's buckets of 128 pages (8 MiB), so below about 100,000 rows the figure moves in bucket steps. Storage: the whole canister (heap, stable memory and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
+                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
                 thousands(module_bytes),
                 self.usd_per_xdr
             ),
@@ -264,8 +264,8 @@ fn grow(
             engine_name,
             stores[0],
             n,
-            (base.heap_pages, base.stable_pages),
-            (stats.heap_pages, stats.stable_pages),
+            &base,
+            &stats,
             module_bytes,
         ));
         for &store in &stores {
@@ -366,29 +366,47 @@ fn measure(
     Ok(result)
 }
 
-/// The heap and stable bytes the store's `n` rows take (the canister at `n` over the empty
-/// one, in 64 KiB pages), and the storage cycles of the whole canister for 30 days.
+/// The stable bytes a store's rows take, from its own size rather than the canister's
+/// stable memory (which the memory manager grows in 8 MiB buckets shared by the stores):
+/// the StableBTreeMap's virtual memory, SQLite's database file; the heap map keeps its rows
+/// on the heap between upgrades.
+pub fn store_stable_bytes(store: Store, stats: &Stats) -> u64 {
+    match store {
+        Store::Heap => 0,
+        Store::BTree => stats.btree_stable_pages * PAGE,
+        Store::Sqlite(_) => stats.sqlite_page_count * stats.sqlite_page_size,
+    }
+}
+
+/// Wasm and stable memory pages.
+const PAGE: u64 = 65_536;
+
+/// The heap bytes the store's `n` rows take (the canister at `n` over the empty one, in
+/// 64 KiB pages), its own stable bytes, and the storage cycles of the whole canister (what
+/// the storage fee charges) for 30 days.
 fn memory_records(
     cfg: &Config,
     engine_name: &str,
     store: Store,
     n: u64,
-    (base_heap, base_stable): (u64, u64),
-    (heap, stable): (u64, u64),
+    base: &Stats,
+    stats: &Stats,
     module_bytes: u64,
 ) -> Vec<ScenarioResult> {
-    const PAGE: u64 = 65_536;
     let mut out = Vec::new();
     for (operation, bytes) in [
-        (HEAP_BYTES, heap.saturating_sub(base_heap) * PAGE),
-        (STABLE_BYTES, stable.saturating_sub(base_stable) * PAGE),
+        (
+            HEAP_BYTES,
+            stats.heap_pages.saturating_sub(base.heap_pages) * PAGE,
+        ),
+        (STABLE_BYTES, store_stable_bytes(store, stats)),
     ] {
         let mut r = base_record(engine_name, store, n, "-", operation);
         r.batch = n;
         r.bytes = bytes;
         out.push(r);
     }
-    let total = (heap + stable) * PAGE + module_bytes;
+    let total = (stats.heap_pages + stats.stable_pages) * PAGE + module_bytes;
     for (subnet, fees) in SUBNETS {
         let mut r = base_record(engine_name, store, n, subnet, STORAGE_30_DAYS);
         r.batch = n;
@@ -722,7 +740,8 @@ pub fn document(report: &Report) -> Document {
         "Ingress: what sending the update from outside the IC adds, 1,200,000 cycles per message and 2,000 per byte of the method name and Candid argument. That is a lower bound: the newest replica counts the whole signed envelope (CBOR framing, sender key, signature: a few hundred bytes more per message).\n".into(),
     ));
 
-    let memory_title = "Memory per row: the store's heap and stable bytes over the empty canister";
+    let memory_title =
+        "Memory per row: the store's heap bytes over the empty canister and its own stable bytes";
     let storage_title =
         "Storage for 30 days: cycles (USD) for the whole canister, heap + stable memory + module";
     for blocks in [&mut doc.markdown, &mut doc.terminal] {
