@@ -88,9 +88,24 @@ pub struct Decision {
     pub best: (String, u64),
     /// The cheapest store of another kind (else the next mode of the same kind), if any.
     pub next: Option<(String, u64)>,
+    /// (label, replica error code) of the stores whose record failed: they do not compete.
+    pub failed: Vec<(String, String)>,
 }
 
 impl Decision {
+    /// The workload as the tables name it, with the stores that failed it.
+    pub fn workload_cell(&self) -> String {
+        if self.failed.is_empty() {
+            return self.workload.to_string();
+        }
+        let failed: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(label, code)| format!("{label} fails ({code})"))
+            .collect();
+        format!("{}; {}", self.workload, failed.join(", "))
+    }
+
     /// How many times cheaper the best is than the next.
     pub fn ratio(&self) -> Option<f64> {
         self.next
@@ -103,7 +118,17 @@ impl Decision {
 /// record. Ties go to the store named first in the report.
 pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<Decision> {
     let mut candidates: Vec<(&ScenarioResult, u64)> = Vec::new();
+    let mut failed: Vec<(String, String)> = Vec::new();
     for r in &report.results {
+        if let (true, Status::Failed(reason)) = (
+            r.rows_before == rows_before && (workload.pick)(r),
+            &r.status,
+        ) {
+            let entry = (store_label(&r.store, &r.journal_mode), error_code(reason));
+            if !failed.contains(&entry) {
+                failed.push(entry);
+            }
+        }
         if r.rows_before == rows_before && r.status == Status::Ok && (workload.pick)(r) {
             // One candidate per store and mode (the first record of it).
             if !candidates
@@ -128,7 +153,16 @@ pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<
         unit: workload.unit,
         best: (store_label(&best.store, &best.journal_mode), best_cost),
         next,
+        failed,
     })
+}
+
+/// The replica's error code of a failure reason (`IC0539: ...`), else `failed`.
+pub fn error_code(reason: &str) -> String {
+    match reason.split_once(':') {
+        Some((code, _)) if code.starts_with("IC") => code.to_string(),
+        _ => "failed".into(),
+    }
 }
 
 /// The full table: workload, cheapest store and its cost, the next store and its cost, and
@@ -156,7 +190,7 @@ pub fn table(decisions: &[Decision]) -> Table {
                 (l.clone(), format!("{} {}", thousands(*c), d.unit))
             });
         t.push(vec![
-            d.workload.to_string(),
+            d.workload_cell(),
             d.best.0.clone(),
             format!("{} {}", thousands(d.best.1), d.unit),
             next,
@@ -177,7 +211,7 @@ pub fn short_table(decisions: &[Decision]) -> Table {
     );
     for d in decisions {
         t.push(vec![
-            d.workload.to_string(),
+            d.workload_cell(),
             d.best.0.clone(),
             match (&d.next, d.ratio()) {
                 (Some((label, _)), Some(x)) => format!("{} cheaper than {label}", times(x)),

@@ -9,6 +9,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
+use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, Stats};
@@ -41,6 +42,9 @@ pub const OPERATIONS: [(Position, Operation); 7] = [
 pub const HEAP_BYTES: &str = "heap_bytes";
 pub const STABLE_BYTES: &str = "stable_bytes";
 pub const STORAGE_30_DAYS: &str = "storage_30_days";
+/// `operation` of the record of the whole install_code that upgrades a store at the largest
+/// size (with its `pre_upgrade` and `post_upgrade` records, as the upgrade suite writes them).
+pub const UPGRADE: &str = "upgrade";
 /// Seconds in the 30 days the storage records cost.
 const THIRTY_DAYS: u64 = 30 * 86_400;
 /// The subnets the storage records are priced on, as the record's `position`.
@@ -159,6 +163,7 @@ impl Plan for Config {
         let canister = client.canister;
         let empty = client.engine.snapshot(canister)?;
         let module_bytes = wasm.len() as u64;
+        let largest = self.sizes.last().copied().unwrap_or_default();
         // One store per "scenario" of the pool: each fills its own copy of the empty
         // canister, so `--jobs` runs stores side by side and `--shard` splits by store.
         let kinds = &self.kinds;
@@ -177,7 +182,7 @@ impl Plan for Config {
                     &engine_name,
                     kinds[i],
                     empty,
-                    module_bytes,
+                    wasm,
                     &mut results,
                 )?;
                 Ok(results.into())
@@ -194,6 +199,10 @@ impl Plan for Config {
                 "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
                 thousands(module_bytes),
                 self.usd_per_xdr
+            ),
+            format!(
+                "Upgrade: at {} rows each store's canister, as filled, is upgraded to the same module as `--suite upgrade` does it: one install_code (pre_upgrade, compiling the module, post_upgrade, one 300B budget), charged instructions and 5,000,000 + 1 cycle per instruction on 13 nodes. SQLite is upgraded once, filed under the journal mode it was filled in. A failed upgrade (a replica limit) is recorded with the replica's error and does not compete in the decision table.",
+                thousands(largest)
             ),
         ];
         let mut report = Report {
@@ -224,17 +233,19 @@ fn sqlite_modes(default: JournalMode) -> Vec<JournalMode> {
     modes
 }
 
-/// Fills the store of `kind` size by size from the `empty` canister and measures it at each.
+/// Fills the store of `kind` size by size from the `empty` canister and measures it at each,
+/// then upgrades it at the largest size.
 fn grow(
     client: &mut BenchClient<'_>,
     cfg: &Config,
     engine_name: &str,
     kind: StoreKind,
     empty: SnapshotId,
-    module_bytes: u64,
+    wasm: &[u8],
     results: &mut Vec<ScenarioResult>,
 ) -> Result<()> {
     let canister = client.canister;
+    let module_bytes = wasm.len() as u64;
     client.engine.restore(canister, empty)?;
     let base = client.stats()?;
     let stores: Vec<Store> = match kind {
@@ -290,7 +301,37 @@ fn grow(
         }
         client.engine.restore(canister, at_n)?;
     }
+    if let Some(&n) = cfg.sizes.last() {
+        results.extend(upgrade_at(client, cfg, engine_name, stores[0], n, wasm)?);
+    }
     Ok(())
+}
+
+/// Upgrades the store's canister, as filled to `n` rows, to the same module, as the upgrade
+/// suite does it: the whole install_code and its hooks, filed under the mode the store was
+/// filled in. A failed upgrade (a replica limit) is a record with the replica's error.
+fn upgrade_at(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    wasm: &[u8],
+) -> Result<Vec<ScenarioResult>> {
+    let (mut records, _, _) = super::upgrade::upgrade(
+        client,
+        engine_name,
+        UpgradeStore::Users(store),
+        n,
+        cfg.payload_size,
+        wasm,
+        cfg.usd_per_xdr,
+    )?;
+    for r in &mut records {
+        r.suite = "scaling".into();
+        r.position = "-".into();
+    }
+    Ok(records)
 }
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the
@@ -437,13 +478,21 @@ fn column_label((store, mode): &(String, String)) -> String {
     decision::store_label(store, mode)
 }
 
-/// What the decision table compares at the largest size: the message workloads, then the
-/// storage of the whole canister for 30 days on a 13-node subnet.
+/// What the decision table compares at the largest size: the message workloads, the upgrade,
+/// then the storage of the whole canister for 30 days on a 13-node subnet.
 const STORAGE_WORKLOAD: decision::Workload = decision::Workload {
     name: "storage for 30 days (whole canister)",
     pick: |r| r.operation == STORAGE_30_DAYS && r.position == SUBNETS[0].0,
     cost: |r| r.cycles,
     unit: "cycles",
+};
+
+/// The upgrade at the largest size: the whole install_code's charged instructions.
+const UPGRADE_WORKLOAD: decision::Workload = decision::Workload {
+    name: "upgrade (to the same module)",
+    pick: |r| r.operation == UPGRADE,
+    cost: |r| r.instructions,
+    unit: "instructions per upgrade",
 };
 
 fn sizes(report: &Report) -> Vec<u64> {
@@ -515,7 +564,7 @@ pub fn document(report: &Report) -> Document {
     if let Some(&largest) = sizes(report).last() {
         let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
             .iter()
-            .chain([&STORAGE_WORKLOAD])
+            .chain([&UPGRADE_WORKLOAD, &STORAGE_WORKLOAD])
             .filter_map(|w| decision::decide(report, w, largest))
             .collect();
         let title = format!(
@@ -756,6 +805,7 @@ pub fn document(report: &Report) -> Document {
         });
         blocks.push(Block::Table(storage.clone()));
     }
+    upgrade_section(report, &mut doc);
     let bytes_plot = LinePlot {
         title: "Memory per row (heap + stable)".into(),
         unit_plural: "rows".into(),
@@ -779,6 +829,77 @@ pub fn document(report: &Report) -> Document {
         });
     }
     doc
+}
+
+/// The upgrade of each store at the largest size: the hooks and the whole install_code.
+fn upgrade_section(report: &Report, doc: &mut Document) {
+    use crate::report::Status;
+    let upgrades: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.operation == UPGRADE)
+        .collect();
+    if upgrades.is_empty() {
+        return;
+    }
+    let mut table = Table::new(
+        [
+            "Store",
+            "Rows in the store",
+            "pre_upgrade",
+            "post_upgrade",
+            "install_code (charged)",
+            "Cycles (USD)",
+            "Result",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let mut errors = Vec::new();
+    for up in upgrades {
+        let label = decision::store_label(&up.store, &up.journal_mode);
+        let hook = |op: &str| {
+            report
+                .results
+                .iter()
+                .find(|r| {
+                    r.store == up.store
+                        && r.journal_mode == up.journal_mode
+                        && r.rows_before == up.rows_before
+                        && r.operation == op
+                })
+                .map_or("-".into(), |r| thousands(r.instructions))
+        };
+        let result = match &up.status {
+            Status::Ok => "ok".to_string(),
+            Status::Failed(e) => {
+                errors.push(format!("{label}: {e}"));
+                format!("fails ({})", decision::error_code(e))
+            }
+            Status::Refused(e) => format!("refused: {e}"),
+        };
+        table.push(vec![
+            label,
+            thousands(up.rows_before),
+            hook("pre_upgrade"),
+            hook("post_upgrade"),
+            thousands(up.instructions),
+            format!("{} ({})", thousands(up.cycles), usd(up.usd)),
+            result,
+        ]);
+    }
+    let title =
+        "Upgrade to the same module at the largest size: instructions charged per stage and for the whole install_code";
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Heading {
+            level: 2,
+            text: title.into(),
+        });
+        blocks.push(Block::Table(table.clone()));
+        for e in &errors {
+            blocks.push(Block::Text(format!("Failed upgrade, {e}\n")));
+        }
+    }
 }
 
 #[cfg(test)]
