@@ -88,7 +88,8 @@ pub struct Decision {
     pub best: (String, u64),
     /// The cheapest store of another kind (else the next mode of the same kind), if any.
     pub next: Option<(String, u64)>,
-    /// (label, replica error code) of the stores whose record failed: they do not compete.
+    /// (label, replica error code or empty) of the stores whose record failed: they do not
+    /// compete.
     pub failed: Vec<(String, String)>,
 }
 
@@ -101,7 +102,7 @@ impl Decision {
         let failed: Vec<String> = self
             .failed
             .iter()
-            .map(|(label, code)| format!("{label} fails ({code})"))
+            .map(|(label, code)| format!("{label} {}", fails(code)))
             .collect();
         format!("{}; {}", self.workload, failed.join(", "))
     }
@@ -157,11 +158,19 @@ pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<
     })
 }
 
-/// The replica's error code of a failure reason (`IC0539: ...`), else `failed`.
+/// The replica's error code of a failure reason (`IC0539: ...`), else empty.
 pub fn error_code(reason: &str) -> String {
     match reason.split_once(':') {
         Some((code, _)) if code.starts_with("IC") => code.to_string(),
-        _ => "failed".into(),
+        _ => String::new(),
+    }
+}
+
+/// `fails (IC0539)`, or `fails` without a replica error code.
+pub fn fails(code: &str) -> String {
+    match code {
+        "" => "fails".into(),
+        code => format!("fails ({code})"),
     }
 }
 
@@ -299,8 +308,32 @@ mod tests {
         assert!(decide(&r, &MESSAGE_WORKLOADS[3], 1_000).is_none());
         let short = short_table(&[d]).render();
         assert!(
-            short.contains("| single-row writes | SQLite OFF"),
+            short.contains("| single-row writes; StableBTreeMap fails | SQLite OFF"),
             "{short}"
+        );
+    }
+
+    #[test]
+    fn a_store_that_fails_is_named_with_its_replica_error_code() {
+        let mut failed = record("heap", "", 1);
+        failed.status = Status::Failed(
+            "IC0539: Canister exceeded its current Wasm memory limit of 3221225472 bytes".into(),
+        );
+        let r = report(vec![
+            failed,
+            record("btree", "", 50_000),
+            record("sqlite", "OFF", 60_000),
+        ]);
+        let d = decide(&r, &MESSAGE_WORKLOADS[0], 1_000).unwrap();
+        assert_eq!(d.best, ("StableBTreeMap".to_string(), 50_000));
+        assert_eq!(
+            d.failed,
+            vec![("heap BTreeMap".to_string(), "IC0539".to_string())]
+        );
+        let full = table(&[d]).render();
+        assert!(
+            full.contains("| single-row writes; heap BTreeMap fails (IC0539) | StableBTreeMap"),
+            "{full}"
         );
     }
 }

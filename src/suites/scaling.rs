@@ -874,7 +874,7 @@ fn upgrade_section(report: &Report, doc: &mut Document) {
             Status::Ok => "ok".to_string(),
             Status::Failed(e) => {
                 errors.push(format!("{label}: {e}"));
-                format!("fails ({})", decision::error_code(e))
+                decision::fails(&decision::error_code(e))
             }
             Status::Refused(e) => format!("refused: {e}"),
         };
