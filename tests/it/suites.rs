@@ -449,7 +449,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
     // storage records each) and SQLite (7 operations in each of 2 journal modes, 4 more);
     // at 2,000 each of the 3 canisters upgraded (the hooks and the whole install_code).
-    assert_eq!(scaling.results.len(), 2 * 2 * (7 + 4) + 2 * (14 + 4) + 3 * 3);
+    assert_eq!(
+        scaling.results.len(),
+        2 * 2 * (7 + 4) + 2 * (14 + 4) + 3 * 3
+    );
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
@@ -1432,21 +1435,35 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
         };
         let up = of("upgrade");
         assert_eq!(
-            (up.journal_mode.as_str(), up.rows_before, up.batch, up.method.as_str()),
+            (
+                up.journal_mode.as_str(),
+                up.rows_before,
+                up.batch,
+                up.method.as_str()
+            ),
             (mode, 2_000, 2_000, "install_code"),
         );
         assert_eq!(up.status, Status::Ok, "{up:?}");
         let (pre, post) = (of("pre_upgrade"), of("post_upgrade"));
         // The whole install_code: both hooks and compiling the module.
-        assert!(pre.instructions > 0 && post.instructions > 0, "{pre:?} {post:?}");
-        assert!(up.instructions > pre.instructions + post.instructions, "{up:?}");
+        assert!(
+            pre.instructions > 0 && post.instructions > 0,
+            "{pre:?} {post:?}"
+        );
+        assert!(
+            up.instructions > pre.instructions + post.instructions,
+            "{up:?}"
+        );
         assert_eq!(
             up.cycles as u128,
             CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
         );
     }
     assert!(md.contains("| upgrade (to the same module) "), "{md}");
-    assert!(md.contains("## Upgrade to the same module at the largest size"), "{md}");
+    assert!(
+        md.contains("## Upgrade to the same module at the largest size"),
+        "{md}"
+    );
 
     // Stable bytes: each store's own size, from the canister filled as the suite fills it
     // (two messages, to 1,000 and to 2,000 rows): the map's pages, SQLite's file, nothing for
@@ -1465,12 +1482,19 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
     c.set_payload_size(100).unwrap().value.unwrap();
     for store in ["btree", "sqlite"] {
         for from in [0, 1_000] {
-            let inserted = c.add_users(store, from * 10, 10, 1_000).unwrap().value.unwrap();
+            let inserted = c
+                .add_users(store, from * 10, 10, 1_000)
+                .unwrap()
+                .value
+                .unwrap();
             assert_eq!(inserted.rows_inserted, 1_000);
         }
     }
     let stats = c.stats().unwrap();
-    assert!(stats.btree_stable_pages > 0 && stats.sqlite_page_count > 0, "{stats:?}");
+    assert!(
+        stats.btree_stable_pages > 0 && stats.sqlite_page_count > 0,
+        "{stats:?}"
+    );
     assert_eq!(stable("btree", 2_000), stats.btree_stable_pages * 65_536);
     assert_eq!(
         stable("sqlite", 2_000),
