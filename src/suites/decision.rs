@@ -88,9 +88,25 @@ pub struct Decision {
     pub best: (String, u64),
     /// The cheapest store of another kind (else the next mode of the same kind), if any.
     pub next: Option<(String, u64)>,
+    /// (label, replica error code or empty) of the stores whose record failed: they do not
+    /// compete.
+    pub failed: Vec<(String, String)>,
 }
 
 impl Decision {
+    /// The workload as the tables name it, with the stores that failed it.
+    pub fn workload_cell(&self) -> String {
+        if self.failed.is_empty() {
+            return self.workload.to_string();
+        }
+        let failed: Vec<String> = self
+            .failed
+            .iter()
+            .map(|(label, code)| format!("{label} {}", fails(code)))
+            .collect();
+        format!("{}; {}", self.workload, failed.join(", "))
+    }
+
     /// How many times cheaper the best is than the next.
     pub fn ratio(&self) -> Option<f64> {
         self.next
@@ -103,7 +119,17 @@ impl Decision {
 /// record. Ties go to the store named first in the report.
 pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<Decision> {
     let mut candidates: Vec<(&ScenarioResult, u64)> = Vec::new();
+    let mut failed: Vec<(String, String)> = Vec::new();
     for r in &report.results {
+        if let (true, Status::Failed(reason)) = (
+            r.rows_before == rows_before && (workload.pick)(r),
+            &r.status,
+        ) {
+            let entry = (store_label(&r.store, &r.journal_mode), error_code(reason));
+            if !failed.contains(&entry) {
+                failed.push(entry);
+            }
+        }
         if r.rows_before == rows_before && r.status == Status::Ok && (workload.pick)(r) {
             // One candidate per store and mode (the first record of it).
             if !candidates
@@ -128,7 +154,24 @@ pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<
         unit: workload.unit,
         best: (store_label(&best.store, &best.journal_mode), best_cost),
         next,
+        failed,
     })
+}
+
+/// The replica's error code of a failure reason (`IC0539: ...`), else empty.
+pub fn error_code(reason: &str) -> String {
+    match reason.split_once(':') {
+        Some((code, _)) if code.starts_with("IC") => code.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// `fails (IC0539)`, or `fails` without a replica error code.
+pub fn fails(code: &str) -> String {
+    match code {
+        "" => "fails".into(),
+        code => format!("fails ({code})"),
+    }
 }
 
 /// The full table: workload, cheapest store and its cost, the next store and its cost, and
@@ -156,7 +199,7 @@ pub fn table(decisions: &[Decision]) -> Table {
                 (l.clone(), format!("{} {}", thousands(*c), d.unit))
             });
         t.push(vec![
-            d.workload.to_string(),
+            d.workload_cell(),
             d.best.0.clone(),
             format!("{} {}", thousands(d.best.1), d.unit),
             next,
@@ -177,7 +220,7 @@ pub fn short_table(decisions: &[Decision]) -> Table {
     );
     for d in decisions {
         t.push(vec![
-            d.workload.to_string(),
+            d.workload_cell(),
             d.best.0.clone(),
             match (&d.next, d.ratio()) {
                 (Some((label, _)), Some(x)) => format!("{} cheaper than {label}", times(x)),
@@ -265,8 +308,32 @@ mod tests {
         assert!(decide(&r, &MESSAGE_WORKLOADS[3], 1_000).is_none());
         let short = short_table(&[d]).render();
         assert!(
-            short.contains("| single-row writes | SQLite OFF"),
+            short.contains("| single-row writes; StableBTreeMap fails | SQLite OFF"),
             "{short}"
+        );
+    }
+
+    #[test]
+    fn a_store_that_fails_is_named_with_its_replica_error_code() {
+        let mut failed = record("heap", "", 1);
+        failed.status = Status::Failed(
+            "IC0539: Canister exceeded its current Wasm memory limit of 3221225472 bytes".into(),
+        );
+        let r = report(vec![
+            failed,
+            record("btree", "", 50_000),
+            record("sqlite", "OFF", 60_000),
+        ]);
+        let d = decide(&r, &MESSAGE_WORKLOADS[0], 1_000).unwrap();
+        assert_eq!(d.best, ("StableBTreeMap".to_string(), 50_000));
+        assert_eq!(
+            d.failed,
+            vec![("heap BTreeMap".to_string(), "IC0539".to_string())]
+        );
+        let full = table(&[d]).render();
+        assert!(
+            full.contains("| single-row writes; heap BTreeMap fails (IC0539) | StableBTreeMap"),
+            "{full}"
         );
     }
 }

@@ -10,9 +10,10 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::capacity::{self, Message};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
+use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
-use crate::bench_canister::BenchClient;
+use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands, usd};
@@ -44,6 +45,9 @@ pub const OPERATIONS: [(Position, Operation); 7] = [
 pub const HEAP_BYTES: &str = "heap_bytes";
 pub const STABLE_BYTES: &str = "stable_bytes";
 pub const STORAGE_30_DAYS: &str = "storage_30_days";
+/// `operation` of the record of the whole install_code that upgrades a store at the largest
+/// size (with its `pre_upgrade` and `post_upgrade` records, as the upgrade suite writes them).
+pub const UPGRADE: &str = "upgrade";
 /// Seconds in the 30 days the storage records cost.
 const THIRTY_DAYS: u64 = 30 * 86_400;
 /// The subnets the storage records are priced on, as the record's `position`.
@@ -168,6 +172,7 @@ impl Plan for Config {
         let canister = client.canister;
         let empty = client.engine.snapshot(canister)?;
         let module_bytes = wasm.len() as u64;
+        let largest = self.sizes.last().copied().unwrap_or_default();
         // One store per "scenario" of the pool: each fills its own copy of the empty
         // canister, so `--jobs` runs stores side by side and `--shard` splits by store.
         let kinds = &self.kinds;
@@ -186,7 +191,7 @@ impl Plan for Config {
                     &engine_name,
                     kinds[i],
                     empty,
-                    module_bytes,
+                    wasm,
                     &mut results,
                 )?;
                 Ok(results.into())
@@ -200,9 +205,13 @@ impl Plan for Config {
             "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
             format!(
-                "Memory: the canister's heap and stable memory at N over the same canister empty, per row. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable memory grows in the memory manager's buckets of 128 pages (8 MiB), so below about 100,000 rows the figure moves in bucket steps. Storage: the whole canister (heap, stable memory and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
+                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and the {}-byte module) for 30 days at 127,000 cycles per GiB per second (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
                 thousands(module_bytes),
                 self.usd_per_xdr
+            ),
+            format!(
+                "Upgrade: at {} rows each store's canister, as filled, is upgraded to the same module as `--suite upgrade` does it: one install_code (pre_upgrade, compiling the module, post_upgrade, one 300B budget), charged instructions and 5,000,000 + 1 cycle per instruction on 13 nodes. SQLite is upgraded once, filed under the journal mode it was filled in. A failed upgrade (a replica limit) is recorded with the replica's error and does not compete in the decision table.",
+                thousands(largest)
             ),
         ];
         let mut report = Report {
@@ -239,17 +248,19 @@ fn sqlite_modes(default: JournalMode) -> Vec<JournalMode> {
     modes
 }
 
-/// Fills the store of `kind` size by size from the `empty` canister and measures it at each.
+/// Fills the store of `kind` size by size from the `empty` canister and measures it at each,
+/// then upgrades it at the largest size.
 fn grow(
     client: &mut BenchClient<'_>,
     cfg: &Config,
     engine_name: &str,
     kind: StoreKind,
     empty: SnapshotId,
-    module_bytes: u64,
+    wasm: &[u8],
     results: &mut Vec<ScenarioResult>,
 ) -> Result<()> {
     let canister = client.canister;
+    let module_bytes = wasm.len() as u64;
     client.engine.restore(canister, empty)?;
     let base = client.stats()?;
     let stores: Vec<Store> = match kind {
@@ -279,8 +290,8 @@ fn grow(
             engine_name,
             stores[0],
             n,
-            (base.heap_pages, base.stable_pages),
-            (stats.heap_pages, stats.stable_pages),
+            &base,
+            &stats,
             module_bytes,
         ));
         for &store in &stores {
@@ -327,7 +338,37 @@ fn grow(
         }
         client.engine.restore(canister, at_n)?;
     }
+    if let Some(&n) = cfg.sizes.last() {
+        results.extend(upgrade_at(client, cfg, engine_name, stores[0], n, wasm)?);
+    }
     Ok(())
+}
+
+/// Upgrades the store's canister, as filled to `n` rows, to the same module, as the upgrade
+/// suite does it: the whole install_code and its hooks, filed under the mode the store was
+/// filled in. A failed upgrade (a replica limit) is a record with the replica's error.
+fn upgrade_at(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    wasm: &[u8],
+) -> Result<Vec<ScenarioResult>> {
+    let (mut records, _, _) = super::upgrade::upgrade(
+        client,
+        engine_name,
+        UpgradeStore::Users(store),
+        n,
+        cfg.payload_size,
+        wasm,
+        cfg.usd_per_xdr,
+    )?;
+    for r in &mut records {
+        r.suite = "scaling".into();
+        r.position = "-".into();
+    }
+    Ok(records)
 }
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the
@@ -403,29 +444,48 @@ fn measure(
     Ok(result)
 }
 
-/// The heap and stable bytes the store's `n` rows take (the canister at `n` over the empty
-/// one, in 64 KiB pages), and the storage cycles of the whole canister for 30 days.
+/// The stable bytes a store's rows take, from its own size rather than the canister's
+/// stable memory (which the memory manager grows in 8 MiB buckets shared by the stores):
+/// the StableBTreeMap's virtual memory, SQLite's database file; the heap map keeps its rows
+/// on the heap between upgrades.
+pub fn store_stable_bytes(store: Store, stats: &Stats) -> u64 {
+    match store {
+        Store::Heap => 0,
+        // A module older than the field: the canister's stable memory, as before it.
+        Store::BTree => stats.btree_stable_pages.unwrap_or(stats.stable_pages) * PAGE,
+        Store::Sqlite(_) => stats.sqlite_page_count * stats.sqlite_page_size,
+    }
+}
+
+/// Wasm and stable memory pages.
+const PAGE: u64 = 65_536;
+
+/// The heap bytes the store's `n` rows take (the canister at `n` over the empty one, in
+/// 64 KiB pages), its own stable bytes, and the storage cycles of the whole canister (what
+/// the storage fee charges) for 30 days.
 fn memory_records(
     cfg: &Config,
     engine_name: &str,
     store: Store,
     n: u64,
-    (base_heap, base_stable): (u64, u64),
-    (heap, stable): (u64, u64),
+    base: &Stats,
+    stats: &Stats,
     module_bytes: u64,
 ) -> Vec<ScenarioResult> {
-    const PAGE: u64 = 65_536;
     let mut out = Vec::new();
     for (operation, bytes) in [
-        (HEAP_BYTES, heap.saturating_sub(base_heap) * PAGE),
-        (STABLE_BYTES, stable.saturating_sub(base_stable) * PAGE),
+        (
+            HEAP_BYTES,
+            stats.heap_pages.saturating_sub(base.heap_pages) * PAGE,
+        ),
+        (STABLE_BYTES, store_stable_bytes(store, stats)),
     ] {
         let mut r = base_record(engine_name, store, n, "-", operation);
         r.batch = n;
         r.bytes = bytes;
         out.push(r);
     }
-    let total = (heap + stable) * PAGE + module_bytes;
+    let total = (stats.heap_pages + stats.stable_pages) * PAGE + module_bytes;
     for (subnet, fees) in SUBNETS {
         let mut r = base_record(engine_name, store, n, subnet, STORAGE_30_DAYS);
         r.batch = n;
@@ -456,13 +516,21 @@ fn column_label((store, mode): &(String, String)) -> String {
     decision::store_label(store, mode)
 }
 
-/// What the decision table compares at the largest size: the message workloads, then the
-/// storage of the whole canister for 30 days on a 13-node subnet.
+/// What the decision table compares at the largest size: the message workloads, the upgrade,
+/// then the storage of the whole canister for 30 days on a 13-node subnet.
 const STORAGE_WORKLOAD: decision::Workload = decision::Workload {
     name: "storage for 30 days (whole canister)",
     pick: |r| r.operation == STORAGE_30_DAYS && r.position == SUBNETS[0].0,
     cost: |r| r.cycles,
     unit: "cycles",
+};
+
+/// The upgrade at the largest size: the whole install_code's charged instructions.
+const UPGRADE_WORKLOAD: decision::Workload = decision::Workload {
+    name: "upgrade (to the same module)",
+    pick: |r| r.operation == UPGRADE,
+    cost: |r| r.instructions,
+    unit: "instructions per upgrade",
 };
 
 fn sizes(report: &Report) -> Vec<u64> {
@@ -534,7 +602,7 @@ pub fn document(report: &Report) -> Document {
     if let Some(&largest) = sizes(report).last() {
         let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
             .iter()
-            .chain([&STORAGE_WORKLOAD])
+            .chain([&UPGRADE_WORKLOAD, &STORAGE_WORKLOAD])
             .filter_map(|w| decision::decide(report, w, largest))
             .collect();
         let title = format!(
@@ -778,7 +846,8 @@ pub fn document(report: &Report) -> Document {
         "Ingress: what sending the update from outside the IC adds, 1,200,000 cycles per message and 2,000 per byte of the method name and Candid argument. That is a lower bound: the newest replica counts the whole signed envelope (CBOR framing, sender key, signature: a few hundred bytes more per message).\n".into(),
     ));
 
-    let memory_title = "Memory per row: the store's heap and stable bytes over the empty canister";
+    let memory_title =
+        "Memory per row: the store's heap bytes over the empty canister and its own stable bytes";
     let storage_title =
         "Storage for 30 days: cycles (USD) for the whole canister, heap + stable memory + module";
     for blocks in [&mut doc.markdown, &mut doc.terminal] {
@@ -793,6 +862,7 @@ pub fn document(report: &Report) -> Document {
         });
         blocks.push(Block::Table(storage.clone()));
     }
+    upgrade_section(report, &mut doc);
     let bytes_plot = LinePlot {
         title: "Memory per row (heap + stable)".into(),
         unit_plural: "rows".into(),
@@ -816,6 +886,77 @@ pub fn document(report: &Report) -> Document {
         });
     }
     doc
+}
+
+/// The upgrade of each store at the largest size: the hooks and the whole install_code.
+fn upgrade_section(report: &Report, doc: &mut Document) {
+    use crate::report::Status;
+    let upgrades: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.operation == UPGRADE)
+        .collect();
+    if upgrades.is_empty() {
+        return;
+    }
+    let mut table = Table::new(
+        [
+            "Store",
+            "Rows in the store",
+            "pre_upgrade",
+            "post_upgrade",
+            "install_code (charged)",
+            "Cycles (USD)",
+            "Result",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    let mut errors = Vec::new();
+    for up in upgrades {
+        let label = decision::store_label(&up.store, &up.journal_mode);
+        let hook = |op: &str| {
+            report
+                .results
+                .iter()
+                .find(|r| {
+                    r.store == up.store
+                        && r.journal_mode == up.journal_mode
+                        && r.rows_before == up.rows_before
+                        && r.operation == op
+                })
+                .map_or("-".into(), |r| thousands(r.instructions))
+        };
+        let result = match &up.status {
+            Status::Ok => "ok".to_string(),
+            Status::Failed(e) => {
+                errors.push(format!("{label}: {e}"));
+                decision::fails(&decision::error_code(e))
+            }
+            Status::Refused(e) => format!("refused: {e}"),
+        };
+        table.push(vec![
+            label,
+            thousands(up.rows_before),
+            hook("pre_upgrade"),
+            hook("post_upgrade"),
+            thousands(up.instructions),
+            format!("{} ({})", thousands(up.cycles), usd(up.usd)),
+            result,
+        ]);
+    }
+    let title =
+        "Upgrade to the same module at the largest size: instructions charged per stage and for the whole install_code";
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Heading {
+            level: 2,
+            text: title.into(),
+        });
+        blocks.push(Block::Table(table.clone()));
+        for e in &errors {
+            blocks.push(Block::Text(format!("Failed upgrade, {e}\n")));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -567,8 +567,9 @@ fn calls(
 }
 
 /// Upgrades the canister to `wasm` and returns the records of the upgrade and its hooks,
-/// the point for the limits, and the upgrade's error if it failed.
-fn upgrade(
+/// the point for the limits, and the upgrade's error if it failed. Scaling upgrades each
+/// store at its largest size with it.
+pub(super) fn upgrade(
     client: &mut BenchClient<'_>,
     engine: &str,
     store: UpgradeStore,

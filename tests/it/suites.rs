@@ -447,8 +447,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     assert!(out.join("upgrade/plot-upgrade-heap-candid.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
     // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
-    // storage records each) and SQLite (7 operations in each of 2 journal modes, 4 more).
-    assert_eq!(scaling.results.len(), 2 * 2 * (7 + 4) + 2 * (14 + 4));
+    // storage records each) and SQLite (7 operations in each of 2 journal modes, 4 more);
+    // at 2,000 each of the 3 canisters upgraded (the hooks and the whole install_code).
+    assert_eq!(
+        scaling.results.len(),
+        2 * 2 * (7 + 4) + 2 * (14 + 4) + 3 * 3
+    );
     for suite in REGISTRY {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
@@ -1416,6 +1420,85 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
         md.contains("| storage for 30 days (whole canister)"),
         "{md}"
     );
+
+    // The upgrade at the largest size only: one install_code per canister (SQLite once, in
+    // the mode it was filled in), charged and priced as the replica does.
+    for (store, mode) in [("heap", ""), ("btree", ""), ("sqlite", "PERSIST")] {
+        let of = |operation: &str| {
+            let found: Vec<_> = report
+                .results
+                .iter()
+                .filter(|r| r.store == store && r.operation == operation)
+                .collect();
+            assert_eq!(found.len(), 1, "{store} {operation}: {found:?}");
+            found[0].clone()
+        };
+        let up = of("upgrade");
+        assert_eq!(
+            (
+                up.journal_mode.as_str(),
+                up.rows_before,
+                up.batch,
+                up.method.as_str()
+            ),
+            (mode, 2_000, 2_000, "install_code"),
+        );
+        assert_eq!(up.status, Status::Ok, "{up:?}");
+        let (pre, post) = (of("pre_upgrade"), of("post_upgrade"));
+        // The whole install_code: both hooks and compiling the module.
+        assert!(
+            pre.instructions > 0 && post.instructions > 0,
+            "{pre:?} {post:?}"
+        );
+        assert!(
+            up.instructions > pre.instructions + post.instructions,
+            "{up:?}"
+        );
+        assert_eq!(
+            up.cycles as u128,
+            CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
+        );
+    }
+    assert!(md.contains("| upgrade (to the same module) "), "{md}");
+    assert!(
+        md.contains("## Upgrade to the same module at the largest size"),
+        "{md}"
+    );
+
+    // Stable bytes: each store's own size, from the canister filled as the suite fills it
+    // (two messages, to 1,000 and to 2,000 rows): the map's pages, SQLite's file, nothing for
+    // the heap map.
+    let stable = |store: &str, n: u64| {
+        report
+            .results
+            .iter()
+            .find(|r| r.store == store && r.rows_before == n && r.operation == "stable_bytes")
+            .unwrap()
+            .bytes
+    };
+    let wasm = std::fs::read(wasm_path()).unwrap();
+    let mut engine = icbench::engine::embedded::EmbeddedEngine::default();
+    let mut c = icbench::bench_canister::BenchClient::install(&mut engine, &wasm).unwrap();
+    c.set_payload_size(100).unwrap().value.unwrap();
+    for store in ["btree", "sqlite"] {
+        for from in [0, 1_000] {
+            let inserted = c
+                .add_users(store, from * 10, 10, 1_000)
+                .unwrap()
+                .value
+                .unwrap();
+            assert_eq!(inserted.rows_inserted, 1_000);
+        }
+    }
+    let stats = c.stats().unwrap();
+    let btree_pages = stats.btree_stable_pages.expect("this module reports it");
+    assert!(btree_pages > 0 && stats.sqlite_page_count > 0, "{stats:?}");
+    assert_eq!(stable("btree", 2_000), btree_pages * 65_536);
+    assert_eq!(
+        stable("sqlite", 2_000),
+        stats.sqlite_page_count * stats.sqlite_page_size
+    );
+    assert_eq!(stable("heap", 2_000), 0);
 }
 
 #[test]
