@@ -9,9 +9,9 @@ use anyhow::{anyhow, Result};
 
 use super::scenario::{Operation, Store};
 use super::users::{record_reply, Call, Reply, ID_STEP};
-use crate::bench_canister::{Attempt, BenchClient, Rejected};
+use crate::bench_canister::{Attempt, BenchClient, Measured, Rejected};
 use crate::engine::cost::Limits;
-use crate::engine::{MessageReport, SnapshotId};
+use crate::engine::SnapshotId;
 use crate::report::format::{compact, per_row, thousands};
 use crate::report::{Report, ScenarioResult, Status, Table};
 
@@ -58,22 +58,60 @@ impl Message {
         }
     }
 
-    /// The call that sends `rows` rows on a store of `n` rows: inserts go between the
-    /// middle ids (and past the last one, beyond n / 2 rows); lookups read the `rows`
-    /// stored rows around the middle, so every key is present.
-    pub(super) fn call(self, n: u64, rows: u64) -> Call {
+    /// `(offset, step, count)` of the call that sends `rows` rows on a store of `n` rows:
+    /// inserts go between the middle ids (and past the last one, beyond n / 2 rows);
+    /// lookups read the `rows` stored rows around the middle, so every key is present.
+    fn arguments(self, n: u64, rows: u64) -> (u64, u64, u64) {
+        match self {
+            Message::Insert => (n / 2 * ID_STEP + 1, ID_STEP, rows),
+            Message::Lookup => (n.saturating_sub(rows) / 2 * ID_STEP, ID_STEP, rows),
+        }
+    }
+
+    /// That call, for the records' arguments.
+    fn call(self, n: u64, rows: u64) -> Call {
+        let (offset, step, count) = self.arguments(n, rows);
         match self {
             Message::Insert => Call::Insert {
-                offset: n / 2 * ID_STEP + 1,
-                step: ID_STEP,
-                count: rows,
+                offset,
+                step,
+                count,
             },
             Message::Lookup => Call::Get {
-                offset: n.saturating_sub(rows) / 2 * ID_STEP,
-                step: ID_STEP,
-                count: rows,
+                offset,
+                step,
+                count,
             },
         }
+    }
+
+    /// Sends it: the reply, or the replica's reject. A canister `Err` is an error here,
+    /// since the search sends only arguments the canister accepts.
+    fn send(
+        self,
+        client: &mut BenchClient<'_>,
+        store: Store,
+        n: u64,
+        rows: u64,
+    ) -> Result<std::result::Result<Reply, Rejected>> {
+        fn accepted<T>(attempt: Attempt<T>) -> Result<Attempt<T>> {
+            match &attempt {
+                Ok(Measured { value: Err(e), .. }) => {
+                    Err(anyhow!("the canister refused a capacity call: {e}"))
+                }
+                _ => Ok(attempt),
+            }
+        }
+        let (offset, step, count) = self.arguments(n, rows);
+        Ok(match self {
+            Message::Insert => {
+                accepted(client.try_add_users(store.kind(), offset, step, count)?)?
+                    .map(Reply::Insert)
+            }
+            Message::Lookup => {
+                accepted(client.try_get_users(store.kind(), offset, step, count)?)?.map(Reply::Read)
+            }
+        })
     }
 
     fn operation_of(self, rows: u64) -> Operation {
@@ -352,24 +390,12 @@ pub fn confirm(
     let mut rejected: Vec<(u64, Rejected)> = Vec::new();
     let found = search(bounds, known, estimate, &mut |rows| {
         client.engine.restore(canister, start)?;
-        let call = message.call(n, rows);
-        let (report, failed) = match &call {
-            Call::Insert {
-                offset,
-                step,
-                count,
-            } => split(client.try_add_users(store.kind(), *offset, *step, *count)?)
-                .map(|(m, r)| (m, r.map(Reply::Insert))),
-            Call::Get {
-                offset,
-                step,
-                count,
-            } => split(client.try_get_users(store.kind(), *offset, *step, *count)?)
-                .map(|(m, r)| (m, r.map(Reply::Read))),
-            _ => unreachable!("capacity sends only inserts and lookups"),
-        }?;
-        match failed {
+        match message.send(client, store, n, rows)? {
             Ok(reply) => {
+                let report = match &reply {
+                    Reply::Insert(m) => &m.message,
+                    Reply::Read(m) => &m.message,
+                };
                 let fit = Fit {
                     rows,
                     instructions: report.instructions,
@@ -394,11 +420,8 @@ pub fn confirm(
     r.args = message.call(n, found.fits.rows).candid_args();
     match fits {
         Some((rows, reply)) if rows == found.fits.rows => {
+            // Cycles for inserts only: a query is free when not replicated.
             record_reply(&mut r, reply, message.operation_of(rows), ctx.usd_per_xdr);
-            if message == Message::Lookup {
-                // A query is free only when not replicated; its limit is what this measures.
-                r.cycles = 0;
-            }
         }
         // Only the measured batch fit: the table names it; no call of this search to show.
         _ => {
@@ -436,25 +459,6 @@ pub fn confirm(
         ));
     }
     Ok(out)
-}
-
-/// A reply's report apart from the decoded value; a canister `Err` is an error here,
-/// since the search sends only arguments the canister accepts.
-fn split<T>(
-    attempt: Attempt<T>,
-) -> Result<(
-    MessageReport,
-    std::result::Result<crate::bench_canister::Measured<T>, Rejected>,
-)> {
-    match attempt {
-        Ok(m) => {
-            if let Err(e) = &m.value {
-                return Err(anyhow!("the canister refused a capacity call: {e}"));
-            }
-            Ok((m.message.clone(), Ok(m)))
-        }
-        Err(r) => Ok((r.message.clone(), Err(r))),
-    }
 }
 
 // ---- the report ---------------------------------------------------------------------
