@@ -653,7 +653,16 @@ fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Tabl
             None => ("not confirmed (`--suite scaling`)".into(), "-".into()),
         };
         let above = match at(ABOVE) {
-            Some(a) => format!("{}: {}", thousands(a.batch), error_code(&a.status)),
+            Some(a) => {
+                // The replica's error code, else the whole reason.
+                let reason = status_text(&a.status);
+                let code = super::decision::error_code(&reason);
+                format!(
+                    "{}: {}",
+                    thousands(a.batch),
+                    if code.is_empty() { reason } else { code }
+                )
+            }
             None if at(FITS).is_some() => "- (all rows fit)".into(),
             None => "-".into(),
         };
@@ -673,15 +682,6 @@ fn status_text(status: &Status) -> String {
     match status {
         Status::Ok => "ok".into(),
         Status::Refused(e) | Status::Failed(e) => e.clone(),
-    }
-}
-
-/// `IC0522` of "IC0522: Canister ... exceeded ...", or the whole text.
-fn error_code(status: &Status) -> String {
-    let text = status_text(status);
-    match text.split_once(':') {
-        Some((code, _)) if code.starts_with("IC") => code.to_string(),
-        _ => text,
     }
 }
 
