@@ -127,6 +127,9 @@ pub const ESTIMATE: &str = "estimate";
 pub const FITS: &str = "fits";
 pub const ABOVE: &str = "one step above";
 
+/// Bytes of the 64 KiB pages the canister counts memory in.
+const PAGE: u64 = 65_536;
+
 /// Real calls one search may make: each runs up to the limit (an update's is ~13 s).
 pub const MAX_CALLS: u32 = 10;
 
@@ -303,7 +306,7 @@ pub fn estimate(
     let fit = Fit {
         rows: batch.batch,
         instructions: batch.instructions,
-        heap_growth: (batch.heap_pages_delta.max(0) as u64) * 65_536,
+        heap_growth: (batch.heap_pages_delta.max(0) as u64) * PAGE,
     };
     let mut rows = predict(bounds, &fit, None);
     if let (Some(room), Some(per_row)) = (bounds.heap_room, heap_per_row) {
@@ -335,7 +338,7 @@ pub fn measure_store(
 ) -> Result<Vec<ScenarioResult>> {
     let limits = client.engine.limits();
     client.engine.restore(client.canister, start)?;
-    let heap_bytes = client.stats()?.heap_pages * 65_536;
+    let heap_bytes = client.stats()?.heap_pages * PAGE;
     // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
     let memory_limit = match limits.wasm_memory_limit {
         0 => 4 << 30,

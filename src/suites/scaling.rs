@@ -317,7 +317,7 @@ fn grow(
             if let (Some(true), Ok(start)) = (cfg.capacity_at.map(|c| c == n), &start) {
                 // The heap map's rows are the heap's: its bytes per row bound an insert.
                 let heap_per_row = (store == Store::Heap).then(|| {
-                    stats.heap_pages.saturating_sub(base.heap_pages) as f64 * 65_536.0 / n as f64
+                    (stats.heap_pages.saturating_sub(base.heap_pages) * PAGE) as f64 / n as f64
                 });
                 let measured = results[from..].to_vec();
                 let ctx = capacity::Context {
