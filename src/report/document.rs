@@ -67,6 +67,19 @@ pub struct Document {
     pub plots: Vec<Plot>,
 }
 
+impl Document {
+    /// A level-2 heading and its table, in report.md and on the terminal alike.
+    pub fn push_table(&mut self, title: &str, table: Table) {
+        for blocks in [&mut self.markdown, &mut self.terminal] {
+            blocks.push(Block::Heading {
+                level: 2,
+                text: title.to_string(),
+            });
+            blocks.push(Block::Table(table.clone()));
+        }
+    }
+}
+
 /// report.md: the run's settings and notes, then the suite's blocks.
 pub fn markdown(report: &Report, document: &Document) -> String {
     let mut out = String::new();

@@ -609,13 +609,7 @@ pub fn document(report: &Report) -> Document {
             "Which store is cheapest, at {} rows (charged instructions; storage in cycles)",
             thousands(largest)
         );
-        for blocks in [&mut doc.markdown, &mut doc.terminal] {
-            blocks.push(Block::Heading {
-                level: 2,
-                text: title.clone(),
-            });
-            blocks.push(Block::Table(decision::table(&decisions)));
-        }
+        doc.push_table(&title, decision::table(&decisions));
         doc.markdown.push(Block::Text(
             "Generated from this run's records: per workload the cheapest store (and SQLite journal mode), and how many times cheaper it is than the cheapest store of another kind. Messages are compared by the instructions they are charged (what cycles pay for), not by the store's own counter.\n".into(),
         ));
@@ -630,13 +624,7 @@ pub fn document(report: &Report) -> Document {
             "Capacity: the largest batch one message carries, on the {}-row state",
             thousands(n)
         );
-        for blocks in [&mut doc.markdown, &mut doc.terminal] {
-            blocks.push(Block::Heading {
-                level: 2,
-                text: title.clone(),
-            });
-            blocks.push(Block::Table(table.clone()));
-        }
+        doc.push_table(&title, table);
         doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
     }
     doc.markdown.push(Block::Text(
@@ -713,13 +701,7 @@ pub fn document(report: &Report) -> Document {
                 .collect(),
         };
         let file = format!("{}.svg", file_stem(position, operation));
-        for blocks in [&mut doc.markdown, &mut doc.terminal] {
-            blocks.push(Block::Heading {
-                level: 2,
-                text: title.clone(),
-            });
-            blocks.push(Block::Table(table.clone()));
-        }
+        doc.push_table(&title, table);
         if !plot.svg().is_empty() {
             doc.markdown.push(Block::Image {
                 alt: title.clone(),
@@ -835,13 +817,7 @@ pub fn document(report: &Report) -> Document {
         }
     }
     let bulk_title = "Inserting 1,000,000 rows at each size: execution, ingress and total cycles (13-node subnet)";
-    for blocks in [&mut doc.markdown, &mut doc.terminal] {
-        blocks.push(Block::Heading {
-            level: 2,
-            text: bulk_title.into(),
-        });
-        blocks.push(Block::Table(bulk.clone()));
-    }
+    doc.push_table(bulk_title, bulk);
     doc.markdown.push(Block::Text(
         "Ingress: what sending the update from outside the IC adds, 1,200,000 cycles per message and 2,000 per byte of the method name and Candid argument. That is a lower bound: the newest replica counts the whole signed envelope (CBOR framing, sender key, signature: a few hundred bytes more per message).\n".into(),
     ));
@@ -850,18 +826,8 @@ pub fn document(report: &Report) -> Document {
         "Memory per row: the store's heap bytes over the empty canister and its own stable bytes";
     let storage_title =
         "Storage for 30 days: cycles (USD) for the whole canister, heap + stable memory + module";
-    for blocks in [&mut doc.markdown, &mut doc.terminal] {
-        blocks.push(Block::Heading {
-            level: 2,
-            text: memory_title.into(),
-        });
-        blocks.push(Block::Table(memory.clone()));
-        blocks.push(Block::Heading {
-            level: 2,
-            text: storage_title.into(),
-        });
-        blocks.push(Block::Table(storage.clone()));
-    }
+    doc.push_table(memory_title, memory);
+    doc.push_table(storage_title, storage);
     upgrade_section(report, &mut doc);
     let bytes_plot = LinePlot {
         title: "Memory per row (heap + stable)".into(),
@@ -947,12 +913,8 @@ fn upgrade_section(report: &Report, doc: &mut Document) {
     }
     let title =
         "Upgrade to the same module at the largest size: instructions charged per stage and for the whole install_code";
+    doc.push_table(title, table);
     for blocks in [&mut doc.markdown, &mut doc.terminal] {
-        blocks.push(Block::Heading {
-            level: 2,
-            text: title.into(),
-        });
-        blocks.push(Block::Table(table.clone()));
         for e in &errors {
             blocks.push(Block::Text(format!("Failed upgrade, {e}\n")));
         }

@@ -128,26 +128,14 @@ impl Suite for Seed003 {
                 "Capacity at {} rows: the largest batch per message, confirmed with real calls",
                 thousands(report.rows_before)
             );
-            for blocks in [&mut doc.markdown, &mut doc.terminal] {
-                blocks.push(Block::Heading {
-                    level: 2,
-                    text: title.clone(),
-                });
-                blocks.push(Block::Table(table.clone()));
-            }
+            doc.push_table(&title, table);
             doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
         } else if let Some(table) = capacity::estimate_table(report) {
             let title = format!(
                 "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
                 thousands(report.rows_before)
             );
-            for blocks in [&mut doc.markdown, &mut doc.terminal] {
-                blocks.push(Block::Heading {
-                    level: 2,
-                    text: title.clone(),
-                });
-                blocks.push(Block::Table(table.clone()));
-            }
+            doc.push_table(&title, table);
             doc.markdown.push(Block::Text(
                 "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
             ));
@@ -161,13 +149,7 @@ impl Suite for Seed003 {
                 "Which store is cheapest at {} rows (charged instructions; `--suite scaling` for every size, storage and upgrades)",
                 thousands(report.rows_before)
             );
-            for blocks in [&mut doc.markdown, &mut doc.terminal] {
-                blocks.push(Block::Heading {
-                    level: 2,
-                    text: title.clone(),
-                });
-                blocks.push(Block::Table(decision::short_table(&decisions)));
-            }
+            doc.push_table(&title, decision::short_table(&decisions));
         }
         doc
     }
