@@ -263,6 +263,7 @@ impl PlainCanister {
             global_timer: 0,
             log: Vec::new(),
             print_log: false,
+            profiler: None,
         };
         let mut store = wasmtime::Store::new(&engine, state);
         let instance = linker

@@ -70,6 +70,13 @@ pub const OUT_OF_INSTRUCTIONS_IMPORT: &str = "out_of_instructions";
 /// Export name of the injected i32 global that is 1 when an `unreachable` trap was a failed
 /// instruction check (out of instructions), not the module's own `unreachable`.
 pub const OUT_OF_INSTRUCTIONS_FLAG_EXPORT: &str = "canister out_of_instructions";
+/// Import name of the profiling probe a profiled module calls when a function starts or a
+/// System API function is called: `(param $func i32 $counter i64)`, where `$func` is the
+/// function's index in the input module.
+pub const PROFILE_ENTER_IMPORT: &str = "profile_enter";
+/// Import name of the profiling probe called when a function returns:
+/// `(param $counter i64)`.
+pub const PROFILE_EXIT_IMPORT: &str = "profile_exit";
 
 /// Exports the input module must not define (the replica's `RESERVED_SYMBOLS` that we inject).
 const RESERVED_EXPORTS: [&str; 3] = [
@@ -160,6 +167,8 @@ pub enum InstrumentError {
     UnsupportedFeature { message: String, offset: usize },
     /// The module already exports a name the instrumentation injects.
     ReservedExport { name: String },
+    /// Profiling was asked for a module whose types it cannot extend (a non-function type).
+    NotProfilable { reason: String },
     /// An active data segment of memory 0 does not fit into the initial memory (the
     /// replica's `InvalidDataSegment`, checked at instrumentation, before anything runs).
     InvalidDataSegment { offset: u64, len: u64 },
@@ -181,6 +190,9 @@ impl fmt::Display for InstrumentError {
             ),
             InstrumentError::ReservedExport { name } => {
                 write!(f, "the module exports the reserved name {name:?}")
+            }
+            InstrumentError::NotProfilable { reason } => {
+                write!(f, "the module cannot be profiled: {reason}")
             }
             // The replica's wording (`WasmInstrumentationError::InvalidDataSegment`).
             InstrumentError::InvalidDataSegment { offset, len } => {
@@ -227,12 +239,36 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, InstrumentError> {
 /// Instruments `wasm` with the counter placement `counter` (or [`Counter::Global`] when the
 /// module cannot use the local one).
 pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
+    instrument_options(wasm, counter, false)
+}
+
+/// [`instrument_with`] plus the profiling probes: the module calls
+/// [`PROFILE_ENTER_IMPORT`] at the start of every function (with its index in the input
+/// module) and before every System API call (with the import's index), and
+/// [`PROFILE_EXIT_IMPORT`] wherever a function returns and after every System API call, each
+/// with the instruction counter. The probes are not metered: the counter, every charge and
+/// the compilation cost are those of the unprofiled module, and the probes read the counter
+/// exactly where the metering left it.
+pub fn instrument_profiled(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
+    instrument_options(wasm, counter, true)
+}
+
+fn instrument_options(
+    wasm: &[u8],
+    counter: Counter,
+    profile: bool,
+) -> Result<Instrumented, InstrumentError> {
     let info = validate_and_scan(wasm)?;
     let counter = match counter {
         Counter::Local if info.local_counter_blocked => Counter::Global,
         other => other,
     };
-    let mut emitter = Emitter::new(wasm, &info, counter);
+    if profile && info.types.iter().any(Option::is_none) {
+        return Err(InstrumentError::NotProfilable {
+            reason: "it declares a type that is not a function type".into(),
+        });
+    }
+    let mut emitter = Emitter::new(wasm, &info, counter, profile);
     emitter.run()?;
     let wasm_instruction_count = emitter.op_count
         + DECREMENT_HELPER_OPS
@@ -507,16 +543,19 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
 // Pass 2: the rewrite
 // -------------------------------------------------------------------------------------------
 
-/// Re-encoder that moves defined functions up by one index (the injected import comes
-/// after the original function imports).
+/// Re-encoder that moves defined functions up past the injected imports, which come after
+/// the original function imports.
 struct Shift {
     num_func_imports: u32,
+    /// Imports injected after the original ones: `out_of_instructions`, and the two
+    /// profiling probes when profiling.
+    injected: u32,
 }
 
 impl Shift {
     fn func(&self, index: u32) -> u32 {
         if index >= self.num_func_imports {
-            index + 1
+            index + self.injected
         } else {
             index
         }
@@ -667,6 +706,25 @@ impl Synth {
 
 fn sink(out: &mut Vec<u8>) -> wasm_encoder::InstructionSink<'_> {
     wasm_encoder::InstructionSink::new(out)
+}
+
+/// Where a profiling probe reads the counter from.
+#[derive(Clone, Copy)]
+enum CounterIn {
+    Local(u32),
+    Global(u32),
+}
+
+impl CounterIn {
+    fn push<'s, 'o>(
+        self,
+        s: &'s mut wasm_encoder::InstructionSink<'o>,
+    ) -> &'s mut wasm_encoder::InstructionSink<'o> {
+        match self {
+            CounterIn::Local(l) => s.local_get(l),
+            CounterIn::Global(g) => s.global_get(g),
+        }
+    }
 }
 
 /// Operators the replica's injection adds for `injection`: they count towards the install's
@@ -853,6 +911,8 @@ struct Emitter<'a, 'i> {
     wasm: &'a [u8],
     info: &'i ModuleInfo,
     counter: Counter,
+    /// Whether to add the profiling probes.
+    profile: bool,
     shift: Shift,
     module: wasm_encoder::Module,
     emitted: [bool; 6],
@@ -866,6 +926,11 @@ struct Emitter<'a, 'i> {
     decrement_type: u32,
     ooi_func: u32,
     decrement_func: u32,
+    /// The profiling probes and their types (when `profile`).
+    enter_func: u32,
+    exit_func: u32,
+    enter_type: u32,
+    exit_type: u32,
     /// [`Counter::Local`]: type `t` with the counter added is `local_types + t`, and the
     /// type `[] -> results of t` is `result_types + t`.
     local_types: u32,
@@ -888,14 +953,17 @@ struct Emitter<'a, 'i> {
 }
 
 impl<'a, 'i> Emitter<'a, 'i> {
-    fn new(wasm: &'a [u8], info: &'i ModuleInfo, counter: Counter) -> Self {
-        let decrement_func = info.num_func_imports + 1 + info.num_defined_funcs;
+    fn new(wasm: &'a [u8], info: &'i ModuleInfo, counter: Counter, profile: bool) -> Self {
+        let injected = if profile { 3 } else { 1 };
+        let decrement_func = info.num_func_imports + injected + info.num_defined_funcs;
         Emitter {
             wasm,
             info,
             counter,
+            profile,
             shift: Shift {
                 num_func_imports: info.num_func_imports,
+                injected,
             },
             module: wasm_encoder::Module::new(),
             emitted: [false; 6],
@@ -907,6 +975,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
             decrement_type: info.num_types + 1,
             ooi_func: info.num_func_imports,
             decrement_func,
+            enter_func: info.num_func_imports + 1,
+            exit_func: info.num_func_imports + 2,
+            enter_type: 3 * info.num_types + 2,
+            exit_type: 3 * info.num_types + 3,
             local_types: info.num_types + 2,
             result_types: 2 * info.num_types + 2,
             wrappers: decrement_func + 1,
@@ -1143,7 +1215,9 @@ impl<'a, 'i> Emitter<'a, 'i> {
     fn add_types(&self, types: &mut TypeSection) {
         types.ty().function([], []);
         types.ty().function([ValType::I64], [ValType::I64]);
-        if self.counter == Counter::Local {
+        // Profiling needs the result types for the block around each body (the counted
+        // types come along, unused with the global counter, to keep one index layout).
+        if self.counter == Counter::Local || self.profile {
             let with_counter = |vals: &[ValType]| [vals, &[ValType::I64]].concat();
             for ty in self.info.types.iter().flatten() {
                 types
@@ -1153,6 +1227,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
             for ty in self.info.types.iter().flatten() {
                 types.ty().function([], ty.results.iter().copied());
             }
+        }
+        if self.profile {
+            types.ty().function([ValType::I32, ValType::I64], []);
+            types.ty().function([ValType::I64], []);
         }
     }
 
@@ -1177,7 +1255,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
         let ty = self.info.func_types[(func - self.info.num_func_imports) as usize];
         self.info.types[ty as usize]
             .as_ref()
-            .expect("Counter::Local is only used with function types")
+            .expect("Counter::Local and profiling are only used with function types")
     }
 
     fn add_imports(&self, imports: &mut ImportSection) {
@@ -1186,6 +1264,18 @@ impl<'a, 'i> Emitter<'a, 'i> {
             OUT_OF_INSTRUCTIONS_IMPORT,
             EntityType::Function(self.ooi_type),
         );
+        if self.profile {
+            imports.import(
+                SYSTEM_MODULE,
+                PROFILE_ENTER_IMPORT,
+                EntityType::Function(self.enter_type),
+            );
+            imports.import(
+                SYSTEM_MODULE,
+                PROFILE_EXIT_IMPORT,
+                EntityType::Function(self.exit_type),
+            );
+        }
     }
 
     fn add_functions(&self, functions: &mut FunctionSection) {
@@ -1416,10 +1506,24 @@ impl<'a, 'i> Emitter<'a, 'i> {
     }
 
     /// The replica's code: locals and operators copied verbatim except where a function
-    /// index changes, the injections in front of their operators.
+    /// index changes, the injections in front of their operators. With profiling, the body
+    /// runs inside a block of the function's result type (so that a branch out of the body
+    /// passes the exit probe too) and calls and returns get their probes.
     fn emit_global_counter(&self, out: &mut Vec<u8>, content: Range<usize>, ops_start: usize) {
         let wasm = self.wasm;
+        let nfi = self.info.num_func_imports;
+        let g = self.counter_global;
         out.extend_from_slice(&wasm[content.start..ops_start]);
+        if self.profile {
+            let ty = self.info.func_types[self.body_index];
+            let block_type = match self.func_type(nfi + self.body_index as u32).results.as_slice() {
+                [] => BlockType::Empty,
+                [one] => BlockType::Result(*one),
+                _ => BlockType::FunctionType(self.result_types + ty),
+            };
+            sink(out).block(block_type);
+            self.probe_enter(out, nfi + self.body_index as u32, CounterIn::Global(g));
+        }
         let mut run_start = ops_start;
         let mut next_point = 0;
         for i in 0..self.ops.len() {
@@ -1429,7 +1533,45 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 self.injection(point.injection, out, wasm, run_start, at);
                 run_start = at;
             }
-            if let Some(instruction) = self.remapped(&self.ops[i]) {
+            let op = &self.ops[i];
+            if self.profile {
+                let probed = match *op {
+                    Operator::Call { function_index } if function_index < nfi => {
+                        out.extend_from_slice(&wasm[run_start..at]);
+                        self.probe_enter(out, function_index, CounterIn::Global(g));
+                        sink(out).call(function_index);
+                        self.probe_exit(out, CounterIn::Global(g));
+                        true
+                    }
+                    Operator::ReturnCall { function_index } if function_index < nfi => {
+                        out.extend_from_slice(&wasm[run_start..at]);
+                        self.probe_enter(out, function_index, CounterIn::Global(g));
+                        sink(out).call(function_index);
+                        // The call's exit, then this function's.
+                        self.probe_exit(out, CounterIn::Global(g));
+                        self.probe_exit(out, CounterIn::Global(g));
+                        sink(out).return_();
+                        true
+                    }
+                    Operator::ReturnCall { .. }
+                    | Operator::ReturnCallIndirect { .. }
+                    | Operator::Return => {
+                        out.extend_from_slice(&wasm[run_start..at]);
+                        self.probe_exit(out, CounterIn::Global(g));
+                        match self.remapped(op) {
+                            Some(instruction) => instruction.encode(out),
+                            None => out.extend_from_slice(&wasm[at..self.offsets[i + 1]]),
+                        }
+                        true
+                    }
+                    _ => false,
+                };
+                if probed {
+                    run_start = self.offsets[i + 1];
+                    continue;
+                }
+            }
+            if let Some(instruction) = self.remapped(op) {
                 out.extend_from_slice(&wasm[run_start..at]);
                 instruction.encode(out);
                 run_start = self.offsets[i + 1];
@@ -1441,20 +1583,25 @@ impl<'a, 'i> Emitter<'a, 'i> {
             "injection after the final end"
         );
         out.extend_from_slice(&wasm[run_start..content.end]);
+        if self.profile {
+            // The original final `end` closed the block.
+            self.probe_exit(out, CounterIn::Global(g));
+            sink(out).end();
+        }
     }
 
-    /// Function indices move up by one (the injected import).
+    /// Function indices move up past the injected imports.
     fn remapped(&self, op: &Operator) -> Option<Instruction<'static>> {
         let nfi = self.info.num_func_imports;
         match *op {
             Operator::Call { function_index } if function_index >= nfi => {
-                Some(Instruction::Call(function_index + 1))
+                Some(Instruction::Call(self.shift.func(function_index)))
             }
             Operator::ReturnCall { function_index } if function_index >= nfi => {
-                Some(Instruction::ReturnCall(function_index + 1))
+                Some(Instruction::ReturnCall(self.shift.func(function_index)))
             }
             Operator::RefFunc { function_index } if function_index >= nfi => {
-                Some(Instruction::RefFunc(function_index + 1))
+                Some(Instruction::RefFunc(self.shift.func(function_index)))
             }
             _ => None,
         }
@@ -1503,6 +1650,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
             _ => BlockType::FunctionType(self.result_types + self.info.func_types[self.body_index]),
         };
         wasm_encoder::InstructionSink::new(out).block(block_type);
+        self.probe_enter(out, nfi + self.body_index as u32, CounterIn::Local(c));
 
         let g = self.counter_global;
         // Whether the counter local may differ from the global.
@@ -1604,8 +1752,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     // The global is brought up to date too: a trap before the host takes
                     // over sees it (a host function that fails writes its own count).
                     replace_call(out, &mut run_start, &mut dirty);
+                    self.probe_enter(out, function_index, CounterIn::Local(c));
                     // System API calls charge: the counter goes in and comes back.
                     sink(out).local_get(c).call(function_index).local_set(c);
+                    self.probe_exit(out, CounterIn::Local(c));
                     dirty = true;
                 }
                 Operator::Call { function_index } => {
@@ -1633,10 +1783,24 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 Operator::ReturnCall { function_index } if function_index < nfi => {
                     replace_call(out, &mut run_start, &mut dirty);
                     // The import returns the results and the counter, as this function does.
-                    sink(out).local_get(c).call(function_index).return_();
+                    if self.profile {
+                        // The call's exit and this function's, with the counter it returned.
+                        self.probe_enter(out, function_index, CounterIn::Local(c));
+                        sink(out)
+                            .local_get(c)
+                            .call(function_index)
+                            .local_set(scratch64);
+                        self.probe_exit(out, CounterIn::Local(scratch64));
+                        self.probe_exit(out, CounterIn::Local(scratch64));
+                        sink(out).local_get(scratch64).return_();
+                    } else {
+                        sink(out).local_get(c).call(function_index).return_();
+                    }
                 }
                 Operator::ReturnCall { function_index } => {
                     replace_call(out, &mut run_start, &mut dirty);
+                    // The callee takes this function's place: it leaves first.
+                    self.probe_exit(out, CounterIn::Local(c));
                     sink(out)
                         .local_get(c)
                         .return_call(self.shift.func(function_index));
@@ -1646,6 +1810,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     table_index,
                 } => {
                     replace_call(out, &mut run_start, &mut dirty);
+                    self.probe_exit(out, CounterIn::Local(c));
                     let index = scratch(table_index);
                     sink(out)
                         .local_set(index)
@@ -1655,6 +1820,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 }
                 Operator::Return => {
                     replace(out, &mut run_start);
+                    self.probe_exit(out, CounterIn::Local(c));
                     sink(out).local_get(c).return_();
                 }
                 Operator::RefFunc { function_index } if function_index >= nfi => {
@@ -1678,8 +1844,26 @@ impl<'a, 'i> Emitter<'a, 'i> {
         );
         // The original final `end` closes the block; the function returns the counter too.
         out.extend_from_slice(&wasm[run_start..content.end]);
+        self.probe_exit(out, CounterIn::Local(c));
         wasm_encoder::InstructionSink::new(out).local_get(c).end();
         Ok(())
+    }
+
+    /// With profiling: `profile_enter(func, counter)`.
+    fn probe_enter(&self, out: &mut Vec<u8>, func: u32, counter: CounterIn) {
+        if self.profile {
+            let mut s = sink(out);
+            s.i32_const(func as i32);
+            counter.push(&mut s).call(self.enter_func);
+        }
+    }
+
+    /// With profiling: `profile_exit(counter)`.
+    fn probe_exit(&self, out: &mut Vec<u8>, counter: CounterIn) {
+        if self.profile {
+            let mut s = sink(out);
+            counter.push(&mut s).call(self.exit_func);
+        }
     }
 
     /// Writes the pending verbatim bytes `wasm[run_start..at]` and then the replica's
@@ -1725,8 +1909,17 @@ impl<'a, 'i> Emitter<'a, 'i> {
         }
     }
 
+    /// Names of the injected imports, in index order.
+    fn name_injected_imports(&self, names: &mut NameMap) {
+        names.append(self.ooi_func, OUT_OF_INSTRUCTIONS_IMPORT);
+        if self.profile {
+            names.append(self.enter_func, PROFILE_ENTER_IMPORT);
+            names.append(self.exit_func, PROFILE_EXIT_IMPORT);
+        }
+    }
+
     /// The `name` section with function indices remapped, plus names for the injected
-    /// import and helper. `None` if it does not parse.
+    /// imports and helper. `None` if it does not parse.
     fn remap_names(&mut self, reader: NameSectionReader<'_>) -> Option<NameSection> {
         let mut out = NameSection::new();
         for subsection in reader {
@@ -1737,13 +1930,13 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     for naming in map {
                         let naming = naming.ok()?;
                         if !import_named && naming.index >= self.info.num_func_imports {
-                            names.append(self.ooi_func, OUT_OF_INSTRUCTIONS_IMPORT);
+                            self.name_injected_imports(&mut names);
                             import_named = true;
                         }
                         names.append(self.shift.func(naming.index), naming.name);
                     }
                     if !import_named {
-                        names.append(self.ooi_func, OUT_OF_INSTRUCTIONS_IMPORT);
+                        self.name_injected_imports(&mut names);
                     }
                     names.append(self.decrement_func, "decrement_instruction_counter");
                     out.functions(&names);

@@ -5,6 +5,7 @@ pub mod cost;
 pub mod disk_cache;
 pub mod embedded;
 pub mod instrument;
+pub mod profile;
 // The PocketIC client (reqwest, rustls, tokio...) is the `pocket-ic` cargo feature: the
 // default build leaves it out, and the CLI says how to rebuild when it is asked for.
 #[cfg(feature = "pocket-ic")]
@@ -14,6 +15,8 @@ use std::fmt;
 
 use anyhow::Result;
 use candid::Principal;
+
+pub use profile::Profile;
 
 /// The replica's reject codes (interface spec).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -154,6 +157,25 @@ pub struct MessageReport {
     /// order they ran, so hooks can be told apart from compilation (whose report has only
     /// instructions); empty for messages and for engines that cannot tell (PocketIC).
     pub stages: Vec<(InstallStage, MessageReport)>,
+    /// Where the instructions went, when the engine was asked ([`Engine::set_profiling`]):
+    /// with [`Profiling::Messages`] its total is `instructions`. In `stages` it is left out
+    /// (the whole call's profile has each stage under a frame of its own).
+    pub profile: Option<Profile>,
+}
+
+/// What [`Engine::set_profiling`] asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Profiling {
+    #[default]
+    Off,
+    /// Every instruction a message is charged, the heap dirty-page charge and an
+    /// install_code's compilation charge included: the profile's total is the report's
+    /// `instructions`.
+    Messages,
+    /// What canbench measures: only the instructions from a message's first
+    /// `ic0.performance_counter` read to its last (the first read's own fee excluded, the
+    /// last one's included, as the difference of the two readings has it).
+    BetweenCounterReads,
 }
 
 /// A stage of `install_code` (rs/execution_environment/src/execution/upgrade.rs, install.rs).
@@ -165,6 +187,19 @@ pub enum InstallStage {
     Start,
     Init,
     PostUpgrade,
+}
+
+impl InstallStage {
+    /// The frame a profile of `install_code` puts the stage's instructions under.
+    pub fn frame(self) -> &'static str {
+        match self {
+            InstallStage::PreUpgrade => "[pre_upgrade]",
+            InstallStage::Compilation => profile::COMPILATION,
+            InstallStage::Start => "[start]",
+            InstallStage::Init => "[init]",
+            InstallStage::PostUpgrade => "[post_upgrade]",
+        }
+    }
 }
 
 /// The outcome of one message: reply bytes or a reject, plus what it cost.
@@ -274,6 +309,19 @@ pub trait Engine {
         _snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
         Ok(None)
+    }
+
+    /// Attributes the instructions of the messages from now on (and of forks taken from
+    /// now on) to the call stacks that spent them, in [`MessageReport::profile`]. Counts
+    /// do not change. An error when the engine cannot (PocketIC's counter is not ours).
+    fn set_profiling(&mut self, profiling: Profiling) -> Result<()> {
+        if profiling == Profiling::Off {
+            return Ok(());
+        }
+        anyhow::bail!(
+            "the {} engine cannot profile: instruction profiles come from the embedded engine's own counter",
+            self.name()
+        )
     }
 }
 

@@ -570,6 +570,7 @@ fn run_seed(seed: u64, stats: &mut Stats) {
                 InstrumentError::ReservedExport { name } => format!("reserved export {name}"),
                 InstrumentError::InvalidDataSegment { .. } => "data segment out of bounds".into(),
                 InstrumentError::MutableReferenceGlobal { .. } => "mutable reference global".into(),
+                InstrumentError::NotProfilable { reason } => format!("not profilable: {reason}"),
             };
             bump(&mut stats.instrument_errors, kind);
         }

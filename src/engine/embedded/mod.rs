@@ -4,6 +4,7 @@
 
 pub mod heap;
 mod image;
+mod profiler;
 pub mod stable;
 pub mod system_api;
 
@@ -20,13 +21,15 @@ use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, 
 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
 use self::image::{FrozenHeap, HeapImage};
+use self::profiler::{FrameNames, Profiler};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits};
 use super::disk_cache;
 use super::instrument::{self, Counter};
+use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Reject, SnapshotId,
+    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Profiling, Reject, SnapshotId,
     UpgradeOptions, WasmMemoryPersistence,
 };
 
@@ -81,6 +84,12 @@ pub struct LoadedModule {
     /// say what happens to the heap.
     pub enhanced_orthogonal_persistence: bool,
     pub wasm_hash: [u8; 32],
+    /// The module as installed (decompressed), from which the other variant is made.
+    raw: Arc<[u8]>,
+    /// Where the code keeps the counter, as requested (the variant keeps the request).
+    requested_counter: Counter,
+    /// Instrumented with the profiling probes: then the names of its frames.
+    profile_names: Option<FrameNames>,
 }
 
 /// What loading found out about a module, sorted so it compares: a module from the compile
@@ -137,22 +146,26 @@ impl LoadedModule {
 /// Modules are kept in memory for the process and, once [`disk_cache::enable`]d, compiled
 /// modules on disk across processes.
 pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
-    type Cache = HashMap<([u8; 32], Counter), Arc<LoadedModule>>;
+    load_variant(&decompress(wasm)?, counter, false)
+}
+
+/// [`load_module`] of a decompressed module, with the profiling probes when `profile`.
+fn load_variant(raw: &[u8], counter: Counter, profile: bool) -> Result<Arc<LoadedModule>> {
+    type Cache = HashMap<([u8; 32], Counter, bool), Arc<LoadedModule>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    let raw = decompress(wasm)?;
-    let hash: [u8; 32] = Sha256::digest(&raw).into();
+    let hash: [u8; 32] = Sha256::digest(raw).into();
     let cache = CACHE.get_or_init(Default::default);
-    if let Some(m) = cache.lock().unwrap().get(&(hash, counter)) {
+    if let Some(m) = cache.lock().unwrap().get(&(hash, counter, profile)) {
         return Ok(m.clone());
     }
     let loaded = match disk_cache::dir() {
-        Some(dir) => load_through(&dir, &raw, hash, counter)?.0,
-        None => Arc::new(link(compile(&raw, counter)?, &raw, hash)?),
+        Some(dir) => load_through(&dir, raw, hash, counter, profile)?.0,
+        None => Arc::new(link(compile(raw, counter, profile)?, raw, hash, counter)?),
     };
     cache
         .lock()
         .unwrap()
-        .insert((hash, counter), loaded.clone());
+        .insert((hash, counter, profile), loaded.clone());
     Ok(loaded)
 }
 
@@ -174,7 +187,7 @@ pub fn load_module_cached(
 ) -> Result<(Arc<LoadedModule>, Origin)> {
     let raw = decompress(wasm)?;
     let hash: [u8; 32] = Sha256::digest(&raw).into();
-    load_through(dir, &raw, hash, counter)
+    load_through(dir, &raw, hash, counter, false)
 }
 
 /// A module compiled from its instrumented code, and what instrumenting it found: exactly
@@ -187,6 +200,8 @@ struct Compiled {
     /// Where the code keeps the counter: the requested placement unless the module forced
     /// the fallback, which decides the System API's signatures.
     counter: Counter,
+    /// With the profiling probes (part of the cache key, not of the entry).
+    profiled: bool,
 }
 
 impl Compiled {
@@ -203,7 +218,7 @@ impl Compiled {
         m
     }
 
-    fn from_meta(meta: &[u8], module: Module) -> Result<Compiled> {
+    fn from_meta(meta: &[u8], module: Module, profiled: bool) -> Result<Compiled> {
         let flag = |b: u8| match b {
             0 => Ok(false),
             1 => Ok(true),
@@ -226,12 +241,18 @@ impl Compiled {
             memory64: flag(*memory64)?,
             mutates_instance: flag(*mutates)?,
             counter,
+            profiled,
         })
     }
 }
 
-fn compile(raw: &[u8], counter: Counter) -> Result<Compiled> {
-    let instrumented = instrument::instrument_with(raw, counter).map_err(|e| anyhow!("{e}"))?;
+fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
+    let instrumented = if profiled {
+        instrument::instrument_profiled(raw, counter)
+    } else {
+        instrument::instrument_with(raw, counter)
+    }
+    .map_err(|e| anyhow!("{e}"))?;
     let module = Module::new(wasmtime_engine(), &instrumented.wasm)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     Ok(Compiled {
@@ -240,6 +261,7 @@ fn compile(raw: &[u8], counter: Counter) -> Result<Compiled> {
         memory64: instrumented.memory64,
         mutates_instance: instrumented.mutates_instance,
         counter: instrumented.counter,
+        profiled,
     })
 }
 
@@ -248,7 +270,7 @@ fn compile(raw: &[u8], counter: Counter) -> Result<Compiled> {
 /// compatibility hash of the engine configuration (target, ISA flags, tunables, features,
 /// wasmtime version), icbench's version and the build fingerprint of src/engine and
 /// Cargo.lock (build.rs), so editing the instrumentation invalidates old entries.
-fn module_key(hash: &[u8; 32], counter: Counter) -> [u8; 32] {
+fn module_key(hash: &[u8; 32], counter: Counter, profiled: bool) -> [u8; 32] {
     use std::hash::Hash;
     let mut h = disk_cache::ShaHasher(Sha256::new());
     h.0.update(b"icbench compiled module\0");
@@ -256,6 +278,9 @@ fn module_key(hash: &[u8; 32], counter: Counter) -> [u8; 32] {
     h.0.update(b"\0");
     h.0.update(env!("ICBENCH_ENGINE_FINGERPRINT").as_bytes());
     h.0.update(format!("\0{counter:?}\0").as_bytes());
+    if profiled {
+        h.0.update(b"profiled\0");
+    }
     wasmtime_engine()
         .precompile_compatibility_hash()
         .hash(&mut h);
@@ -271,8 +296,9 @@ fn load_through(
     raw: &[u8],
     hash: [u8; 32],
     counter: Counter,
+    profiled: bool,
 ) -> Result<(Arc<LoadedModule>, Origin)> {
-    let key = module_key(&hash, counter);
+    let key = module_key(&hash, counter, profiled);
     match disk_cache::read(dir, disk_cache::MODULES, &key) {
         Ok(disk_cache::Lookup::Found(entry)) => {
             // SAFETY: the payload is what `Module::serialize` wrote for this key: the
@@ -281,11 +307,11 @@ fn load_through(
             let module = unsafe { Module::deserialize(wasmtime_engine(), entry.payload()) };
             let compiled = module
                 .map_err(|e| anyhow!("wasmtime refuses it: {e:#}"))
-                .and_then(|m| Compiled::from_meta(entry.meta(), m));
+                .and_then(|m| Compiled::from_meta(entry.meta(), m, profiled));
             match compiled {
                 Ok(c) => {
                     disk_cache::count_hit(disk_cache::MODULES);
-                    return Ok((Arc::new(link(c, raw, hash)?), Origin::Cache));
+                    return Ok((Arc::new(link(c, raw, hash, counter)?), Origin::Cache));
                 }
                 Err(e) => {
                     disk_cache::count_rejected(disk_cache::MODULES);
@@ -301,7 +327,7 @@ fn load_through(
         Ok(disk_cache::Lookup::Damaged(e)) => eprintln!("warning: {e:#}; compiling again"),
         Err(e) => disk_cache::warn_once("the compile cache cannot be read", &e),
     }
-    let compiled = compile(raw, counter)?;
+    let compiled = compile(raw, counter, profiled)?;
     disk_cache::count_miss(disk_cache::MODULES);
     let stored = compiled
         .module
@@ -313,17 +339,23 @@ fn load_through(
     if let Err(e) = stored {
         disk_cache::warn_once("the compile cache cannot be written", &e);
     }
-    Ok((Arc::new(link(compiled, raw, hash)?), Origin::Compiled))
+    Ok((Arc::new(link(compiled, raw, hash, counter)?), Origin::Compiled))
 }
 
 /// Links a compiled module with the System API and reads what messages need from it.
-fn link(compiled: Compiled, raw: &[u8], hash: [u8; 32]) -> Result<LoadedModule> {
+fn link(
+    compiled: Compiled,
+    raw: &[u8],
+    hash: [u8; 32],
+    requested_counter: Counter,
+) -> Result<LoadedModule> {
     let Compiled {
         module,
         wasm_instruction_count,
         memory64,
         mutates_instance,
         counter,
+        profiled,
     } = compiled;
     let engine = wasmtime_engine();
     let mut linker: Linker<HostState> = Linker::new(engine);
@@ -332,6 +364,27 @@ fn link(compiled: Compiled, raw: &[u8], hash: [u8; 32]) -> Result<LoadedModule> 
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
+    if profiled {
+        // Only profiled modules import these: an unprofiled run executes no probe at all.
+        linker.func_wrap(
+            instrument::SYSTEM_MODULE,
+            instrument::PROFILE_ENTER_IMPORT,
+            |mut c: wasmtime::Caller<'_, HostState>, func: i32, counter: i64| {
+                if let Some(p) = &mut c.data_mut().profiler {
+                    p.enter(func as u32, counter);
+                }
+            },
+        )?;
+        linker.func_wrap(
+            instrument::SYSTEM_MODULE,
+            instrument::PROFILE_EXIT_IMPORT,
+            |mut c: wasmtime::Caller<'_, HostState>, counter: i64| {
+                if let Some(p) = &mut c.data_mut().profiler {
+                    p.exit(counter);
+                }
+            },
+        )?;
+    }
     system_api::link(&mut linker, &module, memory64, counter)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     let pre = linker
@@ -370,7 +423,20 @@ fn link(compiled: Compiled, raw: &[u8], hash: [u8; 32]) -> Result<LoadedModule> 
         wasm64: memory64,
         enhanced_orthogonal_persistence: has_metadata(raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,
+        raw: raw.into(),
+        requested_counter,
+        profile_names: profiled.then(|| FrameNames::of(raw)),
     })
+}
+
+/// `module`, or its other variant, so that it has the profiling probes exactly when
+/// `profiling` asks for a profile.
+fn variant(module: &Arc<LoadedModule>, profiling: Profiling) -> Result<Arc<LoadedModule>> {
+    let profile = profiling != Profiling::Off;
+    if module.profile_names.is_some() == profile {
+        return Ok(module.clone());
+    }
+    load_variant(&module.raw, module.requested_counter, profile)
 }
 
 /// The replica's name for the metadata of enhanced orthogonal persistence (its upgrade
@@ -550,6 +616,7 @@ pub struct EmbeddedEngine {
     next_canister: u64,
     print_log: bool,
     counter: Counter,
+    profiling: Profiling,
 }
 
 impl Default for EmbeddedEngine {
@@ -572,7 +639,18 @@ impl EmbeddedEngine {
             next_canister: 0,
             print_log: false,
             counter: Counter::default(),
+            profiling: Profiling::Off,
         }
+    }
+
+    /// The module of `wasm` as this engine runs it now: with the profiling probes exactly
+    /// when profiling is on.
+    fn module_of(&self, wasm: &[u8]) -> Result<Arc<LoadedModule>> {
+        load_variant(
+            &decompress(wasm)?,
+            self.counter,
+            self.profiling != Profiling::Off,
+        )
     }
 
     /// Where modules installed from now on keep the instruction counter: the replica's
@@ -633,6 +711,7 @@ impl EmbeddedEngine {
             global_timer: 0,
             log: Vec::new(),
             print_log: self.print_log,
+            profiler: None,
         }
     }
 
@@ -738,6 +817,7 @@ impl EmbeddedEngine {
         let (reported_limit, dirty_limit, accessed_limit) = self.page_limits(api);
         let limit = budget.map_or(reported_limit, |b| b.min(reported_limit));
         let overhead = self.limits.dirty_page_overhead;
+        let profiling = self.profiling;
         self.time_ns += 1;
         let time_ns = self.time_ns;
         let c = self.canister(id)?;
@@ -767,12 +847,21 @@ impl EmbeddedEngine {
             .iter()
             .map(|g| g.get(&mut inst.store))
             .collect();
+        let names = c.module.as_ref().and_then(|m| m.profile_names.as_ref());
         {
             let state = inst.store.data_mut();
             state.msg = Message::new(api, method, arg, limit);
             state.log.clear();
             state.time_ns = time_ns;
             state.stable.begin(dirty_limit, accessed_limit);
+            state.profiler = match (profiling, names) {
+                (Profiling::Off, _) | (_, None) => None,
+                (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
+                (Profiling::BetweenCounterReads, Some(n)) => {
+                    // A module that never reads the counter measures nothing.
+                    Some(Profiler::new(limit, Some(n.performance_counter.unwrap_or(u32::MAX))))
+                }
+            };
         }
         let stable_before = inst.store.data().stable.image().size_bytes();
         let saved_misc = (
@@ -803,6 +892,19 @@ impl EmbeddedEngine {
             dirty.len() as u64
         };
         instructions += charged_pages * heap_page_overhead;
+        let profile = match (inst.store.data_mut().profiler.take(), names) {
+            (Some(profiler), Some(names)) => {
+                let mut profile = profiler.finish(left, &|f| names.name(f));
+                if profiling == Profiling::Messages {
+                    profile.add(
+                        &[profile::HEAP_DIRTY_PAGES],
+                        charged_pages * heap_page_overhead,
+                    );
+                }
+                Some(profile)
+            }
+            _ => None,
+        };
         let stable_dirty = inst.store.data().stable.dirty_pages();
 
         let response = inst.store.data_mut().msg.response.take();
@@ -901,6 +1003,7 @@ impl EmbeddedEngine {
                 stable_bytes_before: stable_before,
                 stable_bytes_after: stable_after,
                 stages: Vec::new(),
+                profile,
             },
         })
     }
@@ -955,6 +1058,11 @@ impl EmbeddedEngine {
             report: MessageReport::default(),
         };
         total.report.instructions = module.compile_instructions;
+        if self.profiling == Profiling::Messages {
+            let mut profile = Profile::new();
+            profile.add(&[profile::COMPILATION], module.compile_instructions);
+            total.report.profile = Some(profile);
+        }
         total.report.stages.push((
             InstallStage::Compilation,
             MessageReport {
@@ -986,15 +1094,12 @@ impl EmbeddedEngine {
                 },
                 Some(limit - used),
             )?;
-            add_report(&mut total.report, &out.report);
-            total.report.stages.push((
-                match kind {
-                    ApiType::Start => InstallStage::Start,
-                    ApiType::PostUpgrade => InstallStage::PostUpgrade,
-                    _ => InstallStage::Init,
-                },
-                out.report.clone(),
-            ));
+            let stage = match kind {
+                ApiType::Start => InstallStage::Start,
+                ApiType::PostUpgrade => InstallStage::PostUpgrade,
+                _ => InstallStage::Init,
+            };
+            add_stage(&mut total.report, stage, &out.report);
             if out.result.is_err() {
                 total.result = out.result;
                 return Ok(total);
@@ -1051,13 +1156,14 @@ impl EmbeddedEngine {
     fn load(&mut self, id: Principal, saved: &SavedState) -> Result<()> {
         let version = self.canister(id)?.version;
         let state = self.new_host_state(id, saved.stable.clone(), version);
-        let Some(state) = self.reload_in_place(id, saved, state)? else {
+        let module = variant(&saved.module, self.profiling)?;
+        let Some(state) = self.reload_in_place(id, saved, &module, state)? else {
             return Ok(());
         };
-        let inst = restore_instance(saved, state)?;
+        let inst = restore_instance(saved, &module, state)?;
         let c = self.canister(id)?;
         c.committed_heap = saved.heap.thaw()?;
-        c.module = Some(saved.module.clone());
+        c.module = Some(module);
         c.live = Some(inst);
         c.since_load = Some(SinceLoad {
             heap: saved.heap.clone(),
@@ -1075,13 +1181,17 @@ impl EmbeddedEngine {
         &mut self,
         id: Principal,
         saved: &SavedState,
+        module: &Arc<LoadedModule>,
         state: HostState,
     ) -> Result<Option<HostState>> {
         let c = self.canister(id)?;
+        // The live instance must run the variant (profiled or not) wanted now.
+        let same_module = c.module.as_ref().is_some_and(|m| Arc::ptr_eq(m, module));
         let (Some(since), Some(inst)) = (&mut c.since_load, &mut c.live) else {
             return Ok(Some(state));
         };
-        let same_state = Arc::ptr_eq(&since.heap, &saved.heap)
+        let same_state = same_module
+            && Arc::ptr_eq(&since.heap, &saved.heap)
             && !saved.module.fresh_instance_per_message
             && heap_bytes(inst) == saved.heap.len() as u64
             && c.committed_heap.len() == saved.heap.len();
@@ -1172,8 +1282,12 @@ fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
     Ok(have)
 }
 
-fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
-    let mut inst = instantiate(&saved.module, state)?;
+fn restore_instance(
+    saved: &SavedState,
+    module: &LoadedModule,
+    state: HostState,
+) -> Result<Instance> {
+    let mut inst = instantiate(module, state)?;
     let zero_from = grow_heap(&mut inst, saved.heap.len())?;
     if let Some(h) = &inst.heap {
         // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
@@ -1187,6 +1301,25 @@ fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
     state.certified_data = saved.certified_data.clone();
     state.global_timer = saved.global_timer;
     Ok(inst)
+}
+
+/// Adds the report of one stage of `install_code` to the whole call's: its counts, the
+/// stage itself, and its profile under the stage's frame.
+fn add_stage(total: &mut MessageReport, stage: InstallStage, part: &MessageReport) {
+    add_report(total, part);
+    if let Some(profile) = &part.profile {
+        total
+            .profile
+            .get_or_insert_with(Profile::new)
+            .add_profile(&[stage.frame()], profile);
+    }
+    total.stages.push((
+        stage,
+        MessageReport {
+            profile: None,
+            ..part.clone()
+        },
+    ));
 }
 
 fn add_report(total: &mut MessageReport, part: &MessageReport) {
@@ -1271,7 +1404,7 @@ impl Engine for EmbeddedEngine {
         h.update(STATE_FORMAT);
         // The module entry's key covers the module, the counter, wasmtime and the engine's
         // sources; the limits decide what a message may do.
-        h.update(module_key(&hash, self.counter));
+        h.update(module_key(&hash, self.counter, false));
         h.update(format!("{:?}", self.limits).as_bytes());
         Ok(Some(h.finalize().into()))
     }
@@ -1325,7 +1458,7 @@ impl Engine for EmbeddedEngine {
         if !self.is_fresh() {
             bail!("a state can only be imported into a fresh engine");
         }
-        let module = load_module(wasm, self.counter)?;
+        let module = self.module_of(wasm)?;
         let mut r = StateReader(state);
         if r.bytes(STATE_FORMAT.len())? != STATE_FORMAT {
             bail!("not a canister state of this format");
@@ -1411,7 +1544,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
-        let module = load_module(wasm, self.counter)?;
+        let module = self.module_of(wasm)?;
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
         self.canisters.insert(
@@ -1454,7 +1587,7 @@ impl Engine for EmbeddedEngine {
         arg: &[u8],
         options: UpgradeOptions,
     ) -> Result<CallOutcome> {
-        let module = load_module(wasm, self.counter)?;
+        let module = self.module_of(wasm)?;
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
@@ -1468,11 +1601,7 @@ impl Engine for EmbeddedEngine {
                 "",
                 Vec::new(),
             )?;
-            add_report(&mut total.report, &out.report);
-            total
-                .report
-                .stages
-                .push((InstallStage::PreUpgrade, out.report.clone()));
+            add_stage(&mut total.report, InstallStage::PreUpgrade, &out.report);
             if out.result.is_err() {
                 self.load(id, &before)?;
                 total.result = out.result;
@@ -1535,6 +1664,14 @@ impl Engine for EmbeddedEngine {
         }
         let out = started?;
         add_report(&mut total.report, &out.report);
+        if let Some(profile) = &out.report.profile {
+            let empty: [&str; 0] = [];
+            total
+                .report
+                .profile
+                .get_or_insert_with(Profile::new)
+                .add_profile(&empty, profile);
+        }
         if out.result.is_err() {
             total.result = out.result;
         }
@@ -1542,7 +1679,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        let module = load_module(wasm, self.counter)?;
+        let module = self.module_of(wasm)?;
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
         let out = self.start_module(
@@ -1614,6 +1751,13 @@ impl Engine for EmbeddedEngine {
         self.load(id, &saved)
     }
 
+    fn set_profiling(&mut self, profiling: Profiling) -> Result<()> {
+        // Canisters switch to the other variant of their module when they are next loaded
+        // (every scenario restores a snapshot) or installed.
+        self.profiling = profiling;
+        Ok(())
+    }
+
     fn fork(
         &mut self,
         id: Principal,
@@ -1638,6 +1782,7 @@ impl EmbeddedEngine {
             next_canister: self.next_canister,
             print_log: self.print_log,
             counter: self.counter,
+            profiling: self.profiling,
         };
         fork.canisters.insert(
             id,

@@ -177,6 +177,8 @@ pub struct HostState {
     /// `debug_print` output of the current message.
     pub log: Vec<String>,
     pub print_log: bool,
+    /// The current message's profile in the making, when it is profiled.
+    pub profiler: Option<super::profiler::Profiler>,
 }
 
 /// The replica checks `memory.grow` after the native grow (`try_grow_wasm_memory`): a grow

@@ -1,0 +1,354 @@
+//! The aggregator behind the profiling probes. A profiled module (instrumented with
+//! `profile: true`) calls `__.profile_enter(func, counter)` at every function entry and
+//! around every System API call, and `__.profile_exit(counter)` at every function exit,
+//! handing over the instruction counter as the metering left it. Between two events the
+//! counter fell by exactly what the frame on top of the stack was charged (the metering
+//! charges a segment in the function that contains it, and a System API call's fee inside
+//! the call), so each difference goes to that frame: the attribution is exact, and the
+//! probes themselves are not metered.
+//!
+//! Counts are aggregated on the fly into a tree keyed by the stack (no trace buffer), so a
+//! message of any length profiles in memory proportional to its distinct call paths.
+//! A trap unwinds without exits: [`Profiler::finish`] charges what is left to the frame that
+//! was running, then the tree is simply dropped with its open frames.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::engine::profile::Profile;
+
+/// The frame name of every function of a module by its index: imports as `MODULE.NAME`
+/// (`ic0.msg_reply`), defined functions by their name in the name section, demangled
+/// (`rustc-demangle`, without the hash), else `func[N]`.
+pub struct FrameNames {
+    names: Vec<String>,
+    /// The index of the `ic0.performance_counter` import, if the module has one.
+    pub performance_counter: Option<u32>,
+}
+
+impl FrameNames {
+    /// Reads the names from `wasm`, a module that validated; whatever does not parse is
+    /// named by its index.
+    pub fn of(wasm: &[u8]) -> FrameNames {
+        let mut names = Vec::new();
+        let mut performance_counter = None;
+        let mut named: HashMap<u32, String> = HashMap::new();
+        for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+            let Ok(payload) = payload else { break };
+            match payload {
+                wasmparser::Payload::ImportSection(reader) => {
+                    for import in reader.into_imports().flatten() {
+                        if matches!(
+                            import.ty,
+                            wasmparser::TypeRef::Func(_) | wasmparser::TypeRef::FuncExact(_)
+                        ) {
+                            if (import.module, import.name) == ("ic0", "performance_counter") {
+                                performance_counter = Some(names.len() as u32);
+                            }
+                            names.push(format!("{}.{}", import.module, import.name));
+                        }
+                    }
+                }
+                wasmparser::Payload::FunctionSection(reader) => {
+                    let first = names.len();
+                    names.extend((first..first + reader.count() as usize).map(|i| format!("func[{i}]")));
+                }
+                wasmparser::Payload::CustomSection(reader) => {
+                    if let wasmparser::KnownCustom::Name(section) = reader.as_known() {
+                        for sub in section.flatten() {
+                            if let wasmparser::Name::Function(map) = sub {
+                                for naming in map.into_iter().flatten() {
+                                    named.insert(naming.index, demangle(naming.name));
+                                }
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        for (index, name) in named {
+            // Imports keep `MODULE.NAME`, which says more than a toolchain's import name.
+            if let Some(slot) = names.get_mut(index as usize) {
+                if slot.starts_with("func[") {
+                    *slot = name;
+                }
+            }
+        }
+        FrameNames {
+            names,
+            performance_counter,
+        }
+    }
+
+    pub fn name(&self, func: u32) -> String {
+        match self.names.get(func as usize) {
+            Some(name) => name.clone(),
+            None => format!("func[{func}]"),
+        }
+    }
+}
+
+/// A Rust symbol demangled without its hash; any other name as it is.
+fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_string(),
+    }
+}
+
+/// The key of a child: its parent node in the high half, its function in the low half.
+/// One multiply spreads it well enough for a table this small, and far faster than SipHash
+/// on a path taken at every call.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (n ^ (n >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+const ROOT: u32 = 0;
+
+#[derive(Clone, Copy)]
+struct Node {
+    parent: u32,
+    func: u32,
+    /// Instructions spent in this frame and counted.
+    count: u64,
+    /// Spent since the last window boundary, not counted yet (window mode only).
+    pending: u64,
+}
+
+/// Which part of the message is attributed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Window {
+    /// All of it.
+    Whole,
+    /// Only what lies between the first and the last return from the function `reader`
+    /// (`ic0.performance_counter`): before the first, nothing is open yet.
+    BeforeFirst { reader: u32 },
+    /// At least one read happened: what follows counts once another read closes it.
+    Open { reader: u32 },
+}
+
+/// The call-stack tree of one message in the making.
+pub struct Profiler {
+    nodes: Vec<Node>,
+    children: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    current: u32,
+    limit: i64,
+    /// Instructions used at the last event.
+    last: u64,
+    window: Window,
+    /// Nodes with a non-zero `pending` (window mode), so a boundary touches only those.
+    touched: Vec<u32>,
+}
+
+impl Profiler {
+    /// A profiler for a message that starts with the counter at `limit`. With
+    /// `between_reads_of: Some(f)` only the instructions between the first and the last
+    /// return from function `f` are kept: canbench's measurement, from its first
+    /// `ic0.performance_counter` read to its last.
+    pub fn new(limit: u64, between_reads_of: Option<u32>) -> Profiler {
+        Profiler {
+            nodes: vec![Node {
+                parent: ROOT,
+                func: u32::MAX,
+                count: 0,
+                pending: 0,
+            }],
+            children: HashMap::default(),
+            current: ROOT,
+            limit: limit.min(i64::MAX as u64) as i64,
+            last: 0,
+            window: match between_reads_of {
+                Some(reader) => Window::BeforeFirst { reader },
+                None => Window::Whole,
+            },
+            touched: Vec::new(),
+        }
+    }
+
+    /// Instructions used when the counter reads `counter`: the engine's own formula, so
+    /// a counter driven below zero (out of instructions) counts as the whole limit.
+    fn used(&self, counter: i64) -> u64 {
+        (self.limit - counter.clamp(0, self.limit)) as u64
+    }
+
+    /// Gives the instructions used since the last event to the frame on top.
+    fn charge(&mut self, counter: i64) {
+        let used = self.used(counter);
+        let delta = used.saturating_sub(self.last);
+        self.last = self.last.max(used);
+        if delta == 0 {
+            return;
+        }
+        let node = &mut self.nodes[self.current as usize];
+        match self.window {
+            Window::Whole => node.count += delta,
+            Window::BeforeFirst { .. } | Window::Open { .. } => {
+                if node.pending == 0 {
+                    self.touched.push(self.current);
+                }
+                node.pending += delta;
+            }
+        }
+    }
+
+    /// Function `func` starts (or a System API function is called) with the counter at
+    /// `counter`.
+    pub fn enter(&mut self, func: u32, counter: i64) {
+        self.charge(counter);
+        let key = ((self.current as u64) << 32) | func as u64;
+        let next = self.nodes.len() as u32;
+        let node = *self.children.entry(key).or_insert(next);
+        if node == next {
+            self.nodes.push(Node {
+                parent: self.current,
+                func,
+                count: 0,
+                pending: 0,
+            });
+        }
+        self.current = node;
+    }
+
+    /// The function on top returns with the counter at `counter`.
+    pub fn exit(&mut self, counter: i64) {
+        self.charge(counter);
+        if self.current == ROOT {
+            return;
+        }
+        let func = self.nodes[self.current as usize].func;
+        self.current = self.nodes[self.current as usize].parent;
+        match self.window {
+            Window::BeforeFirst { reader } if reader == func => {
+                self.drop_pending();
+                self.window = Window::Open { reader };
+            }
+            Window::Open { reader } if reader == func => self.commit_pending(),
+            _ => {}
+        }
+    }
+
+    fn drop_pending(&mut self) {
+        for &n in &self.touched {
+            self.nodes[n as usize].pending = 0;
+        }
+        self.touched.clear();
+    }
+
+    fn commit_pending(&mut self) {
+        for &n in &self.touched {
+            let node = &mut self.nodes[n as usize];
+            node.count += std::mem::take(&mut node.pending);
+        }
+        self.touched.clear();
+    }
+
+    /// The message ended (returned or trapped) with the counter at `counter`: what was
+    /// used since the last event goes to the frame that was running; in window mode what
+    /// follows the last read is dropped. `name` names a function by its index.
+    pub fn finish(mut self, counter: i64, name: &dyn Fn(u32) -> String) -> Profile {
+        self.charge(counter);
+        self.drop_pending();
+        let mut profile = Profile::new();
+        let mut stack: Vec<String> = Vec::new();
+        for i in 1..self.nodes.len() {
+            let node = self.nodes[i];
+            if node.count == 0 {
+                continue;
+            }
+            stack.clear();
+            let mut n = i as u32;
+            while n != ROOT {
+                let node = self.nodes[n as usize];
+                stack.push(name(node.func));
+                n = node.parent;
+            }
+            stack.reverse();
+            profile.add(&stack, node.count);
+        }
+        profile
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(f: u32) -> String {
+        ["main", "f", "g", "ic0.performance_counter"][f as usize].to_string()
+    }
+
+    #[test]
+    fn each_difference_goes_to_the_frame_on_top() {
+        let mut p = Profiler::new(1_000, None);
+        p.enter(0, 1_000); // main starts
+        p.enter(1, 990); // main spent 10, calls f
+        p.exit(970); // f spent 20
+        p.enter(1, 960); // main 10 more, f again
+        p.enter(2, 955); // f 5, calls g
+        p.exit(900); // g 55
+        p.exit(899); // f 1
+        let profile = p.finish(890, &names); // main's last 9
+        assert_eq!(
+            profile.stacks(),
+            [
+                (vec!["main"], 29),
+                (vec!["main", "f"], 26),
+                (vec!["main", "f", "g"], 55)
+            ]
+        );
+        assert_eq!(profile.total(), 110);
+    }
+
+    #[test]
+    fn a_counter_below_zero_counts_as_the_limit() {
+        let mut p = Profiler::new(100, None);
+        p.enter(0, 100);
+        p.enter(1, 40);
+        let profile = p.finish(-25, &names);
+        assert_eq!(profile.total(), 100);
+        assert_eq!(
+            profile.stacks(),
+            [(vec!["main"], 60), (vec!["main", "f"], 40)]
+        );
+    }
+
+    #[test]
+    fn a_window_keeps_only_what_lies_between_the_first_and_last_read() {
+        let mut p = Profiler::new(10_000, Some(3));
+        p.enter(0, 10_000);
+        p.enter(3, 9_990); // main 10 before the first read: dropped
+        p.exit(9_790); // the read's own fee: dropped (the first read's result follows it)
+        p.enter(1, 9_700); // main 90: counted
+        p.enter(3, 9_600); // f 100
+        p.exit(9_400); // a read in the middle: its fee counted, closes what came before
+        p.exit(9_390); // f 10
+        p.enter(3, 9_380); // main 10
+        p.exit(9_180); // the last read: its fee counted
+        let profile = p.finish(9_000, &names); // main's 180 after the last read: dropped
+        assert_eq!(
+            profile.stacks(),
+            [
+                (vec!["main"], 100),
+                (vec!["main", "f"], 110),
+                (vec!["main", "f", "ic0.performance_counter"], 200),
+                (vec!["main", "ic0.performance_counter"], 200),
+            ]
+        );
+        // What canbench reports: the last read's result minus the first's.
+        assert_eq!(profile.total(), (10_000 - 9_180) - (10_000 - 9_790));
+    }
+}

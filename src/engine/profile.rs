@@ -1,0 +1,205 @@
+//! Where a message's instructions went: every instruction the replica charges, attributed to
+//! the call stack that spent it (the engine's own counter, read at every function entry and
+//! exit; see `embedded/profiler.rs`). A profile is a tree of frames, each with the
+//! instructions spent in it and not in a callee (its *self* count); its total is the
+//! message's charged figure.
+//!
+//! Frames are function names from the module's name section (demangled), `func[N]` for an
+//! unnamed function, `ic0.NAME` for a System API call's fee (under its caller), and a few
+//! charges no function spends, in brackets: `[heap dirty pages]`, `[compilation]`, and the
+//! stages of `install_code` (`[pre_upgrade]`, `[start]`, `[init]`, `[post_upgrade]`).
+
+use std::collections::HashMap;
+
+/// The frame of the heap dirty-page charge after an update (1,000 instructions per 4 KiB
+/// page written; `performance_counter` cannot see it).
+pub const HEAP_DIRTY_PAGES: &str = "[heap dirty pages]";
+/// The frame of the compilation charge of `install_code`.
+pub const COMPILATION: &str = "[compilation]";
+
+/// A tree of call stacks with self counts. Node 0 is the root (no frame).
+#[derive(Clone, Debug, Default)]
+pub struct Profile {
+    names: Vec<String>,
+    name_ids: HashMap<String, u32>,
+    nodes: Vec<Node>,
+    children: HashMap<(u32, u32), u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    parent: u32,
+    name: u32,
+    count: u64,
+}
+
+const ROOT: u32 = 0;
+
+impl Profile {
+    pub fn new() -> Profile {
+        Profile {
+            nodes: vec![Node {
+                parent: ROOT,
+                name: u32::MAX,
+                count: 0,
+            }],
+            ..Profile::default()
+        }
+    }
+
+    fn ensure_root(&mut self) {
+        if self.nodes.is_empty() {
+            *self = Profile::new();
+        }
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(name) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(name.to_string());
+        self.name_ids.insert(name.to_string(), id);
+        id
+    }
+
+    fn child(&mut self, parent: u32, name: u32) -> u32 {
+        if let Some(&node) = self.children.get(&(parent, name)) {
+            return node;
+        }
+        let node = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            parent,
+            name,
+            count: 0,
+        });
+        self.children.insert((parent, name), node);
+        node
+    }
+
+    /// The node of `stack` (root first), created if new.
+    fn node<S: AsRef<str>>(&mut self, stack: &[S]) -> u32 {
+        self.ensure_root();
+        let mut node = ROOT;
+        for frame in stack {
+            let name = self.name_id(frame.as_ref());
+            node = self.child(node, name);
+        }
+        node
+    }
+
+    /// Adds `count` instructions spent in the last frame of `stack` (root first). An empty
+    /// stack adds to no frame and is ignored, as a zero count is.
+    pub fn add<S: AsRef<str>>(&mut self, stack: &[S], count: u64) {
+        if stack.is_empty() || count == 0 {
+            return;
+        }
+        let node = self.node(stack);
+        self.nodes[node as usize].count += count;
+    }
+
+    /// Every instruction of the profile.
+    pub fn total(&self) -> u64 {
+        self.nodes.iter().map(|n| n.count).sum()
+    }
+
+    /// The stacks with a non-zero self count, root first, sorted.
+    pub fn stacks(&self) -> Vec<(Vec<&str>, u64)> {
+        let mut out: Vec<(Vec<&str>, u64)> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.count > 0)
+            .map(|(i, n)| (self.path(i as u32), n.count))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn path(&self, mut node: u32) -> Vec<&str> {
+        let mut frames = Vec::new();
+        while node != ROOT {
+            let n = self.nodes[node as usize];
+            frames.push(self.names[n.name as usize].as_str());
+            node = n.parent;
+        }
+        frames.reverse();
+        frames
+    }
+
+    /// Adds every stack of `other` under the frames `prefix` (root first).
+    pub fn add_profile<S: AsRef<str>>(&mut self, prefix: &[S], other: &Profile) {
+        let mut frames: Vec<&str> = prefix.iter().map(|s| s.as_ref()).collect();
+        let base = frames.len();
+        for (stack, count) in other.stacks() {
+            frames.truncate(base);
+            frames.extend(stack);
+            self.add(&frames, count);
+        }
+    }
+
+    /// Frames in the tree (the root not counted): what the profile holds in memory.
+    pub fn frames(&self) -> usize {
+        self.nodes.len().saturating_sub(1)
+    }
+}
+
+/// Two profiles are equal when they hold the same stacks with the same counts, whatever
+/// order they were built in.
+impl PartialEq for Profile {
+    fn eq(&self, other: &Profile) -> bool {
+        self.stacks() == other.stacks()
+    }
+}
+
+impl Eq for Profile {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stacks_add_up_and_come_back_sorted_whatever_the_order() {
+        let mut a = Profile::new();
+        a.add(&["main", "f"], 10);
+        a.add(&["main"], 5);
+        a.add(&["main", "f"], 1);
+        a.add(&["main", "g", "ic0.msg_reply"], 500);
+        a.add(&["main", "g"], 0);
+        a.add::<&str>(&[], 7);
+        assert_eq!(a.total(), 516);
+        assert_eq!(
+            a.stacks(),
+            [
+                (vec!["main"], 5),
+                (vec!["main", "f"], 11),
+                (vec!["main", "g", "ic0.msg_reply"], 500),
+            ]
+        );
+        let mut b = Profile::default();
+        b.add(&["main", "g", "ic0.msg_reply"], 500);
+        b.add(&["main", "f"], 11);
+        b.add(&["main"], 5);
+        assert_eq!(a, b);
+        assert_eq!(a.frames(), 4);
+    }
+
+    #[test]
+    fn a_profile_nests_under_a_prefix() {
+        let mut stage = Profile::new();
+        stage.add(&["canister_post_upgrade", "decode"], 40);
+        stage.add(&[HEAP_DIRTY_PAGES], 3_000);
+        let mut total = Profile::new();
+        total.add(&[COMPILATION], 6_000);
+        total.add_profile(&["[post_upgrade]"], &stage);
+        assert_eq!(total.total(), 9_040);
+        assert_eq!(
+            total.stacks(),
+            [
+                (vec!["[compilation]"], 6_000),
+                (vec!["[post_upgrade]", "[heap dirty pages]"], 3_000),
+                (vec!["[post_upgrade]", "canister_post_upgrade", "decode"], 40),
+            ]
+        );
+    }
+}
