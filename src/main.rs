@@ -15,7 +15,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
-use icbench::report::{self, Report};
+use icbench::report::{self, profiles, Report};
 use icbench::suites::{self, pool, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
 #[derive(Parser)]
@@ -120,6 +120,15 @@ struct RunArgs {
     /// doing its own prefill; `icbench merge` joins the parts' --out directories.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// Instruction profiles: of every scenario, or of those whose id matches PATTERN (the
+    /// whole id; `*` matches any text: 'sqlite-wal/*', '*/insert/1'). Writes
+    /// OUT/profiles/ID.folded and ID.svg (a flame graph) and fills the `profile` column.
+    /// Counts are the same as without it; the run is slower.
+    #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "*")]
+    profile: Option<String>,
+    /// Print the ids of the selected suites' scenarios (what --profile matches) and exit.
+    #[arg(long)]
+    list_scenarios: bool,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -220,6 +229,27 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             args.out.display()
         ));
     }
+    if args.list_scenarios {
+        list_scenarios(&selected, &plans);
+        return Ok(true);
+    }
+    if let Some(pattern) = &args.profile {
+        if args.engine != EngineKind::Embedded {
+            return Err(anyhow!(
+                "--profile needs the embedded engine: instruction profiles come from its own counter"
+            ));
+        }
+        // Where the ids are known before the run, a pattern that matches none of them
+        // stops it before any work.
+        let known: Option<Vec<String>> = plans
+            .iter()
+            .map(|p| p.scenario_ids())
+            .collect::<Option<Vec<Vec<String>>>>()
+            .map(|ids| ids.concat());
+        if let Some(ids) = known.filter(|ids| !ids.iter().any(|id| profiles::matches(pattern, id))) {
+            return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
+        }
+    }
     let mut engine = make_engine(args.engine)?;
     let wasm = match &args.wasm {
         Some(path) => {
@@ -230,8 +260,11 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     let exec = Exec {
         jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
         shard: args.shard.unwrap_or(Shard::WHOLE),
+        profile: args.profile.is_some(),
     };
     let mut gate_ok = true;
+    let mut profiled = profiles::Selected::default();
+    let mut all_ids = Vec::new();
     for (suite, plan) in selected.iter().zip(&plans) {
         let started = std::time::Instant::now();
         if !args.quiet && selected.len() > 1 {
@@ -241,6 +274,12 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         let mut report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
         pool::sign_shard(&mut report, &format!("{plan:?}"), &wasm);
         bar.finish();
+        if let Some(pattern) = &args.profile {
+            let selected = profiles::select(&mut report, pattern);
+            profiled.matched += selected.matched;
+            profiled.kept += selected.kept;
+            all_ids.extend(report::scenario_ids(&report.results));
+        }
         let document = suite.document(&report);
         let dir = suite.out_dir(&args.out);
         let written = report::write_all(&report, &document, &dir)
@@ -267,13 +306,53 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         print!("{stdout}");
         if !args.quiet {
             eprint_written(&written);
+            eprint_profiles(&report, &dir);
             eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
+        }
+    }
+    if let Some(pattern) = &args.profile {
+        if profiled.matched == 0 {
+            return Err(anyhow!("{}", profiles::no_match(pattern, &all_ids)));
         }
     }
     if let Some(line) = cache_line().filter(|_| !args.quiet) {
         eprintln!("{line}");
     }
     Ok(gate_ok)
+}
+
+/// `--list-scenarios`: each suite's scenario ids, one per line, or why they are not known
+/// before a run.
+fn list_scenarios(selected: &[&'static dyn suites::Suite], plans: &[Box<dyn Plan>]) {
+    for (suite, plan) in selected.iter().zip(plans) {
+        match plan.scenario_ids() {
+            Some(ids) => {
+                for id in ids {
+                    println!("{}\t{id}", suite.name());
+                }
+            }
+            None => eprintln!(
+                "{}: its scenarios come out of the run; a --profile run lists their ids in report.md",
+                suite.name()
+            ),
+        }
+    }
+}
+
+/// After a profiled run: where each profile went, and the functions that spent the most
+/// when there is one profile to read.
+fn eprint_profiles(report: &Report, dir: &std::path::Path) {
+    let kept = profiles::kept(report);
+    for (id, file, profile) in &kept {
+        eprintln!(
+            "profile {id}: {} instructions in {}",
+            report::format::thousands(profile.total()),
+            dir.join(file).display()
+        );
+    }
+    if let [(_, _, profile)] = kept.as_slice() {
+        eprint!("{}", profiles::top_functions(profile, 15));
+    }
 }
 
 /// Progress on stderr: a live bar on a terminal; on a pipe or in CI, one line per prefill
@@ -436,8 +515,21 @@ fn merge(args: &MergeArgs) -> Result<bool> {
     for m in merged {
         let document = m.suite.document(&m.report);
         let dir = m.suite.out_dir(&args.out);
-        let written = report::write_all(&m.report, &document, &dir)
+        let mut written = report::write_all(&m.report, &document, &dir)
             .with_context(|| format!("writing results to {}", dir.display()))?;
+        for (from, file) in &m.profiles {
+            for from in [from.clone(), from.with_extension("svg")] {
+                let to = dir.join(file).with_extension(from.extension().unwrap_or_default());
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
+                }
+                std::fs::copy(&from, &to).with_context(|| {
+                    format!("copying the profile {} to {}", from.display(), to.display())
+                })?;
+                written.push(to);
+            }
+        }
         let failures = m.suite.gate(&m.report);
         if !failures.is_empty() {
             gate_ok = false;

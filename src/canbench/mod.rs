@@ -16,7 +16,7 @@ use clap::Args;
 
 use crate::engine::cost::Limits;
 use crate::engine::embedded::EmbeddedEngine;
-use crate::engine::Engine;
+use crate::engine::{Engine, Profile, Profiling};
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::config::Config;
@@ -72,7 +72,10 @@ pub struct CanbenchArgs {
     /// Echo the canister's debug_print output on stderr.
     #[arg(long)]
     pub show_canister_output: bool,
-    /// Not supported (canbench's flame graphs need its Wasm rewriting).
+    /// Write a flame graph of each benchmark (BENCH.svg, and its folded stacks
+    /// BENCH.folded) next to the results file: every instruction canbench counts, from the
+    /// bench's first performance_counter read to its last, attributed exactly by the
+    /// engine's own counter (the module is not rewritten).
     #[arg(long)]
     pub instruction_tracing: bool,
     /// Benchmarks run at once, each on its own copy of the post-install state (default:
@@ -104,8 +107,8 @@ pub struct Plan {
 
 impl CanbenchArgs {
     pub fn plan(&self) -> Result<Plan> {
-        if self.instruction_tracing {
-            bail!("--instruction-tracing is not supported by icbench canbench: it needs canbench's Wasm instrumentation and a second canister; use canbench itself for flame graphs");
+        if self.instruction_tracing && self.shard.is_some() {
+            bail!("--instruction-tracing writes its flame graphs next to the results file: run it without --shard");
         }
         if !(self.noise_threshold.is_finite() && self.noise_threshold >= 0.0) {
             bail!(
@@ -212,6 +215,13 @@ pub fn discover(wasm: &[u8]) -> Result<Vec<String>> {
 /// One benchmark's outcome; the error reads like canbench's (`IC0503: ...`).
 pub type BenchOutcome = Result<BenchResult, String>;
 
+/// A benchmark as run: its outcome and, with `--instruction-tracing`, where its
+/// instructions went.
+pub struct Ran {
+    pub outcome: BenchOutcome,
+    pub trace: Option<Profile>,
+}
+
 /// Installs the module on a benchmarking application subnet and runs each bench as a
 /// query: queries never persist, so every bench starts from the post-install state.
 pub struct Runner {
@@ -223,8 +233,17 @@ pub struct Runner {
 }
 
 impl Runner {
-    pub fn install(wasm: &[u8], init_args: &[u8], stable_memory: Option<&[u8]>) -> Result<Runner> {
+    /// With `tracing`, every bench is profiled as canbench measures it.
+    pub fn install(
+        wasm: &[u8],
+        init_args: &[u8],
+        stable_memory: Option<&[u8]>,
+        tracing: bool,
+    ) -> Result<Runner> {
         let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING);
+        if tracing {
+            engine.set_profiling(Profiling::BetweenCounterReads)?;
+        }
         let (canister, out) = engine.install(wasm, init_args)?;
         out.result
             .map_err(|r| anyhow!("installing the canister failed: {r}"))?;
@@ -257,7 +276,7 @@ impl Runner {
     /// Runs bench `name` as the `position`-th (from 0) bench of a run: at the time it
     /// would run at on one engine, so a bench that reads the time gets the same result
     /// whichever runner runs it.
-    pub fn run_nth(&mut self, position: usize, name: &str) -> Result<BenchOutcome> {
+    pub fn run_nth(&mut self, position: usize, name: &str) -> Result<Ran> {
         self.engine.set_time_ns(self.installed_ns + position as u64);
         self.run(name)
     }
@@ -266,15 +285,29 @@ impl Runner {
         self.engine.print_canister_log(on);
     }
 
-    pub fn run(&mut self, name: &str) -> Result<BenchOutcome> {
+    pub fn run(&mut self, name: &str) -> Result<Ran> {
         let out = self
             .engine
             .query(self.canister, &format!("__canbench__{name}"), BENCH_ARG)?;
-        Ok(match out.result {
+        let outcome = match out.result {
             Ok(bytes) => candid::decode_one::<BenchResult>(&bytes).map_err(|e| {
                 format!("the reply is not a canbench-rs (0.2.0 or later) BenchResult: {e}")
             }),
             Err(reject) => Err(reject.to_string()),
+        };
+        if let (Ok(result), Some(trace)) = (&outcome, &out.report.profile) {
+            // The trace covers what canbench-rs counted; anything else is a bug of ours.
+            if trace.total() != result.total.instructions {
+                bail!(
+                    "the instruction trace of {name} sums to {} instructions, but the bench reports {}",
+                    trace.total(),
+                    result.total.instructions
+                );
+            }
+        }
+        Ok(Ran {
+            outcome,
+            trace: out.report.profile,
         })
     }
 }
@@ -314,7 +347,12 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         })?),
         None => None,
     };
-    let mut runner = Runner::install(&wasm, &plan.init_args, stable.as_deref())?;
+    let mut runner = Runner::install(
+        &wasm,
+        &plan.init_args,
+        stable.as_deref(),
+        args.instruction_tracing,
+    )?;
     runner.print_canister_output(args.show_canister_output);
     let jobs = match args.jobs {
         _ if args.show_canister_output => 1,
@@ -330,7 +368,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     } else {
         Vec::new()
     };
-    let outcomes: Vec<BenchOutcome> = in_parallel(
+    let ran: Vec<Ran> = in_parallel(
         &mut forks,
         &mut |i| runner.run_nth(i, selected[i]),
         &positions,
@@ -338,6 +376,16 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         &mut |_| {},
     )?;
     let names: Vec<String> = selected.into_iter().cloned().collect();
+    let mut outcomes = Vec::with_capacity(ran.len());
+    let mut traces = Vec::with_capacity(ran.len());
+    for (ran, name) in ran.into_iter().zip(&names) {
+        let written = match (&ran.outcome, &ran.trace) {
+            (Ok(_), Some(trace)) => Some(write_trace(&plan.results_path, name, trace)?),
+            _ => None,
+        };
+        outcomes.push(ran.outcome);
+        traces.push(written);
+    }
     let output = Output {
         noise_threshold: args.noise_threshold,
         less_verbose: args.less_verbose,
@@ -349,7 +397,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         csv_path: plan.csv_path.clone(),
     };
     if shard.is_whole() {
-        return finish(&names, outcomes, &old, &output, None);
+        return finish(&names, outcomes, &traces, &old, &output, None);
     }
     let dir = args
         .out
@@ -373,7 +421,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             .collect(),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
-    let ok = print_sections(&mine, outcomes, &old, &output).1.is_empty();
+    let ok = print_sections(&mine, outcomes, &[], &old, &output).1.is_empty();
     let path = part.write(dir)?;
     println!(
         "Shard {shard}: {} of the {} benchmarks, written to {} (`icbench merge` joins the parts)",
@@ -398,24 +446,51 @@ pub struct Output {
     pub csv_path: PathBuf,
 }
 
-/// Prints each bench's section (stdout) or error (stderr) in run order; returns the
-/// results and the names of the failed benches.
+/// Writes a bench's instruction trace as canbench does, `BENCH.svg` next to the results
+/// file, with its folded stacks `BENCH.folded` beside it; returns the SVG's path.
+fn write_trace(results_path: &Path, name: &str, trace: &Profile) -> Result<PathBuf> {
+    let dir = results_path.parent().unwrap_or(Path::new(""));
+    let stem = if dir.as_os_str().is_empty() {
+        PathBuf::from(name)
+    } else {
+        dir.join(name)
+    };
+    let [_, svg] = crate::report::profiles::write_profile(
+        &stem,
+        &format!("{name} (canbench)"),
+        trace,
+    )
+    .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
+    Ok(svg)
+}
+
+/// Prints each bench's section (stdout) or error (stderr) in run order, with the line
+/// naming its trace where `traces` has one; returns the results and the names of the
+/// failed benches.
 fn print_sections(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
+    traces: &[Option<PathBuf>],
     old: &Results,
     o: &Output,
 ) -> (Results, Vec<String>) {
     let mut new = Results::new();
     let mut failed = Vec::new();
-    for (name, outcome) in names.iter().zip(outcomes) {
+    for (i, (name, outcome)) in names.iter().zip(outcomes).enumerate() {
         match outcome {
             Ok(result) => {
                 if !o.hide_results {
-                    print!(
-                        "{}",
-                        report::bench_section(name, &result, old.get(name), o.noise_threshold)
-                    );
+                    let section =
+                        report::bench_section(name, &result, old.get(name), o.noise_threshold);
+                    match traces.get(i).and_then(Option::as_ref) {
+                        // canbench's line closes the block, before its blank line.
+                        Some(path) => print!(
+                            "{}Instruction traces written to {}\n\n",
+                            section.strip_suffix('\n').unwrap_or(&section),
+                            path.display()
+                        ),
+                        None => print!("{section}"),
+                    }
                 }
                 new.insert(name.clone(), result);
             }
@@ -435,11 +510,12 @@ fn print_sections(
 pub fn finish(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
+    traces: &[Option<PathBuf>],
     old: &Results,
     o: &Output,
     under: Option<&Path>,
 ) -> Result<bool> {
-    let (new, failed) = print_sections(names, outcomes, old, o);
+    let (new, failed) = print_sections(names, outcomes, traces, old, o);
     let entries = compare::entries(&new, old);
     print!(
         "{}",
@@ -520,13 +596,15 @@ mod tests {
             .contains("invalid init_args hex value"));
         let tracing = CanbenchArgs {
             instruction_tracing: true,
+            shard: Some(Shard { index: 1, count: 2 }),
+            out: Some("parts".into()),
             ..args.clone()
         };
         assert!(tracing
             .plan()
             .unwrap_err()
             .to_string()
-            .contains("--instruction-tracing is not supported"));
+            .contains("--instruction-tracing writes its flame graphs next to the results file: run it without --shard"));
         let negative = CanbenchArgs {
             noise_threshold: -1.0,
             ..args

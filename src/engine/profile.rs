@@ -138,6 +138,20 @@ impl Profile {
         }
     }
 
+    /// The stacks under the root frame `frame`, without it (a stage of `install_code`);
+    /// `None` when the profile has no such frame.
+    pub fn under(&self, frame: &str) -> Option<Profile> {
+        let mut out = Profile::new();
+        let mut found = false;
+        for (stack, count) in self.stacks() {
+            if stack.first() == Some(&frame) {
+                found = true;
+                out.add(&stack[1..], count);
+            }
+        }
+        found.then_some(out)
+    }
+
     /// Frames in the tree (the root not counted): what the profile holds in memory.
     pub fn frames(&self) -> usize {
         self.nodes.len().saturating_sub(1)
@@ -193,6 +207,8 @@ mod tests {
         total.add(&[COMPILATION], 6_000);
         total.add_profile(&["[post_upgrade]"], &stage);
         assert_eq!(total.total(), 9_040);
+        assert_eq!(total.under("[post_upgrade]"), Some(stage));
+        assert_eq!(total.under("[pre_upgrade]"), None);
         assert_eq!(
             total.stacks(),
             [

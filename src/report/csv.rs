@@ -5,7 +5,7 @@ use super::Report;
 use super::{ScenarioResult, Status};
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
-pub(crate) const HEADER: [&str; 24] = [
+pub(crate) const HEADER: [&str; 25] = [
     "suite",
     "engine",
     "store",
@@ -30,6 +30,7 @@ pub(crate) const HEADER: [&str; 24] = [
     "stable_dirty_pages",
     "bytes",
     "ingress_cycles",
+    "profile",
 ];
 
 /// results.csv with RFC 4180 quoting and CRLF line ends.
@@ -41,7 +42,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 24] {
+fn fields(r: &ScenarioResult) -> [String; 25] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -73,6 +74,8 @@ fn fields(r: &ScenarioResult) -> [String; 24] {
         stable_dirty_pages,
         bytes,
         ingress_cycles,
+        profile,
+        profile_data: _,
     } = r;
     [
         suite.clone(),
@@ -100,6 +103,7 @@ fn fields(r: &ScenarioResult) -> [String; 24] {
         stable_dirty_pages.to_string(),
         bytes.to_string(),
         ingress_cycles.to_string(),
+        profile.clone(),
     ]
 }
 

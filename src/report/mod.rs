@@ -16,6 +16,7 @@ mod csv;
 mod document;
 pub mod format;
 mod json;
+pub mod profiles;
 mod record;
 pub mod svg;
 pub mod table;
@@ -26,7 +27,7 @@ pub use document::{
     markdown, message_cells_legend, terminal, Block, Document, Footnotes, Plot, PlotKind,
 };
 pub use json::{from_json, json};
-pub use record::{ScenarioResult, Status};
+pub use record::{scenario_ids, ScenarioResult, Status};
 pub use svg::{DotPlot, DotPoint, LinePlot, Series};
 pub use table::{Align, Table};
 
@@ -97,6 +98,7 @@ pub fn write_all(
         std::fs::write(&path, text)?;
         written.push(path);
     }
+    written.extend(profiles::write(report, dir)?);
     Ok(written)
 }
 

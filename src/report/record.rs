@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::Profile;
+
 /// Whether a scenario produced a number.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase", tag = "status", content = "reason")]
@@ -67,4 +69,78 @@ pub struct ScenarioResult {
     /// (the users suites do).
     #[serde(default)]
     pub ingress_cycles: u64,
+    /// The scenario's instruction profile, a folded-stack file relative to the run's
+    /// directory (`profiles/ID.folded`, an SVG flame graph beside it); empty when the
+    /// scenario was not profiled (`--profile`).
+    #[serde(default)]
+    pub profile: String,
+    /// Where the scenario's instructions went, when the run profiled it: kept until the
+    /// report writes it to `profile`, never part of the files.
+    #[serde(skip)]
+    pub profile_data: Option<Profile>,
+}
+
+impl ScenarioResult {
+    /// The id `--profile PATTERN` matches and profiles are named by: the store (with its
+    /// journal mode), position, operation and batch, e.g. `sqlite-wal/middle/insert/1`,
+    /// lower case, in characters a file name can take. [`scenario_ids`] makes them unique.
+    pub fn base_id(&self) -> String {
+        let store = if self.journal_mode.is_empty() {
+            self.store.clone()
+        } else {
+            format!("{}-{}", self.store, self.journal_mode)
+        };
+        let id = format!(
+            "{store}/{}/{}/{}",
+            self.position, self.operation, self.batch
+        );
+        id.to_lowercase()
+            .chars()
+            .map(|c| match c {
+                'a'..='z' | '0'..='9' | '/' | '-' | '_' | '.' | '@' => c,
+                ' ' => '-',
+                _ => '_',
+            })
+            .collect()
+    }
+
+    /// Adds the profile of one more message the scenario's figures add up.
+    pub fn add_profile(&mut self, profile: Option<&Profile>) {
+        if let Some(p) = profile {
+            let empty: [&str; 0] = [];
+            self.profile_data
+                .get_or_insert_with(Profile::new)
+                .add_profile(&empty, p);
+        }
+    }
+}
+
+/// The id of each result, in order: [`ScenarioResult::base_id`], and where two results
+/// of a run share it (sizes of the scaling suite), `@ROWS_BEFORE` after it, then `#N`.
+pub fn scenario_ids(results: &[ScenarioResult]) -> Vec<String> {
+    use std::collections::HashMap;
+    let count = |ids: &[String]| {
+        let mut n: HashMap<String, usize> = HashMap::new();
+        for id in ids {
+            *n.entry(id.clone()).or_default() += 1;
+        }
+        n
+    };
+    let mut ids: Vec<String> = results.iter().map(|r| r.base_id()).collect();
+    let shared = count(&ids);
+    for (id, r) in ids.iter_mut().zip(results) {
+        if shared[id.as_str()] > 1 {
+            *id = format!("{id}@{}", r.rows_before);
+        }
+    }
+    let shared = count(&ids);
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    for id in ids.iter_mut() {
+        if shared[id.as_str()] > 1 {
+            let n = seen.entry(id.clone()).or_default();
+            *n += 1;
+            *id = format!("{id}#{n}");
+        }
+    }
+    ids
 }

@@ -447,6 +447,7 @@ pub fn confirm(
         r.instructions = reject.message.instructions;
         r.heap_dirty_pages = reject.message.heap_dirty_pages;
         r.stable_dirty_pages = reject.message.stable_dirty_pages;
+        r.add_profile(reject.message.profile.as_ref());
         out.push(r);
     }
     if !found.converged(bounds) {

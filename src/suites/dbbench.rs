@@ -325,6 +325,18 @@ pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -
     format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
 }
 
+/// Adds the profile of one more message to a sum of messages' profiles.
+pub(crate) fn add_profile(
+    sum: &mut Option<crate::engine::Profile>,
+    profile: Option<&crate::engine::Profile>,
+) {
+    if let Some(p) = profile {
+        let empty: [&str; 0] = [];
+        sum.get_or_insert_with(crate::engine::Profile::new)
+            .add_profile(&empty, p);
+    }
+}
+
 /// Sums the messages of one benchmark (shared with the keys suite, which reports the
 /// same per-message `DbBenchReport`).
 #[derive(Default)]
@@ -340,6 +352,8 @@ pub(crate) struct Totals {
     pub(crate) heap_dirty: u64,
     pub(crate) stable_dirty: u64,
     pub(crate) messages: u64,
+    /// The messages' profiles added up, when the run profiles.
+    pub(crate) profile: Option<crate::engine::Profile>,
 }
 
 impl Totals {
@@ -360,6 +374,7 @@ impl Totals {
         self.heap_dirty += msg.heap_dirty_pages;
         self.stable_dirty += msg.stable_dirty_pages;
         self.messages += 1;
+        add_profile(&mut self.profile, msg.profile.as_ref());
         Ok(())
     }
 }
@@ -473,6 +488,7 @@ fn result(
             r.heap_pages_delta = t.heap_delta;
             r.stable_pages_delta = t.stable_delta;
             r.heap_dirty_pages = t.heap_dirty;
+            r.add_profile(t.profile.as_ref());
             r.stable_dirty_pages = t.stable_dirty;
             r.bytes = t.bytes;
             // Reads of absent keys are ops too (db_bench counts them); found is in bytes.

@@ -522,6 +522,8 @@ impl Plan for Config {
                             bytes: t.bytes,
                             // Not priced: a row is several messages here.
                             ingress_cycles: 0,
+                            profile: String::new(),
+                            profile_data: t.profile.clone(),
                         };
                         if let Some(e) = &failed {
                             r.status = Status::Failed(e.clone());

@@ -124,4 +124,8 @@ impl Plan for Config {
             progress,
         )
     }
+
+    fn scenario_ids(&self) -> Option<Vec<String>> {
+        Some(users::scenario_ids(&self.matrix(), &self.users))
+    }
 }

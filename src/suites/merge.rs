@@ -17,6 +17,10 @@ use crate::report::{self, Report};
 pub struct Merged {
     pub suite: &'static dyn Suite,
     pub report: Report,
+    /// The parts' profile files (`--profile`): each folded file where a part wrote it and
+    /// the path its `profile` column gives, relative to the joined directory as to the
+    /// part's. Its flame graph is beside it, with the extension `svg`.
+    pub profiles: Vec<(PathBuf, String)>,
 }
 
 /// A part as read: where from, its report and its shard facts.
@@ -75,9 +79,21 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Merged>> {
     per_suite
         .into_iter()
         .map(|(suite, parts)| {
+            let profiles = parts
+                .iter()
+                .flat_map(|part| {
+                    let dir = part.path.parent().unwrap_or(Path::new("."));
+                    part.report
+                        .results
+                        .iter()
+                        .filter(|r| !r.profile.is_empty())
+                        .map(move |r| (dir.join(&r.profile), r.profile.clone()))
+                })
+                .collect();
             Ok(Merged {
                 suite,
                 report: join(parts)?,
+                profiles,
             })
         })
         .collect()

@@ -75,6 +75,13 @@ pub trait Plan: std::fmt::Debug {
         exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report>;
+
+    /// The ids of the records the plan will give (what `--profile PATTERN` matches), when
+    /// they are known before it runs; `None` for plans whose records come out of the run
+    /// (sizes found on the way, failures), whose ids report.md and results.csv list.
+    fn scenario_ids(&self) -> Option<Vec<String>> {
+        None
+    }
 }
 
 /// The suite called `name` (case-insensitive).

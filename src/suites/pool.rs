@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::Progress;
 use crate::bench_canister::BenchClient;
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::{Engine, Profiling, SnapshotId};
 use crate::report::{Report, ScenarioResult};
 
 /// One of N disjoint parts of a plan: `--shard K/N`. Scenario `i` (0-based, in plan order)
@@ -111,6 +111,9 @@ pub struct Exec {
     /// given engine, one after another).
     pub jobs: usize,
     pub shard: Shard,
+    /// Profile every scenario's messages ([`Profiling::Messages`]): the records carry
+    /// where their instructions went. Counts are the same.
+    pub profile: bool,
 }
 
 impl Exec {
@@ -118,6 +121,7 @@ impl Exec {
     pub const SEQUENTIAL: Exec = Exec {
         jobs: 1,
         shard: Shard::WHOLE,
+        profile: false,
     };
 
     /// The machine's cores (1 if unknown).
@@ -275,6 +279,11 @@ pub fn run_scenarios(
     let plan = (0..total).map(|i| key(i) + "\n").collect::<String>();
     let setup_instructions = client.executed_instructions;
     let canister = client.canister;
+    // From here on (the setup before is not profiled): the forks inherit it, and every
+    // scenario loads the profiled module when it restores its snapshot.
+    if exec.profile {
+        client.engine.set_profiling(Profiling::Messages)?;
+    }
     let mut forks: Vec<Box<dyn Engine + Send>> = Vec::new();
     if exec.jobs > 1 && indices.len() > 1 {
         for _ in 1..exec.jobs.min(indices.len()) {
@@ -317,6 +326,7 @@ pub fn run_scenarios(
         },
     )?;
     client.executed_instructions += workers.iter().map(|(_, n)| n).sum::<u64>();
+    client.engine.set_profiling(Profiling::Off)?;
     progress(Progress::Scenario {
         done: count,
         total: count,
@@ -424,6 +434,7 @@ mod tests {
                 Exec {
                     jobs: 1,
                     shard: Shard { index: k, count: 3 },
+                    profile: false,
                 }
                 .indices(8)
             })

@@ -214,6 +214,10 @@ impl Plan for Config {
             progress,
         )
     }
+
+    fn scenario_ids(&self) -> Option<Vec<String>> {
+        Some(users::scenario_ids(&self.matrix(), &self.users))
+    }
 }
 
 /// Each store's capacity on the prefilled state, from its middle inserts and lookups (the

@@ -211,6 +211,7 @@ struct Totals {
     heap_dirty: u64,
     stable_dirty: u64,
     stable_delta: i64,
+    profile: Option<crate::engine::Profile>,
 }
 
 impl Totals {
@@ -225,6 +226,7 @@ impl Totals {
         self.stable_dirty += msg.stable_dirty_pages;
         self.stable_delta +=
             (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
+        super::dbbench::add_profile(&mut self.profile, msg.profile.as_ref());
         Ok(())
     }
 }
@@ -646,6 +648,8 @@ impl Plan for Config {
                     bytes: t.bytes,
                     // Not priced: a row is many messages here.
                     ingress_cycles: 0,
+                    profile: String::new(),
+                    profile_data: t.profile,
                 }
                 .into())
             },

@@ -515,6 +515,7 @@ fn fill_message(r: &mut ScenarioResult, m: &MessageReport) {
     r.stable_pages_delta = pages_delta(m.stable_bytes_before, m.stable_bytes_after);
     r.heap_dirty_pages = m.heap_dirty_pages;
     r.stable_dirty_pages = m.stable_dirty_pages;
+    r.add_profile(m.profile.as_ref());
 }
 
 /// The 1-row insert and the 100-key lookup, in the middle of `rows` rows.
@@ -609,24 +610,28 @@ pub(super) fn upgrade(
         Err(r) => Status::Failed(r.to_string()),
     };
     let mut records = Vec::new();
-    for (op, report, counter, export) in [
+    for (op, report, counter, export, which) in [
         (
             "pre_upgrade",
             &pre,
             stats.pre_upgrade_instructions,
             "canister_pre_upgrade",
+            InstallStage::PreUpgrade,
         ),
         (
             "post_upgrade",
             &post,
             stats.post_upgrade_instructions,
             "canister_post_upgrade",
+            InstallStage::PostUpgrade,
         ),
     ] {
         let mut r = record(engine, store, rows, op);
         r.batch = rows;
         r.method = export.into();
         fill_message(&mut r, report);
+        // A stage's own report has no profile: its part of the whole call's has.
+        r.profile_data = m.profile.as_ref().and_then(|p| p.under(which.frame()));
         r.store_instructions = counter;
         r.store_instructions_per_row = counter as f64 / rows as f64;
         r.bytes = stats.encoded_bytes;

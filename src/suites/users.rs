@@ -498,6 +498,29 @@ pub(super) fn sqlite_start(
     })
 }
 
+/// What names a scenario's record (and so its id) before it runs.
+fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
+    ScenarioResult {
+        store: scenario.store.kind().into(),
+        journal_mode: scenario
+            .store
+            .journal_mode()
+            .map(|m| m.to_string())
+            .unwrap_or_default(),
+        position: scenario.position.to_string(),
+        operation: scenario.operation.kind().into(),
+        batch: scenario.operation.rows(),
+        rows_before: cfg.rows,
+        ..ScenarioResult::default()
+    }
+}
+
+/// The ids of the records `matrix` will give, in order (what `--profile` matches).
+pub fn scenario_ids(matrix: &[Scenario], cfg: &Config) -> Vec<String> {
+    let records: Vec<ScenarioResult> = matrix.iter().map(|s| record_of(s, cfg)).collect();
+    crate::report::scenario_ids(&records)
+}
+
 /// One scenario from its store's starting snapshot (or the reason the store was refused).
 fn measure(
     client: &mut BenchClient<'_>,
@@ -511,19 +534,9 @@ fn measure(
     let mut result = ScenarioResult {
         suite: suite.into(),
         engine: engine_name.into(),
-        store: scenario.store.kind().into(),
-        journal_mode: scenario
-            .store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-        position: scenario.position.to_string(),
-        operation: scenario.operation.kind().into(),
-        batch: scenario.operation.rows(),
-        rows_before: cfg.rows,
         method: scenario.method(),
         args: call.candid_args(),
-        ..ScenarioResult::default()
+        ..record_of(scenario, cfg)
     };
     match start {
         Err(reason) => result.status = Status::Refused(reason),
@@ -585,6 +598,7 @@ pub(super) fn record_reply(
                 pages_delta(message.stable_bytes_before, message.stable_bytes_after);
             result.heap_dirty_pages = message.heap_dirty_pages;
             result.stable_dirty_pages = message.stable_dirty_pages;
+            result.add_profile(message.profile.as_ref());
         }
     }
 }

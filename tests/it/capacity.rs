@@ -38,6 +38,7 @@ fn run(limits: Limits, jobs: usize) -> Report {
     let exec = Exec {
         jobs,
         shard: Shard::WHOLE,
+        profile: false,
     };
     cfg.run(&mut engine, wasm(), &exec, &mut |_| {}).unwrap()
 }

@@ -46,6 +46,7 @@ fn small_run(jobs: usize) -> Report {
     let exec = Exec {
         jobs,
         shard: Shard::WHOLE,
+        profile: false,
     };
     cfg.run(&mut engine, wasm(), &exec, &mut |_| {}).unwrap()
 }

@@ -1,0 +1,191 @@
+//! The instruction profiles of a run: which scenarios keep theirs (`--profile PATTERN`),
+//! and the files they are written to (`profiles/ID.folded` and `profiles/ID.svg` under the
+//! run's directory).
+
+use std::path::{Path, PathBuf};
+
+use super::{scenario_ids, Report};
+use crate::engine::Profile;
+
+/// The directory under a run's output that holds the profiles.
+pub const DIR: &str = "profiles";
+
+/// Whether `id` matches `pattern`: `*` stands for any run of characters (slashes
+/// included), everything else for itself, and the pattern must cover the whole id
+/// (`sqlite-wal/*`, `*/insert/1`, `btree/middle/insert/10`).
+pub fn matches(pattern: &str, id: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == id;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !id.starts_with(first) || id.len() < first.len() + last.len() || !id.ends_with(last) {
+        return false;
+    }
+    let mut rest = &id[first.len()..id.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The error of a pattern that matches none of `ids`: it names them.
+pub fn no_match(pattern: &str, ids: &[String]) -> String {
+    let shown: Vec<&str> = ids.iter().take(40).map(String::as_str).collect();
+    let more = match ids.len().saturating_sub(shown.len()) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    format!(
+        "--profile {pattern:?} matches no scenario; the ids are: {}{more} (`*` matches any text, e.g. --profile '{}')",
+        shown.join(", "),
+        ids.first()
+            .and_then(|id| id.split('/').next())
+            .map(|store| format!("{store}/*"))
+            .unwrap_or_else(|| "*".into())
+    )
+}
+
+/// What [`select`] did with a report's results.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Selected {
+    /// Results whose id matches the pattern.
+    pub matched: usize,
+    /// Of those, the ones that have a profile (a refused or derived row has none).
+    pub kept: usize,
+}
+
+/// Keeps the profiles of the results whose id matches `pattern` and names their files in
+/// the `profile` column; every other result's profile is dropped.
+pub fn select(report: &mut Report, pattern: &str) -> Selected {
+    let ids = scenario_ids(&report.results);
+    let mut selected = Selected::default();
+    for (r, id) in report.results.iter_mut().zip(&ids) {
+        if !matches(pattern, id) {
+            r.profile_data = None;
+            continue;
+        }
+        selected.matched += 1;
+        if r.profile_data.is_some() {
+            r.profile = format!("{DIR}/{id}.folded");
+            selected.kept += 1;
+        }
+    }
+    selected
+}
+
+/// The profiles a report keeps, as (id, file relative to the run's directory, profile).
+pub fn kept(report: &Report) -> Vec<(&str, &str, &Profile)> {
+    report
+        .results
+        .iter()
+        .filter(|r| !r.profile.is_empty())
+        .filter_map(|r| {
+            let id = r
+                .profile
+                .strip_prefix(DIR)?
+                .strip_prefix('/')?
+                .strip_suffix(".folded")?;
+            Some((id, r.profile.as_str(), r.profile_data.as_ref()?))
+        })
+        .collect()
+}
+
+/// The profile's stacks as folded-stack lines.
+fn stacks_of(profile: &Profile) -> Vec<(Vec<String>, u64)> {
+    profile
+        .stacks()
+        .into_iter()
+        .map(|(stack, n)| (stack.into_iter().map(String::from).collect(), n))
+        .collect()
+}
+
+/// The functions that spent the most of `profile` themselves, as a table.
+pub fn top_functions(profile: &Profile, top: usize) -> String {
+    super::flame::Folded::new(stacks_of(profile)).top_table(top)
+}
+
+/// Writes `profile` as `STEM.folded` and its flame graph `STEM.svg` (titled `title` and its
+/// total), creating the directory; returns both paths.
+pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[PathBuf; 2], String> {
+    super::flame::Folded::new(stacks_of(profile)).write_files(stem, title)
+}
+
+/// Writes each kept profile into `dir`: the folded stacks and the flame graph beside them.
+pub fn write(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for (id, file, profile) in kept(report) {
+        let stem = dir.join(file).with_extension("");
+        written.extend(write_profile(&stem, id, profile).map_err(std::io::Error::other)?);
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture;
+
+    #[test]
+    fn a_pattern_is_the_whole_id_with_stars_for_any_text() {
+        let id = "sqlite-wal/middle/insert/1";
+        for yes in [
+            id,
+            "*",
+            "sqlite-wal/*",
+            "*/insert/1",
+            "sqlite-*/middle/*/1",
+            "**",
+        ] {
+            assert!(matches(yes, id), "{yes}");
+        }
+        for no in [
+            "sqlite-wal/middle/insert/10",
+            "sqlite-wal",
+            "*/insert/10",
+            "btree/*",
+            "sqlite-wal/*/1/*/insert",
+            "",
+        ] {
+            assert!(!matches(no, id), "{no}");
+        }
+    }
+
+    #[test]
+    fn select_keeps_the_matching_profiles_and_names_their_files() {
+        let mut report = fixture::report();
+        let mut p = Profile::new();
+        p.add(&["main"], 5);
+        for r in &mut report.results {
+            r.profile_data = Some(p.clone());
+        }
+        let ids = scenario_ids(&report.results);
+        let pattern = format!("{}*", &ids[0][..ids[0].find('/').unwrap() + 1]);
+        let selected = select(&mut report, &pattern);
+        let expected = ids.iter().filter(|id| matches(&pattern, id)).count();
+        assert!(expected > 0 && expected < ids.len());
+        assert_eq!(
+            selected,
+            Selected {
+                matched: expected,
+                kept: expected
+            }
+        );
+        for (r, id) in report.results.iter().zip(&ids) {
+            if matches(&pattern, id) {
+                assert_eq!(r.profile, format!("profiles/{id}.folded"));
+                assert!(r.profile_data.is_some());
+            } else {
+                assert_eq!(r.profile, "");
+                assert!(r.profile_data.is_none());
+            }
+        }
+        assert_eq!(select(&mut report, "nothing/*"), Selected::default());
+        let err = no_match("nothing/*", &ids);
+        assert!(err.contains("matches no scenario; the ids are: "), "{err}");
+        assert!(err.contains(&ids[0]), "{err}");
+    }
+}
