@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub mod compare;
 mod csv;
 mod document;
+pub mod flame;
 pub mod format;
 mod json;
 pub mod profiles;
@@ -26,6 +27,7 @@ pub use csv::csv;
 pub use document::{
     markdown, message_cells_legend, terminal, Block, Document, Footnotes, Plot, PlotKind,
 };
+pub use flame::{differential_graph, Folded};
 pub use json::{from_json, json};
 pub use record::{scenario_ids, ScenarioResult, Status};
 pub use svg::{DotPlot, DotPoint, LinePlot, Series};
