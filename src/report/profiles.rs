@@ -111,7 +111,30 @@ pub fn top_functions(profile: &Profile, top: usize) -> String {
 /// Writes `profile` as `STEM.folded` and its flame graph `STEM.svg` (titled `title` and its
 /// total), creating the directory; returns both paths.
 pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[PathBuf; 2], String> {
-    super::flame::Folded::new(stacks_of(profile)).write_files(stem, title)
+    if profile.total() > 0 {
+        return super::flame::Folded::new(stacks_of(profile)).write_files(stem, title);
+    }
+    // Nothing to draw (a canbench bench that never read the counter): an empty folded
+    // file, and a graph that says so rather than none.
+    let folded = stem.with_extension("folded");
+    let svg = stem.with_extension("svg");
+    let note = format!(
+        "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"14\">{}: no instructions measured</text></svg>\n",
+        escape_xml(title)
+    );
+    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    for (path, text) in [(&folded, String::new()), (&svg, note)] {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok([folded, svg])
+}
+
+fn escape_xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Writes each kept profile into `dir`: the folded stacks and the flame graph beside them.

@@ -24,12 +24,13 @@ fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
 }
 
 fn runner(init_args: &[u8], stable: Option<&[u8]>) -> Runner {
-    Runner::install(&support::fixture_wasm(), init_args, stable).unwrap()
+    Runner::install(&support::fixture_wasm(), init_args, stable, false).unwrap()
 }
 
 fn ok(r: &mut Runner, name: &str) -> BenchResult {
     r.run(name)
         .unwrap()
+        .outcome
         .unwrap_or_else(|e| panic!("bench {name} failed: {e}"))
 }
 
@@ -177,7 +178,7 @@ fn stable_memory_file_replaces_what_init_wrote() {
 #[test]
 fn a_trapping_bench_reports_the_replica_error_and_others_still_run() {
     let mut r = runner(b"trap", None);
-    let err = r.run("trap_on_request").unwrap().unwrap_err();
+    let err = r.run("trap_on_request").unwrap().outcome.unwrap_err();
     assert!(
         err.starts_with("IC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: ")
             && err.contains("trap requested by the init argument"),
@@ -188,7 +189,7 @@ fn a_trapping_bench_reports_the_replica_error_and_others_still_run() {
     let mut fine = runner(&[], None);
     assert_eq!(ok(&mut fine, "trap_on_request").total.calls, 1);
     // An unknown bench is the replica's method-not-found reject, not a panic.
-    let missing = fine.run("no_such_bench").unwrap().unwrap_err();
+    let missing = fine.run("no_such_bench").unwrap().outcome.unwrap_err();
     assert!(missing.starts_with("IC0536: "), "{missing}");
 }
 

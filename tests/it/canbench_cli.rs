@@ -280,9 +280,17 @@ fn bad_inputs_are_clear_errors() {
         "no benchmark name contains \"no_such_bench\"",
     );
     fails_with(
-        &s.run(&["--wasm", &w, "--instruction-tracing"]),
+        &s.run(&[
+            "--wasm",
+            &w,
+            "--instruction-tracing",
+            "--shard",
+            "1/2",
+            "--out",
+            "parts",
+        ]),
         2,
-        "--instruction-tracing is not supported",
+        "--instruction-tracing writes its flame graphs next to the results file: run it without --shard",
     );
 
     s.write(
@@ -566,4 +574,51 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     assert_eq!(stderr(&o), stderr(&expected));
     assert!(stderr(&o).contains("1 of 10 benchmarks failed (trap_on_request)"));
     assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
+}
+
+#[test]
+fn instruction_tracing_writes_each_bench_s_flame_graph_summing_to_its_instructions() {
+    let s = Scratch::new("tracing");
+    let w = wasm();
+    std::fs::create_dir_all(s.path("out")).unwrap();
+    let o = s.run(&[
+        "--wasm",
+        &w,
+        "--persist",
+        "--instruction-tracing",
+        "--results",
+        "out/results.yml",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let results = icbench::canbench::results::read(&s.path("out/results.yml")).unwrap();
+    assert!(results.len() >= 5, "{results:?}");
+    for (name, result) in &results {
+        // canbench's line closes the bench's block, before its blank line.
+        let line = format!("Instruction traces written to out/{name}.svg\n\n");
+        assert!(out.contains(&line), "{name}: {out}");
+        let svg = s.read(&format!("out/{name}.svg"));
+        assert!(svg.starts_with("<?xml") && svg.contains("<svg"), "{name}");
+        let folded = s.read(&format!("out/{name}.folded"));
+        let sum: u64 = folded
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(sum, result.total.instructions, "{name}: {folded}");
+    }
+    // The empty bench: 207, of which 200 are the closing performance_counter read's fee.
+    let empty = s.read("out/empty.folded");
+    let fee: Vec<&str> = empty
+        .lines()
+        .filter(|l| l.contains("ic0.performance_counter"))
+        .collect();
+    assert_eq!(fee.len(), 1, "{empty}");
+    assert!(fee[0].ends_with(" 200"), "{empty}");
+    // Tracing moves no count: the results are those of a run without it.
+    let plain = s.run(&["--wasm", &w, "--persist", "--results", "out/plain.yml"]);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    assert_eq!(
+        icbench::canbench::results::read(&s.path("out/plain.yml")).unwrap(),
+        results
+    );
 }

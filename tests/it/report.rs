@@ -63,6 +63,7 @@ fn result(
         stable_dirty_pages: batch,
         bytes: 0,
         ingress_cycles: 1_296_000,
+        ..ScenarioResult::default()
     }
 }
 

@@ -1130,6 +1130,7 @@ fn fake_result(store: &str, mode: &str, workload: &str, per_event: f64) -> Scena
         stable_dirty_pages: 0,
         bytes: 0,
         ingress_cycles: 0,
+        ..ScenarioResult::default()
     }
 }
 
