@@ -246,7 +246,8 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             .map(|p| p.scenario_ids())
             .collect::<Option<Vec<Vec<String>>>>()
             .map(|ids| ids.concat());
-        if let Some(ids) = known.filter(|ids| !ids.iter().any(|id| profiles::matches(pattern, id))) {
+        if let Some(ids) = known.filter(|ids| !ids.iter().any(|id| profiles::matches(pattern, id)))
+        {
             return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
         }
     }
@@ -519,7 +520,9 @@ fn merge(args: &MergeArgs) -> Result<bool> {
             .with_context(|| format!("writing results to {}", dir.display()))?;
         for (from, file) in &m.profiles {
             for from in [from.clone(), from.with_extension("svg")] {
-                let to = dir.join(file).with_extension(from.extension().unwrap_or_default());
+                let to = dir
+                    .join(file)
+                    .with_extension(from.extension().unwrap_or_default());
                 if let Some(parent) = to.parent() {
                     std::fs::create_dir_all(parent)
                         .with_context(|| format!("creating {}", parent.display()))?;

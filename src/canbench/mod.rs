@@ -422,7 +422,9 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             .collect(),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
-    let ok = print_sections(&mine, outcomes, &[], &old, &output).1.is_empty();
+    let ok = print_sections(&mine, outcomes, &[], &old, &output)
+        .1
+        .is_empty();
     let path = part.write(dir)?;
     println!(
         "Shard {shard}: {} of the {} benchmarks, written to {} (`icbench merge` joins the parts)",
@@ -456,12 +458,9 @@ fn write_trace(results_path: &Path, name: &str, trace: &Profile) -> Result<PathB
     } else {
         dir.join(name)
     };
-    let [_, svg] = crate::report::profiles::write_profile(
-        &stem,
-        &format!("{name} (canbench)"),
-        trace,
-    )
-    .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
+    let [_, svg] =
+        crate::report::profiles::write_profile(&stem, &format!("{name} (canbench)"), trace)
+            .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
     Ok(svg)
 }
 

@@ -1516,7 +1516,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
         out.extend_from_slice(&wasm[content.start..ops_start]);
         if self.profile {
             let ty = self.info.func_types[self.body_index];
-            let block_type = match self.func_type(nfi + self.body_index as u32).results.as_slice() {
+            let block_type = match self
+                .func_type(nfi + self.body_index as u32)
+                .results
+                .as_slice()
+            {
                 [] => BlockType::Empty,
                 [one] => BlockType::Result(*one),
                 _ => BlockType::FunctionType(self.result_types + ty),

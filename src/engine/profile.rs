@@ -214,7 +214,10 @@ mod tests {
             [
                 (vec!["[compilation]"], 6_000),
                 (vec!["[post_upgrade]", "[heap dirty pages]"], 3_000),
-                (vec!["[post_upgrade]", "canister_post_upgrade", "decode"], 40),
+                (
+                    vec!["[post_upgrade]", "canister_post_upgrade", "decode"],
+                    40
+                ),
             ]
         );
     }

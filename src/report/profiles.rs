@@ -123,7 +123,8 @@ pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[Pat
         escape_xml(title)
     );
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
     for (path, text) in [(&folded, String::new()), (&svg, note)] {
         std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -44,7 +44,11 @@ fn stacks(profile: &Profile) -> Vec<(String, u64)> {
 }
 
 fn expect(out: &CallOutcome, want: &[(&str, u64)]) {
-    let profile = out.report.profile.as_ref().expect("a profiled message has a profile");
+    let profile = out
+        .report
+        .profile
+        .as_ref()
+        .expect("a profiled message has a profile");
     let want: Vec<(String, u64)> = want.iter().map(|(s, n)| (s.to_string(), *n)).collect();
     assert_eq!(stacks(profile), want);
     assert_eq!(
@@ -157,7 +161,11 @@ fn a_trap_charges_up_to_the_trap_to_the_frames_open_then() {
         &wasm,
         "t",
         false,
-        &[("t", 6), ("t;boom", 8), ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4)],
+        &[
+            ("t", 6),
+            ("t;boom", 8),
+            ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4),
+        ],
     );
     assert!(out.result.is_err());
 
@@ -241,7 +249,10 @@ fn profiling_moves_no_count() {
         assert!(y.report.profile.take().is_some());
         assert_eq!(x.report, y.report);
         assert_eq!(x.result, y.result);
-        assert_eq!(plain.state_hash(a).unwrap(), profiled.state_hash(b).unwrap());
+        assert_eq!(
+            plain.state_hash(a).unwrap(),
+            profiled.state_hash(b).unwrap()
+        );
     }
 }
 
@@ -321,4 +332,268 @@ fn unnamed_functions_are_named_by_index_and_rust_symbols_demangled() {
             ("bench::work;ic0.msg_reply_data_append", 500),
         ],
     );
+}
+
+// ---- the suites -----------------------------------------------------------------------
+
+mod suites {
+    use std::path::{Path, PathBuf};
+    use std::sync::OnceLock;
+
+    use icbench::bench_canister::{default_wasm_path, ensure_built_with};
+    use icbench::engine::embedded::EmbeddedEngine;
+    use icbench::report::{self, profiles, Report, ScenarioResult};
+    use icbench::suites::scenario::{JournalMode, Store};
+    use icbench::suites::upgrade::{Config, UpgradeStore};
+    use icbench::suites::{Exec, Plan, Shard};
+
+    fn wasm_path() -> &'static Path {
+        static BUILT: OnceLock<PathBuf> = OnceLock::new();
+        BUILT.get_or_init(|| {
+            ensure_built_with(true, Some(crate::support::icbench_bin()))
+                .expect("scripts/build-canister.sh builds the canister");
+            default_wasm_path()
+        })
+    }
+
+    const SMALL: [&str; 14] = [
+        "--rows",
+        "2000",
+        "--batches",
+        "1",
+        "--stores",
+        "btree,sqlite",
+        "--journal-modes",
+        "WAL,OFF",
+        "--positions",
+        "middle",
+        "--no-reads",
+        "--quiet",
+        "--wasm",
+        "",
+    ];
+
+    fn icbench(out: &Path, extra: &[&str]) -> (i32, String, String) {
+        let mut args: Vec<&str> = SMALL.to_vec();
+        *args.last_mut().unwrap() = wasm_path().to_str().unwrap();
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        let o = crate::support::icbench_command()
+            .args(&args)
+            .output()
+            .unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    }
+
+    fn read(dir: &Path) -> Report {
+        report::from_json(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+    }
+
+    /// The folded file's counts added up.
+    fn folded_sum(path: &Path) -> u64 {
+        std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+            .lines()
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    }
+
+    /// results.csv without its last column (`profile`).
+    fn csv_without_profile(dir: &Path) -> String {
+        std::fs::read_to_string(dir.join("results.csv"))
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string() + "\n")
+            .collect()
+    }
+
+    #[test]
+    fn a_profiled_run_writes_each_matched_scenario_s_profile_summing_to_its_charge() {
+        let plain = crate::support::scratch_dir("profile-plain");
+        let profiled = crate::support::scratch_dir("profile-on");
+        let (code, _, err) = icbench(&plain, &[]);
+        assert_eq!(code, 0, "{err}");
+        let (code, _, err) = icbench(&profiled, &["--profile", "sqlite-*", "--jobs", "2"]);
+        assert_eq!(code, 0, "{err}");
+        // The same numbers, byte for byte: only the profile column is filled.
+        assert_eq!(csv_without_profile(&plain), csv_without_profile(&profiled));
+        let report = read(&profiled);
+        let ids = report::scenario_ids(&report.results);
+        assert_eq!(
+            ids,
+            [
+                "btree/middle/insert/1",
+                "sqlite-wal/middle/insert/1",
+                "sqlite-off/middle/insert/1"
+            ]
+        );
+        for (r, id) in report.results.iter().zip(&ids) {
+            if !id.starts_with("sqlite-") {
+                assert_eq!(r.profile, "", "{id}");
+                continue;
+            }
+            assert_eq!(r.profile, format!("profiles/{id}.folded"));
+            assert_eq!(
+                folded_sum(&profiled.join(&r.profile)),
+                r.instructions,
+                "{id}"
+            );
+            let svg = std::fs::read_to_string(profiled.join(format!("profiles/{id}.svg"))).unwrap();
+            assert!(svg.contains("<svg") && svg.contains(id), "{id}");
+            let folded = std::fs::read_to_string(profiled.join(&r.profile)).unwrap();
+            // An update that writes the heap pays for it after the message, in a frame of
+            // its own; SQLite's pages go through stable memory.
+            assert!(r.heap_dirty_pages > 0);
+            assert!(
+                folded.contains(&format!(
+                    "\n[heap dirty pages] {}\n",
+                    r.heap_dirty_pages * 1_000
+                )) || folded.starts_with(&format!(
+                    "[heap dirty pages] {}\n",
+                    r.heap_dirty_pages * 1_000
+                )),
+                "{folded}"
+            );
+            assert!(folded.contains(";ic0.stable64_write "), "{id}");
+        }
+        // Unmatched scenarios write nothing.
+        assert!(!profiled.join("profiles/btree").exists());
+    }
+
+    #[test]
+    fn shards_of_a_profiled_run_merge_into_its_profiles() {
+        let whole = crate::support::scratch_dir("profile-whole");
+        let parts = [
+            crate::support::scratch_dir("profile-part1"),
+            crate::support::scratch_dir("profile-part2"),
+        ];
+        let merged = crate::support::scratch_dir("profile-merged");
+        assert_eq!(icbench(&whole, &["--profile"]).0, 0);
+        for (k, dir) in parts.iter().enumerate() {
+            let shard = format!("{}/2", k + 1);
+            let (code, _, err) = icbench(dir, &["--profile", "--shard", &shard]);
+            assert_eq!(code, 0, "{err}");
+        }
+        let o = crate::support::icbench_command()
+            .args(["merge", "--quiet", "--out", merged.to_str().unwrap()])
+            .args(&parts)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (a, b) = (read(&whole), read(&merged));
+        assert_eq!(a.results, b.results);
+        assert_eq!(
+            a.results.iter().filter(|r| !r.profile.is_empty()).count(),
+            3
+        );
+        for r in &a.results {
+            for file in [r.profile.clone(), r.profile.replace(".folded", ".svg")] {
+                assert_eq!(
+                    std::fs::read(whole.join(&file)).unwrap(),
+                    std::fs::read(merged.join(&file)).unwrap(),
+                    "{file}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_pattern_that_matches_no_scenario_is_refused_before_any_work_naming_the_ids() {
+        let out = crate::support::scratch_dir("profile-nomatch");
+        std::fs::remove_dir_all(&out).unwrap();
+        let (code, _, err) = icbench(&out, &["--profile", "heap/*"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains("--profile \"heap/*\" matches no scenario; the ids are: btree/middle/insert/1, sqlite-wal/middle/insert/1, sqlite-off/middle/insert/1"),
+            "{err}"
+        );
+        assert!(!out.exists(), "nothing was written");
+        let (code, stdout, err) = icbench(&out, &["--list-scenarios"]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            stdout,
+            "seed003\tbtree/middle/insert/1\nseed003\tsqlite-wal/middle/insert/1\nseed003\tsqlite-off/middle/insert/1\n"
+        );
+    }
+
+    #[test]
+    fn an_upgrade_s_profile_explains_its_compilation_and_each_hook() {
+        let cfg = Config {
+            stores: vec![
+                UpgradeStore::Heap(bench_types::names::HeapEncoding::Candid),
+                UpgradeStore::Heap(bench_types::names::HeapEncoding::Cbor),
+                UpgradeStore::Users(Store::Sqlite(JournalMode::Off)),
+            ],
+            sizes: vec![1_000],
+            rows: 1_000,
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            limit_run: None,
+        };
+        let wasm = std::fs::read(wasm_path()).unwrap();
+        let run = |profile: bool| {
+            let exec = Exec {
+                jobs: 1,
+                shard: Shard::WHOLE,
+                profile,
+            };
+            cfg.run(&mut EmbeddedEngine::default(), &wasm, &exec, &mut |_| {})
+                .unwrap()
+        };
+        let (plain, profiled) = (run(false), run(true));
+        let strip = |r: &ScenarioResult| ScenarioResult {
+            profile_data: None,
+            ..r.clone()
+        };
+        let stripped: Vec<ScenarioResult> = profiled.results.iter().map(strip).collect();
+        assert_eq!(plain.results, stripped, "profiling moves no count");
+        let mut upgrades = 0;
+        for r in &profiled.results {
+            let p = r
+                .profile_data
+                .as_ref()
+                .unwrap_or_else(|| panic!("{} {}", r.position, r.operation));
+            assert_eq!(p.total(), r.instructions, "{} {}", r.position, r.operation);
+            if r.operation == "upgrade" {
+                upgrades += 1;
+                let roots: Vec<&str> = p.stacks().iter().map(|(s, _)| s[0]).collect();
+                for stage in ["[compilation]", "[pre_upgrade]", "[post_upgrade]"] {
+                    assert!(roots.contains(&stage), "{stage}: {roots:?}");
+                }
+                // The compilation charge is the whole of its frame.
+                let compile: u64 = p
+                    .stacks()
+                    .iter()
+                    .filter(|(s, _)| s == &["[compilation]"])
+                    .map(|(_, n)| n)
+                    .sum();
+                let hooks: u64 = profiled
+                    .results
+                    .iter()
+                    .filter(|h| {
+                        h.position == r.position
+                            && h.rows_before == r.rows_before
+                            && (h.operation == "pre_upgrade" || h.operation == "post_upgrade")
+                    })
+                    .map(|h| h.instructions)
+                    .sum();
+                assert_eq!(compile + hooks, r.instructions);
+            }
+        }
+        assert_eq!(upgrades, 3);
+        // The profiles the report writes, by id.
+        let mut report = profiled;
+        let selected = profiles::select(&mut report, "*/upgrade/*");
+        assert_eq!(selected.kept, 3);
+    }
 }

@@ -339,7 +339,10 @@ fn load_through(
     if let Err(e) = stored {
         disk_cache::warn_once("the compile cache cannot be written", &e);
     }
-    Ok((Arc::new(link(compiled, raw, hash, counter)?), Origin::Compiled))
+    Ok((
+        Arc::new(link(compiled, raw, hash, counter)?),
+        Origin::Compiled,
+    ))
 }
 
 /// Links a compiled module with the System API and reads what messages need from it.
@@ -859,7 +862,10 @@ impl EmbeddedEngine {
                 (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
                 (Profiling::BetweenCounterReads, Some(n)) => {
                     // A module that never reads the counter measures nothing.
-                    Some(Profiler::new(limit, Some(n.performance_counter.unwrap_or(u32::MAX))))
+                    Some(Profiler::new(
+                        limit,
+                        Some(n.performance_counter.unwrap_or(u32::MAX)),
+                    ))
                 }
             };
         }

@@ -51,7 +51,9 @@ impl FrameNames {
                 }
                 wasmparser::Payload::FunctionSection(reader) => {
                     let first = names.len();
-                    names.extend((first..first + reader.count() as usize).map(|i| format!("func[{i}]")));
+                    names.extend(
+                        (first..first + reader.count() as usize).map(|i| format!("func[{i}]")),
+                    );
                 }
                 wasmparser::Payload::CustomSection(reader) => {
                     if let wasmparser::KnownCustom::Name(section) = reader.as_known() {
