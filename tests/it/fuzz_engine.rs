@@ -19,6 +19,7 @@ use std::fmt::Write as _;
 use arbitrary::Unstructured;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::Profiling;
 use icbench::engine::instrument::{self, Counter, InstrumentError};
 use icbench::engine::{CallOutcome, Engine};
 use wasm_smith::{Config, Module};
@@ -315,6 +316,14 @@ fn record(
     match out {
         Ok(out) => {
             let r = &out.report;
+            // A profiled message explains its whole charge, whatever it did.
+            if let Some(profile) = &r.profile {
+                assert_eq!(
+                    profile.total(),
+                    r.instructions,
+                    "{what}: the profile does not sum to the charge"
+                );
+            }
             // The counter is clamped to the limit; only the after-execution heap charge adds to it.
             assert!(
                 r.instructions <= limit + r.heap_dirty_pages * page_overhead,
@@ -380,7 +389,12 @@ fn record(
 
 /// Installs the module in a fresh engine and drives every method through updates,
 /// queries, an upgrade and a snapshot/restore. Returns the full trace.
-fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec<String> {
+fn exercise(
+    case: &Case,
+    counter: Counter,
+    profiling: Profiling,
+    mut stats: Option<&mut Stats>,
+) -> Vec<String> {
     let mut trace = Vec::new();
     let page_overhead = Limits::APPLICATION.dirty_page_overhead
         * if case.wasm64 {
@@ -389,6 +403,7 @@ fn exercise(case: &Case, counter: Counter, mut stats: Option<&mut Stats>) -> Vec
             1
         };
     let mut engine = EmbeddedEngine::new(limits()).with_counter(counter);
+    engine.set_profiling(profiling).unwrap();
     let id = match engine.install(&case.wasm, &case.arg) {
         Err(e) => {
             // Inside the IC's feature set the engine must load every module; the only
@@ -592,8 +607,8 @@ fn run_seed(seed: u64, stats: &mut Stats) {
         }
     }
 
-    let a = exercise(&case, Counter::Local, Some(stats));
-    let b = exercise(&case, Counter::Local, None);
+    let a = exercise(&case, Counter::Local, Profiling::Off, Some(stats));
+    let b = exercise(&case, Counter::Local, Profiling::Off, None);
     if a != b {
         let diff = a.iter().zip(&b).find(|(x, y)| x != y);
         panic!("seed {seed}: two runs of the same module differ; first difference: {diff:#?}\n(lengths {} vs {})", a.len(), b.len());
@@ -603,20 +618,21 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     // the frame sizes of the generated machine code (with the local counter a message can
     // run out of instructions where the global one overflowed), so a message that
     // overflowed the stack with either placement is not compared. It rolls back either way.
-    let c = exercise(&case, Counter::Global, None);
-    assert_eq!(
-        a.len(),
-        c.len(),
-        "seed {seed}: local and global counter traces differ in length"
-    );
-    for (x, y) in a.iter().zip(&c) {
-        if x.contains("stack overflow") || y.contains("stack overflow") {
-            continue;
+    // Profiled, each placement gives the unprofiled trace too (and `record` checks each
+    // profile sums to its message's charge); the probes add to the machine stack only.
+    for (counter, profiling, what) in [
+        (Counter::Global, Profiling::Off, "the local and the global counter"),
+        (Counter::Local, Profiling::Messages, "profiled and unprofiled runs"),
+        (Counter::Global, Profiling::Messages, "profiled (global) and unprofiled runs"),
+    ] {
+        let c = exercise(&case, counter, profiling, None);
+        assert_eq!(a.len(), c.len(), "seed {seed}: {what}: traces differ in length");
+        for (x, y) in a.iter().zip(&c) {
+            if x.contains("stack overflow") || y.contains("stack overflow") {
+                continue;
+            }
+            assert_eq!(x, y, "seed {seed}: {what} disagree");
         }
-        assert_eq!(
-            x, y,
-            "seed {seed}: the local and the global counter disagree (local, global)"
-        );
     }
 }
 
