@@ -20,6 +20,7 @@ mod engine;
 mod fuzz_engine;
 mod metering;
 mod motoko;
+mod profile_cli;
 mod project_files;
 mod report;
 mod suites;
