@@ -15,7 +15,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
-use icbench::report::{self, profiles, Report};
+use icbench::report::{self, profiles, Folded, Report};
 use icbench::suites::{self, pool, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
 #[derive(Parser)]
@@ -46,6 +46,11 @@ enum Command {
     /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
     /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
     Crosscheck(CrosscheckArgs),
+    /// Draw a differential flame graph of two instruction profiles (folded files): where B
+    /// spends more instructions than A (red) and fewer (blue).
+    ProfileDiff(ProfileDiffArgs),
+    /// Print the functions of an instruction profile (a folded file) by self instructions.
+    ProfileTop(ProfileTopArgs),
     /// The compile cache: compiled canister modules, kept across runs in ICBENCH_CACHE_DIR
     /// or the platform cache directory.
     Cache {
@@ -181,6 +186,30 @@ struct CrosscheckArgs {
     /// No progress output on stderr.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(Args)]
+struct ProfileDiffArgs {
+    /// The profile compared against (folded stacks: `frame;frame COUNT` per line).
+    a: PathBuf,
+    /// The profile whose additions (red) and removals (blue) over A are drawn.
+    b: PathBuf,
+    /// The SVG file to write.
+    #[arg(long)]
+    out: PathBuf,
+    /// Draw A's widths instead of B's, so that stacks B no longer has show (colours keep
+    /// their meaning: red is more in B).
+    #[arg(long)]
+    a_shape: bool,
+}
+
+#[derive(Args)]
+struct ProfileTopArgs {
+    /// The profile (folded stacks: `frame;frame COUNT` per line).
+    file: PathBuf,
+    /// How many functions to list; the rest are summed in one line.
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    top: usize,
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -559,6 +588,23 @@ fn compare(args: &CompareArgs) -> Result<bool> {
     Ok(!comparison.has_regressions())
 }
 
+fn profile_diff(args: &ProfileDiffArgs) -> Result<bool> {
+    let a = Folded::read(&args.a).map_err(anyhow::Error::msg)?;
+    let b = Folded::read(&args.b).map_err(anyhow::Error::msg)?;
+    let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
+    let svg = report::differential_graph((&a_name, &a), (&b_name, &b), args.a_shape)
+        .map_err(anyhow::Error::msg)?;
+    std::fs::write(&args.out, svg).with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(true)
+}
+
+fn profile_top(args: &ProfileTopArgs) -> Result<bool> {
+    let profile = Folded::read(&args.file).map_err(anyhow::Error::msg)?;
+    print!("{}", profile.top_table(args.top));
+    Ok(true)
+}
+
 fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     use icbench::crosscheck::{self, Metric};
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -637,7 +683,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if !matches!(cli.command, Some(Command::Cache { .. })) {
+    // The profile commands only read and write text files: no canister, no compile cache.
+    if !matches!(
+        cli.command,
+        Some(Command::Cache { .. } | Command::ProfileDiff(_) | Command::ProfileTop(_))
+    ) {
         // Compiled modules are kept across runs; without a directory the run only compiles.
         match disk_cache::dir_from_env() {
             Ok(dir) => disk_cache::enable(Some(dir)),
@@ -656,6 +706,8 @@ fn main() -> ExitCode {
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
         Some(Command::Merge(args)) => merge(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),
+        Some(Command::ProfileDiff(args)) => profile_diff(args),
+        Some(Command::ProfileTop(args)) => profile_top(args),
         Some(Command::Cache { action }) => cache(action),
     };
     match outcome {

@@ -258,7 +258,10 @@ pub fn differential_graph(
 /// Makes a frame name safe for the folded format, where `;` separates frames, a newline
 /// ends the line and surrounding whitespace is trimmed away on reading: `;` becomes `:`
 /// (`[u8; 32]` reads `[u8: 32]`, still recognisable), control characters (newline, tab,
-/// ...) become a space, the name is trimmed, and an empty name becomes `[unnamed]`.
+/// ...) become a space, the name is trimmed, and an empty name becomes `[unnamed]`. A
+/// space before a trailing number becomes `_` (`closure 2` reads `closure_2`): inferno
+/// takes a line's last two numbers for a differential pair, so the number would otherwise
+/// be read as a count.
 pub fn sanitise(name: &str) -> String {
     let replaced: String = name
         .chars()
@@ -268,10 +271,17 @@ pub fn sanitise(name: &str) -> String {
             c => c,
         })
         .collect();
-    match replaced.trim() {
-        "" => UNNAMED.to_string(),
+    let mut name = match replaced.trim() {
+        "" => return UNNAMED.to_string(),
         trimmed => trimmed.to_string(),
+    };
+    if let Some(space) = name.rfind(' ') {
+        let last = &name[space + 1..];
+        if last.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+            name.replace_range(space..space + 1, "_");
+        }
     }
+    name
 }
 
 /// One trimmed, non-empty line: the stack, a space, and a count of ASCII digits.
@@ -372,7 +382,10 @@ mod tests {
                 ],
                 7,
             ),
-            (vec!["  padded  ".into(), "".into()], 3),
+            (
+                vec!["  padded  ".into(), "".into(), "{{closure}} 2".into()],
+                3,
+            ),
             (vec!["zero".into()], 0),
             (
                 stack("canister_update put;<[u8: 32] as Storable>::to_bytes;line break and"),
@@ -383,9 +396,12 @@ mod tests {
         assert_eq!(
             text,
             "canister_update put;<[u8: 32] as Storable>::to_bytes;line break and 9\n\
-             padded;[unnamed] 3\n"
+             padded;[unnamed];{{closure}}_2 3\n"
         );
         assert_eq!(folded.total(), 12);
+        // Not read as a differential line `... {{closure}} 2 3` (2 before, 3 after).
+        let svg = folded.flame_graph("awkward").unwrap();
+        assert!(svg.contains("<title>{{closure}}_2 (3 instructions, 25.00%)</title>"));
         assert_eq!(Folded::parse(&text), Ok(folded));
     }
 

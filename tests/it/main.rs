@@ -21,6 +21,7 @@ mod fuzz_engine;
 mod metering;
 mod motoko;
 mod profile;
+mod profile_cli;
 mod project_files;
 mod report;
 mod suites;
