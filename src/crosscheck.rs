@@ -264,6 +264,7 @@ mod tests {
             stable_dirty_pages: 0,
             bytes: 0,
             ingress_cycles: 0,
+            ..ScenarioResult::default()
         }
     }
 

@@ -142,6 +142,8 @@ pub(crate) mod fixture {
             stable_dirty_pages: 4,
             bytes: 0,
             ingress_cycles: 1_200_000 + 2_000 * 40,
+            profile: String::new(),
+            profile_data: None,
         }
     }
 

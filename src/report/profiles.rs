@@ -151,7 +151,7 @@ pub fn write(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::fixture;
+    use crate::report::{fixture, ScenarioResult};
 
     #[test]
     fn a_pattern_is_the_whole_id_with_stars_for_any_text() {
@@ -180,16 +180,30 @@ mod tests {
 
     #[test]
     fn select_keeps_the_matching_profiles_and_names_their_files() {
-        let mut report = fixture::report();
+        let mut report = fixture::report(vec![
+            fixture::result("btree", "", "middle", "insert", 1, 50_000),
+            fixture::result("sqlite", "WAL", "middle", "insert", 1, 500_000),
+            fixture::result("sqlite", "OFF", "middle", "insert", 1, 180_000),
+            fixture::result("sqlite", "OFF", "end", "insert", 10, 200_000),
+        ]);
         let mut p = Profile::new();
         p.add(&["main"], 5);
         for r in &mut report.results {
             r.profile_data = Some(p.clone());
         }
         let ids = scenario_ids(&report.results);
-        let pattern = format!("{}*", &ids[0][..ids[0].find('/').unwrap() + 1]);
-        let selected = select(&mut report, &pattern);
-        let expected = ids.iter().filter(|id| matches(&pattern, id)).count();
+        assert_eq!(
+            ids,
+            [
+                "btree/middle/insert/1",
+                "sqlite-wal/middle/insert/1",
+                "sqlite-off/middle/insert/1",
+                "sqlite-off/end/insert/10"
+            ]
+        );
+        let pattern = "sqlite-*/middle/*";
+        let selected = select(&mut report, pattern);
+        let expected = ids.iter().filter(|id| matches(pattern, id)).count();
         assert!(expected > 0 && expected < ids.len());
         assert_eq!(
             selected,
@@ -199,7 +213,7 @@ mod tests {
             }
         );
         for (r, id) in report.results.iter().zip(&ids) {
-            if matches(&pattern, id) {
+            if matches(pattern, id) {
                 assert_eq!(r.profile, format!("profiles/{id}.folded"));
                 assert!(r.profile_data.is_some());
             } else {
@@ -211,5 +225,27 @@ mod tests {
         let err = no_match("nothing/*", &ids);
         assert!(err.contains("matches no scenario; the ids are: "), "{err}");
         assert!(err.contains(&ids[0]), "{err}");
+    }
+
+    #[test]
+    fn ids_shared_by_several_results_take_their_rows_then_a_number() {
+        let at = |rows: u64| ScenarioResult {
+            rows_before: rows,
+            ..fixture::result("btree", "", "middle", "insert", 1, 50_000)
+        };
+        let results = vec![at(1_000), at(2_000), at(2_000), {
+            let mut r = at(1_000);
+            r.position = "Fits Batch".into();
+            r
+        }];
+        assert_eq!(
+            scenario_ids(&results),
+            [
+                "btree/middle/insert/1@1000",
+                "btree/middle/insert/1@2000#1",
+                "btree/middle/insert/1@2000#2",
+                "btree/fits-batch/insert/1"
+            ]
+        );
     }
 }

@@ -19,8 +19,8 @@ use std::fmt::Write as _;
 use arbitrary::Unstructured;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::Profiling;
 use icbench::engine::instrument::{self, Counter, InstrumentError};
+use icbench::engine::Profiling;
 use icbench::engine::{CallOutcome, Engine};
 use wasm_smith::{Config, Module};
 
@@ -621,12 +621,28 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     // Profiled, each placement gives the unprofiled trace too (and `record` checks each
     // profile sums to its message's charge); the probes add to the machine stack only.
     for (counter, profiling, what) in [
-        (Counter::Global, Profiling::Off, "the local and the global counter"),
-        (Counter::Local, Profiling::Messages, "profiled and unprofiled runs"),
-        (Counter::Global, Profiling::Messages, "profiled (global) and unprofiled runs"),
+        (
+            Counter::Global,
+            Profiling::Off,
+            "the local and the global counter",
+        ),
+        (
+            Counter::Local,
+            Profiling::Messages,
+            "profiled and unprofiled runs",
+        ),
+        (
+            Counter::Global,
+            Profiling::Messages,
+            "profiled (global) and unprofiled runs",
+        ),
     ] {
         let c = exercise(&case, counter, profiling, None);
-        assert_eq!(a.len(), c.len(), "seed {seed}: {what}: traces differ in length");
+        assert_eq!(
+            a.len(),
+            c.len(),
+            "seed {seed}: {what}: traces differ in length"
+        );
         for (x, y) in a.iter().zip(&c) {
             if x.contains("stack overflow") || y.contains("stack overflow") {
                 continue;
