@@ -35,6 +35,14 @@ struct Node {
 
 const ROOT: u32 = 0;
 
+/// The deepest stack [`Profile::stacks`] writes out frame by frame. A message that recurses
+/// deeper (a recursion to the Wasm stack limit nests ~100,000 frames) would write a
+/// folded line per depth, each as long as its depth: what lies deeper is written under
+/// its ancestor at this depth, as one frame [`DEEPER`], so the counts still add up.
+pub const MAX_STACK_DEPTH: usize = 512;
+/// The frame that stands for everything below [`MAX_STACK_DEPTH`].
+pub const DEEPER: &str = "[deeper frames]";
+
 impl Profile {
     pub fn new() -> Profile {
         Profile {
@@ -77,6 +85,19 @@ impl Profile {
         node
     }
 
+    /// The child `name` of `parent` (0 is the root), created if new: builds a tree in
+    /// O(1) a node, parents before their children.
+    pub(crate) fn child_named(&mut self, parent: u32, name: &str) -> u32 {
+        self.ensure_root();
+        let name = self.name_id(name);
+        self.child(parent, name)
+    }
+
+    /// Adds `count` to `node`'s own instructions.
+    pub(crate) fn add_to(&mut self, node: u32, count: u64) {
+        self.nodes[node as usize].count += count;
+    }
+
     /// The node of `stack` (root first), created if new.
     fn node<S: AsRef<str>>(&mut self, stack: &[S]) -> u32 {
         self.ensure_root();
@@ -103,15 +124,36 @@ impl Profile {
         self.nodes.iter().map(|n| n.count).sum()
     }
 
-    /// The stacks with a non-zero self count, root first, sorted.
+    /// The stacks with a non-zero self count, root first, sorted; what lies deeper than
+    /// [`MAX_STACK_DEPTH`] is summed into one [`DEEPER`] frame under its ancestor there.
     pub fn stacks(&self) -> Vec<(Vec<&str>, u64)> {
-        let mut out: Vec<(Vec<&str>, u64)> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(_, n)| n.count > 0)
-            .map(|(i, n)| (self.path(i as u32), n.count))
-            .collect();
+        // Parents come before their children, so one pass finds each node's depth and,
+        // for a node too deep, the node at the cut it is summed into.
+        let mut depth = vec![0usize; self.nodes.len()];
+        let mut cut: Vec<u32> = (0..self.nodes.len() as u32).collect();
+        let mut deeper: std::collections::BTreeMap<u32, u64> = Default::default();
+        let mut out: Vec<(Vec<&str>, u64)> = Vec::new();
+        for i in 1..self.nodes.len() {
+            let n = self.nodes[i];
+            depth[i] = depth[n.parent as usize] + 1;
+            if depth[i] > MAX_STACK_DEPTH {
+                cut[i] = if depth[i] == MAX_STACK_DEPTH + 1 {
+                    n.parent
+                } else {
+                    cut[n.parent as usize]
+                };
+                if n.count > 0 {
+                    *deeper.entry(cut[i]).or_default() += n.count;
+                }
+            } else if n.count > 0 {
+                out.push((self.path(i as u32), n.count));
+            }
+        }
+        for (at, count) in deeper {
+            let mut stack = self.path(at);
+            stack.push(DEEPER);
+            out.push((stack, count));
+        }
         out.sort();
         out
     }
@@ -207,8 +249,6 @@ mod tests {
         total.add(&[COMPILATION], 6_000);
         total.add_profile(&["[post_upgrade]"], &stage);
         assert_eq!(total.total(), 9_040);
-        assert_eq!(total.under("[post_upgrade]"), Some(stage));
-        assert_eq!(total.under("[pre_upgrade]"), None);
         assert_eq!(
             total.stacks(),
             [
@@ -220,5 +260,30 @@ mod tests {
                 ),
             ]
         );
+        assert_eq!(total.under("[post_upgrade]"), Some(stage));
+        assert_eq!(total.under("[pre_upgrade]"), None);
+    }
+
+    #[test]
+    fn stacks_deeper_than_the_cut_are_summed_under_it() {
+        let mut p = Profile::new();
+        let mut node = 0;
+        for depth in 1..=MAX_STACK_DEPTH + 100 {
+            node = p.child_named(node, "rec");
+            p.add_to(node, depth as u64);
+        }
+        let stacks = p.stacks();
+        assert_eq!(stacks.len(), MAX_STACK_DEPTH + 1);
+        let (last, count) = stacks
+            .iter()
+            .find(|(s, _)| s.last() == Some(&DEEPER))
+            .unwrap();
+        assert_eq!(last.len(), MAX_STACK_DEPTH + 1);
+        assert_eq!(
+            *count,
+            (MAX_STACK_DEPTH as u64 + 1..=MAX_STACK_DEPTH as u64 + 100).sum::<u64>()
+        );
+        let total: u64 = stacks.iter().map(|(_, n)| n).sum();
+        assert_eq!(total, p.total());
     }
 }

@@ -120,6 +120,14 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             Block::Text(text) => out.push_str(&format!("\n{text}")),
         }
     }
+    if let Some(table) = super::profiles::table(report) {
+        out.push_str("\n## Instruction profiles\n\n");
+        out.push_str(
+            "Where each profiled scenario's charged instructions went (`--profile`): folded \
+             stacks (`icbench profile-top FILE` lists the top functions) and a flame graph.\n\n",
+        );
+        out.push_str(&table.render());
+    }
     out
 }
 

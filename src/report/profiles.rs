@@ -94,6 +94,32 @@ pub fn kept(report: &Report) -> Vec<(&str, &str, &Profile)> {
         .collect()
 }
 
+/// report.md's list of the profiled scenarios: id, charged instructions and the two files.
+/// From the results alone, so a merged report lists what the unsharded one does.
+pub fn table(report: &Report) -> Option<super::Table> {
+    let ids = scenario_ids(&report.results);
+    let mut table = super::Table::new(
+        ["scenario", "charged instructions", "profile", "flame graph"]
+            .map(String::from)
+            .to_vec(),
+    );
+    let mut any = false;
+    for (r, id) in report.results.iter().zip(&ids) {
+        if r.profile.is_empty() {
+            continue;
+        }
+        any = true;
+        let svg = r.profile.replace(".folded", ".svg");
+        table.push(vec![
+            format!("`{id}`"),
+            super::format::thousands(r.instructions),
+            format!("[{}]({})", r.profile, r.profile),
+            format!("[{svg}]({svg})"),
+        ]);
+    }
+    any.then_some(table)
+}
+
 /// The profile's stacks as folded-stack lines.
 fn stacks_of(profile: &Profile) -> Vec<(Vec<String>, u64)> {
     profile

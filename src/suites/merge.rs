@@ -23,6 +23,9 @@ pub struct Merged {
     pub profiles: Vec<(PathBuf, String)>,
 }
 
+/// One directory's parts, a suite each.
+type SuiteParts = Vec<(&'static dyn Suite, Part)>;
+
 /// A part as read: where from, its report and its shard facts.
 struct Part {
     path: PathBuf,
@@ -36,7 +39,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Merged>> {
     if dirs.is_empty() {
         bail!("no directories to merge");
     }
-    let mut by_dir: Vec<(&PathBuf, Vec<(&'static dyn Suite, Part)>)> = Vec::new();
+    let mut by_dir: Vec<(&PathBuf, SuiteParts)> = Vec::new();
     for dir in dirs {
         let mut found = Vec::new();
         for &suite in REGISTRY.iter() {

@@ -318,6 +318,14 @@ fn record(
             let r = &out.report;
             // A profiled message explains its whole charge, whatever it did.
             if let Some(profile) = &r.profile {
+                if profile.total() != r.instructions {
+                    eprintln!(
+                        "{what}: {:#?}\n{:?}\n{:?}",
+                        profile.stacks(),
+                        r.stages,
+                        out.result
+                    );
+                }
                 assert_eq!(
                     profile.total(),
                     r.instructions,

@@ -179,6 +179,41 @@ fn a_trap_charges_up_to_the_trap_to_the_frames_open_then() {
 }
 
 #[test]
+fn a_deep_recursion_profiles_in_a_tree_and_is_written_cut_at_a_depth() {
+    // down(n): entry 5 (1 + local.get + i32.eqz + if 2), then-arm: return 1 (end 0 after
+    // it is the if's); else-arm: local.get, i32.const, i32.sub, call 5 = 8; 13 per level
+    // but the last, which is 5 + return 1 = 6.
+    let wasm = canister(
+        r#"(func $down (param i32)
+             (if (i32.eqz (local.get 0)) (then (return)))
+             (call $down (i32.sub (local.get 0) (i32.const 1))))
+           (func $deep (export "canister_update deep")
+             (call $down (i32.const 20000))
+             (call $append (i32.const 0) (i32.const 0))
+             (call $reply))"#,
+    );
+    let mut e = engine(Counter::Local);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let out = e.update(id, "deep", &[]).unwrap();
+    out.result.as_ref().unwrap();
+    let profile = out.report.profile.as_ref().unwrap();
+    assert_eq!(profile.total(), out.report.instructions);
+    // deep: 1 + const + call 5 + 2 consts + call 5 + call 5 = 19.
+    assert_eq!(profile.total(), 19 + 20_000 * 13 + 6 + 500 + 500);
+    let stacks = profile.stacks();
+    let cut = icbench::engine::profile::MAX_STACK_DEPTH;
+    // deep and its two fees, `down` at every depth to the cut, and the rest below it.
+    assert_eq!(stacks.len(), 3 + (cut - 1) + 1);
+    let (stack, n) = stacks
+        .iter()
+        .find(|(s, _)| s.last() == Some(&icbench::engine::profile::DEEPER))
+        .unwrap();
+    assert_eq!(stack.len(), cut + 1);
+    // down at depths cut+1 to 20,002 (depth 2 is down(20000)): 13 each, the last 6.
+    assert_eq!(*n, (20_002 - cut as u64 - 1) * 13 + 6);
+}
+
+#[test]
 fn a_tail_call_replaces_the_caller_on_the_stack() {
     // tail: 1 + 2 consts + return_call 3 = 6; top: 1 + call 5 + drop 1 + 2 consts + call 5
     // + call 5 = 19 (the reply appends 0 bytes).
@@ -596,4 +631,45 @@ mod suites {
         let selected = profiles::select(&mut report, "*/upgrade/*");
         assert_eq!(selected.kept, 3);
     }
+}
+
+#[test]
+fn a_start_function_that_breaks_the_contract_is_profiled_under_its_stage() {
+    // start: 1 + call 5 = 6, then msg_reply's 500 before it refuses to run in start mode.
+    let wasm = wat::parse_str(
+        r#"(module (import "ic0" "msg_reply" (func $reply)) (memory 1)
+             (func $s (call $reply)) (start $s))"#,
+    )
+    .unwrap();
+    for counter in [Counter::Local, Counter::Global] {
+        let mut e = engine(counter);
+        let (_, out) = e.install(&wasm, &[]).unwrap();
+        assert!(out.result.is_err());
+        let compile = out.report.stages[0].1.instructions;
+        expect(
+            &out,
+            &[
+                ("[compilation]", compile),
+                ("[start];s", 6),
+                ("[start];s;ic0.msg_reply", 500),
+            ],
+        );
+    }
+}
+
+#[test]
+fn a_start_section_naming_a_system_api_function_charges_it_to_the_export() {
+    // No function of the module runs: canister_start is ic0.msg_reply itself (500).
+    let wasm = wat::parse_str(
+        r#"(module (import "ic0" "msg_reply" (func $reply)) (memory 1) (start $reply))"#,
+    )
+    .unwrap();
+    let mut e = engine(Counter::Local);
+    let (_, out) = e.install(&wasm, &[]).unwrap();
+    assert!(out.result.is_err());
+    let compile = out.report.stages[0].1.instructions;
+    expect(
+        &out,
+        &[("[compilation]", compile), ("[start];canister_start", 500)],
+    );
 }

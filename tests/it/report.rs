@@ -262,7 +262,8 @@ fn csv_has_header_rows_and_quoting() {
         lines.next().unwrap(),
         "suite,engine,store,journal_mode,position,operation,batch,rows_before,method,args,status,reason,\
          instructions,instructions_per_row,store_instructions,store_instructions_per_row,cycles,usd,\
-         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages,bytes,ingress_cycles"
+         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages,bytes,ingress_cycles,\
+         profile"
     );
     assert_eq!(lines.count(), report.results.len());
     assert!(

@@ -900,7 +900,7 @@ impl EmbeddedEngine {
         instructions += charged_pages * heap_page_overhead;
         let profile = match (inst.store.data_mut().profiler.take(), names) {
             (Some(profiler), Some(names)) => {
-                let mut profile = profiler.finish(left, &|f| names.name(f));
+                let mut profile = profiler.finish(left, &|f| names.name(f), export);
                 if profiling == Profiling::Messages {
                     profile.add(
                         &[profile::HEAP_DIRTY_PAGES],

@@ -260,26 +260,23 @@ impl Profiler {
 
     /// The message ended (returned or trapped) with the counter at `counter`: what was
     /// used since the last event goes to the frame that was running; in window mode what
-    /// follows the last read is dropped. `name` names a function by its index.
-    pub fn finish(mut self, counter: i64, name: &dyn Fn(u32) -> String) -> Profile {
+    /// follows the last read is dropped. `name` names a function by its index; what no
+    /// function spent (the export called is an import itself, as a start section naming
+    /// an `ic0` function makes it) goes to the frame `entry`, the export's name.
+    pub fn finish(mut self, counter: i64, name: &dyn Fn(u32) -> String, entry: &str) -> Profile {
         self.charge(counter);
         self.drop_pending();
+        // Node for node, parents first: linear in the tree, however deep it is.
         let mut profile = Profile::new();
-        let mut stack: Vec<String> = Vec::new();
+        profile.add(&[entry], self.nodes[ROOT as usize].count);
+        let mut names: HashMap<u32, String> = HashMap::new();
+        let mut mapped = vec![0u32; self.nodes.len()];
         for i in 1..self.nodes.len() {
             let node = self.nodes[i];
-            if node.count == 0 {
-                continue;
-            }
-            stack.clear();
-            let mut n = i as u32;
-            while n != ROOT {
-                let node = self.nodes[n as usize];
-                stack.push(name(node.func));
-                n = node.parent;
-            }
-            stack.reverse();
-            profile.add(&stack, node.count);
+            let frame = names.entry(node.func).or_insert_with(|| name(node.func));
+            let at = profile.child_named(mapped[node.parent as usize], frame);
+            mapped[i] = at;
+            profile.add_to(at, node.count);
         }
         profile
     }
@@ -303,7 +300,7 @@ mod tests {
         p.enter(2, 955); // f 5, calls g
         p.exit(900); // g 55
         p.exit(899); // f 1
-        let profile = p.finish(890, &names); // main's last 9
+        let profile = p.finish(890, &names, "entry"); // main's last 9
         assert_eq!(
             profile.stacks(),
             [
@@ -320,7 +317,7 @@ mod tests {
         let mut p = Profiler::new(100, None);
         p.enter(0, 100);
         p.enter(1, 40);
-        let profile = p.finish(-25, &names);
+        let profile = p.finish(-25, &names, "entry");
         assert_eq!(profile.total(), 100);
         assert_eq!(
             profile.stacks(),
@@ -340,7 +337,7 @@ mod tests {
         p.exit(9_390); // f 10
         p.enter(3, 9_380); // main 10
         p.exit(9_180); // the last read: its fee counted
-        let profile = p.finish(9_000, &names); // main's 180 after the last read: dropped
+        let profile = p.finish(9_000, &names, "entry"); // main's 180 after the last read: dropped
         assert_eq!(
             profile.stacks(),
             [
