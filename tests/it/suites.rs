@@ -442,8 +442,13 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
     let upgrade = read_report(&out.join("upgrade/results.json"));
-    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 7 records.
-    assert_eq!(upgrade.results.len(), 4 * 2 * 7);
+    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 8 records.
+    assert_eq!(upgrade.results.len(), 4 * 2 * 8);
+    // Every report names the replica rules it charged by: the newest unless told.
+    assert_eq!(
+        upgrade.extra::<String>("replica").as_deref(),
+        Some("2026-05")
+    );
     assert!(out.join("upgrade/plot-upgrade-heap-candid.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
     // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
@@ -1386,7 +1391,13 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
                 .find(|r| r.store == "btree" && r.rows_before == n && r.position == subnet)
                 .unwrap();
             assert!(r.bytes > 0);
-            assert_eq!(r.cycles as u128, fees.storage_cost(r.bytes, 30 * 86_400));
+            // Under the newest vintage: the memory and the canister's base fee.
+            let replica = icbench::engine::cost::Replica::NEWEST;
+            assert_eq!(replica.base_per_second_fee, 10_000);
+            assert_eq!(
+                r.cycles as u128,
+                fees.storage_cost(&replica, r.bytes, 30 * 86_400)
+            );
         }
     }
     // Ingress of add_users_btree(offset, step, count): 1,200,000 + 2,000 per byte of the
@@ -1459,9 +1470,9 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
             CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
         );
     }
-    assert!(md.contains("| upgrade (to the same module) "), "{md}");
+    assert!(md.contains("| upgrade (to a new build) "), "{md}");
     assert!(
-        md.contains("## Upgrade to the same module at the largest size"),
+        md.contains("## Upgrade to a new build at the largest size"),
         "{md}"
     );
 

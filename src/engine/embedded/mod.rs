@@ -22,7 +22,7 @@ use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
 use self::image::{FrozenHeap, HeapImage};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
-use super::cost::{self, Limits};
+use super::cost::{self, Limits, Replica};
 use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::{
@@ -550,6 +550,12 @@ pub struct EmbeddedEngine {
     next_canister: u64,
     print_log: bool,
     counter: Counter,
+    /// The dated rules charged by where the replica changed them.
+    replica: Replica,
+    /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
+    /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
+    /// canister's: restoring a snapshot leaves it alone.
+    expected_compiled_wasms: HashSet<[u8; 32]>,
 }
 
 impl Default for EmbeddedEngine {
@@ -572,7 +578,15 @@ impl EmbeddedEngine {
             next_canister: 0,
             print_log: false,
             counter: Counter::default(),
+            replica: Replica::NEWEST,
+            expected_compiled_wasms: HashSet::new(),
         }
+    }
+
+    /// The replica vintage whose rules the engine charges by (the newest by default).
+    pub fn with_replica(mut self, replica: Replica) -> Self {
+        self.replica = replica;
+        self
     }
 
     /// Where modules installed from now on keep the instruction counter: the replica's
@@ -916,6 +930,7 @@ impl EmbeddedEngine {
         &mut self,
         id: Principal,
         module: Arc<LoadedModule>,
+        module_hash: &[u8; 32],
         carried: Carried,
         api: ApiType,
         init_export: &str,
@@ -954,15 +969,21 @@ impl EmbeddedEngine {
             result: Ok(Vec::new()),
             report: MessageReport::default(),
         };
-        total.report.instructions = module.compile_instructions;
+        // Creating the execution state: its base cost and the compilation, reduced for a
+        // module the subnet installed since its last checkpoint (as the vintage has it).
+        let compilation = self.replica.compilation_charge(
+            module.compile_instructions,
+            self.expected_compiled_wasms.contains(module_hash),
+        );
+        total.report.instructions = compilation;
         total.report.stages.push((
             InstallStage::Compilation,
             MessageReport {
-                instructions: module.compile_instructions,
+                instructions: compilation,
                 ..MessageReport::default()
             },
         ));
-        let mut used = used_before + module.compile_instructions;
+        let mut used = used_before + compilation;
         if used > limit {
             total.result = Err(over_limit(id));
             return Ok(total);
@@ -1261,6 +1282,14 @@ impl Engine for EmbeddedEngine {
         self.limits
     }
 
+    fn replica(&self) -> Option<Replica> {
+        Some(self.replica)
+    }
+
+    fn checkpoint(&mut self) {
+        self.expected_compiled_wasms.clear();
+    }
+
     fn state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
         if disk_cache::dir().is_none() || !self.is_fresh() {
             return Ok(None);
@@ -1273,6 +1302,7 @@ impl Engine for EmbeddedEngine {
         // sources; the limits decide what a message may do.
         h.update(module_key(&hash, self.counter));
         h.update(format!("{:?}", self.limits).as_bytes());
+        h.update(self.replica.name.as_bytes());
         Ok(Some(h.finalize().into()))
     }
 
@@ -1407,11 +1437,14 @@ impl Engine for EmbeddedEngine {
         }
         self.time_ns = time_ns;
         self.next_canister = next_canister;
+        // The exporting engine installed this module, successfully, and nothing else.
+        self.expected_compiled_wasms.insert(module_hash(wasm));
         Ok(id)
     }
 
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
         let module = load_module(wasm, self.counter)?;
+        let hash = module_hash(wasm);
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
         self.canisters.insert(
@@ -1427,6 +1460,7 @@ impl Engine for EmbeddedEngine {
         let out = self.start_module(
             id,
             module,
+            &hash,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -1436,6 +1470,7 @@ impl Engine for EmbeddedEngine {
             arg,
             0,
         )?;
+        self.installed(&hash, &out);
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
             let c = self.canister(id)?;
@@ -1455,6 +1490,7 @@ impl Engine for EmbeddedEngine {
         options: UpgradeOptions,
     ) -> Result<CallOutcome> {
         let module = load_module(wasm, self.counter)?;
+        let hash = module_hash(wasm);
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
@@ -1519,6 +1555,7 @@ impl Engine for EmbeddedEngine {
         let started = self.start_module(
             id,
             module,
+            &hash,
             carried,
             ApiType::PostUpgrade,
             "canister_post_upgrade",
@@ -1538,16 +1575,19 @@ impl Engine for EmbeddedEngine {
         if out.result.is_err() {
             total.result = out.result;
         }
+        self.installed(&hash, &total);
         Ok(total)
     }
 
     fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
         let module = load_module(wasm, self.counter)?;
+        let hash = module_hash(wasm);
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
         let out = self.start_module(
             id,
             module,
+            &hash,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -1557,6 +1597,7 @@ impl Engine for EmbeddedEngine {
             arg,
             0,
         )?;
+        self.installed(&hash, &out);
         if out.result.is_err() {
             if let Some(before) = before {
                 self.canister(id)?.version -= 1;
@@ -1624,6 +1665,14 @@ impl Engine for EmbeddedEngine {
 }
 
 impl EmbeddedEngine {
+    /// After an install_code: a successful one adds its module to the modules the subnet
+    /// expects to have compiled, whatever its mode (`process_install_code_result`).
+    fn installed(&mut self, module_hash: &[u8; 32], out: &CallOutcome) {
+        if out.result.is_ok() {
+            self.expected_compiled_wasms.insert(*module_hash);
+        }
+    }
+
     /// [`Engine::fork`] with the concrete type, for callers that use the embedded
     /// engine's own methods (canbench sets the clock).
     pub fn fork_at(&mut self, id: Principal, snapshot: SnapshotId) -> Result<EmbeddedEngine> {
@@ -1638,6 +1687,8 @@ impl EmbeddedEngine {
             next_canister: self.next_canister,
             print_log: self.print_log,
             counter: self.counter,
+            replica: self.replica,
+            expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
         fork.canisters.insert(
             id,
@@ -1672,6 +1723,12 @@ impl<'a> StateReader<'a> {
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
     }
+}
+
+/// The hash the replica keys `expected_compiled_wasms` by: SHA-256 of the module as
+/// install_code received it (`WasmHash` of the `CanisterModule`, gzipped or not).
+fn module_hash(wasm: &[u8]) -> [u8; 32] {
+    Sha256::digest(wasm).into()
 }
 
 /// Canister ids as PocketIC assigns them on its application subnet: the first one is
