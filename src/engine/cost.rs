@@ -697,47 +697,37 @@ mod tests {
 
     #[test]
     fn storage_fee_matches_the_replica_figures() {
-        let old = &Replica::R2026_04;
-        // 127,000 per GiB·s at 13 nodes; 127,000 × 34 / 13 = 332,153 (floored) at 34.
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(old, GIB, 1),
-            127_000
-        );
-        assert_eq!(
-            CyclesFees::APPLICATION_34.storage_cost(old, GIB, 1),
-            332_153
-        );
-        // A GiB for 30 days on 13 nodes: 127,000 × 2,592,000.
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(old, GIB, 30 * 86_400),
-            329_184_000_000
-        );
-        // Integer divisions in the replica's order: 1 KiB for a second rounds to 0 cycles,
-        // a day of it is the floored day rate 1,024 × 127,000 × 86,400 / 2^30.
-        assert_eq!(CyclesFees::APPLICATION_13.storage_cost(old, 1024, 1), 0);
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(old, 1024, 86_400),
-            10_464
-        );
-        // From 2026-05 every canister with memory also pays 10,000 per second: a day of
-        // 1 KiB is 10,464 + 864,000,000; 30 days of a GiB 329,184,000,000 + 25,920,000,000;
-        // on 34 nodes the day's base fee scales to 864,000,000 × 34 / 13, floored.
-        let new = &Replica::R2026_05;
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(new, 1024, 86_400),
-            864_010_464
-        );
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(new, GIB, 30 * 86_400),
-            355_104_000_000
-        );
-        assert_eq!(CyclesFees::APPLICATION_34.storage_cost(new, 0, 86_400), 0);
-        // One byte for a day on 34 nodes: memory 127,000 × 86,400 / 2^30 = 10, scaled to 26;
-        // the base fee 864,000,000 scaled to 2,259,692,307.
-        assert_eq!(
-            CyclesFees::APPLICATION_34.storage_cost(new, 1, 86_400),
-            2_259_692_333
-        );
+        let (f13, f34) = (CyclesFees::APPLICATION_13, CyclesFees::APPLICATION_34);
+        let (old, new) = (Replica::R2026_04, Replica::R2026_05);
+        let cases: &[(CyclesFees, Replica, u64, u64, u128)] = &[
+            // 127,000 per GiB·s at 13 nodes; 127,000 × 34 / 13 = 332,153 (floored) at 34.
+            (f13, old, GIB, 1, 127_000),
+            (f34, old, GIB, 1, 332_153),
+            // A GiB for 30 days on 13 nodes: 127,000 × 2,592,000.
+            (f13, old, GIB, 30 * 86_400, 329_184_000_000),
+            // Integer divisions in the replica's order: 1 KiB for a second rounds to 0
+            // cycles, a day of it is the floored day rate 1,024 × 127,000 × 86,400 / 2^30.
+            (f13, old, 1024, 1, 0),
+            (f13, old, 1024, 86_400, 10_464),
+            // From 2026-05 every canister with memory also pays 10,000 per second: a day
+            // of 1 KiB is 10,464 + 864,000,000; 30 days of a GiB 329,184,000,000 +
+            // 25,920,000,000; an empty canister pays nothing.
+            (f13, new, 1024, 86_400, 864_010_464),
+            (f13, new, GIB, 30 * 86_400, 355_104_000_000),
+            (f34, new, 0, 86_400, 0),
+            // One byte for a day on 34 nodes: memory 127,000 × 86,400 / 2^30 = 10, scaled
+            // to 26; the base fee 864,000,000 scaled by 34 / 13 to 2,259,692,307.
+            (f34, new, 1, 86_400, 2_259_692_333),
+        ];
+        for (fees, replica, bytes, seconds, cycles) in cases {
+            assert_eq!(
+                fees.storage_cost(replica, *bytes, *seconds),
+                *cycles,
+                "{} nodes, {}, {bytes} bytes, {seconds} s",
+                fees.subnet_size,
+                replica.name
+            );
+        }
         assert_eq!(CyclesFees::APPLICATION_34.ingress_cost(0), 3_138_461);
     }
     use wasmparser::{BlockType, MemArg};

@@ -466,7 +466,8 @@ const PAGE: u64 = 65_536;
 
 /// The heap bytes the store's `n` rows take (the canister at `n` over the empty one, in
 /// 64 KiB pages), its own stable bytes, and the storage cycles of the whole canister (what
-/// the storage fee charges) for 30 days.
+/// the storage fee charges) for 30 days under `replica`'s fees.
+#[allow(clippy::too_many_arguments)]
 fn memory_records(
     cfg: &Config,
     replica: &Replica,

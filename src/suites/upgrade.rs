@@ -575,29 +575,16 @@ pub const BUILD_SECTION: &str = "icbench:build";
 /// `icp:` metadata) is appended, so every hook and every call costs the same and only what
 /// the replica keys by the module hash (its compilation charge) can differ.
 pub fn new_build(wasm: &[u8]) -> Result<Vec<u8>> {
+    use wasm_encoder::Section;
     if !wasm.starts_with(b"\0asm") {
         bail!("a new build is made from a raw Wasm module (\\0asm...), not a gzipped one");
     }
-    fn leb128(mut n: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let content = b"a new build of the same code";
-    let mut payload = Vec::new();
-    leb128(BUILD_SECTION.len(), &mut payload);
-    payload.extend_from_slice(BUILD_SECTION.as_bytes());
-    payload.extend_from_slice(content);
     let mut out = wasm.to_vec();
-    out.push(0); // custom section
-    leb128(payload.len(), &mut out);
-    out.extend_from_slice(&payload);
+    wasm_encoder::CustomSection {
+        name: BUILD_SECTION.into(),
+        data: b"a new build of the same code".as_slice().into(),
+    }
+    .append_to(&mut out);
     Ok(out)
 }
 

@@ -1048,7 +1048,7 @@ fn compilation_is_charged_by_module_hash_as_each_vintage_has_it() {
     let mut e = EmbeddedEngine::default().with_replica(Replica::R2024);
     let (id, out) = e.install(&v1, &[]).unwrap();
     let full = compilation(&out);
-    assert!(full > 0 && full % 6_000 == 0, "{full}");
+    assert!(full > 0 && full.is_multiple_of(6_000), "{full}");
     assert_eq!(compilation(&e.upgrade(id, &v1, &[]).unwrap()), full);
 
     for (replica, base) in [(Replica::R2025_03, 0), (Replica::R2026_04, 20_000_000)] {
@@ -1087,7 +1087,7 @@ fn compilation_is_charged_by_module_hash_as_each_vintage_has_it() {
             .collect();
         assert!(failed.iter().all(|out| out.result.is_err()));
         let trapping_full = compilation(&failed[0]) - base;
-        assert!(trapping_full > 0 && trapping_full % 6_000 == 0);
+        assert!(trapping_full > 0 && trapping_full.is_multiple_of(6_000));
         assert_eq!(compilation(&failed[1]), compilation(&failed[0]));
     }
 }

@@ -80,7 +80,7 @@ fn every_store_and_size_has_its_upgrade_records_and_jobs_do_not_change_them() {
         // The upgrade ships a new build after a checkpoint: the execution state's 20M base
         // cost (from vintage 2026-04) and the whole compilation, 6,000 per Wasm instruction.
         let full = point.compile_instructions - 20_000_000;
-        assert!(full > 0 && full % 6_000 == 0, "{point:?}");
+        assert!(full > 0 && full.is_multiple_of(6_000), "{point:?}");
         assert_eq!(
             point.pre_upgrade_instructions
                 + point.compile_instructions
