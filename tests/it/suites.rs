@@ -319,6 +319,24 @@ fn lookups_end_to_end_is_deterministic() {
     let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
     run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
     same_files(&first, &second);
+    // Under the oldest vintage no message count moves (the install's charge for creating
+    // the execution state, which differs, is not an executed instruction): only the
+    // vintage each report names.
+    let old = temp_dir("lookups-2024");
+    run_into(&old, &[&args[..], &["--replica", "2024"]].concat());
+    let (new_run, old_run) = (
+        read_report(&first.join("lookups/results.json")),
+        read_report(&old.join("lookups/results.json")),
+    );
+    assert_eq!(new_run.results, old_run.results);
+    assert_eq!(
+        new_run.extra::<String>("replica").as_deref(),
+        Some("2026-05")
+    );
+    assert_eq!(old_run.extra::<String>("replica").as_deref(), Some("2024"));
+    assert_eq!(new_run.executed_instructions, old_run.executed_instructions);
+    let md = std::fs::read_to_string(old.join("lookups/report.md")).unwrap();
+    assert!(md.contains("\n- Replica rules: `2024` "), "{md}");
     let dir = first.join("lookups");
     for file in [
         "report.md",
