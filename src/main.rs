@@ -10,6 +10,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand,
 use indicatif::{ProgressBar, ProgressStyle};
 
 use icbench::bench_canister;
+use icbench::engine::cost::Replica;
 use icbench::engine::disk_cache;
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
@@ -134,6 +135,11 @@ struct RunArgs {
     /// Print the ids of the selected suites' scenarios (what --profile matches) and exit.
     #[arg(long)]
     list_scenarios: bool,
+    /// The replica whose charging rules the embedded engine models, by the month its
+    /// newest modelled rule was merged (default: the newest; docs/engine.md lists each
+    /// vintage's rules and sources). Reports name the vintage.
+    #[arg(long, value_name = "VINTAGE", value_parser = replica_names())]
+    replica: Option<String>,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -218,10 +224,26 @@ enum MetricKind {
     Charged,
 }
 
-fn make_engine(kind: EngineKind) -> Result<Box<dyn Engine>> {
-    match kind {
-        EngineKind::Embedded => Ok(Box::new(EmbeddedEngine::default())),
-        EngineKind::PocketIc => pocket_ic_engine("--engine pocket-ic"),
+/// `--replica` values: every vintage, with what it changed.
+fn replica_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        Replica::ALL.map(|r| clap::builder::PossibleValue::new(r.name).help(r.summary)),
+    )
+}
+
+fn make_engine(kind: EngineKind, replica: Option<&str>) -> Result<Box<dyn Engine>> {
+    match (kind, replica) {
+        (EngineKind::Embedded, replica) => {
+            let replica = replica.map_or(Ok(Replica::NEWEST), Replica::by_name);
+            Ok(Box::new(
+                EmbeddedEngine::default().with_replica(replica.map_err(|e| anyhow!(e))?),
+            ))
+        }
+        (EngineKind::PocketIc, Some(name)) => Err(anyhow!(
+            "--replica {name} selects the rules of the embedded engine; a PocketIC server \
+             charges by the replica it was built from"
+        )),
+        (EngineKind::PocketIc, None) => pocket_ic_engine("--engine pocket-ic"),
     }
 }
 
@@ -280,7 +302,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
         }
     }
-    let mut engine = make_engine(args.engine)?;
+    let mut engine = make_engine(args.engine, args.replica.as_deref())?;
     let wasm = match &args.wasm {
         Some(path) => {
             std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
@@ -302,6 +324,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         }
         let mut bar = Bar::new(args.quiet);
         let mut report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
+        report.set_replica(engine.replica());
         pool::sign_shard(&mut report, &format!("{plan:?}"), &wasm);
         bar.finish();
         if let Some(pattern) = &args.profile {

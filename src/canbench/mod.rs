@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
 use clap::Args;
 
-use crate::engine::cost::Limits;
+use crate::engine::cost::{Limits, Replica};
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, Profile, Profiling};
 use crate::suites::pool::{in_parallel, Exec, Shard};
@@ -212,6 +212,12 @@ pub fn discover(wasm: &[u8]) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// The replica rules canbench's benchmarks run under. Its published figures are what a
+/// benchmark query executes, and the vintages differ only in what install_code charges for
+/// creating the execution state, so the newest vintage reproduces them (and
+/// `tests/it/canbench_baseline.rs` checks them under every vintage).
+pub const REPLICA: Replica = Replica::NEWEST;
+
 /// One benchmark's outcome; the error reads like canbench's (`IC0503: ...`).
 pub type BenchOutcome = Result<BenchResult, String>;
 
@@ -240,7 +246,18 @@ impl Runner {
         stable_memory: Option<&[u8]>,
         tracing: bool,
     ) -> Result<Runner> {
-        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING);
+        Runner::install_under(REPLICA, wasm, init_args, stable_memory, tracing)
+    }
+
+    /// [`Runner::install`] under the rules of another replica vintage.
+    pub fn install_under(
+        replica: Replica,
+        wasm: &[u8],
+        init_args: &[u8],
+        stable_memory: Option<&[u8]>,
+        tracing: bool,
+    ) -> Result<Runner> {
+        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING).with_replica(replica);
         if tracing {
             engine.set_profiling(Profiling::BetweenCounterReads)?;
         }

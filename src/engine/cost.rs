@@ -270,6 +270,127 @@ pub const OS_PAGE_SIZE: u64 = 4096;
 /// (`DEFAULT_COST_TO_COMPILE_WASM_INSTRUCTION`).
 pub const COST_TO_COMPILE_WASM_INSTRUCTION: u64 = 6_000;
 
+// -------------------------------------------------------------------------------------------
+// Replica vintages: the charging rules that changed over time
+// -------------------------------------------------------------------------------------------
+
+/// How much less a module compiled recently is charged: its compilation counts 1/100
+/// (`DESERIALIZATION_SPEED_UP_FACTOR`, `CompilationCostHandling::CountReducedAmount`,
+/// rs/execution_environment/src/execution_environment.rs, read through the search index as
+/// id:9597474877).
+pub const DESERIALIZATION_SPEED_UP_FACTOR: u64 = 100;
+
+/// Instructions charged every time an execution state is created (install, reinstall,
+/// upgrade, snapshot load), on top of the compilation: `CREATE_EXECUTION_STATE_BASE_COST`,
+/// 20M "calibrated via benchmark", added by dfinity/ic pull request #10065 (merged
+/// 2026-04-30); `Hypervisor::create_execution_state` in
+/// rs/execution_environment/src/hypervisor.rs @ 4a124ae506eab43e9eb0d606b9986fc3cba5375d
+/// adds `create_execution_state_base_cost` to the compilation charge. The figure itself is
+/// the pull request's; a dfinity/ic system test's comment gives the same "20M base cost".
+pub const CREATE_EXECUTION_STATE_BASE_COST: u64 = 20_000_000;
+
+/// Storage cycles per second a canister with any memory pays besides its memory
+/// (`base_per_second_fee`), at the reference subnet size, scaled like every fee: dfinity/ic
+/// pull request #10292 "Charge a base cost per canister" (merged 2026-05-22, "10k
+/// cycles/s"); `CyclesAccountManager::canister_base_cost`
+/// (rs/cycles_account_manager/src/cycles_account_manager.rs, index id 58031338749) adds
+/// `scale(base_per_second_fee * seconds)` to the memory's burn rate when the memory is not
+/// empty. (A newer price per GiB, 317,500, is only quoted by third parties: not used.)
+pub const BASE_PER_SECOND_FEE: u128 = 10_000;
+
+/// One dated set of the replica's rules where they changed over time (`--replica NAME`).
+/// Every rule not listed here is the same in every vintage (docs/engine.md has the table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Replica {
+    /// The `--replica` name: the month the newest rule of the set was merged.
+    pub name: &'static str,
+    /// What changed in this vintage, for `--help` and the reports.
+    pub summary: &'static str,
+    /// The compilation of a module whose hash was installed (by any successful install_code
+    /// on the subnet) since the last checkpoint counts 1/[`DESERIALIZATION_SPEED_UP_FACTOR`]
+    /// (dfinity/ic pull request #4506, "Skip compilation charge when Wasm is in cache",
+    /// 2025-03-25). Before it the canister paid the full compilation every time; only the
+    /// round limit counted the reduced amount (hypervisor.rs, index ids 3440849940 and
+    /// 11978743391, against 2421025282 after it).
+    pub compilation_by_module_hash: bool,
+    /// Instructions charged on every execution state created, on top of the compilation.
+    pub create_execution_state_base_cost: u64,
+    /// Storage cycles per second every canister with memory pays on top of its memory
+    /// (`base_per_second_fee`, at the reference subnet size).
+    pub base_per_second_fee: u128,
+}
+
+impl Replica {
+    /// The replica of 2024 until March 2025, whose rules the cost table was first
+    /// transcribed from: every install_code pays the full compilation.
+    pub const R2024: Replica = Replica {
+        name: "2024",
+        summary: "every install_code pays the module's full compilation",
+        compilation_by_module_hash: false,
+        create_execution_state_base_cost: 0,
+        base_per_second_fee: 0,
+    };
+    /// From dfinity/ic #4506 (2025-03-25): a module hash installed since the last
+    /// checkpoint compiles for 1/100 of the charge.
+    pub const R2025_03: Replica = Replica {
+        name: "2025-03",
+        summary: "a module installed since the last checkpoint pays 1/100 of its compilation",
+        compilation_by_module_hash: true,
+        create_execution_state_base_cost: 0,
+        base_per_second_fee: 0,
+    };
+    /// From dfinity/ic #10065 (2026-04-30): plus 20M instructions per execution state.
+    pub const R2026_04: Replica = Replica {
+        name: "2026-04",
+        summary: "as 2025-03, plus 20,000,000 instructions per execution state created",
+        compilation_by_module_hash: true,
+        create_execution_state_base_cost: CREATE_EXECUTION_STATE_BASE_COST,
+        base_per_second_fee: 0,
+    };
+    /// From dfinity/ic #10292 (2026-05-22): plus a storage fee per canister.
+    pub const R2026_05: Replica = Replica {
+        name: "2026-05",
+        summary: "as 2026-04, plus 10,000 storage cycles per second for every canister",
+        base_per_second_fee: BASE_PER_SECOND_FEE,
+        ..Replica::R2026_04
+    };
+    /// Every vintage, oldest first.
+    pub const ALL: [Replica; 4] = [
+        Replica::R2024,
+        Replica::R2025_03,
+        Replica::R2026_04,
+        Replica::R2026_05,
+    ];
+    /// What the engine models unless told otherwise: the newest vintage.
+    pub const NEWEST: Replica = Replica::R2026_05;
+
+    /// The vintage called `name`, or an error naming the known ones.
+    pub fn by_name(name: &str) -> Result<Replica, String> {
+        Replica::ALL
+            .into_iter()
+            .find(|r| r.name == name)
+            .ok_or_else(|| {
+                let known: Vec<&str> = Replica::ALL.iter().map(|r| r.name).collect();
+                format!(
+                    "unknown replica vintage '{name}': known vintages are {}",
+                    known.join(", ")
+                )
+            })
+    }
+
+    /// What creating an execution state for a module charges (`Hypervisor::
+    /// create_execution_state`): the base cost plus its compilation, `full_compilation`
+    /// instructions, or 1/100 of it when the module's hash is expected to be compiled.
+    pub fn compilation_charge(&self, full_compilation: u64, hash_expected: bool) -> u64 {
+        let compilation = if self.compilation_by_module_hash && hash_expected {
+            full_compilation / DESERIALIZATION_SPEED_UP_FACTOR
+        } else {
+            full_compilation
+        };
+        self.create_execution_state_base_cost + compilation
+    }
+}
+
 /// Every ic0 function with its fee, by import name (without the `ic0.` prefix).
 ///
 /// Notes:
@@ -546,15 +667,20 @@ impl CyclesFees {
         self.scale(self.update_message_execution_fee) + self.instructions_cost(instructions, wasm64)
     }
 
-    /// Storage cycles for keeping `bytes` of memory for `seconds`, as the replica's
-    /// `CyclesAccountManager::memory_cost` charges them: a per-day rate
-    /// `scale(bytes * fee * 86,400 / 2^30)`, then `rate * seconds / 86,400` (integer
-    /// divisions, in this order).
-    pub fn storage_cost(&self, bytes: u64, seconds: u64) -> u128 {
+    /// Storage cycles for keeping `bytes` of memory for `seconds` under `replica`'s rules, as
+    /// the replica's `CyclesAccountManager` charges them: a per-day rate
+    /// `scale(bytes * fee * 86,400 / 2^30)` (`memory_cost`), plus, when `bytes` is not 0,
+    /// `scale(base_per_second_fee * 86,400)` (`canister_base_cost`), then
+    /// `rate * seconds / 86,400` (integer divisions, in this order).
+    pub fn storage_cost(&self, replica: &Replica, bytes: u64, seconds: u64) -> u128 {
         const DAY: u128 = 86_400;
-        let per_day =
+        let memory =
             self.scale(bytes as u128 * self.gib_storage_per_second_fee * DAY / GIB as u128);
-        per_day * seconds as u128 / DAY
+        let base = match bytes {
+            0 => 0,
+            _ => self.scale(replica.base_per_second_fee * DAY),
+        };
+        (memory + base) * seconds as u128 / DAY
     }
 
     /// Cycles for receiving an ingress message of `bytes` bytes.
@@ -571,21 +697,37 @@ mod tests {
 
     #[test]
     fn storage_fee_matches_the_replica_figures() {
-        // 127,000 per GiB·s at 13 nodes; 127,000 × 34 / 13 = 332,153 (floored) at 34.
-        assert_eq!(CyclesFees::APPLICATION_13.storage_cost(GIB, 1), 127_000);
-        assert_eq!(CyclesFees::APPLICATION_34.storage_cost(GIB, 1), 332_153);
-        // A GiB for 30 days on 13 nodes: 127,000 × 2,592,000.
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(GIB, 30 * 86_400),
-            329_184_000_000
-        );
-        // Integer divisions in the replica's order: 1 KiB for a second rounds to 0 cycles,
-        // a day of it is the floored day rate 1,024 × 127,000 × 86,400 / 2^30.
-        assert_eq!(CyclesFees::APPLICATION_13.storage_cost(1024, 1), 0);
-        assert_eq!(
-            CyclesFees::APPLICATION_13.storage_cost(1024, 86_400),
-            10_464
-        );
+        let (f13, f34) = (CyclesFees::APPLICATION_13, CyclesFees::APPLICATION_34);
+        let (old, new) = (Replica::R2026_04, Replica::R2026_05);
+        let cases: &[(CyclesFees, Replica, u64, u64, u128)] = &[
+            // 127,000 per GiB·s at 13 nodes; 127,000 × 34 / 13 = 332,153 (floored) at 34.
+            (f13, old, GIB, 1, 127_000),
+            (f34, old, GIB, 1, 332_153),
+            // A GiB for 30 days on 13 nodes: 127,000 × 2,592,000.
+            (f13, old, GIB, 30 * 86_400, 329_184_000_000),
+            // Integer divisions in the replica's order: 1 KiB for a second rounds to 0
+            // cycles, a day of it is the floored day rate 1,024 × 127,000 × 86,400 / 2^30.
+            (f13, old, 1024, 1, 0),
+            (f13, old, 1024, 86_400, 10_464),
+            // From 2026-05 every canister with memory also pays 10,000 per second: a day
+            // of 1 KiB is 10,464 + 864,000,000; 30 days of a GiB 329,184,000,000 +
+            // 25,920,000,000; an empty canister pays nothing.
+            (f13, new, 1024, 86_400, 864_010_464),
+            (f13, new, GIB, 30 * 86_400, 355_104_000_000),
+            (f34, new, 0, 86_400, 0),
+            // One byte for a day on 34 nodes: memory 127,000 × 86,400 / 2^30 = 10, scaled
+            // to 26; the base fee 864,000,000 scaled by 34 / 13 to 2,259,692,307.
+            (f34, new, 1, 86_400, 2_259_692_333),
+        ];
+        for (fees, replica, bytes, seconds, cycles) in cases {
+            assert_eq!(
+                fees.storage_cost(replica, *bytes, *seconds),
+                *cycles,
+                "{} nodes, {}, {bytes} bytes, {seconds} s",
+                fees.subnet_size,
+                replica.name
+            );
+        }
         assert_eq!(CyclesFees::APPLICATION_34.ingress_cost(0), 3_138_461);
     }
     use wasmparser::{BlockType, MemArg};
@@ -687,6 +829,36 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), SYSTEM_API_FEES.len());
+    }
+
+    #[test]
+    fn each_vintage_charges_compilation_by_its_own_rule() {
+        // A module of 1,000 Wasm instructions: 6,000,000 to compile in full.
+        let full = 1_000 * COST_TO_COMPILE_WASM_INSTRUCTION;
+        assert_eq!(Replica::R2024.compilation_charge(full, false), 6_000_000);
+        assert_eq!(Replica::R2024.compilation_charge(full, true), 6_000_000);
+        assert_eq!(Replica::R2025_03.compilation_charge(full, false), 6_000_000);
+        assert_eq!(Replica::R2025_03.compilation_charge(full, true), 60_000);
+        assert_eq!(
+            Replica::R2026_04.compilation_charge(full, false),
+            26_000_000
+        );
+        assert_eq!(Replica::R2026_04.compilation_charge(full, true), 20_060_000);
+        assert_eq!(Replica::R2026_05.compilation_charge(full, true), 20_060_000);
+        // 6,000 per instruction is a multiple of 100: the reduced charge is exact.
+        assert_eq!(
+            COST_TO_COMPILE_WASM_INSTRUCTION % DESERIALIZATION_SPEED_UP_FACTOR,
+            0
+        );
+        assert_eq!(Replica::NEWEST, *Replica::ALL.last().unwrap());
+        assert_eq!(Replica::by_name("2025-03"), Ok(Replica::R2025_03));
+        assert_eq!(
+            Replica::by_name("2027"),
+            Err(
+                "unknown replica vintage '2027': known vintages are 2024, 2025-03, 2026-04, 2026-05"
+                    .into()
+            )
+        );
     }
 
     #[test]

@@ -253,6 +253,16 @@ pub trait Engine {
     fn limits(&self) -> cost::Limits {
         cost::Limits::APPLICATION
     }
+    /// The dated replica rules the engine charges by ([`cost::Replica`]), or None when a
+    /// replica of its own decides (PocketIC).
+    fn replica(&self) -> Option<cost::Replica> {
+        None
+    }
+    /// What the replica does at a checkpoint that changes later charges: it forgets which
+    /// modules it expects to have compiled (`expected_compiled_wasms`), so the next
+    /// install_code of any module pays its full compilation. A no-op where a replica of its
+    /// own takes the checkpoints (PocketIC).
+    fn checkpoint(&mut self) {}
     /// Creates a canister and installs `wasm` (raw or gzipped) with `arg` for `canister_init`.
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)>;
     /// `canister_pre_upgrade`, new module, `canister_post_upgrade(arg)`; stable memory kept.

@@ -16,6 +16,9 @@ use std::collections::HashMap;
 pub const HEAP_DIRTY_PAGES: &str = "[heap dirty pages]";
 /// The frame of the compilation charge of `install_code`.
 pub const COMPILATION: &str = "[compilation]";
+/// The frame of `install_code`'s base cost for creating the execution state (from the
+/// `2026-04` replica vintage on).
+pub const EXECUTION_STATE: &str = "[execution state]";
 
 /// A tree of call stacks with self counts. Node 0 is the root (no frame).
 #[derive(Clone, Debug, Default)]

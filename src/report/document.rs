@@ -86,6 +86,11 @@ pub fn markdown(report: &Report, document: &Document) -> String {
     out.push_str(&format!("# icbench report: {}\n\n", report.suite));
     out.push_str(&format!("- Suite: `{}`\n", report.suite));
     out.push_str(&format!("- Engine: `{}`\n", report.engine));
+    if let Some(replica) = report.extra::<String>(super::REPLICA) {
+        out.push_str(&format!(
+            "- Replica rules: `{replica}` (`--replica`; docs/engine.md lists what each vintage charges)\n"
+        ));
+    }
     out.push_str(&format!(
         "- Rows before each message: {}\n",
         thousands(report.rows_before)

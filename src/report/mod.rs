@@ -63,7 +63,19 @@ pub struct Report {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
+/// The results.json field naming the replica rules a run charged by.
+pub const REPLICA: &str = "replica";
+
 impl Report {
+    /// Names the replica vintage the run modelled (None: a PocketIC server's own rules).
+    pub fn set_replica(&mut self, replica: Option<crate::engine::cost::Replica>) {
+        let name = replica.map_or_else(
+            || "the PocketIC server's own".to_string(),
+            |r| r.name.to_string(),
+        );
+        self.set_extra(REPLICA, &name);
+    }
+
     /// Stores a suite's own data under `name` in results.json.
     pub fn set_extra<T: Serialize>(&mut self, name: &str, value: &T) {
         let value = serde_json::to_value(value).expect("suite data serializes to JSON");

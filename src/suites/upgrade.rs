@@ -369,6 +369,7 @@ impl Plan for Config {
         let started = Instant::now();
         let engine_name = engine.name().to_string();
         let mut client = BenchClient::install(engine, wasm)?;
+        let build = new_build(wasm)?;
         let base = client.engine.snapshot(client.canister)?;
         let keys = self.keys();
         let stores = self.stores.len();
@@ -382,17 +383,17 @@ impl Plan for Config {
             &|client, i| {
                 client.engine.restore(client.canister, base)?;
                 if i < stores {
-                    measure_store(client, self, &engine_name, wasm, self.stores[i])
+                    measure_store(client, self, &engine_name, &build, self.stores[i])
                 } else {
                     let (store, payload) =
                         self.limit_run.expect("the last scenario is the limit run");
-                    limit_run(client, self, &engine_name, wasm, store, payload)
+                    limit_run(client, self, &engine_name, &build, store, payload)
                 }
             },
         )?;
         let mut notes = vec![
-            format!("Each store has its own canister, filled once with ids 0, {ID_STEP}, 20, ... in steps to each size N ({}), with a snapshot at each N; the upgrade (to the same module) and the calls around it run on that snapshot, and filling continues from it.", self.sizes.iter().map(|n| thousands(*n)).collect::<Vec<_>>().join(", ")),
-            "pre_upgrade / post_upgrade: `instructions` is what the engine meters for the hook (its Wasm, System API and stable-memory charges and the heap dirty-page charge after it); `store_instructions` is ic0.performance_counter(0) inside the hook as the canister reports it (`upgrade_stats`; 0 where the canister does not report it). upgrade: the whole install_code as the replica meters it: pre_upgrade + compiling the new module (6,000 instructions per Wasm instruction) + post_upgrade, one shared 300B budget; its cycles are 5,000,000 + 1 per instruction (13-node subnet, prepaid at 300B and refunded); hooks carry no cycles of their own.".into(),
+            format!("Each store has its own canister, filled once with ids 0, {ID_STEP}, 20, ... in steps to each size N ({}), with a snapshot at each N; the upgrade and the calls around it run on that snapshot, and filling continues from it.", self.sizes.iter().map(|n| thousands(*n)).collect::<Vec<_>>().join(", ")),
+            "pre_upgrade / post_upgrade: `instructions` is what the engine meters for the hook (its Wasm, System API and stable-memory charges and the heap dirty-page charge after it); `store_instructions` is ic0.performance_counter(0) inside the hook as the canister reports it (`upgrade_stats`; 0 where the canister does not report it). upgrade: the whole install_code as the replica meters it, to a new build (the same code with another module hash, as a real upgrade ships one), after a checkpoint: pre_upgrade + creating the new execution state (compiling the module, 6,000 instructions per Wasm instruction, plus the vintage's base cost) + post_upgrade, one shared 300B budget; its cycles are 5,000,000 + 1 per instruction (13-node subnet, prepaid at 300B and refunded); hooks carry no cycles of their own. upgrade_same_module (\"same module\"): the same install_code again on the same snapshot, with no checkpoint since the first installed the build: the replica expects the module compiled and (from vintage 2025-03) counts 1/100 of its compilation, so it is the upgrade less 99/100 of the compilation; a user meets it only when installing a module again soon (checkpoints come every few minutes).".into(),
             "warm_update / warm_query: a 1-row insert in the middle and a 100-key point lookup (query) on the canister as it was filled; first_update / first_query: the same calls right after the upgrade, on a fresh heap (SQLite's page cache, the B-tree header and every other heap cache are gone).".into(),
             format!("Rate limit: after an install_code the replica refuses the next one with IC0209 (\"is rate limited because it executed too many instructions in the previous install_code messages\") until the canister's install_code_debit, raised by the instructions used, has been lowered by {} per round. The embedded engine does not model this debit. No measured upgrade follows another on the same canister: each runs on the snapshot taken after filling, which took at least one more message (round) after the install, so the numbers are those of a user who spaces upgrades apart; the wait column says how many rounds that user waits after each upgrade.", thousands(INSTALL_CODE_RATE_LIMIT)),
         ];
@@ -567,7 +568,29 @@ fn calls(
     Ok(out)
 }
 
-/// Upgrades the canister to `wasm` and returns the records of the upgrade and its hooks,
+/// The name of the custom section [`new_build`] adds.
+pub const BUILD_SECTION: &str = "icbench:build";
+
+/// `wasm` as a new build ships it: the same code with another module hash. A custom section
+/// (which no canister code reads and the replica's memory usage does not count, being no
+/// `icp:` metadata) is appended, so every hook and every call costs the same and only what
+/// the replica keys by the module hash (its compilation charge) can differ.
+pub fn new_build(wasm: &[u8]) -> Result<Vec<u8>> {
+    use wasm_encoder::Section;
+    if !wasm.starts_with(b"\0asm") {
+        bail!("a new build is made from a raw Wasm module (\\0asm...), not a gzipped one");
+    }
+    let mut out = wasm.to_vec();
+    wasm_encoder::CustomSection {
+        name: BUILD_SECTION.into(),
+        data: b"a new build of the same code".as_slice().into(),
+    }
+    .append_to(&mut out);
+    Ok(out)
+}
+
+/// Upgrades the canister to `new_build` after a checkpoint, as a user ships a new build
+/// (its compilation paid in full), and returns the records of the upgrade and its hooks,
 /// the point for the limits, and the upgrade's error if it failed. Scaling upgrades each
 /// store at its largest size with it.
 pub(super) fn upgrade(
@@ -576,10 +599,14 @@ pub(super) fn upgrade(
     store: UpgradeStore,
     rows: u64,
     payload_size: u64,
-    wasm: &[u8],
+    new_build: &[u8],
     usd_per_xdr: f64,
 ) -> Result<(Vec<ScenarioResult>, Point, Option<crate::engine::Reject>)> {
-    let out = client.engine.upgrade(client.canister, wasm, &Encode!()?)?;
+    // Whatever was installed before was installed at least a checkpoint ago.
+    client.engine.checkpoint();
+    let out = client
+        .engine
+        .upgrade(client.canister, new_build, &Encode!()?)?;
     client.executed_instructions += out.report.instructions;
     let m = &out.report;
     // After a failed upgrade the canister's counts are the old ones: none are this upgrade's.
@@ -638,17 +665,8 @@ pub(super) fn upgrade(
         r.status = status.clone();
         records.push(r);
     }
-    let mut r = record(engine, store, rows, "upgrade");
-    r.batch = rows;
-    r.method = "install_code".into();
-    r.args = "(record { mode = variant { upgrade }; wasm_module = <the same module>; arg = (); })"
-        .into();
-    fill_message(&mut r, m);
-    let cycles = CyclesFees::APPLICATION_13.execution_cost(m.instructions, false);
-    r.cycles = cycles as u64;
-    r.usd = cycles as f64 / 1e12 * usd_per_xdr;
+    let mut r = install_code_record(engine, store, rows, UPGRADE, &out, usd_per_xdr);
     r.bytes = stats.encoded_bytes;
-    r.status = status;
     records.push(r);
     let point = Point {
         store: store.label(),
@@ -668,12 +686,74 @@ pub(super) fn upgrade(
     Ok((records, point, out.result.err()))
 }
 
-/// One store at every size: fill, snapshot, warm calls, upgrade, first calls, back.
+/// The record of an upgrade's whole install_code: its instructions and cycles.
+fn install_code_record(
+    engine: &str,
+    store: UpgradeStore,
+    rows: u64,
+    operation: &str,
+    out: &crate::engine::CallOutcome,
+    usd_per_xdr: f64,
+) -> ScenarioResult {
+    let mut r = record(engine, store, rows, operation);
+    r.batch = rows;
+    r.method = "install_code".into();
+    r.args = format!(
+        "(record {{ mode = variant {{ upgrade }}; wasm_module = <{}>; arg = (); }})",
+        match operation {
+            UPGRADE => "a new build: the same code, another module hash",
+            _ => "the new build again, installed since the last checkpoint",
+        }
+    );
+    fill_message(&mut r, &out.report);
+    let cycles = CyclesFees::APPLICATION_13.execution_cost(out.report.instructions, false);
+    r.cycles = cycles as u64;
+    r.usd = cycles as f64 / 1e12 * usd_per_xdr;
+    r.status = match &out.result {
+        Ok(_) => Status::Ok,
+        Err(r) => Status::Failed(r.to_string()),
+    };
+    r
+}
+
+/// The operation of an upgrade to a new build (its compilation paid in full).
+pub const UPGRADE: &str = "upgrade";
+/// The operation of the same upgrade again before a checkpoint: the module's hash is in the
+/// replica's `expected_compiled_wasms`, so (from the 2025-03 vintage on) its compilation
+/// counts 1/100.
+pub const UPGRADE_SAME_MODULE: &str = "upgrade_same_module";
+
+/// The upgrade to `new_build` once more, right after [`upgrade`] installed it (no checkpoint
+/// between): only its compilation charge can differ from the first.
+fn upgrade_same_module(
+    client: &mut BenchClient<'_>,
+    engine: &str,
+    store: UpgradeStore,
+    rows: u64,
+    new_build: &[u8],
+    usd_per_xdr: f64,
+) -> Result<ScenarioResult> {
+    let out = client
+        .engine
+        .upgrade(client.canister, new_build, &Encode!()?)?;
+    client.executed_instructions += out.report.instructions;
+    Ok(install_code_record(
+        engine,
+        store,
+        rows,
+        UPGRADE_SAME_MODULE,
+        &out,
+        usd_per_xdr,
+    ))
+}
+
+/// One store at every size: fill, snapshot, warm calls, upgrade, first calls, back, the same
+/// upgrade again, back.
 fn measure_store(
     client: &mut BenchClient<'_>,
     cfg: &Config,
     engine: &str,
-    wasm: &[u8],
+    new_build: &[u8],
     store: UpgradeStore,
 ) -> Result<pool::Outcome> {
     let canister = client.canister;
@@ -697,7 +777,7 @@ fn measure_store(
             store,
             n,
             cfg.payload_size,
-            wasm,
+            new_build,
             cfg.usd_per_xdr,
         )?;
         results.extend(records);
@@ -705,6 +785,15 @@ fn measure_store(
         if failed.is_none() {
             results.extend(calls(client, engine, store, n, cfg.usd_per_xdr, "first")?);
         }
+        client.engine.restore(canister, at_n)?;
+        results.push(upgrade_same_module(
+            client,
+            engine,
+            store,
+            n,
+            new_build,
+            cfg.usd_per_xdr,
+        )?);
         client.engine.restore(canister, at_n)?;
     }
     Ok(pool::Outcome {
@@ -719,7 +808,7 @@ fn limit_run(
     client: &mut BenchClient<'_>,
     cfg: &Config,
     engine: &str,
-    wasm: &[u8],
+    new_build: &[u8],
     store: UpgradeStore,
     payload: u64,
 ) -> Result<pool::Outcome> {
@@ -743,8 +832,15 @@ fn limit_run(
         fill(client, store, payload, filled, n)?;
         filled = n;
         let at_n = client.engine.snapshot(canister)?;
-        let (_, mut point, failed) =
-            upgrade(client, engine, store, n, payload, wasm, cfg.usd_per_xdr)?;
+        let (_, mut point, failed) = upgrade(
+            client,
+            engine,
+            store,
+            n,
+            payload,
+            new_build,
+            cfg.usd_per_xdr,
+        )?;
         if let Some(r) = failed {
             bail!(
                 "the calibration upgrade of {} at {n} rows failed: {r}",
@@ -778,8 +874,15 @@ fn limit_run(
             loop {
                 fill(client, store, payload, filled, rows)?;
                 filled = rows;
-                let (mut records, mut point, failed) =
-                    upgrade(client, engine, store, rows, payload, wasm, cfg.usd_per_xdr)?;
+                let (mut records, mut point, failed) = upgrade(
+                    client,
+                    engine,
+                    store,
+                    rows,
+                    payload,
+                    new_build,
+                    cfg.usd_per_xdr,
+                )?;
                 point.calibration = true;
                 let heap_in_pre_upgrade = point.heap_bytes_pre_upgrade;
                 points.push(point);
@@ -949,6 +1052,7 @@ pub fn document(report: &Report) -> Document {
             "post_upgrade",
             "(in hook)",
             "upgrade",
+            "same module",
             "cycles",
             "heap before → after",
             "encoded",
@@ -988,6 +1092,9 @@ pub fn document(report: &Report) -> Document {
                 cell(post, |r| thousands(r.instructions)),
                 cell(post, |r| thousands(r.store_instructions)),
                 cell(up, |r| thousands(r.instructions)),
+                cell(find(report, label, n, UPGRADE_SAME_MODULE), |r| {
+                    thousands(r.instructions)
+                }),
                 cell(up, |r| thousands(r.cycles)),
                 point.map_or("-".into(), |p| {
                     format!(

@@ -13,6 +13,7 @@ use crate::support::canbench_fixture as support;
 
 use icbench::canbench::results::{BenchResult, Measurement};
 use icbench::canbench::{discover, Runner};
+use icbench::engine::cost::Replica;
 
 fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
     Measurement {
@@ -36,6 +37,15 @@ fn ok(r: &mut Runner, name: &str) -> BenchResult {
 
 #[test]
 fn canbench_baselines_recorded_on_the_replica() {
+    // The vintages differ only in install_code's charges: every one gives canbench's figures.
+    for replica in Replica::ALL {
+        let mut r =
+            Runner::install_under(replica, &support::fixture_wasm(), &[], None, false).unwrap();
+        assert_eq!(ok(&mut r, "empty").total, m(1, 207, 0, 0), "{replica:?}");
+        let grow = ok(&mut r, "stable_memory_increase_from_zero");
+        assert_eq!(grow.total, m(1, 307, 0, 123), "{replica:?}");
+    }
+    assert_eq!(icbench::canbench::REPLICA, Replica::NEWEST);
     let mut r = runner(&[], None);
 
     let empty = ok(&mut r, "empty");

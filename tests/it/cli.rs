@@ -46,6 +46,17 @@ fn bad_values_list_the_accepted_ones() {
             &["'3/2' for '--shard <K/N>'", "expected K/N"],
         ),
         (&["--shard", "2"], &["expected K/N with 1 <= K <= N"]),
+        (
+            &["--replica", "2027"],
+            &[
+                "'2027' for '--replica <VINTAGE>'",
+                "2024, 2025-03, 2026-04, 2026-05",
+            ],
+        ),
+        (
+            &["--engine", "pocket-ic", "--replica", "2024"],
+            &["--replica 2024 selects the rules of the embedded engine"],
+        ),
     ];
     for (args, expected) in cases {
         let (code, stderr) = icbench(args);
@@ -180,4 +191,22 @@ fn compare_rejects_files_that_are_not_results() {
     let (code, stderr) = icbench(&["compare", "/nonexistent/base.json", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
     assert!(stderr.contains("/nonexistent/base.json"), "{stderr}");
+}
+
+#[test]
+fn help_lists_every_replica_vintage_with_what_it_changed() {
+    let out = crate::support::icbench_command()
+        .arg("--help")
+        .output()
+        .expect("icbench runs");
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    for replica in icbench::engine::cost::Replica::ALL {
+        assert!(help.contains(replica.name), "{} in {help}", replica.name);
+        assert!(
+            help.contains(replica.summary),
+            "{} in {help}",
+            replica.summary
+        );
+    }
 }

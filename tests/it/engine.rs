@@ -1021,3 +1021,73 @@ fn install_code_fails_when_the_final_heap_is_over_wasm_memory_limit() {
     );
     assert_eq!(e.query(id, "tag", &[]).unwrap().result.unwrap(), b"v1");
 }
+
+/// What install_code charged for creating the execution state (base cost and compilation).
+fn compilation(out: &icbench::engine::CallOutcome) -> u64 {
+    let stage = out
+        .report
+        .stages
+        .iter()
+        .find(|(s, _)| *s == icbench::engine::InstallStage::Compilation);
+    stage.expect("a compilation stage").1.instructions
+}
+
+#[test]
+fn compilation_is_charged_by_module_hash_as_each_vintage_has_it() {
+    use icbench::engine::cost::Replica;
+    let (v1, v2) = (
+        spinning_canister("v1", 10, 1),
+        spinning_canister("v2", 10, 1),
+    );
+    let trapping = wat::parse_str(
+        r#"(module (memory 1) (func (export "canister_post_upgrade") unreachable))"#,
+    )
+    .unwrap();
+
+    // 2024: every install_code pays the whole compilation, the same module again too.
+    let mut e = EmbeddedEngine::default().with_replica(Replica::R2024);
+    let (id, out) = e.install(&v1, &[]).unwrap();
+    let full = compilation(&out);
+    assert!(full > 0 && full.is_multiple_of(6_000), "{full}");
+    assert_eq!(compilation(&e.upgrade(id, &v1, &[]).unwrap()), full);
+
+    for (replica, base) in [(Replica::R2025_03, 0), (Replica::R2026_04, 20_000_000)] {
+        let mut e = EmbeddedEngine::default().with_replica(replica);
+        let (id, out) = e.install(&v1, &[]).unwrap();
+        assert_eq!(compilation(&out), base + full, "{replica:?}");
+        // The same module again: installed since the last checkpoint, 1/100 of it.
+        let again = e.upgrade(id, &v1, &[]).unwrap();
+        assert!(again.result.is_ok());
+        assert_eq!(compilation(&again), base + full / 100, "{replica:?}");
+        // Another module (v2 differs in data only: the same instruction count) pays in
+        // full once, then any canister of the subnet installs it for 1/100.
+        assert_eq!(compilation(&e.upgrade(id, &v2, &[]).unwrap()), base + full);
+        let (other, out) = e.install(&v2, &[]).unwrap();
+        assert_eq!(compilation(&out), base + full / 100);
+        // A snapshot is the canister's state, not the subnet's: restoring one keeps v2
+        // expected, and a fork starts with what its parent expects.
+        let snapshot = e.snapshot(other).unwrap();
+        e.restore(other, snapshot).unwrap();
+        assert_eq!(
+            compilation(&e.upgrade(other, &v2, &[]).unwrap()),
+            base + full / 100
+        );
+        let mut fork = e.fork_at(other, snapshot).unwrap();
+        assert_eq!(
+            compilation(&fork.upgrade(other, &v1, &[]).unwrap()),
+            base + full / 100
+        );
+        // After a checkpoint every module pays in full again.
+        e.checkpoint();
+        assert_eq!(compilation(&e.upgrade(id, &v2, &[]).unwrap()), base + full);
+        // A failed install_code leaves its module unexpected: it pays in full each time.
+        e.checkpoint();
+        let failed: Vec<_> = (0..2)
+            .map(|_| e.upgrade(id, &trapping, &[]).unwrap())
+            .collect();
+        assert!(failed.iter().all(|out| out.result.is_err()));
+        let trapping_full = compilation(&failed[0]) - base;
+        assert!(trapping_full > 0 && trapping_full.is_multiple_of(6_000));
+        assert_eq!(compilation(&failed[1]), compilation(&failed[0]));
+    }
+}

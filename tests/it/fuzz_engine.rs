@@ -31,7 +31,10 @@ fn limits() -> Limits {
     Limits {
         max_instructions_per_update: LIMIT,
         max_instructions_per_query: LIMIT,
-        max_instructions_per_install: LIMIT,
+        // The base cost of creating the execution state (20M from vintage 2026-04) comes
+        // out of install_code's budget first: the hooks keep LIMIT after it.
+        max_instructions_per_install: LIMIT
+            + icbench::engine::cost::CREATE_EXECUTION_STATE_BASE_COST,
         max_instructions_per_slice: LIMIT,
         ..Limits::APPLICATION
     }

@@ -4,6 +4,7 @@
 //! it; `call` 5, `return_call` 3, constants and locals 1, `end` 0, ...), System API fees as
 //! `ic0.NAME` frames and the heap dirty-page charge as a frame of its own.
 
+use icbench::engine::cost::CREATE_EXECUTION_STATE_BASE_COST as BASE;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::Counter;
 use icbench::engine::{CallOutcome, Engine, InstallStage, Profile, Profiling};
@@ -332,7 +333,8 @@ fn an_upgrade_profile_has_its_compilation_and_each_hook_under_its_stage() {
     expect(
         &out,
         &[
-            ("[compilation]", compile),
+            ("[compilation]", compile - BASE),
+            ("[execution state]", BASE),
             ("[post_upgrade];[heap dirty pages]", 1_000),
             ("[post_upgrade];post", 4),
             ("[pre_upgrade];[heap dirty pages]", 1_000),
@@ -602,14 +604,20 @@ mod suites {
             if r.operation == "upgrade" {
                 upgrades += 1;
                 let roots: Vec<&str> = p.stacks().iter().map(|(s, _)| s[0]).collect();
-                for stage in ["[compilation]", "[pre_upgrade]", "[post_upgrade]"] {
+                for stage in [
+                    "[compilation]",
+                    "[execution state]",
+                    "[pre_upgrade]",
+                    "[post_upgrade]",
+                ] {
                     assert!(roots.contains(&stage), "{stage}: {roots:?}");
                 }
-                // The compilation charge is the whole of its frame.
+                // Creating the execution state (its base cost and the compilation) is the
+                // whole of two frames, the hooks the rest.
                 let compile: u64 = p
                     .stacks()
                     .iter()
-                    .filter(|(s, _)| s == &["[compilation]"])
+                    .filter(|(s, _)| s == &["[compilation]"] || s == &["[execution state]"])
                     .map(|(_, n)| n)
                     .sum();
                 let hooks: u64 = profiled
@@ -649,7 +657,8 @@ fn a_start_function_that_breaks_the_contract_is_profiled_under_its_stage() {
         expect(
             &out,
             &[
-                ("[compilation]", compile),
+                ("[compilation]", compile - BASE),
+                ("[execution state]", BASE),
                 ("[start];s", 6),
                 ("[start];s;ic0.msg_reply", 500),
             ],
@@ -670,6 +679,10 @@ fn a_start_section_naming_a_system_api_function_charges_it_to_the_export() {
     let compile = out.report.stages[0].1.instructions;
     expect(
         &out,
-        &[("[compilation]", compile), ("[start];canister_start", 500)],
+        &[
+            ("[compilation]", compile - BASE),
+            ("[execution state]", BASE),
+            ("[start];canister_start", 500),
+        ],
     );
 }

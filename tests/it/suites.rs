@@ -319,6 +319,24 @@ fn lookups_end_to_end_is_deterministic() {
     let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
     run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
     same_files(&first, &second);
+    // Under the oldest vintage no message count moves (the install's charge for creating
+    // the execution state, which differs, is not an executed instruction): only the
+    // vintage each report names.
+    let old = temp_dir("lookups-2024");
+    run_into(&old, &[&args[..], &["--replica", "2024"]].concat());
+    let (new_run, old_run) = (
+        read_report(&first.join("lookups/results.json")),
+        read_report(&old.join("lookups/results.json")),
+    );
+    assert_eq!(new_run.results, old_run.results);
+    assert_eq!(
+        new_run.extra::<String>("replica").as_deref(),
+        Some("2026-05")
+    );
+    assert_eq!(old_run.extra::<String>("replica").as_deref(), Some("2024"));
+    assert_eq!(new_run.executed_instructions, old_run.executed_instructions);
+    let md = std::fs::read_to_string(old.join("lookups/report.md")).unwrap();
+    assert!(md.contains("\n- Replica rules: `2024` "), "{md}");
     let dir = first.join("lookups");
     for file in [
         "report.md",
@@ -442,8 +460,13 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     assert_eq!(sysbench.results.len(), 12 + 23);
     assert!(out.join("sysbench/plot-sysbench.svg").is_file());
     let upgrade = read_report(&out.join("upgrade/results.json"));
-    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 7 records.
-    assert_eq!(upgrade.results.len(), 4 * 2 * 7);
+    // The heap store in 2 encodings, the map and SQLite OFF, x 2 sizes x 8 records.
+    assert_eq!(upgrade.results.len(), 4 * 2 * 8);
+    // Every report names the replica rules it charged by: the newest unless told.
+    assert_eq!(
+        upgrade.extra::<String>("replica").as_deref(),
+        Some("2026-05")
+    );
     assert!(out.join("upgrade/plot-upgrade-heap-candid.svg").is_file());
     let scaling = read_report(&out.join("scaling/results.json"));
     // Sizes 1,000 and 2,000: the heap map and the stable map (7 operations, 2 memory and 2
@@ -1387,7 +1410,13 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
                 .find(|r| r.store == "btree" && r.rows_before == n && r.position == subnet)
                 .unwrap();
             assert!(r.bytes > 0);
-            assert_eq!(r.cycles as u128, fees.storage_cost(r.bytes, 30 * 86_400));
+            // Under the newest vintage: the memory and the canister's base fee.
+            let replica = icbench::engine::cost::Replica::NEWEST;
+            assert_eq!(replica.base_per_second_fee, 10_000);
+            assert_eq!(
+                r.cycles as u128,
+                fees.storage_cost(&replica, r.bytes, 30 * 86_400)
+            );
         }
     }
     // Ingress of add_users_btree(offset, step, count): 1,200,000 + 2,000 per byte of the
@@ -1460,9 +1489,9 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
             CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
         );
     }
-    assert!(md.contains("| upgrade (to the same module) "), "{md}");
+    assert!(md.contains("| upgrade (to a new build) "), "{md}");
     assert!(
-        md.contains("## Upgrade to the same module at the largest size"),
+        md.contains("## Upgrade to a new build at the largest size"),
         "{md}"
     );
 

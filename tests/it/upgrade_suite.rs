@@ -7,10 +7,10 @@ use candid::Encode;
 use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig};
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode};
+use icbench::engine::{CallOutcome, Engine, ErrorCode};
 use icbench::report::{Report, Status};
 use icbench::suites::scenario::{JournalMode, Store};
-use icbench::suites::upgrade::{Config, UpgradeStore};
+use icbench::suites::upgrade::{Config, Point, UpgradeStore};
 use icbench::suites::{Exec, Plan, Shard};
 
 fn wasm() -> &'static [u8] {
@@ -62,18 +62,40 @@ fn every_store_and_size_has_its_upgrade_records_and_jobs_do_not_change_them() {
         "upgrade",
         "first_query",
         "first_update",
+        "upgrade_same_module",
     ];
-    // 5 stores x 2 sizes x 7 records, in that order.
+    // 5 stores x 2 sizes x 8 records, in that order.
     assert_eq!(report.results.len(), 5 * 2 * ops.len());
     for (i, r) in report.results.iter().enumerate() {
-        assert_eq!(r.operation, ops[i % 7], "record {i}");
+        assert_eq!(r.operation, ops[i % 8], "record {i}");
         assert_eq!(r.status, Status::Ok, "{r:?}");
-        assert_eq!(r.rows_before, [1_000, 2_000][(i / 7) % 2]);
+        assert_eq!(r.rows_before, [1_000, 2_000][(i / 8) % 2]);
     }
-    for chunk in report.results.chunks(7) {
-        let [_, _, pre, post, up, _, _] = chunk else {
+    let points: Vec<Point> = report.extra("upgrade_points").unwrap();
+    assert_eq!(points.len(), 5 * 2);
+    for (chunk, point) in report.results.chunks(8).zip(&points) {
+        let [_, _, pre, post, up, _, _, same] = chunk else {
             unreachable!()
         };
+        assert_eq!(point.rows, up.rows_before);
+        // The upgrade ships a new build after a checkpoint: the execution state's 20M base
+        // cost (from vintage 2026-04) and the whole compilation, 6,000 per Wasm instruction.
+        let full = point.compile_instructions - 20_000_000;
+        assert!(full > 0 && full.is_multiple_of(6_000), "{point:?}");
+        assert_eq!(
+            point.pre_upgrade_instructions
+                + point.compile_instructions
+                + point.post_upgrade_instructions,
+            up.instructions
+        );
+        // The same upgrade again before a checkpoint: the hooks cost the same, the
+        // compilation 1/100.
+        assert_eq!(
+            up.instructions - same.instructions,
+            full / 100 * 99,
+            "{same:?}"
+        );
+        assert_eq!(same.cycles, 5_000_000 + same.instructions);
         let heap = pre.store == "heap";
         assert!(pre.instructions > 0 && post.instructions > 0, "{pre:?}");
         // The whole install_code also pays for compiling the module.
@@ -88,7 +110,7 @@ fn every_store_and_size_has_its_upgrade_records_and_jobs_do_not_change_them() {
         assert_eq!(pre.position.is_empty(), !heap);
     }
     // The heap store's encodings differ in what they write.
-    assert_ne!(report.results[2].bytes, report.results[16].bytes);
+    assert_ne!(report.results[2].bytes, report.results[18].bytes);
     assert_eq!(small_run(2).results, report.results);
 }
 
@@ -119,11 +141,19 @@ fn assert_rows_intact(e: &mut EmbeddedEngine, id: candid::Principal, rows: u64) 
     assert_eq!(read.rows_found, 100);
 }
 
+/// An upgrade to a new build of the canister after a checkpoint, as the suite makes it:
+/// the whole compilation is charged, more than the install's own.
+fn upgrade_to_new_build(e: &mut EmbeddedEngine, id: candid::Principal) -> CallOutcome {
+    let build = icbench::suites::upgrade::new_build(wasm()).unwrap();
+    e.checkpoint();
+    e.upgrade(id, &build, &Encode!().unwrap()).unwrap()
+}
+
 #[test]
 fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() {
     // Room for compiling the module and little else: post_upgrade runs out.
     let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
-    let ok = probe.upgrade(id, wasm(), &Encode!().unwrap()).unwrap();
+    let ok = upgrade_to_new_build(&mut probe, id);
     ok.result.unwrap();
     let limit = ok.report.instructions - 1;
     let limits = Limits {
@@ -131,11 +161,7 @@ fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() 
         ..Limits::APPLICATION
     };
     let (mut e, id) = filled_heap(limits, 10_000);
-    let err = e
-        .upgrade(id, wasm(), &Encode!().unwrap())
-        .unwrap()
-        .result
-        .unwrap_err();
+    let err = upgrade_to_new_build(&mut e, id).result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
     assert_eq!(
         err.message,
@@ -148,7 +174,7 @@ fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() 
 fn an_upgrade_whose_new_heap_is_over_wasm_memory_limit_fails_with_ic0539_and_keeps_the_rows() {
     // The rows fit under the limit; the map decoded next to its encoded bytes does not.
     let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
-    let ok = probe.upgrade(id, wasm(), &Encode!().unwrap()).unwrap();
+    let ok = upgrade_to_new_build(&mut probe, id);
     ok.result.unwrap();
     let (before, after) = (ok.report.heap_bytes_before, ok.report.heap_bytes_after);
     assert!(after > before + 65_536, "{before} -> {after}");
@@ -157,11 +183,7 @@ fn an_upgrade_whose_new_heap_is_over_wasm_memory_limit_fails_with_ic0539_and_kee
         ..Limits::APPLICATION
     };
     let (mut e, id) = filled_heap(limits, 10_000);
-    let err = e
-        .upgrade(id, wasm(), &Encode!().unwrap())
-        .unwrap()
-        .result
-        .unwrap_err();
+    let err = upgrade_to_new_build(&mut e, id).result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
     assert!(
         err.message.starts_with(&format!(

@@ -24,7 +24,7 @@ use self::image::{FrozenHeap, HeapImage};
 use self::profiler::{FrameNames, Profiler};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
-use super::cost::{self, Limits};
+use super::cost::{self, Limits, Replica};
 use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::profile::{self, Profile};
@@ -620,6 +620,12 @@ pub struct EmbeddedEngine {
     print_log: bool,
     counter: Counter,
     profiling: Profiling,
+    /// The dated rules charged by where the replica changed them.
+    replica: Replica,
+    /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
+    /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
+    /// canister's: restoring a snapshot leaves it alone.
+    expected_compiled_wasms: HashSet<[u8; 32]>,
 }
 
 impl Default for EmbeddedEngine {
@@ -643,6 +649,8 @@ impl EmbeddedEngine {
             print_log: false,
             counter: Counter::default(),
             profiling: Profiling::Off,
+            replica: Replica::NEWEST,
+            expected_compiled_wasms: HashSet::new(),
         }
     }
 
@@ -654,6 +662,12 @@ impl EmbeddedEngine {
             self.counter,
             self.profiling != Profiling::Off,
         )
+    }
+
+    /// The replica vintage whose rules the engine charges by (the newest by default).
+    pub fn with_replica(mut self, replica: Replica) -> Self {
+        self.replica = replica;
+        self
     }
 
     /// Where modules installed from now on keep the instruction counter: the replica's
@@ -1025,6 +1039,7 @@ impl EmbeddedEngine {
         &mut self,
         id: Principal,
         module: Arc<LoadedModule>,
+        module_hash: &[u8; 32],
         carried: Carried,
         api: ApiType,
         init_export: &str,
@@ -1063,20 +1078,28 @@ impl EmbeddedEngine {
             result: Ok(Vec::new()),
             report: MessageReport::default(),
         };
-        total.report.instructions = module.compile_instructions;
+        // Creating the execution state: its base cost and the compilation, reduced for a
+        // module the subnet installed since its last checkpoint (as the vintage has it).
+        let compilation = self.replica.compilation_charge(
+            module.compile_instructions,
+            self.expected_compiled_wasms.contains(module_hash),
+        );
+        total.report.instructions = compilation;
         if self.profiling == Profiling::Messages {
             let mut profile = Profile::new();
-            profile.add(&[profile::COMPILATION], module.compile_instructions);
+            let base = self.replica.create_execution_state_base_cost;
+            profile.add(&[profile::EXECUTION_STATE], base);
+            profile.add(&[profile::COMPILATION], compilation - base);
             total.report.profile = Some(profile);
         }
         total.report.stages.push((
             InstallStage::Compilation,
             MessageReport {
-                instructions: module.compile_instructions,
+                instructions: compilation,
                 ..MessageReport::default()
             },
         ));
-        let mut used = used_before + module.compile_instructions;
+        let mut used = used_before + compilation;
         if used > limit {
             total.result = Err(over_limit(id));
             return Ok(total);
@@ -1400,6 +1423,14 @@ impl Engine for EmbeddedEngine {
         self.limits
     }
 
+    fn replica(&self) -> Option<Replica> {
+        Some(self.replica)
+    }
+
+    fn checkpoint(&mut self) {
+        self.expected_compiled_wasms.clear();
+    }
+
     fn state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
         if disk_cache::dir().is_none() || !self.is_fresh() {
             return Ok(None);
@@ -1412,6 +1443,7 @@ impl Engine for EmbeddedEngine {
         // sources; the limits decide what a message may do.
         h.update(module_key(&hash, self.counter, false));
         h.update(format!("{:?}", self.limits).as_bytes());
+        h.update(self.replica.name.as_bytes());
         Ok(Some(h.finalize().into()))
     }
 
@@ -1546,11 +1578,14 @@ impl Engine for EmbeddedEngine {
         }
         self.time_ns = time_ns;
         self.next_canister = next_canister;
+        // The exporting engine installed this module, successfully, and nothing else.
+        self.expected_compiled_wasms.insert(module_hash(wasm));
         Ok(id)
     }
 
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
         let module = self.module_of(wasm)?;
+        let hash = module_hash(wasm);
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
         self.canisters.insert(
@@ -1566,6 +1601,7 @@ impl Engine for EmbeddedEngine {
         let out = self.start_module(
             id,
             module,
+            &hash,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -1575,6 +1611,7 @@ impl Engine for EmbeddedEngine {
             arg,
             0,
         )?;
+        self.installed(&hash, &out);
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
             let c = self.canister(id)?;
@@ -1594,6 +1631,7 @@ impl Engine for EmbeddedEngine {
         options: UpgradeOptions,
     ) -> Result<CallOutcome> {
         let module = self.module_of(wasm)?;
+        let hash = module_hash(wasm);
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
@@ -1654,6 +1692,7 @@ impl Engine for EmbeddedEngine {
         let started = self.start_module(
             id,
             module,
+            &hash,
             carried,
             ApiType::PostUpgrade,
             "canister_post_upgrade",
@@ -1681,16 +1720,19 @@ impl Engine for EmbeddedEngine {
         if out.result.is_err() {
             total.result = out.result;
         }
+        self.installed(&hash, &total);
         Ok(total)
     }
 
     fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
         let module = self.module_of(wasm)?;
+        let hash = module_hash(wasm);
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
         let out = self.start_module(
             id,
             module,
+            &hash,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -1700,6 +1742,7 @@ impl Engine for EmbeddedEngine {
             arg,
             0,
         )?;
+        self.installed(&hash, &out);
         if out.result.is_err() {
             if let Some(before) = before {
                 self.canister(id)?.version -= 1;
@@ -1774,6 +1817,14 @@ impl Engine for EmbeddedEngine {
 }
 
 impl EmbeddedEngine {
+    /// After an install_code: a successful one adds its module to the modules the subnet
+    /// expects to have compiled, whatever its mode (`process_install_code_result`).
+    fn installed(&mut self, module_hash: &[u8; 32], out: &CallOutcome) {
+        if out.result.is_ok() {
+            self.expected_compiled_wasms.insert(*module_hash);
+        }
+    }
+
     /// [`Engine::fork`] with the concrete type, for callers that use the embedded
     /// engine's own methods (canbench sets the clock).
     pub fn fork_at(&mut self, id: Principal, snapshot: SnapshotId) -> Result<EmbeddedEngine> {
@@ -1789,6 +1840,8 @@ impl EmbeddedEngine {
             print_log: self.print_log,
             counter: self.counter,
             profiling: self.profiling,
+            replica: self.replica,
+            expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
         fork.canisters.insert(
             id,
@@ -1823,6 +1876,12 @@ impl<'a> StateReader<'a> {
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
     }
+}
+
+/// The hash the replica keys `expected_compiled_wasms` by: SHA-256 of the module as
+/// install_code received it (`WasmHash` of the `CanisterModule`, gzipped or not).
+fn module_hash(wasm: &[u8]) -> [u8; 32] {
+    Sha256::digest(wasm).into()
 }
 
 /// Canister ids as PocketIC assigns them on its application subnet: the first one is
