@@ -374,24 +374,15 @@ fn unnamed_functions_are_named_by_index_and_rust_symbols_demangled() {
 // ---- the suites -----------------------------------------------------------------------
 
 mod suites {
-    use std::path::{Path, PathBuf};
-    use std::sync::OnceLock;
+    use std::path::Path;
 
-    use icbench::bench_canister::{default_wasm_path, ensure_built_with};
     use icbench::engine::embedded::EmbeddedEngine;
     use icbench::report::{self, profiles, Report, ScenarioResult};
     use icbench::suites::scenario::{JournalMode, Store};
     use icbench::suites::upgrade::{Config, UpgradeStore};
     use icbench::suites::{Exec, Plan, Shard};
 
-    fn wasm_path() -> &'static Path {
-        static BUILT: OnceLock<PathBuf> = OnceLock::new();
-        BUILT.get_or_init(|| {
-            ensure_built_with(true, Some(crate::support::icbench_bin()))
-                .expect("scripts/build-canister.sh builds the canister");
-            default_wasm_path()
-        })
-    }
+    use crate::support::bench_wasm_path as wasm_path;
 
     const SMALL: [&str; 14] = [
         "--rows",
@@ -415,15 +406,7 @@ mod suites {
         *args.last_mut().unwrap() = wasm_path().to_str().unwrap();
         args.extend(["--out", out.to_str().unwrap()]);
         args.extend_from_slice(extra);
-        let o = crate::support::icbench_command()
-            .args(&args)
-            .output()
-            .unwrap();
-        (
-            o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stdout).into_owned(),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        crate::support::run_icbench(&args)
     }
 
     fn read(dir: &Path) -> Report {
@@ -642,47 +625,33 @@ mod suites {
 }
 
 #[test]
-fn a_start_function_that_breaks_the_contract_is_profiled_under_its_stage() {
-    // start: 1 + call 5 = 6, then msg_reply's 500 before it refuses to run in start mode.
-    let wasm = wat::parse_str(
-        r#"(module (import "ic0" "msg_reply" (func $reply)) (memory 1)
-             (func $s (call $reply)) (start $s))"#,
-    )
-    .unwrap();
-    for counter in [Counter::Local, Counter::Global] {
-        let mut e = engine(counter);
-        let (_, out) = e.install(&wasm, &[]).unwrap();
-        assert!(out.result.is_err());
-        let compile = out.report.stages[0].1.instructions;
-        expect(
-            &out,
-            &[
+fn a_start_function_is_profiled_under_its_stage_even_when_it_is_an_import() {
+    // $s: 1 + call 5 = 6, then msg_reply's 500 before it refuses to run in start mode.
+    // With the import itself as the start function no function of the module runs:
+    // canister_start is ic0.msg_reply, and its 500 go to the export's frame.
+    let cases: [(&str, &[(&str, u64)]); 2] = [
+        (
+            "(func $s (call $reply)) (start $s)",
+            &[("[start];s", 6), ("[start];s;ic0.msg_reply", 500)],
+        ),
+        ("(start $reply)", &[("[start];canister_start", 500)]),
+    ];
+    for (start, stacks) in cases {
+        let wasm = wat::parse_str(format!(
+            r#"(module (import "ic0" "msg_reply" (func $reply)) (memory 1) {start})"#
+        ))
+        .unwrap();
+        for counter in [Counter::Local, Counter::Global] {
+            let mut e = engine(counter);
+            let (_, out) = e.install(&wasm, &[]).unwrap();
+            assert!(out.result.is_err());
+            let compile = out.report.stages[0].1.instructions;
+            let mut want = vec![
                 ("[compilation]", compile - BASE),
                 ("[execution state]", BASE),
-                ("[start];s", 6),
-                ("[start];s;ic0.msg_reply", 500),
-            ],
-        );
+            ];
+            want.extend_from_slice(stacks);
+            expect(&out, &want);
+        }
     }
-}
-
-#[test]
-fn a_start_section_naming_a_system_api_function_charges_it_to_the_export() {
-    // No function of the module runs: canister_start is ic0.msg_reply itself (500).
-    let wasm = wat::parse_str(
-        r#"(module (import "ic0" "msg_reply" (func $reply)) (memory 1) (start $reply))"#,
-    )
-    .unwrap();
-    let mut e = engine(Counter::Local);
-    let (_, out) = e.install(&wasm, &[]).unwrap();
-    assert!(out.result.is_err());
-    let compile = out.report.stages[0].1.instructions;
-    expect(
-        &out,
-        &[
-            ("[compilation]", compile - BASE),
-            ("[execution state]", BASE),
-            ("[start];canister_start", 500),
-        ],
-    );
 }

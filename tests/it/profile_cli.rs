@@ -21,17 +21,7 @@ main;a;b;ic0.stable64_write 12
 main 1
 ";
 
-fn icbench(args: &[&str]) -> (i32, String, String) {
-    let out = crate::support::icbench_command()
-        .args(args)
-        .output()
-        .expect("icbench runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::run_icbench as icbench;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let path = dir.join(name);

@@ -3,9 +3,7 @@
 //! identical numbers on a second run).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use icbench::bench_canister::{default_wasm_path, ensure_built_with};
 use icbench::report::{self, Report};
 use icbench::suites::lookups::{self, LOOKUP_BATCHES};
 use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
@@ -134,17 +132,7 @@ fn each_suite_checks_only_its_own_sizes() {
     assert!(seed003.validate().is_err());
 }
 
-fn icbench(args: &[&str]) -> (i32, String, String) {
-    let out = crate::support::icbench_command()
-        .args(args)
-        .output()
-        .expect("icbench runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::run_icbench as icbench;
 
 #[test]
 fn bad_suite_selections_are_refused_before_any_work() {
@@ -220,14 +208,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
 
 /// The canister module, built once per test process so the CLI runs never build it
 /// concurrently.
-fn wasm_path() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        ensure_built_with(true, Some(crate::support::icbench_bin()))
-            .expect("scripts/build-canister.sh builds the canister");
-        default_wasm_path()
-    })
-}
+use crate::support::bench_wasm_path as wasm_path;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("icbench-suites-{}-{name}", std::process::id()));

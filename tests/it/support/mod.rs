@@ -38,3 +38,24 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// Runs the icbench binary with `args`: its exit status (-1 when killed), stdout and stderr.
+pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
+    let out = icbench_command().args(args).output().expect("icbench runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The bench canister's module, built once for the test run if its sources changed
+/// (scripts/build-canister.sh, converting with this build's icbench).
+pub fn bench_wasm_path() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        icbench::bench_canister::ensure_built_with(true, Some(icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister");
+        icbench::bench_canister::default_wasm_path()
+    })
+}
