@@ -655,3 +655,75 @@ fn a_start_function_is_profiled_under_its_stage_even_when_it_is_an_import() {
         }
     }
 }
+
+#[test]
+fn a_wasm64_canister_is_profiled_with_its_costs() {
+    // i64 addresses: a store costs 2 in wasm64, a written heap page 4,000.
+    // put: 1 + 2 consts + i64.store 2 + 2 consts + call 5 + call 5 = 17.
+    let wasm = wat::parse_str(
+        r#"(module
+             (import "ic0" "msg_reply_data_append" (func $append (param i64 i64)))
+             (import "ic0" "msg_reply" (func $reply))
+             (memory i64 1)
+             (func $put (export "canister_update put")
+               (i64.store (i64.const 0) (i64.const 7))
+               (call $append (i64.const 0) (i64.const 8))
+               (call $reply)))"#,
+    )
+    .unwrap();
+    check(
+        &wasm,
+        "put",
+        false,
+        &[
+            ("[heap dirty pages]", 4_000),
+            ("put", 17),
+            ("put;ic0.msg_reply", 500),
+            ("put;ic0.msg_reply_data_append", 500 + 50 * 8),
+        ],
+    );
+}
+
+#[test]
+fn a_bench_of_billions_of_instructions_profiles_in_a_small_tree() {
+    // Between the two counter reads: 2,000 rounds, each a call of `step` and an inner loop
+    // of about 100,000 iterations; about 1.8 billion instructions in all.
+    let wasm = canister(
+        r#"(func $step (param i64) (result i64) (i64.add (local.get 0) (i64.const 1)))
+           (func $b (export "canister_query b")
+             (local $n i64) (local $acc i64)
+             (i64.store (i32.const 0) (call $pc (i32.const 0)))
+             (local.set $n (i64.const 2000))
+             (loop $outer
+               (local.set $acc (call $step (local.get $acc)))
+               (block $done
+                 (loop $inner
+                   (br_if $done (i64.eqz (local.tee $acc (i64.sub (local.get $acc) (i64.const 1)))))
+                   (br $inner)))
+               (local.set $acc (i64.const 100000))
+               (br_if $outer (i32.eqz (i64.eqz (local.tee $n (i64.sub (local.get $n) (i64.const 1)))))))
+             (i64.store (i32.const 8) (call $pc (i32.const 0)))
+             (call $append (i32.const 0) (i32.const 16))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    e.set_profiling(Profiling::BetweenCounterReads).unwrap();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let out = e.query(id, "b", &[]).unwrap();
+    let reply = out.result.clone().unwrap();
+    let read = |i: usize| u64::from_le_bytes(reply[8 * i..8 * i + 8].try_into().unwrap());
+    let measured = read(1) - read(0);
+    assert!(measured > 1_000_000_000, "{measured}");
+    let profile = out.report.profile.as_ref().unwrap();
+    assert_eq!(profile.total(), measured);
+    // b, step and the reads: three stacks, whatever the length.
+    assert_eq!(profile.stacks().len(), 3);
+    let step: u64 = profile
+        .stacks()
+        .iter()
+        .filter(|(s, _)| s == &["b", "step"])
+        .map(|(_, n)| n)
+        .sum();
+    // step: 1 + local.get + i64.const + i64.add = 4, 2,000 times.
+    assert_eq!(step, 4 * 2_000);
+}
