@@ -15,6 +15,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
+use icbench::interrupt;
 use icbench::report::{self, Report};
 use icbench::suites::{self, pool, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
@@ -220,11 +221,25 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             args.out.display()
         ));
     }
+    // Every output directory is made and tried before any build, compile or prefill: a run
+    // must not end, after minutes of work, in a directory it cannot write.
+    for suite in &selected {
+        let dir = suite.out_dir(&args.out);
+        report::prepare_dir(&dir).map_err(|e| {
+            anyhow!(
+                "--out {}: cannot write into {}: {e}",
+                args.out.display(),
+                dir.display()
+            )
+        })?;
+        interrupt::expect(
+            &dir,
+            format!("the {} suite's results in {}", suite.name(), dir.display()),
+        );
+    }
     let mut engine = make_engine(args.engine)?;
     let wasm = match &args.wasm {
-        Some(path) => {
-            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
-        }
+        Some(path) => read_wasm_flag(path)?,
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let exec = Exec {
@@ -432,6 +447,16 @@ fn merge(args: &MergeArgs) -> Result<bool> {
         ));
     }
     let merged = suites::merge::merge(&args.dirs)?;
+    for m in &merged {
+        let dir = m.suite.out_dir(&args.out);
+        report::prepare_dir(&dir).map_err(|e| {
+            anyhow!(
+                "--out {}: cannot write into {}: {e}",
+                args.out.display(),
+                dir.display()
+            )
+        })?;
+    }
     let mut gate_ok = true;
     for m in merged {
         let document = m.suite.document(&m.report);
@@ -464,6 +489,16 @@ fn compare(args: &CompareArgs) -> Result<bool> {
     Ok(!comparison.has_regressions())
 }
 
+/// The module a `--wasm` flag names, checked: a one-line error naming the file and what is
+/// wrong with it (not Wasm, truncated, invalid, not a bench canister) rather than a failure
+/// after the prefill.
+fn read_wasm_flag(path: &std::path::Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path)
+        .map_err(|e| anyhow!("--wasm {}: cannot read it: {e}", path.display()))?;
+    bench_canister::check_module(&wasm).map_err(|e| anyhow!("--wasm {}: {e:#}", path.display()))?;
+    Ok(wasm)
+}
+
 fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     use icbench::crosscheck::{self, Metric};
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -472,9 +507,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     // The server first: without one this fails at once, before any build or run.
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
     let wasm = match &args.wasm {
-        Some(path) => {
-            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
-        }
+        Some(path) => read_wasm_flag(path)?,
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let cfg = crosscheck::config();
@@ -542,10 +575,24 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    if !matches!(cli.command, Some(Command::Cache { .. })) {
+    if let Err(e) = interrupt::install() {
+        eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporary files");
+    }
+    // The commands that run canisters (compare, merge and cache run none).
+    let runs_canisters = matches!(
+        cli.command,
+        None | Some(Command::Run(_) | Command::Canbench(_) | Command::Crosscheck(_))
+    );
+    if runs_canisters {
         // Compiled modules are kept across runs; without a directory the run only compiles.
-        match disk_cache::dir_from_env() {
+        // A directory the user named must work, and is tried before any work; the platform
+        // default only costs speed when it does not.
+        match disk_cache::dir_from_env().and_then(|dir| disk_cache::prepare(&dir).map(|()| dir)) {
             Ok(dir) => disk_cache::enable(Some(dir)),
+            Err(e) if disk_cache::dir_is_from_env() => {
+                eprintln!("error: {e:#}");
+                return ExitCode::from(2);
+            }
             Err(e) => eprintln!("warning: {e:#}; compiling without the compile cache"),
         }
     }

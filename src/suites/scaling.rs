@@ -335,12 +335,24 @@ fn grow(
                     &measured.iter().collect::<Vec<_>>(),
                 )?);
             }
+            // Memory: each snapshot goes as soon as nothing starts from it again (a
+            // 10,000,000-row heap map's is gigabytes).
+            if let Ok(own) = start {
+                if own != at_n {
+                    client.engine.forget(own)?;
+                }
+            }
         }
         client.engine.restore(canister, at_n)?;
+        // The live canister now holds this state; filling on and the upgrade start from it.
+        client.engine.forget(at_n)?;
     }
     if let Some(&n) = cfg.sizes.last() {
         results.extend(upgrade_at(client, cfg, engine_name, stores[0], n, wasm)?);
     }
+    // The store is done: its canister goes back to empty, so a worker that waits for the
+    // others does not hold gigabytes meanwhile.
+    client.engine.restore(canister, empty)?;
     Ok(())
 }
 
@@ -516,6 +528,15 @@ fn column_label((store, mode): &(String, String)) -> String {
     decision::store_label(store, mode)
 }
 
+/// The store's colour in every plot (one table for every suite: `grid::StoreColumn::color_slot`).
+fn color_slot((store, mode): &(String, String)) -> Option<usize> {
+    super::grid::StoreColumn {
+        store: store.clone(),
+        journal_mode: mode.clone(),
+    }
+    .color_slot()
+}
+
 /// What the decision table compares at the largest size: the message workloads, the upgrade,
 /// then the storage of the whole canister for 30 days on a 13-node subnet.
 const STORAGE_WORKLOAD: decision::Workload = decision::Workload {
@@ -681,7 +702,7 @@ pub fn document(report: &Report) -> Document {
                 .zip(&labels)
                 .map(|(c, label)| Series {
                     label: label.clone(),
-                    color: None,
+                    color: color_slot(c),
                     points: sizes
                         .iter()
                         .filter_map(|&n| {
@@ -740,9 +761,12 @@ pub fn document(report: &Report) -> Document {
     });
     let mut bytes_series: Vec<Series> = Vec::new();
     for k in &kinds {
+        // A kind's memory is its fill's: the colour of its first column (the mode it was
+        // filled in, for SQLite).
+        let first = columns.iter().find(|c| &c.0 == k);
         bytes_series.push(Series {
-            label: kind_label(k),
-            color: None,
+            label: first.map_or_else(|| kind_label(k), column_label),
+            color: first.and_then(color_slot),
             points: Vec::new(),
         });
     }

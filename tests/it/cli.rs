@@ -181,3 +181,108 @@ fn compare_rejects_files_that_are_not_results() {
     assert_eq!(code, 2);
     assert!(stderr.contains("/nonexistent/base.json"), "{stderr}");
 }
+
+#[test]
+fn unwritable_outputs_are_refused_before_any_work() {
+    let dir = crate::support::scratch_dir("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let under_file = file.join("out");
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--out", "/proc/x"],
+            "--out /proc/x: cannot write into /proc/x".into(),
+        ),
+        // Every suite's directory is tried, not only the first one's.
+        (
+            vec!["--suite", "lookups,scaling", "--out", "/proc/x"],
+            "--out /proc/x: cannot write into /proc/x/lookups".into(),
+        ),
+        (
+            vec!["--out", file.to_str().unwrap()],
+            format!("cannot write into {}", file.display()),
+        ),
+        (
+            vec!["run", "--out", under_file.to_str().unwrap()],
+            format!("cannot write into {}", under_file.display()),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = crate::support::icbench_command()
+            .args(&args)
+            .output()
+            .expect("icbench runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&expected),
+            "{args:?}: expected {expected:?} in {stderr}"
+        );
+        // Refused before the canister build, the compile or the prefill said anything.
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A cache directory the user named must be writable too.
+    let out = crate::support::icbench_command()
+        .env("ICBENCH_CACHE_DIR", "/proc/icbench-cache")
+        .args(["--out", dir.join("results").to_str().unwrap()])
+        .output()
+        .expect("icbench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cache directory /proc/icbench-cache (ICBENCH_CACHE_DIR): cannot write into /proc/icbench-cache/modules"),
+        "{stderr}"
+    );
+    assert!(!dir.join("results").exists());
+}
+
+#[test]
+fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
+    let dir = crate::support::scratch_dir("bad-wasm");
+    let real = std::fs::read(
+        icbench::bench_canister::project_root().join(icbench::bench_canister::PREBUILT_WASM),
+    )
+    .unwrap();
+    let files: [(&str, &[u8], &str); 4] = [
+        (
+            "text.wasm",
+            b"hello, world",
+            "invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]",
+        ),
+        (
+            "truncated.wasm",
+            &real[..real.len() / 3],
+            "truncated or invalid Wasm: ",
+        ),
+        (
+            "other.wasm",
+            &wat::parse_str(r#"(module (func $f) (export "canister_query stats" (func $f)))"#)
+                .unwrap(),
+            "not the bench canister: a valid Wasm module without the exports `canister_update set_payload_size`, `canister_update add_users_btree`",
+        ),
+        (
+            "bad.wasm.gz",
+            &[0x1f, 0x8b, 0, 1, 2],
+            "invalid module: the gzip stream cannot be decompressed",
+        ),
+    ];
+    for (name, bytes, problem) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out_dir = dir.join(format!("out-{name}"));
+        let (code, stderr) = icbench(&[
+            "--wasm",
+            path.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        let expected = format!("error: --wasm {}: {problem}", path.display());
+        assert!(
+            stderr.contains(&expected),
+            "expected {expected:?} in {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

@@ -420,6 +420,103 @@ const SMALL_ALL: [&str; 19] = [
     "2000",
 ];
 
+/// The legend of a plot's SVG: (label, colour) per entry, in order. A legend entry is the
+/// marker (a line segment of stroke width 2, or in a dot plot a circle without a tooltip)
+/// followed by its label's `<text>`.
+fn legend(svg: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = svg.lines().collect();
+    // A line plot's legend is its segments (each with a circle on it), a dot plot's its
+    // circles.
+    let lines_plot = lines
+        .iter()
+        .any(|l| l.starts_with("<line") && l.contains(r#"stroke-width="2""#));
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let key = if lines_plot && l.starts_with("<line") && l.contains(r#"stroke-width="2""#) {
+            r#"stroke=""#
+        } else if !lines_plot && l.starts_with("<circle") && l.ends_with(r#""/>"#) {
+            r#"fill=""#
+        } else {
+            continue;
+        };
+        let at = l.find(key).unwrap() + key.len();
+        let colour = l[at..at + 7].to_string();
+        // The label follows the marker (after the LinePlot's circle on the segment).
+        let text = lines[i + 1..]
+            .iter()
+            .find(|t| t.starts_with("<text"))
+            .unwrap();
+        let label = &text[text.find('>').unwrap() + 1..text.rfind("</text>").unwrap()];
+        out.push((label.to_string(), colour));
+    }
+    out
+}
+
+/// Every plot of every suite under `out`: no two legend entries of a plot share a colour,
+/// and a series (a store, a SQLite mode; dbbench's `rowid` is plain SQLite) has one colour
+/// in every plot and no other series has it.
+fn one_colour_per_series(out: &Path) {
+    let mut plots = Vec::new();
+    for dir in std::iter::once(out.to_path_buf()).chain(
+        std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir()),
+    ) {
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "svg") {
+                plots.push(path);
+            }
+        }
+    }
+    assert!(plots.len() > 20, "{plots:?}");
+    let mut colour_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
+    let mut series_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
+    let mut stores_seen = std::collections::BTreeSet::new();
+    for path in &plots {
+        let entries = legend(&std::fs::read_to_string(path).unwrap());
+        assert!(!entries.is_empty(), "{} has no legend", path.display());
+        let mut colours: Vec<&String> = entries.iter().map(|e| &e.1).collect();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(
+            colours.len(),
+            entries.len(),
+            "{}: two series share a colour: {entries:?}",
+            path.display()
+        );
+        for (label, colour) in entries {
+            let label = label.trim_end_matches(" rowid").to_string();
+            if label.contains("BTreeMap") || label.starts_with("SQLite") {
+                stores_seen.insert(label.clone());
+            }
+            let (c, first) = colour_of
+                .entry(label.clone())
+                .or_insert((colour.clone(), path.clone()));
+            assert_eq!(
+                *c,
+                colour,
+                "{label} is {c} in {} and {colour} in {}",
+                first.display(),
+                path.display()
+            );
+            let (l, first) = series_of
+                .entry(colour.clone())
+                .or_insert((label.clone(), path.clone()));
+            assert_eq!(
+                *l,
+                label,
+                "{colour} is {l} in {} and {label} in {}",
+                first.display(),
+                path.display()
+            );
+        }
+    }
+    // The heap map, the stable map, SQLite OFF and the canister's default mode at least.
+    assert!(stores_seen.len() >= 4, "{stores_seen:?}");
+}
+
 #[test]
 fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let out = temp_dir("all");
@@ -459,6 +556,7 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
             "{stdout}"
         );
     }
+    one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.
     let (one, two, merged) = (temp_dir("shard-1"), temp_dir("shard-2"), temp_dir("merged"));
