@@ -121,6 +121,10 @@ struct RunArgs {
     /// doing its own prefill; `icbench merge` joins the parts' --out directories.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
+    /// Run even when the suites' estimated peak memory exceeds the memory available (by
+    /// default such a run is refused before it starts, naming the flags that fit).
+    #[arg(long)]
+    ignore_memory_estimate: bool,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -221,6 +225,13 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             args.out.display()
         ));
     }
+    let exec = Exec {
+        jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
+        shard: args.shard.unwrap_or(Shard::WHOLE),
+    };
+    if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
+        check_memory(&plans, &exec)?;
+    }
     // Every output directory is made and tried before any build, compile or prefill: a run
     // must not end, after minutes of work, in a directory it cannot write.
     for suite in &selected {
@@ -241,10 +252,6 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     let wasm = match &args.wasm {
         Some(path) => read_wasm_flag(path)?,
         None => bench_canister::ensure_built(args.quiet)?,
-    };
-    let exec = Exec {
-        jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
-        shard: args.shard.unwrap_or(Shard::WHOLE),
     };
     let mut gate_ok = true;
     for (suite, plan) in selected.iter().zip(&plans) {
@@ -289,6 +296,99 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         eprintln!("{line}");
     }
     Ok(gate_ok)
+}
+
+/// Refuses a run whose suites are expected to need more memory than is available (the
+/// suites run one after another: the largest estimate counts), naming the estimate, what
+/// is available and the settings that fit, instead of being killed by the OOM killer after
+/// minutes of work.
+fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
+    let available = available_memory()?;
+    let Some(estimate) = plans
+        .iter()
+        .filter_map(|p| p.memory_estimate(exec))
+        .max_by_key(|e| e.bytes)
+    else {
+        return Ok(());
+    };
+    let Some(available) = available else {
+        return Ok(());
+    };
+    if estimate.bytes <= available {
+        return Ok(());
+    }
+    let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+    let fitting: Vec<String> = estimate
+        .smaller
+        .iter()
+        .filter(|(_, b)| *b <= available)
+        .take(3)
+        .map(|(flags, b)| format!("`{flags}` (about {})", gb(*b)))
+        .collect();
+    let fits = if fitting.is_empty() {
+        "no smaller setting of this suite fits".to_string()
+    } else {
+        format!("these fit: {}", fitting.join(", "))
+    };
+    Err(anyhow!(
+        "{} needs about {} of memory at its peak (an estimate), and {} is available; {fits}; or pass --ignore-memory-estimate to run anyway",
+        estimate.what,
+        gb(estimate.bytes),
+        gb(available)
+    ))
+}
+
+/// Plans for this many bytes instead of the memory this machine has available (another
+/// machine's, or a share of this one); also what the tests set.
+const MEMORY_ENV: &str = "ICBENCH_MEMORY_AVAILABLE";
+
+/// The memory this process can still use: `ICBENCH_MEMORY_AVAILABLE` if set, else the
+/// kernel's MemAvailable, and under a cgroup (v2) memory limit what is left of it; `None`
+/// where neither can be read.
+fn available_memory() -> Result<Option<u64>> {
+    if let Some(v) = std::env::var_os(MEMORY_ENV) {
+        let v = v.to_string_lossy();
+        return v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| anyhow!("{MEMORY_ENV}={v:?}: expected a number of bytes"));
+    }
+    Ok(system_available_memory())
+}
+
+fn system_available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+    };
+    let mut available = kib("MemAvailable:")? * 1024;
+    // This process's cgroup (v2: the line `0::/PATH`); `max` (no limit) does not parse.
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let path = cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or("/")
+        .trim_end_matches('/')
+        .to_string();
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup{path}/{f}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    };
+    if let (Some(max), Some(current)) = (read("memory.max"), read("memory.current")) {
+        available = available.min(max.saturating_sub(current));
+    }
+    Some(available)
 }
 
 /// Progress on stderr: a live bar on a terminal; on a pipe or in CI, one line per prefill

@@ -12,7 +12,7 @@ use super::capacity::{self, Message};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
-use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{decision, pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
@@ -235,6 +235,86 @@ impl Plan for Config {
         }
         outcomes.into_report(&mut report);
         Ok(report)
+    }
+
+    fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let jobs = exec.jobs.min(self.kinds.len()).max(1);
+        let mut smaller = Vec::new();
+        if jobs > 1 {
+            smaller.push(("--jobs 1".to_string(), self.peak_memory(1)));
+        }
+        for &max in SIZES.iter().rev().filter(|&&n| n < largest) {
+            let cfg = self.up_to(max);
+            let flag = format!("--scaling-max-rows {max}");
+            smaller.push((flag.clone(), cfg.peak_memory(jobs)));
+            if jobs > 1 {
+                smaller.push((format!("{flag} --jobs 1"), cfg.peak_memory(1)));
+            }
+        }
+        Some(MemoryEstimate {
+            bytes: self.peak_memory(jobs),
+            what: format!(
+                "the scaling suite to {} rows on {jobs} job{}",
+                thousands(largest),
+                if jobs == 1 { "" } else { "s" }
+            ),
+            smaller,
+        })
+    }
+}
+
+/// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
+const MEMORY_BASE: u64 = 500_000_000;
+/// Resident bytes per row of a store at its largest size, at the peak of its work there
+/// (the fill, the measurements, the upgrade), measured at 10,000,000 rows (README, "Memory").
+/// The heap map is the upgrade: its heap, the serialized copy in stable memory and the
+/// heap post_upgrade rebuilds; the stable stores are their stable memory and the pages
+/// the measurements copy.
+const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
+    (StoreKind::Heap, 450),
+    (StoreKind::Btree, 250),
+    (StoreKind::Sqlite, 160),
+];
+/// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
+/// about 2.2 GB in one message, and the committed copy of it as much again.
+const MEMORY_CAPACITY_HEAP: u64 = 4_600_000_000;
+/// The stable stores' capacity searches write a few hundred MB.
+const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
+
+impl Config {
+    /// The expected peak of a run on `jobs` workers: each store's own peak (at its largest
+    /// size, or its capacity search), the largest `jobs` of them at once.
+    pub fn peak_memory(&self, jobs: usize) -> u64 {
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let mut peaks: Vec<u64> = self
+            .kinds
+            .iter()
+            .map(|kind| {
+                let per_row = MEMORY_PER_ROW
+                    .iter()
+                    .find(|(k, _)| k == kind)
+                    .map_or(0, |(_, b)| *b);
+                let capacity = match (self.capacity_at, kind) {
+                    (None, _) => 0,
+                    (Some(_), StoreKind::Heap) => MEMORY_CAPACITY_HEAP,
+                    (Some(_), _) => MEMORY_CAPACITY_STABLE,
+                };
+                (per_row * largest).max(capacity)
+            })
+            .collect();
+        peaks.sort_unstable_by(|a, b| b.cmp(a));
+        MEMORY_BASE + peaks.iter().take(jobs.max(1)).sum::<u64>()
+    }
+
+    /// `scaling_max_rows`'s sizes up to `max`, with this config's other settings.
+    fn up_to(&self, max: u64) -> Config {
+        let sizes = sizes_up_to(max);
+        Config {
+            capacity_at: sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS),
+            sizes,
+            ..self.clone()
+        }
     }
 }
 

@@ -286,3 +286,67 @@ fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+#[test]
+fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
+    let dir = crate::support::scratch_dir("memory");
+    let out = dir.join("out");
+    let run = |available: &str, extra: &[&str]| {
+        let o = crate::support::icbench_command()
+            .env("ICBENCH_MEMORY_AVAILABLE", available)
+            .args([
+                "--suite",
+                "scaling",
+                "--jobs",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(extra)
+            .output()
+            .expect("icbench runs");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // 10,000,000 rows on 2 jobs: the heap map's 4.5 GB and the stable map's 2.5 GB at once.
+    let (code, stderr) = run("6000000000", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 7.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 5.1 GB), `--scaling-max-rows 1000000` (about 5.7 GB), `--scaling-max-rows 1000000 --jobs 1` (about 5.1 GB); or pass --ignore-memory-estimate to run anyway"
+    );
+    let (code, stderr) = run("1000000000", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "and 1.0 GB is available; these fit: `--scaling-max-rows 100000` (about 0.6 GB)"
+        ),
+        "{stderr}"
+    );
+    let (code, stderr) = run("100", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no smaller setting of this suite fits"),
+        "{stderr}"
+    );
+    let (code, stderr) = run("lots", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("ICBENCH_MEMORY_AVAILABLE=\"lots\": expected a number of bytes"),
+        "{stderr}"
+    );
+    // Refused before the output directory was even made.
+    assert!(!out.exists());
+    // With the override the run goes on to its next check (here: a bad --wasm).
+    let (code, stderr) = run(
+        "100",
+        &["--ignore-memory-estimate", "--wasm", "/nonexistent.wasm"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
+        "{stderr}"
+    );
+}
