@@ -59,12 +59,6 @@ pub fn dir_from_env() -> Result<PathBuf> {
         .ok_or_else(|| anyhow!("no platform cache directory (no home directory?); set {ENV}"))
 }
 
-/// Whether the directory comes from `ICBENCH_CACHE_DIR` (the user named it) rather than
-/// the platform default.
-pub fn dir_is_from_env() -> bool {
-    std::env::var_os(ENV).is_some_and(|d| !d.is_empty())
-}
-
 /// Creates the cache directory and its kinds' subdirectories and checks that entries can
 /// be written there, before a run starts.
 pub fn prepare(dir: &Path) -> Result<()> {
@@ -79,7 +73,7 @@ pub fn prepare(dir: &Path) -> Result<()> {
             })
             .map_err(|e| {
                 anyhow!(
-                    "cache directory {} ({ENV}): cannot write into {}: {e}",
+                    "cache directory {} (set by {ENV}, or the platform's): cannot write into {}: {e}",
                     dir.display(),
                     sub.display()
                 )

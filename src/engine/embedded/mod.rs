@@ -901,7 +901,7 @@ impl EmbeddedEngine {
                         .module
                         .clone()
                         .ok_or_else(|| anyhow!("a live instance without a module"))?,
-                    heap: Arc::new(c.committed_heap.freeze()?),
+                    heap: frozen_committed(&c.since_load, &c.committed_heap)?,
                     globals: globals_before,
                     stable: data.stable.image().clone(),
                     certified_data: data.certified_data.clone(),
@@ -1081,15 +1081,7 @@ impl EmbeddedEngine {
             .map(|g| g.get(&mut inst.store))
             .collect();
         let data = inst.store.data();
-        // Nothing committed since the last load: the loaded state's frozen heap is this
-        // heap, shared instead of copied (a snapshot or an upgrade right after a restore
-        // of a 10,000,000-row heap map would otherwise copy gigabytes).
-        let heap = match &c.since_load {
-            Some(since) if since.pages.is_empty() && since.heap.len() == c.committed_heap.len() => {
-                since.heap.clone()
-            }
-            _ => Arc::new(c.committed_heap.freeze()?),
-        };
+        let heap = frozen_committed(&c.since_load, &c.committed_heap)?;
         Ok(SavedState {
             module,
             heap,
@@ -1222,6 +1214,36 @@ fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
         memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
     }
     Ok(have)
+}
+
+/// A canister's committed heap, frozen. Since the last load, with nothing committed: the
+/// loaded state's frozen heap itself, shared (a snapshot or an upgrade right after a
+/// restore of a 10,000,000-row heap map would otherwise copy gigabytes); with a few pages
+/// committed and the heap not grown: that frozen heap plus copies of those pages; else a
+/// copy of the whole heap. Every form has the same bytes.
+fn frozen_committed(
+    since_load: &Option<SinceLoad>,
+    committed: &HeapImage,
+) -> Result<Arc<FrozenHeap>> {
+    if let Some(since) = since_load {
+        let pages = since.heap.len() / heap::OS_PAGE;
+        if since.heap.len() == committed.len() && pages > 0 {
+            if since.pages.is_empty() {
+                return Ok(since.heap.clone());
+            }
+            // A layer pays off while it holds a small part of the heap.
+            if (since.pages.len() + since.heap.layer_pages()) * 4 < pages {
+                let mut changed: Vec<u32> = since.pages.iter().copied().collect();
+                changed.sort_unstable();
+                return Ok(Arc::new(FrozenHeap::layered(
+                    &since.heap,
+                    committed,
+                    changed.into_iter(),
+                )?));
+            }
+        }
+    }
+    Ok(Arc::new(committed.freeze()?))
 }
 
 fn restore_instance(saved: &SavedState, state: HostState) -> Result<Instance> {
