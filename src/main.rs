@@ -235,14 +235,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     // Every output directory is made and tried before any build, compile or prefill: a run
     // must not end, after minutes of work, in a directory it cannot write.
     for suite in &selected {
-        let dir = suite.out_dir(&args.out);
-        report::prepare_dir(&dir).map_err(|e| {
-            anyhow!(
-                "--out {}: cannot write into {}: {e}",
-                args.out.display(),
-                dir.display()
-            )
-        })?;
+        let dir = prepare_out(*suite, &args.out)?;
         interrupt::expect(
             &dir,
             format!("the {} suite's results in {}", suite.name(), dir.display()),
@@ -296,6 +289,19 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         eprintln!("{line}");
     }
     Ok(gate_ok)
+}
+
+/// Makes `suite`'s directory under `out` and tries writing into it; returns it.
+fn prepare_out(suite: &dyn suites::Suite, out: &std::path::Path) -> Result<PathBuf> {
+    let dir = suite.out_dir(out);
+    report::prepare_dir(&dir).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write into {}: {e}",
+            out.display(),
+            dir.display()
+        )
+    })?;
+    Ok(dir)
 }
 
 /// Refuses a run whose suites are expected to need more memory than is available (the
@@ -548,14 +554,7 @@ fn merge(args: &MergeArgs) -> Result<bool> {
     }
     let merged = suites::merge::merge(&args.dirs)?;
     for m in &merged {
-        let dir = m.suite.out_dir(&args.out);
-        report::prepare_dir(&dir).map_err(|e| {
-            anyhow!(
-                "--out {}: cannot write into {}: {e}",
-                args.out.display(),
-                dir.display()
-            )
-        })?;
+        prepare_out(m.suite, &args.out)?;
     }
     let mut gate_ok = true;
     for m in merged {

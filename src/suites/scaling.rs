@@ -266,45 +266,54 @@ impl Plan for Config {
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
 const MEMORY_BASE: u64 = 500_000_000;
-/// Resident bytes per row of a store at its largest size, at the peak of its work there
-/// (the fill, the measurements, the upgrade), measured at 10,000,000 rows (README, "Memory").
-/// The heap map is the upgrade: its heap, the serialized copy in stable memory and the
-/// heap post_upgrade rebuilds; the stable stores are their stable memory and the pages
-/// the measurements copy.
+/// Resident bytes per row of a store at its largest size, at the peak of its work there,
+/// from the 10,000,000-row run of issue 22 (README, "Memory"): the heap map's heap and
+/// its committed copy while it fills, then its failing upgrade (the heap grown by 1.9 GB);
+/// SQLite's heap (its page cache), committed copy and stable memory; the StableBTreeMap's
+/// stable memory.
 const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
-    (StoreKind::Heap, 450),
-    (StoreKind::Btree, 250),
-    (StoreKind::Sqlite, 160),
+    (StoreKind::Heap, 350),
+    (StoreKind::Btree, 210),
+    (StoreKind::Sqlite, 250),
 ];
 /// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
-/// about 2.2 GB in one message, and the committed copy of it as much again.
-const MEMORY_CAPACITY_HEAP: u64 = 4_600_000_000;
-/// The stable stores' capacity searches write a few hundred MB.
+/// about 2.2 GB in one message, and the committed copy of it as much again (4.98 GB peak
+/// at `--scaling-max-rows 1000000`). The stable stores' searches write far less.
+const MEMORY_CAPACITY_HEAP: u64 = 4_400_000_000;
 const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
 
 impl Config {
-    /// The expected peak of a run on `jobs` workers: each store's own peak (at its largest
-    /// size, or its capacity search), the largest `jobs` of them at once.
+    /// The expected peak of a run on `jobs` workers: the largest `jobs` stores at their
+    /// largest size at once, or one store's capacity search beside the others at its size,
+    /// whichever is more.
     pub fn peak_memory(&self, jobs: usize) -> u64 {
+        let jobs = jobs.max(1);
         let largest = self.sizes.last().copied().unwrap_or_default();
-        let mut peaks: Vec<u64> = self
-            .kinds
-            .iter()
-            .map(|kind| {
-                let per_row = MEMORY_PER_ROW
-                    .iter()
-                    .find(|(k, _)| k == kind)
-                    .map_or(0, |(_, b)| *b);
-                let capacity = match (self.capacity_at, kind) {
-                    (None, _) => 0,
-                    (Some(_), StoreKind::Heap) => MEMORY_CAPACITY_HEAP,
-                    (Some(_), _) => MEMORY_CAPACITY_STABLE,
-                };
-                (per_row * largest).max(capacity)
-            })
-            .collect();
-        peaks.sort_unstable_by(|a, b| b.cmp(a));
-        MEMORY_BASE + peaks.iter().take(jobs.max(1)).sum::<u64>()
+        let per_row = |kind: &StoreKind| {
+            MEMORY_PER_ROW
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map_or(0, |(_, b)| *b)
+        };
+        let top = |rows: u64, skip_heap: bool, n: usize| {
+            let mut peaks: Vec<u64> = self
+                .kinds
+                .iter()
+                .filter(|k| !(skip_heap && **k == StoreKind::Heap))
+                .map(|k| per_row(k) * rows)
+                .collect();
+            peaks.sort_unstable_by(|a, b| b.cmp(a));
+            peaks.iter().take(n).sum::<u64>()
+        };
+        let sizes = top(largest, false, jobs);
+        let capacity = match self.capacity_at {
+            None => 0,
+            Some(at) if self.kinds.contains(&StoreKind::Heap) => {
+                MEMORY_CAPACITY_HEAP + top(at, true, jobs - 1)
+            }
+            Some(at) => MEMORY_CAPACITY_STABLE + top(at, false, jobs - 1),
+        };
+        MEMORY_BASE + sizes.max(capacity)
     }
 
     /// `scaling_max_rows`'s sizes up to `max`, with this config's other settings.

@@ -313,12 +313,12 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     };
-    // 10,000,000 rows on 2 jobs: the heap map's 4.5 GB and the stable map's 2.5 GB at once.
+    // 10,000,000 rows on 2 jobs: the heap map's 3.5 GB and SQLite's 2.5 GB at once.
     let (code, stderr) = run("6000000000", &[]);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 7.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 5.1 GB), `--scaling-max-rows 1000000` (about 5.7 GB), `--scaling-max-rows 1000000 --jobs 1` (about 5.1 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.9 GB), `--scaling-max-rows 1000000` (about 5.2 GB), `--scaling-max-rows 1000000 --jobs 1` (about 4.9 GB); or pass --ignore-memory-estimate to run anyway"
     );
     let (code, stderr) = run("1000000000", &[]);
     assert_eq!(code, 2, "{stderr}");
