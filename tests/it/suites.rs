@@ -492,26 +492,22 @@ fn one_colour_per_series(out: &Path) {
             if label.contains("BTreeMap") || label.starts_with("SQLite") {
                 stores_seen.insert(label.clone());
             }
-            let (c, first) = colour_of
-                .entry(label.clone())
-                .or_insert((colour.clone(), path.clone()));
-            assert_eq!(
-                *c,
-                colour,
-                "{label} is {c} in {} and {colour} in {}",
-                first.display(),
-                path.display()
-            );
-            let (l, first) = series_of
-                .entry(colour.clone())
-                .or_insert((label.clone(), path.clone()));
-            assert_eq!(
-                *l,
-                label,
-                "{colour} is {l} in {} and {label} in {}",
-                first.display(),
-                path.display()
-            );
+            // Both ways: a label has one colour, and a colour one label.
+            for (map, key, value) in [
+                (&mut colour_of, &label, &colour),
+                (&mut series_of, &colour, &label),
+            ] {
+                let (seen, first) = map
+                    .entry(key.clone())
+                    .or_insert((value.clone(), path.clone()));
+                assert_eq!(
+                    seen,
+                    value,
+                    "{key} is {seen} in {} and {value} in {}",
+                    first.display(),
+                    path.display()
+                );
+            }
         }
     }
     // The heap map, the stable map, SQLite OFF and the canister's default mode at least.
@@ -1613,6 +1609,20 @@ fn scaling_refuses_a_store_too_small_for_its_scan() {
 
 // ---- interrupted runs ------------------------------------------------------------------
 
+/// The interrupted runs' settings: one store, a prefill of some seconds, four scenarios.
+const SIGNALLED_RUN: [&str; 10] = [
+    "--stores",
+    "btree",
+    "--journal-modes",
+    "OFF",
+    "--positions",
+    "end",
+    "--batches",
+    "1",
+    "--rows",
+    "100000",
+];
+
 /// Starts a run into `out` (stderr piped, progress on), waits for its first prefill line,
 /// sends `signal` and returns the exit code and stderr; `None` if the run ended before
 /// the signal could be sent (its prefill was done before the line came).
@@ -1621,8 +1631,7 @@ fn interrupted(out: &Path, extra: &[&str], signal: libc::c_int) -> Option<(i32, 
     let mut child = crate::support::icbench_command()
         .args(["--wasm", wasm_path().to_str().unwrap()])
         .args(["--out", out.to_str().unwrap()])
-        .args(["--stores", "btree", "--journal-modes", "OFF"])
-        .args(["--positions", "end", "--batches", "1", "--rows", "100000"])
+        .args(SIGNALLED_RUN)
         .args(extra)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -1682,23 +1691,13 @@ fn a_signal_stops_the_run_leaving_no_result_and_the_next_run_completes() {
     );
 
     // The next run completes, and writes every file.
-    let (code, _, stderr) = icbench(&[
-        "--quiet",
-        "--wasm",
-        wasm_path().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--stores",
-        "btree",
-        "--journal-modes",
-        "OFF",
-        "--positions",
-        "end",
-        "--batches",
-        "1",
-        "--rows",
-        "100000",
-    ]);
+    let wasm = wasm_path().to_str().unwrap();
+    let run = [
+        &["--quiet", "--wasm", wasm, "--out", out.to_str().unwrap()][..],
+        &SIGNALLED_RUN,
+    ]
+    .concat();
+    let (code, _, stderr) = icbench(&run);
     assert_eq!(code, 0, "{stderr}");
     let complete = names_in(&out);
     assert_eq!(
