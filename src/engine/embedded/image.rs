@@ -714,6 +714,65 @@ mod tests {
     }
 
     #[test]
+    fn a_layered_heap_has_its_parents_bytes_but_its_own_pages_everywhere() {
+        let mut image = HeapImage::default();
+        image.set_len(16 * OS_PAGE).unwrap();
+        image.write_page(2, &[2u8; OS_PAGE]);
+        image.write_page(9, &[9u8; OS_PAGE]);
+        let base = std::sync::Arc::new(image.freeze().unwrap());
+        // The committed image of a canister loaded from `base`, then a message wrote 9 and 12.
+        let mut committed = base.thaw().unwrap();
+        committed.write_page(9, &[90u8; OS_PAGE]);
+        committed.write_page(12, &[12u8; OS_PAGE]);
+        let one = std::sync::Arc::new(
+            FrozenHeap::layered(&base, &committed, [9, 12].into_iter()).unwrap(),
+        );
+        assert_eq!(one.layer_pages(), 2);
+        assert_eq!(one.len(), 16 * OS_PAGE);
+        assert_eq!(one.written_pages().collect::<Vec<_>>(), vec![2, 9, 12]);
+        assert_eq!(one.page(2), &[2u8; OS_PAGE][..]);
+        assert_eq!(one.page(9), &[90u8; OS_PAGE][..]);
+        assert_eq!(base.page(9), &[9u8; OS_PAGE][..], "the parent is unchanged");
+        // A layer on a layer keeps the first one's pages and never stacks.
+        let mut again = one.thaw().unwrap();
+        assert_eq!(again.as_slice(), committed.as_slice());
+        again.write_page(2, &[20u8; OS_PAGE]);
+        let two = FrozenHeap::layered(&one, &again, [2].into_iter()).unwrap();
+        assert_eq!(two.layer_pages(), 3);
+        assert_eq!(two.page(2), &[20u8; OS_PAGE][..]);
+        assert_eq!(two.page(12), &[12u8; OS_PAGE][..]);
+        assert!(two.layer.as_ref().unwrap().base.layer.is_none());
+
+        // A view of the layer reverts to the layer's bytes, not the parent's.
+        let mut view = one.thaw().unwrap();
+        view.write_page(9, &[1u8; OS_PAGE]);
+        view.write_page(2, &[1u8; OS_PAGE]);
+        one.revert_image(&mut view, &[2, 9]).unwrap();
+        assert_eq!(view.as_slice(), committed.as_slice());
+
+        // A live heap takes the layer as a view and reverts the same way.
+        let live_base = reserve(16 * OS_PAGE).unwrap();
+        protect(live_base, 16 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
+        // SAFETY: the mapping above, accessible, used only here.
+        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 16 * OS_PAGE) };
+        // SAFETY: our own mapping, nothing else uses it.
+        let id = unsafe { one.map_into(live, 16 * OS_PAGE).unwrap() };
+        assert_eq!(&live[..], committed.as_slice());
+        live[9 * OS_PAGE..10 * OS_PAGE].fill(3);
+        live[12 * OS_PAGE] = 3;
+        // SAFETY: as above; `id` is what map_into returned for it.
+        unsafe { one.revert_live(live, id, &[9, 12]).unwrap() };
+        assert_eq!(&live[..], committed.as_slice());
+        // SAFETY: unmapping the test's own mapping.
+        unsafe { libc::munmap(live_base.cast(), 16 * OS_PAGE) };
+
+        // A heap of another length is not a layer of it.
+        let mut longer = HeapImage::default();
+        longer.set_len(32 * OS_PAGE).unwrap();
+        assert!(FrozenHeap::layered(&base, &longer, [1].into_iter()).is_err());
+    }
+
+    #[test]
     fn reverting_a_view_drops_its_copies_and_any_other_heap_gets_the_bytes() {
         let mut image = HeapImage::default();
         image.set_len(16 * OS_PAGE).unwrap();
