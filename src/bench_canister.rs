@@ -542,6 +542,32 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
+/// Exports every suite calls, whatever the stores: a module without them is not a bench
+/// canister (or not one this icbench can drive).
+const REQUIRED_EXPORTS: [&str; 3] = [
+    "canister_update set_payload_size",
+    "canister_query stats",
+    "canister_update add_users_btree",
+];
+
+/// Checks that `wasm` (raw or gzipped) is a valid module with the bench canister's methods,
+/// before any work; the error is one line (see [`crate::engine::embedded::check_module`]).
+pub fn check_module(wasm: &[u8]) -> Result<()> {
+    let exports = crate::engine::embedded::check_module(wasm)?;
+    let missing: Vec<&str> = REQUIRED_EXPORTS
+        .into_iter()
+        .filter(|e| !exports.iter().any(|x| x == e))
+        .collect();
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "not the bench canister: a valid Wasm module without the export{} `{}` (build it with scripts/build-canister.sh, or leave --wasm out)",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join("`, `")
+        );
+    }
+    Ok(())
+}
+
 /// The canister module of the current sources: `target/canister/bench.wasm` if it is newer
 /// than every source, else the committed module if it was built from exactly these
 /// sources (copied there), else a build with `scripts/build-canister.sh`. From the icbench binary, the script converts the module with

@@ -10,5 +10,6 @@ pub mod bench_canister;
 pub mod canbench;
 pub mod crosscheck;
 pub mod engine;
+pub mod interrupt;
 pub mod report;
 pub mod suites;

@@ -16,6 +16,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
+use icbench::interrupt;
 use icbench::report::{self, profiles, Folded, Report};
 use icbench::suites::{self, pool, CommonArgs, Exec, Plan, Progress, Shard, REGISTRY};
 
@@ -140,6 +141,10 @@ struct RunArgs {
     /// vintage's rules and sources). Reports name the vintage.
     #[arg(long, value_name = "VINTAGE", value_parser = replica_names())]
     replica: Option<String>,
+    /// Run even when the suites' estimated peak memory exceeds the memory available (by
+    /// default such a run is refused before it starts, naming the flags that fit).
+    #[arg(long)]
+    ignore_memory_estimate: bool,
     // Last: its help heading would otherwise carry over to the options after it.
     #[command(flatten)]
     common: CommonArgs,
@@ -302,17 +307,27 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
         }
     }
-    let mut engine = make_engine(args.engine, args.replica.as_deref())?;
-    let wasm = match &args.wasm {
-        Some(path) => {
-            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
-        }
-        None => bench_canister::ensure_built(args.quiet)?,
-    };
     let exec = Exec {
         jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
         shard: args.shard.unwrap_or(Shard::WHOLE),
         profile: args.profile.is_some(),
+    };
+    if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
+        check_memory(&plans, &exec)?;
+    }
+    // Every output directory is made and tried before any build, compile or prefill: a run
+    // must not end, after minutes of work, in a directory it cannot write.
+    for suite in &selected {
+        let dir = prepare_out(*suite, &args.out)?;
+        interrupt::expect(
+            &dir,
+            format!("the {} suite's results in {}", suite.name(), dir.display()),
+        );
+    }
+    let mut engine = make_engine(args.engine, args.replica.as_deref())?;
+    let wasm = match &args.wasm {
+        Some(path) => read_wasm_flag(path)?,
+        None => bench_canister::ensure_built(args.quiet)?,
     };
     let mut gate_ok = true;
     let mut profiled = profiles::Selected::default();
@@ -406,6 +421,112 @@ fn eprint_profiles(report: &Report, dir: &std::path::Path) {
     if let [(_, _, profile)] = kept.as_slice() {
         eprint!("{}", profiles::top_functions(profile, 15));
     }
+}
+
+/// Makes `suite`'s directory under `out` and tries writing into it; returns it.
+fn prepare_out(suite: &dyn suites::Suite, out: &std::path::Path) -> Result<PathBuf> {
+    let dir = suite.out_dir(out);
+    report::prepare_dir(&dir).map_err(|e| {
+        anyhow!(
+            "--out {}: cannot write into {}: {e}",
+            out.display(),
+            dir.display()
+        )
+    })?;
+    Ok(dir)
+}
+
+/// Refuses a run whose suites are expected to need more memory than is available (the
+/// suites run one after another: the largest estimate counts), naming the estimate, what
+/// is available and the settings that fit, instead of being killed by the OOM killer after
+/// minutes of work.
+fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
+    let available = available_memory()?;
+    let Some(estimate) = plans
+        .iter()
+        .filter_map(|p| p.memory_estimate(exec))
+        .max_by_key(|e| e.bytes)
+    else {
+        return Ok(());
+    };
+    let Some(available) = available else {
+        return Ok(());
+    };
+    if estimate.bytes <= available {
+        return Ok(());
+    }
+    let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+    let fitting: Vec<String> = estimate
+        .smaller
+        .iter()
+        .filter(|(_, b)| *b <= available)
+        .take(3)
+        .map(|(flags, b)| format!("`{flags}` (about {})", gb(*b)))
+        .collect();
+    let fits = if fitting.is_empty() {
+        "no smaller setting of this suite fits".to_string()
+    } else {
+        format!("these fit: {}", fitting.join(", "))
+    };
+    Err(anyhow!(
+        "{} needs about {} of memory at its peak (an estimate), and {} is available; {fits}; or pass --ignore-memory-estimate to run anyway",
+        estimate.what,
+        gb(estimate.bytes),
+        gb(available)
+    ))
+}
+
+/// Plans for this many bytes instead of the memory this machine has available (another
+/// machine's, or a share of this one); also what the tests set.
+const MEMORY_ENV: &str = "ICBENCH_MEMORY_AVAILABLE";
+
+/// The memory this process can still use: `ICBENCH_MEMORY_AVAILABLE` if set, else the
+/// kernel's MemAvailable, and under a cgroup (v2) memory limit what is left of it; `None`
+/// where neither can be read.
+fn available_memory() -> Result<Option<u64>> {
+    if let Some(v) = std::env::var_os(MEMORY_ENV) {
+        let v = v.to_string_lossy();
+        return v
+            .trim()
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| anyhow!("{MEMORY_ENV}={v:?}: expected a number of bytes"));
+    }
+    Ok(system_available_memory())
+}
+
+fn system_available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib = |key: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|rest| {
+                rest.trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+    };
+    let mut available = kib("MemAvailable:")? * 1024;
+    // This process's cgroup (v2: the line `0::/PATH`); `max` (no limit) does not parse.
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let path = cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .unwrap_or("/")
+        .trim_end_matches('/')
+        .to_string();
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup{path}/{f}"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+    };
+    if let (Some(max), Some(current)) = (read("memory.max"), read("memory.current")) {
+        available = available.min(max.saturating_sub(current));
+    }
+    Some(available)
 }
 
 /// Progress on stderr: a live bar on a terminal; on a pipe or in CI, one line per prefill
@@ -564,6 +685,9 @@ fn merge(args: &MergeArgs) -> Result<bool> {
         ));
     }
     let merged = suites::merge::merge(&args.dirs)?;
+    for m in &merged {
+        prepare_out(m.suite, &args.out)?;
+    }
     let mut gate_ok = true;
     for m in merged {
         let document = m.suite.document(&m.report);
@@ -628,6 +752,16 @@ fn profile_top(args: &ProfileTopArgs) -> Result<bool> {
     Ok(true)
 }
 
+/// The module a `--wasm` flag names, checked: a one-line error naming the file and what is
+/// wrong with it (not Wasm, truncated, invalid, not a bench canister) rather than a failure
+/// after the prefill.
+fn read_wasm_flag(path: &std::path::Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path)
+        .map_err(|e| anyhow!("--wasm {}: cannot read it: {e}", path.display()))?;
+    bench_canister::check_module(&wasm).map_err(|e| anyhow!("--wasm {}: {e:#}", path.display()))?;
+    Ok(wasm)
+}
+
 fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     use icbench::crosscheck::{self, Metric};
     if !(args.threshold.is_finite() && args.threshold >= 0.0) {
@@ -636,9 +770,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     // The server first: without one this fails at once, before any build or run.
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
     let wasm = match &args.wasm {
-        Some(path) => {
-            std::fs::read(path).with_context(|| format!("reading --wasm {}", path.display()))?
-        }
+        Some(path) => read_wasm_flag(path)?,
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let cfg = crosscheck::config();
@@ -706,13 +838,20 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
-    // The profile commands only read and write text files: no canister, no compile cache.
-    if !matches!(
+    if let Err(e) = interrupt::install() {
+        eprintln!("warning: cannot handle SIGINT/SIGTERM ({e}); an interrupted run may leave temporary files");
+    }
+    // The commands that run canisters (compare, merge, cache and the profile commands run
+    // none): they get the compile cache.
+    let runs_canisters = matches!(
         cli.command,
-        Some(Command::Cache { .. } | Command::ProfileDiff(_) | Command::ProfileTop(_))
-    ) {
+        None | Some(Command::Run(_) | Command::Canbench(_) | Command::Crosscheck(_))
+    );
+    if runs_canisters {
         // Compiled modules are kept across runs; without a directory the run only compiles.
-        match disk_cache::dir_from_env() {
+        // The directory is made and tried before any work, so a cache that cannot be
+        // written is said at once (it costs speed, not the run).
+        match disk_cache::dir_from_env().and_then(|dir| disk_cache::prepare(&dir).map(|()| dir)) {
             Ok(dir) => disk_cache::enable(Some(dir)),
             Err(e) => eprintln!("warning: {e:#}; compiling without the compile cache"),
         }

@@ -333,11 +333,34 @@ impl Runner {
 /// The whole command; `Ok(false)` when a benchmark failed.
 pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let plan = args.plan()?;
+    // The files this run will write are tried before the build and the benches.
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    if let (false, Some(dir)) = (shard.is_whole(), &args.out) {
+        crate::report::prepare_dir(dir)
+            .map_err(|e| anyhow!("--out {}: cannot write into it: {e}", dir.display()))?;
+        crate::interrupt::expect(
+            dir,
+            format!("the part of shard {shard} in {}", dir.display()),
+        );
+    } else {
+        for (wanted, path, flag) in [
+            (args.persist, &plan.results_path, "--persist"),
+            (args.csv, &plan.csv_path, "--csv"),
+        ] {
+            if wanted {
+                crate::report::prepare_file(path)
+                    .map_err(|e| anyhow!("{flag}: cannot write {}: {e}", path.display()))?;
+                crate::interrupt::expect(path, path.display().to_string());
+            }
+        }
+    }
     if let Some(cmd) = &plan.build_cmd {
         build(cmd)?;
     }
     let old = results::read(&plan.results_path)?;
     let wasm = read_wasm(&plan.wasm_path)?;
+    crate::engine::embedded::check_module(&wasm)
+        .map_err(|e| anyhow!("{}: {e:#}", plan.wasm_path.display()))?;
     let all = discover(&wasm).with_context(|| plan.wasm_path.display().to_string())?;
     if all.is_empty() {
         bail!(
@@ -377,7 +400,6 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         Some(n) => n as usize,
         None => Exec::default_jobs(),
     };
-    let shard = args.shard.unwrap_or(Shard::WHOLE);
     // A bench keeps its place in the whole run (its clock) whichever part runs it.
     let positions: Vec<usize> = (0..selected.len()).filter(|&i| shard.includes(i)).collect();
     // This thread runs benches on `runner`, jobs - 1 threads on forks of it.
@@ -558,7 +580,7 @@ pub fn finish(
     };
     if o.csv {
         let path = place(&o.csv_path);
-        std::fs::write(&path, compare::csv(&entries))
+        crate::report::write_files(&path, vec![(path.clone(), compare::csv(&entries))])
             .with_context(|| format!("writing {}", path.display()))?;
         println!("CSV results saved to {}", path.display());
     }

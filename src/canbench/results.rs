@@ -79,7 +79,8 @@ pub fn render(results: &Results) -> String {
 }
 
 pub fn write(path: &Path, results: &Results) -> Result<()> {
-    std::fs::write(path, render(results))
+    crate::report::write_files(path, vec![(path.to_path_buf(), render(results))])
+        .map(drop)
         .with_context(|| format!("writing results file {}", path.display()))
 }
 

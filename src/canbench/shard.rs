@@ -84,7 +84,7 @@ impl Part {
         let path = dir.join(PART_FILE);
         let text = serde_json::to_string_pretty(self)
             .with_context(|| format!("encoding the part for {}", path.display()))?;
-        std::fs::write(&path, text + "\n")
+        crate::report::write_files(dir, vec![(path.clone(), text + "\n")])
             .with_context(|| format!("writing {}", path.display()))?;
         Ok(path)
     }

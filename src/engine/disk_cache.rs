@@ -59,6 +59,29 @@ pub fn dir_from_env() -> Result<PathBuf> {
         .ok_or_else(|| anyhow!("no platform cache directory (no home directory?); set {ENV}"))
 }
 
+/// Creates the cache directory and its kinds' subdirectories and checks that entries can
+/// be written there, before a run starts.
+pub fn prepare(dir: &Path) -> Result<()> {
+    for kind in KINDS {
+        let sub = dir.join(kind);
+        std::fs::create_dir_all(&sub)
+            .and_then(|()| {
+                tempfile::Builder::new()
+                    .prefix(TEMP_PREFIX)
+                    .tempfile_in(&sub)
+                    .map(drop)
+            })
+            .map_err(|e| {
+                anyhow!(
+                    "cache directory {} (set by {ENV}, or the platform's): cannot write into {}: {e}",
+                    dir.display(),
+                    sub.display()
+                )
+            })?;
+    }
+    Ok(())
+}
+
 /// Uses `dir` (None: no disk cache) for the rest of the process.
 pub fn enable(dir: Option<PathBuf>) {
     *DIR.write().unwrap() = dir;
@@ -221,6 +244,8 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
+    // A signal removes the half-written file (an interrupted 450 MB state must not stay).
+    let _guard = crate::interrupt::TempGuard::new(&temp);
     let written = (|| -> std::io::Result<()> {
         let mut f = std::fs::File::create(&temp)?;
         f.write_all(&header)?;

@@ -287,6 +287,12 @@ pub trait Engine {
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
     /// Puts the canister back to a saved state.
     fn restore(&mut self, canister: Principal, snapshot: SnapshotId) -> Result<()>;
+    /// Releases a snapshot the caller no longer needs: its memory goes once no fork and no
+    /// canister loaded from it holds it, and restoring it is an error from now on. Other
+    /// snapshots keep their ids. Engines that keep nothing in memory ignore it.
+    fn forget(&mut self, _snapshot: SnapshotId) -> Result<()> {
+        Ok(())
+    }
 
     /// Keeping a canister's state across runs (the post-prefill state cache): the part of
     /// the key that names this engine, its configuration and `wasm`, or None when this

@@ -90,8 +90,38 @@ impl Report {
     }
 }
 
+/// Creates `dir` (and its parents) and checks that a file can be made in it: the CLI calls
+/// it for every output directory before any work starts, so a run never ends in an
+/// unwritable directory with its results lost.
+pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if !dir.is_dir() {
+        return Err(std::io::Error::other("not a directory"));
+    }
+    tempfile::Builder::new()
+        .prefix(".icbench-probe-")
+        .tempfile_in(dir)
+        .map(drop)
+}
+
+/// [`prepare_dir`] for a file's directory, and if the file exists, checks that it can be
+/// opened for writing (it is left as it is).
+pub fn prepare_file(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => prepare_dir(p)?,
+        _ => prepare_dir(Path::new("."))?,
+    }
+    if path.is_dir() {
+        return Err(std::io::Error::other("it is a directory"));
+    }
+    if path.exists() {
+        std::fs::OpenOptions::new().append(true).open(path)?;
+    }
+    Ok(())
+}
+
 /// Writes report.md, results.csv, results.json and the document's plots into `dir`,
-/// creating it; returns the paths written.
+/// creating it; returns the paths written (see [`write_files`]).
 pub fn write_all(
     report: &Report,
     document: &Document,
@@ -106,13 +136,45 @@ pub fn write_all(
     for plot in &document.plots {
         files.push((plot.file.clone(), plot.svg()));
     }
-    let mut written = Vec::with_capacity(files.len());
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text)?;
+    let mut files: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|(name, text)| (dir.join(name), text))
+        .collect();
+    files.extend(profiles::files(report, dir)?);
+    write_files(dir, files)
+}
+
+/// Writes each `(path, text)` under a temporary name in its directory first, then renames
+/// them all into place together (a signal waits for the renames, see
+/// [`crate::interrupt`]) and marks `output` written: no file is ever seen half written,
+/// and a stopped run never leaves a set of new and old files that passes for one run.
+/// Files get the permissions `std::fs::write` would give them.
+pub fn write_files(output: &Path, files: Vec<(PathBuf, String)>) -> std::io::Result<Vec<PathBuf>> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let mut temps = Vec::with_capacity(files.len());
+    for (path, text) in files {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let mut temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o666))
+            .tempfile_in(parent)?;
+        let guard = crate::interrupt::TempGuard::new(temp.path());
+        temp.write_all(text.as_bytes())?;
+        temps.push((path, temp, guard));
+    }
+    let _renaming = crate::interrupt::writing();
+    let mut written = Vec::with_capacity(temps.len());
+    for (path, temp, _guard) in temps {
+        temp.persist(&path).map_err(|e| e.error)?;
         written.push(path);
     }
-    written.extend(profiles::write(report, dir)?);
+    crate::interrupt::written(output);
     Ok(written)
 }
 

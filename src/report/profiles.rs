@@ -134,28 +134,19 @@ pub fn top_functions(profile: &Profile, top: usize) -> String {
     super::flame::Folded::new(stacks_of(profile)).top_table(top)
 }
 
-/// Writes `profile` as `STEM.folded` and its flame graph `STEM.svg` (titled `title` and its
-/// total), creating the directory; returns both paths.
-pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[PathBuf; 2], String> {
+/// `profile` as folded stacks and as a flame graph titled `title` and its total. Nothing to
+/// draw (a canbench bench that never read the counter): an empty folded text, and a graph
+/// that says so rather than none.
+fn render(title: &str, profile: &Profile) -> Result<(String, String), String> {
     if profile.total() > 0 {
-        return super::flame::Folded::new(stacks_of(profile)).write_files(stem, title);
+        let folded = super::flame::Folded::new(stacks_of(profile));
+        return Ok((folded.to_text(), folded.flame_graph(title)?));
     }
-    // Nothing to draw (a canbench bench that never read the counter): an empty folded
-    // file, and a graph that says so rather than none.
-    let folded = stem.with_extension("folded");
-    let svg = stem.with_extension("svg");
     let note = format!(
         "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"1200\" height=\"60\" xmlns=\"http://www.w3.org/2000/svg\"><text x=\"600\" y=\"30\" text-anchor=\"middle\" font-family=\"Verdana\" font-size=\"14\">{}: no instructions measured</text></svg>\n",
         escape_xml(title)
     );
-    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    for (path, text) in [(&folded, String::new()), (&svg, note)] {
-        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok([folded, svg])
+    Ok((String::new(), note))
 }
 
 fn escape_xml(text: &str) -> String {
@@ -164,14 +155,37 @@ fn escape_xml(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// Writes each kept profile into `dir`: the folded stacks and the flame graph beside them.
-pub fn write(report: &Report, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut written = Vec::new();
-    for (id, file, profile) in kept(report) {
-        let stem = dir.join(file).with_extension("");
-        written.extend(write_profile(&stem, id, profile).map_err(std::io::Error::other)?);
+/// Writes `profile` as `STEM.folded` and its flame graph `STEM.svg` (titled `title` and its
+/// total), creating the directory; returns both paths.
+pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[PathBuf; 2], String> {
+    let (folded_text, svg_text) = render(title, profile)?;
+    let (folded, svg) = (stem.with_extension("folded"), stem.with_extension("svg"));
+    if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    Ok(written)
+    for (path, text) in [(&folded, folded_text), (&svg, svg_text)] {
+        std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok([folded, svg])
+}
+
+/// The files of each kept profile under `dir` (the folded stacks and the flame graph beside
+/// them) as (path, text), their directories created: the report writes them with its other
+/// files, all renamed into place together.
+pub fn files(report: &Report, dir: &Path) -> std::io::Result<Vec<(PathBuf, String)>> {
+    let mut files = Vec::new();
+    for (id, file, profile) in kept(report) {
+        let folded = dir.join(file);
+        if let Some(parent) = folded.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let (folded_text, svg_text) = render(id, profile).map_err(std::io::Error::other)?;
+        let svg = folded.with_extension("svg");
+        files.push((folded, folded_text));
+        files.push((svg, svg_text));
+    }
+    Ok(files)
 }
 
 #[cfg(test)]

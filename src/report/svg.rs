@@ -15,17 +15,55 @@ const TOP: f64 = 50.0;
 const RIGHT: f64 = WIDTH - 200.0;
 const BOTTOM: f64 = HEIGHT - 60.0;
 
-/// Colors by slot (a suite gives each store a slot, so a store has the same color in every
-/// plot); series without a slot share the tail.
-const PALETTE: [&str; 11] = [
+/// The colours of the palette slots a suite gives its series (a store has one slot, so it
+/// has the same colour in every plot of every suite); the suites' slot table is
+/// `suites::grid::StoreColumn::color_slot`.
+pub const SLOTS: [&str; 10] = [
     "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#393b79",
-    "#7f7f7f", "#e377c2", "#bcbd22",
+    "#e377c2", "#bcbd22",
 ];
+/// Colours for series without a slot (or whose slot's colour another series of the plot
+/// already has), in order; none of them is a slot's.
+const OTHERS: [&str; 10] = [
+    "#7f7f7f", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354",
+    "#756bb1", "#636363",
+];
+
+/// One colour per series of a plot, given the series' slots in legend order: a slot's own
+/// colour unless an earlier series of the plot has it, else the next colour of [`OTHERS`]
+/// no series of the plot has. Two series share a colour only past 20 series.
+fn colors(slots: &[Option<usize>]) -> Vec<&'static str> {
+    let mut taken: Vec<&'static str> = Vec::new();
+    let mut out = Vec::with_capacity(slots.len());
+    for (i, slot) in slots.iter().enumerate() {
+        let own = slot.and_then(|s| SLOTS.get(s).copied());
+        let color = match own {
+            Some(c) if !taken.contains(&c) => c,
+            _ => {
+                // Slot colours of later series stay free for them.
+                let reserved: Vec<&str> = slots[i + 1..]
+                    .iter()
+                    .filter_map(|s| s.and_then(|s| SLOTS.get(s).copied()))
+                    .collect();
+                OTHERS
+                    .iter()
+                    .chain(SLOTS.iter())
+                    .copied()
+                    .find(|c| !taken.contains(c) && !reserved.contains(c))
+                    .unwrap_or(OTHERS[i % OTHERS.len()])
+            }
+        };
+        taken.push(color);
+        out.push(color);
+    }
+    out
+}
 
 /// One line of a [`LinePlot`].
 pub struct Series {
     pub label: String,
-    /// Palette slot (0..=7); `None` takes a tail color by position.
+    /// Palette slot (an index into [`SLOTS`]); `None` takes a colour no other series of
+    /// the plot has.
     pub color: Option<usize>,
     /// (size, cost per unit), ascending by size; only positive values can be plotted.
     pub points: Vec<(f64, f64)>,
@@ -144,8 +182,9 @@ impl LinePlot {
             r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">{y_title} (log scale)</text>"#
         );
 
+        let palette = colors(&series.iter().map(|(s, _)| s.color).collect::<Vec<_>>());
         for (i, (s, points)) in series.iter().enumerate() {
-            let color = color(s.color, i);
+            let color = palette[i];
             let label = escape(&s.label);
             let coords: Vec<String> = points
                 .iter()
@@ -204,14 +243,6 @@ impl LinePlot {
     }
 }
 
-fn color(slot: Option<usize>, series_index: usize) -> &'static str {
-    let known = PALETTE.len() - 3;
-    match slot {
-        Some(i) if i < known => PALETTE[i],
-        _ => PALETTE[known + series_index % 3],
-    }
-}
-
 /// A log10 axis over whole decades, mapped onto pixels `from`..`to`.
 struct LogAxis {
     min_exp: i32,
@@ -259,7 +290,8 @@ pub struct DotPoint {
     pub row: String,
     /// The series (legend entry) it belongs to.
     pub series: String,
-    /// Palette slot of the series (0..=6); `None` takes a tail color by position.
+    /// Palette slot of the series (an index into [`SLOTS`]); `None` takes a colour no other
+    /// series of the plot has.
     pub color: Option<usize>,
     pub value: f64,
 }
@@ -347,8 +379,9 @@ fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String 
             escape(row)
         );
     }
-    for (si, &(series, slot)) in columns.iter().enumerate() {
-        let color = color(slot, si);
+    let palette = colors(&columns.iter().map(|c| c.1).collect::<Vec<_>>());
+    for (si, &(series, _)) in columns.iter().enumerate() {
+        let color = palette[si];
         let label = escape(series);
         for (i, row) in rows.iter().enumerate() {
             let Some(p) = points.iter().find(|p| p.row == *row && p.series == series) else {
@@ -459,7 +492,70 @@ mod tests {
             !svg.contains(">c</text>"),
             "zero values are not plotted: {svg}"
         );
-        // Tail colors by series position when no slot is given.
-        assert!(svg.contains("#7f7f7f") && svg.contains("#e377c2"), "{svg}");
+        // Without a slot, the first colours that are no slot's, in order.
+        assert!(svg.contains("#7f7f7f") && svg.contains("#637939"), "{svg}");
+    }
+
+    /// The legend entries' colours of a plot's SVG, in legend order (LinePlot: the legend's
+    /// line segments; DotPlot: the legend's circles, the ones without a tooltip).
+    fn legend_colors(svg: &str) -> Vec<String> {
+        let segment = |l: &str| l.starts_with("<line") && l.contains("stroke-width=\"2\"");
+        let lines_plot = svg.lines().any(segment);
+        svg.lines()
+            .filter(|l| {
+                (lines_plot && segment(l))
+                    || (!lines_plot && l.starts_with("<circle") && l.ends_with("\"/>"))
+            })
+            .map(|l| {
+                let key = if l.starts_with("<line") {
+                    "stroke=\""
+                } else {
+                    "fill=\""
+                };
+                let at = l.find(key).unwrap() + key.len();
+                l[at..at + 7].to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_slot_keeps_its_colour_and_no_two_series_share_one() {
+        // Every slot, a slot given twice, and series without one.
+        let slots: Vec<Option<usize>> = (0..SLOTS.len())
+            .map(Some)
+            .chain([Some(3), None, None, Some(99)])
+            .collect();
+        let got = colors(&slots);
+        for (i, c) in SLOTS.iter().enumerate() {
+            assert_eq!(got[i], *c, "slot {i}");
+        }
+        let mut unique = got.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), got.len(), "{got:?}");
+        // A series without a slot never takes a colour a later series' slot owns.
+        assert_eq!(colors(&[None, Some(8)]), ["#7f7f7f", "#e377c2"]);
+        assert_eq!(colors(&[Some(1), Some(1)]), ["#d62728", "#7f7f7f"]);
+
+        let plot = LinePlot {
+            title: "t".into(),
+            unit_plural: "rows".into(),
+            unit: "row".into(),
+            axes: None,
+            series: slots
+                .iter()
+                .enumerate()
+                .map(|(i, &color)| Series {
+                    label: format!("s{i}"),
+                    color,
+                    points: vec![(1.0, 1.0 + i as f64)],
+                })
+                .collect(),
+        };
+        let legend = legend_colors(&plot.svg());
+        assert_eq!(
+            legend,
+            got.iter().map(|c| c.to_string()).collect::<Vec<_>>()
+        );
     }
 }

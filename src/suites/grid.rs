@@ -101,12 +101,20 @@ impl StoreColumn {
         }
     }
 
-    /// The store's palette slot, so it keeps its color across plots; `None` for a store
-    /// this version does not know. The heap map came last and takes the slot after OFF, so
-    /// the other stores kept their colors.
+    /// The store's palette slot (`report::svg::SLOTS`), so it has one colour in every plot
+    /// of every suite; `None` for a store this version does not know. The StableBTreeMap,
+    /// SQLite by journal mode, then the heap map (it came later and took the slot after OFF,
+    /// so the other stores kept their colours), then the SQLite schemas of dbbench and keys
+    /// (WITHOUT ROWID, secondary index; one journal mode per run).
     pub fn color_slot(&self) -> Option<usize> {
+        let modes = JournalMode::ALL.len();
+        match self.store.as_str() {
+            "sqlite_without_rowid" => return Some(2 + modes),
+            "sqlite_secondary" => return Some(3 + modes),
+            _ => {}
+        }
         self.parsed().map(|store| match store {
-            Store::Heap => 1 + JournalMode::ALL.len(),
+            Store::Heap => 1 + modes,
             _ => self.rank().0 - 1,
         })
     }

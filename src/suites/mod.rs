@@ -82,6 +82,24 @@ pub trait Plan: std::fmt::Debug {
     fn scenario_ids(&self) -> Option<Vec<String>> {
         None
     }
+
+    /// The plan's expected peak memory on `exec` (resident bytes), from its settings alone,
+    /// with what smaller settings would need; `None` for plans that fit any machine that
+    /// runs icbench. The CLI compares it with the memory available before anything starts.
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        None
+    }
+}
+
+/// What a plan is expected to need at its peak, and the flags that would need less.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemoryEstimate {
+    /// Resident bytes at the peak.
+    pub bytes: u64,
+    /// The settings it is for: `the scaling suite to 10,000,000 rows on 2 jobs`.
+    pub what: String,
+    /// (flags, bytes) of settings that need less, most useful first: `--jobs 1`.
+    pub smaller: Vec<(String, u64)>,
 }
 
 /// The suite called `name` (case-insensitive).

@@ -12,7 +12,7 @@ use super::capacity::{self, Message};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
-use super::{decision, pool, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{decision, pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::{CyclesFees, Replica};
 use crate::engine::{Engine, SnapshotId};
@@ -236,6 +236,95 @@ impl Plan for Config {
         outcomes.into_report(&mut report);
         Ok(report)
     }
+
+    fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let jobs = exec.jobs.min(self.kinds.len()).max(1);
+        let mut smaller = Vec::new();
+        if jobs > 1 {
+            smaller.push(("--jobs 1".to_string(), self.peak_memory(1)));
+        }
+        for &max in SIZES.iter().rev().filter(|&&n| n < largest) {
+            let cfg = self.up_to(max);
+            let flag = format!("--scaling-max-rows {max}");
+            smaller.push((flag.clone(), cfg.peak_memory(jobs)));
+            if jobs > 1 {
+                smaller.push((format!("{flag} --jobs 1"), cfg.peak_memory(1)));
+            }
+        }
+        Some(MemoryEstimate {
+            bytes: self.peak_memory(jobs),
+            what: format!(
+                "the scaling suite to {} rows on {jobs} job{}",
+                thousands(largest),
+                if jobs == 1 { "" } else { "s" }
+            ),
+            smaller,
+        })
+    }
+}
+
+/// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
+const MEMORY_BASE: u64 = 500_000_000;
+/// Resident bytes per row of a store at its largest size, at the peak of its work there,
+/// from the 10,000,000-row run of issue 22 (README, "Memory"): the heap map's heap and
+/// its committed copy while it fills, then its failing upgrade (the heap grown by 1.9 GB);
+/// SQLite's heap (its page cache), committed copy and stable memory; the StableBTreeMap's
+/// stable memory.
+const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
+    (StoreKind::Heap, 350),
+    (StoreKind::Btree, 210),
+    (StoreKind::Sqlite, 250),
+];
+/// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
+/// about 2.2 GB in one message, and the committed copy of it as much again (4.98 GB peak
+/// at `--scaling-max-rows 1000000`). The stable stores' searches write far less.
+const MEMORY_CAPACITY_HEAP: u64 = 4_400_000_000;
+const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
+
+impl Config {
+    /// The expected peak of a run on `jobs` workers: the largest `jobs` stores at their
+    /// largest size at once, or one store's capacity search beside the others at its size,
+    /// whichever is more.
+    pub fn peak_memory(&self, jobs: usize) -> u64 {
+        let jobs = jobs.max(1);
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let per_row = |kind: &StoreKind| {
+            MEMORY_PER_ROW
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map_or(0, |(_, b)| *b)
+        };
+        let top = |rows: u64, skip_heap: bool, n: usize| {
+            let mut peaks: Vec<u64> = self
+                .kinds
+                .iter()
+                .filter(|k| !(skip_heap && **k == StoreKind::Heap))
+                .map(|k| per_row(k) * rows)
+                .collect();
+            peaks.sort_unstable_by(|a, b| b.cmp(a));
+            peaks.iter().take(n).sum::<u64>()
+        };
+        let sizes = top(largest, false, jobs);
+        let capacity = match self.capacity_at {
+            None => 0,
+            Some(at) if self.kinds.contains(&StoreKind::Heap) => {
+                MEMORY_CAPACITY_HEAP + top(at, true, jobs - 1)
+            }
+            Some(at) => MEMORY_CAPACITY_STABLE + top(at, false, jobs - 1),
+        };
+        MEMORY_BASE + sizes.max(capacity)
+    }
+
+    /// `scaling_max_rows`'s sizes up to `max`, with this config's other settings.
+    fn up_to(&self, max: u64) -> Config {
+        let sizes = sizes_up_to(max);
+        Config {
+            capacity_at: sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS),
+            sizes,
+            ..self.clone()
+        }
+    }
 }
 
 /// The journal modes a SQLite store is measured in at each size: the one it was filled in
@@ -338,12 +427,24 @@ fn grow(
                     &measured.iter().collect::<Vec<_>>(),
                 )?);
             }
+            // Memory: each snapshot goes as soon as nothing starts from it again (a
+            // 10,000,000-row heap map's is gigabytes).
+            if let Ok(own) = start {
+                if own != at_n {
+                    client.engine.forget(own)?;
+                }
+            }
         }
         client.engine.restore(canister, at_n)?;
+        // The live canister now holds this state; filling on and the upgrade start from it.
+        client.engine.forget(at_n)?;
     }
     if let Some(&n) = cfg.sizes.last() {
         results.extend(upgrade_at(client, cfg, engine_name, stores[0], n, wasm)?);
     }
+    // The store is done: its canister goes back to empty, so a worker that waits for the
+    // others does not hold gigabytes meanwhile.
+    client.engine.restore(canister, empty)?;
     Ok(())
 }
 
@@ -522,6 +623,15 @@ fn column_label((store, mode): &(String, String)) -> String {
     decision::store_label(store, mode)
 }
 
+/// The store's colour in every plot (one table for every suite: `grid::StoreColumn::color_slot`).
+fn color_slot((store, mode): &(String, String)) -> Option<usize> {
+    super::grid::StoreColumn {
+        store: store.clone(),
+        journal_mode: mode.clone(),
+    }
+    .color_slot()
+}
+
 /// What the decision table compares at the largest size: the message workloads, the upgrade,
 /// then the storage of the whole canister for 30 days on a 13-node subnet.
 const STORAGE_WORKLOAD: decision::Workload = decision::Workload {
@@ -687,7 +797,7 @@ pub fn document(report: &Report) -> Document {
                 .zip(&labels)
                 .map(|(c, label)| Series {
                     label: label.clone(),
-                    color: None,
+                    color: color_slot(c),
                     points: sizes
                         .iter()
                         .filter_map(|&n| {
@@ -746,9 +856,12 @@ pub fn document(report: &Report) -> Document {
     });
     let mut bytes_series: Vec<Series> = Vec::new();
     for k in &kinds {
+        // A kind's memory is its fill's: the colour of its first column (the mode it was
+        // filled in, for SQLite).
+        let first = columns.iter().find(|c| &c.0 == k);
         bytes_series.push(Series {
-            label: kind_label(k),
-            color: None,
+            label: first.map_or_else(|| kind_label(k), column_label),
+            color: first.and_then(color_slot),
             points: Vec::new(),
         });
     }

@@ -1138,9 +1138,10 @@ pub fn document(report: &Report) -> Document {
                 ratio(wq, fq),
             ]);
         }
-        let series = |op: &str, color: usize| Series {
+        // The hooks are not stores: colours no store has, the same in every upgrade plot.
+        let series = |op: &str| Series {
             label: op.to_string(),
-            color: Some(color),
+            color: None,
             points: report
                 .results
                 .iter()
@@ -1153,9 +1154,9 @@ pub fn document(report: &Report) -> Document {
             unit_plural: "rows".into(),
             unit: "row".into(),
             series: vec![
-                series("pre_upgrade", 0),
-                series("post_upgrade", 1),
-                series("upgrade", 2),
+                series("pre_upgrade"),
+                series("post_upgrade"),
+                series("upgrade"),
             ],
             axes: Some(Axes {
                 x: "rows in the store".into(),

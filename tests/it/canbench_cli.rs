@@ -303,6 +303,43 @@ fn bad_inputs_are_clear_errors() {
         "no benchmarks found in plain.wasm",
     );
 
+    // Bad modules: one line naming the file and the problem (wasmparser's multi-line byte
+    // arrays never reach the user).
+    let real = std::fs::read(&w).unwrap();
+    s.write("text.wasm", "hello, world");
+    s.write("truncated.wasm", &real[..real.len() / 2]);
+    s.write("component.wasm", b"\0asm\x0d\0\x01\0");
+    s.write("empty.wasm", b"");
+    for (file, problem) in [
+        ("text.wasm", "text.wasm: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]"),
+        ("truncated.wasm", "truncated.wasm: truncated or invalid Wasm: "),
+        ("component.wasm", "component.wasm: not a Wasm core module of version 1 (a component or another format?): version bytes [0d, 00, 01, 00]"),
+        ("empty.wasm", "empty.wasm: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are []"),
+    ] {
+        let o = s.run(&["--wasm", file]);
+        fails_with(&o, 2, problem);
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+
+    // Files the run would write are tried before it runs anything.
+    for flag in ["--results", "--csv-results"] {
+        let o = s.run(&[
+            "--wasm",
+            &w,
+            "--persist",
+            "--csv",
+            flag,
+            "/proc/icbench/x.yml",
+        ]);
+        fails_with(&o, 2, "cannot write /proc/icbench/x.yml");
+        assert!(!stdout(&o).contains("Benchmark:"), "{}", stdout(&o));
+    }
+    fails_with(
+        &s.run(&["--wasm", &w, "--shard", "1/2", "--out", "/proc/icbench"]),
+        2,
+        "--out /proc/icbench: cannot write into it",
+    );
+
     s.write("newer.yml", "benches: {}\nversion: 99.0.0\n");
     fails_with(
         &s.run(&["--wasm", &w, "--results", "newer.yml"]),

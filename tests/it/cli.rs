@@ -210,3 +210,175 @@ fn help_lists_every_replica_vintage_with_what_it_changed() {
         );
     }
 }
+
+#[test]
+fn unwritable_outputs_are_refused_before_any_work() {
+    let dir = crate::support::scratch_dir("unwritable");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let under_file = file.join("out");
+    let cases: Vec<(Vec<&str>, String)> = vec![
+        (
+            vec!["--out", "/proc/x"],
+            "--out /proc/x: cannot write into /proc/x".into(),
+        ),
+        // Every suite's directory is tried, not only the first one's.
+        (
+            vec!["--suite", "lookups,scaling", "--out", "/proc/x"],
+            "--out /proc/x: cannot write into /proc/x/lookups".into(),
+        ),
+        (
+            vec!["--out", file.to_str().unwrap()],
+            format!("cannot write into {}", file.display()),
+        ),
+        (
+            vec!["run", "--out", under_file.to_str().unwrap()],
+            format!("cannot write into {}", under_file.display()),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = crate::support::icbench_command()
+            .args(&args)
+            .output()
+            .expect("icbench runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&expected),
+            "{args:?}: expected {expected:?} in {stderr}"
+        );
+        // Refused before the canister build, the compile or the prefill said anything.
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // The cache directory is tried first too: a warning before anything else (the run
+    // would go on without the cache; here the --out refusal follows it).
+    let out = crate::support::icbench_command()
+        .env("ICBENCH_CACHE_DIR", "/proc/icbench-cache")
+        .args(["--out", "/proc/x"])
+        .output()
+        .expect("icbench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{stderr}");
+    assert!(
+        lines[0].starts_with("warning: cache directory /proc/icbench-cache (set by ICBENCH_CACHE_DIR, or the platform's): cannot write into /proc/icbench-cache/modules"),
+        "{stderr}"
+    );
+    assert!(lines[1].starts_with("error: --out /proc/x"), "{stderr}");
+}
+
+#[test]
+fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
+    let dir = crate::support::scratch_dir("bad-wasm");
+    let real = std::fs::read(
+        icbench::bench_canister::project_root().join(icbench::bench_canister::PREBUILT_WASM),
+    )
+    .unwrap();
+    let files: [(&str, &[u8], &str); 4] = [
+        (
+            "text.wasm",
+            b"hello, world",
+            "invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]",
+        ),
+        (
+            "truncated.wasm",
+            &real[..real.len() / 3],
+            "truncated or invalid Wasm: ",
+        ),
+        (
+            "other.wasm",
+            &wat::parse_str(r#"(module (func $f) (export "canister_query stats" (func $f)))"#)
+                .unwrap(),
+            "not the bench canister: a valid Wasm module without the exports `canister_update set_payload_size`, `canister_update add_users_btree`",
+        ),
+        (
+            "bad.wasm.gz",
+            &[0x1f, 0x8b, 0, 1, 2],
+            "invalid module: the gzip stream cannot be decompressed",
+        ),
+    ];
+    for (name, bytes, problem) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let out_dir = dir.join(format!("out-{name}"));
+        let (code, stderr) = icbench(&[
+            "--wasm",
+            path.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{name}: {stderr}");
+        let expected = format!("error: --wasm {}: {problem}", path.display());
+        assert!(
+            stderr.contains(&expected),
+            "expected {expected:?} in {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}
+
+#[test]
+fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
+    let dir = crate::support::scratch_dir("memory");
+    let out = dir.join("out");
+    let run = |available: &str, extra: &[&str]| {
+        let o = crate::support::icbench_command()
+            .env("ICBENCH_MEMORY_AVAILABLE", available)
+            .args([
+                "--suite",
+                "scaling",
+                "--jobs",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(extra)
+            .output()
+            .expect("icbench runs");
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    // 10,000,000 rows on 2 jobs: the heap map's 3.5 GB and SQLite's 2.5 GB at once.
+    let (code, stderr) = run("6000000000", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.9 GB), `--scaling-max-rows 1000000` (about 5.2 GB), `--scaling-max-rows 1000000 --jobs 1` (about 4.9 GB); or pass --ignore-memory-estimate to run anyway"
+    );
+    let (code, stderr) = run("1000000000", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "and 1.0 GB is available; these fit: `--scaling-max-rows 100000` (about 0.6 GB)"
+        ),
+        "{stderr}"
+    );
+    let (code, stderr) = run("100", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("no smaller setting of this suite fits"),
+        "{stderr}"
+    );
+    let (code, stderr) = run("lots", &[]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("ICBENCH_MEMORY_AVAILABLE=\"lots\": expected a number of bytes"),
+        "{stderr}"
+    );
+    // Refused before the output directory was even made.
+    assert!(!out.exists());
+    // With the override the run goes on to its next check (here: a bad --wasm).
+    let (code, stderr) = run(
+        "100",
+        &["--ignore-memory-estimate", "--wasm", "/nonexistent.wasm"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
+        "{stderr}"
+    );
+}

@@ -4,7 +4,9 @@
 use candid::Principal;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode, RejectCode, UpgradeOptions, WasmMemoryPersistence};
+use icbench::engine::{
+    Engine, ErrorCode, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
+};
 
 const COMMON: &str = r#"
   (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
@@ -613,6 +615,59 @@ fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
     }
     e.restore(id, snap).unwrap();
     assert_eq!(e.state_hash(id).unwrap(), at_snapshot);
+}
+
+#[test]
+fn snapshots_taken_after_a_restore_share_or_layer_its_heap_and_forget_releases_them() {
+    // A snapshot right after a restore (nothing committed) shares the restored heap; one
+    // after a message that wrote a page keeps it as a layer; one after a grown heap copies.
+    // Each must restore its exact state, with the same counts, before and after the
+    // snapshots it was made from are forgotten.
+    let wasm = canister(
+        r#"(func (export "canister_update step")
+             (global.set $g (i64.add (global.get $g) (i64.const 3)))
+             (i64.store (i32.const 300) (global.get $g))
+             (call $reply))
+           (func (export "canister_update grow")
+             (drop (memory.grow (i32.const 2)))
+             (i64.store (i32.const 70000) (i64.const 5))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    e.update(id, "step", &[]).unwrap();
+    let base = e.snapshot(id).unwrap();
+    e.restore(id, base).unwrap();
+    let shared = e.snapshot(id).unwrap();
+    let at_base = e.state_hash(id).unwrap();
+    e.update(id, "step", &[]).unwrap();
+    let layered = e.snapshot(id).unwrap();
+    let at_layered = e.state_hash(id).unwrap();
+    e.update(id, "grow", &[]).unwrap().result.unwrap();
+    let grown = e.snapshot(id).unwrap();
+    let at_grown = e.state_hash(id).unwrap();
+    let step_from = |e: &mut EmbeddedEngine, snap| {
+        e.restore(id, snap).unwrap();
+        let out = e.update(id, "step", &[]).unwrap();
+        (e.state_hash(id).unwrap(), out.report.instructions)
+    };
+    let before: Vec<_> = [shared, layered, grown]
+        .into_iter()
+        .map(|s| step_from(&mut e, s))
+        .collect();
+    e.forget(base).unwrap();
+    for (snap, want) in [(shared, at_base), (layered, at_layered), (grown, at_grown)] {
+        e.restore(id, snap).unwrap();
+        assert_eq!(e.state_hash(id).unwrap(), want);
+    }
+    let after: Vec<_> = [shared, layered, grown]
+        .into_iter()
+        .map(|s| step_from(&mut e, s))
+        .collect();
+    assert_eq!(before, after);
+    let err = e.restore(id, base).unwrap_err().to_string();
+    assert_eq!(err, format!("snapshot {} was forgotten", base.0));
+    assert!(e.forget(SnapshotId(999)).is_err());
 }
 
 #[test]

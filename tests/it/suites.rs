@@ -419,6 +419,100 @@ const SMALL_ALL: [&str; 19] = [
     "2000",
 ];
 
+/// The legend of a plot's SVG: (label, colour) per entry, in order. A legend entry is the
+/// marker (a line segment of stroke width 2, or in a dot plot a circle without a tooltip)
+/// followed by its label's `<text>`.
+fn legend(svg: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = svg.lines().collect();
+    // A line plot's legend is its segments (each with a circle on it), a dot plot's its
+    // circles.
+    let lines_plot = lines
+        .iter()
+        .any(|l| l.starts_with("<line") && l.contains(r#"stroke-width="2""#));
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let key = if lines_plot && l.starts_with("<line") && l.contains(r#"stroke-width="2""#) {
+            r#"stroke=""#
+        } else if !lines_plot && l.starts_with("<circle") && l.ends_with(r#""/>"#) {
+            r#"fill=""#
+        } else {
+            continue;
+        };
+        let at = l.find(key).unwrap() + key.len();
+        let colour = l[at..at + 7].to_string();
+        // The label follows the marker (after the LinePlot's circle on the segment).
+        let text = lines[i + 1..]
+            .iter()
+            .find(|t| t.starts_with("<text"))
+            .unwrap();
+        let label = &text[text.find('>').unwrap() + 1..text.rfind("</text>").unwrap()];
+        out.push((label.to_string(), colour));
+    }
+    out
+}
+
+/// Every plot of every suite under `out`: no two legend entries of a plot share a colour,
+/// and a series (a store, a SQLite mode; dbbench's `rowid` is plain SQLite) has one colour
+/// in every plot and no other series has it.
+fn one_colour_per_series(out: &Path) {
+    let mut plots = Vec::new();
+    for dir in std::iter::once(out.to_path_buf()).chain(
+        std::fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir()),
+    ) {
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "svg") {
+                plots.push(path);
+            }
+        }
+    }
+    // seed003 3, lookups 2, dbbench 1, keys 1, sysbench 1, upgrade 4, scaling 8.
+    assert_eq!(plots.len(), 20, "{plots:?}");
+    let mut colour_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
+    let mut series_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
+    let mut stores_seen = std::collections::BTreeSet::new();
+    for path in &plots {
+        let entries = legend(&std::fs::read_to_string(path).unwrap());
+        assert!(!entries.is_empty(), "{} has no legend", path.display());
+        let mut colours: Vec<&String> = entries.iter().map(|e| &e.1).collect();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(
+            colours.len(),
+            entries.len(),
+            "{}: two series share a colour: {entries:?}",
+            path.display()
+        );
+        for (label, colour) in entries {
+            let label = label.trim_end_matches(" rowid").to_string();
+            if label.contains("BTreeMap") || label.starts_with("SQLite") {
+                stores_seen.insert(label.clone());
+            }
+            // Both ways: a label has one colour, and a colour one label.
+            for (map, key, value) in [
+                (&mut colour_of, &label, &colour),
+                (&mut series_of, &colour, &label),
+            ] {
+                let (seen, first) = map
+                    .entry(key.clone())
+                    .or_insert((value.clone(), path.clone()));
+                assert_eq!(
+                    seen,
+                    value,
+                    "{key} is {seen} in {} and {value} in {}",
+                    first.display(),
+                    path.display()
+                );
+            }
+        }
+    }
+    // The heap map, the stable map, SQLite OFF and the canister's default mode at least.
+    assert!(stores_seen.len() >= 4, "{stores_seen:?}");
+}
+
 #[test]
 fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let out = temp_dir("all");
@@ -463,6 +557,7 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
             "{stdout}"
         );
     }
+    one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.
     let (one, two, merged) = (temp_dir("shard-1"), temp_dir("shard-2"), temp_dir("merged"));
@@ -1521,4 +1616,119 @@ fn scaling_refuses_a_store_too_small_for_its_scan() {
         stderr.contains("--scaling-max-rows must be at least 1,000"),
         "{stderr}"
     );
+}
+
+// ---- interrupted runs ------------------------------------------------------------------
+
+/// The interrupted runs' settings: one store, a prefill of some seconds, four scenarios.
+const SIGNALLED_RUN: [&str; 10] = [
+    "--stores",
+    "btree",
+    "--journal-modes",
+    "OFF",
+    "--positions",
+    "end",
+    "--batches",
+    "1",
+    "--rows",
+    "100000",
+];
+
+/// Starts a run into `out` (stderr piped, progress on), waits for its first prefill line,
+/// sends `signal` and returns the exit code and stderr; `None` if the run ended before
+/// the signal could be sent (its prefill was done before the line came).
+fn interrupted(out: &Path, extra: &[&str], signal: libc::c_int) -> Option<(i32, String)> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut child = crate::support::icbench_command()
+        .args(["--wasm", wasm_path().to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .args(SIGNALLED_RUN)
+        .args(extra)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("icbench starts");
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            child.wait().unwrap();
+            return None;
+        }
+        seen += &line;
+        if line.starts_with("prefill") {
+            break;
+        }
+    }
+    // SAFETY: a plain syscall on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    stderr.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    Some((status.code().unwrap_or(-1), seen))
+}
+
+/// Files under `dir` (names), sorted; temporary files included.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names
+}
+
+#[test]
+fn a_signal_stops_the_run_leaving_no_result_and_the_next_run_completes() {
+    let out = temp_dir("interrupted");
+    // SIGINT during the prefill: nothing written, and the run says so.
+    let (code, stderr) =
+        interrupted(&out, &[], libc::SIGINT).expect("the prefill outlasts the signal");
+    assert_eq!(code, 128 + libc::SIGINT, "{stderr}");
+    let expected = format!(
+        "interrupted by SIGINT: stopped; not written (files already there are from an earlier run): the seed003 suite's results in {}",
+        out.display()
+    );
+    assert!(
+        stderr.contains(&expected),
+        "expected {expected:?} in {stderr}"
+    );
+    assert_eq!(
+        names_in(&out),
+        Vec::<String>::new(),
+        "the directory was made empty before the run, and stays so"
+    );
+
+    // The next run completes, and writes every file.
+    let wasm = wasm_path().to_str().unwrap();
+    let run = [
+        &["--quiet", "--wasm", wasm, "--out", out.to_str().unwrap()][..],
+        &SIGNALLED_RUN,
+    ]
+    .concat();
+    let (code, _, stderr) = icbench(&run);
+    assert_eq!(code, 0, "{stderr}");
+    let complete = names_in(&out);
+    assert_eq!(
+        complete,
+        ["plot-end.svg", "report.md", "results.csv", "results.json"]
+    );
+    let before: Vec<Vec<u8>> = complete
+        .iter()
+        .map(|n| std::fs::read(out.join(n)).unwrap())
+        .collect();
+    assert_eq!(read_report(&out.join("results.json")).results.len(), 4);
+
+    // SIGTERM during another run's prefill (another payload, so not from the cache): the
+    // complete files of the run before are left exactly as they were, nothing else added.
+    let (code, stderr) = interrupted(&out, &["--payload-size", "90"], libc::SIGTERM)
+        .expect("the prefill outlasts the signal");
+    assert_eq!(code, 128 + libc::SIGTERM, "{stderr}");
+    assert!(stderr.contains("interrupted by SIGTERM"), "{stderr}");
+    assert_eq!(names_in(&out), complete);
+    for (name, bytes) in complete.iter().zip(&before) {
+        assert_eq!(&std::fs::read(out.join(name)).unwrap(), bytes, "{name}");
+    }
 }

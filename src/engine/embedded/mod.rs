@@ -463,6 +463,48 @@ fn has_metadata(wasm: &[u8], name: &str) -> bool {
         })
 }
 
+/// Checks that `wasm` (raw or gzipped) is a canister module this engine can run, without
+/// compiling it; returns the raw module's export names. The error is one line naming the
+/// problem: not Wasm, a Wasm version other than 1 (a component), truncated, or invalid
+/// (with wasmparser's message and offset).
+pub fn check_module(wasm: &[u8]) -> Result<Vec<String>> {
+    let raw = decompress(wasm)?;
+    if raw.len() < 8 {
+        bail!(
+            "truncated: {} bytes, shorter than a Wasm header (8 bytes)",
+            raw.len()
+        );
+    }
+    if raw[4..8] != [1, 0, 0, 0] {
+        bail!(
+            "not a Wasm core module of version 1 (a component or another format?): version bytes {:02x?}",
+            &raw[4..8]
+        );
+    }
+    // wasmparser's messages are one line apart from the magic and version ones, checked above.
+    let one_line = |e: wasmparser::BinaryReaderError| {
+        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        let what = if e.offset() >= raw.len() || message.contains("unexpected end") {
+            "truncated or invalid"
+        } else {
+            "invalid"
+        };
+        anyhow!("{what} Wasm: {message} (at byte offset {})", e.offset())
+    };
+    wasmparser::Validator::new_with_features(crate::engine::instrument::FEATURES)
+        .validate_all(&raw)
+        .map_err(one_line)?;
+    let mut exports = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(&raw) {
+        if let wasmparser::Payload::ExportSection(section) = payload.map_err(one_line)? {
+            for export in section {
+                exports.push(export.map_err(one_line)?.name.to_string());
+            }
+        }
+    }
+    Ok(exports)
+}
+
 fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
     if wasm.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
@@ -614,7 +656,8 @@ pub struct EmbeddedEngine {
     limits: Limits,
     canisters: HashMap<Principal, Canister>,
     /// Behind `Arc`: a fork shares them with its parent instead of copying them.
-    snapshots: Vec<(Principal, Arc<SavedState>)>,
+    /// `SnapshotId(i)` is `snapshots[i]`; `None` once [`Engine::forget`] released it.
+    snapshots: Vec<Option<(Principal, Arc<SavedState>)>>,
     time_ns: u64,
     next_canister: u64,
     print_log: bool,
@@ -980,7 +1023,7 @@ impl EmbeddedEngine {
                         .module
                         .clone()
                         .ok_or_else(|| anyhow!("a live instance without a module"))?,
-                    heap: Arc::new(c.committed_heap.freeze()?),
+                    heap: frozen_committed(&c.since_load, &c.committed_heap)?,
                     globals: globals_before,
                     stable: data.stable.image().clone(),
                     certified_data: data.certified_data.clone(),
@@ -1172,9 +1215,10 @@ impl EmbeddedEngine {
             .map(|g| g.get(&mut inst.store))
             .collect();
         let data = inst.store.data();
+        let heap = frozen_committed(&c.since_load, &c.committed_heap)?;
         Ok(SavedState {
             module,
-            heap: Arc::new(c.committed_heap.freeze()?),
+            heap,
             globals,
             stable: data.stable.image().clone(),
             certified_data: data.certified_data.clone(),
@@ -1309,6 +1353,36 @@ fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
         memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
     }
     Ok(have)
+}
+
+/// A canister's committed heap, frozen. Since the last load, with nothing committed: the
+/// loaded state's frozen heap itself, shared (a snapshot or an upgrade right after a
+/// restore of a 10,000,000-row heap map would otherwise copy gigabytes); with a few pages
+/// committed and the heap not grown: that frozen heap plus copies of those pages; else a
+/// copy of the whole heap. Every form has the same bytes.
+fn frozen_committed(
+    since_load: &Option<SinceLoad>,
+    committed: &HeapImage,
+) -> Result<Arc<FrozenHeap>> {
+    if let Some(since) = since_load {
+        let pages = since.heap.len() / heap::OS_PAGE;
+        if since.heap.len() == committed.len() && pages > 0 {
+            if since.pages.is_empty() {
+                return Ok(since.heap.clone());
+            }
+            // A layer pays off while it holds a small part of the heap.
+            if (since.pages.len() + since.heap.layer_pages()) * 4 < pages {
+                let mut changed: Vec<u32> = since.pages.iter().copied().collect();
+                changed.sort_unstable();
+                return Ok(Arc::new(FrozenHeap::layered(
+                    &since.heap,
+                    committed,
+                    changed.into_iter(),
+                )?));
+            }
+        }
+    }
+    Ok(Arc::new(committed.freeze()?))
 }
 
 fn restore_instance(
@@ -1781,16 +1855,16 @@ impl Engine for EmbeddedEngine {
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
         let saved = self.save(id)?;
-        self.snapshots.push((id, Arc::new(saved)));
+        self.snapshots.push(Some((id, Arc::new(saved))));
         Ok(SnapshotId(self.snapshots.len() as u64 - 1))
     }
 
     fn restore(&mut self, id: Principal, snapshot: SnapshotId) -> Result<()> {
-        let (owner, saved) = self
-            .snapshots
-            .get(snapshot.0 as usize)
-            .cloned()
-            .ok_or_else(|| anyhow!("snapshot {} does not exist", snapshot.0))?;
+        let (owner, saved) = match self.snapshots.get(snapshot.0 as usize) {
+            Some(Some(s)) => s.clone(),
+            Some(None) => bail!("snapshot {} was forgotten", snapshot.0),
+            None => bail!("snapshot {} does not exist", snapshot.0),
+        };
         if owner != id {
             bail!(
                 "snapshot {} belongs to canister {owner}, not {id}",
@@ -1813,6 +1887,16 @@ impl Engine for EmbeddedEngine {
         snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
         Ok(Some(Box::new(self.fork_at(id, snapshot)?)))
+    }
+
+    fn forget(&mut self, snapshot: SnapshotId) -> Result<()> {
+        match self.snapshots.get_mut(snapshot.0 as usize) {
+            Some(slot) => {
+                *slot = None;
+                Ok(())
+            }
+            None => bail!("snapshot {} does not exist", snapshot.0),
+        }
     }
 }
 

@@ -1,0 +1,125 @@
+//! Ctrl-C (SIGINT) and SIGTERM. A run that is stopped must leave nothing half written that a
+//! later run, `icbench merge` or `icbench compare` would take for complete, and must say
+//! what it did not write. Outputs are made in two steps: a temporary file, then a rename
+//! into place ([`crate::report::write_all`], the cache). So on a signal the process:
+//! waits for a rename in progress to end ([`writing`]), removes the temporary files being
+//! written ([`TempGuard`]), prints the outputs still [`expect`]ed, and exits at once with
+//! 128 + the signal's number, as a shell reports a process killed by it.
+//!
+//! Nothing here runs until the CLI calls [`install`]: a library user keeps its own signal
+//! handling.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// What the run has yet to write: (the output's path, a line saying what it is), in the
+/// order announced.
+static EXPECTED: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+/// Temporary files being written right now: removed on a signal.
+static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Held while outputs are renamed into place, so a signal never splits a set of files.
+static WRITING: Mutex<()> = Mutex::new(());
+
+/// Starts the thread that handles SIGINT and SIGTERM for the rest of the process.
+pub fn install() -> std::io::Result<()> {
+    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                stop(signal);
+            }
+        })?;
+    Ok(())
+}
+
+/// Announces an output the run will write at `path` (`what`, e.g. "the scaling suite's
+/// results in results/scaling"), until [`written`] is called with the same path.
+pub fn expect(path: &Path, what: impl Into<String>) {
+    lock(&EXPECTED).push((path.to_path_buf(), what.into()));
+}
+
+/// The output at `path` is written; call it while holding [`writing`].
+pub fn written(path: &Path) {
+    let mut expected = lock(&EXPECTED);
+    if let Some(i) = expected.iter().position(|e| e.0 == path) {
+        expected.remove(i);
+    }
+}
+
+/// Hold the guard while renaming a set of outputs into place (and marking them
+/// [`written`]): a signal waits for it.
+pub fn writing() -> MutexGuard<'static, ()> {
+    lock(&WRITING)
+}
+
+/// A temporary file that a signal removes while the guard lives.
+pub struct TempGuard(PathBuf);
+
+impl TempGuard {
+    pub fn new(path: &Path) -> TempGuard {
+        lock(&TEMPS).push(path.to_path_buf());
+        TempGuard(path.to_path_buf())
+    }
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        let mut temps = lock(&TEMPS);
+        if let Some(i) = temps.iter().position(|p| *p == self.0) {
+            temps.remove(i);
+        }
+    }
+}
+
+/// A poisoned lock still holds the lists: a panic elsewhere must not stop the handler.
+fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn stop(signal: i32) -> ! {
+    let _renaming = lock(&WRITING);
+    for path in lock(&TEMPS).iter() {
+        let _ = std::fs::remove_file(path);
+    }
+    let name = if signal == SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    };
+    let expected: Vec<String> = lock(&EXPECTED).iter().map(|e| e.1.clone()).collect();
+    eprintln!("\n{}", message(name, &expected));
+    std::process::exit(128 + signal);
+}
+
+/// The line printed on a signal.
+fn message(signal: &str, expected: &[String]) -> String {
+    if expected.is_empty() {
+        format!("interrupted by {signal}: stopped; nothing was left half written")
+    } else {
+        format!(
+            "interrupted by {signal}: stopped; not written (files already there are from an earlier run): {}",
+            expected.join("; ")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_message_lists_what_is_still_expected() {
+        assert_eq!(
+            message("SIGINT", &[]),
+            "interrupted by SIGINT: stopped; nothing was left half written"
+        );
+        assert_eq!(
+            message("SIGTERM", &["a in x".into(), "b in y".into()]),
+            "interrupted by SIGTERM: stopped; not written (files already there are from an earlier run): a in x; b in y"
+        );
+    }
+}
