@@ -103,13 +103,9 @@ impl Profile {
 
     /// The node of `stack` (root first), created if new.
     fn node<S: AsRef<str>>(&mut self, stack: &[S]) -> u32 {
-        self.ensure_root();
-        let mut node = ROOT;
-        for frame in stack {
-            let name = self.name_id(frame.as_ref());
-            node = self.child(node, name);
-        }
-        node
+        stack
+            .iter()
+            .fold(ROOT, |node, frame| self.child_named(node, frame.as_ref()))
     }
 
     /// Adds `count` instructions spent in the last frame of `stack` (root first). An empty
@@ -119,7 +115,7 @@ impl Profile {
             return;
         }
         let node = self.node(stack);
-        self.nodes[node as usize].count += count;
+        self.add_to(node, count);
     }
 
     /// Every instruction of the profile.
@@ -173,28 +169,49 @@ impl Profile {
     }
 
     /// Adds every stack of `other` under the frames `prefix` (root first).
+    /// Node for node (the tree itself, not its written stacks, so nothing is cut).
     pub fn add_profile<S: AsRef<str>>(&mut self, prefix: &[S], other: &Profile) {
-        let mut frames: Vec<&str> = prefix.iter().map(|s| s.as_ref()).collect();
-        let base = frames.len();
-        for (stack, count) in other.stacks() {
-            frames.truncate(base);
-            frames.extend(stack);
-            self.add(&frames, count);
+        let base = self.node(prefix);
+        self.copy_subtree(other, ROOT, base);
+    }
+
+    /// Copies `other`'s nodes below its node `from` (not `from` itself) under this profile's
+    /// node `to`: parents come before their children, so one pass maps each node.
+    fn copy_subtree(&mut self, other: &Profile, from: u32, to: u32) {
+        let mut mapped: Vec<Option<u32>> = vec![None; other.nodes.len()];
+        if let Some(slot) = mapped.get_mut(from as usize) {
+            *slot = Some(to);
+        }
+        for i in (from as usize + 1)..other.nodes.len() {
+            let n = other.nodes[i];
+            if let Some(parent) = mapped[n.parent as usize] {
+                let node = self.child_named(parent, &other.names[n.name as usize]);
+                self.add_to(node, n.count);
+                mapped[i] = Some(node);
+            }
+        }
+    }
+
+    /// Adds `profile`, when there is one, to `sum`: the profile of several messages (a
+    /// scenario's, or a stage's part of its install_code).
+    pub fn add_to_sum(sum: &mut Option<Profile>, profile: Option<&Profile>) {
+        if let Some(p) = profile {
+            let empty: [&str; 0] = [];
+            sum.get_or_insert_with(Profile::new).add_profile(&empty, p);
         }
     }
 
     /// The stacks under the root frame `frame`, without it (a stage of `install_code`);
     /// `None` when the profile has no such frame.
     pub fn under(&self, frame: &str) -> Option<Profile> {
+        let at = *self
+            .names
+            .iter()
+            .position(|n| n == frame)
+            .and_then(|name| self.children.get(&(ROOT, name as u32)))?;
         let mut out = Profile::new();
-        let mut found = false;
-        for (stack, count) in self.stacks() {
-            if stack.first() == Some(&frame) {
-                found = true;
-                out.add(&stack[1..], count);
-            }
-        }
-        found.then_some(out)
+        out.copy_subtree(self, at, ROOT);
+        Some(out)
     }
 
     /// Frames in the tree (the root not counted): what the profile holds in memory.
@@ -288,5 +305,10 @@ mod tests {
         );
         let total: u64 = stacks.iter().map(|(_, n)| n).sum();
         assert_eq!(total, p.total());
+        // Nesting and taking back copy the tree itself: nothing is cut there.
+        let mut nested = Profile::new();
+        nested.add_profile(&["[stage]"], &p);
+        assert_eq!(nested.frames(), p.frames() + 1);
+        assert_eq!(nested.under("[stage]").unwrap().frames(), p.frames());
     }
 }

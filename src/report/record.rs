@@ -106,12 +106,7 @@ impl ScenarioResult {
 
     /// Adds the profile of one more message the scenario's figures add up.
     pub fn add_profile(&mut self, profile: Option<&Profile>) {
-        if let Some(p) = profile {
-            let empty: [&str; 0] = [];
-            self.profile_data
-                .get_or_insert_with(Profile::new)
-                .add_profile(&empty, p);
-        }
+        Profile::add_to_sum(&mut self.profile_data, profile);
     }
 }
 

@@ -325,18 +325,6 @@ pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -
     format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
 }
 
-/// Adds the profile of one more message to a sum of messages' profiles.
-pub(crate) fn add_profile(
-    sum: &mut Option<crate::engine::Profile>,
-    profile: Option<&crate::engine::Profile>,
-) {
-    if let Some(p) = profile {
-        let empty: [&str; 0] = [];
-        sum.get_or_insert_with(crate::engine::Profile::new)
-            .add_profile(&empty, p);
-    }
-}
-
 /// Sums the messages of one benchmark (shared with the keys suite, which reports the
 /// same per-message `DbBenchReport`).
 #[derive(Default)]
@@ -374,7 +362,7 @@ impl Totals {
         self.heap_dirty += msg.heap_dirty_pages;
         self.stable_dirty += msg.stable_dirty_pages;
         self.messages += 1;
-        add_profile(&mut self.profile, msg.profile.as_ref());
+        crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
         Ok(())
     }
 }

@@ -226,7 +226,7 @@ impl Totals {
         self.stable_dirty += msg.stable_dirty_pages;
         self.stable_delta +=
             (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
-        super::dbbench::add_profile(&mut self.profile, msg.profile.as_ref());
+        crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
         Ok(())
     }
 }

@@ -1783,14 +1783,7 @@ impl Engine for EmbeddedEngine {
         }
         let out = started?;
         add_report(&mut total.report, &out.report);
-        if let Some(profile) = &out.report.profile {
-            let empty: [&str; 0] = [];
-            total
-                .report
-                .profile
-                .get_or_insert_with(Profile::new)
-                .add_profile(&empty, profile);
-        }
+        Profile::add_to_sum(&mut total.report.profile, out.report.profile.as_ref());
         if out.result.is_err() {
             total.result = out.result;
         }
