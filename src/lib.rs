@@ -11,5 +11,6 @@ pub mod canbench;
 pub mod crosscheck;
 pub mod engine;
 pub mod interrupt;
+pub mod memory;
 pub mod report;
 pub mod suites;

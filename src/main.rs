@@ -441,7 +441,7 @@ fn prepare_out(suite: &dyn suites::Suite, out: &std::path::Path) -> Result<PathB
 /// is available and the settings that fit, instead of being killed by the OOM killer after
 /// minutes of work.
 fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
-    let available = available_memory()?;
+    let available = icbench::memory::available()?;
     let Some(estimate) = plans
         .iter()
         .filter_map(|p| p.memory_estimate(exec))
@@ -474,59 +474,6 @@ fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
         gb(estimate.bytes),
         gb(available)
     ))
-}
-
-/// Plans for this many bytes instead of the memory this machine has available (another
-/// machine's, or a share of this one); also what the tests set.
-const MEMORY_ENV: &str = "ICBENCH_MEMORY_AVAILABLE";
-
-/// The memory this process can still use: `ICBENCH_MEMORY_AVAILABLE` if set, else the
-/// kernel's MemAvailable, and under a cgroup (v2) memory limit what is left of it; `None`
-/// where neither can be read.
-fn available_memory() -> Result<Option<u64>> {
-    if let Some(v) = std::env::var_os(MEMORY_ENV) {
-        let v = v.to_string_lossy();
-        return v
-            .trim()
-            .parse::<u64>()
-            .map(Some)
-            .map_err(|_| anyhow!("{MEMORY_ENV}={v:?}: expected a number of bytes"));
-    }
-    Ok(system_available_memory())
-}
-
-fn system_available_memory() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = |key: &str| {
-        meminfo
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|rest| {
-                rest.trim()
-                    .trim_end_matches("kB")
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
-    };
-    let mut available = kib("MemAvailable:")? * 1024;
-    // This process's cgroup (v2: the line `0::/PATH`); `max` (no limit) does not parse.
-    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let path = cgroup
-        .lines()
-        .find_map(|l| l.strip_prefix("0::"))
-        .unwrap_or("/")
-        .trim_end_matches('/')
-        .to_string();
-    let read = |f: &str| {
-        std::fs::read_to_string(format!("/sys/fs/cgroup{path}/{f}"))
-            .ok()
-            .and_then(|t| t.trim().parse::<u64>().ok())
-    };
-    if let (Some(max), Some(current)) = (read("memory.max"), read("memory.current")) {
-        available = available.min(max.saturating_sub(current));
-    }
-    Some(available)
 }
 
 /// Progress on stderr: a live bar on a terminal; on a pipe or in CI, one line per prefill
@@ -849,10 +796,15 @@ fn main() -> ExitCode {
     );
     if runs_canisters {
         // Compiled modules are kept across runs; without a directory the run only compiles.
-        // The directory is made and tried before any work, so a cache that cannot be
-        // written is said at once (it costs speed, not the run).
+        // The directory is made and tried before any work. One the user named that cannot
+        // be written is refused (they asked for it); the platform's is said and the run
+        // goes on without it (it costs speed, not the run).
         match disk_cache::dir_from_env().and_then(|dir| disk_cache::prepare(&dir).map(|()| dir)) {
             Ok(dir) => disk_cache::enable(Some(dir)),
+            Err(e) if disk_cache::dir_set_by_env() => {
+                eprintln!("error: {e:#}; set it to a directory icbench can write, or unset it to use the platform's cache directory");
+                return ExitCode::from(2);
+            }
             Err(e) => eprintln!("warning: {e:#}; compiling without the compile cache"),
         }
     }

@@ -48,6 +48,12 @@ static COUNTS: [[AtomicU64; 3]; 2] = [
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
 ];
 
+/// Whether the user chose the directory (`ICBENCH_CACHE_DIR` set and not empty): then one
+/// that cannot be written is an error, not a reason to run without the cache.
+pub fn dir_set_by_env() -> bool {
+    std::env::var_os(ENV).is_some_and(|d| !d.is_empty())
+}
+
 /// The directory the environment selects: `ICBENCH_CACHE_DIR` if set and not empty, else
 /// the platform cache directory's `icbench`.
 pub fn dir_from_env() -> Result<PathBuf> {
@@ -72,11 +78,12 @@ pub fn prepare(dir: &Path) -> Result<()> {
                     .map(drop)
             })
             .map_err(|e| {
-                anyhow!(
-                    "cache directory {} (set by {ENV}, or the platform's): cannot write into {}: {e}",
-                    dir.display(),
-                    sub.display()
-                )
+                let by = if dir_set_by_env() {
+                    format!("{ENV}={}", dir.display())
+                } else {
+                    format!("cache directory {} (the platform's)", dir.display())
+                };
+                anyhow!("{by}: cannot write into {}: {e}", sub.display())
             })?;
     }
     Ok(())

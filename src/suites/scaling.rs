@@ -238,24 +238,47 @@ impl Plan for Config {
     }
 
     fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
-        let largest = self.sizes.last().copied().unwrap_or_default();
-        let jobs = exec.jobs.min(self.kinds.len()).max(1);
+        // `--shard` splits by store: a part fills only its own.
+        let part = Config {
+            kinds: exec
+                .indices(self.kinds.len())
+                .into_iter()
+                .map(|i| self.kinds[i])
+                .collect(),
+            ..self.clone()
+        };
+        if part.kinds.is_empty() {
+            return None;
+        }
+        let largest = part.sizes.last().copied().unwrap_or_default();
+        let jobs = exec.jobs.min(part.kinds.len()).max(1);
         let mut smaller = Vec::new();
         if jobs > 1 {
-            smaller.push(("--jobs 1".to_string(), self.peak_memory(1)));
+            smaller.push(("--jobs 1".to_string(), part.peak_memory(1)));
         }
         for &max in SIZES.iter().rev().filter(|&&n| n < largest) {
-            let cfg = self.up_to(max);
+            let cfg = part.up_to(max);
             let flag = format!("--scaling-max-rows {max}");
             smaller.push((flag.clone(), cfg.peak_memory(jobs)));
             if jobs > 1 {
                 smaller.push((format!("{flag} --jobs 1"), cfg.peak_memory(1)));
             }
         }
+        let shard = if exec.shard.is_whole() {
+            String::new()
+        } else {
+            let names: Vec<&str> = part.kinds.iter().map(|k| k.as_str()).collect();
+            format!(
+                " (shard {}/{}: {})",
+                exec.shard.index,
+                exec.shard.count,
+                names.join(", ")
+            )
+        };
         Some(MemoryEstimate {
-            bytes: self.peak_memory(jobs),
+            bytes: part.peak_memory(jobs),
             what: format!(
-                "the scaling suite to {} rows on {jobs} job{}",
+                "the scaling suite to {} rows on {jobs} job{}{shard}",
                 thousands(largest),
                 if jobs == 1 { "" } else { "s" }
             ),

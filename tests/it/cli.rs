@@ -251,10 +251,24 @@ fn unwritable_outputs_are_refused_before_any_work() {
         assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
-    // The cache directory is tried first too: a warning before anything else (the run
-    // would go on without the cache; here the --out refusal follows it).
+    // The cache directory is tried first too. One named by ICBENCH_CACHE_DIR that cannot
+    // be written is refused in one line, before the --out check.
     let out = crate::support::icbench_command()
         .env("ICBENCH_CACHE_DIR", "/proc/icbench-cache")
+        .args(["--out", "/proc/x"])
+        .output()
+        .expect("icbench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: ICBENCH_CACHE_DIR=/proc/icbench-cache: cannot write into /proc/icbench-cache/modules: No such file or directory (os error 2); set it to a directory icbench can write, or unset it to use the platform's cache directory"
+    );
+    // The platform's cache directory (here under an XDG_CACHE_HOME that cannot exist): a
+    // warning, and the run goes on (here to the --out refusal).
+    let out = crate::support::icbench_command()
+        .env_remove("ICBENCH_CACHE_DIR")
+        .env("XDG_CACHE_HOME", "/proc/icbench-xdg")
         .args(["--out", "/proc/x"])
         .output()
         .expect("icbench runs");
@@ -263,7 +277,7 @@ fn unwritable_outputs_are_refused_before_any_work() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(
-        lines[0].starts_with("warning: cache directory /proc/icbench-cache (set by ICBENCH_CACHE_DIR, or the platform's): cannot write into /proc/icbench-cache/modules"),
+        lines[0].starts_with("warning: cache directory /proc/icbench-xdg/icbench (the platform's): cannot write into /proc/icbench-xdg/icbench/modules"),
         "{stderr}"
     );
     assert!(lines[1].starts_with("error: --out /proc/x"), "{stderr}");

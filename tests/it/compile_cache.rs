@@ -277,31 +277,40 @@ fn stdout(o: &Output) -> String {
 
 /// The tiny run into `out`; returns its stderr and results.csv, with the instructions the
 /// engine executed (prefill included) from results.json.
-fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
-    let o = run(
-        cache,
-        &[
-            "--wasm",
-            bench_wasm().to_str().unwrap(),
-            "--rows",
-            "2000",
-            "--batches",
-            "1",
-            "--stores",
-            "btree",
-            "--positions",
-            "end",
-            "--no-reads",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+fn tiny_args(out: &Path) -> Vec<String> {
+    [
+        "--wasm",
+        bench_wasm().to_str().unwrap(),
+        "--rows",
+        "2000",
+        "--batches",
+        "1",
+        "--stores",
+        "btree",
+        "--positions",
+        "end",
+        "--no-reads",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// results.csv and the executed instructions of the run that wrote `out`.
+fn tiny_results(out: &Path) -> String {
     let json = std::fs::read_to_string(out.join("results.json")).unwrap();
     let executed = report::from_json(&json).unwrap().executed_instructions;
     assert!(executed > 0);
     let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
-    (stderr(&o), format!("{csv}executed {executed}"))
+    format!("{csv}executed {executed}")
+}
+
+fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
+    let args = tiny_args(out);
+    let o = run(cache, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    (stderr(&o), tiny_results(out))
 }
 
 #[test]
@@ -398,10 +407,18 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     assert_eq!(stdout(&o), format!("removed 2 files from {shown}\n"));
     info("0 entries, 0.0 MB\nstates: 0 entries, 0.0 MB\n");
 
-    // A cache directory that cannot exist: one warning, the run and its results unchanged.
+    // The platform's cache directory where it cannot exist: one warning, the run and its
+    // results unchanged. (One named by ICBENCH_CACHE_DIR is refused: tests/it/cli.rs.)
     let file = scratch.join("a-file");
     std::fs::write(&file, b"x").unwrap();
-    let (unusable, csv5) = tiny_run(&file.join("cache"), &scratch.join("5"));
+    let o = icbench_command()
+        .env_remove("ICBENCH_CACHE_DIR")
+        .env("XDG_CACHE_HOME", &file)
+        .args(tiny_args(&scratch.join("5")))
+        .output()
+        .unwrap();
+    let unusable = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{unusable}");
     assert_eq!(unusable.matches("warning").count(), 1, "{unusable}");
     // Said before any work (the directory is tried first); no more after.
     assert!(
@@ -409,7 +426,7 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
             && unusable.contains("compiling without the compile cache"),
         "{unusable}"
     );
-    assert_eq!(csv5, csv);
+    assert_eq!(tiny_results(&scratch.join("5")), csv);
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 

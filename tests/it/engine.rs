@@ -166,6 +166,108 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
     assert_eq!(state(&mut e), vec![42, 77, 0, 1]);
 }
 
+/// A failed message takes back the pages it wrote from the old bytes its first writes kept
+/// (no second copy of the heap): after messages that wrote more pages than the undo log
+/// keeps between messages (16,384), on a fresh heap and on one loaded from a snapshot.
+#[test]
+fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
+    let wasm = canister(
+        r#"(func $fill (param $v i32)
+             (local $p i32)
+             (local.set $p (i32.const 4096))
+             (loop $l
+               (i32.store8 (local.get $p) (local.get $v))
+               (local.set $p (i32.add (local.get $p) (i32.const 4096)))
+               (br_if $l (i32.lt_u (local.get $p)
+                                   (i32.mul (memory.size) (i32.const 65536))))))
+           (func (export "canister_update grow")
+             (drop (memory.grow (i32.const 399)))
+             (call $reply))
+           (func (export "canister_update fill_next")
+             (global.set $g (i64.add (global.get $g) (i64.const 1)))
+             (call $fill (i32.wrap_i64 (global.get $g)))
+             (call $reply))
+           (func (export "canister_update fill_then_trap")
+             (call $fill (i32.const 99))
+             (unreachable))
+           (func (export "canister_update mark_first")
+             (i32.store8 (i32.const 4096) (i32.const 77))
+             (call $reply))
+           (func (export "canister_query pages")
+             (local $p i32) (local $min i64) (local $max i64) (local $b i64)
+             (local.set $p (i32.const 4096))
+             (local.set $min (i64.const 255))
+             (loop $l
+               (local.set $b (i64.load8_u (local.get $p)))
+               (if (i64.lt_u (local.get $b) (local.get $min)) (then (local.set $min (local.get $b))))
+               (if (i64.gt_u (local.get $b) (local.get $max)) (then (local.set $max (local.get $b))))
+               (local.set $p (i32.add (local.get $p) (i32.const 4096)))
+               (br_if $l (i32.lt_u (local.get $p)
+                                   (i32.mul (memory.size) (i32.const 65536)))))
+             (i64.store (i32.const 0) (local.get $min))
+             (i64.store (i32.const 8) (local.get $max))
+             (call $append (i32.const 0) (i32.const 16))
+             (call $reply))"#,
+    );
+    let mut e = EmbeddedEngine::default();
+    let (id, install) = e.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    e.update(id, "grow", &[]).unwrap().result.unwrap();
+    let pages =
+        |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
+    // 400 Wasm pages: 6,399 OS pages written per fill, three fills = 19,197 undo pages.
+    for expected in 8..=10 {
+        let out = e.update(id, "fill_next", &[]).unwrap();
+        out.result.unwrap();
+        assert_eq!(out.report.heap_dirty_pages, 6_399);
+        assert_eq!(pages(&mut e), vec![expected, expected]);
+    }
+    let committed = e.state_hash(id).unwrap();
+    let trapped = e.update(id, "fill_then_trap", &[]).unwrap();
+    assert_eq!(
+        trapped.result.unwrap_err().error_code,
+        ErrorCode::CanisterTrapped
+    );
+    assert_eq!(trapped.report.heap_dirty_pages, 6_399);
+    assert_eq!(pages(&mut e), vec![10, 10]);
+    assert_eq!(e.state_hash(id).unwrap(), committed);
+
+    // The same on a heap loaded from a snapshot (a copy-on-write view of it on Linux).
+    let snap = e.snapshot(id).unwrap();
+    e.update(id, "fill_next", &[]).unwrap().result.unwrap();
+    e.restore(id, snap).unwrap();
+    assert_eq!(e.state_hash(id).unwrap(), committed);
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
+    assert_eq!(pages(&mut e), vec![10, 10]);
+    assert_eq!(e.state_hash(id).unwrap(), committed);
+    e.update(id, "fill_next", &[]).unwrap().result.unwrap();
+    assert_eq!(pages(&mut e), vec![11, 11]);
+
+    // Pages the loaded heap still shares with the snapshot are rolled back by dropping the
+    // copies the failed message made; a page committed since (77), by its kept old bytes.
+    e.restore(id, snap).unwrap();
+    e.update(id, "mark_first", &[]).unwrap().result.unwrap();
+    let marked = e.state_hash(id).unwrap();
+    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    assert_eq!(pages(&mut e), vec![10, 77]);
+    assert_eq!(e.state_hash(id).unwrap(), marked);
+    // The same on a snapshot kept as the first one plus that page (a layer), loaded anew.
+    let layered = e.snapshot(id).unwrap();
+    e.restore(id, snap).unwrap();
+    e.restore(id, layered).unwrap();
+    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    assert_eq!(pages(&mut e), vec![10, 77]);
+    assert_eq!(e.state_hash(id).unwrap(), marked);
+    // Restoring the layer again after committed writes gives back both kinds of page.
+    e.update(id, "fill_next", &[]).unwrap().result.unwrap();
+    e.restore(id, layered).unwrap();
+    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    assert_eq!(e.state_hash(id).unwrap(), marked);
+}
+
 #[test]
 fn queries_never_persist() {
     let wasm = canister(

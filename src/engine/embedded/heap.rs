@@ -6,6 +6,10 @@
 //! an mmap we own; at message start the accessible part is made read-only, and the store's
 //! signal handler ([`HeapRegion::handle_fault`]) marks the faulting page dirty and makes it
 //! writable. Pages written with unchanged content still count, as on the replica.
+//!
+//! The same fault keeps the page's old bytes (the message's undo log), so a failed message
+//! rolls back without a second copy of the whole heap: a 10,000,000-row heap map's is
+//! 1.5 GB.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -33,20 +37,45 @@ pub struct HeapRegion {
     dirty: Box<[AtomicU8]>,
     /// What `FrozenHeap::map_into` returned when it last filled the heap (0: a copy).
     view_of: AtomicU64,
+    /// One byte per OS page: 1 = the page still holds the bytes of the frozen heap this
+    /// heap is a view of. A message that writes it keeps no undo copy: dropping the
+    /// page's private copy brings the old bytes back (a pre_upgrade that rewrites a
+    /// restored 1.2 GB SQLite page cache would otherwise copy all of it aside).
+    clean: Box<[AtomicU8]>,
+    /// The heap's length when the message started: pages below it have old bytes to keep.
+    armed_len: AtomicUsize,
+    /// A reservation as large as the heap's: the old bytes of a page the message wrote
+    /// first lie at the page's own offset in it.
+    undo: usize,
+    /// At most how many undo pages hold memory (see [`UNDO_KEPT_PAGES`]).
+    undo_used: AtomicUsize,
 }
 
+/// Undo pages stay allocated between messages (a message that writes the pages the last
+/// one wrote reuses them, as the committed copy did) until about this many were used;
+/// then they are all given back. 16,384 pages: 64 MiB per canister at most, plus what one
+/// message writes.
+const UNDO_KEPT_PAGES: usize = 16_384;
+
 impl HeapRegion {
-    fn new(base: usize, len: usize, capacity: usize) -> Self {
-        let dirty = (0..capacity / OS_PAGE)
-            .map(|_| AtomicU8::new(0))
-            .collect::<Vec<_>>()
-            .into_boxed_slice();
+    fn new(base: usize, len: usize, capacity: usize, undo: usize) -> Self {
+        let flags = || {
+            (0..capacity / OS_PAGE)
+                .map(|_| AtomicU8::new(0))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        };
+        let dirty = flags();
         Self {
             base: AtomicUsize::new(base),
             len: AtomicUsize::new(len),
             armed: AtomicBool::new(false),
             dirty,
             view_of: AtomicU64::new(0),
+            clean: flags(),
+            armed_len: AtomicUsize::new(0),
+            undo,
+            undo_used: AtomicUsize::new(0),
         }
     }
 
@@ -67,8 +96,24 @@ impl HeapRegion {
         self.view_of.load(Ordering::Acquire)
     }
 
-    pub fn set_view_of(&self, view: u64) {
+    /// The heap now maps the frozen heap `view` (0: it holds a copy): every page but `own`
+    /// (a layer's, copied in) holds that file's bytes.
+    pub fn set_view_of(&self, view: u64, own: &[u32]) {
         self.view_of.store(view, Ordering::Release);
+        let pages = self.len() / OS_PAGE;
+        for (page, flag) in self.clean.iter().enumerate() {
+            flag.store((view != 0 && page < pages) as u8, Ordering::Relaxed);
+        }
+        for &page in own {
+            self.clean[page as usize].store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// `pages` hold the view's file bytes again (their private copies were dropped).
+    pub fn mark_clean(&self, pages: impl Iterator<Item = u32>) {
+        for page in pages {
+            self.clean[page as usize].store(1, Ordering::Relaxed);
+        }
     }
 
     /// The accessible heap bytes. Callers must not hold the slice across Wasm execution.
@@ -83,6 +128,7 @@ impl HeapRegion {
     /// Starts a message: every accessible page becomes read-only until first written.
     pub fn arm(&self) -> Result<()> {
         debug_assert!(!self.armed.load(Ordering::Acquire));
+        self.armed_len.store(self.len(), Ordering::Release);
         self.armed.store(true, Ordering::Release);
         protect(self.base(), self.len(), libc::PROT_READ)
     }
@@ -101,8 +147,62 @@ impl HeapRegion {
         Ok(written)
     }
 
-    /// Called from the signal handler: atomics and mprotect only (async-signal-safe).
-    /// Returns true when the fault was a first write to a tracked page and is resolved.
+    /// The message succeeded: the old bytes of its `pages` are not needed any more, and
+    /// the pages are the heap's own now.
+    pub fn keep(&self, pages: &[u32]) -> Result<()> {
+        for &page in pages {
+            self.clean[page as usize].store(0, Ordering::Relaxed);
+        }
+        self.forget_undo(pages)
+    }
+
+    /// The message failed: its `pages` (what [`HeapRegion::disarm`] returned) get their
+    /// old bytes back, those the heap had when it started; pages it grew are left alone.
+    pub fn roll_back(&self, pages: &[u32]) -> Result<()> {
+        let had = self.armed_len.load(Ordering::Acquire) / OS_PAGE;
+        let (clean, kept): (Vec<u32>, Vec<u32>) = pages
+            .iter()
+            .filter(|&&p| (p as usize) < had)
+            .partition(|&&p| self.clean[p as usize].load(Ordering::Relaxed) == 1);
+        // SAFETY: clean pages lie in the heap's private mapping of the view's file.
+        unsafe { drop_private(self.base(), self.len(), &clean)? };
+        for page in kept {
+            let at = page as usize * OS_PAGE;
+            // SAFETY: both ranges lie in our own mappings (the heap is disarmed, so
+            // writable); the undo page was filled by this message's first write to it.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (self.undo + at) as *const u8,
+                    self.base().add(at),
+                    OS_PAGE,
+                )
+            };
+        }
+        self.forget_undo(pages)
+    }
+
+    fn forget_undo(&self, pages: &[u32]) -> Result<()> {
+        let used = self.undo_used.load(Ordering::Acquire) + pages.len();
+        if used <= UNDO_KEPT_PAGES {
+            self.undo_used.store(used, Ordering::Release);
+            return Ok(());
+        }
+        self.undo_used.store(0, Ordering::Release);
+        let len = self.len();
+        // SAFETY: the undo reservation's first `len` bytes, which nothing refers to between
+        // messages; they read as zero afterwards.
+        if len > 0 && unsafe { libc::madvise(self.undo as *mut _, len, libc::MADV_DONTNEED) } != 0 {
+            bail!(
+                "releasing a heap's undo pages failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        Ok(())
+    }
+
+    /// Called from the signal handler: atomics, a page copy into our own mapping and
+    /// mprotect only (async-signal-safe). Returns true when the fault was a first write
+    /// to a tracked page and is resolved.
     pub fn handle_fault(&self, addr: usize) -> bool {
         if !self.armed.load(Ordering::Acquire) {
             return false;
@@ -118,6 +218,19 @@ impl HeapRegion {
             return false;
         }
         let page_addr = (base + page * OS_PAGE) as *mut u8;
+        if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
+            && self.clean[page].load(Ordering::Acquire) == 0
+        {
+            // SAFETY: the page is readable (armed), and the undo reservation is as large
+            // as the heap's and writable; nothing else uses this undo page in the message.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    page_addr as *const u8,
+                    (self.undo + page * OS_PAGE) as *mut u8,
+                    OS_PAGE,
+                )
+            };
+        }
         if protect(page_addr, OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).is_err() {
             return false;
         }
@@ -223,9 +336,13 @@ unsafe impl LinearMemory for TrackedMemory {
 
 impl Drop for TrackedMemory {
     fn drop(&mut self) {
-        // SAFETY: unmapping our own reservation; wasmtime no longer uses it.
-        unsafe { libc::munmap(self.region.base().cast(), self.mapping_len) };
         self.region.len.store(0, Ordering::Release);
+        // SAFETY: unmapping our own reservations; wasmtime no longer uses them, and the
+        // fault handler touches the undo pages only while a message runs.
+        unsafe {
+            libc::munmap(self.region.base().cast(), self.mapping_len);
+            libc::munmap(self.region.undo as *mut _, self.capacity);
+        }
     }
 }
 
@@ -273,7 +390,18 @@ unsafe impl MemoryCreator for HeapCreator {
         let base = reserve(mapping_len)
             .map_err(|e| format!("cannot reserve {mapping_len} bytes for the heap: {e}"))?;
         share_one_anon_vma(base, mapping_len).map_err(|e| e.to_string())?;
-        let region = Arc::new(HeapRegion::new(base as usize, 0, capacity));
+        let undo = reserve(capacity)
+            .and_then(|u| {
+                protect(u, capacity, libc::PROT_READ | libc::PROT_WRITE)
+                    .map(|()| u)
+                    .map_err(std::io::Error::other)
+            })
+            .map_err(|e| {
+                // SAFETY: the heap reservation just made, used by nothing yet.
+                unsafe { libc::munmap(base.cast(), mapping_len) };
+                format!("cannot reserve {capacity} bytes for the heap's undo log: {e}")
+            })?;
+        let region = Arc::new(HeapRegion::new(base as usize, 0, capacity, undo as usize));
         region.grown(0, minimum).map_err(|e| e.to_string())?;
         CREATED.with(|c| c.borrow_mut().push(region.clone()));
         Ok(Box::new(TrackedMemory {
@@ -283,6 +411,43 @@ unsafe impl MemoryCreator for HeapCreator {
             maximum,
         }))
     }
+}
+
+/// Drops the private copies of `pages` (sorted) of a private file mapping at `base`, one
+/// `madvise` per run of consecutive pages: they read the file's bytes again.
+///
+/// # Safety
+/// `base..base + len` must be a private mapping of a file this engine owns.
+pub(super) unsafe fn drop_private(base: *mut u8, len: usize, pages: &[u32]) -> Result<()> {
+    let mut i = 0;
+    while i < pages.len() {
+        let start = pages[i];
+        let mut end = start + 1;
+        i += 1;
+        while i < pages.len() && pages[i] == end {
+            end += 1;
+            i += 1;
+        }
+        let range = page_range(start).start..page_range(end).start;
+        if range.end > len {
+            bail!("heap page {} is past the heap's {len} bytes", end - 1);
+        }
+        // SAFETY: inside the private file mapping, by the caller's contract.
+        let rc = unsafe {
+            libc::madvise(
+                base.add(range.start).cast(),
+                range.len(),
+                libc::MADV_DONTNEED,
+            )
+        };
+        if rc != 0 {
+            bail!(
+                "dropping copied heap pages failed: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Page indices as byte ranges, for copying dirty pages between copies of the heap.

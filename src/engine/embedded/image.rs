@@ -1,27 +1,89 @@
-//! A saved copy of a canister heap whose never-written pages cost no host memory.
+//! Saved copies of a canister heap whose never-written pages cost no host memory.
 //!
-//! The committed heap (the rollback source) and every snapshot hold one. A `Vec<u8>` would
-//! make a heap grown to 4 GiB cost 4 GiB of host memory per copy even when the canister
-//! touched one page of it. [`HeapImage`] instead keeps the bytes in an anonymous reservation
-//! of the largest heap, where untouched pages read as zero and take no memory, and records
-//! which OS pages were ever written, so cloning and restoring copy only those.
+//! Snapshots hold a [`FrozenHeap`]; an upgrade that keeps the heap carries a [`HeapImage`].
+//! A `Vec<u8>` would make a heap grown to 4 GiB cost 4 GiB of host memory per copy even
+//! when the canister touched one page of it. [`HeapImage`] instead keeps the bytes in an
+//! anonymous reservation of the largest heap, where untouched pages read as zero and take
+//! no memory, and records which OS pages were ever written, so copies take only those.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, Result};
 
-use super::heap::{page_range, protect, reserve, MAX_WASM64_HEAP_BYTES, OS_PAGE};
+use super::heap::{drop_private, page_range, protect, reserve, MAX_WASM64_HEAP_BYTES, OS_PAGE};
+
+/// A set of OS page numbers, one bit each: the pages of a heap that were ever written
+/// (every other page is zero).
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+pub struct PageSet(Vec<u64>);
+
+impl PageSet {
+    /// The pages of `bytes` (a heap) that hold a nonzero byte.
+    pub fn nonzero_pages(bytes: &[u8]) -> Self {
+        bytes
+            .chunks(OS_PAGE)
+            .enumerate()
+            .filter(|(_, chunk)| chunk.iter().any(|&b| b != 0))
+            .map(|(page, _)| page as u32)
+            .collect()
+    }
+
+    pub fn insert(&mut self, page: u32) {
+        let (word, bit) = (page as usize / 64, page % 64);
+        if self.0.len() <= word {
+            self.0.resize(word + 1, 0);
+        }
+        self.0[word] |= 1 << bit;
+    }
+
+    pub fn contains(&self, page: u32) -> bool {
+        let (word, bit) = (page as usize / 64, page % 64);
+        self.0.get(word).is_some_and(|w| w & (1 << bit) != 0)
+    }
+
+    /// The pages in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().enumerate().flat_map(|(word, &bits)| {
+            (0..64)
+                .filter(move |bit| bits & (1 << bit) != 0)
+                .map(move |bit| (word * 64 + bit) as u32)
+        })
+    }
+
+    /// Removes every page from `first` on.
+    pub fn cut_from(&mut self, first: u32) {
+        let (word, bit) = (first as usize / 64, first % 64);
+        if word < self.0.len() {
+            self.0[word] &= (1u64 << bit) - 1;
+            self.0.truncate(word + 1);
+        }
+    }
+}
+
+impl FromIterator<u32> for PageSet {
+    fn from_iter<I: IntoIterator<Item = u32>>(pages: I) -> Self {
+        let mut set = Self::default();
+        set.extend(pages);
+        set
+    }
+}
+
+impl Extend<u32> for PageSet {
+    fn extend<I: IntoIterator<Item = u32>>(&mut self, pages: I) {
+        for page in pages {
+            self.insert(page);
+        }
+    }
+}
 
 pub struct HeapImage {
     /// Start of the reservation; null while nothing was ever reserved (`len` is 0).
     base: *mut u8,
     len: usize,
-    /// One bit per OS page ever written since the image was (re)sized from zero. Every
-    /// byte outside these pages is zero, and every byte past `len` too.
-    written: Vec<u64>,
-    /// The [`FrozenHeap`] this image is a copy-on-write view of (its `id`), 0 if none.
-    view_of: u64,
+    /// Every OS page ever written since the image was (re)sized from zero. Every byte
+    /// outside these pages is zero, and every byte past `len` too.
+    written: PageSet,
 }
 
 // SAFETY: the image owns its mapping; shared access is read-only and writes need `&mut`.
@@ -33,21 +95,19 @@ impl Default for HeapImage {
         Self {
             base: std::ptr::null_mut(),
             len: 0,
-            written: Vec::new(),
-            view_of: 0,
+            written: PageSet::default(),
         }
     }
 }
 
 impl HeapImage {
-    /// An image of `bytes` (a live heap): only pages with a nonzero byte are copied.
-    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+    /// An image of `bytes` (a heap) whose other pages than `written` are zero: only those
+    /// are copied.
+    pub fn from_pages(bytes: &[u8], written: &PageSet) -> Result<Self> {
         let mut image = Self::default();
         image.set_len(bytes.len())?;
-        for (page, chunk) in bytes.chunks(OS_PAGE).enumerate() {
-            if chunk.iter().any(|&b| b != 0) {
-                image.write_page(page as u32, chunk);
-            }
+        for page in written.iter() {
+            image.write_page(page, &bytes[page_range(page)]);
         }
         Ok(image)
     }
@@ -72,18 +132,14 @@ impl HeapImage {
         unsafe { std::slice::from_raw_parts_mut(self.base, self.len) }
     }
 
-    /// The pages ever written, in order: every other page of the image is zero.
-    pub fn written_pages(&self) -> impl Iterator<Item = u32> + '_ {
-        self.written.iter().enumerate().flat_map(|(word, &bits)| {
-            (0..64)
-                .filter(move |bit| bits & (1 << bit) != 0)
-                .map(move |bit| (word * 64 + bit) as u32)
-        })
+    /// The pages ever written: every other page of the image is zero.
+    pub fn written(&self) -> &PageSet {
+        &self.written
     }
 
-    fn is_written(&self, page: u32) -> bool {
-        let (word, bit) = (page as usize / 64, page % 64);
-        self.written.get(word).is_some_and(|w| w & (1 << bit) != 0)
+    /// The pages ever written, in order.
+    pub fn written_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.written.iter()
     }
 
     /// One OS page of the image.
@@ -94,15 +150,7 @@ impl HeapImage {
     /// Copies `bytes` (one OS page) into `page`.
     pub fn write_page(&mut self, page: u32, bytes: &[u8]) {
         self.as_mut_slice()[page_range(page)].copy_from_slice(bytes);
-        self.mark_written(page);
-    }
-
-    fn mark_written(&mut self, page: u32) {
-        let (word, bit) = (page as usize / 64, page % 64);
-        if self.written.len() <= word {
-            self.written.resize(word + 1, 0);
-        }
-        self.written[word] |= 1 << bit;
+        self.written.insert(page);
     }
 
     /// Grows (new bytes are zero) or shrinks (the cut pages are released) the image.
@@ -111,10 +159,6 @@ impl HeapImage {
             bail!(
                 "a heap image of {len} bytes is not a whole number of pages up to the largest heap"
             );
-        }
-        if len != self.len {
-            // Only a view of exactly the frozen heap's length is reverted by dropping pages.
-            self.view_of = 0;
         }
         if self.base.is_null() && len > 0 {
             // Inaccessible until used: with strict overcommit only the part made
@@ -126,11 +170,7 @@ impl HeapImage {
             self.protect(self.len..len, libc::PROT_READ | libc::PROT_WRITE)?;
         } else if len < self.len {
             self.release(len..self.len)?;
-            let first_cut = (len / OS_PAGE) as u32;
-            let cut: Vec<u32> = self.written_pages().filter(|&p| p >= first_cut).collect();
-            for p in cut {
-                self.written[p as usize / 64] &= !(1 << (p % 64));
-            }
+            self.written.cut_from((len / OS_PAGE) as u32);
         }
         self.len = len;
         Ok(())
@@ -144,8 +184,8 @@ impl HeapImage {
 
     /// Gives the pages of `range` back to the OS (they read as zero when used again) and
     /// makes them inaccessible. A fresh anonymous mapping replaces them, not
-    /// `MADV_DONTNEED`: on a copy-on-write view of a frozen heap that would bring back the
-    /// frozen bytes instead of zeros.
+    /// `MADV_DONTNEED`: on the shared mapping of a frozen heap's file that would keep the
+    /// file's bytes.
     fn release(&mut self, range: Range<usize>) -> Result<()> {
         // SAFETY: the range lies inside our own reservation.
         unsafe {
@@ -174,7 +214,7 @@ impl HeapImage {
         }
         for (page, chunk) in live.chunks_mut(OS_PAGE).enumerate() {
             let page = page as u32;
-            if self.is_written(page) {
+            if self.written.contains(page) {
                 chunk.copy_from_slice(self.page(page));
             } else if (page as usize) * OS_PAGE < zero_from && chunk.iter().any(|&b| b != 0) {
                 chunk.fill(0);
@@ -182,23 +222,13 @@ impl HeapImage {
         }
         Ok(())
     }
-
-    /// Heap-sized images are cloned page by page: only written pages are copied.
-    pub fn try_clone(&self) -> Result<Self> {
-        let mut copy = Self::default();
-        copy.set_len(self.len)?;
-        for page in self.written_pages() {
-            copy.write_page(page, self.page(page));
-        }
-        Ok(copy)
-    }
 }
 
 /// A heap image that never changes again: the heap of a saved state (a snapshot). On Linux
 /// its bytes live in a memfd, and every engine that loads the state maps that file
-/// copy-on-write as its committed image ([`FrozenHeap::thaw`]) and as its live heap
-/// ([`FrozenHeap::map_into`]), so a fork of the engine pays only for the pages it writes
-/// instead of two copies of the whole heap. Elsewhere it is a plain copy.
+/// copy-on-write as its live heap ([`FrozenHeap::map_into`]), so a fork of the engine pays
+/// only for the pages it writes instead of a copy of the whole heap. Elsewhere it is a
+/// plain copy.
 pub struct FrozenHeap {
     /// The bytes, read-only: on Linux a shared mapping of `file`.
     image: HeapImage,
@@ -221,10 +251,19 @@ struct Layer {
 
 impl HeapImage {
     /// The image's bytes as a [`FrozenHeap`]: one copy of its written pages.
-    #[cfg(target_os = "linux")]
     pub fn freeze(&self) -> Result<FrozenHeap> {
+        FrozenHeap::of(self.as_slice(), &self.written)
+    }
+}
+
+impl FrozenHeap {
+    /// `bytes` (a heap whose other pages than `written` are zero) frozen: one copy of the
+    /// written pages.
+    #[cfg(target_os = "linux")]
+    pub fn of(bytes: &[u8], written: &PageSet) -> Result<FrozenHeap> {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-        if self.len == 0 {
+        let len = bytes.len();
+        if len == 0 {
             return Ok(FrozenHeap {
                 image: HeapImage::default(),
                 id: 0,
@@ -243,37 +282,36 @@ impl HeapImage {
         // SAFETY: `fd` was just created and is owned by nothing else.
         let file = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: a plain syscall on our own file.
-        if unsafe { libc::ftruncate(file.as_raw_fd(), self.len as libc::off_t) } != 0 {
+        if unsafe { libc::ftruncate(file.as_raw_fd(), len as libc::off_t) } != 0 {
             bail!(
-                "cannot size a {}-byte heap snapshot: {}",
-                self.len,
+                "cannot size a {len}-byte heap snapshot: {}",
                 std::io::Error::last_os_error()
             );
         }
         let mut image = HeapImage::default();
-        image.set_len(self.len)?;
+        image.set_len(len)?;
         // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
         unsafe {
             map_fixed(
                 image.base,
-                self.len,
+                len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
             )?
         };
-        for page in self.written_pages() {
-            image.write_page(page, self.page(page));
+        for page in written.iter() {
+            image.write_page(page, &bytes[page_range(page)]);
         }
         // Read-only from now on: a stray write would change every fork's heap.
-        image.protect(0..self.len, libc::PROT_READ)?;
+        image.protect(0..len, libc::PROT_READ)?;
         // The bytes stay in the file; this mapping lets go of them, so that the process's
         // resident memory does not count them once for this mapping and again for every
         // view that maps them (a 10,000,000-row heap map's snapshot is 1.5 GB). A later read
         // maps them again from the file, copying nothing.
         // SAFETY: a shared mapping of our own file: dropping its page table entries keeps
         // the file's contents.
-        if unsafe { libc::madvise(image.base.cast(), self.len, libc::MADV_DONTNEED) } != 0 {
+        if unsafe { libc::madvise(image.base.cast(), len, libc::MADV_DONTNEED) } != 0 {
             bail!(
                 "releasing a heap snapshot's mapping failed: {}",
                 std::io::Error::last_os_error()
@@ -287,32 +325,31 @@ impl HeapImage {
         })
     }
 
-    /// The image's bytes as a [`FrozenHeap`]: a copy of its written pages.
+    /// `bytes` (a heap whose other pages than `written` are zero) frozen: a copy of the
+    /// written pages.
     #[cfg(not(target_os = "linux"))]
-    pub fn freeze(&self) -> Result<FrozenHeap> {
+    pub fn of(bytes: &[u8], written: &PageSet) -> Result<FrozenHeap> {
         Ok(FrozenHeap {
-            image: self.try_clone()?,
+            image: HeapImage::from_pages(bytes, written)?,
             id: 0,
             layer: None,
         })
     }
-}
 
-impl FrozenHeap {
-    /// `image` (a heap equal to `parent` but for the pages `changed`) frozen as `parent`
+    /// `bytes` (a heap equal to `parent` but for the pages `changed`) frozen as `parent`
     /// plus copies of those pages, instead of a copy of the whole heap: a snapshot taken
     /// after a few messages on a restored state (SQLite's journal mode set on a
     /// 10,000,000-row canister) costs the pages they wrote. A layered parent's base is
     /// taken with its pages, so layers never stack.
     pub fn layered(
         parent: &std::sync::Arc<FrozenHeap>,
-        image: &HeapImage,
+        bytes: &[u8],
         changed: impl Iterator<Item = u32>,
     ) -> Result<FrozenHeap> {
-        if image.len() != parent.len() {
+        if bytes.len() != parent.len() {
             bail!(
                 "a {}-byte heap cannot be kept as changes to a {}-byte one",
-                image.len(),
+                bytes.len(),
                 parent.len()
             );
         }
@@ -336,7 +373,7 @@ impl FrozenHeap {
                 base,
                 pages: pages
                     .into_iter()
-                    .map(|p| (p, image.page(p).to_vec().into_boxed_slice()))
+                    .map(|p| (p, bytes[page_range(p)].to_vec().into_boxed_slice()))
                     .collect(),
             }),
         })
@@ -386,42 +423,6 @@ impl FrozenHeap {
         }
     }
 
-    /// A changeable image with the same bytes: on Linux a private (copy-on-write) mapping
-    /// of the frozen file, costing memory only for the pages written to it later.
-    pub fn thaw(&self) -> Result<HeapImage> {
-        if let Some(l) = &self.layer {
-            let mut copy = l.base.thaw()?;
-            for (&p, bytes) in &l.pages {
-                copy.write_page(p, bytes);
-            }
-            if copy.view_of != 0 {
-                copy.view_of = self.id;
-            }
-            return Ok(copy);
-        }
-        #[cfg(target_os = "linux")]
-        if let Some(file) = &self.file {
-            use std::os::fd::AsRawFd;
-            let mut copy = HeapImage::default();
-            copy.set_len(self.len())?;
-            // SAFETY: the first `len` bytes of the fresh reservation become the view; the
-            // file is `len` bytes long.
-            unsafe {
-                map_fixed(
-                    copy.base,
-                    self.len(),
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE,
-                    file.as_raw_fd(),
-                )?
-            };
-            copy.written = self.image.written.clone();
-            copy.view_of = self.id;
-            return Ok(copy);
-        }
-        self.image.try_clone()
-    }
-
     /// Makes `live` (a heap of the image's length) equal to the image; `live` is known to
     /// be zero from byte `zero_from` on. On Linux the heap's pages are replaced by a
     /// private mapping of the frozen file: nothing is copied until the canister writes.
@@ -469,84 +470,38 @@ impl FrozenHeap {
         Ok(0)
     }
 
-    /// Gives `pages` (sorted) of `image` their frozen bytes again. A view of this heap drops
-    /// its own copies of them, which makes them the file's shared pages again (a fork's
-    /// memory stays what one scenario writes, not all scenarios together); any other
-    /// image gets them copied.
-    pub fn revert_image(&self, image: &mut HeapImage, pages: &[u32]) -> Result<()> {
-        if self.id != 0 && image.view_of == self.id && image.len == self.len() {
-            // SAFETY: the image is a private view of our file (a layer's: of its base's),
-            // `len` bytes long.
-            unsafe { drop_private(image.base, self.len(), pages)? };
-            for &p in pages {
-                image.mark_written(p);
-            }
-            // Dropped pages read the base's bytes: a layer's own ones are written again.
-            self.rewrite_layer(pages, |p, bytes| image.write_page(p, bytes));
-            return Ok(());
-        }
-        for &p in pages {
-            image.write_page(p, self.page(p));
-        }
-        Ok(())
-    }
-
-    /// [`FrozenHeap::revert_image`] for a live heap; `view` is what
-    /// [`FrozenHeap::map_into`] returned for it.
+    /// Gives `pages` (sorted) of the live heap `live` their frozen bytes again; `view` is
+    /// what [`FrozenHeap::map_into`] returned for it. A view of this heap drops its own
+    /// copies of them, which makes them the file's shared pages again (a fork's memory
+    /// stays what one scenario writes, not all scenarios together); any other heap gets
+    /// them copied.
     ///
     /// # Safety
     /// As for `map_into`: `live` is the heap's own mapping, and `view` is what `map_into`
     /// returned for it, with the heap not grown since.
-    pub unsafe fn revert_live(&self, live: &mut [u8], view: u64, pages: &[u32]) -> Result<()> {
+    /// Returns whether it dropped them (the heap is a view of this one): then every page
+    /// of `pages` but the layer's own holds the file's bytes again.
+    pub unsafe fn revert_live(&self, live: &mut [u8], view: u64, pages: &[u32]) -> Result<bool> {
         if self.id != 0 && view == self.id && live.len() == self.len() {
             // SAFETY: the caller's contract: a private view of our file (a layer's: of its
             // base's), `len` bytes long.
             unsafe { drop_private(live.as_mut_ptr(), self.len(), pages)? };
             self.rewrite_layer(pages, |p, bytes| live[page_range(p)].copy_from_slice(bytes));
-            return Ok(());
+            return Ok(true);
         }
         for &p in pages {
             live[page_range(p)].copy_from_slice(self.page(p));
         }
-        Ok(())
+        Ok(false)
     }
-}
 
-/// Drops the private copies of `pages` (sorted) of a private file mapping at `base`, one
-/// `madvise` per run of consecutive pages: they read the file's bytes again.
-///
-/// # Safety
-/// `base..base + len` must be a private mapping of a file this module owns.
-unsafe fn drop_private(base: *mut u8, len: usize, pages: &[u32]) -> Result<()> {
-    let mut i = 0;
-    while i < pages.len() {
-        let start = pages[i];
-        let mut end = start + 1;
-        i += 1;
-        while i < pages.len() && pages[i] == end {
-            end += 1;
-            i += 1;
-        }
-        let range = page_range(start).start..page_range(end).start;
-        if range.end > len {
-            bail!("heap page {} is past the heap's {len} bytes", end - 1);
-        }
-        // SAFETY: inside the private file mapping, by the caller's contract.
-        let rc = unsafe {
-            libc::madvise(
-                base.add(range.start).cast(),
-                range.len(),
-                libc::MADV_DONTNEED,
-            )
-        };
-        if rc != 0 {
-            bail!(
-                "dropping copied heap pages failed: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+    /// The pages a layered heap keeps of its own, in order (none for a whole one): a view
+    /// of it holds copies of them, not the file's bytes.
+    pub fn layer_page_numbers(&self) -> Vec<u32> {
+        self.layer
+            .as_ref()
+            .map_or_else(Vec::new, |l| l.pages.keys().copied().collect())
     }
-    Ok(())
 }
 
 /// The next [`FrozenHeap::id`].
@@ -618,11 +573,27 @@ mod tests {
         image.set_len(4 * GIB).unwrap();
         image.write_page(12_345, &[7u8; OS_PAGE]);
         assert_eq!(resident_pages(&image), 1);
-        let copy = image.try_clone().unwrap();
+        let copy = HeapImage::from_pages(image.as_slice(), image.written()).unwrap();
         assert_eq!(resident_pages(&copy), 1);
         assert_eq!(copy.len(), 4 * GIB);
         assert_eq!(copy.page(12_345), &[7u8; OS_PAGE][..]);
         assert_eq!(copy.written_pages().collect::<Vec<_>>(), vec![12_345]);
+    }
+
+    #[test]
+    fn a_page_set_holds_pages_in_order_and_cuts_from_a_page_on() {
+        let mut set: PageSet = [130, 2, 64, 63, 2].into_iter().collect();
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![2, 63, 64, 130]);
+        assert!(set.contains(64) && !set.contains(65) && !set.contains(100_000));
+        set.cut_from(64);
+        assert_eq!(set.iter().collect::<Vec<_>>(), vec![2, 63]);
+        set.cut_from(0);
+        assert_eq!(set.iter().count(), 0);
+        let mut bytes = vec![0u8; 5 * OS_PAGE];
+        bytes[3 * OS_PAGE + 17] = 1;
+        bytes[5 * OS_PAGE - 1] = 1;
+        let nonzero = PageSet::nonzero_pages(&bytes);
+        assert_eq!(nonzero.iter().collect::<Vec<_>>(), vec![3, 4]);
     }
 
     #[test]
@@ -639,10 +610,10 @@ mod tests {
     }
 
     #[test]
-    fn from_bytes_and_restore_into_round_trip() {
+    fn from_pages_and_restore_into_round_trip() {
         let mut live = vec![0u8; 6 * OS_PAGE];
         live[2 * OS_PAGE + 5] = 9;
-        let image = HeapImage::from_bytes(&live).unwrap();
+        let image = HeapImage::from_pages(&live, &PageSet::nonzero_pages(&live)).unwrap();
         assert_eq!(image.written_pages().collect::<Vec<_>>(), vec![2]);
         assert_eq!(image.as_slice(), &live[..]);
 
@@ -667,50 +638,72 @@ mod tests {
         line.split_whitespace().nth(1).unwrap().parse().unwrap()
     }
 
+    /// A live heap: an accessible mapping of our own, as the engine's heaps are.
+    struct Live {
+        base: *mut u8,
+        len: usize,
+    }
+
+    impl Live {
+        fn new(pages: usize) -> Self {
+            let len = pages * OS_PAGE;
+            let base = reserve(len).unwrap();
+            protect(base, len, libc::PROT_READ | libc::PROT_WRITE).unwrap();
+            Self { base, len }
+        }
+
+        fn bytes(&mut self) -> &mut [u8] {
+            // SAFETY: the mapping made in `new`, accessible, used only through `self`.
+            unsafe { std::slice::from_raw_parts_mut(self.base, self.len) }
+        }
+
+        /// `frozen` mapped in as the engine loads a state; returns the view's id.
+        fn load(&mut self, frozen: &FrozenHeap) -> u64 {
+            let len = self.len;
+            // SAFETY: our own mapping, nothing else uses it.
+            unsafe { frozen.map_into(self.bytes(), len).unwrap() }
+        }
+    }
+
+    impl Drop for Live {
+        fn drop(&mut self) {
+            // SAFETY: unmapping the test's own mapping.
+            unsafe { libc::munmap(self.base.cast(), self.len) };
+        }
+    }
+
     #[test]
     fn a_frozen_heap_is_shared_and_each_view_pays_for_its_writes() {
         let mut image = HeapImage::default();
         image.set_len(64 * OS_PAGE).unwrap();
         image.write_page(3, &[3u8; OS_PAGE]);
         image.write_page(40, &[40u8; OS_PAGE]);
-        let frozen = image.freeze().unwrap();
+        let frozen = FrozenHeap::of(image.as_slice(), image.written()).unwrap();
+        let original = image.as_slice().to_vec();
         drop(image);
         assert_eq!(frozen.len(), 64 * OS_PAGE);
         assert_eq!(frozen.written_pages().collect::<Vec<_>>(), vec![3, 40]);
         assert_eq!(frozen.page(40), &[40u8; OS_PAGE][..]);
 
-        let mut a = frozen.thaw().unwrap();
-        let b = frozen.thaw().unwrap();
-        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 40]);
-        a.write_page(3, &[9u8; OS_PAGE]);
-        a.write_page(5, &[5u8; OS_PAGE]);
+        let (mut a, mut b) = (Live::new(64), Live::new(64));
+        // Other bytes in a heap before it takes the view are gone after.
+        b.bytes()[7 * OS_PAGE] = 1;
+        a.load(&frozen);
+        b.load(&frozen);
+        assert_eq!(a.bytes(), &original[..]);
+        a.bytes()[3 * OS_PAGE..4 * OS_PAGE].fill(9);
+        a.bytes()[5 * OS_PAGE] = 5;
         // The other view and the frozen heap still hold the frozen bytes.
-        assert_eq!(b.page(3), &[3u8; OS_PAGE][..]);
+        assert_eq!(b.bytes(), &original[..]);
         assert_eq!(frozen.page(3), &[3u8; OS_PAGE][..]);
         assert_eq!(frozen.page(5), &[0u8; OS_PAGE][..]);
-        assert_eq!(a.page(3), &[9u8; OS_PAGE][..]);
-        assert_eq!(a.page(40), &[40u8; OS_PAGE][..]);
-        assert_eq!(a.written_pages().collect::<Vec<_>>(), vec![3, 5, 40]);
+        assert_eq!(a.bytes()[40 * OS_PAGE], 40);
         #[cfg(target_os = "linux")]
         {
             // Only the two pages written through `a` are its own; `b` has none.
             assert_eq!(private_kb(a.base), 2 * OS_PAGE / 1024);
             assert_eq!(private_kb(b.base), 0);
         }
-
-        // A live heap (an mmap of our own, here with other bytes in it) takes the view.
-        let live_base = reserve(64 * OS_PAGE).unwrap();
-        protect(live_base, 64 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
-        // SAFETY: the mapping above, accessible, used only here.
-        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 64 * OS_PAGE) };
-        live[7 * OS_PAGE] = 1;
-        // SAFETY: our own mapping, nothing else uses it.
-        unsafe { frozen.map_into(live, 64 * OS_PAGE).unwrap() };
-        assert_eq!(&live[..], b.as_slice());
-        live[0] = 2;
-        assert_eq!(frozen.page(0)[0], 0);
-        // SAFETY: unmapping the test's own mapping.
-        unsafe { libc::munmap(live_base.cast(), 64 * OS_PAGE) };
     }
 
     #[test]
@@ -720,10 +713,12 @@ mod tests {
         image.write_page(2, &[2u8; OS_PAGE]);
         image.write_page(9, &[9u8; OS_PAGE]);
         let base = std::sync::Arc::new(image.freeze().unwrap());
-        // The committed image of a canister loaded from `base`, then a message wrote 9 and 12.
-        let mut committed = base.thaw().unwrap();
-        committed.write_page(9, &[90u8; OS_PAGE]);
-        committed.write_page(12, &[12u8; OS_PAGE]);
+        // A canister loaded from `base`, then a message wrote 9 and 12.
+        let mut live = Live::new(16);
+        live.load(&base);
+        live.bytes()[9 * OS_PAGE..10 * OS_PAGE].fill(90);
+        live.bytes()[12 * OS_PAGE..13 * OS_PAGE].fill(12);
+        let committed = live.bytes().to_vec();
         let one = std::sync::Arc::new(
             FrozenHeap::layered(&base, &committed, [9, 12].into_iter()).unwrap(),
         );
@@ -734,42 +729,30 @@ mod tests {
         assert_eq!(one.page(9), &[90u8; OS_PAGE][..]);
         assert_eq!(base.page(9), &[9u8; OS_PAGE][..], "the parent is unchanged");
         // A layer on a layer keeps the first one's pages and never stacks.
-        let mut again = one.thaw().unwrap();
-        assert_eq!(again.as_slice(), committed.as_slice());
-        again.write_page(2, &[20u8; OS_PAGE]);
-        let two = FrozenHeap::layered(&one, &again, [2].into_iter()).unwrap();
+        let mut again = Live::new(16);
+        again.load(&one);
+        assert_eq!(again.bytes(), &committed[..]);
+        again.bytes()[2 * OS_PAGE..3 * OS_PAGE].fill(20);
+        let two = FrozenHeap::layered(&one, again.bytes(), [2].into_iter()).unwrap();
         assert_eq!(two.layer_pages(), 3);
         assert_eq!(two.page(2), &[20u8; OS_PAGE][..]);
         assert_eq!(two.page(12), &[12u8; OS_PAGE][..]);
         assert!(two.layer.as_ref().unwrap().base.layer.is_none());
 
-        // A view of the layer reverts to the layer's bytes, not the parent's.
-        let mut view = one.thaw().unwrap();
-        view.write_page(9, &[1u8; OS_PAGE]);
-        view.write_page(2, &[1u8; OS_PAGE]);
-        one.revert_image(&mut view, &[2, 9]).unwrap();
-        assert_eq!(view.as_slice(), committed.as_slice());
-
-        // A live heap takes the layer as a view and reverts the same way.
-        let live_base = reserve(16 * OS_PAGE).unwrap();
-        protect(live_base, 16 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
-        // SAFETY: the mapping above, accessible, used only here.
-        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 16 * OS_PAGE) };
-        // SAFETY: our own mapping, nothing else uses it.
-        let id = unsafe { one.map_into(live, 16 * OS_PAGE).unwrap() };
-        assert_eq!(&live[..], committed.as_slice());
-        live[9 * OS_PAGE..10 * OS_PAGE].fill(3);
-        live[12 * OS_PAGE] = 3;
-        // SAFETY: as above; `id` is what map_into returned for it.
-        unsafe { one.revert_live(live, id, &[9, 12]).unwrap() };
-        assert_eq!(&live[..], committed.as_slice());
-        // SAFETY: unmapping the test's own mapping.
-        unsafe { libc::munmap(live_base.cast(), 16 * OS_PAGE) };
+        // A live heap takes the layer as a view and reverts to the layer's bytes, not the
+        // parent's.
+        let mut view = Live::new(16);
+        let id = view.load(&one);
+        assert_eq!(view.bytes(), &committed[..]);
+        view.bytes()[9 * OS_PAGE..10 * OS_PAGE].fill(3);
+        view.bytes()[12 * OS_PAGE] = 3;
+        view.bytes()[2 * OS_PAGE] = 3;
+        // SAFETY: our own mapping; `id` is what map_into returned for it.
+        unsafe { one.revert_live(view.bytes(), id, &[2, 9, 12]).unwrap() };
+        assert_eq!(view.bytes(), &committed[..]);
 
         // A heap of another length is not a layer of it.
-        let mut longer = HeapImage::default();
-        longer.set_len(32 * OS_PAGE).unwrap();
-        assert!(FrozenHeap::layered(&base, &longer, [1].into_iter()).is_err());
+        assert!(FrozenHeap::layered(&base, &[0u8; 32 * OS_PAGE], [1].into_iter()).is_err());
     }
 
     #[test]
@@ -779,63 +762,30 @@ mod tests {
         image.write_page(3, &[3u8; OS_PAGE]);
         let frozen = image.freeze().unwrap();
 
-        let mut view = frozen.thaw().unwrap();
-        view.write_page(3, &[9u8; OS_PAGE]);
-        view.write_page(4, &[4u8; OS_PAGE]);
-        view.write_page(10, &[10u8; OS_PAGE]);
-        frozen.revert_image(&mut view, &[3, 4, 10]).unwrap();
-        assert_eq!(view.as_slice(), frozen.image.as_slice());
-        #[cfg(target_os = "linux")]
-        assert_eq!(private_kb(view.base), 0);
-
-        // Not a view of `frozen` (a copy, or a view whose length changed): bytes copied.
-        let mut copy = view.try_clone().unwrap();
-        copy.write_page(3, &[1u8; OS_PAGE]);
-        frozen.revert_image(&mut copy, &[3]).unwrap();
-        assert_eq!(copy.page(3), &[3u8; OS_PAGE][..]);
-
-        let live_base = reserve(16 * OS_PAGE).unwrap();
-        protect(live_base, 16 * OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).unwrap();
-        // SAFETY: the mapping above, accessible, used only here.
-        let live = unsafe { std::slice::from_raw_parts_mut(live_base, 16 * OS_PAGE) };
-        // SAFETY: our own mapping, nothing else uses it.
-        let id = unsafe { frozen.map_into(live, 16 * OS_PAGE).unwrap() };
-        live[3 * OS_PAGE] = 7;
-        live[11 * OS_PAGE] = 7;
-        // SAFETY: as above; `id` is what map_into returned.
-        unsafe { frozen.revert_live(live, id, &[3, 11]).unwrap() };
-        assert_eq!(&live[..], frozen.image.as_slice());
+        let mut live = Live::new(16);
+        let id = live.load(&frozen);
+        live.bytes()[3 * OS_PAGE] = 7;
+        live.bytes()[11 * OS_PAGE] = 7;
+        // SAFETY: our own mapping; `id` is what map_into returned.
+        unsafe { frozen.revert_live(live.bytes(), id, &[3, 11]).unwrap() };
+        assert_eq!(live.bytes(), image.as_slice());
         #[cfg(target_os = "linux")]
         {
             assert_ne!(id, 0);
-            assert_eq!(private_kb(live_base), 0);
+            assert_eq!(private_kb(live.base), 0);
         }
         // A heap that is not this view (id 0: a copy) is written, never dropped to zero.
-        live[3 * OS_PAGE] = 7;
+        live.bytes()[3 * OS_PAGE] = 7;
         // SAFETY: as above.
-        unsafe { frozen.revert_live(live, 0, &[3]).unwrap() };
-        assert_eq!(&live[..], frozen.image.as_slice());
-        // SAFETY: unmapping the test's own mapping.
-        unsafe { libc::munmap(live_base.cast(), 16 * OS_PAGE) };
-    }
-
-    #[test]
-    fn a_thawed_heap_cut_and_grown_again_reads_zero() {
-        let mut image = HeapImage::default();
-        image.set_len(8 * OS_PAGE).unwrap();
-        image.write_page(6, &[6u8; OS_PAGE]);
-        let mut thawed = image.freeze().unwrap().thaw().unwrap();
-        thawed.set_len(4 * OS_PAGE).unwrap();
-        thawed.set_len(8 * OS_PAGE).unwrap();
-        assert!(thawed.as_slice().iter().all(|&b| b == 0));
-        assert_eq!(thawed.written_pages().count(), 0);
+        unsafe { frozen.revert_live(live.bytes(), 0, &[3]).unwrap() };
+        assert_eq!(live.bytes(), image.as_slice());
     }
 
     #[test]
     fn an_empty_heap_freezes_and_a_mismatched_heap_is_refused() {
         let frozen = HeapImage::default().freeze().unwrap();
         assert_eq!(frozen.len(), 0);
-        assert_eq!(frozen.thaw().unwrap().len(), 0);
+        assert_eq!(frozen.written_pages().count(), 0);
         let mut image = HeapImage::default();
         image.set_len(2 * OS_PAGE).unwrap();
         let frozen = image.freeze().unwrap();

@@ -20,7 +20,7 @@ use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
-use self::image::{FrozenHeap, HeapImage};
+use self::image::{FrozenHeap, HeapImage, PageSet};
 use self::profiler::{FrameNames, Profiler};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
@@ -636,8 +636,10 @@ struct SavedState {
 struct Canister {
     module: Option<Arc<LoadedModule>>,
     live: Option<Instance>,
-    /// The heap as of the last committed message: rollback source and snapshot base.
-    committed_heap: HeapImage,
+    /// The pages of the heap that were ever written (every other page is zero): what a
+    /// snapshot copies. Between messages the live heap is the committed one; a message
+    /// rolls back by the old bytes its first writes kept (heap.rs), not by a second copy.
+    heap_written: PageSet,
     version: u64,
     /// The saved state the live instance was last loaded from, and the heap pages
     /// committed since: restoring the same state again copies back only those pages.
@@ -780,7 +782,10 @@ impl EmbeddedEngine {
     pub fn state_hash(&mut self, id: Principal) -> Result<[u8; 32]> {
         let c = self.canister(id)?;
         let mut h = Sha256::new();
-        h.update(c.committed_heap.as_slice());
+        if let Some(heap) = c.live.as_ref().and_then(|i| i.heap.as_ref()) {
+            // SAFETY: no Wasm runs while we read.
+            h.update(unsafe { heap.bytes_mut() });
+        }
         if let Some(inst) = &mut c.live {
             for g in &inst.globals {
                 // Numbers by value; references only by null-ness (their bits are addresses).
@@ -1000,12 +1005,8 @@ impl EmbeddedEngine {
         if persist {
             inst.store.data_mut().stable.commit();
             if let Some(h) = &inst.heap {
-                // SAFETY: no Wasm runs while we copy.
-                let live = unsafe { h.bytes_mut() };
-                c.committed_heap.set_len(live.len())?;
-                for &p in &dirty {
-                    c.committed_heap.write_page(p, &live[heap::page_range(p)]);
-                }
+                h.keep(&dirty)?;
+                c.heap_written.extend(dirty.iter().copied());
                 if let Some(since) = &mut c.since_load {
                     since.pages.extend(&dirty);
                 }
@@ -1015,6 +1016,9 @@ impl EmbeddedEngine {
             inst.store.data_mut().stable.rollback();
             let state = inst.store.data_mut();
             (state.certified_data, state.global_timer) = saved_misc;
+            if let Some(h) = &inst.heap {
+                h.roll_back(&dirty)?;
+            }
             if heap_bytes(inst) != heap_before {
                 // Wasm memory cannot shrink: start over from the committed state.
                 let data = inst.store.data();
@@ -1023,20 +1027,18 @@ impl EmbeddedEngine {
                         .module
                         .clone()
                         .ok_or_else(|| anyhow!("a live instance without a module"))?,
-                    heap: frozen_committed(&c.since_load, &c.committed_heap)?,
+                    heap: frozen_committed(
+                        &c.since_load,
+                        inst,
+                        heap_before as usize,
+                        &c.heap_written,
+                    )?,
                     globals: globals_before,
                     stable: data.stable.image().clone(),
                     certified_data: data.certified_data.clone(),
                     global_timer: data.global_timer,
                 });
             } else {
-                if let Some(h) = &inst.heap {
-                    // SAFETY: no Wasm runs while we copy.
-                    let live = unsafe { h.bytes_mut() };
-                    for &p in &dirty {
-                        live[heap::page_range(p)].copy_from_slice(c.committed_heap.page(p));
-                    }
-                }
                 for (g, v) in inst.globals.iter().zip(globals_before) {
                     g.set(&mut inst.store, v)?;
                 }
@@ -1099,22 +1101,22 @@ impl EmbeddedEngine {
         let version = self.canister(id)?.version;
         let state = self.new_host_state(id, carried.stable, version);
         let mut inst = instantiate(&module, state)?;
-        let committed_heap = match (carried.heap, &inst.heap) {
+        let heap_written = match (carried.heap, &inst.heap) {
             (Some(kept), _) => {
                 let zero_from = grow_heap(&mut inst, kept.len())?;
                 if let Some(h) = &inst.heap {
                     // SAFETY: no Wasm is running.
                     kept.restore_into(unsafe { h.bytes_mut() }, zero_from)?;
                 }
-                kept
+                kept.written().clone()
             }
-            // SAFETY: no Wasm is running.
-            (None, Some(h)) => HeapImage::from_bytes(unsafe { h.bytes_mut() })?,
-            (None, None) => HeapImage::default(),
+            // The data segments: SAFETY: no Wasm is running.
+            (None, Some(h)) => PageSet::nonzero_pages(unsafe { h.bytes_mut() }),
+            (None, None) => PageSet::default(),
         };
         let c = self.canister(id)?;
         c.since_load = None;
-        c.committed_heap = committed_heap;
+        c.heap_written = heap_written;
         c.module = Some(module.clone());
         c.live = Some(inst);
         let mut total = CallOutcome {
@@ -1214,8 +1216,13 @@ impl EmbeddedEngine {
             .iter()
             .map(|g| g.get(&mut inst.store))
             .collect();
+        let heap = frozen_committed(
+            &c.since_load,
+            inst,
+            heap_bytes(inst) as usize,
+            &c.heap_written,
+        )?;
         let data = inst.store.data();
-        let heap = frozen_committed(&c.since_load, &c.committed_heap)?;
         Ok(SavedState {
             module,
             heap,
@@ -1235,7 +1242,7 @@ impl EmbeddedEngine {
         };
         let inst = restore_instance(saved, &module, state)?;
         let c = self.canister(id)?;
-        c.committed_heap = saved.heap.thaw()?;
+        c.heap_written = saved.heap.written_pages().collect();
         c.module = Some(module);
         c.live = Some(inst);
         c.since_load = Some(SinceLoad {
@@ -1266,8 +1273,7 @@ impl EmbeddedEngine {
         let same_state = same_module
             && Arc::ptr_eq(&since.heap, &saved.heap)
             && !saved.module.fresh_instance_per_message
-            && heap_bytes(inst) == saved.heap.len() as u64
-            && c.committed_heap.len() == saved.heap.len();
+            && heap_bytes(inst) == saved.heap.len() as u64;
         if !same_state {
             return Ok(Some(state));
         }
@@ -1276,8 +1282,10 @@ impl EmbeddedEngine {
         if let Some(h) = &inst.heap {
             // SAFETY: no Wasm is running; the heap has the saved length (checked above),
             // and its view id is the one `map_into` gave when it was loaded.
-            unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? };
-            saved.heap.revert_image(&mut c.committed_heap, &pages)?;
+            if unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? } {
+                let own = saved.heap.layer_page_numbers();
+                h.mark_clean(pages.iter().copied().filter(|p| own.binary_search(p).is_err()));
+            }
         }
         for (g, v) in inst.globals.iter().zip(&saved.globals) {
             g.set(&mut inst.store, *v)?;
@@ -1355,15 +1363,24 @@ fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
     Ok(have)
 }
 
-/// A canister's committed heap, frozen. Since the last load, with nothing committed: the
+/// A canister's committed heap (the live heap's first `len` bytes, whose pages other than
+/// `written` are zero), frozen. Since the last load, with nothing committed: the
 /// loaded state's frozen heap itself, shared (a snapshot or an upgrade right after a
 /// restore of a 10,000,000-row heap map would otherwise copy gigabytes); with a few pages
 /// committed and the heap not grown: that frozen heap plus copies of those pages; else a
 /// copy of the whole heap. Every form has the same bytes.
 fn frozen_committed(
     since_load: &Option<SinceLoad>,
-    committed: &HeapImage,
+    inst: &Instance,
+    len: usize,
+    written: &PageSet,
 ) -> Result<Arc<FrozenHeap>> {
+    let committed: &[u8] = match &inst.heap {
+        // SAFETY: no Wasm runs while we read; between messages (or rolled back, up to
+        // `len`: a failed message that grew the heap) the live heap is the committed one.
+        Some(h) => unsafe { &h.bytes_mut()[..len] },
+        None => &[],
+    };
     if let Some(since) = since_load {
         let pages = since.heap.len() / heap::OS_PAGE;
         if since.heap.len() == committed.len() && pages > 0 {
@@ -1382,7 +1399,7 @@ fn frozen_committed(
             }
         }
     }
-    Ok(Arc::new(committed.freeze()?))
+    Ok(Arc::new(FrozenHeap::of(committed, written)?))
 }
 
 fn restore_instance(
@@ -1395,7 +1412,7 @@ fn restore_instance(
     if let Some(h) = &inst.heap {
         // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
         let view = unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
-        h.set_view_of(view);
+        h.set_view_of(view, &saved.heap.layer_page_numbers());
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
@@ -1630,7 +1647,7 @@ impl Engine for EmbeddedEngine {
             Canister {
                 module: Some(module),
                 live: None,
-                committed_heap: HeapImage::default(),
+                heap_written: PageSet::default(),
                 version,
                 since_load: None,
             },
@@ -1667,7 +1684,7 @@ impl Engine for EmbeddedEngine {
             Canister {
                 module: None,
                 live: None,
-                committed_heap: HeapImage::default(),
+                heap_written: PageSet::default(),
                 version: 0,
                 since_load: None,
             },
@@ -1692,7 +1709,7 @@ impl Engine for EmbeddedEngine {
             c.module = None;
             c.live = None;
             c.since_load = None;
-            c.committed_heap = HeapImage::default();
+            c.heap_written = PageSet::default();
         }
         Ok((id, out))
     }
@@ -1757,7 +1774,11 @@ impl Engine for EmbeddedEngine {
                 .map(|i| i.store.data().stable.image().clone())
                 .unwrap_or_default(),
             heap: if keep_heap {
-                Some(c.committed_heap.try_clone()?)
+                Some(match c.live.as_ref().and_then(|i| i.heap.as_ref()) {
+                    // SAFETY: no Wasm runs while we copy.
+                    Some(h) => HeapImage::from_pages(unsafe { h.bytes_mut() }, &c.heap_written)?,
+                    None => HeapImage::default(),
+                })
             } else {
                 None
             },
@@ -1925,7 +1946,7 @@ impl EmbeddedEngine {
             Canister {
                 module: None,
                 live: None,
-                committed_heap: HeapImage::default(),
+                heap_written: PageSet::default(),
                 version,
                 since_load: None,
             },
