@@ -42,7 +42,8 @@ pub fn room(read: &dyn Fn(&str) -> Option<String>) -> Option<u64> {
     let cgroups = read("/proc/self/cgroup").unwrap_or_default();
     for line in cgroups.lines() {
         let mut fields = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -99,7 +100,10 @@ mod tests {
         let v1_unlimited = machine(&[
             MEMINFO,
             ("/proc/self/cgroup", "4:memory:/\n3:cpu,cpuacct:/\n"),
-            ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n"),
+            (
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                "9223372036854771712\n",
+            ),
             ("/sys/fs/cgroup/memory/memory.usage_in_bytes", "5000\n"),
         ]);
         assert_eq!(room(&v1_unlimited), Some(20_480_000_000));
@@ -121,8 +125,14 @@ mod tests {
                 "/proc/self/cgroup",
                 "12:pids:/docker/abc\n5:memory:/docker/abc\n1:name=systemd:/docker/abc\n",
             ),
-            ("/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes", "16000000000\n"),
-            ("/sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes", "6000000000\n"),
+            (
+                "/sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes",
+                "16000000000\n",
+            ),
+            (
+                "/sys/fs/cgroup/memory/docker/abc/memory.usage_in_bytes",
+                "6000000000\n",
+            ),
         ]);
         assert_eq!(room(&v1), Some(10_000_000_000));
     }

@@ -289,52 +289,83 @@ impl Plan for Config {
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
 const MEMORY_BASE: u64 = 500_000_000;
-/// Resident bytes per row of a store at its largest size, at the peak of its work there,
-/// from the 10,000,000-row run of issue 22 (README, "Memory"): the heap map's heap and
-/// its committed copy while it fills, then its failing upgrade (the heap grown by 1.9 GB);
-/// SQLite's heap (its page cache), committed copy and stable memory; the StableBTreeMap's
-/// stable memory.
-const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
-    (StoreKind::Heap, 350),
-    (StoreKind::Btree, 210),
-    (StoreKind::Sqlite, 250),
+/// Bytes per row of a store at its largest size: at the peak of its work there, and
+/// steadily while it is measured. Memory the machine has to lend (resident memory plus the
+/// snapshots' memfds, mapped or not), from the 10,000,000-row runs of issue 22 (README,
+/// "Memory"). Peaks: the heap map's 1.5 GB heap and the memfd its snapshot is frozen into,
+/// then its failing pre_upgrade growing the heap; SQLite's stable memory (1.1 GB), heap
+/// (its page cache, 1.2 GB), the snapshot of it, and the snapshot of a journal mode set on
+/// a fresh connection (which rewrites most of the page cache); the StableBTreeMap's stable
+/// memory (2.1 GB). Steady: the heap map's heap, SQLite's stable memory and heap.
+const MEMORY_PER_ROW: [(StoreKind, Bytes); 3] = [
+    (
+        StoreKind::Heap,
+        Bytes {
+            peak: 350,
+            steady: 155,
+        },
+    ),
+    (
+        StoreKind::Btree,
+        Bytes {
+            peak: 210,
+            steady: 210,
+        },
+    ),
+    (
+        StoreKind::Sqlite,
+        Bytes {
+            peak: 430,
+            steady: 235,
+        },
+    ),
 ];
+
+#[derive(Clone, Copy)]
+struct Bytes {
+    peak: u64,
+    steady: u64,
+}
+
 /// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
-/// about 2.2 GB in one message, and the committed copy of it as much again (4.98 GB peak
-/// at `--scaling-max-rows 1000000`). The stable stores' searches write far less.
-const MEMORY_CAPACITY_HEAP: u64 = 4_400_000_000;
+/// about 2.2 GB in one message (`--scaling-max-rows 1000000` peaked at 2.72 GB). The stable
+/// stores' searches write far less.
+const MEMORY_CAPACITY_HEAP: u64 = 2_200_000_000;
 const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
 
 impl Config {
-    /// The expected peak of a run on `jobs` workers: the largest `jobs` stores at their
-    /// largest size at once, or one store's capacity search beside the others at its size,
-    /// whichever is more.
+    /// The expected peak of a run on `jobs` workers: one store at its peak at its largest
+    /// size beside the `jobs - 1` largest others there (their peaks are short and rarely
+    /// meet), or one store's capacity search beside the others at its size, whichever is
+    /// more.
     pub fn peak_memory(&self, jobs: usize) -> u64 {
         let jobs = jobs.max(1);
         let largest = self.sizes.last().copied().unwrap_or_default();
-        let per_row = |kind: &StoreKind| {
+        let bytes = |kind: StoreKind| {
             MEMORY_PER_ROW
                 .iter()
-                .find(|(k, _)| k == kind)
-                .map_or(0, |(_, b)| *b)
+                .find(|(k, _)| *k == kind)
+                .map_or(Bytes { peak: 0, steady: 0 }, |(_, b)| *b)
         };
-        let top = |rows: u64, skip_heap: bool, n: usize| {
-            let mut peaks: Vec<u64> = self
-                .kinds
-                .iter()
-                .filter(|k| !(skip_heap && **k == StoreKind::Heap))
-                .map(|k| per_row(k) * rows)
+        // `first` at `its` bytes, beside the largest `jobs - 1` others' steady bytes.
+        let beside = |rows: u64, first: usize, its: u64, skip_heap: bool| {
+            let mut others: Vec<u64> = (0..self.kinds.len())
+                .filter(|&i| i != first && !(skip_heap && self.kinds[i] == StoreKind::Heap))
+                .map(|i| bytes(self.kinds[i]).steady * rows)
                 .collect();
-            peaks.sort_unstable_by(|a, b| b.cmp(a));
-            peaks.iter().take(n).sum::<u64>()
+            others.sort_unstable_by(|a, b| b.cmp(a));
+            its + others.iter().take(jobs - 1).sum::<u64>()
         };
-        let sizes = top(largest, false, jobs);
+        let sizes = (0..self.kinds.len())
+            .map(|i| beside(largest, i, bytes(self.kinds[i]).peak * largest, false))
+            .max()
+            .unwrap_or(0);
         let capacity = match self.capacity_at {
             None => 0,
-            Some(at) if self.kinds.contains(&StoreKind::Heap) => {
-                MEMORY_CAPACITY_HEAP + top(at, true, jobs - 1)
-            }
-            Some(at) => MEMORY_CAPACITY_STABLE + top(at, false, jobs - 1),
+            Some(at) => match self.kinds.iter().position(|k| *k == StoreKind::Heap) {
+                Some(heap) => beside(at, heap, MEMORY_CAPACITY_HEAP, true),
+                None => beside(at, usize::MAX, MEMORY_CAPACITY_STABLE, false),
+            },
         };
         MEMORY_BASE + sizes.max(capacity)
     }

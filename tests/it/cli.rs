@@ -356,12 +356,20 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
     };
-    // 10,000,000 rows on 2 jobs: the heap map's 3.5 GB and SQLite's 2.5 GB at once.
+    // 10,000,000 rows on 2 jobs: SQLite at its peak (4.3 GB) beside the StableBTreeMap's
+    // 2.1 GB, and 0.5 GB whatever the stores.
     let (code, stderr) = run("6000000000", &[]);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.9 GB), `--scaling-max-rows 1000000` (about 5.2 GB), `--scaling-max-rows 1000000 --jobs 1` (about 4.9 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.9 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.8 GB), `--scaling-max-rows 1000000` (about 2.9 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
+    );
+    // A shard counts only its own stores (`--shard` splits the scaling suite by store).
+    let (code, stderr) = run("4000000000", &["--shard", "3/3"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.starts_with("error: the scaling suite to 10,000,000 rows on 1 job (shard 3/3: sqlite) needs about 4.8 GB"),
+        "{stderr}"
     );
     let (code, stderr) = run("1000000000", &[]);
     assert_eq!(code, 2, "{stderr}");
@@ -389,6 +397,16 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let (code, stderr) = run(
         "100",
         &["--ignore-memory-estimate", "--wasm", "/nonexistent.wasm"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
+        "{stderr}"
+    );
+    // The shard that fits goes on too.
+    let (code, stderr) = run(
+        "5000000000",
+        &["--shard", "3/3", "--wasm", "/nonexistent.wasm"],
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(

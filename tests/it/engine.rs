@@ -251,20 +251,29 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.restore(id, snap).unwrap();
     e.update(id, "mark_first", &[]).unwrap().result.unwrap();
     let marked = e.state_hash(id).unwrap();
-    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
     assert_eq!(pages(&mut e), vec![10, 77]);
     assert_eq!(e.state_hash(id).unwrap(), marked);
     // The same on a snapshot kept as the first one plus that page (a layer), loaded anew.
     let layered = e.snapshot(id).unwrap();
     e.restore(id, snap).unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
     assert_eq!(pages(&mut e), vec![10, 77]);
     assert_eq!(e.state_hash(id).unwrap(), marked);
     // Restoring the layer again after committed writes gives back both kinds of page.
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[]).unwrap().result.unwrap_err();
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
     assert_eq!(e.state_hash(id).unwrap(), marked);
 }
 

@@ -1284,7 +1284,12 @@ impl EmbeddedEngine {
             // and its view id is the one `map_into` gave when it was loaded.
             if unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? } {
                 let own = saved.heap.layer_page_numbers();
-                h.mark_clean(pages.iter().copied().filter(|p| own.binary_search(p).is_err()));
+                h.mark_clean(
+                    pages
+                        .iter()
+                        .copied()
+                        .filter(|p| own.binary_search(p).is_err()),
+                );
             }
         }
         for (g, v) in inst.globals.iter().zip(&saved.globals) {
