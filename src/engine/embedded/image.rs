@@ -288,35 +288,46 @@ impl FrozenHeap {
                 std::io::Error::last_os_error()
             );
         }
+        // Written with pwrite, not through a mapping: the pages go into the file without
+        // being mapped here, so the process's resident memory counts them only where a view
+        // maps them (a 10,000,000-row heap map's snapshot is 1.5 GB), not once more while
+        // the snapshot is taken.
+        let file = std::fs::File::from(file);
+        let mut pages = written
+            .iter()
+            .take_while(|&p| page_range(p).end <= len)
+            .peekable();
+        while let Some(first) = pages.next() {
+            let mut end = first + 1;
+            while pages.next_if_eq(&end).is_some() {
+                end += 1;
+            }
+            let range = page_range(first).start..page_range(end).start;
+            std::os::unix::fs::FileExt::write_all_at(
+                &file,
+                &bytes[range.clone()],
+                range.start as u64,
+            )
+            .map_err(|e| anyhow!("writing a heap snapshot: {e}"))?;
+        }
+        let file = OwnedFd::from(file);
         let mut image = HeapImage::default();
         image.set_len(len)?;
+        // Read-only: a stray write would change every fork's heap.
         // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
         unsafe {
             map_fixed(
                 image.base,
                 len,
-                libc::PROT_READ | libc::PROT_WRITE,
+                libc::PROT_READ,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
             )?
         };
-        for page in written.iter() {
-            image.write_page(page, &bytes[page_range(page)]);
-        }
-        // Read-only from now on: a stray write would change every fork's heap.
-        image.protect(0..len, libc::PROT_READ)?;
-        // The bytes stay in the file; this mapping lets go of them, so that the process's
-        // resident memory does not count them once for this mapping and again for every
-        // view that maps them (a 10,000,000-row heap map's snapshot is 1.5 GB). A later read
-        // maps them again from the file, copying nothing.
-        // SAFETY: a shared mapping of our own file: dropping its page table entries keeps
-        // the file's contents.
-        if unsafe { libc::madvise(image.base.cast(), len, libc::MADV_DONTNEED) } != 0 {
-            bail!(
-                "releasing a heap snapshot's mapping failed: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        image.written = written
+            .iter()
+            .take_while(|&p| page_range(p).end <= len)
+            .collect();
         Ok(FrozenHeap {
             image,
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
