@@ -98,13 +98,13 @@ impl HeapRegion {
 
     /// The heap now maps the frozen heap `view` (0: it holds a copy): every page but `own`
     /// (a layer's, copied in) holds that file's bytes.
-    pub fn set_view_of(&self, view: u64, own: &[u32]) {
+    pub fn set_view_of(&self, view: u64, own: impl Iterator<Item = u32>) {
         self.view_of.store(view, Ordering::Release);
         let pages = self.len() / OS_PAGE;
         for (page, flag) in self.clean.iter().enumerate() {
             flag.store((view != 0 && page < pages) as u8, Ordering::Relaxed);
         }
-        for &page in own {
+        for page in own {
             self.clean[page as usize].store(0, Ordering::Relaxed);
         }
     }

@@ -506,12 +506,17 @@ impl FrozenHeap {
         Ok(false)
     }
 
-    /// The pages a layered heap keeps of its own, in order (none for a whole one): a view
-    /// of it holds copies of them, not the file's bytes.
-    pub fn layer_page_numbers(&self) -> Vec<u32> {
+    /// The pages a layered heap keeps of its own (none for a whole one): a view of it
+    /// holds copies of them, not the file's bytes.
+    pub fn own_pages(&self) -> impl Iterator<Item = u32> + '_ {
+        self.layer.iter().flat_map(|l| l.pages.keys().copied())
+    }
+
+    /// Whether `page` is one of [`FrozenHeap::own_pages`].
+    pub fn is_own_page(&self, page: u32) -> bool {
         self.layer
             .as_ref()
-            .map_or_else(Vec::new, |l| l.pages.keys().copied().collect())
+            .is_some_and(|l| l.pages.contains_key(&page))
     }
 }
 

@@ -1283,12 +1283,11 @@ impl EmbeddedEngine {
             // SAFETY: no Wasm is running; the heap has the saved length (checked above),
             // and its view id is the one `map_into` gave when it was loaded.
             if unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? } {
-                let own = saved.heap.layer_page_numbers();
                 h.mark_clean(
                     pages
                         .iter()
                         .copied()
-                        .filter(|p| own.binary_search(p).is_err()),
+                        .filter(|&p| !saved.heap.is_own_page(p)),
                 );
             }
         }
@@ -1417,7 +1416,7 @@ fn restore_instance(
     if let Some(h) = &inst.heap {
         // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
         let view = unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
-        h.set_view_of(view, &saved.heap.layer_page_numbers());
+        h.set_view_of(view, saved.heap.own_pages());
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {
         g.set(&mut inst.store, *v)?;
