@@ -264,6 +264,9 @@ impl PlainCanister {
             log: Vec::new(),
             print_log: false,
             profiler: None,
+            memory_tracker: None,
+            charge_writes: false,
+            folded: 0,
         };
         let mut store = wasmtime::Store::new(&engine, state);
         let instance = linker
@@ -281,7 +284,7 @@ impl PlainCanister {
         let limit = self.store.data().limits.max_instructions_per_update;
         let state = self.store.data_mut();
         state.msg = Message::new(api, method, arg, limit);
-        state.stable.begin(u64::MAX, u64::MAX);
+        state.stable.begin(u64::MAX, u64::MAX, false);
         let func = self
             .instance
             .get_typed_func::<(), ()>(&mut self.store, export)

@@ -298,6 +298,65 @@ pub const CREATE_EXECUTION_STATE_BASE_COST: u64 = 20_000_000;
 /// empty. (A newer price per GiB, 317,500, is only quoted by third parties: not used.)
 pub const BASE_PER_SECOND_FEE: u128 = 10_000;
 
+/// The deterministic memory tracker's charge for memory pages (dfinity/ic pull request #10789
+/// "Switch to deterministic memory tracker", merged 2026-07-16, squashed from #10536; its
+/// feature flag removed by #11180, 2026-08-24). Every message starts with no page of the heap
+/// or of stable memory mapped; the first access to a page faults, and the tracker maps the
+/// whole 64 KiB Wasm page around it and charges `os_page_overhead` for each of its OS pages;
+/// the first write to a Wasm page (of a message that tracks writes) charges as much again. The
+/// charge is taken from the instruction counter inside the fault handler, during the message
+/// (`ic0.performance_counter` sees it), and replaces both older page charges: the heap's
+/// dirty pages after an update and the dirty stable pages in `stable_write`.
+///
+/// Sources, read through the search index (docs/engine.md says what each settles):
+/// * rs/embedders/src/wasmtime_embedder.rs @ a3f79e4bcfeab4d5bba8d3652eeb4e4c8c7731f4:
+///   `sigsegv_memory_tracker(..., self.config.page_overhead, subtract_instruction_counter)`
+///   builds a `DeterministicMemoryTracker` for the heap and for stable memory, the heap's with
+///   the message's `ModificationTracking`, stable memory's with the same; after the run "No
+///   need to charge for dirty wasm heap pages anymore: The DMT charges directly".
+/// * rs/memory_tracker/src/tests.rs (index id 70526575907): a fault raises the accessed pages
+///   by `OS_PAGES_IN_WASM_PAGE`, a first write the dirty pages by as many, and a write to an
+///   accessed page only lifts its write protection.
+/// * #10440 (2026-06-11, review of deterministic.rs): "Charge ... per OS page accessed" and
+///   "... per OS page dirtied", `INSTRUCTION_OVERHEAD_PER_OS_PAGE = 5_000`, then threaded
+///   through from the configuration; #9944 (2026-04-20): the charge per Wasm page is
+///   `OS_PAGES_PER_WASM_PAGE` times the charge per OS page; #11344 (2026-08-28): "every OS
+///   page of heap or stable memory that a message touches: once when the Wasm page is first
+///   accessed and once more when it is first written to".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryTracker {
+    /// Instructions per OS page (`page_overhead`, 5,000 from #10789: "increased to 5000
+    /// instructions per OS page (4KiB)").
+    pub os_page_overhead: u64,
+    /// OS pages the tracker maps and charges at once: one 64 KiB Wasm page.
+    pub os_pages_per_wasm_page: u64,
+}
+
+impl MemoryTracker {
+    /// The replica since dfinity/ic #10789.
+    pub const DMT: MemoryTracker = MemoryTracker {
+        os_page_overhead: 5_000,
+        os_pages_per_wasm_page: 65_536 / OS_PAGE_SIZE,
+    };
+
+    /// What the first access to a Wasm page costs, and the first write as much again.
+    pub const fn wasm_page_charge(&self) -> u64 {
+        self.os_page_overhead * self.os_pages_per_wasm_page
+    }
+
+    /// The Wasm pages `len` bytes at `offset` touch (empty when `len` is 0).
+    pub fn wasm_pages(offset: u64, len: u64) -> std::ops::Range<u64> {
+        if len == 0 {
+            return 0..0;
+        }
+        let last = offset.saturating_add(len - 1);
+        offset / WASM_PAGE_SIZE..last / WASM_PAGE_SIZE + 1
+    }
+}
+
+/// Bytes in a Wasm page (heap and stable memory alike).
+pub const WASM_PAGE_SIZE: u64 = 65_536;
+
 /// One dated set of the replica's rules where they changed over time (`--replica NAME`).
 /// Every rule not listed here is the same in every vintage (docs/engine.md has the table).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -318,6 +377,10 @@ pub struct Replica {
     /// Storage cycles per second every canister with memory pays on top of its memory
     /// (`base_per_second_fee`, at the reference subnet size).
     pub base_per_second_fee: u128,
+    /// How memory pages are charged: `None` by dirty pages (1,000 per 4 KiB page written,
+    /// [`DIRTY_PAGE_OVERHEAD`]: heap pages after an update, stable pages in `stable_write`),
+    /// `Some` by the deterministic memory tracker, during the message.
+    pub memory_tracker: Option<MemoryTracker>,
 }
 
 impl Replica {
@@ -329,6 +392,7 @@ impl Replica {
         compilation_by_module_hash: false,
         create_execution_state_base_cost: 0,
         base_per_second_fee: 0,
+        memory_tracker: None,
     };
     /// From dfinity/ic #4506 (2025-03-25): a module hash installed since the last
     /// checkpoint compiles for 1/100 of the charge.
@@ -338,6 +402,7 @@ impl Replica {
         compilation_by_module_hash: true,
         create_execution_state_base_cost: 0,
         base_per_second_fee: 0,
+        memory_tracker: None,
     };
     /// From dfinity/ic #10065 (2026-04-30): plus 20M instructions per execution state.
     pub const R2026_04: Replica = Replica {
@@ -346,6 +411,7 @@ impl Replica {
         compilation_by_module_hash: true,
         create_execution_state_base_cost: CREATE_EXECUTION_STATE_BASE_COST,
         base_per_second_fee: 0,
+        memory_tracker: None,
     };
     /// From dfinity/ic #10292 (2026-05-22): plus a storage fee per canister.
     pub const R2026_05: Replica = Replica {
@@ -354,15 +420,24 @@ impl Replica {
         base_per_second_fee: BASE_PER_SECOND_FEE,
         ..Replica::R2026_04
     };
+    /// From dfinity/ic #10789 (2026-07-16): every heap and stable page a message touches is
+    /// charged during the message ([`MemoryTracker::DMT`]).
+    pub const R2026_07: Replica = Replica {
+        name: "2026-07",
+        summary: "as 2026-05, plus 80,000 instructions for every 64 KiB page of heap or stable memory a message touches and as much again for every one it writes, during the message (the deterministic memory tracker)",
+        memory_tracker: Some(MemoryTracker::DMT),
+        ..Replica::R2026_05
+    };
     /// Every vintage, oldest first.
-    pub const ALL: [Replica; 4] = [
+    pub const ALL: [Replica; 5] = [
         Replica::R2024,
         Replica::R2025_03,
         Replica::R2026_04,
         Replica::R2026_05,
+        Replica::R2026_07,
     ];
     /// What the engine models unless told otherwise: the newest vintage.
-    pub const NEWEST: Replica = Replica::R2026_05;
+    pub const NEWEST: Replica = Replica::R2026_07;
 
     /// The vintage called `name`, or an error naming the known ones.
     pub fn by_name(name: &str) -> Result<Replica, String> {
@@ -855,7 +930,7 @@ mod tests {
         assert_eq!(
             Replica::by_name("2027"),
             Err(
-                "unknown replica vintage '2027': known vintages are 2024, 2025-03, 2026-04, 2026-05"
+                "unknown replica vintage '2027': known vintages are 2024, 2025-03, 2026-04, 2026-05, 2026-07"
                     .into()
             )
         );

@@ -5,8 +5,10 @@
 //! message's charged figure.
 //!
 //! Frames are function names from the module's name section (demangled), `func[N]` for an
-//! unnamed function, `ic0.NAME` for a System API call's fee (under its caller), and a few
-//! charges no function spends, in brackets: `[heap dirty pages]`, `[compilation]`, and the
+//! unnamed function, `ic0.NAME` for a System API call's fee (under its caller), and charges
+//! no function's code spends, in brackets: the memory tracker's page charges under the
+//! frame that touched the page (`[heap access]`, `[heap write]`, `[stable access]`,
+//! `[stable write]`), `[heap dirty pages]` (before the tracker), `[compilation]`, and the
 //! stages of `install_code` (`[pre_upgrade]`, `[start]`, `[init]`, `[post_upgrade]`).
 
 use std::collections::HashMap;
@@ -14,6 +16,15 @@ use std::collections::HashMap;
 /// The frame of the heap dirty-page charge after an update (1,000 instructions per 4 KiB
 /// page written; `performance_counter` cannot see it).
 pub const HEAP_DIRTY_PAGES: &str = "[heap dirty pages]";
+/// The deterministic memory tracker's charge for the first access to a 64 KiB page of the
+/// heap (from the `2026-07` replica vintage on), under the frame that touched the page.
+pub const HEAP_ACCESS: &str = "[heap access]";
+/// Its charge for the first write to a heap page, under the frame that wrote it.
+pub const HEAP_WRITE: &str = "[heap write]";
+/// Its charge for the first access to a 64 KiB page of stable memory (in `ic0.stable*`).
+pub const STABLE_ACCESS: &str = "[stable access]";
+/// Its charge for the first write to a stable memory page.
+pub const STABLE_WRITE: &str = "[stable write]";
 /// The frame of the compilation charge of `install_code`.
 pub const COMPILATION: &str = "[compilation]";
 /// The frame of `install_code`'s base cost for creating the execution state (from the

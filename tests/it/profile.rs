@@ -2,9 +2,13 @@
 //! spent it, with per-function counts worked out by hand from the replica's cost table
 //! (`shared/research/ic-metering.md`: a segment is charged in the function that contains
 //! it; `call` 5, `return_call` 3, constants and locals 1, `end` 0, ...), System API fees as
-//! `ic0.NAME` frames and the heap dirty-page charge as a frame of its own.
+//! `ic0.NAME` frames and the page charges as frames of their own: the deterministic memory
+//! tracker's under the frame that touched the page (the default vintage, `2026-07`), the
+//! heap dirty-page charge after the message before it. The tests of the profile's structure
+//! are worked out under the older rule ([`engine`]); those named for the tracker under the
+//! newest ([`tracker_engine`]).
 
-use icbench::engine::cost::CREATE_EXECUTION_STATE_BASE_COST as BASE;
+use icbench::engine::cost::{Replica, CREATE_EXECUTION_STATE_BASE_COST as BASE};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::Counter;
 use icbench::engine::{CallOutcome, Engine, InstallStage, Profile, Profiling};
@@ -30,11 +34,27 @@ fn canister(body: &str) -> Vec<u8> {
     wat::parse_str(format!("(module {COMMON} {body})")).expect("test WAT is valid")
 }
 
+/// A profiling engine charging by the rules before the memory tracker (`2026-05`).
 fn engine(counter: Counter) -> EmbeddedEngine {
-    let mut e = EmbeddedEngine::default().with_counter(counter);
+    engine_of(Replica::R2026_05, counter)
+}
+
+/// A profiling engine charging by the memory tracker (`2026-07`).
+fn tracker_engine(counter: Counter) -> EmbeddedEngine {
+    engine_of(Replica::R2026_07, counter)
+}
+
+fn engine_of(replica: Replica, counter: Counter) -> EmbeddedEngine {
+    let mut e = EmbeddedEngine::default()
+        .with_counter(counter)
+        .with_replica(replica);
     e.set_profiling(Profiling::Messages).unwrap();
     e
 }
+
+/// 16 OS pages x 5,000: the tracker's charge for a Wasm page's first access, and again for
+/// its first write.
+const PAGE: u64 = 80_000;
 
 fn stacks(profile: &Profile) -> Vec<(String, u64)> {
     profile
@@ -62,6 +82,21 @@ fn expect(out: &CallOutcome, want: &[(&str, u64)]) {
 /// Runs `method` of `wasm` (an update unless `query`) with both counter placements and
 /// checks the profile; both must give the same.
 fn check(wasm: &[u8], method: &str, query: bool, want: &[(&str, u64)]) -> CallOutcome {
+    check_with(engine, wasm, method, query, want)
+}
+
+/// [`check`] under the memory tracker.
+fn check_tracked(wasm: &[u8], method: &str, query: bool, want: &[(&str, u64)]) -> CallOutcome {
+    check_with(tracker_engine, wasm, method, query, want)
+}
+
+fn check_with(
+    engine: fn(Counter) -> EmbeddedEngine,
+    wasm: &[u8],
+    method: &str,
+    query: bool,
+    want: &[(&str, u64)],
+) -> CallOutcome {
     let mut outs = Vec::new();
     for counter in [Counter::Local, Counter::Global] {
         let mut e = engine(counter);
@@ -122,6 +157,95 @@ fn a_query_has_no_dirty_page_frame() {
         ],
     );
     assert_eq!(out.report.instructions, 1_238);
+}
+
+#[test]
+fn the_memory_tracker_s_charges_go_under_the_function_that_touched_the_page() {
+    // `work` stores to heap page 0: its first access and first write; the reply then reads
+    // the page again, which is free.
+    let out = check_tracked(
+        &canister(WORK),
+        "work",
+        false,
+        &[
+            ("work", 30),
+            ("work;[heap access]", PAGE),
+            ("work;[heap write]", PAGE),
+            ("work;add", 2 * 4),
+            ("work;ic0.msg_reply", 500),
+            ("work;ic0.msg_reply_data_append", 500 + 50 * 4),
+        ],
+    );
+    assert_eq!(out.report.instructions, 1_238 + 2 * PAGE);
+    // A query pays for the access only.
+    let wasm = canister(&WORK.replace("canister_update work", "canister_query work"));
+    let out = check_tracked(
+        &wasm,
+        "work",
+        true,
+        &[
+            ("work", 30),
+            ("work;[heap access]", PAGE),
+            ("work;add", 8),
+            ("work;ic0.msg_reply", 500),
+            ("work;ic0.msg_reply_data_append", 700),
+        ],
+    );
+    assert_eq!(out.report.instructions, 1_238 + PAGE);
+}
+
+#[test]
+fn pages_a_system_api_call_touches_go_under_its_frame() {
+    // ic0.trap reads its message from heap page 0 (the data segment's "boom"); stable64_read
+    // reads stable page 0 and writes heap page 1; stable64_write reads heap page 1 (already
+    // accessed) and writes stable page 1.
+    let wasm = canister(
+        r#"(func $boom (call $trap (i32.const 100) (i32.const 4)))
+           (func $t (export "canister_update t") (call $boom))"#,
+    );
+    check_tracked(
+        &wasm,
+        "t",
+        false,
+        &[
+            ("t", 6),
+            ("t;boom", 8),
+            ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4),
+            ("t;boom;ic0.trap;[heap access]", PAGE),
+        ],
+    );
+    let wasm = wat::parse_str(
+        r#"(module
+             (import "ic0" "msg_reply" (func $reply))
+             (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
+             (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
+             (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+             (memory 2)
+             (func $s (export "canister_update s")
+               (drop (call $sgrow (i64.const 2)))
+               (call $sread (i64.const 65536) (i64.const 0) (i64.const 8))
+               (call $swrite (i64.const 65536) (i64.const 65536) (i64.const 8))
+               (call $reply)))"#,
+    )
+    .unwrap();
+    // s: 1 + [const, call, drop] 7 + 2 x [3 consts, call] 16 + call 5 = 29.
+    check_tracked(
+        &wasm,
+        "s",
+        false,
+        &[
+            ("s", 29),
+            ("s;ic0.msg_reply", 500),
+            ("s;ic0.stable64_grow", 100),
+            ("s;ic0.stable64_read", 28),
+            ("s;ic0.stable64_read;[heap access]", PAGE),
+            ("s;ic0.stable64_read;[heap write]", PAGE),
+            ("s;ic0.stable64_read;[stable access]", PAGE),
+            ("s;ic0.stable64_write", 28),
+            ("s;ic0.stable64_write;[stable access]", PAGE),
+            ("s;ic0.stable64_write;[stable write]", PAGE),
+        ],
+    );
 }
 
 #[test]
@@ -261,22 +385,32 @@ fn between_counter_reads_keeps_what_canbench_measures() {
     let reply = out.result.clone().unwrap();
     let read = |i: usize| u64::from_le_bytes(reply[8 * i..8 * i + 8].try_into().unwrap());
     let profile = out.report.profile.as_ref().unwrap();
+    // The memory tracker charges during the message, so the reads see it: the first
+    // reading's store is the query's first access to heap page 0, charged by the second
+    // read (and the second store touches nothing new).
     assert_eq!(
         stacks(profile),
         [
+            ("b;[heap access]".to_string(), PAGE),
             ("b;add".to_string(), 4),
             ("b;ic0.performance_counter".to_string(), 200)
         ]
     );
     assert_eq!(profile.total(), read(1) - read(0));
+    assert_eq!(read(1) - read(0), PAGE + 204);
 }
 
 #[test]
 fn profiling_moves_no_count() {
     let wasm = canister(WORK);
-    for counter in [Counter::Local, Counter::Global] {
-        let mut plain = EmbeddedEngine::default().with_counter(counter);
-        let mut profiled = engine(counter);
+    let runs = [Counter::Local, Counter::Global]
+        .into_iter()
+        .flat_map(|c| [(c, Replica::R2026_05), (c, Replica::R2026_07)]);
+    for (counter, replica) in runs {
+        let mut plain = EmbeddedEngine::default()
+            .with_counter(counter)
+            .with_replica(replica);
+        let mut profiled = engine_of(replica, counter);
         let (a, _) = plain.install(&wasm, &[]).unwrap();
         let (b, _) = profiled.install(&wasm, &[]).unwrap();
         let x = plain.update(a, "work", &[]).unwrap();
@@ -295,7 +429,7 @@ fn profiling_moves_no_count() {
 #[test]
 fn profiling_switches_on_and_off_at_the_next_restore() {
     let wasm = canister(WORK);
-    let mut e = EmbeddedEngine::default();
+    let mut e = EmbeddedEngine::default().with_replica(Replica::R2026_05);
     let (id, _) = e.install(&wasm, &[]).unwrap();
     let start = e.snapshot(id).unwrap();
     let off = e.update(id, "work", &[]).unwrap();
@@ -343,6 +477,26 @@ fn an_upgrade_profile_has_its_compilation_and_each_hook_under_its_stage() {
     );
     // The stages keep their counts and leave the profile to the whole call's.
     assert!(out.report.stages.iter().all(|(_, r)| r.profile.is_none()));
+
+    // Under the memory tracker each hook pays for heap page 0, accessed and written, in
+    // its own frame.
+    let mut e = tracker_engine(Counter::Local);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let out = e.upgrade(id, &wasm, &[]).unwrap();
+    out.result.as_ref().unwrap();
+    expect(
+        &out,
+        &[
+            ("[compilation]", compile - BASE),
+            ("[execution state]", BASE),
+            ("[post_upgrade];post", 4),
+            ("[post_upgrade];post;[heap access]", PAGE),
+            ("[post_upgrade];post;[heap write]", PAGE),
+            ("[pre_upgrade];pre", 4),
+            ("[pre_upgrade];pre;[heap access]", PAGE),
+            ("[pre_upgrade];pre;[heap write]", PAGE),
+        ],
+    );
 }
 
 #[test]
@@ -465,19 +619,27 @@ mod suites {
             let svg = std::fs::read_to_string(profiled.join(format!("profiles/{id}.svg"))).unwrap();
             assert!(svg.contains("<svg") && svg.contains(id), "{id}");
             let folded = std::fs::read_to_string(profiled.join(&r.profile)).unwrap();
-            // An update that writes the heap pays for it after the message, in a frame of
-            // its own; SQLite's pages go through stable memory.
-            assert!(r.heap_dirty_pages > 0);
-            assert!(
-                folded.contains(&format!(
-                    "\n[heap dirty pages] {}\n",
-                    r.heap_dirty_pages * 1_000
-                )) || folded.starts_with(&format!(
-                    "[heap dirty pages] {}\n",
-                    r.heap_dirty_pages * 1_000
-                )),
-                "{folded}"
-            );
+            // The memory tracker's charges lie under the code that touched the pages: the
+            // heap's under SQLite's functions, stable memory's under the System API call
+            // that moved the bytes. Nothing is charged after the message any more.
+            assert!(!folded.contains("[heap dirty pages]"), "{folded}");
+            let pages = |frame: &str| -> u64 {
+                folded
+                    .lines()
+                    .filter(|l| l.rsplit_once(' ').unwrap().0.ends_with(frame))
+                    .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+                    .sum()
+            };
+            for frame in ["[heap access]", "[heap write]"] {
+                assert!(pages(frame) > 0 && pages(frame) % 80_000 == 0, "{frame}");
+            }
+            for frame in ["[stable access]", "[stable write]"] {
+                assert!(pages(frame) > 0 && pages(frame) % 80_000 == 0, "{frame}");
+                assert!(
+                    folded.contains(&format!(";ic0.stable64_write;{frame} ")),
+                    "{id}"
+                );
+            }
             assert!(folded.contains(";ic0.stable64_write "), "{id}");
         }
         // Unmatched scenarios write nothing.
@@ -682,6 +844,19 @@ fn a_wasm64_canister_is_profiled_with_its_costs() {
             ("put;ic0.msg_reply_data_append", 500 + 50 * 8),
         ],
     );
+    // The memory tracker charges a wasm64 heap as any other.
+    check_tracked(
+        &wasm,
+        "put",
+        false,
+        &[
+            ("put", 17),
+            ("put;[heap access]", PAGE),
+            ("put;[heap write]", PAGE),
+            ("put;ic0.msg_reply", 500),
+            ("put;ic0.msg_reply_data_append", 500 + 50 * 8),
+        ],
+    );
 }
 
 #[test]
@@ -716,8 +891,9 @@ fn a_bench_of_billions_of_instructions_profiles_in_a_small_tree() {
     assert!(measured > 1_000_000_000, "{measured}");
     let profile = out.report.profile.as_ref().unwrap();
     assert_eq!(profile.total(), measured);
-    // b, step and the reads: three stacks, whatever the length.
-    assert_eq!(profile.stacks().len(), 3);
+    // b, step, the reads and b's first access to heap page 0 (the first reading's store,
+    // charged by the second read): four stacks, whatever the length.
+    assert_eq!(profile.stacks().len(), 4);
     let step: u64 = profile
         .stacks()
         .iter()

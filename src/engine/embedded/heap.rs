@@ -10,6 +10,15 @@
 //! The same fault keeps the page's old bytes (the message's undo log), so a failed message
 //! rolls back without a second copy of the whole heap: a 10,000,000-row heap map's is
 //! 1.5 GB.
+//!
+//! Under the deterministic memory tracker (replica vintage `2026-07`, `arm(true)`) the heap
+//! starts each message inaccessible instead, as the replica's does: the first access to a
+//! 64 KiB Wasm page faults, is counted and makes the Wasm page readable; writes then fault
+//! per 4 KiB page as before, and the first one in a Wasm page counts it as written. The
+//! host turns the counts into the tracker's charge ([`HeapRegion::wasm_pages_accessed`]).
+//! Without the access kind of a fault, a first write to an untouched page faults twice
+//! (access, then write): the replica's own rule for platforms without it, with the same
+//! counts.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -20,6 +29,9 @@ use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 /// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
 pub const OS_PAGE: usize = 4096;
+/// The Wasm page, which the deterministic memory tracker maps and counts as one.
+pub const WASM_PAGE: usize = 65536;
+const OS_PAGES_PER_WASM_PAGE: usize = WASM_PAGE / OS_PAGE;
 /// Wasm32 heap maximum: 4 GiB (`MAX_WASM_MEMORY_IN_BYTES`).
 pub const MAX_HEAP_BYTES: usize = 4 << 30;
 /// Wasm64 heap maximum: 6 GiB (`MAX_WASM64_MEMORY_IN_BYTES`, as the IC's documentation
@@ -49,6 +61,15 @@ pub struct HeapRegion {
     undo: usize,
     /// At most how many undo pages hold memory (see [`UNDO_KEPT_PAGES`]).
     undo_used: AtomicUsize,
+    /// The message counts accessed and written Wasm pages (the deterministic memory
+    /// tracker): the heap starts it inaccessible.
+    track_access: AtomicBool,
+    /// One byte per Wasm page: 1 = accessed in this message (tracker only).
+    accessed: Box<[AtomicU8]>,
+    /// One byte per Wasm page: 1 = written in this message (tracker only).
+    written: Box<[AtomicU8]>,
+    accessed_count: AtomicU64,
+    written_count: AtomicU64,
 }
 
 /// Undo pages stay allocated between messages (a message that writes the pages the last
@@ -66,6 +87,12 @@ impl HeapRegion {
                 .into_boxed_slice()
         };
         let dirty = flags();
+        let wasm_flags = || {
+            (0..capacity.div_ceil(WASM_PAGE))
+                .map(|_| AtomicU8::new(0))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        };
         Self {
             base: AtomicUsize::new(base),
             len: AtomicUsize::new(len),
@@ -76,6 +103,11 @@ impl HeapRegion {
             armed_len: AtomicUsize::new(0),
             undo,
             undo_used: AtomicUsize::new(0),
+            track_access: AtomicBool::new(false),
+            accessed: wasm_flags(),
+            written: wasm_flags(),
+            accessed_count: AtomicU64::new(0),
+            written_count: AtomicU64::new(0),
         }
     }
 
@@ -125,15 +157,39 @@ impl HeapRegion {
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }
 
-    /// Starts a message: every accessible page becomes read-only until first written.
-    pub fn arm(&self) -> Result<()> {
+    /// Starts a message: every accessible page becomes read-only until first written, or,
+    /// with `track_access` (the deterministic memory tracker), inaccessible until first
+    /// accessed.
+    pub fn arm(&self, track_access: bool) -> Result<()> {
         debug_assert!(!self.armed.load(Ordering::Acquire));
         self.armed_len.store(self.len(), Ordering::Release);
+        self.track_access.store(track_access, Ordering::Release);
+        self.accessed_count.store(0, Ordering::Release);
+        self.written_count.store(0, Ordering::Release);
         self.armed.store(true, Ordering::Release);
-        protect(self.base(), self.len(), libc::PROT_READ)
+        protect(self.base(), self.len(), self.armed_protection())
+    }
+
+    fn armed_protection(&self) -> libc::c_int {
+        if self.track_access.load(Ordering::Acquire) {
+            libc::PROT_NONE
+        } else {
+            libc::PROT_READ
+        }
+    }
+
+    /// Wasm pages accessed so far in this message (0 without access tracking).
+    pub fn wasm_pages_accessed(&self) -> u64 {
+        self.accessed_count.load(Ordering::Acquire)
+    }
+
+    /// Wasm pages written so far in this message (0 without access tracking).
+    pub fn wasm_pages_written(&self) -> u64 {
+        self.written_count.load(Ordering::Acquire)
     }
 
     /// Ends a message: returns the written pages (sorted) and makes the heap writable again.
+    /// The Wasm page counts stay readable until the next [`HeapRegion::arm`].
     pub fn disarm(&self) -> Result<Vec<u32>> {
         self.armed.store(false, Ordering::Release);
         protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
@@ -142,6 +198,15 @@ impl HeapRegion {
         for (page, flag) in self.dirty[..pages].iter().enumerate() {
             if flag.swap(0, Ordering::Relaxed) == 1 {
                 written.push(page as u32);
+            }
+        }
+        if self.track_access.swap(false, Ordering::AcqRel) {
+            let wasm_pages = pages.div_ceil(OS_PAGES_PER_WASM_PAGE);
+            for flag in self.accessed[..wasm_pages]
+                .iter()
+                .chain(&self.written[..wasm_pages])
+            {
+                flag.store(0, Ordering::Relaxed);
             }
         }
         Ok(written)
@@ -213,9 +278,26 @@ impl HeapRegion {
             return false;
         }
         let page = (addr - base) / OS_PAGE;
+        let tracked = self.track_access.load(Ordering::Acquire);
+        let wasm_page = page / OS_PAGES_PER_WASM_PAGE;
+        if tracked && self.accessed[wasm_page].swap(1, Ordering::AcqRel) == 0 {
+            // The first access to this Wasm page: it becomes readable as a whole. A write
+            // faults again, on its 4 KiB page.
+            self.accessed_count.fetch_add(1, Ordering::AcqRel);
+            let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
+            return protect(
+                wasm_addr,
+                WASM_PAGE.min(len - wasm_page * WASM_PAGE),
+                libc::PROT_READ,
+            )
+            .is_ok();
+        }
         if self.dirty[page].swap(1, Ordering::AcqRel) == 1 {
             // Already writable: this fault is not ours (e.g. a real protection error).
             return false;
+        }
+        if tracked && self.written[wasm_page].swap(1, Ordering::AcqRel) == 0 {
+            self.written_count.fetch_add(1, Ordering::AcqRel);
         }
         let page_addr = (base + page * OS_PAGE) as *mut u8;
         if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
@@ -239,7 +321,7 @@ impl HeapRegion {
 
     fn grown(&self, old_len: usize, new_len: usize) -> Result<()> {
         let prot = if self.armed.load(Ordering::Acquire) {
-            libc::PROT_READ
+            self.armed_protection()
         } else {
             libc::PROT_READ | libc::PROT_WRITE
         };

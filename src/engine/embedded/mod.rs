@@ -21,7 +21,7 @@ use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, 
 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
 use self::image::{FrozenHeap, HeapImage, PageSet};
-use self::profiler::{FrameNames, Profiler};
+use self::profiler::{FrameNames, Profiler, Reading};
 use self::stable::{StableImage, StableMemory};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits, Replica};
@@ -345,6 +345,15 @@ fn load_through(
     ))
 }
 
+/// What a profiling probe reads: the counter it was handed and the page charges so far.
+fn reading(state: &HostState, counter: i64) -> Reading {
+    Reading {
+        counter,
+        pages: state.page_charges(),
+        folded: state.folded,
+    }
+}
+
 /// Links a compiled module with the System API and reads what messages need from it.
 fn link(
     compiled: Compiled,
@@ -373,8 +382,9 @@ fn link(
             instrument::SYSTEM_MODULE,
             instrument::PROFILE_ENTER_IMPORT,
             |mut c: wasmtime::Caller<'_, HostState>, func: i32, counter: i64| {
+                let at = reading(c.data(), counter);
                 if let Some(p) = &mut c.data_mut().profiler {
-                    p.enter(func as u32, counter);
+                    p.enter(func as u32, at);
                 }
             },
         )?;
@@ -382,8 +392,9 @@ fn link(
             instrument::SYSTEM_MODULE,
             instrument::PROFILE_EXIT_IMPORT,
             |mut c: wasmtime::Caller<'_, HostState>, counter: i64| {
+                let at = reading(c.data(), counter);
                 if let Some(p) = &mut c.data_mut().profiler {
-                    p.exit(counter);
+                    p.exit(at);
                 }
             },
         )?;
@@ -774,6 +785,9 @@ impl EmbeddedEngine {
             log: Vec::new(),
             print_log: self.print_log,
             profiler: None,
+            memory_tracker: self.replica.memory_tracker,
+            charge_writes: true,
+            folded: 0,
         }
     }
 
@@ -882,6 +896,7 @@ impl EmbeddedEngine {
         let (reported_limit, dirty_limit, accessed_limit) = self.page_limits(api);
         let limit = budget.map_or(reported_limit, |b| b.min(reported_limit));
         let overhead = self.limits.dirty_page_overhead;
+        let memory_tracker = self.replica.memory_tracker;
         let profiling = self.profiling;
         self.time_ns += 1;
         let time_ns = self.time_ns;
@@ -918,7 +933,14 @@ impl EmbeddedEngine {
             state.msg = Message::new(api, method, arg, limit);
             state.log.clear();
             state.time_ns = time_ns;
-            state.stable.begin(dirty_limit, accessed_limit);
+            state
+                .stable
+                .begin(dirty_limit, accessed_limit, memory_tracker.is_some());
+            state.memory_tracker = memory_tracker;
+            // Queries run without modification tracking (`ModificationTracking::Ignore`):
+            // the tracker charges them for access only.
+            state.charge_writes = !api.ignores_modifications();
+            state.folded = 0;
             state.profiler = match (profiling, names) {
                 (Profiling::Off, _) | (_, None) => None,
                 (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
@@ -938,7 +960,7 @@ impl EmbeddedEngine {
         );
         inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
         if let Some(h) = &inst.heap {
-            h.arm()?;
+            h.arm(memory_tracker.is_some())?;
         }
         let store = &mut inst.store;
         let mut result = on_large_stack(move || func.call(store, ()));
@@ -952,18 +974,35 @@ impl EmbeddedEngine {
             None => Vec::new(),
         };
         let left = inst.counter.get(&mut inst.store).unwrap_i64();
-        let mut instructions = (limit as i64).saturating_sub(left).clamp(0, limit as i64) as u64;
-        // Queries run without modification tracking on the replica: no dirty-page charge.
-        let charged_pages = if api == ApiType::Query {
+        // The memory tracker's charges since the last System API call.
+        let pages = inst.store.data().page_charges();
+        let unfolded = pages.total() - inst.store.data().folded;
+        let left_with_pages = left.saturating_sub(unfolded.min(i64::MAX as u64) as i64);
+        if left_with_pages < 0 {
+            // The replica's counter went below zero at a page fault: it stops at its next
+            // check, out of instructions, whatever the code did after that here.
+            result = Err(wasmtime::Error::new(HostTrap::OutOfInstructions));
+        }
+        let mut instructions = (limit as i64)
+            .saturating_sub(left_with_pages)
+            .clamp(0, limit as i64) as u64;
+        // Before the memory tracker, written heap pages are charged after the message, and
+        // only where it tracks modifications.
+        let charged_pages = if memory_tracker.is_some() || api.ignores_modifications() {
             0
         } else {
             dirty.len() as u64
         };
         instructions += charged_pages * heap_page_overhead;
+        let end = Reading {
+            counter: left,
+            pages,
+            folded: inst.store.data().folded,
+        };
         let profile = match (inst.store.data_mut().profiler.take(), names) {
             (Some(profiler), Some(names)) => {
-                let mut profile = profiler.finish(left, &|f| names.name(f), export);
-                if profiling == Profiling::Messages {
+                let mut profile = profiler.finish(end, &|f| names.name(f), export);
+                if profiling == Profiling::Messages && memory_tracker.is_none() {
                     profile.add(
                         &[profile::HEAP_DIRTY_PAGES],
                         charged_pages * heap_page_overhead,

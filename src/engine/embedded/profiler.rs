@@ -7,6 +7,13 @@
 //! the call), so each difference goes to that frame: the attribution is exact, and the
 //! probes themselves are not metered.
 //!
+//! The memory tracker's page charges (replica vintage `2026-07`) reach the counter only at
+//! System API calls (`HostState::fold_page_charges`): each event also hands over the page
+//! charges so far and how much of them the counter already holds, so the counter's fall is
+//! split into what the code spent (to the frame on top) and what its first touches of pages
+//! cost (to a child frame per kind under it: the frame that was running when the pages
+//! were touched).
+//!
 //! Counts are aggregated on the fly into a tree keyed by the stack (no trace buffer), so a
 //! message of any length profiles in memory proportional to its distinct call paths.
 //! A trap unwinds without exits: [`Profiler::finish`] charges what is left to the frame that
@@ -15,7 +22,30 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use super::system_api::PageCharges;
 use crate::engine::profile::Profile;
+
+/// What the profiler reads at an event: the counter as the metering left it, the memory
+/// tracker's page charges of the message so far, and how much of those the counter holds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reading {
+    pub counter: i64,
+    pub pages: PageCharges,
+    pub folded: u64,
+}
+
+impl Reading {
+    /// A reading without page charges.
+    pub fn counter(counter: i64) -> Reading {
+        Reading {
+            counter,
+            ..Reading::default()
+        }
+    }
+}
+
+/// Frame ids of the page charges, below any function index a module can have.
+const PAGE_FRAMES: u32 = u32::MAX - 4;
 
 /// The frame name of every function of a module by its index: imports as `MODULE.NAME`
 /// (`ic0.msg_reply`), defined functions by their name in the name section, demangled
@@ -149,8 +179,14 @@ pub struct Profiler {
     children: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
     current: u32,
     limit: i64,
-    /// Instructions used at the last event.
+    /// Instructions the code spent (the counter's fall without page charges) at the last
+    /// event.
     last: u64,
+    /// Page charges at the last event.
+    last_pages: PageCharges,
+    /// Everything attributed so far: never more than the limit (a message out of
+    /// instructions is charged the limit).
+    attributed: u64,
     window: Window,
     /// Nodes with a non-zero `pending` (window mode), so a boundary touches only those.
     touched: Vec<u32>,
@@ -173,6 +209,8 @@ impl Profiler {
             current: ROOT,
             limit: limit.min(i64::MAX as u64) as i64,
             last: 0,
+            last_pages: PageCharges::default(),
+            attributed: 0,
             window: match between_reads_of {
                 Some(reader) => Window::BeforeFirst { reader },
                 None => Window::Whole,
@@ -181,26 +219,62 @@ impl Profiler {
         }
     }
 
-    /// Instructions used when the counter reads `counter`: the engine's own formula, so
-    /// a counter driven below zero (out of instructions) counts as the whole limit.
-    fn used(&self, counter: i64) -> u64 {
-        (self.limit - counter.clamp(0, self.limit)) as u64
+    /// Instructions the code spent when the counter reads `at.counter`: the engine's own
+    /// formula without the page charges the counter holds, so a counter driven below zero
+    /// (out of instructions) counts as the whole limit.
+    fn spent(&self, at: &Reading) -> u64 {
+        ((self.limit - at.counter.clamp(0, self.limit)) as u64).saturating_sub(at.folded)
     }
 
-    /// Gives the instructions used since the last event to the frame on top.
-    fn charge(&mut self, counter: i64) {
-        let used = self.used(counter);
-        let delta = used.saturating_sub(self.last);
-        self.last = self.last.max(used);
+    /// Gives the instructions spent since the last event to the frame on top, and the page
+    /// charges since then to its page frames.
+    fn charge(&mut self, at: Reading) {
+        let spent = self.spent(&at);
+        let delta = spent.saturating_sub(self.last);
+        self.last = self.last.max(spent);
+        let pages = at.pages.by_frame();
+        let last_pages = self.last_pages.by_frame();
+        self.last_pages = at.pages;
+        for (kind, ((_, now), (_, before))) in pages.iter().zip(last_pages).enumerate() {
+            let delta = now.saturating_sub(before);
+            if delta > 0 {
+                let frame = self.child(self.current, PAGE_FRAMES + kind as u32);
+                self.add(frame, delta);
+            }
+        }
+        self.add(self.current, delta);
+    }
+
+    /// The node of `func` under `parent`, made if new.
+    fn child(&mut self, parent: u32, func: u32) -> u32 {
+        let key = ((parent as u64) << 32) | func as u64;
+        let next = self.nodes.len() as u32;
+        let node = *self.children.entry(key).or_insert(next);
+        if node == next {
+            self.nodes.push(Node {
+                parent,
+                func,
+                count: 0,
+                pending: 0,
+            });
+        }
+        node
+    }
+
+    /// Adds `delta` to `node`, within the limit.
+    fn add(&mut self, node: u32, delta: u64) {
+        let delta = delta.min((self.limit as u64).saturating_sub(self.attributed));
+        self.attributed += delta;
         if delta == 0 {
             return;
         }
-        let node = &mut self.nodes[self.current as usize];
+        let current = node;
+        let node = &mut self.nodes[current as usize];
         match self.window {
             Window::Whole => node.count += delta,
             Window::BeforeFirst { .. } | Window::Open { .. } => {
                 if node.pending == 0 {
-                    self.touched.push(self.current);
+                    self.touched.push(current);
                 }
                 node.pending += delta;
             }
@@ -208,26 +282,15 @@ impl Profiler {
     }
 
     /// Function `func` starts (or a System API function is called) with the counter at
-    /// `counter`.
-    pub fn enter(&mut self, func: u32, counter: i64) {
-        self.charge(counter);
-        let key = ((self.current as u64) << 32) | func as u64;
-        let next = self.nodes.len() as u32;
-        let node = *self.children.entry(key).or_insert(next);
-        if node == next {
-            self.nodes.push(Node {
-                parent: self.current,
-                func,
-                count: 0,
-                pending: 0,
-            });
-        }
-        self.current = node;
+    /// `at`.
+    pub fn enter(&mut self, func: u32, at: Reading) {
+        self.charge(at);
+        self.current = self.child(self.current, func);
     }
 
-    /// The function on top returns with the counter at `counter`.
-    pub fn exit(&mut self, counter: i64) {
-        self.charge(counter);
+    /// The function on top returns with the counter at `at`.
+    pub fn exit(&mut self, at: Reading) {
+        self.charge(at);
         if self.current == ROOT {
             return;
         }
@@ -245,7 +308,8 @@ impl Profiler {
 
     fn drop_pending(&mut self) {
         for &n in &self.touched {
-            self.nodes[n as usize].pending = 0;
+            let node = &mut self.nodes[n as usize];
+            self.attributed -= std::mem::take(&mut node.pending);
         }
         self.touched.clear();
     }
@@ -263,9 +327,15 @@ impl Profiler {
     /// follows the last read is dropped. `name` names a function by its index; what no
     /// function spent (the export called is an import itself, as a start section naming
     /// an `ic0` function makes it) goes to the frame `entry`, the export's name.
-    pub fn finish(mut self, counter: i64, name: &dyn Fn(u32) -> String, entry: &str) -> Profile {
-        self.charge(counter);
+    pub fn finish(mut self, at: Reading, name: &dyn Fn(u32) -> String, entry: &str) -> Profile {
+        self.charge(at);
         self.drop_pending();
+        let name = |func: u32| match func.checked_sub(PAGE_FRAMES) {
+            Some(kind) => PageCharges::default().by_frame()[kind as usize]
+                .0
+                .to_string(),
+            None => name(func),
+        };
         // Node for node, parents first: linear in the tree, however deep it is.
         let mut profile = Profile::new();
         profile.add(&[entry], self.nodes[ROOT as usize].count);
@@ -286,6 +356,10 @@ impl Profiler {
 mod tests {
     use super::*;
 
+    fn r(counter: i64) -> Reading {
+        Reading::counter(counter)
+    }
+
     fn names(f: u32) -> String {
         ["main", "f", "g", "ic0.performance_counter"][f as usize].to_string()
     }
@@ -293,14 +367,14 @@ mod tests {
     #[test]
     fn each_difference_goes_to_the_frame_on_top() {
         let mut p = Profiler::new(1_000, None);
-        p.enter(0, 1_000); // main starts
-        p.enter(1, 990); // main spent 10, calls f
-        p.exit(970); // f spent 20
-        p.enter(1, 960); // main 10 more, f again
-        p.enter(2, 955); // f 5, calls g
-        p.exit(900); // g 55
-        p.exit(899); // f 1
-        let profile = p.finish(890, &names, "entry"); // main's last 9
+        p.enter(0, r(1_000)); // main starts
+        p.enter(1, r(990)); // main spent 10, calls f
+        p.exit(r(970)); // f spent 20
+        p.enter(1, r(960)); // main 10 more, f again
+        p.enter(2, r(955)); // f 5, calls g
+        p.exit(r(900)); // g 55
+        p.exit(r(899)); // f 1
+        let profile = p.finish(r(890), &names, "entry"); // main's last 9
         assert_eq!(
             profile.stacks(),
             [
@@ -315,9 +389,9 @@ mod tests {
     #[test]
     fn a_counter_below_zero_counts_as_the_limit() {
         let mut p = Profiler::new(100, None);
-        p.enter(0, 100);
-        p.enter(1, 40);
-        let profile = p.finish(-25, &names, "entry");
+        p.enter(0, r(100));
+        p.enter(1, r(40));
+        let profile = p.finish(r(-25), &names, "entry");
         assert_eq!(profile.total(), 100);
         assert_eq!(
             profile.stacks(),
@@ -328,16 +402,16 @@ mod tests {
     #[test]
     fn a_window_keeps_only_what_lies_between_the_first_and_last_read() {
         let mut p = Profiler::new(10_000, Some(3));
-        p.enter(0, 10_000);
-        p.enter(3, 9_990); // main 10 before the first read: dropped
-        p.exit(9_790); // the read's own fee: dropped (the first read's result follows it)
-        p.enter(1, 9_700); // main 90: counted
-        p.enter(3, 9_600); // f 100
-        p.exit(9_400); // a read in the middle: its fee counted, closes what came before
-        p.exit(9_390); // f 10
-        p.enter(3, 9_380); // main 10
-        p.exit(9_180); // the last read: its fee counted
-        let profile = p.finish(9_000, &names, "entry"); // main's 180 after the last read: dropped
+        p.enter(0, r(10_000));
+        p.enter(3, r(9_990)); // main 10 before the first read: dropped
+        p.exit(r(9_790)); // the read's own fee: dropped (the first read's result follows it)
+        p.enter(1, r(9_700)); // main 90: counted
+        p.enter(3, r(9_600)); // f 100
+        p.exit(r(9_400)); // a read in the middle: its fee counted, closes what came before
+        p.exit(r(9_390)); // f 10
+        p.enter(3, r(9_380)); // main 10
+        p.exit(r(9_180)); // the last read: its fee counted
+        let profile = p.finish(r(9_000), &names, "entry"); // main's 180 after the last read: dropped
         assert_eq!(
             profile.stacks(),
             [
@@ -349,5 +423,74 @@ mod tests {
         );
         // What canbench reports: the last read's result minus the first's.
         assert_eq!(profile.total(), (10_000 - 9_180) - (10_000 - 9_790));
+    }
+
+    #[test]
+    fn page_charges_go_under_the_frame_that_touched_the_pages() {
+        let pages = |heap_access, heap_write, stable_access, stable_write| PageCharges {
+            heap_access,
+            heap_write,
+            stable_access,
+            stable_write,
+        };
+        let at = |counter, pages, folded| Reading {
+            counter,
+            pages,
+            folded,
+        };
+        let mut p = Profiler::new(1_000_000, None);
+        p.enter(0, r(1_000_000));
+        // main spends 10 and touches a heap page (80,000, not in the counter yet), then
+        // calls f.
+        p.enter(1, at(999_990, pages(80_000, 0, 0, 0), 0));
+        // f spends 5 and writes that page, then calls ic0 (frame 3): the call takes both
+        // charges and its fee of 200 from the counter, and touches a stable page.
+        p.enter(3, at(999_985, pages(80_000, 80_000, 0, 0), 0));
+        p.exit(at(
+            999_985 - 160_000 - 200 - 80_000,
+            pages(80_000, 80_000, 80_000, 0),
+            240_000,
+        ));
+        p.exit(at(759_780, pages(80_000, 80_000, 80_000, 0), 240_000)); // f 5 more
+                                                                        // main 20 more, writes a second heap page; the message ends before another call.
+        let profile = p.finish(
+            at(759_760, pages(160_000, 160_000, 80_000, 0), 240_000),
+            &names,
+            "entry",
+        );
+        assert_eq!(
+            profile.stacks(),
+            [
+                (vec!["main"], 30),
+                (vec!["main", "[heap access]"], 160_000),
+                (vec!["main", "[heap write]"], 80_000),
+                (vec!["main", "f"], 10),
+                (vec!["main", "f", "[heap write]"], 80_000),
+                (vec!["main", "f", "ic0.performance_counter"], 200),
+                (
+                    vec!["main", "f", "ic0.performance_counter", "[stable access]"],
+                    80_000
+                ),
+            ]
+        );
+        // The charged figure: what the counter fell by, and the charges it does not hold.
+        assert_eq!(profile.total(), (1_000_000 - 759_760) + (400_000 - 240_000));
+    }
+
+    #[test]
+    fn a_message_out_of_instructions_by_page_charges_is_charged_the_limit() {
+        let mut p = Profiler::new(100_000, None);
+        p.enter(0, r(100_000));
+        let end = Reading {
+            counter: 99_000,
+            pages: PageCharges {
+                heap_access: 160_000,
+                ..PageCharges::default()
+            },
+            folded: 0,
+        };
+        let profile = p.finish(end, &names, "entry");
+        assert_eq!(profile.total(), 100_000);
+        assert_eq!(profile.stacks(), [(vec!["main", "[heap access]"], 100_000)]);
     }
 }

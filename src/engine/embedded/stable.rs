@@ -4,7 +4,9 @@
 //! and snapshots through `Arc`, so a snapshot of a 1,000,000-row canister costs one map
 //! clone and untouched pages cost no host memory. Each message keeps an undo log of the
 //! pages it writes, which is both the rollback on a trap and the replica's set of newly
-//! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each).
+//! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each). Under the deterministic memory
+//! tracker it also counts the 64 KiB Wasm pages a message accesses and writes, which the
+//! tracker charges instead.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -123,6 +125,37 @@ struct MessageLog {
     /// set lookups for them.
     last_accessed: Option<u64>,
     last_dirty: Option<u64>,
+    /// Wasm pages accessed and written, counted only under the deterministic memory tracker.
+    wasm_pages: Option<WasmPageLog>,
+}
+
+/// The Wasm pages a message touched, as the deterministic memory tracker counts them.
+#[derive(Default)]
+struct WasmPageLog {
+    accessed: PageSet,
+    written: PageSet,
+    /// The last Wasm page accessed and written (see `MessageLog::last_accessed`).
+    last_accessed: Option<u64>,
+    last_written: Option<u64>,
+}
+
+impl WasmPageLog {
+    fn access(&mut self, pages: std::ops::Range<u64>) {
+        if pages.end == pages.start + 1 && self.last_accessed == Some(pages.start) {
+            return;
+        }
+        self.last_accessed = pages.clone().last().or(self.last_accessed);
+        self.accessed.extend(pages);
+    }
+
+    fn write(&mut self, pages: std::ops::Range<u64>) {
+        self.access(pages.clone());
+        if pages.end == pages.start + 1 && self.last_written == Some(pages.start) {
+            return;
+        }
+        self.last_written = pages.clone().last().or(self.last_written);
+        self.written.extend(pages);
+    }
 }
 
 /// Why a stable memory access failed; each maps to a replica error.
@@ -159,10 +192,12 @@ impl StableMemory {
         self.image.size_wasm_pages
     }
 
-    /// Starts a message with its page limits (in OS pages).
-    pub fn begin(&mut self, dirty_limit: u64, accessed_limit: u64) {
+    /// Starts a message with its page limits (in OS pages); `count_wasm_pages` counts the
+    /// Wasm pages it accesses and writes (the deterministic memory tracker).
+    pub fn begin(&mut self, dirty_limit: u64, accessed_limit: u64, count_wasm_pages: bool) {
         self.log = MessageLog {
             size_before: self.image.size_wasm_pages,
+            wasm_pages: count_wasm_pages.then(WasmPageLog::default),
             ..MessageLog::default()
         };
         self.dirty_limit = dirty_limit;
@@ -172,6 +207,22 @@ impl StableMemory {
     /// Pages written in the current message.
     pub fn dirty_pages(&self) -> u64 {
         self.log.undo.len() as u64
+    }
+
+    /// Wasm pages accessed in the current message (0 unless counted, see [`Self::begin`]).
+    pub fn wasm_pages_accessed(&self) -> u64 {
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or(0, |w| w.accessed.len() as u64)
+    }
+
+    /// Wasm pages written in the current message (0 unless counted).
+    pub fn wasm_pages_written(&self) -> u64 {
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or(0, |w| w.written.len() as u64)
     }
 
     pub fn commit(&mut self) {
@@ -215,6 +266,13 @@ impl StableMemory {
         offset / OS_PAGE as u64..(offset + len - 1) / OS_PAGE as u64 + 1
     }
 
+    fn wasm_pages_of(offset: u64, len: u64) -> std::ops::Range<u64> {
+        if len == 0 {
+            return 0..0;
+        }
+        offset / WASM_PAGE..(offset + len - 1) / WASM_PAGE + 1
+    }
+
     fn touch(&mut self, pages: std::ops::Range<u64>) -> Result<(), StableError> {
         if pages.end == pages.start + 1 && self.log.last_accessed == Some(pages.start) {
             return Ok(());
@@ -235,6 +293,9 @@ impl StableMemory {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
         self.touch(Self::pages_of(offset, len))?;
+        if let Some(w) = &mut self.log.wasm_pages {
+            w.access(Self::wasm_pages_of(offset, len));
+        }
         for (page, in_page, r) in pieces(offset, out.len()) {
             match self.image.pages.get(&page) {
                 Some(p) => out[r.clone()].copy_from_slice(&p[in_page..in_page + r.len()]),
@@ -259,6 +320,9 @@ impl StableMemory {
             return Err(StableError::DirtyPageLimit(self.dirty_limit));
         }
         self.touch(pages.clone())?;
+        if let Some(w) = &mut self.log.wasm_pages {
+            w.write(Self::wasm_pages_of(offset, len));
+        }
         for (page, in_page, r) in pieces(offset, data.len()) {
             let mut created = false;
             let entry = self.image.pages.entry(page).or_insert_with(|| {
@@ -311,7 +375,7 @@ mod tests {
 
     fn mem(pages: u64) -> StableMemory {
         let mut m = StableMemory::new(StableImage::default(), 400 << 30);
-        m.begin(u64::MAX, u64::MAX);
+        m.begin(u64::MAX, u64::MAX, false);
         assert_eq!(m.grow(pages), 0);
         m
     }
@@ -333,7 +397,7 @@ mod tests {
         m.write(0, b"abc").unwrap();
         m.commit();
         let snap = m.image().clone();
-        m.begin(u64::MAX, u64::MAX);
+        m.begin(u64::MAX, u64::MAX, false);
         m.write(1, b"XY").unwrap();
         m.grow(3);
         m.write(70000, b"z").unwrap();
@@ -344,7 +408,7 @@ mod tests {
         assert_eq!(m.size_wasm_pages(), 1);
         assert_eq!(m.image().stored_pages(), 1);
         let mut restored = StableMemory::new(snap, 400 << 30);
-        restored.begin(u64::MAX, u64::MAX);
+        restored.begin(u64::MAX, u64::MAX, false);
         restored.read(0, &mut out).unwrap();
         assert_eq!(&out, b"abc");
     }
@@ -357,7 +421,7 @@ mod tests {
             m.read(u64::MAX, &mut [0u8; 2]),
             Err(StableError::OutOfBounds)
         );
-        m.begin(1, u64::MAX);
+        m.begin(1, u64::MAX, false);
         assert_eq!(m.write(0, &[1; 4097]), Err(StableError::DirtyPageLimit(1)));
         let mut small = StableMemory::new(StableImage::default(), 2 * WASM_PAGE);
         assert_eq!(small.grow(2), 0);
@@ -367,7 +431,7 @@ mod tests {
     #[test]
     fn repeated_small_accesses_count_each_page_once() {
         let mut m = mem(1);
-        m.begin(2, 3);
+        m.begin(2, 3, false);
         assert_eq!(m.write(10, b"a").unwrap(), 1);
         assert_eq!(m.write(11, b"b").unwrap(), 0);
         assert_eq!(m.write(5000, b"c").unwrap(), 1);
@@ -388,9 +452,37 @@ mod tests {
         );
         m.rollback();
         assert_eq!(m.image().stored_pages(), 0);
-        m.begin(u64::MAX, u64::MAX);
+        m.begin(u64::MAX, u64::MAX, false);
         m.read(10, &mut out).unwrap();
         assert_eq!(out, [0, 0, 0]);
+    }
+
+    #[test]
+    fn wasm_pages_are_counted_once_each_when_asked() {
+        let mut m = mem(4);
+        m.begin(u64::MAX, u64::MAX, true);
+        let mut out = [0u8; 2];
+        // One byte of Wasm page 0, twice: one access.
+        m.read(5, &mut out[..1]).unwrap();
+        m.read(6, &mut out[..1]).unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (1, 0));
+        // A read across the boundary of pages 0 and 1 accesses page 1 too.
+        m.read(WASM_PAGE - 1, &mut out).unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (2, 0));
+        // A write to an accessed page writes it; one to page 3 accesses and writes it.
+        m.write(10, b"x").unwrap();
+        m.write(3 * WASM_PAGE + 7, b"y").unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (3, 2));
+        // Nothing for an empty access; a new message starts from nothing.
+        m.read(2 * WASM_PAGE, &mut []).unwrap();
+        assert_eq!(m.wasm_pages_accessed(), 3);
+        m.commit();
+        m.begin(u64::MAX, u64::MAX, true);
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (0, 0));
+        // Without counting, nothing is counted.
+        m.begin(u64::MAX, u64::MAX, false);
+        m.write(0, b"z").unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (0, 0));
     }
 
     #[test]

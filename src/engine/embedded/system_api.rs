@@ -16,7 +16,7 @@ use wasmtime::{
 
 use super::heap::HeapRegion;
 use super::stable::{StableError, StableMemory, WASM_PAGE};
-use crate::engine::cost::{self, ApiFee, Limits};
+use crate::engine::cost::{self, ApiFee, Limits, MemoryTracker};
 use crate::engine::instrument::{self, Counter};
 
 /// The kind of entry point running, which decides what the API allows.
@@ -59,6 +59,12 @@ impl ApiType {
             self,
             ApiType::Start | ApiType::Init | ApiType::PostUpgrade | ApiType::Update
         )
+    }
+    /// The replica runs these without modification tracking
+    /// (`ApiType::modification_tracking` is `Ignore` for replicated and non-replicated
+    /// queries): their writes are neither charged nor kept.
+    pub fn ignores_modifications(self) -> bool {
+        matches!(self, ApiType::ReplicatedQuery | ApiType::Query)
     }
     fn has_arg(self) -> bool {
         matches!(
@@ -179,6 +185,75 @@ pub struct HostState {
     pub print_log: bool,
     /// The current message's profile in the making, when it is profiled.
     pub profiler: Option<super::profiler::Profiler>,
+    /// The deterministic memory tracker's charge, when the replica vintage has it.
+    pub memory_tracker: Option<MemoryTracker>,
+    /// The message tracks writes (`ModificationTracking::Track`): its first write to a Wasm
+    /// page is charged too. Queries only pay for access.
+    pub charge_writes: bool,
+    /// Page charges already taken from the counter (see [`HostState::fold_page_charges`]).
+    pub folded: u64,
+}
+
+impl HostState {
+    /// What the memory tracker charged so far in this message, by kind.
+    pub fn page_charges(&self) -> PageCharges {
+        let Some(tracker) = self.memory_tracker else {
+            return PageCharges::default();
+        };
+        let per_page = tracker.wasm_page_charge();
+        let writes = if self.charge_writes { per_page } else { 0 };
+        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
+            (h.wasm_pages_accessed(), h.wasm_pages_written())
+        });
+        PageCharges {
+            heap_access: heap_accessed * per_page,
+            heap_write: heap_written * writes,
+            stable_access: self.stable.wasm_pages_accessed() * per_page,
+            stable_write: self.stable.wasm_pages_written() * writes,
+        }
+    }
+
+    /// Takes the page charges not taken yet from the counter. The replica takes each inside
+    /// its fault handler; the faults here are counted in the heap's mapping and the charge is
+    /// taken at the next System API call (and at the end of the message), which is as soon
+    /// as the canister or the host can see the counter. So every count matches; a message
+    /// the charges drive out of instructions stops at the next call instead of the next check.
+    pub fn fold_page_charges(&mut self) {
+        if self.memory_tracker.is_none() {
+            return;
+        }
+        let total = self.page_charges().total();
+        let new = total.saturating_sub(self.folded);
+        self.left = self.left.saturating_sub(new.min(i64::MAX as u64) as i64);
+        self.folded = total;
+    }
+}
+
+/// The memory tracker's charges of one message so far (instructions), by kind: the first
+/// access to a Wasm page of the heap or stable memory, and the first write to one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageCharges {
+    pub heap_access: u64,
+    pub heap_write: u64,
+    pub stable_access: u64,
+    pub stable_write: u64,
+}
+
+impl PageCharges {
+    pub fn total(&self) -> u64 {
+        self.heap_access + self.heap_write + self.stable_access + self.stable_write
+    }
+
+    /// Each kind with the profile frame it is shown as.
+    pub fn by_frame(&self) -> [(&'static str, u64); 4] {
+        use crate::engine::profile::{HEAP_ACCESS, HEAP_WRITE, STABLE_ACCESS, STABLE_WRITE};
+        [
+            (HEAP_ACCESS, self.heap_access),
+            (HEAP_WRITE, self.heap_write),
+            (STABLE_ACCESS, self.stable_access),
+            (STABLE_WRITE, self.stable_write),
+        ]
+    }
 }
 
 /// The replica checks `memory.grow` after the native grow (`try_grow_wasm_memory`): a grow
@@ -458,6 +533,10 @@ fn stable_write_impl(
         .stable
         .write(offset, &data[r])
         .map_err(|e| stable_err(e, api, &state.limits))?;
+    if caller.data().memory_tracker.is_some() {
+        // The memory tracker charges the pages instead (at the end of this call).
+        return Ok(());
+    }
     let overhead = caller.data().limits.dirty_page_overhead;
     charge(caller, newly_dirty * overhead)
 }
@@ -655,8 +734,12 @@ fn define_api<Args, R: Results, F: HostFn<Args, R>>(
             CounterPassing::Unmetered => i64::MAX,
         };
         c.data_mut().left = left;
+        c.data_mut().fold_page_charges();
         // SAFETY: the slots hold the arguments of type `ty` (checked by wasmtime).
-        match unsafe { f.call(&mut c, slots) } {
+        let result = unsafe { f.call(&mut c, slots) };
+        // Pages the call itself touched (copies into and out of the heap, stable memory).
+        c.data_mut().fold_page_charges();
+        match result {
             Ok(value) => {
                 value.write(slots);
                 let left = c.data().left;
