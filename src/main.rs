@@ -139,7 +139,7 @@ struct RunArgs {
     /// The replica whose charging rules the embedded engine models, by the month its
     /// newest modelled rule was merged (default: the newest; docs/engine.md lists each
     /// vintage's rules and sources). Reports name the vintage.
-    #[arg(long, value_name = "VINTAGE", value_parser = replica_names())]
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
     replica: Option<String>,
     /// Run even when the suites' estimated peak memory exceeds the memory available (by
     /// default such a run is refused before it starts, naming the flags that fit).
@@ -227,13 +227,6 @@ struct ProfileTopArgs {
 enum MetricKind {
     Store,
     Charged,
-}
-
-/// `--replica` values: every vintage, with what it changed.
-fn replica_names() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        Replica::ALL.map(|r| clap::builder::PossibleValue::new(r.name).help(r.summary)),
-    )
 }
 
 fn make_engine(kind: EngineKind, replica: Option<&str>) -> Result<Box<dyn Engine>> {

@@ -92,6 +92,11 @@ pub struct CanbenchArgs {
     /// Directory for the part of a --shard run.
     #[arg(long, requires = "shard")]
     pub out: Option<PathBuf>,
+    /// The replica whose charging rules the benches run under (default: 2025-03, what the
+    /// PocketIC server canbench 0.5 to 0.7 downloads charges; 2026-07 adds the deterministic
+    /// memory tracker's page charges that mainnet takes since July 2026).
+    #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
+    pub replica: Option<String>,
 }
 
 /// Everything a run needs, resolved from the flags and the config.
@@ -212,11 +217,18 @@ pub fn discover(wasm: &[u8]) -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// The replica rules canbench's benchmarks run under. Its published figures are what a
-/// benchmark query executes, and the vintages differ only in what install_code charges for
-/// creating the execution state, so the newest vintage reproduces them (and
-/// `tests/it/canbench_baseline.rs` checks them under every vintage).
-pub const REPLICA: Replica = Replica::NEWEST;
+/// The replica rules `icbench canbench` charges by unless `--replica` says otherwise: those
+/// of the PocketIC server canbench itself downloads. Every canbench release since 0.5.0
+/// (2026-05-08), 0.7.0 the newest, pins PocketIC 13.0.0 (`POCKET_IC_VERSION` in
+/// canbench-bin, commit ef6e4d4, 2026-05-07), released 2026-03-23: after dfinity/ic #4506
+/// (2025-03) and before #10065 (2026-04-30), #9565's memory tracker charging (first in a
+/// replica release on 2026-05-07) and #10789's (2026-07). So canbench's own figures carry no
+/// page charge, and a canbench_results.yml recorded with canbench matches this vintage to
+/// the instruction; `--replica 2026-07` shows what the same benches cost on today's replica.
+/// (Vintages before the memory tracker differ only in what install_code charges, which no
+/// bench measures: `tests/it/canbench_baseline.rs` checks canbench's recorded figures
+/// under each.)
+pub const REPLICA: Replica = Replica::R2025_03;
 
 /// One benchmark's outcome; the error reads like canbench's (`IC0503: ...`).
 pub type BenchOutcome = Result<BenchResult, String>;
@@ -388,7 +400,12 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         })?),
         None => None,
     };
-    let mut runner = Runner::install(
+    let replica = match &args.replica {
+        Some(name) => Replica::by_name(name).map_err(|e| anyhow!(e))?,
+        None => REPLICA,
+    };
+    let mut runner = Runner::install_under(
+        replica,
         &wasm,
         &plan.init_args,
         stable.as_deref(),
@@ -449,6 +466,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         index: shard.index,
         count: shard.count,
         module: crate::suites::pool::sha256_hex(&wasm),
+        replica: replica.name.to_string(),
         init_args: hex::encode(&plan.init_args),
         stable_memory: stable.as_deref().map(crate::suites::pool::sha256_hex),
         benches: names.clone(),

@@ -16,7 +16,7 @@ use super::{BenchOutcome, Output};
 /// The part's file in a shard's --out directory.
 pub const PART_FILE: &str = "canbench_part.json";
 /// The part file's `kind`: what wrote it, and its format.
-pub const KIND: &str = "icbench canbench part 1";
+pub const KIND: &str = "icbench canbench part 2";
 
 /// A shard's part of a canbench run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -30,6 +30,8 @@ pub struct Part {
     pub count: usize,
     /// SHA-256 of the module as installed (gunzipped).
     pub module: String,
+    /// The replica vintage the benches were charged by (`--replica`).
+    pub replica: String,
     /// The install argument, hex.
     pub init_args: String,
     /// SHA-256 of the stable memory file, if any.
@@ -112,6 +114,7 @@ impl Part {
             ("the icbench version", json(&self.icbench)),
             ("the shard count", json(&self.count)),
             ("the canister module (SHA-256)", json(&self.module)),
+            ("the replica rules (--replica)", json(&self.replica)),
             ("the init args", json(&self.init_args)),
             (
                 "the stable memory file (SHA-256)",
@@ -250,6 +253,7 @@ mod tests {
             index,
             count: 2,
             module: "m".into(),
+            replica: "2025-03".into(),
             init_args: String::new(),
             stable_memory: None,
             outcomes: positions

@@ -136,6 +136,15 @@ pub fn select(names: &[String]) -> Result<Vec<&'static dyn Suite>> {
 /// USD per XDR (1 trillion cycles = 1 XDR). An assumption, printed with every report.
 pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
 
+/// The values of `--replica` (the suites' and `icbench canbench`'s): every vintage, with what
+/// it changed.
+pub fn replica_value_parser() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        crate::engine::cost::Replica::ALL
+            .map(|r| clap::builder::PossibleValue::new(r.name).help(r.summary)),
+    )
+}
+
 /// Options that more than one suite reads; each says which.
 #[derive(Args, Clone, Debug)]
 #[command(next_help_heading = "Options of several suites")]

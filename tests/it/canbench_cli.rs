@@ -239,11 +239,11 @@ fn a_trapping_bench_fails_the_run_but_the_others_run() {
     let err = stderr(&o);
     assert!(err.contains("Error executing benchmark trap_on_request. Error:\nIC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: "), "{err}");
     assert!(
-        err.contains("1 of 10 benchmarks failed (trap_on_request); results and CSV not written"),
+        err.contains("1 of 11 benchmarks failed (trap_on_request); results and CSV not written"),
         "{err}"
     );
     let out = stdout(&o);
-    assert_eq!(out.matches("Benchmark: ").count(), 9, "{out}");
+    assert_eq!(out.matches("Benchmark: ").count(), 10, "{out}");
     assert!(out.contains("Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n"));
     assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
 }
@@ -436,7 +436,7 @@ fn shards_merged_equal_the_unsharded_run() {
 
     let s = Scratch::new("shard_parts");
     s.write("canbench_results.yml", BASELINE);
-    for (k, jobs) in [("1", "1"), ("2", "2")] {
+    for (k, jobs, mine) in [("1", "1", 6), ("2", "2", 5)] {
         let shard = format!("{k}/2");
         let out = format!("part{k}");
         let mut args = flags.to_vec();
@@ -444,7 +444,7 @@ fn shards_merged_equal_the_unsharded_run() {
         let o = s.run(&args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(stdout(&o).ends_with(&format!(
-            "Shard {k}/2: 5 of the 10 benchmarks, written to part{k}/canbench_part.json (`icbench merge` joins the parts)\n"
+            "Shard {k}/2: {mine} of the 11 benchmarks, written to part{k}/canbench_part.json (`icbench merge` joins the parts)\n"
         )));
         // A part never overwrites the results file with a partial result, nor writes the CSV.
         assert_eq!(s.read("canbench_results.yml"), BASELINE);
@@ -580,7 +580,8 @@ fn merge_refuses_parts_that_are_not_one_whole_run() {
 #[test]
 fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     let w = wasm();
-    // hex("trap") makes trap_on_request (the 10th bench, so part 2/2's) trap.
+    // hex("trap") makes trap_on_request (the 11th bench in export order, so part 1/2's)
+    // trap.
     let flags = [
         "--wasm",
         &w,
@@ -593,7 +594,7 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     let expected = whole.run(&flags);
     assert_eq!(expected.status.code(), Some(1));
     let s = Scratch::new("shard_trap_parts");
-    for (k, code) in [("1", 0), ("2", 1)] {
+    for (k, code) in [("1", 1), ("2", 0)] {
         let (shard, out) = (format!("{k}/2"), format!("part{k}"));
         let mut args = flags.to_vec();
         args.extend(["--shard", &shard, "--out", &out]);
@@ -609,7 +610,7 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o), stdout(&expected));
     assert_eq!(stderr(&o), stderr(&expected));
-    assert!(stderr(&o).contains("1 of 10 benchmarks failed (trap_on_request)"));
+    assert!(stderr(&o).contains("1 of 11 benchmarks failed (trap_on_request)"));
     assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
 }
 
@@ -657,5 +658,62 @@ fn instruction_tracing_writes_each_bench_s_flame_graph_summing_to_its_instructio
     assert_eq!(
         icbench::canbench::results::read(&s.path("out/plain.yml")).unwrap(),
         results
+    );
+}
+
+#[test]
+fn replica_selects_the_rules_and_parts_of_other_rules_do_not_merge() {
+    let w = wasm();
+    // canbench's own PocketIC charges no page; today's replica charges touch_new_pages'
+    // three new pages (tests/it/canbench_baseline.rs works the figure out).
+    let s = Scratch::new("replica");
+    let o = s.run(&["--wasm", &w, "touch_new_pages"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("    instructions: 339 (new)\n"),
+        "{}",
+        stdout(&o)
+    );
+    let o = s.run(&["--wasm", &w, "--replica", "2026-07", "touch_new_pages"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("    instructions: 240.34 K (new)\n"),
+        "{}",
+        stdout(&o)
+    );
+    // An unknown vintage is refused, naming the known ones.
+    let o = s.run(&["--wasm", &w, "--replica", "2027"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("2025-03, 2026-04, 2026-05, 2026-07"),
+        "{}",
+        stderr(&o)
+    );
+    // Parts charged by different rules are not one run.
+    for (k, replica) in [("1", "2025-03"), ("2", "2026-07")] {
+        let (shard, out) = (format!("{k}/2"), format!("part{k}"));
+        let o = s.run(&[
+            "--wasm",
+            &w,
+            "--shard",
+            &shard,
+            "--out",
+            &out,
+            "--replica",
+            replica,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = crate::support::icbench_command()
+        .args(["merge", "part1", "part2", "--out", "."])
+        .current_dir(&s.0)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("they differ in the replica rules (--replica) (2025-03 vs 2026-07)"),
+        "{}",
+        stderr(&o)
     );
 }

@@ -131,3 +131,21 @@ fn fib(n: u32) -> u64 {
         fib(n - 1) + fib(n - 2)
     }
 }
+
+/// Touches memory nothing before its measurement touched, for the deterministic memory
+/// tracker (replica vintage 2026-07): two new Wasm pages of heap, one byte stored in each,
+/// and a new page of stable memory, one byte read from it. A bench is a query, charged for
+/// access only: 3 x 80,000 more than before the tracker, and heap_increase 2 either way.
+#[bench]
+fn touch_new_pages() {
+    let first = core::arch::wasm32::memory_grow(0, 2) * 65536;
+    // SAFETY: both bytes lie in the two pages just grown, which nothing else uses.
+    unsafe {
+        core::ptr::write_volatile(first as *mut u8, 1);
+        core::ptr::write_volatile((first + 65536) as *mut u8, 1);
+    }
+    let start = unsafe { stable64_grow(1) };
+    let mut byte = [0u8; 1];
+    ic_cdk::api::stable_read(start * 65536, &mut byte);
+    core::hint::black_box(byte);
+}
