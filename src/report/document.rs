@@ -48,7 +48,19 @@ impl Plot {
 
 /// The legend of tables whose cells are one message's total with the per-row figure in
 /// parentheses, for a suite to put first in its markdown blocks.
-pub fn message_cells_legend() -> Block {
+pub fn message_cells_legend(report: &Report) -> Block {
+    if report.charges_pages_in_band() {
+        return Block::Text(
+            "Cells show the total for one message and, in parentheses, per row. \"Store work\" is \
+             `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
+             \"charged\" is what the message is billed: its whole execution, and what cycles are \
+             computed from. Both include the memory tracker's page charges: 80,000 instructions for \
+             each 64 KiB page of heap or stable memory a message first touches and as much again \
+             for each it first writes (queries pay for the touch only). Cycles and USD are for a \
+             13-node application subnet; queries are free when not replicated.\n"
+                .into(),
+        );
+    }
     Block::Text(
         "Cells show the total for one message and, in parentheses, per row. \"Store work\" is \
          `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
@@ -90,6 +102,11 @@ pub fn markdown(report: &Report, document: &Document) -> String {
         out.push_str(&format!(
             "- Replica rules: `{replica}` (`--replica`; docs/engine.md lists what each vintage charges)\n"
         ));
+    }
+    if report.charges_pages_in_band() {
+        out.push_str(
+            "- Memory pages: the deterministic memory tracker's charge, 80,000 instructions for each 64 KiB page of heap or stable memory a message first touches and as much again for each it first writes (queries: the touch only), is in every figure, `ic0.performance_counter` included\n",
+        );
     }
     out.push_str(&format!(
         "- Rows before each message: {}\n",

@@ -76,6 +76,19 @@ impl Report {
         self.set_extra(REPLICA, &name);
     }
 
+    /// The embedded engine's vintage the run was charged by (None: a PocketIC server, or
+    /// a report that names none).
+    pub fn replica(&self) -> Option<crate::engine::cost::Replica> {
+        self.extra::<String>(REPLICA)
+            .and_then(|name| crate::engine::cost::Replica::by_name(&name).ok())
+    }
+
+    /// The run was charged by the deterministic memory tracker (replica vintage `2026-07`
+    /// on): memory pages during the message instead of written pages after it.
+    pub fn charges_pages_in_band(&self) -> bool {
+        self.replica().is_some_and(|r| r.memory_tracker.is_some())
+    }
+
     /// Stores a suite's own data under `name` in results.json.
     pub fn set_extra<T: Serialize>(&mut self, name: &str, value: &T) {
         let value = serde_json::to_value(value).expect("suite data serializes to JSON");

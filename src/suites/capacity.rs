@@ -468,7 +468,19 @@ pub fn confirm(
 // ---- the report ---------------------------------------------------------------------
 
 /// What the capacity table shows, for the report's text.
-pub const EXPLAINED: &str = "Estimate: the message's instruction limit over the instructions charged per row by the largest batch measured at this size (1,000-row inserts, 100-key lookups); for an insert into the heap map also the heap left under the canister's `wasm_memory_limit` over the map's heap bytes per row, whichever comes first. Then real calls, each from the same snapshot: the largest size that fits, to three significant digits of the estimate, and the size one step above it, which the replica rejects with the error shown (IC0522: the per-message instruction limit; IC0539: the Wasm memory limit). Inserts are `add_users_*(offset, 10, K)`: new ids between the stored ones from the middle on (past the last one beyond N/2 rows). Lookups are `get_users_*(offset, 10, K)` as a query over the K stored rows around the middle: all present, consecutive, so they share pages and cost less per key than the random keys of the estimate. When every stored row fits in one query, the table says so. An update's charged instructions can pass the limit by the heap's dirty-page charge (1,000 per 4 KiB page), which the replica applies after execution, where the limit no longer stops it. Caveats: the canister replies with counts, not rows; a method that returns 100-byte rows is also bound by the reply size (2 MiB for an update's reply), about 20,000 rows. Rows are 100 bytes (`--payload-size`). The replica also rate-limits how fast a canister's heap may change (75 MiB per round), so a message that writes gigabytes delays the canister's next ones; that is not modelled.\n";
+/// The capacity tables' explanation, for the rules `report` was charged by.
+pub fn explained(report: &Report) -> String {
+    if report.charges_pages_in_band() {
+        EXPLAINED.replace(DIRTY_PAGES_PAST_THE_LIMIT, PAGES_WITHIN_THE_LIMIT)
+    } else {
+        EXPLAINED.to_string()
+    }
+}
+
+const DIRTY_PAGES_PAST_THE_LIMIT: &str = "An update's charged instructions can pass the limit by the heap's dirty-page charge (1,000 per 4 KiB page), which the replica applies after execution, where the limit no longer stops it.";
+const PAGES_WITHIN_THE_LIMIT: &str = "The memory tracker's page charges (80,000 instructions per 64 KiB page of heap or stable memory first touched, as much again per page first written) are taken during the message and count against the limit.";
+
+const EXPLAINED: &str = "Estimate: the message's instruction limit over the instructions charged per row by the largest batch measured at this size (1,000-row inserts, 100-key lookups); for an insert into the heap map also the heap left under the canister's `wasm_memory_limit` over the map's heap bytes per row, whichever comes first. Then real calls, each from the same snapshot: the largest size that fits, to three significant digits of the estimate, and the size one step above it, which the replica rejects with the error shown (IC0522: the per-message instruction limit; IC0539: the Wasm memory limit). Inserts are `add_users_*(offset, 10, K)`: new ids between the stored ones from the middle on (past the last one beyond N/2 rows). Lookups are `get_users_*(offset, 10, K)` as a query over the K stored rows around the middle: all present, consecutive, so they share pages and cost less per key than the random keys of the estimate. When every stored row fits in one query, the table says so. An update's charged instructions can pass the limit by the heap's dirty-page charge (1,000 per 4 KiB page), which the replica applies after execution, where the limit no longer stops it. Caveats: the canister replies with counts, not rows; a method that returns 100-byte rows is also bound by the reply size (2 MiB for an update's reply), about 20,000 rows. Rows are 100 bytes (`--payload-size`). The replica also rate-limits how fast a canister's heap may change (75 MiB per round), so a message that writes gigabytes delays the canister's next ones; that is not modelled.\n";
 
 /// `Report::extra` key of the limits a run's capacity was searched under.
 pub const LIMITS: &str = "capacity_limits";
@@ -692,6 +704,17 @@ fn status_text(status: &Status) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_explanation_says_when_pages_are_charged() {
+        let mut report = crate::report::fixture::report(Vec::new());
+        report.set_replica(Some(crate::engine::cost::Replica::R2026_05));
+        assert_eq!(explained(&report), EXPLAINED);
+        assert!(EXPLAINED.contains(DIRTY_PAGES_PAST_THE_LIMIT));
+        report.set_replica(Some(crate::engine::cost::Replica::R2026_07));
+        let text = explained(&report);
+        assert!(!text.contains("dirty-page") && text.contains(PAGES_WITHIN_THE_LIMIT));
+    }
 
     #[test]
     fn steps_keep_three_significant_digits() {

@@ -610,7 +610,7 @@ pub fn document(report: &Report) -> Document {
         level: 2,
         text: text.into(),
     };
-    let mut markdown = vec![message_cells_legend(), heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
+    let mut markdown = vec![message_cells_legend(report), heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
     if let Some(plot) = &plot {
         markdown.push(Block::Image {
             alt: "db_bench: store instructions per op".into(),

@@ -307,7 +307,7 @@ pub(crate) fn document(report: &Report) -> Document {
         .into_iter()
         .filter_map(|p| plot(report, &p).map(|plot| (p, plot)))
         .collect();
-    let mut blocks = vec![message_cells_legend()];
+    let mut blocks = vec![message_cells_legend(report)];
     blocks.extend(markdown(report, &plots));
     Document {
         markdown: blocks,

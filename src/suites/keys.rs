@@ -364,7 +364,7 @@ pub fn document(report: &Report) -> Document {
         }))
     };
     let mut markdown = vec![
-        message_cells_legend(),
+        message_cells_legend(report),
         heading("store instructions per insert"),
     ];
     if let Some(plot) = &plot {

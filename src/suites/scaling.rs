@@ -795,7 +795,7 @@ pub fn document(report: &Report) -> Document {
             thousands(n)
         );
         doc.push_table(&title, table);
-        doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
+        doc.markdown.push(Block::Text(capacity::explained(report)));
     }
     doc.markdown.push(Block::Text(
         "Cells are store instructions for one message (`ic0.performance_counter(0)` around the store work) at each store size N; every operation at N starts from the same snapshot.\n".into(),

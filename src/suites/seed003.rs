@@ -129,7 +129,7 @@ impl Suite for Seed003 {
                 thousands(report.rows_before)
             );
             doc.push_table(&title, table);
-            doc.markdown.push(Block::Text(capacity::EXPLAINED.into()));
+            doc.markdown.push(Block::Text(capacity::explained(report)));
         } else if let Some(table) = capacity::estimate_table(report) {
             let title = format!(
                 "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",

@@ -485,7 +485,7 @@ fn blocks(report: &Report) -> Vec<Block> {
 
 pub fn document(report: &Report) -> Document {
     let plot = plot(report);
-    let mut markdown = vec![message_cells_legend()];
+    let mut markdown = vec![message_cells_legend(report)];
     if let Some(plot) = &plot {
         markdown.push(Block::Heading {
             level: 2,
