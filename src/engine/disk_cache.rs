@@ -149,20 +149,103 @@ pub fn entry_path(dir: &Path, kind: &str, key: &[u8; 32]) -> PathBuf {
         .join(format!("{}{ENTRY_SUFFIX}", hex::encode(key)))
 }
 
-/// An intact entry: the file's bytes, split without copying (payloads are tens of MB).
-#[derive(Debug, PartialEq, Eq)]
+/// An intact entry: the file's bytes, split without copying (payloads are tens of MB; a
+/// default run's state is 450 MB, mapped rather than copied into memory the process would
+/// fault in page by page).
+#[derive(Debug)]
 pub struct Entry {
-    bytes: Vec<u8>,
+    bytes: FileBytes,
     meta_len: usize,
 }
 
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.meta_len == other.meta_len && self.bytes.as_slice() == other.bytes.as_slice()
+    }
+}
+
+impl Eq for Entry {}
+
 impl Entry {
     pub fn meta(&self) -> &[u8] {
-        &self.bytes[HEADER..HEADER + self.meta_len]
+        &self.bytes.as_slice()[HEADER..HEADER + self.meta_len]
     }
     pub fn payload(&self) -> &[u8] {
-        &self.bytes[HEADER + self.meta_len..]
+        &self.bytes.as_slice()[HEADER + self.meta_len..]
     }
+}
+
+/// A file's bytes: mapped read-only, or read into memory where it cannot be mapped.
+#[derive(Debug)]
+enum FileBytes {
+    Read(Vec<u8>),
+    Mapped { ptr: *const u8, len: usize },
+}
+
+// SAFETY: the mapping is private to this value, read-only and never changed by the process
+// (entries are replaced by renaming a new file over them, which leaves the mapped one as it
+// was); it is unmapped only on drop.
+unsafe impl Send for FileBytes {}
+// SAFETY: as above: shared references only read.
+unsafe impl Sync for FileBytes {}
+
+impl FileBytes {
+    /// The file at `path`: mapped, or read if it cannot be.
+    fn open(path: &Path) -> std::io::Result<FileBytes> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len() as usize;
+        if len > 0 {
+            // SAFETY: a fresh read-only private mapping of a file we opened; the pages are
+            // read in by the kernel up front (MAP_POPULATE), not fault by fault.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | populate(),
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr != libc::MAP_FAILED {
+                return Ok(FileBytes::Mapped {
+                    ptr: ptr as *const u8,
+                    len,
+                });
+            }
+        }
+        let mut bytes = Vec::with_capacity(len);
+        std::io::Read::read_to_end(&mut &file, &mut bytes)?;
+        Ok(FileBytes::Read(bytes))
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            FileBytes::Read(v) => v,
+            // SAFETY: the mapping is `len` readable bytes for as long as `self` lives.
+            FileBytes::Mapped { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
+        }
+    }
+}
+
+impl Drop for FileBytes {
+    fn drop(&mut self) {
+        if let FileBytes::Mapped { ptr, len } = *self {
+            // SAFETY: our own mapping, no longer borrowed.
+            unsafe { libc::munmap(ptr as *mut _, len) };
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn populate() -> libc::c_int {
+    libc::MAP_POPULATE
+}
+
+#[cfg(not(target_os = "linux"))]
+fn populate() -> libc::c_int {
+    0
 }
 
 /// What [`read`] found.
@@ -178,12 +261,12 @@ pub enum Lookup {
 /// Reads the entry `key`; `Err` when the cache cannot be read at all.
 pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
     let path = entry_path(dir, kind, key);
-    let bytes = match std::fs::read(&path) {
+    let bytes = match FileBytes::open(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
-    Ok(match check(&bytes, key) {
+    Ok(match check(bytes.as_slice(), key) {
         Ok(meta_len) => {
             // Recently used, for [`prune`]; an entry that stays old only costs a recompute.
             let _ = std::fs::File::options()

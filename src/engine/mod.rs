@@ -242,6 +242,30 @@ pub enum WasmMemoryPersistence {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SnapshotId(pub u64);
 
+/// A snapshot as a value: taken out of one engine ([`Engine::share`]) and put into forks of
+/// it ([`Engine::adopt`]), so work spread over forks can start from a state any one of them
+/// made. The state is shared, not copied; its memory goes with the last handle and the
+/// last canister loaded from it.
+#[derive(Clone)]
+pub struct SharedSnapshot {
+    pub canister: Principal,
+    /// The engine's own state, which only an engine of the same kind reads.
+    pub state: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+}
+
+impl SharedSnapshot {
+    /// Whether two handles are the same state (not merely equal ones).
+    pub fn same(&self, other: &SharedSnapshot) -> bool {
+        std::sync::Arc::ptr_eq(&self.state, &other.state)
+    }
+}
+
+impl fmt::Debug for SharedSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SharedSnapshot({})", self.canister)
+    }
+}
+
 /// One canister execution environment. Errors (`Err`) are failures of the engine or of
 /// the request (unknown canister, invalid module); a canister's own failure is a
 /// [`Reject`] inside the [`CallOutcome`].
@@ -263,6 +287,12 @@ pub trait Engine {
     /// install_code of any module pays its full compilation. A no-op where a replica of its
     /// own takes the checkpoints (PocketIC).
     fn checkpoint(&mut self) {}
+    /// Gets `wasm` ready to install (the embedded engine instruments and compiles it, or
+    /// loads it from the compile cache), so that a suite can time that apart and do other
+    /// work meanwhile; installing does it otherwise.
+    fn prepare(&mut self, _wasm: &[u8]) -> Result<()> {
+        Ok(())
+    }
     /// Creates a canister and installs `wasm` (raw or gzipped) with `arg` for `canister_init`.
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)>;
     /// `canister_pre_upgrade`, new module, `canister_post_upgrade(arg)`; stable memory kept.
@@ -325,6 +355,19 @@ pub trait Engine {
         _snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
         Ok(None)
+    }
+
+    /// The snapshot as a value that forks of this engine take in with [`Engine::adopt`];
+    /// `Ok(None)` where states cannot move between engines (PocketIC, which cannot fork).
+    fn share(&mut self, _snapshot: SnapshotId) -> Result<Option<SharedSnapshot>> {
+        Ok(None)
+    }
+
+    /// Takes in a state [`Engine::share`]d by this engine or another engine of the same
+    /// family (its parent or a fork), under a new id of this engine; the canister is created
+    /// here if it was not.
+    fn adopt(&mut self, _shared: &SharedSnapshot) -> Result<SnapshotId> {
+        anyhow::bail!("the {} engine cannot take in shared snapshots", self.name())
     }
 
     /// Attributes the instructions of the messages from now on (and of forks taken from

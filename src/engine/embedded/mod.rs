@@ -29,8 +29,8 @@ use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Profiling, Reject, SnapshotId,
-    UpgradeOptions, WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Profiling, Reject, SharedSnapshot,
+    SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -610,9 +610,35 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
 /// Wasm runs on the calling thread's stack, and a caller with less (test threads have
 /// 2 MiB) would overflow the real stack before wasmtime's limit turns deep recursion into
 /// a clean "stack overflow" trap.
-const HOST_STACK: usize = 16 << 20;
+pub const HOST_STACK: usize = 16 << 20;
+
+thread_local! {
+    /// The thread was spawned with [`HOST_STACK`] of stack (by [`spawn_scoped`]): Wasm runs on
+    /// it directly instead of on a thread spawned per message, whose CPU time the calling
+    /// thread's clock would not see (and whose stack mapping costs every message).
+    static LARGE_STACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Spawns a scoped thread with [`HOST_STACK`] of stack on which the engine runs Wasm
+/// directly: for the threads that run canisters (the CLI's own, the suites' workers).
+pub fn spawn_scoped<'scope, 'env, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .stack_size(HOST_STACK)
+        .spawn_scoped(scope, move || {
+            LARGE_STACK.with(|l| l.set(true));
+            f()
+        })
+}
 
 fn on_large_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    if LARGE_STACK.with(|l| l.get()) {
+        return f();
+    }
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("icbench-wasm".into())
@@ -661,6 +687,13 @@ struct Canister {
 struct SinceLoad {
     heap: Arc<FrozenHeap>,
     pages: HashSet<u32>,
+}
+
+/// A snapshot shared between engines: the state, and the canister's version when it was
+/// shared (for an engine that creates the canister to take it in).
+struct Shared {
+    saved: Arc<SavedState>,
+    version: u64,
 }
 
 /// The embedded engine. Execution is single-threaded per engine; several engines may run
@@ -1944,6 +1977,42 @@ impl Engine for EmbeddedEngine {
         snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
         Ok(Some(Box::new(self.fork_at(id, snapshot)?)))
+    }
+
+    fn prepare(&mut self, wasm: &[u8]) -> Result<()> {
+        self.module_of(wasm).map(|_| ())
+    }
+
+    fn share(&mut self, snapshot: SnapshotId) -> Result<Option<SharedSnapshot>> {
+        let (owner, saved) = match self.snapshots.get(snapshot.0 as usize) {
+            Some(Some(s)) => s.clone(),
+            Some(None) => bail!("snapshot {} was forgotten", snapshot.0),
+            None => bail!("snapshot {} does not exist", snapshot.0),
+        };
+        let version = self.canister(owner)?.version;
+        Ok(Some(SharedSnapshot {
+            canister: owner,
+            state: Arc::new(Shared { saved, version }),
+        }))
+    }
+
+    fn adopt(&mut self, shared: &SharedSnapshot) -> Result<SnapshotId> {
+        let Some(state) = shared.state.downcast_ref::<Shared>() else {
+            bail!("the snapshot was shared by another kind of engine");
+        };
+        // A fork of another canister's engine gets the canister as the state left it.
+        self.canisters
+            .entry(shared.canister)
+            .or_insert_with(|| Canister {
+                module: None,
+                live: None,
+                heap_written: PageSet::default(),
+                version: state.version,
+                since_load: None,
+            });
+        self.snapshots
+            .push(Some((shared.canister, state.saved.clone())));
+        Ok(SnapshotId(self.snapshots.len() as u64 - 1))
     }
 
     fn forget(&mut self, snapshot: SnapshotId) -> Result<()> {

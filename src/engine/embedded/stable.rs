@@ -8,7 +8,7 @@
 //! tracker it also counts the 64 KiB Wasm pages a message accesses and writes, which the
 //! tracker charges instead.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
@@ -39,12 +39,126 @@ impl Hasher for PageHasher {
 }
 
 type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
-type PageSet = HashSet<u64, BuildHasherDefault<PageHasher>>;
+
+/// Pages per chunk of a [`PageTable`]: 1 MiB of stable memory.
+const CHUNK_PAGES: usize = 256;
+type Chunk = [Option<Arc<Page>>; CHUNK_PAGES];
+
+/// The stored pages by number: chunks of page pointers, each shared (`Arc`) until written.
+/// A lookup is two indexed loads (a hash map of 500,000 pages, a 10,000,000-row
+/// StableBTreeMap's, missed the cache on most of its probes); a snapshot clones one pointer
+/// per chunk, and the first write to a chunk after it copies that chunk's 2 KiB of pointers.
+#[derive(Clone, Default)]
+struct PageTable {
+    chunks: Vec<Option<Arc<Chunk>>>,
+    stored: usize,
+}
+
+impl PageTable {
+    fn split(page: u64) -> (usize, usize) {
+        (
+            (page / CHUNK_PAGES as u64) as usize,
+            (page % CHUNK_PAGES as u64) as usize,
+        )
+    }
+
+    fn get(&self, page: u64) -> Option<&Arc<Page>> {
+        let (chunk, slot) = Self::split(page);
+        self.chunks.get(chunk)?.as_ref()?[slot].as_ref()
+    }
+
+    fn slot_mut(&mut self, page: u64) -> &mut Option<Arc<Page>> {
+        let (chunk, slot) = Self::split(page);
+        if self.chunks.len() <= chunk {
+            self.chunks.resize(chunk + 1, None);
+        }
+        let chunk =
+            self.chunks[chunk].get_or_insert_with(|| Arc::new(std::array::from_fn(|_| None)));
+        &mut Arc::make_mut(chunk)[slot]
+    }
+
+    fn insert(&mut self, page: u64, value: Arc<Page>) {
+        if self.slot_mut(page).replace(value).is_none() {
+            self.stored += 1;
+        }
+    }
+
+    fn remove(&mut self, page: u64) {
+        if self.get(page).is_some() && self.slot_mut(page).take().is_some() {
+            self.stored -= 1;
+        }
+    }
+
+    /// The stored page `page`, created as zeros if absent (and whether it was).
+    fn page_mut(&mut self, page: u64) -> (&mut Arc<Page>, bool) {
+        let created = self.get(page).is_none();
+        if created {
+            self.stored += 1;
+        }
+        let entry = self
+            .slot_mut(page)
+            .get_or_insert_with(|| Arc::new([0u8; OS_PAGE]));
+        (entry, created)
+    }
+
+    /// Every stored page, in page order.
+    fn iter(&self) -> impl Iterator<Item = (u64, &Arc<Page>)> {
+        self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
+            chunk.iter().flat_map(move |chunk| {
+                chunk
+                    .iter()
+                    .enumerate()
+                    .filter_map(move |(i, p)| p.as_ref().map(|p| ((c * CHUNK_PAGES + i) as u64, p)))
+            })
+        })
+    }
+}
+
+/// A set of page numbers as a bitmap that remembers which words it set, so a message's set
+/// is cleared (and reused) in the time it took to fill.
+#[derive(Default)]
+struct PageBits {
+    words: Vec<u64>,
+    used: Vec<u32>,
+    len: u64,
+}
+
+impl PageBits {
+    /// Adds `page`; true if it was not in the set.
+    fn insert(&mut self, page: u64) -> bool {
+        let (word, bit) = ((page / 64) as usize, page % 64);
+        if self.words.len() <= word {
+            self.words.resize(word + 1, 0);
+        }
+        let w = &mut self.words[word];
+        if *w & (1 << bit) != 0 {
+            return false;
+        }
+        if *w == 0 {
+            self.used.push(word as u32);
+        }
+        *w |= 1 << bit;
+        self.len += 1;
+        true
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn clear(&mut self) {
+        for &w in &self.used {
+            self.words[w as usize] = 0;
+        }
+        self.used.clear();
+        self.len = 0;
+    }
+}
 
 /// The committed contents: what snapshots hold.
 #[derive(Clone, Default)]
 pub struct StableImage {
-    pages: PageMap<Arc<Page>>,
+    pages: PageTable,
     size_wasm_pages: u64,
 }
 
@@ -59,7 +173,7 @@ impl StableImage {
 
     /// Pages that hold data (never-written pages read as zero and are not stored).
     pub fn stored_pages(&self) -> usize {
-        self.pages.len()
+        self.pages.stored
     }
 
     /// An image holding `bytes` from offset 0 (canbench's stable memory file), rounded up
@@ -105,10 +219,8 @@ impl StableImage {
     /// Feeds the contents (size and every non-zero page, in page order) to `f`, for
     /// state hashes.
     pub fn for_each_page(&self, mut f: impl FnMut(u64, &[u8])) {
-        let mut keys: Vec<_> = self.pages.keys().copied().collect();
-        keys.sort_unstable();
-        for k in keys {
-            f(k, &self.pages[&k][..]);
+        for (n, page) in self.pages.iter() {
+            f(n, &page[..]);
         }
     }
 }
@@ -119,7 +231,7 @@ struct MessageLog {
     /// The previous value of every page written in this message (None = was zero).
     undo: PageMap<Option<Arc<Page>>>,
     size_before: u64,
-    accessed: PageSet,
+    accessed: PageBits,
     /// The last page touched and the last page written, both already recorded: canisters
     /// read and write small pieces of the same page many times in a row, and these skip the
     /// set lookups for them.
@@ -132,8 +244,8 @@ struct MessageLog {
 /// The Wasm pages a message touched, as the deterministic memory tracker counts them.
 #[derive(Default)]
 struct WasmPageLog {
-    accessed: PageSet,
-    written: PageSet,
+    accessed: PageBits,
+    written: PageBits,
     /// The last Wasm page accessed and written (see `MessageLog::last_accessed`).
     last_accessed: Option<u64>,
     last_written: Option<u64>,
@@ -145,7 +257,9 @@ impl WasmPageLog {
             return;
         }
         self.last_accessed = pages.clone().last().or(self.last_accessed);
-        self.accessed.extend(pages);
+        for p in pages {
+            self.accessed.insert(p);
+        }
     }
 
     fn write(&mut self, pages: std::ops::Range<u64>) {
@@ -154,7 +268,32 @@ impl WasmPageLog {
             return;
         }
         self.last_written = pages.clone().last().or(self.last_written);
-        self.written.extend(pages);
+        for p in pages {
+            self.written.insert(p);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.accessed.clear();
+        self.written.clear();
+        self.last_accessed = None;
+        self.last_written = None;
+    }
+}
+
+impl MessageLog {
+    /// Empties the log for the next message, keeping its sets' memory.
+    fn reset(&mut self, size_before: u64, count_wasm_pages: bool) {
+        self.undo.clear();
+        self.size_before = size_before;
+        self.accessed.clear();
+        self.last_accessed = None;
+        self.last_dirty = None;
+        match (&mut self.wasm_pages, count_wasm_pages) {
+            (Some(w), true) => w.clear(),
+            (w, true) => *w = Some(WasmPageLog::default()),
+            (w, false) => *w = None,
+        }
     }
 }
 
@@ -195,11 +334,7 @@ impl StableMemory {
     /// Starts a message with its page limits (in OS pages); `count_wasm_pages` counts the
     /// Wasm pages it accesses and writes (the deterministic memory tracker).
     pub fn begin(&mut self, dirty_limit: u64, accessed_limit: u64, count_wasm_pages: bool) {
-        self.log = MessageLog {
-            size_before: self.image.size_wasm_pages,
-            wasm_pages: count_wasm_pages.then(WasmPageLog::default),
-            ..MessageLog::default()
-        };
+        self.log.reset(self.image.size_wasm_pages, count_wasm_pages);
         self.dirty_limit = dirty_limit;
         self.accessed_limit = accessed_limit;
     }
@@ -211,33 +346,29 @@ impl StableMemory {
 
     /// Wasm pages accessed in the current message (0 unless counted, see [`Self::begin`]).
     pub fn wasm_pages_accessed(&self) -> u64 {
-        self.log
-            .wasm_pages
-            .as_ref()
-            .map_or(0, |w| w.accessed.len() as u64)
+        self.log.wasm_pages.as_ref().map_or(0, |w| w.accessed.len())
     }
 
     /// Wasm pages written in the current message (0 unless counted).
     pub fn wasm_pages_written(&self) -> u64 {
-        self.log
-            .wasm_pages
-            .as_ref()
-            .map_or(0, |w| w.written.len() as u64)
+        self.log.wasm_pages.as_ref().map_or(0, |w| w.written.len())
     }
 
     pub fn commit(&mut self) {
-        self.log = MessageLog::default();
+        let size = self.image.size_wasm_pages;
+        self.log.reset(size, false);
     }
 
     pub fn rollback(&mut self) {
-        let log = std::mem::take(&mut self.log);
-        for (page, old) in log.undo {
+        for (page, old) in self.log.undo.drain() {
             match old {
                 Some(p) => self.image.pages.insert(page, p),
-                None => self.image.pages.remove(&page),
+                None => self.image.pages.remove(page),
             };
         }
-        self.image.size_wasm_pages = log.size_before;
+        self.image.size_wasm_pages = self.log.size_before;
+        let size = self.image.size_wasm_pages;
+        self.log.reset(size, false);
     }
 
     /// Grows by `delta` Wasm pages; returns the old size, or -1 past the maximum.
@@ -283,7 +414,7 @@ impl StableMemory {
         for p in pages {
             self.log.accessed.insert(p);
         }
-        if self.log.accessed.len() as u64 > self.accessed_limit {
+        if self.log.accessed.len() > self.accessed_limit {
             return Err(StableError::AccessedPageLimit(self.accessed_limit));
         }
         Ok(())
@@ -297,7 +428,7 @@ impl StableMemory {
             w.access(Self::wasm_pages_of(offset, len));
         }
         for (page, in_page, r) in pieces(offset, out.len()) {
-            match self.image.pages.get(&page) {
+            match self.image.pages.get(page) {
                 Some(p) => out[r.clone()].copy_from_slice(&p[in_page..in_page + r.len()]),
                 None => out[r].fill(0),
             }
@@ -324,11 +455,7 @@ impl StableMemory {
             w.write(Self::wasm_pages_of(offset, len));
         }
         for (page, in_page, r) in pieces(offset, data.len()) {
-            let mut created = false;
-            let entry = self.image.pages.entry(page).or_insert_with(|| {
-                created = true;
-                Arc::new([0u8; OS_PAGE])
-            });
+            let (entry, created) = self.image.pages.page_mut(page);
             if Some(page) != last_dirty {
                 if let std::collections::hash_map::Entry::Vacant(undo) = self.log.undo.entry(page) {
                     // First write of this page in the message: remember what to roll back
