@@ -278,6 +278,7 @@ mod tests {
             wall_seconds: 0.0,
             prefill: None,
             executed_instructions: 0,
+            work: None,
             results,
             notes: vec![],
             extra: Default::default(),

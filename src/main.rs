@@ -801,8 +801,31 @@ fn main() -> ExitCode {
             Err(e) => eprintln!("warning: {e:#}; compiling without the compile cache"),
         }
     }
-    let outcome = match &cli.command {
-        None => run(&cli.run, &matches),
+    // Canisters run on this thread and the suites' workers: with a large stack, Wasm runs
+    // on them directly (see `embedded::spawn_scoped`).
+    let outcome = std::thread::scope(|scope| {
+        let command = || dispatch(&cli, &matches);
+        match icbench::engine::embedded::spawn_scoped(scope, "icbench", command) {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => dispatch(&cli, &matches),
+        }
+    });
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the command `cli` names.
+fn dispatch(cli: &Cli, matches: &ArgMatches) -> Result<bool> {
+    match &cli.command {
+        None => run(&cli.run, matches),
         Some(Command::Run(args)) => run(
             args,
             matches
@@ -816,13 +839,5 @@ fn main() -> ExitCode {
         Some(Command::ProfileDiff(args)) => profile_diff(args),
         Some(Command::ProfileTop(args)) => profile_top(args),
         Some(Command::Cache { action }) => cache(action),
-    };
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
-        }
     }
 }

@@ -142,6 +142,9 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             Block::Text(text) => out.push_str(&format!("\n{text}")),
         }
     }
+    if let Some(log) = &report.work {
+        out.push_str(&super::work::section(log));
+    }
     if let Some(table) = super::profiles::table(report) {
         out.push_str("\n## Instruction profiles\n\n");
         out.push_str(

@@ -21,6 +21,7 @@ pub mod profiles;
 mod record;
 pub mod svg;
 pub mod table;
+pub mod work;
 
 pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
@@ -55,6 +56,11 @@ pub struct Report {
     /// Instructions the engine executed for the whole run, prefill included.
     #[serde(default)]
     pub executed_instructions: u64,
+    /// The run's units of work (where its wall time went), when the suite recorded them:
+    /// a fact of this run, like the wall time, rendered in report.md and `work.csv` and
+    /// left out of results.json.
+    #[serde(skip)]
+    pub work: Option<work::WorkLog>,
     pub results: Vec<ScenarioResult>,
     pub notes: Vec<String>,
     /// A suite's own data (typed in the suite, stored here as JSON under the suite's field
@@ -135,6 +141,9 @@ pub fn prepare_file(path: &Path) -> std::io::Result<()> {
 
 /// Writes report.md, results.csv, results.json and the document's plots into `dir`,
 /// creating it; returns the paths written (see [`write_files`]).
+/// The file of a run's units of work, beside report.md.
+pub const WORK_CSV: &str = "work.csv";
+
 pub fn write_all(
     report: &Report,
     document: &Document,
@@ -146,6 +155,9 @@ pub fn write_all(
         ("results.csv".to_string(), csv(report)),
         ("results.json".to_string(), json(report)),
     ];
+    if let Some(log) = &report.work {
+        files.push((WORK_CSV.to_string(), work::csv(log)));
+    }
     for plot in &document.plots {
         files.push((plot.file.clone(), plot.svg()));
     }
@@ -244,6 +256,7 @@ pub(crate) mod fixture {
             wall_seconds: 1.5,
             prefill: None,
             executed_instructions: 0,
+            work: None,
             results,
             notes: vec![],
             extra: BTreeMap::new(),

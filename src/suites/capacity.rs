@@ -336,6 +336,42 @@ pub fn measure_store(
     heap_per_row: Option<f64>,
     measured: &[&ScenarioResult],
 ) -> Result<Vec<ScenarioResult>> {
+    let mut out = Vec::new();
+    for message in Message::ALL {
+        out.extend(measure_message(
+            client,
+            ctx,
+            store,
+            n,
+            start,
+            heap_per_row,
+            measured,
+            message,
+        )?);
+    }
+    Ok(out)
+}
+
+/// [`measure_store`] for one message: its estimate and the real calls (none without a
+/// measured batch to start from). Searches of different messages are independent.
+#[allow(clippy::too_many_arguments)]
+pub fn measure_message(
+    client: &mut BenchClient<'_>,
+    ctx: &Context<'_>,
+    store: Store,
+    n: u64,
+    start: SnapshotId,
+    heap_per_row: Option<f64>,
+    measured: &[&ScenarioResult],
+    message: Message,
+) -> Result<Vec<ScenarioResult>> {
+    let Some(batch) = measured
+        .iter()
+        .filter(|r| message.measures(&r.operation) && r.status == Status::Ok)
+        .max_by_key(|r| r.batch)
+    else {
+        return Ok(Vec::new());
+    };
     let limits = client.engine.limits();
     client.engine.restore(client.canister, start)?;
     let heap_bytes = client.stats()?.heap_pages * PAGE;
@@ -344,32 +380,21 @@ pub fn measure_store(
         0 => 4 << 30,
         limit => limit,
     };
-    let mut out = Vec::new();
-    for message in Message::ALL {
-        let Some(batch) = measured
-            .iter()
-            .filter(|r| message.measures(&r.operation) && r.status == Status::Ok)
-            .max_by_key(|r| r.batch)
-        else {
-            continue;
-        };
-        let bounds = Bounds {
-            instruction_limit: message.limit(&limits),
-            // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
-            heap_room: (message == Message::Insert)
-                .then(|| memory_limit.saturating_sub(heap_bytes)),
-            max_rows: (message == Message::Lookup).then_some(n),
-        };
-        let Some((known, estimate, record)) =
-            estimate(ctx, &bounds, store, message, batch, heap_per_row)
-        else {
-            continue;
-        };
-        out.push(record);
-        out.extend(confirm(
-            client, ctx, &bounds, store, message, n, start, known, estimate,
-        )?);
-    }
+    let bounds = Bounds {
+        instruction_limit: message.limit(&limits),
+        // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
+        heap_room: (message == Message::Insert).then(|| memory_limit.saturating_sub(heap_bytes)),
+        max_rows: (message == Message::Lookup).then_some(n),
+    };
+    let Some((known, estimate, record)) =
+        estimate(ctx, &bounds, store, message, batch, heap_per_row)
+    else {
+        return Ok(Vec::new());
+    };
+    let mut out = vec![record];
+    out.extend(confirm(
+        client, ctx, &bounds, store, message, n, start, known, estimate,
+    )?);
     Ok(out)
 }
 

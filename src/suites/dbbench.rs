@@ -23,6 +23,7 @@ use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, 
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
+use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
     ScenarioResult, Status, Table,
@@ -687,14 +688,22 @@ impl Plan for Config {
         cfg.validate()?;
         let started = Instant::now();
         let engine_name = engine.name().to_string();
-        let mut client = BenchClient::install(engine, wasm)?;
+        let work = pool::Recorder::new(exec.jobs);
+        let (mut client, installed) = pool::install(engine, wasm, &work)?;
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
         // The empty store, warm: journal mode set, table created, statements compiled.
         let base = client.engine.snapshot(canister)?;
         let mut runs = Vec::new();
+        let mut set_up = Vec::new();
         for store in cfg.kv_stores() {
+            let open = work.begin(
+                Kind::Fill,
+                format!("set up {}", store.result_store()),
+                &[installed],
+                false,
+            );
             client.engine.restore(canister, base)?;
             let mut refused = None;
             if let Some(mode) = store.journal_mode() {
@@ -715,6 +724,8 @@ impl Plan for Config {
                 .value
                 .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
             let fresh = client.engine.snapshot(canister)?;
+            set_up.push(open.id);
+            work.end(open);
             for first in (0..Bench::ALL.len()).filter(|&b| Bench::ALL[b].fresh()) {
                 let end = (first + 1..Bench::ALL.len())
                     .find(|&b| Bench::ALL[b].fresh())
@@ -732,6 +743,8 @@ impl Plan for Config {
             base,
             runs.len(),
             exec,
+            &work,
+            &set_up,
             &|i| {
                 let run = &runs[i];
                 format!(
@@ -788,6 +801,7 @@ impl Plan for Config {
         wall_seconds: started.elapsed().as_secs_f64(),
         prefill: None,
         executed_instructions: client.executed_instructions,
+        work: None,
         results: Vec::new(),
         extra: Default::default(),
         notes: vec![
@@ -798,6 +812,7 @@ impl Plan for Config {
         ],
     };
         measured.into_report(&mut report);
+        report.work = Some(work.log());
         Ok(report)
     }
 }

@@ -268,6 +268,7 @@ mod tests {
             wall_seconds: 0.0,
             prefill: None,
             executed_instructions: 0,
+            work: None,
             results,
             notes: Vec::new(),
             extra: Default::default(),

@@ -19,10 +19,11 @@ use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
 use super::{CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, SqliteConfig};
-use crate::engine::Engine;
+use crate::bench_canister::SqliteConfig;
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
+use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
     ScenarioResult, Status, Table,
@@ -424,17 +425,26 @@ impl Plan for Config {
         cfg.validate()?;
         let started = Instant::now();
         let engine_name = engine.name().to_string();
-        let mut client = BenchClient::install(engine, wasm)?;
+        let work = pool::Recorder::new(exec.jobs);
+        let (mut client, installed) = pool::install(engine, wasm, &work)?;
         let canister = client.canister;
         let mode = cfg.journal_mode;
-        client
-            .configure_sqlite(&SqliteConfig {
-                journal_mode: Some(mode.to_string()),
-                ..SqliteConfig::default()
-            })?
-            .value
-            .map_err(|e| anyhow!("setting journal_mode {mode} for the keys suite: {e}"))?;
-        let base = client.engine.snapshot(canister)?;
+        let (base, set_up) = work.unit(
+            Kind::Fill,
+            format!("set SQLite's journal mode to {mode}"),
+            &[installed],
+            || -> Result<SnapshotId> {
+                client
+                    .configure_sqlite(&SqliteConfig {
+                        journal_mode: Some(mode.to_string()),
+                        ..SqliteConfig::default()
+                    })?
+                    .value
+                    .map_err(|e| anyhow!("setting journal_mode {mode} for the keys suite: {e}"))?;
+                client.engine.snapshot(canister)
+            },
+        );
+        let base = base?;
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
         let lookups = lookup_indices(rows, cfg.seed);
@@ -443,6 +453,8 @@ impl Plan for Config {
             base,
             scenarios.len(),
             exec,
+            &work,
+            &[set_up],
             &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
             progress,
             &|client, i| {
@@ -586,6 +598,7 @@ impl Plan for Config {
         wall_seconds: started.elapsed().as_secs_f64(),
         prefill: None,
         executed_instructions: client.executed_instructions,
+        work: None,
         results: Vec::new(),
         notes: vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
@@ -596,6 +609,7 @@ impl Plan for Config {
         extra: Default::default(),
     };
         measured.into_report(&mut report);
+        report.work = Some(work.log());
         Ok(report)
     }
 }

@@ -10,7 +10,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 
 use anyhow::{anyhow, bail, Result};
 
@@ -22,8 +22,15 @@ use sha2::{Digest, Sha256};
 
 use super::Progress;
 use crate::bench_canister::BenchClient;
-use crate::engine::{Engine, Profiling, SnapshotId};
+use crate::engine::SnapshotId;
+use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
+
+pub mod graph;
+pub mod record;
+
+pub use graph::{Join, Lane, State, Task};
+pub use record::{Chain, Recorder, UnitId};
 
 /// One of N disjoint parts of a plan: `--shard K/N`. Scenario `i` (0-based, in plan order)
 /// belongs to part `i % N + 1`, so every part gets a share of each kind of scenario.
@@ -161,6 +168,41 @@ impl From<Vec<ScenarioResult>> for Outcome {
     }
 }
 
+/// What the scenarios of a plan hand in as their tasks end, in whatever order they end.
+pub struct Slots(Vec<Mutex<Option<Outcome>>>);
+
+impl Slots {
+    /// Room for the scenarios `0..total`.
+    pub fn new(total: usize) -> Slots {
+        Slots((0..total).map(|_| Mutex::new(None)).collect())
+    }
+
+    /// Scenario `i`'s outcome.
+    pub fn put(&self, i: usize, outcome: impl Into<Outcome>) {
+        *self.0[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome.into());
+    }
+
+    /// The outcomes of `indices`, in that order; the error names the first scenario that
+    /// handed in nothing (`key` names scenarios).
+    pub fn take(
+        &self,
+        indices: &[usize],
+        key: &dyn Fn(usize) -> String,
+    ) -> Result<Vec<(usize, Outcome)>> {
+        indices
+            .iter()
+            .map(|&i| {
+                self.0[i]
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .map(|o| (i, o))
+                    .ok_or_else(|| anyhow!("scenario {} was not run", key(i)))
+            })
+            .collect()
+    }
+}
+
 /// The name in [`Report::extra`] of a shard's [`ShardInfo`].
 pub const SHARD: &str = "shard";
 
@@ -204,6 +246,24 @@ pub struct Outcomes {
 }
 
 impl Outcomes {
+    /// The outcomes `(scenario, outcome)` of a plan of `total` scenarios (`plan`: the hash
+    /// of its keys) run on `shard`, after a setup that executed `setup_instructions`.
+    pub fn new(
+        outcomes: Vec<(usize, Outcome)>,
+        total: usize,
+        plan: String,
+        shard: Shard,
+        setup_instructions: u64,
+    ) -> Outcomes {
+        Outcomes {
+            outcomes,
+            total,
+            plan,
+            shard,
+            setup_instructions,
+        }
+    }
+
     /// Puts the rows (and list items) into `report` in plan order; a shard's report also
     /// gets its [`ShardInfo`] (settings and module are filled in by [`sign_shard`]).
     pub fn into_report(self, report: &mut Report) {
@@ -260,17 +320,22 @@ pub fn sign_shard(report: &mut Report, settings: &str, module: &[u8]) {
     }
 }
 
-/// Runs `scenario(client, i)` for every scenario `i` of `0..total` in `exec`'s shard.
-/// With `exec.jobs` > 1 and an engine that can fork, the calling thread runs scenarios on
-/// `client` and `exec.jobs - 1` threads on forks of its engine taken at `start`; otherwise
-/// everything runs on `client`, in order. A scenario must put the canister into the state
-/// it needs (restore a snapshot) before measuring. Instructions executed on the forks are
-/// added to `client.executed_instructions`. `key(i)` names scenario `i` in the progress.
+/// Runs `scenario(client, i)` for every scenario `i` of `0..total` in `exec`'s shard, each
+/// a unit of work in `recorder` (after the units `after`). With `exec.jobs` > 1 and an
+/// engine that can fork, the calling thread runs scenarios on `client` and `exec.jobs - 1`
+/// threads on forks of its engine taken at `start` (every snapshot of the engine exists
+/// there under the same id); otherwise everything runs on `client`, in order. A scenario
+/// must put the canister into the state it needs (restore a snapshot) before measuring.
+/// Instructions executed on the forks are added to `client.executed_instructions`.
+/// `key(i)` names scenario `i` in the progress and the log.
+#[allow(clippy::too_many_arguments)]
 pub fn run_scenarios(
     client: &mut BenchClient<'_>,
     start: SnapshotId,
     total: usize,
     exec: &Exec,
+    recorder: &Recorder,
+    after: &[UnitId],
     key: &(dyn Fn(usize) -> String + Sync),
     progress: &mut dyn FnMut(Progress<'_>),
     scenario: &(dyn Fn(&mut BenchClient<'_>, usize) -> Result<Outcome> + Sync),
@@ -278,67 +343,69 @@ pub fn run_scenarios(
     let indices = exec.indices(total);
     let plan = (0..total).map(|i| key(i) + "\n").collect::<String>();
     let setup_instructions = client.executed_instructions;
-    let canister = client.canister;
-    // From here on (the setup before is not profiled): the forks inherit it, and every
-    // scenario loads the profiled module when it restores its snapshot.
-    if exec.profile {
-        client.engine.set_profiling(Profiling::Messages)?;
-    }
-    let mut forks: Vec<Box<dyn Engine + Send>> = Vec::new();
-    if exec.jobs > 1 && indices.len() > 1 {
-        for _ in 1..exec.jobs.min(indices.len()) {
-            match client.engine.fork(canister, start)? {
-                Some(fork) => forks.push(fork),
-                None => break,
-            }
-        }
-    }
-    // In order, the scenarios before `i` are the ones done.
-    let done_before = |i: usize| indices.partition_point(|&j| j < i);
-    // A client is made per scenario on the worker's thread (it borrows the engine without
-    // `Send`); each worker adds up what its clients executed.
-    let mut workers: Vec<(Box<dyn Engine + Send>, u64)> =
-        forks.into_iter().map(|engine| (engine, 0)).collect();
-    let count = indices.len();
-    // One line per scenario: before it when they run in order, after it in parallel.
-    let parallel = !workers.is_empty();
-    let results = in_parallel(
-        &mut workers,
-        &mut |i| scenario(client, i),
-        &indices,
-        &|(engine, executed), i| {
-            let mut worker = BenchClient::attach(engine.as_mut(), canister);
-            let out = scenario(&mut worker, i);
-            *executed += worker.executed_instructions;
-            out
-        },
-        &mut |event| {
-            let (done, i) = match event {
-                Event::Starting(i) if !parallel => (done_before(i), i),
-                Event::Finished(n, i) if parallel => (n, i),
-                _ => return,
-            };
-            progress(Progress::Scenario {
-                done,
-                total: count,
-                key: &key(i),
-            })
-        },
+    let slots = Slots::new(total);
+    let slots = &slots;
+    let tasks: Vec<Task<'_>> = indices
+        .iter()
+        .map(|&i| {
+            Task::new(
+                Kind::Scenario,
+                format!("scenario {}", key(i)),
+                move |lane| {
+                    slots.put(i, scenario(&mut lane.client, i)?);
+                    Ok(())
+                },
+            )
+            .after(after)
+            .profiled()
+        })
+        .collect();
+    graph::run(
+        client,
+        &State::Local(start),
+        exec,
+        recorder,
+        progress,
+        tasks,
     )?;
-    client.executed_instructions += workers.iter().map(|(_, n)| n).sum::<u64>();
-    client.engine.set_profiling(Profiling::Off)?;
-    progress(Progress::Scenario {
-        done: count,
-        total: count,
-        key: "",
-    });
+    let outcomes = slots.take(&indices, key)?;
     Ok(Outcomes {
-        outcomes: indices.into_iter().zip(results).collect(),
+        outcomes,
         total,
         plan: sha256_hex(plan.as_bytes()),
         shard: exec.shard,
         setup_instructions,
     })
+}
+
+/// The first units of a suite's run: `wasm` made ready by the engine (compiled, or loaded
+/// from the compile cache: on every core, so nothing else runs meanwhile), then the
+/// canister installed. Returns the client and the install's unit.
+pub fn install<'e>(
+    engine: &'e mut dyn crate::engine::Engine,
+    wasm: &[u8],
+    recorder: &Recorder,
+) -> Result<(BenchClient<'e>, UnitId)> {
+    let compiled = compile(engine, wasm, recorder)?;
+    let (client, installed) =
+        recorder.unit(Kind::Install, "install the canister", &[compiled], || {
+            BenchClient::install(engine, wasm)
+        });
+    Ok((client?, installed))
+}
+
+/// `wasm` made ready by the engine as a unit of its own (see [`install`]).
+pub fn compile(
+    engine: &mut dyn crate::engine::Engine,
+    wasm: &[u8],
+    recorder: &Recorder,
+) -> Result<UnitId> {
+    let (ready, compiled) =
+        recorder.unit_all_threads(Kind::Compile, "compile the module", &[], || {
+            engine.prepare(wasm)
+        });
+    ready?;
+    Ok(compiled)
 }
 
 /// What [`in_parallel`] tells its caller's thread, for a progress bar.

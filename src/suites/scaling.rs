@@ -5,19 +5,24 @@
 //! random position, 100- and 1,000-row inserts in the middle, point lookups of 1 and 100 random keys
 //! and a 1,000-row range scan; then the memory the store uses and what keeping it costs.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
 use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::capacity::{self, Message};
+use super::pool::{Join, Lane, Recorder, State, Task};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
 use super::{decision, pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
 use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::{CyclesFees, Replica};
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::Engine;
 use crate::report::format::{per_row, thousands, usd};
 use crate::report::svg::{Axes, LinePlot, Series};
+use crate::report::work::Kind;
 use crate::report::{Block, Document, Plot, PlotKind, Report, ScenarioResult, Table};
 
 /// The sizes measured, up to `--scaling-max-rows`.
@@ -164,39 +169,76 @@ impl Plan for Config {
         self.validate()?;
         let started = std::time::Instant::now();
         let engine_name = engine.name().to_string();
-        let mut client = BenchClient::install(engine, wasm)?;
-        client
-            .set_payload_size(self.payload_size)?
-            .value
-            .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", self.payload_size))?;
-        let canister = client.canister;
-        let empty = client.engine.snapshot(canister)?;
+        let work = Recorder::new(exec.jobs);
+        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let (empty, ready) = work.unit(Kind::Fill, "set the payload size", &[installed], || {
+            client
+                .set_payload_size(self.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", self.payload_size))?;
+            let canister = client.canister;
+            pool::graph::snapshot(client.engine, canister)
+        });
+        let empty = empty?;
         let module_bytes = wasm.len() as u64;
         let largest = self.sizes.last().copied().unwrap_or_default();
-        // One store per "scenario" of the pool: each fills its own copy of the empty
-        // canister, so `--jobs` runs stores side by side and `--shard` splits by store.
+        let new_build = super::upgrade::new_build(wasm)?;
+        // One store per scenario of the plan: each fills its own copy of the empty canister
+        // (`--shard` splits by store). The fills run side by side, and what is measured at
+        // each size runs beside the fill going on.
         let kinds = &self.kinds;
-        let outcomes = pool::run_scenarios(
-            &mut client,
-            empty,
+        let indices = exec.indices(kinds.len());
+        let plan = kinds
+            .iter()
+            .map(|k| k.as_str().to_string() + "\n")
+            .collect::<String>();
+        let grown: Vec<Grown> = kinds.iter().map(|_| Grown::default()).collect();
+        let setup = client.executed_instructions;
+        let ctx = Shared {
+            cfg: self,
+            engine: &engine_name,
+            empty: &empty,
+            wasm,
+            new_build: &new_build,
+        };
+        let mut tasks = Vec::new();
+        if !indices.is_empty() {
+            // Compiling the new build the upgrades install overlaps the fills.
+            let new_build = &new_build;
+            tasks.push(
+                Task::new(Kind::Compile, "compile the new build", move |lane| {
+                    lane.client.engine.prepare(new_build)
+                })
+                .priority(COMPILE),
+            );
+        }
+        let costliest = indices.iter().map(|&i| fill_cost(kinds[i])).max();
+        for &i in &indices {
+            let step = Step {
+                kind: kinds[i],
+                size: 0,
+                filled: 0,
+                from: None,
+                base: None,
+                priority: if Some(fill_cost(kinds[i])) == costliest {
+                    CRITICAL_FILL
+                } else {
+                    FILL + fill_cost(kinds[i])
+                },
+            };
+            tasks.push(grow(&ctx, step, &grown[i]).after(&[ready]));
+        }
+        pool::graph::run(&mut client, &empty, exec, &work, progress, tasks)?;
+        let outcomes = pool::Outcomes::new(
+            indices
+                .iter()
+                .map(|&i| (i, grown[i].records().into()))
+                .collect(),
             kinds.len(),
-            exec,
-            &|i| kinds[i].as_str().to_string(),
-            progress,
-            &|client, i| {
-                let mut results = Vec::new();
-                grow(
-                    client,
-                    self,
-                    &engine_name,
-                    kinds[i],
-                    empty,
-                    wasm,
-                    &mut results,
-                )?;
-                Ok(results.into())
-            },
-        )?;
+            pool::sha256_hex(plan.as_bytes()),
+            exec.shard,
+            setup,
+        );
         let notes = vec![
             format!(
                 "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
@@ -223,6 +265,7 @@ impl Plan for Config {
             wall_seconds: started.elapsed().as_secs_f64(),
             prefill: None,
             executed_instructions: client.executed_instructions,
+            work: None,
             results: Vec::new(),
             notes,
             extra: Default::default(),
@@ -234,6 +277,7 @@ impl Plan for Config {
             );
         }
         outcomes.into_report(&mut report);
+        report.work = Some(work.log());
         Ok(report)
     }
 
@@ -289,43 +333,18 @@ impl Plan for Config {
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
 const MEMORY_BASE: u64 = 500_000_000;
-/// Bytes per row of a store at its largest size: at the peak of its work there, and
-/// steadily while it is measured. Memory the machine has to lend (resident memory plus the
-/// snapshots' memfds, mapped or not), from the 10,000,000-row runs of issue 22 (README,
-/// "Memory"). Peaks: the heap map's 1.5 GB heap and the memfd its snapshot is frozen into,
-/// then its failing pre_upgrade growing the heap; SQLite's stable memory (1.1 GB), heap
-/// (its page cache, 1.2 GB), the snapshot of it, and the snapshot of a journal mode set on
-/// a fresh connection (which rewrites most of the page cache); the StableBTreeMap's stable
-/// memory (2.1 GB). Steady: the heap map's heap, SQLite's stable memory and heap.
-const MEMORY_PER_ROW: [(StoreKind, Bytes); 3] = [
-    (
-        StoreKind::Heap,
-        Bytes {
-            peak: 350,
-            steady: 155,
-        },
-    ),
-    (
-        StoreKind::Btree,
-        Bytes {
-            peak: 210,
-            steady: 210,
-        },
-    ),
-    (
-        StoreKind::Sqlite,
-        Bytes {
-            peak: 430,
-            steady: 235,
-        },
-    ),
+/// Bytes per row of a store at the peak of its work at its largest size: memory the machine
+/// has to lend (resident memory plus the snapshots' memfds, mapped or not), from the
+/// 10,000,000-row runs of issue 22 (README, "Memory"). The heap map's 1.5 GB heap and the
+/// memfd its snapshot is frozen into, then its failing pre_upgrade growing the heap;
+/// SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
+/// the snapshot of a journal mode set on a fresh connection (which rewrites most of the
+/// page cache); the StableBTreeMap's stable memory (2.1 GB).
+const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
+    (StoreKind::Heap, 350),
+    (StoreKind::Btree, 210),
+    (StoreKind::Sqlite, 430),
 ];
-
-#[derive(Clone, Copy)]
-struct Bytes {
-    peak: u64,
-    steady: u64,
-}
 
 /// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
 /// about 2.2 GB in one message (`--scaling-max-rows 1000000` peaked at 2.72 GB). The stable
@@ -334,40 +353,40 @@ const MEMORY_CAPACITY_HEAP: u64 = 2_200_000_000;
 const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
 
 impl Config {
-    /// The expected peak of a run on `jobs` workers: one store at its peak at its largest
-    /// size beside the `jobs - 1` largest others there (their peaks are short and rarely
-    /// meet), or one store's capacity search beside the others at its size, whichever is
-    /// more.
+    /// The expected peak of a run on `jobs` workers. Each store has one peak: at its largest
+    /// size, or in its capacity search if that needs more. The costliest store's fill holds
+    /// a worker from start to end (the critical path goes first), so its peak can meet the
+    /// peaks of as many other stores as there are other workers; on one worker the stores
+    /// come one after the other.
     pub fn peak_memory(&self, jobs: usize) -> u64 {
         let jobs = jobs.max(1);
         let largest = self.sizes.last().copied().unwrap_or_default();
-        let bytes = |kind: StoreKind| {
-            MEMORY_PER_ROW
+        let peak = |kind: StoreKind| {
+            let per_row = MEMORY_PER_ROW
                 .iter()
                 .find(|(k, _)| *k == kind)
-                .map_or(Bytes { peak: 0, steady: 0 }, |(_, b)| *b)
+                .map_or(0, |(_, b)| *b);
+            let search = match (self.capacity_at, kind) {
+                (None, _) => 0,
+                (Some(_), StoreKind::Heap) => MEMORY_CAPACITY_HEAP,
+                (Some(_), _) => MEMORY_CAPACITY_STABLE,
+            };
+            (per_row * largest).max(search)
         };
-        // `first` at `its` bytes, beside the largest `jobs - 1` others' steady bytes.
-        let beside = |rows: u64, first: usize, its: u64, skip_heap: bool| {
-            let mut others: Vec<u64> = (0..self.kinds.len())
-                .filter(|&i| i != first && !(skip_heap && self.kinds[i] == StoreKind::Heap))
-                .map(|i| bytes(self.kinds[i]).steady * rows)
-                .collect();
-            others.sort_unstable_by(|a, b| b.cmp(a));
-            its + others.iter().take(jobs - 1).sum::<u64>()
+        let critical = self.kinds.iter().copied().max_by_key(|&k| fill_cost(k));
+        let mut others: Vec<u64> = self
+            .kinds
+            .iter()
+            .copied()
+            .filter(|&k| Some(k) != critical || jobs == 1)
+            .map(peak)
+            .collect();
+        others.sort_unstable_by(|a, b| b.cmp(a));
+        let peaks = match (jobs, critical) {
+            (1, _) | (_, None) => others.first().copied().unwrap_or(0),
+            (_, Some(k)) => peak(k) + others.iter().take(jobs - 1).sum::<u64>(),
         };
-        let sizes = (0..self.kinds.len())
-            .map(|i| beside(largest, i, bytes(self.kinds[i]).peak * largest, false))
-            .max()
-            .unwrap_or(0);
-        let capacity = match self.capacity_at {
-            None => 0,
-            Some(at) => match self.kinds.iter().position(|k| *k == StoreKind::Heap) {
-                Some(heap) => beside(at, heap, MEMORY_CAPACITY_HEAP, true),
-                None => beside(at, usize::MAX, MEMORY_CAPACITY_STABLE, false),
-            },
-        };
-        MEMORY_BASE + sizes.max(capacity)
+        MEMORY_BASE + peaks
     }
 
     /// `scaling_max_rows`'s sizes up to `max`, with this config's other settings.
@@ -391,22 +410,212 @@ fn sqlite_modes(default: JournalMode) -> Vec<JournalMode> {
     modes
 }
 
-/// Fills the store of `kind` size by size from the `empty` canister and measures it at each,
-/// then upgrades it at the largest size.
-fn grow(
-    client: &mut BenchClient<'_>,
-    cfg: &Config,
-    engine_name: &str,
+/// What every task of the run reads.
+struct Shared<'a> {
+    cfg: &'a Config,
+    engine: &'a str,
+    /// The installed canister, empty.
+    empty: &'a State,
+    wasm: &'a [u8],
+    /// What the upgrades install: a new build of `wasm`.
+    new_build: &'a [u8],
+}
+
+/// A store's records as its tasks hand them in, kept in the order one worker measuring
+/// them one after the other would give: by size, then the memory records, each mode's
+/// operations and capacity searches, and the upgrade last.
+#[derive(Default)]
+struct Grown {
+    parts: Mutex<BTreeMap<(usize, usize, usize), Vec<ScenarioResult>>>,
+}
+
+/// Where a store's records go in [`Grown`]: (size, column, part). Column 0 holds the
+/// memory records; column `1 + m` the operations (part `1 + op`) and capacity searches
+/// (`CAPACITY + message`) of the store's `m`-th mode.
+const MEMORY: usize = 0;
+const CAPACITY: usize = 100;
+
+impl Grown {
+    fn put(&self, at: (usize, usize, usize), records: Vec<ScenarioResult>) {
+        self.parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(at, records);
+    }
+
+    fn records(&self) -> Vec<ScenarioResult> {
+        let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
+        parts.into_values().flatten().collect()
+    }
+
+    /// The records of one mode's operations at one size, in order.
+    fn operations(&self, size: usize, column: usize) -> Vec<ScenarioResult> {
+        let parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        (1..=OPERATIONS.len())
+            .filter_map(|op| parts.get(&(size, column, op)))
+            .flatten()
+            .cloned()
+            .collect()
+    }
+}
+
+/// Priorities. The longest fill (the critical path) goes first and never waits. Then what
+/// lets go of memory before what makes more: the operations on a state (the state goes with
+/// the last of them), a mode's start; then the other stores' fills, so that their largest
+/// states come while the longest fill's is still small; then the capacity searches and the
+/// upgrades.
+const CRITICAL_FILL: i64 = 100;
+const COMPILE: i64 = 90;
+const OPERATION: i64 = 60;
+const MODE_START: i64 = 50;
+const FILL: i64 = 40;
+const SEARCH: i64 = 30;
+const UPGRADE_LAST: i64 = 20;
+
+/// What a store's fill costs per row, relative to the others (the StableBTreeMap's messages
+/// cost the most per row, then SQLite's, then the heap map's): the costliest selected
+/// store's fill is the run's critical path.
+fn fill_cost(kind: StoreKind) -> i64 {
+    match kind {
+        StoreKind::Btree => 3,
+        StoreKind::Sqlite => 2,
+        StoreKind::Heap => 1,
+    }
+}
+
+/// How a store's fill goes: after the state `from` (None: the empty canister), on to size
+/// `size` of the run's sizes.
+struct Step {
     kind: StoreKind,
-    empty: SnapshotId,
-    wasm: &[u8],
-    results: &mut Vec<ScenarioResult>,
-) -> Result<()> {
-    let canister = client.canister;
-    let module_bytes = wasm.len() as u64;
-    client.engine.restore(canister, empty)?;
-    let base = client.stats()?;
-    let stores: Vec<Store> = match kind {
+    size: usize,
+    filled: u64,
+    from: Option<State>,
+    /// The empty canister's stats (its heap and journal mode), once known.
+    base: Option<Stats>,
+    /// The fill's priority: [`CRITICAL_FILL`] for the costliest store's, else [`FILL`].
+    priority: i64,
+}
+
+/// The task that fills the store of `kind` to the next size from the state the last one
+/// left, snapshots it, spawns what is measured there and the fill on to the next size (or
+/// the upgrade at the largest). Each size is a task of its own: from the snapshot, as a
+/// worker measuring them one after the other restored it.
+fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<'s> {
+    let cfg = ctx.cfg;
+    let Step {
+        kind,
+        size,
+        filled,
+        from,
+        base,
+        priority,
+    } = step;
+    let n = cfg.sizes[size];
+    let first = format!(
+        "{} {} to {} rows",
+        if from.is_none() {
+            "start"
+        } else {
+            "go on filling"
+        },
+        kind.as_str(),
+        thousands(n)
+    );
+    Task::new(Kind::Other, first, move |lane| {
+        let base = match (&from, base) {
+            (None, _) => {
+                lane.restore(ctx.empty)?;
+                lane.client.stats()?
+            }
+            (Some(from), Some(base)) => {
+                lane.restore(from)?;
+                base
+            }
+            (Some(_), None) => return Err(anyhow!("a fill step without its base stats")),
+        };
+        drop(from);
+        let stores = stores_of(kind, &base)?;
+        let (client, ctl) = (&mut lane.client, &lane.ctl);
+        users::fill(
+            client,
+            kind.as_str(),
+            filled,
+            n,
+            PREFILL_CHUNK,
+            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.as_str(), to)),
+            &mut |_| {},
+        )?;
+        lane.step(
+            Kind::Snapshot,
+            format!("snapshot of {} at {} rows", kind.as_str(), thousands(n)),
+        );
+        let at_n = lane.snapshot()?;
+        let stats = lane.client.stats()?;
+        // PocketIC charges by its own replica: priced here by the newest vintage's rules.
+        let replica = lane.client.engine.replica().unwrap_or(Replica::NEWEST);
+        let module_bytes = ctx.wasm.len() as u64;
+        out.put(
+            (size, MEMORY, 0),
+            memory_records(
+                cfg,
+                &replica,
+                ctx.engine,
+                stores[0],
+                n,
+                &base,
+                &stats,
+                module_bytes,
+            ),
+        );
+        // The heap map's rows are the heap's: its bytes per row bound an insert.
+        let heap_per_row =
+            (stats.heap_pages.saturating_sub(base.heap_pages) * PAGE) as f64 / n as f64;
+        for (m, &store) in stores.iter().enumerate() {
+            let at = Place {
+                size,
+                column: 1 + m,
+                n,
+                heap_per_row: (store == Store::Heap).then_some(heap_per_row),
+            };
+            lane.spawn(measure_at(ctx, out, store, at, at_n.clone()));
+        }
+        if size + 1 < cfg.sizes.len() {
+            let next = Step {
+                kind,
+                size: size + 1,
+                filled: n,
+                from: Some(at_n),
+                base: Some(base),
+                priority,
+            };
+            lane.spawn(grow(ctx, next, out));
+        } else {
+            let name = format!("upgrade {} at {} rows", kind.as_str(), thousands(n));
+            let store = stores[0];
+            lane.spawn(
+                Task::new(Kind::Upgrade, name, move |lane| {
+                    // From the snapshot: the canister as a worker that measured it first
+                    // left it, its heap a view of the snapshot's.
+                    lane.restore(&at_n)?;
+                    let records =
+                        upgrade_at(&mut lane.client, cfg, ctx.engine, store, n, ctx.new_build)?;
+                    out.put((cfg.sizes.len(), MEMORY, 0), records);
+                    Ok(())
+                })
+                .priority(priority.max(UPGRADE_LAST))
+                .profiled()
+                .park(),
+            );
+        }
+        Ok(())
+    })
+    .priority(priority)
+}
+
+/// The stores a store kind is measured as: SQLite in its default journal mode (read from
+/// the empty canister's `stats`), then OFF.
+fn stores_of(kind: StoreKind, base: &Stats) -> Result<Vec<Store>> {
+    Ok(match kind {
         StoreKind::Heap => vec![Store::Heap],
         StoreKind::Btree => vec![Store::BTree],
         StoreKind::Sqlite => {
@@ -421,85 +630,130 @@ fn grow(
                 .map(Store::Sqlite)
                 .collect()
         }
-    };
-    let mut filled = 0;
-    for &n in &cfg.sizes {
-        users::fill(client, kind.as_str(), filled, n, PREFILL_CHUNK, &mut |_| {})?;
-        filled = n;
-        let at_n = client.engine.snapshot(canister)?;
-        let stats = client.stats()?;
-        // PocketIC charges by its own replica: priced here by the newest vintage's rules.
-        let replica = client.engine.replica().unwrap_or(Replica::NEWEST);
-        results.extend(memory_records(
-            cfg,
-            &replica,
-            engine_name,
-            stores[0],
-            n,
-            &base,
-            &stats,
-            module_bytes,
-        ));
-        for &store in &stores {
-            // SQLite in every mode (the fill's included) on a fresh connection, as seed003
-            // measures it: the page cache the fill warmed would flatter one mode only.
-            let start = match store {
-                Store::Sqlite(mode) => users::sqlite_start(client, at_n, mode)?,
-                _ => Ok(at_n),
-            };
-            let from = results.len();
-            for (position, operation) in OPERATIONS {
-                results.push(measure(
-                    client,
-                    cfg,
-                    engine_name,
-                    store,
-                    n,
-                    position,
-                    operation,
-                    &start,
-                )?);
-            }
-            if let (Some(true), Ok(start)) = (cfg.capacity_at.map(|c| c == n), &start) {
-                // The heap map's rows are the heap's: its bytes per row bound an insert.
-                let heap_per_row = (store == Store::Heap).then(|| {
-                    (stats.heap_pages.saturating_sub(base.heap_pages) * PAGE) as f64 / n as f64
-                });
-                let measured = results[from..].to_vec();
-                let ctx = capacity::Context {
-                    suite: "scaling",
-                    engine: engine_name,
-                    usd_per_xdr: cfg.usd_per_xdr,
-                };
-                results.extend(capacity::measure_store(
-                    client,
-                    &ctx,
-                    store,
-                    n,
-                    *start,
-                    heap_per_row,
-                    &measured.iter().collect::<Vec<_>>(),
-                )?);
-            }
-            // Memory: each snapshot goes as soon as nothing starts from it again (a
-            // 10,000,000-row heap map's is gigabytes).
-            if let Ok(own) = start {
-                if own != at_n {
-                    client.engine.forget(own)?;
+    })
+}
+
+/// Where a mode's measurements at one size go.
+#[derive(Clone, Copy)]
+struct Place {
+    size: usize,
+    column: usize,
+    n: u64,
+    heap_per_row: Option<f64>,
+}
+
+/// The task that starts `store` at `at_n` (SQLite: its journal mode set on a fresh
+/// connection) and spawns its operations there, and its capacity searches after them at
+/// the capacity size.
+fn measure_at<'s>(
+    ctx: &'s Shared<'s>,
+    out: &'s Grown,
+    store: Store,
+    at: Place,
+    at_n: State,
+) -> Task<'s> {
+    let cfg = ctx.cfg;
+    let name = format!("start {} at {} rows", store.label(), thousands(at.n));
+    Task::new(Kind::Fill, name, move |lane| {
+        // SQLite in every mode (the fill's included) on a fresh connection, as seed003
+        // measures it: the page cache the fill warmed would flatter one mode only.
+        let start = match store {
+            Store::Sqlite(mode) => {
+                lane.restore(&at_n)?;
+                match users::sqlite_mode(&mut lane.client, mode)? {
+                    Ok(()) => {
+                        lane.step(
+                            Kind::Snapshot,
+                            format!("snapshot of {} at {} rows", store.label(), thousands(at.n)),
+                        );
+                        Ok(lane.snapshot()?)
+                    }
+                    Err(reason) => Err(reason),
                 }
             }
+            _ => Ok(at_n),
+        };
+        let search = match (&start, cfg.capacity_at) {
+            (Ok(start), Some(c)) if c == at.n => Some(Join::new(
+                OPERATIONS.len(),
+                capacity_at(ctx, out, store, at, start.clone()),
+            )),
+            _ => None,
+        };
+        for (op, (position, operation)) in OPERATIONS.into_iter().enumerate() {
+            let start = start.clone();
+            let search = search.clone();
+            let name = format!(
+                "{} at {} rows: {}",
+                store.label(),
+                thousands(at.n),
+                operation_title(position, operation)
+            );
+            lane.spawn(
+                Task::new(Kind::Scenario, name, move |lane| {
+                    let r = measure(
+                        lane, cfg, ctx.engine, store, at.n, position, operation, &start,
+                    )?;
+                    out.put((at.size, at.column, 1 + op), vec![r]);
+                    if let Some(search) = search {
+                        search.arrive(&lane.ctl);
+                    }
+                    Ok(())
+                })
+                .priority(OPERATION)
+                .profiled(),
+            );
         }
-        client.engine.restore(canister, at_n)?;
-        // The live canister now holds this state; filling on and the upgrade start from it.
-        client.engine.forget(at_n)?;
-    }
-    if let Some(&n) = cfg.sizes.last() {
-        results.extend(upgrade_at(client, cfg, engine_name, stores[0], n, wasm)?);
-    }
-    // The store is done: its canister goes back to empty, so a worker that waits for the
-    // others does not hold gigabytes meanwhile.
-    client.engine.restore(canister, empty)?;
-    Ok(())
+        Ok(())
+    })
+    .priority(MODE_START)
+}
+
+/// The task that, once a mode's operations at the capacity size are measured, spawns its
+/// capacity searches (one per message, independent of each other) on `start`.
+fn capacity_at<'s>(
+    ctx: &'s Shared<'s>,
+    out: &'s Grown,
+    store: Store,
+    at: Place,
+    start: State,
+) -> Task<'s> {
+    let cfg = ctx.cfg;
+    let name = format!("capacity of {} at {} rows", store.label(), thousands(at.n));
+    Task::new(Kind::Other, name, move |lane| {
+        let measured = out.operations(at.size, at.column);
+        for (i, message) in capacity::Message::ALL.into_iter().enumerate() {
+            let (start, measured) = (start.clone(), measured.clone());
+            let name = format!("capacity search: {} {}", store.label(), message.operation());
+            lane.spawn(
+                Task::new(Kind::Probe, name, move |lane| {
+                    let search = capacity::Context {
+                        suite: "scaling",
+                        engine: ctx.engine,
+                        usd_per_xdr: cfg.usd_per_xdr,
+                    };
+                    let start = lane.local(&start)?;
+                    let records = capacity::measure_message(
+                        &mut lane.client,
+                        &search,
+                        store,
+                        at.n,
+                        start,
+                        at.heap_per_row,
+                        &measured.iter().collect::<Vec<_>>(),
+                        message,
+                    )?;
+                    out.put((at.size, at.column, CAPACITY + i), records);
+                    Ok(())
+                })
+                .priority(SEARCH)
+                .profiled()
+                .park(),
+            );
+        }
+        Ok(())
+    })
+    .priority(SEARCH)
 }
 
 /// Upgrades the store's canister, as filled to `n` rows, to a new build of its module (a
@@ -512,7 +766,7 @@ fn upgrade_at(
     engine_name: &str,
     store: Store,
     n: u64,
-    wasm: &[u8],
+    new_build: &[u8],
 ) -> Result<Vec<ScenarioResult>> {
     let (mut records, _, _) = super::upgrade::upgrade(
         client,
@@ -520,7 +774,7 @@ fn upgrade_at(
         UpgradeStore::Users(store),
         n,
         cfg.payload_size,
-        &super::upgrade::new_build(wasm)?,
+        new_build,
         cfg.usd_per_xdr,
     )?;
     for r in &mut records {
@@ -573,14 +827,14 @@ fn base_record(
 
 #[allow(clippy::too_many_arguments)]
 fn measure(
-    client: &mut BenchClient<'_>,
+    lane: &mut Lane<'_, '_>,
     cfg: &Config,
     engine_name: &str,
     store: Store,
     n: u64,
     position: Position,
     operation: Operation,
-    start: &Result<SnapshotId, String>,
+    start: &Result<State, String>,
 ) -> Result<ScenarioResult> {
     let scenario = super::scenario::Scenario {
         store,
@@ -594,9 +848,9 @@ fn measure(
     result.args = call.candid_args();
     match start {
         Err(reason) => result.status = crate::report::Status::Refused(reason.clone()),
-        Ok(snapshot) => {
-            client.engine.restore(client.canister, *snapshot)?;
-            let reply = run_call(client, store.kind(), &call)?;
+        Ok(state) => {
+            lane.restore(state)?;
+            let reply = run_call(&mut lane.client, store.kind(), &call)?;
             record_reply(&mut result, reply, operation, cfg.usd_per_xdr);
         }
     }
@@ -1103,6 +1357,38 @@ mod tests {
         assert_eq!(sizes_up_to(10_000_000), SIZES.to_vec());
         assert_eq!(sizes_up_to(1_000), vec![1_000]);
         assert_eq!(sizes_up_to(25_000), vec![1_000, 10_000, 25_000]);
+    }
+
+    #[test]
+    fn the_estimate_counts_the_longest_fill_beside_as_many_other_peaks_as_workers() {
+        let cfg = Config {
+            sizes: sizes_up_to(10_000_000),
+            kinds: StoreKind::ALL.to_vec(),
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            capacity_at: Some(CAPACITY_ROWS),
+        };
+        // One worker: SQLite's peak alone (430 B/row); two: the StableBTreeMap's fill
+        // (210 B/row) beside it; three: the heap map's (350 B/row) too.
+        assert_eq!(cfg.peak_memory(1), 500_000_000 + 4_300_000_000);
+        assert_eq!(
+            cfg.peak_memory(2),
+            500_000_000 + 2_100_000_000 + 4_300_000_000
+        );
+        assert_eq!(
+            cfg.peak_memory(3),
+            500_000_000 + 2_100_000_000 + 4_300_000_000 + 3_500_000_000
+        );
+        assert_eq!(cfg.peak_memory(8), cfg.peak_memory(3));
+        // At 1,000,000 rows the capacity searches are the peaks: the heap map's (2.2 GB)
+        // and the StableBTreeMap's (0.6 GB) can run side by side.
+        let small = cfg.up_to(1_000_000);
+        assert_eq!(small.peak_memory(1), 500_000_000 + 2_200_000_000);
+        assert_eq!(
+            small.peak_memory(2),
+            500_000_000 + 600_000_000 + 2_200_000_000
+        );
     }
 
     #[test]

@@ -8,12 +8,14 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::capacity;
+use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
 use super::users;
 use super::{decision, sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
 use crate::bench_canister::BenchClient;
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::Engine;
 use crate::report::format::thousands;
+use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
@@ -201,7 +203,7 @@ impl Plan for Config {
             ));
         }
         let confirm: &users::AfterScenarios<'_> =
-            &|client, starts, report| confirm_capacity(client, cfg, starts, report);
+            &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
         users::run(
             engine,
             wasm,
@@ -225,7 +227,8 @@ impl Plan for Config {
 fn confirm_capacity(
     client: &mut BenchClient<'_>,
     cfg: &Config,
-    starts: &[(Store, Result<SnapshotId, String>)],
+    starts: &[(Store, Result<State, String>)],
+    work: &Recorder,
     report: &mut Report,
 ) -> Result<()> {
     let engine = report.engine.clone();
@@ -246,15 +249,26 @@ fn confirm_capacity(
             .iter()
             .filter(|r| r.store == store.kind() && r.journal_mode == mode && r.position == "middle")
             .collect();
-        found.extend(capacity::measure_store(
-            client,
-            &ctx,
-            *store,
-            cfg.users.rows,
-            *start,
-            None,
-            &measured,
-        )?);
+        let (records, _) = work.unit(
+            Kind::Probe,
+            format!("capacity of {}", store.label()),
+            &[],
+            || -> Result<Vec<ScenarioResult>> {
+                let at = pool::graph::local(client.engine, start)?;
+                let records = capacity::measure_store(
+                    client,
+                    &ctx,
+                    *store,
+                    cfg.users.rows,
+                    at,
+                    None,
+                    &measured,
+                )?;
+                client.engine.forget(at)?;
+                Ok(records)
+            },
+        );
+        found.extend(records?);
     }
     report.results.extend(found);
     report.set_extra(

@@ -5,6 +5,7 @@
 //! instructions per event; the multiplier is SQLite ÷ map (seed 004's is Doltlite ÷
 //! SQLite: candidate ÷ baseline), with section averages and a ceiling gate.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
@@ -14,6 +15,7 @@ use bench_types::names::SysbenchStore;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::grid::StoreColumn;
+use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
@@ -21,6 +23,7 @@ use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::thousands;
+use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
     ScenarioResult, Status, Table,
@@ -559,101 +562,145 @@ impl Plan for Config {
         cfg.validate()?;
         let started = Instant::now();
         let engine_name = engine.name().to_string();
-        let mut client = BenchClient::install(engine, wasm)?;
+        let work = pool::Recorder::new(exec.jobs);
+        let (mut client, installed) = pool::install(engine, wasm, &work)?;
         let canister = client.canister;
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
-        // One prefilled snapshot per store (the map, SQLite per journal mode), made before
-        // any workload runs; every workload starts from its store's.
-        let mut starts: Vec<(Option<JournalMode>, SnapshotId)> = Vec::new();
+        let workload = |client: &mut BenchClient<'_>,
+                        snapshot: SnapshotId,
+                        i: usize|
+         -> Result<ScenarioResult> {
+            let s = &scenarios[i];
+            let (store, journal) = store_of(s);
+            client.engine.restore(canister, snapshot)?;
+            let mut t = Totals::default();
+            let mut failed = None;
+            for event in 0..EVENTS {
+                let p = params(s.workload.name, rows, cfg.seed, event);
+                let m = client.sysbench_run(store, s.workload.name, &p)?;
+                if let Err(e) = t.add(m) {
+                    failed = Some(e);
+                    break;
+                }
+            }
+            Ok(ScenarioResult {
+                suite: "sysbench".into(),
+                engine: engine_name.clone(),
+                store: store.into(),
+                journal_mode: journal,
+                position: s.workload.section.name().into(),
+                operation: s.workload.name.into(),
+                batch: EVENTS,
+                rows_before: rows,
+                method: "sysbench_run".into(),
+                args: format!(
+                    "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
+                    s.workload.name
+                ),
+                status: failed.map_or(Status::Ok, Status::Failed),
+                instructions: t.instructions,
+                instructions_per_row: t.instructions as f64 / EVENTS as f64,
+                store_instructions: t.store_instructions,
+                store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
+                cycles: t.cycles as u64,
+                usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+                heap_pages_delta: 0,
+                stable_pages_delta: t.stable_delta,
+                heap_dirty_pages: t.heap_dirty,
+                stable_dirty_pages: t.stable_dirty,
+                bytes: t.bytes,
+                // Not priced: a row is many messages here.
+                ingress_cycles: 0,
+                profile: String::new(),
+                profile_data: t.profile,
+            })
+        };
+        // One prefilled snapshot per store (the map, SQLite per journal mode), filled side by
+        // side from the empty canister; every workload starts from its store's.
+        let indices = exec.indices(scenarios.len());
+        let plan = (0..scenarios.len())
+            .map(|i| key(&scenarios[i]) + "\n")
+            .collect::<String>();
+        let slots = pool::Slots::new(scenarios.len());
+        let setup = AtomicU64::new(0);
+        let mut tasks = Vec::new();
+        let mut modes_seen: Vec<Option<JournalMode>> = Vec::new();
         for s in &scenarios {
-            if starts.iter().any(|(m, _)| *m == s.journal_mode) {
+            if modes_seen.contains(&s.journal_mode) {
                 continue;
             }
+            modes_seen.push(s.journal_mode);
             let (store, journal) = store_of(s);
-            client.engine.restore(canister, base)?;
-            if let Some(mode) = s.journal_mode {
-                client
-                    .configure_sqlite(&SqliteConfig {
-                        journal_mode: Some(mode.to_string()),
-                        ..SqliteConfig::default()
-                    })?
-                    .value
-                    .map_err(|e| anyhow!("setting journal_mode {mode} for sysbench: {e}"))?;
-            }
-            progress(Progress::Prefill {
-                store: &format!("{store}{}", journal_suffix(&journal)),
-                done: 0,
-                total: rows,
-            });
-            prefill(&mut client, store, rows)?;
-            starts.push((s.journal_mode, client.engine.snapshot(canister)?));
-        }
-        let measured = pool::run_scenarios(
-            &mut client,
-            base,
-            scenarios.len(),
-            exec,
-            &|i| {
-                let s = &scenarios[i];
-                let (store, journal) = store_of(s);
-                format!("{store}{}/{}", journal_suffix(&journal), s.workload.name)
-            },
-            progress,
-            &|client, i| {
-                let s = &scenarios[i];
-                let (store, journal) = store_of(s);
-                let snapshot = starts
-                    .iter()
-                    .find(|(m, _)| *m == s.journal_mode)
-                    .expect("every store was prefilled")
-                    .1;
-                client.engine.restore(canister, snapshot)?;
-                let mut t = Totals::default();
-                let mut failed = None;
-                for event in 0..EVENTS {
-                    let p = params(s.workload.name, rows, cfg.seed, event);
-                    let m = client.sysbench_run(store, s.workload.name, &p)?;
-                    if let Err(e) = t.add(m) {
-                        failed = Some(e);
-                        break;
+            let label = format!("{store}{}", journal_suffix(&journal));
+            let mode = s.journal_mode;
+            let (scenarios, indices, slots, setup, workload) =
+                (&scenarios, &indices, &slots, &setup, &workload);
+            tasks.push(
+                Task::new(Kind::Fill, format!("prefill {label}"), move |lane| {
+                    lane.client.engine.restore(canister, base)?;
+                    let before = lane.client.executed_instructions;
+                    if let Some(mode) = mode {
+                        lane.client
+                            .configure_sqlite(&SqliteConfig {
+                                journal_mode: Some(mode.to_string()),
+                                ..SqliteConfig::default()
+                            })?
+                            .value
+                            .map_err(|e| {
+                                anyhow!("setting journal_mode {mode} for sysbench: {e}")
+                            })?;
                     }
-                }
-                Ok(ScenarioResult {
-                    suite: "sysbench".into(),
-                    engine: engine_name.clone(),
-                    store: store.into(),
-                    journal_mode: journal,
-                    position: s.workload.section.name().into(),
-                    operation: s.workload.name.into(),
-                    batch: EVENTS,
-                    rows_before: rows,
-                    method: "sysbench_run".into(),
-                    args: format!(
-                        "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
-                        s.workload.name
-                    ),
-                    status: failed.map_or(Status::Ok, Status::Failed),
-                    instructions: t.instructions,
-                    instructions_per_row: t.instructions as f64 / EVENTS as f64,
-                    store_instructions: t.store_instructions,
-                    store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
-                    cycles: t.cycles as u64,
-                    usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                    heap_pages_delta: 0,
-                    stable_pages_delta: t.stable_delta,
-                    heap_dirty_pages: t.heap_dirty,
-                    stable_dirty_pages: t.stable_dirty,
-                    bytes: t.bytes,
-                    // Not priced: a row is many messages here.
-                    ingress_cycles: 0,
-                    profile: String::new(),
-                    profile_data: t.profile,
-                }
-                .into())
-            },
+                    prefill(&mut lane.client, store, rows)?;
+                    setup.fetch_add(
+                        lane.client.executed_instructions - before,
+                        Ordering::Relaxed,
+                    );
+                    lane.step(Kind::Snapshot, format!("snapshot of {label}"));
+                    let start = lane.snapshot()?;
+                    for &i in indices
+                        .iter()
+                        .filter(|&&i| scenarios[i].journal_mode == mode)
+                    {
+                        let start = start.clone();
+                        lane.spawn(
+                            Task::new(
+                                Kind::Scenario,
+                                format!("scenario {}", key(&scenarios[i])),
+                                move |lane| {
+                                    let at = lane.local(&start)?;
+                                    let r = workload(&mut lane.client, at, i)?;
+                                    slots.put(i, r);
+                                    Ok(())
+                                },
+                            )
+                            .profiled(),
+                        );
+                    }
+                    Ok(())
+                })
+                .after(&[installed])
+                .priority(1),
+            );
+        }
+        let setup_before = client.executed_instructions;
+        pool::graph::run(
+            &mut client,
+            &pool::State::Local(base),
+            exec,
+            &work,
+            progress,
+            tasks,
         )?;
+        let outcomes = slots.take(&indices, &|i| key(&scenarios[i]))?;
+        let measured = pool::Outcomes::new(
+            outcomes,
+            scenarios.len(),
+            pool::sha256_hex(plan.as_bytes()),
+            exec.shard,
+            setup_before + setup.load(Ordering::Relaxed),
+        );
         let modes = cfg
             .journal_modes
             .iter()
@@ -669,6 +716,7 @@ impl Plan for Config {
         wall_seconds: started.elapsed().as_secs_f64(),
         prefill: None,
         executed_instructions: client.executed_instructions,
+        work: None,
         results: Vec::new(),
         notes: vec![
             format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
@@ -679,6 +727,13 @@ impl Plan for Config {
     };
         report.set_extra(CEILINGS, &cfg.ceilings);
         measured.into_report(&mut report);
+        report.work = Some(work.log());
         Ok(report)
     }
+}
+
+/// A workload's name in the plan and the progress: `sqlite-wal/oltp_read_only`.
+fn key(s: &SysbenchScenario) -> String {
+    let (store, journal) = store_of(s);
+    format!("{store}{}/{}", journal_suffix(&journal), s.workload.name)
 }

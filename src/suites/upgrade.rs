@@ -7,6 +7,8 @@
 //! module. Then, for one store, a real upgrade at the first size predicted to fail shows the
 //! replica's error and the rollback.
 
+use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -15,6 +17,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::pool::Task;
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
@@ -23,6 +26,7 @@ use crate::engine::cost::{CyclesFees, Limits};
 use crate::engine::{Engine, InstallStage, MessageReport};
 use crate::report::format::{compact, thousands};
 use crate::report::svg::Axes;
+use crate::report::work::Kind;
 use crate::report::{
     Block, Document, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series, Status, Table,
 };
@@ -372,29 +376,68 @@ impl Plan for Config {
             Some(_) => "the memory tracker's page charges",
             None => "the heap dirty-page charge after it",
         };
-        let mut client = BenchClient::install(engine, wasm)?;
+        let work = pool::Recorder::new(exec.jobs);
+        let (mut client, installed) = pool::install(engine, wasm, &work)?;
         let build = new_build(wasm)?;
-        let base = client.engine.snapshot(client.canister)?;
+        let base = pool::graph::snapshot(client.engine, client.canister)?;
         let keys = self.keys();
         let stores = self.stores.len();
-        let measured = pool::run_scenarios(
-            &mut client,
-            base,
+        let indices = exec.indices(keys.len());
+        let plan = keys.iter().map(|k| k.clone() + "\n").collect::<String>();
+        let setup = client.executed_instructions;
+        let outcomes: Vec<Grown> = keys.iter().map(|_| Grown::default()).collect();
+        let mut tasks = Vec::new();
+        if !indices.is_empty() {
+            // Compiling the new build the upgrades install overlaps the fills.
+            let build = &build;
+            tasks.push(
+                Task::new(Kind::Compile, "compile the new build", move |lane| {
+                    lane.client.engine.prepare(build)
+                })
+                .priority(COMPILE),
+            );
+        }
+        for &i in &indices {
+            let (base, build, engine_name, out) = (&base, &build, &engine_name, &outcomes[i]);
+            let task = if i < stores {
+                let store = self.stores[i];
+                Task::new(
+                    Kind::Fill,
+                    format!("configure {}", store.label()),
+                    move |lane| {
+                        lane.restore(base)?;
+                        measure_store(lane, self, engine_name, build, store, out)
+                    },
+                )
+                .priority(FILL + (stores - i) as i64)
+            } else {
+                let (store, payload) = self.limit_run.expect("the last scenario is the limit run");
+                Task::new(
+                    Kind::Fill,
+                    format!("limit run: configure {}", store.label()),
+                    move |lane| {
+                        lane.restore(base)?;
+                        let outcome =
+                            limit_run(&mut lane.client, self, engine_name, build, store, payload)?;
+                        out.put(0, outcome);
+                        Ok(())
+                    },
+                )
+                .priority(FILL + stores as i64 + 1)
+            };
+            tasks.push(task.after(&[installed]));
+        }
+        pool::graph::run(&mut client, &base, exec, &work, progress, tasks)?;
+        let measured = pool::Outcomes::new(
+            indices
+                .iter()
+                .map(|&i| (i, outcomes[i].outcome()))
+                .collect(),
             keys.len(),
-            exec,
-            &|i| keys[i].clone(),
-            progress,
-            &|client, i| {
-                client.engine.restore(client.canister, base)?;
-                if i < stores {
-                    measure_store(client, self, &engine_name, &build, self.stores[i])
-                } else {
-                    let (store, payload) =
-                        self.limit_run.expect("the last scenario is the limit run");
-                    limit_run(client, self, &engine_name, &build, store, payload)
-                }
-            },
-        )?;
+            pool::sha256_hex(plan.as_bytes()),
+            exec.shard,
+            setup,
+        );
         let mut notes = vec![
             format!("Each store has its own canister, filled once with ids 0, {ID_STEP}, 20, ... in steps to each size N ({}), with a snapshot at each N; the upgrade and the calls around it run on that snapshot, and filling continues from it.", self.sizes.iter().map(|n| thousands(*n)).collect::<Vec<_>>().join(", ")),
             format!("pre_upgrade / post_upgrade: `instructions` is what the engine meters for the hook (its Wasm, System API and stable-memory charges and {hook_charges}); `store_instructions` is ic0.performance_counter(0) inside the hook as the canister reports it (`upgrade_stats`; 0 where the canister does not report it). upgrade: the whole install_code as the replica meters it, to a new build (the same code with another module hash, as a real upgrade ships one), after a checkpoint: pre_upgrade + creating the new execution state (compiling the module, 6,000 instructions per Wasm instruction, plus the vintage's base cost) + post_upgrade, one shared 300B budget; its cycles are 5,000,000 + 1 per instruction (13-node subnet, prepaid at 300B and refunded); hooks carry no cycles of their own. upgrade_same_module (\"same module\"): the same install_code again on the same snapshot, with no checkpoint since the first installed the build: the replica expects the module compiled and (from vintage 2025-03) counts 1/100 of its compilation, so it is the upgrade less 99/100 of the compilation; a user meets it only when installing a module again soon (checkpoints come every few minutes)."),
@@ -413,12 +456,50 @@ impl Plan for Config {
             wall_seconds: started.elapsed().as_secs_f64(),
             prefill: None,
             executed_instructions: client.executed_instructions,
+            work: None,
             results: Vec::new(),
             notes,
             extra: Default::default(),
         };
         measured.into_report(&mut report);
+        report.work = Some(work.log());
         Ok(report)
+    }
+}
+
+/// Priorities: the fills first (a store's fill is its canister's history), then compiling
+/// the new build, then the upgrades measured on the way.
+const FILL: i64 = 100;
+const COMPILE: i64 = 90;
+const UPGRADE_AT: i64 = 10;
+
+/// A store's outcome as its tasks hand it in, by size (the order one worker gives).
+#[derive(Default)]
+struct Grown {
+    parts: Mutex<BTreeMap<usize, pool::Outcome>>,
+}
+
+impl Grown {
+    fn put(&self, at: usize, outcome: pool::Outcome) {
+        self.parts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(at, outcome);
+    }
+
+    fn outcome(&self) -> pool::Outcome {
+        let parts = std::mem::take(&mut *self.parts.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut all = pool::Outcome::default();
+        for (_, part) in parts {
+            all.results.extend(part.results);
+            for (name, items) in part.lists {
+                match all.lists.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, have)) => have.extend(items),
+                    None => all.lists.push((name, items)),
+                }
+            }
+        }
+        all
     }
 }
 
@@ -467,9 +548,10 @@ fn fill(
     payload_size: u64,
     from: u64,
     to: u64,
+    before: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let chunk = (FILL_BYTES_PER_MESSAGE / payload_size).clamp(1, PREFILL_CHUNK);
-    users::fill(client, store.kind(), from, to, chunk, &mut |_| {})
+    users::fill(client, store.kind(), from, to, chunk, before, &mut |_| {})
         .with_context(|| format!("filling {}", store.label()))
 }
 
@@ -751,58 +833,92 @@ fn upgrade_same_module(
     ))
 }
 
-/// One store at every size: fill, snapshot, warm calls, upgrade, first calls, back, the same
-/// upgrade again, back.
-fn measure_store(
-    client: &mut BenchClient<'_>,
+/// One store at every size: fill, snapshot, and from the snapshot (a task of its own, beside
+/// the fill going on) warm calls, upgrade, first calls, back, the same upgrade again.
+fn measure_store<'s>(
+    lane: &mut pool::Lane<'_, 's>,
+    cfg: &'s Config,
+    engine: &'s str,
+    new_build: &'s [u8],
+    store: UpgradeStore,
+    out: &'s Grown,
+) -> Result<()> {
+    if let Err(e) = configure(&mut lane.client, store, cfg.payload_size) {
+        let mut r = record(engine, store, 0, "upgrade");
+        r.status = Status::Refused(e.to_string());
+        out.put(0, vec![r].into());
+        return Ok(());
+    }
+    let mut filled = 0;
+    for (size, &n) in cfg.sizes.iter().enumerate() {
+        let (client, ctl) = (&mut lane.client, &lane.ctl);
+        fill(client, store, cfg.payload_size, filled, n, &mut |to| {
+            ctl.step(Kind::Fill, users::fill_name(&store.label(), to))
+        })?;
+        filled = n;
+        lane.step(
+            Kind::Snapshot,
+            format!("snapshot of {} at {} rows", store.label(), thousands(n)),
+        );
+        let at_n = lane.snapshot()?;
+        let name = format!("upgrade {} at {} rows", store.label(), thousands(n));
+        lane.spawn(
+            pool::Task::new(Kind::Upgrade, name, move |lane| {
+                out.put(
+                    size,
+                    upgrade_at(lane, cfg, engine, new_build, store, n, &at_n)?,
+                );
+                Ok(())
+            })
+            .priority(UPGRADE_AT)
+            .profiled(),
+        );
+    }
+    Ok(())
+}
+
+/// At the state `at_n` of `n` rows: warm calls, the upgrade, the first calls after it, and
+/// the same upgrade again from `at_n`.
+fn upgrade_at(
+    lane: &mut pool::Lane<'_, '_>,
     cfg: &Config,
     engine: &str,
     new_build: &[u8],
     store: UpgradeStore,
+    n: u64,
+    at_n: &pool::State,
 ) -> Result<pool::Outcome> {
-    let canister = client.canister;
     let mut results = Vec::new();
-    let mut points = Vec::new();
-    if let Err(e) = configure(client, store, cfg.payload_size) {
-        let mut r = record(engine, store, 0, "upgrade");
-        r.status = Status::Refused(e.to_string());
-        return Ok(vec![r].into());
+    lane.restore(at_n)?;
+    let client = &mut lane.client;
+    results.extend(calls(client, engine, store, n, cfg.usd_per_xdr, "warm")?);
+    lane.restore(at_n)?;
+    let client = &mut lane.client;
+    let (records, point, failed) = upgrade(
+        client,
+        engine,
+        store,
+        n,
+        cfg.payload_size,
+        new_build,
+        cfg.usd_per_xdr,
+    )?;
+    results.extend(records);
+    if failed.is_none() {
+        results.extend(calls(client, engine, store, n, cfg.usd_per_xdr, "first")?);
     }
-    let mut filled = 0;
-    for &n in &cfg.sizes {
-        fill(client, store, cfg.payload_size, filled, n)?;
-        filled = n;
-        let at_n = client.engine.snapshot(canister)?;
-        results.extend(calls(client, engine, store, n, cfg.usd_per_xdr, "warm")?);
-        client.engine.restore(canister, at_n)?;
-        let (records, point, failed) = upgrade(
-            client,
-            engine,
-            store,
-            n,
-            cfg.payload_size,
-            new_build,
-            cfg.usd_per_xdr,
-        )?;
-        results.extend(records);
-        points.push(serde_json::to_value(&point)?);
-        if failed.is_none() {
-            results.extend(calls(client, engine, store, n, cfg.usd_per_xdr, "first")?);
-        }
-        client.engine.restore(canister, at_n)?;
-        results.push(upgrade_same_module(
-            client,
-            engine,
-            store,
-            n,
-            new_build,
-            cfg.usd_per_xdr,
-        )?);
-        client.engine.restore(canister, at_n)?;
-    }
+    lane.restore(at_n)?;
+    results.push(upgrade_same_module(
+        &mut lane.client,
+        engine,
+        store,
+        n,
+        new_build,
+        cfg.usd_per_xdr,
+    )?);
     Ok(pool::Outcome {
         results,
-        lists: vec![(POINTS, points)],
+        lists: vec![(POINTS, vec![serde_json::to_value(&point)?])],
     })
 }
 
@@ -833,7 +949,7 @@ fn limit_run(
     let mut points = Vec::new();
     let mut filled = 0;
     for n in CALIBRATION_SIZES {
-        fill(client, store, payload, filled, n)?;
+        fill(client, store, payload, filled, n, &mut |_| {})?;
         filled = n;
         let at_n = client.engine.snapshot(canister)?;
         let (_, mut point, failed) = upgrade(
@@ -876,7 +992,7 @@ fn limit_run(
             let mut filled = 0;
             let mut succeeded = Vec::new();
             loop {
-                fill(client, store, payload, filled, rows)?;
+                fill(client, store, payload, filled, rows, &mut |_| {})?;
                 filled = rows;
                 let (mut records, mut point, failed) = upgrade(
                     client,

@@ -3,18 +3,23 @@
 //! identical state.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use candid::Principal;
 use sha2::{Digest, Sha256};
 
+use super::pool::{Chain, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::{pool, CommonArgs, Exec, Progress, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::disk_cache::{self, Lookup, STATES};
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::Engine;
+use crate::report::format::thousands;
+use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
@@ -262,7 +267,11 @@ pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -
 }
 
 /// The stable stores the prefill fills (and the post-prefill cache keeps): each kind
-/// measured, once. The heap map is not among them: see [`heap_start`].
+/// measured, once. The heap map is not among them: its rows are inserted after the stable
+/// stores' snapshot, and its scenarios start from a snapshot of their own. The other
+/// stores' scenarios start from the state without the heap map: its allocations (tens of
+/// thousands of strings) change where later allocations land and so what malloc costs,
+/// which moved their counts by up to 7% at 20,000 rows.
 fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
     [bench_types::names::BTREE, bench_types::names::SQLITE]
         .into_iter()
@@ -270,65 +279,59 @@ fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
         .collect()
 }
 
-/// Fills the stable stores with `rows` rows each: ids 0, 10, 20, ..., every row really inserted.
+/// Fills the stable stores with `rows` rows each: ids 0, 10, 20, ..., every row really
+/// inserted, each message a unit of `chain`.
 pub fn prefill(
     client: &mut BenchClient<'_>,
     cfg: &Config,
+    chain: &mut Chain<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
     for store in prefilled_stores(cfg) {
-        prefill_store(client, cfg, store, progress)?;
+        fill(
+            client,
+            store,
+            0,
+            cfg.rows,
+            PREFILL_CHUNK,
+            &mut |to| {
+                chain.step(Kind::Fill, fill_name(store, to));
+            },
+            &mut |done| {
+                progress(Progress::Prefill {
+                    store,
+                    done,
+                    total: cfg.rows,
+                })
+            },
+        )?;
     }
+    chain.stop();
     Ok(())
 }
 
-/// The heap store's starting snapshot, when it is measured: its rows are inserted after the
-/// stable stores' snapshot, and its scenarios start from a snapshot of their own. The other
-/// stores' scenarios start from the state without the heap map: its allocations (tens of
-/// thousands of strings) change where later allocations land and so what malloc costs,
-/// which moved their counts by up to 7% at 20,000 rows.
-fn heap_start(
-    client: &mut BenchClient<'_>,
-    cfg: &Config,
-    progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Option<SnapshotId>> {
-    if !cfg.stores.contains(&Store::Heap) {
-        return Ok(None);
-    }
-    prefill_store(client, cfg, bench_types::names::HEAP, progress)?;
-    Ok(Some(client.engine.snapshot(client.canister)?))
-}
-
-/// Fills one store with `rows` rows: ids 0, 10, 20, ..., `PREFILL_CHUNK` per message.
-fn prefill_store(
-    client: &mut BenchClient<'_>,
-    cfg: &Config,
-    store: &str,
-    progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<()> {
-    fill(client, store, 0, cfg.rows, PREFILL_CHUNK, &mut |done| {
-        progress(Progress::Prefill {
-            store,
-            done,
-            total: cfg.rows,
-        })
-    })
+/// The unit of the fill message that brings `store` to `to` rows.
+pub fn fill_name(store: &str, to: u64) -> String {
+    format!("fill {store} to {} rows", thousands(to))
 }
 
 /// Inserts rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk`
-/// rows per message, and checks that each message inserted all of its rows; `after(done)`
-/// follows every message. Every suite that grows a users store fills it here.
+/// rows per message, and checks that each message inserted all of its rows; `before(to)`
+/// precedes the message that fills to `to` rows, `after(done)` follows every message. Every
+/// suite that grows a users store fills it here.
 pub(super) fn fill(
     client: &mut BenchClient<'_>,
     store: &str,
     from: u64,
     to: u64,
     chunk: u64,
+    before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let mut done = from;
     while done < to {
         let count = chunk.min(to - done);
+        before(done + count);
         let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
         let report = out
             .value
@@ -346,12 +349,28 @@ pub(super) fn fill(
 }
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
-/// snapshot (or why the canister refused it) and the report so far.
-pub type AfterScenarios<'a> = dyn Fn(&mut BenchClient<'_>, &[(Store, Result<SnapshotId, String>)], &mut Report) -> Result<()>
+/// state (or why the canister refused it), the run's log and the report so far.
+pub type AfterScenarios<'a> = dyn Fn(
+        &mut BenchClient<'_>,
+        &[(Store, Result<State, String>)],
+        &Recorder,
+        &mut Report,
+    ) -> Result<()>
     + 'a;
+
+/// Task priorities: the heap map's fill is the longest chain, then each SQLite mode's
+/// start (24 scenarios wait for each), then the scenarios.
+const HEAP_FILL_FIRST: i64 = 100;
+const MODE_START: i64 = 50;
+const SCENARIO: i64 = 0;
 
 /// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
 /// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
+///
+/// The work: the module compiled while the cached post-prefill state is read, the state
+/// loaded (or the prefill run and kept), then on `exec.jobs` workers side by side: the heap
+/// map's fill and its scenarios, each SQLite journal mode set on a fresh connection and its
+/// scenarios, and the StableBTreeMap's scenarios.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     engine: &mut dyn Engine,
@@ -366,21 +385,53 @@ pub fn run(
 ) -> Result<Report> {
     cfg.validate()?;
     let started = Instant::now();
+    let work = Recorder::new(exec.jobs);
     let engine_name = engine.name().to_string();
     // The post-prefill state is kept in the cache (when the engine can export it) and
-    // loaded by the next run with the same parameters instead of prefilling again.
+    // loaded by the next run with the same parameters instead of prefilling again. The
+    // file is read while the module compiles.
     let cache = match (disk_cache::dir(), prefill_key(engine, wasm, cfg)?) {
         (Some(dir), Some(key)) => Some((dir, key)),
         _ => None,
     };
-    let loaded = cache
-        .as_ref()
-        .and_then(|(dir, key)| load_prefill(engine, wasm, dir, key));
+    let (compiled, read) = std::thread::scope(|scope| {
+        let reading = cache.as_ref().map(|(dir, key)| {
+            let work = &work;
+            scope.spawn(move || {
+                pool::record::set_lane(1);
+                work.unit(
+                    Kind::Install,
+                    "read the cached post-prefill state",
+                    &[],
+                    || read_prefill(dir, key),
+                )
+            })
+        });
+        let compiled = pool::compile(engine, wasm, &work);
+        let read = reading.map(|r| {
+            r.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (compiled, read)
+    });
+    let compiled = compiled?;
+    let (entry, read_unit) = match read {
+        Some((entry, unit)) => (entry, vec![unit]),
+        None => (None, Vec::new()),
+    };
+    let loaded = entry.and_then(|entry| {
+        let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
+        let (loaded, _) = work.unit(Kind::Install, "load the cached state", &after, || {
+            import_prefill(engine, wasm, &entry, cache.as_ref())
+        });
+        loaded
+    });
     let prefill_source = if loaded.is_some() {
         "loaded from the cache"
     } else {
         "run"
     };
+    let mut chain = Chain::new(&work, &[compiled]);
     let mut client = match loaded {
         Some((canister, executed)) => {
             let mut client = BenchClient::attach(engine, canister);
@@ -395,71 +446,186 @@ pub fn run(
             client
         }
         None => {
+            chain.step(Kind::Install, "install the canister");
             let mut client = BenchClient::install(engine, wasm)?;
+            chain.step(Kind::Fill, "set the payload size");
             client
                 .set_payload_size(cfg.payload_size)?
                 .value
                 .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
-            prefill(&mut client, cfg, progress)?;
+            prefill(&mut client, cfg, &mut chain, progress)?;
             if let Some((dir, key)) = &cache {
+                chain.step(Kind::Other, "keep the post-prefill state in the cache");
                 store_prefill(&mut client, dir, key);
             }
             client
         }
     };
     let canister = client.canister;
-    let base = client.engine.snapshot(canister)?;
-    let heap_base = heap_start(&mut client, cfg, progress)?;
+    chain.step(Kind::Snapshot, "snapshot after the prefill");
+    let base = pool::graph::snapshot(client.engine, canister)?;
+    let prefilled = chain.end();
+    let setup_before = client.executed_instructions;
 
-    // One starting snapshot per store: SQLite's journal mode is set on a fresh connection
-    // after the prefill; a mode the canister refuses marks all that store's scenarios.
-    let mut starts: Vec<(Store, Result<SnapshotId, String>)> = Vec::new();
+    let indices = exec.indices(scenarios.len());
+    let plan = scenarios.iter().map(|s| s.key() + "\n").collect::<String>();
+    let slots = pool::Slots::new(scenarios.len());
+    let slots = &slots;
+    // Each store's starting state (or why the canister refused the store), for `after`.
+    let starts: Mutex<Vec<(Store, Result<State, String>)>> = Mutex::new(Vec::new());
+    // Instructions of the setup done in tasks (the heap map's fill, the journal modes):
+    // every shard runs it, a joined report counts it once.
+    let setup = AtomicU64::new(0);
+    let engine_name = engine_name.as_str();
+    let measure_from = |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
+        indices
+            .iter()
+            .filter(|&&i| scenarios[i].store == store)
+            .map(|&i| {
+                let start = start.clone();
+                Task::new(
+                    Kind::Scenario,
+                    format!("scenario {}", scenarios[i].key()),
+                    move |lane: &mut Lane<'_, '_>| {
+                        let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
+                        slots.put(i, r);
+                        Ok(())
+                    },
+                )
+                .priority(SCENARIO)
+                .profiled()
+            })
+            .collect()
+    };
+    let mut tasks: Vec<Task<'_>> = Vec::new();
     for &store in &cfg.stores {
-        let start = match store.journal_mode() {
-            None if store == Store::Heap => {
-                Ok(heap_base.expect("heap_start ran: heap is selected"))
+        match store {
+            Store::Heap => {
+                let (base, starts, setup) = (&base, &starts, &setup);
+                let measure_from = &measure_from;
+                tasks.push(
+                    Task::new(
+                        Kind::Fill,
+                        fill_name(bench_types::names::HEAP, cfg.rows.min(PREFILL_CHUNK)),
+                        move |lane| {
+                            lane.restore(base)?;
+                            let before = lane.client.executed_instructions;
+                            let (client, ctl) = (&mut lane.client, &lane.ctl);
+                            let mut first = true;
+                            fill(
+                                client,
+                                bench_types::names::HEAP,
+                                0,
+                                cfg.rows,
+                                PREFILL_CHUNK,
+                                &mut |to| {
+                                    if !std::mem::take(&mut first) {
+                                        ctl.step(
+                                            Kind::Fill,
+                                            fill_name(bench_types::names::HEAP, to),
+                                        );
+                                    }
+                                },
+                                &mut |_| {},
+                            )?;
+                            setup.fetch_add(
+                                lane.client.executed_instructions - before,
+                                Ordering::Relaxed,
+                            );
+                            lane.step(Kind::Snapshot, "snapshot of the heap map");
+                            let start = lane.snapshot()?;
+                            starts
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((store, Ok(start.clone())));
+                            for task in measure_from(store, Ok(start)) {
+                                lane.spawn(task);
+                            }
+                            Ok(())
+                        },
+                    )
+                    .after(&prefilled)
+                    .priority(HEAP_FILL_FIRST),
+                );
             }
-            None => Ok(base),
-            Some(mode) => sqlite_start(&mut client, base, mode)?,
-        };
-        starts.push((store, start));
+            Store::BTree => {
+                starts
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((store, Ok(base.clone())));
+                tasks.extend(
+                    measure_from(store, Ok(base.clone()))
+                        .into_iter()
+                        .map(|t| t.after(&prefilled)),
+                );
+            }
+            Store::Sqlite(mode) => {
+                let (base, starts, setup) = (&base, &starts, &setup);
+                let measure_from = &measure_from;
+                tasks.push(
+                    Task::new(
+                        Kind::Fill,
+                        format!("set SQLite's journal mode to {mode}"),
+                        move |lane| {
+                            lane.restore(base)?;
+                            let before = lane.client.executed_instructions;
+                            let start = match sqlite_mode(&mut lane.client, mode)? {
+                                Ok(()) => {
+                                    lane.step(Kind::Snapshot, format!("snapshot of SQLite {mode}"));
+                                    Ok(lane.snapshot()?)
+                                }
+                                Err(reason) => Err(reason),
+                            };
+                            setup.fetch_add(
+                                lane.client.executed_instructions - before,
+                                Ordering::Relaxed,
+                            );
+                            starts
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push((store, start.clone()));
+                            for task in measure_from(store, start) {
+                                lane.spawn(task);
+                            }
+                            Ok(())
+                        },
+                    )
+                    .after(&prefilled)
+                    .priority(MODE_START),
+                );
+            }
+        }
     }
-
-    let measured = pool::run_scenarios(
-        &mut client,
-        base,
+    pool::graph::run(&mut client, &base, exec, &work, progress, tasks)?;
+    let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
+    let measured = pool::Outcomes::new(
+        outcomes,
         scenarios.len(),
-        exec,
-        &|i| scenarios[i].key(),
-        progress,
-        &|client, i| {
-            let start = starts
-                .iter()
-                .find(|(s, _)| *s == scenarios[i].store)
-                .map(|(_, st)| st.clone())
-                .expect("every store has a start");
-            measure(client, cfg, suite, &engine_name, &scenarios[i], start).map(Into::into)
-        },
-    )?;
+        pool::sha256_hex(plan.as_bytes()),
+        exec.shard,
+        setup_before + setup.load(Ordering::Relaxed),
+    );
+    let heap_measured = cfg.stores.contains(&Store::Heap);
     let mut all_notes = vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
             format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
-    if heap_base.is_some() {
+    if heap_measured {
         all_notes.insert(1, "The heap map (`heap`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.".into());
     }
     all_notes.extend_from_slice(notes);
     let mut report = Report {
         suite: suite.into(),
-        engine: engine_name,
+        engine: engine_name.to_string(),
         rows_before: cfg.rows,
         seed: cfg.seed,
         payload_size: cfg.payload_size,
         wall_seconds: started.elapsed().as_secs_f64(),
         prefill: Some(prefill_source.into()),
         executed_instructions: client.executed_instructions,
+        work: None,
         results: Vec::new(),
         notes: all_notes,
         extra: Default::default(),
@@ -467,29 +633,29 @@ pub fn run(
     measured.into_report(&mut report);
     if let Some(after) = after {
         let executed = client.executed_instructions;
-        after(&mut client, &starts, &mut report)?;
+        let mut starts = starts.into_inner().unwrap_or_else(|e| e.into_inner());
+        // In the order of the stores, as the suite lists them.
+        starts.sort_by_key(|(s, _)| cfg.stores.iter().position(|x| x == s));
+        after(&mut client, &starts, &work, &mut report)?;
         report.executed_instructions += client.executed_instructions - executed;
         report.wall_seconds = started.elapsed().as_secs_f64();
     }
+    report.work = Some(work.log());
     Ok(report)
 }
 
-/// A snapshot of the canister at `at` with SQLite on a fresh connection in journal `mode`,
-/// or the reason the canister refused the mode.
-pub(super) fn sqlite_start(
+/// Sets SQLite's journal `mode` on a fresh connection, on the canister's state now; the
+/// reason when the canister refuses it.
+pub(super) fn sqlite_mode(
     client: &mut BenchClient<'_>,
-    at: SnapshotId,
     mode: JournalMode,
-) -> Result<Result<SnapshotId, String>> {
-    client.engine.restore(client.canister, at)?;
+) -> Result<Result<(), String>> {
     let config = SqliteConfig {
         journal_mode: Some(mode.to_string()),
         ..SqliteConfig::default()
     };
     Ok(match client.configure_sqlite(&config)?.value {
-        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {
-            Ok(client.engine.snapshot(client.canister)?)
-        }
+        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(()),
         Ok(settings) => Err(format!(
             "asked for {mode}, SQLite uses {}",
             settings.journal_mode
@@ -521,14 +687,14 @@ pub fn scenario_ids(matrix: &[Scenario], cfg: &Config) -> Vec<String> {
     crate::report::scenario_ids(&records)
 }
 
-/// One scenario from its store's starting snapshot (or the reason the store was refused).
+/// One scenario from its store's starting state (or the reason the store was refused).
 fn measure(
-    client: &mut BenchClient<'_>,
+    lane: &mut Lane<'_, '_>,
     cfg: &Config,
     suite: &str,
     engine_name: &str,
     scenario: &Scenario,
-    start: Result<SnapshotId, String>,
+    start: Result<State, String>,
 ) -> Result<ScenarioResult> {
     let call = Call::for_scenario(scenario, cfg);
     let mut result = ScenarioResult {
@@ -540,10 +706,9 @@ fn measure(
     };
     match start {
         Err(reason) => result.status = Status::Refused(reason),
-        Ok(snapshot) => {
-            let canister = client.canister;
-            client.engine.restore(canister, snapshot)?;
-            let reply = run_call(client, scenario.store.kind(), &call)?;
+        Ok(state) => {
+            lane.restore(&state)?;
+            let reply = run_call(&mut lane.client, scenario.store.kind(), &call)?;
             record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
         }
     }
@@ -626,39 +791,11 @@ fn prefill_key(engine: &dyn Engine, wasm: &[u8], cfg: &Config) -> Result<Option<
     Ok(Some(h.finalize().into()))
 }
 
-/// The cached post-prefill state, imported into the (fresh) engine: the canister and the
-/// instructions the prefill executed. None (after saying why if something was wrong) when
-/// the prefill must run.
-fn load_prefill(
-    engine: &mut dyn Engine,
-    wasm: &[u8],
-    dir: &std::path::Path,
-    key: &[u8; 32],
-) -> Option<(Principal, u64)> {
+/// The cached post-prefill state's entry, or None (after saying why if something was
+/// wrong) when the prefill must run.
+fn read_prefill(dir: &std::path::Path, key: &[u8; 32]) -> Option<disk_cache::Entry> {
     match disk_cache::read(dir, STATES, key) {
-        Ok(Lookup::Found(entry)) => {
-            let imported = <[u8; 8]>::try_from(entry.meta())
-                .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
-                .and_then(|executed| {
-                    let canister = engine.import_state(wasm, entry.payload())?;
-                    Ok((canister, u64::from_le_bytes(executed)))
-                });
-            match imported {
-                Ok(loaded) => {
-                    disk_cache::count_hit(STATES);
-                    Some(loaded)
-                }
-                Err(e) => {
-                    disk_cache::count_rejected(STATES);
-                    let path = disk_cache::entry_path(dir, STATES, key);
-                    eprintln!(
-                        "warning: cache entry {}: {e:#}; running the prefill",
-                        path.display()
-                    );
-                    None
-                }
-            }
-        }
+        Ok(Lookup::Found(entry)) => Some(entry),
         Ok(Lookup::Missing) => None,
         Ok(Lookup::Damaged(e)) => {
             eprintln!("warning: {e:#}; running the prefill");
@@ -666,6 +803,41 @@ fn load_prefill(
         }
         Err(e) => {
             disk_cache::warn_once("the cache cannot be read", &e);
+            None
+        }
+    }
+}
+
+/// The cached post-prefill state `entry`, imported into the (fresh) engine: the canister and
+/// the instructions the prefill executed. None (after saying why) when the entry does not
+/// load and the prefill must run.
+fn import_prefill(
+    engine: &mut dyn Engine,
+    wasm: &[u8],
+    entry: &disk_cache::Entry,
+    cache: Option<&(std::path::PathBuf, [u8; 32])>,
+) -> Option<(Principal, u64)> {
+    let imported = <[u8; 8]>::try_from(entry.meta())
+        .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
+        .and_then(|executed| {
+            let canister = engine.import_state(wasm, entry.payload())?;
+            Ok((canister, u64::from_le_bytes(executed)))
+        });
+    match imported {
+        Ok(loaded) => {
+            disk_cache::count_hit(STATES);
+            Some(loaded)
+        }
+        Err(e) => {
+            disk_cache::count_rejected(STATES);
+            let path = cache
+                .map(|(dir, key)| {
+                    disk_cache::entry_path(dir, STATES, key)
+                        .display()
+                        .to_string()
+                })
+                .unwrap_or_default();
+            eprintln!("warning: cache entry {path}: {e:#}; running the prefill");
             None
         }
     }

@@ -362,7 +362,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.9 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.8 GB), `--scaling-max-rows 1000000` (about 2.9 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.9 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.8 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // A shard counts only its own stores (`--shard` splits the scaling suite by store).
     let (code, stderr) = run("4000000000", &["--shard", "3/3"]);

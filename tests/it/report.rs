@@ -103,6 +103,7 @@ fn sample() -> Report {
         wall_seconds: 83.25,
         prefill: None,
         executed_instructions: 0,
+        work: None,
         results,
         notes: vec!["SQLite page cache: 2,000 pages".into()],
     }

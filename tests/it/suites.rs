@@ -238,14 +238,23 @@ fn run_into(out: &Path, extra: &[&str]) -> String {
     stdout
 }
 
-/// Every file two runs wrote under their directories is byte-identical, but the wall time
-/// (report.md's line, results.json's field).
+/// Every file two runs wrote under their directories is byte-identical, but what says how
+/// the run went: the wall time (report.md's line, results.json's field), report.md's section
+/// on where the wall time went and `work.csv`, its units of work (a joined run has none).
 fn same_files(a: &Path, b: &Path) {
     let without_wall = |text: String| -> String {
+        let mut in_work = false;
         text.lines()
-            .filter(|l| !l.starts_with("- Wall time: ") && !l.contains("\"wall_seconds\": "))
+            .filter(|l| {
+                if l.starts_with("## ") {
+                    in_work = *l == "## Where the wall time went";
+                }
+                !in_work && !l.starts_with("- Wall time: ") && !l.contains("\"wall_seconds\": ")
+            })
             .collect::<Vec<_>>()
             .join("\n")
+            .trim_end()
+            .to_string()
     };
     let mut files = Vec::new();
     let mut dirs = vec![a.to_path_buf()];
@@ -263,7 +272,7 @@ fn same_files(a: &Path, b: &Path) {
         files.iter().any(|f| f.ends_with("results.csv")),
         "{files:?}"
     );
-    for f in &files {
+    for f in files.iter().filter(|f| !f.ends_with("work.csv")) {
         let (x, y) = (a.join(f), b.join(f));
         if f.ends_with("results.csv") || f.extension().is_some_and(|e| e == "svg") {
             assert!(
@@ -565,6 +574,29 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
         assert!(
             stdout.contains(&format!("== suite {} ==", suite.name())),
             "{stdout}"
+        );
+        // Every suite's report says where its wall time went, and lists its units of work.
+        let dir = suite.out_dir(&out);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        for needle in [
+            "\n## Where the wall time went\n",
+            " of CPU time on `--jobs ",
+            "Critical path (",
+            "| cores | modelled wall time |",
+            "\n| 64    |",
+            "\n| compile  |",
+        ] {
+            assert!(md.contains(needle), "{}: {needle:?} in {md}", suite.name());
+        }
+        let units = std::fs::read_to_string(dir.join("work.csv")).unwrap();
+        assert!(
+            units.starts_with("id,kind,name,after,lane,ready,start,end,cpu,"),
+            "{units}"
+        );
+        assert!(
+            units.contains(",compile,\"compile the module\","),
+            "{}: {units}",
+            suite.name()
         );
     }
     one_colour_per_series(&out);
@@ -1262,6 +1294,7 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
         wall_seconds: 0.0,
         prefill: None,
         executed_instructions: 0,
+        work: None,
         results,
         notes: vec![],
         extra: Default::default(),
@@ -1723,7 +1756,13 @@ fn a_signal_stops_the_run_leaving_no_result_and_the_next_run_completes() {
     let complete = names_in(&out);
     assert_eq!(
         complete,
-        ["plot-end.svg", "report.md", "results.csv", "results.json"]
+        [
+            "plot-end.svg",
+            "report.md",
+            "results.csv",
+            "results.json",
+            "work.csv"
+        ]
     );
     let before: Vec<Vec<u8>> = complete
         .iter()
