@@ -356,7 +356,11 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             eprint_gate_failures(suite.name(), &failures);
         }
         let stdout = match args.format {
-            Format::Table => report::terminal(&document),
+            Format::Table => format!(
+                "{}\n{}",
+                report::rules_line(&report),
+                report::terminal(&document)
+            ),
             Format::Markdown => report::markdown(&report, &document),
             Format::Json => report::json(&report),
             Format::Csv => report::csv(&report),

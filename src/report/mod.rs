@@ -25,7 +25,8 @@ pub mod table;
 pub use compare::{compare, Change, Comparison, ComparisonEntry};
 pub use csv::csv;
 pub use document::{
-    markdown, message_cells_legend, terminal, Block, Document, Footnotes, Plot, PlotKind,
+    markdown, message_cells_legend, rules_line, terminal, Block, Document, Footnotes, Plot,
+    PlotKind,
 };
 pub use flame::{differential_graph, Folded};
 pub use json::{from_json, json};
