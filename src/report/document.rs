@@ -160,7 +160,7 @@ pub fn rules_line(report: &Report) -> String {
     use crate::engine::cost::Replica;
     match report.replica() {
         Some(r) if r.memory_tracker.is_some() => format!(
-            "Charged by the replica's rules of {} (`--replica`): every 64 KiB page of heap or stable memory a message first touches costs 80,000 instructions, and as much again the first write to it (the memory tracker, on mainnet since July 2026).\n",
+            "Charged by the replica's rules of {} (`--replica`): every 64 KiB page of heap or stable memory a message first touches costs 80,000 instructions, and as much again the first write to it (the memory tracker, on mainnet since July 2026; `--replica 2026-05` charges by the rules before it).\n",
             r.name
         ),
         Some(r) => format!(
