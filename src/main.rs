@@ -194,6 +194,10 @@ struct CrosscheckArgs {
     /// Use this canister module instead of building target/canister/bench.wasm.
     #[arg(long)]
     wasm: Option<PathBuf>,
+    /// The replica rules of the embedded side, to match the server's (default: the newest;
+    /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
+    replica: Option<String>,
     /// No progress output on stderr.
     #[arg(long)]
     quiet: bool,
@@ -718,9 +722,14 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let cfg = crosscheck::config();
+    let replica = args
+        .replica
+        .as_deref()
+        .map_or(Ok(Replica::NEWEST), Replica::by_name)
+        .map_err(|e| anyhow!(e))?;
     let mut reports = Vec::new();
     for engine in [
-        &mut EmbeddedEngine::default() as &mut dyn Engine,
+        &mut EmbeddedEngine::default().with_replica(replica) as &mut dyn Engine,
         pocket_ic.as_mut(),
     ] {
         if !args.quiet {
