@@ -92,6 +92,20 @@ pub struct CanbenchArgs {
     /// Directory for the part of a --shard run.
     #[arg(long, requires = "shard")]
     pub out: Option<PathBuf>,
+    /// Also write the comparison against the results file as a pull-request comment
+    /// (markdown) to FILE, failed benches included.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Exit with status 1 when a bench or scope regressed beyond the noise threshold
+    /// (canbench itself exits 0).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Exit with status 1 when a bench's instructions are more than X times its previous
+    /// result.
+    #[arg(long, value_name = "X")]
+    pub max_ratio: Option<f64>,
+    #[command(flatten)]
+    pub comment: crate::report::CommentArgs,
 }
 
 /// Everything a run needs, resolved from the flags and the config.
@@ -116,6 +130,10 @@ impl CanbenchArgs {
                 self.noise_threshold
             );
         }
+        if let Some(x) = self.max_ratio.filter(|x| !(x.is_finite() && *x > 0.0)) {
+            bail!("--max-ratio must be a positive multiplier, got {x}");
+        }
+        self.comment.check().map_err(|e| anyhow!(e))?;
         let mut plan = match &self.wasm {
             Some(wasm) => Plan {
                 wasm_path: wasm.clone(),
@@ -343,9 +361,11 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             format!("the part of shard {shard} in {}", dir.display()),
         );
     } else {
+        let markdown = args.markdown.clone().unwrap_or_default();
         for (wanted, path, flag) in [
             (args.persist, &plan.results_path, "--persist"),
             (args.csv, &plan.csv_path, "--csv"),
+            (args.markdown.is_some(), &markdown, "--markdown"),
         ] {
             if wanted {
                 crate::report::prepare_file(path)
@@ -435,6 +455,16 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         csv: args.csv,
         results_path: plan.results_path.clone(),
         csv_path: plan.csv_path.clone(),
+        markdown: args.markdown.clone(),
+        comment: CommentOutput {
+            title: args.comment.title.clone(),
+            marker: args.comment.marker.clone(),
+            max_chars: args.comment.max_chars,
+            gate: compare::Gate {
+                on_regression: args.fail_on_regression,
+                max_ratio: args.max_ratio,
+            },
+        },
     };
     if shard.is_whole() {
         return finish(&names, outcomes, &traces, &old, &output, None);
@@ -486,6 +516,20 @@ pub struct Output {
     pub csv: bool,
     pub results_path: PathBuf,
     pub csv_path: PathBuf,
+    /// The pull-request comment's file (--markdown).
+    #[serde(default)]
+    pub markdown: Option<PathBuf>,
+    #[serde(default)]
+    pub comment: CommentOutput,
+}
+
+/// The comment's settings and the gate, as the flags gave them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CommentOutput {
+    pub title: String,
+    pub marker: Option<String>,
+    pub max_chars: usize,
+    pub gate: compare::Gate,
 }
 
 /// Writes a bench's instruction trace as canbench does, `BENCH.svg` next to the results
@@ -504,15 +548,15 @@ fn write_trace(results_path: &Path, name: &str, trace: &Profile) -> Result<PathB
 }
 
 /// Prints each bench's section (stdout) or error (stderr) in run order, with the line
-/// naming its trace where `traces` has one; returns the results and the names of the
-/// failed benches.
+/// naming its trace where `traces` has one; returns the results and the failed benches
+/// with their errors.
 fn print_sections(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     traces: &[Option<PathBuf>],
     old: &Results,
     o: &Output,
-) -> (Results, Vec<String>) {
+) -> (Results, Vec<(String, String)>) {
     let mut new = Results::new();
     let mut failed = Vec::new();
     for (i, (name, outcome)) in names.iter().zip(outcomes).enumerate() {
@@ -535,7 +579,7 @@ fn print_sections(
             }
             Err(e) => {
                 eprintln!("Error executing benchmark {name}. Error:\n{e}");
-                failed.push(name.clone());
+                failed.push((name.clone(), e));
             }
         }
     }
@@ -564,20 +608,40 @@ pub fn finish(
             !o.less_verbose || o.show_summary
         )
     );
-    if !failed.is_empty() {
-        // Persisting now would silently drop the failed benches from the files.
-        eprintln!(
-            "{} of {} benchmarks failed ({}); results and CSV not written",
-            failed.len(),
-            failed.len() + new.len(),
-            failed.join(", ")
-        );
-        return Ok(false);
-    }
     let place = |p: &Path| match under {
         Some(dir) => dir.join(p),
         None => p.to_path_buf(),
     };
+    if let Some(file) = &o.markdown {
+        let c = &o.comment;
+        let mut comment =
+            compare::comment(&new, old, &failed, o.noise_threshold, &c.title, &c.gate);
+        comment.marker = c.marker.clone();
+        let text = comment.render(c.max_chars).map_err(|e| anyhow!(e))?;
+        let path = place(file);
+        crate::report::write_files(&path, vec![(path.clone(), text)])
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("Pull-request comment written to {}", path.display());
+    }
+    let gate_failures = o.comment.gate.failures(&entries, o.noise_threshold);
+    if !gate_failures.is_empty() {
+        eprintln!(
+            "gate failed ({} checks):\n  {}",
+            gate_failures.len(),
+            gate_failures.join("\n  ")
+        );
+    }
+    if !failed.is_empty() {
+        // Persisting now would silently drop the failed benches from the files.
+        let names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+        eprintln!(
+            "{} of {} benchmarks failed ({}); results and CSV not written",
+            failed.len(),
+            failed.len() + new.len(),
+            names.join(", ")
+        );
+        return Ok(false);
+    }
     if o.csv {
         let path = place(&o.csv_path);
         crate::report::write_files(&path, vec![(path.clone(), compare::csv(&entries))])
@@ -589,7 +653,7 @@ pub fn finish(
         results::write(&path, &new)?;
         println!("Successfully persisted results to {}", path.display());
     }
-    Ok(true)
+    Ok(gate_failures.is_empty())
 }
 
 #[cfg(test)]

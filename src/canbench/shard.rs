@@ -273,6 +273,8 @@ mod tests {
                 csv: false,
                 results_path: "r.yml".into(),
                 csv_path: "r.csv".into(),
+                markdown: None,
+                comment: Default::default(),
             },
         }
     }

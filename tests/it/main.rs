@@ -20,6 +20,7 @@ mod engine;
 mod fuzz_engine;
 mod metering;
 mod motoko;
+mod pr_comment;
 mod profile;
 mod profile_cli;
 mod project_files;
