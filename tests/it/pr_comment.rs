@@ -273,3 +273,32 @@ fn check_markdown(text: &str) {
         );
     }
 }
+
+/// docs/ci.md shows this repository's workflow and the example for canister projects as
+/// they are: each `<!-- file: PATH -->` line is followed by a fenced block holding PATH's
+/// text, byte for byte, and both files are shown.
+#[test]
+fn docs_ci_shows_the_workflows_as_they_are() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/ci.md")).unwrap();
+    let mut shown = Vec::new();
+    for (at, _) in doc.match_indices("<!-- file: ") {
+        let rest = &doc[at + "<!-- file: ".len()..];
+        let (path, rest) = rest.split_once(" -->\n").expect("a file marker line");
+        let block = rest
+            .strip_prefix("```yaml\n")
+            .unwrap_or_else(|| panic!("no ```yaml block right after the marker of {path}"));
+        let (text, _) = block.split_once("\n```\n").expect("the block's end");
+        let file = std::fs::read_to_string(root.join(path)).unwrap();
+        assert_eq!(
+            format!("{text}\n"),
+            file,
+            "docs/ci.md's copy of {path} differs from the file"
+        );
+        shown.push(path.to_string());
+    }
+    assert_eq!(
+        shown,
+        ["docs/ci/canbench.yml", ".github/workflows/benchmarks.yml"]
+    );
+}
