@@ -1,6 +1,9 @@
 //! New results against old ones: one entry per bench total and per scope, canbench's
 //! noise-threshold classification, the CSV file and the pull-request comment.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use super::results::{BenchResult, Measurement, Results};
 use crate::report::comment::{self, count, Comment, Section};
 use crate::report::compare::ratio;
@@ -205,6 +208,15 @@ fn moved_metrics(e: &Entry, t: f64) -> Vec<String> {
         .collect()
 }
 
+/// The benches (totals, not scopes) that regressed beyond the threshold.
+pub fn regressed_benches(entries: &[Entry], t: f64) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.scope.is_none() && class(e, t) == Class::Regressed)
+        .map(|e| e.bench.clone())
+        .collect()
+}
+
 fn instructions_ratio(e: &Entry) -> Option<f64> {
     ratio(
         e.instructions.prev.map(|v| v as f64),
@@ -249,6 +261,7 @@ pub fn comment(
     new: &Results,
     old: &Results,
     failed: &[(String, String)],
+    graphs: &BTreeMap<String, PathBuf>,
     t: f64,
     title: &str,
     gate: &Gate,
@@ -257,20 +270,25 @@ pub fn comment(
     let name = |e: &Entry| format!("`{}`", e.full_name());
     let ins = |v: Option<u64>| v.map_or("-".into(), thousands);
     let moved = |which: Class, heading: &str| {
-        let mut s = Section::new(
-            heading,
-            &[
-                "benchmark",
-                "base",
-                "new",
-                "change",
-                "change %",
-                "heap pages",
-                "stable pages",
-            ],
-        );
+        let with_graphs = which == Class::Regressed && !graphs.is_empty();
+        let mut headers = vec![
+            "benchmark",
+            "base",
+            "new",
+            "change",
+            "change %",
+            "heap pages",
+            "stable pages",
+        ];
+        if with_graphs {
+            headers.push("differential flame graph");
+        }
+        let mut s = Section::new(heading, &headers);
+        if with_graphs {
+            s = s.align(headers.len() - 1, crate::report::Align::Left);
+        }
         for e in all.iter().filter(|e| class(e, t) == which) {
-            s.rows.push(vec![
+            let mut row = vec![
                 name(e),
                 ins(e.instructions.prev),
                 ins(e.instructions.curr),
@@ -280,7 +298,12 @@ pub fn comment(
                 e.instructions.percent_diff().map_or("-".into(), pct_change),
                 pages(&e.heap_increase),
                 pages(&e.stable_memory_increase),
-            ]);
+            ];
+            if with_graphs {
+                let graph = graphs.get(&e.full_name());
+                row.push(graph.map_or(String::new(), |p| format!("`{}`", p.display())));
+            }
+            s.rows.push(row);
         }
         s
     };

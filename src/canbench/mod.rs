@@ -7,6 +7,7 @@ pub mod report;
 pub mod results;
 pub mod shard;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,7 @@ use clap::Args;
 use crate::engine::cost::{Limits, Replica};
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, Profile, Profiling};
+use crate::report::Folded;
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::config::Config;
@@ -399,6 +401,12 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             all.join(", ")
         );
     }
+    // The base's traces, before this run's are written over them.
+    let base = if args.instruction_tracing && args.markdown.is_some() {
+        base_traces(&plan.results_path, &selected, &old)
+    } else {
+        BTreeMap::new()
+    };
     let stable = match &plan.stable_memory {
         Some(p) => Some(std::fs::read(p).map_err(|e| {
             anyhow!(
@@ -467,7 +475,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         },
     };
     if shard.is_whole() {
-        return finish(&names, outcomes, &traces, &old, &output, None);
+        return finish(&names, outcomes, &traces, &base, &old, &output, None);
     }
     let dir = args
         .out
@@ -535,16 +543,82 @@ pub struct CommentOutput {
 /// Writes a bench's instruction trace as canbench does, `BENCH.svg` next to the results
 /// file, with its folded stacks `BENCH.folded` beside it; returns the SVG's path.
 fn write_trace(results_path: &Path, name: &str, trace: &Profile) -> Result<PathBuf> {
-    let dir = results_path.parent().unwrap_or(Path::new(""));
-    let stem = if dir.as_os_str().is_empty() {
-        PathBuf::from(name)
-    } else {
-        dir.join(name)
-    };
-    let [_, svg] =
-        crate::report::profiles::write_profile(&stem, &format!("{name} (canbench)"), trace)
-            .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
+    let [_, svg] = crate::report::profiles::write_profile(
+        &trace_stem(results_path, name),
+        &format!("{name} (canbench)"),
+        trace,
+    )
+    .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
     Ok(svg)
+}
+
+/// Where a bench's trace files go: `BENCH` beside the results file (`.svg`, `.folded`,
+/// and `.diff.svg` for its differential flame graph).
+fn trace_stem(results_path: &Path, name: &str) -> PathBuf {
+    match results_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(name),
+        _ => PathBuf::from(name),
+    }
+}
+
+/// The traces beside the results file that belong to it: each `BENCH.folded` whose total is
+/// the bench's instructions in `old`, as the run that persisted the file with
+/// `--instruction-tracing` left it (a trace of another run is not taken for the base's).
+/// Read before this run writes its own traces over them.
+fn base_traces(results_path: &Path, names: &[&String], old: &Results) -> BTreeMap<String, Folded> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let previous = old.get(*name)?;
+            let file = trace_stem(results_path, name).with_extension("folded");
+            let trace = Folded::read(&file).ok()?;
+            (trace.total() == previous.total.instructions).then(|| ((*name).clone(), trace))
+        })
+        .collect()
+}
+
+/// Draws, for each regressed bench with a base trace and a trace of this run, what this run
+/// adds over the base into `BENCH.diff.svg` beside the traces; returns the files by bench.
+/// A trace that cannot be read or drawn is said on stderr and gets no graph.
+fn write_diffs(
+    regressed: &[String],
+    names: &[String],
+    traces: &[Option<PathBuf>],
+    base: &BTreeMap<String, Folded>,
+) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for name in regressed {
+        let Some(before) = base.get(name) else {
+            continue;
+        };
+        let Some(svg) = names
+            .iter()
+            .position(|n| n == name)
+            .and_then(|i| traces.get(i).cloned().flatten())
+        else {
+            continue;
+        };
+        let drawn = Folded::read(&svg.with_extension("folded")).and_then(|after| {
+            let graph = crate::report::differential_graph(
+                (&format!("{name} (base)"), before),
+                (&format!("{name} (new)"), &after),
+                false,
+            )?;
+            let mut path = svg.with_extension("").into_os_string();
+            path.push(".diff.svg");
+            let path = PathBuf::from(path);
+            std::fs::write(&path, graph)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(path)
+        });
+        match drawn {
+            Ok(path) => {
+                out.insert(name.clone(), path);
+            }
+            Err(e) => eprintln!("warning: no differential flame graph for {name}: {e}"),
+        }
+    }
+    out
 }
 
 /// Prints each bench's section (stdout) or error (stderr) in run order, with the line
@@ -587,13 +661,15 @@ fn print_sections(
 }
 
 /// The end of a whole run, unsharded or merged: the report of every bench (`names` in run
-/// order, with their outcomes), then the CSV and the results file as `o` asks; relative
-/// file paths are taken from `under` (the merge's --out) when given. `Ok(false)` when a
-/// bench failed.
+/// order, with their outcomes and trace files), then the comment, the CSV and the results
+/// file as `o` asks, the comment naming the differential flame graph of each regressed
+/// bench that has a trace in `base_traces`; relative file paths are taken from `under`
+/// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
 pub fn finish(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     traces: &[Option<PathBuf>],
+    base_traces: &BTreeMap<String, Folded>,
     old: &Results,
     o: &Output,
     under: Option<&Path>,
@@ -614,8 +690,17 @@ pub fn finish(
     };
     if let Some(file) = &o.markdown {
         let c = &o.comment;
-        let mut comment =
-            compare::comment(&new, old, &failed, o.noise_threshold, &c.title, &c.gate);
+        let regressed = compare::regressed_benches(&entries, o.noise_threshold);
+        let graphs = write_diffs(&regressed, names, traces, base_traces);
+        let mut comment = compare::comment(
+            &new,
+            old,
+            &failed,
+            &graphs,
+            o.noise_threshold,
+            &c.title,
+            &c.gate,
+        );
         comment.marker = c.marker.clone();
         let text = comment.render(c.max_chars).map_err(|e| anyhow!(e))?;
         let path = place(file);

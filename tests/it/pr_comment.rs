@@ -302,3 +302,99 @@ fn docs_ci_shows_the_workflows_as_they_are() {
         ["docs/ci/canbench.yml", ".github/workflows/benchmarks.yml"]
     );
 }
+
+/// With `--instruction-tracing`, the traces beside the results file that the run which
+/// persisted it left (their totals are its figures) are the base's: a regressed bench gets
+/// `BENCH.diff.svg`, named in the comment. A trace whose total is not the file's figure
+/// belongs to another run and is not used.
+#[test]
+fn canbench_draws_a_regressed_bench_s_flame_graph_from_the_base_s_trace() {
+    let dir = scratch_dir("pr-comment-canbench-traces");
+    let run = |extra: &[&str]| {
+        icbench_command()
+            .current_dir(&dir)
+            .arg("canbench")
+            .arg("--wasm")
+            .arg(canbench_fixture::fixture_wasm_path())
+            .args(["--results", "canbench_results.yml", "--instruction-tracing"])
+            .args(["--hide-results", "--less-verbose"])
+            .args(extra)
+            .env_remove("CANBENCH_CFG_FILE")
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--persist"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The base spends one stack of repeated_scope's less, in its trace and in the file.
+    let trace = dir.join("repeated_scope.folded");
+    let folded = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = folded.lines().collect();
+    let count = |l: &str| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap();
+    let biggest = lines.iter().copied().max_by_key(|l| count(l)).unwrap();
+    let cut = count(biggest);
+    let total: u64 = lines.iter().map(|l| count(l)).sum();
+    let kept: Vec<&str> = lines.into_iter().filter(|l| *l != biggest).collect();
+    std::fs::write(&trace, kept.join("\n") + "\n").unwrap();
+    assert!(
+        cut * 50 >= total,
+        "a change of 2% or more: {cut} of {total}"
+    );
+    let results = dir.join("canbench_results.yml");
+    let yml = std::fs::read_to_string(&results).unwrap();
+    let figure = |bench: &str, n: u64| {
+        format!("  {bench}:\n    total:\n      calls: 1\n      instructions: {n}\n")
+    };
+    assert!(yml.contains(&figure("repeated_scope", total)), "{yml}");
+    let yml = yml.replace(
+        &figure("repeated_scope", total),
+        &figure("repeated_scope", total - cut),
+    );
+    // scopes' file figure drops 5% but its trace stays this run's: not the base's.
+    let scopes = yml
+        .split("  scopes:\n    total:\n      calls: 1\n      instructions: ")
+        .nth(1)
+        .and_then(|rest| rest.split('\n').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap();
+    let yml = yml.replace(
+        &figure("scopes", scopes),
+        &figure("scopes", scopes * 95 / 100),
+    );
+    std::fs::write(&results, yml).unwrap();
+
+    let o = run(&["--markdown", "comment.md"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = std::fs::read_to_string(dir.join("comment.md")).unwrap();
+    check_markdown(&text);
+    let row = |bench: &str| {
+        text.lines()
+            .find(|l| l.starts_with(&format!("| `{bench}` | ")))
+            .unwrap_or_else(|| panic!("no row of {bench}: {text}"))
+            .to_string()
+    };
+    assert!(
+        row("repeated_scope").ends_with(" | `repeated_scope.diff.svg` |"),
+        "{text}"
+    );
+    assert!(row("scopes").ends_with(" |  |"), "{text}");
+    let svg = std::fs::read_to_string(dir.join("repeated_scope.diff.svg")).unwrap();
+    assert!(
+        svg.contains(&format!(
+            "+{} instructions",
+            icbench::report::format::thousands(cut)
+        )),
+        "the title states the difference"
+    );
+    assert!(!dir.join("scopes.diff.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
