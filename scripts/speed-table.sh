@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures the speed table of the README ("How long things take") the way a new user meets
+# Measures the fresh-machine table of docs/performance.md ("A fresh machine") the way a new user meets
 # it: a fresh clone of this repository's HEAD, an empty cargo cache (CARGO_HOME in a scratch
 # directory, so every crate is downloaded and compiled) and an empty ICBENCH_CACHE_DIR.
 # Prints a markdown table with the date, the commit and the machine. Takes about as long as

@@ -37,7 +37,8 @@ struct Cli {
 enum Command {
     /// Run suites (the default command).
     Run(RunArgs),
-    /// Compare two results.json files; exit status 1 on any regression.
+    /// Compare two results.json files, as text or as a pull-request comment (markdown); exit
+    /// status 1 when the gate fails (by default: any regression).
     Compare(CompareArgs),
     /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
     Canbench(icbench::canbench::CanbenchArgs),
@@ -165,6 +166,31 @@ struct CompareArgs {
     /// Changes within this many percent are noise.
     #[arg(long, default_value_t = 2.0)]
     noise: f64,
+    /// What to print: a table of the changes, or a pull-request comment.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    format: CompareFormat,
+    /// A ceiling on one scenario's multiplier (new ÷ base charged instructions): with it
+    /// (or --max-section-ratio) the gate fails only above the ceilings, not on every
+    /// regression.
+    #[arg(long, value_name = "X")]
+    max_ratio: Option<f64>,
+    /// A ceiling on a section's average multiplier (a section: a suite's position).
+    #[arg(long, value_name = "X")]
+    max_section_ratio: Option<f64>,
+    /// Directory for the differential flame graphs of the regressions whose runs both have
+    /// profiles (default: profile-diffs beside the new results.json).
+    #[arg(long, value_name = "DIR")]
+    flame_graphs: Option<PathBuf>,
+    #[command(flatten)]
+    comment: report::CommentArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+enum CompareFormat {
+    /// The changed scenarios as a table, and a summary line.
+    Text,
+    /// A pull-request comment: what moved first, the whole comparison folded.
+    Markdown,
 }
 
 #[derive(Args)]
@@ -194,6 +220,10 @@ struct CrosscheckArgs {
     /// Use this canister module instead of building target/canister/bench.wasm.
     #[arg(long)]
     wasm: Option<PathBuf>,
+    /// The replica rules of the embedded side, to match the server's (default: the newest;
+    /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
+    replica: Option<String>,
     /// No progress output on stderr.
     #[arg(long)]
     quiet: bool,
@@ -356,7 +386,11 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             eprint_gate_failures(suite.name(), &failures);
         }
         let stdout = match args.format {
-            Format::Table => report::terminal(&document),
+            Format::Table => format!(
+                "{}\n{}",
+                report::rules_line(&report),
+                report::terminal(&document)
+            ),
             Format::Markdown => report::markdown(&report, &document),
             Format::Json => report::json(&report),
             Format::Csv => report::csv(&report),
@@ -670,9 +704,47 @@ fn compare(args: &CompareArgs) -> Result<bool> {
     if !(args.noise.is_finite() && args.noise >= 0.0) {
         return Err(anyhow!("--noise must be a non-negative percentage"));
     }
-    let comparison = report::compare::compare(&read(&args.base)?, &read(&args.new)?, args.noise);
-    print!("{}", comparison.render());
-    Ok(!comparison.has_regressions())
+    let gate = report::Gate {
+        max_ratio: args.max_ratio,
+        max_section_ratio: args.max_section_ratio,
+    };
+    gate.check().map_err(anyhow::Error::msg)?;
+    args.comment.check().map_err(anyhow::Error::msg)?;
+    let mut comparison =
+        report::compare::compare(&read(&args.base)?, &read(&args.new)?, args.noise);
+    let dir = |p: &PathBuf| p.parent().map(PathBuf::from).unwrap_or_default();
+    let (base_dir, new_dir) = (dir(&args.base), dir(&args.new));
+    let graphs = args
+        .flame_graphs
+        .clone()
+        .unwrap_or_else(|| new_dir.join("profile-diffs"));
+    let (written, warnings) = comparison.write_flame_graphs(&base_dir, &new_dir, &graphs);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    match args.format {
+        CompareFormat::Text => print!("{}", comparison.render()),
+        CompareFormat::Markdown => {
+            let mut comment = comparison.comment(&args.comment.title, &gate);
+            comment.marker = args.comment.marker.clone();
+            let text = comment
+                .render(args.comment.max_chars)
+                .map_err(anyhow::Error::msg)?;
+            print!("{text}");
+        }
+    }
+    if !written.is_empty() {
+        eprint_written(&written);
+    }
+    let failures = comparison.gate_failures(&gate);
+    if !failures.is_empty() {
+        eprintln!(
+            "gate failed ({}):\n  {}",
+            gate.describe(args.noise),
+            failures.join("\n  ")
+        );
+    }
+    Ok(failures.is_empty())
 }
 
 fn profile_diff(args: &ProfileDiffArgs) -> Result<bool> {
@@ -714,9 +786,14 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let cfg = crosscheck::config();
+    let replica = args
+        .replica
+        .as_deref()
+        .map_or(Ok(Replica::NEWEST), Replica::by_name)
+        .map_err(|e| anyhow!(e))?;
     let mut reports = Vec::new();
     for engine in [
-        &mut EmbeddedEngine::default() as &mut dyn Engine,
+        &mut EmbeddedEngine::default().with_replica(replica) as &mut dyn Engine,
         pocket_ic.as_mut(),
     ] {
         if !args.quiet {

@@ -1,7 +1,13 @@
 //! New results against old ones: one entry per bench total and per scope, canbench's
-//! noise-threshold classification, and the CSV file.
+//! noise-threshold classification, the CSV file and the pull-request comment.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use super::results::{BenchResult, Measurement, Results};
+use crate::report::comment::{self, count, Comment, Section};
+use crate::report::compare::ratio;
+use crate::report::format::{multiplier, pct_change, signed_thousands, thousands};
 
 /// A metric's current and previous value.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -116,6 +122,307 @@ pub fn entries(new: &Results, old: &Results) -> Vec<Entry> {
         }
     }
     out
+}
+
+/// What fails a run besides a failed bench (exit status 1). canbench itself never fails on a
+/// regression, so by default nothing here does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Gate {
+    /// Any bench or scope whose metric regressed beyond the noise threshold fails.
+    pub on_regression: bool,
+    /// A ceiling on a bench's instructions multiplier (new ÷ base), strictly above fails.
+    pub max_ratio: Option<f64>,
+}
+
+impl Gate {
+    /// Why the gate fails, one line per failure; empty when it passes.
+    pub fn failures(&self, entries: &[Entry], t: f64) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in entries {
+            if self.on_regression && class(e, t) == Class::Regressed {
+                out.push(format!(
+                    "{}: regressed ({})",
+                    e.full_name(),
+                    moved_metrics(e, t).join(", ")
+                ));
+            }
+            if let (Some(max), None, Some(x)) = (self.max_ratio, &e.scope, instructions_ratio(e)) {
+                if x > max {
+                    out.push(format!("{}: {x:.2}x > {max}x instructions", e.full_name()));
+                }
+            }
+        }
+        out
+    }
+
+    fn describe(&self, t: f64) -> String {
+        let mut parts = Vec::new();
+        if self.on_regression {
+            parts.push(format!("no regression of {t}% or more"));
+        }
+        if let Some(m) = self.max_ratio {
+            parts.push(format!("no benchmark above {m}x its base instructions"));
+        }
+        parts.push("no failed benchmark".into());
+        parts.join(", ")
+    }
+}
+
+/// How one row (a bench total or a scope) moved, all metrics together.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    New,
+    /// Some metric regressed (another may have improved: canbench's `+/-`).
+    Regressed,
+    Improved,
+    Unchanged,
+}
+
+fn class(e: &Entry, t: f64) -> Class {
+    let statuses: Vec<Change> = e.metrics().iter().map(|v| v.status(t)).collect();
+    if e.instructions.prev.is_none() {
+        Class::New
+    } else if statuses.contains(&Change::Regressed) {
+        Class::Regressed
+    } else if statuses.contains(&Change::Improved) {
+        Class::Improved
+    } else {
+        Class::Unchanged
+    }
+}
+
+const METRIC_NAMES: [&str; 3] = ["instructions", "heap_increase", "stable_memory_increase"];
+
+/// `instructions +5.59%`, for each metric that moved beyond the threshold.
+fn moved_metrics(e: &Entry, t: f64) -> Vec<String> {
+    METRIC_NAMES
+        .iter()
+        .zip(e.metrics())
+        .filter(|(_, v)| matches!(v.status(t), Change::Regressed | Change::Improved))
+        .map(|(name, v)| {
+            format!(
+                "{name} {}",
+                v.percent_diff().map(pct_change).unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// The benches (totals, not scopes) that regressed beyond the threshold.
+pub fn regressed_benches(entries: &[Entry], t: f64) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.scope.is_none() && class(e, t) == Class::Regressed)
+        .map(|e| e.bench.clone())
+        .collect()
+}
+
+fn instructions_ratio(e: &Entry) -> Option<f64> {
+    ratio(
+        e.instructions.prev.map(|v| v as f64),
+        e.instructions.curr.map(|v| v as f64),
+    )
+}
+
+/// A page count, with the base before it when it moved: `0 → 13`.
+fn pages(v: &Values) -> String {
+    match (v.prev, v.curr) {
+        (Some(p), Some(c)) if p != c => format!("{} → {}", thousands(p), thousands(c)),
+        (_, Some(c)) => thousands(c),
+        _ => "-".into(),
+    }
+}
+
+/// The benches and scopes of `old` that `new` does not have, but for the benches that
+/// `failed`: names and base instructions.
+fn removed(new: &Results, old: &Results, failed: &[(String, String)]) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for (name, bench) in old {
+        match new.get(name) {
+            None if failed.iter().any(|(f, _)| f == name) => {}
+            None => out.push((name.clone(), bench.total.instructions)),
+            Some(now) => {
+                for (scope, m) in &bench.scopes {
+                    if !now.scopes.contains_key(scope) {
+                        out.push((format!("{name}::{scope}"), m.instructions));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The pull-request comment of a run (`new`, with the benches that `failed` and their
+/// errors) against the results file (`old`): what moved first, regressions, improvements,
+/// new, removed and failed benchmarks, then every row folded. Rows are bench totals and
+/// scopes (`bench::scope`); a row regresses when any of its three metrics does.
+pub fn comment(
+    new: &Results,
+    old: &Results,
+    failed: &[(String, String)],
+    graphs: &BTreeMap<String, PathBuf>,
+    t: f64,
+    title: &str,
+    gate: &Gate,
+) -> Comment {
+    let all = entries(new, old);
+    let name = |e: &Entry| format!("`{}`", e.full_name());
+    let ins = |v: Option<u64>| v.map_or("-".into(), thousands);
+    let moved = |which: Class, heading: &str| {
+        let with_graphs = which == Class::Regressed && !graphs.is_empty();
+        let mut headers = vec![
+            "benchmark",
+            "base",
+            "new",
+            "change",
+            "change %",
+            "heap pages",
+            "stable pages",
+        ];
+        if with_graphs {
+            headers.push("differential flame graph");
+        }
+        let mut s = Section::new(heading, &headers);
+        if with_graphs {
+            s = s.align(headers.len() - 1, crate::report::Align::Left);
+        }
+        for e in all.iter().filter(|e| class(e, t) == which) {
+            let mut row = vec![
+                name(e),
+                ins(e.instructions.prev),
+                ins(e.instructions.curr),
+                e.instructions
+                    .abs_delta()
+                    .map_or("-".into(), signed_thousands),
+                e.instructions.percent_diff().map_or("-".into(), pct_change),
+                pages(&e.heap_increase),
+                pages(&e.stable_memory_increase),
+            ];
+            if with_graphs {
+                let graph = graphs.get(&e.full_name());
+                row.push(graph.map_or(String::new(), |p| format!("`{}`", p.display())));
+            }
+            s.rows.push(row);
+        }
+        s
+    };
+    let mut added = Section::new(
+        "New benchmarks",
+        &["benchmark", "instructions", "heap pages", "stable pages"],
+    );
+    for e in all.iter().filter(|e| class(e, t) == Class::New) {
+        added.rows.push(vec![
+            name(e),
+            ins(e.instructions.curr),
+            pages(&e.heap_increase),
+            pages(&e.stable_memory_increase),
+        ]);
+    }
+    let gone = removed(new, old, failed);
+    let mut removed_section = Section::new("Removed benchmarks", &["benchmark", "base"]);
+    for (n, i) in &gone {
+        removed_section
+            .rows
+            .push(vec![format!("`{n}`"), thousands(*i)]);
+    }
+    let mut failures = Section::new("Failed benchmarks", &["benchmark", "error"])
+        .align(1, crate::report::Align::Left);
+    for (n, error) in failed {
+        failures
+            .rows
+            .push(vec![format!("`{n}`"), comment::cell(error, 300)]);
+    }
+    let mut shown = vec![
+        moved(Class::Regressed, "Regressions"),
+        moved(Class::Improved, "Improvements"),
+        added,
+        removed_section,
+        failures,
+    ];
+    shown.retain(|s| !s.rows.is_empty());
+
+    let mut every = Section::new(
+        "Benchmarks and scopes",
+        &[
+            "benchmark",
+            "base",
+            "new",
+            "change %",
+            "multiplier",
+            "heap pages",
+            "stable pages",
+        ],
+    );
+    for e in &all {
+        every.rows.push(vec![
+            name(e),
+            ins(e.instructions.prev),
+            ins(e.instructions.curr),
+            e.instructions.percent_diff().map_or("-".into(), pct_change),
+            multiplier(instructions_ratio(e)),
+            pages(&e.heap_increase),
+            pages(&e.stable_memory_increase),
+        ]);
+    }
+
+    let n = |c: Class| all.iter().filter(|e| class(e, t) == c).count();
+    let mut headline = format!(
+        "### {title}: {}, {} beyond ±{t}%, {} unchanged",
+        count(n(Class::Regressed), "regression", "regressions"),
+        count(n(Class::Improved), "improvement", "improvements"),
+        thousands(n(Class::Unchanged) as u64)
+    );
+    let others: Vec<String> = [
+        (n(Class::New), "new"),
+        (gone.len(), "removed"),
+        (failed.len(), "failed"),
+    ]
+    .into_iter()
+    .filter(|(k, _)| *k > 0)
+    .map(|(k, what)| format!("{} {what}", thousands(k as u64)))
+    .collect();
+    if !others.is_empty() {
+        headline.push_str(&format!("; {}", others.join(", ")));
+    }
+    let within = all
+        .iter()
+        .filter(|e| {
+            class(e, t) == Class::Unchanged
+                && e.metrics()
+                    .iter()
+                    .any(|v| v.abs_delta().is_some_and(|d| d != 0))
+        })
+        .count();
+    let about = format!(
+        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages. A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
+        count(all.len() + gone.len(), "row", "rows"),
+        match within {
+            0 => "no unchanged row moved at all".to_string(),
+            k => format!(
+                "{} of the unchanged rows moved by less than that",
+                thousands(k as u64)
+            ),
+        }
+    );
+    let failures = gate.failures(&all, t);
+    let verdict = match (failures.len(), failed.len()) {
+        (0, 0) => format!("**Gate: passed** ({}).", gate.describe(t)),
+        (g, f) => format!(
+            "**Gate: failed**, {} ({}).",
+            count(g + f, "failure", "failures"),
+            gate.describe(t)
+        ),
+    };
+    Comment {
+        headline,
+        paragraphs: vec![about, verdict],
+        shown,
+        details_summary: "Every benchmark and scope, with its instructions multiplier (new ÷ base)"
+            .into(),
+        details: vec![every],
+        marker: None,
+    }
 }
 
 /// CSV percent: two decimals, and canbench's `1.0E99` for a change from 0.

@@ -7,6 +7,7 @@ pub mod report;
 pub mod results;
 pub mod shard;
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,7 @@ use clap::Args;
 use crate::engine::cost::{Limits, Replica};
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, Profile, Profiling};
+use crate::report::Folded;
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::config::Config;
@@ -97,6 +99,20 @@ pub struct CanbenchArgs {
     /// memory tracker's page charges that mainnet takes since July 2026).
     #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
     pub replica: Option<String>,
+    /// Also write the comparison against the results file as a pull-request comment
+    /// (markdown) to FILE, failed benches included.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+    /// Exit with status 1 when a bench or scope regressed beyond the noise threshold
+    /// (canbench itself exits 0).
+    #[arg(long)]
+    pub fail_on_regression: bool,
+    /// Exit with status 1 when a bench's instructions are more than X times its previous
+    /// result.
+    #[arg(long, value_name = "X")]
+    pub max_ratio: Option<f64>,
+    #[command(flatten)]
+    pub comment: crate::report::CommentArgs,
 }
 
 /// Everything a run needs, resolved from the flags and the config.
@@ -121,6 +137,10 @@ impl CanbenchArgs {
                 self.noise_threshold
             );
         }
+        if let Some(x) = self.max_ratio.filter(|x| !(x.is_finite() && *x > 0.0)) {
+            bail!("--max-ratio must be a positive multiplier, got {x}");
+        }
+        self.comment.check().map_err(|e| anyhow!(e))?;
         let mut plan = match &self.wasm {
             Some(wasm) => Plan {
                 wasm_path: wasm.clone(),
@@ -355,9 +375,11 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             format!("the part of shard {shard} in {}", dir.display()),
         );
     } else {
+        let markdown = args.markdown.clone().unwrap_or_default();
         for (wanted, path, flag) in [
             (args.persist, &plan.results_path, "--persist"),
             (args.csv, &plan.csv_path, "--csv"),
+            (args.markdown.is_some(), &markdown, "--markdown"),
         ] {
             if wanted {
                 crate::report::prepare_file(path)
@@ -391,6 +413,12 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             all.join(", ")
         );
     }
+    // The base's traces, before this run's are written over them.
+    let base = if args.instruction_tracing && args.markdown.is_some() {
+        base_traces(&plan.results_path, &selected, &old)
+    } else {
+        BTreeMap::new()
+    };
     let stable = match &plan.stable_memory {
         Some(p) => Some(std::fs::read(p).map_err(|e| {
             anyhow!(
@@ -452,9 +480,19 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         csv: args.csv,
         results_path: plan.results_path.clone(),
         csv_path: plan.csv_path.clone(),
+        markdown: args.markdown.clone(),
+        comment: CommentOutput {
+            title: args.comment.title.clone(),
+            marker: args.comment.marker.clone(),
+            max_chars: args.comment.max_chars,
+            gate: compare::Gate {
+                on_regression: args.fail_on_regression,
+                max_ratio: args.max_ratio,
+            },
+        },
     };
     if shard.is_whole() {
-        return finish(&names, outcomes, &traces, &old, &output, None);
+        return finish(&names, outcomes, &traces, &base, &old, &output, None);
     }
     let dir = args
         .out
@@ -504,33 +542,113 @@ pub struct Output {
     pub csv: bool,
     pub results_path: PathBuf,
     pub csv_path: PathBuf,
+    /// The pull-request comment's file (--markdown).
+    #[serde(default)]
+    pub markdown: Option<PathBuf>,
+    #[serde(default)]
+    pub comment: CommentOutput,
+}
+
+/// The comment's settings and the gate, as the flags gave them.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct CommentOutput {
+    pub title: String,
+    pub marker: Option<String>,
+    pub max_chars: usize,
+    pub gate: compare::Gate,
 }
 
 /// Writes a bench's instruction trace as canbench does, `BENCH.svg` next to the results
 /// file, with its folded stacks `BENCH.folded` beside it; returns the SVG's path.
 fn write_trace(results_path: &Path, name: &str, trace: &Profile) -> Result<PathBuf> {
-    let dir = results_path.parent().unwrap_or(Path::new(""));
-    let stem = if dir.as_os_str().is_empty() {
-        PathBuf::from(name)
-    } else {
-        dir.join(name)
-    };
-    let [_, svg] =
-        crate::report::profiles::write_profile(&stem, &format!("{name} (canbench)"), trace)
-            .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
+    let [_, svg] = crate::report::profiles::write_profile(
+        &trace_stem(results_path, name),
+        &format!("{name} (canbench)"),
+        trace,
+    )
+    .map_err(|e| anyhow!("writing the instruction trace of {name}: {e}"))?;
     Ok(svg)
 }
 
+/// Where a bench's trace files go: `BENCH` beside the results file (`.svg`, `.folded`,
+/// and `.diff.svg` for its differential flame graph).
+fn trace_stem(results_path: &Path, name: &str) -> PathBuf {
+    match results_path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.join(name),
+        _ => PathBuf::from(name),
+    }
+}
+
+/// The traces beside the results file that belong to it: each `BENCH.folded` whose total is
+/// the bench's instructions in `old`, as the run that persisted the file with
+/// `--instruction-tracing` left it (a trace of another run is not taken for the base's).
+/// Read before this run writes its own traces over them.
+fn base_traces(results_path: &Path, names: &[&String], old: &Results) -> BTreeMap<String, Folded> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let previous = old.get(*name)?;
+            let file = trace_stem(results_path, name).with_extension("folded");
+            let trace = Folded::read(&file).ok()?;
+            (trace.total() == previous.total.instructions).then(|| ((*name).clone(), trace))
+        })
+        .collect()
+}
+
+/// Draws, for each regressed bench with a base trace and a trace of this run, what this run
+/// adds over the base into `BENCH.diff.svg` beside the traces; returns the files by bench.
+/// A trace that cannot be read or drawn is said on stderr and gets no graph.
+fn write_diffs(
+    regressed: &[String],
+    names: &[String],
+    traces: &[Option<PathBuf>],
+    base: &BTreeMap<String, Folded>,
+) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for name in regressed {
+        let Some(before) = base.get(name) else {
+            continue;
+        };
+        let Some(svg) = names
+            .iter()
+            .position(|n| n == name)
+            .and_then(|i| traces.get(i).cloned().flatten())
+        else {
+            continue;
+        };
+        let drawn = Folded::read(&svg.with_extension("folded")).and_then(|after| {
+            let graph = crate::report::differential_graph(
+                (&format!("{name} (base)"), before),
+                (&format!("{name} (new)"), &after),
+                false,
+            )?;
+            let mut path = svg.with_extension("").into_os_string();
+            path.push(".diff.svg");
+            let path = PathBuf::from(path);
+            std::fs::write(&path, graph)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            Ok(path)
+        });
+        match drawn {
+            Ok(path) => {
+                out.insert(name.clone(), path);
+            }
+            Err(e) => eprintln!("warning: no differential flame graph for {name}: {e}"),
+        }
+    }
+    out
+}
+
 /// Prints each bench's section (stdout) or error (stderr) in run order, with the line
-/// naming its trace where `traces` has one; returns the results and the names of the
-/// failed benches.
+/// naming its trace where `traces` has one; returns the results and the failed benches
+/// with their errors.
 fn print_sections(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     traces: &[Option<PathBuf>],
     old: &Results,
     o: &Output,
-) -> (Results, Vec<String>) {
+) -> (Results, Vec<(String, String)>) {
     let mut new = Results::new();
     let mut failed = Vec::new();
     for (i, (name, outcome)) in names.iter().zip(outcomes).enumerate() {
@@ -553,7 +671,7 @@ fn print_sections(
             }
             Err(e) => {
                 eprintln!("Error executing benchmark {name}. Error:\n{e}");
-                failed.push(name.clone());
+                failed.push((name.clone(), e));
             }
         }
     }
@@ -561,13 +679,15 @@ fn print_sections(
 }
 
 /// The end of a whole run, unsharded or merged: the report of every bench (`names` in run
-/// order, with their outcomes), then the CSV and the results file as `o` asks; relative
-/// file paths are taken from `under` (the merge's --out) when given. `Ok(false)` when a
-/// bench failed.
+/// order, with their outcomes and trace files), then the comment, the CSV and the results
+/// file as `o` asks, the comment naming the differential flame graph of each regressed
+/// bench that has a trace in `base_traces`; relative file paths are taken from `under`
+/// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
 pub fn finish(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     traces: &[Option<PathBuf>],
+    base_traces: &BTreeMap<String, Folded>,
     old: &Results,
     o: &Output,
     under: Option<&Path>,
@@ -582,20 +702,49 @@ pub fn finish(
             !o.less_verbose || o.show_summary
         )
     );
-    if !failed.is_empty() {
-        // Persisting now would silently drop the failed benches from the files.
-        eprintln!(
-            "{} of {} benchmarks failed ({}); results and CSV not written",
-            failed.len(),
-            failed.len() + new.len(),
-            failed.join(", ")
-        );
-        return Ok(false);
-    }
     let place = |p: &Path| match under {
         Some(dir) => dir.join(p),
         None => p.to_path_buf(),
     };
+    if let Some(file) = &o.markdown {
+        let c = &o.comment;
+        let regressed = compare::regressed_benches(&entries, o.noise_threshold);
+        let graphs = write_diffs(&regressed, names, traces, base_traces);
+        let mut comment = compare::comment(
+            &new,
+            old,
+            &failed,
+            &graphs,
+            o.noise_threshold,
+            &c.title,
+            &c.gate,
+        );
+        comment.marker = c.marker.clone();
+        let text = comment.render(c.max_chars).map_err(|e| anyhow!(e))?;
+        let path = place(file);
+        crate::report::write_files(&path, vec![(path.clone(), text)])
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("Pull-request comment written to {}", path.display());
+    }
+    let gate_failures = o.comment.gate.failures(&entries, o.noise_threshold);
+    if !gate_failures.is_empty() {
+        eprintln!(
+            "gate failed ({} checks):\n  {}",
+            gate_failures.len(),
+            gate_failures.join("\n  ")
+        );
+    }
+    if !failed.is_empty() {
+        // Persisting now would silently drop the failed benches from the files.
+        let names: Vec<&str> = failed.iter().map(|(n, _)| n.as_str()).collect();
+        eprintln!(
+            "{} of {} benchmarks failed ({}); results and CSV not written",
+            failed.len(),
+            failed.len() + new.len(),
+            names.join(", ")
+        );
+        return Ok(false);
+    }
     if o.csv {
         let path = place(&o.csv_path);
         crate::report::write_files(&path, vec![(path.clone(), compare::csv(&entries))])
@@ -607,7 +756,7 @@ pub fn finish(
         results::write(&path, &new)?;
         println!("Successfully persisted results to {}", path.display());
     }
-    Ok(true)
+    Ok(gate_failures.is_empty())
 }
 
 #[cfg(test)]

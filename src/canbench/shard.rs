@@ -237,7 +237,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
-    super::finish(&names, outcomes, &[], &baseline, &output, under)
+    super::finish(
+        &names,
+        outcomes,
+        &[],
+        &Default::default(),
+        &baseline,
+        &output,
+        under,
+    )
 }
 
 #[cfg(test)]
@@ -277,6 +285,8 @@ mod tests {
                 csv: false,
                 results_path: "r.yml".into(),
                 csv_path: "r.csv".into(),
+                markdown: None,
+                comment: Default::default(),
             },
         }
     }

@@ -142,8 +142,10 @@ impl fmt::Display for Reject {
 impl std::error::Error for Reject {}
 
 /// What one message cost. `instructions` is what cycles are computed from: the metered
-/// Wasm, System API fees, stable-memory charges and the after-execution heap dirty-page
-/// charge (which `performance_counter` cannot see).
+/// Wasm, System API fees, stable-memory charges and the page charges of the replica
+/// vintage: the memory tracker's during the message, or before it the after-execution heap
+/// dirty-page charge (which `performance_counter` cannot see). `heap_dirty_pages` and
+/// `stable_dirty_pages` count the 4 KiB pages the message wrote, whatever the vintage.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MessageReport {
     pub instructions: u64,
@@ -168,9 +170,8 @@ pub struct MessageReport {
 pub enum Profiling {
     #[default]
     Off,
-    /// Every instruction a message is charged, the heap dirty-page charge and an
-    /// install_code's compilation charge included: the profile's total is the report's
-    /// `instructions`.
+    /// Every instruction a message is charged, the page charges and an install_code's
+    /// compilation charge included: the profile's total is the report's `instructions`.
     Messages,
     /// What canbench measures: only the instructions from a message's first
     /// `ic0.performance_counter` read to its last (the first read's own fee excluded, the

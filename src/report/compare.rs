@@ -3,8 +3,10 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
-use super::format::{pct_change, thousands};
+use super::comment::{self, count, Comment, Section};
+use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::table::{Align, Table};
 use super::{Report, ScenarioResult, Status};
 
@@ -58,6 +60,9 @@ pub struct ComparisonEntry {
     pub instructions_pct: Option<f64>,
     /// % change of `store_instructions`, when both runs have a number.
     pub store_instructions_pct: Option<f64>,
+    /// The differential flame graph of a regression whose runs both have a profile, once
+    /// [`Comparison::write_flame_graphs`] wrote it.
+    pub flame_graph: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -192,6 +197,70 @@ fn entry(
         new,
         instructions_pct,
         store_instructions_pct,
+        flame_graph: None,
+    }
+}
+
+/// Seed 004's multiplier (candidate ÷ baseline): only when the baseline is > 0 and the
+/// candidate ≥ 0.
+pub fn ratio(baseline: Option<f64>, candidate: Option<f64>) -> Option<f64> {
+    match (baseline, candidate) {
+        (Some(b), Some(c)) if b > 0.0 && c >= 0.0 => Some(c / b),
+        _ => None,
+    }
+}
+
+/// The mean of the multipliers there are (seed 004's section average); None when none.
+pub fn mean(ratios: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = ratios
+        .into_iter()
+        .fold((0.0, 0usize), |(s, n), r| (s + r, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
+/// What fails a comparison (exit status 1). Without ceilings every regression beyond the
+/// noise threshold fails; with them, only what is above them (seed 004's gate: a
+/// multiplier strictly above its ceiling). A scenario whose status got worse always fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Gate {
+    /// The largest multiplier of one scenario's charged instructions (new ÷ base).
+    pub max_ratio: Option<f64>,
+    /// The largest average multiplier of a section (a suite's position).
+    pub max_section_ratio: Option<f64>,
+}
+
+impl Gate {
+    pub fn has_ceilings(&self) -> bool {
+        self.max_ratio.is_some() || self.max_section_ratio.is_some()
+    }
+
+    /// Refuses a ceiling that is not a positive number.
+    pub fn check(&self) -> Result<(), String> {
+        for (flag, v) in [
+            ("--max-ratio", self.max_ratio),
+            ("--max-section-ratio", self.max_section_ratio),
+        ] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && *v > 0.0)) {
+                return Err(format!("{flag} must be a positive multiplier, got {v}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the gate checks, for the comment.
+    pub fn describe(&self, noise_pct: f64) -> String {
+        let mut parts = Vec::new();
+        if let Some(m) = self.max_ratio {
+            parts.push(format!("no scenario above {m}x its base"));
+        }
+        if let Some(m) = self.max_section_ratio {
+            parts.push(format!("no section average above {m}x"));
+        }
+        if parts.is_empty() {
+            parts.push(format!("no regression of {noise_pct}% or more"));
+        }
+        parts.push("no scenario failing that did not fail before".into());
+        parts.join(", ")
     }
 }
 
@@ -215,7 +284,363 @@ fn pct(base: u64, new: u64) -> f64 {
     }
 }
 
+/// The multiplier of an entry's charged instructions, when both runs measured it.
+fn entry_ratio(e: &ComparisonEntry) -> Option<f64> {
+    let ok = |r: &Option<ScenarioResult>| {
+        r.as_ref()
+            .filter(|r| r.status == Status::Ok)
+            .map(|r| r.instructions as f64)
+    };
+    ratio(ok(&e.base), ok(&e.new))
+}
+
+/// An entry's result: the new run's, else the base's.
+fn result(e: &ComparisonEntry) -> &ScenarioResult {
+    e.new
+        .as_ref()
+        .or(e.base.as_ref())
+        .expect("every entry comes from one of the runs")
+}
+
+/// A section of the comparison: a suite's position (seed 004's sections: reads, writes).
+fn section_of(e: &ComparisonEntry) -> (String, String) {
+    let r = result(e);
+    (r.suite.clone(), r.position.clone())
+}
+
 impl Comparison {
+    /// The sections in report order, with their entries.
+    fn sections(&self) -> Vec<((String, String), Vec<&ComparisonEntry>)> {
+        let mut out: Vec<((String, String), Vec<&ComparisonEntry>)> = Vec::new();
+        for e in &self.entries {
+            let key = section_of(e);
+            match out.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, entries)) => entries.push(e),
+                None => out.push((key, vec![e])),
+            }
+        }
+        out
+    }
+
+    /// Why the gate fails, one line per failure; empty when it passes.
+    pub fn gate_failures(&self, gate: &Gate) -> Vec<String> {
+        let mut out = Vec::new();
+        for e in &self.entries {
+            if e.change == (Change::StatusChanged { worse: true }) {
+                out.push(format!("{}: {}", e.key, status_change(e)));
+            } else if e.change == Change::Regression && !gate.has_ceilings() {
+                out.push(format!(
+                    "{}: charged {}, store {} (noise ±{}%)",
+                    e.key,
+                    pct_text(e.instructions_pct),
+                    pct_text(e.store_instructions_pct),
+                    self.noise_pct
+                ));
+            }
+            if let (Some(max), Some(x)) = (gate.max_ratio, entry_ratio(e)) {
+                if x > max {
+                    out.push(format!("{}: {x:.2}x > {max}x", e.key));
+                }
+            }
+        }
+        if let Some(max) = gate.max_section_ratio {
+            for ((suite, position), entries) in self.sections() {
+                if let Some(a) = mean(entries.iter().filter_map(|e| entry_ratio(e))) {
+                    if a > max {
+                        out.push(format!("{suite} {position} average: {a:.2}x > {max}x"));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Draws the differential flame graph of every regression whose two results name a
+    /// profile (`profile`, relative to the directory of each run's results.json) into
+    /// `out_dir/ID.svg`, and names it in the entry. Returns the files written and, for a
+    /// profile that cannot be read, a warning naming it (that regression gets no graph).
+    pub fn write_flame_graphs(
+        &mut self,
+        base_dir: &Path,
+        new_dir: &Path,
+        out_dir: &Path,
+    ) -> (Vec<PathBuf>, Vec<String>) {
+        let (mut written, mut warnings) = (Vec::new(), Vec::new());
+        for e in self
+            .entries
+            .iter_mut()
+            .filter(|e| e.change == Change::Regression)
+        {
+            let (Some(b), Some(n)) = (&e.base, &e.new) else {
+                continue;
+            };
+            if b.profile.is_empty() || n.profile.is_empty() {
+                continue;
+            }
+            let id = super::profiles::id_of_file(&n.profile).unwrap_or(&n.profile);
+            let graph = (|| {
+                let a = super::Folded::read(&base_dir.join(&b.profile))?;
+                let c = super::Folded::read(&new_dir.join(&n.profile))?;
+                let svg = super::differential_graph(
+                    (&format!("{id} (base)"), &a),
+                    (&format!("{id} (new)"), &c),
+                    false,
+                )?;
+                let path = out_dir.join(format!("{id}.svg"));
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .map_err(|err| format!("cannot create {}: {err}", dir.display()))?;
+                }
+                std::fs::write(&path, svg)
+                    .map_err(|err| format!("cannot write {}: {err}", path.display()))?;
+                Ok::<PathBuf, String>(path)
+            })();
+            match graph {
+                Ok(path) => {
+                    e.flame_graph = Some(path.clone());
+                    written.push(path);
+                }
+                Err(err) => warnings.push(format!("no flame graph for {}: {err}", e.key)),
+            }
+        }
+        (written, warnings)
+    }
+
+    /// The pull-request comment: what moved in its first line, regressions, improvements,
+    /// new, removed and failing scenarios, then every scenario by section with its
+    /// multiplier and each section's average, folded.
+    pub fn comment(&self, title: &str, gate: &Gate) -> Comment {
+        let several_suites = first_seen(self.entries.iter().map(|e| &result(e).suite)).len() > 1;
+        let label = |e: &ComparisonEntry| {
+            let r = result(e);
+            if several_suites {
+                format!("{}: `{}`", r.suite, r.base_id())
+            } else {
+                format!("`{}`", r.base_id())
+            }
+        };
+        let charged = |r: &Option<ScenarioResult>| match r {
+            None => "-".to_string(),
+            Some(r) if r.status != Status::Ok => status_word(&r.status).to_string(),
+            Some(r) => thousands(r.instructions),
+        };
+        let delta = |e: &ComparisonEntry| match (&e.base, &e.new) {
+            (Some(b), Some(n)) if b.status == Status::Ok && n.status == Status::Ok => {
+                signed_thousands(n.instructions as i64 - b.instructions as i64)
+            }
+            _ => "-".to_string(),
+        };
+        let moved_rows = |change: Change, graphs: bool| {
+            let mut headers = vec![
+                "scenario",
+                "base",
+                "new",
+                "change",
+                "change %",
+                "store change %",
+            ];
+            if graphs {
+                headers.push("differential flame graph");
+            }
+            let mut section = Section::new(
+                match change {
+                    Change::Regression => "Regressions",
+                    _ => "Improvements",
+                },
+                &headers,
+            );
+            if graphs {
+                section = section.align(headers.len() - 1, Align::Left);
+            }
+            for e in self.entries.iter().filter(|e| e.change == change) {
+                let mut row = vec![
+                    label(e),
+                    charged(&e.base),
+                    charged(&e.new),
+                    delta(e),
+                    pct_text(e.instructions_pct),
+                    pct_text(e.store_instructions_pct),
+                ];
+                if graphs {
+                    row.push(
+                        e.flame_graph
+                            .as_ref()
+                            .map(|p| format!("`{}`", p.display()))
+                            .unwrap_or_default(),
+                    );
+                }
+                section.rows.push(row);
+            }
+            section
+        };
+        let graphs = self.entries.iter().any(|e| e.flame_graph.is_some());
+        let mut shown = vec![
+            moved_rows(Change::Regression, graphs),
+            moved_rows(Change::Improvement, false),
+        ];
+        let mut new = Section::new("New scenarios", &["scenario", "charged", "store"]);
+        let mut removed = Section::new("Removed scenarios", &["scenario", "charged", "store"]);
+        let mut failing = Section::new("Failures", &["scenario", "base", "new", "reason"])
+            .align(1, Align::Left)
+            .align(2, Align::Left)
+            .align(3, Align::Left);
+        for e in &self.entries {
+            let store = |r: &ScenarioResult| match r.status {
+                Status::Ok => thousands(r.store_instructions),
+                _ => status_word(&r.status).to_string(),
+            };
+            match (&e.base, &e.new, e.change) {
+                (None, Some(n), _) => new.rows.push(vec![label(e), charged(&e.new), store(n)]),
+                (Some(b), None, _) => removed
+                    .rows
+                    .push(vec![label(e), charged(&e.base), store(b)]),
+                _ => {}
+            }
+            let failed_now = e
+                .new
+                .as_ref()
+                .is_some_and(|n| matches!(n.status, Status::Failed(_)));
+            if failed_now || matches!(e.change, Change::StatusChanged { .. }) {
+                let reason = match e.new.as_ref().map(|n| &n.status) {
+                    Some(Status::Failed(r) | Status::Refused(r)) => comment::cell(r, 200),
+                    _ => String::new(),
+                };
+                failing.rows.push(vec![
+                    label(e),
+                    e.base
+                        .as_ref()
+                        .map_or("-", |b| status_word(&b.status))
+                        .into(),
+                    e.new
+                        .as_ref()
+                        .map_or("-", |n| status_word(&n.status))
+                        .into(),
+                    reason,
+                ]);
+            }
+        }
+        shown.extend([new, removed, failing]);
+        shown.retain(|s| !s.rows.is_empty());
+
+        let details = self
+            .sections()
+            .into_iter()
+            .map(|((suite, position), entries)| {
+                let name = match (several_suites, position.is_empty()) {
+                    (true, false) => format!("{suite} · {position}"),
+                    (true, true) => suite,
+                    (false, false) => position,
+                    (false, true) => "Scenarios".to_string(),
+                };
+                let mut s = Section::new(
+                    name,
+                    &[
+                        "scenario",
+                        "base",
+                        "new",
+                        "change %",
+                        "multiplier",
+                        "store change %",
+                    ],
+                );
+                for e in &entries {
+                    s.rows.push(vec![
+                        label(e),
+                        charged(&e.base),
+                        charged(&e.new),
+                        pct_text(e.instructions_pct),
+                        multiplier(entry_ratio(e)),
+                        pct_text(e.store_instructions_pct),
+                    ]);
+                }
+                let average = mean(entries.iter().filter_map(|e| entry_ratio(e)));
+                s.totals.push(vec![
+                    "**average**".into(),
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    format!("**{}**", multiplier(average)),
+                    String::new(),
+                ]);
+                s
+            })
+            .collect();
+
+        let regressions = self.count(Change::Regression);
+        let worse = self.count(Change::StatusChanged { worse: true });
+        let better = self.count(Change::StatusChanged { worse: false });
+        let mut headline = format!(
+            "### {title}: {}, {} beyond ±{}%, {} unchanged",
+            count(regressions, "regression", "regressions"),
+            count(
+                self.count(Change::Improvement),
+                "improvement",
+                "improvements"
+            ),
+            self.noise_pct,
+            thousands(self.count(Change::Unchanged) as u64)
+        );
+        let others: Vec<String> = [
+            (self.count(Change::New), "new"),
+            (self.count(Change::Missing), "removed"),
+            (worse, "newly failing"),
+            (better, "no longer failing"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", thousands(n as u64)))
+        .collect();
+        if !others.is_empty() {
+            headline.push_str(&format!("; {}", others.join(", ")));
+        }
+        let within = self
+            .entries
+            .iter()
+            .filter(|e| {
+                e.change == Change::Unchanged
+                    && [e.instructions_pct, e.store_instructions_pct]
+                        .iter()
+                        .any(|p| p.is_some_and(|p| p != 0.0))
+            })
+            .count();
+        let mut about = format!(
+            "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base. A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
+            thousands(self.entries.len() as u64),
+            self.noise_pct
+        );
+        about.push_str(&match within {
+            0 => "no unchanged scenario moved at all.".to_string(),
+            n => format!(
+                "{} of the unchanged scenarios moved by less than that.",
+                thousands(n as u64)
+            ),
+        });
+        if self.base_engine != self.new_engine {
+            about.push_str(&format!(
+                " Engines: `{}` (base), `{}` (new).",
+                self.base_engine, self.new_engine
+            ));
+        }
+        let failures = self.gate_failures(gate);
+        let verdict = if failures.is_empty() {
+            format!("**Gate: passed** ({}).", gate.describe(self.noise_pct))
+        } else {
+            format!(
+                "**Gate: failed**, {} ({}).",
+                count(failures.len(), "failure", "failures"),
+                gate.describe(self.noise_pct)
+            )
+        };
+        Comment {
+            headline,
+            paragraphs: vec![about, verdict],
+            shown,
+            details_summary: "Every scenario by section, with its multiplier (new ÷ base charged instructions) and each section's average".into(),
+            details,
+            marker: None,
+        }
+    }
+
     pub fn has_regressions(&self) -> bool {
         self.entries.iter().any(|e| e.change.is_regression())
     }
@@ -273,16 +698,15 @@ impl Comparison {
                     Some(r) if r.status != Status::Ok => status_word(&r.status).to_string(),
                     Some(r) => thousands(f(r)),
                 };
-                let delta = |d: Option<f64>| d.map(pct_change).unwrap_or_else(|| "-".to_string());
                 table.push(vec![
                     e.key.clone(),
                     e.change.label().to_string(),
                     value(&e.base, |r| r.instructions),
                     value(&e.new, |r| r.instructions),
-                    delta(e.instructions_pct),
+                    pct_text(e.instructions_pct),
                     value(&e.base, |r| r.store_instructions),
                     value(&e.new, |r| r.store_instructions),
-                    delta(e.store_instructions_pct),
+                    pct_text(e.store_instructions_pct),
                 ]);
             }
             out.push_str(&table.render());
@@ -311,6 +735,20 @@ impl Comparison {
             self.noise_pct
         )
     }
+}
+
+fn pct_text(p: Option<f64>) -> String {
+    p.map(pct_change).unwrap_or_else(|| "-".to_string())
+}
+
+/// `ok → failed: trap ...`.
+fn status_change(e: &ComparisonEntry) -> String {
+    let word = |r: &Option<ScenarioResult>| r.as_ref().map_or("-", |r| status_word(&r.status));
+    let reason = match e.new.as_ref().map(|n| &n.status) {
+        Some(Status::Failed(r) | Status::Refused(r)) => format!(": {r}"),
+        _ => String::new(),
+    };
+    format!("{} → {}{reason}", word(&e.base), word(&e.new))
 }
 
 fn status_word(status: &Status) -> &'static str {

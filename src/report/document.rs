@@ -157,6 +157,24 @@ pub fn markdown(report: &Report, document: &Document) -> String {
 }
 
 /// What the CLI prints: the suite's terminal blocks.
+/// One line saying which replica's rules charged the run, for the top of the terminal
+/// output (report.md has it among its settings).
+pub fn rules_line(report: &Report) -> String {
+    use crate::engine::cost::Replica;
+    match report.replica() {
+        Some(r) if r.memory_tracker.is_some() => format!(
+            "Charged by the replica's rules of {} (`--replica`): every 64 KiB page of heap or stable memory a message first touches costs 80,000 instructions, and as much again the first write to it (the memory tracker, on mainnet since July 2026; `--replica 2026-05` charges by the rules before it).\n",
+            r.name
+        ),
+        Some(r) => format!(
+            "Charged by the replica's rules of {} (`--replica`; the newest are {}'s).\n",
+            r.name,
+            Replica::NEWEST.name
+        ),
+        None => "Charged by the PocketIC server's own replica.\n".to_string(),
+    }
+}
+
 pub fn terminal(document: &Document) -> String {
     let mut out = String::new();
     for block in &document.terminal {

@@ -118,6 +118,8 @@ impl Folded {
             format!("{scenario}: {} instructions", thousands(self.total)),
             None,
         );
+        let mut pages = page_palette();
+        opt.palette_map = Some(&mut pages);
         render(&mut opt, &self.to_text())
     }
 
@@ -328,6 +330,24 @@ fn options(title: String, subtitle: Option<String>) -> inferno::flamegraph::Opti
     // profile gives the same file, and a function keeps its colour across graphs.
     opt.hash = true;
     opt
+}
+
+/// The memory tracker's page charges in blues and purples, apart from the code's warm
+/// colours: where a message pays for memory rather than for work shows at a glance. Every
+/// other frame keeps the colour of its name.
+fn page_palette() -> inferno::flamegraph::color::PaletteMap {
+    use crate::engine::profile::{HEAP_ACCESS, HEAP_WRITE, STABLE_ACCESS, STABLE_WRITE};
+    use inferno::flamegraph::color::Color;
+    let mut map = inferno::flamegraph::color::PaletteMap::default();
+    for (frame, (r, g, b)) in [
+        (HEAP_ACCESS, (130, 180, 235)),
+        (HEAP_WRITE, (60, 120, 215)),
+        (STABLE_ACCESS, (185, 155, 235)),
+        (STABLE_WRITE, (135, 90, 205)),
+    ] {
+        map.insert(frame, Color { r, g, b });
+    }
+    map
 }
 
 fn render(opt: &mut inferno::flamegraph::Options<'_>, folded: &str) -> Result<String, String> {

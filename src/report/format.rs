@@ -105,6 +105,11 @@ pub fn pct_change(p: f64) -> String {
     }
 }
 
+/// A multiplier with two decimals, as seed 004 prints it (`1.47`); `--` when there is none.
+pub fn multiplier(x: Option<f64>) -> String {
+    x.map_or("--".to_string(), |v| format!("{v:.2}"))
+}
+
 /// Log-axis tick label for 10^exp: `1`, `10`, `100`, `1k`, `10k`, `100k`, `1M`, ...;
 /// `0.1`, `0.01` below one.
 pub fn decade_label(exp: i32) -> String {

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub mod comment;
 pub mod compare;
 mod csv;
 mod document;
@@ -23,10 +24,12 @@ pub mod svg;
 pub mod table;
 pub mod work;
 
-pub use compare::{compare, Change, Comparison, ComparisonEntry};
+pub use comment::{Comment, CommentArgs};
+pub use compare::{compare, Change, Comparison, ComparisonEntry, Gate};
 pub use csv::csv;
 pub use document::{
-    markdown, message_cells_legend, terminal, Block, Document, Footnotes, Plot, PlotKind,
+    markdown, message_cells_legend, rules_line, terminal, Block, Document, Footnotes, Plot,
+    PlotKind,
 };
 pub use flame::{differential_graph, Folded};
 pub use json::{from_json, json};

@@ -77,6 +77,13 @@ pub fn select(report: &mut Report, pattern: &str) -> Selected {
     selected
 }
 
+/// The scenario id of a `profile` column's file (`profiles/ID.folded`).
+pub fn id_of_file(file: &str) -> Option<&str> {
+    file.strip_prefix(DIR)?
+        .strip_prefix('/')?
+        .strip_suffix(".folded")
+}
+
 /// The profiles a report keeps, as (id, file relative to the run's directory, profile).
 pub fn kept(report: &Report) -> Vec<(&str, &str, &Profile)> {
     report
@@ -84,11 +91,7 @@ pub fn kept(report: &Report) -> Vec<(&str, &str, &Profile)> {
         .iter()
         .filter(|r| !r.profile.is_empty())
         .filter_map(|r| {
-            let id = r
-                .profile
-                .strip_prefix(DIR)?
-                .strip_prefix('/')?
-                .strip_suffix(".folded")?;
+            let id = id_of_file(&r.profile)?;
             Some((id, r.profile.as_str(), r.profile_data.as_ref()?))
         })
         .collect()

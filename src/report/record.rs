@@ -44,7 +44,8 @@ pub struct ScenarioResult {
     #[serde(flatten)]
     pub status: Status,
     /// Instructions the message was charged (cycles are computed from this): the canister's
-    /// whole execution plus the heap dirty-page charge after it.
+    /// whole execution with the page charges of the replica vintage (the memory tracker's
+    /// during it, or the heap dirty-page charge after it before July 2026).
     pub instructions: u64,
     pub instructions_per_row: f64,
     /// `ic0.performance_counter(0)` around the store work only, as the canister reports it.

@@ -1,7 +1,7 @@
 //! A minimal pipe table, padded so it reads aligned in a terminal and still renders as a
 //! Markdown table.
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
     Left,
     Right,
@@ -71,6 +71,27 @@ impl Table {
         out
     }
 
+    /// The table without padding: a pull-request comment is read rendered, and every space
+    /// counts toward its size limit.
+    pub fn compact(&self) -> String {
+        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        let separator: Vec<String> = self
+            .aligns
+            .iter()
+            .map(|a| match a {
+                Align::Left => ":--",
+                Align::Right => "--:",
+            })
+            .map(String::from)
+            .collect();
+        let mut out = line(&self.headers);
+        out.push_str(&line(&separator));
+        for row in &self.rows {
+            out.push_str(&line(row));
+        }
+        out
+    }
+
     fn line(&self, out: &mut String, cells: &[String], widths: &[usize]) {
         out.push('|');
         for ((cell, &w), &align) in cells.iter().zip(widths).zip(&self.aligns) {
@@ -108,6 +129,10 @@ mod tests {
         assert_eq!(
             t.render(),
             "| rows | StableBTreeMap |\n| :--- | -------------: |\n| 1    |         49,359 |\n"
+        );
+        assert_eq!(
+            t.compact(),
+            "| rows | StableBTreeMap |\n| :-- | --: |\n| 1 | 49,359 |\n"
         );
     }
 }

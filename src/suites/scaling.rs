@@ -335,9 +335,9 @@ impl Plan for Config {
 const MEMORY_BASE: u64 = 500_000_000;
 /// Bytes per row of a store at the peak of its work at its largest size: memory the machine
 /// has to lend (resident memory plus the snapshots' memfds, mapped or not), from the
-/// 10,000,000-row runs of issue 22 (README, "Memory"). The heap map's 1.5 GB heap and the
-/// memfd its snapshot is frozen into, then its failing pre_upgrade growing the heap;
-/// SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
+/// 10,000,000-row runs of issue 22 (docs/performance.md, "Memory"). The heap map's 1.5 GB
+/// heap and the memfd its snapshot is frozen into, then its failing pre_upgrade growing the
+/// heap; SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
 /// the snapshot of a journal mode set on a fresh connection (which rewrites most of the
 /// page cache); the StableBTreeMap's stable memory (2.1 GB).
 const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [

@@ -253,13 +253,7 @@ pub struct TableSection {
     pub average: Option<f64>,
 }
 
-/// Seed 004's multiplier: only when the baseline is > 0 and the candidate ≥ 0.
-pub fn ratio(baseline: Option<f64>, candidate: Option<f64>) -> Option<f64> {
-    match (baseline, candidate) {
-        (Some(b), Some(c)) if b > 0.0 && c >= 0.0 => Some(c / b),
-        _ => None,
-    }
-}
+pub use crate::report::compare::ratio;
 
 /// The tables, from a report's results: per journal mode, reads then writes.
 pub fn sections(report: &Report) -> Vec<TableSection> {
@@ -294,9 +288,7 @@ pub fn sections(report: &Report) -> Vec<TableSection> {
                     }
                 })
                 .collect();
-            let ratios: Vec<f64> = rows.iter().filter_map(|r| r.ratio).collect();
-            let average =
-                (!ratios.is_empty()).then(|| ratios.iter().sum::<f64>() / ratios.len() as f64);
+            let average = crate::report::compare::mean(rows.iter().filter_map(|r| r.ratio));
             out.push(TableSection {
                 journal_mode: mode.clone(),
                 section: section.name().into(),
@@ -425,7 +417,7 @@ fn plot(report: &Report) -> Option<Plot> {
 fn blocks(report: &Report) -> Vec<Block> {
     let heading = |level: usize, text: String| Block::Heading { level, text };
     let opt = |x: Option<f64>| x.map_or("--".to_string(), |v| thousands(v.round() as u64));
-    let mul = |x: Option<f64>| x.map_or("--".to_string(), |v| format!("{v:.2}"));
+    let mul = crate::report::format::multiplier;
     let mut out = Vec::new();
     let mut mode = String::new();
     for s in sections(report) {

@@ -387,6 +387,7 @@ pub fn run(
     let started = Instant::now();
     let work = Recorder::new(exec.jobs);
     let engine_name = engine.name().to_string();
+    let engine_replica = engine.replica();
     // The post-prefill state is kept in the cache (when the engine can export it) and
     // loaded by the next run with the same parameters instead of prefilling again. The
     // file is read while the module compiles.
@@ -606,9 +607,18 @@ pub fn run(
         setup_before + setup.load(Ordering::Relaxed),
     );
     let heap_measured = cfg.stores.contains(&Store::Heap);
+    // Under the memory tracker pages are charged during the message (performance_counter
+    // sees them too); before it, 1,000 per heap page written, after the message.
+    let page_charge = match engine_replica.and_then(|r| r.memory_tracker) {
+        Some(t) => format!(
+            "{} instructions per 64 KiB page of heap or stable memory first touched and as much again per page first written (the memory tracker; in the store work too)",
+            crate::report::format::thousands(t.os_page_overhead * t.os_pages_per_wasm_page)
+        ),
+        None => "1,000 instructions per heap page dirtied".to_string(),
+    };
     let mut all_notes = vec![
             format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
-            "Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including 1,000 instructions per heap page dirtied.".into(),
+            format!("Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including {page_charge}."),
             format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];

@@ -29,6 +29,17 @@ impl Scratch {
     fn read(&self, f: &str) -> String {
         std::fs::read_to_string(self.path(f)).unwrap()
     }
+    /// `icbench merge ARGS` in the scratch directory.
+    fn merge(&self, args: &[&str]) -> Output {
+        crate::support::icbench_command()
+            .arg("merge")
+            .args(args)
+            .current_dir(&self.0)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         crate::support::icbench_command()
             .arg("canbench")
@@ -450,15 +461,7 @@ fn shards_merged_equal_the_unsharded_run() {
         assert_eq!(s.read("canbench_results.yml"), BASELINE);
         assert!(!s.path("canbench_results.csv").exists());
     }
-    let merge = |args: &[&str]| {
-        crate::support::icbench_command()
-            .arg("merge")
-            .args(args)
-            .current_dir(&s.0)
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
+    let merge = |args: &[&str]| s.merge(args);
     // Any order; `--out .` writes where the unsharded run writes.
     let o = merge(&["part2", "part1", "--out", "."]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -601,12 +604,7 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
         let o = s.run(&args);
         assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
     }
-    let o = crate::support::icbench_command()
-        .args(["merge", "part1", "part2", "--out", "."])
-        .current_dir(&s.0)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let o = s.merge(&["part1", "part2", "--out", "."]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o), stdout(&expected));
     assert_eq!(stderr(&o), stderr(&expected));
@@ -704,12 +702,7 @@ fn replica_selects_the_rules_and_parts_of_other_rules_do_not_merge() {
         ]);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
-    let o = crate::support::icbench_command()
-        .args(["merge", "part1", "part2", "--out", "."])
-        .current_dir(&s.0)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let o = s.merge(&["part1", "part2", "--out", "."]);
     assert_ne!(o.status.code(), Some(0));
     assert!(
         stderr(&o).contains("they differ in the replica rules (--replica) (2025-03 vs 2026-07)"),

@@ -21,6 +21,7 @@ mod fuzz_engine;
 mod memory_tracker;
 mod metering;
 mod motoko;
+mod pr_comment;
 mod profile;
 mod profile_cli;
 mod project_files;

@@ -44,6 +44,21 @@ fn run(wasm: &[u8], replica: Replica, method: &str, query: bool) -> (u64, Vec<u8
     (out.report.instructions, out.result.unwrap_or_default())
 }
 
+/// Asserts the instructions `method` is charged under the tracker (`2026-07`) and under the
+/// rule before it (`2026-05`).
+fn assert_charged(wasm: &[u8], method: &str, query: bool, tracker: u64, before: u64) {
+    assert_eq!(
+        run(wasm, Replica::R2026_07, method, query).0,
+        tracker,
+        "{method}, 2026-07"
+    );
+    assert_eq!(
+        run(wasm, Replica::R2026_05, method, query).0,
+        before,
+        "{method}, 2026-05"
+    );
+}
+
 fn first_u64(reply: &[u8]) -> u64 {
     u64::from_le_bytes(reply[..8].try_into().unwrap())
 }
@@ -139,20 +154,15 @@ fn an_access_across_a_wasm_page_boundary_touches_both_pages() {
              (i64.store (i32.const 131068) (i64.const 1)) (call $reply))"#,
     );
     // 1 + [const, load, drop] 3 + call 5 = 9: pages 0 and 1 accessed.
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "load", false).0,
-        9 + 500 + 2 * PAGE
-    );
-    assert_eq!(run(&wasm, Replica::R2026_05, "load", false).0, 9 + 500);
+    assert_charged(&wasm, "load", false, 9 + 500 + 2 * PAGE, 9 + 500);
     // 1 + [const, const, store] 3 + call 5 = 9: pages 1 and 2 accessed and written (two
     // 4 KiB pages written under the old rule).
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "store", false).0,
-        9 + 500 + 4 * PAGE
-    );
-    assert_eq!(
-        run(&wasm, Replica::R2026_05, "store", false).0,
-        9 + 500 + 2 * 1_000
+    assert_charged(
+        &wasm,
+        "store",
+        false,
+        9 + 500 + 4 * PAGE,
+        9 + 500 + 2 * 1_000,
     );
 }
 
@@ -179,13 +189,12 @@ fn memory_copy_over_three_wasm_pages_reads_three_and_writes_three() {
         109 + bytes + 500 + 48 * 1_000
     );
     // memory.fill of 2 Wasm pages and a byte: pages 1, 2 and 3 accessed and written.
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "fill", false).0,
-        109 + 131_073 + 500 + 6 * PAGE
-    );
-    assert_eq!(
-        run(&wasm, Replica::R2026_05, "fill", false).0,
-        109 + 131_073 + 500 + 33 * 1_000
+    assert_charged(
+        &wasm,
+        "fill",
+        false,
+        109 + 131_073 + 500 + 6 * PAGE,
+        109 + 131_073 + 500 + 33 * 1_000,
     );
 }
 
@@ -229,14 +238,7 @@ fn a_wasm64_canister_pays_the_same_per_page() {
     .unwrap();
     // 1 + [i64.const, i64.const, i64.store (2 in wasm64)] 4 + call 5 = 10; page 1 accessed
     // and written. The old rule multiplied the heap's page charge by 4 in wasm64.
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "w", false).0,
-        10 + 500 + 2 * PAGE
-    );
-    assert_eq!(
-        run(&wasm, Replica::R2026_05, "w", false).0,
-        10 + 500 + 4 * 1_000
-    );
+    assert_charged(&wasm, "w", false, 10 + 500 + 2 * PAGE, 10 + 500 + 4 * 1_000);
 }
 
 #[test]

@@ -47,7 +47,7 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 8 stores x (5 insert batches + 3 reads): the README's 192.
+    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192.
     assert_eq!(matrix.len(), 192);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.

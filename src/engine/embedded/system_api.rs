@@ -328,7 +328,7 @@ const UNSUPPORTED: &[&str] = &[
     "mint_cycles128",
 ];
 
-/// The ic0 functions the embedded engine implements; the README lists the same.
+/// The ic0 functions the embedded engine implements; docs/engine.md lists the same.
 pub const SUPPORTED: &[&str] = &[
     "msg_arg_data_size",
     "msg_arg_data_copy",
