@@ -209,22 +209,31 @@ impl Plan for Config {
                 Task::new(Kind::Compile, "compile the new build", move |lane| {
                     lane.client.engine.prepare(new_build)
                 })
-                .priority(COMPILE),
+                .priority(COMPILE + (kinds.len() as i64 + 1) * BAND),
             );
         }
         let costliest = indices.iter().map(|&i| fill_cost(kinds[i])).max();
-        for &i in &indices {
+        let serial = exec.jobs <= 1;
+        for (rank, &i) in indices.iter().enumerate() {
+            let band = if serial {
+                (indices.len() - rank) as i64 * BAND
+            } else {
+                0
+            };
             let step = Step {
                 kind: kinds[i],
                 size: 0,
                 filled: 0,
                 from: None,
                 base: None,
-                priority: if Some(fill_cost(kinds[i])) == costliest {
+                priority: if serial {
+                    band + SERIAL_FILL
+                } else if Some(fill_cost(kinds[i])) == costliest {
                     CRITICAL_FILL
                 } else {
                     FILL + fill_cost(kinds[i])
                 },
+                band,
             };
             tasks.push(grow(&ctx, step, &grown[i]).after(&[ready]));
         }
@@ -339,11 +348,14 @@ const MEMORY_BASE: u64 = 500_000_000;
 /// heap and the memfd its snapshot is frozen into, then its failing pre_upgrade growing the
 /// heap; SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
 /// the snapshot of a journal mode set on a fresh connection (which rewrites most of the
-/// page cache); the StableBTreeMap's stable memory (2.1 GB).
+/// page cache); the StableBTreeMap's stable memory (2.1 GB). SQLite's 510 bytes are the
+/// 5.53 GB footprint measured at `--jobs 1` on 2026-11-23 (docs/performance.md, "Where the
+/// wall time goes"): for a moment, while a journal mode's snapshot is frozen, the live heap
+/// and its copy both count.
 const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
     (StoreKind::Heap, 350),
     (StoreKind::Btree, 210),
-    (StoreKind::Sqlite, 430),
+    (StoreKind::Sqlite, 510),
 ];
 
 /// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
@@ -470,7 +482,15 @@ const OPERATION: i64 = 60;
 const MODE_START: i64 = 50;
 const FILL: i64 = 40;
 const SEARCH: i64 = 30;
+/// On one worker nothing runs beside the fill, so nothing is gained by filling first: each
+/// size is measured (capacity searches included) before the fill goes on, and a store is
+/// done before the next one starts (its tasks' priorities are raised by a band of their
+/// own), so that only one store's states are held at a time, as the estimate has it.
+const SERIAL_FILL: i64 = 25;
 const UPGRADE_LAST: i64 = 20;
+/// The priorities of one store's tasks on one worker: the first store's band is the
+/// highest.
+const BAND: i64 = 1_000;
 
 /// What a store's fill costs per row, relative to the others (the StableBTreeMap's messages
 /// cost the most per row, then SQLite's, then the heap map's): the costliest selected
@@ -492,8 +512,11 @@ struct Step {
     from: Option<State>,
     /// The empty canister's stats (its heap and journal mode), once known.
     base: Option<Stats>,
-    /// The fill's priority: [`CRITICAL_FILL`] for the costliest store's, else [`FILL`].
+    /// The fill's priority: [`CRITICAL_FILL`] for the costliest store's, else [`FILL`] (on
+    /// one worker: [`SERIAL_FILL`] in the store's band).
     priority: i64,
+    /// Added to the priority of every other task of the store (see [`BAND`]).
+    band: i64,
 }
 
 /// The task that fills the store of `kind` to the next size from the state the last one
@@ -509,6 +532,7 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<'s> {
         from,
         base,
         priority,
+        band,
     } = step;
     let n = cfg.sizes[size];
     let first = format!(
@@ -576,6 +600,7 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<'s> {
                 column: 1 + m,
                 n,
                 heap_per_row: (store == Store::Heap).then_some(heap_per_row),
+                band,
             };
             lane.spawn(measure_at(ctx, out, store, at, at_n.clone()));
         }
@@ -587,6 +612,7 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<'s> {
                 from: Some(at_n),
                 base: Some(base),
                 priority,
+                band,
             };
             lane.spawn(grow(ctx, next, out));
         } else {
@@ -602,7 +628,7 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<'s> {
                     out.put((cfg.sizes.len(), MEMORY, 0), records);
                     Ok(())
                 })
-                .priority(priority.max(UPGRADE_LAST))
+                .priority(priority.max(band + UPGRADE_LAST))
                 .profiled()
                 .park(),
             );
@@ -640,6 +666,8 @@ struct Place {
     column: usize,
     n: u64,
     heap_per_row: Option<f64>,
+    /// See [`BAND`].
+    band: i64,
 }
 
 /// The task that starts `store` at `at_n` (SQLite: its journal mode set on a fresh
@@ -700,13 +728,13 @@ fn measure_at<'s>(
                     }
                     Ok(())
                 })
-                .priority(OPERATION)
+                .priority(at.band + OPERATION)
                 .profiled(),
             );
         }
         Ok(())
     })
-    .priority(MODE_START)
+    .priority(at.band + MODE_START)
 }
 
 /// The task that, once a mode's operations at the capacity size are measured, spawns its
@@ -746,14 +774,14 @@ fn capacity_at<'s>(
                     out.put((at.size, at.column, CAPACITY + i), records);
                     Ok(())
                 })
-                .priority(SEARCH)
+                .priority(at.band + SEARCH)
                 .profiled()
                 .park(),
             );
         }
         Ok(())
     })
-    .priority(SEARCH)
+    .priority(at.band + SEARCH)
 }
 
 /// Upgrades the store's canister, as filled to `n` rows, to a new build of its module (a
@@ -1369,16 +1397,16 @@ mod tests {
             usd_per_xdr: 1.0,
             capacity_at: Some(CAPACITY_ROWS),
         };
-        // One worker: SQLite's peak alone (430 B/row); two: the StableBTreeMap's fill
+        // One worker: SQLite's peak alone (510 B/row); two: the StableBTreeMap's fill
         // (210 B/row) beside it; three: the heap map's (350 B/row) too.
-        assert_eq!(cfg.peak_memory(1), 500_000_000 + 4_300_000_000);
+        assert_eq!(cfg.peak_memory(1), 500_000_000 + 5_100_000_000);
         assert_eq!(
             cfg.peak_memory(2),
-            500_000_000 + 2_100_000_000 + 4_300_000_000
+            500_000_000 + 2_100_000_000 + 5_100_000_000
         );
         assert_eq!(
             cfg.peak_memory(3),
-            500_000_000 + 2_100_000_000 + 4_300_000_000 + 3_500_000_000
+            500_000_000 + 2_100_000_000 + 5_100_000_000 + 3_500_000_000
         );
         assert_eq!(cfg.peak_memory(8), cfg.peak_memory(3));
         // At 1,000,000 rows the capacity searches are the peaks: the heap map's (2.2 GB)

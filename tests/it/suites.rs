@@ -1781,3 +1781,80 @@ fn a_signal_stops_the_run_leaving_no_result_and_the_next_run_completes() {
         assert_eq!(&std::fs::read(out.join(name)).unwrap(), bytes, "{name}");
     }
 }
+
+/// On one worker the scaling suite measures one store after the other (its states are not
+/// held while another store fills: the memory estimate for `--jobs 1` counts one store at
+/// a time), and at each size it measures before the fill goes on; the results are those of
+/// two workers.
+#[test]
+fn scaling_on_one_worker_finishes_a_store_before_the_next_and_measures_each_size_first() {
+    let one = temp_dir("scaling-j1");
+    let two = temp_dir("scaling-j2");
+    run_into(
+        &one,
+        &[
+            "--suite",
+            "scaling",
+            "--scaling-max-rows",
+            "10000",
+            "--jobs",
+            "1",
+        ],
+    );
+    run_into(
+        &two,
+        &[
+            "--suite",
+            "scaling",
+            "--scaling-max-rows",
+            "10000",
+            "--jobs",
+            "2",
+        ],
+    );
+    assert!(
+        std::fs::read(one.join("scaling/results.csv")).unwrap()
+            == std::fs::read(two.join("scaling/results.csv")).unwrap(),
+        "results.csv differs between --jobs 1 and --jobs 2"
+    );
+    let units = std::fs::read_to_string(one.join("scaling/work.csv")).unwrap();
+    // Each unit's store, from its name, in the order the units started.
+    let store_of = |name: &str| -> Option<&'static str> {
+        if name.contains("btree ") || name.contains("StableBTreeMap") {
+            Some("btree")
+        } else if name.contains("sqlite ") || name.contains("SQLite") {
+            Some("sqlite")
+        } else if name.contains("heap ") {
+            Some("heap")
+        } else {
+            None
+        }
+    };
+    let names: Vec<String> = units
+        .lines()
+        .skip(1)
+        .map(|l| l.split('"').nth(1).unwrap().to_string())
+        .collect();
+    let mut order: Vec<&str> = Vec::new();
+    for store in names.iter().filter_map(|n| store_of(n)) {
+        if order.last() != Some(&store) {
+            assert!(
+                !order.contains(&store),
+                "{store} came back after another store: {names:?}"
+            );
+            order.push(store);
+        }
+    }
+    assert_eq!(order.len(), 3, "{names:?}");
+    // The StableBTreeMap's operations at 1,000 rows come before its fill to 10,000.
+    let at = |needle: &str| {
+        names
+            .iter()
+            .position(|n| n.starts_with(needle))
+            .unwrap_or_else(|| panic!("no unit {needle:?} in {names:?}"))
+    };
+    assert!(
+        at("StableBTreeMap at 1,000 rows: ") < at("fill btree to 10,000 rows"),
+        "{names:?}"
+    );
+}
