@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use icbench::bench_canister;
 use icbench::engine::cost::Replica;
 use icbench::engine::disk_cache;
+use icbench::engine::embedded::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
@@ -412,6 +413,13 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     }
     if let Some(line) = cache_line().filter(|_| !args.quiet) {
         eprintln!("{line}");
+    }
+    if !args.quiet && args.engine == EngineKind::Embedded {
+        // How the heap's written pages were found: the counts are the same either way,
+        // the speed is not.
+        if let Ok(writes) = HeapWrites::configured() {
+            eprintln!("heap writes found by: {}", writes.name());
+        }
     }
     Ok(gate_ok)
 }
@@ -865,6 +873,10 @@ fn main() -> ExitCode {
         None | Some(Command::Run(_) | Command::Canbench(_) | Command::Crosscheck(_))
     );
     if runs_canisters {
+        if let Err(e) = HeapWrites::configured() {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
         // Compiled modules are kept across runs; without a directory the run only compiles.
         // The directory is made and tried before any work. One the user named that cannot
         // be written is refused (they asked for it); the platform's is said and the run

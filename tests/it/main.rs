@@ -18,6 +18,7 @@ mod cli;
 mod compile_cache;
 mod engine;
 mod fuzz_engine;
+mod heap_writes;
 mod memory_tracker;
 mod metering;
 mod motoko;

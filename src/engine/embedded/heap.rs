@@ -19,6 +19,12 @@
 //! Without the access kind of a fault, a first write to an untouched page faults twice
 //! (access, then write): the replica's own rule for platforms without it, with the same
 //! counts.
+//!
+//! Where the kernel keeps a log of written pages ([`super::write_log`]), a write faults
+//! only once per Wasm page: the fault counts the Wasm page as written, keeps the old bytes
+//! of all its 4 KiB pages and makes all of them writable, and the log names the 4 KiB pages
+//! written when the message ends. The same pages, the same counts, at the same moments;
+//! a sixteenth of the signals and `mprotect` calls.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -26,6 +32,8 @@ use std::sync::Arc;
 
 use wasmtime::{bail, Result};
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
+
+use super::write_log::HeapWrites;
 
 /// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
 pub const OS_PAGE: usize = 4096;
@@ -70,6 +78,16 @@ pub struct HeapRegion {
     written: Box<[AtomicU8]>,
     accessed_count: AtomicU64,
     written_count: AtomicU64,
+    /// How written pages are found. With the kernel's log, `written` marks the Wasm pages
+    /// made writable in this message under every replica vintage.
+    writes: HeapWrites,
+    /// The mapping changed (created, or a file mapped over it): the kernel's log must be
+    /// set up on it again before the next message.
+    needs_log_setup: AtomicBool,
+    /// Reservation bytes the heap can grow into (the log covers all of them).
+    capacity: usize,
+    /// Undo pages filled in this message (their memory stays until [`UNDO_KEPT_PAGES`]).
+    undo_copied: AtomicUsize,
 }
 
 /// Undo pages stay allocated between messages (a message that writes the pages the last
@@ -79,7 +97,7 @@ pub struct HeapRegion {
 const UNDO_KEPT_PAGES: usize = 16_384;
 
 impl HeapRegion {
-    fn new(base: usize, len: usize, capacity: usize, undo: usize) -> Self {
+    fn new(base: usize, len: usize, capacity: usize, undo: usize, writes: HeapWrites) -> Self {
         let flags = || {
             (0..capacity / OS_PAGE)
                 .map(|_| AtomicU8::new(0))
@@ -108,6 +126,10 @@ impl HeapRegion {
             written: wasm_flags(),
             accessed_count: AtomicU64::new(0),
             written_count: AtomicU64::new(0),
+            writes,
+            needs_log_setup: AtomicBool::new(true),
+            capacity,
+            undo_copied: AtomicUsize::new(0),
         }
     }
 
@@ -132,6 +154,8 @@ impl HeapRegion {
     /// (a layer's, copied in) holds that file's bytes.
     pub fn set_view_of(&self, view: u64, own: impl Iterator<Item = u32>) {
         self.view_of.store(view, Ordering::Release);
+        // A view is a file mapped over the heap: a mapping the kernel's log does not know.
+        self.needs_log_setup.store(true, Ordering::Release);
         let pages = self.len() / OS_PAGE;
         for (page, flag) in self.clean.iter().enumerate() {
             flag.store((view != 0 && page < pages) as u8, Ordering::Relaxed);
@@ -166,6 +190,13 @@ impl HeapRegion {
         self.track_access.store(track_access, Ordering::Release);
         self.accessed_count.store(0, Ordering::Release);
         self.written_count.store(0, Ordering::Release);
+        if let HeapWrites::Logged(log) = self.writes {
+            if self.needs_log_setup.swap(false, Ordering::AcqRel) {
+                let base = self.base.load(Ordering::Acquire);
+                log.prepare(base..base + self.capacity)
+                    .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;
+            }
+        }
         self.armed.store(true, Ordering::Release);
         protect(self.base(), self.len(), self.armed_protection())
     }
@@ -195,12 +226,39 @@ impl HeapRegion {
         protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
         let pages = self.len() / OS_PAGE;
         let mut written = Vec::new();
-        for (page, flag) in self.dirty[..pages].iter().enumerate() {
-            if flag.swap(0, Ordering::Relaxed) == 1 {
-                written.push(page as u32);
+        let tracked = self.track_access.swap(false, Ordering::AcqRel);
+        if let HeapWrites::Logged(log) = self.writes {
+            // Only the Wasm pages made writable can hold written pages; the log is read
+            // once per run of them.
+            let base = self.base.load(Ordering::Acquire);
+            let wasm_pages = pages.div_ceil(OS_PAGES_PER_WASM_PAGE);
+            let mut runs: Vec<Range<usize>> = Vec::new();
+            for (page, flag) in self.written[..wasm_pages].iter().enumerate() {
+                if flag.swap(0, Ordering::Relaxed) == 1 {
+                    match runs.last_mut() {
+                        Some(run) if run.end == page => run.end = page + 1,
+                        _ => runs.push(page..page + 1),
+                    }
+                }
+            }
+            for run in runs {
+                let bytes = run.start * WASM_PAGE..(run.end * WASM_PAGE).min(self.len());
+                let first = written.len();
+                log.written(base + bytes.start..base + bytes.end, &mut written)
+                    .map_err(|e| wasmtime::format_err!("reading the heap's write log: {e}"))?;
+                let offset = (bytes.start / OS_PAGE) as u32;
+                for page in &mut written[first..] {
+                    *page += offset;
+                }
+            }
+        } else {
+            for (page, flag) in self.dirty[..pages].iter().enumerate() {
+                if flag.swap(0, Ordering::Relaxed) == 1 {
+                    written.push(page as u32);
+                }
             }
         }
-        if self.track_access.swap(false, Ordering::AcqRel) {
+        if tracked {
             let wasm_pages = pages.div_ceil(OS_PAGES_PER_WASM_PAGE);
             for flag in self.accessed[..wasm_pages]
                 .iter()
@@ -218,7 +276,7 @@ impl HeapRegion {
         for &page in pages {
             self.clean[page as usize].store(0, Ordering::Relaxed);
         }
-        self.forget_undo(pages)
+        self.forget_undo()
     }
 
     /// The message failed: its `pages` (what [`HeapRegion::disarm`] returned) get their
@@ -243,11 +301,12 @@ impl HeapRegion {
                 )
             };
         }
-        self.forget_undo(pages)
+        self.forget_undo()
     }
 
-    fn forget_undo(&self, pages: &[u32]) -> Result<()> {
-        let used = self.undo_used.load(Ordering::Acquire) + pages.len();
+    fn forget_undo(&self) -> Result<()> {
+        let used =
+            self.undo_used.load(Ordering::Acquire) + self.undo_copied.swap(0, Ordering::AcqRel);
         if used <= UNDO_KEPT_PAGES {
             self.undo_used.store(used, Ordering::Release);
             return Ok(());
@@ -285,12 +344,14 @@ impl HeapRegion {
             // faults again, on its 4 KiB page.
             self.accessed_count.fetch_add(1, Ordering::AcqRel);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
-            return protect(
-                wasm_addr,
-                WASM_PAGE.min(len - wasm_page * WASM_PAGE),
-                libc::PROT_READ,
-            )
-            .is_ok();
+            let bytes = WASM_PAGE.min(len - wasm_page * WASM_PAGE);
+            if protect(wasm_addr, bytes, libc::PROT_READ).is_err() {
+                return false;
+            }
+            return true;
+        }
+        if let HeapWrites::Logged(_) = self.writes {
+            return self.open_wasm_page(wasm_page, tracked);
         }
         if self.dirty[page].swap(1, Ordering::AcqRel) == 1 {
             // Already writable: this fault is not ours (e.g. a real protection error).
@@ -303,20 +364,68 @@ impl HeapRegion {
         if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
             && self.clean[page].load(Ordering::Acquire) == 0
         {
-            // SAFETY: the page is readable (armed), and the undo reservation is as large
-            // as the heap's and writable; nothing else uses this undo page in the message.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    page_addr as *const u8,
-                    (self.undo + page * OS_PAGE) as *mut u8,
-                    OS_PAGE,
-                )
-            };
+            self.keep_old_bytes(page);
         }
         if protect(page_addr, OS_PAGE, libc::PROT_READ | libc::PROT_WRITE).is_err() {
             return false;
         }
         true
+    }
+
+    /// The first write to `wasm_page` in this message, with the kernel's log (which names
+    /// the 4 KiB pages written): all of the Wasm page becomes writable, with the old bytes
+    /// of each of its pages kept. Signal handler context, as [`HeapRegion::handle_fault`].
+    fn open_wasm_page(&self, wasm_page: usize, tracked: bool) -> bool {
+        if self.written[wasm_page].swap(1, Ordering::AcqRel) == 1 {
+            // Already writable: this fault is not ours (e.g. a real protection error).
+            return false;
+        }
+        if tracked {
+            self.written_count.fetch_add(1, Ordering::AcqRel);
+        }
+        let first = wasm_page * OS_PAGES_PER_WASM_PAGE;
+        let had = self.armed_len.load(Ordering::Acquire) / OS_PAGE;
+        for page in first..(first + OS_PAGES_PER_WASM_PAGE).min(had) {
+            if self.clean[page].load(Ordering::Acquire) == 0 {
+                self.keep_old_bytes(page);
+            }
+        }
+        let len = self.len.load(Ordering::Acquire);
+        let start = wasm_page * WASM_PAGE;
+        let addr = (self.base.load(Ordering::Acquire) + start) as *mut u8;
+        let HeapWrites::Logged(log) = self.writes else {
+            return false;
+        };
+        // The log starts for this Wasm page now (a page the message only read must not
+        // read as written, and one written in an earlier message is logged again).
+        if log
+            .protect(addr as usize..addr as usize + WASM_PAGE.min(len - start))
+            .is_err()
+        {
+            return false;
+        }
+        protect(
+            addr,
+            WASM_PAGE.min(len - start),
+            libc::PROT_READ | libc::PROT_WRITE,
+        )
+        .is_ok()
+    }
+
+    /// Copies `page`'s bytes into its undo page, before the message first writes it.
+    fn keep_old_bytes(&self, page: usize) {
+        let at = page * OS_PAGE;
+        // SAFETY: the page lies in the heap as it was at arming and is readable (armed);
+        // the undo reservation is as large as the heap's and writable, and nothing else
+        // uses this undo page in the message.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                (self.base.load(Ordering::Acquire) + at) as *const u8,
+                (self.undo + at) as *mut u8,
+                OS_PAGE,
+            )
+        };
+        self.undo_copied.fetch_add(1, Ordering::AcqRel);
     }
 
     fn grown(&self, old_len: usize, new_len: usize) -> Result<()> {
@@ -466,6 +575,7 @@ unsafe impl MemoryCreator for HeapCreator {
                 "the module's initial heap of {minimum} bytes is larger than the {max_heap}-byte maximum"
             ));
         }
+        let writes = HeapWrites::configured()?;
         let maximum = maximum.unwrap_or(max_heap).min(max_heap);
         let capacity = reserved.max(minimum);
         let mapping_len = capacity + guard_size_in_bytes;
@@ -483,7 +593,13 @@ unsafe impl MemoryCreator for HeapCreator {
                 unsafe { libc::munmap(base.cast(), mapping_len) };
                 format!("cannot reserve {capacity} bytes for the heap's undo log: {e}")
             })?;
-        let region = Arc::new(HeapRegion::new(base as usize, 0, capacity, undo as usize));
+        let region = Arc::new(HeapRegion::new(
+            base as usize,
+            0,
+            capacity,
+            undo as usize,
+            writes,
+        ));
         region.grown(0, minimum).map_err(|e| e.to_string())?;
         CREATED.with(|c| c.borrow_mut().push(region.clone()));
         Ok(Box::new(TrackedMemory {

@@ -7,6 +7,7 @@ mod image;
 mod profiler;
 pub mod stable;
 pub mod system_api;
+pub mod write_log;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;

@@ -1,0 +1,388 @@
+//! Which 4 KiB pages of a heap a message wrote, kept by the kernel instead of one signal
+//! and one `mprotect` per page.
+//!
+//! Linux (6.7 and later) can write-protect memory at the page-table level for a
+//! userfaultfd in asynchronous mode (`UFFD_FEATURE_WP_ASYNC`): a write to a protected page
+//! faults, the kernel lifts the protection itself and goes on, and the `PAGEMAP_SCAN` ioctl
+//! of `/proc/self/pagemap` then lists the pages written since the last protection
+//! (`PAGE_IS_WRITTEN`). No signal, no change of the process's mappings, no lock on its
+//! address space held for writing. Like a protection fault, it sees every store, also one
+//! that writes the bytes a page already held, so it finds exactly the pages the per-page
+//! faults find (tests/it/heap_writes.rs runs both and compares).
+//!
+//! Unprivileged processes get such a userfaultfd with `UFFD_USER_MODE_ONLY` (5.11+), which
+//! is all this needs: the heap is written by Wasm code and by the host's own copies, both in
+//! user mode. Where any of it is missing the heap falls back to a fault per written page.
+
+use std::fs::File;
+use std::io;
+use std::ops::Range;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::OnceLock;
+
+use super::heap::OS_PAGE;
+
+/// The environment variable that chooses how written heap pages are found: `auto` (the
+/// kernel's write log where the kernel has it) or `faults` (a protection fault per page).
+pub const HEAP_WRITES_ENV: &str = "ICBENCH_HEAP_WRITES";
+
+// The kernel's ABI (include/uapi/linux/userfaultfd.h and fs.h), not in every libc yet.
+const UFFD_API: u64 = 0xaa;
+const UFFD_USER_MODE_ONLY: libc::c_int = 1;
+const UFFD_FEATURE_WP_UNPOPULATED: u64 = 1 << 13;
+const UFFD_FEATURE_WP_ASYNC: u64 = 1 << 15;
+const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
+/// `_IOWR(0xAA, 0x3F, struct uffdio_api)` (24 bytes).
+const UFFDIO_API: libc::c_ulong = 0xc018_aa3f;
+/// `_IOWR(0xAA, 0x00, struct uffdio_register)` (32 bytes).
+const UFFDIO_REGISTER: libc::c_ulong = 0xc020_aa00;
+/// `_IOWR('f', 16, struct pm_scan_arg)` (96 bytes).
+const PAGEMAP_SCAN: libc::c_ulong = 0xc060_6610;
+const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
+const PM_SCAN_CHECK_WPASYNC: u64 = 1 << 1;
+const PAGE_IS_WRITTEN: u64 = 1 << 1;
+
+#[repr(C)]
+struct UffdioApi {
+    api: u64,
+    features: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+struct UffdioRegister {
+    start: u64,
+    len: u64,
+    mode: u64,
+    ioctls: u64,
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct PmScanArg {
+    size: u64,
+    flags: u64,
+    start: u64,
+    end: u64,
+    walk_end: u64,
+    vec: u64,
+    vec_len: u64,
+    max_pages: u64,
+    category_inverted: u64,
+    category_mask: u64,
+    category_anyof_mask: u64,
+    return_mask: u64,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct PageRegion {
+    start: u64,
+    end: u64,
+    categories: u64,
+}
+
+/// How a heap finds the pages a message wrote.
+#[derive(Clone, Copy)]
+pub enum HeapWrites {
+    /// A protection fault on every first write to a 4 KiB page.
+    Faults,
+    /// The kernel's write log; a fault only on the first write to each 64 KiB Wasm page.
+    Logged(&'static WriteLog),
+}
+
+impl HeapWrites {
+    /// What `ICBENCH_HEAP_WRITES` asks for, decided once per process.
+    pub fn configured() -> Result<HeapWrites, String> {
+        static CHOICE: OnceLock<Result<HeapWrites, String>> = OnceLock::new();
+        CHOICE
+            .get_or_init(|| {
+                let value = std::env::var(HEAP_WRITES_ENV).unwrap_or_default();
+                match value.as_str() {
+                    "" | "auto" => Ok(match WriteLog::shared() {
+                        Some(log) => HeapWrites::Logged(log),
+                        None => HeapWrites::Faults,
+                    }),
+                    "faults" => Ok(HeapWrites::Faults),
+                    other => Err(format!(
+                        "{HEAP_WRITES_ENV}={other:?}: expected \"auto\" (the kernel's write log where it has one) or \"faults\" (a protection fault per written page)"
+                    )),
+                }
+            })
+            .clone()
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            HeapWrites::Faults => "faults",
+            HeapWrites::Logged(_) => "kernel write log",
+        }
+    }
+}
+
+/// The process's userfaultfd in asynchronous write-protect mode and its pagemap.
+pub struct WriteLog {
+    uffd: OwnedFd,
+    pagemap: File,
+}
+
+impl WriteLog {
+    /// The process's log, if the kernel provides one (probed once).
+    pub fn shared() -> Option<&'static WriteLog> {
+        static LOG: OnceLock<Option<WriteLog>> = OnceLock::new();
+        LOG.get_or_init(|| WriteLog::open().ok()).as_ref()
+    }
+
+    fn open() -> io::Result<WriteLog> {
+        // SAFETY: a plain system call; the result is a new descriptor or -1.
+        let fd = unsafe {
+            libc::syscall(
+                libc::SYS_userfaultfd,
+                libc::O_CLOEXEC | libc::O_NONBLOCK | UFFD_USER_MODE_ONLY,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just returned to us and is owned by nobody else.
+        let uffd = unsafe { OwnedFd::from_raw_fd(fd as libc::c_int) };
+        let mut api = UffdioApi {
+            api: UFFD_API,
+            features: UFFD_FEATURE_WP_ASYNC | UFFD_FEATURE_WP_UNPOPULATED,
+            ioctls: 0,
+        };
+        // SAFETY: the ioctl reads and writes exactly a `struct uffdio_api`.
+        if unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_API, &mut api) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let log = WriteLog {
+            uffd,
+            pagemap: File::open("/proc/self/pagemap")?,
+        };
+        log.probe()?;
+        Ok(log)
+    }
+
+    /// Checks on a scratch mapping that a write is logged and a read is not (a kernel
+    /// without `PAGEMAP_SCAN` fails here).
+    fn probe(&self) -> io::Result<()> {
+        let len = 4 * OS_PAGE;
+        // SAFETY: a fresh private anonymous mapping, unmapped below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let range = base as usize..base as usize + len;
+        let result = (|| {
+            self.prepare(range.clone())?;
+            self.protect(range.clone())?;
+            // SAFETY: inside the scratch mapping.
+            unsafe {
+                std::ptr::write_volatile((base as *mut u8).add(2 * OS_PAGE), 1);
+                std::ptr::read_volatile((base as *const u8).add(OS_PAGE));
+            }
+            let mut written = Vec::new();
+            self.written(range.clone(), &mut written)?;
+            if written != [2] {
+                return Err(io::Error::other(format!(
+                    "the kernel's write log found pages {written:?}, not [2]"
+                )));
+            }
+            Ok(())
+        })();
+        // SAFETY: our scratch mapping.
+        unsafe { libc::munmap(base, len) };
+        result
+    }
+
+    /// Registers `range` (page-aligned, mapped) for write protection and keeps it out of
+    /// transparent huge pages, whose writes the log would report 2 MiB at a time. Needed
+    /// again after anything is mapped over part of it.
+    pub fn prepare(&self, range: Range<usize>) -> io::Result<()> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: advice on the caller's own mapping.
+        if unsafe { libc::madvise(range.start as *mut _, range.len(), libc::MADV_NOHUGEPAGE) } != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        let mut reg = UffdioRegister {
+            start: range.start as u64,
+            len: range.len() as u64,
+            mode: UFFDIO_REGISTER_MODE_WP,
+            ioctls: 0,
+        };
+        // SAFETY: the ioctl reads and writes exactly a `struct uffdio_register`.
+        if unsafe { libc::ioctl(self.uffd.as_raw_fd(), UFFDIO_REGISTER, &mut reg) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Write-protects every page of `range` (a registered range), unpopulated ones too:
+    /// the log starts empty.
+    pub fn protect(&self, range: Range<usize>) -> io::Result<()> {
+        let mut arg = PmScanArg {
+            flags: PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+            ..PmScanArg::default()
+        };
+        self.scan(range, &mut arg, &mut [], |_| {})
+    }
+
+    /// Appends the pages of `range` written since [`WriteLog::protect`], as page numbers
+    /// counted from `range.start`, in order.
+    pub fn written(&self, range: Range<usize>, out: &mut Vec<u32>) -> io::Result<()> {
+        let mut arg = PmScanArg {
+            category_mask: PAGE_IS_WRITTEN,
+            return_mask: PAGE_IS_WRITTEN,
+            ..PmScanArg::default()
+        };
+        let mut regions = [PageRegion::default(); 512];
+        let start = range.start;
+        self.scan(range, &mut arg, &mut regions, |r| {
+            let first = (r.start as usize - start) / OS_PAGE;
+            let end = (r.end as usize - start) / OS_PAGE;
+            out.extend((first..end).map(|p| p as u32));
+        })
+    }
+
+    fn scan(
+        &self,
+        range: Range<usize>,
+        arg: &mut PmScanArg,
+        regions: &mut [PageRegion],
+        mut each: impl FnMut(&PageRegion),
+    ) -> io::Result<()> {
+        arg.size = std::mem::size_of::<PmScanArg>() as u64;
+        arg.start = range.start as u64;
+        arg.end = range.end as u64;
+        arg.vec = regions.as_mut_ptr() as u64;
+        arg.vec_len = regions.len() as u64;
+        while arg.start < arg.end {
+            // SAFETY: the ioctl reads `arg` and writes at most `vec_len` regions to `vec`.
+            let n = unsafe { libc::ioctl(self.pagemap.as_raw_fd(), PAGEMAP_SCAN, &mut *arg) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            regions[..n as usize].iter().for_each(&mut each);
+            if arg.walk_end <= arg.start {
+                return Err(io::Error::other("PAGEMAP_SCAN made no progress"));
+            }
+            arg.start = arg.walk_end;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A mapping registered with the log, unmapped on drop.
+    struct Scratch {
+        base: usize,
+        len: usize,
+    }
+
+    impl Scratch {
+        fn new(log: &WriteLog, pages: usize) -> Scratch {
+            let len = pages * OS_PAGE;
+            // SAFETY: a fresh private anonymous mapping.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(base, libc::MAP_FAILED);
+            let s = Scratch {
+                base: base as usize,
+                len,
+            };
+            log.prepare(s.range()).unwrap();
+            s
+        }
+        fn range(&self) -> Range<usize> {
+            self.base..self.base + self.len
+        }
+        fn write(&self, page: usize, value: u8) {
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::write_volatile((self.base + page * OS_PAGE + 7) as *mut u8, value) }
+        }
+        fn read(&self, page: usize) -> u8 {
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::read_volatile((self.base + page * OS_PAGE + 7) as *const u8) }
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            // SAFETY: our own mapping.
+            unsafe { libc::munmap(self.base as *mut _, self.len) };
+        }
+    }
+
+    fn written(log: &WriteLog, s: &Scratch) -> Vec<u32> {
+        let mut out = Vec::new();
+        log.written(s.range(), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn logs_writes_also_of_unchanged_bytes_and_not_reads() {
+        let Some(log) = WriteLog::shared() else {
+            eprintln!("no kernel write log here (needs Linux 6.7+): nothing to check");
+            return;
+        };
+        let s = Scratch::new(log, 40);
+        s.write(3, 9);
+        log.protect(s.range()).unwrap();
+        assert_eq!(written(log, &s), Vec::<u32>::new());
+        assert_eq!(s.read(3) + s.read(5), 9); // a populated page and an untouched one
+        s.write(7, 0); // the byte it held
+        s.write(3, 9); // the byte it held
+        s.write(39, 1);
+        assert_eq!(written(log, &s), [3, 7, 39]);
+        log.protect(s.range()).unwrap();
+        assert_eq!(written(log, &s), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn protection_changes_keep_the_log() {
+        let Some(log) = WriteLog::shared() else {
+            return;
+        };
+        let s = Scratch::new(log, 32);
+        log.protect(s.range()).unwrap();
+        let prot = |pages: Range<usize>, p| {
+            super::super::heap::protect(
+                (s.base + pages.start * OS_PAGE) as *mut u8,
+                pages.len() * OS_PAGE,
+                p,
+            )
+            .unwrap()
+        };
+        // The memory tracker's order: inaccessible, readable per Wasm page, then writable.
+        prot(0..32, libc::PROT_NONE);
+        prot(16..32, libc::PROT_READ);
+        s.read(17);
+        prot(16..32, libc::PROT_READ | libc::PROT_WRITE);
+        s.write(18, 4);
+        prot(0..32, libc::PROT_READ | libc::PROT_WRITE);
+        assert_eq!(written(log, &s), [18]);
+    }
+}
