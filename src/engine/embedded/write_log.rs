@@ -133,6 +133,12 @@ impl WriteLog {
         LOG.get_or_init(|| WriteLog::open().ok()).as_ref()
     }
 
+    #[cfg(not(target_os = "linux"))]
+    fn open() -> io::Result<WriteLog> {
+        Err(io::Error::other("the kernel's write log is Linux's"))
+    }
+
+    #[cfg(target_os = "linux")]
     fn open() -> io::Result<WriteLog> {
         // SAFETY: a plain system call; the result is a new descriptor or -1.
         let fd = unsafe {
@@ -212,6 +218,7 @@ impl WriteLog {
             return Ok(());
         }
         // SAFETY: advice on the caller's own mapping.
+        #[cfg(target_os = "linux")]
         if unsafe { libc::madvise(range.start as *mut _, range.len(), libc::MADV_NOHUGEPAGE) } != 0
         {
             return Err(io::Error::last_os_error());
