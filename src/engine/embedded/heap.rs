@@ -24,7 +24,7 @@
 //! only once per Wasm page: the fault counts the Wasm page as written, keeps the old bytes
 //! of all its 4 KiB pages and makes all of them writable, and the log names the 4 KiB pages
 //! written when the message ends. The same pages, the same counts, at the same moments;
-//! a sixteenth of the signals and `mprotect` calls.
+//! one write fault per Wasm page instead of up to sixteen.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -33,7 +33,7 @@ use std::sync::Arc;
 use wasmtime::{bail, Result};
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
-use super::write_log::HeapWrites;
+use super::write_log::{HeapWrites, WriteLog};
 
 /// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
 pub const OS_PAGE: usize = 4096;
@@ -341,17 +341,18 @@ impl HeapRegion {
         let wasm_page = page / OS_PAGES_PER_WASM_PAGE;
         if tracked && self.accessed[wasm_page].swap(1, Ordering::AcqRel) == 0 {
             // The first access to this Wasm page: it becomes readable as a whole. A write
-            // faults again, on its 4 KiB page.
+            // faults again (on its 4 KiB page; with the kernel's log, once per Wasm page).
             self.accessed_count.fetch_add(1, Ordering::AcqRel);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
-            let bytes = WASM_PAGE.min(len - wasm_page * WASM_PAGE);
-            if protect(wasm_addr, bytes, libc::PROT_READ).is_err() {
-                return false;
-            }
-            return true;
+            return protect(
+                wasm_addr,
+                WASM_PAGE.min(len - wasm_page * WASM_PAGE),
+                libc::PROT_READ,
+            )
+            .is_ok();
         }
-        if let HeapWrites::Logged(_) = self.writes {
-            return self.open_wasm_page(wasm_page, tracked);
+        if let HeapWrites::Logged(log) = self.writes {
+            return self.open_wasm_page(log, wasm_page, tracked);
         }
         if self.dirty[page].swap(1, Ordering::AcqRel) == 1 {
             // Already writable: this fault is not ours (e.g. a real protection error).
@@ -375,7 +376,7 @@ impl HeapRegion {
     /// The first write to `wasm_page` in this message, with the kernel's log (which names
     /// the 4 KiB pages written): all of the Wasm page becomes writable, with the old bytes
     /// of each of its pages kept. Signal handler context, as [`HeapRegion::handle_fault`].
-    fn open_wasm_page(&self, wasm_page: usize, tracked: bool) -> bool {
+    fn open_wasm_page(&self, log: &WriteLog, wasm_page: usize, tracked: bool) -> bool {
         if self.written[wasm_page].swap(1, Ordering::AcqRel) == 1 {
             // Already writable: this fault is not ours (e.g. a real protection error).
             return false;
@@ -390,26 +391,13 @@ impl HeapRegion {
                 self.keep_old_bytes(page);
             }
         }
-        let len = self.len.load(Ordering::Acquire);
         let start = wasm_page * WASM_PAGE;
-        let addr = (self.base.load(Ordering::Acquire) + start) as *mut u8;
-        let HeapWrites::Logged(log) = self.writes else {
-            return false;
-        };
+        let bytes = WASM_PAGE.min(self.len.load(Ordering::Acquire) - start);
+        let addr = self.base.load(Ordering::Acquire) + start;
         // The log starts for this Wasm page now (a page the message only read must not
         // read as written, and one written in an earlier message is logged again).
-        if log
-            .protect(addr as usize..addr as usize + WASM_PAGE.min(len - start))
-            .is_err()
-        {
-            return false;
-        }
-        protect(
-            addr,
-            WASM_PAGE.min(len - start),
-            libc::PROT_READ | libc::PROT_WRITE,
-        )
-        .is_ok()
+        log.protect(addr..addr + bytes).is_ok()
+            && protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE).is_ok()
     }
 
     /// Copies `page`'s bytes into its undo page, before the message first writes it.
