@@ -172,42 +172,18 @@ impl WriteLog {
     /// Checks on a scratch mapping that a write is logged and a read is not (a kernel
     /// without `PAGEMAP_SCAN` fails here).
     fn probe(&self) -> io::Result<()> {
-        let len = 4 * OS_PAGE;
-        // SAFETY: a fresh private anonymous mapping, unmapped below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
+        let scratch = Scratch::new(self, 4)?;
+        self.protect(scratch.range())?;
+        scratch.write(2, 1);
+        scratch.read(1);
+        let mut written = Vec::new();
+        self.written(scratch.range(), &mut written)?;
+        if written != [2] {
+            return Err(io::Error::other(format!(
+                "the kernel's write log found pages {written:?}, not [2]"
+            )));
         }
-        let range = base as usize..base as usize + len;
-        let result = (|| {
-            self.prepare(range.clone())?;
-            self.protect(range.clone())?;
-            // SAFETY: inside the scratch mapping.
-            unsafe {
-                std::ptr::write_volatile((base as *mut u8).add(2 * OS_PAGE), 1);
-                std::ptr::read_volatile((base as *const u8).add(OS_PAGE));
-            }
-            let mut written = Vec::new();
-            self.written(range.clone(), &mut written)?;
-            if written != [2] {
-                return Err(io::Error::other(format!(
-                    "the kernel's write log found pages {written:?}, not [2]"
-                )));
-            }
-            Ok(())
-        })();
-        // SAFETY: our scratch mapping.
-        unsafe { libc::munmap(base, len) };
-        result
+        Ok(())
     }
 
     /// Registers `range` (page-aligned, mapped) for write protection and keeps it out of
@@ -291,57 +267,63 @@ impl WriteLog {
     }
 }
 
+/// A private anonymous mapping registered with the log, unmapped on drop: the probe's, and
+/// the tests'.
+struct Scratch {
+    base: usize,
+    len: usize,
+}
+
+impl Scratch {
+    fn new(log: &WriteLog, pages: usize) -> io::Result<Scratch> {
+        let len = pages * OS_PAGE;
+        // SAFETY: a fresh private anonymous mapping, unmapped on drop.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let scratch = Scratch {
+            base: base as usize,
+            len,
+        };
+        log.prepare(scratch.range())?;
+        Ok(scratch)
+    }
+
+    fn range(&self) -> Range<usize> {
+        self.base..self.base + self.len
+    }
+
+    fn write(&self, page: usize, value: u8) {
+        // SAFETY: inside the mapping.
+        unsafe { std::ptr::write_volatile((self.base + page * OS_PAGE + 7) as *mut u8, value) }
+    }
+
+    fn read(&self, page: usize) -> u8 {
+        // SAFETY: inside the mapping.
+        unsafe { std::ptr::read_volatile((self.base + page * OS_PAGE + 7) as *const u8) }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, which nothing refers to any more.
+        unsafe { libc::munmap(self.base as *mut _, self.len) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A mapping registered with the log, unmapped on drop.
-    struct Scratch {
-        base: usize,
-        len: usize,
-    }
-
-    impl Scratch {
-        fn new(log: &WriteLog, pages: usize) -> Scratch {
-            let len = pages * OS_PAGE;
-            // SAFETY: a fresh private anonymous mapping.
-            let base = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            assert_ne!(base, libc::MAP_FAILED);
-            let s = Scratch {
-                base: base as usize,
-                len,
-            };
-            log.prepare(s.range()).unwrap();
-            s
-        }
-        fn range(&self) -> Range<usize> {
-            self.base..self.base + self.len
-        }
-        fn write(&self, page: usize, value: u8) {
-            // SAFETY: inside the mapping.
-            unsafe { std::ptr::write_volatile((self.base + page * OS_PAGE + 7) as *mut u8, value) }
-        }
-        fn read(&self, page: usize) -> u8 {
-            // SAFETY: inside the mapping.
-            unsafe { std::ptr::read_volatile((self.base + page * OS_PAGE + 7) as *const u8) }
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            // SAFETY: our own mapping.
-            unsafe { libc::munmap(self.base as *mut _, self.len) };
-        }
-    }
 
     fn written(log: &WriteLog, s: &Scratch) -> Vec<u32> {
         let mut out = Vec::new();
@@ -355,7 +337,7 @@ mod tests {
             eprintln!("no kernel write log here (needs Linux 6.7+): nothing to check");
             return;
         };
-        let s = Scratch::new(log, 40);
+        let s = Scratch::new(log, 40).unwrap();
         s.write(3, 9);
         log.protect(s.range()).unwrap();
         assert_eq!(written(log, &s), Vec::<u32>::new());
@@ -373,7 +355,7 @@ mod tests {
         let Some(log) = WriteLog::shared() else {
             return;
         };
-        let s = Scratch::new(log, 32);
+        let s = Scratch::new(log, 32).unwrap();
         log.protect(s.range()).unwrap();
         let prot = |pages: Range<usize>, p| {
             super::super::heap::protect(
