@@ -91,6 +91,10 @@ pub trait Plan: std::fmt::Debug {
     }
 }
 
+/// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report
+/// (the base of every suite's memory estimate).
+pub const MEMORY_BASE: u64 = 500_000_000;
+
 /// What a plan is expected to need at its peak, and the flags that would need less.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MemoryEstimate {

@@ -16,7 +16,7 @@ use super::pool::{Join, Lane, Recorder, State, Task};
 use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::upgrade::UpgradeStore;
 use super::users::{self, record_reply, run_call, Call, ID_STEP, PREFILL_CHUNK};
-use super::{decision, pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
+use super::{decision, pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, Stats};
 use crate::engine::cost::{CyclesFees, Replica};
 use crate::engine::Engine;
@@ -340,8 +340,6 @@ impl Plan for Config {
     }
 }
 
-/// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report.
-const MEMORY_BASE: u64 = 500_000_000;
 /// Bytes per row of a store at the peak of its work at its largest size: memory the machine
 /// has to lend (resident memory plus the snapshots' memfds, mapped or not), from the
 /// 10,000,000-row runs of issue 22 (docs/performance.md, "Memory"). The heap map's 1.5 GB

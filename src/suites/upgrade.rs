@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::pool::Task;
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{pool, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig, UpgradeStats};
 use crate::engine::cost::{CyclesFees, Limits};
 use crate::engine::{Engine, InstallStage, MessageReport};
@@ -387,6 +387,10 @@ impl Plan for Config {
         let setup = client.executed_instructions;
         let outcomes: Vec<Grown> = keys.iter().map(|_| Grown::default()).collect();
         let mut tasks = Vec::new();
+        let order = Order {
+            serial: exec.jobs <= 1,
+            stores,
+        };
         if !indices.is_empty() {
             // Compiling the new build the upgrades install overlaps the fills.
             let build = &build;
@@ -394,24 +398,30 @@ impl Plan for Config {
                 Task::new(Kind::Compile, "compile the new build", move |lane| {
                     lane.client.engine.prepare(build)
                 })
-                .priority(COMPILE),
+                .priority(order.compile()),
             );
         }
+        let ctx = Shared {
+            cfg: self,
+            engine: &engine_name,
+            new_build: &build,
+            base: &base,
+        };
         for &i in &indices {
-            let (base, build, engine_name, out) = (&base, &build, &engine_name, &outcomes[i]);
+            let out = &outcomes[i];
             let task = if i < stores {
-                let store = self.stores[i];
-                Task::new(
-                    Kind::Fill,
-                    format!("configure {}", store.label()),
-                    move |lane| {
-                        lane.restore(base)?;
-                        measure_store(lane, self, engine_name, build, store, out)
-                    },
-                )
-                .priority(FILL + (stores - i) as i64)
+                let step = Step {
+                    store: self.stores[i],
+                    size: 0,
+                    filled: 0,
+                    from: None,
+                    fill_priority: order.fill(i),
+                    upgrade_priority: order.upgrade(i),
+                };
+                grow(&ctx, step, out)
             } else {
                 let (store, payload) = self.limit_run.expect("the last scenario is the limit run");
+                let (base, build, engine_name) = (&base, &build, &engine_name);
                 Task::new(
                     Kind::Fill,
                     format!("limit run: configure {}", store.label()),
@@ -423,7 +433,8 @@ impl Plan for Config {
                         Ok(())
                     },
                 )
-                .priority(FILL + stores as i64 + 1)
+                .priority(order.limit_run())
+                .park()
             };
             tasks.push(task.after(&[installed]));
         }
@@ -465,13 +476,229 @@ impl Plan for Config {
         report.work = Some(work.log());
         Ok(report)
     }
+
+    fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
+        let keys = self.keys().len();
+        let indices = exec.indices(keys);
+        if indices.is_empty() {
+            return None;
+        }
+        let jobs = exec.jobs.min(indices.len()).max(1);
+        let limit_run = self.limit_run.is_some() && indices.contains(&(keys - 1));
+        let without_limit_run: Vec<usize> = indices
+            .iter()
+            .copied()
+            .filter(|&i| !limit_run || i != keys - 1)
+            .collect();
+        let mut smaller = Vec::new();
+        if jobs > 1 {
+            smaller.push(("--jobs 1".to_string(), self.peak_memory(&indices, 1)));
+        }
+        if limit_run {
+            smaller.push((
+                "--no-limit-run".to_string(),
+                self.peak_memory(&without_limit_run, jobs),
+            ));
+            if jobs > 1 {
+                smaller.push((
+                    "--no-limit-run --jobs 1".to_string(),
+                    self.peak_memory(&without_limit_run, 1),
+                ));
+            }
+        }
+        if let [fewer @ .., _] = &self.sizes[..] {
+            if !fewer.is_empty() {
+                let cfg = Config {
+                    sizes: fewer.to_vec(),
+                    ..self.clone()
+                };
+                let sizes: Vec<String> = fewer.iter().map(|n| n.to_string()).collect();
+                let flag = format!("--upgrade-sizes {}", sizes.join(","));
+                let rest = if limit_run {
+                    &without_limit_run
+                } else {
+                    &indices
+                };
+                let flag = match limit_run {
+                    true => format!("{flag} --no-limit-run"),
+                    false => flag,
+                };
+                smaller.push((flag, cfg.peak_memory(rest, jobs)));
+            }
+        }
+        let shard = if exec.shard.is_whole() {
+            String::new()
+        } else {
+            format!(" (shard {}/{})", exec.shard.index, exec.shard.count)
+        };
+        Some(MemoryEstimate {
+            bytes: self.peak_memory(&indices, jobs),
+            what: format!(
+                "the upgrade suite to {} rows{} on {jobs} job{}{shard}",
+                thousands(self.sizes.last().copied().unwrap_or(0)),
+                if limit_run { " with the limit run" } else { "" },
+                if jobs == 1 { "" } else { "s" }
+            ),
+            smaller,
+        })
+    }
 }
 
-/// Priorities: the fills first (a store's fill is its canister's history), then compiling
-/// the new build, then the upgrades measured on the way.
+/// Bytes a store needs per row at its largest size, as `tenths / 10 × (payload size +
+/// overhead)`: what the machine lends the run (resident memory plus the snapshots' memfds).
+/// `upgrade` is while the canister is upgraded there, `held` its state and its snapshots at
+/// the smaller sizes while they wait for their upgrades. From the upgrade points of
+/// `--suite upgrade` at c5d7e43 (2026-11-23, docs/performance.md "Memory"): the heap map at
+/// 1,000,000 rows of 100 bytes holds its heap (156 MB; 181 MB with the smaller sizes'
+/// snapshots), and while upgrading it that heap frozen for the rollback, pre_upgrade's heap
+/// with the encoded copy (390 MB), the encoded rows in stable memory (109 MB) and
+/// post_upgrade's decoded heap (265 MB): 920 bytes a row, 7.7 × (100 + 20); the limit run's
+/// upgrade at 98,000 rows of 10,000 bytes took 7.55 GB the same way, 7.7 × (10,000 + 20) a
+/// row. SQLite holds its page cache on the heap (122 MB) and its file in stable memory
+/// (210 MB), the StableBTreeMap 302 MB of stable memory; both keep their rows where they are
+/// when upgraded and share them with their snapshots.
+struct RowMemory {
+    kind: StoreKind,
+    upgrade_tenths: u64,
+    held_tenths: u64,
+    overhead: u64,
+}
+
+const MEMORY_PER_ROW: [RowMemory; 3] = [
+    RowMemory {
+        kind: StoreKind::Heap,
+        upgrade_tenths: 77,
+        held_tenths: 15,
+        overhead: 20,
+    },
+    RowMemory {
+        kind: StoreKind::Btree,
+        upgrade_tenths: 20,
+        held_tenths: 20,
+        overhead: 50,
+    },
+    RowMemory {
+        kind: StoreKind::Sqlite,
+        upgrade_tenths: 30,
+        held_tenths: 22,
+        overhead: 50,
+    },
+];
+
+/// The limit run at its peak, whatever its payload size: it fills the heap map until an
+/// upgrade fails near the 4 GiB heap, and that upgrade holds the heap frozen for the
+/// rollback, pre_upgrade's heap up to 4 GiB and the rows encoded in stable memory. Four
+/// one-worker runs peaked at 8.03 to 8.22 GB with the base (docs/performance.md): 7.7 GB
+/// and a margin.
+const MEMORY_LIMIT_RUN: u64 = 8_000_000_000;
+
+impl Config {
+    /// Bytes a store needs at the largest size: (upgrading it, holding its states).
+    fn store_memory(&self, store: UpgradeStore) -> (u64, u64) {
+        let kind = match store {
+            UpgradeStore::Heap(_) => StoreKind::Heap,
+            UpgradeStore::Users(s) => s.store_kind(),
+        };
+        let largest = self.sizes.last().copied().unwrap_or(0);
+        MEMORY_PER_ROW
+            .iter()
+            .find(|m| m.kind == kind)
+            .map_or((0, 0), |m| {
+                let row = largest * (self.payload_size + m.overhead);
+                (row * m.upgrade_tenths / 10, row * m.held_tenths / 10)
+            })
+    }
+
+    /// The peak of each scenario (`keys()`'s order) among `indices`: a store's upgrade at
+    /// its largest size, or the limit run's.
+    fn peaks(&self, indices: &[usize]) -> Vec<u64> {
+        indices
+            .iter()
+            .map(|&i| match self.stores.get(i) {
+                Some(&store) => self.store_memory(store).0,
+                None => MEMORY_LIMIT_RUN,
+            })
+            .collect()
+    }
+
+    /// The expected peak of the scenarios `indices` on `jobs` workers. One worker finishes
+    /// a store before the next (see [`Order`]) and parks the limit run's canister when it
+    /// is done, so it holds one scenario's states at a time: the largest peak. Several
+    /// workers fill every store before upgrading any, so every store's states are held
+    /// while the `jobs` largest peaks run.
+    pub fn peak_memory(&self, indices: &[usize], jobs: usize) -> u64 {
+        let mut peaks = self.peaks(indices);
+        peaks.sort_unstable_by(|a, b| b.cmp(a));
+        if jobs <= 1 {
+            return MEMORY_BASE + peaks.first().copied().unwrap_or(0);
+        }
+        let held: u64 = indices
+            .iter()
+            .filter_map(|&i| self.stores.get(i))
+            .map(|&s| self.store_memory(s).1)
+            .sum();
+        MEMORY_BASE + held + peaks.iter().take(jobs).sum::<u64>()
+    }
+}
+
+/// Which ready task a free worker takes first.
+///
+/// On several workers the limit run (the longest task) starts first, the stores' fills go
+/// on beside it one store after another, then compiling the new build (the limit run's
+/// first upgrade has compiled it by then), then the upgrades. Putting each store's upgrades
+/// before its next fill there made `--suite upgrade --jobs 2` take 100 s instead of 62 s
+/// (2026-11-23): the heap stores' upgrades then met the limit run's heap of gigabytes, and
+/// both waited on each other's mapping changes.
+///
+/// On one worker the limit run goes first too (its heap near 4 GiB is the suite's largest
+/// state, best met while nothing else is held); then each store in a band of its own, the
+/// first highest, where a size's upgrade goes before the fill to the next size: a store is
+/// finished before the next starts, so the worker holds one store's states at a time, as
+/// the memory estimate has it.
+#[derive(Clone, Copy)]
+struct Order {
+    serial: bool,
+    stores: usize,
+}
+
+/// Priorities on several workers (see [`Order`]).
 const FILL: i64 = 100;
 const COMPILE: i64 = 90;
 const UPGRADE_AT: i64 = 10;
+/// On one worker: each store's band, within which its upgrades go before its fills.
+const BAND: i64 = 1_000;
+const SERIAL_UPGRADE_AT: i64 = 20;
+const SERIAL_FILL: i64 = 10;
+
+impl Order {
+    fn band(self, store: usize) -> i64 {
+        (self.stores - store) as i64 * BAND
+    }
+    fn limit_run(self) -> i64 {
+        match self.serial {
+            true => (self.stores as i64 + 2) * BAND,
+            false => FILL + self.stores as i64 + 1,
+        }
+    }
+    fn compile(self) -> i64 {
+        match self.serial {
+            true => (self.stores as i64 + 1) * BAND,
+            false => COMPILE,
+        }
+    }
+    fn fill(self, store: usize) -> i64 {
+        match self.serial {
+            true => self.band(store) + SERIAL_FILL,
+            false => FILL + (self.stores - store) as i64,
+        }
+    }
+    fn upgrade(self, store: usize) -> i64 {
+        match self.serial {
+            true => self.band(store) + SERIAL_UPGRADE_AT,
+            false => UPGRADE_AT,
+        }
+    }
+}
 
 /// A store's outcome as its tasks hand it in, by size (the order one worker gives).
 #[derive(Default)]
@@ -833,48 +1060,93 @@ fn upgrade_same_module(
     ))
 }
 
-/// One store at every size: fill, snapshot, and from the snapshot (a task of its own, beside
-/// the fill going on) warm calls, upgrade, first calls, back, the same upgrade again.
-fn measure_store<'s>(
-    lane: &mut pool::Lane<'_, 's>,
+/// What every task of the run shares.
+struct Shared<'s> {
     cfg: &'s Config,
     engine: &'s str,
     new_build: &'s [u8],
+    /// The installed, empty canister.
+    base: &'s pool::State,
+}
+
+/// How a store's fill goes on: from the state `from` (None: the empty canister, to be
+/// configured) with `filled` rows, to the run's size number `size`.
+struct Step {
     store: UpgradeStore,
-    out: &'s Grown,
-) -> Result<()> {
-    if let Err(e) = configure(&mut lane.client, store, cfg.payload_size) {
-        let mut r = record(engine, store, 0, "upgrade");
-        r.status = Status::Refused(e.to_string());
-        out.put(0, vec![r].into());
-        return Ok(());
-    }
-    let mut filled = 0;
-    for (size, &n) in cfg.sizes.iter().enumerate() {
+    size: usize,
+    filled: u64,
+    from: Option<pool::State>,
+    fill_priority: i64,
+    upgrade_priority: i64,
+}
+
+/// The task that fills the store to the next size, snapshots it there and spawns, from the
+/// snapshot, the upgrade at that size and the fill on to the next. Each size is a task of
+/// its own, so that an upgrade can run (and let go of its state) before the fill goes on.
+fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool::Task<'s> {
+    let Step {
+        store,
+        size,
+        filled,
+        from,
+        fill_priority,
+        upgrade_priority,
+    } = step;
+    let cfg = ctx.cfg;
+    let n = cfg.sizes[size];
+    let name = match from {
+        None => format!("configure {}", store.label()),
+        Some(_) => format!("go on filling {} to {} rows", store.label(), thousands(n)),
+    };
+    pool::Task::new(Kind::Fill, name, move |lane| {
+        match &from {
+            Some(from) => lane.restore(from)?,
+            None => {
+                lane.restore(ctx.base)?;
+                if let Err(e) = configure(&mut lane.client, store, cfg.payload_size) {
+                    let mut r = record(ctx.engine, store, 0, "upgrade");
+                    r.status = Status::Refused(e.to_string());
+                    out.put(0, vec![r].into());
+                    return Ok(());
+                }
+            }
+        }
+        drop(from);
         let (client, ctl) = (&mut lane.client, &lane.ctl);
         fill(client, store, cfg.payload_size, filled, n, &mut |to| {
             ctl.step(Kind::Fill, users::fill_name(&store.label(), to))
         })?;
-        filled = n;
         lane.step(
             Kind::Snapshot,
             format!("snapshot of {} at {} rows", store.label(), thousands(n)),
         );
         let at_n = lane.snapshot()?;
+        if size + 1 < cfg.sizes.len() {
+            let next = Step {
+                store,
+                size: size + 1,
+                filled: n,
+                from: Some(at_n.clone()),
+                fill_priority,
+                upgrade_priority,
+            };
+            lane.spawn(grow(ctx, next, out));
+        }
         let name = format!("upgrade {} at {} rows", store.label(), thousands(n));
         lane.spawn(
             pool::Task::new(Kind::Upgrade, name, move |lane| {
                 out.put(
                     size,
-                    upgrade_at(lane, cfg, engine, new_build, store, n, &at_n)?,
+                    upgrade_at(lane, cfg, ctx.engine, ctx.new_build, store, n, &at_n)?,
                 );
                 Ok(())
             })
-            .priority(UPGRADE_AT)
+            .priority(upgrade_priority)
             .profiled(),
         );
-    }
-    Ok(())
+        Ok(())
+    })
+    .priority(fill_priority)
 }
 
 /// At the state `at_n` of `n` rows: warm calls, the upgrade, the first calls after it, and
@@ -1487,6 +1759,51 @@ mod tests {
         };
         assert_eq!(p.first_failing(), Some(301));
         assert_eq!(Predicted::default().first_failing(), None);
+    }
+
+    #[test]
+    fn the_estimate_counts_as_many_of_the_largest_peaks_as_workers() {
+        let cfg = Config {
+            stores: vec![
+                UpgradeStore::Heap(HeapEncoding::Candid),
+                UpgradeStore::Users(Store::BTree),
+                UpgradeStore::Users(Store::Sqlite(JournalMode::Off)),
+            ],
+            sizes: vec![1_000, 1_000_000],
+            rows: 1_000_000,
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            limit_run: Some((UpgradeStore::Heap(HeapEncoding::Candid), 10_000)),
+        };
+        // At 1,000,000 rows of 100 bytes: the heap map 7.7 x 120 B a row, the
+        // StableBTreeMap 2 x 150 B, SQLite 3 x 150 B; the limit run 8 GB.
+        assert_eq!(
+            cfg.peaks(&[0, 1, 2, 3]),
+            vec![924_000_000, 300_000_000, 450_000_000, 8_000_000_000]
+        );
+        let all = [0, 1, 2, 3];
+        assert_eq!(cfg.peak_memory(&all, 1), MEMORY_BASE + 8_000_000_000);
+        // Several workers hold every store's states (1.5, 2 and 2.2 x 150 B a row) while
+        // the largest peaks run.
+        let held = 180_000_000 + 300_000_000 + 330_000_000;
+        assert_eq!(
+            cfg.peak_memory(&all, 2),
+            MEMORY_BASE + held + 8_000_000_000 + 924_000_000
+        );
+        assert_eq!(
+            cfg.peak_memory(&all, 3),
+            MEMORY_BASE + held + 8_000_000_000 + 924_000_000 + 450_000_000
+        );
+        assert_eq!(cfg.peak_memory(&all, 16), cfg.peak_memory(&all, 4));
+        // Without the limit run (or in a shard without it) the heap map's upgrade is the peak.
+        assert_eq!(cfg.peak_memory(&[0, 1, 2], 1), MEMORY_BASE + 924_000_000);
+        // The payload size counts: 1,000 bytes a row.
+        let large = Config {
+            payload_size: 1_000,
+            ..cfg.clone()
+        };
+        assert_eq!(large.peaks(&[1]), vec![2_100_000_000]);
     }
 
     #[test]

@@ -364,6 +364,20 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         stderr.trim_end(),
         "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 7.7 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 5.6 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
     );
+    // The upgrade suite: its limit run (8 GB, the heap near 4 GiB) beside the heap map's
+    // upgrade at 1,000,000 rows (0.9 GB), with every store's states held (1.3 GB).
+    let o = crate::support::icbench_command()
+        .env("ICBENCH_MEMORY_AVAILABLE", "6000000000")
+        .args(["--suite", "upgrade", "--jobs", "2", "--out"])
+        .arg(&out)
+        .output()
+        .expect("icbench runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: the upgrade suite to 1,000,000 rows with the limit run on 2 jobs needs about 10.7 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--no-limit-run` (about 3.7 GB), `--no-limit-run --jobs 1` (about 1.4 GB), `--upgrade-sizes 1000,10000,100000 --no-limit-run` (about 0.8 GB); or pass --ignore-memory-estimate to run anyway"
+    );
     // A shard counts only its own stores (`--shard` splits the scaling suite by store).
     let (code, stderr) = run("4000000000", &["--shard", "3/3"]);
     assert_eq!(code, 2, "{stderr}");

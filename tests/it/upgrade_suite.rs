@@ -112,6 +112,33 @@ fn every_store_and_size_has_its_upgrade_records_and_jobs_do_not_change_them() {
     // The heap store's encodings differ in what they write.
     assert_ne!(report.results[2].bytes, report.results[18].bytes);
     assert_eq!(small_run(2).results, report.results);
+    // One worker finishes a store before it starts the next, and upgrades at each size
+    // before it fills on (so it holds one store's states at a time, as the memory estimate
+    // has it): the units' tasks in the order they started.
+    let order: Vec<&str> = report
+        .work
+        .as_ref()
+        .expect("the run records its units")
+        .units
+        .iter()
+        .map(|u| u.name.as_str())
+        .filter(|n| {
+            n.starts_with("configure ")
+                || n.starts_with("upgrade ")
+                || n.starts_with("go on filling ")
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for s in stores() {
+        let l = s.label();
+        expected.extend([
+            format!("configure {l}"),
+            format!("upgrade {l} at 1,000 rows"),
+            format!("go on filling {l} to 2,000 rows"),
+            format!("upgrade {l} at 2,000 rows"),
+        ]);
+    }
+    assert_eq!(order, expected);
 }
 
 /// A heap store with `rows` rows of 100 bytes in an engine with `limits`.
