@@ -6,7 +6,7 @@ use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::scenario::{Operation, Position, Scenario};
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
@@ -127,5 +127,10 @@ impl Plan for Config {
 
     fn scenario_ids(&self) -> Option<Vec<String>> {
         Some(users::scenario_ids(&self.matrix(), &self.users))
+    }
+
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        // Every part of a `--shard` run does the whole prefill.
+        Some(self.users.memory_estimate("lookups"))
     }
 }

@@ -11,7 +11,7 @@ use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, Plan, Progress, Suite};
+use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
 use crate::bench_canister::BenchClient;
 use crate::engine::Engine;
 use crate::report::format::thousands;
@@ -219,6 +219,11 @@ impl Plan for Config {
 
     fn scenario_ids(&self) -> Option<Vec<String>> {
         Some(users::scenario_ids(&self.matrix(), &self.users))
+    }
+
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        // Every part of a `--shard` run does the whole prefill.
+        Some(self.users.memory_estimate("seed003"))
     }
 }
 

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::pool::{Chain, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
-use super::{pool, CommonArgs, Exec, Progress, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, MemoryEstimate, Progress, DEFAULT_USD_PER_XDR, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::disk_cache::{self, Lookup, STATES};
@@ -56,7 +56,98 @@ impl Default for Config {
     }
 }
 
+/// Bytes a store needs per row of `--rows`, as `tenths / 10 × (payload size + 50)`: what the
+/// machine lends the run (resident memory plus the snapshots' memfds) at its peak, the
+/// prefilled canister, its snapshot and the workers' copies of what they touch. From the
+/// sizes at 1,000,000 rows of 100 bytes (the StableBTreeMap's 300 MB of stable memory,
+/// shared by its snapshots; the heap map's 156 MB heap, live, frozen in its snapshot and
+/// mapped by a worker; SQLite's 210 MB file in stable memory and 122 MB page cache on the
+/// heap, and a snapshot per journal mode, whose fresh connection rewrites most of the page
+/// cache), checked against runs at 1,000,000 and 3,000,000 rows (docs/performance.md,
+/// "Memory"): the default run measured 1.79 GB on one job, 2.10 GB on two and 5.12 GB at
+/// 3,000,000 rows, against 2.3 and 5.9 GB estimated.
+const MEMORY_PER_ROW: [(Store, u64); 3] = [
+    (Store::Heap, 30),
+    (Store::BTree, 20),
+    // The canister's SQLite: its file and page cache.
+    (Store::Sqlite(JournalMode::Off), 22),
+];
+/// And each journal mode measured: its snapshot's page cache.
+const MEMORY_PER_ROW_PER_MODE: u64 = 8;
+
 impl Config {
+    /// The expected peak footprint of a run with these stores and rows. It does not depend
+    /// on `--jobs`: every journal mode's state is counted, and the workers' copies of what
+    /// their scenarios touch are small (the default run: 1.79 GB on one job, 2.10 on two).
+    pub fn peak_memory(&self) -> u64 {
+        let tenths = |store: Store| {
+            MEMORY_PER_ROW
+                .iter()
+                .find(|(s, _)| s.store_kind() == store.store_kind())
+                .map_or(0, |(_, t)| *t)
+        };
+        let mut per_row = 0;
+        for kind in StoreKind::ALL {
+            if let Some(&store) = self.stores.iter().find(|s| s.store_kind() == kind) {
+                per_row += tenths(store);
+            }
+        }
+        let modes = self
+            .stores
+            .iter()
+            .filter(|s| s.journal_mode().is_some())
+            .count() as u64;
+        per_row += modes * MEMORY_PER_ROW_PER_MODE;
+        MEMORY_BASE + self.rows * per_row * (self.payload_size + 50) / 10
+    }
+
+    /// The estimate the CLI checks before `suite` runs with these settings, with smaller
+    /// settings that need less: fewer journal modes, fewer rows.
+    pub fn memory_estimate(&self, suite: &str) -> MemoryEstimate {
+        let mut smaller = Vec::new();
+        let modes: Vec<Store> = self
+            .stores
+            .iter()
+            .copied()
+            .filter(|s| s.journal_mode().is_some())
+            .collect();
+        if modes.len() > 1 {
+            let one = Config {
+                stores: self
+                    .stores
+                    .iter()
+                    .copied()
+                    .filter(|s| s.journal_mode().is_none() || *s == modes[0])
+                    .collect(),
+                ..self.clone()
+            };
+            let mode = modes[0]
+                .journal_mode()
+                .map(|m| m.to_string())
+                .unwrap_or_default();
+            smaller.push((format!("--journal-modes {mode}"), one.peak_memory()));
+        }
+        for rows in [1_000_000, 100_000] {
+            if rows < self.rows {
+                let fewer = Config {
+                    rows,
+                    ..self.clone()
+                };
+                smaller.push((format!("--rows {rows}"), fewer.peak_memory()));
+            }
+        }
+        MemoryEstimate {
+            bytes: self.peak_memory(),
+            what: format!(
+                "the {suite} suite with {} rows in {} store{}",
+                crate::report::format::thousands(self.rows),
+                self.stores.len(),
+                if self.stores.len() == 1 { "" } else { "s" }
+            ),
+            smaller,
+        }
+    }
+
     /// From the shared flags: the heap map for `heap`, the stable map for `btree`, SQLite
     /// once per journal mode for `sqlite`.
     pub fn from_args(common: &CommonArgs) -> Result<Config> {
@@ -870,4 +961,39 @@ fn store_prefill(client: &mut BenchClient<'_>, dir: &std::path::Path, key: &[u8;
 
 fn pages_delta(before: u64, after: u64) -> i64 {
     (after as i64 - before as i64) / 65536
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_counts_each_store_kind_once_and_each_journal_mode() {
+        let cfg = Config::default();
+        // The heap map 3, the StableBTreeMap 2, SQLite 2.2 and 0.8 per mode (six) times
+        // (100 + 50) bytes a row.
+        assert_eq!(cfg.peak_memory(), MEMORY_BASE + 1_000_000 * 120 * 150 / 10);
+        let e = Config {
+            rows: 10_000_000,
+            ..cfg.clone()
+        }
+        .memory_estimate("seed003");
+        assert_eq!(e.bytes, MEMORY_BASE + 18_000_000_000);
+        assert_eq!(e.what, "the seed003 suite with 10,000,000 rows in 8 stores");
+        let flags: Vec<&str> = e.smaller.iter().map(|(f, _)| f.as_str()).collect();
+        assert_eq!(
+            flags,
+            ["--journal-modes DELETE", "--rows 1000000", "--rows 100000"]
+        );
+        assert_eq!(e.smaller[0].1, MEMORY_BASE + 10_000_000 * 80 * 150 / 10);
+        let btree = Config {
+            stores: vec![Store::BTree],
+            payload_size: 1_000,
+            ..cfg
+        };
+        assert_eq!(
+            btree.peak_memory(),
+            MEMORY_BASE + 1_000_000 * 20 * 1_050 / 10
+        );
+    }
 }
