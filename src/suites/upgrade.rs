@@ -546,8 +546,8 @@ impl Plan for Config {
 
 /// Bytes a store needs per row at its largest size, as `tenths / 10 × (payload size +
 /// overhead)`: what the machine lends the run (resident memory plus the snapshots' memfds).
-/// `upgrade` is while the canister is upgraded there, `held` its state and its snapshots at
-/// the smaller sizes while they wait for their upgrades. From the upgrade points of
+/// `upgrade_tenths` while the canister is upgraded there, `held_tenths` for its state and
+/// its snapshots at the smaller sizes while they wait for their upgrades. From the upgrade points of
 /// `--suite upgrade` at c5d7e43 (2026-11-23, docs/performance.md "Memory"): the heap map at
 /// 1,000,000 rows of 100 bytes holds its heap (156 MB; 181 MB with the smaller sizes'
 /// snapshots), and while upgrading it that heap frozen for the rollback, pre_upgrade's heap
@@ -645,10 +645,11 @@ impl Config {
 ///
 /// On several workers the limit run (the longest task) starts first, the stores' fills go
 /// on beside it one store after another, then compiling the new build (the limit run's
-/// first upgrade has compiled it by then), then the upgrades. Putting each store's upgrades
-/// before its next fill there made `--suite upgrade --jobs 2` take 100 s instead of 62 s
-/// (2026-11-23): the heap stores' upgrades then met the limit run's heap of gigabytes, and
-/// both waited on each other's mapping changes.
+/// first upgrade has compiled it by then), then the upgrades. The one-worker order below
+/// (with the new build compiled before the stores) made `--suite upgrade --jobs 2` take
+/// 100 s instead of 62 s (2026-11-23): the compile waited 23 s on the limit run's own
+/// compile of the same module, and the heap stores' upgrades met the limit run's heap of
+/// gigabytes (an upgrade of 3.8 s of CPU took 15 s).
 ///
 /// On one worker the limit run goes first too (its heap near 4 GiB is the suite's largest
 /// state, best met while nothing else is held); then each store in a band of its own, the
