@@ -66,11 +66,11 @@ impl Default for Config {
 /// cache), checked against runs at 1,000,000 and 3,000,000 rows (docs/performance.md,
 /// "Memory"): the default run measured 1.79 GB on one job, 2.10 GB on two and 5.12 GB at
 /// 3,000,000 rows, against 2.3 and 5.9 GB estimated.
-const MEMORY_PER_ROW: [(Store, u64); 3] = [
-    (Store::Heap, 30),
-    (Store::BTree, 20),
+const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
+    (StoreKind::Heap, 30),
+    (StoreKind::Btree, 20),
     // The canister's SQLite: its file and page cache.
-    (Store::Sqlite(JournalMode::Off), 22),
+    (StoreKind::Sqlite, 22),
 ];
 /// And each journal mode measured: its snapshot's page cache.
 const MEMORY_PER_ROW_PER_MODE: u64 = 8;
@@ -80,18 +80,11 @@ impl Config {
     /// on `--jobs`: every journal mode's state is counted, and the workers' copies of what
     /// their scenarios touch are small (the default run: 1.79 GB on one job, 2.10 on two).
     pub fn peak_memory(&self) -> u64 {
-        let tenths = |store: Store| {
-            MEMORY_PER_ROW
-                .iter()
-                .find(|(s, _)| s.store_kind() == store.store_kind())
-                .map_or(0, |(_, t)| *t)
-        };
-        let mut per_row = 0;
-        for kind in StoreKind::ALL {
-            if let Some(&store) = self.stores.iter().find(|s| s.store_kind() == kind) {
-                per_row += tenths(store);
-            }
-        }
+        let mut per_row: u64 = MEMORY_PER_ROW
+            .iter()
+            .filter(|(kind, _)| self.stores.iter().any(|s| s.store_kind() == *kind))
+            .map(|(_, tenths)| tenths)
+            .sum();
         let modes = self
             .stores
             .iter()
