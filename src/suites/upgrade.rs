@@ -108,6 +108,12 @@ impl UpgradeStore {
             UpgradeStore::Users(s) => s.label(),
         }
     }
+    pub fn store_kind(self) -> StoreKind {
+        match self {
+            UpgradeStore::Heap(_) => StoreKind::Heap,
+            UpgradeStore::Users(s) => s.store_kind(),
+        }
+    }
     /// As in the canister's method names.
     pub fn kind(self) -> &'static str {
         match self {
@@ -413,7 +419,6 @@ impl Plan for Config {
                 let step = Step {
                     store: self.stores[i],
                     size: 0,
-                    filled: 0,
                     from: None,
                     fill_priority: order.fill(i),
                     upgrade_priority: order.upgrade(i),
@@ -421,14 +426,20 @@ impl Plan for Config {
                 grow(&ctx, step, out)
             } else {
                 let (store, payload) = self.limit_run.expect("the last scenario is the limit run");
-                let (base, build, engine_name) = (&base, &build, &engine_name);
+                let ctx = &ctx;
                 Task::new(
                     Kind::Fill,
                     format!("limit run: configure {}", store.label()),
                     move |lane| {
-                        lane.restore(base)?;
-                        let outcome =
-                            limit_run(&mut lane.client, self, engine_name, build, store, payload)?;
+                        lane.restore(ctx.base)?;
+                        let outcome = limit_run(
+                            &mut lane.client,
+                            self,
+                            ctx.engine,
+                            ctx.new_build,
+                            store,
+                            payload,
+                        )?;
                         out.put(0, outcome);
                         Ok(())
                     },
@@ -485,7 +496,8 @@ impl Plan for Config {
         }
         let jobs = exec.jobs.min(indices.len()).max(1);
         let limit_run = self.limit_run.is_some() && indices.contains(&(keys - 1));
-        let without_limit_run: Vec<usize> = indices
+        // The scenarios without the limit run (all of them when it is not among them).
+        let stores_only: Vec<usize> = indices
             .iter()
             .copied()
             .filter(|&i| !limit_run || i != keys - 1)
@@ -497,34 +509,28 @@ impl Plan for Config {
         if limit_run {
             smaller.push((
                 "--no-limit-run".to_string(),
-                self.peak_memory(&without_limit_run, jobs),
+                self.peak_memory(&stores_only, jobs),
             ));
             if jobs > 1 {
                 smaller.push((
                     "--no-limit-run --jobs 1".to_string(),
-                    self.peak_memory(&without_limit_run, 1),
+                    self.peak_memory(&stores_only, 1),
                 ));
             }
         }
-        if let [fewer @ .., _] = &self.sizes[..] {
-            if !fewer.is_empty() {
-                let cfg = Config {
-                    sizes: fewer.to_vec(),
-                    ..self.clone()
-                };
-                let sizes: Vec<String> = fewer.iter().map(|n| n.to_string()).collect();
-                let flag = format!("--upgrade-sizes {}", sizes.join(","));
-                let rest = if limit_run {
-                    &without_limit_run
-                } else {
-                    &indices
-                };
-                let flag = match limit_run {
-                    true => format!("{flag} --no-limit-run"),
-                    false => flag,
-                };
-                smaller.push((flag, cfg.peak_memory(rest, jobs)));
-            }
+        if self.sizes.len() > 1 {
+            let fewer = &self.sizes[..self.sizes.len() - 1];
+            let cfg = Config {
+                sizes: fewer.to_vec(),
+                ..self.clone()
+            };
+            let sizes: Vec<String> = fewer.iter().map(|n| n.to_string()).collect();
+            let flag = format!(
+                "--upgrade-sizes {}{}",
+                sizes.join(","),
+                if limit_run { " --no-limit-run" } else { "" }
+            );
+            smaller.push((flag, cfg.peak_memory(&stores_only, jobs)));
         }
         let shard = if exec.shard.is_whole() {
             String::new()
@@ -595,10 +601,7 @@ const MEMORY_LIMIT_RUN: u64 = 8_000_000_000;
 impl Config {
     /// Bytes a store needs at the largest size: (upgrading it, holding its states).
     fn store_memory(&self, store: UpgradeStore) -> (u64, u64) {
-        let kind = match store {
-            UpgradeStore::Heap(_) => StoreKind::Heap,
-            UpgradeStore::Users(s) => s.store_kind(),
-        };
+        let kind = store.store_kind();
         let largest = self.sizes.last().copied().unwrap_or(0);
         MEMORY_PER_ROW
             .iter()
@@ -1070,12 +1073,11 @@ struct Shared<'s> {
     base: &'s pool::State,
 }
 
-/// How a store's fill goes on: from the state `from` (None: the empty canister, to be
-/// configured) with `filled` rows, to the run's size number `size`.
+/// How a store's fill goes on: from the state `from` at the previous size (None: the empty
+/// canister, to be configured), to the run's size number `size`.
 struct Step {
     store: UpgradeStore,
     size: usize,
-    filled: u64,
     from: Option<pool::State>,
     fill_priority: i64,
     upgrade_priority: i64,
@@ -1088,13 +1090,13 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool::Task<'s> {
     let Step {
         store,
         size,
-        filled,
         from,
         fill_priority,
         upgrade_priority,
     } = step;
     let cfg = ctx.cfg;
     let n = cfg.sizes[size];
+    let filled = size.checked_sub(1).map_or(0, |s| cfg.sizes[s]);
     let name = match from {
         None => format!("configure {}", store.label()),
         Some(_) => format!("go on filling {} to {} rows", store.label(), thousands(n)),
@@ -1126,7 +1128,6 @@ fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool::Task<'s> {
             let next = Step {
                 store,
                 size: size + 1,
-                filled: n,
                 from: Some(at_n.clone()),
                 fill_priority,
                 upgrade_priority,

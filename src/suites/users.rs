@@ -133,7 +133,7 @@ impl Config {
             bytes: self.peak_memory(),
             what: format!(
                 "the {suite} suite with {} rows in {} store{}",
-                crate::report::format::thousands(self.rows),
+                thousands(self.rows),
                 self.stores.len(),
                 if self.stores.len() == 1 { "" } else { "s" }
             ),

@@ -337,24 +337,23 @@ fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
 fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let dir = crate::support::scratch_dir("memory");
     let out = dir.join("out");
-    let run = |available: &str, extra: &[&str]| {
+    // icbench with `args`, planning for `available` bytes: (exit status, stderr).
+    let icbench_with = |available: &str, args: &[&str]| {
         let o = crate::support::icbench_command()
             .env("ICBENCH_MEMORY_AVAILABLE", available)
-            .args([
-                "--suite",
-                "scaling",
-                "--jobs",
-                "2",
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .args(extra)
+            .args(args)
+            .arg("--out")
+            .arg(&out)
             .output()
             .expect("icbench runs");
         (
             o.status.code().unwrap_or(-1),
             String::from_utf8_lossy(&o.stderr).into_owned(),
         )
+    };
+    let run = |available: &str, extra: &[&str]| {
+        let args = [&["--suite", "scaling", "--jobs", "2"], extra].concat();
+        icbench_with(available, &args)
     };
     // 10,000,000 rows on 2 jobs: SQLite at its peak (5.1 GB) beside the StableBTreeMap's
     // 2.1 GB, and 0.5 GB whatever the stores.
@@ -366,27 +365,15 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     );
     // The upgrade suite: its limit run (8 GB, the heap near 4 GiB) beside the heap map's
     // upgrade at 1,000,000 rows (0.9 GB), with every store's states held (1.3 GB).
-    let o = crate::support::icbench_command()
-        .env("ICBENCH_MEMORY_AVAILABLE", "6000000000")
-        .args(["--suite", "upgrade", "--jobs", "2", "--out"])
-        .arg(&out)
-        .output()
-        .expect("icbench runs");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = icbench_with("6000000000", &["--suite", "upgrade", "--jobs", "2"]);
+    assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
         "error: the upgrade suite to 1,000,000 rows with the limit run on 2 jobs needs about 10.7 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--no-limit-run` (about 3.7 GB), `--no-limit-run --jobs 1` (about 1.4 GB), `--upgrade-sizes 1000,10000,100000 --no-limit-run` (about 0.8 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The default suite at 10,000,000 rows: 1,800 B a row in its eight stores.
-    let o = crate::support::icbench_command()
-        .env("ICBENCH_MEMORY_AVAILABLE", "6000000000")
-        .args(["--rows", "10000000", "--out"])
-        .arg(&out)
-        .output()
-        .expect("icbench runs");
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    let (code, stderr) = icbench_with("6000000000", &["--rows", "10000000"]);
+    assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
         "error: the seed003 suite with 10,000,000 rows in 8 stores needs about 18.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--rows 1000000` (about 2.3 GB), `--rows 100000` (about 0.7 GB); or pass --ignore-memory-estimate to run anyway"
