@@ -251,6 +251,7 @@ struct Layer {
 
 impl HeapImage {
     /// The image's bytes as a [`FrozenHeap`]: one copy of its written pages.
+    #[cfg(test)]
     pub fn freeze(&self) -> Result<FrozenHeap> {
         FrozenHeap::of(self.as_slice(), &self.written)
     }
@@ -259,10 +260,26 @@ impl HeapImage {
 impl FrozenHeap {
     /// `bytes` (a heap whose other pages than `written` are zero) frozen: one copy of the
     /// written pages.
-    #[cfg(target_os = "linux")]
     pub fn of(bytes: &[u8], written: &PageSet) -> Result<FrozenHeap> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let len = bytes.len();
+        Self::from_pages(
+            len,
+            written
+                .iter()
+                .take_while(|&p| page_range(p).end <= len)
+                .map(|p| (p, &bytes[page_range(p)])),
+        )
+    }
+
+    /// A heap of `len` bytes holding `pages` (each one OS page, numbers ascending; every
+    /// other page zero), frozen: one copy of each page, straight from where it lies (a
+    /// cached state's pages go from the mapped file into the frozen one).
+    #[cfg(target_os = "linux")]
+    pub fn from_pages<'a>(
+        len: usize,
+        pages: impl Iterator<Item = (u32, &'a [u8])>,
+    ) -> Result<FrozenHeap> {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         if len == 0 {
             return Ok(FrozenHeap {
                 image: HeapImage::default(),
@@ -271,6 +288,9 @@ impl FrozenHeap {
                 layer: None,
             });
         }
+        // Sized (and `len` checked) before the file is.
+        let mut image = HeapImage::default();
+        image.set_len(len)?;
         // SAFETY: a plain syscall with a NUL-terminated name.
         let fd = unsafe { libc::memfd_create(c"icbench-heap".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
@@ -288,31 +308,32 @@ impl FrozenHeap {
                 std::io::Error::last_os_error()
             );
         }
-        // Written with pwrite, not through a mapping: the pages go into the file without
+        // Written with pwritev, not through a mapping: the pages go into the file without
         // being mapped here, so the process's resident memory counts them only where a view
         // maps them (a 10,000,000-row heap map's snapshot is 1.5 GB), not once more while
-        // the snapshot is taken.
-        let file = std::fs::File::from(file);
-        let mut pages = written
-            .iter()
-            .take_while(|&p| page_range(p).end <= len)
-            .peekable();
-        while let Some(first) = pages.next() {
-            let mut end = first + 1;
-            while pages.next_if_eq(&end).is_some() {
-                end += 1;
+        // the snapshot is taken. Consecutive pages go in one call.
+        let mut written = PageSet::default();
+        let mut run = PageRun::default();
+        for (page, bytes) in pages {
+            if bytes.len() != OS_PAGE || page_range(page).end > len {
+                bail!(
+                    "heap page {page} of {} bytes does not fit a {len}-byte heap",
+                    bytes.len()
+                );
             }
-            let range = page_range(first).start..page_range(end).start;
-            std::os::unix::fs::FileExt::write_all_at(
-                &file,
-                &bytes[range.clone()],
-                range.start as u64,
-            )
-            .map_err(|e| anyhow!("writing a heap snapshot: {e}"))?;
+            if written.contains(page) {
+                bail!("heap page {page} is given twice");
+            }
+            if !run.extends(page) {
+                run.write(file.as_raw_fd())?;
+            }
+            if run.pages.is_empty() {
+                run.first = page;
+            }
+            run.pages.push(bytes);
+            written.insert(page);
         }
-        let file = OwnedFd::from(file);
-        let mut image = HeapImage::default();
-        image.set_len(len)?;
+        run.write(file.as_raw_fd())?;
         // Read-only: a stray write would change every fork's heap.
         // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
         unsafe {
@@ -324,10 +345,7 @@ impl FrozenHeap {
                 file.as_raw_fd(),
             )?
         };
-        image.written = written
-            .iter()
-            .take_while(|&p| page_range(p).end <= len)
-            .collect();
+        image.written = written;
         Ok(FrozenHeap {
             image,
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
@@ -336,12 +354,26 @@ impl FrozenHeap {
         })
     }
 
-    /// `bytes` (a heap whose other pages than `written` are zero) frozen: a copy of the
-    /// written pages.
+    /// A heap of `len` bytes holding `pages` (each one OS page; every other page zero),
+    /// frozen: a copy.
     #[cfg(not(target_os = "linux"))]
-    pub fn of(bytes: &[u8], written: &PageSet) -> Result<FrozenHeap> {
+    pub fn from_pages<'a>(
+        len: usize,
+        pages: impl Iterator<Item = (u32, &'a [u8])>,
+    ) -> Result<FrozenHeap> {
+        let mut image = HeapImage::default();
+        image.set_len(len)?;
+        for (page, bytes) in pages {
+            if bytes.len() != OS_PAGE || page_range(page).end > len {
+                bail!(
+                    "heap page {page} of {} bytes does not fit a {len}-byte heap",
+                    bytes.len()
+                );
+            }
+            image.write_page(page, bytes);
+        }
         Ok(FrozenHeap {
-            image: HeapImage::from_pages(bytes, written)?,
+            image,
             id: 0,
             layer: None,
         })
@@ -517,6 +549,67 @@ impl FrozenHeap {
         self.layer
             .as_ref()
             .is_some_and(|l| l.pages.contains_key(&page))
+    }
+}
+
+/// Consecutive pages bound for a frozen heap's file, written with one `pwritev` per
+/// `IOV_MAX` pages.
+#[cfg(target_os = "linux")]
+#[derive(Default)]
+struct PageRun<'a> {
+    first: u32,
+    pages: Vec<&'a [u8]>,
+}
+
+#[cfg(target_os = "linux")]
+impl PageRun<'_> {
+    /// Whether `page` follows the run (an empty run takes any page).
+    fn extends(&self, page: u32) -> bool {
+        self.pages.is_empty() || page as u64 == self.first as u64 + self.pages.len() as u64
+    }
+
+    /// Writes the run at its place in `fd` and empties it.
+    fn write(&mut self, fd: std::os::fd::RawFd) -> Result<()> {
+        const IOV_MAX: usize = 1024;
+        let mut at = page_range(self.first).start as u64;
+        for batch in self.pages.chunks(IOV_MAX) {
+            let iov: Vec<libc::iovec> = batch
+                .iter()
+                .map(|b| libc::iovec {
+                    iov_base: b.as_ptr() as *mut _,
+                    iov_len: b.len(),
+                })
+                .collect();
+            let want = batch.len() * OS_PAGE;
+            let mut done = 0;
+            while done < want {
+                // Skip whole iovecs already written; a short write resumes mid-page.
+                let (skip, within) = (done / OS_PAGE, done % OS_PAGE);
+                let mut rest = iov[skip..].to_vec();
+                rest[0].iov_base = (rest[0].iov_base as usize + within) as *mut _;
+                rest[0].iov_len -= within;
+                // SAFETY: every iovec points into a live page borrowed for 'a.
+                let n = unsafe {
+                    libc::pwritev(
+                        fd,
+                        rest.as_ptr(),
+                        rest.len() as libc::c_int,
+                        (at + done as u64) as libc::off_t,
+                    )
+                };
+                if n <= 0 {
+                    let e = std::io::Error::last_os_error();
+                    if n < 0 && e.kind() == std::io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    bail!("writing a heap snapshot: {e}");
+                }
+                done += n as usize;
+            }
+            at += want as u64;
+        }
+        self.pages.clear();
+        Ok(())
     }
 }
 
@@ -795,6 +888,50 @@ mod tests {
         // SAFETY: as above.
         unsafe { frozen.revert_live(live.bytes(), 0, &[3]).unwrap() };
         assert_eq!(live.bytes(), image.as_slice());
+    }
+
+    #[test]
+    fn a_heap_frozen_from_scattered_pages_holds_them_and_zeros_elsewhere() {
+        // A run longer than one pwritev takes, a gap, and a lone page at the end.
+        let pages: Vec<(u32, Vec<u8>)> = (2..1100u32)
+            .chain([1500, 1999])
+            .map(|p| (p, vec![(p % 251) as u8 + 1; OS_PAGE]))
+            .collect();
+        let len = 2000 * OS_PAGE;
+        let frozen =
+            FrozenHeap::from_pages(len, pages.iter().map(|(p, b)| (*p, b.as_slice()))).unwrap();
+        assert_eq!(frozen.len(), len);
+        assert!(frozen.written_pages().eq(pages.iter().map(|(p, _)| *p)));
+        for (p, bytes) in &pages {
+            assert_eq!(frozen.page(*p), bytes.as_slice(), "page {p}");
+        }
+        for p in [0, 1, 1100, 1499, 1998] {
+            assert!(frozen.page(p).iter().all(|&b| b == 0), "page {p}");
+        }
+    }
+
+    #[test]
+    fn pages_that_do_not_fit_the_heap_are_refused() {
+        let page = [1u8; OS_PAGE];
+        let refused = |len: usize, pages: &[(u32, &[u8])]| {
+            FrozenHeap::from_pages(len, pages.iter().copied())
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert_eq!(
+            refused(2 * OS_PAGE, &[(2, &page)]),
+            "heap page 2 of 4096 bytes does not fit a 8192-byte heap"
+        );
+        assert_eq!(
+            refused(2 * OS_PAGE, &[(0, &page[..100])]),
+            "heap page 0 of 100 bytes does not fit a 8192-byte heap"
+        );
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            refused(2 * OS_PAGE, &[(1, &page), (1, &page)]),
+            "heap page 1 is given twice"
+        );
     }
 
     #[test]

@@ -1676,15 +1676,20 @@ impl Engine for EmbeddedEngine {
         if next_canister != 1 {
             bail!("the state holds {next_canister} canisters, not 1");
         }
-        let mut heap = HeapImage::default();
-        heap.set_len(usize::try_from(r.u64()?)?)?;
-        let heap_pages = (heap.len() / OS_PAGE) as u64;
+        // The pages are only located here; the heap's and stable memory's copies are made
+        // side by side below (a default run's state is 420 MB).
+        let heap_len = usize::try_from(r.u64()?)?;
+        let heap_pages = (heap_len / OS_PAGE) as u64;
+        let mut heap = Vec::new();
         for _ in 0..r.u64()? {
             let p = r.u64()?;
             if p >= heap_pages {
                 bail!("heap page {p} is past the heap's {heap_pages} pages");
             }
-            heap.write_page(p as u32, r.bytes(OS_PAGE)?);
+            if heap.last().is_some_and(|&(last, _)| last >= p as u32) {
+                bail!("heap page {p} is out of order");
+            }
+            heap.push((p as u32, r.bytes(OS_PAGE)?));
         }
         let mut globals = Vec::new();
         for _ in 0..r.u64()? {
@@ -1699,11 +1704,27 @@ impl Engine for EmbeddedEngine {
                 _ => bail!("unknown global type tag {tag}"),
             });
         }
-        let mut stable = StableImage::with_size(r.u64()?);
+        let stable_size = r.u64()?;
+        let mut stable_pages = Vec::new();
         for _ in 0..r.u64()? {
             let n = r.u64()?;
-            stable.put_page(n, r.bytes(OS_PAGE)?)?;
+            stable_pages.push((n, r.bytes(OS_PAGE)?));
         }
+        let (heap, stable) = std::thread::scope(|scope| {
+            let stable = scope.spawn(|| -> Result<StableImage> {
+                let mut stable = StableImage::with_size(stable_size);
+                for (n, bytes) in stable_pages {
+                    stable.put_page(n, bytes)?;
+                }
+                Ok(stable)
+            });
+            let heap = FrozenHeap::from_pages(heap_len, heap.into_iter());
+            let stable = stable
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (heap, stable)
+        });
+        let (heap, stable) = (heap?, stable?);
         let certified_len = usize::try_from(r.u64()?)?;
         let certified_data = r.bytes(certified_len)?.to_vec();
         let global_timer = r.u64()?;
@@ -1712,7 +1733,7 @@ impl Engine for EmbeddedEngine {
         }
         let saved = SavedState {
             module: module.clone(),
-            heap: Arc::new(heap.freeze()?),
+            heap: Arc::new(heap),
             globals,
             stable,
             certified_data,
