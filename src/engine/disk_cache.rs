@@ -20,9 +20,12 @@ pub const ENV: &str = "ICBENCH_CACHE_DIR";
 
 /// Files start with this; the version changes whenever the layout below does.
 const MAGIC: &[u8; 8] = b"ICBCACHE";
-const FORMAT_VERSION: u32 = 1;
-/// magic, version, key, meta length, payload length, SHA-256 of meta and payload.
-const HEADER: usize = 8 + 4 + 32 + 8 + 8 + 32;
+const FORMAT_VERSION: u32 = 2;
+/// magic, version, key, meta length, payload length, CRC-32 of meta and payload. The
+/// checksum finds damage (a torn or truncated file, a flipped bit); the key is already
+/// SHA-256 of the inputs. Version 1 had SHA-256 here, which cost 0.3 s on every run that
+/// read a 420 MB state, against 0.05 s.
+const HEADER: usize = 8 + 4 + 32 + 8 + 8 + 4;
 /// Suffix of entry files and prefix of temporary files: `clear` removes only these.
 const ENTRY_SUFFIX: &str = ".entry";
 const TEMP_PREFIX: &str = ".tmp-";
@@ -306,7 +309,7 @@ fn check(bytes: &[u8], key: &[u8; 32]) -> Result<usize> {
             body.len()
         );
     }
-    if Sha256::digest(body).as_slice() != &bytes[60..92] {
+    if crc32fast::hash(body).to_le_bytes() != bytes[60..64] {
         bail!("checksum mismatch");
     }
     Ok(meta_len as usize)
@@ -318,7 +321,7 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let sub = dir.join(kind);
     std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
-    let mut sum = Sha256::new();
+    let mut sum = crc32fast::Hasher::new();
     sum.update(meta);
     sum.update(payload);
     let mut header = Vec::with_capacity(HEADER);
@@ -327,7 +330,7 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
     header.extend_from_slice(key);
     header.extend_from_slice(&(meta.len() as u64).to_le_bytes());
     header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    header.extend_from_slice(&sum.finalize());
+    header.extend_from_slice(&sum.finalize().to_le_bytes());
     let temp = sub.join(format!(
         "{TEMP_PREFIX}{}-{}-{}",
         hex::encode(&key[..8]),
@@ -502,8 +505,8 @@ mod tests {
         let other = std::fs::read(entry_path(&dir, MODULES, &[8u8; 32])).unwrap();
         assert!(damaged(&other).contains("made for another key"));
         let mut newer = good.clone();
-        newer[8] = 2;
-        assert!(damaged(&newer).contains("format version 2, not 1"));
+        newer[8] = 3;
+        assert!(damaged(&newer).contains("format version 3, not 2"));
 
         std::fs::write(dir.join(MODULES).join(".tmp-left-over"), b"x").unwrap();
         std::fs::write(dir.join(MODULES).join("user-file"), b"x").unwrap();
