@@ -1711,13 +1711,7 @@ impl Engine for EmbeddedEngine {
             stable_pages.push((n, r.bytes(OS_PAGE)?));
         }
         let (heap, stable) = std::thread::scope(|scope| {
-            let stable = scope.spawn(|| -> Result<StableImage> {
-                let mut stable = StableImage::with_size(stable_size);
-                for (n, bytes) in stable_pages {
-                    stable.put_page(n, bytes)?;
-                }
-                Ok(stable)
-            });
+            let stable = scope.spawn(|| StableImage::from_pages(stable_size, &stable_pages));
             let heap = FrozenHeap::from_pages(heap_len, heap.into_iter());
             let stable = stable
                 .join()
