@@ -318,19 +318,22 @@ fn check(bytes: &[u8], key: &[u8; 32]) -> Result<usize> {
 /// Writes the entry `key` atomically: a temporary file in the same directory, renamed over
 /// the entry, so a concurrent reader sees the old file, the new file or none, never a part.
 pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]) -> Result<()> {
+    write_streamed(dir, kind, key, meta, |w| w.write_all(payload))
+}
+
+/// [`write`] with the payload written by `payload` as it is made, never held whole in
+/// memory (a default run's state is 420 MB).
+pub fn write_streamed(
+    dir: &Path,
+    kind: &str,
+    key: &[u8; 32],
+    meta: &[u8],
+    payload: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::io::{Seek, SeekFrom};
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let sub = dir.join(kind);
     std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
-    let mut sum = crc32fast::Hasher::new();
-    sum.update(meta);
-    sum.update(payload);
-    let mut header = Vec::with_capacity(HEADER);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    header.extend_from_slice(key);
-    header.extend_from_slice(&(meta.len() as u64).to_le_bytes());
-    header.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    header.extend_from_slice(&sum.finalize().to_le_bytes());
     let temp = sub.join(format!(
         "{TEMP_PREFIX}{}-{}-{}",
         hex::encode(&key[..8]),
@@ -340,11 +343,30 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
     // A signal removes the half-written file (an interrupted 450 MB state must not stay).
     let _guard = crate::interrupt::TempGuard::new(&temp);
     let written = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&temp)?;
-        f.write_all(&header)?;
-        f.write_all(meta)?;
-        f.write_all(payload)?;
-        f.flush()
+        let mut file = std::fs::File::create(&temp)?;
+        // The lengths and the checksum are known at the end: the header goes in last.
+        file.write_all(&[0u8; HEADER])?;
+        let mut body = Summed {
+            out: std::io::BufWriter::with_capacity(1 << 20, file),
+            sum: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        body.write_all(meta)?;
+        payload(&mut body)?;
+        body.flush()?;
+        let Summed { out, sum, len } = body;
+        let mut file = out.into_inner().map_err(|e| e.into_error())?;
+        let sum = sum.finalize();
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        header.extend_from_slice(key);
+        header.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+        header.extend_from_slice(&(len - meta.len() as u64).to_le_bytes());
+        header.extend_from_slice(&sum.to_le_bytes());
+        file.seek(SeekFrom::Start(0))?;
+        file.write_all(&header)?;
+        file.flush()
     })();
     let renamed = written.and_then(|()| std::fs::rename(&temp, entry_path(dir, kind, key)));
     if let Err(e) = renamed {
@@ -352,6 +374,25 @@ pub fn write(dir: &Path, kind: &str, key: &[u8; 32], meta: &[u8], payload: &[u8]
         return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
     }
     prune(dir, kind, KEEP[kind_index(kind)], key).map(|_| ())
+}
+
+/// A writer that counts and checksums what passes through it.
+struct Summed<W: Write> {
+    out: W,
+    sum: crc32fast::Hasher,
+    len: u64,
+}
+
+impl<W: Write> Write for Summed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.sum.update(&buf[..n]);
+        self.len += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
 }
 
 /// Removes the least recently used entries of `kind` (by modification time, which [`read`]

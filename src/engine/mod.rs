@@ -267,6 +267,33 @@ impl fmt::Debug for SharedSnapshot {
     }
 }
 
+/// A canister's state as [`Engine::export_state`] took it: taking it is cheap (the engine's
+/// frozen pages are shared, not copied); the bytes are written later, on any thread, so that
+/// keeping a 420 MB state in the cache need not hold up the run, nor sit whole in memory.
+#[allow(clippy::type_complexity)]
+pub struct ExportedState(Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>);
+
+impl ExportedState {
+    pub fn new(
+        write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
+    ) -> Self {
+        Self(Box::new(write))
+    }
+
+    /// Writes the state's bytes to `w`.
+    pub fn write_to(self, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+        (self.0)(w)
+    }
+
+    /// The state's bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing into memory does not fail");
+        bytes
+    }
+}
+
 /// One canister execution environment. Errors (`Err`) are failures of the engine or of
 /// the request (unknown canister, invalid module); a canister's own failure is a
 /// [`Reject`] inside the [`CallOutcome`].
@@ -334,8 +361,8 @@ pub trait Engine {
     }
 
     /// The state of `canister`, the only canister of an engine that was fresh when it was
-    /// installed, as bytes [`Engine::import_state`] takes back.
-    fn export_state(&mut self, _canister: Principal) -> Result<Vec<u8>> {
+    /// installed, to be turned into bytes [`Engine::import_state`] takes back.
+    fn export_state(&mut self, _canister: Principal) -> Result<ExportedState> {
         anyhow::bail!("the {} engine cannot export canister states", self.name())
     }
 

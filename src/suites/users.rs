@@ -446,6 +446,9 @@ pub type AfterScenarios<'a> = dyn Fn(
 /// start (24 scenarios wait for each), then the scenarios.
 const HEAP_FILL_FIRST: i64 = 100;
 const MODE_START: i64 = 50;
+/// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
+/// long unit (about a second), better started early than left to the end.
+const KEEP_STATE: i64 = 25;
 const SCENARIO: i64 = 0;
 
 /// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
@@ -517,6 +520,8 @@ pub fn run(
         "run"
     };
     let mut chain = Chain::new(&work, &[compiled]);
+    // The post-prefill state to write into the cache (a task beside the scenarios).
+    let mut keep: Option<PendingState> = None;
     let mut client = match loaded {
         Some((canister, executed)) => {
             let mut client = BenchClient::attach(engine, canister);
@@ -540,8 +545,8 @@ pub fn run(
                 .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
             prefill(&mut client, cfg, &mut chain, progress)?;
             if let Some((dir, key)) = &cache {
-                chain.step(Kind::Other, "keep the post-prefill state in the cache");
-                store_prefill(&mut client, dir, key);
+                chain.step(Kind::Snapshot, "take the post-prefill state for the cache");
+                keep = take_prefill(&mut client, dir, key);
             }
             client
         }
@@ -583,6 +588,20 @@ pub fn run(
             .collect()
     };
     let mut tasks: Vec<Task<'_>> = Vec::new();
+    if let Some(pending) = keep.take() {
+        tasks.push(
+            Task::new(
+                Kind::Other,
+                "keep the post-prefill state in the cache",
+                move |_| {
+                    pending.write();
+                    Ok(())
+                },
+            )
+            .after(&prefilled)
+            .priority(KEEP_STATE),
+        );
+    }
     for &store in &cfg.stores {
         match store {
             Store::Heap => {
@@ -937,18 +956,47 @@ fn import_prefill(
     }
 }
 
-/// Keeps the post-prefill state; a cache that cannot take it costs one warning.
-fn store_prefill(client: &mut BenchClient<'_>, dir: &std::path::Path, key: &[u8; 32]) {
-    disk_cache::count_miss(STATES);
-    let stored = client
-        .engine
-        .export_state(client.canister)
-        .and_then(|state| {
-            let executed = client.executed_instructions.to_le_bytes();
-            disk_cache::write(dir, STATES, key, &executed, &state)
+/// The post-prefill state, taken from the engine, on its way into the cache.
+struct PendingState {
+    state: crate::engine::ExportedState,
+    executed: u64,
+    dir: std::path::PathBuf,
+    key: [u8; 32],
+}
+
+impl PendingState {
+    /// Writes it; a cache that cannot take it costs one warning.
+    fn write(self) {
+        let executed = self.executed.to_le_bytes();
+        let state = self.state;
+        let stored = disk_cache::write_streamed(&self.dir, STATES, &self.key, &executed, |w| {
+            state.write_to(w)
         });
-    if let Err(e) = stored {
-        disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+        if let Err(e) = stored {
+            disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+        }
+    }
+}
+
+/// Takes the post-prefill state for the cache; an engine that cannot give it costs one
+/// warning.
+fn take_prefill(
+    client: &mut BenchClient<'_>,
+    dir: &std::path::Path,
+    key: &[u8; 32],
+) -> Option<PendingState> {
+    disk_cache::count_miss(STATES);
+    match client.engine.export_state(client.canister) {
+        Ok(state) => Some(PendingState {
+            state,
+            executed: client.executed_instructions,
+            dir: dir.to_path_buf(),
+            key: *key,
+        }),
+        Err(e) => {
+            disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+            None
+        }
     }
 }
 

@@ -30,8 +30,8 @@ use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, InstallStage, MessageReport, Profiling, Reject, SharedSnapshot,
-    SnapshotId, UpgradeOptions, WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, Profiling, Reject,
+    SharedSnapshot, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -1615,27 +1615,23 @@ impl Engine for EmbeddedEngine {
         Ok(Some(h.finalize().into()))
     }
 
-    fn export_state(&mut self, id: Principal) -> Result<Vec<u8>> {
+    fn export_state(&mut self, id: Principal) -> Result<ExportedState> {
         if self.canisters.len() != 1 || id != canister_id(0) {
             bail!("only the first and only canister of an engine can be exported");
         }
         let version = self.canister(id)?.version;
         let saved = self.save(id)?;
-        let mut w = Vec::new();
         let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
-        w.extend_from_slice(STATE_FORMAT);
-        w.extend_from_slice(&saved.module.wasm_hash);
-        put(&mut w, self.time_ns);
-        put(&mut w, self.next_canister);
-        put(&mut w, version);
-        put(&mut w, saved.heap.len() as u64);
-        let pages: Vec<u32> = saved.heap.written_pages().collect();
-        put(&mut w, pages.len() as u64);
-        for p in pages {
-            put(&mut w, p as u64);
-            w.extend_from_slice(saved.heap.page(p));
-        }
-        put(&mut w, saved.globals.len() as u64);
+        // Everything that can fail, and everything the engine must give, is taken here;
+        // the pages are shared with the engine (frozen) and written out later.
+        let mut head = Vec::new();
+        head.extend_from_slice(STATE_FORMAT);
+        head.extend_from_slice(&saved.module.wasm_hash);
+        put(&mut head, self.time_ns);
+        put(&mut head, self.next_canister);
+        put(&mut head, version);
+        let mut globals = Vec::new();
+        put(&mut globals, saved.globals.len() as u64);
         for g in &saved.globals {
             let (tag, bits): (u64, u128) = match g {
                 Val::I32(v) => (0, *v as u32 as u128),
@@ -1645,19 +1641,36 @@ impl Engine for EmbeddedEngine {
                 Val::V128(v) => (4, v.as_u128()),
                 other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
             };
-            put(&mut w, tag);
-            w.extend_from_slice(&bits.to_le_bytes());
+            put(&mut globals, tag);
+            globals.extend_from_slice(&bits.to_le_bytes());
         }
-        put(&mut w, saved.stable.size_wasm_pages());
-        put(&mut w, saved.stable.stored_pages() as u64);
-        saved.stable.for_each_page(|n, bytes| {
-            put(&mut w, n);
-            w.extend_from_slice(bytes);
-        });
-        put(&mut w, saved.certified_data.len() as u64);
-        w.extend_from_slice(&saved.certified_data);
-        put(&mut w, saved.global_timer);
-        Ok(w)
+        let mut tail = Vec::new();
+        put(&mut tail, saved.certified_data.len() as u64);
+        tail.extend_from_slice(&saved.certified_data);
+        put(&mut tail, saved.global_timer);
+        let (heap, stable) = (saved.heap, saved.stable);
+        Ok(ExportedState::new(move |w| {
+            let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
+            w.write_all(&head)?;
+            put(w, heap.len() as u64)?;
+            let pages: Vec<u32> = heap.written_pages().collect();
+            put(w, pages.len() as u64)?;
+            for p in pages {
+                put(w, p as u64)?;
+                w.write_all(heap.page(p))?;
+            }
+            w.write_all(&globals)?;
+            put(w, stable.size_wasm_pages())?;
+            put(w, stable.stored_pages() as u64)?;
+            let mut written = Ok(());
+            stable.for_each_page(|n, bytes| {
+                if written.is_ok() {
+                    written = put(w, n).and_then(|()| w.write_all(bytes));
+                }
+            });
+            written?;
+            w.write_all(&tail)
+        }))
     }
 
     fn import_state(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
