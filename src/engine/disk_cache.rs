@@ -571,6 +571,50 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_entry_is_the_written_one_and_a_failed_stream_leaves_nothing() {
+        let dir = temp("streamed");
+        let key = [3u8; 32];
+        write_streamed(&dir, STATES, &key, b"meta", |w| {
+            w.write_all(b"payload ")?;
+            w.write_all(&[b'x'; 3 << 20])?;
+            w.write_all(b" end")
+        })
+        .unwrap();
+        let streamed = std::fs::read(entry_path(&dir, STATES, &key)).unwrap();
+        let payload = [&b"payload "[..], &[b'x'; 3 << 20], b" end"].concat();
+        write(&dir, STATES, &key, b"meta", &payload).unwrap();
+        assert_eq!(
+            streamed,
+            std::fs::read(entry_path(&dir, STATES, &key)).unwrap()
+        );
+        match read(&dir, STATES, &key).unwrap() {
+            Lookup::Found(entry) => assert_eq!(
+                (entry.meta(), entry.payload()),
+                (&b"meta"[..], &payload[..])
+            ),
+            other => panic!("{other:?}"),
+        }
+
+        let other = [4u8; 32];
+        let failed = write_streamed(&dir, STATES, &other, b"meta", |w| {
+            w.write_all(b"half")?;
+            Err(std::io::Error::other("the state could not be made"))
+        })
+        .unwrap_err();
+        assert!(
+            format!("{failed:#}").contains("the state could not be made"),
+            "{failed:#}"
+        );
+        assert!(matches!(
+            read(&dir, STATES, &other).unwrap(),
+            Lookup::Missing
+        ));
+        let left: Vec<_> = std::fs::read_dir(dir.join(STATES)).unwrap().collect();
+        assert_eq!(left.len(), 1, "only the first entry stays: {left:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_least_recently_used_entries_go_first() {
         use std::time::{Duration, SystemTime};
         let dir = temp("prune");
