@@ -315,12 +315,7 @@ impl FrozenHeap {
         let mut written = PageSet::default();
         let mut run = PageRun::default();
         for (page, bytes) in pages {
-            if bytes.len() != OS_PAGE || page_range(page).end > len {
-                bail!(
-                    "heap page {page} of {} bytes does not fit a {len}-byte heap",
-                    bytes.len()
-                );
-            }
+            check_fits(page, bytes, len)?;
             if written.contains(page) {
                 bail!("heap page {page} is given twice");
             }
@@ -364,12 +359,7 @@ impl FrozenHeap {
         let mut image = HeapImage::default();
         image.set_len(len)?;
         for (page, bytes) in pages {
-            if bytes.len() != OS_PAGE || page_range(page).end > len {
-                bail!(
-                    "heap page {page} of {} bytes does not fit a {len}-byte heap",
-                    bytes.len()
-                );
-            }
+            check_fits(page, bytes, len)?;
             image.write_page(page, bytes);
         }
         Ok(FrozenHeap {
@@ -552,6 +542,17 @@ impl FrozenHeap {
     }
 }
 
+/// Refuses `bytes` as page `page` of a `len`-byte heap unless it is one whole page inside it.
+fn check_fits(page: u32, bytes: &[u8], len: usize) -> Result<()> {
+    if bytes.len() != OS_PAGE || page_range(page).end > len {
+        bail!(
+            "heap page {page} of {} bytes does not fit a {len}-byte heap",
+            bytes.len()
+        );
+    }
+    Ok(())
+}
+
 /// Consecutive pages bound for a frozen heap's file, written with one `pwritev` per
 /// `IOV_MAX` pages.
 #[cfg(target_os = "linux")]
@@ -573,28 +574,22 @@ impl PageRun<'_> {
         const IOV_MAX: usize = 1024;
         let mut at = page_range(self.first).start as u64;
         for batch in self.pages.chunks(IOV_MAX) {
-            let iov: Vec<libc::iovec> = batch
+            let mut iov: Vec<libc::iovec> = batch
                 .iter()
                 .map(|b| libc::iovec {
                     iov_base: b.as_ptr() as *mut _,
                     iov_len: b.len(),
                 })
                 .collect();
-            let want = batch.len() * OS_PAGE;
-            let mut done = 0;
-            while done < want {
-                // Skip whole iovecs already written; a short write resumes mid-page.
-                let (skip, within) = (done / OS_PAGE, done % OS_PAGE);
-                let mut rest = iov[skip..].to_vec();
-                rest[0].iov_base = (rest[0].iov_base as usize + within) as *mut _;
-                rest[0].iov_len -= within;
+            let mut rest = &mut iov[..];
+            while !rest.is_empty() {
                 // SAFETY: every iovec points into a live page borrowed for 'a.
                 let n = unsafe {
                     libc::pwritev(
                         fd,
                         rest.as_ptr(),
                         rest.len() as libc::c_int,
-                        (at + done as u64) as libc::off_t,
+                        at as libc::off_t,
                     )
                 };
                 if n <= 0 {
@@ -604,9 +599,18 @@ impl PageRun<'_> {
                     }
                     bail!("writing a heap snapshot: {e}");
                 }
-                done += n as usize;
+                at += n as u64;
+                // A short write resumes where it stopped, mid-page if need be.
+                let mut n = n as usize;
+                while n > 0 && n >= rest[0].iov_len {
+                    n -= rest[0].iov_len;
+                    rest = &mut rest[1..];
+                }
+                if n > 0 {
+                    rest[0].iov_base = (rest[0].iov_base as usize + n) as *mut _;
+                    rest[0].iov_len -= n;
+                }
             }
-            at += want as u64;
         }
         self.pages.clear();
         Ok(())

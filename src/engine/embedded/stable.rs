@@ -205,9 +205,12 @@ impl StableImage {
     /// one, most of it the kernel handing the allocator fresh memory.
     pub fn from_pages(size_wasm_pages: u64, pages: &[(u64, &[u8])]) -> anyhow::Result<Self> {
         let mut image = Self::with_size(size_wasm_pages);
+        for &(n, _) in pages {
+            image.check_page_number(n)?;
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let per_thread = pages.len().div_ceil(threads).max(1);
-        let copies: Vec<anyhow::Result<Vec<Arc<Page>>>> = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             let copying: Vec<_> = pages
                 .chunks(per_thread)
                 .map(|chunk| {
@@ -218,25 +221,22 @@ impl StableImage {
                                 let page: &Page = bytes.try_into().map_err(|_| {
                                     anyhow::anyhow!("stable page {n} of {} bytes", bytes.len())
                                 })?;
-                                Ok(Arc::new(*page))
+                                Ok((n, Arc::new(*page)))
                             })
-                            .collect()
+                            .collect::<anyhow::Result<Vec<_>>>()
                     })
                 })
                 .collect();
-            copying
-                .into_iter()
-                .map(|t| t.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        let mut numbers = pages.iter().map(|&(n, _)| n);
-        for copy in copies {
-            for page in copy? {
-                let n = numbers.next().expect("one number per page");
-                image.check_page_number(n)?;
-                image.pages.insert(n, page);
+            for copying in copying {
+                let copy = copying
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))?;
+                for (n, page) in copy {
+                    image.pages.insert(n, page);
+                }
             }
-        }
+            anyhow::Ok(())
+        })?;
         Ok(image)
     }
 
