@@ -201,7 +201,7 @@ impl StableImage {
     }
 
     /// An image of `size_wasm_pages` holding `pages` (numbered 4 KiB pages), copied on as
-    /// many threads as the machine has: a cached default run's 90,000 pages took 0.35 s on
+    /// many threads as the machine has: a cached default run's 78,513 pages took 0.35 s on
     /// one, most of it the kernel handing the allocator fresh memory.
     pub fn from_pages(size_wasm_pages: u64, pages: &[(u64, &[u8])]) -> anyhow::Result<Self> {
         let mut image = Self::with_size(size_wasm_pages);
