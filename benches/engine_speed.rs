@@ -25,6 +25,9 @@
 
 use std::time::Duration;
 
+#[path = "engine_speed/native_stable.rs"]
+mod native_stable;
+
 use candid::{Decode, Encode};
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::stable::{StableImage, StableMemory};
@@ -234,14 +237,27 @@ type CanisterReply = Result<bench_types::InsertReport, String>;
 struct PlainCanister {
     store: wasmtime::Store<HostState>,
     instance: wasmtime::Instance,
+    /// With Wasm-native stable memory ([`native_stable`]): its bytemap, cleared for every
+    /// message.
+    bytemap: Option<wasmtime::Memory>,
 }
 
 impl PlainCanister {
-    fn new(wasm: &[u8]) -> Self {
+    /// `native_stable`: run the module as [`native_stable::transform`] rewrites it.
+    fn new(wasm: &[u8], native_stable: bool) -> Self {
         let mut config = wasmtime::Config::new();
         // The replica's Wasm stack limit, which the engine uses too (wasmtime checks it
         // against the async stack size even for sync calls).
         config.async_stack_size(6 << 20).max_wasm_stack(5 << 20);
+        let transformed;
+        let wasm = if native_stable {
+            config.wasm_multi_memory(true).wasm_memory64(true);
+            transformed = native_stable::transform(wasm)
+                .unwrap_or_else(|e| panic!("native stable memory prototype: {e}"));
+            &transformed[..]
+        } else {
+            wasm
+        };
         let engine = wasmtime::Engine::new(&config).expect("plain wasmtime config");
         let module = wasmtime::Module::new(&engine, wasm).expect("the bench canister compiles");
         let mut linker = wasmtime::Linker::new(&engine);
@@ -274,7 +290,12 @@ impl PlainCanister {
             .expect("the bench canister instantiates");
         let memory = instance.get_memory(&mut store, "memory");
         store.data_mut().memory = memory;
-        let mut canister = PlainCanister { store, instance };
+        let bytemap = instance.get_memory(&mut store, native_stable::BYTEMAP_EXPORT);
+        let mut canister = PlainCanister {
+            store,
+            instance,
+            bytemap,
+        };
         canister.call(ApiType::Init, "canister_init", "", Encode!().unwrap());
         canister
     }
@@ -285,6 +306,9 @@ impl PlainCanister {
         let state = self.store.data_mut();
         state.msg = Message::new(api, method, arg, limit);
         state.stable.begin(u64::MAX, u64::MAX, false);
+        if let Some(bytemap) = self.bytemap {
+            bytemap.data_mut(&mut self.store).fill(0);
+        }
         let func = self
             .instance
             .get_typed_func::<(), ()>(&mut self.store, export)
@@ -357,11 +381,13 @@ fn inserted(reply: &CanisterReply) -> u64 {
 fn canister_workload(runs: usize) -> Measured {
     let wasm = icbench::bench_canister::ensure_built(true)
         .expect("the bench canister (target/canister/bench.wasm) builds");
-    let mut plain = PlainCanister::new(&wasm);
+    let mut plain = PlainCanister::new(&wasm, false);
+    let mut native = PlainCanister::new(&wasm, true);
     let mut metered = MeteredCanister::new(&wasm, Counter::Local);
     let mut replica_code = MeteredCanister::new(&wasm, Counter::Global);
     let (mut plain_time, mut metered_time, mut replica_time) =
         (Duration::MAX, Duration::MAX, Duration::MAX);
+    let mut native_time = Duration::MAX;
     let mut instructions = 0;
     // Run 0 is the warm-up; every run inserts the next block of ids on all three.
     for run in 0..=runs as u64 {
@@ -369,6 +395,11 @@ fn canister_workload(runs: usize) -> Measured {
         let (t, p) = timed(|| plain.insert(offset));
         let (tm, (m, n)) = timed(|| metered.insert(offset));
         let (tr, (r, nr)) = timed(|| replica_code.insert(offset));
+        let (tn, n_reply) = timed(|| native.insert(offset));
+        assert_eq!(
+            n_reply, p,
+            "run {run}: native stable memory replies otherwise"
+        );
         assert_eq!(inserted(&p), CANISTER_ROWS_PER_RUN, "plain run {run}");
         assert_eq!(inserted(&m), CANISTER_ROWS_PER_RUN, "metered run {run}");
         assert_eq!(
@@ -384,6 +415,7 @@ fn canister_workload(runs: usize) -> Measured {
             plain_time = plain_time.min(t);
             metered_time = metered_time.min(tm);
             replica_time = replica_time.min(tr);
+            native_time = native_time.min(tn);
             instructions = n;
         }
     }
@@ -391,6 +423,7 @@ fn canister_workload(runs: usize) -> Measured {
         plain: plain_time,
         metered: metered_time,
         replica: replica_time,
+        native_stable: Some(native_time),
         instructions,
     }
 }
@@ -400,6 +433,8 @@ struct Measured {
     plain: Duration,
     metered: Duration,
     replica: Duration,
+    /// The plain run with Wasm-native stable memory (the bench canister only).
+    native_stable: Option<Duration>,
     instructions: u64,
 }
 
@@ -461,6 +496,7 @@ fn module_workload(w: &Workload, runs: usize) -> Measured {
         plain: plain_time,
         metered: metered_time,
         replica: replica_time,
+        native_stable: None,
         instructions,
     }
 }
@@ -496,6 +532,7 @@ fn main() {
     println!("{}", "-".repeat(134));
     let mut below = Vec::new();
     let mut json = Vec::new();
+    let mut native_line = None;
     let measured = workloads
         .iter()
         .map(|w| (w.name, TARGET_RATIO, module_workload(w, runs)))
@@ -525,15 +562,29 @@ fn main() {
             m.plain.as_secs_f64() / m.replica.as_secs_f64(),
             if ok { "ok" } else { "BELOW" }
         );
-        json.push(serde_json::json!({
+        let mut entry = serde_json::json!({
             "name": name,
             "plain_ms": plain_ms,
             "metered_ms": metered_ms,
             "ratio": ratio,
-        }));
+        });
+        if let Some(native) = m.native_stable {
+            let native_ms = native.as_secs_f64() * 1e3;
+            native_line = Some(format!(
+                "{name}, plain wasmtime with Wasm-native stable memory (a prototype, see \
+                 benches/engine_speed/native_stable.rs): {native_ms:.2} ms against {plain_ms:.2} ms \
+                 with ic0.stable64_* as host calls ({:.2}x as fast)",
+                plain_ms / native_ms
+            ));
+            entry["plain_native_stable_ms"] = serde_json::json!(native_ms);
+        }
+        json.push(entry);
     }
     println!();
     println!("* ratio with the replica's own counter code (Counter::Global): same counts, slower");
+    if let Some(line) = native_line {
+        println!("{line}");
+    }
     if below.is_empty() {
         println!("all workloads meet their target (metered speed / plain speed)");
     } else {
