@@ -283,6 +283,7 @@ impl PlainCanister {
             memory_tracker: None,
             charge_writes: false,
             folded: 0,
+            folded_pages: 0,
         };
         let mut store = wasmtime::Store::new(&engine, state);
         let instance = linker

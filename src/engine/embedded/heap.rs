@@ -219,6 +219,13 @@ impl HeapRegion {
         self.written_count.load(Ordering::Acquire)
     }
 
+    /// Wasm pages accessed plus Wasm pages written so far in this message: counts only
+    /// grow within a message, so an unchanged sum means unchanged counts.
+    #[inline]
+    pub fn wasm_pages_counted(&self) -> u64 {
+        self.wasm_pages_accessed() + self.wasm_pages_written()
+    }
+
     /// Ends a message: returns the written pages (sorted) and makes the heap writable again.
     /// The Wasm page counts stay readable until the next [`HeapRegion::arm`].
     pub fn disarm(&self) -> Result<Vec<u32>> {

@@ -822,6 +822,7 @@ impl EmbeddedEngine {
             memory_tracker: self.replica.memory_tracker,
             charge_writes: true,
             folded: 0,
+            folded_pages: 0,
         }
     }
 
@@ -975,6 +976,7 @@ impl EmbeddedEngine {
             // the tracker charges them for access only.
             state.charge_writes = !api.ignores_modifications();
             state.folded = 0;
+            state.folded_pages = 0;
             state.profiler = match (profiling, names) {
                 (Profiling::Off, _) | (_, None) => None,
                 (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),

@@ -62,6 +62,7 @@ impl PageTable {
         )
     }
 
+    #[inline]
     fn get(&self, page: u64) -> Option<&Arc<Page>> {
         let (chunk, slot) = Self::split(page);
         self.chunks.get(chunk)?.as_ref()?[slot].as_ref()
@@ -286,21 +287,31 @@ struct WasmPageLog {
 }
 
 impl WasmPageLog {
+    #[inline]
     fn access(&mut self, pages: std::ops::Range<u64>) {
         if pages.end == pages.start + 1 && self.last_accessed == Some(pages.start) {
             return;
         }
+        self.access_new(pages)
+    }
+
+    fn access_new(&mut self, pages: std::ops::Range<u64>) {
         self.last_accessed = pages.clone().last().or(self.last_accessed);
         for p in pages {
             self.accessed.insert(p);
         }
     }
 
+    #[inline]
     fn write(&mut self, pages: std::ops::Range<u64>) {
         self.access(pages.clone());
         if pages.end == pages.start + 1 && self.last_written == Some(pages.start) {
             return;
         }
+        self.write_new(pages)
+    }
+
+    fn write_new(&mut self, pages: std::ops::Range<u64>) {
         self.last_written = pages.clone().last().or(self.last_written);
         for p in pages {
             self.written.insert(p);
@@ -388,6 +399,16 @@ impl StableMemory {
         self.log.wasm_pages.as_ref().map_or(0, |w| w.written.len())
     }
 
+    /// Wasm pages accessed plus Wasm pages written in the current message (see
+    /// [`super::heap::HeapRegion::wasm_pages_counted`]).
+    #[inline]
+    pub fn wasm_pages_counted(&self) -> u64 {
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or(0, |w| w.accessed.len() + w.written.len())
+    }
+
     pub fn commit(&mut self) {
         let size = self.image.size_wasm_pages;
         self.log.reset(size, false);
@@ -438,10 +459,15 @@ impl StableMemory {
         offset / WASM_PAGE..(offset + len - 1) / WASM_PAGE + 1
     }
 
+    #[inline]
     fn touch(&mut self, pages: std::ops::Range<u64>) -> Result<(), StableError> {
         if pages.end == pages.start + 1 && self.log.last_accessed == Some(pages.start) {
             return Ok(());
         }
+        self.touch_new(pages)
+    }
+
+    fn touch_new(&mut self, pages: std::ops::Range<u64>) -> Result<(), StableError> {
         if let Some(last) = pages.clone().last() {
             self.log.last_accessed = Some(last);
         }
@@ -457,6 +483,22 @@ impl StableMemory {
     pub fn read(&mut self, offset: u64, out: &mut [u8]) -> Result<(), StableError> {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
+        let in_page = (offset % OS_PAGE as u64) as usize;
+        if len != 0 && in_page + out.len() <= OS_PAGE {
+            // Within one page, as most reads of a StableBTreeMap are: the same steps as
+            // below for a single page, without the iterators (a host call of a fill).
+            let page = offset / OS_PAGE as u64;
+            self.touch(page..page + 1)?;
+            if let Some(w) = &mut self.log.wasm_pages {
+                let wasm_page = offset / WASM_PAGE;
+                w.access(wasm_page..wasm_page + 1);
+            }
+            match self.image.pages.get(page) {
+                Some(p) => out.copy_from_slice(&p[in_page..in_page + out.len()]),
+                None => out.fill(0),
+            }
+            return Ok(());
+        }
         self.touch(Self::pages_of(offset, len))?;
         if let Some(w) = &mut self.log.wasm_pages {
             w.access(Self::wasm_pages_of(offset, len));
@@ -475,6 +517,23 @@ impl StableMemory {
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<u64, StableError> {
         let len = data.len() as u64;
         self.check_range(offset, len)?;
+        let in_page = (offset % OS_PAGE as u64) as usize;
+        let page = offset / OS_PAGE as u64;
+        if len != 0 && in_page + data.len() <= OS_PAGE && self.log.last_dirty == Some(page) {
+            // Again within the page written last (a StableBTreeMap writes a node in small
+            // pieces): the steps below for it, none of which finds anything new.
+            if self.dirty_pages() > self.dirty_limit {
+                return Err(StableError::DirtyPageLimit(self.dirty_limit));
+            }
+            self.touch(page..page + 1)?;
+            if let Some(w) = &mut self.log.wasm_pages {
+                let wasm_page = offset / WASM_PAGE;
+                w.write(wasm_page..wasm_page + 1);
+            }
+            let (entry, _) = self.image.pages.page_mut(page);
+            Arc::make_mut(entry)[in_page..in_page + data.len()].copy_from_slice(data);
+            return Ok(0);
+        }
         let pages = Self::pages_of(offset, len);
         let last_dirty = self.log.last_dirty;
         let newly_dirty = pages
@@ -642,6 +701,49 @@ mod tests {
         m.begin(u64::MAX, u64::MAX, false);
         m.read(10, &mut out).unwrap();
         assert_eq!(out, [0, 0, 0]);
+    }
+
+    #[test]
+    fn accesses_within_one_page_count_and_roll_back_as_any_other() {
+        // The single-page reads and the rewrites of the page written last take shortcuts;
+        // these are the facts the general path gives for them.
+        let mut m = mem(2);
+        m.write(0, b"base").unwrap();
+        m.commit();
+        m.begin(2, 3, true);
+        let mut out = [0u8; 4];
+        m.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"base");
+        assert_eq!(m.write(1, b"A").unwrap(), 1);
+        assert_eq!(m.write(2, b"B").unwrap(), 0);
+        assert_eq!(m.write(4095, b"C").unwrap(), 0);
+        m.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"bABe");
+        assert_eq!(m.write(WASM_PAGE + 5, b"D").unwrap(), 1);
+        assert_eq!(m.write(WASM_PAGE + 6, b"E").unwrap(), 0);
+        assert_eq!(m.dirty_pages(), 2);
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (2, 2));
+        assert_eq!(m.wasm_pages_counted(), 4);
+        // A third page is past the dirty limit of 2, also when it starts in a page written
+        // before; the page written last can still be written.
+        assert_eq!(m.write(8192, b"F"), Err(StableError::DirtyPageLimit(2)));
+        assert_eq!(m.write(4095, b"GH"), Err(StableError::DirtyPageLimit(2)));
+        assert_eq!(m.write(WASM_PAGE + 7, b"I").unwrap(), 0);
+        // Reads within pages already accessed are free; a new one is the third and last.
+        m.read(WASM_PAGE, &mut out).unwrap();
+        m.read(3, &mut out[..1]).unwrap();
+        m.read(20000, &mut out).unwrap();
+        assert_eq!(
+            m.read(30000, &mut out),
+            Err(StableError::AccessedPageLimit(3))
+        );
+        m.rollback();
+        m.begin(u64::MAX, u64::MAX, false);
+        m.read(0, &mut out).unwrap();
+        assert_eq!(&out, b"base");
+        m.read(WASM_PAGE + 5, &mut out[..2]).unwrap();
+        assert_eq!(&out[..2], [0, 0]);
+        assert_eq!(m.image().stored_pages(), 1);
     }
 
     #[test]

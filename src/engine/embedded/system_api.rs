@@ -192,6 +192,9 @@ pub struct HostState {
     pub charge_writes: bool,
     /// Page charges already taken from the counter (see [`HostState::fold_page_charges`]).
     pub folded: u64,
+    /// The Wasm pages counted (heap and stable memory, accessed and written) when they
+    /// were last folded: while the count stays, so do the charges.
+    pub folded_pages: u64,
 }
 
 impl HostState {
@@ -222,6 +225,14 @@ impl HostState {
         if self.memory_tracker.is_none() {
             return;
         }
+        // Every System API call folds twice: most find nothing new, and this check (a few
+        // loads) was a third of a small stable memory read's cost when it was the whole sum.
+        let heap = self.heap.as_ref().map_or(0, |h| h.wasm_pages_counted());
+        let pages = heap + self.stable.wasm_pages_counted();
+        if pages == self.folded_pages {
+            return;
+        }
+        self.folded_pages = pages;
         let total = self.page_charges().total();
         let new = total.saturating_sub(self.folded);
         self.left = self.left.saturating_sub(new.min(i64::MAX as u64) as i64);
