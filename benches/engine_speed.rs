@@ -284,6 +284,7 @@ impl PlainCanister {
             charge_writes: false,
             folded: 0,
             folded_pages: 0,
+            native_stable: None,
         };
         let mut store = wasmtime::Store::new(&engine, state);
         let instance = linker

@@ -55,7 +55,7 @@ use wasmparser::{
     Payload, TypeRef, ValidPayload, Validator, WasmFeatures,
 };
 
-use super::cost::instruction_cost;
+use super::cost::{instruction_cost, system_api_fee, ApiFee};
 
 /// Export name of the injected instruction counter global.
 pub const INSTRUCTION_COUNTER_EXPORT: &str = "canister counter_instructions";
@@ -78,12 +78,51 @@ pub const PROFILE_ENTER_IMPORT: &str = "profile_enter";
 /// `(param $counter i64)`.
 pub const PROFILE_EXIT_IMPORT: &str = "profile_exit";
 
-/// Exports the input module must not define (the replica's `RESERVED_SYMBOLS` that we inject).
+/// Exports the input module must not define (the replica's `RESERVED_SYMBOLS` that we
+/// inject).
 const RESERVED_EXPORTS: [&str; 3] = [
     INSTRUCTION_COUNTER_EXPORT,
     CANISTER_START_EXPORT,
     OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
 ];
+/// Prefix of the exports only icbench's instrumentation adds. The replica accepts a module
+/// that exports such a name, so icbench does too: such a module gets no native stable
+/// accesses (its exports stay its own).
+pub const ICBENCH_EXPORT_PREFIX: &str = "__icbench ";
+
+/// Native stable accesses. A StableBTreeMap makes about 178 `ic0.stable64_read`/`write`
+/// calls per row inserted, and a host call costs several times what the copy does. Where the
+/// module allows it (see [`Instrumented::native_stable`]), calls to `stable64_read` and
+/// `stable64_write` go to injected functions instead, which copy between the heap and
+/// [`STABLE_CACHE_EXPORT`] when every 4 KiB page of the range is cached (a write: cached
+/// and written by the host in this message), and call the host's function otherwise.
+///
+/// The host counts its accesses to each page in [`STABLE_MARKS_EXPORT`] and, at a page's
+/// [`MARK_SEEN`]th access in a message, puts the page's bytes in the cache; it keeps cached
+/// bytes equal to stable memory's, copies natively written pages back before it touches
+/// them and when the message ends, and clears the marks when the next message starts. So a
+/// native access touches only stable pages that the message already accessed (or wrote)
+/// through the host: no limit, memory tracker charge or error can arise from it, and it
+/// charges the host function's own fee. Everything else is the host's, as before: the first
+/// accesses to a page, a first write, a range past the cache, out of bounds (stable memory
+/// or heap), longer than [`NATIVE_READ_MAX`] or without the instructions for its fee.
+///
+/// The one difference a canister could see is when a trap happens, not whether: a native
+/// access does not fold the memory tracker's pending page charges into the counter, so a
+/// message those charges ran out of instructions stops at its next host call or its end
+/// (see docs/engine.md, *In-band*).
+///
+/// Stable memory as a cache of the host's pages (fixed size, readable and writable).
+pub const STABLE_CACHE_EXPORT: &str = "__icbench stable cache";
+/// One byte per 4 KiB page of the cache: nonzero = marked (its cached bytes are current).
+pub const STABLE_MARKS_EXPORT: &str = "__icbench stable marks";
+/// An i64 global: the stable memory's size in bytes, at most [`STABLE_CACHE_BYTES`].
+pub const STABLE_BYTES_EXPORT: &str = "__icbench stable bytes";
+/// How much stable memory the cache covers: 8 GiB, a 10,000,000-row StableBTreeMap's
+/// several times over. Pages past it are always read by the host.
+pub const STABLE_CACHE_BYTES: u64 = 8 << 30;
+/// The longest read the injected function answers (its fee cannot overflow).
+const NATIVE_READ_MAX: u64 = 65536;
 
 /// Where the instrumented code keeps the instruction counter while a function runs. Both
 /// charge the same amounts at the same points, so the counter holds the same value whenever
@@ -132,6 +171,10 @@ pub const FEATURES: WasmFeatures = WasmFeatures::WASM2
     .union(WasmFeatures::MEMORY64)
     .union(WasmFeatures::TAIL_CALL);
 
+/// The features of an instrumented module: the input's plus multi-memory, for the memories
+/// of the native stable accesses (as the replica adds its own).
+pub const OUTPUT_FEATURES: WasmFeatures = FEATURES.union(WasmFeatures::MULTI_MEMORY);
+
 /// An instrumented module.
 #[derive(Clone, Debug)]
 pub struct Instrumented {
@@ -155,6 +198,11 @@ pub struct Instrumented {
     /// contents and sizes, dropped element and data segments. The replica instantiates the
     /// module afresh for every message, so such changes last one message only.
     pub mutates_instance: bool,
+    /// Whether calls to `ic0.stable64_read` and `stable64_write` go to the injected
+    /// functions of the native stable accesses (see [`STABLE_CACHE_EXPORT`]): a module with
+    /// the local counter, unprofiled, with a memory of its own, that imports them with
+    /// their System API type.
+    pub native_stable: bool,
 }
 
 /// Why a module could not be instrumented.
@@ -268,7 +316,17 @@ fn instrument_options(
             reason: "it declares a type that is not a function type".into(),
         });
     }
-    let mut emitter = Emitter::new(wasm, &info, counter, profile);
+    let native = (counter == Counter::Local
+        && !profile
+        && !info.memory_imported
+        && !info.icbench_prefix_exported
+        && info.memories64.len() == 1)
+        .then(|| NativeStable {
+            read: native_access(&info, info.stable64_read, "stable64_read"),
+            write: native_access(&info, info.stable64_write, "stable64_write"),
+        })
+        .filter(|n| n.read.is_some() || n.write.is_some());
+    let mut emitter = Emitter::new(wasm, &info, counter, profile, native);
     emitter.run()?;
     let wasm_instruction_count = emitter.op_count
         + DECREMENT_HELPER_OPS
@@ -282,7 +340,235 @@ fn instrument_options(
         memory64: info.mem64,
         counter,
         mutates_instance: emitter.mutates_instance,
+        native_stable: native.is_some(),
     })
+}
+
+// -------------------------------------------------------------------------------------------
+// Native stable reads (see STABLE_CACHE_EXPORT)
+// -------------------------------------------------------------------------------------------
+
+/// The System API imports whose calls injected functions take over.
+#[derive(Clone, Copy, Debug)]
+struct NativeStable {
+    read: Option<Access>,
+    write: Option<Access>,
+}
+
+/// An import taken over: its function and type index, and the fee it charges.
+#[derive(Clone, Copy, Debug)]
+struct Access {
+    import: u32,
+    ty: u32,
+    fee: ApiFee,
+}
+
+fn native_access(info: &ModuleInfo, import: Option<(u32, u32)>, name: &str) -> Option<Access> {
+    let (import, ty) = import?;
+    let system_api_type = info.types[ty as usize]
+        .as_ref()
+        .is_some_and(|t| t.params == [ValType::I64; 3] && t.results.is_empty());
+    system_api_type.then_some(Access {
+        import,
+        ty,
+        fee: system_api_fee(name)?,
+    })
+}
+
+/// Memory indices of the cache and the marks: after the module's only memory.
+const CACHE_MEMORY: u32 = 1;
+const MARKS_MEMORY: u32 = 2;
+/// A page's mark below [`MARK_CACHED`]: how many times the host accessed it in this
+/// message. It is cached at the access after the `MARK_SEEN`th: filling a cache page costs a page fault and
+/// a copy, about what 40 host calls do, and many pages are touched only a few times (SQLite
+/// reading its file after opening it), while a StableBTreeMap's upper nodes are read
+/// thousands of times in one message.
+pub const MARK_SEEN: i32 = 16;
+/// A page's mark: its cached bytes are current, and a read may use them.
+pub const MARK_CACHED: i32 = 0x40;
+/// A page's mark: cached and written in this message (a write may go to the cache, which
+/// then holds the page's current bytes until the host writes them back).
+pub const MARK_WRITTEN: i32 = 0x41;
+
+fn add_native_stable_memories(memories: &mut wasm_encoder::MemorySection) {
+    let cache_pages = STABLE_CACHE_BYTES / WASM_PAGE;
+    let marks_pages = STABLE_CACHE_BYTES / 4096 / WASM_PAGE;
+    memories.memory(wasm_encoder::MemoryType {
+        minimum: cache_pages,
+        maximum: Some(cache_pages),
+        memory64: true,
+        shared: false,
+        page_size_log2: None,
+    });
+    memories.memory(wasm_encoder::MemoryType {
+        minimum: marks_pages,
+        maximum: Some(marks_pages),
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
+}
+
+/// `stable64_read`: `(func (param $dst i64) (param $offset i64) (param $size i64) (param
+/// $counter i64) (result i64))`, `stable64_write` the same with `$offset` and `$src` first:
+/// answers the access from the cache when it can (see [`STABLE_CACHE_EXPORT`]; a write
+/// needs every page marked written) and returns the counter charged with the host
+/// function's fee, or calls the import with the same arguments and returns what it
+/// returns. `heap64`: memory 0 is 64-bit.
+fn native_access_function(
+    native: Access,
+    write: bool,
+    heap64: bool,
+    stable_bytes: u32,
+) -> Function {
+    let (dst, offset, size, counter) = if write { (1, 0, 2, 3) } else { (0, 1, 2, 3) };
+    let (end, page, last, fee) = (4, 5, 6, 7);
+    let needed_mark = if write { MARK_WRITTEN } else { MARK_CACHED };
+    let mut f = Function::new([(4, ValType::I64)]);
+    let marks = wasm_encoder::MemArg {
+        offset: 0,
+        align: 0,
+        memory_index: MARKS_MEMORY,
+    };
+    let mut sink = f.instructions();
+    sink.block(BlockType::Empty)
+        // 1 <= size <= NATIVE_READ_MAX
+        .local_get(size)
+        .i64_eqz()
+        .br_if(0)
+        .local_get(size)
+        .i64_const(NATIVE_READ_MAX as i64)
+        .i64_gt_u()
+        .br_if(0)
+        // The fee, and enough instructions left for it (the host's `charge`).
+        .i64_const(native.fee.base as i64)
+        .local_get(size)
+        .i64_const(native.fee.per_byte as i64)
+        .i64_mul()
+        .i64_add()
+        .local_tee(fee)
+        .local_get(counter)
+        .i64_gt_s()
+        .br_if(0)
+        // end = offset + size, without overflow, within the stable memory (and the cache).
+        .local_get(offset)
+        .local_get(size)
+        .i64_add()
+        .local_tee(end)
+        .local_get(offset)
+        .i64_lt_u()
+        .br_if(0)
+        .local_get(end)
+        .global_get(stable_bytes)
+        .i64_gt_u()
+        .br_if(0)
+        // dst + size, without overflow, within the heap.
+        .local_get(dst)
+        .local_get(size)
+        .i64_add()
+        .local_get(dst)
+        .i64_lt_u()
+        .br_if(0)
+        .local_get(dst)
+        .local_get(size)
+        .i64_add()
+        .memory_size(0);
+    if !heap64 {
+        sink.i64_extend_i32_u();
+    }
+    sink.i64_const(16)
+        .i64_shl()
+        .i64_gt_u()
+        .br_if(0)
+        // Every page of the range marked.
+        .local_get(offset)
+        .i64_const(12)
+        .i64_shr_u()
+        .local_set(page)
+        .local_get(end)
+        .i64_const(1)
+        .i64_sub()
+        .i64_const(12)
+        .i64_shr_u()
+        .local_set(last)
+        .loop_(BlockType::Empty)
+        .local_get(page)
+        .i32_wrap_i64()
+        .i32_load8_u(marks)
+        .i32_const(needed_mark)
+        .i32_lt_u()
+        .br_if(1)
+        .local_get(page)
+        .i64_const(1)
+        .i64_add()
+        .local_tee(page)
+        .local_get(last)
+        .i64_le_u()
+        .br_if(0)
+        .end();
+    // The copy: destination, source and length (in the narrower address type).
+    let heap_address = |sink: &mut wasm_encoder::InstructionSink<'_>| {
+        sink.local_get(dst);
+        if !heap64 {
+            sink.i32_wrap_i64();
+        }
+    };
+    let (to, from) = if write {
+        (CACHE_MEMORY, 0)
+    } else {
+        (0, CACHE_MEMORY)
+    };
+    let addresses = |sink: &mut wasm_encoder::InstructionSink<'_>| {
+        if write {
+            sink.local_get(offset);
+            heap_address(sink);
+        } else {
+            heap_address(sink);
+            sink.local_get(offset);
+        }
+    };
+    // 4 and 8 bytes (a StableBTreeMap's lengths, addresses and u64 keys) as one load and
+    // store: `memory.copy` is a call out of the compiled code.
+    let arg = |memory_index| wasm_encoder::MemArg {
+        offset: 0,
+        align: 0,
+        memory_index,
+    };
+    for (bytes, wide) in [(8, true), (4, false)] {
+        sink.local_get(size)
+            .i64_const(bytes)
+            .i64_eq()
+            .if_(BlockType::Empty);
+        addresses(&mut sink);
+        if wide {
+            sink.i64_load(arg(from)).i64_store(arg(to));
+        } else {
+            sink.i32_load(arg(from)).i32_store(arg(to));
+        }
+        sink.local_get(counter)
+            .local_get(fee)
+            .i64_sub()
+            .return_()
+            .end();
+    }
+    addresses(&mut sink);
+    sink.local_get(size);
+    if !heap64 {
+        sink.i32_wrap_i64();
+    }
+    sink.memory_copy(to, from)
+        .local_get(counter)
+        .local_get(fee)
+        .i64_sub()
+        .return_()
+        .end()
+        .local_get(0)
+        .local_get(1)
+        .local_get(2)
+        .local_get(counter)
+        .call(native.import)
+        .end();
+    f
 }
 
 // -------------------------------------------------------------------------------------------
@@ -319,6 +605,13 @@ struct ModuleInfo {
     /// The module references an imported function from a table, a `ref.func` initialiser or
     /// an export, so that [`Counter::Local`] cannot be used.
     local_counter_blocked: bool,
+    /// The imports `ic0.stable64_read` and `stable64_write`: function and type index.
+    stable64_read: Option<(u32, u32)>,
+    stable64_write: Option<(u32, u32)>,
+    /// Memory 0 is imported, not defined.
+    memory_imported: bool,
+    /// The module exports a name with [`ICBENCH_EXPORT_PREFIX`].
+    icbench_prefix_exported: bool,
 }
 
 /// A function type in the encoder's terms.
@@ -431,10 +724,25 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
             }
             Payload::ImportSection(reader) => {
                 for import in reader.into_imports() {
-                    match import.map_err(invalid)?.ty {
-                        TypeRef::Func(_) | TypeRef::FuncExact(_) => info.num_func_imports += 1,
+                    let import = import.map_err(invalid)?;
+                    match import.ty {
+                        TypeRef::Func(ty) | TypeRef::FuncExact(ty) => {
+                            match (import.module, import.name) {
+                                ("ic0", "stable64_read") => {
+                                    info.stable64_read = Some((info.num_func_imports, ty))
+                                }
+                                ("ic0", "stable64_write") => {
+                                    info.stable64_write = Some((info.num_func_imports, ty))
+                                }
+                                _ => {}
+                            }
+                            info.num_func_imports += 1
+                        }
                         TypeRef::Table(t) => info.tables64.push(t.table64),
-                        TypeRef::Memory(m) => info.memories64.push(m.memory64),
+                        TypeRef::Memory(m) => {
+                            info.memory_imported = true;
+                            info.memories64.push(m.memory64)
+                        }
                         TypeRef::Global(_) => info.num_globals += 1,
                         TypeRef::Tag(_) => {}
                     }
@@ -497,6 +805,9 @@ fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentError> {
                         wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact
                     ) {
                         info.note_entry(export.index);
+                    }
+                    if export.name.starts_with(ICBENCH_EXPORT_PREFIX) {
+                        info.icbench_prefix_exported = true;
                     }
                     if RESERVED_EXPORTS.contains(&export.name)
                         || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
@@ -937,6 +1248,12 @@ struct Emitter<'a, 'i> {
     result_types: u32,
     /// [`Counter::Local`]: the wrapper of `info.entry_funcs[k]` is `wrappers + k`.
     wrappers: u32,
+    /// Native stable accesses, when the module gets them: calls to the imports go to the
+    /// injected functions from `native_func` on (after the wrappers: the read's, then the
+    /// write's), which read global `stable_bytes_global`.
+    native: Option<NativeStable>,
+    native_func: u32,
+    stable_bytes_global: u32,
     /// Index (among defined functions) of the body being instrumented.
     body_index: usize,
 
@@ -953,7 +1270,13 @@ struct Emitter<'a, 'i> {
 }
 
 impl<'a, 'i> Emitter<'a, 'i> {
-    fn new(wasm: &'a [u8], info: &'i ModuleInfo, counter: Counter, profile: bool) -> Self {
+    fn new(
+        wasm: &'a [u8],
+        info: &'i ModuleInfo,
+        counter: Counter,
+        profile: bool,
+        native: Option<NativeStable>,
+    ) -> Self {
         let injected = if profile { 3 } else { 1 };
         let decrement_func = info.num_func_imports + injected + info.num_defined_funcs;
         Emitter {
@@ -982,6 +1305,9 @@ impl<'a, 'i> Emitter<'a, 'i> {
             local_types: info.num_types + 2,
             result_types: 2 * info.num_types + 2,
             wrappers: decrement_func + 1,
+            native,
+            native_func: decrement_func + 1 + info.entry_funcs.len() as u32,
+            stable_bytes_global: info.num_globals + 2,
             body_index: 0,
             op_count: 0,
             memory_grow_count: 0,
@@ -1052,6 +1378,15 @@ impl<'a, 'i> Emitter<'a, 'i> {
                         .parse_table_section(&mut tables, reader)
                         .map_err(reencode_error)?;
                     self.module.section(&tables);
+                }
+                Payload::MemorySection(reader) if self.native.is_some() => {
+                    self.before(SectionId::Memory);
+                    let mut memories = wasm_encoder::MemorySection::new();
+                    wasm_encoder::reencode::RoundtripReencoder
+                        .parse_memory_section(&mut memories, reader)
+                        .map_err(reencode_error)?;
+                    add_native_stable_memories(&mut memories);
+                    self.module.section(&memories);
                 }
                 Payload::MemorySection(reader) => {
                     self.raw(SectionId::Memory, reader.range());
@@ -1234,6 +1569,19 @@ impl<'a, 'i> Emitter<'a, 'i> {
         }
     }
 
+    /// What a call to System API import `func` calls: the import, or the injected function
+    /// of the native stable reads in its place.
+    fn system_api(&self, func: u32) -> u32 {
+        let Some(native) = self.native else {
+            return func;
+        };
+        let accesses = [native.read, native.write].into_iter().flatten();
+        (self.native_func..)
+            .zip(accesses)
+            .find(|(_, access)| access.import == func)
+            .map_or(func, |(injected, _)| injected)
+    }
+
     /// The function the host calls for defined function `func`: its wrapper with
     /// [`Counter::Local`], the function itself (shifted) otherwise.
     fn entry(&self, func: u32) -> u32 {
@@ -1286,6 +1634,12 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 functions.function(ty);
             }
         }
+        if let Some(native) = self.native {
+            for access in [native.read, native.write].into_iter().flatten() {
+                // The import's type with the counter, as every System API call has it.
+                functions.function(self.local_types + access.ty);
+            }
+        }
     }
 
     fn add_globals(&self, globals: &mut GlobalSection) {
@@ -1305,6 +1659,16 @@ impl<'a, 'i> Emitter<'a, 'i> {
             },
             &ConstExpr::i32_const(0),
         );
+        if self.native.is_some() {
+            globals.global(
+                GlobalType {
+                    val_type: ValType::I64,
+                    mutable: true,
+                    shared: false,
+                },
+                &ConstExpr::i64_const(0),
+            );
+        }
     }
 
     fn add_exports(&self, exports: &mut ExportSection) {
@@ -1338,6 +1702,15 @@ impl<'a, 'i> Emitter<'a, 'i> {
         if let Some(start) = self.info.start {
             exports.export(CANISTER_START_EXPORT, ExportKind::Func, self.entry(start));
         }
+        if self.native.is_some() {
+            exports.export(STABLE_CACHE_EXPORT, ExportKind::Memory, 1);
+            exports.export(STABLE_MARKS_EXPORT, ExportKind::Memory, 2);
+            exports.export(
+                STABLE_BYTES_EXPORT,
+                ExportKind::Global,
+                self.stable_bytes_global,
+            );
+        }
     }
 
     /// Appends the decrement helper and emits the code section.
@@ -1347,6 +1720,19 @@ impl<'a, 'i> Emitter<'a, 'i> {
         if self.counter == Counter::Local {
             for &func in &self.info.entry_funcs {
                 code.function(&self.entry_wrapper(func));
+            }
+        }
+        if let Some(native) = self.native {
+            let accesses = [(native.read, false), (native.write, true)];
+            for (access, write) in accesses {
+                if let Some(access) = access {
+                    code.function(&native_access_function(
+                        access,
+                        write,
+                        self.info.mem64,
+                        self.stable_bytes_global,
+                    ));
+                }
             }
         }
         self.module.section(&code);
@@ -1758,7 +2144,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     replace_call(out, &mut run_start, &mut dirty);
                     self.probe_enter(out, function_index, CounterIn::Local(c));
                     // System API calls charge: the counter goes in and comes back.
-                    sink(out).local_get(c).call(function_index).local_set(c);
+                    sink(out)
+                        .local_get(c)
+                        .call(self.system_api(function_index))
+                        .local_set(c);
                     self.probe_exit(out, CounterIn::Local(c));
                     dirty = true;
                 }
@@ -1798,7 +2187,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
                         self.probe_exit(out, CounterIn::Local(scratch64));
                         sink(out).local_get(scratch64).return_();
                     } else {
-                        sink(out).local_get(c).call(function_index).return_();
+                        sink(out)
+                            .local_get(c)
+                            .call(self.system_api(function_index))
+                            .return_();
                     }
                 }
                 Operator::ReturnCall { function_index } => {

@@ -579,7 +579,8 @@ fn run_seed(seed: u64, stats: &mut Stats) {
                 stats.local_counter += 1;
             }
             // Whatever instrumentation accepts, it must turn into a valid module.
-            let mut validator = wasmparser::Validator::new_with_features(instrument::FEATURES);
+            let mut validator =
+                wasmparser::Validator::new_with_features(instrument::OUTPUT_FEATURES);
             if let Err(e) = validator.validate_all(&a.wasm) {
                 panic!("seed {seed}: instrumentation produced an invalid module: {e} (template {}, wild {})", case.template, case.wild);
             }

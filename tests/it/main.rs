@@ -22,6 +22,7 @@ mod heap_writes;
 mod memory_tracker;
 mod metering;
 mod motoko;
+mod native_stable;
 mod pr_comment;
 mod profile;
 mod profile_cli;

@@ -532,6 +532,70 @@ impl Drop for TrackedMemory {
     }
 }
 
+/// wasmtime's `memory_reservation`, set in the engine's configuration: the address space
+/// wasmtime counts as a memory's (with its guard) whatever the memory's size.
+pub const MEMORY_RESERVATION: usize = 4 << 30;
+
+/// A memory of fixed size, readable and writable from the start, untracked: the
+/// instrumentation declares its own memories with their maximum as their minimum, so they
+/// never grow. Untouched pages cost no host memory.
+struct PlainMemory {
+    base: *mut u8,
+    len: usize,
+    mapping_len: usize,
+}
+
+// SAFETY: the mapping is owned by this value and never moves.
+unsafe impl Send for PlainMemory {}
+unsafe impl Sync for PlainMemory {}
+
+impl PlainMemory {
+    fn new(len: usize, guard: usize) -> std::result::Result<Self, String> {
+        // wasmtime takes a fault anywhere in the memory's reservation and guard for the
+        // memory's own (`wasm_fault`), so those addresses must be this memory's: another
+        // memory there would be a second owner.
+        let mapping_len = len.max(MEMORY_RESERVATION) + guard;
+        let base = reserve(mapping_len)
+            .map_err(|e| format!("cannot reserve {mapping_len} bytes for a memory: {e}"))?;
+        let memory = PlainMemory {
+            base,
+            len,
+            mapping_len,
+        };
+        protect(base, len, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| e.to_string())?;
+        Ok(memory)
+    }
+}
+
+// SAFETY: the mapping is owned by this value and never moves; its size is fixed.
+unsafe impl LinearMemory for PlainMemory {
+    fn byte_size(&self) -> usize {
+        self.len
+    }
+
+    fn byte_capacity(&self) -> usize {
+        self.len
+    }
+
+    fn grow_to(&mut self, new_size: usize) -> Result<()> {
+        if new_size > self.len {
+            bail!("a memory of the instrumentation does not grow");
+        }
+        Ok(())
+    }
+
+    fn as_ptr(&self) -> *mut u8 {
+        self.base
+    }
+}
+
+impl Drop for PlainMemory {
+    fn drop(&mut self) {
+        // SAFETY: our own reservation, which wasmtime no longer uses.
+        unsafe { libc::munmap(self.base.cast(), self.mapping_len) };
+    }
+}
+
 thread_local! {
     /// Memories created on this thread since the last `take_created`: instantiation is
     /// synchronous, so the canister picks up its heap right after instantiating.
@@ -556,6 +620,11 @@ unsafe impl MemoryCreator for HeapCreator {
         reserved_size_in_bytes: Option<usize>,
         guard_size_in_bytes: usize,
     ) -> std::result::Result<Box<dyn LinearMemory>, String> {
+        if CREATED.with(|c| !c.borrow().is_empty()) {
+            // Not memory 0: the instrumentation's own memories (the stable memory's native
+            // read cache and its bytemap), which nothing tracks.
+            return PlainMemory::new(minimum, guard_size_in_bytes).map(|m| Box::new(m) as _);
+        }
         let (max_heap, reserved) = if ty.is_64() {
             // Bounds-checked code: the reservation only has to hold the largest heap.
             (MAX_WASM64_HEAP_BYTES, MAX_WASM64_HEAP_BYTES)

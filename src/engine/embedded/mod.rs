@@ -61,6 +61,11 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             .wasm_multi_value(true)
             .wasm_tail_call(true)
             .wasm_memory64(true)
+            // The native stable reads' cache and marks (the canister's own module has one
+            // memory: instrumentation checks that).
+            .wasm_multi_memory(true)
+            // wasmtime's default on 64-bit hosts; the untracked memories reserve as much.
+            .memory_reservation(heap::MEMORY_RESERVATION as u64)
             .with_host_memory(Arc::new(HeapCreator));
         wasmtime::Engine::new(&config)
             .expect("the embedded engine's wasmtime configuration is valid")
@@ -78,6 +83,9 @@ pub struct LoadedModule {
     /// Messages can change tables or drop segments: such a module gets a fresh instance
     /// after every message, as on the replica (which instantiates per message).
     fresh_instance_per_message: bool,
+    /// Its instances answer some stable memory accesses natively
+    /// (`instrument::STABLE_CACHE_EXPORT`).
+    native_stable: bool,
     /// The heap is a 64-bit memory.
     pub wasm64: bool,
     /// The module declares Motoko's enhanced orthogonal persistence (the metadata section
@@ -198,6 +206,8 @@ struct Compiled {
     wasm_instruction_count: u64,
     memory64: bool,
     mutates_instance: bool,
+    /// Calls to `stable64_read`/`write` go to the injected native accesses.
+    native_stable: bool,
     /// Where the code keeps the counter: the requested placement unless the module forced
     /// the fallback, which decides the System API's signatures.
     counter: Counter,
@@ -206,12 +216,13 @@ struct Compiled {
 }
 
 impl Compiled {
-    /// The entry's meta part: the instruction count, the two flags as bytes 0/1, then the
+    /// The entry's meta part: the instruction count, the three flags as bytes 0/1, then the
     /// counter placement (0 global, 1 local).
     fn meta(&self) -> Vec<u8> {
         let mut m = self.wasm_instruction_count.to_le_bytes().to_vec();
         m.push(self.memory64 as u8);
         m.push(self.mutates_instance as u8);
+        m.push(self.native_stable as u8);
         m.push(match self.counter {
             Counter::Global => 0,
             Counter::Local => 1,
@@ -225,12 +236,12 @@ impl Compiled {
             1 => Ok(true),
             _ => Err(anyhow!("a flag byte is {b}, not 0 or 1")),
         };
-        let [n @ .., memory64, mutates, counter] = meta else {
-            bail!("the meta part is {} bytes, not 11", meta.len());
+        let [n @ .., memory64, mutates, native, counter] = meta else {
+            bail!("the meta part is {} bytes, not 12", meta.len());
         };
         let n: [u8; 8] = n
             .try_into()
-            .map_err(|_| anyhow!("the meta part is {} bytes, not 11", meta.len()))?;
+            .map_err(|_| anyhow!("the meta part is {} bytes, not 12", meta.len()))?;
         let counter = match counter {
             0 => Counter::Global,
             1 => Counter::Local,
@@ -241,6 +252,7 @@ impl Compiled {
             wasm_instruction_count: u64::from_le_bytes(n),
             memory64: flag(*memory64)?,
             mutates_instance: flag(*mutates)?,
+            native_stable: flag(*native)?,
             counter,
             profiled,
         })
@@ -261,6 +273,7 @@ fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
         wasm_instruction_count: instrumented.wasm_instruction_count,
         memory64: instrumented.memory64,
         mutates_instance: instrumented.mutates_instance,
+        native_stable: instrumented.native_stable,
         counter: instrumented.counter,
         profiled,
     })
@@ -367,6 +380,7 @@ fn link(
         wasm_instruction_count,
         memory64,
         mutates_instance,
+        native_stable,
         counter,
         profiled,
     } = compiled;
@@ -435,6 +449,7 @@ fn link(
         exports,
         compile_instructions: wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         fresh_instance_per_message: mutates_instance,
+        native_stable,
         wasm64: memory64,
         enhanced_orthogonal_persistence: has_metadata(raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,
@@ -572,6 +587,8 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     let mut memory: Option<Memory> = None;
     for (name, ext) in exports {
         match ext {
+            // The native stable accesses' memories and global are the host's business only.
+            _ if module.native_stable && name.starts_with(instrument::ICBENCH_EXPORT_PREFIX) => {}
             Extern::Global(g)
                 if name != instrument::INSTRUCTION_COUNTER_EXPORT
                     && name != instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT
@@ -593,6 +610,11 @@ fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
                 region.handle_fault(addr)
             });
         }
+    }
+    if module.native_stable {
+        let native = system_api::NativeStable::new(&mut store, &instance)
+            .ok_or_else(|| anyhow!("the instrumented module lacks its native stable exports"))?;
+        store.data_mut().native_stable = Some(native);
     }
     store.data_mut().counter = Some(counter);
     store.data_mut().memory = memory;
@@ -823,6 +845,7 @@ impl EmbeddedEngine {
             charge_writes: true,
             folded: 0,
             folded_pages: 0,
+            native_stable: None,
         }
     }
 
@@ -977,6 +1000,9 @@ impl EmbeddedEngine {
             state.charge_writes = !api.ignores_modifications();
             state.folded = 0;
             state.folded_pages = 0;
+            if let Some(native) = &mut state.native_stable {
+                native.begin();
+            }
             state.profiler = match (profiling, names) {
                 (Profiling::Off, _) | (_, None) => None,
                 (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
@@ -989,6 +1015,7 @@ impl EmbeddedEngine {
                 }
             };
         }
+        system_api::sync_native_size(&mut inst.store)?;
         let stable_before = inst.store.data().stable.image().size_bytes();
         let saved_misc = (
             inst.store.data().certified_data.clone(),
@@ -1000,6 +1027,13 @@ impl EmbeddedEngine {
         }
         let store = &mut inst.store;
         let mut result = on_large_stack(move || func.call(store, ()));
+        {
+            // Stable memory as the injected functions left it in their cache.
+            let state = inst.store.data_mut();
+            if let Some(native) = &mut state.native_stable {
+                native.finish(&mut state.stable);
+            }
+        }
         if result.is_err() && inst.out_of_instructions.get(&mut inst.store).unwrap_i32() != 0 {
             // A failed instruction check, not the module's own `unreachable`.
             inst.out_of_instructions.set(&mut inst.store, Val::I32(0))?;
@@ -1375,6 +1409,8 @@ impl EmbeddedEngine {
         data.counter = old.counter;
         data.memory = old.memory;
         data.heap = old.heap;
+        // Its marks too: the next message clears them.
+        data.native_stable = old.native_stable;
         data.certified_data = saved.certified_data.clone();
         data.global_timer = saved.global_timer;
         Ok(None)

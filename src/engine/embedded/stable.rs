@@ -544,6 +544,19 @@ impl StableMemory {
         Ok(newly_dirty)
     }
 
+    /// Puts `bytes` (a whole 4 KiB page) into page `page`, which the current message has
+    /// written already: the native stable writes' write-back, which changes no count.
+    pub fn write_back(&mut self, page: u64, bytes: &[u8]) {
+        debug_assert!(self.log.undo.contains_key(&page), "page {page} not written");
+        let (entry, _) = self.image.pages.page_mut(page);
+        Arc::make_mut(entry).copy_from_slice(bytes);
+    }
+
+    /// The stored bytes of 4 KiB page `page` (`None`: zeros).
+    pub fn page_bytes(&self, page: u64) -> Option<&[u8]> {
+        self.image.pages.get(page).map(|p| &p[..])
+    }
+
     pub fn os_pages_per_wasm_page() -> u64 {
         OS_PAGES_PER_WASM_PAGE
     }
