@@ -67,6 +67,11 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             // wasmtime's default on 64-bit hosts; the untracked memories reserve as much.
             .memory_reservation(heap::MEMORY_RESERVATION as u64)
             .with_host_memory(Arc::new(HeapCreator));
+        if std::env::var_os("ICBENCH_PERF_MAP").is_some_and(|v| v == "1") {
+            // For `perf record`: names the canister's compiled functions in
+            // /tmp/perf-PID.map. Changes no count and no cache key.
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         wasmtime::Engine::new(&config)
             .expect("the embedded engine's wasmtime configuration is valid")
     })
