@@ -279,7 +279,7 @@ impl FrozenHeap {
         len: usize,
         pages: impl Iterator<Item = (u32, &'a [u8])>,
     ) -> Result<FrozenHeap> {
-        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        use std::os::fd::AsRawFd;
         if len == 0 {
             return Ok(FrozenHeap {
                 image: HeapImage::default(),
@@ -288,26 +288,7 @@ impl FrozenHeap {
                 layer: None,
             });
         }
-        // Sized (and `len` checked) before the file is.
-        let mut image = HeapImage::default();
-        image.set_len(len)?;
-        // SAFETY: a plain syscall with a NUL-terminated name.
-        let fd = unsafe { libc::memfd_create(c"icbench-heap".as_ptr(), libc::MFD_CLOEXEC) };
-        if fd < 0 {
-            bail!(
-                "cannot create a memfd for a heap snapshot: {}",
-                std::io::Error::last_os_error()
-            );
-        }
-        // SAFETY: `fd` was just created and is owned by nothing else.
-        let file = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: a plain syscall on our own file.
-        if unsafe { libc::ftruncate(file.as_raw_fd(), len as libc::off_t) } != 0 {
-            bail!(
-                "cannot size a {len}-byte heap snapshot: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+        let (image, file) = new_frozen_file(len)?;
         // Written with pwritev, not through a mapping: the pages go into the file without
         // being mapped here, so the process's resident memory counts them only where a view
         // maps them (a 10,000,000-row heap map's snapshot is 1.5 GB), not once more while
@@ -329,12 +310,24 @@ impl FrozenHeap {
             written.insert(page);
         }
         run.write(file.as_raw_fd())?;
+        Self::sealed(image, file, written)
+    }
+
+    /// The frozen heap of `image` (reserved, `len` set) and `file` (holding its bytes):
+    /// the file mapped over the reservation.
+    #[cfg(target_os = "linux")]
+    fn sealed(
+        mut image: HeapImage,
+        file: std::os::fd::OwnedFd,
+        written: PageSet,
+    ) -> Result<FrozenHeap> {
+        use std::os::fd::AsRawFd;
         // Read-only: a stray write would change every fork's heap.
         // SAFETY: the first `len` bytes of the fresh reservation become the shared file.
         unsafe {
             map_fixed(
                 image.base,
-                len,
+                image.len(),
                 libc::PROT_READ,
                 libc::MAP_SHARED,
                 file.as_raw_fd(),
@@ -347,6 +340,70 @@ impl FrozenHeap {
             file: Some(file),
             layer: None,
         })
+    }
+
+    /// `live` (a canister's heap, whose other pages than `written` are zero) frozen, and
+    /// `live` turned into a view of it, as [`FrozenHeap::map_into`] leaves a heap: a block
+    /// at a time, each block's pages written into the file and the block then mapped from
+    /// it, so the live heap's own pages go back to the system as the copy grows, instead
+    /// of both being held until the end (a 10,000,000-row SQLite heap is 1.2 GB). Returns
+    /// the frozen heap and the id `map_into` would have returned (0: `live` kept its bytes
+    /// and is no view, where there is no file to map).
+    ///
+    /// # Safety
+    /// As for `map_into`: `live` is the accessible part of a heap mapping this engine owns,
+    /// not armed, and no Wasm runs meanwhile.
+    pub unsafe fn moved_from(live: &mut [u8], written: &PageSet) -> Result<(FrozenHeap, u64)> {
+        #[cfg(target_os = "linux")]
+        if !live.is_empty() && (live.as_ptr() as usize).is_multiple_of(OS_PAGE) {
+            use std::os::fd::AsRawFd;
+            /// Bytes of heap copied before they are mapped back from the file.
+            const BLOCK: usize = 32 << 20;
+            let len = live.len();
+            let (image, file) = new_frozen_file(len)?;
+            let base = live.as_mut_ptr();
+            let mut set = PageSet::default();
+            let mut pages = written
+                .iter()
+                .take_while(|&p| page_range(p).end <= len)
+                .peekable();
+            for start in (0..len).step_by(BLOCK) {
+                let end = (start + BLOCK).min(len);
+                let mut run = PageRun::default();
+                while let Some(page) = pages.next_if(|&p| page_range(p).start < end) {
+                    // SAFETY: a page of `live` (checked to end within it above); the slice
+                    // is dropped by `run.write` before the block is mapped over.
+                    let bytes = unsafe {
+                        std::slice::from_raw_parts(base.add(page_range(page).start), OS_PAGE)
+                    };
+                    if !run.extends(page) {
+                        run.write(file.as_raw_fd())?;
+                    }
+                    if run.pages.is_empty() {
+                        run.first = page;
+                    }
+                    run.pages.push(bytes);
+                    set.insert(page);
+                }
+                run.write(file.as_raw_fd())?;
+                // SAFETY: the caller's contract; the block's bytes are in the file now
+                // (pages not written are zero in both), so the view holds what was there.
+                unsafe {
+                    map_fixed_at(
+                        base.add(start),
+                        end - start,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_PRIVATE,
+                        file.as_raw_fd(),
+                        start,
+                    )?
+                };
+            }
+            let frozen = Self::sealed(image, file, set)?;
+            let id = frozen.id;
+            return Ok((frozen, id));
+        }
+        Ok((Self::of(live, written)?, 0))
     }
 
     /// A heap of `len` bytes holding `pages` (each one OS page; every other page zero),
@@ -620,6 +677,33 @@ impl PageRun<'_> {
 /// The next [`FrozenHeap::id`].
 static NEXT_FROZEN_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A reserved image of `len` bytes and an empty memfd of that size, for a frozen heap.
+#[cfg(target_os = "linux")]
+fn new_frozen_file(len: usize) -> Result<(HeapImage, std::os::fd::OwnedFd)> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    // Sized (and `len` checked) before the file is.
+    let mut image = HeapImage::default();
+    image.set_len(len)?;
+    // SAFETY: a plain syscall with a NUL-terminated name.
+    let fd = unsafe { libc::memfd_create(c"icbench-heap".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        bail!(
+            "cannot create a memfd for a heap snapshot: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let file = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: a plain syscall on our own file.
+    if unsafe { libc::ftruncate(file.as_raw_fd(), len as libc::off_t) } != 0 {
+        bail!(
+            "cannot size a {len}-byte heap snapshot: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok((image, file))
+}
+
 /// Maps `len` bytes at `addr` (replacing what was there), never reserving swap for them.
 ///
 /// # Safety
@@ -632,6 +716,22 @@ unsafe fn map_fixed(
     flags: libc::c_int,
     fd: libc::c_int,
 ) -> Result<()> {
+    // SAFETY: the caller's contract.
+    unsafe { map_fixed_at(addr, len, prot, flags, fd, 0) }
+}
+
+/// [`map_fixed`] of the file from byte `offset` (a multiple of the page size) on.
+///
+/// # Safety
+/// As for [`map_fixed`].
+unsafe fn map_fixed_at(
+    addr: *mut u8,
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+    fd: libc::c_int,
+    offset: usize,
+) -> Result<()> {
     if len == 0 {
         return Ok(());
     }
@@ -643,7 +743,7 @@ unsafe fn map_fixed(
             prot,
             flags | libc::MAP_FIXED | libc::MAP_NORESERVE,
             fd,
-            0,
+            offset as libc::off_t,
         )
     };
     if got == libc::MAP_FAILED {
@@ -817,6 +917,45 @@ mod tests {
             assert_eq!(private_kb(a.base), 2 * OS_PAGE / 1024);
             assert_eq!(private_kb(b.base), 0);
         }
+    }
+
+    #[test]
+    fn a_heap_moved_into_its_frozen_copy_keeps_its_bytes_and_none_of_its_own_pages() {
+        // Two blocks and a part of a third: pages in each, one across no boundary.
+        let pages = 2 * 8192 + 100;
+        let mut live = Live::new(pages);
+        let written: PageSet = [0u32, 5, 8191, 8192, 9000, 16_384, 16_483].into_iter().collect();
+        for p in written.iter() {
+            live.bytes()[page_range(p)].fill((p % 251) as u8 + 1);
+        }
+        let before = live.bytes().to_vec();
+        #[cfg(target_os = "linux")]
+        assert!(private_kb(live.base) >= written.iter().count() * OS_PAGE / 1024);
+        // SAFETY: our own mapping, nothing else uses it.
+        let (frozen, id) = unsafe { FrozenHeap::moved_from(live.bytes(), &written).unwrap() };
+        assert_eq!(live.bytes(), &before[..]);
+        assert_eq!(frozen.len(), pages * OS_PAGE);
+        assert_eq!(
+            frozen.written_pages().collect::<Vec<_>>(),
+            written.iter().collect::<Vec<_>>()
+        );
+        for p in written.iter() {
+            assert_eq!(frozen.page(p), &before[page_range(p)]);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            // The live heap is a view of the copy: no page of its own until it writes one,
+            // and a write stays its own.
+            assert_ne!(id, 0);
+            assert_eq!(private_kb(live.base), 0);
+            live.bytes()[9000 * OS_PAGE] = 0;
+            assert_eq!(frozen.page(9000)[0], (9000 % 251) as u8 + 1);
+            // SAFETY: our own mapping; `id` is what moved_from returned for it.
+            assert!(unsafe { frozen.revert_live(live.bytes(), id, &[9000]).unwrap() });
+            assert_eq!(live.bytes(), &before[..]);
+        }
+        #[cfg(not(target_os = "linux"))]
+        assert_eq!(id, 0);
     }
 
     #[test]

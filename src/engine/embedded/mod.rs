@@ -1330,12 +1330,26 @@ impl EmbeddedEngine {
             .iter()
             .map(|g| g.get(&mut inst.store))
             .collect();
-        let heap = frozen_committed(
-            &c.since_load,
-            inst,
-            heap_bytes(inst) as usize,
-            &c.heap_written,
-        )?;
+        let len = heap_bytes(inst) as usize;
+        let heap = match (shared_or_layered(&c.since_load, inst, len)?, &inst.heap) {
+            (Some(heap), _) => heap,
+            (None, Some(h)) if !module.fresh_instance_per_message => {
+                // SAFETY: between messages the live heap is the committed one, not armed.
+                let (frozen, view) =
+                    unsafe { FrozenHeap::moved_from(h.bytes_mut(), &c.heap_written)? };
+                let frozen = Arc::new(frozen);
+                if view != 0 {
+                    // As after a restore: the live heap is a view of the state saved.
+                    h.set_view_of(view, std::iter::empty());
+                    c.since_load = Some(SinceLoad {
+                        heap: frozen.clone(),
+                        pages: HashSet::new(),
+                    });
+                }
+                frozen
+            }
+            (None, _) => frozen_committed(&c.since_load, inst, len, &c.heap_written)?,
+        };
         let data = inst.store.data();
         Ok(SavedState {
             module,
@@ -1495,31 +1509,50 @@ fn frozen_committed(
     len: usize,
     written: &PageSet,
 ) -> Result<Arc<FrozenHeap>> {
-    let committed: &[u8] = match &inst.heap {
-        // SAFETY: no Wasm runs while we read; between messages (or rolled back, up to
-        // `len`: a failed message that grew the heap) the live heap is the committed one.
+    if let Some(heap) = shared_or_layered(since_load, inst, len)? {
+        return Ok(heap);
+    }
+    Ok(Arc::new(FrozenHeap::of(committed(inst, len), written)?))
+}
+
+/// The live heap's first `len` bytes: between messages (or rolled back, up to `len`: a
+/// failed message that grew the heap) the committed heap.
+fn committed(inst: &Instance, len: usize) -> &[u8] {
+    match &inst.heap {
+        // SAFETY: no Wasm runs while the caller reads (between messages).
         Some(h) => unsafe { &h.bytes_mut()[..len] },
         None => &[],
-    };
-    if let Some(since) = since_load {
-        let pages = since.heap.len() / heap::OS_PAGE;
-        if since.heap.len() == committed.len() && pages > 0 {
-            if since.pages.is_empty() {
-                return Ok(since.heap.clone());
-            }
-            // A layer pays off while it holds a small part of the heap.
-            if (since.pages.len() + since.heap.layer_pages()) * 4 < pages {
-                let mut changed: Vec<u32> = since.pages.iter().copied().collect();
-                changed.sort_unstable();
-                return Ok(Arc::new(FrozenHeap::layered(
-                    &since.heap,
-                    committed,
-                    changed.into_iter(),
-                )?));
-            }
-        }
     }
-    Ok(Arc::new(FrozenHeap::of(committed, written)?))
+}
+
+/// [`frozen_committed`]'s forms that share the loaded state's frozen heap, when one
+/// applies; `None`: the heap needs a whole copy.
+fn shared_or_layered(
+    since_load: &Option<SinceLoad>,
+    inst: &Instance,
+    len: usize,
+) -> Result<Option<Arc<FrozenHeap>>> {
+    let Some(since) = since_load else {
+        return Ok(None);
+    };
+    let pages = since.heap.len() / heap::OS_PAGE;
+    if since.heap.len() != len || pages == 0 {
+        return Ok(None);
+    }
+    if since.pages.is_empty() {
+        return Ok(Some(since.heap.clone()));
+    }
+    // A layer pays off while it holds a small part of the heap.
+    if (since.pages.len() + since.heap.layer_pages()) * 4 < pages {
+        let mut changed: Vec<u32> = since.pages.iter().copied().collect();
+        changed.sort_unstable();
+        return Ok(Some(Arc::new(FrozenHeap::layered(
+            &since.heap,
+            committed(inst, len),
+            changed.into_iter(),
+        )?)));
+    }
+    Ok(None)
 }
 
 fn restore_instance(
