@@ -355,13 +355,13 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         let args = [&["--suite", "scaling", "--jobs", "2"], extra].concat();
         icbench_with(available, &args)
     };
-    // 10,000,000 rows on 2 jobs: SQLite at its peak (5.1 GB) beside the StableBTreeMap's
+    // 10,000,000 rows on 2 jobs: SQLite at its peak (3.8 GB) beside the StableBTreeMap's
     // 2.1 GB, and 0.5 GB whatever the stores.
     let (code, stderr) = run("6000000000", &[]);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 7.7 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 5.6 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.4 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.3 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The upgrade suite: its limit run (8 GB, the heap near 4 GiB) beside the heap map's
     // upgrade at 1,000,000 rows (0.9 GB), with every store's states held (1.3 GB).
@@ -382,7 +382,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let (code, stderr) = run("4000000000", &["--shard", "3/3"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
-        stderr.starts_with("error: the scaling suite to 10,000,000 rows on 1 job (shard 3/3: sqlite) needs about 5.6 GB"),
+        stderr.starts_with("error: the scaling suite to 10,000,000 rows on 1 job (shard 3/3: sqlite) needs about 4.3 GB"),
         "{stderr}"
     );
     let (code, stderr) = run("1000000000", &[]);
