@@ -921,10 +921,12 @@ mod tests {
 
     #[test]
     fn a_heap_moved_into_its_frozen_copy_keeps_its_bytes_and_none_of_its_own_pages() {
-        // Two blocks and a part of a third: pages in each, one across no boundary.
+        // Two 32 MiB blocks and part of a third, with pages on both sides of each boundary.
         let pages = 2 * 8192 + 100;
         let mut live = Live::new(pages);
-        let written: PageSet = [0u32, 5, 8191, 8192, 9000, 16_384, 16_483].into_iter().collect();
+        let written: PageSet = [0u32, 5, 8191, 8192, 9000, 16_384, 16_483]
+            .into_iter()
+            .collect();
         for p in written.iter() {
             live.bytes()[page_range(p)].fill((p % 251) as u8 + 1);
         }
