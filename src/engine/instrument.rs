@@ -105,7 +105,7 @@ pub const ICBENCH_EXPORT_PREFIX: &str = "__icbench ";
 /// through the host: no limit, memory tracker charge or error can arise from it, and it
 /// charges the host function's own fee. Everything else is the host's, as before: the first
 /// accesses to a page, a first write, a range past the cache, out of bounds (stable memory
-/// or heap), longer than [`NATIVE_READ_MAX`] or without the instructions for its fee.
+/// or heap), longer than [`NATIVE_ACCESS_MAX`] or without the instructions for its fee.
 ///
 /// The one difference a canister could see is when a trap happens, not whether: a native
 /// access does not fold the memory tracker's pending page charges into the counter, so a
@@ -119,10 +119,10 @@ pub const STABLE_MARKS_EXPORT: &str = "__icbench stable marks";
 /// An i64 global: the stable memory's size in bytes, at most [`STABLE_CACHE_BYTES`].
 pub const STABLE_BYTES_EXPORT: &str = "__icbench stable bytes";
 /// How much stable memory the cache covers: 8 GiB, a 10,000,000-row StableBTreeMap's
-/// several times over. Pages past it are always read by the host.
+/// several times over. Pages past it are always accessed through the host.
 pub const STABLE_CACHE_BYTES: u64 = 8 << 30;
-/// The longest read the injected function answers (its fee cannot overflow).
-const NATIVE_READ_MAX: u64 = 65536;
+/// The longest access an injected function answers (its fee cannot overflow).
+const NATIVE_ACCESS_MAX: u64 = 65536;
 
 /// Where the instrumented code keeps the instruction counter while a function runs. Both
 /// charge the same amounts at the same points, so the counter holds the same value whenever
@@ -345,7 +345,7 @@ fn instrument_options(
 }
 
 // -------------------------------------------------------------------------------------------
-// Native stable reads (see STABLE_CACHE_EXPORT)
+// Native stable accesses (see STABLE_CACHE_EXPORT)
 // -------------------------------------------------------------------------------------------
 
 /// The System API imports whose calls injected functions take over.
@@ -432,12 +432,12 @@ fn native_access_function(
     };
     let mut sink = f.instructions();
     sink.block(BlockType::Empty)
-        // 1 <= size <= NATIVE_READ_MAX
+        // 1 <= size <= NATIVE_ACCESS_MAX
         .local_get(size)
         .i64_eqz()
         .br_if(0)
         .local_get(size)
-        .i64_const(NATIVE_READ_MAX as i64)
+        .i64_const(NATIVE_ACCESS_MAX as i64)
         .i64_gt_u()
         .br_if(0)
         // The fee, and enough instructions left for it (the host's `charge`).
@@ -1570,7 +1570,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
     }
 
     /// What a call to System API import `func` calls: the import, or the injected function
-    /// of the native stable reads in its place.
+    /// of the native stable accesses in its place.
     fn system_api(&self, func: u32) -> u32 {
         let Some(native) = self.native else {
             return func;

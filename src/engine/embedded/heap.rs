@@ -621,8 +621,8 @@ unsafe impl MemoryCreator for HeapCreator {
         guard_size_in_bytes: usize,
     ) -> std::result::Result<Box<dyn LinearMemory>, String> {
         if CREATED.with(|c| !c.borrow().is_empty()) {
-            // Not memory 0: the instrumentation's own memories (the stable memory's native
-            // read cache and its bytemap), which nothing tracks.
+            // Not memory 0: the instrumentation's own memories (the cache of stable memory
+            // for the native accesses and its marks), which nothing tracks.
             return PlainMemory::new(minimum, guard_size_in_bytes).map(|m| Box::new(m) as _);
         }
         let (max_heap, reserved) = if ty.is_64() {

@@ -61,7 +61,7 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             .wasm_multi_value(true)
             .wasm_tail_call(true)
             .wasm_memory64(true)
-            // The native stable reads' cache and marks (the canister's own module has one
+            // The native stable accesses' cache and marks (the canister's own module has one
             // memory: instrumentation checks that).
             .wasm_multi_memory(true)
             // wasmtime's default on 64-bit hosts; the untracked memories reserve as much.

@@ -195,7 +195,7 @@ pub struct HostState {
     /// The Wasm pages counted (heap and stable memory, accessed and written) when they
     /// were last folded: while the count stays, so do the charges.
     pub folded_pages: u64,
-    /// The host's side of the native stable reads, when the module has them.
+    /// The host's side of the native stable accesses, when the module has them.
     pub native_stable: Option<NativeStable>,
 }
 
@@ -741,7 +741,7 @@ fn stable_write_impl(
     charge(caller, newly_dirty * overhead)
 }
 
-/// Tells the native stable reads' injected function the stable memory's size (as far as
+/// Tells the native stable accesses' injected functions the stable memory's size (as far as
 /// the cache covers it): after every grow and when a message starts.
 pub fn sync_native_size(mut ctx: impl wasmtime::AsContextMut<Data = HostState>) -> Result<()> {
     let data = ctx.as_context().data();
