@@ -1348,7 +1348,7 @@ impl EmbeddedEngine {
                 }
                 frozen
             }
-            (None, _) => frozen_committed(&c.since_load, inst, len, &c.heap_written)?,
+            (None, _) => Arc::new(FrozenHeap::of(committed(inst, len), &c.heap_written)?),
         };
         let data = inst.store.data();
         Ok(SavedState {
