@@ -1643,31 +1643,22 @@ impl<'a, 'i> Emitter<'a, 'i> {
     }
 
     fn add_globals(&self, globals: &mut GlobalSection) {
-        globals.global(
-            GlobalType {
-                val_type: ValType::I64,
-                mutable: true,
-                shared: false,
-            },
-            &ConstExpr::i64_const(0),
-        );
-        globals.global(
-            GlobalType {
-                val_type: ValType::I32,
-                mutable: true,
-                shared: false,
-            },
-            &ConstExpr::i32_const(0),
-        );
-        if self.native.is_some() {
+        let mut zero = |val_type, init: &ConstExpr| {
             globals.global(
                 GlobalType {
-                    val_type: ValType::I64,
+                    val_type,
                     mutable: true,
                     shared: false,
                 },
-                &ConstExpr::i64_const(0),
+                init,
             );
+        };
+        // The instruction counter, the out-of-instructions flag, and the stable memory's
+        // size for the native accesses.
+        zero(ValType::I64, &ConstExpr::i64_const(0));
+        zero(ValType::I32, &ConstExpr::i32_const(0));
+        if self.native.is_some() {
+            zero(ValType::I64, &ConstExpr::i64_const(0));
         }
     }
 

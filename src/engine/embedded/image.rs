@@ -300,13 +300,7 @@ impl FrozenHeap {
             if written.contains(page) {
                 bail!("heap page {page} is given twice");
             }
-            if !run.extends(page) {
-                run.write(file.as_raw_fd())?;
-            }
-            if run.pages.is_empty() {
-                run.first = page;
-            }
-            run.pages.push(bytes);
+            run.push(page, bytes, file.as_raw_fd())?;
             written.insert(page);
         }
         run.write(file.as_raw_fd())?;
@@ -376,13 +370,7 @@ impl FrozenHeap {
                     let bytes = unsafe {
                         std::slice::from_raw_parts(base.add(page_range(page).start), OS_PAGE)
                     };
-                    if !run.extends(page) {
-                        run.write(file.as_raw_fd())?;
-                    }
-                    if run.pages.is_empty() {
-                        run.first = page;
-                    }
-                    run.pages.push(bytes);
+                    run.push(page, bytes, file.as_raw_fd())?;
                     set.insert(page);
                 }
                 run.write(file.as_raw_fd())?;
@@ -620,10 +608,23 @@ struct PageRun<'a> {
 }
 
 #[cfg(target_os = "linux")]
-impl PageRun<'_> {
+impl<'a> PageRun<'a> {
     /// Whether `page` follows the run (an empty run takes any page).
     fn extends(&self, page: u32) -> bool {
         self.pages.is_empty() || page as u64 == self.first as u64 + self.pages.len() as u64
+    }
+
+    /// Adds `page` (numbers ascending), writing the run so far first when `page` does not
+    /// follow it.
+    fn push(&mut self, page: u32, bytes: &'a [u8], fd: std::os::fd::RawFd) -> Result<()> {
+        if !self.extends(page) {
+            self.write(fd)?;
+        }
+        if self.pages.is_empty() {
+            self.first = page;
+        }
+        self.pages.push(bytes);
+        Ok(())
     }
 
     /// Writes the run at its place in `fd` and empties it.
