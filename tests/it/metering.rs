@@ -954,3 +954,129 @@ fn an_import_in_a_table_falls_back_to_the_global_counter() {
     let plain = wat::parse_str(r#"(module (func (export "f")))"#).unwrap();
     assert_eq!(instrument(&plain).unwrap().counter, Counter::Local);
 }
+
+/// Defined functions take an `i32` argument past the fourth integer one as an `i64` (a
+/// performance change, `call_params` in instrument.rs): every way of calling such a function
+/// must pass each argument through unchanged, at the replica's counts.
+#[test]
+fn arguments_past_the_registers_pass_through_every_kind_of_call() {
+    const WAT: &str = r#"(module
+            (type $wide (func (param i32 i64 f32 i32 i32 i32 f64 i32 i32) (result i64)))
+            (table 2 funcref)
+            (elem (i32.const 0) $mix $tail)
+            (func $mix (type $wide)
+              local.get 8 i32.const 1 i32.add local.set 8
+              local.get 0 i64.extend_i32_u
+              local.get 1 i64.const 1 i64.shl i64.xor
+              local.get 2 i32.reinterpret_f32 i64.extend_i32_u i64.const 2 i64.shl i64.xor
+              local.get 3 i64.extend_i32_u i64.const 3 i64.shl i64.xor
+              local.get 4 i64.extend_i32_u i64.const 4 i64.shl i64.xor
+              local.get 5 local.tee 5 i64.extend_i32_u i64.const 5 i64.shl i64.xor
+              local.get 6 i64.reinterpret_f64 i64.const 6 i64.shl i64.xor
+              local.get 7 i64.extend_i32_u i64.const 7 i64.shl i64.xor
+              local.get 8 i64.extend_i32_u i64.const 8 i64.shl i64.xor)
+            (func $tail (type $wide)
+              local.get 0 local.get 1 local.get 2 local.get 3 local.get 4
+              local.get 5 local.get 6 local.get 7 local.get 8
+              return_call $mix)
+            (func (export "direct") (type $wide)
+              local.get 0 local.get 1 local.get 2 local.get 3 local.get 4
+              local.get 5 local.get 6 local.get 7 local.get 8
+              call $mix)
+            (func (export "indirect") (type $wide)
+              local.get 0 local.get 1 local.get 2 local.get 3 local.get 4
+              local.get 5 local.get 6 local.get 7 local.get 8
+              i32.const 1 call_indirect (type $wide))
+            (func (export "tail_indirect") (type $wide)
+              local.get 0 local.get 1 local.get 2 local.get 3 local.get 4
+              local.get 5 local.get 6 local.get 7 local.get 8
+              i32.const 0 return_call_indirect (type $wide)))"#;
+    let mut h = Harness::new(WAT);
+    let (p0, p1, p2, p3, p4, p5, p6, p7, p8) = (
+        -1i32,
+        0x0123_4567_89ab_cdefi64,
+        1.5f32,
+        -2i32,
+        i32::MAX,
+        -3i32,
+        -0.25f64,
+        -4i32,
+        -1i32,
+    );
+    let args = [
+        Val::I32(p0),
+        Val::I64(p1),
+        Val::F32(p2.to_bits()),
+        Val::I32(p3),
+        Val::I32(p4),
+        Val::I32(p5),
+        Val::F64(p6.to_bits()),
+        Val::I32(p7),
+        Val::I32(p8),
+    ];
+    let u = |x: i32| u64::from(x as u32);
+    let expected = u(p0)
+        ^ (p1 as u64) << 1
+        ^ u64::from(p2.to_bits()) << 2
+        ^ u(p3) << 3
+        ^ u(p4) << 4
+        ^ u(p5) << 5
+        ^ p6.to_bits() << 6
+        ^ u(p7) << 7
+        ^ u(p8.wrapping_add(1)) << 8;
+    // $mix: entry 1 + 4 (the add and set) + 2 + 4 + 6 + 5 + 5 + 6 (with the tee) + 5 + 5 + 5
+    // = 48. Callers: entry 1 + nine local.get 9, then `call` 5 (15), `i32.const` 1 and
+    // `call_indirect` 10 (21) to $tail (1 + 9 + `return_call` 3 = 13), or `i32.const` 1 and
+    // `return_call_indirect` 60 (71).
+    for (name, used) in [
+        ("direct", 15 + 48),
+        ("indirect", 21 + 13 + 48),
+        ("tail_indirect", 71 + 48),
+    ] {
+        let (charged, results) = h.run(name, &args);
+        assert_eq!(charged, used, "{name}");
+        assert_eq!(results[0].unwrap_i64() as u64, expected, "{name}");
+    }
+    // The local counter's module: no function the code calls takes an i32 past the fourth
+    // integer (the exports' wrappers, which only the host calls, keep the input's types).
+    let input_types = wasmparser::Parser::new(0)
+        .parse_all(&wat::parse_str(WAT).unwrap())
+        .find_map(|payload| match payload.unwrap() {
+            wasmparser::Payload::TypeSection(reader) => Some(reader.count()),
+            _ => None,
+        })
+        .unwrap();
+    let mut types = Vec::new();
+    let mut checked = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(&h.runs[1].instrumented.wasm) {
+        match payload.unwrap() {
+            wasmparser::Payload::TypeSection(reader) => {
+                for ty in reader.into_iter_err_on_gc_types() {
+                    types.push(ty.unwrap());
+                }
+            }
+            wasmparser::Payload::FunctionSection(reader) => {
+                for ty in reader {
+                    let ty = ty.unwrap();
+                    if ty < input_types {
+                        continue;
+                    }
+                    let ints: Vec<_> = types[ty as usize]
+                        .params()
+                        .iter()
+                        .filter(|p| {
+                            matches!(p, wasmparser::ValType::I32 | wasmparser::ValType::I64)
+                        })
+                        .collect();
+                    assert!(
+                        !ints.iter().skip(4).any(|p| **p == wasmparser::ValType::I32),
+                        "an i32 past the fourth integer parameter: {ints:?}"
+                    );
+                    checked += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(checked >= 5, "{checked} defined functions checked");
+}
