@@ -17,7 +17,8 @@
 //! Besides the table, the results go to `target/engine_speed.json`:
 //! `{"workloads": [{"name", "plain_ms", "metered_ms", "ratio"}, ...]}`.
 //!
-//! Run with `cargo bench --bench engine_speed`. Times are the process's CPU time (so that
+//! Run with `cargo bench --bench engine_speed` (`ENGINE_SPEED_WORKLOADS=bench-canister-btree-insert`
+//! for one workload, `ICBENCH_PERF_MAP=1` to name compiled functions for `perf`). Times are the process's CPU time (so that
 //! other processes on a shared machine do not count). Reports the best of 5 timed runs after one
 //! warm-up (plain and metered runs alternate, so both see the same machine load), the
 //! metered instruction count, the speed ratio (plain time / metered time; the target is
@@ -174,7 +175,9 @@ struct Plain {
 
 impl Plain {
     fn new(wasm: &[u8]) -> Self {
-        let engine = wasmtime::Engine::default();
+        let mut config = wasmtime::Config::new();
+        perf_map(&mut config);
+        let engine = wasmtime::Engine::new(&config).expect("plain wasmtime config");
         let module = wasmtime::Module::new(&engine, wasm).expect("workload compiles");
         let mut linker: wasmtime::Linker<()> = wasmtime::Linker::new(&engine);
         linker
@@ -252,6 +255,7 @@ impl PlainCanister {
         // The replica's Wasm stack limit, which the engine uses too (wasmtime checks it
         // against the async stack size even for sync calls).
         config.async_stack_size(6 << 20).max_wasm_stack(5 << 20);
+        perf_map(&mut config);
         let transformed;
         let wasm = if native_stable {
             config.wasm_multi_memory(true).wasm_memory64(true);
@@ -433,6 +437,34 @@ fn canister_workload(runs: usize) -> Measured {
     }
 }
 
+/// `ENGINE_SPEED_WORKLOADS=a,b`: only these workloads (for profiling one); unset, all.
+fn selected_workloads() -> Option<Vec<String>> {
+    let value = std::env::var("ENGINE_SPEED_WORKLOADS").ok()?;
+    let known: Vec<&str> = workloads()
+        .iter()
+        .map(|w| w.name)
+        .chain([CANISTER_WORKLOAD])
+        .collect();
+    let names: Vec<String> = value.split(',').map(|n| n.trim().to_string()).collect();
+    for name in &names {
+        if !known.contains(&name.as_str()) {
+            panic!(
+                "ENGINE_SPEED_WORKLOADS names {name:?}, which is not a workload (known: {})",
+                known.join(", ")
+            );
+        }
+    }
+    Some(names)
+}
+
+/// Names plain wasmtime's compiled functions for `perf` when `ICBENCH_PERF_MAP=1`, as the
+/// embedded engine does.
+fn perf_map(config: &mut wasmtime::Config) {
+    if std::env::var_os("ICBENCH_PERF_MAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
+}
+
 /// One workload's best times and its metered instruction count.
 struct Measured {
     plain: Duration,
@@ -507,6 +539,18 @@ fn module_workload(w: &Workload, runs: usize) -> Measured {
 }
 
 fn main() {
+    // The CLI runs canisters on threads with room for the Wasm stack, where the engine
+    // runs a message in place; elsewhere it spawns a thread per message, which the bench
+    // would time as the engine's (about 3% of a 5,000-row insert, measured).
+    std::thread::scope(|scope| {
+        icbench::engine::embedded::spawn_scoped(scope, "engine_speed", run_all)
+            .expect("spawning the bench's thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+fn run_all() {
     // `cargo bench` passes `--bench`; there are no options to parse.
     let runs = match std::env::var("ENGINE_SPEED_RUNS") {
         Ok(v) => match v.parse::<usize>() {
@@ -516,13 +560,25 @@ fn main() {
         Err(_) => RUNS,
     };
     println!("engine_speed: plain wasmtime vs the embedded engine (instrumented + metered), best of {runs} after a warm-up\n");
-    let workloads = workloads();
+    let only = selected_workloads();
+    let workloads: Vec<Workload> = workloads()
+        .into_iter()
+        .filter(|w| {
+            only.as_ref()
+                .is_none_or(|names| names.contains(&w.name.to_string()))
+        })
+        .collect();
+    let with_canister = only
+        .as_ref()
+        .is_none_or(|names| names.contains(&CANISTER_WORKLOAD.to_string()));
     for w in &workloads {
         println!("  {:<27} {}", w.name, w.what);
     }
-    println!(
-        "  {CANISTER_WORKLOAD:<27} the bench canister's add_users_btree, {CANISTER_ROWS_PER_RUN} rows per call"
-    );
+    if with_canister {
+        println!(
+            "  {CANISTER_WORKLOAD:<27} the bench canister's add_users_btree, {CANISTER_ROWS_PER_RUN} rows per call"
+        );
+    }
     println!();
     println!(
         "{:<27} | {:>10} | {:>11} | {:>6} | {:>15} | {:>16} | {:>14} | target",
@@ -541,7 +597,7 @@ fn main() {
     let measured = workloads
         .iter()
         .map(|w| (w.name, TARGET_RATIO, module_workload(w, runs)))
-        .chain(std::iter::once_with(|| {
+        .chain(with_canister.then(|| {
             (
                 CANISTER_WORKLOAD,
                 CANISTER_TARGET_RATIO,
