@@ -140,7 +140,10 @@ pub enum Counter {
     /// written only where it can be observed: before every operator that can trap or grow
     /// memory, before System API calls (which take the counter as an extra last argument and
     /// return it charged as an extra last result, so the host need not touch the global), before
-    /// bulk-operation charges. A failed check sets the flag global and traps. Defined
+    /// bulk-operation charges, but not before plain loads and stores: their only trap, out
+    /// of bounds, leaves the global behind ([`stale_at_heap_traps`]), and the engine counts
+    /// such a message again with [`Counter::Global`]. A failed check sets the flag global
+    /// and traps. Defined
     /// functions take their `i32` parameters past the fourth integer one as `i64`
     /// ([`call_params`]), which Cranelift passes without a store-forwarding stall.
     ///
@@ -1059,6 +1062,47 @@ fn replica_injected_ops(injection: Injection) -> u64 {
         Injection::Dynamic(SizeOperand::I64) => 1,
         Injection::Dynamic(SizeOperand::I32) => 3,
     }
+}
+
+/// Whether the global counter can be behind at a trap: with the local counter and without
+/// the profiling probes, loads and stores ([`heap_access`]) do not write the counter back
+/// first. Their one trap, `MemoryOutOfBounds`, is rare and ends the message, and writing the
+/// global before every segment that touches memory cost a tenth of the StableBTreeMap
+/// fill's time; so the engine instead runs such a message again on the module with
+/// [`Counter::Global`], whose count at every trap is the replica's.
+pub fn stale_at_heap_traps(counter: Counter, profiled: bool) -> bool {
+    counter == Counter::Local && !profiled
+}
+
+/// Scalar loads and stores of the module's memory: they trap only when out of bounds.
+fn heap_access(op: &Operator) -> bool {
+    use Operator as O;
+    matches!(
+        op,
+        O::I32Load { .. }
+            | O::I64Load { .. }
+            | O::F32Load { .. }
+            | O::F64Load { .. }
+            | O::I32Load8S { .. }
+            | O::I32Load8U { .. }
+            | O::I32Load16S { .. }
+            | O::I32Load16U { .. }
+            | O::I64Load8S { .. }
+            | O::I64Load8U { .. }
+            | O::I64Load16S { .. }
+            | O::I64Load16U { .. }
+            | O::I64Load32S { .. }
+            | O::I64Load32U { .. }
+            | O::I32Store { .. }
+            | O::I64Store { .. }
+            | O::F32Store { .. }
+            | O::F64Store { .. }
+            | O::I32Store8 { .. }
+            | O::I32Store16 { .. }
+            | O::I64Store8 { .. }
+            | O::I64Store16 { .. }
+            | O::I64Store32 { .. }
+    )
 }
 
 /// Operators that can neither trap nor leave the function nor grow memory, so that the
@@ -2393,8 +2437,12 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     sink(out).ref_func(self.shift.func(function_index));
                 }
                 // Kept verbatim; if it can trap, the global is brought up to date first (the
-                // count at a trap is what the message is charged).
-                _ if dirty && !cannot_trap(op) => {
+                // count at a trap is what the message is charged), except before loads and
+                // stores ([`stale_at_heap_traps`]).
+                _ if dirty
+                    && !cannot_trap(op)
+                    && !(stale_at_heap_traps(Counter::Local, self.profile) && heap_access(op)) =>
+                {
                     out.extend_from_slice(&wasm[run_start..at]);
                     run_start = at;
                     flush(out, &mut dirty);

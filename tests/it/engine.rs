@@ -4,6 +4,7 @@
 use candid::Principal;
 use icbench::engine::cost::{Limits, Replica};
 use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::instrument::Counter;
 use icbench::engine::{
     Engine, ErrorCode, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
@@ -171,6 +172,84 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
 
     e.update(id, "change", &[]).unwrap().result.unwrap();
     assert_eq!(state(&mut e), vec![42, 77, 0, 1]);
+}
+
+/// With the local counter, loads and stores do not write the counter back to its global
+/// first (instrument.rs, `stale_at_heap_traps`): a message that traps at one runs again on
+/// the module with the replica's global counter. Its count, error, rolled-back state and log
+/// must be those of one run, on both counter placements, grown heap or not.
+#[test]
+fn a_load_out_of_bounds_is_counted_at_the_trap() {
+    let wasm = wat::parse_str(
+        r#"(module
+          (import "ic0" "debug_print" (func $print (param i32 i32)))
+          (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+          (import "ic0" "msg_reply" (func $reply))
+          (import "ic0" "time" (func $time (result i64)))
+          (memory 1)
+          (global $g (mut i64) (i64.const 7))
+          (data (i32.const 100) "before")
+          (func $load (param i32) (result i32) local.get 0 i32.load)
+          (func (export "canister_update oob")
+            i32.const 70000 call $load drop)
+          (func (export "canister_update work_then_oob")
+            (local $i i32)
+            (call $print (i32.const 100) (i32.const 6))
+            (global.set $g (i64.const 99))
+            (i64.store (i32.const 200) (i64.const 12345))
+            ;; A loop whose length depends on the time: a run again must see the same time.
+            (loop $l
+              (local.set $i (i32.add (local.get $i) (i32.const 1)))
+              (br_if $l (i64.lt_u (i64.extend_i32_u (local.get $i))
+                                  (i64.rem_u (call $time) (i64.const 97)))))
+            (drop (memory.grow (i32.const 2)))
+            (drop (i32.load (i32.const 0x40000))))
+          (func (export "canister_query state")
+            (i64.store (i32.const 0) (global.get $g))
+            (i64.store (i32.const 8) (i64.load (i32.const 200)))
+            (i64.store (i32.const 16) (i64.extend_i32_u (memory.size)))
+            (call $append (i32.const 0) (i32.const 24))
+            (call $reply)))"#,
+    )
+    .unwrap();
+    let mut counts = Vec::new();
+    for counter in [Counter::Global, Counter::Local] {
+        let mut e = EmbeddedEngine::default()
+            .with_replica(Replica::R2026_05)
+            .with_counter(counter);
+        let (id, _) = e.install(&wasm, &[]).unwrap();
+        let state = |e: &mut EmbeddedEngine| {
+            reply_u64s(&e.query(id, "state", &[]).unwrap().result.unwrap())
+        };
+        // oob: one segment, charged at its start: entry 1 + i32.const 1 + call 5 + drop 1 =
+        // 8; $load: entry 1 + local.get 1 + i32.load 1 = 3, charged before the load traps.
+        let out = e.update(id, "oob", &[]).unwrap();
+        let err = out.result.unwrap_err();
+        assert_eq!(err.error_code, ErrorCode::CanisterTrapped, "{counter:?}");
+        assert!(
+            err.message.contains("heap out of bounds"),
+            "{}",
+            err.message
+        );
+        assert_eq!(out.report.instructions, 11, "{counter:?}");
+        let time = e.time_ns();
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            let out = e.update(id, "work_then_oob", &[]).unwrap();
+            assert_eq!(
+                out.result.unwrap_err().error_code,
+                ErrorCode::CanisterTrapped
+            );
+            assert_eq!(e.last_log(id), vec!["before".to_string()], "{counter:?}");
+            assert_eq!(state(&mut e), vec![7, 0, 1], "{counter:?}: rolled back");
+            seen.push(out.report.instructions);
+        }
+        // One message, one tick of the clock, however often it ran; the query saw one too.
+        assert_eq!(e.time_ns(), time + 4, "{counter:?}");
+        counts.push(seen);
+    }
+    assert_eq!(counts[0], counts[1], "Global and Local counts");
+    assert_ne!(counts[0][0], counts[0][1], "the time changes the loop");
 }
 
 /// A failed message takes back the pages it wrote from the old bytes its first writes kept

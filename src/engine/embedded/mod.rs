@@ -104,6 +104,9 @@ pub struct LoadedModule {
     requested_counter: Counter,
     /// Instrumented with the profiling probes: then the names of its frames.
     profile_names: Option<FrameNames>,
+    /// A trap at a load or store can leave the counter global behind
+    /// ([`instrument::stale_at_heap_traps`]): such a message is counted again.
+    stale_at_heap_traps: bool,
 }
 
 /// What loading found out about a module, sorted so it compares: a module from the compile
@@ -461,6 +464,7 @@ fn link(
         raw: raw.into(),
         requested_counter,
         profile_names: profiled.then(|| FrameNames::of(raw)),
+        stale_at_heap_traps: instrument::stale_at_heap_traps(counter, profiled),
     })
 }
 
@@ -968,6 +972,7 @@ impl EmbeddedEngine {
             .module
             .as_ref()
             .is_some_and(|m| m.fresh_instance_per_message);
+        let stale_at_heap_traps = c.module.as_ref().is_some_and(|m| m.stale_at_heap_traps);
         // The replica multiplies the heap's (not stable memory's) page charge for wasm64.
         let heap_page_overhead = match &c.module {
             Some(m) if m.wasm64 => overhead * cost::WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER,
@@ -1090,6 +1095,11 @@ impl EmbeddedEngine {
         let stable_dirty = inst.store.data().stable.dirty_pages();
 
         let response = inst.store.data_mut().msg.response.take();
+        // The count at a load or store that trapped is in no global: the message runs again.
+        let count_again = (stale_at_heap_traps
+            && matches!(&result, Err(e) if e.downcast_ref::<wasmtime::Trap>()
+                == Some(&wasmtime::Trap::MemoryOutOfBounds)))
+        .then(|| std::mem::take(&mut inst.store.data_mut().msg.arg));
         let outcome: Result<Vec<u8>, Reject> = match &result {
             Ok(()) => match response {
                 Some(Response::Reply(bytes)) => Ok(bytes),
@@ -1163,8 +1173,24 @@ impl EmbeddedEngine {
             restart = Some(self.save(id)?);
         }
         if let Some(saved) = restart {
+            let log = self.last_log(id);
             self.load(id, &saved)?;
+            // A fresh state for the instance, but the message's log stays the last one.
+            if let Some(inst) = &mut self.canister(id)?.live {
+                inst.store.data_mut().log = log;
+            }
         }
+        let (instructions, outcome) = match count_again {
+            Some(arg) => {
+                let again = self.count_with_global_counter(
+                    id,
+                    (api, export, method, arg, budget),
+                    time_ns,
+                )?;
+                (again.report.instructions, again.result)
+            }
+            None => (instructions, outcome),
+        };
         let stable_after = self
             .canister(id)?
             .live
@@ -1185,6 +1211,38 @@ impl EmbeddedEngine {
                 profile,
             },
         })
+    }
+
+    /// Runs a message that trapped at a load or store again from the state before it (the
+    /// canister's state now, the trap having rolled it back), on the module's variant with
+    /// [`Counter::Global`], and gives its outcome: the same trap, counted as the replica
+    /// counts it. The canister is left as it was, on its own module, with the message's log.
+    fn count_with_global_counter(
+        &mut self,
+        id: Principal,
+        (api, export, method, arg, budget): (ApiType, &str, &str, Vec<u8>, Option<u64>),
+        time_ns: u64,
+    ) -> Result<CallOutcome> {
+        let before = self.save(id)?;
+        let global = SavedState {
+            module: load_variant(&before.module.raw, Counter::Global, false)?,
+            ..before.clone()
+        };
+        let profiling = std::mem::replace(&mut self.profiling, Profiling::Off);
+        let print_log = std::mem::replace(&mut self.print_log, false);
+        self.time_ns = time_ns - 1;
+        let again = self
+            .load(id, &global)
+            .and_then(|()| self.execute_within(id, api, export, method, arg, budget));
+        let log = self.last_log(id);
+        self.profiling = profiling;
+        self.print_log = print_log;
+        self.time_ns = time_ns;
+        self.load(id, &before)?;
+        if let Some(inst) = &mut self.canister(id)?.live {
+            inst.store.data_mut().log = log;
+        }
+        again
     }
 
     /// Fresh instance of `module` over the `carried` memories, then `canister_start` and
