@@ -1067,7 +1067,7 @@ fn replica_injected_ops(injection: Injection) -> u64 {
 /// Whether the global counter can be behind at a trap: with the local counter and without
 /// the profiling probes, loads and stores ([`heap_access`]) do not write the counter back
 /// first. Their one trap, `MemoryOutOfBounds`, is rare and ends the message, and writing the
-/// global before every segment that touches memory cost a tenth of the StableBTreeMap
+/// global before every segment that touches memory cost about 5% of the StableBTreeMap
 /// fill's time; so the engine instead runs such a message again on the module with
 /// [`Counter::Global`], whose count at every trap is the replica's.
 pub fn stale_at_heap_traps(counter: Counter, profiled: bool) -> bool {
