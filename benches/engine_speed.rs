@@ -17,9 +17,10 @@
 //! Besides the table, the results go to `target/engine_speed.json`:
 //! `{"workloads": [{"name", "plain_ms", "metered_ms", "ratio"}, ...]}`.
 //!
-//! Run with `cargo bench --bench engine_speed` (`ENGINE_SPEED_WORKLOADS=bench-canister-btree-insert`
-//! for one workload, `ICBENCH_PERF_MAP=1` to name compiled functions for `perf`). Times are the process's CPU time (so that
-//! other processes on a shared machine do not count). Reports the best of 5 timed runs after one
+//! Run with `cargo bench --bench engine_speed`
+//! (`ENGINE_SPEED_WORKLOADS=bench-canister-btree-insert` for one workload,
+//! `ICBENCH_PERF_MAP=1` to name every engine's compiled functions for `perf`). Times are
+//! the process's CPU time (so that other processes on a shared machine do not count). Reports the best of 5 timed runs after one
 //! warm-up (plain and metered runs alternate, so both see the same machine load), the
 //! metered instruction count, the speed ratio (plain time / metered time; the target is
 //! at least 0.67, i.e. metered at least 2/3 of plain speed), metered instructions per second,
@@ -176,7 +177,7 @@ struct Plain {
 impl Plain {
     fn new(wasm: &[u8]) -> Self {
         let mut config = wasmtime::Config::new();
-        perf_map(&mut config);
+        icbench::engine::embedded::perf_map_if_asked(&mut config);
         let engine = wasmtime::Engine::new(&config).expect("plain wasmtime config");
         let module = wasmtime::Module::new(&engine, wasm).expect("workload compiles");
         let mut linker: wasmtime::Linker<()> = wasmtime::Linker::new(&engine);
@@ -255,7 +256,7 @@ impl PlainCanister {
         // The replica's Wasm stack limit, which the engine uses too (wasmtime checks it
         // against the async stack size even for sync calls).
         config.async_stack_size(6 << 20).max_wasm_stack(5 << 20);
-        perf_map(&mut config);
+        icbench::engine::embedded::perf_map_if_asked(&mut config);
         let transformed;
         let wasm = if native_stable {
             config.wasm_multi_memory(true).wasm_memory64(true);
@@ -455,14 +456,6 @@ fn selected_workloads() -> Option<Vec<String>> {
         }
     }
     Some(names)
-}
-
-/// Names plain wasmtime's compiled functions for `perf` when `ICBENCH_PERF_MAP=1`, as the
-/// embedded engine does.
-fn perf_map(config: &mut wasmtime::Config) {
-    if std::env::var_os("ICBENCH_PERF_MAP").is_some_and(|v| v == "1") {
-        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-    }
 }
 
 /// One workload's best times and its metered instruction count.

@@ -22,6 +22,38 @@
 
 use wasmparser::Operator;
 
+/// The scalar loads and stores of linear memory: one cost (by the memory's index type),
+/// and out of bounds their only trap.
+pub fn is_scalar_load_or_store(op: &Operator) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        I32Load { .. }
+            | I64Load { .. }
+            | F32Load { .. }
+            | F64Load { .. }
+            | I32Load8S { .. }
+            | I32Load8U { .. }
+            | I32Load16S { .. }
+            | I32Load16U { .. }
+            | I64Load8S { .. }
+            | I64Load8U { .. }
+            | I64Load16S { .. }
+            | I64Load16U { .. }
+            | I64Load32S { .. }
+            | I64Load32U { .. }
+            | I32Store { .. }
+            | I64Store { .. }
+            | F32Store { .. }
+            | F64Store { .. }
+            | I32Store8 { .. }
+            | I32Store16 { .. }
+            | I64Store8 { .. }
+            | I64Store16 { .. }
+            | I64Store32 { .. }
+    )
+}
+
 /// Static cost of one Wasm operator, exactly as the replica's `instruction_to_cost`.
 ///
 /// `mem64` is true when the module's (first) memory is a 64-bit memory; it only
@@ -86,29 +118,7 @@ pub fn instruction_cost(op: &Operator, mem64: bool) -> u64 {
         F32DemoteF64 | F64PromoteF32 => 1,
 
         // ---- memory ------------------------------------------------------------------
-        I32Load { .. }
-        | I64Load { .. }
-        | F32Load { .. }
-        | F64Load { .. }
-        | I32Load8S { .. }
-        | I32Load8U { .. }
-        | I32Load16S { .. }
-        | I32Load16U { .. }
-        | I64Load8S { .. }
-        | I64Load8U { .. }
-        | I64Load16S { .. }
-        | I64Load16U { .. }
-        | I64Load32S { .. }
-        | I64Load32U { .. }
-        | I32Store { .. }
-        | I64Store { .. }
-        | F32Store { .. }
-        | F64Store { .. }
-        | I32Store8 { .. }
-        | I32Store16 { .. }
-        | I64Store8 { .. }
-        | I64Store16 { .. }
-        | I64Store32 { .. } => load_store,
+        _ if is_scalar_load_or_store(op) => load_store,
         MemoryGrow { .. } | TableGrow { .. } => 300,
         MemorySize { .. } => 20,
         TableSize { .. } => 100,

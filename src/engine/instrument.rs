@@ -55,7 +55,7 @@ use wasmparser::{
     Payload, TypeRef, ValidPayload, Validator, WasmFeatures,
 };
 
-use super::cost::{instruction_cost, system_api_fee, ApiFee};
+use super::cost::{instruction_cost, is_scalar_load_or_store, system_api_fee, ApiFee};
 
 /// Export name of the injected instruction counter global.
 pub const INSTRUCTION_COUNTER_EXPORT: &str = "canister counter_instructions";
@@ -1065,44 +1065,13 @@ fn replica_injected_ops(injection: Injection) -> u64 {
 }
 
 /// Whether the global counter can be behind at a trap: with the local counter and without
-/// the profiling probes, loads and stores ([`heap_access`]) do not write the counter back
-/// first. Their one trap, `MemoryOutOfBounds`, is rare and ends the message, and writing the
+/// the profiling probes, loads and stores ([`is_scalar_load_or_store`]) do not write the
+/// counter back first. Their one trap, `MemoryOutOfBounds`, is rare and ends the message, and writing the
 /// global before every segment that touches memory cost about 5% of the StableBTreeMap
 /// fill's time; so the engine instead runs such a message again on the module with
 /// [`Counter::Global`], whose count at every trap is the replica's.
 pub fn stale_at_heap_traps(counter: Counter, profiled: bool) -> bool {
     counter == Counter::Local && !profiled
-}
-
-/// Scalar loads and stores of the module's memory: they trap only when out of bounds.
-fn heap_access(op: &Operator) -> bool {
-    use Operator as O;
-    matches!(
-        op,
-        O::I32Load { .. }
-            | O::I64Load { .. }
-            | O::F32Load { .. }
-            | O::F64Load { .. }
-            | O::I32Load8S { .. }
-            | O::I32Load8U { .. }
-            | O::I32Load16S { .. }
-            | O::I32Load16U { .. }
-            | O::I64Load8S { .. }
-            | O::I64Load8U { .. }
-            | O::I64Load16S { .. }
-            | O::I64Load16U { .. }
-            | O::I64Load32S { .. }
-            | O::I64Load32U { .. }
-            | O::I32Store { .. }
-            | O::I64Store { .. }
-            | O::F32Store { .. }
-            | O::F64Store { .. }
-            | O::I32Store8 { .. }
-            | O::I32Store16 { .. }
-            | O::I64Store8 { .. }
-            | O::I64Store16 { .. }
-            | O::I64Store32 { .. }
-    )
 }
 
 /// Operators that can neither trap nor leave the function nor grow memory, so that the
@@ -2199,7 +2168,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 sink(out).local_get(param).i32_wrap_i64().local_set(shadow);
             }
         }
-        let widen_arguments = |out: &mut Vec<u8>, ty: u32| {
+        let widen_arguments = |out: &mut Vec<u8>, call: &Operator| {
+            let Some(ty) = self.called_type(call) else {
+                return;
+            };
             let Some(first) = self.first_widened[ty as usize] else {
                 return;
             };
@@ -2248,6 +2220,14 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     .global_set(g);
             }
         };
+        // Where the body's locals are now: declared ones one up (after the counter), widened
+        // parameters in their i32 copies.
+        let moved = |local: u32| match shadows.get(local as usize) {
+            Some(Some(shadow)) => *shadow,
+            _ if local >= params => local + 1,
+            _ => local,
+        };
+        let heap_traps_stale = stale_at_heap_traps(Counter::Local, self.profile);
         let mut run_start = ops_start;
         let mut next_point = 0;
         for i in 0..self.ops.len() {
@@ -2321,31 +2301,18 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 replace(out, run_start);
                 flush(out, dirty);
             };
-            let shadow = |local: u32| shadows.get(local as usize).copied().flatten();
             match *op {
-                Operator::LocalGet { local_index } if shadow(local_index).is_some() => {
+                Operator::LocalGet { local_index } if moved(local_index) != local_index => {
                     replace(out, &mut run_start);
-                    sink(out).local_get(shadow(local_index).unwrap_or(local_index));
+                    sink(out).local_get(moved(local_index));
                 }
-                Operator::LocalSet { local_index } if shadow(local_index).is_some() => {
+                Operator::LocalSet { local_index } if moved(local_index) != local_index => {
                     replace(out, &mut run_start);
-                    sink(out).local_set(shadow(local_index).unwrap_or(local_index));
+                    sink(out).local_set(moved(local_index));
                 }
-                Operator::LocalTee { local_index } if shadow(local_index).is_some() => {
+                Operator::LocalTee { local_index } if moved(local_index) != local_index => {
                     replace(out, &mut run_start);
-                    sink(out).local_tee(shadow(local_index).unwrap_or(local_index));
-                }
-                Operator::LocalGet { local_index } if local_index >= params => {
-                    replace(out, &mut run_start);
-                    sink(out).local_get(local_index + 1);
-                }
-                Operator::LocalSet { local_index } if local_index >= params => {
-                    replace(out, &mut run_start);
-                    sink(out).local_set(local_index + 1);
-                }
-                Operator::LocalTee { local_index } if local_index >= params => {
-                    replace(out, &mut run_start);
-                    sink(out).local_tee(local_index + 1);
+                    sink(out).local_tee(moved(local_index));
                 }
                 Operator::Call { function_index } if function_index < nfi => {
                     // The global is brought up to date too: a trap before the host takes
@@ -2362,7 +2329,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 }
                 Operator::Call { function_index } => {
                     replace_call(out, &mut run_start, &mut dirty);
-                    widen_arguments(out, self.info.func_types[(function_index - nfi) as usize]);
+                    widen_arguments(out, op);
                     sink(out)
                         .local_get(c)
                         .call(self.shift.func(function_index))
@@ -2376,7 +2343,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     replace_call(out, &mut run_start, &mut dirty);
                     let index = scratch(table_index);
                     sink(out).local_set(index);
-                    widen_arguments(out, type_index);
+                    widen_arguments(out, op);
                     sink(out)
                         .local_get(c)
                         .local_get(index)
@@ -2408,7 +2375,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     replace_call(out, &mut run_start, &mut dirty);
                     // The callee takes this function's place: it leaves first.
                     self.probe_exit(out, CounterIn::Local(c));
-                    widen_arguments(out, self.info.func_types[(function_index - nfi) as usize]);
+                    widen_arguments(out, op);
                     sink(out)
                         .local_get(c)
                         .return_call(self.shift.func(function_index));
@@ -2421,7 +2388,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                     self.probe_exit(out, CounterIn::Local(c));
                     let index = scratch(table_index);
                     sink(out).local_set(index);
-                    widen_arguments(out, type_index);
+                    widen_arguments(out, op);
                     sink(out)
                         .local_get(c)
                         .local_get(index)
@@ -2441,7 +2408,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 // stores ([`stale_at_heap_traps`]).
                 _ if dirty
                     && !cannot_trap(op)
-                    && !(stale_at_heap_traps(Counter::Local, self.profile) && heap_access(op)) =>
+                    && !(heap_traps_stale && is_scalar_load_or_store(op)) =>
                 {
                     out.extend_from_slice(&wasm[run_start..at]);
                     run_start = at;

@@ -67,14 +67,18 @@ fn wasmtime_engine() -> &'static wasmtime::Engine {
             // wasmtime's default on 64-bit hosts; the untracked memories reserve as much.
             .memory_reservation(heap::MEMORY_RESERVATION as u64)
             .with_host_memory(Arc::new(HeapCreator));
-        if std::env::var_os("ICBENCH_PERF_MAP").is_some_and(|v| v == "1") {
-            // For `perf record`: names the canister's compiled functions in
-            // /tmp/perf-PID.map. Changes no count and no cache key.
-            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-        }
+        perf_map_if_asked(&mut config);
         wasmtime::Engine::new(&config)
             .expect("the embedded engine's wasmtime configuration is valid")
     })
+}
+
+/// With `ICBENCH_PERF_MAP=1`, for `perf record`: wasmtime names the compiled functions in
+/// /tmp/perf-PID.map. Changes no count and no cache key.
+pub fn perf_map_if_asked(config: &mut wasmtime::Config) {
+    if std::env::var_os("ICBENCH_PERF_MAP").is_some_and(|v| v == "1") {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
 }
 
 /// A module ready to instantiate: instrumented, compiled and linked once, then cached.
@@ -1173,12 +1177,7 @@ impl EmbeddedEngine {
             restart = Some(self.save(id)?);
         }
         if let Some(saved) = restart {
-            let log = self.last_log(id);
-            self.load(id, &saved)?;
-            // A fresh state for the instance, but the message's log stays the last one.
-            if let Some(inst) = &mut self.canister(id)?.live {
-                inst.store.data_mut().log = log;
-            }
+            self.load_keeping_log(id, &saved)?;
         }
         let (instructions, outcome) = match count_again {
             Some(arg) => {
@@ -1234,15 +1233,22 @@ impl EmbeddedEngine {
         let again = self
             .load(id, &global)
             .and_then(|()| self.execute_within(id, api, export, method, arg, budget));
-        let log = self.last_log(id);
         self.profiling = profiling;
         self.print_log = print_log;
         self.time_ns = time_ns;
-        self.load(id, &before)?;
+        self.load_keeping_log(id, &before)?;
+        again
+    }
+
+    /// [`Self::load`] after a message: a fresh state for the instance, but the message's log
+    /// stays the last one.
+    fn load_keeping_log(&mut self, id: Principal, saved: &SavedState) -> Result<()> {
+        let log = self.last_log(id);
+        self.load(id, saved)?;
         if let Some(inst) = &mut self.canister(id)?.live {
             inst.store.data_mut().log = log;
         }
-        again
+        Ok(())
     }
 
     /// Fresh instance of `module` over the `carried` memories, then `canister_start` and
