@@ -19,7 +19,9 @@
 //!
 //! Run with `cargo bench --bench engine_speed`
 //! (`ENGINE_SPEED_WORKLOADS=bench-canister-btree-insert` for one workload,
-//! `ICBENCH_PERF_MAP=1` to name every engine's compiled functions for `perf`). Times are
+//! `ICBENCH_PERF_MAP=1` to name every engine's compiled functions for `perf`,
+//! `ENGINE_SPEED_SIDE=metered` or `native` to run one side of the bench canister's workload
+//! alone, so that `perf` sees that side only: it prints the total only). Times are
 //! the process's CPU time (so that other processes on a shared machine do not count). Reports the best of 5 timed runs after one
 //! warm-up (plain and metered runs alternate, so both see the same machine load), the
 //! metered instruction count, the speed ratio (plain time / metered time; the target is
@@ -387,10 +389,50 @@ fn inserted(reply: &CanisterReply) -> u64 {
     }
 }
 
+/// `ENGINE_SPEED_SIDE=metered|native`: only that side of the bench canister's workload runs,
+/// `runs` inserts after a warm-up, for `perf record` to see one side alone; nothing timed.
+fn profiled_side() -> Option<String> {
+    let side = std::env::var("ENGINE_SPEED_SIDE").ok()?;
+    match side.as_str() {
+        "metered" | "native" => Some(side),
+        _ => panic!("ENGINE_SPEED_SIDE is metered or native, not {side:?}"),
+    }
+}
+
+/// One side of the bench canister's workload alone ([`profiled_side`]).
+fn run_one_side(wasm: &[u8], side: &str, runs: usize) {
+    let mut run: Box<dyn FnMut(u64) -> CanisterReply> = if side == "native" {
+        let mut native = PlainCanister::new(wasm, true);
+        Box::new(move |offset| native.insert(offset))
+    } else {
+        let mut metered = MeteredCanister::new(wasm, Counter::Local);
+        Box::new(move |offset| metered.insert(offset).0)
+    };
+    let (time, _) = timed(|| {
+        for run_index in 0..=runs as u64 {
+            let reply = run(run_index * CANISTER_ROWS_PER_RUN);
+            assert_eq!(
+                inserted(&reply),
+                CANISTER_ROWS_PER_RUN,
+                "{side} run {run_index}"
+            );
+        }
+    });
+    println!(
+        "{side} side alone: {} inserts of {CANISTER_ROWS_PER_RUN} rows, {:.2} ms of CPU in all",
+        runs + 1,
+        time.as_secs_f64() * 1e3
+    );
+}
+
 /// Best-of-`runs` times of the bench canister's inserts: plain, metered, replica code.
 fn canister_workload(runs: usize) -> Measured {
     let wasm = icbench::bench_canister::ensure_built(true)
         .expect("the bench canister (target/canister/bench.wasm) builds");
+    if let Some(side) = profiled_side() {
+        run_one_side(&wasm, &side, runs);
+        std::process::exit(0);
+    }
     let mut plain = PlainCanister::new(&wasm, false);
     let mut native = PlainCanister::new(&wasm, true);
     let mut metered = MeteredCanister::new(&wasm, Counter::Local);
