@@ -1,7 +1,7 @@
 //! Stable memory: sparse, page-granular and copy-on-write.
 //!
 //! Pages are 4 KiB (the replica's tracking granularity) and shared between the live state
-//! and snapshots through `Arc`, so a snapshot of a 1,000,000-row canister costs one map
+//! and snapshots by reference counts ([`page::SharedPage`]), so a snapshot of a 1,000,000-row canister costs one map
 //! clone and untouched pages cost no host memory. Each message keeps an undo log of the
 //! pages it writes, which is both the rollback on a trap and the replica's set of newly
 //! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each). Under the deterministic memory
@@ -18,7 +18,9 @@ use super::heap::OS_PAGE;
 pub const WASM_PAGE: u64 = 65536;
 const OS_PAGES_PER_WASM_PAGE: u64 = WASM_PAGE / OS_PAGE as u64;
 
-type Page = [u8; OS_PAGE];
+mod page;
+
+use page::{Page, SharedPage};
 
 /// Page numbers are dense small integers: hashing them with SipHash is wasted work.
 #[derive(Default)]
@@ -42,7 +44,7 @@ type PageMap<V> = HashMap<u64, V, BuildHasherDefault<PageHasher>>;
 
 /// Pages per chunk of a [`PageTable`]: 1 MiB of stable memory.
 const CHUNK_PAGES: usize = 256;
-type Chunk = [Option<Arc<Page>>; CHUNK_PAGES];
+type Chunk = [Option<SharedPage>; CHUNK_PAGES];
 
 /// The stored pages by number: chunks of page pointers, each shared (`Arc`) until written.
 /// A lookup is two indexed loads (a hash map of 500,000 pages, a 10,000,000-row
@@ -63,12 +65,12 @@ impl PageTable {
     }
 
     #[inline]
-    fn get(&self, page: u64) -> Option<&Arc<Page>> {
+    fn get(&self, page: u64) -> Option<&SharedPage> {
         let (chunk, slot) = Self::split(page);
         self.chunks.get(chunk)?.as_ref()?[slot].as_ref()
     }
 
-    fn slot_mut(&mut self, page: u64) -> &mut Option<Arc<Page>> {
+    fn slot_mut(&mut self, page: u64) -> &mut Option<SharedPage> {
         let (chunk, slot) = Self::split(page);
         if self.chunks.len() <= chunk {
             self.chunks.resize(chunk + 1, None);
@@ -78,7 +80,7 @@ impl PageTable {
         &mut Arc::make_mut(chunk)[slot]
     }
 
-    fn insert(&mut self, page: u64, value: Arc<Page>) {
+    fn insert(&mut self, page: u64, value: SharedPage) {
         if self.slot_mut(page).replace(value).is_none() {
             self.stored += 1;
         }
@@ -91,19 +93,17 @@ impl PageTable {
     }
 
     /// The stored page `page`, created as zeros if absent (and whether it was).
-    fn page_mut(&mut self, page: u64) -> (&mut Arc<Page>, bool) {
+    fn page_mut(&mut self, page: u64) -> (&mut SharedPage, bool) {
         let created = self.get(page).is_none();
         if created {
             self.stored += 1;
         }
-        let entry = self
-            .slot_mut(page)
-            .get_or_insert_with(|| Arc::new([0u8; OS_PAGE]));
+        let entry = self.slot_mut(page).get_or_insert_with(SharedPage::zeroed);
         (entry, created)
     }
 
     /// Every stored page, in page order.
-    fn iter(&self) -> impl Iterator<Item = (u64, &Arc<Page>)> {
+    fn iter(&self) -> impl Iterator<Item = (u64, &SharedPage)> {
         self.chunks.iter().enumerate().flat_map(|(c, chunk)| {
             chunk.iter().flat_map(move |chunk| {
                 chunk
@@ -188,7 +188,7 @@ impl StableImage {
             let mut page = [0u8; OS_PAGE];
             page[..chunk.len()].copy_from_slice(chunk);
             if page.iter().any(|&b| b != 0) {
-                image.pages.insert(i as u64, Arc::new(page));
+                image.pages.insert(i as u64, SharedPage::copy_of(&page));
             }
         }
         image
@@ -222,7 +222,7 @@ impl StableImage {
                                 let page: &Page = bytes.try_into().map_err(|_| {
                                     anyhow::anyhow!("stable page {n} of {} bytes", bytes.len())
                                 })?;
-                                Ok((n, Arc::new(*page)))
+                                Ok((n, SharedPage::copy_of(page)))
                             })
                             .collect::<anyhow::Result<Vec<_>>>()
                     })
@@ -264,7 +264,7 @@ impl StableImage {
 #[derive(Default)]
 struct MessageLog {
     /// The previous value of every page written in this message (None = was zero).
-    undo: PageMap<Option<Arc<Page>>>,
+    undo: PageMap<Option<SharedPage>>,
     size_before: u64,
     accessed: PageBits,
     /// The last page touched and the last page written, both already recorded: canisters
@@ -530,13 +530,12 @@ impl StableMemory {
                 if let std::collections::hash_map::Entry::Vacant(undo) = self.log.undo.entry(page) {
                     // First write of this page in the message: remember what to roll back
                     // to. A page that did not exist was just created as zeros above.
-                    let was_zero =
-                        created || (Arc::strong_count(entry) == 1 && entry.iter().all(|&b| b == 0));
+                    let was_zero = created || (entry.is_unique() && entry.iter().all(|&b| b == 0));
                     undo.insert(if was_zero { None } else { Some(entry.clone()) });
                 }
             }
             // Copy-on-write: clones the page only if a snapshot or the undo log shares it.
-            Arc::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
+            SharedPage::make_mut(entry)[in_page..in_page + r.len()].copy_from_slice(&data[r]);
         }
         if let Some(last) = pages.last() {
             self.log.last_dirty = Some(last);
@@ -549,7 +548,7 @@ impl StableMemory {
     pub fn write_back(&mut self, page: u64, bytes: &[u8]) {
         debug_assert!(self.log.undo.contains_key(&page), "page {page} not written");
         let (entry, _) = self.image.pages.page_mut(page);
-        Arc::make_mut(entry).copy_from_slice(bytes);
+        SharedPage::make_mut(entry).copy_from_slice(bytes);
     }
 
     /// The stored bytes of 4 KiB page `page` (`None`: zeros).

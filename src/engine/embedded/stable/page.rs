@@ -1,0 +1,350 @@
+//! Stable memory's 4 KiB pages: reference-counted, copied on write, and carved out of
+//! 2 MiB blocks that the process maps once.
+//!
+//! Each page used to be an `Arc<[u8; 4096]>` from the C allocator. glibc grows a thread's
+//! arena by exactly what an allocation needs, one `mprotect` per new 4 KiB page, and a
+//! `mprotect` takes the process's mmap lock: the engine_speed bench's StableBTreeMap fill
+//! made 52,000 of them in 201 messages (`perf stat`), as many as it created stable pages.
+//! A block gives 511 pages for one `mmap`, and the pool keeps freed pages for the next ones.
+
+use std::ops::Deref;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU32, Ordering};
+use std::sync::Mutex;
+
+use super::super::heap::OS_PAGE;
+
+pub type Page = [u8; OS_PAGE];
+
+/// Blocks are this large and aligned to it: a page finds its block's first page, which
+/// holds the reference counts, by masking its address.
+const BLOCK_BYTES: usize = 2 << 20;
+const PAGES_PER_BLOCK: usize = BLOCK_BYTES / OS_PAGE;
+
+/// Free pages kept resident for reuse (256 MiB); past it, the oldest are given back to the
+/// kernel down to [`RESIDENT_AFTER_RELEASE`], so that a dropped snapshot's pages do not
+/// stay in the process's footprint. (glibc gave such memory back only from its arenas'
+/// tops.)
+const MAX_RESIDENT_FREE: usize = 65_536;
+const RESIDENT_AFTER_RELEASE: usize = 32_768;
+
+/// A stable memory page, shared until written: [`SharedPage::make_mut`] copies it if
+/// anyone else holds it, as `Arc::make_mut` does.
+pub struct SharedPage(NonNull<Page>);
+
+// SAFETY: the bytes are only written through `make_mut`, which requires the one reference;
+// the count is atomic (as `Arc<[u8; 4096]>`, which is Send and Sync).
+unsafe impl Send for SharedPage {}
+unsafe impl Sync for SharedPage {}
+
+impl SharedPage {
+    /// A page of zeros.
+    pub fn zeroed() -> Self {
+        let (page, zero) = POOL.allocate();
+        if !zero {
+            // SAFETY: a page just taken from the pool: nobody else refers to it.
+            unsafe { (*page.as_ptr()).fill(0) };
+        }
+        SharedPage(page)
+    }
+
+    /// A page holding `bytes`.
+    pub fn copy_of(bytes: &Page) -> Self {
+        let (page, _) = POOL.allocate();
+        // SAFETY: as in `zeroed`.
+        unsafe { (*page.as_ptr()).copy_from_slice(bytes) };
+        SharedPage(page)
+    }
+
+    fn count(&self) -> &AtomicU32 {
+        count_of(self.0)
+    }
+
+    /// Nobody else holds this page.
+    pub fn is_unique(&self) -> bool {
+        self.count().load(Ordering::Acquire) == 1
+    }
+
+    /// The bytes to write: this page's own if nobody else holds it, else a copy's.
+    pub fn make_mut(this: &mut Self) -> &mut Page {
+        if !this.is_unique() {
+            *this = SharedPage::copy_of(this);
+        }
+        // SAFETY: the one reference (the Acquire load saw every other holder's release).
+        unsafe { &mut *this.0.as_ptr() }
+    }
+}
+
+impl Clone for SharedPage {
+    fn clone(&self) -> Self {
+        // As `Arc::clone`: a new reference is made from an existing one, so no ordering.
+        if self.count().fetch_add(1, Ordering::Relaxed) > u32::MAX / 2 {
+            std::process::abort();
+        }
+        SharedPage(self.0)
+    }
+}
+
+impl Drop for SharedPage {
+    fn drop(&mut self) {
+        if self.count().fetch_sub(1, Ordering::Release) == 1 {
+            // Every other holder's use of the bytes happened before this.
+            fence(Ordering::Acquire);
+            POOL.free(self.0);
+        }
+    }
+}
+
+impl Deref for SharedPage {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        // SAFETY: a live page; writes need the one reference (`make_mut`).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+/// The reference count of `page`: its block's first page holds one per page.
+fn count_of(page: NonNull<Page>) -> &'static AtomicU32 {
+    let address = page.as_ptr() as usize;
+    let block = address & !(BLOCK_BYTES - 1);
+    let index = (address - block) / OS_PAGE;
+    // SAFETY: `page` was handed out by the pool, so it lies in a block whose first page is
+    // the counts, which live as long as the process (blocks are never unmapped).
+    unsafe { &*(block as *const AtomicU32).add(index) }
+}
+
+struct Pool {
+    lists: Mutex<FreeLists>,
+    max_resident_free: usize,
+    resident_after_release: usize,
+}
+
+/// Addresses of free pages.
+#[derive(Default)]
+struct FreeLists {
+    /// Free pages whose memory is resident (used before), newest last.
+    resident: Vec<usize>,
+    /// Free pages that read as zeros: given back to the kernel, or never touched.
+    zero: Vec<usize>,
+}
+
+static POOL: Pool = Pool::new(MAX_RESIDENT_FREE, RESIDENT_AFTER_RELEASE);
+
+impl Pool {
+    const fn new(max_resident_free: usize, resident_after_release: usize) -> Self {
+        Pool {
+            lists: Mutex::new(FreeLists {
+                resident: Vec::new(),
+                zero: Vec::new(),
+            }),
+            max_resident_free,
+            resident_after_release,
+        }
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, FreeLists> {
+        // The lists are consistent between any two statements: a panic elsewhere while the
+        // lock was held leaves them usable.
+        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A page with a count of one, and whether it reads as zeros.
+    fn allocate(&self) -> (NonNull<Page>, bool) {
+        let (address, zero) = {
+            let mut lists = self.lists();
+            match lists.resident.pop() {
+                Some(a) => (a, false),
+                None => match lists.zero.pop() {
+                    Some(a) => (a, true),
+                    None => (lists.add_block(), true),
+                },
+            }
+        };
+        let page = NonNull::new(address as *mut Page).expect("pool pages are not null");
+        count_of(page).store(1, Ordering::Relaxed);
+        (page, zero)
+    }
+
+    fn free(&self, page: NonNull<Page>) {
+        let released = {
+            let mut lists = self.lists();
+            lists.resident.push(page.as_ptr() as usize);
+            if lists.resident.len() <= self.max_resident_free {
+                return;
+            }
+            let excess = lists.resident.len() - self.resident_after_release;
+            lists.resident.drain(..excess).collect::<Vec<usize>>()
+        };
+        // Outside the lock: the other threads' pages do not wait for the kernel.
+        let (zeroed, kept) = give_back(released);
+        let mut lists = self.lists();
+        lists.zero.extend(zeroed);
+        lists.resident.extend(kept);
+    }
+}
+
+impl FreeLists {
+    /// Maps a new block, puts all its pages but the counts' and the one returned on the
+    /// zero list.
+    fn add_block(&mut self) -> usize {
+        let block = map_block();
+        // Popped from the end: the block's pages go out in address order.
+        self.zero
+            .extend((2..PAGES_PER_BLOCK).rev().map(|i| block + i * OS_PAGE));
+        block + OS_PAGE
+    }
+}
+
+/// A fresh block of `BLOCK_BYTES` aligned to its size: twice as much is mapped and the
+/// ends cut off.
+fn map_block() -> usize {
+    let length = 2 * BLOCK_BYTES;
+    // SAFETY: a new private anonymous mapping; nothing else refers to its range.
+    let mapped = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            length,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if mapped == libc::MAP_FAILED {
+        let layout = std::alloc::Layout::from_size_align(BLOCK_BYTES, BLOCK_BYTES)
+            .expect("the block's layout is valid");
+        std::alloc::handle_alloc_error(layout);
+    }
+    let start = mapped as usize;
+    let block = (start + BLOCK_BYTES - 1) & !(BLOCK_BYTES - 1);
+    let (head, tail) = (block - start, start + length - (block + BLOCK_BYTES));
+    // SAFETY: the parts of our own mapping outside the block; failing to unmap them only
+    // costs address space.
+    unsafe {
+        if head > 0 {
+            libc::munmap(mapped, head);
+        }
+        if tail > 0 {
+            libc::munmap((block + BLOCK_BYTES) as *mut libc::c_void, tail);
+        }
+    }
+    block
+}
+
+/// Gives the free pages at `addresses` back to the kernel, one call per run of
+/// neighbouring pages: those it took (which now read as zeros), and those it refused
+/// (which keep their bytes and memory).
+fn give_back(mut addresses: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
+    addresses.sort_unstable();
+    let (mut zeroed, mut kept) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    while i < addresses.len() {
+        let first = i;
+        let mut end = addresses[i] + OS_PAGE;
+        i += 1;
+        while i < addresses.len() && addresses[i] == end {
+            end += OS_PAGE;
+            i += 1;
+        }
+        let start = addresses[first];
+        // SAFETY: free pages of our blocks, which nothing refers to.
+        let rc =
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        let run = &addresses[first..i];
+        if rc == 0 { &mut zeroed } else { &mut kept }.extend_from_slice(run);
+    }
+    (zeroed, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_a_shared_page_copies_it_and_writing_a_unique_one_does_not() {
+        let original = SharedPage::copy_of(&[7; OS_PAGE]);
+        let mut copy = original.clone();
+        assert!(!original.is_unique() && !copy.is_unique());
+        SharedPage::make_mut(&mut copy)[0] = 1;
+        assert_eq!((original[0], original[1], copy[0], copy[1]), (7, 7, 1, 7));
+        assert!(original.is_unique() && copy.is_unique());
+        let before = copy.0;
+        SharedPage::make_mut(&mut copy)[1] = 2;
+        assert_eq!(copy.0, before, "a unique page is written in place");
+        assert_eq!(copy[1], 2);
+    }
+
+    #[test]
+    fn a_page_reused_from_the_pool_starts_as_zeros() {
+        for _ in 0..100 {
+            drop(SharedPage::copy_of(&[0xff; OS_PAGE]));
+            let page = SharedPage::zeroed();
+            assert!(page.iter().all(|&b| b == 0));
+        }
+    }
+
+    #[test]
+    fn references_taken_and_dropped_on_many_threads_leave_one() {
+        let page = SharedPage::copy_of(&[3; OS_PAGE]);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..10_000 {
+                        let held = page.clone();
+                        assert_eq!(held[4095], 3);
+                    }
+                });
+            }
+        });
+        assert!(page.is_unique());
+    }
+
+    #[test]
+    fn free_pages_past_the_resident_limit_go_back_to_the_kernel_and_read_as_zeros() {
+        let pool = Pool::new(8, 4);
+        let pages: Vec<NonNull<Page>> = (0..20)
+            .map(|i| {
+                let (page, zero) = pool.allocate();
+                assert!(zero, "a new block's pages are zeros");
+                assert_ne!(
+                    page.as_ptr() as usize % BLOCK_BYTES,
+                    0,
+                    "never the counts' page"
+                );
+                // SAFETY: the test's own page.
+                unsafe { (*page.as_ptr()).fill(i + 1) };
+                page
+            })
+            .collect();
+        for &page in &pages {
+            pool.free(page);
+        }
+        let (resident, zero) = {
+            let lists = pool.lists();
+            (lists.resident.clone(), lists.zero.clone())
+        };
+        // The 9th free gave back 5 (down to 4), the 14th and the 19th 5 each: 4 + 1 left.
+        assert_eq!(resident.len(), 5);
+        let given_back: Vec<&usize> = zero
+            .iter()
+            .filter(|a| pages.iter().any(|p| p.as_ptr() as usize == **a))
+            .collect();
+        assert_eq!(given_back.len(), 15);
+        for &&address in &given_back {
+            // SAFETY: a free page of the test's pool, mapped for the process's life.
+            let bytes = unsafe { &*(address as *const Page) };
+            assert!(
+                bytes.iter().all(|&b| b == 0),
+                "a page given back reads as zeros"
+            );
+        }
+        // The resident ones are handed out first, with their old bytes (so not zero).
+        for _ in 0..5 {
+            let (page, zero) = pool.allocate();
+            assert!(!zero);
+            assert!(resident.contains(&(page.as_ptr() as usize)));
+        }
+        let (_, zero) = pool.allocate();
+        assert!(zero);
+    }
+}
