@@ -1272,6 +1272,18 @@ fn widened(params: &[ValType]) -> impl Iterator<Item = bool> + '_ {
         .map(|(&from, to)| from != to)
 }
 
+/// How many of `types` there are of each type, in order of first appearance.
+fn count_by_type(types: &[ValType]) -> Vec<(ValType, u32)> {
+    let mut counts: Vec<(ValType, u32)> = Vec::new();
+    for &ty in types {
+        match counts.iter_mut().find(|(t, _)| *t == ty) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((ty, 1)),
+        }
+    }
+    counts
+}
+
 struct Emitter<'a, 'i> {
     wasm: &'a [u8],
     info: &'i ModuleInfo,
@@ -1693,10 +1705,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
     }
 
     fn func_type(&self, func: u32) -> &Signature {
-        let ty = self.info.func_types[(func - self.info.num_func_imports) as usize];
-        self.info.types[ty as usize]
-            .as_ref()
-            .expect("Counter::Local and profiling are only used with function types")
+        self.signature(self.info.func_types[(func - self.info.num_func_imports) as usize])
     }
 
     fn add_imports(&self, imports: &mut ImportSection) {
@@ -2136,14 +2145,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
             let Some(first) = self.first_widened[ty as usize] else {
                 continue;
             };
-            let mut need: Vec<(ValType, u32)> = Vec::new();
-            for &param in &self.signature(ty).params[first..] {
-                match need.iter_mut().find(|(t, _)| *t == param) {
-                    Some((_, n)) => *n += 1,
-                    None => need.push((param, 1)),
-                }
-            }
-            for (param, n) in need {
+            for (param, n) in count_by_type(&self.signature(ty).params[first..]) {
                 match aside.iter_mut().find(|(t, _)| *t == param) {
                     Some((_, have)) => *have = (*have).max(n),
                     None => aside.push((param, n)),
