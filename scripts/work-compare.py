@@ -39,7 +39,11 @@ def model_line(path):
     """(measured wall, jobs, modelled wall) from report.md's work section."""
     with open(os.path.join(path, "report.md")) as f:
         text = f.read()
-    m = re.search(r"Measured here: ([\d.,]+) s on (\d+) jobs? \(the model: ([\d.,]+) s\)", text)
+    # Reports since the model gave multi-threaded units their cores name the machine's
+    # cores in the parenthesis; older ones say only "the model".
+    m = re.search(
+        r"Measured here: ([\d.,]+) s on (\d+) jobs? \(the model[^:]*: ([\d.,]+) s\)", text
+    )
     if not m:
         return None
     num = lambda s: float(s.replace(",", ""))

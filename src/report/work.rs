@@ -110,6 +110,9 @@ pub struct WorkLog {
     pub jobs: usize,
     /// The run's wall time over the same span as the units (from the suite's start).
     pub wall: f64,
+    /// The machine's cores: a unit with threads of its own (the compile) could use them
+    /// all whatever `jobs` was.
+    pub cores: usize,
 }
 
 /// The core counts the model predicts the wall time for.
@@ -120,13 +123,40 @@ impl WorkLog {
         self.units.iter().map(|u| u.cpu).sum()
     }
 
-    /// What the model charges a unit: its CPU time.
+    /// How many cores a unit kept busy at once here: its CPU time over its wall time.
+    /// One thread's unit comes out at about 1; the compile, which wasmtime spreads over
+    /// every core, at up to the machine's cores.
+    fn parallelism(u: &Unit) -> f64 {
+        let wall = u.wall();
+        if wall > 0.0 {
+            (u.cpu / wall).max(1.0)
+        } else {
+            1.0
+        }
+    }
+
+    /// The cores the model gives a unit when enough are free: its parallelism, rounded
+    /// (so that a one-thread unit whose clocks disagree a little still takes one).
+    fn cores_for(u: &Unit) -> usize {
+        (Self::parallelism(u).round() as usize).max(1)
+    }
+
+    /// How long a unit runs in the model on `cores` cores: its CPU time spread over as
+    /// many of them as it kept busy here, and no more (the model does not guess how a
+    /// compile would scale past the cores it had).
+    fn duration(u: &Unit, cores: usize) -> f64 {
+        u.cpu.max(0.0) / Self::parallelism(u).min(cores.max(1) as f64)
+    }
+
+    /// What the critical path charges a unit: its duration with every core it can use.
+    /// For a one-thread unit that is its CPU time; for the compile, its wall time here.
     fn cost(u: &Unit) -> f64 {
-        u.cpu.max(0.0)
+        Self::duration(u, Self::cores_for(u))
     }
 
     /// The longest chain of units each waiting for the one before, by the units' costs:
-    /// its length and its units in order. No wall time on any number of cores is shorter.
+    /// its length and its units in order. No wall time on any number of cores is shorter,
+    /// as long as no unit runs on more cores than it did here.
     pub fn critical_path(&self) -> (f64, Vec<usize>) {
         let n = self.units.len();
         let mut length = vec![0.0f64; n];
@@ -153,14 +183,26 @@ impl WorkLog {
     }
 
     /// The wall time of list-scheduling the units on `cores` cores: a unit is ready when
-    /// every unit it waited for is done; a free core takes the ready unit with the longest
-    /// path still ahead of it (ties: the earlier unit).
+    /// every unit it waited for is done; free cores take the ready unit with the longest
+    /// path still ahead of it (ties: the earlier unit), as many of them as the unit kept
+    /// busy here ([`Self::cores_for`]) or as are free, whichever is fewer.
     pub fn modelled_wall(&self, cores: usize) -> f64 {
+        self.schedule(cores, cores)
+    }
+
+    /// The model for the run as it went: `jobs` workers on the machine's cores.
+    pub fn modelled_run(&self) -> f64 {
+        let jobs = self.jobs.max(1);
+        self.schedule(jobs, self.cores.max(jobs))
+    }
+
+    /// List scheduling with at most `workers` units at once on `cores` cores.
+    fn schedule(&self, workers: usize, cores: usize) -> f64 {
         let n = self.units.len();
         if n == 0 {
             return 0.0;
         }
-        let cores = cores.max(1);
+        let (mut free_workers, mut free) = (workers.max(1), cores.max(1));
         let mut successors: Vec<Vec<usize>> = vec![Vec::new(); n];
         let mut waiting: Vec<usize> = vec![0; n];
         for (i, u) in self.units.iter().enumerate() {
@@ -179,26 +221,34 @@ impl WorkLog {
         let key = |i: usize| (Ordered(ahead[i]), std::cmp::Reverse(i));
         let mut ready: std::collections::BinaryHeap<(Ordered, std::cmp::Reverse<usize>)> =
             (0..n).filter(|&i| waiting[i] == 0).map(key).collect();
-        let mut running: std::collections::BinaryHeap<std::cmp::Reverse<(Ordered, usize)>> =
+        // Running units by end time, with the cores each holds.
+        let mut running: std::collections::BinaryHeap<std::cmp::Reverse<(Ordered, usize, usize)>> =
             Default::default();
         let mut now = 0.0f64;
         let mut done = 0;
         while done < n {
-            while running.len() < cores {
+            while free > 0 && free_workers > 0 {
                 let Some((_, std::cmp::Reverse(i))) = ready.pop() else {
                     break;
                 };
+                let unit = &self.units[i];
+                let taken = Self::cores_for(unit).min(free);
+                free -= taken;
+                free_workers -= 1;
                 running.push(std::cmp::Reverse((
-                    Ordered(now + Self::cost(&self.units[i])),
+                    Ordered(now + Self::duration(unit, taken)),
                     i,
+                    taken,
                 )));
             }
-            let Some(std::cmp::Reverse((Ordered(end), i))) = running.pop() else {
+            let Some(std::cmp::Reverse((Ordered(end), i, taken))) = running.pop() else {
                 // Nothing runs and nothing is ready: a unit waits for a later one, which
                 // the log never records; stop rather than loop.
                 break;
             };
             now = end;
+            free += taken;
+            free_workers += 1;
             done += 1;
             for &s in &successors[i] {
                 waiting[s] -= 1;
@@ -294,11 +344,14 @@ pub fn section(log: &WorkLog) -> String {
         path_text(log, &path),
     ));
     out.push_str(&format!(
-        "\nThe wall time a list-scheduling model of these units predicts: each unit takes its CPU time on a core and starts when the units it waited for are done; free cores take the unit with the longest path still ahead. It leaves out contention for memory and the kernel's locks, and the CLI's own start and file writing. Measured here: {} on {} job{} (the model: {}).\n\n",
+        "\nThe wall time a list-scheduling model of these units predicts: each unit takes its CPU time on a core (a unit that kept several cores busy here, such as the compile, takes as many as are free, up to that number, and its CPU time spread over them) and starts when the units it waited for are done; free cores take the unit with the longest path still ahead. It leaves out contention for memory and the kernel's locks, and the CLI's own start and file writing. Measured here: {} on {} job{} (the model of {} job{} on this machine's {} cores: {}).\n\n",
         secs(log.wall),
         log.jobs,
         if log.jobs == 1 { "" } else { "s" },
-        secs(log.modelled_wall(log.jobs)),
+        log.jobs,
+        if log.jobs == 1 { "" } else { "s" },
+        log.cores.max(log.jobs),
+        secs(log.modelled_run()),
     ));
     let mut model = Table::new(
         ["cores", "modelled wall time", "speed-up over 1 core"]
@@ -408,6 +461,7 @@ mod tests {
             ],
             jobs: 2,
             wall: 10.0,
+            cores: 2,
         }
     }
 
@@ -427,6 +481,74 @@ mod tests {
         assert_eq!(log.modelled_wall(3), 6.0);
         assert_eq!(log.modelled_wall(64), 6.0);
         assert_eq!(WorkLog::default().modelled_wall(4), 0.0);
+    }
+
+    /// A unit that kept `cores` cores busy: `cpu` seconds of CPU in `cpu / cores` of wall.
+    fn spread(id: usize, name: &str, cpu: f64, cores: f64, after: &[usize]) -> Unit {
+        let mut u = unit(id, name, cpu, after);
+        u.kind = Kind::Compile;
+        u.end = cpu / cores;
+        u
+    }
+
+    #[test]
+    fn a_unit_on_several_cores_counts_its_wall_time_on_the_path() {
+        // A compile of 4 s of CPU in 2 s of wall, then b (3) and c (1).
+        let log = WorkLog {
+            units: vec![
+                spread(0, "compile", 4.0, 2.0, &[]),
+                unit(1, "b", 3.0, &[0]),
+                unit(2, "c", 1.0, &[0]),
+            ],
+            jobs: 2,
+            wall: 5.0,
+            cores: 2,
+        };
+        assert_eq!(log.critical_path(), (5.0, vec![0, 1]));
+        assert_eq!(log.modelled_wall(1), 8.0);
+        assert_eq!(log.modelled_wall(2), 5.0);
+        // No faster than it ran here on more cores.
+        assert_eq!(log.modelled_wall(64), 5.0);
+        // One job on this 2-core machine: the compile still has both cores, b and c one
+        // after the other.
+        let one_job = WorkLog { jobs: 1, ..log };
+        assert_eq!(one_job.modelled_run(), 6.0);
+        assert_eq!(one_job.modelled_wall(1), 8.0);
+    }
+
+    #[test]
+    fn a_unit_on_several_cores_takes_the_cores_that_are_free() {
+        // x (1) -> y (10) and a compile (4 s of CPU on 2 cores) -> b (9): both paths 11 s,
+        // x first (the earlier unit).
+        let log = WorkLog {
+            units: vec![
+                unit(0, "x", 1.0, &[]),
+                unit(1, "y", 10.0, &[0]),
+                spread(2, "compile", 4.0, 2.0, &[]),
+                unit(3, "b", 9.0, &[2]),
+            ],
+            jobs: 2,
+            wall: 13.0,
+            cores: 2,
+        };
+        assert_eq!(log.critical_path().0, 11.0);
+        assert_eq!(log.modelled_wall(1), 24.0);
+        // x takes a core, the compile the other one alone (4 s); y from 1 s, b from 4 s.
+        assert_eq!(log.modelled_wall(2), 13.0);
+        // x on one core, the compile on two (2 s): y ends at 11 s, b at 11 s.
+        assert_eq!(log.modelled_wall(3), 11.0);
+    }
+
+    #[test]
+    fn one_thread_units_whose_clocks_disagree_take_one_core() {
+        let mut log = log();
+        // CPU time a little over wall time: still one core, charged its CPU time.
+        for u in &mut log.units {
+            u.end = u.cpu / 1.2;
+        }
+        assert_eq!(log.critical_path().0, 6.0);
+        assert_eq!(log.modelled_wall(2), 6.0);
+        assert_eq!(log.modelled_wall(1), 10.0);
     }
 
     #[test]

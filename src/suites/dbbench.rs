@@ -702,7 +702,6 @@ impl Plan for Config {
                 Kind::Fill,
                 format!("set up {}", store.result_store()),
                 &[installed],
-                false,
             );
             client.engine.restore(canister, base)?;
             let mut refused = None;

@@ -400,10 +400,9 @@ pub fn compile(
     wasm: &[u8],
     recorder: &Recorder,
 ) -> Result<UnitId> {
-    let (ready, compiled) =
-        recorder.unit_all_threads(Kind::Compile, "compile the module", &[], || {
-            engine.prepare(wasm)
-        });
+    let (ready, compiled) = recorder.unit(Kind::Compile, "compile the module", &[], || {
+        engine.prepare(wasm)
+    });
     ready?;
     Ok(compiled)
 }

@@ -187,10 +187,7 @@ impl<'a, 's> Ctl<'a, 's> {
     /// next unit of this task, after it.
     pub fn step(&self, kind: Kind, name: impl Into<String>) {
         let previous = self.close();
-        let open = self
-            .graph
-            .recorder
-            .begin(kind, name.into(), &[previous], false);
+        let open = self.graph.recorder.begin(kind, name.into(), &[previous]);
         *self.open.borrow_mut() = Some(open);
     }
 
@@ -390,11 +387,11 @@ impl<'s> Graph<'s> {
                 out = lane.client.engine.set_profiling(wanted);
                 lane.profiling = wanted;
             }
-            *lane.ctl.open.borrow_mut() =
-                Some(
-                    self.recorder
-                        .begin(task.kind, task.name.clone(), &task.after, false),
-                );
+            *lane.ctl.open.borrow_mut() = Some(self.recorder.begin(
+                task.kind,
+                task.name.clone(),
+                &task.after,
+            ));
             let park = task.park;
             if out.is_ok() {
                 // A panic must not leave the other workers waiting for this task forever:

@@ -1,8 +1,9 @@
 //! Recording a run's units of work: wall time, the CPU time and kernel counts of the thread
 //! that ran each one, and the units it waited for ([`crate::report::work`] renders them).
+//! A compile also counts the threads wasmtime compiles on.
 
 use std::cell::Cell;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::time::Instant;
 
 use crate::report::work::{Kind, Unit, WorkLog};
@@ -36,7 +37,7 @@ pub struct Open<'r> {
     pub id: UnitId,
     recorder: &'r Recorder,
     clock: ThreadClock,
-    all_threads: bool,
+    compile: bool,
     nested: bool,
 }
 
@@ -56,47 +57,64 @@ struct ThreadClock {
 }
 
 impl ThreadClock {
-    fn now(all_threads: bool) -> ThreadClock {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        let clock = if all_threads {
-            libc::CLOCK_PROCESS_CPUTIME_ID
-        } else {
-            libc::CLOCK_THREAD_CPUTIME_ID
-        };
-        // SAFETY: `ts` is a valid timespec to write to.
-        let cpu = if unsafe { libc::clock_gettime(clock, &mut ts) } == 0 {
-            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-        } else {
-            0.0
-        };
-        let (minor_faults, voluntary, involuntary) = usage(all_threads);
-        ThreadClock {
-            cpu,
+    /// The calling thread's; for a compile (`compile`) also those of the compiler's
+    /// threads, or the whole process's where they are not known.
+    fn now(compile: bool) -> ThreadClock {
+        let helpers = compiler_threads();
+        if compile && helpers.is_none() {
+            let (minor_faults, voluntary, involuntary) = usage(libc::RUSAGE_SELF);
+            return ThreadClock {
+                cpu: cpu_seconds(libc::CLOCK_PROCESS_CPUTIME_ID),
+                minor_faults,
+                voluntary,
+                involuntary,
+            };
+        }
+        let (minor_faults, voluntary, involuntary) = usage(RUSAGE_THREAD);
+        let mut clock = ThreadClock {
+            cpu: cpu_seconds(libc::CLOCK_THREAD_CPUTIME_ID),
             minor_faults,
             voluntary,
             involuntary,
+        };
+        if let (true, Some(threads)) = (compile, helpers) {
+            for t in threads.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                clock.cpu += cpu_seconds(t.clock);
+                let (faults, voluntary, involuntary) = task_usage(t.tid);
+                clock.minor_faults += faults;
+                clock.voluntary += voluntary;
+                clock.involuntary += involuntary;
+            }
         }
+        clock
     }
 }
 
-/// (minor faults, voluntary and involuntary context switches) of this thread, or of the
-/// process; zeros where the platform does not count per thread.
-fn usage(all_threads: bool) -> (u64, u64, u64) {
-    #[cfg(target_os = "linux")]
-    let who = if all_threads {
-        libc::RUSAGE_SELF
-    } else {
-        libc::RUSAGE_THREAD
+fn cpu_seconds(clock: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
     };
-    #[cfg(not(target_os = "linux"))]
-    let who = if all_threads {
-        libc::RUSAGE_SELF
+    // SAFETY: `ts` is a valid timespec to write to.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } == 0 {
+        ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
     } else {
+        0.0
+    }
+}
+
+#[cfg(target_os = "linux")]
+const RUSAGE_THREAD: libc::c_int = libc::RUSAGE_THREAD;
+/// Elsewhere there is no count per thread: [`usage`] gives zeros.
+#[cfg(not(target_os = "linux"))]
+const RUSAGE_THREAD: libc::c_int = -1;
+
+/// (minor faults, voluntary and involuntary context switches) of this thread
+/// ([`RUSAGE_THREAD`]) or of the process (`RUSAGE_SELF`); zeros where not counted.
+fn usage(who: libc::c_int) -> (u64, u64, u64) {
+    if who == -1 {
         return (0, 0, 0);
-    };
+    }
     // SAFETY: an all-zero rusage is a valid value for getrusage to overwrite.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `ru` is a valid rusage to write to.
@@ -106,9 +124,90 @@ fn usage(all_threads: bool) -> (u64, u64, u64) {
     (ru.ru_minflt as u64, ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
 }
 
+/// A thread of rayon's global pool, where wasmtime compiles.
+struct CompilerThread {
+    clock: libc::clockid_t,
+    tid: i64,
+}
+
+/// The compiler's threads, once [`count_compiler_threads`] set up the pool; `None` when
+/// the pool ran before it (or the platform cannot read another thread's clock).
+fn compiler_threads() -> Option<&'static Mutex<Vec<CompilerThread>>> {
+    COUNTING
+        .get()
+        .copied()
+        .unwrap_or(false)
+        .then_some(&COMPILER_THREADS)
+}
+
+/// Filled by the pool's threads as they start, which may be before the pool is known to
+/// be ours ([`COUNTING`]).
+static COMPILER_THREADS: Mutex<Vec<CompilerThread>> = Mutex::new(Vec::new());
+static COUNTING: OnceLock<bool> = OnceLock::new();
+
+/// Sets up rayon's global pool, on which wasmtime compiles, so that each of its threads
+/// makes its CPU clock known: a compile unit then counts their CPU time and faults besides
+/// its own thread's (two compiles at once would count each other's). The first call
+/// decides; if the pool was already running (something compiled first), compile units
+/// count the whole process instead, as they can only be sure of that.
+pub fn count_compiler_threads() {
+    COUNTING.get_or_init(|| {
+        if !cfg!(target_os = "linux") {
+            return false;
+        }
+        rayon::ThreadPoolBuilder::new()
+            .start_handler(|_| {
+                #[cfg(target_os = "linux")]
+                {
+                    let mut clock: libc::clockid_t = 0;
+                    // SAFETY: this thread's own handle, and a clockid to write to.
+                    let ok =
+                        unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+                    // SAFETY: gettid has no preconditions.
+                    let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+                    if ok == 0 {
+                        COMPILER_THREADS
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(CompilerThread { clock, tid });
+                    }
+                }
+            })
+            .build_global()
+            .is_ok()
+    });
+}
+
+/// (minor faults, voluntary and involuntary context switches) of thread `tid` of this
+/// process, from /proc; zeros if it cannot be read.
+fn task_usage(tid: i64) -> (u64, u64, u64) {
+    let faults = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // After the command name in parentheses: state is field 3, minflt field 10.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            rest.split_whitespace().nth(7)?.parse().ok()
+        })
+        .unwrap_or(0);
+    let status =
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        faults,
+        field("voluntary_ctxt_switches:"),
+        field("nonvoluntary_ctxt_switches:"),
+    )
+}
+
 impl Recorder {
     /// A log whose clock starts now, for a run on `jobs` workers.
     pub fn new(jobs: usize) -> Recorder {
+        count_compiler_threads();
         Recorder {
             started: Instant::now(),
             jobs,
@@ -129,20 +228,7 @@ impl Recorder {
         after: &[UnitId],
         f: impl FnOnce() -> R,
     ) -> (R, UnitId) {
-        self.run(kind, name.into(), after, false, f)
-    }
-
-    /// [`Recorder::unit`] for work that spreads over threads of its own (wasmtime compiles
-    /// on every core): its CPU time is the whole process's, so nothing else should run
-    /// meanwhile.
-    pub fn unit_all_threads<R>(
-        &self,
-        kind: Kind,
-        name: impl Into<String>,
-        after: &[UnitId],
-        f: impl FnOnce() -> R,
-    ) -> (R, UnitId) {
-        self.run(kind, name.into(), after, true, f)
+        self.run(kind, name.into(), after, f)
     }
 
     fn run<R>(
@@ -150,10 +236,9 @@ impl Recorder {
         kind: Kind,
         name: String,
         after: &[UnitId],
-        all_threads: bool,
         f: impl FnOnce() -> R,
     ) -> (R, UnitId) {
-        let open = self.begin(kind, name, after, all_threads);
+        let open = self.begin(kind, name, after);
         let out = f();
         let id = open.id;
         drop(open);
@@ -162,7 +247,9 @@ impl Recorder {
 
     /// Starts a unit on the calling thread (see [`Recorder::unit`]); [`Recorder::end`]
     /// ends it, on the same thread.
-    pub fn begin(&self, kind: Kind, name: String, after: &[UnitId], all_threads: bool) -> Open<'_> {
+    /// A compile counts the compiler's threads too ([`count_compiler_threads`]).
+    pub fn begin(&self, kind: Kind, name: String, after: &[UnitId]) -> Open<'_> {
+        let compile = kind == Kind::Compile;
         let nested = IN_UNIT.with(|n| n.replace(true));
         debug_assert!(!nested, "unit {name:?} started inside another unit");
         let lane = LANE.with(|l| l.get());
@@ -192,8 +279,8 @@ impl Recorder {
         Open {
             id: UnitId(id),
             recorder: self,
-            clock: ThreadClock::now(all_threads),
-            all_threads,
+            clock: ThreadClock::now(compile),
+            compile,
             nested,
         }
     }
@@ -205,7 +292,7 @@ impl Recorder {
     }
 
     fn finish(&self, open: &Open<'_>) {
-        let now = ThreadClock::now(open.all_threads);
+        let now = ThreadClock::now(open.compile);
         let end = self.elapsed();
         let mut units = self.units.lock().unwrap_or_else(|e| e.into_inner());
         let u = &mut units[open.id.0];
@@ -224,6 +311,7 @@ impl Recorder {
             units: self.units.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             jobs: self.jobs,
             wall: self.elapsed(),
+            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -249,7 +337,7 @@ impl<'r> Chain<'r> {
     /// Ends the unit running now, if any, and starts the next one after it.
     pub fn step(&mut self, kind: Kind, name: impl Into<String>) -> UnitId {
         self.stop();
-        let open = self.recorder.begin(kind, name.into(), &self.last, false);
+        let open = self.recorder.begin(kind, name.into(), &self.last);
         let id = open.id;
         self.open = Some(open);
         id
@@ -272,6 +360,74 @@ impl<'r> Chain<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU time of the calling thread.
+    fn own_cpu() -> f64 {
+        cpu_seconds(libc::CLOCK_THREAD_CPUTIME_ID)
+    }
+
+    #[test]
+    fn a_compile_counts_the_cpu_time_of_the_pool_it_compiles_on() {
+        use rayon::prelude::*;
+        let rec = Recorder::new(1);
+        // Work on rayon's global pool, as wasmtime compiles, while the unit's own thread
+        // waits; each task measures its own thread's CPU time.
+        let ((on_pool, caller), compile) = rec.unit(Kind::Compile, "compile", &[], || {
+            let before = own_cpu();
+            let on_pool: f64 = (0..64u64)
+                .into_par_iter()
+                .map(|n| {
+                    let start = own_cpu();
+                    let x = (0..400_000u64).fold(n, |a, i| a.wrapping_mul(31).wrapping_add(i));
+                    std::hint::black_box(x);
+                    own_cpu() - start
+                })
+                .sum();
+            (on_pool, own_cpu() - before)
+        });
+        let unit = &rec.log().units[compile.0];
+        assert!(on_pool > 0.0);
+        // Whether the pool's threads are counted one by one or, where the pool ran before
+        // the recorder, as the whole process: more than the caller's own share.
+        assert!(
+            unit.cpu >= on_pool + caller * 0.99,
+            "compile unit {} s, pool {on_pool} s, caller {caller} s",
+            unit.cpu
+        );
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_thread_reads_the_same_faults_from_proc_as_from_getrusage() {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
+        let before = usage(RUSAGE_THREAD);
+        // One fault for certain: the first write to a fresh page.
+        // SAFETY: a new private anonymous page, written once and unmapped.
+        unsafe {
+            let page = libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(page, libc::MAP_FAILED);
+            std::ptr::write_volatile(page as *mut u8, 1);
+            libc::munmap(page, 4096);
+        }
+        let read = task_usage(tid);
+        let after = usage(RUSAGE_THREAD);
+        assert!(
+            before.0 < read.0 && read.0 <= after.0,
+            "{before:?} {read:?} {after:?}"
+        );
+        assert!(
+            before.1 <= read.1 && read.1 <= after.1,
+            "{before:?} {read:?} {after:?}"
+        );
+    }
 
     #[test]
     fn units_record_what_they_waited_for_and_their_thread() {
