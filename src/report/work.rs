@@ -192,8 +192,12 @@ impl WorkLog {
 
     /// The model for the run as it went: `jobs` workers on the machine's cores.
     pub fn modelled_run(&self) -> f64 {
-        let jobs = self.jobs.max(1);
-        self.schedule(jobs, self.cores.max(jobs))
+        self.schedule(self.jobs.max(1), self.run_cores())
+    }
+
+    /// The cores the run had: the machine's, and no fewer than its workers.
+    fn run_cores(&self) -> usize {
+        self.cores.max(self.jobs).max(1)
     }
 
     /// List scheduling with at most `workers` units at once on `cores` cores.
@@ -350,7 +354,7 @@ pub fn section(log: &WorkLog) -> String {
         if log.jobs == 1 { "" } else { "s" },
         log.jobs,
         if log.jobs == 1 { "" } else { "s" },
-        log.cores.max(log.jobs),
+        log.run_cores(),
         secs(log.modelled_run()),
     ));
     let mut model = Table::new(

@@ -60,33 +60,31 @@ impl ThreadClock {
     /// The calling thread's; for a compile (`compile`) also those of the compiler's
     /// threads, or the whole process's where they are not known.
     fn now(compile: bool) -> ThreadClock {
-        let helpers = compiler_threads();
-        if compile && helpers.is_none() {
-            let (minor_faults, voluntary, involuntary) = usage(libc::RUSAGE_SELF);
-            return ThreadClock {
-                cpu: cpu_seconds(libc::CLOCK_PROCESS_CPUTIME_ID),
-                minor_faults,
-                voluntary,
-                involuntary,
-            };
+        let threads = match (compile, compiler_threads()) {
+            (false, _) => return Self::read(libc::CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD),
+            (true, None) => return Self::read(libc::CLOCK_PROCESS_CPUTIME_ID, libc::RUSAGE_SELF),
+            (true, Some(threads)) => threads,
+        };
+        let mut clock = Self::read(libc::CLOCK_THREAD_CPUTIME_ID, RUSAGE_THREAD);
+        for t in threads.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            clock.cpu += cpu_seconds(t.clock);
+            let (faults, voluntary, involuntary) = task_usage(t.tid);
+            clock.minor_faults += faults;
+            clock.voluntary += voluntary;
+            clock.involuntary += involuntary;
         }
-        let (minor_faults, voluntary, involuntary) = usage(RUSAGE_THREAD);
-        let mut clock = ThreadClock {
-            cpu: cpu_seconds(libc::CLOCK_THREAD_CPUTIME_ID),
+        clock
+    }
+
+    /// CPU time from `clock`, kernel counts from `getrusage(who)`.
+    fn read(clock: libc::clockid_t, who: libc::c_int) -> ThreadClock {
+        let (minor_faults, voluntary, involuntary) = usage(who);
+        ThreadClock {
+            cpu: cpu_seconds(clock),
             minor_faults,
             voluntary,
             involuntary,
-        };
-        if let (true, Some(threads)) = (compile, helpers) {
-            for t in threads.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-                clock.cpu += cpu_seconds(t.clock);
-                let (faults, voluntary, involuntary) = task_usage(t.tid);
-                clock.minor_faults += faults;
-                clock.voluntary += voluntary;
-                clock.involuntary += involuntary;
-            }
         }
-        clock
     }
 }
 
@@ -150,7 +148,7 @@ static COUNTING: OnceLock<bool> = OnceLock::new();
 /// its own thread's (two compiles at once would count each other's). The first call
 /// decides; if the pool was already running (something compiled first), compile units
 /// count the whole process instead, as they can only be sure of that.
-pub fn count_compiler_threads() {
+fn count_compiler_threads() {
     COUNTING.get_or_init(|| {
         if !cfg!(target_os = "linux") {
             return false;
@@ -311,7 +309,7 @@ impl Recorder {
             units: self.units.lock().unwrap_or_else(|e| e.into_inner()).clone(),
             jobs: self.jobs,
             wall: self.elapsed(),
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cores: super::Exec::default_jobs(),
         }
     }
 }
