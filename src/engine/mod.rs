@@ -151,6 +151,9 @@ pub struct MessageReport {
     pub instructions: u64,
     pub heap_dirty_pages: u64,
     pub stable_dirty_pages: u64,
+    /// The 64 KiB Wasm pages the message accessed and wrote, and what the vintage charged
+    /// for pages; None where the engine cannot see them (PocketIC).
+    pub pages: Option<PageCounts>,
     pub heap_bytes_before: u64,
     pub heap_bytes_after: u64,
     pub stable_bytes_before: u64,
@@ -163,6 +166,55 @@ pub struct MessageReport {
     /// with [`Profiling::Messages`] its total is `instructions`. In `stages` it is left out
     /// (the whole call's profile has each stage under a frame of its own).
     pub profile: Option<Profile>,
+}
+
+/// The Wasm pages (64 KiB) of the heap and of stable memory one message accessed and
+/// wrote, as the replica's deterministic memory tracker counts them (a written page is also
+/// an accessed one), and the instructions the replica vintage charged for memory pages. The
+/// pages are counted under every vintage, so two vintages can be compared page for page;
+/// the charge is the vintage's own: since `2026-07` the tracker's 80,000 per page accessed
+/// and as much per page written (not in queries), before it 1,000 per 4 KiB heap page
+/// written, after the message (not in queries).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PageCounts {
+    pub heap_wasm_pages_accessed: u64,
+    pub heap_wasm_pages_written: u64,
+    pub stable_wasm_pages_accessed: u64,
+    pub stable_wasm_pages_written: u64,
+    /// Instructions charged for pages (part of the message's `instructions`).
+    pub page_charge_instructions: u64,
+}
+
+impl PageCounts {
+    /// The counts of two messages together (each message pays for its own pages).
+    pub fn add(&mut self, other: &PageCounts) {
+        self.heap_wasm_pages_accessed += other.heap_wasm_pages_accessed;
+        self.heap_wasm_pages_written += other.heap_wasm_pages_written;
+        self.stable_wasm_pages_accessed += other.stable_wasm_pages_accessed;
+        self.stable_wasm_pages_written += other.stable_wasm_pages_written;
+        self.page_charge_instructions += other.page_charge_instructions;
+    }
+
+    /// Wasm pages accessed plus Wasm pages written, heap and stable memory: what the
+    /// tracker charges 80,000 each for (a written page counts twice).
+    pub fn counted(&self) -> u64 {
+        self.heap_wasm_pages_accessed
+            + self.heap_wasm_pages_written
+            + self.stable_wasm_pages_accessed
+            + self.stable_wasm_pages_written
+    }
+
+    /// `total` plus `part`: None (not seen) only when neither was seen.
+    pub fn sum(total: Option<PageCounts>, part: Option<&PageCounts>) -> Option<PageCounts> {
+        if total.is_none() && part.is_none() {
+            return None;
+        }
+        let mut t = total.unwrap_or_default();
+        if let Some(p) = part {
+            t.add(p);
+        }
+        Some(t)
+    }
 }
 
 /// What [`Engine::set_profiling`] asks for.

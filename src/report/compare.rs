@@ -438,6 +438,7 @@ impl Comparison {
                 "change",
                 "change %",
                 "store change %",
+                "pages",
             ];
             if graphs {
                 headers.push("differential flame graph");
@@ -460,6 +461,7 @@ impl Comparison {
                     delta(e),
                     pct_text(e.instructions_pct),
                     pct_text(e.store_instructions_pct),
+                    pages_text(e),
                 ];
                 if graphs {
                     row.push(
@@ -604,7 +606,7 @@ impl Comparison {
             })
             .count();
         let mut about = format!(
-            "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base. A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
+            "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base; `pages`: the 64 KiB Wasm pages of heap and stable memory the message accessed plus those it wrote, base → new (each costs 80,000 instructions under the memory tracker). A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
             thousands(self.entries.len() as u64),
             self.noise_pct
         );
@@ -687,9 +689,10 @@ impl Comparison {
                 "store base",
                 "store new",
                 "store Δ",
+                "pages",
             ];
             let mut aligns = vec![Align::Left, Align::Left];
-            aligns.extend([Align::Right; 6]);
+            aligns.extend([Align::Right; 7]);
             let mut table =
                 Table::with_aligns(headers.iter().map(|h| h.to_string()).collect(), aligns);
             for e in changed {
@@ -707,6 +710,7 @@ impl Comparison {
                     value(&e.base, |r| r.store_instructions),
                     value(&e.new, |r| r.store_instructions),
                     pct_text(e.store_instructions_pct),
+                    pages_text(e),
                 ]);
             }
             out.push_str(&table.render());
@@ -735,6 +739,18 @@ impl Comparison {
             self.noise_pct
         )
     }
+}
+
+/// `84 → 20`: the Wasm pages counted (accessed + written, heap and stable memory) in the
+/// base and the new run, `-` for a run without the scenario or without page counts.
+fn pages_text(e: &ComparisonEntry) -> String {
+    let side = |r: &Option<ScenarioResult>| match r {
+        Some(r) if r.status == Status::Ok => {
+            r.pages.map_or("-".to_string(), |p| thousands(p.counted()))
+        }
+        _ => "-".to_string(),
+    };
+    format!("{} → {}", side(&e.base), side(&e.new))
 }
 
 fn pct_text(p: Option<f64>) -> String {

@@ -3,9 +3,10 @@
 
 use super::Report;
 use super::{ScenarioResult, Status};
+use crate::engine::PageCounts;
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
-pub(crate) const HEADER: [&str; 25] = [
+pub(crate) const HEADER: [&str; 30] = [
     "suite",
     "engine",
     "store",
@@ -28,6 +29,11 @@ pub(crate) const HEADER: [&str; 25] = [
     "stable_pages_delta",
     "heap_dirty_pages",
     "stable_dirty_pages",
+    "heap_wasm_pages_accessed",
+    "heap_wasm_pages_written",
+    "stable_wasm_pages_accessed",
+    "stable_wasm_pages_written",
+    "page_charge_instructions",
     "bytes",
     "ingress_cycles",
     "profile",
@@ -42,7 +48,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 25] {
+fn fields(r: &ScenarioResult) -> [String; 30] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -72,11 +78,15 @@ fn fields(r: &ScenarioResult) -> [String; 25] {
         stable_pages_delta,
         heap_dirty_pages,
         stable_dirty_pages,
+        pages,
         bytes,
         ingress_cycles,
         profile,
         profile_data: _,
     } = r;
+    // Pages the engine could not see are empty cells, not zeros.
+    let page =
+        |f: fn(&PageCounts) -> u64| pages.as_ref().map(|p| f(p).to_string()).unwrap_or_default();
     [
         suite.clone(),
         engine.clone(),
@@ -101,6 +111,11 @@ fn fields(r: &ScenarioResult) -> [String; 25] {
         stable_pages_delta.to_string(),
         heap_dirty_pages.to_string(),
         stable_dirty_pages.to_string(),
+        page(|p| p.heap_wasm_pages_accessed),
+        page(|p| p.heap_wasm_pages_written),
+        page(|p| p.stable_wasm_pages_accessed),
+        page(|p| p.stable_wasm_pages_written),
+        page(|p| p.page_charge_instructions),
         bytes.to_string(),
         ingress_cycles.to_string(),
         profile.clone(),

@@ -242,6 +242,13 @@ pub(crate) mod fixture {
             stable_pages_delta: 1,
             heap_dirty_pages: 3,
             stable_dirty_pages: 4,
+            pages: Some(crate::engine::PageCounts {
+                heap_wasm_pages_accessed: 5,
+                heap_wasm_pages_written: 2,
+                stable_wasm_pages_accessed: 3,
+                stable_wasm_pages_written: 1,
+                page_charge_instructions: 11 * 80_000,
+            }),
             bytes: 0,
             ingress_cycles: 1_200_000 + 2_000 * 40,
             profile: String::new(),

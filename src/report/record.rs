@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Profile;
+use crate::engine::{MessageReport, PageCounts, Profile};
 
 /// Whether a scenario produced a number.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -59,6 +59,12 @@ pub struct ScenarioResult {
     pub stable_pages_delta: i64,
     pub heap_dirty_pages: u64,
     pub stable_dirty_pages: u64,
+    /// The 64 KiB Wasm pages of the heap and of stable memory the measured message(s)
+    /// accessed and wrote, and the instructions the vintage charged for pages (summed over
+    /// the messages a figure adds up). None where the engine cannot see pages (PocketIC):
+    /// empty cells in results.csv, no fields in results.json.
+    #[serde(flatten, default)]
+    pub pages: Option<PageCounts>,
     /// Bytes the operation wrote or read, or the bytes a store uses; 0 where a suite does
     /// not measure it.
     #[serde(default)]
@@ -103,6 +109,14 @@ impl ScenarioResult {
                 _ => '_',
             })
             .collect()
+    }
+
+    /// Sets the per-message columns the engine reports the same way for every suite: the
+    /// dirty 4 KiB pages and the Wasm pages of `message`.
+    pub fn set_pages(&mut self, message: &MessageReport) {
+        self.heap_dirty_pages = message.heap_dirty_pages;
+        self.stable_dirty_pages = message.stable_dirty_pages;
+        self.pages = message.pages;
     }
 
     /// Adds the profile of one more message the scenario's figures add up.

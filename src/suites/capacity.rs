@@ -470,8 +470,7 @@ pub fn confirm(
         r.args = message.call(n, h).candid_args();
         r.status = Status::Failed(reject.reject.to_string());
         r.instructions = reject.message.instructions;
-        r.heap_dirty_pages = reject.message.heap_dirty_pages;
-        r.stable_dirty_pages = reject.message.stable_dirty_pages;
+        r.set_pages(&reject.message);
         r.add_profile(reject.message.profile.as_ref());
         out.push(r);
     }

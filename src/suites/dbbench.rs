@@ -21,7 +21,7 @@ use super::scenario::{JournalMode, StoreKind};
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::{Engine, PageCounts, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::work::Kind;
 use crate::report::{
@@ -340,6 +340,7 @@ pub(crate) struct Totals {
     pub(crate) stable_delta: i64,
     pub(crate) heap_dirty: u64,
     pub(crate) stable_dirty: u64,
+    pub(crate) pages: Option<PageCounts>,
     pub(crate) messages: u64,
     /// The messages' profiles added up, when the run profiles.
     pub(crate) profile: Option<crate::engine::Profile>,
@@ -362,6 +363,7 @@ impl Totals {
             (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
         self.heap_dirty += msg.heap_dirty_pages;
         self.stable_dirty += msg.stable_dirty_pages;
+        self.pages = PageCounts::sum(self.pages, msg.pages.as_ref());
         self.messages += 1;
         crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
         Ok(())
@@ -479,6 +481,7 @@ fn result(
             r.heap_dirty_pages = t.heap_dirty;
             r.add_profile(t.profile.as_ref());
             r.stable_dirty_pages = t.stable_dirty;
+            r.pages = t.pages;
             r.bytes = t.bytes;
             // Reads of absent keys are ops too (db_bench counts them); found is in bytes.
             let _ = t.found;

@@ -531,6 +531,7 @@ impl Plan for Config {
                             stable_pages_delta: t.stable_delta,
                             heap_dirty_pages: t.heap_dirty,
                             stable_dirty_pages: t.stable_dirty,
+                            pages: t.pages,
                             bytes: t.bytes,
                             // Not priced: a row is several messages here.
                             ingress_cycles: 0,

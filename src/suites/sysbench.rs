@@ -21,7 +21,7 @@ use super::users::SplitMix64;
 use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::{Engine, PageCounts, SnapshotId};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
@@ -213,6 +213,7 @@ struct Totals {
     cycles: u128,
     heap_dirty: u64,
     stable_dirty: u64,
+    pages: Option<PageCounts>,
     stable_delta: i64,
     profile: Option<crate::engine::Profile>,
 }
@@ -227,6 +228,7 @@ impl Totals {
         self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
         self.heap_dirty += msg.heap_dirty_pages;
         self.stable_dirty += msg.stable_dirty_pages;
+        self.pages = PageCounts::sum(self.pages, msg.pages.as_ref());
         self.stable_delta +=
             (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
         crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
@@ -602,6 +604,7 @@ impl Plan for Config {
                 stable_pages_delta: t.stable_delta,
                 heap_dirty_pages: t.heap_dirty,
                 stable_dirty_pages: t.stable_dirty,
+                pages: t.pages,
                 bytes: t.bytes,
                 // Not priced: a row is many messages here.
                 ingress_cycles: 0,

@@ -831,8 +831,7 @@ fn fill_message(r: &mut ScenarioResult, m: &MessageReport) {
     r.instructions_per_row = m.instructions as f64 / r.batch.max(1) as f64;
     r.heap_pages_delta = pages_delta(m.heap_bytes_before, m.heap_bytes_after);
     r.stable_pages_delta = pages_delta(m.stable_bytes_before, m.stable_bytes_after);
-    r.heap_dirty_pages = m.heap_dirty_pages;
-    r.stable_dirty_pages = m.stable_dirty_pages;
+    r.set_pages(m);
     r.add_profile(m.profile.as_ref());
 }
 

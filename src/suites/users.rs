@@ -875,8 +875,7 @@ pub(super) fn record_reply(
                 pages_delta(message.heap_bytes_before, message.heap_bytes_after);
             result.stable_pages_delta =
                 pages_delta(message.stable_bytes_before, message.stable_bytes_after);
-            result.heap_dirty_pages = message.heap_dirty_pages;
-            result.stable_dirty_pages = message.stable_dirty_pages;
+            result.set_pages(&message);
             result.add_profile(message.profile.as_ref());
         }
     }

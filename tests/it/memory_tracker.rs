@@ -7,7 +7,7 @@
 
 use icbench::engine::cost::{Limits, MemoryTracker, Replica};
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode};
+use icbench::engine::{Engine, ErrorCode, PageCounts};
 
 /// 16 OS pages x 5,000.
 const PAGE: u64 = 80_000;
@@ -317,4 +317,124 @@ fn a_message_stopped_by_the_stable_accessed_page_limit_pays_what_it_touched_befo
     // One segment, charged at entry: 1 + 2 x [3 consts, call] 16 + call 5 = 22; fees
     // 20 + 16,384 and 20 + 20,000.
     assert_eq!(out.report.instructions, 22 + 16_404 + 20_020 + 2 * PAGE);
+}
+
+/// The pages one update of `method` accessed and wrote, and what they cost, under `replica`.
+fn page_counts(wasm: &[u8], replica: Replica, method: &str, query: bool) -> PageCounts {
+    let mut e = engine(replica);
+    let (id, install) = e.install(wasm, &[]).unwrap();
+    install.result.unwrap();
+    let out = if query {
+        e.query(id, method, &[]).unwrap()
+    } else {
+        e.update(id, method, &[]).unwrap()
+    };
+    out.result.unwrap();
+    out.report.pages.expect("the embedded engine counts pages")
+}
+
+/// Reads heap pages 1 and 2 (one load across their boundary), writes heap page 3, reads
+/// stable pages 0 and 1 (across their boundary) into heap page 4, then writes heap page 0's
+/// first two bytes over stable pages 1 and 2 (across their boundary).
+const PAGES: &str = r#"
+  (func (export "canister_update pages")
+    (drop (call $sgrow (i64.const 3)))
+    (drop (i64.load (i32.const 131068)))
+    (i32.store (i32.const 196608) (i32.const 5))
+    (call $sread (i64.const 262144) (i64.const 65534) (i64.const 4))
+    (call $swrite (i64.const 131071) (i64.const 0) (i64.const 2))
+    (call $reply))
+"#;
+
+#[test]
+fn the_page_columns_count_each_wasm_page_once_under_every_vintage() {
+    let wasm = canister(PAGES);
+    // Heap: pages 1 and 2 (the load), 3 (the store), 4 (the read's destination) and 0 (the
+    // write's source) accessed; 3 and 4 written. Stable: 0, 1 and 2 accessed; 1 and 2
+    // written (page 1 read first, then written: counted once in each column).
+    let counted = |charge| PageCounts {
+        heap_wasm_pages_accessed: 5,
+        heap_wasm_pages_written: 2,
+        stable_wasm_pages_accessed: 3,
+        stable_wasm_pages_written: 2,
+        page_charge_instructions: charge,
+    };
+    assert_eq!(
+        page_counts(&wasm, Replica::R2026_07, "pages", false),
+        counted(12 * PAGE)
+    );
+    // Before the tracker the same pages are counted, and the charge is the old rule's:
+    // 4 KiB pages written, two of the heap (OS pages 48 and 64) after the message and two
+    // of stable memory (OS pages 31 and 32) in stable64_write.
+    assert_eq!(
+        page_counts(&wasm, Replica::R2026_05, "pages", false),
+        counted(4 * 1_000)
+    );
+    // The charge is part of the message's instructions: 1 + [const, call, drop] 7
+    // + [const, load, drop] 3 + [const, const, store] 3 + 2 x [3 consts, call] 16 + call 5
+    // = 35; fees: grow 100, read 20 + 4, write 20 + 2, reply 500.
+    let metered = 35 + 100 + 24 + 22 + 500;
+    assert_charged(&wasm, "pages", false, metered + 12 * PAGE, metered + 4_000);
+}
+
+#[test]
+fn a_query_counts_its_written_pages_but_pays_for_access_only() {
+    let wasm = canister(READ_ONE_BYTE);
+    // Page 1 read, page 0 written by the counter's store.
+    let expected = |charge| PageCounts {
+        heap_wasm_pages_accessed: 2,
+        heap_wasm_pages_written: 1,
+        stable_wasm_pages_accessed: 0,
+        stable_wasm_pages_written: 0,
+        page_charge_instructions: charge,
+    };
+    assert_eq!(
+        page_counts(&wasm, Replica::R2026_07, "read_q", true),
+        expected(2 * PAGE)
+    );
+    assert_eq!(
+        page_counts(&wasm, Replica::R2026_05, "read_q", true),
+        expected(0)
+    );
+}
+
+/// A composite query that adds 1 to the number on page 2, reads page 1 and replies the
+/// number; a plain query doing the same.
+const COMPOSITE: &str = r#"
+  (func $body
+    (i32.store (i32.const 131072) (i32.add (i32.load (i32.const 131072)) (i32.const 1)))
+    (drop (i32.load (i32.const 65536)))
+    (call $append (i32.const 131072) (i32.const 4))
+    (call $reply))
+  (func (export "canister_composite_query cq") (call $body))
+  (func (export "canister_query q") (call $body))
+"#;
+
+#[test]
+fn a_composite_query_pays_for_its_first_writes_under_the_tracker() {
+    // The replica runs composite queries with modification tracking (`Track` in
+    // `ApiType::modification_tracking`), plain queries without (`Ignore`).
+    let wasm = canister(COMPOSITE);
+    // The export: 1 + call 5; $body: 1 + [const, const, load, const, add, store] 6
+    // + [const, load, drop] 3 + [const, const, call] 7 + call 5 = 22: 28. Fees:
+    // msg_reply_data_append 500 + 50 x 4, msg_reply 500.
+    let metered = 28 + 700 + 500;
+    // Page 2 accessed and written, page 1 accessed; before the tracker nothing for pages.
+    assert_charged(&wasm, "cq", true, metered + 3 * PAGE, metered);
+    assert_charged(&wasm, "q", true, metered + 2 * PAGE, metered);
+    let counts = page_counts(&wasm, Replica::R2026_07, "cq", true);
+    assert_eq!(
+        (
+            counts.heap_wasm_pages_accessed,
+            counts.heap_wasm_pages_written
+        ),
+        (2, 1)
+    );
+    // Its state is thrown away as a query's: each call sees the number 0 and replies 1.
+    let mut e = engine(Replica::R2026_07);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    for _ in 0..2 {
+        let reply = e.query(id, "cq", &[]).unwrap().result.unwrap();
+        assert_eq!(reply, 1u32.to_le_bytes());
+    }
 }

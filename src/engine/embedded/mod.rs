@@ -30,8 +30,8 @@ use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, Profiling, Reject,
-    SharedSnapshot, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, PageCounts,
+    Profiling, Reject, SharedSnapshot, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -932,7 +932,7 @@ impl EmbeddedEngine {
                 l.stable_dirty_pages_update,
                 l.stable_accessed_pages_update,
             ),
-            ApiType::Query => (
+            ApiType::Query | ApiType::CompositeQuery => (
                 l.max_instructions_per_query,
                 l.stable_dirty_pages_query,
                 l.stable_accessed_pages_query,
@@ -1005,9 +1005,9 @@ impl EmbeddedEngine {
             state.msg = Message::new(api, method, arg, limit);
             state.log.clear();
             state.time_ns = time_ns;
-            state
-                .stable
-                .begin(dirty_limit, accessed_limit, memory_tracker.is_some());
+            // Wasm pages are counted under every vintage (the results' page columns);
+            // only the tracker's vintages charge for them.
+            state.stable.begin(dirty_limit, accessed_limit, true);
             state.memory_tracker = memory_tracker;
             // Queries run without modification tracking (`ModificationTracking::Ignore`):
             // the tracker charges them for access only.
@@ -1037,7 +1037,7 @@ impl EmbeddedEngine {
         );
         inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
         if let Some(h) = &inst.heap {
-            h.arm(memory_tracker.is_some())?;
+            h.arm(true)?;
         }
         let store = &mut inst.store;
         let mut result = on_large_stack(move || func.call(store, ()));
@@ -1071,13 +1071,24 @@ impl EmbeddedEngine {
             .saturating_sub(left_with_pages)
             .clamp(0, limit as i64) as u64;
         // Before the memory tracker, written heap pages are charged after the message, and
-        // only where it tracks modifications.
-        let charged_pages = if memory_tracker.is_some() || api.ignores_modifications() {
+        // only where it tracks modifications. Composite queries keep what icbench charged
+        // them before it told them from queries: nothing.
+        let charged_pages = if memory_tracker.is_some()
+            || api.ignores_modifications()
+            || api == ApiType::CompositeQuery
+        {
             0
         } else {
             dirty.len() as u64
         };
         instructions += charged_pages * heap_page_overhead;
+        let stable_dirty = inst.store.data().stable.dirty_pages();
+        // What the vintage charged for pages: the tracker's charges, or before it the heap's
+        // written pages after the message and stable memory's in `stable*_write`.
+        let page_counts = inst.store.data().page_counts(match memory_tracker {
+            Some(_) => pages.total(),
+            None => charged_pages * heap_page_overhead + stable_dirty * overhead,
+        });
         let end = Reading {
             counter: left,
             pages,
@@ -1096,7 +1107,6 @@ impl EmbeddedEngine {
             }
             _ => None,
         };
-        let stable_dirty = inst.store.data().stable.dirty_pages();
 
         let response = inst.store.data_mut().msg.response.take();
         // The count at a load or store that trapped is in no global: the message runs again.
@@ -1114,7 +1124,10 @@ impl EmbeddedEngine {
                 }),
                 None if matches!(
                     api,
-                    ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query
+                    ApiType::Update
+                        | ApiType::ReplicatedQuery
+                        | ApiType::Query
+                        | ApiType::CompositeQuery
                 ) =>
                 {
                     Err(reject(
@@ -1127,7 +1140,7 @@ impl EmbeddedEngine {
             Err(e) => Err(trap_to_reject(id, e, reported_limit)),
         };
 
-        let persist = result.is_ok() && !matches!(api, ApiType::Query | ApiType::ReplicatedQuery);
+        let persist = result.is_ok() && !api.discards_state();
         let heap_after;
         let mut restart = None;
         if persist {
@@ -1202,6 +1215,7 @@ impl EmbeddedEngine {
                 instructions,
                 heap_dirty_pages: dirty.len() as u64,
                 stable_dirty_pages: stable_dirty,
+                pages: Some(page_counts),
                 heap_bytes_before: heap_before,
                 heap_bytes_after: heap_after,
                 stable_bytes_before: stable_before,
@@ -1667,6 +1681,7 @@ fn add_report(total: &mut MessageReport, part: &MessageReport) {
     total.instructions += part.instructions;
     total.heap_dirty_pages += part.heap_dirty_pages;
     total.stable_dirty_pages += part.stable_dirty_pages;
+    total.pages = PageCounts::sum(total.pages, part.pages.as_ref());
     total.heap_bytes_after = part.heap_bytes_after;
     total.stable_bytes_after = part.stable_bytes_after;
     total.stages.extend_from_slice(&part.stages);
@@ -2104,7 +2119,14 @@ impl Engine for EmbeddedEngine {
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
         match self.method_export(id, method, ApiType::Query)? {
-            Ok(export) => self.execute(id, ApiType::Query, &export, method, arg.to_vec()),
+            Ok(export) => {
+                let api = if export.starts_with("canister_composite_query ") {
+                    ApiType::CompositeQuery
+                } else {
+                    ApiType::Query
+                };
+                self.execute(id, api, &export, method, arg.to_vec())
+            }
             Err(r) => Ok(CallOutcome {
                 result: Err(r),
                 report: MessageReport::default(),

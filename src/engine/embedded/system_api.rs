@@ -18,6 +18,7 @@ use super::heap::{HeapRegion, OS_PAGE};
 use super::stable::{StableError, StableMemory, WASM_PAGE};
 use crate::engine::cost::{self, ApiFee, Limits, MemoryTracker};
 use crate::engine::instrument::{self, Counter};
+use crate::engine::PageCounts;
 
 /// The kind of entry point running, which decides what the API allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +32,9 @@ pub enum ApiType {
     ReplicatedQuery,
     /// A non-replicated query call.
     Query,
+    /// A `canister_composite_query` method called as a query: state discarded, but, unlike
+    /// a query, run with modification tracking (see [`ApiType::ignores_modifications`]).
+    CompositeQuery,
 }
 
 impl ApiType {
@@ -43,12 +47,13 @@ impl ApiType {
             ApiType::Update => "update",
             ApiType::ReplicatedQuery => "replicated query",
             ApiType::Query => "query",
+            ApiType::CompositeQuery => "composite query",
         }
     }
     fn can_reply(self) -> bool {
         matches!(
             self,
-            ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query
+            ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query | ApiType::CompositeQuery
         )
     }
     /// Whether growing the heap past `wasm_memory_limit` traps (the replica exempts
@@ -61,10 +66,20 @@ impl ApiType {
         )
     }
     /// The replica runs these without modification tracking
-    /// (`ApiType::modification_tracking` is `Ignore` for replicated and non-replicated
-    /// queries): their writes are neither charged nor kept.
+    /// (`ApiType::modification_tracking` in rs/embedders/src/wasmtime_embedder/system_api.rs
+    /// is `Ignore` for replicated and non-replicated queries and inspect_message): their
+    /// writes are neither charged nor kept. Composite queries (and their callbacks) are
+    /// `Track`: the memory tracker charges their first writes, though their state is
+    /// discarded as a query's is.
     pub fn ignores_modifications(self) -> bool {
         matches!(self, ApiType::ReplicatedQuery | ApiType::Query)
+    }
+    /// Whether the message's changes are thrown away when it ends.
+    pub fn discards_state(self) -> bool {
+        matches!(
+            self,
+            ApiType::ReplicatedQuery | ApiType::Query | ApiType::CompositeQuery
+        )
     }
     fn has_arg(self) -> bool {
         matches!(
@@ -74,6 +89,7 @@ impl ApiType {
                 | ApiType::Update
                 | ApiType::ReplicatedQuery
                 | ApiType::Query
+                | ApiType::CompositeQuery
         )
     }
 }
@@ -374,6 +390,22 @@ impl NativeStable {
 }
 
 impl HostState {
+    /// The Wasm pages of the heap and of stable memory accessed and written so far in this
+    /// message (counted under every vintage), with `charge` as the instructions charged
+    /// for pages. Stable memory's are readable until the message commits or rolls back.
+    pub fn page_counts(&self, charge: u64) -> PageCounts {
+        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
+            (h.wasm_pages_accessed(), h.wasm_pages_written())
+        });
+        PageCounts {
+            heap_wasm_pages_accessed: heap_accessed,
+            heap_wasm_pages_written: heap_written,
+            stable_wasm_pages_accessed: self.stable.wasm_pages_accessed(),
+            stable_wasm_pages_written: self.stable.wasm_pages_written(),
+            page_charge_instructions: charge,
+        }
+    }
+
     /// What the memory tracker charged so far in this message, by kind.
     pub fn page_charges(&self) -> PageCharges {
         let Some(tracker) = self.memory_tracker else {
@@ -1424,7 +1456,7 @@ fn define<A: Addr>(
         "in_replicated_execution" => {
             define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<i32> {
                 charge(c, f.base)?;
-                Ok((c.data().msg.api != ApiType::Query) as i32)
+                Ok(!matches!(c.data().msg.api, ApiType::Query | ApiType::CompositeQuery) as i32)
             })?
         }
         "accept_message" => define_api(l, name, passing, ty, move |c: &mut C<'_>| -> Result<()> {
