@@ -362,6 +362,17 @@ pub trait Engine {
     fn replica(&self) -> Option<cost::Replica> {
         None
     }
+    /// Charges the messages from now on (on this engine and forks taken from now on) by
+    /// `replica`'s rules; states and snapshots are untouched. The tune suite measures a
+    /// configuration under two vintages this way. An error where a replica of its own
+    /// decides (PocketIC).
+    fn set_replica(&mut self, replica: cost::Replica) -> Result<()> {
+        anyhow::bail!(
+            "the {} engine cannot charge by replica {}: a replica of its own decides",
+            self.name(),
+            replica.name
+        )
+    }
     /// What the replica does at a checkpoint that changes later charges: it forgets which
     /// modules it expects to have compiled (`expected_compiled_wasms`), so the next
     /// install_code of any module pays its full compilation. A no-op where a replica of its

@@ -24,6 +24,7 @@ pub mod scaling;
 pub mod scenario;
 pub mod seed003;
 pub mod sysbench;
+pub mod tune;
 pub mod upgrade;
 pub mod users;
 
@@ -31,7 +32,7 @@ pub use pool::{Exec, Shard};
 use scenario::{JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
-pub static REGISTRY: [&dyn Suite; 7] = [
+pub static REGISTRY: [&dyn Suite; 8] = [
     &seed003::Seed003,
     &lookups::Lookups,
     &dbbench::DbBench,
@@ -39,6 +40,7 @@ pub static REGISTRY: [&dyn Suite; 7] = [
     &sysbench::Sysbench,
     &upgrade::Upgrade,
     &scaling::Scaling,
+    &tune::Tune,
 ];
 
 /// A suite as the CLI sees it: a name, its flags, and a plan made from them.
@@ -217,13 +219,13 @@ mod tests {
         let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
         assert_eq!(
             names,
-            ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling"]
+            ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune"]
         );
         let picked = select(&["keys".into(), "ALL".into()]).unwrap();
         let picked: Vec<&str> = picked.iter().map(|s| s.name()).collect();
         assert_eq!(
             picked,
-            ["keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling"]
+            ["keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling", "tune"]
         );
         let err = select(&["nope".into()]).err().unwrap().to_string();
         assert!(

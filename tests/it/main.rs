@@ -29,5 +29,6 @@ mod profile_cli;
 mod project_files;
 mod report;
 mod suites;
+mod tune;
 mod upgrade_suite;
 mod wasi2ic_post;

@@ -16,7 +16,7 @@ fn suite_selection_parses_names_lists_and_all() {
     };
     assert_eq!(
         REGISTRY.map(|s| s.name()),
-        ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling"]
+        ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune"]
     );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
@@ -139,7 +139,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -197,6 +197,30 @@ fn bad_suite_selections_are_refused_before_any_work() {
         (
             &["--suite", "dbbench", "--dbbench-journal-mode", "FAST"],
             "invalid value 'FAST' for '--dbbench-journal-mode <DBBENCH_JOURNAL_MODE>'",
+        ),
+        (
+            &["--suite", "tune", "--tune-page-sizes", "4096,3000"],
+            "--tune-page-sizes: 3000 is not a SQLite page size (a power of two from 512 to 65,536)",
+        ),
+        (
+            &["--suite", "tune", "--tune-page-sizes", "131072"],
+            "--tune-page-sizes: 131072 is not a SQLite page size",
+        ),
+        (
+            &["--suite", "tune", "--tune-settings", "page_size,bucket_size"],
+            "unknown setting \"bucket_size\" in --tune-settings; accepted: page_size, cache_size, journal_mode, synchronous",
+        ),
+        (
+            &["--suite", "tune", "--tune-synchronous", "OFF,SOMETIMES"],
+            "--tune-synchronous: unknown value \"SOMETIMES\"; accepted: OFF, NORMAL, FULL, EXTRA",
+        ),
+        (
+            &["--suite", "tune", "--tune-cache-sizes", "-3000000000"],
+            "--tune-cache-sizes: -3000000000 is outside SQLite's cache_size range",
+        ),
+        (
+            &["--suite", "tune", "--stores", "btree"],
+            "the tune suite searches SQLite's settings: --stores must include sqlite",
         ),
     ];
     for (args, expected) in cases {
@@ -416,7 +440,7 @@ fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
     assert_eq!(others, without.results);
 }
 
-const SMALL_ALL: [&str; 19] = [
+const SMALL_ALL: [&str; 25] = [
     "--suite",
     "all",
     "--journal-modes",
@@ -436,6 +460,12 @@ const SMALL_ALL: [&str; 19] = [
     "--no-limit-run",
     "--scaling-max-rows",
     "2000",
+    "--tune-page-sizes",
+    "4096,65536",
+    "--tune-cache-sizes",
+    "500000",
+    "--tune-synchronous",
+    "OFF",
 ];
 
 /// The legend of a plot's SVG: (label, colour) per entry, in order. A legend entry is the
@@ -599,6 +629,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
             suite.name()
         );
     }
+    let tune = read_report(&out.join("tune/results.json"));
+    // 7 workloads x (the defaults, page_size 65,536, journal mode OFF at the best page size) x
+    // (2026-07 and 2026-05 beside it).
+    assert_eq!(tune.results.len(), 7 * 3 * 2);
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

@@ -1750,6 +1750,12 @@ impl Engine for EmbeddedEngine {
         Some(self.replica)
     }
 
+    fn set_replica(&mut self, replica: Replica) -> Result<()> {
+        // Every message reads the vintage when it starts (`execute`), and a fork copies it.
+        self.replica = replica;
+        Ok(())
+    }
+
     fn checkpoint(&mut self) {
         self.expected_compiled_wasms.clear();
     }

@@ -1,0 +1,1314 @@
+//! The `tune` suite: which SQLite settings make a message cheapest. Since the replica's memory
+//! tracker a small message pays mostly for the 64 KiB pages it touches, and where SQLite's
+//! pages fall is set by its page size, its page cache and its journal. The suite fills one
+//! SQLite store per page size, then searches the settings a `dfx canister call bench
+//! configure_sqlite` user can set, coordinate by coordinate: page size at the canister's
+//! defaults, then the page cache at each workload's best page size, then journal mode and
+//! `synchronous` together at its best page size and cache. Every configuration is measured on
+//! every workload, under the engine's replica and, beside it, under the last replica before
+//! the tracker, so the part of a gain owed to the tracker shows.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{anyhow, Result};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
+use serde::{Deserialize, Serialize};
+
+use super::pool::{self, Chain, Lane, Recorder, State, Task, UnitId};
+use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use super::users::{self, Call, PREFILL_CHUNK};
+use super::{CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite, MEMORY_BASE};
+use crate::bench_canister::{BenchClient, SqliteConfig, SqliteSettings};
+use crate::engine::cost::Replica;
+use crate::engine::Engine;
+use crate::report::format::thousands;
+use crate::report::work::Kind;
+use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
+use bench_types::pragma::Synchronous;
+
+/// SQLite's page sizes from 1 KiB to its largest (512 is allowed but never wins: more pages).
+pub const DEFAULT_PAGE_SIZES: [u32; 7] = [1_024, 2_048, 4_096, 8_192, 16_384, 32_768, 65_536];
+/// `PRAGMA cache_size` values: SQLite's own default (-2000: 2,000 KiB), values between, and
+/// the bench canister's (ic-rusqlite's) 500,000 pages.
+pub const DEFAULT_CACHE_SIZES: [i64; 4] = [-2_000, 10_000, 100_000, 500_000];
+/// `PRAGMA synchronous` values searched by default (EXTRA syncs more than FULL, and nothing
+/// is synced on the IC: it costs the same as FULL or more).
+pub const DEFAULT_SYNCHRONOUS: [&str; 3] = ["OFF", "NORMAL", "FULL"];
+
+/// A setting the search can vary.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Knob {
+    PageSize,
+    CacheSize,
+    JournalMode,
+    Synchronous,
+}
+
+impl Knob {
+    pub const ALL: [Knob; 4] = [
+        Knob::PageSize,
+        Knob::CacheSize,
+        Knob::JournalMode,
+        Knob::Synchronous,
+    ];
+
+    /// The name SQLite (and `configure_sqlite`) gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Knob::PageSize => "page_size",
+            Knob::CacheSize => "cache_size",
+            Knob::JournalMode => "journal_mode",
+            Knob::Synchronous => "synchronous",
+        }
+    }
+
+    fn parse(name: &str) -> Result<Knob> {
+        Knob::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| {
+                anyhow!(
+                    "unknown setting {name:?} in --tune-settings; accepted: {}",
+                    Knob::ALL.map(|k| k.name()).join(", ")
+                )
+            })
+    }
+}
+
+/// One configuration of the SQLite store (locking mode EXCLUSIVE, as the canister keeps it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Setting {
+    pub page_size: u32,
+    pub cache_size: i64,
+    pub journal_mode: JournalMode,
+    pub synchronous: Synchronous,
+}
+
+impl Setting {
+    /// The record's `store`: `sqlite page_size=4096 cache_size=500000 synchronous=OFF` (the
+    /// journal mode is the record's own column).
+    pub fn store_label(&self) -> String {
+        format!(
+            "sqlite page_size={} cache_size={} synchronous={}",
+            self.page_size, self.cache_size, self.synchronous
+        )
+    }
+
+    /// For tables: `page_size 16,384, cache_size 500,000, PERSIST, synchronous OFF`.
+    pub fn describe(&self) -> String {
+        format!(
+            "page_size {}, cache_size {}, {}, synchronous {}",
+            thousands(self.page_size as u64),
+            signed(self.cache_size),
+            self.journal_mode,
+            self.synchronous
+        )
+    }
+
+    /// What `configure_sqlite` is sent.
+    fn config(&self) -> SqliteConfig {
+        SqliteConfig {
+            journal_mode: Some(self.journal_mode.to_string()),
+            synchronous: Some(self.synchronous.to_string()),
+            page_size: Some(self.page_size),
+            cache_size: Some(self.cache_size),
+            ..SqliteConfig::default()
+        }
+    }
+
+    /// The `dfx canister call bench configure_sqlite` argument that applies it.
+    pub fn candid(&self) -> String {
+        format!(
+            "(record {{ page_size = opt ({} : nat32); cache_size = opt ({} : int64); journal_mode = opt \"{}\"; synchronous = opt \"{}\" }})",
+            self.page_size, self.cache_size, self.journal_mode, self.synchronous
+        )
+    }
+
+    fn from_settings(s: &SqliteSettings) -> Result<Setting> {
+        Ok(Setting {
+            page_size: s.page_size,
+            cache_size: s.cache_size,
+            journal_mode: s
+                .journal_mode
+                .parse()
+                .map_err(|e: String| anyhow!("the canister's journal mode: {e}"))?,
+            synchronous: Synchronous::from_name(&s.synchronous).ok_or_else(|| {
+                anyhow!(
+                    "the canister reports an unknown synchronous {:?}",
+                    s.synchronous
+                )
+            })?,
+        })
+    }
+}
+
+fn signed(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", thousands(n.unsigned_abs()))
+    } else {
+        thousands(n as u64)
+    }
+}
+
+/// A workload of the search: the decision table's six and seed 003's middle inserts of 100
+/// rows, each one message.
+pub struct Workload {
+    pub name: &'static str,
+    pub position: Position,
+    pub operation: Operation,
+}
+
+pub const WORKLOADS: [Workload; 7] = [
+    Workload {
+        name: "single-row writes",
+        position: Position::Middle,
+        operation: Operation::Insert { rows: 1 },
+    },
+    Workload {
+        name: "middle inserts (100 rows)",
+        position: Position::Middle,
+        operation: Operation::Insert { rows: 100 },
+    },
+    Workload {
+        name: "batched sequential writes (1,000 rows)",
+        position: Position::Middle,
+        operation: Operation::Insert { rows: 1_000 },
+    },
+    Workload {
+        name: "random writes (1 row)",
+        position: Position::Random,
+        operation: Operation::Insert { rows: 1 },
+    },
+    Workload {
+        name: "point reads (1 key)",
+        position: Position::Random,
+        operation: Operation::PointLookups { keys: 1 },
+    },
+    Workload {
+        name: "batched reads (100 keys)",
+        position: Position::Random,
+        operation: Operation::PointLookups { keys: 100 },
+    },
+    Workload {
+        name: "scans (1,000 rows)",
+        position: Position::Middle,
+        operation: Operation::RangeScan { rows: 1_000 },
+    },
+];
+
+impl Workload {
+    fn picks(&self, r: &ScenarioResult) -> bool {
+        r.position == self.position.as_str()
+            && r.operation == self.operation.kind()
+            && r.batch == self.operation.rows()
+    }
+}
+
+pub struct Tune;
+
+#[derive(Args)]
+#[command(next_help_heading = "tune")]
+struct TuneArgs {
+    /// SQLite page sizes searched, in bytes (powers of two from 512 to 65,536), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_PAGE_SIZES)]
+    tune_page_sizes: Vec<u32>,
+    /// SQLite page cache sizes searched (`PRAGMA cache_size`: pages, or KiB when negative),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, default_values_t = DEFAULT_CACHE_SIZES)]
+    tune_cache_sizes: Vec<i64>,
+    /// `PRAGMA synchronous` values searched, comma-separated (OFF, NORMAL, FULL, EXTRA).
+    #[arg(long, value_delimiter = ',', default_values = DEFAULT_SYNCHRONOUS)]
+    tune_synchronous: Vec<String>,
+    /// The settings the search varies, comma-separated (the others stay at the canister's
+    /// defaults): page_size, cache_size, journal_mode, synchronous. Journal modes are
+    /// `--journal-modes`.
+    #[arg(long, value_delimiter = ',', default_values = Knob::ALL.map(|k| k.name()))]
+    tune_settings: Vec<String>,
+}
+
+/// The tune suite's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// Rows, payload size, seed and price (its stores are the journal modes searched).
+    pub users: users::Config,
+    pub page_sizes: Vec<u32>,
+    pub cache_sizes: Vec<i64>,
+    pub journal_modes: Vec<JournalMode>,
+    pub synchronous: Vec<Synchronous>,
+    /// What the search varies, in search order.
+    pub knobs: Vec<Knob>,
+}
+
+/// `page_size` values SQLite takes: a power of two from 512 to 65,536.
+pub fn check_page_size(size: u32) -> Result<()> {
+    if size.is_power_of_two() && (512..=65_536).contains(&size) {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "--tune-page-sizes: {size} is not a SQLite page size (a power of two from 512 to 65,536)"
+        ))
+    }
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        self.users.validate()?;
+        for &size in &self.page_sizes {
+            check_page_size(size)?;
+        }
+        for &size in &self.cache_sizes {
+            if i32::try_from(size).is_err() {
+                return Err(anyhow!(
+                    "--tune-cache-sizes: {size} is outside SQLite's cache_size range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+        }
+        let lists = [
+            (Knob::PageSize, self.page_sizes.is_empty()),
+            (Knob::CacheSize, self.cache_sizes.is_empty()),
+            (Knob::JournalMode, self.journal_modes.is_empty()),
+            (Knob::Synchronous, self.synchronous.is_empty()),
+        ];
+        for (knob, empty) in lists {
+            if empty && self.knobs.contains(&knob) {
+                return Err(anyhow!(
+                    "the search varies {} but no value of it is given",
+                    knob.name()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The peak: a filled store per page size held at once (each as much as one SQLite
+    /// store of the users suites: its file and page cache).
+    fn peak_memory(&self, page_sizes: usize) -> u64 {
+        let one = users::Config {
+            stores: vec![Store::Sqlite(JournalMode::Persist)],
+            ..self.users.clone()
+        };
+        MEMORY_BASE + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
+    }
+}
+
+impl Suite for Tune {
+    fn name(&self) -> &'static str {
+        "tune"
+    }
+
+    fn args(&self, cmd: Command) -> Command {
+        TuneArgs::augment_args(cmd)
+    }
+
+    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        let args = TuneArgs::from_arg_matches(matches)?;
+        if !common.has(StoreKind::Sqlite) {
+            return Err(anyhow!(
+                "the tune suite searches SQLite's settings: --stores must include sqlite"
+            ));
+        }
+        let mut knobs = Vec::new();
+        for name in &args.tune_settings {
+            let knob = Knob::parse(name)?;
+            if !knobs.contains(&knob) {
+                knobs.push(knob);
+            }
+        }
+        knobs.sort();
+        let synchronous = args
+            .tune_synchronous
+            .iter()
+            .map(|s| {
+                Synchronous::from_name(s.trim()).ok_or_else(|| {
+                    anyhow!(
+                        "--tune-synchronous: unknown value {s:?}; accepted: {}",
+                        Synchronous::ALL.map(|v| v.as_str()).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut page_sizes = args.tune_page_sizes;
+        page_sizes.sort_unstable();
+        page_sizes.dedup();
+        let mut cache_sizes = args.tune_cache_sizes;
+        cache_sizes.sort_unstable();
+        cache_sizes.dedup();
+        let mut users = users::Config::from_args(common)?;
+        users.stores = users::stores(common)
+            .into_iter()
+            .filter(|s| s.journal_mode().is_some())
+            .collect();
+        let cfg = Config {
+            journal_modes: users
+                .stores
+                .iter()
+                .filter_map(|s| s.journal_mode())
+                .collect(),
+            users,
+            page_sizes,
+            cache_sizes,
+            synchronous: dedup(synchronous),
+            knobs,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
+    fn document(&self, report: &Report) -> Document {
+        document(report)
+    }
+}
+
+fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// What the report keeps of the search, for the document: the same in every shard.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Search {
+    /// The store label and journal mode of the canister's defaults.
+    pub defaults: (String, String),
+    /// The `--replica` vintage measured beside the engine's, if any.
+    pub beside: Option<String>,
+    /// What each stage varied.
+    pub stages: Vec<String>,
+    /// What was not searched.
+    pub not_searched: Vec<String>,
+}
+
+const SEARCH: &str = "tune";
+
+/// One measured configuration of one workload: under the engine's replica and beside it.
+type Measured = (Setting, ScenarioResult, Option<ScenarioResult>);
+
+/// The replica measured beside `current`: the newest vintage without the memory tracker,
+/// when `current` has it.
+fn beside_vintage(current: Option<Replica>) -> Option<Replica> {
+    current?.memory_tracker?;
+    Replica::ALL
+        .into_iter()
+        .rev()
+        .find(|r| r.memory_tracker.is_none())
+}
+
+impl Config {
+    /// The stages of the search, in order: what each varies (the first, none: the
+    /// defaults).
+    fn stages(&self) -> Vec<Vec<Knob>> {
+        let mut stages = vec![Vec::new()];
+        for knob in [Knob::PageSize, Knob::CacheSize] {
+            if self.knobs.contains(&knob) {
+                stages.push(vec![knob]);
+            }
+        }
+        let last: Vec<Knob> = [Knob::JournalMode, Knob::Synchronous]
+            .into_iter()
+            .filter(|k| self.knobs.contains(k))
+            .collect();
+        if !last.is_empty() {
+            stages.push(last);
+        }
+        stages
+    }
+
+    fn search(&self, defaults: Setting, beside: Option<Replica>) -> Search {
+        let stages = self
+            .stages()
+            .iter()
+            .enumerate()
+            .map(|(i, knobs)| {
+                if knobs.is_empty() {
+                    return format!(
+                        "{}. the canister's defaults: {}",
+                        i + 1,
+                        defaults.describe()
+                    );
+                }
+                let values: Vec<String> = knobs.iter().map(|k| self.values(*k)).collect();
+                format!(
+                    "{}. {} at the workload's best settings so far",
+                    i + 1,
+                    values.join(" × ")
+                )
+            })
+            .collect();
+        let mut not_searched: Vec<String> = Knob::ALL
+            .into_iter()
+            .filter(|k| !self.knobs.contains(k))
+            .map(|k| format!("{} (the canister's default)", k.name()))
+            .collect();
+        not_searched.extend([
+            "locking_mode (EXCLUSIVE: WAL needs it without shared memory) and AUTOINCREMENT".to_string(),
+            "stable-fs's chunk size and layout (the database file is mounted on a virtual memory of its own, not in chunks)".to_string(),
+            "combinations the stages did not reach".to_string(),
+            "the StableBTreeMap's bucket size, a bounded value type, and the heap allocator (they need other canister builds)".to_string(),
+        ]);
+        Search {
+            defaults: (defaults.store_label(), defaults.journal_mode.to_string()),
+            beside: beside.map(|r| r.name.to_string()),
+            stages,
+            not_searched,
+        }
+    }
+}
+
+impl Plan for Config {
+    /// Each workload is a scenario of the plan (a shard takes whole workloads): its own
+    /// search, whose records are the settings it measured in the order it measured them.
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        let started = Instant::now();
+        let work = Recorder::new(exec.jobs);
+        let engine_name = engine.name().to_string();
+        let current = engine.replica();
+        let beside = beside_vintage(current);
+        let compiled = pool::compile(engine, wasm, &work)?;
+        let mut chain = Chain::new(&work, &[compiled]);
+        chain.step(Kind::Install, "install the canister");
+        let mut client = BenchClient::install(engine, wasm)?;
+        chain.step(Kind::Fill, "set the payload size, read SQLite's defaults");
+        client
+            .set_payload_size(cfg.users.payload_size)?
+            .value
+            .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+        let defaults = client
+            .configure_sqlite(&SqliteConfig::default())?
+            .value
+            .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
+        let defaults = Setting::from_settings(&defaults)?;
+        chain.step(Kind::Snapshot, "snapshot of the empty store");
+        let canister = client.canister;
+        let empty = pool::graph::snapshot(client.engine, canister)?;
+        let mut after = chain.end();
+
+        let workloads = exec.indices(WORKLOADS.len());
+        let mut filled: BTreeMap<u32, State> = BTreeMap::new();
+        let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
+        let mut best = vec![defaults; WORKLOADS.len()];
+        let setup = AtomicU64::new(client.executed_instructions);
+        for (i, knobs) in cfg.stages().iter().enumerate() {
+            let mut candidates: Vec<(usize, Setting)> = Vec::new();
+            for &w in &workloads {
+                for s in cfg.around(best[w], knobs) {
+                    if !candidates.contains(&(w, s)) && !measured[w].iter().any(|m| m.0 == s) {
+                        candidates.push((w, s));
+                    }
+                }
+            }
+            let env = StageEnv {
+                cfg,
+                exec,
+                work: &work,
+                after: &after,
+                suite_engine: &engine_name,
+                current,
+                beside,
+                setup: &setup,
+            };
+            let ran = run_stage(
+                &mut client,
+                &empty,
+                &mut filled,
+                &candidates,
+                &env,
+                progress,
+            )?;
+            if !ran.units.is_empty() {
+                after = ran.units;
+            }
+            for ((w, setting), (now, old)) in candidates.iter().zip(ran.measured) {
+                measured[*w].push((*setting, now, old));
+            }
+            let (chosen, unit) = work.unit(
+                Kind::Other,
+                format!("choose each workload's best after stage {}", i + 1),
+                &after,
+                || {
+                    measured
+                        .iter()
+                        .map(|m| cheapest(m, defaults))
+                        .collect::<Vec<_>>()
+                },
+            );
+            best = chosen;
+            after = vec![unit];
+        }
+
+        let plan: String = WORKLOADS
+            .iter()
+            .map(|w| {
+                format!(
+                    "{} {} {}\n",
+                    w.position,
+                    w.operation.kind(),
+                    w.operation.rows()
+                )
+            })
+            .collect();
+        let outcomes = workloads
+            .iter()
+            .map(|&w| {
+                let results: Vec<ScenarioResult> = std::mem::take(&mut measured[w])
+                    .into_iter()
+                    .flat_map(|(_, now, old)| std::iter::once(now).chain(old))
+                    .collect();
+                (w, pool::Outcome::from(results))
+            })
+            .collect();
+        let outcomes = pool::Outcomes::new(
+            outcomes,
+            WORKLOADS.len(),
+            pool::sha256_hex(plan.as_bytes()),
+            exec.shard,
+            setup.load(Ordering::Relaxed),
+        );
+        let mut report = Report {
+            suite: "tune".into(),
+            engine: engine_name.clone(),
+            rows_before: cfg.users.rows,
+            seed: cfg.users.seed,
+            payload_size: cfg.users.payload_size,
+            wall_seconds: started.elapsed().as_secs_f64(),
+            prefill: Some("run".into()),
+            executed_instructions: client.executed_instructions,
+            work: Some(work.log()),
+            results: Vec::new(),
+            notes: notes(cfg, beside),
+            extra: Default::default(),
+        };
+        outcomes.into_report(&mut report);
+        report.set_extra(SEARCH, &cfg.search(defaults, beside));
+        Ok(report)
+    }
+
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        let page_sizes = if self.knobs.contains(&Knob::PageSize) {
+            self.page_sizes.len() + 1
+        } else {
+            1
+        };
+        let mut smaller = Vec::new();
+        if page_sizes > 3 {
+            smaller.push((
+                "--tune-page-sizes 4096,16384".to_string(),
+                self.peak_memory(3),
+            ));
+        }
+        if 100_000 < self.users.rows {
+            let fewer = Config {
+                users: users::Config {
+                    rows: 100_000,
+                    ..self.users.clone()
+                },
+                ..self.clone()
+            };
+            smaller.push(("--rows 100000".to_string(), fewer.peak_memory(page_sizes)));
+        }
+        Some(MemoryEstimate {
+            bytes: self.peak_memory(page_sizes),
+            what: format!(
+                "the tune suite with {} rows in up to {page_sizes} SQLite stores",
+                thousands(self.users.rows)
+            ),
+            smaller,
+        })
+    }
+}
+
+impl Config {
+    /// The settings `knobs` reach from `from`: every combination of their values, the
+    /// others as in `from` (just `from` without knobs).
+    fn around(&self, from: Setting, knobs: &[Knob]) -> Vec<Setting> {
+        let mut out = vec![from];
+        for knob in knobs {
+            let mut next = Vec::new();
+            for s in &out {
+                match knob {
+                    Knob::PageSize => next.extend(
+                        self.page_sizes
+                            .iter()
+                            .map(|&v| Setting { page_size: v, ..*s }),
+                    ),
+                    Knob::CacheSize => next.extend(self.cache_sizes.iter().map(|&v| Setting {
+                        cache_size: v,
+                        ..*s
+                    })),
+                    Knob::JournalMode => next.extend(self.journal_modes.iter().map(|&v| Setting {
+                        journal_mode: v,
+                        ..*s
+                    })),
+                    Knob::Synchronous => next.extend(self.synchronous.iter().map(|&v| Setting {
+                        synchronous: v,
+                        ..*s
+                    })),
+                }
+            }
+            out = next;
+        }
+        out
+    }
+
+    /// The values of `knob` searched, for the report.
+    fn values(&self, knob: Knob) -> String {
+        let list: Vec<String> = match knob {
+            Knob::PageSize => self.page_sizes.iter().map(|v| v.to_string()).collect(),
+            Knob::CacheSize => self.cache_sizes.iter().map(|v| v.to_string()).collect(),
+            Knob::JournalMode => self.journal_modes.iter().map(|v| v.to_string()).collect(),
+            Knob::Synchronous => self.synchronous.iter().map(|v| v.to_string()).collect(),
+        };
+        format!("{} ({})", knob.name(), list.join(", "))
+    }
+}
+
+/// The cheapest setting of one workload's measurements (ties: the one measured first);
+/// `defaults` while none succeeded.
+fn cheapest(measured: &[Measured], defaults: Setting) -> Setting {
+    measured
+        .iter()
+        .filter(|m| m.1.status == Status::Ok)
+        .min_by_key(|m| m.1.instructions)
+        .map_or(defaults, |m| m.0)
+}
+
+fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
+    let mut notes = vec![
+        format!(
+            "Each page size is a store of its own: an empty SQLite database set to that page size, then filled with ids 0, 10, 20, ..., {} ({} rows per message). Every measurement starts from its page size's store: `configure_sqlite` sets the other settings on a fresh connection, and the workload's one message follows.",
+            (cfg.users.rows - 1) * users::ID_STEP,
+            thousands(PREFILL_CHUNK)
+        ),
+        "Each workload is searched on its own, one coordinate at a time from the canister's defaults: page_size; then cache_size at its best page size; then journal_mode and synchronous together at its best page size and cache. The best is the lowest charge; combinations the stages did not reach were not measured.".to_string(),
+        "Charged: the whole message as the replica bills it (the page charges included); store work: ic0.performance_counter(0) around the SQLite calls in the canister; pages: the 64 KiB Wasm pages of the heap and of stable memory the message accessed and wrote; bytes: the heap and stable memory the canister holds after it.".to_string(),
+    ];
+    if let Some(old) = beside {
+        notes.push(format!(
+            "Every measurement is repeated under replica {} (before the memory tracker: 1,000 instructions per 4 KiB page written, nothing for pages read), from the same state: its records carry `replica={}` in the store column.",
+            old.name, old.name
+        ));
+    }
+    notes
+}
+
+/// What every stage shares.
+struct StageEnv<'a> {
+    cfg: &'a Config,
+    exec: &'a Exec,
+    work: &'a Recorder,
+    after: &'a [UnitId],
+    suite_engine: &'a str,
+    current: Option<Replica>,
+    beside: Option<Replica>,
+    /// Instructions of the setup (install, fills): every shard runs it.
+    setup: &'a AtomicU64,
+}
+
+struct Ran {
+    /// In the order of the candidates.
+    measured: Vec<(ScenarioResult, Option<ScenarioResult>)>,
+    /// The units the stage ran: what comes after it waits for them.
+    units: Vec<UnitId>,
+}
+
+/// Measures each (workload, setting) of `candidates`, filling the page sizes not filled yet
+/// (each fill a task whose measurements follow it).
+fn run_stage(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    filled: &mut BTreeMap<u32, State>,
+    candidates: &[(usize, Setting)],
+    env: &StageEnv<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Ran> {
+    if candidates.is_empty() {
+        return Ok(Ran {
+            measured: Vec::new(),
+            units: Vec::new(),
+        });
+    }
+    type Slot = Mutex<Option<(ScenarioResult, Option<ScenarioResult>)>>;
+    let slots: Vec<Slot> = candidates.iter().map(|_| Mutex::new(None)).collect();
+    let units: Mutex<Vec<UnitId>> = Mutex::new(Vec::new());
+    let new_fills: Mutex<Vec<(u32, State)>> = Mutex::new(Vec::new());
+    {
+        let (slots, units, new_fills) = (&slots, &units, &new_fills);
+        let note_unit = move |lane: &Lane<'_, '_>| {
+            units
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(lane.current())
+        };
+        let measure = move |page_size: u32, state: State| -> Vec<Task<'_>> {
+            let mut tasks = Vec::new();
+            for (c, &(w, setting)) in candidates.iter().enumerate() {
+                if setting.page_size != page_size {
+                    continue;
+                }
+                let state = state.clone();
+                let workload = &WORKLOADS[w];
+                tasks.push(
+                    Task::new(
+                        Kind::Scenario,
+                        format!("tune {}: {}", workload.name, setting.describe()),
+                        move |lane: &mut Lane<'_, '_>| {
+                            note_unit(lane);
+                            let out = measure_one(lane, env, setting, workload, &state)?;
+                            *slots[c].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                            Ok(())
+                        },
+                    )
+                    .profiled(),
+                );
+            }
+            tasks
+        };
+        let measure = &measure;
+        let mut tasks: Vec<Task<'_>> = Vec::new();
+        let mut page_sizes: Vec<u32> = candidates.iter().map(|(_, s)| s.page_size).collect();
+        page_sizes.sort_unstable();
+        page_sizes.dedup();
+        for page_size in page_sizes {
+            if let Some(state) = filled.get(&page_size) {
+                tasks.extend(
+                    measure(page_size, state.clone())
+                        .into_iter()
+                        .map(|t| t.after(env.after)),
+                );
+                continue;
+            }
+            let rows = env.cfg.users.rows;
+            tasks.push(
+                Task::new(
+                    Kind::Fill,
+                    format!(
+                        "fill SQLite (page_size {page_size}) to {} rows",
+                        thousands(rows)
+                    ),
+                    move |lane| {
+                        note_unit(lane);
+                        lane.restore(empty)?;
+                        let before = lane.client.executed_instructions;
+                        let page = SqliteConfig {
+                            page_size: Some(page_size),
+                            ..SqliteConfig::default()
+                        };
+                        lane.client.configure_sqlite(&page)?.value.map_err(|e| {
+                            anyhow!("setting SQLite's page_size to {page_size} failed: {e}")
+                        })?;
+                        users::fill(
+                            &mut lane.client,
+                            bench_types::names::SQLITE,
+                            0,
+                            rows,
+                            PREFILL_CHUNK,
+                            &mut |_| {},
+                            &mut |_| {},
+                        )?;
+                        env.setup.fetch_add(
+                            lane.client.executed_instructions - before,
+                            Ordering::Relaxed,
+                        );
+                        lane.step(
+                            Kind::Snapshot,
+                            format!("snapshot of SQLite page_size {page_size}"),
+                        );
+                        note_unit(lane);
+                        let state = lane.snapshot()?;
+                        new_fills
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((page_size, state.clone()));
+                        for task in measure(page_size, state) {
+                            lane.spawn(task);
+                        }
+                        Ok(())
+                    },
+                )
+                .after(env.after)
+                .priority(1),
+            );
+        }
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+    }
+    for (page_size, state) in new_fills.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        filled.insert(page_size, state);
+    }
+    let measured = slots
+        .into_iter()
+        .zip(candidates)
+        .map(|(slot, (w, setting))| {
+            slot.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{} was not measured with {}",
+                        WORKLOADS[*w].name,
+                        setting.describe()
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Ran {
+        measured,
+        units: units.into_inner().unwrap_or_else(|e| e.into_inner()),
+    })
+}
+
+/// One workload of one setting, from its page size's filled `state`: under the engine's
+/// replica, and again under the one beside it.
+fn measure_one(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    setting: Setting,
+    workload: &Workload,
+    state: &State,
+) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
+    let now = measure_under(lane, env, setting, workload, state, None)?;
+    let beside = match env.beside {
+        Some(old) => Some(measure_under(
+            lane,
+            env,
+            setting,
+            workload,
+            state,
+            Some(old),
+        )?),
+        None => None,
+    };
+    Ok((now, beside))
+}
+
+fn measure_under(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    setting: Setting,
+    workload: &Workload,
+    state: &State,
+    vintage: Option<Replica>,
+) -> Result<ScenarioResult> {
+    let cfg = env.cfg;
+    let scenario = Scenario {
+        store: Store::Sqlite(setting.journal_mode),
+        position: workload.position,
+        operation: workload.operation,
+    };
+    let call = Call::for_scenario(&scenario, &cfg.users);
+    let mut store = setting.store_label();
+    if let Some(v) = vintage {
+        store.push_str(&format!(" replica={}", v.name));
+    }
+    let mut result = ScenarioResult {
+        suite: "tune".into(),
+        engine: env.suite_engine.into(),
+        store,
+        journal_mode: setting.journal_mode.to_string(),
+        position: workload.position.to_string(),
+        operation: workload.operation.kind().into(),
+        batch: workload.operation.rows(),
+        rows_before: cfg.users.rows,
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..ScenarioResult::default()
+    };
+    lane.restore(state)?;
+    let applied = lane.client.configure_sqlite(&setting.config())?.value;
+    match applied.map(|s| Setting::from_settings(&s)) {
+        Err(reason) => {
+            result.status = Status::Refused(reason);
+            return Ok(result);
+        }
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(actual)) if actual != setting => {
+            result.status = Status::Refused(format!(
+                "asked for {}, SQLite uses {}",
+                setting.describe(),
+                actual.describe()
+            ));
+            return Ok(result);
+        }
+        Ok(Ok(_)) => {}
+    }
+    if let Some(v) = vintage {
+        lane.client.engine.set_replica(v)?;
+    }
+    let reply = users::run_call(&mut lane.client, bench_types::names::SQLITE, &call);
+    if vintage.is_some() {
+        if let Some(current) = env.current {
+            lane.client.engine.set_replica(current)?;
+        }
+    }
+    let reply = reply?;
+    let held = match &reply {
+        users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+        users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+    };
+    users::record_reply(
+        &mut result,
+        reply,
+        workload.operation,
+        cfg.users.usd_per_xdr,
+    );
+    if result.status == Status::Ok {
+        result.bytes = held;
+    }
+    Ok(result)
+}
+
+/// The cheapest configuration of each workload in `report`, with the defaults' record and
+/// the two records beside them: (workload, defaults, best, defaults beside, best beside).
+pub struct Found<'a> {
+    pub workload: &'static str,
+    pub defaults: Option<&'a ScenarioResult>,
+    pub best: Option<&'a ScenarioResult>,
+    pub defaults_beside: Option<&'a ScenarioResult>,
+    pub best_beside: Option<&'a ScenarioResult>,
+}
+
+/// Per workload, from the report's records alone (so a merged or reloaded report renders).
+pub fn found(report: &Report) -> Vec<Found<'_>> {
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside_suffix = search.beside.as_ref().map(|v| format!(" replica={v}"));
+    let is_beside = |r: &ScenarioResult| r.store.contains(" replica=");
+    WORKLOADS
+        .iter()
+        .map(|w| {
+            let mine: Vec<&ScenarioResult> = report
+                .results
+                .iter()
+                .filter(|r| w.picks(r) && !is_beside(r))
+                .collect();
+            let defaults = mine
+                .iter()
+                .copied()
+                .find(|r| (r.store.clone(), r.journal_mode.clone()) == search.defaults);
+            let best = mine
+                .iter()
+                .copied()
+                .filter(|r| r.status == Status::Ok)
+                .min_by_key(|r| r.instructions);
+            let beside_of = |of: Option<&ScenarioResult>| {
+                let (of, suffix) = (of?, beside_suffix.as_ref()?);
+                let store = format!("{}{suffix}", of.store);
+                report
+                    .results
+                    .iter()
+                    .find(|r| w.picks(r) && r.store == store && r.journal_mode == of.journal_mode)
+            };
+            Found {
+                workload: w.name,
+                defaults,
+                best,
+                defaults_beside: beside_of(defaults),
+                best_beside: beside_of(best),
+            }
+        })
+        .collect()
+}
+
+/// `Store label` + journal mode back to the setting's description.
+fn describe_record(r: &ScenarioResult) -> String {
+    let mut parts = Vec::new();
+    for field in r.store.split_whitespace().skip(1) {
+        if let Some((name, value)) = field.split_once('=') {
+            if name == "replica" {
+                continue;
+            }
+            let value = match value.parse::<i64>() {
+                Ok(n) => signed(n),
+                Err(_) => value.to_string(),
+            };
+            parts.push((name.to_string(), value));
+        }
+    }
+    let get = |name: &str| {
+        parts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("?".to_string(), |(_, v)| v.clone())
+    };
+    format!(
+        "page_size {}, cache_size {}, {}, synchronous {}",
+        get("page_size"),
+        get("cache_size"),
+        r.journal_mode,
+        get("synchronous")
+    )
+}
+
+fn pages_cell(r: &ScenarioResult) -> String {
+    match r.pages {
+        Some(p) => format!(
+            "{}/{} + {}/{}",
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written
+        ),
+        None => "-".into(),
+    }
+}
+
+fn gain(defaults: u64, best: u64) -> String {
+    if best == 0 {
+        return "-".into();
+    }
+    let x = defaults as f64 / best as f64;
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else {
+        format!("{x:.1}x")
+    }
+}
+
+/// The table of the cheapest configuration per workload.
+pub fn cheapest_table(report: &Report) -> Table {
+    use Align::{Left, Right};
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside = search.beside.clone().unwrap_or_default();
+    let mut headers = vec![
+        "Workload".to_string(),
+        "At defaults".into(),
+        "Cheapest settings found".into(),
+        "Its cost".into(),
+        "Gain".into(),
+        "Store work".into(),
+        "Wasm pages (heap + stable, accessed/written)".into(),
+    ];
+    let mut aligns = vec![Left, Right, Left, Right, Right, Right, Right];
+    if !beside.is_empty() {
+        headers.push(format!("Under {beside}: defaults → these settings"));
+        aligns.push(Right);
+    }
+    let mut t = Table::with_aligns(headers, aligns);
+    for f in found(report) {
+        let cost = |r: Option<&ScenarioResult>| match r {
+            Some(r) if r.status == Status::Ok => thousands(r.instructions),
+            Some(_) => "fails".into(),
+            None => "-".into(),
+        };
+        let mut row = vec![
+            f.workload.to_string(),
+            cost(f.defaults),
+            f.best.map_or("-".into(), describe_record),
+            cost(f.best),
+            match (f.defaults, f.best) {
+                (Some(d), Some(b)) if d.status == Status::Ok => {
+                    gain(d.instructions, b.instructions)
+                }
+                _ => "-".into(),
+            },
+            f.best
+                .map_or("-".into(), |b| thousands(b.store_instructions)),
+            f.best.map_or("-".into(), pages_cell),
+        ];
+        if !beside.is_empty() {
+            row.push(format!(
+                "{} → {}",
+                cost(f.defaults_beside),
+                cost(f.best_beside)
+            ));
+        }
+        t.push(row);
+    }
+    t
+}
+
+/// Every configuration measured under the engine's replica: charged instructions per
+/// workload.
+fn every_configuration(report: &Report) -> Table {
+    let mut headers = vec!["Settings".to_string()];
+    headers.extend(WORKLOADS.iter().map(|w| w.name.to_string()));
+    let mut aligns = vec![Align::Left];
+    aligns.extend(WORKLOADS.iter().map(|_| Align::Right));
+    let mut t = Table::with_aligns(headers, aligns);
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in &report.results {
+        let key = (r.store.clone(), r.journal_mode.clone());
+        if r.store.contains(" replica=") || seen.contains(&key) {
+            continue;
+        }
+        seen.push(key.clone());
+        let mut row = vec![describe_record(r)];
+        for w in &WORKLOADS {
+            let cell = report
+                .results
+                .iter()
+                .find(|x| w.picks(x) && (x.store.clone(), x.journal_mode.clone()) == key);
+            row.push(match cell {
+                Some(x) if x.status == Status::Ok => thousands(x.instructions),
+                Some(x) => match &x.status {
+                    Status::Refused(_) => "refused".into(),
+                    _ => "fails".into(),
+                },
+                None => "-".into(),
+            });
+        }
+        t.push(row);
+    }
+    t
+}
+
+fn document(report: &Report) -> Document {
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let mut doc = Document::default();
+    doc.push_table(
+        "Cheapest SQLite settings per workload (charged instructions per message)",
+        cheapest_table(report),
+    );
+    let mut apply = String::from(
+        "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
+    );
+    if let Some(best) = found(report).into_iter().find_map(|f| f.best) {
+        if let Some(setting) = parse_setting(best) {
+            apply.push_str(&format!(
+                "`dfx canister call bench configure_sqlite '{}'`\n",
+                setting.candid()
+            ));
+        }
+    }
+    let mut searched = String::from("What was searched:\n");
+    for s in &search.stages {
+        searched.push_str(&format!("{s}\n"));
+    }
+    searched.push_str("Not searched: ");
+    searched.push_str(&search.not_searched.join("; "));
+    searched.push('\n');
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Text(apply.clone()));
+        blocks.push(Block::Text(searched.clone()));
+    }
+    doc.markdown.push(Block::Heading {
+        level: 2,
+        text: "Every configuration measured (charged instructions per message)".into(),
+    });
+    doc.markdown.push(Block::Table(every_configuration(report)));
+    doc
+}
+
+/// The setting a record was measured with.
+fn parse_setting(r: &ScenarioResult) -> Option<Setting> {
+    let mut page_size = None;
+    let mut cache_size = None;
+    let mut synchronous = None;
+    for field in r.store.split_whitespace().skip(1) {
+        match field.split_once('=')? {
+            ("page_size", v) => page_size = v.parse().ok(),
+            ("cache_size", v) => cache_size = v.parse().ok(),
+            ("synchronous", v) => synchronous = Synchronous::from_name(v),
+            _ => {}
+        }
+    }
+    Some(Setting {
+        page_size: page_size?,
+        cache_size: cache_size?,
+        journal_mode: r.journal_mode.parse().ok()?,
+        synchronous: synchronous?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting() -> Setting {
+        Setting {
+            page_size: 16_384,
+            cache_size: -2_000,
+            journal_mode: JournalMode::Wal,
+            synchronous: Synchronous::Normal,
+        }
+    }
+
+    #[test]
+    fn a_record_names_its_setting_and_reads_back_as_it() {
+        let s = setting();
+        let r = ScenarioResult {
+            store: s.store_label(),
+            journal_mode: s.journal_mode.to_string(),
+            position: "middle".into(),
+            ..ScenarioResult::default()
+        };
+        assert_eq!(parse_setting(&r), Some(s));
+        assert_eq!(
+            describe_record(&r),
+            "page_size 16,384, cache_size -2,000, WAL, synchronous NORMAL"
+        );
+        assert_eq!(describe_record(&r), s.describe());
+        assert_eq!(
+            r.base_id(),
+            "sqlite-page_size_16384-cache_size_-2000-synchronous_normal-wal/middle//0"
+        );
+    }
+
+    #[test]
+    fn only_powers_of_two_sqlite_takes_are_page_sizes() {
+        for ok in [512, 1_024, 65_536] {
+            assert!(check_page_size(ok).is_ok());
+        }
+        for bad in [0, 256, 3_000, 131_072] {
+            let e = check_page_size(bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("{bad} is not a SQLite page size")),
+                "{e}"
+            );
+        }
+        assert!(Knob::parse("bucket_size")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown setting \"bucket_size\""));
+        assert_eq!(Knob::parse(" Page_Size").unwrap(), Knob::PageSize);
+    }
+
+    #[test]
+    fn a_stage_reaches_every_combination_of_its_knobs_from_the_best() {
+        let cfg = Config {
+            users: users::Config::default(),
+            page_sizes: vec![4_096, 65_536],
+            cache_sizes: vec![100, 500_000],
+            journal_modes: vec![JournalMode::Persist, JournalMode::Wal, JournalMode::Off],
+            synchronous: vec![Synchronous::Off, Synchronous::Full],
+            knobs: Knob::ALL.to_vec(),
+        };
+        let from = setting();
+        assert_eq!(cfg.around(from, &[]), vec![from]);
+        let pages = cfg.around(from, &[Knob::PageSize]);
+        assert_eq!(
+            pages.iter().map(|s| s.page_size).collect::<Vec<_>>(),
+            [4_096, 65_536]
+        );
+        assert!(pages.iter().all(|s| s.cache_size == -2_000));
+        let last = cfg.around(from, &[Knob::JournalMode, Knob::Synchronous]);
+        assert_eq!(last.len(), 6);
+        assert!(last.iter().all(|s| s.page_size == 16_384));
+    }
+
+    #[test]
+    fn the_vintage_beside_is_the_last_before_the_tracker() {
+        assert_eq!(
+            beside_vintage(Some(Replica::R2026_07)).map(|r| r.name),
+            Some("2026-05")
+        );
+        assert_eq!(
+            beside_vintage(Some(Replica::R2026_05)).map(|r| r.name),
+            None
+        );
+        assert_eq!(beside_vintage(None).map(|r| r.name), None);
+    }
+}
