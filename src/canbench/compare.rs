@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::results::{BenchResult, Measurement, Results};
+use crate::engine::PageCounts;
 use crate::report::comment::{self, count, Comment, Section};
 use crate::report::compare::ratio;
 use crate::report::format::{multiplier, pct_change, signed_thousands, thousands};
@@ -74,6 +75,10 @@ pub struct Entry {
     pub instructions: Values,
     pub heap_increase: Values,
     pub stable_memory_increase: Values,
+    /// The Wasm pages the bench's query accessed and wrote, and what the vintage charged
+    /// for pages (total rows of this run only: a scope's pages are not attributed, and the
+    /// results file keeps no pages).
+    pub pages: Option<PageCounts>,
 }
 
 impl Entry {
@@ -103,6 +108,14 @@ fn entry(bench: &str, scope: Option<&str>, new: &Measurement, old: Option<&Measu
         instructions: v(|m| m.instructions),
         heap_increase: v(|m| m.heap_increase),
         stable_memory_increase: v(|m| m.stable_memory_increase),
+        pages: None,
+    }
+}
+
+/// Gives each bench's total row the pages its query touched, from `pages` by bench name.
+pub fn set_pages(entries: &mut [Entry], pages: &BTreeMap<String, PageCounts>) {
+    for e in entries.iter_mut().filter(|e| e.scope.is_none()) {
+        e.pages = pages.get(&e.bench).copied();
     }
 }
 
@@ -262,11 +275,16 @@ pub fn comment(
     old: &Results,
     failed: &[(String, String)],
     graphs: &BTreeMap<String, PathBuf>,
+    pages_touched: &BTreeMap<String, PageCounts>,
     t: f64,
     title: &str,
     gate: &Gate,
 ) -> Comment {
-    let all = entries(new, old);
+    let mut all = entries(new, old);
+    set_pages(&mut all, pages_touched);
+    // This run's Wasm pages accessed plus written (what the memory tracker charges for);
+    // the results file keeps none, so there is no base to show.
+    let touched = |e: &Entry| e.pages.map_or("-".into(), |p| thousands(p.counted()));
     let name = |e: &Entry| format!("`{}`", e.full_name());
     let ins = |v: Option<u64>| v.map_or("-".into(), thousands);
     let moved = |which: Class, heading: &str| {
@@ -279,6 +297,7 @@ pub fn comment(
             "change %",
             "heap pages",
             "stable pages",
+            "Wasm pages touched",
         ];
         if with_graphs {
             headers.push("differential flame graph");
@@ -298,6 +317,7 @@ pub fn comment(
                 e.instructions.percent_diff().map_or("-".into(), pct_change),
                 pages(&e.heap_increase),
                 pages(&e.stable_memory_increase),
+                touched(e),
             ];
             if with_graphs {
                 let graph = graphs.get(&e.full_name());
@@ -309,7 +329,13 @@ pub fn comment(
     };
     let mut added = Section::new(
         "New benchmarks",
-        &["benchmark", "instructions", "heap pages", "stable pages"],
+        &[
+            "benchmark",
+            "instructions",
+            "heap pages",
+            "stable pages",
+            "Wasm pages touched",
+        ],
     );
     for e in all.iter().filter(|e| class(e, t) == Class::New) {
         added.rows.push(vec![
@@ -317,6 +343,7 @@ pub fn comment(
             ins(e.instructions.curr),
             pages(&e.heap_increase),
             pages(&e.stable_memory_increase),
+            touched(e),
         ]);
     }
     let gone = removed(new, old, failed);
@@ -352,6 +379,7 @@ pub fn comment(
             "multiplier",
             "heap pages",
             "stable pages",
+            "Wasm pages touched",
         ],
     );
     for e in &all {
@@ -363,6 +391,7 @@ pub fn comment(
             multiplier(instructions_ratio(e)),
             pages(&e.heap_increase),
             pages(&e.stable_memory_increase),
+            touched(e),
         ]);
     }
 
@@ -395,7 +424,7 @@ pub fn comment(
         })
         .count();
     let about = format!(
-        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages. A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
+        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges 80,000 instructions each for; queries pay for the access only; bench totals only). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
         count(all.len() + gone.len(), "row", "rows"),
         match within {
             0 => "no unchanged row moved at all".to_string(),
@@ -443,10 +472,14 @@ fn csv_cells(v: &Values) -> [String; 3] {
 }
 
 pub const CSV_HEADER: &str = "status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions Δ,instructions Δ%,heap_increase,heap_increase Δ,heap_increase Δ%,stable_memory_increase,stable_memory_increase Δ,stable_memory_increase Δ%";
+/// icbench's columns after canbench's: the bench's Wasm pages and page charge (empty on
+/// scope rows).
+pub const CSV_PAGE_HEADER: &str = "heap_wasm_pages_accessed,heap_wasm_pages_written,stable_wasm_pages_accessed,stable_wasm_pages_written,page_charge_instructions";
 
-/// canbench's CSV: comma-separated, no quoting; calls only on scope rows.
+/// canbench's CSV (comma-separated, no quoting; calls only on scope rows), then icbench's
+/// page columns.
 pub fn csv(entries: &[Entry]) -> String {
-    let mut out = format!("{CSV_HEADER}\n");
+    let mut out = format!("{CSV_HEADER},{CSV_PAGE_HEADER}\n");
     for e in entries {
         let mut row = vec![e.status.clone(), e.full_name()];
         if e.scope.is_some() {
@@ -457,6 +490,17 @@ pub fn csv(entries: &[Entry]) -> String {
         for v in e.metrics() {
             row.extend(csv_cells(v));
         }
+        let pages = e.pages.map(|p| {
+            [
+                p.heap_wasm_pages_accessed,
+                p.heap_wasm_pages_written,
+                p.stable_wasm_pages_accessed,
+                p.stable_wasm_pages_written,
+                p.page_charge_instructions,
+            ]
+            .map(|n| n.to_string())
+        });
+        row.extend(pages.unwrap_or_default());
         out.push_str(&row.join(","));
         out.push('\n');
     }
@@ -562,7 +606,15 @@ mod tests {
             },
         )])
         .collect();
-        let text = csv(&entries(&new, &old));
+        // canbench's rows, each followed by icbench's five page cells (empty: no pages).
+        let text: String = csv(&entries(&new, &old))
+            .lines()
+            .map(|l| {
+                let canbench = l.rsplitn(6, ',').last().unwrap();
+                assert!(l.ends_with(",,,,,") || l.ends_with(CSV_PAGE_HEADER), "{l}");
+                format!("{canbench}\n")
+            })
+            .collect();
         assert_eq!(
             text,
             "status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions Δ,instructions Δ%,heap_increase,heap_increase Δ,heap_increase Δ%,stable_memory_increase,stable_memory_increase Δ,stable_memory_increase Δ%
@@ -598,10 +650,28 @@ mod tests {
         let e = entries(&new, &old);
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].status.as_str(), e[1].status.as_str()), ("", "new"));
-        assert_eq!(csv(&e).lines().nth(2).unwrap(), "new,b::s,3,,,10,,,0,,,0,,");
         assert_eq!(
-            csv(&entries(&new, &Results::new())).lines().nth(1).unwrap(),
-            "new,b,,,,207,,,0,,,0,,"
+            csv(&e).lines().nth(2).unwrap(),
+            "new,b::s,3,,,10,,,0,,,0,,,,,,,"
+        );
+        // The bench's pages go on its total row only.
+        let mut e = entries(&new, &Results::new());
+        let pages = PageCounts {
+            heap_wasm_pages_accessed: 3,
+            heap_wasm_pages_written: 2,
+            stable_wasm_pages_accessed: 1,
+            stable_wasm_pages_written: 0,
+            page_charge_instructions: 4 * 80_000,
+        };
+        set_pages(&mut e, &[("b".to_string(), pages)].into());
+        let text = csv(&e);
+        assert_eq!(
+            text.lines().nth(1).unwrap(),
+            "new,b,,,,207,,,0,,,0,,,3,2,1,0,320000"
+        );
+        assert_eq!(
+            text.lines().nth(2).unwrap(),
+            "new,b::s,3,,,10,,,0,,,0,,,,,,,"
         );
     }
 }

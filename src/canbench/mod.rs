@@ -17,7 +17,7 @@ use clap::Args;
 
 use crate::engine::cost::{Limits, Replica};
 use crate::engine::embedded::EmbeddedEngine;
-use crate::engine::{Engine, Profile, Profiling};
+use crate::engine::{Engine, PageCounts, Profile, Profiling};
 use crate::report::Folded;
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
@@ -258,6 +258,8 @@ pub type BenchOutcome = Result<BenchResult, String>;
 pub struct Ran {
     pub outcome: BenchOutcome,
     pub trace: Option<Profile>,
+    /// The Wasm pages the bench's query accessed and wrote.
+    pub pages: Option<PageCounts>,
 }
 
 /// Installs the module on a benchmarking application subnet and runs each bench as a
@@ -358,6 +360,7 @@ impl Runner {
         Ok(Ran {
             outcome,
             trace: out.report.profile,
+            pages: out.report.pages,
         })
     }
 }
@@ -463,7 +466,9 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let names: Vec<String> = selected.into_iter().cloned().collect();
     let mut outcomes = Vec::with_capacity(ran.len());
     let mut traces = Vec::with_capacity(ran.len());
+    let mut pages = Vec::with_capacity(ran.len());
     for (ran, name) in ran.into_iter().zip(&names) {
+        pages.push(ran.pages);
         let written = match (&ran.outcome, &ran.trace) {
             (Ok(_), Some(trace)) => Some(write_trace(&plan.results_path, name, trace)?),
             _ => None,
@@ -492,7 +497,9 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         },
     };
     if shard.is_whole() {
-        return finish(&names, outcomes, &traces, &base, &old, &output, None);
+        return finish(
+            &names, outcomes, &pages, &traces, &base, &old, &output, None,
+        );
     }
     let dir = args
         .out
@@ -513,7 +520,8 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         outcomes: positions
             .iter()
             .zip(&outcomes)
-            .map(|(&i, o)| shard::PartOutcome::new(i, &names[i], o))
+            .zip(&pages)
+            .map(|((&i, o), p)| shard::PartOutcome::new(i, &names[i], o, *p))
             .collect(),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
@@ -683,9 +691,11 @@ fn print_sections(
 /// file as `o` asks, the comment naming the differential flame graph of each regressed
 /// bench that has a trace in `base_traces`; relative file paths are taken from `under`
 /// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
+#[allow(clippy::too_many_arguments)]
 pub fn finish(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
+    pages: &[Option<PageCounts>],
     traces: &[Option<PathBuf>],
     base_traces: &BTreeMap<String, Folded>,
     old: &Results,
@@ -693,7 +703,13 @@ pub fn finish(
     under: Option<&Path>,
 ) -> Result<bool> {
     let (new, failed) = print_sections(names, outcomes, traces, old, o);
-    let entries = compare::entries(&new, old);
+    let mut entries = compare::entries(&new, old);
+    let by_name: BTreeMap<String, PageCounts> = names
+        .iter()
+        .zip(pages)
+        .filter_map(|(n, p)| Some((n.clone(), (*p)?)))
+        .collect();
+    compare::set_pages(&mut entries, &by_name);
     print!(
         "{}",
         report::closing(
@@ -715,6 +731,7 @@ pub fn finish(
             old,
             &failed,
             &graphs,
+            &by_name,
             o.noise_threshold,
             &c.title,
             &c.gate,

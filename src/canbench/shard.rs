@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
+use crate::engine::PageCounts;
 
 /// The part's file in a shard's --out directory.
 pub const PART_FILE: &str = "canbench_part.json";
@@ -54,10 +55,18 @@ pub struct PartOutcome {
     pub result: Option<BenchResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The Wasm pages its query touched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PageCounts>,
 }
 
 impl PartOutcome {
-    pub fn new(position: usize, bench: &str, outcome: &BenchOutcome) -> PartOutcome {
+    pub fn new(
+        position: usize,
+        bench: &str,
+        outcome: &BenchOutcome,
+        pages: Option<PageCounts>,
+    ) -> PartOutcome {
         let (result, error) = match outcome {
             Ok(r) => (Some(r.clone()), None),
             Err(e) => (None, Some(e.clone())),
@@ -67,6 +76,7 @@ impl PartOutcome {
             bench: bench.to_string(),
             result,
             error,
+            pages,
         }
     }
 
@@ -146,8 +156,8 @@ pub fn is_part(dir: &Path) -> bool {
 }
 
 /// Checks that the parts in `dirs` are the whole of one run and puts the outcomes back in
-/// run order: the bench names and their outcomes, the previous results and the flags.
-pub fn join(dirs: &[PathBuf]) -> Result<(Vec<String>, Vec<BenchOutcome>, Results, Output)> {
+/// run order: the bench names, their outcomes and pages, the previous results and the flags.
+pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     if dirs.is_empty() {
         bail!("no directories to merge");
     }
@@ -186,6 +196,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<(Vec<String>, Vec<BenchOutcome>, Results
     let names = first.benches.clone();
     let (baseline, output) = (first.baseline.clone(), first.output.clone());
     let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
+    let mut pages: Vec<Option<PageCounts>> = names.iter().map(|_| None).collect();
     for (path, p) in &parts {
         let damaged = |what: &str| {
             anyhow!(
@@ -220,26 +231,50 @@ pub fn join(dirs: &[PathBuf]) -> Result<(Vec<String>, Vec<BenchOutcome>, Results
                 ))
             })?;
             slots[o.position] = Some(outcome);
+            pages[o.position] = o.pages;
         }
     }
     let outcomes = slots
         .into_iter()
         .map(|s| s.expect("the shards cover every position"))
         .collect();
-    Ok((names, outcomes, baseline, output))
+    Ok(Joined {
+        names,
+        outcomes,
+        pages,
+        baseline,
+        output,
+    })
+}
+
+/// The parts of a run put back together.
+#[derive(Debug)]
+pub struct Joined {
+    pub names: Vec<String>,
+    pub outcomes: Vec<BenchOutcome>,
+    pub pages: Vec<Option<PageCounts>>,
+    pub baseline: Results,
+    pub output: Output,
 }
 
 /// `icbench merge` of canbench parts: prints the report and writes the files of the
 /// unsharded run, relative paths under `out` (as they are with `--out .`); `Ok(false)` when
 /// a bench failed.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
-    let (names, outcomes, baseline, output) = join(dirs)?;
+    let Joined {
+        names,
+        outcomes,
+        pages,
+        baseline,
+        output,
+    } = join(dirs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
         &names,
         outcomes,
+        &pages,
         &[],
         &Default::default(),
         &baseline,
@@ -271,7 +306,12 @@ mod tests {
                         total: m(1, i as u64, 0, 0),
                         scopes: Default::default(),
                     };
-                    PartOutcome::new(i, &benches[i], &Ok(r))
+                    // Each bench touched i + 1 heap pages (carried to the join).
+                    let pages = PageCounts {
+                        heap_wasm_pages_accessed: i as u64 + 1,
+                        ..PageCounts::default()
+                    };
+                    PartOutcome::new(i, &benches[i], &Ok(r), Some(pages))
                 })
                 .collect(),
             benches,
@@ -297,8 +337,19 @@ mod tests {
         let dirs: Vec<PathBuf> = ["p1", "p2"].iter().map(|d| root.join(d)).collect();
         part(1, &[0, 2]).write(&dirs[0]).unwrap();
         part(2, &[1]).write(&dirs[1]).unwrap();
-        let (names, outcomes, _, output) = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
+        let Joined {
+            names,
+            outcomes,
+            pages,
+            output,
+            ..
+        } = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
         assert_eq!(names, ["a", "b", "c"]);
+        let touched: Vec<u64> = pages
+            .iter()
+            .map(|p| p.unwrap().heap_wasm_pages_accessed)
+            .collect();
+        assert_eq!(touched, [1, 2, 3]);
         let counts: Vec<u64> = outcomes
             .iter()
             .map(|o| o.as_ref().unwrap().total.instructions)

@@ -92,6 +92,14 @@ fn sample() -> Report {
     let mut lookup = result("btree", "", "middle", "point_lookup", 1, 40_000);
     lookup.method = "get_users_btree".into();
     (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
+    // A query: the tracker charges the pages it accessed, 80,000 each.
+    lookup.pages = Some(icbench::engine::PageCounts {
+        heap_wasm_pages_accessed: 5,
+        heap_wasm_pages_written: 2,
+        stable_wasm_pages_accessed: 3,
+        stable_wasm_pages_written: 0,
+        page_charge_instructions: 8 * 80_000,
+    });
     results.push(lookup);
     Report {
         extra: Default::default(),
@@ -263,9 +271,24 @@ fn csv_has_header_rows_and_quoting() {
         lines.next().unwrap(),
         "suite,engine,store,journal_mode,position,operation,batch,rows_before,method,args,status,reason,\
          instructions,instructions_per_row,store_instructions,store_instructions_per_row,cycles,usd,\
-         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages,bytes,ingress_cycles,\
-         profile"
+         heap_pages_delta,stable_pages_delta,heap_dirty_pages,stable_dirty_pages,\
+         heap_wasm_pages_accessed,heap_wasm_pages_written,stable_wasm_pages_accessed,\
+         stable_wasm_pages_written,page_charge_instructions,bytes,ingress_cycles,profile"
     );
+    // The page columns: empty where the engine did not see pages, the counts where it did.
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    let cells = |row: &str| {
+        row.split(',')
+            .rev()
+            .take(8)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    assert_eq!(cells(rows[0]), ",,,,,0,1296000,");
+    assert_eq!(cells(rows.last().unwrap()), "5,2,3,0,640000,0,1296000,");
     assert_eq!(lines.count(), report.results.len());
     assert!(
         text.contains(&format!(",refused,\"{WAL_REASON}\",")),

@@ -31,7 +31,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, all"
     );
     assert!(select(&[""]).is_err());
 }
