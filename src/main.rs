@@ -131,8 +131,10 @@ struct RunArgs {
     shard: Option<Shard>,
     /// Instruction profiles: of every scenario, or of those whose id matches PATTERN (the
     /// whole id; `*` matches any text: 'sqlite-wal/*', '*/insert/1'). Writes
-    /// OUT/profiles/ID.folded and ID.svg (a flame graph) and fills the `profile` column.
-    /// Counts are the same as without it; the run is slower.
+    /// OUT/profiles/ID.folded and ID.svg (a flame graph) and fills the `profile` column; a
+    /// scenario of one message of the users stores (seed003, lookups, scaling, tune) gets
+    /// ID.pages.svg, its page map (the Wasm pages it touched and the function that touched
+    /// each first). Counts are the same as without it; the run is slower.
     #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "*")]
     profile: Option<String>,
     /// Print the ids of the selected suites' scenarios (what --profile matches) and exit.

@@ -5,6 +5,7 @@ pub mod cost;
 pub mod disk_cache;
 pub mod embedded;
 pub mod instrument;
+pub mod page_map;
 pub mod profile;
 // The PocketIC client (reqwest, rustls, tokio...) is the `pocket-ic` cargo feature: the
 // default build leaves it out, and the CLI says how to rebuild when it is asked for.
@@ -154,6 +155,9 @@ pub struct MessageReport {
     /// The 64 KiB Wasm pages the message accessed and wrote, and what the vintage charged
     /// for pages; None where the engine cannot see them (PocketIC).
     pub pages: Option<PageCounts>,
+    /// With [`Profiling::Messages`]: which Wasm pages the message touched and the function
+    /// that touched each first (a message of several parts: the last part's).
+    pub page_map: Option<page_map::PageMap>,
     pub heap_bytes_before: u64,
     pub heap_bytes_after: u64,
     pub stable_bytes_before: u64,

@@ -83,6 +83,7 @@ fn fields(r: &ScenarioResult) -> [String; 30] {
         ingress_cycles,
         profile,
         profile_data: _,
+        page_map_data: _,
     } = r;
     // Pages the engine could not see are empty cells, not zeros.
     let page =

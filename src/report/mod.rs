@@ -18,6 +18,7 @@ mod document;
 pub mod flame;
 pub mod format;
 mod json;
+pub mod page_map;
 pub mod profiles;
 mod record;
 pub mod svg;
@@ -253,6 +254,7 @@ pub(crate) mod fixture {
             ingress_cycles: 1_200_000 + 2_000 * 40,
             profile: String::new(),
             profile_data: None,
+            page_map_data: None,
         }
     }
 

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{scenario_ids, Report};
+use crate::engine::page_map::PageMap;
 use crate::engine::Profile;
 
 /// The directory under a run's output that holds the profiles.
@@ -66,6 +67,7 @@ pub fn select(report: &mut Report, pattern: &str) -> Selected {
     for (r, id) in report.results.iter_mut().zip(&ids) {
         if !matches(pattern, id) {
             r.profile_data = None;
+            r.page_map_data = None;
             continue;
         }
         selected.matched += 1;
@@ -188,7 +190,28 @@ pub fn files(report: &Report, dir: &Path) -> std::io::Result<Vec<(PathBuf, Strin
         files.push((folded, folded_text));
         files.push((svg, svg_text));
     }
+    for (id, file, map) in page_maps(report) {
+        files.push((dir.join(file), super::page_map::svg(id, map)));
+    }
     Ok(files)
+}
+
+/// The page maps of the kept profiles, as (id, file relative to the run's directory:
+/// `profiles/ID.pages.svg`, map).
+pub fn page_maps(report: &Report) -> Vec<(&str, String, &PageMap)> {
+    report
+        .results
+        .iter()
+        .filter_map(|r| {
+            let id = id_of_file(&r.profile)?;
+            Some((id, page_map_file(&r.profile), r.page_map_data.as_ref()?))
+        })
+        .collect()
+}
+
+/// The page map's file beside a profile's (`profiles/ID.folded` → `profiles/ID.pages.svg`).
+pub fn page_map_file(profile: &str) -> String {
+    format!("{}.pages.svg", profile.trim_end_matches(".folded"))
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::page_map::PageMap;
 use crate::engine::{MessageReport, PageCounts, Profile};
 
 /// Whether a scenario produced a number.
@@ -85,6 +86,10 @@ pub struct ScenarioResult {
     /// report writes it to `profile`, never part of the files.
     #[serde(skip)]
     pub profile_data: Option<Profile>,
+    /// The Wasm pages the scenario's (last) message touched, when the run profiled it: the
+    /// report draws it beside the profile (`profiles/ID.pages.svg`), never part of the files.
+    #[serde(skip)]
+    pub page_map_data: Option<PageMap>,
 }
 
 impl ScenarioResult {

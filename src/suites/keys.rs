@@ -537,6 +537,8 @@ impl Plan for Config {
                             ingress_cycles: 0,
                             profile: String::new(),
                             profile_data: t.profile.clone(),
+                            // A row is several messages: no one message's pages.
+                            page_map_data: None,
                         };
                         if let Some(e) = &failed {
                             r.status = Status::Failed(e.clone());

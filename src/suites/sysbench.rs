@@ -610,6 +610,8 @@ impl Plan for Config {
                 ingress_cycles: 0,
                 profile: String::new(),
                 profile_data: t.profile,
+                // A row is many messages: no one message's pages.
+                page_map_data: None,
             })
         };
         // One prefilled snapshot per store (the map, SQLite per journal mode), filled side by

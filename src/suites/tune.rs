@@ -240,6 +240,9 @@ pub struct Config {
     pub synchronous: Vec<Synchronous>,
     /// What the search varies, in search order.
     pub knobs: Vec<Knob>,
+    /// The other stores measured at their defaults beside SQLite (`--stores`): the heap map
+    /// and the StableBTreeMap, for the decision table.
+    pub others: Vec<Store>,
 }
 
 /// `page_size` values SQLite takes: a power of two from 512 to 65,536.
@@ -292,7 +295,16 @@ impl Config {
             stores: vec![Store::Sqlite(JournalMode::Persist)],
             ..self.users.clone()
         };
-        MEMORY_BASE + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
+        let others = users::Config {
+            stores: self.others.clone(),
+            ..self.users.clone()
+        };
+        let others = if self.others.is_empty() {
+            0
+        } else {
+            others.peak_memory() - MEMORY_BASE
+        };
+        MEMORY_BASE + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64 + others
     }
 }
 
@@ -339,11 +351,18 @@ impl Suite for Tune {
         cache_sizes.sort_unstable();
         cache_sizes.dedup();
         let mut users = users::Config::from_args(common)?;
-        users.stores = users::stores(common)
+        let all = users::stores(common);
+        let others = all
+            .iter()
+            .copied()
+            .filter(|s| s.journal_mode().is_none())
+            .collect();
+        users.stores = all
             .into_iter()
             .filter(|s| s.journal_mode().is_some())
             .collect();
         let cfg = Config {
+            others,
             journal_modes: users
                 .stores
                 .iter()
@@ -552,6 +571,22 @@ impl Plan for Config {
             after = vec![unit];
         }
 
+        let mut other_records = measure_others(
+            &mut client,
+            &empty,
+            &StageEnv {
+                cfg,
+                exec,
+                work: &work,
+                after: &after,
+                suite_engine: &engine_name,
+                current,
+                beside,
+                setup: &setup,
+            },
+            &workloads,
+            progress,
+        )?;
         let plan: String = WORKLOADS
             .iter()
             .map(|w| {
@@ -566,9 +601,13 @@ impl Plan for Config {
         let outcomes = workloads
             .iter()
             .map(|&w| {
-                let results: Vec<ScenarioResult> = std::mem::take(&mut measured[w])
+                let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
                     .into_iter()
-                    .flat_map(|(_, now, old)| std::iter::once(now).chain(old))
+                    .chain(
+                        std::mem::take(&mut measured[w])
+                            .into_iter()
+                            .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
+                    )
                     .collect();
                 (w, pool::Outcome::from(results))
             })
@@ -896,6 +935,164 @@ fn measure_one(
     Ok((now, beside))
 }
 
+/// The other stores (`cfg.others`) at their defaults: each filled from the empty canister in
+/// a task of its own, then every workload of `workloads` measured from it, under the
+/// engine's replica and beside it. Per workload (all of [`WORKLOADS`], empty where not
+/// measured): each store's records in `cfg.others` order.
+fn measure_others(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    env: &StageEnv<'_>,
+    workloads: &[usize],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Vec<ScenarioResult>>> {
+    let stores = &env.cfg.others;
+    let mut out = vec![Vec::new(); WORKLOADS.len()];
+    if stores.is_empty() || workloads.is_empty() {
+        return Ok(out);
+    }
+    type Slot = Mutex<Option<Vec<ScenarioResult>>>;
+    let slots: Vec<Slot> = (0..stores.len() * WORKLOADS.len())
+        .map(|_| Mutex::new(None))
+        .collect();
+    {
+        let slots = &slots;
+        let mut tasks = Vec::new();
+        for (i, &store) in stores.iter().enumerate() {
+            let rows = env.cfg.users.rows;
+            tasks.push(
+                Task::new(
+                    Kind::Fill,
+                    format!("fill the {} to {} rows", store.label(), thousands(rows)),
+                    move |lane| {
+                        lane.restore(empty)?;
+                        let before = lane.client.executed_instructions;
+                        users::fill(
+                            &mut lane.client,
+                            store.kind(),
+                            0,
+                            rows,
+                            PREFILL_CHUNK,
+                            &mut |_| {},
+                            &mut |_| {},
+                        )?;
+                        env.setup.fetch_add(
+                            lane.client.executed_instructions - before,
+                            Ordering::Relaxed,
+                        );
+                        lane.step(Kind::Snapshot, format!("snapshot of the {}", store.label()));
+                        let state = lane.snapshot()?;
+                        for &w in workloads {
+                            let state = state.clone();
+                            lane.spawn(
+                                Task::new(
+                                    Kind::Scenario,
+                                    format!("tune {}: the {}", WORKLOADS[w].name, store.label()),
+                                    move |lane: &mut Lane<'_, '_>| {
+                                        let mut records = vec![measure_store(
+                                            lane,
+                                            env,
+                                            store,
+                                            &WORKLOADS[w],
+                                            &state,
+                                            None,
+                                        )?];
+                                        if let Some(old) = env.beside {
+                                            records.push(measure_store(
+                                                lane,
+                                                env,
+                                                store,
+                                                &WORKLOADS[w],
+                                                &state,
+                                                Some(old),
+                                            )?);
+                                        }
+                                        *slots[i * WORKLOADS.len() + w]
+                                            .lock()
+                                            .unwrap_or_else(|e| e.into_inner()) = Some(records);
+                                        Ok(())
+                                    },
+                                )
+                                .profiled(),
+                            );
+                        }
+                        Ok(())
+                    },
+                )
+                .after(env.after)
+                .priority(2),
+            );
+        }
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+    }
+    let mut slots = slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
+    for _ in stores {
+        for records in out.iter_mut() {
+            records.extend(slots.next().flatten().unwrap_or_default());
+        }
+    }
+    Ok(out)
+}
+
+/// One workload of a store without settings, from its filled `state`.
+fn measure_store(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: Store,
+    workload: &Workload,
+    state: &State,
+    vintage: Option<Replica>,
+) -> Result<ScenarioResult> {
+    let cfg = env.cfg;
+    let scenario = Scenario {
+        store,
+        position: workload.position,
+        operation: workload.operation,
+    };
+    let call = Call::for_scenario(&scenario, &cfg.users);
+    let mut label = store.kind().to_string();
+    if let Some(v) = vintage {
+        label.push_str(&format!(" replica={}", v.name));
+    }
+    let mut result = ScenarioResult {
+        suite: "tune".into(),
+        engine: env.suite_engine.into(),
+        store: label,
+        position: workload.position.to_string(),
+        operation: workload.operation.kind().into(),
+        batch: workload.operation.rows(),
+        rows_before: cfg.users.rows,
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..ScenarioResult::default()
+    };
+    lane.restore(state)?;
+    if let Some(v) = vintage {
+        lane.client.engine.set_replica(v)?;
+    }
+    let reply = users::run_call(&mut lane.client, store.kind(), &call);
+    if let (Some(_), Some(current)) = (vintage, env.current) {
+        lane.client.engine.set_replica(current)?;
+    }
+    let reply = reply?;
+    let held = match &reply {
+        users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+        users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+    };
+    users::record_reply(
+        &mut result,
+        reply,
+        workload.operation,
+        cfg.users.usd_per_xdr,
+    );
+    if result.status == Status::Ok {
+        result.bytes = held;
+    }
+    Ok(result)
+}
+
 fn measure_under(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
@@ -993,7 +1190,7 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
             let mine: Vec<&ScenarioResult> = report
                 .results
                 .iter()
-                .filter(|r| w.picks(r) && !is_beside(r))
+                .filter(|r| w.picks(r) && !is_beside(r) && is_sqlite(r))
                 .collect();
             let defaults = mine
                 .iter()
@@ -1021,6 +1218,69 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
             }
         })
         .collect()
+}
+
+/// A record of the SQLite search (the other stores' carry their kind as the store).
+fn is_sqlite(r: &ScenarioResult) -> bool {
+    r.store.starts_with("sqlite ")
+}
+
+/// The decision table: per workload the cheapest store with every store at its defaults,
+/// and with SQLite at the settings the search found cheapest (the other stores have none).
+pub fn decision_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let others: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| !is_sqlite(r) && !r.store.contains(" replica=") && r.status == Status::Ok)
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let mut t = Table::with_aligns(
+        [
+            "Workload",
+            "Cheapest at defaults",
+            "Its cost",
+            "Cheapest with tuned settings",
+            "Its cost",
+            "Gain",
+        ]
+        .map(String::from)
+        .to_vec(),
+        vec![Left, Left, Right, Left, Right, Right],
+    );
+    let label = |r: &ScenarioResult| match r.store.as_str() {
+        "btree" => "StableBTreeMap".to_string(),
+        "heap" => "heap BTreeMap".to_string(),
+        s => s.to_string(),
+    };
+    for (w, f) in WORKLOADS.iter().zip(found(report)) {
+        let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
+        let mut at_defaults: Vec<(String, u64)> =
+            mine.iter().map(|r| (label(r), r.instructions)).collect();
+        if let Some(d) = f.defaults.filter(|d| d.status == Status::Ok) {
+            at_defaults.push(("SQLite (its defaults)".into(), d.instructions));
+        }
+        let mut tuned: Vec<(String, u64)> =
+            mine.iter().map(|r| (label(r), r.instructions)).collect();
+        if let Some(b) = f.best {
+            tuned.push((format!("SQLite ({})", describe_record(b)), b.instructions));
+        }
+        let cheapest = |v: &[(String, u64)]| v.iter().min_by_key(|(_, c)| *c).cloned();
+        let (Some(d), Some(t2)) = (cheapest(&at_defaults), cheapest(&tuned)) else {
+            continue;
+        };
+        t.push(vec![
+            w.name.to_string(),
+            d.0.clone(),
+            thousands(d.1),
+            t2.0.clone(),
+            thousands(t2.1),
+            gain(d.1, t2.1),
+        ]);
+    }
+    Some(t)
 }
 
 /// `Store label` + journal mode back to the setting's description.
@@ -1142,7 +1402,7 @@ fn every_configuration(report: &Report) -> Table {
     let mut seen: Vec<(String, String)> = Vec::new();
     for r in &report.results {
         let key = (r.store.clone(), r.journal_mode.clone());
-        if r.store.contains(" replica=") || seen.contains(&key) {
+        if r.store.contains(" replica=") || !is_sqlite(r) || seen.contains(&key) {
             continue;
         }
         seen.push(key.clone());
@@ -1169,6 +1429,12 @@ fn every_configuration(report: &Report) -> Table {
 fn document(report: &Report) -> Document {
     let search: Search = report.extra(SEARCH).unwrap_or_default();
     let mut doc = Document::default();
+    if let Some(t) = decision_table(report) {
+        doc.push_table(
+            "Which store is cheapest, at defaults and with SQLite tuned (charged instructions per message)",
+            t,
+        );
+    }
     doc.push_table(
         "Cheapest SQLite settings per workload (charged instructions per message)",
         cheapest_table(report),
@@ -1195,12 +1461,55 @@ fn document(report: &Report) -> Document {
         blocks.push(Block::Text(apply.clone()));
         blocks.push(Block::Text(searched.clone()));
     }
+    if let Some(maps) = page_maps(report) {
+        doc.markdown.push(Block::Heading {
+            level: 2,
+            text: "Where the pages are: the defaults against the cheapest settings".into(),
+        });
+        doc.markdown.push(Block::Text(
+            "The Wasm pages of heap and stable memory each message touched (red: written), for the workloads whose measurements `--profile` selected; hover a page for the function that touched it first.\n".into(),
+        ));
+        doc.markdown.push(Block::Table(maps));
+    }
     doc.markdown.push(Block::Heading {
         level: 2,
         text: "Every configuration measured (charged instructions per message)".into(),
     });
     doc.markdown.push(Block::Table(every_configuration(report)));
     doc
+}
+
+/// Per workload whose defaults and cheapest settings were both profiled, their page maps
+/// side by side (the files `--profile` writes beside each profile).
+fn page_maps(report: &Report) -> Option<Table> {
+    let mut t = Table::with_aligns(
+        ["Workload", "At the defaults", "With the cheapest settings"]
+            .map(String::from)
+            .to_vec(),
+        vec![Align::Left; 3],
+    );
+    let mut any = false;
+    for f in found(report) {
+        let (Some(d), Some(b)) = (f.defaults, f.best) else {
+            continue;
+        };
+        if d.profile.is_empty() || b.profile.is_empty() {
+            continue;
+        }
+        let image = |r: &ScenarioResult, what: &str| {
+            format!(
+                "![{what}]({})",
+                crate::report::profiles::page_map_file(&r.profile)
+            )
+        };
+        t.push(vec![
+            f.workload.to_string(),
+            image(d, "the defaults"),
+            image(b, &describe_record(b)),
+        ]);
+        any = true;
+    }
+    any.then_some(t)
 }
 
 /// The setting a record was measured with.
@@ -1286,6 +1595,7 @@ mod tests {
             journal_modes: vec![JournalMode::Persist, JournalMode::Wal, JournalMode::Off],
             synchronous: vec![Synchronous::Off, Synchronous::Full],
             knobs: Knob::ALL.to_vec(),
+            others: Vec::new(),
         };
         let from = setting();
         assert_eq!(cfg.around(from, &[]), vec![from]);

@@ -876,6 +876,8 @@ pub(super) fn record_reply(
             result.stable_pages_delta =
                 pages_delta(message.stable_bytes_before, message.stable_bytes_after);
             result.set_pages(&message);
+            // One message per record: its page map goes beside its profile.
+            result.page_map_data = message.page_map.clone();
             result.add_profile(message.profile.as_ref());
         }
     }

@@ -7,7 +7,8 @@
 
 use icbench::engine::cost::{Limits, MemoryTracker, Replica};
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, ErrorCode, PageCounts};
+use icbench::engine::page_map::{MemoryPages, TouchedPage};
+use icbench::engine::{Engine, ErrorCode, PageCounts, Profiling};
 
 /// 16 OS pages x 5,000.
 const PAGE: u64 = 80_000;
@@ -375,6 +376,87 @@ fn the_page_columns_count_each_wasm_page_once_under_every_vintage() {
     // = 35; fees: grow 100, read 20 + 4, write 20 + 2, reply 500.
     let metered = 35 + 100 + 24 + 22 + 500;
     assert_charged(&wasm, "pages", false, metered + 12 * PAGE, metered + 4_000);
+}
+
+/// PAGES with the heap's load and store in functions of their own.
+const PAGES_IN_FUNCTIONS: &str = r#"
+  (func $load (drop (i64.load (i32.const 131068))))
+  (func $store (i32.store (i32.const 196608) (i32.const 5)))
+  (func $pages (export "canister_update pages")
+    (drop (call $sgrow (i64.const 3)))
+    (call $load)
+    (call $store)
+    (call $sread (i64.const 262144) (i64.const 65534) (i64.const 4))
+    (call $swrite (i64.const 131071) (i64.const 0) (i64.const 2))
+    (call $reply))
+"#;
+
+#[test]
+fn the_page_map_names_each_page_and_the_function_that_touched_it_first() {
+    let wasm = canister(PAGES_IN_FUNCTIONS);
+    for replica in [Replica::R2026_07, Replica::R2026_05] {
+        let mut e = engine(replica);
+        e.set_profiling(Profiling::Messages).unwrap();
+        let (id, install) = e.install(&wasm, &[]).unwrap();
+        install.result.unwrap();
+        let out = e.update(id, "pages", &[]).unwrap();
+        out.result.unwrap();
+        let map = out
+            .report
+            .page_map
+            .expect("a profiled message has a page map");
+        let page = |page, by: &str, written: Option<&str>| TouchedPage {
+            page,
+            accessed_by: by.into(),
+            written_by: written.map(String::from),
+        };
+        // The pages of the_page_columns_count_each_wasm_page_once_under_every_vintage, each
+        // with the function that was running when it was first accessed and written: the
+        // System API calls touch the heap pages they copy to and from.
+        assert_eq!(
+            map.heap,
+            MemoryPages {
+                size_pages: 8,
+                pages: vec![
+                    page(0, "ic0.stable64_write", None),
+                    page(1, "load", None),
+                    page(2, "load", None),
+                    page(3, "store", Some("store")),
+                    page(4, "ic0.stable64_read", Some("ic0.stable64_read")),
+                ],
+            },
+            "{}",
+            replica.name
+        );
+        assert_eq!(
+            map.stable,
+            MemoryPages {
+                size_pages: 3,
+                pages: vec![
+                    page(0, "ic0.stable64_read", None),
+                    page(1, "ic0.stable64_read", Some("ic0.stable64_write")),
+                    page(2, "ic0.stable64_write", Some("ic0.stable64_write")),
+                ],
+            }
+        );
+        // The same pages as the message's page columns.
+        let pages = out.report.pages.unwrap();
+        assert_eq!(
+            (map.heap.accessed(), map.heap.written()),
+            (5, 2),
+            "{pages:?}"
+        );
+        assert_eq!((map.stable.accessed(), map.stable.written()), (3, 2));
+    }
+    // Without profiling there is none.
+    let mut e = engine(Replica::R2026_07);
+    let (id, _) = e.install(&wasm, &[]).unwrap();
+    assert!(e
+        .update(id, "pages", &[])
+        .unwrap()
+        .report
+        .page_map
+        .is_none());
 }
 
 #[test]

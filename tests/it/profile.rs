@@ -417,6 +417,14 @@ fn profiling_moves_no_count() {
         let mut y = profiled.update(b, "work", &[]).unwrap();
         assert!(x.report.profile.is_none());
         assert!(y.report.profile.take().is_some());
+        // The page map comes with the profile (of the page the work wrote), and no count moves.
+        let map = y
+            .report
+            .page_map
+            .take()
+            .expect("a profiled message's page map");
+        assert_eq!((map.heap.accessed(), map.heap.written()), (1, 1), "{map:?}");
+        assert!(x.report.page_map.is_none());
         assert_eq!(x.report, y.report);
         assert_eq!(x.result, y.result);
         assert_eq!(

@@ -27,7 +27,7 @@
 //! one write fault per Wasm page instead of up to sixteen.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use wasmtime::{bail, Result};
@@ -78,6 +78,10 @@ pub struct HeapRegion {
     written: Box<[AtomicU8]>,
     accessed_count: AtomicU64,
     written_count: AtomicU64,
+    /// The Wasm pages in the order the message first accessed and first wrote them: entry
+    /// `i` is the page whose touch made the count `i + 1` (for the page map).
+    accessed_order: Box<[AtomicU32]>,
+    written_order: Box<[AtomicU32]>,
     /// How written pages are found. With the kernel's log, `written` marks the Wasm pages
     /// made writable in this message under every replica vintage.
     writes: HeapWrites,
@@ -111,6 +115,12 @@ impl HeapRegion {
                 .collect::<Vec<_>>()
                 .into_boxed_slice()
         };
+        let wasm_order = || {
+            (0..capacity.div_ceil(WASM_PAGE))
+                .map(|_| AtomicU32::new(0))
+                .collect::<Vec<_>>()
+                .into_boxed_slice()
+        };
         Self {
             base: AtomicUsize::new(base),
             len: AtomicUsize::new(len),
@@ -126,6 +136,8 @@ impl HeapRegion {
             written: wasm_flags(),
             accessed_count: AtomicU64::new(0),
             written_count: AtomicU64::new(0),
+            accessed_order: wasm_order(),
+            written_order: wasm_order(),
             writes,
             needs_log_setup: AtomicBool::new(true),
             capacity,
@@ -217,6 +229,21 @@ impl HeapRegion {
     /// Wasm pages written so far in this message (0 without access tracking).
     pub fn wasm_pages_written(&self) -> u64 {
         self.written_count.load(Ordering::Acquire)
+    }
+
+    /// The Wasm pages accessed and written so far in this message, each in the order of
+    /// its first access (first write).
+    pub fn wasm_pages_in_order(&self) -> (Vec<u64>, Vec<u64>) {
+        let take = |order: &[AtomicU32], count: u64| {
+            order[..count as usize]
+                .iter()
+                .map(|p| p.load(Ordering::Acquire) as u64)
+                .collect()
+        };
+        (
+            take(&self.accessed_order, self.wasm_pages_accessed()),
+            take(&self.written_order, self.wasm_pages_written()),
+        )
     }
 
     /// Wasm pages accessed plus Wasm pages written so far in this message: counts only
@@ -349,7 +376,8 @@ impl HeapRegion {
         if tracked && self.accessed[wasm_page].swap(1, Ordering::AcqRel) == 0 {
             // The first access to this Wasm page: it becomes readable as a whole. A write
             // faults again (on its 4 KiB page; with the kernel's log, once per Wasm page).
-            self.accessed_count.fetch_add(1, Ordering::AcqRel);
+            let n = self.accessed_count.fetch_add(1, Ordering::AcqRel);
+            self.accessed_order[n as usize].store(wasm_page as u32, Ordering::Release);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
             return protect(
                 wasm_addr,
@@ -366,7 +394,8 @@ impl HeapRegion {
             return false;
         }
         if tracked && self.written[wasm_page].swap(1, Ordering::AcqRel) == 0 {
-            self.written_count.fetch_add(1, Ordering::AcqRel);
+            let n = self.written_count.fetch_add(1, Ordering::AcqRel);
+            self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
         }
         let page_addr = (base + page * OS_PAGE) as *mut u8;
         if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
@@ -389,7 +418,8 @@ impl HeapRegion {
             return false;
         }
         if tracked {
-            self.written_count.fetch_add(1, Ordering::AcqRel);
+            let n = self.written_count.fetch_add(1, Ordering::AcqRel);
+            self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
         }
         let first = wasm_page * OS_PAGES_PER_WASM_PAGE;
         let had = self.armed_len.load(Ordering::Acquire) / OS_PAGE;

@@ -23,11 +23,12 @@ use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, 
 use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
 use self::image::{FrozenHeap, HeapImage, PageSet};
 use self::profiler::{FrameNames, Profiler, Reading};
-use self::stable::{StableImage, StableMemory};
+use self::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits, Replica};
 use super::disk_cache;
 use super::instrument::{self, Counter};
+use super::page_map::{MemoryPages, PageMap};
 use super::profile::{self, Profile};
 use super::{
     CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, PageCounts,
@@ -377,6 +378,7 @@ fn reading(state: &HostState, counter: i64) -> Reading {
         counter,
         pages: state.page_charges(),
         folded: state.folded,
+        touched: state.pages_touched(),
     }
 }
 
@@ -1093,8 +1095,44 @@ impl EmbeddedEngine {
             counter: left,
             pages,
             folded: inst.store.data().folded,
+            touched: inst.store.data().pages_touched(),
         };
+        let mut page_map = None;
         let profile = match (inst.store.data_mut().profiler.take(), names) {
+            (Some(profiler), Some(names)) if profiling == Profiling::Messages => {
+                let (mut profile, by) =
+                    profiler.finish_with_touches(end, &|f| names.name(f), export);
+                let state = inst.store.data();
+                let (heap_accessed, heap_written) = state
+                    .heap
+                    .as_ref()
+                    .map_or((Vec::new(), Vec::new()), |h| h.wasm_pages_in_order());
+                let (stable_accessed, stable_written) = state.stable.wasm_pages_in_order();
+                let [ha, hw, sa, sw] = &by;
+                page_map = Some(PageMap {
+                    heap: MemoryPages::from_order(
+                        heap_bytes(inst) / WASM_PAGE,
+                        &heap_accessed,
+                        ha,
+                        &heap_written,
+                        hw,
+                    ),
+                    stable: MemoryPages::from_order(
+                        state.stable.size_wasm_pages(),
+                        &stable_accessed,
+                        sa,
+                        &stable_written,
+                        sw,
+                    ),
+                });
+                if memory_tracker.is_none() {
+                    profile.add(
+                        &[profile::HEAP_DIRTY_PAGES],
+                        charged_pages * heap_page_overhead,
+                    );
+                }
+                Some(profile)
+            }
             (Some(profiler), Some(names)) => {
                 let mut profile = profiler.finish(end, &|f| names.name(f), export);
                 if profiling == Profiling::Messages && memory_tracker.is_none() {
@@ -1216,6 +1254,7 @@ impl EmbeddedEngine {
                 heap_dirty_pages: dirty.len() as u64,
                 stable_dirty_pages: stable_dirty,
                 pages: Some(page_counts),
+                page_map,
                 heap_bytes_before: heap_before,
                 heap_bytes_after: heap_after,
                 stable_bytes_before: stable_before,
@@ -1682,6 +1721,9 @@ fn add_report(total: &mut MessageReport, part: &MessageReport) {
     total.heap_dirty_pages += part.heap_dirty_pages;
     total.stable_dirty_pages += part.stable_dirty_pages;
     total.pages = PageCounts::sum(total.pages, part.pages.as_ref());
+    if part.page_map.is_some() {
+        total.page_map = part.page_map.clone();
+    }
     total.heap_bytes_after = part.heap_bytes_after;
     total.stable_bytes_after = part.stable_bytes_after;
     total.stages.extend_from_slice(&part.stages);

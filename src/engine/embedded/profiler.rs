@@ -32,6 +32,9 @@ pub struct Reading {
     pub counter: i64,
     pub pages: PageCharges,
     pub folded: u64,
+    /// Wasm pages touched so far, by kind: heap accessed, heap written, stable accessed,
+    /// stable written (counted under every vintage; for the page map).
+    pub touched: [u64; 4],
 }
 
 impl Reading {
@@ -190,6 +193,10 @@ pub struct Profiler {
     window: Window,
     /// Nodes with a non-zero `pending` (window mode), so a boundary touches only those.
     touched: Vec<u32>,
+    /// The pages touched at the last event, and at every event where they grew, with the
+    /// frame that was running since the event before: it touched them first.
+    last_touched: [u64; 4],
+    first_touches: Vec<([u64; 4], u32)>,
 }
 
 impl Profiler {
@@ -216,6 +223,8 @@ impl Profiler {
                 None => Window::Whole,
             },
             touched: Vec::new(),
+            last_touched: [0; 4],
+            first_touches: Vec::new(),
         }
     }
 
@@ -229,6 +238,10 @@ impl Profiler {
     /// Gives the instructions spent since the last event to the frame on top, and the page
     /// charges since then to its page frames.
     fn charge(&mut self, at: Reading) {
+        if at.touched != self.last_touched {
+            self.last_touched = at.touched;
+            self.first_touches.push((at.touched, self.current));
+        }
         let spent = self.spent(&at);
         let delta = spent.saturating_sub(self.last);
         self.last = self.last.max(spent);
@@ -329,6 +342,37 @@ impl Profiler {
     /// an `ic0` function makes it) goes to the frame `entry`, the export's name.
     pub fn finish(mut self, at: Reading, name: &dyn Fn(u32) -> String, entry: &str) -> Profile {
         self.charge(at);
+        self.into_profile(name, entry)
+    }
+
+    /// [`Profiler::finish`], and for each kind of [`Reading::touched`] the function that
+    /// first touched each page, in the order the pages were touched (`entry` where no
+    /// function was running).
+    pub fn finish_with_touches(
+        mut self,
+        at: Reading,
+        name: &dyn Fn(u32) -> String,
+        entry: &str,
+    ) -> (Profile, [Vec<String>; 4]) {
+        self.charge(at);
+        let mut by: [Vec<String>; 4] = Default::default();
+        let mut names: HashMap<u32, String> = HashMap::new();
+        for &(counts, node) in &self.first_touches {
+            let func = self.nodes[node as usize].func;
+            let frame = match node {
+                ROOT => entry.to_string(),
+                _ => names.entry(func).or_insert_with(|| name(func)).clone(),
+            };
+            for (kind, list) in by.iter_mut().enumerate() {
+                while (list.len() as u64) < counts[kind] {
+                    list.push(frame.clone());
+                }
+            }
+        }
+        (self.into_profile(name, entry), by)
+    }
+
+    fn into_profile(mut self, name: &dyn Fn(u32) -> String, entry: &str) -> Profile {
         self.drop_pending();
         let name = |func: u32| match func.checked_sub(PAGE_FRAMES) {
             Some(kind) => PageCharges::default().by_frame()[kind as usize]
@@ -433,10 +477,12 @@ mod tests {
             stable_access,
             stable_write,
         };
-        let at = |counter, pages, folded| Reading {
+        // The pages touched: the charges' own counts (80,000 each).
+        let at = |counter, pages: PageCharges, folded| Reading {
             counter,
             pages,
             folded,
+            touched: pages.by_frame().map(|(_, c)| c / 80_000),
         };
         let mut p = Profiler::new(1_000_000, None);
         p.enter(0, r(1_000_000));
@@ -453,10 +499,22 @@ mod tests {
         ));
         p.exit(at(759_780, pages(80_000, 80_000, 80_000, 0), 240_000)); // f 5 more
                                                                         // main 20 more, writes a second heap page; the message ends before another call.
-        let profile = p.finish(
+        let (profile, by) = p.finish_with_touches(
             at(759_760, pages(160_000, 160_000, 80_000, 0), 240_000),
             &names,
             "entry",
+        );
+        // Who touched each page first, in touch order, by kind: main accessed both heap
+        // pages, f wrote the first and main the second, ic0.performance_counter read the
+        // stable page.
+        assert_eq!(
+            by,
+            [
+                vec!["main".to_string(), "main".into()],
+                vec!["f".to_string(), "main".into()],
+                vec!["ic0.performance_counter".to_string()],
+                vec![],
+            ]
         );
         assert_eq!(
             profile.stacks(),
@@ -488,6 +546,7 @@ mod tests {
                 ..PageCharges::default()
             },
             folded: 0,
+            touched: [2, 0, 0, 0],
         };
         let profile = p.finish(end, &names, "entry");
         assert_eq!(profile.total(), 100_000);

@@ -281,6 +281,10 @@ struct MessageLog {
 struct WasmPageLog {
     accessed: PageBits,
     written: PageBits,
+    /// The pages of `accessed` and `written` in the order they were first touched (for the
+    /// page map).
+    accessed_order: Vec<u64>,
+    written_order: Vec<u64>,
     /// The last Wasm page accessed and written (see `MessageLog::last_accessed`).
     last_accessed: Option<u64>,
     last_written: Option<u64>,
@@ -298,7 +302,9 @@ impl WasmPageLog {
     fn access_new(&mut self, pages: std::ops::Range<u64>) {
         self.last_accessed = pages.clone().last().or(self.last_accessed);
         for p in pages {
-            self.accessed.insert(p);
+            if self.accessed.insert(p) {
+                self.accessed_order.push(p);
+            }
         }
     }
 
@@ -314,13 +320,17 @@ impl WasmPageLog {
     fn write_new(&mut self, pages: std::ops::Range<u64>) {
         self.last_written = pages.clone().last().or(self.last_written);
         for p in pages {
-            self.written.insert(p);
+            if self.written.insert(p) {
+                self.written_order.push(p);
+            }
         }
     }
 
     fn clear(&mut self) {
         self.accessed.clear();
         self.written.clear();
+        self.accessed_order.clear();
+        self.written_order.clear();
         self.last_accessed = None;
         self.last_written = None;
     }
@@ -397,6 +407,17 @@ impl StableMemory {
     /// Wasm pages written in the current message (0 unless counted).
     pub fn wasm_pages_written(&self) -> u64 {
         self.log.wasm_pages.as_ref().map_or(0, |w| w.written.len())
+    }
+
+    /// The Wasm pages accessed and written in the current message, each in the order of its
+    /// first access (first write); empty unless counted.
+    pub fn wasm_pages_in_order(&self) -> (Vec<u64>, Vec<u64>) {
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or((Vec::new(), Vec::new()), |w| {
+                (w.accessed_order.clone(), w.written_order.clone())
+            })
     }
 
     /// Wasm pages accessed plus Wasm pages written in the current message (see

@@ -406,6 +406,20 @@ impl HostState {
         }
     }
 
+    /// The Wasm pages touched so far in this message: heap accessed, heap written, stable
+    /// accessed, stable written.
+    pub fn pages_touched(&self) -> [u64; 4] {
+        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
+            (h.wasm_pages_accessed(), h.wasm_pages_written())
+        });
+        [
+            heap_accessed,
+            heap_written,
+            self.stable.wasm_pages_accessed(),
+            self.stable.wasm_pages_written(),
+        ]
+    }
+
     /// What the memory tracker charged so far in this message, by kind.
     pub fn page_charges(&self) -> PageCharges {
         let Some(tracker) = self.memory_tracker else {
