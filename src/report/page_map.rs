@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::format::thousands;
-use crate::engine::page_map::{MemoryPages, PageMap};
+use crate::engine::page_map::{MemoryPages, PageMap, TouchedPage};
 
 const WIDTH: f64 = 1200.0;
 const LEFT: f64 = 20.0;
@@ -98,7 +98,15 @@ pub fn svg(title: &str, map: &PageMap) -> String {
     out
 }
 
-fn page_title(name: &str, p: &crate::engine::page_map::TouchedPage) -> String {
+fn color_of(p: &TouchedPage) -> &'static str {
+    if p.written_by.is_some() {
+        WRITTEN
+    } else {
+        ACCESSED
+    }
+}
+
+fn page_title(name: &str, p: &TouchedPage) -> String {
     let start = p.page * 65_536;
     let mut t = format!(
         "{name} page {} (bytes {}..{}): first accessed by {}",
@@ -135,11 +143,7 @@ fn section(out: &mut String, name: &str, memory: &MemoryPages, top: f64) {
     );
     for p in &memory.pages {
         let x = LEFT + p.page as f64 / size * span;
-        let color = if p.written_by.is_some() {
-            WRITTEN
-        } else {
-            ACCESSED
-        };
+        let color = color_of(p);
         let _ = writeln!(
             out,
             "<rect x=\"{x:.1}\" y=\"{axis_y}\" width=\"{:.1}\" height=\"12\" fill=\"{color}\"><title>{}</title></rect>",
@@ -168,11 +172,7 @@ fn section(out: &mut String, name: &str, memory: &MemoryPages, top: f64) {
         } else if gap {
             x += GAP;
         }
-        let color = if p.written_by.is_some() {
-            WRITTEN
-        } else {
-            ACCESSED
-        };
+        let color = color_of(p);
         let _ = writeln!(
             out,
             "<g><title>{}</title><rect x=\"{x:.1}\" y=\"{y}\" width=\"{}\" height=\"{CELL_HEIGHT}\" fill=\"{color}\" stroke=\"white\"/><text x=\"{:.1}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}</text></g>",
@@ -197,7 +197,6 @@ fn section(out: &mut String, name: &str, memory: &MemoryPages, top: f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::page_map::TouchedPage;
 
     fn page(page: u64, by: &str, written: Option<&str>) -> TouchedPage {
         TouchedPage {

@@ -17,6 +17,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
+use super::decision::MESSAGE_WORKLOADS;
 use super::pool::{self, Chain, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::users::{self, Call, PREFILL_CHUNK};
@@ -153,8 +154,8 @@ fn signed(n: i64) -> String {
     }
 }
 
-/// A workload of the search: the decision table's six and seed 003's middle inserts of 100
-/// rows, each one message.
+/// A workload of the search: the decision table's six (named as it names them) and seed
+/// 003's middle inserts of 100 rows, each one message.
 pub struct Workload {
     pub name: &'static str,
     pub position: Position,
@@ -163,7 +164,7 @@ pub struct Workload {
 
 pub const WORKLOADS: [Workload; 7] = [
     Workload {
-        name: "single-row writes",
+        name: MESSAGE_WORKLOADS[0].name,
         position: Position::Middle,
         operation: Operation::Insert { rows: 1 },
     },
@@ -173,27 +174,27 @@ pub const WORKLOADS: [Workload; 7] = [
         operation: Operation::Insert { rows: 100 },
     },
     Workload {
-        name: "batched sequential writes (1,000 rows)",
+        name: MESSAGE_WORKLOADS[1].name,
         position: Position::Middle,
         operation: Operation::Insert { rows: 1_000 },
     },
     Workload {
-        name: "random writes (1 row)",
+        name: MESSAGE_WORKLOADS[2].name,
         position: Position::Random,
         operation: Operation::Insert { rows: 1 },
     },
     Workload {
-        name: "point reads (1 key)",
+        name: MESSAGE_WORKLOADS[3].name,
         position: Position::Random,
         operation: Operation::PointLookups { keys: 1 },
     },
     Workload {
-        name: "batched reads (100 keys)",
+        name: MESSAGE_WORKLOADS[4].name,
         position: Position::Random,
         operation: Operation::PointLookups { keys: 100 },
     },
     Workload {
-        name: "scans (1,000 rows)",
+        name: MESSAGE_WORKLOADS[5].name,
         position: Position::Middle,
         operation: Operation::RangeScan { rows: 1_000 },
     },
@@ -1045,51 +1046,9 @@ fn measure_store(
     state: &State,
     vintage: Option<Replica>,
 ) -> Result<ScenarioResult> {
-    let cfg = env.cfg;
-    let scenario = Scenario {
-        store,
-        position: workload.position,
-        operation: workload.operation,
-    };
-    let call = Call::for_scenario(&scenario, &cfg.users);
-    let mut label = store.kind().to_string();
-    if let Some(v) = vintage {
-        label.push_str(&format!(" replica={}", v.name));
-    }
-    let mut result = ScenarioResult {
-        suite: "tune".into(),
-        engine: env.suite_engine.into(),
-        store: label,
-        position: workload.position.to_string(),
-        operation: workload.operation.kind().into(),
-        batch: workload.operation.rows(),
-        rows_before: cfg.users.rows,
-        method: scenario.method(),
-        args: call.candid_args(),
-        ..ScenarioResult::default()
-    };
+    let (call, mut result) = record(env, store, store.kind().to_string(), workload, vintage);
     lane.restore(state)?;
-    if let Some(v) = vintage {
-        lane.client.engine.set_replica(v)?;
-    }
-    let reply = users::run_call(&mut lane.client, store.kind(), &call);
-    if let (Some(_), Some(current)) = (vintage, env.current) {
-        lane.client.engine.set_replica(current)?;
-    }
-    let reply = reply?;
-    let held = match &reply {
-        users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
-        users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
-    };
-    users::record_reply(
-        &mut result,
-        reply,
-        workload.operation,
-        cfg.users.usd_per_xdr,
-    );
-    if result.status == Status::Ok {
-        result.bytes = held;
-    }
+    send(lane, env, store, &call, workload, vintage, &mut result)?;
     Ok(result)
 }
 
@@ -1101,30 +1060,9 @@ fn measure_under(
     state: &State,
     vintage: Option<Replica>,
 ) -> Result<ScenarioResult> {
-    let cfg = env.cfg;
-    let scenario = Scenario {
-        store: Store::Sqlite(setting.journal_mode),
-        position: workload.position,
-        operation: workload.operation,
-    };
-    let call = Call::for_scenario(&scenario, &cfg.users);
-    let mut store = setting.store_label();
-    if let Some(v) = vintage {
-        store.push_str(&format!(" replica={}", v.name));
-    }
-    let mut result = ScenarioResult {
-        suite: "tune".into(),
-        engine: env.suite_engine.into(),
-        store,
-        journal_mode: setting.journal_mode.to_string(),
-        position: workload.position.to_string(),
-        operation: workload.operation.kind().into(),
-        batch: workload.operation.rows(),
-        rows_before: cfg.users.rows,
-        method: scenario.method(),
-        args: call.candid_args(),
-        ..ScenarioResult::default()
-    };
+    let store = Store::Sqlite(setting.journal_mode);
+    let (call, mut result) = record(env, store, setting.store_label(), workload, vintage);
+    result.journal_mode = setting.journal_mode.to_string();
     lane.restore(state)?;
     let applied = lane.client.configure_sqlite(&setting.config())?.value;
     match applied.map(|s| Setting::from_settings(&s)) {
@@ -1143,30 +1081,71 @@ fn measure_under(
         }
         Ok(Ok(_)) => {}
     }
+    send(lane, env, store, &call, workload, vintage, &mut result)?;
+    Ok(result)
+}
+
+/// A workload's record before it runs, and its call: `store` labelled `label`, with
+/// ` replica=VINTAGE` after it when measured under the vintage beside.
+fn record(
+    env: &StageEnv<'_>,
+    store: Store,
+    mut label: String,
+    workload: &Workload,
+    vintage: Option<Replica>,
+) -> (Call, ScenarioResult) {
+    let scenario = Scenario {
+        store,
+        position: workload.position,
+        operation: workload.operation,
+    };
+    let call = Call::for_scenario(&scenario, &env.cfg.users);
+    if let Some(v) = vintage {
+        label.push_str(&format!(" replica={}", v.name));
+    }
+    let result = ScenarioResult {
+        suite: "tune".into(),
+        engine: env.suite_engine.into(),
+        store: label,
+        position: workload.position.to_string(),
+        operation: workload.operation.kind().into(),
+        batch: workload.operation.rows(),
+        rows_before: env.cfg.users.rows,
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..ScenarioResult::default()
+    };
+    (call, result)
+}
+
+/// Sends the workload's message (under `vintage`'s rules when given, the engine's again
+/// after it) and fills `result` from the reply, with the memory the canister holds after it.
+fn send(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: Store,
+    call: &Call,
+    workload: &Workload,
+    vintage: Option<Replica>,
+    result: &mut ScenarioResult,
+) -> Result<()> {
     if let Some(v) = vintage {
         lane.client.engine.set_replica(v)?;
     }
-    let reply = users::run_call(&mut lane.client, bench_types::names::SQLITE, &call);
-    if vintage.is_some() {
-        if let Some(current) = env.current {
-            lane.client.engine.set_replica(current)?;
-        }
+    let reply = users::run_call(&mut lane.client, store.kind(), call);
+    if let (Some(_), Some(current)) = (vintage, env.current) {
+        lane.client.engine.set_replica(current)?;
     }
     let reply = reply?;
     let held = match &reply {
         users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
         users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
     };
-    users::record_reply(
-        &mut result,
-        reply,
-        workload.operation,
-        cfg.users.usd_per_xdr,
-    );
+    users::record_reply(result, reply, workload.operation, env.cfg.users.usd_per_xdr);
     if result.status == Status::Ok {
         result.bytes = held;
     }
-    Ok(result)
+    Ok(())
 }
 
 /// The cheapest configuration of each workload in `report`, with the defaults' record and
@@ -1250,11 +1229,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         .to_vec(),
         vec![Left, Left, Right, Left, Right, Right],
     );
-    let label = |r: &ScenarioResult| match r.store.as_str() {
-        "btree" => "StableBTreeMap".to_string(),
-        "heap" => "heap BTreeMap".to_string(),
-        s => s.to_string(),
-    };
+    let label = |r: &ScenarioResult| super::decision::store_label(&r.store, &r.journal_mode);
     for (w, f) in WORKLOADS.iter().zip(found(report)) {
         let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
         let mut at_defaults: Vec<(String, u64)> =
