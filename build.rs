@@ -32,6 +32,43 @@ fn main() {
     fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
     println!("cargo::rerun-if-changed=src");
     println!("cargo::rerun-if-changed=canisters/types");
+    commit(&root);
+}
+
+/// `ICBENCH_COMMIT`: the commit of the checkout being built (12 hex digits, `-dirty` after
+/// it when tracked files differ from it), or `unknown` outside a git checkout (a packaged
+/// crate). Rebuilt when HEAD or the branch it names moves (and with every change to src/,
+/// as the fingerprints above).
+fn commit(root: &Path) {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let commit = match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(hash) if !hash.is_empty() => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{hash}-dirty")
+            } else {
+                hash
+            }
+        }
+        _ => "unknown".to_string(),
+    };
+    println!("cargo::rustc-env=ICBENCH_COMMIT={commit}");
+    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
+        let dir = PathBuf::from(dir);
+        println!("cargo::rerun-if-changed={}", dir.join("HEAD").display());
+        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
+            println!("cargo::rerun-if-changed={}", dir.join(branch).display());
+        }
+    }
 }
 
 /// Sets `name` to a hash of `files` (paths and contents).

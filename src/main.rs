@@ -157,7 +157,23 @@ struct RunArgs {
 /// The CLI with every registered suite's flags, at the top level and under `run`.
 fn command() -> clap::Command {
     let with_suites = |cmd: clap::Command| REGISTRY.iter().fold(cmd, |cmd, s| s.args(cmd));
-    with_suites(Cli::command()).mut_subcommand("run", with_suites)
+    with_suites(Cli::command())
+        .mut_subcommand("run", with_suites)
+        .version(version().as_str())
+}
+
+/// `--version`: the crate's version, the commit it was built from and the replica rules it
+/// charges by unless told otherwise.
+fn version() -> &'static String {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{} (commit {}; default replica rules {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("ICBENCH_COMMIT"),
+            Replica::NEWEST.name
+        )
+    })
 }
 
 #[derive(Args)]

@@ -428,3 +428,31 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         "{stderr}"
     );
 }
+
+#[test]
+fn version_names_the_commit_and_the_default_replica_rules() {
+    let out = crate::support::icbench_command()
+        .arg("--version")
+        .output()
+        .expect("icbench runs");
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rest = text
+        .strip_prefix(&format!("icbench {} (commit ", env!("CARGO_PKG_VERSION")))
+        .unwrap_or_else(|| panic!("{text}"));
+    let (commit, rest) = rest.split_once(';').unwrap_or_else(|| panic!("{text}"));
+    // 12 hex digits of the checkout (with -dirty after them when tracked files differed
+    // from it), or `unknown` outside a git checkout.
+    let hash = commit.trim_end_matches("-dirty");
+    assert!(
+        commit == "unknown" || (hash.len() == 12 && hash.chars().all(|c| c.is_ascii_hexdigit())),
+        "{text}"
+    );
+    assert_eq!(
+        rest,
+        format!(
+            " default replica rules {})\n",
+            icbench::engine::cost::Replica::NEWEST.name
+        )
+    );
+}
