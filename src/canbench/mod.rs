@@ -498,7 +498,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     };
     if shard.is_whole() {
         return finish(
-            &names, outcomes, &pages, &traces, &base, &old, &output, None,
+            replica, &names, outcomes, &pages, &traces, &base, &old, &output, None,
         );
     }
     let dir = args
@@ -691,8 +691,33 @@ fn print_sections(
 /// file as `o` asks, the comment naming the differential flame graph of each regressed
 /// bench that has a trace in `base_traces`; relative file paths are taken from `under`
 /// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
+/// Which PocketIC servers count as this run does: the releases that charge by `replica`'s
+/// rules (a line on stderr, so canbench's report on stdout stays canbench's).
+pub fn pocket_ic_line(replica: Replica) -> String {
+    let releases: Vec<&str> = replica
+        .pocket_ic_releases()
+        .iter()
+        .map(|r| r.version())
+        .collect();
+    let servers = match releases.as_slice() {
+        [] => "no PocketIC release from 9.0.1 to 16.0.0 charges by them".to_string(),
+        [one] => format!("the figures PocketIC {one} gives"),
+        [first, .., last] => format!("the figures PocketIC {first} to {last} give"),
+    };
+    let canbench = if releases.contains(&"13.0.0") {
+        " (canbench 0.5.0 to 0.7.0 run PocketIC 13.0.0)"
+    } else {
+        ""
+    };
+    format!(
+        "Replica rules {}: {servers}{canbench}; `--replica pocket-ic-VERSION` names another server's.",
+        replica.name
+    )
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn finish(
+    replica: Replica,
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     pages: &[Option<PageCounts>],
@@ -702,6 +727,7 @@ pub fn finish(
     o: &Output,
     under: Option<&Path>,
 ) -> Result<bool> {
+    eprintln!("{}", pocket_ic_line(replica));
     let (new, failed) = print_sections(names, outcomes, traces, old, o);
     let mut entries = compare::entries(&new, old);
     let by_name: BTreeMap<String, PageCounts> = names

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
+use crate::engine::cost::Replica;
 use crate::engine::PageCounts;
 
 /// The part's file in a shard's --out directory.
@@ -238,7 +239,10 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         .into_iter()
         .map(|s| s.expect("the shards cover every position"))
         .collect();
+    let replica = Replica::by_name(&first.replica)
+        .map_err(|e| anyhow!("{}: its replica rules: {e}", parts[0].0.display()))?;
     Ok(Joined {
+        replica,
         names,
         outcomes,
         pages,
@@ -250,6 +254,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
 /// The parts of a run put back together.
 #[derive(Debug)]
 pub struct Joined {
+    pub replica: Replica,
     pub names: Vec<String>,
     pub outcomes: Vec<BenchOutcome>,
     pub pages: Vec<Option<PageCounts>>,
@@ -262,6 +267,7 @@ pub struct Joined {
 /// a bench failed.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     let Joined {
+        replica,
         names,
         outcomes,
         pages,
@@ -272,6 +278,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
+        replica,
         &names,
         outcomes,
         &pages,

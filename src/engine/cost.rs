@@ -449,18 +449,40 @@ impl Replica {
     /// What the engine models unless told otherwise: the newest vintage.
     pub const NEWEST: Replica = Replica::R2026_07;
 
-    /// The vintage called `name`, or an error naming the known ones.
+    /// The vintage called `name`, or the one a PocketIC release charges by
+    /// (`pocket-ic-13.0.0`, see [`POCKET_IC_RELEASES`]), or an error naming the known ones.
     pub fn by_name(name: &str) -> Result<Replica, String> {
+        if let Some(version) = name.strip_prefix(PocketIcRelease::PREFIX) {
+            return POCKET_IC_RELEASES
+                .iter()
+                .find(|r| r.version() == version)
+                .map(|r| r.replica)
+                .ok_or_else(|| {
+                    let known: Vec<&str> = POCKET_IC_RELEASES.iter().map(|r| r.name).collect();
+                    format!(
+                        "unknown PocketIC release '{name}': known releases are {}",
+                        known.join(", ")
+                    )
+                });
+        }
         Replica::ALL
             .into_iter()
             .find(|r| r.name == name)
             .ok_or_else(|| {
                 let known: Vec<&str> = Replica::ALL.iter().map(|r| r.name).collect();
                 format!(
-                    "unknown replica vintage '{name}': known vintages are {}",
+                    "unknown replica vintage '{name}': known vintages are {} (or a PocketIC release: pocket-ic-16.0.0)",
                     known.join(", ")
                 )
             })
+    }
+
+    /// The PocketIC releases that charge by this vintage's rules.
+    pub fn pocket_ic_releases(&self) -> Vec<&'static PocketIcRelease> {
+        POCKET_IC_RELEASES
+            .iter()
+            .filter(|r| r.replica == *self)
+            .collect()
     }
 
     /// What creating an execution state for a module charges (`Hypervisor::
@@ -475,6 +497,87 @@ impl Replica {
         self.create_execution_state_base_cost + compilation
     }
 }
+
+/// A PocketIC server release, and the vintage whose rules it charges by: the rules merged
+/// into dfinity/ic before the release (the server is built from dfinity/ic when it is
+/// released). Dates: the release's section in dfinity/pocketic's CHANGELOG.md (a980c33);
+/// the rules' merge dates: the vintages above. canbench 0.1.12 to 0.2.1 run 9.0.1, 0.2.2 to
+/// 0.4.1 run 10.0.0, 0.5.0 to 0.7.0 run 13.0.0 (the server each downloads; the research
+/// sheet on canbench, 3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PocketIcRelease {
+    /// `pocket-ic-VERSION`, as `--replica` takes it.
+    pub name: &'static str,
+    pub date: &'static str,
+    pub replica: Replica,
+    /// Why this vintage: the rule changes the date falls between.
+    pub because: &'static str,
+}
+
+impl PocketIcRelease {
+    /// `--replica pocket-ic-VERSION`.
+    pub const PREFIX: &'static str = "pocket-ic-";
+
+    /// The server's version (`13.0.0`).
+    pub fn version(&self) -> &'static str {
+        self.name.strip_prefix(Self::PREFIX).unwrap_or(self.name)
+    }
+}
+
+const BETWEEN_4506_AND_10065: &str =
+    "after #4506 (2025-03-25), before #10065 (2026-04-30): compilation by module hash";
+
+/// The PocketIC releases `--replica pocket-ic-VERSION` names, oldest first.
+pub const POCKET_IC_RELEASES: [PocketIcRelease; 8] = [
+    PocketIcRelease {
+        name: "pocket-ic-9.0.1",
+        date: "2025-04-30",
+        replica: Replica::R2025_03,
+        because: BETWEEN_4506_AND_10065,
+    },
+    PocketIcRelease {
+        name: "pocket-ic-10.0.0",
+        date: "2025-09-12",
+        replica: Replica::R2025_03,
+        because: BETWEEN_4506_AND_10065,
+    },
+    PocketIcRelease {
+        name: "pocket-ic-11.0.0",
+        date: "2025-12-05",
+        replica: Replica::R2025_03,
+        because: BETWEEN_4506_AND_10065,
+    },
+    PocketIcRelease {
+        name: "pocket-ic-12.0.0",
+        date: "2026-01-23",
+        replica: Replica::R2025_03,
+        because: BETWEEN_4506_AND_10065,
+    },
+    PocketIcRelease {
+        name: "pocket-ic-13.0.0",
+        date: "2026-03-23",
+        replica: Replica::R2025_03,
+        because: BETWEEN_4506_AND_10065,
+    },
+    PocketIcRelease {
+        name: "pocket-ic-14.0.0",
+        date: "2026-05-26",
+        replica: Replica::R2026_05,
+        because: "after #10292 (2026-05-22), before #10789 (2026-07-16): no memory tracker",
+    },
+    PocketIcRelease {
+        name: "pocket-ic-15.0.0",
+        date: "2026-06-26",
+        replica: Replica::R2026_05,
+        because: "after #10292 (2026-05-22), before #10789 (2026-07-16): no memory tracker",
+    },
+    PocketIcRelease {
+        name: "pocket-ic-16.0.0",
+        date: "2026-08-31",
+        replica: Replica::R2026_07,
+        because: "after #10789 (2026-07-16) and #11180 (2026-08-24, the tracker without its feature flag): the memory tracker",
+    },
+];
 
 /// Every ic0 function with its fee, by import name (without the `ic0.` prefix).
 ///
@@ -940,10 +1043,36 @@ mod tests {
         assert_eq!(
             Replica::by_name("2027"),
             Err(
-                "unknown replica vintage '2027': known vintages are 2024, 2025-03, 2026-04, 2026-05, 2026-07"
+                "unknown replica vintage '2027': known vintages are 2024, 2025-03, 2026-04, 2026-05, 2026-07 (or a PocketIC release: pocket-ic-16.0.0)"
                     .into()
             )
         );
+    }
+
+    #[test]
+    fn a_pocket_ic_release_names_the_vintage_it_charges_by() {
+        assert_eq!(Replica::by_name("pocket-ic-16.0.0"), Ok(Replica::R2026_07));
+        assert_eq!(Replica::by_name("pocket-ic-15.0.0"), Ok(Replica::R2026_05));
+        assert_eq!(Replica::by_name("pocket-ic-13.0.0"), Ok(Replica::R2025_03));
+        assert_eq!(
+            Replica::by_name("pocket-ic-17.0.0"),
+            Err("unknown PocketIC release 'pocket-ic-17.0.0': known releases are pocket-ic-9.0.1, pocket-ic-10.0.0, pocket-ic-11.0.0, pocket-ic-12.0.0, pocket-ic-13.0.0, pocket-ic-14.0.0, pocket-ic-15.0.0, pocket-ic-16.0.0".into())
+        );
+        // Oldest first, each on or after the vintage's own date (its name is its month).
+        for pair in POCKET_IC_RELEASES.windows(2) {
+            assert!(pair[0].date < pair[1].date);
+        }
+        for r in POCKET_IC_RELEASES {
+            assert!(r.date[..7] >= *r.replica.name, "{r:?}");
+        }
+        let names: Vec<&str> = Replica::R2025_03
+            .pocket_ic_releases()
+            .iter()
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(names.first(), Some(&"pocket-ic-9.0.1"));
+        assert_eq!(names.last(), Some(&"pocket-ic-13.0.0"));
+        assert!(Replica::R2024.pocket_ic_releases().is_empty());
     }
 
     #[test]

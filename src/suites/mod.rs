@@ -145,10 +145,18 @@ pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
 /// The values of `--replica` (the suites' and `icbench canbench`'s): every vintage, with what
 /// it changed.
 pub fn replica_value_parser() -> clap::builder::PossibleValuesParser {
-    clap::builder::PossibleValuesParser::new(
-        crate::engine::cost::Replica::ALL
-            .map(|r| clap::builder::PossibleValue::new(r.name).help(r.summary)),
-    )
+    use crate::engine::cost::{Replica, POCKET_IC_RELEASES};
+    use clap::builder::PossibleValue;
+    let vintages = Replica::ALL.map(|r| PossibleValue::new(r.name).help(r.summary));
+    let releases = POCKET_IC_RELEASES.map(|r| {
+        PossibleValue::new(r.name).help(format!(
+            "the rules PocketIC {} ({}) charges by: {}",
+            r.version(),
+            r.date,
+            r.replica.name
+        ))
+    });
+    clap::builder::PossibleValuesParser::new(vintages.into_iter().chain(releases))
 }
 
 /// Options that more than one suite reads; each says which.

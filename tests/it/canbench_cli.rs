@@ -450,6 +450,12 @@ fn shards_merged_equal_the_unsharded_run() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let expected = stdout(&o);
     assert!(expected.contains("regressed by 3.50%"), "{expected}");
+    let expected_stderr = stderr(&o);
+    // Which PocketIC servers give these figures: canbench's own 13.0.0 among them.
+    assert_eq!(
+        expected_stderr,
+        "Replica rules 2025-03: the figures PocketIC 9.0.1 to 13.0.0 give (canbench 0.5.0 to 0.7.0 run PocketIC 13.0.0); `--replica pocket-ic-VERSION` names another server's.\n"
+    );
 
     let s = Scratch::new("shard_parts");
     s.write("canbench_results.yml", BASELINE);
@@ -472,7 +478,7 @@ fn shards_merged_equal_the_unsharded_run() {
     let o = merge(&["part2", "part1", "--out", "."]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(stdout(&o), expected);
-    assert_eq!(stderr(&o), "");
+    assert_eq!(stderr(&o), expected_stderr);
     for f in ["canbench_results.yml", "canbench_results.csv"] {
         assert_eq!(s.read(f), whole.read(f), "{f}");
     }
@@ -712,6 +718,50 @@ fn replica_selects_the_rules_and_parts_of_other_rules_do_not_merge() {
     assert_ne!(o.status.code(), Some(0));
     assert!(
         stderr(&o).contains("they differ in the replica rules (--replica) (2025-03 vs 2026-07)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_pocket_ic_release_by_name_charges_by_its_vintage() {
+    let w = wasm();
+    let s = Scratch::new("pocket_ic_by_name");
+    // PocketIC 16.0.0 has the memory tracker: the same bench as --replica 2026-07, byte for
+    // byte, and the line says which server.
+    let by_release = s.run(&[
+        "--wasm",
+        &w,
+        "--replica",
+        "pocket-ic-16.0.0",
+        "touch_new_pages",
+    ]);
+    let by_vintage = s.run(&["--wasm", &w, "--replica", "2026-07", "touch_new_pages"]);
+    assert_eq!(by_release.status.code(), Some(0), "{}", stderr(&by_release));
+    assert_eq!(stdout(&by_release), stdout(&by_vintage));
+    assert_eq!(
+        stderr(&by_release),
+        "Replica rules 2026-07: the figures PocketIC 16.0.0 gives; `--replica pocket-ic-VERSION` names another server's.\n"
+    );
+    // canbench's own server, 13.0.0, is icbench canbench's default.
+    let own = s.run(&[
+        "--wasm",
+        &w,
+        "--replica",
+        "pocket-ic-13.0.0",
+        "touch_new_pages",
+    ]);
+    let default = s.run(&["--wasm", &w, "touch_new_pages"]);
+    assert_eq!(stdout(&own), stdout(&default));
+    // An unknown release lists the known ones and exits 2 before any work.
+    let o = s.run(&["--wasm", &w, "--replica", "pocket-ic-17.0.0"]);
+    fails_with(
+        &o,
+        2,
+        "invalid value 'pocket-ic-17.0.0' for '--replica <VINTAGE>'",
+    );
+    assert!(
+        stderr(&o).contains("pocket-ic-13.0.0, pocket-ic-14.0.0"),
         "{}",
         stderr(&o)
     );
