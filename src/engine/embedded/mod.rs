@@ -382,6 +382,34 @@ fn reading(state: &HostState, counter: i64) -> Reading {
     }
 }
 
+/// The message's page map: its pages in the order they were first touched, each with the
+/// function the profiler saw touch it (`touched_by`, by kind as [`Reading::touched`]).
+fn page_map_of(inst: &Instance, touched_by: [Vec<String>; 4]) -> PageMap {
+    let state = inst.store.data();
+    let (heap_accessed, heap_written) = state
+        .heap
+        .as_ref()
+        .map_or((Vec::new(), Vec::new()), |h| h.wasm_pages_in_order());
+    let (stable_accessed, stable_written) = state.stable.wasm_pages_in_order();
+    let [ha, hw, sa, sw] = &touched_by;
+    PageMap {
+        heap: MemoryPages::from_order(
+            heap_bytes(inst) / WASM_PAGE,
+            &heap_accessed,
+            ha,
+            &heap_written,
+            hw,
+        ),
+        stable: MemoryPages::from_order(
+            state.stable.size_wasm_pages(),
+            &stable_accessed,
+            sa,
+            &stable_written,
+            sw,
+        ),
+    }
+}
+
 /// Links a compiled module with the System API and reads what messages need from it.
 fn link(
     compiled: Compiled,
@@ -1099,47 +1127,17 @@ impl EmbeddedEngine {
         };
         let mut page_map = None;
         let profile = match (inst.store.data_mut().profiler.take(), names) {
-            (Some(profiler), Some(names)) if profiling == Profiling::Messages => {
-                let (mut profile, by) =
-                    profiler.finish_with_touches(end, &|f| names.name(f), export);
-                let state = inst.store.data();
-                let (heap_accessed, heap_written) = state
-                    .heap
-                    .as_ref()
-                    .map_or((Vec::new(), Vec::new()), |h| h.wasm_pages_in_order());
-                let (stable_accessed, stable_written) = state.stable.wasm_pages_in_order();
-                let [ha, hw, sa, sw] = &by;
-                page_map = Some(PageMap {
-                    heap: MemoryPages::from_order(
-                        heap_bytes(inst) / WASM_PAGE,
-                        &heap_accessed,
-                        ha,
-                        &heap_written,
-                        hw,
-                    ),
-                    stable: MemoryPages::from_order(
-                        state.stable.size_wasm_pages(),
-                        &stable_accessed,
-                        sa,
-                        &stable_written,
-                        sw,
-                    ),
-                });
-                if memory_tracker.is_none() {
-                    profile.add(
-                        &[profile::HEAP_DIRTY_PAGES],
-                        charged_pages * heap_page_overhead,
-                    );
-                }
-                Some(profile)
-            }
             (Some(profiler), Some(names)) => {
-                let mut profile = profiler.finish(end, &|f| names.name(f), export);
-                if profiling == Profiling::Messages && memory_tracker.is_none() {
-                    profile.add(
-                        &[profile::HEAP_DIRTY_PAGES],
-                        charged_pages * heap_page_overhead,
-                    );
+                let (mut profile, touched_by) =
+                    profiler.finish_with_touches(end, &|f| names.name(f), export);
+                if profiling == Profiling::Messages {
+                    page_map = Some(page_map_of(inst, touched_by));
+                    if memory_tracker.is_none() {
+                        profile.add(
+                            &[profile::HEAP_DIRTY_PAGES],
+                            charged_pages * heap_page_overhead,
+                        );
+                    }
                 }
                 Some(profile)
             }

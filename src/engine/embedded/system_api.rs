@@ -394,14 +394,12 @@ impl HostState {
     /// message (counted under every vintage), with `charge` as the instructions charged
     /// for pages. Stable memory's are readable until the message commits or rolls back.
     pub fn page_counts(&self, charge: u64) -> PageCounts {
-        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
-            (h.wasm_pages_accessed(), h.wasm_pages_written())
-        });
+        let [heap_accessed, heap_written, stable_accessed, stable_written] = self.pages_touched();
         PageCounts {
             heap_wasm_pages_accessed: heap_accessed,
             heap_wasm_pages_written: heap_written,
-            stable_wasm_pages_accessed: self.stable.wasm_pages_accessed(),
-            stable_wasm_pages_written: self.stable.wasm_pages_written(),
+            stable_wasm_pages_accessed: stable_accessed,
+            stable_wasm_pages_written: stable_written,
             page_charge_instructions: charge,
         }
     }
@@ -427,14 +425,12 @@ impl HostState {
         };
         let per_page = tracker.wasm_page_charge();
         let writes = if self.charge_writes { per_page } else { 0 };
-        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
-            (h.wasm_pages_accessed(), h.wasm_pages_written())
-        });
+        let [heap_accessed, heap_written, stable_accessed, stable_written] = self.pages_touched();
         PageCharges {
             heap_access: heap_accessed * per_page,
             heap_write: heap_written * writes,
-            stable_access: self.stable.wasm_pages_accessed() * per_page,
-            stable_write: self.stable.wasm_pages_written() * writes,
+            stable_access: stable_accessed * per_page,
+            stable_write: stable_written * writes,
         }
     }
 
