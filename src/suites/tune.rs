@@ -738,6 +738,13 @@ fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
         "Each workload is searched on its own, one coordinate at a time from the canister's defaults: page_size; then cache_size at its best page size; then journal_mode and synchronous together at its best page size and cache. The best is the lowest charge; combinations the stages did not reach were not measured.".to_string(),
         "Charged: the whole message as the replica bills it (the page charges included); store work: ic0.performance_counter(0) around the SQLite calls in the canister; pages: the 64 KiB Wasm pages of the heap and of stable memory the message accessed and wrote; bytes: the heap and stable memory the canister holds after it.".to_string(),
     ];
+    if !cfg.others.is_empty() {
+        let names: Vec<String> = cfg.others.iter().map(|s| s.label()).collect();
+        notes.push(format!(
+            "For the decision table, the {} are filled the same way, each alone in the canister (no SQLite rows beside it), and measured at their defaults: their counts are not those of the default run, whose canister holds every store.",
+            names.join(" and ")
+        ));
+    }
     notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());
     if let Some(old) = beside {
         notes.push(format!(
