@@ -860,25 +860,14 @@ fn run_stage(
                         lane.client.configure_sqlite(&page)?.value.map_err(|e| {
                             anyhow!("setting SQLite's page_size to {page_size} failed: {e}")
                         })?;
-                        users::fill(
-                            &mut lane.client,
+                        let state = fill_and_snapshot(
+                            lane,
+                            env,
                             bench_types::names::SQLITE,
-                            0,
-                            rows,
-                            PREFILL_CHUNK,
-                            &mut |_| {},
-                            &mut |_| {},
-                        )?;
-                        env.setup.fetch_add(
-                            lane.client.executed_instructions - before,
-                            Ordering::Relaxed,
-                        );
-                        lane.step(
-                            Kind::Snapshot,
+                            before,
                             format!("snapshot of SQLite page_size {page_size}"),
-                        );
+                        )?;
                         note_unit(lane);
-                        let state = lane.snapshot()?;
                         new_fills
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -928,19 +917,46 @@ fn measure_one(
     workload: &Workload,
     state: &State,
 ) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
-    let now = measure_under(lane, env, setting, workload, state, None)?;
-    let beside = match env.beside {
-        Some(old) => Some(measure_under(
-            lane,
-            env,
-            setting,
-            workload,
-            state,
-            Some(old),
-        )?),
-        None => None,
-    };
+    now_and_beside(env, |vintage| {
+        measure_under(lane, env, setting, workload, state, vintage)
+    })
+}
+
+/// `measure` under the engine's replica, then under the vintage beside it, if any.
+fn now_and_beside(
+    env: &StageEnv<'_>,
+    mut measure: impl FnMut(Option<Replica>) -> Result<ScenarioResult>,
+) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
+    let now = measure(None)?;
+    let beside = env.beside.map(|old| measure(Some(old))).transpose()?;
     Ok((now, beside))
+}
+
+/// Fills `store` with the suite's rows from the canister's state now, counts what was sent
+/// since `before` as setup (every shard runs it), and snapshots the store in a unit called
+/// `what`.
+fn fill_and_snapshot(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: &str,
+    before: u64,
+    what: String,
+) -> Result<State> {
+    users::fill(
+        &mut lane.client,
+        store,
+        0,
+        env.cfg.users.rows,
+        PREFILL_CHUNK,
+        &mut |_| {},
+        &mut |_| {},
+    )?;
+    env.setup.fetch_add(
+        lane.client.executed_instructions - before,
+        Ordering::Relaxed,
+    );
+    lane.step(Kind::Snapshot, what);
+    lane.snapshot()
 }
 
 /// The other stores (`cfg.others`) at their defaults: each filled from the empty canister in
@@ -975,21 +991,13 @@ fn measure_others(
                     move |lane| {
                         lane.restore(empty)?;
                         let before = lane.client.executed_instructions;
-                        users::fill(
-                            &mut lane.client,
+                        let state = fill_and_snapshot(
+                            lane,
+                            env,
                             store.kind(),
-                            0,
-                            rows,
-                            PREFILL_CHUNK,
-                            &mut |_| {},
-                            &mut |_| {},
+                            before,
+                            format!("snapshot of the {}", store.label()),
                         )?;
-                        env.setup.fetch_add(
-                            lane.client.executed_instructions - before,
-                            Ordering::Relaxed,
-                        );
-                        lane.step(Kind::Snapshot, format!("snapshot of the {}", store.label()));
-                        let state = lane.snapshot()?;
                         for &w in workloads {
                             let state = state.clone();
                             lane.spawn(
@@ -997,24 +1005,17 @@ fn measure_others(
                                     Kind::Scenario,
                                     format!("tune {}: the {}", WORKLOADS[w].name, store.label()),
                                     move |lane: &mut Lane<'_, '_>| {
-                                        let mut records = vec![measure_store(
-                                            lane,
-                                            env,
-                                            store,
-                                            &WORKLOADS[w],
-                                            &state,
-                                            None,
-                                        )?];
-                                        if let Some(old) = env.beside {
-                                            records.push(measure_store(
+                                        let (now, beside) = now_and_beside(env, |vintage| {
+                                            measure_store(
                                                 lane,
                                                 env,
                                                 store,
                                                 &WORKLOADS[w],
                                                 &state,
-                                                Some(old),
-                                            )?);
-                                        }
+                                                vintage,
+                                            )
+                                        })?;
+                                        let records = std::iter::once(now).chain(beside).collect();
                                         *slots[i * WORKLOADS.len() + w]
                                             .lock()
                                             .unwrap_or_else(|e| e.into_inner()) = Some(records);
