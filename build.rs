@@ -7,9 +7,18 @@
 //! serves an entry made by a differently built icbench even when the version did not change.
 //! `ICBENCH_SOURCE_FINGERPRINT`: the same over all of src/ and canisters/types, for cached
 //! post-prefill states.
+//!
+//! `ICBENCH_PREBUILT`: whether the bench canister module the binary embeds (crate
+//! icbench-canister) is of the canister sources beside it: `current`, `stale` (a checkout
+//! whose canister sources changed since the module was committed: icbench then builds it),
+//! or `packaged` (a published crate, which has no canister sources).
 
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
+
+#[path = "src/canister_sources.rs"]
+#[allow(dead_code)]
+mod canister_sources;
 
 fn main() {
     println!("cargo::rerun-if-env-changed=POCKET_IC_BIN");
@@ -33,6 +42,32 @@ fn main() {
     println!("cargo::rerun-if-changed=src");
     println!("cargo::rerun-if-changed=canisters/types");
     commit(&root);
+    prebuilt(&root);
+}
+
+fn prebuilt(root: &Path) {
+    let state = if root.join("canisters/bench").is_dir() {
+        for rel in canister_sources::CANISTER_SOURCES {
+            println!("cargo::rerun-if-changed={rel}");
+        }
+        let record_path = root.join("canisters/prebuilt/bench.sources");
+        println!("cargo::rerun-if-changed=canisters/prebuilt/bench.sources");
+        let record = std::fs::read_to_string(&record_path)
+            .unwrap_or_else(|e| panic!("{}: {e}", record_path.display()));
+        let sources = canister_sources::sha256(root).unwrap_or_else(|e| panic!("{e}"));
+        if canister_sources::record_field(&record, "sources-sha256") == Some(sources.as_str()) {
+            "current"
+        } else {
+            println!(
+                "cargo::warning=canisters/prebuilt/bench.wasm is not of the current canister sources: \
+                 icbench will build the canister (scripts/update-prebuilt-canister.sh commits a new module)"
+            );
+            "stale"
+        }
+    } else {
+        "packaged"
+    };
+    println!("cargo::rustc-env=ICBENCH_PREBUILT={state}");
 }
 
 /// `ICBENCH_COMMIT`: the commit of the checkout being built (12 hex digits, `-dirty` after

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use anyhow::{anyhow, bail, Context, Result};
 use candid::{CandidType, Decode, Deserialize, Encode, Principal};
 
+use crate::canister_sources::{self, CANISTER_SOURCES};
 use crate::engine::{CallOutcome, Engine, MessageReport, Reject};
 
 // The Candid records live in canisters/types, shared with the canister; re-exported so
@@ -369,27 +370,10 @@ pub fn default_wasm_path() -> PathBuf {
     project_root().join("target/canister/bench.wasm")
 }
 
-/// What the canister module is built from, relative to the project root: the canister
-/// workspace, the build script, the converter and the toolchain pin.
-const CANISTER_SOURCES: [&str; 6] = [
-    "canisters/Cargo.toml",
-    "canisters/Cargo.lock",
-    "canisters/bench",
-    "canisters/types",
-    "scripts/build-canister.sh",
-    "scripts/wasi2ic-post",
-];
-const TOOLCHAIN_FILE: &str = "rust-toolchain.toml";
-
-/// The committed module of the current sources (a fresh clone runs it instead of building
-/// it) and the file that says which sources it was built from.
+/// The committed module of the current sources (the binary embeds it: the crate
+/// icbench-canister) and the file that says which sources it was built from.
 pub const PREBUILT_WASM: &str = "canisters/prebuilt/bench.wasm";
 pub const PREBUILT_SOURCES: &str = "canisters/prebuilt/bench.sources";
-
-/// Directory entries the source walk skips: build output and dotfiles (editor and VCS files).
-fn skipped(name: &std::ffi::OsStr) -> bool {
-    name == "target" || name.to_string_lossy().starts_with('.')
-}
 
 fn newest_mtime(path: &Path) -> Option<SystemTime> {
     let meta = std::fs::metadata(path).ok()?;
@@ -398,7 +382,7 @@ fn newest_mtime(path: &Path) -> Option<SystemTime> {
     }
     let mut newest = None;
     for entry in std::fs::read_dir(path).ok()?.flatten() {
-        if skipped(&entry.file_name()) {
+        if canister_sources::skipped(&entry.file_name()) {
             continue;
         }
         newest = newest.max(newest_mtime(&entry.path()));
@@ -413,52 +397,14 @@ pub fn canister_is_stale(root: &Path, wasm: &Path) -> bool {
     };
     CANISTER_SOURCES
         .iter()
-        .chain([&TOOLCHAIN_FILE])
         .filter_map(|p| newest_mtime(&root.join(p)))
         .any(|t| t > built)
-}
-
-/// Every source file under `rel` (a file or a directory), as paths relative to `root` with
-/// `/` separators, so the list is the same on every machine.
-fn source_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<()> {
-    let path = root.join(rel);
-    let meta = std::fs::metadata(&path).with_context(|| format!("reading {}", path.display()))?;
-    if meta.is_file() {
-        out.push(rel.to_string());
-        return Ok(());
-    }
-    for entry in std::fs::read_dir(&path).with_context(|| format!("listing {}", path.display()))? {
-        let entry = entry.with_context(|| format!("listing {}", path.display()))?;
-        let name = entry.file_name();
-        if skipped(&name) {
-            continue;
-        }
-        let name = name
-            .to_str()
-            .ok_or_else(|| anyhow!("{}: a file name that is not UTF-8", path.display()))?;
-        source_files(root, &format!("{rel}/{name}"), out)?;
-    }
-    Ok(())
 }
 
 /// SHA-256 over the canister's sources (each file's relative path, length and bytes, in
 /// path order): equal hashes mean the same module, since the build is reproducible.
 pub fn canister_sources_sha256(root: &Path) -> Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut files = Vec::new();
-    for rel in CANISTER_SOURCES.iter().chain([&TOOLCHAIN_FILE]) {
-        source_files(root, rel, &mut files)?;
-    }
-    files.sort();
-    let mut h = Sha256::new();
-    for rel in &files {
-        let bytes = std::fs::read(root.join(rel)).with_context(|| format!("reading {rel}"))?;
-        h.update(rel.as_bytes());
-        h.update([0]);
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
-    }
-    Ok(hex::encode(h.finalize()))
+    canister_sources::sha256(root).map_err(|e| anyhow!(e))
 }
 
 /// The contents of [`PREBUILT_SOURCES`] for a module built from sources hashing to `sources`.
@@ -532,16 +478,6 @@ fn run_build_script(root: &Path, icbench_bin: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-/// Writes `bytes` to `path` through a temp file of this process, so concurrent runs never
-/// see half a module.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().expect("a file path");
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = dir.join(format!(".bench.wasm.{}", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-}
-
 /// Exports every suite calls, whatever the stores: a module without them is not a bench
 /// canister (or not one this icbench can drive).
 const REQUIRED_EXPORTS: [&str; 3] = [
@@ -568,38 +504,88 @@ pub fn check_module(wasm: &[u8]) -> Result<()> {
     Ok(())
 }
 
-/// The canister module of the current sources: `target/canister/bench.wasm` if it is newer
-/// than every source, else the committed module if it was built from exactly these
-/// sources (copied there), else a build with `scripts/build-canister.sh`. From the icbench binary, the script converts the module with
-/// this binary (`icbench wasi2ic-post`); from elsewhere, see [`ensure_built_with`].
+/// How the module this binary embeds relates to the canister sources, as build.rs found
+/// them: `current` (the checkout's sources are the ones the module was built from),
+/// `stale` (they changed since: the module must be built from them), or `packaged` (built
+/// from the published crate, which has no canister sources: bench.sources vouches for the
+/// module, and .ci/run rebuilds it from the sources and compares the bytes before release).
+pub const EMBEDDED_STATE: &str = env!("ICBENCH_PREBUILT");
+
+/// The bench canister module inside this binary (crate icbench-canister), unless the
+/// checkout it was built from had canister sources the module is not of.
+pub fn embedded_module() -> Option<&'static [u8]> {
+    (EMBEDDED_STATE != "stale").then_some(icbench_canister::BENCH_WASM)
+}
+
+/// The canister module of the current sources: the one this binary embeds, which needs no
+/// file of the source tree; or, when the checkout's canister sources moved on since the
+/// committed module (build.rs says so), `target/canister/bench.wasm` if it is newer than
+/// every source, else a build with `scripts/build-canister.sh`. From the icbench binary,
+/// the script converts the module with this binary (`icbench wasi2ic-post`); from
+/// elsewhere, see [`ensure_built_with`].
 pub fn ensure_built(quiet: bool) -> Result<Vec<u8>> {
+    ensure_built_with(quiet, current_icbench().as_deref())
+}
+
+fn current_icbench() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok();
-    let icbench = exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"));
-    ensure_built_with(quiet, icbench.as_deref())
+    exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"))
 }
 
 /// [`ensure_built`] with the icbench binary the script converts the module with
 /// (`ICBENCH_BIN`); tests pass `CARGO_BIN_EXE_icbench`. With `None` the script finds or
 /// builds a converter itself.
 pub fn ensure_built_with(quiet: bool, icbench_bin: Option<&Path>) -> Result<Vec<u8>> {
-    let root = project_root();
+    if let Some(wasm) = embedded_module() {
+        if !quiet {
+            eprintln!("bench canister: the module built into icbench ({EMBEDDED_STATE})");
+        }
+        return Ok(wasm.to_vec());
+    }
+    let root = checkout_root().ok_or_else(|| {
+        anyhow!(
+            "this icbench was built from a checkout whose canister sources differ from its committed \
+             module ({PREBUILT_WASM}), and that checkout ({}) is gone: rebuild icbench, or pass --wasm",
+            project_root().display()
+        )
+    })?;
     let wasm = default_wasm_path();
     if canister_is_stale(&root, &wasm) {
-        if let Some(prebuilt) = prebuilt_for_current_sources(&root)? {
-            // The committed module of exactly these sources (the build is reproducible and
-            // .ci/run checks the bytes): a fresh clone needs no wasm32 build.
-            if !quiet {
-                eprintln!("using the committed bench canister ({PREBUILT_WASM}: built from these sources)");
-            }
-            write_atomically(&wasm, &prebuilt)?;
-            return Ok(prebuilt);
-        }
         if !quiet {
-            eprintln!("building the bench canister (scripts/build-canister.sh)...");
+            eprintln!(
+                "building the bench canister (scripts/build-canister.sh): its sources changed since {PREBUILT_WASM}..."
+            );
         }
         run_build_script(&root, icbench_bin)?;
     }
     std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+}
+
+/// `--build-canister`: the module built now from the checkout's canister sources
+/// (scripts/build-canister.sh, incremental), whatever this binary embeds.
+pub fn build_from_sources(quiet: bool) -> Result<Vec<u8>> {
+    let root = checkout_root().ok_or_else(|| {
+        anyhow!(
+            "--build-canister needs the checkout icbench was built from ({}), and it is not there \
+             (an installed icbench runs the module it embeds: leave --build-canister out)",
+            project_root().display()
+        )
+    })?;
+    if !quiet {
+        eprintln!("building the bench canister (scripts/build-canister.sh)...");
+    }
+    run_build_script(&root, current_icbench().as_deref())?;
+    let wasm = default_wasm_path();
+    std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+}
+
+/// The checkout this binary was built from, if it is still there with the canister's build
+/// script (a packaged crate has none).
+fn checkout_root() -> Option<PathBuf> {
+    let root = project_root();
+    root.join("scripts/build-canister.sh")
+        .is_file()
+        .then_some(root)
 }
 
 #[cfg(test)]
@@ -611,7 +597,7 @@ mod tests {
         let root =
             std::env::temp_dir().join(format!("icbench-prebuilt-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        for rel in CANISTER_SOURCES.iter().chain([&TOOLCHAIN_FILE]) {
+        for rel in CANISTER_SOURCES {
             let path = root.join(rel);
             if rel.ends_with(".toml") || rel.ends_with(".lock") || rel.ends_with(".sh") {
                 std::fs::create_dir_all(path.parent().unwrap()).unwrap();

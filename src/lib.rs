@@ -8,6 +8,7 @@
 
 pub mod bench_canister;
 pub mod canbench;
+pub mod canister_sources;
 pub mod crosscheck;
 pub mod engine;
 pub mod interrupt;

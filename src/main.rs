@@ -118,9 +118,13 @@ struct RunArgs {
     /// No progress output on stderr.
     #[arg(long)]
     quiet: bool,
-    /// Use this canister module instead of building target/canister/bench.wasm.
-    #[arg(long)]
+    /// Use this canister module instead of the bench canister icbench embeds.
+    #[arg(long, conflicts_with = "build_canister")]
     wasm: Option<PathBuf>,
+    /// Build the bench canister from the checkout icbench was built from
+    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
+    #[arg(long)]
+    build_canister: bool,
     /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
     /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -236,9 +240,13 @@ struct CrosscheckArgs {
     /// or charged (whole update; on PocketIC derived from the cycles balance).
     #[arg(long, value_enum, default_value_t = MetricKind::Store)]
     metric: MetricKind,
-    /// Use this canister module instead of building target/canister/bench.wasm.
-    #[arg(long)]
+    /// Use this canister module instead of the bench canister icbench embeds.
+    #[arg(long, conflicts_with = "build_canister")]
     wasm: Option<PathBuf>,
+    /// Build the bench canister from the checkout icbench was built from
+    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
+    #[arg(long)]
+    build_canister: bool,
     /// The replica rules of the embedded side, to match the server's (default: the newest;
     /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
     #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
@@ -369,6 +377,7 @@ fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     let mut engine = make_engine(args.engine, args.replica.as_deref())?;
     let wasm = match &args.wasm {
         Some(path) => read_wasm_flag(path)?,
+        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let mut gate_ok = true;
@@ -809,6 +818,7 @@ fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
     let wasm = match &args.wasm {
         Some(path) => read_wasm_flag(path)?,
+        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
         None => bench_canister::ensure_built(args.quiet)?,
     };
     let cfg = crosscheck::config();

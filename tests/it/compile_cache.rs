@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use icbench::bench_canister::{default_wasm_path, ensure_built};
 use icbench::engine::disk_cache::{self, MODULES};
 use icbench::engine::embedded::{load_module_cached, EmbeddedEngine, Origin};
 use icbench::engine::instrument::Counter;
@@ -255,11 +254,7 @@ fn an_imported_state_continues_as_the_exported_one() {
 }
 
 fn bench_wasm() -> &'static Path {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(|| {
-        ensure_built(true).expect("scripts/build-canister.sh builds the canister");
-        default_wasm_path()
-    })
+    crate::support::bench_wasm_path()
 }
 
 fn run(cache: &Path, args: &[&str]) -> Output {

@@ -28,6 +28,7 @@ mod profile;
 mod profile_cli;
 mod project_files;
 mod report;
+mod self_contained;
 mod suites;
 mod tune;
 mod upgrade_suite;

@@ -49,13 +49,16 @@ pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The bench canister's module, built once for the test run if its sources changed
-/// (scripts/build-canister.sh, converting with this build's icbench).
+/// The bench canister's module in a file, for `--wasm`: the one icbench embeds, or built
+/// once for the test run if the canister sources changed since (scripts/build-canister.sh,
+/// converting with this build's icbench).
 pub fn bench_wasm_path() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        icbench::bench_canister::ensure_built_with(true, Some(icbench_bin()))
+        let wasm = icbench::bench_canister::ensure_built_with(true, Some(icbench_bin()))
             .expect("scripts/build-canister.sh builds the canister");
-        icbench::bench_canister::default_wasm_path()
+        let path = scratch_dir("bench-wasm").join("bench.wasm");
+        std::fs::write(&path, wasm).unwrap();
+        path
     })
 }

@@ -1,0 +1,80 @@
+//! What the bench canister's module is built from, and the SHA-256 over it that
+//! canisters/prebuilt/bench.sources records. Compiled twice: into the library (the tests and
+//! `icbench update-prebuilt-canister`) and into build.rs (`#[path]`), which checks that the
+//! module the binary embeds is of the checkout's current sources; so it uses std only.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// The sources, relative to the project root: the canister workspace, the build script,
+/// the converter and the toolchain pin.
+pub const CANISTER_SOURCES: [&str; 7] = [
+    "canisters/Cargo.toml",
+    "canisters/Cargo.lock",
+    "canisters/bench",
+    "canisters/types",
+    "scripts/build-canister.sh",
+    "scripts/wasi2ic-post",
+    "rust-toolchain.toml",
+];
+
+/// Directory entries the source walk skips: build output and dotfiles (editor and VCS files).
+pub fn skipped(name: &std::ffi::OsStr) -> bool {
+    name == "target" || name.to_string_lossy().starts_with('.')
+}
+
+/// Every source file under `rel` (a file or a directory), as paths relative to `root` with
+/// `/` separators, so the list is the same on every machine.
+fn source_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), String> {
+    let path = root.join(rel);
+    let meta = std::fs::metadata(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if meta.is_file() {
+        out.push(rel.to_string());
+        return Ok(());
+    }
+    let entries =
+        std::fs::read_dir(&path).map_err(|e| format!("listing {}: {e}", path.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("listing {}: {e}", path.display()))?;
+        let name = entry.file_name();
+        if skipped(&name) {
+            continue;
+        }
+        let name = name
+            .to_str()
+            .ok_or_else(|| format!("{}: a file name that is not UTF-8", path.display()))?;
+        source_files(root, &format!("{rel}/{name}"), out)?;
+    }
+    Ok(())
+}
+
+/// SHA-256 over the canister's sources (each file's relative path, length and bytes, in
+/// path order), hex: equal hashes mean the same module, since the build is reproducible.
+pub fn sha256(root: &Path) -> Result<String, String> {
+    let mut files = Vec::new();
+    for rel in CANISTER_SOURCES {
+        source_files(root, rel, &mut files)?;
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for rel in &files {
+        let bytes = std::fs::read(root.join(rel)).map_err(|e| format!("reading {rel}: {e}"))?;
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    Ok(hex(&h.finalize()))
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The value of `key` (e.g. `sources-sha256`) in a bench.sources record.
+pub fn record_field<'r>(record: &'r str, key: &str) -> Option<&'r str> {
+    record
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+}
