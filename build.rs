@@ -36,7 +36,10 @@ fn main() {
     // prefill code, the canister client and the argument types it shares with the canister.
     let mut sources = Vec::new();
     collect(&root.join("src"), &mut sources);
-    collect(&root.join("canisters/types"), &mut sources);
+    // In a packaged crate bench-types is a dependency, pinned by Cargo.lock below.
+    if root.join("canisters/types").is_dir() {
+        collect(&root.join("canisters/types"), &mut sources);
+    }
     sources.push(root.join("Cargo.lock"));
     fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
     println!("cargo::rerun-if-changed=src");
@@ -94,7 +97,8 @@ fn commit(root: &Path) {
                 hash
             }
         }
-        _ => "unknown".to_string(),
+        // A packaged crate: cargo recorded the commit it was packaged from.
+        _ => packaged_commit(root).unwrap_or_else(|| "unknown".to_string()),
     };
     println!("cargo::rustc-env=ICBENCH_COMMIT={commit}");
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
@@ -104,6 +108,20 @@ fn commit(root: &Path) {
             println!("cargo::rerun-if-changed={}", dir.join(branch).display());
         }
     }
+}
+
+/// The commit in `.cargo_vcs_info.json`, which `cargo package` writes into a crate
+/// (`"sha1": "..."`, and `"dirty": true` when packaged from a modified tree).
+fn packaged_commit(root: &Path) -> Option<String> {
+    let info = std::fs::read_to_string(root.join(".cargo_vcs_info.json")).ok()?;
+    let sha1 = info.split("\"sha1\":").nth(1)?.split('"').nth(1)?;
+    let short = sha1.get(..12)?;
+    let dirty = info.contains("\"dirty\": true");
+    Some(if dirty {
+        format!("{short}-dirty")
+    } else {
+        short.to_string()
+    })
 }
 
 /// Sets `name` to a hash of `files` (paths and contents).
