@@ -6,7 +6,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 
 use icbench::engine::disk_cache::{self, MODULES};
 use icbench::engine::embedded::{load_module_cached, EmbeddedEngine, Origin};
