@@ -37,7 +37,8 @@ mod native_stable;
 
 use candid::{Decode, Encode};
 use icbench::engine::cost::Limits;
-use icbench::engine::embedded::stable::{StableImage, StableMemory};
+use icbench::engine::embedded::memory::charges::Tracker;
+use icbench::engine::embedded::memory::stable::{StableImage, StableMemory};
 use icbench::engine::embedded::system_api::{
     self, ApiType, HostState, Message, Response, MAX_STABLE_BYTES,
 };
@@ -290,10 +291,7 @@ impl PlainCanister {
             log: Vec::new(),
             print_log: false,
             profiler: None,
-            memory_tracker: None,
-            charge_writes: false,
-            folded: 0,
-            folded_pages: 0,
+            tracker: Tracker::new(None),
             native_stable: None,
         };
         let mut store = wasmtime::Store::new(&engine, state);

@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use icbench::bench_canister;
 use icbench::engine::cost::Replica;
 use icbench::engine::disk_cache;
-use icbench::engine::embedded::write_log::HeapWrites;
+use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;

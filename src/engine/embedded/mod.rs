@@ -2,12 +2,9 @@
 //! it, executed by wasmtime with the replica's System API, message semantics and limits.
 //! No external binary is needed, and the same calls give the same counts and state.
 
-pub mod heap;
-mod image;
+pub mod memory;
 mod profiler;
-pub mod stable;
 pub mod system_api;
-pub mod write_log;
 
 use std::collections::{HashMap, HashSet};
 use std::io::Read;
@@ -20,10 +17,12 @@ use sha2::{Digest, Sha256};
 use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
 
-use self::heap::{HeapCreator, HeapRegion, OS_PAGE};
-use self::image::{FrozenHeap, HeapImage, PageSet};
+use self::memory::charges::Tracker;
+use self::memory::heap::{self, HeapCreator, HeapRegion};
+use self::memory::image::{FrozenHeap, HeapImage, PageSet};
+use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
+use self::memory::OS_PAGE;
 use self::profiler::{FrameNames, Profiler, Reading};
-use self::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
 use super::cost::{self, Limits, Replica};
 use super::disk_cache;
@@ -377,7 +376,7 @@ fn reading(state: &HostState, counter: i64) -> Reading {
     Reading {
         counter,
         pages: state.page_charges(),
-        folded: state.folded,
+        folded: state.tracker.folded(),
         touched: state.pages_touched(),
     }
 }
@@ -884,10 +883,7 @@ impl EmbeddedEngine {
             log: Vec::new(),
             print_log: self.print_log,
             profiler: None,
-            memory_tracker: self.replica.memory_tracker,
-            charge_writes: true,
-            folded: 0,
-            folded_pages: 0,
+            tracker: Tracker::new(self.replica.memory_tracker),
             native_stable: None,
         }
     }
@@ -1038,12 +1034,11 @@ impl EmbeddedEngine {
             // Wasm pages are counted under every vintage (the results' page columns);
             // only the tracker's vintages charge for them.
             state.stable.begin(dirty_limit, accessed_limit, true);
-            state.memory_tracker = memory_tracker;
             // Queries run without modification tracking (`ModificationTracking::Ignore`):
             // the tracker charges them for access only.
-            state.charge_writes = !api.ignores_modifications();
-            state.folded = 0;
-            state.folded_pages = 0;
+            state
+                .tracker
+                .begin(memory_tracker, !api.ignores_modifications());
             if let Some(native) = &mut state.native_stable {
                 native.begin();
             }
@@ -1090,7 +1085,7 @@ impl EmbeddedEngine {
         let left = inst.counter.get(&mut inst.store).unwrap_i64();
         // The memory tracker's charges since the last System API call.
         let pages = inst.store.data().page_charges();
-        let unfolded = pages.total() - inst.store.data().folded;
+        let unfolded = pages.total() - inst.store.data().tracker.folded();
         let left_with_pages = left.saturating_sub(unfolded.min(i64::MAX as u64) as i64);
         if left_with_pages < 0 {
             // The replica's counter went below zero at a page fault: it stops at its next
@@ -1122,7 +1117,7 @@ impl EmbeddedEngine {
         let end = Reading {
             counter: left,
             pages,
-            folded: inst.store.data().folded,
+            folded: inst.store.data().tracker.folded(),
             touched: inst.store.data().pages_touched(),
         };
         let mut page_map = None;
@@ -1650,7 +1645,7 @@ fn shared_or_layered(
     let Some(since) = since_load else {
         return Ok(None);
     };
-    let pages = since.heap.len() / heap::OS_PAGE;
+    let pages = since.heap.len() / OS_PAGE;
     if since.heap.len() != len || pages == 0 {
         return Ok(None);
     }

@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
-use super::system_api::PageCharges;
+use super::memory::charges::PageCharges;
 use crate::engine::profile::Profile;
 
 /// What the profiler reads at an event: the counter as the metering left it, the memory

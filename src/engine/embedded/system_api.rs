@@ -14,9 +14,11 @@ use wasmtime::{
     Caller, ExternType, FuncType, Global, Linker, Memory, Module, Val, ValRaw, ValType,
 };
 
-use super::heap::{HeapRegion, OS_PAGE};
-use super::stable::{StableError, StableMemory, WASM_PAGE};
-use crate::engine::cost::{self, ApiFee, Limits, MemoryTracker};
+use super::memory::charges::{self, PageCharges, Tracker};
+use super::memory::heap::HeapRegion;
+use super::memory::stable::{StableError, StableMemory, WASM_PAGE};
+use super::memory::OS_PAGE;
+use crate::engine::cost::{self, ApiFee, Limits};
 use crate::engine::instrument::{self, Counter};
 use crate::engine::PageCounts;
 
@@ -185,7 +187,7 @@ pub struct HostState {
     /// The counter while a System API function runs: instructions left (negative = out).
     pub left: i64,
     pub memory: Option<Memory>,
-    /// The engine's mapping of that memory, when the engine created it ([`super::heap::HeapCreator`]).
+    /// The engine's mapping of that memory, when the engine created it ([`super::memory::heap::HeapCreator`]).
     pub heap: Option<Arc<HeapRegion>>,
     pub stable: StableMemory,
     pub msg: Message,
@@ -201,16 +203,8 @@ pub struct HostState {
     pub print_log: bool,
     /// The current message's profile in the making, when it is profiled.
     pub profiler: Option<super::profiler::Profiler>,
-    /// The deterministic memory tracker's charge, when the replica vintage has it.
-    pub memory_tracker: Option<MemoryTracker>,
-    /// The message tracks writes (`ModificationTracking::Track`): its first write to a Wasm
-    /// page is charged too. Queries only pay for access.
-    pub charge_writes: bool,
-    /// Page charges already taken from the counter (see [`HostState::fold_page_charges`]).
-    pub folded: u64,
-    /// The Wasm pages counted (heap and stable memory, accessed and written) when they
-    /// were last folded: while the count stays, so do the charges.
-    pub folded_pages: u64,
+    /// The memory tracker's charges of the current message.
+    pub tracker: Tracker,
     /// The host's side of the native stable accesses, when the module has them.
     pub native_stable: Option<NativeStable>,
 }
@@ -394,94 +388,28 @@ impl HostState {
     /// message (counted under every vintage), with `charge` as the instructions charged
     /// for pages. Stable memory's are readable until the message commits or rolls back.
     pub fn page_counts(&self, charge: u64) -> PageCounts {
-        let [heap_accessed, heap_written, stable_accessed, stable_written] = self.pages_touched();
-        PageCounts {
-            heap_wasm_pages_accessed: heap_accessed,
-            heap_wasm_pages_written: heap_written,
-            stable_wasm_pages_accessed: stable_accessed,
-            stable_wasm_pages_written: stable_written,
-            page_charge_instructions: charge,
-        }
+        charges::page_counts(self.pages_touched(), charge)
     }
 
     /// The Wasm pages touched so far in this message: heap accessed, heap written, stable
     /// accessed, stable written.
     pub fn pages_touched(&self) -> [u64; 4] {
-        let (heap_accessed, heap_written) = self.heap.as_ref().map_or((0, 0), |h| {
-            (h.wasm_pages_accessed(), h.wasm_pages_written())
-        });
-        [
-            heap_accessed,
-            heap_written,
-            self.stable.wasm_pages_accessed(),
-            self.stable.wasm_pages_written(),
-        ]
+        charges::pages_touched(self.heap.as_deref(), &self.stable)
     }
 
     /// What the memory tracker charged so far in this message, by kind.
     pub fn page_charges(&self) -> PageCharges {
-        let Some(tracker) = self.memory_tracker else {
-            return PageCharges::default();
-        };
-        let per_page = tracker.wasm_page_charge();
-        let writes = if self.charge_writes { per_page } else { 0 };
-        let [heap_accessed, heap_written, stable_accessed, stable_written] = self.pages_touched();
-        PageCharges {
-            heap_access: heap_accessed * per_page,
-            heap_write: heap_written * writes,
-            stable_access: stable_accessed * per_page,
-            stable_write: stable_written * writes,
-        }
+        self.tracker.charges(self.pages_touched())
     }
 
-    /// Takes the page charges not taken yet from the counter. The replica takes each inside
-    /// its fault handler; the faults here are counted in the heap's mapping and the charge is
-    /// taken at the next System API call (and at the end of the message), which is as soon
-    /// as the canister or the host can see the counter. So every count matches; a message
-    /// the charges drive out of instructions stops at the next call instead of the next check.
+    /// Takes the page charges not taken yet from the counter (see [`Tracker::fold`]).
+    #[inline]
     pub fn fold_page_charges(&mut self) {
-        if self.memory_tracker.is_none() {
-            return;
+        let (heap, stable) = (self.heap.as_deref(), &self.stable);
+        let new = self.tracker.fold(heap, stable);
+        if new > 0 {
+            self.left = self.left.saturating_sub(new.min(i64::MAX as u64) as i64);
         }
-        // Every System API call folds twice: most find nothing new, and this check (a few
-        // loads) was a third of a small stable memory read's cost when it was the whole sum.
-        let heap = self.heap.as_ref().map_or(0, |h| h.wasm_pages_counted());
-        let pages = heap + self.stable.wasm_pages_counted();
-        if pages == self.folded_pages {
-            return;
-        }
-        self.folded_pages = pages;
-        let total = self.page_charges().total();
-        let new = total.saturating_sub(self.folded);
-        self.left = self.left.saturating_sub(new.min(i64::MAX as u64) as i64);
-        self.folded = total;
-    }
-}
-
-/// The memory tracker's charges of one message so far (instructions), by kind: the first
-/// access to a Wasm page of the heap or stable memory, and the first write to one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageCharges {
-    pub heap_access: u64,
-    pub heap_write: u64,
-    pub stable_access: u64,
-    pub stable_write: u64,
-}
-
-impl PageCharges {
-    pub fn total(&self) -> u64 {
-        self.heap_access + self.heap_write + self.stable_access + self.stable_write
-    }
-
-    /// Each kind with the profile frame it is shown as.
-    pub fn by_frame(&self) -> [(&'static str, u64); 4] {
-        use crate::engine::profile::{HEAP_ACCESS, HEAP_WRITE, STABLE_ACCESS, STABLE_WRITE};
-        [
-            (HEAP_ACCESS, self.heap_access),
-            (HEAP_WRITE, self.heap_write),
-            (STABLE_ACCESS, self.stable_access),
-            (STABLE_WRITE, self.stable_write),
-        ]
     }
 }
 
@@ -775,7 +703,7 @@ fn stable_write_impl(
     if let Some(native) = &mut state.native_stable {
         native.note(&state.stable, offset, size, Some(&data[r]));
     }
-    if caller.data().memory_tracker.is_some() {
+    if caller.data().tracker.charges_pages() {
         // The memory tracker charges the pages instead (at the end of this call).
         return Ok(());
     }

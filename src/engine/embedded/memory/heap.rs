@@ -34,9 +34,7 @@ use wasmtime::{bail, Result};
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 use super::write_log::{HeapWrites, WriteLog};
-
-/// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
-pub const OS_PAGE: usize = 4096;
+pub use super::OS_PAGE;
 /// The Wasm page, which the deterministic memory tracker maps and counts as one.
 pub const WASM_PAGE: usize = 65536;
 const OS_PAGES_PER_WASM_PAGE: usize = WASM_PAGE / OS_PAGE;

@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, bail, Result};
 
-use super::heap::{drop_private, page_range, protect, reserve, MAX_WASM64_HEAP_BYTES, OS_PAGE};
+use super::heap::{drop_private, page_range, protect, reserve, MAX_WASM64_HEAP_BYTES};
+use super::OS_PAGE;
 
 /// A set of OS page numbers, one bit each: the pages of a heap that were ever written
 /// (every other page is zero).

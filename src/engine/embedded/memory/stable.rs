@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::heap::OS_PAGE;
+use super::OS_PAGE;
 
 /// Stable memory is addressed in 64 KiB Wasm pages by `stable64_size`/`stable64_grow`.
 pub const WASM_PAGE: u64 = 65536;

@@ -20,7 +20,7 @@ use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::OnceLock;
 
-use super::heap::OS_PAGE;
+use super::OS_PAGE;
 
 /// The environment variable that chooses how written heap pages are found: `auto` (the
 /// kernel's write log where the kernel has it) or `faults` (a protection fault per page).

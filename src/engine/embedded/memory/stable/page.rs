@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use super::super::heap::OS_PAGE;
+use super::super::OS_PAGE;
 
 pub type Page = [u8; OS_PAGE];
 
