@@ -462,64 +462,47 @@ pub fn canister_sources_sha256(root: &Path) -> Result<String> {
 }
 
 /// The contents of [`PREBUILT_SOURCES`] for a module built from sources hashing to `sources`.
+#[cfg(test)]
 fn prebuilt_record(sources: &str, wasm: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!(
-        "# The sources canisters/prebuilt/bench.wasm is built from; written by\n\
-         # scripts/update-prebuilt-canister.sh, checked by the tests and .ci/run.\n\
-         sources-sha256 {sources}\n\
-         module-sha256 {}\n",
-        hex::encode(Sha256::digest(wasm))
-    )
+    Module::DEFAULT.record(sources, wasm)
 }
 
-/// The committed module, if it was built from exactly the current sources and is intact;
-/// `Ok(None)` when the sources moved on (the module must then be built).
+/// The committed default module, if it was built from exactly the current sources and is
+/// intact; `Ok(None)` when the sources moved on (the module must then be built).
 pub fn prebuilt_for_current_sources(root: &Path) -> Result<Option<Vec<u8>>> {
-    let record_path = root.join(PREBUILT_SOURCES);
-    let Ok(record) = std::fs::read_to_string(&record_path) else {
-        return Ok(None);
-    };
-    let wasm = std::fs::read(root.join(PREBUILT_WASM))
-        .with_context(|| format!("reading {PREBUILT_WASM} (named by {PREBUILT_SOURCES})"))?;
-    let sources = canister_sources_sha256(root)?;
-    if prebuilt_record(&sources, &wasm) == record {
-        return Ok(Some(wasm));
-    }
-    if record.contains(&format!("sources-sha256 {sources}\n")) {
-        // Sources match but the bytes do not: a damaged checkout (an LFS pointer, a bad
-        // merge). Never run it; building gives the right module.
-        eprintln!(
-            "warning: {PREBUILT_WASM} is not the module {PREBUILT_SOURCES} names; building the canister instead"
-        );
-    }
-    Ok(None)
+    Module::DEFAULT.prebuilt_for_current_sources(root)
 }
 
-/// Builds the canister from its sources (`scripts/build-canister.sh`, whatever the mtimes
-/// say) and commits the result as the prebuilt module of these sources.
+/// Builds every module of [`Module::ALL`] from its sources (`scripts/build-canister.sh`,
+/// whatever the mtimes say) and commits each as the prebuilt module of these sources.
 pub fn update_prebuilt(icbench_bin: Option<&Path>) -> Result<()> {
     let root = project_root();
-    run_build_script(&root, icbench_bin)?;
-    let wasm = std::fs::read(default_wasm_path())
-        .with_context(|| format!("reading {}", default_wasm_path().display()))?;
-    let sources = canister_sources_sha256(&root)?;
-    std::fs::create_dir_all(root.join("canisters/prebuilt"))?;
-    std::fs::write(root.join(PREBUILT_WASM), &wasm)
-        .with_context(|| format!("writing {PREBUILT_WASM}"))?;
-    std::fs::write(
-        root.join(PREBUILT_SOURCES),
-        prebuilt_record(&sources, &wasm),
-    )
-    .with_context(|| format!("writing {PREBUILT_SOURCES}"))?;
+    for module in Module::ALL {
+        run_build_script(&root, icbench_bin, module.variant)?;
+        let built = root.join(module.built);
+        let wasm = std::fs::read(&built).with_context(|| format!("reading {}", built.display()))?;
+        let sources = canister_sources_sha256(&root)?;
+        std::fs::create_dir_all(root.join("canisters/prebuilt"))?;
+        std::fs::write(root.join(module.prebuilt_wasm), &wasm)
+            .with_context(|| format!("writing {}", module.prebuilt_wasm))?;
+        std::fs::write(
+            root.join(module.prebuilt_sources),
+            module.record(&sources, &wasm),
+        )
+        .with_context(|| format!("writing {}", module.prebuilt_sources))?;
+    }
     Ok(())
 }
 
-fn run_build_script(root: &Path, icbench_bin: Option<&Path>) -> Result<()> {
+/// `scripts/build-canister.sh [variant]` ("": the default module).
+fn run_build_script(root: &Path, icbench_bin: Option<&Path>, variant: &str) -> Result<()> {
     let mut script = Command::new("bash");
     script
         .arg(root.join("scripts/build-canister.sh"))
         .current_dir(root);
+    if !variant.is_empty() {
+        script.arg(variant);
+    }
     if let Some(bin) = icbench_bin {
         script.env("ICBENCH_BIN", bin);
     }
@@ -537,7 +520,10 @@ fn run_build_script(root: &Path, icbench_bin: Option<&Path>) -> Result<()> {
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().expect("a file path");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let tmp = dir.join(format!(".bench.wasm.{}", std::process::id()));
+    let name = path
+        .file_name()
+        .map_or("bench.wasm".into(), |n| n.to_string_lossy());
+    let tmp = dir.join(format!(".{name}.{}", std::process::id()));
     std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
@@ -582,24 +568,115 @@ pub fn ensure_built(quiet: bool) -> Result<Vec<u8>> {
 /// (`ICBENCH_BIN`); tests pass `CARGO_BIN_EXE_icbench`. With `None` the script finds or
 /// builds a converter itself.
 pub fn ensure_built_with(quiet: bool, icbench_bin: Option<&Path>) -> Result<Vec<u8>> {
-    let root = project_root();
-    let wasm = default_wasm_path();
-    if canister_is_stale(&root, &wasm) {
-        if let Some(prebuilt) = prebuilt_for_current_sources(&root)? {
-            // The committed module of exactly these sources (the build is reproducible and
-            // .ci/run checks the bytes): a fresh clone needs no wasm32 build.
-            if !quiet {
-                eprintln!("using the committed bench canister ({PREBUILT_WASM}: built from these sources)");
-            }
-            write_atomically(&wasm, &prebuilt)?;
-            return Ok(prebuilt);
+    Module::DEFAULT.ensure_built_with(quiet, icbench_bin)
+}
+
+/// A canister module icbench runs: built from the canister's sources (the same sources for
+/// every module) by `scripts/build-canister.sh [variant]`, with the variant's cargo feature of
+/// canisters/bench, and committed under canisters/prebuilt with a sources record of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Module {
+    /// The build script's argument and the cargo feature ("": the default module).
+    pub variant: &'static str,
+    /// Where the build script writes it, relative to the project root.
+    pub built: &'static str,
+    /// The committed module and its sources record, relative to the project root.
+    pub prebuilt_wasm: &'static str,
+    pub prebuilt_sources: &'static str,
+}
+
+impl Module {
+    /// The bench canister: every suite runs it.
+    pub const DEFAULT: Module = Module {
+        variant: "",
+        built: "target/canister/bench.wasm",
+        prebuilt_wasm: PREBUILT_WASM,
+        prebuilt_sources: PREBUILT_SOURCES,
+    };
+    /// The tune variant (feature `tune`): talc as the global allocator and the store
+    /// `btree_bounded` (a bounded value type); the tune suite measures it beside the default.
+    pub const TUNE: Module = Module {
+        variant: "tune",
+        built: "target/canister/bench-tune.wasm",
+        prebuilt_wasm: "canisters/prebuilt/bench-tune.wasm",
+        prebuilt_sources: "canisters/prebuilt/bench-tune.sources",
+    };
+    /// Every module committed under canisters/prebuilt.
+    pub const ALL: [Module; 2] = [Module::DEFAULT, Module::TUNE];
+
+    /// The committed module, if it was built from exactly the current sources and is intact;
+    /// `Ok(None)` when the sources moved on (the module must then be built).
+    pub fn prebuilt_for_current_sources(&self, root: &Path) -> Result<Option<Vec<u8>>> {
+        let (wasm_rel, sources_rel) = (self.prebuilt_wasm, self.prebuilt_sources);
+        let Ok(record) = std::fs::read_to_string(root.join(sources_rel)) else {
+            return Ok(None);
+        };
+        let wasm = std::fs::read(root.join(wasm_rel))
+            .with_context(|| format!("reading {wasm_rel} (named by {sources_rel})"))?;
+        let sources = canister_sources_sha256(root)?;
+        if self.record(&sources, &wasm) == record {
+            return Ok(Some(wasm));
         }
-        if !quiet {
-            eprintln!("building the bench canister (scripts/build-canister.sh)...");
+        if record.contains(&format!("sources-sha256 {sources}\n")) {
+            // Sources match but the bytes do not: a damaged checkout (an LFS pointer, a bad
+            // merge). Never run it; building gives the right module.
+            eprintln!(
+                "warning: {wasm_rel} is not the module {sources_rel} names; building the canister instead"
+            );
         }
-        run_build_script(&root, icbench_bin)?;
+        Ok(None)
     }
-    std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+
+    /// The contents of its sources record for a module built from sources hashing to
+    /// `sources`.
+    fn record(&self, sources: &str, wasm: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        format!(
+            "# The sources {} is built from; written by\n\
+             # scripts/update-prebuilt-canister.sh, checked by the tests and .ci/run.\n\
+             sources-sha256 {sources}\n\
+             module-sha256 {}\n",
+            self.prebuilt_wasm,
+            hex::encode(Sha256::digest(wasm))
+        )
+    }
+
+    /// The module of the current sources: `self.built` if it is newer than every source,
+    /// else the committed module if it was built from exactly these sources (copied there),
+    /// else a build with `scripts/build-canister.sh` (see [`ensure_built_with`]).
+    pub fn ensure_built_with(&self, quiet: bool, icbench_bin: Option<&Path>) -> Result<Vec<u8>> {
+        let root = project_root();
+        let wasm = root.join(self.built);
+        if canister_is_stale(&root, &wasm) {
+            if let Some(prebuilt) = self.prebuilt_for_current_sources(&root)? {
+                // The committed module of exactly these sources (the build is reproducible
+                // and .ci/run checks the bytes): a fresh clone needs no wasm32 build.
+                if !quiet {
+                    eprintln!(
+                        "using the committed bench canister ({}: built from these sources)",
+                        self.prebuilt_wasm
+                    );
+                }
+                write_atomically(&wasm, &prebuilt)?;
+                return Ok(prebuilt);
+            }
+            if !quiet {
+                eprintln!(
+                    "building the bench canister (scripts/build-canister.sh {})...",
+                    self.variant
+                );
+            }
+            run_build_script(&root, icbench_bin, self.variant)?;
+        }
+        std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))
+    }
+
+    /// [`Module::ensure_built_with`] from the icbench binary (see [`ensure_built`]).
+    pub fn ensure_built(&self, quiet: bool) -> Result<Vec<u8>> {
+        let exe = std::env::current_exe().ok();
+        let icbench = exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"));
+        self.ensure_built_with(quiet, icbench.as_deref())
+    }
 }
 
 #[cfg(test)]
@@ -687,6 +764,46 @@ mod tests {
         std::fs::remove_file(root.join(PREBUILT_WASM)).unwrap();
         let err = prebuilt_for_current_sources(&root).unwrap_err();
         assert!(format!("{err:#}").contains(PREBUILT_WASM), "{err:#}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn each_module_is_vouched_for_by_its_own_record_only() {
+        let root = fake_root("modules");
+        for m in Module::ALL {
+            assert_eq!(m.prebuilt_for_current_sources(&root).unwrap(), None);
+        }
+        let sources = canister_sources_sha256(&root).unwrap();
+        let tune = Module::TUNE;
+        std::fs::create_dir_all(root.join("canisters/prebuilt")).unwrap();
+        std::fs::write(root.join(tune.prebuilt_wasm), b"\0asm tune").unwrap();
+        std::fs::write(
+            root.join(tune.prebuilt_sources),
+            tune.record(&sources, b"\0asm tune"),
+        )
+        .unwrap();
+        assert_eq!(
+            tune.prebuilt_for_current_sources(&root).unwrap().as_deref(),
+            Some(&b"\0asm tune"[..])
+        );
+        assert_eq!(
+            Module::DEFAULT.prebuilt_for_current_sources(&root).unwrap(),
+            None
+        );
+        // The variant's record, copied over the default's, does not vouch for its bytes.
+        std::fs::copy(
+            root.join(tune.prebuilt_sources),
+            root.join(PREBUILT_SOURCES),
+        )
+        .unwrap();
+        std::fs::write(root.join(PREBUILT_WASM), b"\0asm tune").unwrap();
+        assert_eq!(
+            Module::DEFAULT.prebuilt_for_current_sources(&root).unwrap(),
+            None
+        );
+        assert!(tune
+            .record(&sources, b"x")
+            .starts_with("# The sources canisters/prebuilt/bench-tune.wasm is built from"));
         std::fs::remove_dir_all(&root).unwrap();
     }
 }
