@@ -49,28 +49,38 @@ fn main() {
 }
 
 fn prebuilt(root: &Path) {
-    let state = if root.join("canisters/bench").is_dir() {
+    let checkout = root.join("canisters/bench").is_dir();
+    let sources = checkout.then(|| {
         for rel in canister_sources::CANISTER_SOURCES {
             println!("cargo::rerun-if-changed={rel}");
         }
-        let record_path = root.join("canisters/prebuilt/bench.sources");
-        println!("cargo::rerun-if-changed=canisters/prebuilt/bench.sources");
-        let record = std::fs::read_to_string(&record_path)
-            .unwrap_or_else(|e| panic!("{}: {e}", record_path.display()));
-        let sources = canister_sources::sha256(root).unwrap_or_else(|e| panic!("{e}"));
-        if canister_sources::record_field(&record, "sources-sha256") == Some(sources.as_str()) {
-            "current"
-        } else {
-            println!(
-                "cargo::warning=canisters/prebuilt/bench.wasm is not of the current canister sources: \
-                 icbench will build the canister (scripts/update-prebuilt-canister.sh commits a new module)"
-            );
-            "stale"
-        }
-    } else {
-        "packaged"
-    };
-    println!("cargo::rustc-env=ICBENCH_PREBUILT={state}");
+        canister_sources::sha256(root).unwrap_or_else(|e| panic!("{e}"))
+    });
+    for (env, record) in [
+        ("ICBENCH_PREBUILT", "bench.sources"),
+        ("ICBENCH_PREBUILT_TUNE", "bench-tune.sources"),
+    ] {
+        let state = match &sources {
+            None => "packaged",
+            Some(sources) => {
+                let path = root.join("canisters/prebuilt").join(record);
+                println!("cargo::rerun-if-changed={}", path.display());
+                let text = std::fs::read_to_string(&path)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                if canister_sources::record_field(&text, "sources-sha256") == Some(sources.as_str())
+                {
+                    "current"
+                } else {
+                    println!(
+                        "cargo::warning=canisters/prebuilt/{record} is not of the current canister sources: \
+                         icbench will build that module (scripts/update-prebuilt-canister.sh commits new ones)"
+                    );
+                    "stale"
+                }
+            }
+        };
+        println!("cargo::rustc-env={env}={state}");
+    }
 }
 
 /// `ICBENCH_COMMIT`: the commit of the checkout being built (12 hex digits, `-dirty` after

@@ -40,7 +40,7 @@ for crate in bench-types icbench-canister wasi2ic-post icbench; do
     echo "$file: $size bytes"
 done
 list=$(cargo package --list --allow-dirty -p icbench-canister 2> /dev/null)
-for f in bench.wasm bench.sources src/lib.rs; do
+for f in bench.wasm bench.sources bench-tune.wasm bench-tune.sources src/lib.rs; do
     grep -qx "$f" <<< "$list" || { echo "icbench-canister's package lacks $f" >&2; exit 1; }
 done
 

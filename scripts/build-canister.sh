@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds the benchmark canister into target/canister/bench.wasm, an IC module.
 #
+#   scripts/build-canister.sh          the default module: target/canister/bench.wasm
+#   scripts/build-canister.sh tune     the tune variant, the same sources with the cargo
+#                                      feature `tune`: target/canister/bench-tune.wasm
+#
 #   1. cargo builds canisters/bench (workspace and Cargo.lock: canisters/) for wasm32-wasip1:
 #      ic-rusqlite's precompiled SQLite is a WASI library;
 #   2. scripts/wasi2ic-post rewires the WASI imports (as wasi2ic does) to
@@ -16,7 +20,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT" # so rust-toolchain.toml picks the toolchain
 
 TARGET=wasm32-wasip1
-BUILD_DIR="$ROOT/target/canister-build"
+# The variant: a cargo feature of canisters/bench, built in a target dir of its own (so the
+# two builds never overwrite each other's bench.wasm) into a module of its own name.
+VARIANT="${1:-}"
+case "$VARIANT" in
+    "") NAME=bench; FEATURES=(); BUILD_DIR="$ROOT/target/canister-build" ;;
+    tune) NAME=bench-tune; FEATURES=(--features tune); BUILD_DIR="$ROOT/target/canister-build-tune" ;;
+    *) echo "build-canister: unknown variant \"$VARIANT\"; accepted: tune (or none: the default module)" >&2; exit 2 ;;
+esac
 # The converter (scripts/wasi2ic-post) is linked into icbench: `icbench wasi2ic-post`.
 # ICBENCH_BIN names the icbench binary to use (icbench itself and the tests set it); else
 # target/release/icbench if it is newer than the converter's sources; else (a fresh clone
@@ -24,7 +35,7 @@ BUILD_DIR="$ROOT/target/canister-build"
 # target/, whose lock a running `cargo test` holds while its tests call this script.
 TOOL_DIR="$ROOT/target/wasi2ic-post"
 OUT_DIR="$ROOT/target/canister"
-OUT="$OUT_DIR/bench.wasm"
+OUT="$OUT_DIR/$NAME.wasm"
 DID="$ROOT/canisters/bench/bench.did"
 CARGO_HOME_DIR="$(cd "${CARGO_HOME:-$HOME/.cargo}" && pwd -P)"
 started=$(date +%s)
@@ -43,11 +54,12 @@ fi
 sep=$'\x1f'
 rustflags="--remap-path-prefix=$ROOT=/icbench${sep}--remap-path-prefix=$CARGO_HOME_DIR=/cargo"
 
-echo "build-canister: compiling canisters/bench for $TARGET" >&2
+echo "build-canister: compiling canisters/bench${FEATURES[*]:+ (${FEATURES[*]})} for $TARGET" >&2
 env -u RUSTFLAGS CARGO_ENCODED_RUSTFLAGS="$rustflags" \
     cargo build --release --locked \
     --manifest-path "$ROOT/canisters/bench/Cargo.toml" \
     --target "$TARGET" \
+    ${FEATURES[@]+"${FEATURES[@]}"} \
     --target-dir "$BUILD_DIR"
 
 echo "build-canister: converting to an IC module (WASI imports -> ic-wasi-polyfill)" >&2
@@ -73,7 +85,7 @@ mkdir -p "$OUT_DIR"
 # A temp file of this run's own, renamed into place: builds may run concurrently (dfx, a
 # test binary and a benchmark run can all call this script), and a shared temp name let
 # one run move another's file away under it.
-tmp="$(mktemp "$OUT_DIR/bench.wasm.XXXXXX")"
+tmp="$(mktemp "$OUT_DIR/$NAME.wasm.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 "${convert[@]}" "$BUILD_DIR/$TARGET/release/bench.wasm" "$tmp" --did "$DID"
 chmod 644 "$tmp"

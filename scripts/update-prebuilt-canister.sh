@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds the bench canister from its sources and commits the module as
 # canisters/prebuilt/bench.wasm, with canisters/prebuilt/bench.sources naming the sources
-# (a SHA-256 over them) it was built from. Run it after changing anything the canister is
+# (a SHA-256 over them) it was built from, and the tune variant (the cargo feature `tune`)
+# as canisters/prebuilt/bench-tune.wasm with bench-tune.sources. Run it after changing anything the canister is
 # built from (canisters/, scripts/build-canister.sh, scripts/wasi2ic-post, rust-toolchain.toml);
 # the test `prebuilt_canister_is_of_the_current_sources` says when.
 #

@@ -873,11 +873,12 @@ fn main() -> ExitCode {
         let exe = std::env::current_exe().ok();
         return match bench_canister::update_prebuilt(exe.as_deref()) {
             Ok(()) => {
-                eprintln!(
-                    "wrote {} and {}",
-                    bench_canister::PREBUILT_WASM,
-                    bench_canister::PREBUILT_SOURCES
-                );
+                for module in bench_canister::Module::ALL {
+                    eprintln!(
+                        "wrote {} and {}",
+                        module.prebuilt_wasm, module.prebuilt_sources
+                    );
+                }
                 ExitCode::SUCCESS
             }
             Err(e) => {

@@ -208,3 +208,67 @@ fn code_interface_equals_bench_did() {
         );
     }
 }
+
+// ---- the tune variant (canisters/prebuilt/bench-tune.wasm) -----------------------------
+
+/// The tune variant module of the current sources, once per test process.
+fn tune_wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        icbench::bench_canister::Module::TUNE
+            .ensure_built_with(
+                true,
+                Some(std::path::Path::new(env!("CARGO_BIN_EXE_icbench"))),
+            )
+            .unwrap_or_else(|e| panic!("building the tune variant: {e:#}"))
+    })
+}
+
+/// As `prebuilt_canister_is_of_the_current_sources`, for the tune variant.
+#[test]
+fn prebuilt_tune_variant_is_of_the_current_sources() {
+    let found = icbench::bench_canister::Module::TUNE
+        .prebuilt_for_current_sources(root())
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    assert!(
+        found.is_some(),
+        "canisters/prebuilt/bench-tune.wasm is not the module of the current canister sources; \
+         run scripts/update-prebuilt-canister.sh and commit canisters/prebuilt"
+    );
+}
+
+/// The variant is the default module plus the `btree_bounded` store's methods: it embeds
+/// bench.did, exports every method of it with the same mode and those methods besides, and
+/// imports only ic0. Its generated interface is bench.did's (the store's module is declared
+/// after `export_candid!`, so the default module's code keeps its lines).
+#[test]
+fn the_tune_variant_is_the_default_interface_plus_the_bounded_store() {
+    let facts = module_facts(tune_wasm());
+    assert!(facts.candid_section.as_deref() == Some(did_text().as_bytes()));
+    let declared = did_endpoints(&did_text());
+    let extra: BTreeSet<(String, String)> =
+        facts.endpoints.difference(&declared).cloned().collect();
+    let expected: BTreeSet<(String, String)> = [
+        ("update", "add_users_btree_bounded"),
+        ("update", "add_users_btree_bounded_ids"),
+        ("query", "get_users_btree_bounded"),
+        ("update", "get_users_btree_bounded_update"),
+        ("query", "get_users_btree_bounded_ids"),
+        ("update", "get_users_btree_bounded_ids_update"),
+        ("query", "scan_users_btree_bounded"),
+        ("update", "scan_users_btree_bounded_update"),
+        ("update", "clear_btree_bounded"),
+    ]
+    .into_iter()
+    .map(|(k, m)| (k.to_string(), m.to_string()))
+    .collect();
+    assert_eq!(extra, expected);
+    assert!(declared.is_subset(&facts.endpoints));
+    assert!(facts.imports.iter().all(|(m, _)| m == "ic0"));
+    if let Err(e) = service_equal(
+        CandidSource::Text(&generated_candid(tune_wasm())),
+        CandidSource::Text(&did_text()),
+    ) {
+        panic!("the tune variant's generated interface is not bench.did: {e}");
+    }
+}

@@ -9,11 +9,13 @@
 //! the tracker, so the part of a gain owed to the tracker shows.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{anyhow, Result};
+use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 use serde::{Deserialize, Serialize};
 
@@ -22,7 +24,7 @@ use super::pool::{self, Chain, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::users::{self, Call, PREFILL_CHUNK};
 use super::{CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite, MEMORY_BASE};
-use crate::bench_canister::{BenchClient, SqliteConfig, SqliteSettings};
+use crate::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
 use crate::engine::cost::Replica;
 use crate::engine::Engine;
 use crate::report::format::thousands;
@@ -67,6 +69,9 @@ impl Knob {
     }
 
     fn parse(name: &str) -> Result<Knob> {
+        if name.trim().eq_ignore_ascii_case("bucket_size") {
+            return Err(anyhow!("{BUCKET_SIZE_NOT_SEARCHABLE}"));
+        }
         Knob::ALL
             .into_iter()
             .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
@@ -74,6 +79,91 @@ impl Knob {
                 anyhow!(
                     "unknown setting {name:?} in --tune-settings; accepted: {}",
                     Knob::ALL.map(|k| k.name()).join(", ")
+                )
+            })
+    }
+}
+
+/// Why `--tune-settings bucket_size` is refused, in one line.
+pub const BUCKET_SIZE_NOT_SEARCHABLE: &str = "--tune-settings: bucket_size cannot be searched: ic-rusqlite 0.5 creates the canister's only MemoryManager (bucket size 128 pages, not settable), and a bucket size does not change which 64 KiB pages a message touches (docs/tuning.md)";
+
+/// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
+/// built with the cargo feature `tune`), measured at its defaults beside the default
+/// module's heap map and StableBTreeMap: talc as the allocator of the whole module, and a
+/// value type with a bound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Variant {
+    /// The heap map, with talc as the global allocator.
+    HeapTalc,
+    /// The `StableBTreeMap<u64, String>`, with talc.
+    BTreeTalc,
+    /// A `StableBTreeMap<u64, Name>`, `Name` a `String` bounded to 100 bytes, with talc.
+    BTreeBounded,
+}
+
+/// The largest payload the bounded value type holds (`NAME_MAX_SIZE` in the canister).
+pub const BOUNDED_MAX_SIZE: u64 = 100;
+
+impl Variant {
+    pub const ALL: [Variant; 3] = [Variant::HeapTalc, Variant::BTreeTalc, Variant::BTreeBounded];
+
+    /// Its name in `--tune-variants`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::HeapTalc => "heap-talc",
+            Variant::BTreeTalc => "btree-talc",
+            Variant::BTreeBounded => "btree-bounded",
+        }
+    }
+
+    /// The default module's store whose calls it takes (and which `--stores` must name).
+    pub fn store(self) -> Store {
+        match self {
+            Variant::HeapTalc => Store::Heap,
+            Variant::BTreeTalc | Variant::BTreeBounded => Store::BTree,
+        }
+    }
+
+    /// The store in the canister's method names (`add_users_btree_bounded`, ...).
+    pub fn method_store(self) -> &'static str {
+        match self {
+            Variant::HeapTalc => "heap",
+            Variant::BTreeTalc => "btree",
+            Variant::BTreeBounded => "btree_bounded",
+        }
+    }
+
+    /// The record's `store`.
+    pub fn record_store(self) -> &'static str {
+        match self {
+            Variant::HeapTalc => "heap allocator=talc",
+            Variant::BTreeTalc => "btree allocator=talc",
+            Variant::BTreeBounded => "btree_bounded allocator=talc",
+        }
+    }
+
+    /// For tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            Variant::HeapTalc => "heap BTreeMap (talc)",
+            Variant::BTreeTalc => "StableBTreeMap (talc)",
+            Variant::BTreeBounded => "StableBTreeMap, bounded value (talc)",
+        }
+    }
+
+    fn of_record(store: &str) -> Option<Variant> {
+        let store = store.split(" replica=").next().unwrap_or(store);
+        Variant::ALL.into_iter().find(|v| v.record_store() == store)
+    }
+
+    fn parse(name: &str) -> Result<Variant> {
+        Variant::ALL
+            .into_iter()
+            .find(|v| v.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| {
+                anyhow!(
+                    "--tune-variants: unknown variant {name:?}; accepted: {}, or none",
+                    Variant::ALL.map(|v| v.name()).join(", ")
                 )
             })
     }
@@ -228,6 +318,16 @@ struct TuneArgs {
     /// `--journal-modes`.
     #[arg(long, value_delimiter = ',', default_values = Knob::ALL.map(|k| k.name()))]
     tune_settings: Vec<String>,
+    /// The tune variant's stores measured beside the default module's, comma-separated, or
+    /// `none`: heap-talc (the heap map with talc as the allocator), btree-talc (the
+    /// StableBTreeMap with talc), btree-bounded (a bounded value type, with talc). Each needs
+    /// its store in --stores; btree-bounded needs --payload-size 100 or less.
+    #[arg(long, value_delimiter = ',', default_values = Variant::ALL.map(|v| v.name()))]
+    tune_variants: Vec<String>,
+    /// The tune variant module to run (default: canisters/prebuilt/bench-tune.wasm when it is
+    /// of the current sources, else `scripts/build-canister.sh tune` builds it).
+    #[arg(long, value_name = "PATH")]
+    tune_wasm: Option<PathBuf>,
 }
 
 /// The tune suite's settings.
@@ -244,6 +344,12 @@ pub struct Config {
     /// The other stores measured at their defaults beside SQLite (`--stores`): the heap map
     /// and the StableBTreeMap, for the decision table.
     pub others: Vec<Store>,
+    /// The tune variant's stores measured beside them (`--tune-variants`).
+    pub variants: Vec<Variant>,
+    /// The tune variant module (`--tune-wasm`); None: the committed one of these sources.
+    pub variant_wasm: Option<PathBuf>,
+    /// Why a variant asked for by default was left out (for "not searched").
+    pub variants_left_out: Vec<String>,
 }
 
 /// `page_size` values SQLite takes: a power of two from 512 to 65,536.
@@ -286,6 +392,22 @@ impl Config {
                 ));
             }
         }
+        for v in &self.variants {
+            if !self.others.contains(&v.store()) {
+                return Err(anyhow!(
+                    "--tune-variants {}: it is a {} (`--stores` must include {})",
+                    v.name(),
+                    v.store().label(),
+                    v.store().kind()
+                ));
+            }
+            if *v == Variant::BTreeBounded && self.users.payload_size > BOUNDED_MAX_SIZE {
+                return Err(anyhow!(
+                    "--tune-variants btree-bounded: its value type holds at most {BOUNDED_MAX_SIZE} bytes, --payload-size is {}",
+                    self.users.payload_size
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -305,7 +427,23 @@ impl Config {
         } else {
             others.peak_memory() - MEMORY_BASE
         };
-        MEMORY_BASE + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64 + others
+        // Each variant store is filled in a canister state of its own, as its store is.
+        let variants: u64 = self
+            .variants
+            .iter()
+            .map(|v| {
+                users::Config {
+                    stores: vec![v.store()],
+                    ..self.users.clone()
+                }
+                .peak_memory()
+                    - MEMORY_BASE
+            })
+            .sum();
+        MEMORY_BASE
+            + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
+            + others
+            + variants
     }
 }
 
@@ -362,7 +500,42 @@ impl Suite for Tune {
             .into_iter()
             .filter(|s| s.journal_mode().is_some())
             .collect();
+        let others: Vec<Store> = others;
+        let mut variants = Vec::new();
+        if !(args.tune_variants.len() == 1 && args.tune_variants[0].trim() == "none") {
+            for name in &args.tune_variants {
+                let v = Variant::parse(name)?;
+                if !variants.contains(&v) {
+                    variants.push(v);
+                }
+            }
+        }
+        variants.sort();
+        // By default each variant whose store is measured; one asked for by name must run.
+        let mut variants_left_out = Vec::new();
+        if matches.value_source("tune_variants") == Some(ValueSource::DefaultValue) {
+            variants.retain(|v| {
+                if !others.contains(&v.store()) {
+                    return false;
+                }
+                if *v == Variant::BTreeBounded && users.payload_size > BOUNDED_MAX_SIZE {
+                    variants_left_out.push(format!(
+                        "the bounded value type (it holds at most {BOUNDED_MAX_SIZE} bytes; the payload is {})",
+                        users.payload_size
+                    ));
+                    return false;
+                }
+                true
+            });
+        }
+        // A module that is not there or not a bench canister stops the run before any work.
+        if let Some(path) = &args.tune_wasm {
+            read_tune_wasm(path)?;
+        }
         let cfg = Config {
+            variants,
+            variant_wasm: args.tune_wasm,
+            variants_left_out,
             others,
             journal_modes: users
                 .stores
@@ -405,6 +578,9 @@ pub struct Search {
     pub stages: Vec<String>,
     /// What was not searched.
     pub not_searched: Vec<String>,
+    /// SHA-256 of the tune variant module, when its stores were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub variant_module: Option<String>,
 }
 
 const SEARCH: &str = "tune";
@@ -472,15 +648,49 @@ impl Config {
             "locking_mode (EXCLUSIVE: WAL needs it without shared memory) and AUTOINCREMENT".to_string(),
             "stable-fs's chunk size and layout (the database file is mounted on a virtual memory of its own, not in chunks)".to_string(),
             "combinations the stages did not reach".to_string(),
-            "the StableBTreeMap's bucket size, a bounded value type, and the heap allocator (they need other canister builds)".to_string(),
+            "the StableBTreeMap's bucket size: ic-rusqlite 0.5 creates the canister's only MemoryManager (buckets of 128 pages) and a bucket size changes no page a message touches (docs/tuning.md)".to_string(),
+        ]);
+        if self.variants.is_empty() {
+            not_searched.push(
+                "the tune variant (talc as the allocator, a bounded value type): --tune-variants none or its stores not in --stores".to_string(),
+            );
+        }
+        not_searched.extend(self.variants_left_out.iter().cloned());
+        not_searched.extend([
+            format!(
+                "value sizes: every store holds the run's {}-byte payload (--payload-size), and the bounded value type one bound ({BOUNDED_MAX_SIZE} bytes)",
+                self.users.payload_size
+            ),
+            "allocators other than talc, and per-message arenas".to_string(),
         ]);
         Search {
             defaults: (defaults.store_label(), defaults.journal_mode.to_string()),
             beside: beside.map(|r| r.name.to_string()),
             stages,
             not_searched,
+            variant_module: None,
         }
     }
+}
+
+impl Config {
+    /// The tune variant module: `--tune-wasm`, else the committed module of these sources
+    /// (or a build of it).
+    fn variant_module(&self) -> Result<Vec<u8>> {
+        match &self.variant_wasm {
+            Some(path) => read_tune_wasm(path),
+            None => Module::TUNE.ensure_built(true),
+        }
+    }
+}
+
+/// The module `--tune-wasm` names, checked: one line naming the file and what is wrong.
+fn read_tune_wasm(path: &std::path::Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path)
+        .map_err(|e| anyhow!("--tune-wasm {}: cannot read it: {e}", path.display()))?;
+    crate::bench_canister::check_module(&wasm)
+        .map_err(|e| anyhow!("--tune-wasm {}: {e:#}", path.display()))?;
+    Ok(wasm)
 }
 
 impl Plan for Config {
@@ -520,6 +730,36 @@ impl Plan for Config {
         let mut after = chain.end();
 
         let workloads = exec.indices(WORKLOADS.len());
+        // The tune variant's empty stores: its module installed over the same canister,
+        // from an empty state too.
+        let mut variant_sha256 = None;
+        let empty_variant = if cfg.variants.is_empty() || workloads.is_empty() {
+            None
+        } else {
+            let variant = cfg.variant_module()?;
+            variant_sha256 = Some(pool::sha256_hex(&variant));
+            let compiled = pool::compile(&mut *client.engine, &variant, &work)?;
+            after.push(compiled);
+            let mut chain = Chain::new(&work, &after);
+            chain.step(Kind::Install, "install the tune variant over the canister");
+            client
+                .engine
+                .reinstall(canister, &variant, &candid::encode_args(())?)?
+                .result
+                .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
+            chain.step(Kind::Fill, "set the tune variant's payload size");
+            client
+                .set_payload_size(cfg.users.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+            chain.step(
+                Kind::Snapshot,
+                "snapshot of the tune variant's empty stores",
+            );
+            let state = pool::graph::snapshot(client.engine, canister)?;
+            after = chain.end();
+            Some(state)
+        };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
         let mut best = vec![defaults; WORKLOADS.len()];
@@ -572,9 +812,30 @@ impl Plan for Config {
             after = vec![unit];
         }
 
+        let mut besides: Vec<Beside<'_>> = cfg
+            .others
+            .iter()
+            .map(|&store| Beside {
+                store,
+                method_store: store.kind(),
+                record_store: store.kind().to_string(),
+                label: store.label(),
+                start: &empty,
+            })
+            .collect();
+        if let Some(start) = &empty_variant {
+            besides.extend(cfg.variants.iter().map(|v| Beside {
+                store: v.store(),
+                method_store: v.method_store(),
+                record_store: v.record_store().to_string(),
+                label: v.label().to_string(),
+                start,
+            }));
+        }
         let mut other_records = measure_others(
             &mut client,
             &empty,
+            &besides,
             &StageEnv {
                 cfg,
                 exec,
@@ -635,7 +896,9 @@ impl Plan for Config {
             extra: Default::default(),
         };
         outcomes.into_report(&mut report);
-        report.set_extra(SEARCH, &cfg.search(defaults, beside));
+        let mut search = cfg.search(defaults, beside);
+        search.variant_module = variant_sha256;
+        report.set_extra(SEARCH, &search);
         Ok(report)
     }
 
@@ -743,6 +1006,13 @@ fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
         notes.push(format!(
             "For the decision table, the {} are filled the same way, each alone in the canister (no SQLite rows beside it), and measured at their defaults: their counts are not those of the default run, whose canister holds every store.",
             names.join(" and ")
+        ));
+    }
+    if !cfg.variants.is_empty() {
+        let names: Vec<&str> = cfg.variants.iter().map(|v| v.label()).collect();
+        notes.push(format!(
+            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
+            names.join(", ")
         ));
     }
     notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());
@@ -959,18 +1229,33 @@ fn fill_and_snapshot(
     lane.snapshot()
 }
 
-/// The other stores (`cfg.others`) at their defaults: each filled from the empty canister in
-/// a task of its own, then every workload of `workloads` measured from it, under the
+/// A store measured at its defaults beside the SQLite search: one of the default module's
+/// (`cfg.others`) or of the tune variant's (`cfg.variants`).
+struct Beside<'a> {
+    /// The shape of its calls.
+    store: Store,
+    /// The store in its method names.
+    method_store: &'static str,
+    /// The records' `store`.
+    record_store: String,
+    /// For the fill's unit.
+    label: String,
+    /// The empty state of its module, which its fill starts from.
+    start: &'a State,
+}
+
+/// The other stores (`besides`) at their defaults: each filled from its module's empty state
+/// in a task of its own, then every workload of `workloads` measured from it, under the
 /// engine's replica and beside it. Per workload (all of [`WORKLOADS`], empty where not
-/// measured): each store's records in `cfg.others` order.
+/// measured): each store's records in `besides` order.
 fn measure_others(
     client: &mut BenchClient<'_>,
     empty: &State,
+    stores: &[Beside<'_>],
     env: &StageEnv<'_>,
     workloads: &[usize],
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Vec<Vec<ScenarioResult>>> {
-    let stores = &env.cfg.others;
     let mut out = vec![Vec::new(); WORKLOADS.len()];
     if stores.is_empty() || workloads.is_empty() {
         return Ok(out);
@@ -982,28 +1267,28 @@ fn measure_others(
     {
         let slots = &slots;
         let mut tasks = Vec::new();
-        for (i, &store) in stores.iter().enumerate() {
+        for (i, store) in stores.iter().enumerate() {
             let rows = env.cfg.users.rows;
             tasks.push(
                 Task::new(
                     Kind::Fill,
-                    format!("fill the {} to {} rows", store.label(), thousands(rows)),
+                    format!("fill the {} to {} rows", store.label, thousands(rows)),
                     move |lane| {
-                        lane.restore(empty)?;
+                        lane.restore(store.start)?;
                         let before = lane.client.executed_instructions;
                         let state = fill_and_snapshot(
                             lane,
                             env,
-                            store.kind(),
+                            store.method_store,
                             before,
-                            format!("snapshot of the {}", store.label()),
+                            format!("snapshot of the {}", store.label),
                         )?;
                         for &w in workloads {
                             let state = state.clone();
                             lane.spawn(
                                 Task::new(
                                     Kind::Scenario,
-                                    format!("tune {}: the {}", WORKLOADS[w].name, store.label()),
+                                    format!("tune {}: the {}", WORKLOADS[w].name, store.label),
                                     move |lane: &mut Lane<'_, '_>| {
                                         let (now, beside) = now_and_beside(env, |vintage| {
                                             measure_store(
@@ -1049,14 +1334,32 @@ fn measure_others(
 fn measure_store(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
-    store: Store,
+    store: &Beside<'_>,
     workload: &Workload,
     state: &State,
     vintage: Option<Replica>,
 ) -> Result<ScenarioResult> {
-    let (call, mut result) = record(env, store, store.kind().to_string(), workload, vintage);
+    let (call, mut result) = record(
+        env,
+        store.store,
+        store.record_store.clone(),
+        workload,
+        vintage,
+    );
+    let kind = format!("_{}", store.store.kind());
+    result.method = result
+        .method
+        .replacen(&kind, &format!("_{}", store.method_store), 1);
     lane.restore(state)?;
-    send(lane, env, store, &call, workload, vintage, &mut result)?;
+    send(
+        lane,
+        env,
+        store.method_store,
+        &call,
+        workload,
+        vintage,
+        &mut result,
+    )?;
     Ok(result)
 }
 
@@ -1089,7 +1392,15 @@ fn measure_under(
         }
         Ok(Ok(_)) => {}
     }
-    send(lane, env, store, &call, workload, vintage, &mut result)?;
+    send(
+        lane,
+        env,
+        store.kind(),
+        &call,
+        workload,
+        vintage,
+        &mut result,
+    )?;
     Ok(result)
 }
 
@@ -1131,7 +1442,7 @@ fn record(
 fn send(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
-    store: Store,
+    method_store: &str,
     call: &Call,
     workload: &Workload,
     vintage: Option<Replica>,
@@ -1140,7 +1451,7 @@ fn send(
     if let Some(v) = vintage {
         lane.client.engine.set_replica(v)?;
     }
-    let reply = users::run_call(&mut lane.client, store.kind(), call);
+    let reply = users::run_call(&mut lane.client, method_store, call);
     if let (Some(_), Some(current)) = (vintage, env.current) {
         lane.client.engine.set_replica(current)?;
     }
@@ -1237,16 +1548,20 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         .to_vec(),
         vec![Left, Left, Right, Left, Right, Right],
     );
-    let label = |r: &ScenarioResult| super::decision::store_label(&r.store, &r.journal_mode);
     for (w, f) in WORKLOADS.iter().zip(found(report)) {
         let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
-        let mut at_defaults: Vec<(String, u64)> =
-            mine.iter().map(|r| (label(r), r.instructions)).collect();
+        let mut at_defaults: Vec<(String, u64)> = mine
+            .iter()
+            .filter(|r| Variant::of_record(&r.store).is_none())
+            .map(|r| (other_label(r), r.instructions))
+            .collect();
         if let Some(d) = f.defaults.filter(|d| d.status == Status::Ok) {
             at_defaults.push(("SQLite (its defaults)".into(), d.instructions));
         }
-        let mut tuned: Vec<(String, u64)> =
-            mine.iter().map(|r| (label(r), r.instructions)).collect();
+        let mut tuned: Vec<(String, u64)> = mine
+            .iter()
+            .map(|r| (other_label(r), r.instructions))
+            .collect();
         if let Some(b) = f.best {
             tuned.push((format!("SQLite ({})", describe_record(b)), b.instructions));
         }
@@ -1262,6 +1577,99 @@ pub fn decision_table(report: &Report) -> Option<Table> {
             thousands(t2.1),
             gain(d.1, t2.1),
         ]);
+    }
+    Some(t)
+}
+
+/// A record of the other stores, as tables name it.
+fn other_label(r: &ScenarioResult) -> String {
+    match Variant::of_record(&r.store) {
+        Some(v) => v.label().to_string(),
+        None => super::decision::store_label(&r.store, &r.journal_mode),
+    }
+}
+
+/// The heap map and the StableBTreeMap in the default module and in the tune variant, per
+/// workload: the charge, against the same store in the default module, the store work, the
+/// pages, the memory held, and the charge under the vintage beside.
+pub fn variants_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside = search.beside.clone().unwrap_or_default();
+    let is_beside = |r: &ScenarioResult| r.store.contains(" replica=");
+    if !report
+        .results
+        .iter()
+        .any(|r| !is_beside(r) && Variant::of_record(&r.store).is_some())
+    {
+        return None;
+    }
+    let mut headers = vec![
+        "Workload".to_string(),
+        "Store".into(),
+        "Charged".into(),
+        "Against the default module".into(),
+        "Store work".into(),
+        "Wasm pages (heap + stable, accessed/written)".into(),
+        "Memory held".into(),
+    ];
+    let mut aligns = vec![Left, Left, Right, Right, Right, Right, Right];
+    if !beside.is_empty() {
+        headers.push(format!("Under {beside}"));
+        aligns.push(Right);
+    }
+    let mut t = Table::with_aligns(headers, aligns);
+    for w in &WORKLOADS {
+        let mine: Vec<&ScenarioResult> = report
+            .results
+            .iter()
+            .filter(|r| w.picks(r) && !is_beside(r) && !is_sqlite(r))
+            .collect();
+        for r in &mine {
+            let base = Variant::of_record(&r.store).map_or(r.store.as_str(), |v| v.store().kind());
+            let default = mine.iter().find(|d| d.store == base);
+            let ok = r.status == Status::Ok;
+            let against = match default {
+                Some(d) if ok && d.status == Status::Ok && d.store != r.store => {
+                    gain(d.instructions, r.instructions)
+                }
+                _ => "-".into(),
+            };
+            let mut row = vec![
+                w.name.to_string(),
+                other_label(r),
+                if ok {
+                    thousands(r.instructions)
+                } else {
+                    "fails".into()
+                },
+                against,
+                if ok {
+                    thousands(r.store_instructions)
+                } else {
+                    "-".into()
+                },
+                pages_cell(r),
+                if ok {
+                    format!("{} MB", thousands(r.bytes / 1_000_000))
+                } else {
+                    "-".into()
+                },
+            ];
+            if !beside.is_empty() {
+                let store = format!("{} replica={beside}", r.store);
+                let old = report
+                    .results
+                    .iter()
+                    .find(|x| w.picks(x) && x.store == store);
+                row.push(match old {
+                    Some(x) if x.status == Status::Ok => thousands(x.instructions),
+                    Some(_) => "fails".into(),
+                    None => "-".into(),
+                });
+            }
+            t.push(row);
+        }
     }
     Some(t)
 }
@@ -1422,6 +1830,12 @@ fn document(report: &Report) -> Document {
         "Cheapest SQLite settings per workload (charged instructions per message)",
         cheapest_table(report),
     );
+    if let Some(t) = variants_table(report) {
+        doc.push_table(
+            "The heap map's allocator and the StableBTreeMap's value type: the default module against the tune variant (charged instructions per message)",
+            t,
+        );
+    }
     let mut apply = String::from(
         "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
     );
@@ -1562,10 +1976,14 @@ mod tests {
                 "{e}"
             );
         }
-        assert!(Knob::parse("bucket_size")
+        assert_eq!(
+            Knob::parse(" Bucket_Size").unwrap_err().to_string(),
+            BUCKET_SIZE_NOT_SEARCHABLE
+        );
+        assert!(Knob::parse("bucket")
             .unwrap_err()
             .to_string()
-            .contains("unknown setting \"bucket_size\""));
+            .contains("unknown setting \"bucket\""));
         assert_eq!(Knob::parse(" Page_Size").unwrap(), Knob::PageSize);
     }
 
@@ -1579,6 +1997,9 @@ mod tests {
             synchronous: vec![Synchronous::Off, Synchronous::Full],
             knobs: Knob::ALL.to_vec(),
             others: Vec::new(),
+            variants: Vec::new(),
+            variant_wasm: None,
+            variants_left_out: Vec::new(),
         };
         let from = setting();
         assert_eq!(cfg.around(from, &[]), vec![from]);

@@ -10,6 +10,7 @@
 
 mod support;
 
+mod bucket_size;
 mod canbench_baseline;
 mod canbench_cli;
 mod canister;

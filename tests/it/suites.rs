@@ -207,8 +207,28 @@ fn bad_suite_selections_are_refused_before_any_work() {
             "--tune-page-sizes: 131072 is not a SQLite page size",
         ),
         (
-            &["--suite", "tune", "--tune-settings", "page_size,bucket_size"],
-            "unknown setting \"bucket_size\" in --tune-settings; accepted: page_size, cache_size, journal_mode, synchronous",
+            &["--suite", "tune", "--tune-settings", "page_size,bucket"],
+            "unknown setting \"bucket\" in --tune-settings; accepted: page_size, cache_size, journal_mode, synchronous",
+        ),
+        (
+            &["--suite", "tune", "--tune-settings", "bucket_size"],
+            icbench::suites::tune::BUCKET_SIZE_NOT_SEARCHABLE,
+        ),
+        (
+            &["--suite", "tune", "--tune-variants", "heap-talc,jemalloc"],
+            "--tune-variants: unknown variant \"jemalloc\"; accepted: heap-talc, btree-talc, btree-bounded, or none",
+        ),
+        (
+            &["--suite", "tune", "--stores", "sqlite,btree", "--tune-variants", "heap-talc"],
+            "--tune-variants heap-talc: it is a heap BTreeMap (`--stores` must include heap)",
+        ),
+        (
+            &["--suite", "tune", "--payload-size", "101", "--tune-variants", "btree-bounded"],
+            "--tune-variants btree-bounded: its value type holds at most 100 bytes, --payload-size is 101",
+        ),
+        (
+            &["--suite", "tune", "--tune-wasm", "/nonexistent/bench-tune.wasm"],
+            "--tune-wasm /nonexistent/bench-tune.wasm: cannot read it",
         ),
         (
             &["--suite", "tune", "--tune-synchronous", "OFF,SOMETIMES"],
@@ -630,9 +650,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
         );
     }
     let tune = read_report(&out.join("tune/results.json"));
-    // 7 workloads x (the heap map, the StableBTreeMap, SQLite at the defaults, at page_size
-    // 65,536 and in journal mode OFF at the best page size) x (2026-07 and 2026-05 beside).
-    assert_eq!(tune.results.len(), 7 * 5 * 2);
+    // 7 workloads x (the heap map, the StableBTreeMap, the tune variant's three stores,
+    // SQLite at the defaults, at page_size 65,536 and in journal mode OFF at the best page
+    // size) x (2026-07 and 2026-05 beside).
+    assert_eq!(tune.results.len(), 7 * 8 * 2);
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

@@ -5,10 +5,15 @@
 
 use std::path::Path;
 
+use icbench::bench_canister::{BenchClient, Module};
+use icbench::engine::embedded::EmbeddedEngine;
 use icbench::report::{self, Report, ScenarioResult, Status};
 use icbench::suites::tune::WORKLOADS;
 
-use crate::support::{bench_wasm_path, run_icbench, scratch_dir};
+use crate::support::{bench_wasm_path, icbench_bin, run_icbench, scratch_dir};
+
+/// The searches below that measure no store of the tune variant.
+const NO_VARIANTS: [&str; 2] = ["--tune-variants", "none"];
 
 /// The smallest search: the defaults and one other page size, nothing else varied; the
 /// heap map and the StableBTreeMap at their defaults beside.
@@ -68,7 +73,7 @@ fn key(r: &ScenarioResult) -> (String, String, String, String, u64) {
 
 #[test]
 fn the_smallest_search_charges_each_vintage_by_its_own_rule_and_nothing_else_differs() {
-    let report = run("tune-smallest", &[]);
+    let report = run("tune-smallest", &NO_VARIANTS);
     // Per workload: the heap map and the StableBTreeMap at their defaults, SQLite at the
     // defaults (page_size 4,096) and at page_size 65,536, each under 2026-07 and under
     // 2026-05 beside it.
@@ -92,9 +97,27 @@ fn the_smallest_search_charges_each_vintage_by_its_own_rule_and_nothing_else_dif
             workload.name
         );
         for pair in mine.chunks(2) {
-            let (now, old) = (&pair[0], &pair[1]);
+            check_the_cost_model(&pair[0], &pair[1], workload.name);
+        }
+        // The heap map keeps nothing in stable memory.
+        assert_eq!(mine[0].pages.unwrap().stable_wasm_pages_accessed, 0);
+    }
+}
+
+/// A record under 2026-07 and its twin under 2026-05: the tracker's charge from the pages
+/// the message touched, the older vintage's from the 4 KiB pages it wrote, and the same
+/// execution and memory otherwise.
+fn check_the_cost_model(now: &ScenarioResult, old: &ScenarioResult, workload: &str) {
+    {
+        {
+            let workload_rows = WORKLOADS
+                .iter()
+                .find(|w| w.name == workload)
+                .unwrap()
+                .operation
+                .rows();
             assert_eq!(key(now), key(old));
-            assert_eq!(now.batch, workload.operation.rows());
+            assert_eq!(now.batch, workload_rows);
             assert_eq!(now.status, Status::Ok, "{}: {:?}", now.store, now.status);
             assert_eq!(old.status, Status::Ok);
             let (p, q) = (now.pages.unwrap(), old.pages.unwrap());
@@ -130,7 +153,7 @@ fn the_smallest_search_charges_each_vintage_by_its_own_rule_and_nothing_else_dif
                 old.instructions - q.page_charge_instructions,
                 "{} {}",
                 now.store,
-                workload.name
+                workload
             );
             // The memory held after the message: the same state.
             assert_eq!(now.bytes, old.bytes);
@@ -140,19 +163,20 @@ fn the_smallest_search_charges_each_vintage_by_its_own_rule_and_nothing_else_dif
             assert!(
                 (stable..=16 * stable).contains(&now.stable_dirty_pages),
                 "{}: {} OS pages in {stable} Wasm pages",
-                workload.name,
+                workload,
                 now.stable_dirty_pages
             );
         }
-        // The heap map keeps nothing in stable memory.
-        assert_eq!(mine[0].pages.unwrap().stable_wasm_pages_accessed, 0);
     }
 }
 
 #[test]
 fn the_records_beside_are_those_of_a_run_under_that_vintage() {
-    let both = run("tune-both", &[]);
-    let old = run("tune-old", &["--replica", "2026-05"]);
+    let both = run("tune-both", &NO_VARIANTS);
+    let old = run(
+        "tune-old",
+        &["--tune-variants", "none", "--replica", "2026-05"],
+    );
     let beside: Vec<&ScenarioResult> = both
         .results
         .iter()
@@ -170,4 +194,96 @@ fn the_records_beside_are_those_of_a_run_under_that_vintage() {
             serde_json::to_value(o).unwrap()
         );
     }
+}
+
+/// The tune variant's stores in the smallest search: each beside the default module's, in
+/// order, charged by the same cost model; the bounded map answers through its own methods.
+#[test]
+fn the_variant_stores_are_measured_beside_the_default_modules() {
+    let report = run("tune-variants", &[]);
+    let stores = [
+        "heap",
+        "btree",
+        "heap allocator=talc",
+        "btree allocator=talc",
+        "btree_bounded allocator=talc",
+        "sqlite page_size=4096 cache_size=500000 synchronous=OFF",
+        "sqlite page_size=65536 cache_size=500000 synchronous=OFF",
+    ];
+    assert_eq!(report.results.len(), WORKLOADS.len() * stores.len() * 2);
+    for (w, workload) in WORKLOADS.iter().enumerate() {
+        let mine = &report.results[w * 14..w * 14 + 14];
+        for (pair, store) in mine.chunks(2).zip(stores) {
+            assert_eq!(pair[0].store, store, "{}", workload.name);
+            assert_eq!(pair[1].store, format!("{store} replica=2026-05"));
+            assert_eq!(pair[0].status, Status::Ok, "{store}: {:?}", pair[0].status);
+            check_the_cost_model(&pair[0], &pair[1], workload.name);
+        }
+        // The store of the method: the bounded map's own, the others' the default's.
+        assert!(
+            mine[8]
+                .method
+                .starts_with(&mine[2].method.replace("btree", "btree_bounded")),
+            "{} / {}",
+            mine[8].method,
+            mine[2].method
+        );
+        assert_eq!(mine[6].method, mine[2].method);
+        assert_eq!(mine[4].method, mine[0].method);
+        // The heap map keeps nothing in stable memory, with either allocator.
+        assert_eq!(mine[4].pages.unwrap().stable_wasm_pages_accessed, 0);
+    }
+    let search = &report.extra["tune"];
+    assert_eq!(
+        search["variant_module"].as_str(),
+        Some(icbench::suites::pool::sha256_hex(&tune_wasm()).as_str())
+    );
+}
+
+fn tune_wasm() -> Vec<u8> {
+    Module::TUNE
+        .ensure_built_with(true, Some(icbench_bin()))
+        .expect("the tune variant builds")
+}
+
+/// Only the tune variant has the bounded store; the default module rejects its methods as
+/// unknown, and the bound is enforced before any row is written.
+#[test]
+fn only_the_tune_variant_has_the_bounded_store() {
+    let default = std::fs::read(bench_wasm_path()).unwrap();
+    let mut engine = EmbeddedEngine::default();
+    let mut client = BenchClient::install(&mut engine, &default).unwrap();
+    let rejected = client
+        .try_add_users("btree_bounded", 0, 10, 3)
+        .unwrap()
+        .expect_err("the default module has no btree_bounded store");
+    assert!(
+        rejected
+            .reject
+            .to_string()
+            .contains("add_users_btree_bounded"),
+        "{}",
+        rejected.reject
+    );
+
+    let tune = tune_wasm();
+    let mut engine = EmbeddedEngine::default();
+    let mut client = BenchClient::install(&mut engine, &tune).unwrap();
+    let added = client.add_users("btree_bounded", 0, 10, 3).unwrap();
+    assert_eq!(added.value.unwrap().rows_inserted, 3);
+    let read = client.get_users("btree_bounded", 0, 10, 3, false).unwrap();
+    let read = read.value.unwrap();
+    assert_eq!((read.rows_found, read.bytes_read), (3, 300));
+    let scanned = client.scan_users("btree_bounded", 0, 10, false).unwrap();
+    assert_eq!(scanned.value.unwrap().rows_found, 3);
+    client.set_payload_size(101).unwrap().value.unwrap();
+    assert_eq!(
+        client
+            .add_users("btree_bounded", 100, 10, 1)
+            .unwrap()
+            .value
+            .unwrap_err(),
+        "the payload (101 bytes) is larger than the bounded value type's max_size (100 bytes)"
+    );
+    assert_eq!(client.clear("btree_bounded").unwrap().value, Ok(3));
 }

@@ -439,3 +439,8 @@ fn sysbench_run(
 // Exports `get_candid_pointer`, from which tests/canister_did.rs reads the interface the
 // code really has and compares it with bench.did.
 ic_cdk::export_candid!();
+
+// The tune variant's allocator and bounded-value store (cargo feature `tune`): declared
+// last, so the default module's code keeps its lines.
+#[cfg(feature = "tune")]
+mod tune;

@@ -6,7 +6,7 @@
 //! (`ic_rusqlite::MEMORY_MANAGER`) and initialises ic-wasi-polyfill's file system on it, so
 //! every store here takes its virtual memory from that same manager.
 //!
-//! Virtual memory ids in use (a manager has ids 0..=254):
+//! Virtual memory ids in use (a manager has ids 0..=254; the tune variant's 10: at the end):
 //!
 //! | id        | owner                                                                  |
 //! |-----------|------------------------------------------------------------------------|
@@ -116,3 +116,34 @@ pub fn get(id: MemoryId) -> Memory {
 pub fn init() {
     ic_rusqlite::MEMORY_MANAGER.with(|_| ());
 }
+
+// ---- the tune variant (cargo feature `tune`, `tune.rs`) ---------------------------------
+//
+// Written here, below the default module's code, so that the default module's lines (and
+// the panic locations compiled into it) do not move.
+//
+// | id | owner                                                                        |
+// |----|------------------------------------------------------------------------------|
+// | 10 | the tune variant's `StableBTreeMap<u64, Name>`, its bounded value (`tune.rs`) |
+
+#[cfg(feature = "tune")]
+const BTREE_BOUNDED_ID: u8 = 10;
+#[cfg(feature = "tune")]
+const _: () = {
+    let id = BTREE_BOUNDED_ID;
+    assert!(!collides_with_sqlite(id));
+    assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
+    assert!(id != HEAP_UPGRADE_ID);
+    let mut i = 0;
+    while i < KEYS_IDS.len() {
+        assert!(id != KEYS_IDS[i]);
+        i += 1;
+    }
+    let mut j = 0;
+    while j < SYSBENCH_IDS.len() {
+        assert!(id != SYSBENCH_IDS[j]);
+        j += 1;
+    }
+};
+#[cfg(feature = "tune")]
+pub const BTREE_BOUNDED: MemoryId = MemoryId::new(BTREE_BOUNDED_ID);

@@ -1,4 +1,4 @@
-//! The bench canister's Wasm module as committed in canisters/prebuilt, inside the binary
+//! The bench canister's Wasm modules as committed in canisters/prebuilt, inside the binary
 //! that links this crate: icbench then needs no file of its source tree at run time.
 //!
 //! The build script checks the bytes against the record; icbench's own build script checks
@@ -17,3 +17,9 @@ pub fn sources_sha256() -> Option<&'static str> {
         .lines()
         .find_map(|l| l.strip_prefix("sources-sha256 "))
 }
+
+/// The tune variant (feature `tune` of canisters/bench: talc, a bounded-value map).
+pub const BENCH_TUNE_WASM: &[u8] = include_bytes!("../bench-tune.wasm");
+
+/// `bench-tune.sources`, as [`BENCH_SOURCES`] for the tune variant.
+pub const BENCH_TUNE_SOURCES: &str = include_str!("../bench-tune.sources");
