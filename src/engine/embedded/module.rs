@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{InstancePre, Linker, Module};
 
 use super::memory::heap::{self, HeapCreator};
-use super::profiler::FrameNames;
+use super::profiler::{FrameNames, Reading};
 use super::system_api::{self, HostState, HostTrap};
 use super::MAX_WASM_STACK;
 use crate::engine::cost;
@@ -530,3 +530,12 @@ pub(super) fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
     Ok(wasm.to_vec())
 }
 
+/// What a profiling probe reads: the counter it was handed and the page charges so far.
+fn reading(state: &HostState, counter: i64) -> Reading {
+    Reading {
+        counter,
+        pages: state.page_charges(),
+        folded: state.tracker.folded(),
+        touched: state.pages_touched(),
+    }
+}

@@ -1,0 +1,382 @@
+//! A message's execution: one entry point run as one message under the replica's limits,
+//! with the memory tracker's charges, the profile and the page map it asks for, then
+//! committed or rolled back; and the replica's second count of a trap at a load or store.
+
+use anyhow::{anyhow, Result};
+use candid::Principal;
+
+use super::memory::stable::StableMemory;
+use super::profiler::{Profiler, Reading};
+use super::system_api::{ApiType, HostState, HostTrap, Message, Response};
+use super::*;
+
+/// The message's page map: its pages in the order they were first touched, each with the
+/// function the profiler saw touch it (`touched_by`, by kind as [`Reading::touched`]).
+fn page_map_of(inst: &Instance, touched_by: [Vec<String>; 4]) -> PageMap {
+    let state = inst.store.data();
+    let (heap_accessed, heap_written) = state
+        .heap
+        .as_ref()
+        .map_or((Vec::new(), Vec::new()), |h| h.wasm_pages_in_order());
+    let (stable_accessed, stable_written) = state.stable.wasm_pages_in_order();
+    let [ha, hw, sa, sw] = &touched_by;
+    PageMap {
+        heap: MemoryPages::from_order(
+            heap_bytes(inst) / WASM_PAGE,
+            &heap_accessed,
+            ha,
+            &heap_written,
+            hw,
+        ),
+        stable: MemoryPages::from_order(
+            state.stable.size_wasm_pages(),
+            &stable_accessed,
+            sa,
+            &stable_written,
+            sw,
+        ),
+    }
+}
+
+impl EmbeddedEngine {
+    fn page_limits(&self, api: ApiType) -> (u64, u64, u64) {
+        let l = &self.limits;
+        match api {
+            ApiType::Start | ApiType::Init | ApiType::PreUpgrade | ApiType::PostUpgrade => (
+                l.max_instructions_per_install,
+                l.stable_dirty_pages_install,
+                l.stable_accessed_pages_install,
+            ),
+            ApiType::Update | ApiType::ReplicatedQuery => (
+                l.max_instructions_per_update,
+                l.stable_dirty_pages_update,
+                l.stable_accessed_pages_update,
+            ),
+            ApiType::Query | ApiType::CompositeQuery => (
+                l.max_instructions_per_query,
+                l.stable_dirty_pages_query,
+                l.stable_accessed_pages_query,
+            ),
+        }
+    }
+
+    /// Runs one entry point as one message and commits or rolls back its effects.
+    pub(super) fn execute(
+        &mut self,
+        id: Principal,
+        api: ApiType,
+        export: &str,
+        method: &str,
+        arg: Vec<u8>,
+    ) -> Result<CallOutcome> {
+        self.execute_within(id, api, export, method, arg, None)
+    }
+
+    /// [`Self::execute`] with at most `budget` instructions when given (what an
+    /// install_code stage has left of the shared limit); errors still name the message
+    /// type's limit, as the replica's `limit_to_report` does.
+    pub(super) fn execute_within(
+        &mut self,
+        id: Principal,
+        api: ApiType,
+        export: &str,
+        method: &str,
+        arg: Vec<u8>,
+        budget: Option<u64>,
+    ) -> Result<CallOutcome> {
+        let (reported_limit, dirty_limit, accessed_limit) = self.page_limits(api);
+        let limit = budget.map_or(reported_limit, |b| b.min(reported_limit));
+        let overhead = self.limits.dirty_page_overhead;
+        let memory_tracker = self.replica.memory_tracker;
+        let profiling = self.profiling;
+        self.time_ns += 1;
+        let time_ns = self.time_ns;
+        let c = self.canister(id)?;
+        let fresh_instance = c
+            .module
+            .as_ref()
+            .is_some_and(|m| m.fresh_instance_per_message);
+        let stale_at_heap_traps = c.module.as_ref().is_some_and(|m| m.stale_at_heap_traps);
+        // The replica multiplies the heap's (not stable memory's) page charge for wasm64.
+        let heap_page_overhead = match &c.module {
+            Some(m) if m.wasm64 => overhead * cost::WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER,
+            _ => overhead,
+        };
+        let inst = c
+            .live
+            .as_mut()
+            .ok_or_else(|| anyhow!("canister {id} has no instance"))?;
+        let func = inst
+            .instance
+            .get_typed_func::<(), ()>(&mut inst.store, export)
+            .map_err(|e| {
+                anyhow!("export {export:?} is not a function without parameters and results: {e}")
+            })?;
+
+        let heap_before = heap_bytes(inst);
+        let globals_before: Vec<Val> = inst
+            .globals
+            .iter()
+            .map(|g| g.get(&mut inst.store))
+            .collect();
+        let names = c.module.as_ref().and_then(|m| m.profile_names.as_ref());
+        {
+            let state = inst.store.data_mut();
+            state.msg = Message::new(api, method, arg, limit);
+            state.log.clear();
+            state.time_ns = time_ns;
+            // Wasm pages are counted under every vintage (the results' page columns);
+            // only the tracker's vintages charge for them.
+            state.stable.begin(dirty_limit, accessed_limit, true);
+            // Queries run without modification tracking (`ModificationTracking::Ignore`):
+            // the tracker charges them for access only.
+            state
+                .tracker
+                .begin(memory_tracker, !api.ignores_modifications());
+            if let Some(native) = &mut state.native_stable {
+                native.begin();
+            }
+            state.profiler = match (profiling, names) {
+                (Profiling::Off, _) | (_, None) => None,
+                (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
+                (Profiling::BetweenCounterReads, Some(n)) => {
+                    // A module that never reads the counter measures nothing.
+                    Some(Profiler::new(
+                        limit,
+                        Some(n.performance_counter.unwrap_or(u32::MAX)),
+                    ))
+                }
+            };
+        }
+        system_api::sync_native_size(&mut inst.store)?;
+        let stable_before = inst.store.data().stable.image().size_bytes();
+        let saved_misc = (
+            inst.store.data().certified_data.clone(),
+            inst.store.data().global_timer,
+        );
+        inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
+        if let Some(h) = &inst.heap {
+            h.arm(true)?;
+        }
+        let store = &mut inst.store;
+        let mut result = on_large_stack(move || func.call(store, ()));
+        {
+            // Stable memory as the injected functions left it in their cache.
+            let state = inst.store.data_mut();
+            if let Some(native) = &mut state.native_stable {
+                native.finish(&mut state.stable);
+            }
+        }
+        if result.is_err() && inst.out_of_instructions.get(&mut inst.store).unwrap_i32() != 0 {
+            // A failed instruction check, not the module's own `unreachable`.
+            inst.out_of_instructions.set(&mut inst.store, Val::I32(0))?;
+            result = Err(wasmtime::Error::new(HostTrap::OutOfInstructions));
+        }
+        let dirty = match &inst.heap {
+            Some(h) => h.disarm()?,
+            None => Vec::new(),
+        };
+        let left = inst.counter.get(&mut inst.store).unwrap_i64();
+        // The memory tracker's charges since the last System API call.
+        let pages = inst.store.data().page_charges();
+        let unfolded = pages.total() - inst.store.data().tracker.folded();
+        let left_with_pages = left.saturating_sub(unfolded.min(i64::MAX as u64) as i64);
+        if left_with_pages < 0 {
+            // The replica's counter went below zero at a page fault: it stops at its next
+            // check, out of instructions, whatever the code did after that here.
+            result = Err(wasmtime::Error::new(HostTrap::OutOfInstructions));
+        }
+        let mut instructions = (limit as i64)
+            .saturating_sub(left_with_pages)
+            .clamp(0, limit as i64) as u64;
+        // Before the memory tracker, written heap pages are charged after the message, and
+        // only where it tracks modifications. Composite queries keep what icbench charged
+        // them before it told them from queries: nothing.
+        let charged_pages = if memory_tracker.is_some()
+            || api.ignores_modifications()
+            || api == ApiType::CompositeQuery
+        {
+            0
+        } else {
+            dirty.len() as u64
+        };
+        instructions += charged_pages * heap_page_overhead;
+        let stable_dirty = inst.store.data().stable.dirty_pages();
+        // What the vintage charged for pages: the tracker's charges, or before it the heap's
+        // written pages after the message and stable memory's in `stable*_write`.
+        let page_counts = inst.store.data().page_counts(match memory_tracker {
+            Some(_) => pages.total(),
+            None => charged_pages * heap_page_overhead + stable_dirty * overhead,
+        });
+        let end = Reading {
+            counter: left,
+            pages,
+            folded: inst.store.data().tracker.folded(),
+            touched: inst.store.data().pages_touched(),
+        };
+        let mut page_map = None;
+        let profile = match (inst.store.data_mut().profiler.take(), names) {
+            (Some(profiler), Some(names)) => {
+                let (mut profile, touched_by) =
+                    profiler.finish_with_touches(end, &|f| names.name(f), export);
+                if profiling == Profiling::Messages {
+                    page_map = Some(page_map_of(inst, touched_by));
+                    if memory_tracker.is_none() {
+                        profile.add(
+                            &[profile::HEAP_DIRTY_PAGES],
+                            charged_pages * heap_page_overhead,
+                        );
+                    }
+                }
+                Some(profile)
+            }
+            _ => None,
+        };
+
+        let response = inst.store.data_mut().msg.response.take();
+        // The count at a load or store that trapped is in no global: the message runs again.
+        let count_again = (stale_at_heap_traps
+            && matches!(&result, Err(e) if e.downcast_ref::<wasmtime::Trap>()
+                == Some(&wasmtime::Trap::MemoryOutOfBounds)))
+        .then(|| std::mem::take(&mut inst.store.data_mut().msg.arg));
+        let outcome: Result<Vec<u8>, Reject> = match &result {
+            Ok(()) => match response {
+                Some(Response::Reply(bytes)) => Ok(bytes),
+                Some(Response::Reject(text)) => Err(Reject {
+                    code: ErrorCode::CanisterRejectedMessage.reject_code(),
+                    error_code: ErrorCode::CanisterRejectedMessage,
+                    message: text,
+                }),
+                None if matches!(
+                    api,
+                    ApiType::Update
+                        | ApiType::ReplicatedQuery
+                        | ApiType::Query
+                        | ApiType::CompositeQuery
+                ) =>
+                {
+                    Err(reject(
+                        ErrorCode::CanisterDidNotReply,
+                        format!("Canister {id} did not produce a response"),
+                    ))
+                }
+                None => Ok(Vec::new()),
+            },
+            Err(e) => Err(trap_to_reject(id, e, reported_limit)),
+        };
+
+        let persist = result.is_ok() && !api.discards_state();
+        let heap_after;
+        let mut restart = None;
+        if persist {
+            inst.store.data_mut().stable.commit();
+            if let Some(h) = &inst.heap {
+                h.keep(&dirty)?;
+                c.heap_written.extend(dirty.iter().copied());
+                if let Some(since) = &mut c.since_load {
+                    since.pages.extend(&dirty);
+                }
+            }
+            heap_after = heap_bytes(inst);
+        } else {
+            inst.store.data_mut().stable.rollback();
+            let state = inst.store.data_mut();
+            (state.certified_data, state.global_timer) = saved_misc;
+            if let Some(h) = &inst.heap {
+                h.roll_back(&dirty)?;
+            }
+            if heap_bytes(inst) != heap_before {
+                // Wasm memory cannot shrink: start over from the committed state.
+                let data = inst.store.data();
+                restart = Some(SavedState {
+                    module: c
+                        .module
+                        .clone()
+                        .ok_or_else(|| anyhow!("a live instance without a module"))?,
+                    heap: frozen_committed(
+                        &c.since_load,
+                        inst,
+                        heap_before as usize,
+                        &c.heap_written,
+                    )?,
+                    globals: globals_before,
+                    stable: data.stable.image().clone(),
+                    certified_data: data.certified_data.clone(),
+                    global_timer: data.global_timer,
+                });
+            } else {
+                for (g, v) in inst.globals.iter().zip(globals_before) {
+                    g.set(&mut inst.store, v)?;
+                }
+            }
+            heap_after = heap_before;
+        }
+        if restart.is_none() && fresh_instance {
+            restart = Some(self.save(id)?);
+        }
+        if let Some(saved) = restart {
+            self.load_keeping_log(id, &saved)?;
+        }
+        let (instructions, outcome) = match count_again {
+            Some(arg) => {
+                let again = self.count_with_global_counter(
+                    id,
+                    (api, export, method, arg, budget),
+                    time_ns,
+                )?;
+                (again.report.instructions, again.result)
+            }
+            None => (instructions, outcome),
+        };
+        let stable_after = self
+            .canister(id)?
+            .live
+            .as_ref()
+            .map(|i| i.store.data().stable.image().size_bytes())
+            .unwrap_or(0);
+        Ok(CallOutcome {
+            result: outcome,
+            report: MessageReport {
+                instructions,
+                heap_dirty_pages: dirty.len() as u64,
+                stable_dirty_pages: stable_dirty,
+                pages: Some(page_counts),
+                page_map,
+                heap_bytes_before: heap_before,
+                heap_bytes_after: heap_after,
+                stable_bytes_before: stable_before,
+                stable_bytes_after: stable_after,
+                stages: Vec::new(),
+                profile,
+            },
+        })
+    }
+
+    /// Runs a message that trapped at a load or store again from the state before it (the
+    /// canister's state now, the trap having rolled it back), on the module's variant with
+    /// [`Counter::Global`], and gives its outcome: the same trap, counted as the replica
+    /// counts it. The canister is left as it was, on its own module, with the message's log.
+    fn count_with_global_counter(
+        &mut self,
+        id: Principal,
+        (api, export, method, arg, budget): (ApiType, &str, &str, Vec<u8>, Option<u64>),
+        time_ns: u64,
+    ) -> Result<CallOutcome> {
+        let before = self.save(id)?;
+        let global = SavedState {
+            module: load_variant(&before.module.raw, Counter::Global, false)?,
+            ..before.clone()
+        };
+        let profiling = std::mem::replace(&mut self.profiling, Profiling::Off);
+        let print_log = std::mem::replace(&mut self.print_log, false);
+        self.time_ns = time_ns - 1;
+        let again = self
+            .load(id, &global)
+            .and_then(|()| self.execute_within(id, api, export, method, arg, budget));
+        self.profiling = profiling;
+        self.print_log = print_log;
+        self.time_ns = time_ns;
+        self.load_keeping_log(id, &before)?;
+        again
+    }
+}
