@@ -5,9 +5,8 @@
 use anyhow::{anyhow, Result};
 use candid::Principal;
 
-use super::memory::stable::StableMemory;
 use super::profiler::{Profiler, Reading};
-use super::system_api::{ApiType, HostState, HostTrap, Message, Response};
+use super::system_api::{ApiType, HostTrap, Message, Response};
 use super::*;
 
 /// The message's page map: its pages in the order they were first touched, each with the

@@ -9,29 +9,26 @@ mod profiler;
 pub mod system_api;
 
 pub use module::{
-    check_module, load_module, load_module_cached, perf_map_if_asked, LoadedModule,
-    ModuleFacts, Origin,
+    check_module, load_module, load_module_cached, perf_map_if_asked, LoadedModule, ModuleFacts,
+    Origin,
 };
 use module::{decompress, load_variant, module_key, variant, wasmtime_engine};
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
-use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use candid::Principal;
 use sha2::{Digest, Sha256};
 use wasmtime::unix::StoreExt;
-use wasmtime::{Extern, Global, InstancePre, Linker, Memory, Module, Mutability, Store, Val};
+use wasmtime::{Extern, Global, Memory, Mutability, Store, Val};
 
 use self::memory::charges::Tracker;
-use self::memory::heap::{self, HeapCreator, HeapRegion};
+use self::memory::heap::{self, HeapRegion};
 use self::memory::image::{FrozenHeap, HeapImage, PageSet};
 use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
-use self::profiler::{FrameNames, Profiler, Reading};
-use self::system_api::{ApiType, HostState, HostTrap, Message, Response, MAX_STABLE_BYTES};
+use self::system_api::{ApiType, HostState, HostTrap, Message, MAX_STABLE_BYTES};
 use super::cost::{self, Limits, Replica};
 use super::disk_cache;
 use super::instrument::{self, Counter};

@@ -147,7 +147,11 @@ pub fn load_module(wasm: &[u8], counter: Counter) -> Result<Arc<LoadedModule>> {
 }
 
 /// [`load_module`] of a decompressed module, with the profiling probes when `profile`.
-pub(super) fn load_variant(raw: &[u8], counter: Counter, profile: bool) -> Result<Arc<LoadedModule>> {
+pub(super) fn load_variant(
+    raw: &[u8],
+    counter: Counter,
+    profile: bool,
+) -> Result<Arc<LoadedModule>> {
     type Cache = HashMap<([u8; 32], Counter, bool), Arc<LoadedModule>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let hash: [u8; 32] = Sha256::digest(raw).into();
@@ -441,7 +445,10 @@ fn link(
 
 /// `module`, or its other variant, so that it has the profiling probes exactly when
 /// `profiling` asks for a profile.
-pub(super) fn variant(module: &Arc<LoadedModule>, profiling: Profiling) -> Result<Arc<LoadedModule>> {
+pub(super) fn variant(
+    module: &Arc<LoadedModule>,
+    profiling: Profiling,
+) -> Result<Arc<LoadedModule>> {
     let profile = profiling != Profiling::Off;
     if module.profile_names.is_some() == profile {
         return Ok(module.clone());
