@@ -1,6 +1,11 @@
 //! The embedded IC engine: canister Wasm, instrumented exactly as the replica instruments
 //! it, executed by wasmtime with the replica's System API, message semantics and limits.
 //! No external binary is needed, and the same calls give the same counts and state.
+//!
+//! This file holds the engine's state and a canister's lifecycle (install, upgrade,
+//! reinstall, snapshots, forks, exported states) and implements [`Engine`]. Its parts:
+//! [`module`] loads a module, [`execute`] runs one message, [`memory`] is the memory
+//! tracker, [`system_api`] the System API, [`profiler`] the instruction profiles.
 
 mod execute;
 pub mod memory;
@@ -197,7 +202,7 @@ struct Canister {
     live: Option<Instance>,
     /// The pages of the heap that were ever written (every other page is zero): what a
     /// snapshot copies. Between messages the live heap is the committed one; a message
-    /// rolls back by the old bytes its first writes kept (heap.rs), not by a second copy.
+    /// rolls back by the old bytes its first writes kept (memory/heap.rs), not by a second copy.
     heap_written: PageSet,
     version: u64,
     /// The saved state the live instance was last loaded from, and the heap pages
