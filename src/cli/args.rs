@@ -1,0 +1,275 @@
+//! The CLI's flags and subcommands (clap): what `icbench --help` documents. What runs them
+//! is in run.rs (a benchmark run) and commands.rs (the other subcommands).
+
+use std::path::PathBuf;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+
+use icbench::engine::cost::Replica;
+use icbench::report;
+use icbench::suites::{self, CommonArgs, Shard, REGISTRY};
+
+#[derive(Parser)]
+#[command(
+    name = "icbench",
+    version,
+    about = "What Internet Computer storage really costs: StableBTreeMap vs SQLite, metered like the replica."
+)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Option<Command>,
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+}
+
+#[derive(Subcommand)]
+pub(crate) enum Command {
+    /// Run suites (the default command).
+    Run(RunArgs),
+    /// Compare two results.json files, as text or as a pull-request comment (markdown); exit
+    /// status 1 when the gate fails (by default: any regression).
+    Compare(CompareArgs),
+    /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
+    Canbench(icbench::canbench::CanbenchArgs),
+    /// Join the --out directories of `--shard K/N` runs (of the suites or of `icbench
+    /// canbench`) into the files one unsharded run writes; exit status 1 if a suite's gate
+    /// fails or a bench failed.
+    Merge(MergeArgs),
+    /// Run a small fixed set of scenarios on the embedded engine and on PocketIC
+    /// (POCKET_IC_BIN); exit status 1 when any deviation is over --threshold.
+    Crosscheck(CrosscheckArgs),
+    /// Draw a differential flame graph of two instruction profiles (folded files): where B
+    /// spends more instructions than A (red) and fewer (blue).
+    ProfileDiff(ProfileDiffArgs),
+    /// Print the functions of an instruction profile (a folded file) by self instructions.
+    ProfileTop(ProfileTopArgs),
+    /// The compile cache: compiled canister modules, kept across runs in ICBENCH_CACHE_DIR
+    /// or the platform cache directory.
+    Cache {
+        #[command(subcommand)]
+        action: CacheAction,
+    },
+}
+
+#[derive(Subcommand)]
+pub(crate) enum CacheAction {
+    /// Print the cache directory.
+    Dir,
+    /// Print the directory and what it holds.
+    Info,
+    /// Remove every cache entry.
+    Clear,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum EngineKind {
+    /// wasmtime with the replica's metering, built in (no external binary).
+    Embedded,
+    /// A PocketIC server (POCKET_IC_BIN); needs a build with `--features pocket-ic`.
+    PocketIc,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// Plain tables on stdout (the default).
+    Table,
+    /// report.md on stdout.
+    Markdown,
+    /// results.json on stdout.
+    Json,
+    /// results.csv on stdout.
+    Csv,
+}
+
+/// `--suite` values: every registered suite, and `all`.
+pub(crate) fn suite_names() -> clap::builder::PossibleValuesParser {
+    let mut names: Vec<&'static str> = REGISTRY.iter().map(|s| s.name()).collect();
+    names.push("all");
+    clap::builder::PossibleValuesParser::new(names)
+}
+
+#[derive(Args, Clone)]
+pub(crate) struct RunArgs {
+    /// Suites to run, comma-separated, or all. seed003 writes into --out, every other suite
+    /// into --out/NAME.
+    #[arg(long, value_delimiter = ',', default_value = "seed003", value_parser = suite_names(), ignore_case = true)]
+    pub(crate) suite: Vec<String>,
+    /// Engine that runs the canister.
+    #[arg(long, value_enum, default_value_t = EngineKind::Embedded)]
+    pub(crate) engine: EngineKind,
+    /// Directory for report.md, results.csv, results.json and the SVG plots.
+    #[arg(long, default_value = "results")]
+    pub(crate) out: PathBuf,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub(crate) format: Format,
+    /// No progress output on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+    /// Use this canister module instead of the bench canister icbench embeds.
+    #[arg(long, conflicts_with = "build_canister")]
+    pub(crate) wasm: Option<PathBuf>,
+    /// Build the bench canister from the checkout icbench was built from
+    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
+    #[arg(long)]
+    pub(crate) build_canister: bool,
+    /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
+    /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) jobs: Option<u32>,
+    /// Run only the K-th of N disjoint parts of each suite's plan (e.g. 2/4), each part
+    /// doing its own prefill; `icbench merge` joins the parts' --out directories.
+    #[arg(long, value_name = "K/N")]
+    pub(crate) shard: Option<Shard>,
+    /// Instruction profiles: of every scenario, or of those whose id matches PATTERN (the
+    /// whole id; `*` matches any text: 'sqlite-wal/*', '*/insert/1'). Writes
+    /// OUT/profiles/ID.folded and ID.svg (a flame graph) and fills the `profile` column; a
+    /// scenario of one message of the users stores (seed003, lookups, scaling, tune) gets
+    /// ID.pages.svg, its page map (the Wasm pages it touched and the function that touched
+    /// each first). Counts are the same as without it; the run is slower.
+    #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "*")]
+    pub(crate) profile: Option<String>,
+    /// Print the ids of the selected suites' scenarios (what --profile matches) and exit.
+    #[arg(long)]
+    pub(crate) list_scenarios: bool,
+    /// The replica whose charging rules the embedded engine models, by the month its
+    /// newest modelled rule was merged (default: the newest; docs/engine.md lists each
+    /// vintage's rules and sources). Reports name the vintage.
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
+    pub(crate) replica: Option<String>,
+    /// Run even when the suites' estimated peak memory exceeds the memory available (by
+    /// default such a run is refused before it starts, naming the flags that fit).
+    #[arg(long)]
+    pub(crate) ignore_memory_estimate: bool,
+    // Last: its help heading would otherwise carry over to the options after it.
+    #[command(flatten)]
+    pub(crate) common: CommonArgs,
+}
+
+/// The CLI with every registered suite's flags, at the top level and under `run`.
+pub(crate) fn command() -> clap::Command {
+    let with_suites = |cmd: clap::Command| REGISTRY.iter().fold(cmd, |cmd, s| s.args(cmd));
+    with_suites(Cli::command())
+        .mut_subcommand("run", with_suites)
+        .version(version().as_str())
+}
+
+/// `--version`: the crate's version, the commit it was built from and the replica rules it
+/// charges by unless told otherwise.
+pub(crate) fn version() -> &'static String {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{} (commit {}; default replica rules {})",
+            env!("CARGO_PKG_VERSION"),
+            env!("ICBENCH_COMMIT"),
+            Replica::NEWEST.name
+        )
+    })
+}
+
+#[derive(Args)]
+pub(crate) struct CompareArgs {
+    /// The baseline results.json.
+    pub(crate) base: PathBuf,
+    /// The new results.json.
+    pub(crate) new: PathBuf,
+    /// Changes within this many percent are noise.
+    #[arg(long, default_value_t = 2.0)]
+    pub(crate) noise: f64,
+    /// What to print: a table of the changes, or a pull-request comment.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
+    pub(crate) format: CompareFormat,
+    /// A ceiling on one scenario's multiplier (new ÷ base charged instructions): with it
+    /// (or --max-section-ratio) the gate fails only above the ceilings, not on every
+    /// regression.
+    #[arg(long, value_name = "X")]
+    pub(crate) max_ratio: Option<f64>,
+    /// A ceiling on a section's average multiplier (a section: a suite's position).
+    #[arg(long, value_name = "X")]
+    pub(crate) max_section_ratio: Option<f64>,
+    /// Directory for the differential flame graphs of the regressions whose runs both have
+    /// profiles (default: profile-diffs beside the new results.json).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) flame_graphs: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) comment: report::CommentArgs,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum CompareFormat {
+    /// The changed scenarios as a table, and a summary line.
+    Text,
+    /// A pull-request comment: what moved first, the whole comparison folded.
+    Markdown,
+}
+
+#[derive(Args)]
+pub(crate) struct MergeArgs {
+    /// The shards' --out directories, one per shard, in any order.
+    #[arg(required = true, num_args = 1..)]
+    pub(crate) dirs: Vec<PathBuf>,
+    /// Directory for the joined files (laid out as a run's --out). For canbench parts: the
+    /// directory the results file and CSV paths are relative to (`.` writes them where the
+    /// unsharded run would).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// No file list on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct CrosscheckArgs {
+    /// Largest accepted deviation, in percent of the PocketIC count.
+    #[arg(long, default_value_t = icbench::crosscheck::DEFAULT_THRESHOLD)]
+    pub(crate) threshold: f64,
+    /// Which count to compare: store (performance_counter inside the canister, the default)
+    /// or charged (whole update; on PocketIC derived from the cycles balance).
+    #[arg(long, value_enum, default_value_t = MetricKind::Store)]
+    pub(crate) metric: MetricKind,
+    /// Use this canister module instead of the bench canister icbench embeds.
+    #[arg(long, conflicts_with = "build_canister")]
+    pub(crate) wasm: Option<PathBuf>,
+    /// Build the bench canister from the checkout icbench was built from
+    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
+    #[arg(long)]
+    pub(crate) build_canister: bool,
+    /// The replica rules of the embedded side, to match the server's (default: the newest;
+    /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
+    pub(crate) replica: Option<String>,
+    /// No progress output on stderr.
+    #[arg(long)]
+    pub(crate) quiet: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ProfileDiffArgs {
+    /// The profile compared against (folded stacks: `frame;frame COUNT` per line).
+    pub(crate) a: PathBuf,
+    /// The profile whose additions (red) and removals (blue) over A are drawn.
+    pub(crate) b: PathBuf,
+    /// The SVG file to write.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Draw A's widths instead of B's, so that stacks B no longer has show (colours keep
+    /// their meaning: red is more in B).
+    #[arg(long)]
+    pub(crate) a_shape: bool,
+}
+
+#[derive(Args)]
+pub(crate) struct ProfileTopArgs {
+    /// The profile (folded stacks: `frame;frame COUNT` per line).
+    pub(crate) file: PathBuf,
+    /// How many functions to list; the rest are summed in one line.
+    #[arg(long, default_value_t = 20, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub(crate) top: usize,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub(crate) enum MetricKind {
+    Store,
+    Charged,
+}

@@ -1,0 +1,202 @@
+//! The subcommands besides a run: cache, merge, compare, profile-diff, profile-top and
+//! crosscheck.
+
+use crate::args::*;
+use crate::shared::*;
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Context, Result};
+
+use icbench::bench_canister;
+use icbench::engine::cost::Replica;
+use icbench::engine::disk_cache;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::Engine;
+use icbench::report::{self, Folded, Report};
+use icbench::suites::{self, Exec, Plan};
+
+pub(crate) fn cache(action: &CacheAction) -> Result<bool> {
+    let dir = disk_cache::dir_from_env()?;
+    match action {
+        CacheAction::Dir => println!("{}", dir.display()),
+        CacheAction::Info => {
+            println!("{}", dir.display());
+            for (kind, n, bytes) in disk_cache::usage(&dir)?.kinds {
+                println!("{kind}: {n} entries, {:.1} MB", bytes as f64 / 1e6);
+            }
+        }
+        CacheAction::Clear => {
+            let removed = disk_cache::clear(&dir)?;
+            println!("removed {removed} files from {}", dir.display());
+        }
+    }
+    Ok(true)
+}
+
+pub(crate) fn merge(args: &MergeArgs) -> Result<bool> {
+    use icbench::canbench::shard;
+    // canbench parts and suite shards are told apart by their files; never mixed.
+    let canbench: Vec<&PathBuf> = args.dirs.iter().filter(|d| shard::is_part(d)).collect();
+    if canbench.len() == args.dirs.len() {
+        return shard::merge(&args.dirs, &args.out);
+    }
+    if let Some(part) = canbench.first() {
+        let other = args
+            .dirs
+            .iter()
+            .find(|d| !shard::is_part(d))
+            .expect("some directory is not a canbench part");
+        return Err(anyhow!(
+            "{} holds a part of an `icbench canbench --shard` run ({}) and {} does not: canbench parts are merged only with each other",
+            part.display(),
+            shard::PART_FILE,
+            other.display()
+        ));
+    }
+    let merged = suites::merge::merge(&args.dirs)?;
+    for m in &merged {
+        prepare_out(m.suite, &args.out)?;
+    }
+    let mut gate_ok = true;
+    for m in merged {
+        let document = m.suite.document(&m.report);
+        let dir = m.suite.out_dir(&args.out);
+        let mut written = report::write_all(&m.report, &document, &dir)
+            .with_context(|| format!("writing results to {}", dir.display()))?;
+        for (from, file) in &m.profiles {
+            for from in [from.clone(), from.with_extension("svg")] {
+                let to = dir
+                    .join(file)
+                    .with_extension(from.extension().unwrap_or_default());
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
+                }
+                std::fs::copy(&from, &to).with_context(|| {
+                    format!("copying the profile {} to {}", from.display(), to.display())
+                })?;
+                written.push(to);
+            }
+        }
+        let failures = m.suite.gate(&m.report);
+        if !failures.is_empty() {
+            gate_ok = false;
+            eprint_gate_failures(m.suite.name(), &failures);
+        }
+        if !args.quiet {
+            eprint_written(&written);
+        }
+    }
+    Ok(gate_ok)
+}
+
+pub(crate) fn compare(args: &CompareArgs) -> Result<bool> {
+    let read = |p: &PathBuf| -> Result<Report> {
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        report::from_json(&text).map_err(|e| anyhow!("{}: {e}", p.display()))
+    };
+    if !(args.noise.is_finite() && args.noise >= 0.0) {
+        return Err(anyhow!("--noise must be a non-negative percentage"));
+    }
+    let gate = report::Gate {
+        max_ratio: args.max_ratio,
+        max_section_ratio: args.max_section_ratio,
+    };
+    gate.check().map_err(anyhow::Error::msg)?;
+    args.comment.check().map_err(anyhow::Error::msg)?;
+    let mut comparison =
+        report::compare::compare(&read(&args.base)?, &read(&args.new)?, args.noise);
+    let dir = |p: &PathBuf| p.parent().map(PathBuf::from).unwrap_or_default();
+    let (base_dir, new_dir) = (dir(&args.base), dir(&args.new));
+    let graphs = args
+        .flame_graphs
+        .clone()
+        .unwrap_or_else(|| new_dir.join("profile-diffs"));
+    let (written, warnings) = comparison.write_flame_graphs(&base_dir, &new_dir, &graphs);
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+    match args.format {
+        CompareFormat::Text => print!("{}", comparison.render()),
+        CompareFormat::Markdown => {
+            let mut comment = comparison.comment(&args.comment.title, &gate);
+            comment.marker = args.comment.marker.clone();
+            let text = comment
+                .render(args.comment.max_chars)
+                .map_err(anyhow::Error::msg)?;
+            print!("{text}");
+        }
+    }
+    if !written.is_empty() {
+        eprint_written(&written);
+    }
+    let failures = comparison.gate_failures(&gate);
+    if !failures.is_empty() {
+        eprintln!(
+            "gate failed ({}):\n  {}",
+            gate.describe(args.noise),
+            failures.join("\n  ")
+        );
+    }
+    Ok(failures.is_empty())
+}
+
+pub(crate) fn profile_diff(args: &ProfileDiffArgs) -> Result<bool> {
+    let a = Folded::read(&args.a).map_err(anyhow::Error::msg)?;
+    let b = Folded::read(&args.b).map_err(anyhow::Error::msg)?;
+    let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
+    let svg = report::differential_graph((&a_name, &a), (&b_name, &b), args.a_shape)
+        .map_err(anyhow::Error::msg)?;
+    std::fs::write(&args.out, svg).with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!("wrote {}", args.out.display());
+    Ok(true)
+}
+
+pub(crate) fn profile_top(args: &ProfileTopArgs) -> Result<bool> {
+    let profile = Folded::read(&args.file).map_err(anyhow::Error::msg)?;
+    print!("{}", profile.top_table(args.top));
+    Ok(true)
+}
+
+pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
+    use icbench::crosscheck::{self, Metric};
+    if !(args.threshold.is_finite() && args.threshold >= 0.0) {
+        return Err(anyhow!("--threshold must be a non-negative percentage"));
+    }
+    // The server first: without one this fails at once, before any build or run.
+    let mut pocket_ic = pocket_ic_engine("crosscheck")?;
+    let wasm = match &args.wasm {
+        Some(path) => read_wasm_flag(path)?,
+        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
+        None => bench_canister::ensure_built(args.quiet)?,
+    };
+    let cfg = crosscheck::config();
+    let replica = args
+        .replica
+        .as_deref()
+        .map_or(Ok(Replica::NEWEST), Replica::by_name)
+        .map_err(|e| anyhow!(e))?;
+    let mut reports = Vec::new();
+    for engine in [
+        &mut EmbeddedEngine::default().with_replica(replica) as &mut dyn Engine,
+        pocket_ic.as_mut(),
+    ] {
+        if !args.quiet {
+            eprintln!(
+                "crosscheck: running {} scenarios on {}...",
+                cfg.matrix().len(),
+                engine.name()
+            );
+        }
+        reports.push(cfg.run(engine, &wasm, &Exec::SEQUENTIAL, &mut |_| {})?);
+    }
+    let metric = match args.metric {
+        MetricKind::Store => Metric::Store,
+        MetricKind::Charged => Metric::Charged,
+    };
+    let check = crosscheck::compare(&reports[0], &reports[1], metric, args.threshold);
+    print!("{}", check.render());
+    Ok(check.failures() == 0)
+}

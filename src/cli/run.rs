@@ -1,0 +1,322 @@
+//! A benchmark run (`icbench [--suite ...]`): the engine chosen, each suite's plan checked
+//! and run, the progress bar, the outputs written and the gate.
+
+use crate::args::*;
+use crate::shared::*;
+
+use std::io::IsTerminal;
+
+use anyhow::{anyhow, Context, Result};
+use clap::ArgMatches;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use icbench::bench_canister;
+use icbench::engine::cost::Replica;
+use icbench::engine::embedded::memory::write_log::HeapWrites;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::Engine;
+use icbench::interrupt;
+use icbench::report::{self, profiles, Report};
+use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
+
+pub(crate) fn make_engine(kind: EngineKind, replica: Option<&str>) -> Result<Box<dyn Engine>> {
+    match (kind, replica) {
+        (EngineKind::Embedded, replica) => {
+            let replica = replica.map_or(Ok(Replica::NEWEST), Replica::by_name);
+            Ok(Box::new(
+                EmbeddedEngine::default().with_replica(replica.map_err(|e| anyhow!(e))?),
+            ))
+        }
+        (EngineKind::PocketIc, Some(name)) => Err(anyhow!(
+            "--replica {name} selects the rules of the embedded engine; a PocketIC server \
+             charges by the replica it was built from"
+        )),
+        (EngineKind::PocketIc, None) => pocket_ic_engine("--engine pocket-ic"),
+    }
+}
+
+/// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
+/// (sysbench's ceilings) failed. `matches` holds the suites' own flags.
+pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
+    let selected = suites::select(&args.suite)?;
+    // Every plan is made, so every flag checked, before any work starts.
+    let plans = selected
+        .iter()
+        .map(|s| s.plan(matches, &args.common))
+        .collect::<Result<Vec<_>>>()?;
+    if selected.len() > 1 && matches!(args.format, Format::Json | Format::Csv) {
+        return Err(anyhow!(
+            "--format json/csv prints one suite; with {} suites read results.json / results.csv under --out {}",
+            selected.len(),
+            args.out.display()
+        ));
+    }
+    if args.list_scenarios {
+        list_scenarios(&selected, &plans);
+        return Ok(true);
+    }
+    if let Some(pattern) = &args.profile {
+        if args.engine != EngineKind::Embedded {
+            return Err(anyhow!(
+                "--profile needs the embedded engine: instruction profiles come from its own counter"
+            ));
+        }
+        // Where the ids are known before the run, a pattern that matches none of them
+        // stops it before any work.
+        let known: Option<Vec<String>> = plans
+            .iter()
+            .map(|p| p.scenario_ids())
+            .collect::<Option<Vec<Vec<String>>>>()
+            .map(|ids| ids.concat());
+        if let Some(ids) = known.filter(|ids| !ids.iter().any(|id| profiles::matches(pattern, id)))
+        {
+            return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
+        }
+    }
+    let exec = Exec {
+        jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
+        shard: args.shard.unwrap_or(Shard::WHOLE),
+        profile: args.profile.is_some(),
+    };
+    if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
+        check_memory(&plans, &exec)?;
+    }
+    // Every output directory is made and tried before any build, compile or prefill: a run
+    // must not end, after minutes of work, in a directory it cannot write.
+    for suite in &selected {
+        let dir = prepare_out(*suite, &args.out)?;
+        interrupt::expect(
+            &dir,
+            format!("the {} suite's results in {}", suite.name(), dir.display()),
+        );
+    }
+    let mut engine = make_engine(args.engine, args.replica.as_deref())?;
+    let wasm = match &args.wasm {
+        Some(path) => read_wasm_flag(path)?,
+        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
+        None => bench_canister::ensure_built(args.quiet)?,
+    };
+    let mut gate_ok = true;
+    let mut profiled = profiles::Selected::default();
+    let mut all_ids = Vec::new();
+    for (suite, plan) in selected.iter().zip(&plans) {
+        let started = std::time::Instant::now();
+        if !args.quiet && selected.len() > 1 {
+            eprintln!("suite {}", suite.name());
+        }
+        let mut bar = Bar::new(args.quiet);
+        let mut report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
+        report.set_replica(engine.replica());
+        pool::sign_shard(&mut report, &format!("{plan:?}"), &wasm);
+        bar.finish();
+        if let Some(pattern) = &args.profile {
+            let selected = profiles::select(&mut report, pattern);
+            profiled.matched += selected.matched;
+            profiled.kept += selected.kept;
+            all_ids.extend(report::scenario_ids(&report.results));
+        }
+        let document = suite.document(&report);
+        let dir = suite.out_dir(&args.out);
+        let written = report::write_all(&report, &document, &dir)
+            .with_context(|| format!("writing results to {}", dir.display()))?;
+        // A shard has only part of the checks' inputs: `icbench merge` applies the gate.
+        let failures = if exec.shard.is_whole() {
+            suite.gate(&report)
+        } else {
+            Vec::new()
+        };
+        if !failures.is_empty() {
+            gate_ok = false;
+            eprint_gate_failures(suite.name(), &failures);
+        }
+        let stdout = match args.format {
+            Format::Table => format!(
+                "{}\n{}",
+                report::rules_line(&report),
+                report::terminal(&document)
+            ),
+            Format::Markdown => report::markdown(&report, &document),
+            Format::Json => report::json(&report),
+            Format::Csv => report::csv(&report),
+        };
+        if selected.len() > 1 {
+            println!("== suite {} ==\n", suite.name());
+        }
+        print!("{stdout}");
+        if !args.quiet {
+            eprint_written(&written);
+            eprint_profiles(&report, &dir);
+            eprintln!("{}", speed_line(&report, started.elapsed().as_secs_f64()));
+        }
+    }
+    if let Some(pattern) = &args.profile {
+        if profiled.matched == 0 {
+            return Err(anyhow!("{}", profiles::no_match(pattern, &all_ids)));
+        }
+    }
+    if let Some(line) = cache_line().filter(|_| !args.quiet) {
+        eprintln!("{line}");
+    }
+    if !args.quiet && args.engine == EngineKind::Embedded {
+        // How the heap's written pages were found: the counts are the same either way,
+        // the speed is not.
+        if let Ok(writes) = HeapWrites::configured() {
+            eprintln!("heap writes found by: {}", writes.name());
+        }
+    }
+    Ok(gate_ok)
+}
+
+/// `--list-scenarios`: each suite's scenario ids, one per line, or why they are not known
+/// before a run.
+pub(crate) fn list_scenarios(selected: &[&'static dyn suites::Suite], plans: &[Box<dyn Plan>]) {
+    for (suite, plan) in selected.iter().zip(plans) {
+        match plan.scenario_ids() {
+            Some(ids) => {
+                for id in ids {
+                    println!("{}\t{id}", suite.name());
+                }
+            }
+            None => eprintln!(
+                "{}: its scenarios come out of the run; a --profile run lists their ids in report.md",
+                suite.name()
+            ),
+        }
+    }
+}
+
+/// After a profiled run: where each profile went, and the functions that spent the most
+/// when there is one profile to read.
+pub(crate) fn eprint_profiles(report: &Report, dir: &std::path::Path) {
+    let kept = profiles::kept(report);
+    for (id, file, profile) in &kept {
+        eprintln!(
+            "profile {id}: {} instructions in {}",
+            report::format::thousands(profile.total()),
+            dir.join(file).display()
+        );
+    }
+    if let [(_, _, profile)] = kept.as_slice() {
+        eprint!("{}", profiles::top_functions(profile, 15));
+    }
+}
+
+/// Refuses a run whose suites are expected to need more memory than is available (the
+/// suites run one after another: the largest estimate counts), naming the estimate, what
+/// is available and the settings that fit, instead of being killed by the OOM killer after
+/// minutes of work.
+pub(crate) fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
+    let available = icbench::memory::available()?;
+    let Some(estimate) = plans
+        .iter()
+        .filter_map(|p| p.memory_estimate(exec))
+        .max_by_key(|e| e.bytes)
+    else {
+        return Ok(());
+    };
+    let Some(available) = available else {
+        return Ok(());
+    };
+    if estimate.bytes <= available {
+        return Ok(());
+    }
+    let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+    let fitting: Vec<String> = estimate
+        .smaller
+        .iter()
+        .filter(|(_, b)| *b <= available)
+        .take(3)
+        .map(|(flags, b)| format!("`{flags}` (about {})", gb(*b)))
+        .collect();
+    let fits = if fitting.is_empty() {
+        "no smaller setting of this suite fits".to_string()
+    } else {
+        format!("these fit: {}", fitting.join(", "))
+    };
+    Err(anyhow!(
+        "{} needs about {} of memory at its peak (an estimate), and {} is available; {fits}; or pass --ignore-memory-estimate to run anyway",
+        estimate.what,
+        gb(estimate.bytes),
+        gb(available)
+    ))
+}
+
+/// Progress on stderr: a live bar on a terminal; on a pipe or in CI, one line per prefill
+/// message and per tenth of the scenarios.
+pub(crate) struct Bar {
+    quiet: bool,
+    live: Option<ProgressBar>,
+    started: std::time::Instant,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        let live = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(0);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{prefix:<14} [{bar:30}] {pos}/{len} {msg} [{elapsed}]",
+                )
+                .expect("a valid template")
+                .progress_chars("#>."),
+            );
+            bar
+        });
+        Bar {
+            quiet,
+            live,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn update(&mut self, p: Progress<'_>) {
+        if self.quiet {
+            return;
+        }
+        let (prefix, done, total, msg, milestone) = match p {
+            Progress::Prefill { store, done, total } => (
+                format!("prefill {store}"),
+                done,
+                total,
+                "rows".to_string(),
+                true,
+            ),
+            Progress::Scenario { done, total, key } => (
+                "scenarios".to_string(),
+                done as u64,
+                total as u64,
+                key.to_string(),
+                done == total || done % (total / 10).max(1) == 0,
+            ),
+        };
+        match &self.live {
+            Some(bar) => {
+                bar.set_prefix(prefix);
+                bar.set_length(total);
+                bar.set_position(done);
+                bar.set_message(msg);
+            }
+            None if milestone => eprintln!(
+                "{prefix:<14} {done}/{total} {msg} [{:.0}s]",
+                self.started.elapsed().as_secs_f64()
+            ),
+            None => {}
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.live {
+            bar.finish();
+        }
+    }
+}
+
+pub(crate) fn speed_line(report: &Report, wall: f64) -> String {
+    let executed = report.executed_instructions as f64;
+    format!(
+        "wall time {wall:.1}s for {} scenarios, prefill included; the engine executed {:.2}B instructions, {:.2}B per second",
+        report.results.len(),
+        executed / 1e9,
+        executed / 1e9 / wall.max(1e-9)
+    )
+}
