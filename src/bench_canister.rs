@@ -1,6 +1,6 @@
 //! The benchmark canister seen from the host: its Candid types, a typed client over any
-//! [`Engine`], and `target/canister/bench.wasm`: the committed module of the current sources,
-//! else built when missing or stale.
+//! [`Engine`], and which module runs: the committed one this binary embeds (crate
+//! icbench-canister), or in a checkout whose canister sources moved on, a build of them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -363,11 +363,6 @@ impl<'e> BenchClient<'e> {
 /// The project root, where `scripts/build-canister.sh` lives.
 pub fn project_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Where the build script writes the canister module.
-pub fn default_wasm_path() -> PathBuf {
-    project_root().join("target/canister/bench.wasm")
 }
 
 /// The committed module of the current sources (the binary embeds it: the crate
