@@ -85,7 +85,9 @@ sha256() {
 
 asset="icbench-$target.tar.gz"
 work=$(mktemp -d 2> /dev/null || mktemp -d -t icbench)
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+# An interrupt ends the script (and so runs the EXIT trap) instead of carrying on.
+trap 'exit 130' INT TERM
 
 fetch "$base/SHA256SUMS" "$work/SHA256SUMS" || fail "cannot download $base/SHA256SUMS"
 expected=$(awk -v f="$asset" '$2 == f || $2 == "*" f { print $1 }' "$work/SHA256SUMS")
