@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn columns_that_do_not_fit_together_go_to_further_encodings() {
-        let big = u64::MAX / 4;
+        let big = u64::MAX / 16;
         let reads = [read(1, [0; 5]), read(2, [big, big, 1, 1, 0])];
         let plans = CounterEncoding::plan(&reads).unwrap();
         assert_eq!(plans.len(), 2);
