@@ -75,10 +75,22 @@ pub struct Entry {
     pub instructions: Values,
     pub heap_increase: Values,
     pub stable_memory_increase: Values,
-    /// The Wasm pages the bench's query accessed and wrote, and what the vintage charged
-    /// for pages (total rows of this run only: a scope's pages are not attributed, and the
-    /// results file keeps no pages).
+    /// This run's Wasm pages and what the vintage charged for them: on a total row the
+    /// bench's query's, on a scope row those first touched in the query while the scope
+    /// was open (see [`BenchPages`]); the results file keeps no pages.
     pub pages: Option<PageCounts>,
+}
+
+/// The Wasm pages of one bench's run: those its query accessed and wrote, and for each
+/// scope those first touched in the query while the scope was open (summed over the
+/// scope's calls as canbench-rs sums its instructions: over the union of its intervals,
+/// so a scope nested in one of the same name counts its pages once). Each with what the
+/// vintage charged for them. A scope is missing where its pages could not be attributed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BenchPages {
+    pub total: Option<PageCounts>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scopes: BTreeMap<String, PageCounts>,
 }
 
 impl Entry {
@@ -112,10 +124,15 @@ fn entry(bench: &str, scope: Option<&str>, new: &Measurement, old: Option<&Measu
     }
 }
 
-/// Gives each bench's total row the pages its query touched, from `pages` by bench name.
-pub fn set_pages(entries: &mut [Entry], pages: &BTreeMap<String, PageCounts>) {
-    for e in entries.iter_mut().filter(|e| e.scope.is_none()) {
-        e.pages = pages.get(&e.bench).copied();
+/// Gives each row its pages, from `pages` by bench name: a total row the bench's query's,
+/// a scope row the scope's.
+pub fn set_pages(entries: &mut [Entry], pages: &BTreeMap<String, BenchPages>) {
+    for e in entries.iter_mut() {
+        let bench = pages.get(&e.bench);
+        e.pages = match &e.scope {
+            None => bench.and_then(|b| b.total),
+            Some(s) => bench.and_then(|b| b.scopes.get(s).copied()),
+        };
     }
 }
 
@@ -275,7 +292,7 @@ pub fn comment(
     old: &Results,
     failed: &[(String, String)],
     graphs: &BTreeMap<String, PathBuf>,
-    pages_touched: &BTreeMap<String, PageCounts>,
+    pages_touched: &BTreeMap<String, BenchPages>,
     t: f64,
     title: &str,
     gate: &Gate,
@@ -424,7 +441,7 @@ pub fn comment(
         })
         .count();
     let about = format!(
-        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges 80,000 instructions each for; queries pay for the access only; bench totals only). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
+        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges 80,000 instructions each for; queries pay for the access only; on a scope's row, those first touched in the bench while the scope was open). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
         count(all.len() + gone.len(), "row", "rows"),
         match within {
             0 => "no unchanged row moved at all".to_string(),
@@ -472,8 +489,8 @@ fn csv_cells(v: &Values) -> [String; 3] {
 }
 
 pub const CSV_HEADER: &str = "status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions Δ,instructions Δ%,heap_increase,heap_increase Δ,heap_increase Δ%,stable_memory_increase,stable_memory_increase Δ,stable_memory_increase Δ%";
-/// icbench's columns after canbench's: the bench's Wasm pages and page charge (empty on
-/// scope rows).
+/// icbench's columns after canbench's: the Wasm pages and page charge of the bench's query
+/// (total rows) or of the scope (scope rows: pages first touched while it was open).
 pub const CSV_PAGE_HEADER: &str = "heap_wasm_pages_accessed,heap_wasm_pages_written,stable_wasm_pages_accessed,stable_wasm_pages_written,page_charge_instructions";
 
 /// canbench's CSV (comma-separated, no quoting; calls only on scope rows), then icbench's
@@ -654,7 +671,8 @@ mod tests {
             csv(&e).lines().nth(2).unwrap(),
             "new,b::s,3,,,10,,,0,,,0,,,,,,,"
         );
-        // The bench's pages go on its total row only.
+        // The bench's query's pages go on its total row, each scope's on the scope's row;
+        // a scope whose pages are not known has empty cells.
         let mut e = entries(&new, &Results::new());
         let pages = PageCounts {
             heap_wasm_pages_accessed: 3,
@@ -663,7 +681,19 @@ mod tests {
             stable_wasm_pages_written: 0,
             page_charge_instructions: 4 * 80_000,
         };
-        set_pages(&mut e, &[("b".to_string(), pages)].into());
+        let scope = PageCounts {
+            heap_wasm_pages_accessed: 1,
+            page_charge_instructions: 80_000,
+            ..PageCounts::default()
+        };
+        let bench = |scopes: BTreeMap<String, PageCounts>| {
+            let b = BenchPages {
+                total: Some(pages),
+                scopes,
+            };
+            [("b".to_string(), b)].into()
+        };
+        set_pages(&mut e, &bench([("s".to_string(), scope)].into()));
         let text = csv(&e);
         assert_eq!(
             text.lines().nth(1).unwrap(),
@@ -671,6 +701,11 @@ mod tests {
         );
         assert_eq!(
             text.lines().nth(2).unwrap(),
+            "new,b::s,3,,,10,,,0,,,0,,,1,0,0,0,80000"
+        );
+        set_pages(&mut e, &bench(BTreeMap::new()));
+        assert_eq!(
+            csv(&e).lines().nth(2).unwrap(),
             "new,b::s,3,,,10,,,0,,,0,,,,,,,"
         );
     }

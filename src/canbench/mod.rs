@@ -5,6 +5,7 @@ pub mod compare;
 pub mod config;
 pub mod report;
 pub mod results;
+pub mod scope_pages;
 pub mod shard;
 
 use std::collections::BTreeMap;
@@ -16,11 +17,13 @@ use candid::Principal;
 use clap::Args;
 
 use crate::engine::cost::{Limits, Replica};
+use crate::engine::counter_reads::CounterReads;
 use crate::engine::embedded::EmbeddedEngine;
-use crate::engine::{Engine, PageCounts, Profile, Profiling};
+use crate::engine::{Engine, Profile, Profiling};
 use crate::report::Folded;
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
+use self::compare::BenchPages;
 use self::config::Config;
 use self::results::{BenchResult, Results};
 
@@ -258,8 +261,8 @@ pub type BenchOutcome = Result<BenchResult, String>;
 pub struct Ran {
     pub outcome: BenchOutcome,
     pub trace: Option<Profile>,
-    /// The Wasm pages the bench's query accessed and wrote.
-    pub pages: Option<PageCounts>,
+    /// The Wasm pages the bench's query accessed and wrote, and its scopes'.
+    pub pages: BenchPages,
 }
 
 /// Installs the module on a benchmarking application subnet and runs each bench as a
@@ -270,6 +273,8 @@ pub struct Runner {
     /// The clock right after the install: bench number `i` of a run sees `installed + i
     /// + 1`, as when every bench runs on one engine in order, whichever copy runs it.
     installed_ns: u64,
+    /// Whether the canister's output is printed (`--show-canister-output`).
+    print_log: bool,
 }
 
 impl Runner {
@@ -306,6 +311,7 @@ impl Runner {
             engine,
             canister,
             installed_ns,
+            print_log: false,
         })
     }
 
@@ -319,6 +325,7 @@ impl Runner {
                     engine: self.engine.fork_at(self.canister, snapshot)?,
                     canister: self.canister,
                     installed_ns: self.installed_ns,
+                    print_log: self.print_log,
                 })
             })
             .collect()
@@ -333,13 +340,17 @@ impl Runner {
     }
 
     pub fn print_canister_output(&mut self, on: bool) {
+        self.print_log = on;
         self.engine.print_canister_log(on);
     }
 
     pub fn run(&mut self, name: &str) -> Result<Ran> {
-        let out = self
-            .engine
-            .query(self.canister, &format!("__canbench__{name}"), BENCH_ARG)?;
+        let method = format!("__canbench__{name}");
+        let time_ns = self.engine.time_ns();
+        self.engine.set_counter_reads(CounterReads::Record);
+        let out = self.engine.query(self.canister, &method, BENCH_ARG);
+        self.engine.set_counter_reads(CounterReads::Off);
+        let out = out?;
         let outcome = match out.result {
             Ok(bytes) => candid::decode_one::<BenchResult>(&bytes).map_err(|e| {
                 format!("the reply is not a canbench-rs (0.2.0 or later) BenchResult: {e}")
@@ -357,10 +368,32 @@ impl Runner {
                 );
             }
         }
+        let mut scopes = BTreeMap::new();
+        if let Some(result) = outcome.as_ref().ok().filter(|r| !r.scopes.is_empty()) {
+            let reads = self.engine.counter_reads().to_vec();
+            let first = scope_pages::FirstRun {
+                time_ns,
+                result,
+                reads: &reads,
+                instructions: out.report.instructions,
+            };
+            // The second run's output is the first one's again.
+            self.engine.print_canister_log(false);
+            let attributed =
+                scope_pages::attribute(&mut self.engine, self.canister, &method, BENCH_ARG, &first);
+            self.engine.print_canister_log(self.print_log);
+            match attributed? {
+                Ok(s) => scopes = s,
+                Err(why) => eprintln!("note: the scopes of {name} have no page counts: {why}"),
+            }
+        }
         Ok(Ran {
             outcome,
             trace: out.report.profile,
-            pages: out.report.pages,
+            pages: BenchPages {
+                total: out.report.pages,
+                scopes,
+            },
         })
     }
 }
@@ -468,7 +501,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let mut traces = Vec::with_capacity(ran.len());
     let mut pages = Vec::with_capacity(ran.len());
     for (ran, name) in ran.into_iter().zip(&names) {
-        pages.push(ran.pages);
+        pages.push(ran.pages.clone());
         let written = match (&ran.outcome, &ran.trace) {
             (Ok(_), Some(trace)) => Some(write_trace(&plan.results_path, name, trace)?),
             _ => None,
@@ -521,7 +554,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             .iter()
             .zip(&outcomes)
             .zip(&pages)
-            .map(|((&i, o), p)| shard::PartOutcome::new(i, &names[i], o, *p))
+            .map(|((&i, o), p)| shard::PartOutcome::new(i, &names[i], o, p))
             .collect(),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
@@ -720,7 +753,7 @@ pub fn finish(
     replica: Replica,
     names: &[String],
     outcomes: Vec<BenchOutcome>,
-    pages: &[Option<PageCounts>],
+    pages: &[BenchPages],
     traces: &[Option<PathBuf>],
     base_traces: &BTreeMap<String, Folded>,
     old: &Results,
@@ -730,10 +763,10 @@ pub fn finish(
     eprintln!("{}", pocket_ic_line(replica));
     let (new, failed) = print_sections(names, outcomes, traces, old, o);
     let mut entries = compare::entries(&new, old);
-    let by_name: BTreeMap<String, PageCounts> = names
+    let by_name: BTreeMap<String, BenchPages> = names
         .iter()
         .zip(pages)
-        .filter_map(|(n, p)| Some((n.clone(), (*p)?)))
+        .map(|(n, p)| (n.clone(), p.clone()))
         .collect();
     compare::set_pages(&mut entries, &by_name);
     print!(

@@ -4,12 +4,14 @@
 //! benches' outcomes, and what the merge needs to print and write what the unsharded run
 //! would (the previous results, the flags) and to refuse parts of different runs.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::compare::BenchPages;
 use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
 use crate::engine::cost::Replica;
@@ -59,6 +61,9 @@ pub struct PartOutcome {
     /// The Wasm pages its query touched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<PageCounts>,
+    /// The Wasm pages each scope first touched while it was open.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scope_pages: BTreeMap<String, PageCounts>,
 }
 
 impl PartOutcome {
@@ -66,7 +71,7 @@ impl PartOutcome {
         position: usize,
         bench: &str,
         outcome: &BenchOutcome,
-        pages: Option<PageCounts>,
+        pages: &BenchPages,
     ) -> PartOutcome {
         let (result, error) = match outcome {
             Ok(r) => (Some(r.clone()), None),
@@ -77,7 +82,8 @@ impl PartOutcome {
             bench: bench.to_string(),
             result,
             error,
-            pages,
+            pages: pages.total,
+            scope_pages: pages.scopes.clone(),
         }
     }
 
@@ -197,7 +203,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     let names = first.benches.clone();
     let (baseline, output) = (first.baseline.clone(), first.output.clone());
     let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
-    let mut pages: Vec<Option<PageCounts>> = names.iter().map(|_| None).collect();
+    let mut pages: Vec<BenchPages> = names.iter().map(|_| BenchPages::default()).collect();
     for (path, p) in &parts {
         let damaged = |what: &str| {
             anyhow!(
@@ -232,7 +238,10 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
                 ))
             })?;
             slots[o.position] = Some(outcome);
-            pages[o.position] = o.pages;
+            pages[o.position] = BenchPages {
+                total: o.pages,
+                scopes: o.scope_pages.clone(),
+            };
         }
     }
     let outcomes = slots
@@ -257,7 +266,7 @@ pub struct Joined {
     pub replica: Replica,
     pub names: Vec<String>,
     pub outcomes: Vec<BenchOutcome>,
-    pub pages: Vec<Option<PageCounts>>,
+    pub pages: Vec<BenchPages>,
     pub baseline: Results,
     pub output: Output,
 }
@@ -313,12 +322,17 @@ mod tests {
                         total: m(1, i as u64, 0, 0),
                         scopes: Default::default(),
                     };
-                    // Each bench touched i + 1 heap pages (carried to the join).
-                    let pages = PageCounts {
-                        heap_wasm_pages_accessed: i as u64 + 1,
+                    // Each bench touched i + 1 heap pages, its scope `s` i of them
+                    // (carried to the join).
+                    let touched = |n: u64| PageCounts {
+                        heap_wasm_pages_accessed: n,
                         ..PageCounts::default()
                     };
-                    PartOutcome::new(i, &benches[i], &Ok(r), Some(pages))
+                    let pages = BenchPages {
+                        total: Some(touched(i as u64 + 1)),
+                        scopes: [("s".to_string(), touched(i as u64))].into(),
+                    };
+                    PartOutcome::new(i, &benches[i], &Ok(r), &pages)
                 })
                 .collect(),
             benches,
@@ -352,11 +366,16 @@ mod tests {
             ..
         } = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
         assert_eq!(names, ["a", "b", "c"]);
-        let touched: Vec<u64> = pages
+        let touched: Vec<(u64, u64)> = pages
             .iter()
-            .map(|p| p.unwrap().heap_wasm_pages_accessed)
+            .map(|p| {
+                (
+                    p.total.unwrap().heap_wasm_pages_accessed,
+                    p.scopes["s"].heap_wasm_pages_accessed,
+                )
+            })
             .collect();
-        assert_eq!(touched, [1, 2, 3]);
+        assert_eq!(touched, [(1, 0), (2, 1), (3, 2)]);
         let counts: Vec<u64> = outcomes
             .iter()
             .map(|o| o.as_ref().unwrap().total.instructions)

@@ -2,6 +2,7 @@
 //! embedded engine (wasmtime with the replica's metering) and on PocketIC.
 
 pub mod cost;
+pub mod counter_reads;
 pub mod disk_cache;
 pub mod embedded;
 pub mod instrument;

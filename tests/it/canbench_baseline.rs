@@ -14,6 +14,7 @@ use crate::support::canbench_fixture as support;
 use icbench::canbench::results::{BenchResult, Measurement};
 use icbench::canbench::{discover, Runner};
 use icbench::engine::cost::Replica;
+use icbench::engine::PageCounts;
 
 fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
     Measurement {
@@ -76,6 +77,7 @@ fn discovery_finds_every_bench_in_export_order() {
             "nested_same_scope",
             "raw_stable_after_setup",
             "repeated_scope",
+            "scope_pages",
             "scopes",
             "stable_memory_increase_from_zero",
             "stable_probe",
@@ -152,6 +154,61 @@ fn scopes_plain_repeated_and_nested() {
         (2, 2, 0)
     );
     assert!(n.instructions < nested.total.instructions);
+}
+
+/// A scope's pages are those first touched in the bench while it was open: page A,
+/// written before the outer scope and again inside it, is the bench's but neither scope's;
+/// the inner scope (heap page C written, one stable page read) lies inside the outer one
+/// (page B written, and the inner scope's pages). The page charge is the vintage's: none
+/// before the tracker (a query writes no stable memory here), 80,000 per page accessed
+/// since 2026-07, which is exactly how much more each scope's instructions are.
+#[test]
+fn scope_pages_are_those_first_touched_while_the_scope_was_open() {
+    let pages = |heap: u64, stable: u64, charge: u64| PageCounts {
+        heap_wasm_pages_accessed: heap,
+        heap_wasm_pages_written: heap,
+        stable_wasm_pages_accessed: stable,
+        stable_wasm_pages_written: 0,
+        page_charge_instructions: charge,
+    };
+    let mut instructions = Vec::new();
+    for (replica, per_page) in [(Replica::R2025_03, 0), (Replica::R2026_07, 80_000)] {
+        let mut r =
+            Runner::install_under(replica, &support::fixture_wasm(), &[], None, false).unwrap();
+        let ran = r.run("scope_pages").unwrap();
+        let result = ran.outcome.unwrap();
+        // The query: bench_fn's own 3 heap pages, A, B, C and the stable page.
+        assert_eq!(
+            ran.pages.total,
+            Some(pages(6, 1, 7 * per_page)),
+            "{replica:?}"
+        );
+        assert_eq!(
+            ran.pages.scopes,
+            [
+                ("inner".to_string(), pages(1, 1, 2 * per_page)),
+                ("outer".to_string(), pages(2, 1, 3 * per_page)),
+            ]
+            .into(),
+            "{replica:?}"
+        );
+        instructions.push((
+            result.scopes["inner"].instructions,
+            result.scopes["outer"].instructions,
+        ));
+        // Scopes that touch no page first have zero pages, not none: a nested scope of the
+        // same name counts once, as its instructions do.
+        let nested = r.run("nested_same_scope").unwrap().pages;
+        assert_eq!(
+            nested.scopes["nested"],
+            PageCounts::default(),
+            "{replica:?}"
+        );
+        let rep = r.run("repeated_scope").unwrap().pages;
+        assert_eq!(rep.scopes["scope_1"], PageCounts::default(), "{replica:?}");
+        assert!(r.run("empty").unwrap().pages.scopes.is_empty());
+    }
+    assert_eq!(instructions, [(374, 1_518), (160_374, 241_518)]);
 }
 
 #[test]

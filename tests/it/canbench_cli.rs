@@ -256,11 +256,11 @@ fn a_trapping_bench_fails_the_run_but_the_others_run() {
     let err = stderr(&o);
     assert!(err.contains("Error executing benchmark trap_on_request. Error:\nIC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: "), "{err}");
     assert!(
-        err.contains("1 of 11 benchmarks failed (trap_on_request); results and CSV not written"),
+        err.contains("1 of 12 benchmarks failed (trap_on_request); results and CSV not written"),
         "{err}"
     );
     let out = stdout(&o);
-    assert_eq!(out.matches("Benchmark: ").count(), 10, "{out}");
+    assert_eq!(out.matches("Benchmark: ").count(), 11, "{out}");
     assert!(out.contains("Benchmark: empty (new)\n  total:\n    instructions: 207 (new)\n"));
     assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
 }
@@ -459,7 +459,14 @@ fn shards_merged_equal_the_unsharded_run() {
 
     let s = Scratch::new("shard_parts");
     s.write("canbench_results.yml", BASELINE);
-    for (k, jobs, mine) in [("1", "1", 6), ("2", "2", 5)] {
+    // Each scope's pages, first touched while it was open, go through the parts too.
+    let csv = whole.read("canbench_results.csv");
+    assert!(
+        csv.contains("\nnew,scope_pages::inner,1,,,374,,,0,,,0,,,1,1,1,0,0\n")
+            && csv.contains("\nnew,scope_pages::outer,1,,,1518,,,0,,,0,,,2,2,1,0,0\n"),
+        "{csv}"
+    );
+    for (k, jobs, mine) in [("1", "1", 6), ("2", "2", 6)] {
         let shard = format!("{k}/2");
         let out = format!("part{k}");
         let mut args = flags.to_vec();
@@ -467,7 +474,7 @@ fn shards_merged_equal_the_unsharded_run() {
         let o = s.run(&args);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
         assert!(stdout(&o).ends_with(&format!(
-            "Shard {k}/2: {mine} of the 11 benchmarks, written to part{k}/canbench_part.json (`icbench merge` joins the parts)\n"
+            "Shard {k}/2: {mine} of the 12 benchmarks, written to part{k}/canbench_part.json (`icbench merge` joins the parts)\n"
         )));
         // A part never overwrites the results file with a partial result, nor writes the CSV.
         assert_eq!(s.read("canbench_results.yml"), BASELINE);
@@ -595,7 +602,7 @@ fn merge_refuses_parts_that_are_not_one_whole_run() {
 #[test]
 fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     let w = wasm();
-    // hex("trap") makes trap_on_request (the 11th bench in export order, so part 1/2's)
+    // hex("trap") makes trap_on_request (the 12th bench in export order, so part 2/2's)
     // trap.
     let flags = [
         "--wasm",
@@ -609,7 +616,7 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     let expected = whole.run(&flags);
     assert_eq!(expected.status.code(), Some(1));
     let s = Scratch::new("shard_trap_parts");
-    for (k, code) in [("1", 1), ("2", 0)] {
+    for (k, code) in [("1", 0), ("2", 1)] {
         let (shard, out) = (format!("{k}/2"), format!("part{k}"));
         let mut args = flags.to_vec();
         args.extend(["--shard", &shard, "--out", &out]);
@@ -620,7 +627,7 @@ fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(stdout(&o), stdout(&expected));
     assert_eq!(stderr(&o), stderr(&expected));
-    assert!(stderr(&o).contains("1 of 11 benchmarks failed (trap_on_request)"));
+    assert!(stderr(&o).contains("1 of 12 benchmarks failed (trap_on_request)"));
     assert!(!s.path("canbench_results.yml").exists() && !s.path("canbench_results.csv").exists());
 }
 

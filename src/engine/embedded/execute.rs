@@ -88,6 +88,7 @@ impl EmbeddedEngine {
         let overhead = self.limits.dirty_page_overhead;
         let memory_tracker = self.replica.memory_tracker;
         let profiling = self.profiling;
+        let counter_reads = self.counter_reads.clone();
         self.time_ns += 1;
         let time_ns = self.time_ns;
         let c = self.canister(id)?;
@@ -135,6 +136,8 @@ impl EmbeddedEngine {
             if let Some(native) = &mut state.native_stable {
                 native.begin();
             }
+            state.counter_reads = counter_reads;
+            state.reads.clear();
             state.profiler = match (profiling, names) {
                 (Profiling::Off, _) | (_, None) => None,
                 (Profiling::Messages, Some(_)) => Some(Profiler::new(limit, None)),
@@ -232,6 +235,7 @@ impl EmbeddedEngine {
             _ => None,
         };
 
+        let counter_reads = std::mem::take(&mut inst.store.data_mut().reads);
         let response = inst.store.data_mut().msg.response.take();
         // The count at a load or store that trapped is in no global: the message runs again.
         let count_again = (stale_at_heap_traps
@@ -316,6 +320,7 @@ impl EmbeddedEngine {
         if let Some(saved) = restart {
             self.load_keeping_log(id, &saved)?;
         }
+        self.last_counter_reads = counter_reads;
         let (instructions, outcome) = match count_again {
             Some(arg) => {
                 let again = self.count_with_global_counter(

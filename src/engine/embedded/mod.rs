@@ -35,6 +35,7 @@ use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
 use self::system_api::{ApiType, HostState, HostTrap, Message, MAX_STABLE_BYTES};
 use super::cost::{self, Limits, Replica};
+use super::counter_reads::{CounterRead, CounterReads};
 use super::disk_cache;
 use super::instrument::{self, Counter};
 use super::page_map::{MemoryPages, PageMap};
@@ -238,6 +239,10 @@ pub struct EmbeddedEngine {
     profiling: Profiling,
     /// The dated rules charged by where the replica changed them.
     replica: Replica,
+    /// What `ic0.performance_counter` returns and keeps in the next messages, and the
+    /// reads of the last message.
+    counter_reads: CounterReads,
+    last_counter_reads: Vec<CounterRead>,
     /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
     /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
     /// canister's: restoring a snapshot leaves it alone.
@@ -266,6 +271,8 @@ impl EmbeddedEngine {
             counter: Counter::default(),
             profiling: Profiling::Off,
             replica: Replica::NEWEST,
+            counter_reads: CounterReads::Off,
+            last_counter_reads: Vec::new(),
             expected_compiled_wasms: HashSet::new(),
         }
     }
@@ -304,6 +311,18 @@ impl EmbeddedEngine {
     /// Echo canister `debug_print` output on stderr.
     pub fn print_canister_log(&mut self, on: bool) {
         self.print_log = on;
+    }
+
+    /// What `ic0.performance_counter` returns and keeps in the messages from now on (see
+    /// [`CounterReads`]).
+    pub fn set_counter_reads(&mut self, reads: CounterReads) {
+        self.counter_reads = reads;
+    }
+
+    /// The `ic0.performance_counter` reads of the last message, in order (none with
+    /// [`CounterReads::Off`]).
+    pub fn counter_reads(&self) -> &[CounterRead] {
+        &self.last_counter_reads
     }
 
     pub fn limits(&self) -> Limits {
@@ -347,6 +366,8 @@ impl EmbeddedEngine {
             profiler: None,
             tracker: Tracker::new(self.replica.memory_tracker),
             native_stable: None,
+            counter_reads: CounterReads::Off,
+            reads: Vec::new(),
         }
     }
 
@@ -1404,6 +1425,8 @@ impl EmbeddedEngine {
             counter: self.counter,
             profiling: self.profiling,
             replica: self.replica,
+            counter_reads: self.counter_reads.clone(),
+            last_counter_reads: Vec::new(),
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
         fork.canisters.insert(

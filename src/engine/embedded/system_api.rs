@@ -19,6 +19,7 @@ use super::memory::heap::HeapRegion;
 use super::memory::stable::{StableError, StableMemory, WASM_PAGE};
 use super::memory::OS_PAGE;
 use crate::engine::cost::{self, ApiFee, Limits};
+use crate::engine::counter_reads::{CounterRead, CounterReads};
 use crate::engine::instrument::{self, Counter};
 use crate::engine::PageCounts;
 
@@ -207,6 +208,9 @@ pub struct HostState {
     pub tracker: Tracker,
     /// The host's side of the native stable accesses, when the module has them.
     pub native_stable: Option<NativeStable>,
+    /// What `ic0.performance_counter` returns and keeps in this message, and its reads.
+    pub counter_reads: CounterReads,
+    pub reads: Vec<CounterRead>,
 }
 
 /// The host's side of the native stable accesses (see [`instrument::STABLE_CACHE_EXPORT`]):
@@ -391,6 +395,18 @@ impl HostState {
         charges::page_counts(self.pages_touched(), charge)
     }
 
+    /// [`HostState::page_counts`] so far in this message, with what the vintage charged for
+    /// pages so far: the tracker's charges, or before it stable memory's written 4 KiB pages
+    /// (the heap's are charged after the message, outside any counter read).
+    pub fn page_counts_so_far(&self) -> PageCounts {
+        let charge = if self.tracker.charges_pages() {
+            self.page_charges().total()
+        } else {
+            self.stable.dirty_pages() * self.limits.dirty_page_overhead
+        };
+        self.page_counts(charge)
+    }
+
     /// The Wasm pages touched so far in this message: heap accessed, heap written, stable
     /// accessed, stable written.
     pub fn pages_touched(&self) -> [u64; 4] {
@@ -554,6 +570,27 @@ fn charge(caller: &mut C<'_>, amount: u64) -> Result<()> {
 pub fn instructions_used(caller: &mut C<'_>) -> u64 {
     let limit = caller.data().msg.limit;
     (limit as i64).saturating_sub(caller.data().left).max(0) as u64
+}
+
+/// What a `performance_counter` read returns: the instructions so far, or with
+/// [`CounterReads::Encode`] the read's index and pages packed (the read kept either way
+/// unless [`CounterReads::Off`]).
+fn counter_read(caller: &mut C<'_>) -> u64 {
+    let instructions = instructions_used(caller);
+    let state = caller.data_mut();
+    if state.counter_reads == CounterReads::Off {
+        return instructions;
+    }
+    let read = CounterRead {
+        instructions,
+        pages: state.page_counts_so_far(),
+    };
+    let index = state.reads.len() as u64;
+    state.reads.push(read);
+    match &state.counter_reads {
+        CounterReads::Encode(e) => e.value(index, &read.pages),
+        _ => instructions,
+    }
 }
 
 fn violation(msg: String) -> Error {
@@ -1366,7 +1403,7 @@ fn define<A: Addr>(
                 charge(c, f.base)?;
                 match kind {
                     // Type 1 adds the call context's earlier instructions: none outside callbacks.
-                    0 | 1 => Ok(instructions_used(c) as i64),
+                    0 | 1 => Ok(counter_read(c) as i64),
                     _ => Err(violation(format!(
                         "ic0.performance_counter: unknown counter type {kind}"
                     ))),

@@ -149,3 +149,28 @@ fn touch_new_pages() {
     ic_cdk::api::stable_read(start * 65536, &mut byte);
     core::hint::black_box(byte);
 }
+
+/// Pages first touched inside scopes, for the per-scope page columns: two new heap pages
+/// are written before any scope (A) and inside the outer scope (B), a third (C) and a new
+/// stable page (read) inside the inner scope, nested in the outer one. Page A is written
+/// again inside the outer scope: touched before it, it is not the scope's.
+#[bench]
+fn scope_pages() {
+    let a = core::arch::wasm32::memory_grow(0, 3) * 65536;
+    let (b, c) = (a + 65536, a + 2 * 65536);
+    let stable = unsafe { stable64_grow(1) } * 65536;
+    // SAFETY: the three pages were just grown and nothing else uses them.
+    unsafe { core::ptr::write_volatile(a as *mut u8, 1) };
+    let _outer = bench_scope("outer");
+    unsafe {
+        core::ptr::write_volatile(a as *mut u8, 2);
+        core::ptr::write_volatile(b as *mut u8, 2);
+    }
+    {
+        let _inner = bench_scope("inner");
+        unsafe { core::ptr::write_volatile(c as *mut u8, 3) };
+        let mut byte = [0u8; 1];
+        ic_cdk::api::stable_read(stable, &mut byte);
+        core::hint::black_box(byte);
+    }
+}
