@@ -456,6 +456,15 @@ fn run_build_script(root: &Path, icbench_bin: Option<&Path>, variant: &str) -> R
     Ok(())
 }
 
+/// The bench canister module a flag (`--wasm`, `--tune-wasm`) names, read and checked: the
+/// error is one line naming the flag, the file and what is wrong.
+pub fn read_module_flag(flag: &str, path: &Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path)
+        .map_err(|e| anyhow!("{flag} {}: cannot read it: {e}", path.display()))?;
+    check_module(&wasm).map_err(|e| anyhow!("{flag} {}: {e:#}", path.display()))?;
+    Ok(wasm)
+}
+
 /// Exports every suite calls, whatever the stores: a module without them is not a bench
 /// canister (or not one this icbench can drive).
 const REQUIRED_EXPORTS: [&str; 3] = [

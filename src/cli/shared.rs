@@ -60,10 +60,7 @@ pub(crate) fn eprint_written(written: &[std::path::PathBuf]) {
 /// wrong with it (not Wasm, truncated, invalid, not a bench canister) rather than a failure
 /// after the prefill.
 pub(crate) fn read_wasm_flag(path: &std::path::Path) -> Result<Vec<u8>> {
-    let wasm = std::fs::read(path)
-        .map_err(|e| anyhow!("--wasm {}: cannot read it: {e}", path.display()))?;
-    bench_canister::check_module(&wasm).map_err(|e| anyhow!("--wasm {}: {e:#}", path.display()))?;
-    Ok(wasm)
+    bench_canister::read_module_flag("--wasm", path)
 }
 
 /// What the cache did in this run, for the closing lines of a run.

@@ -530,7 +530,7 @@ impl Suite for Tune {
         }
         // A module that is not there or not a bench canister stops the run before any work.
         if let Some(path) = &args.tune_wasm {
-            read_tune_wasm(path)?;
+            crate::bench_canister::read_module_flag("--tune-wasm", path)?;
         }
         let cfg = Config {
             variants,
@@ -678,19 +678,10 @@ impl Config {
     /// (or a build of it).
     fn variant_module(&self) -> Result<Vec<u8>> {
         match &self.variant_wasm {
-            Some(path) => read_tune_wasm(path),
+            Some(path) => crate::bench_canister::read_module_flag("--tune-wasm", path),
             None => Module::TUNE.ensure_built(true),
         }
     }
-}
-
-/// The module `--tune-wasm` names, checked: one line naming the file and what is wrong.
-fn read_tune_wasm(path: &std::path::Path) -> Result<Vec<u8>> {
-    let wasm = std::fs::read(path)
-        .map_err(|e| anyhow!("--tune-wasm {}: cannot read it: {e}", path.display()))?;
-    crate::bench_canister::check_module(&wasm)
-        .map_err(|e| anyhow!("--tune-wasm {}: {e:#}", path.display()))?;
-    Ok(wasm)
 }
 
 impl Plan for Config {
