@@ -384,3 +384,139 @@ impl EmbeddedEngine {
         again
     }
 }
+
+impl EmbeddedEngine {
+    pub(super) fn update_call(
+        &mut self,
+        id: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Result<CallOutcome> {
+        match self.method_export(id, method, ApiType::Update)? {
+            Ok(export) => {
+                let api = if export.starts_with("canister_update ") {
+                    ApiType::Update
+                } else {
+                    ApiType::ReplicatedQuery
+                };
+                self.execute(id, api, &export, method, arg.to_vec())
+            }
+            Err(r) => Ok(CallOutcome {
+                result: Err(r),
+                report: MessageReport::default(),
+            }),
+        }
+    }
+
+    pub(super) fn query_call(
+        &mut self,
+        id: Principal,
+        method: &str,
+        arg: &[u8],
+    ) -> Result<CallOutcome> {
+        match self.method_export(id, method, ApiType::Query)? {
+            Ok(export) => {
+                let api = if export.starts_with("canister_composite_query ") {
+                    ApiType::CompositeQuery
+                } else {
+                    ApiType::Query
+                };
+                self.execute(id, api, &export, method, arg.to_vec())
+            }
+            Err(r) => Ok(CallOutcome {
+                result: Err(r),
+                report: MessageReport::default(),
+            }),
+        }
+    }
+
+    fn method_export(
+        &mut self,
+        id: Principal,
+        method: &str,
+        api: ApiType,
+    ) -> Result<Result<String, Reject>> {
+        let c = self.canister(id)?;
+        let Some(module) = &c.module else {
+            return Ok(Err(reject(ErrorCode::CanisterWasmModuleNotFound, format!("Error from Canister {id}: Attempted to execute a message, but the canister contains no Wasm module."))));
+        };
+        if api == ApiType::Query {
+            if module.query_methods.contains(method) {
+                return Ok(Ok(query_export(module, method)));
+            }
+            return Ok(Err(reject(
+                ErrorCode::CanisterMethodNotFound,
+                format!("Error from Canister {id}: Canister has no query method '{method}'."),
+            )));
+        }
+        if module.update_methods.contains(method) {
+            return Ok(Ok(format!("canister_update {method}")));
+        }
+        if module.query_methods.contains(method) {
+            return Ok(Ok(query_export(module, method)));
+        }
+        Ok(Err(reject(
+            ErrorCode::CanisterMethodNotFound,
+            format!("Error from Canister {id}: Canister has no update method '{method}'."),
+        )))
+    }
+}
+
+fn query_export(module: &LoadedModule, method: &str) -> String {
+    let plain = format!("canister_query {method}");
+    if module.exports.contains(&plain) {
+        plain
+    } else {
+        format!("canister_composite_query {method}")
+    }
+}
+
+pub(super) fn reject(error_code: ErrorCode, message: String) -> Reject {
+    Reject {
+        code: error_code.reject_code(),
+        error_code,
+        message,
+    }
+}
+
+/// Maps a failed execution to the replica's error code and wording.
+fn trap_to_reject(id: Principal, e: &wasmtime::Error, limit: u64) -> Reject {
+    if let Some(t) = e.downcast_ref::<HostTrap>() {
+        let code = match t {
+            HostTrap::CalledTrap(_) => ErrorCode::CanisterCalledTrap,
+            HostTrap::OutOfInstructions => {
+                return reject(
+                    ErrorCode::CanisterInstructionLimitExceeded,
+                    format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution."),
+                )
+            }
+            HostTrap::ContractViolation(_) | HostTrap::Unsupported(_) => ErrorCode::CanisterContractViolation,
+            HostTrap::MemoryAccessLimit(_) => ErrorCode::CanisterMemoryAccessLimitExceeded,
+            HostTrap::WasmMemoryLimit { .. } => ErrorCode::CanisterWasmMemoryLimitExceeded,
+        };
+        return reject(code, format!("Error from Canister {id}: {t}."));
+    }
+    if let Some(trap) = e.downcast_ref::<wasmtime::Trap>() {
+        use wasmtime::Trap as T;
+        let what = match trap {
+            T::StackOverflow => "stack overflow".to_string(),
+            T::MemoryOutOfBounds => "heap out of bounds".to_string(),
+            T::TableOutOfBounds => "table out of bounds".to_string(),
+            T::IndirectCallToNull => "indirect call to null".to_string(),
+            T::BadSignature => "indirect call signature mismatch".to_string(),
+            T::IntegerOverflow => "integer overflow".to_string(),
+            T::IntegerDivisionByZero => "integer division by 0".to_string(),
+            T::BadConversionToInteger => "invalid conversion to integer".to_string(),
+            T::UnreachableCodeReached => "unreachable".to_string(),
+            other => other.to_string(),
+        };
+        return reject(
+            ErrorCode::CanisterTrapped,
+            format!("Error from Canister {id}: Canister trapped: {what}."),
+        );
+    }
+    reject(
+        ErrorCode::CanisterTrapped,
+        format!("Error from Canister {id}: Canister trapped: {e:#}."),
+    )
+}
