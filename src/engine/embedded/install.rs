@@ -88,18 +88,17 @@ impl EmbeddedEngine {
             if !module.exports.contains(export) {
                 continue;
             }
-            let out = self.execute_within(
-                id,
-                kind,
+            let entry = Entry {
+                api: kind,
                 export,
-                "",
-                if kind == ApiType::Start {
+                method: "",
+                arg: if kind == ApiType::Start {
                     Vec::new()
                 } else {
                     arg.to_vec()
                 },
-                Some(limit - used),
-            )?;
+            };
+            let out = self.execute_within(id, entry, Some(limit - used))?;
             let stage = match kind {
                 ApiType::Start => InstallStage::Start,
                 ApiType::PostUpgrade => InstallStage::PostUpgrade,
@@ -192,13 +191,13 @@ impl EmbeddedEngine {
             report: MessageReport::default(),
         };
         if !options.skip_pre_upgrade && before.module.exports.contains("canister_pre_upgrade") {
-            let out = self.execute(
-                id,
-                ApiType::PreUpgrade,
-                "canister_pre_upgrade",
-                "",
-                Vec::new(),
-            )?;
+            let entry = Entry {
+                api: ApiType::PreUpgrade,
+                export: "canister_pre_upgrade",
+                method: "",
+                arg: Vec::new(),
+            };
+            let out = self.execute(id, entry)?;
             add_stage(&mut total.report, InstallStage::PreUpgrade, &out.report);
             if out.result.is_err() {
                 self.load(id, &before)?;

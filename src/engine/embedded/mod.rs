@@ -25,7 +25,7 @@ pub use module::{
 };
 use module::{decompress, load_variant, module_key, variant, wasmtime_engine};
 
-use self::execute::reject;
+use self::execute::{reject, Entry};
 use self::instance::{grow_heap, heap_bytes, instantiate, on_large_stack, Instance};
 pub use self::instance::{spawn_scoped, HOST_STACK};
 use self::snapshot::frozen_committed;
