@@ -3,7 +3,7 @@
 
 use wasmtime::Result;
 
-use super::heap_access::read_heap;
+use super::heap_access::{define_copy, read_heap};
 use super::registration::{charge, violation, Addr, Def, C};
 use super::ApiType;
 
@@ -12,7 +12,7 @@ pub(super) fn define<A: Addr>(d: &mut Def<'_>) -> Result<bool> {
     let f = d.fee;
     match d.name {
         "canister_self_size" => d.value(|s| A::from_len(s.canister_id.len()))?,
-        "canister_self_copy" => d.copy::<A>(|s| &s.canister_id)?,
+        "canister_self_copy" => define_copy::<A>(d, |s| &s.canister_id)?,
         "canister_status" => d.value(|_| 1i32)?, // running
         "canister_version" => d.value(|s| s.canister_version as i64)?,
         "certified_data_set" => d.define(move |c: &mut C<'_>, src: A, size: A| -> Result<()> {

@@ -1,9 +1,10 @@
 //! The canister's heap as System API functions read and write it: ranges checked against
-//! its size, through the engine's own mapping when there is one.
+//! its size, through the engine's own mapping when there is one; and the `*_copy` functions,
+//! which copy a host-side byte string out to it.
 
 use wasmtime::Result;
 
-use super::registration::{violation, C};
+use super::registration::{charge, violation, Addr, Def, C};
 use super::HostState;
 
 pub(super) fn heap_range(
@@ -74,4 +75,17 @@ pub(super) fn copy_out(
         })?;
     let chunk = src[offset as usize..end as usize].to_vec();
     write_heap(caller, api, dst, &chunk)
+}
+
+/// Defines `d` as a `*_copy(dst, offset, size)` function: it charges its fee for `size`
+/// bytes and copies them out of the byte string `src` reads off the host state.
+pub(super) fn define_copy<A: Addr>(d: &mut Def<'_>, src: fn(&HostState) -> &[u8]) -> Result<()> {
+    let (fee, api) = (d.fee, d.name.to_string());
+    d.define(
+        move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
+            charge(c, fee.charge(size.get()))?;
+            let bytes = src(c.data()).to_vec();
+            copy_out(c, &api, &bytes, dst.get(), off.get(), size.get())
+        },
+    )
 }

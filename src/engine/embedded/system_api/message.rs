@@ -3,7 +3,7 @@
 
 use wasmtime::Result;
 
-use super::heap_access::{copy_out, read_heap};
+use super::heap_access::{copy_out, define_copy, read_heap};
 use super::registration::{charge, require, violation, Addr, Def, C};
 use super::Response;
 
@@ -35,9 +35,9 @@ pub(super) fn define<A: Addr>(d: &mut Def<'_>) -> Result<bool> {
             },
         )?,
         "msg_caller_size" => d.value(|s| A::from_len(s.msg.caller.len()))?,
-        "msg_caller_copy" => d.copy::<A>(|s| &s.msg.caller)?,
+        "msg_caller_copy" => define_copy::<A>(d, |s| &s.msg.caller)?,
         "msg_method_name_size" => d.value(|s| A::from_len(s.msg.method.len()))?,
-        "msg_method_name_copy" => d.copy::<A>(|s| s.msg.method.as_bytes())?,
+        "msg_method_name_copy" => define_copy::<A>(d, |s| s.msg.method.as_bytes())?,
         "msg_reply_data_append" => d.define(move |c: &mut C<'_>, src: A, size: A| -> Result<()> {
             charge(c, f.charge(size.get()))?;
             require_open_reply(c, "msg_reply_data_append")?;

@@ -7,7 +7,6 @@ use std::mem::MaybeUninit;
 
 use wasmtime::{bail, Caller, Error, FuncType, Linker, Result, Val, ValRaw, ValType};
 
-use super::heap_access::copy_out;
 use super::{HostState, HostTrap};
 use crate::engine::cost::{self, ApiFee};
 
@@ -53,19 +52,6 @@ impl<'a> Def<'a> {
             charge(c, base)?;
             Ok(get(c.data()))
         })
-    }
-
-    /// A `*_copy(dst, offset, size)` function: charges its fee for `size` bytes and copies
-    /// them out of the byte string `src` reads off the host state.
-    pub fn copy<A: Addr>(&mut self, src: fn(&HostState) -> &[u8]) -> Result<()> {
-        let (fee, api) = (self.fee, self.name.to_string());
-        self.define(
-            move |c: &mut C<'_>, dst: A, off: A, size: A| -> Result<()> {
-                charge(c, fee.charge(size.get()))?;
-                let bytes = src(c.data()).to_vec();
-                copy_out(c, &api, &bytes, dst.get(), off.get(), size.get())
-            },
-        )
     }
 }
 
