@@ -261,11 +261,7 @@ fn begin_message(
 ) -> Result<Before> {
     let (api, limit) = (setup.api, setup.limit);
     let heap = heap_bytes(inst);
-    let globals: Vec<Val> = inst
-        .globals
-        .iter()
-        .map(|g| g.get(&mut inst.store))
-        .collect();
+    let globals = inst.global_values();
     {
         let state = inst.store.data_mut();
         state.msg = Message::new(api, method, arg, limit);

@@ -156,10 +156,7 @@ impl EmbeddedEngine {
             id,
             Canister {
                 module: Some(module),
-                live: None,
-                heap_written: PageSet::default(),
-                version,
-                since_load: None,
+                ..Canister::empty(version)
             },
         );
         let loaded = self.load(id, &saved).and_then(|()| {

@@ -141,37 +141,12 @@ impl EmbeddedEngine {
         let hash = module_hash(wasm);
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
-        self.canisters.insert(
-            id,
-            Canister {
-                module: None,
-                live: None,
-                heap_written: PageSet::default(),
-                version: 0,
-                since_load: None,
-            },
-        );
-        let out = self.start_module(
-            id,
-            module,
-            &hash,
-            Carried {
-                stable: StableImage::default(),
-                heap: None,
-            },
-            ApiType::Init,
-            "canister_init",
-            arg,
-            0,
-        )?;
-        self.installed(&hash, &out);
+        self.canisters.insert(id, Canister::empty(0));
+        let out = self.init_fresh(id, module, &hash, arg)?;
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
             let c = self.canister(id)?;
-            c.module = None;
-            c.live = None;
-            c.since_load = None;
-            c.heap_written = PageSet::default();
+            *c = Canister::empty(c.version);
         }
         Ok((id, out))
     }
@@ -284,10 +259,29 @@ impl EmbeddedEngine {
         let hash = module_hash(wasm);
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
+        let out = self.init_fresh(id, module, &hash, arg)?;
+        if out.result.is_err() {
+            if let Some(before) = before {
+                self.canister(id)?.version -= 1;
+                self.load(id, &before)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `module` started on empty memories with `canister_init(arg)`: an install or a
+    /// reinstall, counted as an install_code.
+    fn init_fresh(
+        &mut self,
+        id: Principal,
+        module: Arc<LoadedModule>,
+        hash: &[u8; 32],
+        arg: &[u8],
+    ) -> Result<CallOutcome> {
         let out = self.start_module(
             id,
             module,
-            &hash,
+            hash,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -297,13 +291,7 @@ impl EmbeddedEngine {
             arg,
             0,
         )?;
-        self.installed(&hash, &out);
-        if out.result.is_err() {
-            if let Some(before) = before {
-                self.canister(id)?.version -= 1;
-                self.load(id, &before)?;
-            }
-        }
+        self.installed(hash, &out);
         Ok(out)
     }
 

@@ -16,6 +16,16 @@ pub(super) struct Instance {
     pub(super) globals: Vec<Global>,
 }
 
+impl Instance {
+    /// The mutable globals' values now.
+    pub(super) fn global_values(&mut self) -> Vec<Val> {
+        self.globals
+            .iter()
+            .map(|g| g.get(&mut self.store))
+            .collect()
+    }
+}
+
 pub(super) fn instantiate(module: &LoadedModule, state: HostState) -> Result<Instance> {
     let mut store = Store::new(wasmtime_engine(), state);
     heap::take_created();

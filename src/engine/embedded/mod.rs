@@ -98,6 +98,19 @@ struct Canister {
     since_load: Option<SinceLoad>,
 }
 
+impl Canister {
+    /// A canister without a module at `version`: before its install, or after a failed one.
+    fn empty(version: u64) -> Self {
+        Canister {
+            module: None,
+            live: None,
+            heap_written: PageSet::default(),
+            version,
+            since_load: None,
+        }
+    }
+}
+
 /// `heap` identifies the saved state (snapshots and their clones share it, module included).
 struct SinceLoad {
     heap: Arc<FrozenHeap>,

@@ -26,11 +26,7 @@ impl EmbeddedEngine {
             .live
             .as_mut()
             .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
-        let globals = inst
-            .globals
-            .iter()
-            .map(|g| g.get(&mut inst.store))
-            .collect();
+        let globals = inst.global_values();
         let len = heap_bytes(inst) as usize;
         let heap = match (shared_or_layered(&c.since_load, inst, len)?, &inst.heap) {
             (Some(heap), _) => heap,
@@ -180,13 +176,7 @@ impl EmbeddedEngine {
         // A fork of another canister's engine gets the canister as the state left it.
         self.canisters
             .entry(shared.canister)
-            .or_insert_with(|| Canister {
-                module: None,
-                live: None,
-                heap_written: PageSet::default(),
-                version: state.version,
-                since_load: None,
-            });
+            .or_insert_with(|| Canister::empty(state.version));
         self.snapshots
             .push(Some((shared.canister, state.saved.clone())));
         Ok(SnapshotId(self.snapshots.len() as u64 - 1))
@@ -222,16 +212,7 @@ impl EmbeddedEngine {
             last_counter_reads: Vec::new(),
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
-        fork.canisters.insert(
-            id,
-            Canister {
-                module: None,
-                live: None,
-                heap_written: PageSet::default(),
-                version,
-                since_load: None,
-            },
-        );
+        fork.canisters.insert(id, Canister::empty(version));
         fork.restore_snapshot(id, snapshot)?;
         Ok(fork)
     }
