@@ -503,64 +503,38 @@ fn end_message(
 }
 
 impl EmbeddedEngine {
-    pub(super) fn update_call(
+    /// An update call (`api` [`ApiType::Update`]) or a query call ([`ApiType::Query`]) of
+    /// `method`, run as the kind of method the module exports it as.
+    pub(super) fn call(
         &mut self,
         id: Principal,
+        api: ApiType,
         method: &str,
         arg: &[u8],
     ) -> Result<CallOutcome> {
-        match self.method_export(id, method, ApiType::Update)? {
-            Ok(export) => {
-                let api = if export.starts_with("canister_update ") {
-                    ApiType::Update
-                } else {
-                    ApiType::ReplicatedQuery
-                };
-                self.execute(
-                    id,
-                    Entry {
-                        api,
-                        export: &export,
-                        method,
-                        arg: arg.to_vec(),
-                    },
-                )
+        let export = match self.method_export(id, method, api)? {
+            Ok(export) => export,
+            Err(r) => {
+                return Ok(CallOutcome {
+                    result: Err(r),
+                    report: MessageReport::default(),
+                })
             }
-            Err(r) => Ok(CallOutcome {
-                result: Err(r),
-                report: MessageReport::default(),
-            }),
-        }
-    }
-
-    pub(super) fn query_call(
-        &mut self,
-        id: Principal,
-        method: &str,
-        arg: &[u8],
-    ) -> Result<CallOutcome> {
-        match self.method_export(id, method, ApiType::Query)? {
-            Ok(export) => {
-                let api = if export.starts_with("canister_composite_query ") {
-                    ApiType::CompositeQuery
-                } else {
-                    ApiType::Query
-                };
-                self.execute(
-                    id,
-                    Entry {
-                        api,
-                        export: &export,
-                        method,
-                        arg: arg.to_vec(),
-                    },
-                )
+        };
+        let api = match api {
+            ApiType::Update if !export.starts_with("canister_update ") => ApiType::ReplicatedQuery,
+            ApiType::Query if export.starts_with("canister_composite_query ") => {
+                ApiType::CompositeQuery
             }
-            Err(r) => Ok(CallOutcome {
-                result: Err(r),
-                report: MessageReport::default(),
-            }),
-        }
+            api => api,
+        };
+        let entry = Entry {
+            api,
+            export: &export,
+            method,
+            arg: arg.to_vec(),
+        };
+        self.execute(id, entry)
     }
 
     fn method_export(

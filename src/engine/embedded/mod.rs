@@ -379,11 +379,11 @@ impl Engine for EmbeddedEngine {
     }
 
     fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
-        self.update_call(id, method, arg)
+        self.call(id, ApiType::Update, method, arg)
     }
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
-        self.query_call(id, method, arg)
+        self.call(id, ApiType::Query, method, arg)
     }
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
