@@ -2,12 +2,14 @@
 //! cannot address past 4 GiB) and the 64-bit one; the native stable accesses' cache is kept
 //! equal to stable memory around each host access.
 
+use std::ops::Range;
+
 use wasmtime::{Error, Result};
 
 use super::heap_access::{heap_and_state, heap_range};
 use super::native_stable::sync_native_size;
 use super::registration::{charge, violation, Def, C};
-use super::HostTrap;
+use super::{HostState, HostTrap};
 use crate::engine::cost::{self, ApiFee, Limits};
 use crate::engine::embedded::memory::stable::StableError;
 
@@ -103,6 +105,28 @@ fn stable_err(e: StableError, api: &str, limits: &Limits) -> Error {
     }
 }
 
+/// What a stable memory access does first: charges `fee` for `size` bytes, checks the heap
+/// range at `heap_at`, and copies back into stable memory the pages of its range at `offset`
+/// that the native stable accesses wrote in their cache. Gives the heap, the host state and
+/// the heap range.
+#[inline]
+fn begin_access<'a>(
+    caller: &'a mut C<'_>,
+    api: &str,
+    fee: ApiFee,
+    heap_at: u64,
+    offset: u64,
+    size: u64,
+) -> Result<(&'a mut [u8], &'a mut HostState, Range<usize>)> {
+    charge(caller, fee.charge(size))?;
+    let (data, state) = heap_and_state(caller, api)?;
+    let r = heap_range(data.len(), api, heap_at, size)?;
+    if let Some(native) = &state.native_stable {
+        native.write_back_range(&mut state.stable, offset, size);
+    }
+    Ok((data, state, r))
+}
+
 /// `stable_read` and `stable64_read`: charges `fee` for `size` bytes and copies them from
 /// stable memory at `offset` to the heap at `dst`.
 fn read(
@@ -113,12 +137,7 @@ fn read(
     offset: u64,
     size: u64,
 ) -> Result<()> {
-    charge(caller, fee.charge(size))?;
-    let (data, state) = heap_and_state(caller, api)?;
-    let r = heap_range(data.len(), api, dst, size)?;
-    if let Some(native) = &state.native_stable {
-        native.write_back_range(&mut state.stable, offset, size);
-    }
+    let (data, state, r) = begin_access(caller, api, fee, dst, offset, size)?;
     state
         .stable
         .read(offset, &mut data[r])
@@ -140,12 +159,7 @@ fn write(
     src: u64,
     size: u64,
 ) -> Result<()> {
-    charge(caller, fee.charge(size))?;
-    let (data, state) = heap_and_state(caller, api)?;
-    let r = heap_range(data.len(), api, src, size)?;
-    if let Some(native) = &state.native_stable {
-        native.write_back_range(&mut state.stable, offset, size);
-    }
+    let (data, state, r) = begin_access(caller, api, fee, src, offset, size)?;
     let newly_dirty = state
         .stable
         .write(offset, &data[r.clone()])
