@@ -333,12 +333,19 @@ mod tests {
         assert_eq!(nonzero.iter().collect::<Vec<_>>(), vec![3, 4]);
     }
 
+    /// A `pages`-page image whose pages `written` each hold their own number in every byte.
+    pub(super) fn image_of(pages: usize, written: &[u32]) -> HeapImage {
+        let mut image = HeapImage::default();
+        image.set_len(pages * OS_PAGE).unwrap();
+        for &page in written {
+            image.write_page(page, &[page as u8; OS_PAGE]);
+        }
+        image
+    }
+
     #[test]
     fn shrinking_zeroes_the_cut_pages_for_a_later_grow() {
-        let mut image = HeapImage::default();
-        image.set_len(8 * OS_PAGE).unwrap();
-        image.write_page(1, &[1u8; OS_PAGE]);
-        image.write_page(6, &[6u8; OS_PAGE]);
+        let mut image = image_of(8, &[1, 6]);
         image.set_len(4 * OS_PAGE).unwrap();
         assert_eq!(image.written_pages().collect::<Vec<_>>(), vec![1]);
         image.set_len(8 * OS_PAGE).unwrap();

@@ -495,6 +495,7 @@ fn new_frozen_file(len: usize) -> Result<(HeapImage, std::os::fd::OwnedFd)> {
 mod tests {
     use super::*;
     use crate::engine::embedded::memory::heap::{protect, reserve};
+    use crate::engine::embedded::memory::image::tests::image_of;
 
     /// Anonymous (private, written) kB of the mapping that starts at `addr`, from smaps:
     /// what a copy-on-write view of a frozen heap costs on its own.
@@ -544,10 +545,7 @@ mod tests {
 
     #[test]
     fn a_frozen_heap_is_shared_and_each_view_pays_for_its_writes() {
-        let mut image = HeapImage::default();
-        image.set_len(64 * OS_PAGE).unwrap();
-        image.write_page(3, &[3u8; OS_PAGE]);
-        image.write_page(40, &[40u8; OS_PAGE]);
+        let image = image_of(64, &[3, 40]);
         let frozen = FrozenHeap::of(image.as_slice(), image.written()).unwrap();
         let original = image.as_slice().to_vec();
         drop(image);
@@ -619,10 +617,7 @@ mod tests {
 
     #[test]
     fn a_layered_heap_has_its_parents_bytes_but_its_own_pages_everywhere() {
-        let mut image = HeapImage::default();
-        image.set_len(16 * OS_PAGE).unwrap();
-        image.write_page(2, &[2u8; OS_PAGE]);
-        image.write_page(9, &[9u8; OS_PAGE]);
+        let image = image_of(16, &[2, 9]);
         let base = std::sync::Arc::new(image.freeze().unwrap());
         // A canister loaded from `base`, then a message wrote 9 and 12.
         let mut live = Live::new(16);
@@ -668,9 +663,7 @@ mod tests {
 
     #[test]
     fn reverting_a_view_drops_its_copies_and_any_other_heap_gets_the_bytes() {
-        let mut image = HeapImage::default();
-        image.set_len(16 * OS_PAGE).unwrap();
-        image.write_page(3, &[3u8; OS_PAGE]);
+        let image = image_of(16, &[3]);
         let frozen = image.freeze().unwrap();
 
         let mut live = Live::new(16);
@@ -741,8 +734,7 @@ mod tests {
         let frozen = HeapImage::default().freeze().unwrap();
         assert_eq!(frozen.len(), 0);
         assert_eq!(frozen.written_pages().count(), 0);
-        let mut image = HeapImage::default();
-        image.set_len(2 * OS_PAGE).unwrap();
+        let image = image_of(2, &[]);
         let frozen = image.freeze().unwrap();
         let mut other = vec![0u8; OS_PAGE];
         // SAFETY: refused before anything is mapped.
