@@ -279,60 +279,60 @@ struct MessageLog {
 /// The Wasm pages a message touched, as the deterministic memory tracker counts them.
 #[derive(Default)]
 struct WasmPageLog {
-    accessed: PageBits,
-    written: PageBits,
-    /// The pages of `accessed` and `written` in the order they were first touched (for the
-    /// page map).
-    accessed_order: Vec<u64>,
-    written_order: Vec<u64>,
-    /// The last Wasm page accessed and written (see `MessageLog::last_accessed`).
-    last_accessed: Option<u64>,
-    last_written: Option<u64>,
+    accessed: PagesInOrder,
+    written: PagesInOrder,
 }
 
 impl WasmPageLog {
     #[inline]
     fn access(&mut self, pages: std::ops::Range<u64>) {
-        if pages.end == pages.start + 1 && self.last_accessed == Some(pages.start) {
-            return;
-        }
-        self.access_new(pages)
-    }
-
-    fn access_new(&mut self, pages: std::ops::Range<u64>) {
-        self.last_accessed = pages.clone().last().or(self.last_accessed);
-        for p in pages {
-            if self.accessed.insert(p) {
-                self.accessed_order.push(p);
-            }
-        }
+        self.accessed.note(pages)
     }
 
     #[inline]
     fn write(&mut self, pages: std::ops::Range<u64>) {
-        self.access(pages.clone());
-        if pages.end == pages.start + 1 && self.last_written == Some(pages.start) {
-            return;
-        }
-        self.write_new(pages)
-    }
-
-    fn write_new(&mut self, pages: std::ops::Range<u64>) {
-        self.last_written = pages.clone().last().or(self.last_written);
-        for p in pages {
-            if self.written.insert(p) {
-                self.written_order.push(p);
-            }
-        }
+        self.accessed.note(pages.clone());
+        self.written.note(pages)
     }
 
     fn clear(&mut self) {
         self.accessed.clear();
         self.written.clear();
-        self.accessed_order.clear();
-        self.written_order.clear();
-        self.last_accessed = None;
-        self.last_written = None;
+    }
+}
+
+/// A set of Wasm pages that remembers the order they joined it in.
+#[derive(Default)]
+struct PagesInOrder {
+    pages: PageBits,
+    /// The pages in the order they were first noted (for the page map).
+    order: Vec<u64>,
+    /// The last page noted (see `MessageLog::last_accessed`).
+    last: Option<u64>,
+}
+
+impl PagesInOrder {
+    #[inline]
+    fn note(&mut self, pages: std::ops::Range<u64>) {
+        if pages.end == pages.start + 1 && self.last == Some(pages.start) {
+            return;
+        }
+        self.note_new(pages)
+    }
+
+    fn note_new(&mut self, pages: std::ops::Range<u64>) {
+        self.last = pages.clone().last().or(self.last);
+        for p in pages {
+            if self.pages.insert(p) {
+                self.order.push(p);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.pages.clear();
+        self.order.clear();
+        self.last = None;
     }
 }
 
@@ -401,12 +401,18 @@ impl StableMemory {
 
     /// Wasm pages accessed in the current message (0 unless counted, see [`Self::begin`]).
     pub fn wasm_pages_accessed(&self) -> u64 {
-        self.log.wasm_pages.as_ref().map_or(0, |w| w.accessed.len())
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or(0, |w| w.accessed.pages.len())
     }
 
     /// Wasm pages written in the current message (0 unless counted).
     pub fn wasm_pages_written(&self) -> u64 {
-        self.log.wasm_pages.as_ref().map_or(0, |w| w.written.len())
+        self.log
+            .wasm_pages
+            .as_ref()
+            .map_or(0, |w| w.written.pages.len())
     }
 
     /// The Wasm pages accessed and written in the current message, each in the order of its
@@ -416,7 +422,7 @@ impl StableMemory {
             .wasm_pages
             .as_ref()
             .map_or((Vec::new(), Vec::new()), |w| {
-                (w.accessed_order.clone(), w.written_order.clone())
+                (w.accessed.order.clone(), w.written.order.clone())
             })
     }
 
@@ -427,7 +433,7 @@ impl StableMemory {
         self.log
             .wasm_pages
             .as_ref()
-            .map_or(0, |w| w.accessed.len() + w.written.len())
+            .map_or(0, |w| w.accessed.pages.len() + w.written.pages.len())
     }
 
     pub fn commit(&mut self) {

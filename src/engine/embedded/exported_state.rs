@@ -1,0 +1,203 @@
+//! A canister's state exported to bytes and imported into a fresh engine (the disk cache
+//! of installed canisters), keyed by what decides the state.
+
+use super::*;
+
+impl EmbeddedEngine {
+    pub(super) fn exported_state_key(&self, wasm: &[u8]) -> Result<Option<[u8; 32]>> {
+        if disk_cache::dir().is_none() || !self.is_fresh() {
+            return Ok(None);
+        }
+        let raw = decompress(wasm)?;
+        let hash: [u8; 32] = Sha256::digest(&raw).into();
+        let mut h = Sha256::new();
+        h.update(STATE_FORMAT);
+        // The module entry's key covers the module, the counter, wasmtime and the engine's
+        // sources; the limits decide what a message may do.
+        h.update(module_key(&hash, self.counter, false));
+        h.update(format!("{:?}", self.limits).as_bytes());
+        h.update(self.replica.name.as_bytes());
+        Ok(Some(h.finalize().into()))
+    }
+
+    pub(super) fn export(&mut self, id: Principal) -> Result<ExportedState> {
+        if self.canisters.len() != 1 || id != canister_id(0) {
+            bail!("only the first and only canister of an engine can be exported");
+        }
+        let version = self.canister(id)?.version;
+        let saved = self.save(id)?;
+        let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
+        // Everything that can fail, and everything the engine must give, is taken here;
+        // the pages are shared with the engine (frozen) and written out later.
+        let mut head = Vec::new();
+        head.extend_from_slice(STATE_FORMAT);
+        head.extend_from_slice(&saved.module.wasm_hash);
+        put(&mut head, self.time_ns);
+        put(&mut head, self.next_canister);
+        put(&mut head, version);
+        let mut globals = Vec::new();
+        put(&mut globals, saved.globals.len() as u64);
+        for g in &saved.globals {
+            let (tag, bits): (u64, u128) = match g {
+                Val::I32(v) => (0, *v as u32 as u128),
+                Val::I64(v) => (1, *v as u64 as u128),
+                Val::F32(v) => (2, *v as u128),
+                Val::F64(v) => (3, *v as u128),
+                Val::V128(v) => (4, v.as_u128()),
+                other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
+            };
+            put(&mut globals, tag);
+            globals.extend_from_slice(&bits.to_le_bytes());
+        }
+        let mut tail = Vec::new();
+        put(&mut tail, saved.certified_data.len() as u64);
+        tail.extend_from_slice(&saved.certified_data);
+        put(&mut tail, saved.global_timer);
+        let (heap, stable) = (saved.heap, saved.stable);
+        Ok(ExportedState::new(move |w| {
+            let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
+            w.write_all(&head)?;
+            put(w, heap.len() as u64)?;
+            let pages: Vec<u32> = heap.written_pages().collect();
+            put(w, pages.len() as u64)?;
+            for p in pages {
+                put(w, p as u64)?;
+                w.write_all(heap.page(p))?;
+            }
+            w.write_all(&globals)?;
+            put(w, stable.size_wasm_pages())?;
+            put(w, stable.stored_pages() as u64)?;
+            let mut written = Ok(());
+            stable.for_each_page(|n, bytes| {
+                if written.is_ok() {
+                    written = put(w, n).and_then(|()| w.write_all(bytes));
+                }
+            });
+            written?;
+            w.write_all(&tail)
+        }))
+    }
+
+    pub(super) fn import(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
+        if !self.is_fresh() {
+            bail!("a state can only be imported into a fresh engine");
+        }
+        let module = self.module_of(wasm)?;
+        let mut r = StateReader(state);
+        if r.bytes(STATE_FORMAT.len())? != STATE_FORMAT {
+            bail!("not a canister state of this format");
+        }
+        if r.bytes(32)? != module.wasm_hash {
+            bail!("the state was made with another module");
+        }
+        let (time_ns, next_canister, version) = (r.u64()?, r.u64()?, r.u64()?);
+        if next_canister != 1 {
+            bail!("the state holds {next_canister} canisters, not 1");
+        }
+        // The pages are only located here; the heap's and stable memory's copies are made
+        // side by side below (a default run's state is 420 MB).
+        let heap_len = usize::try_from(r.u64()?)?;
+        let heap_pages = (heap_len / OS_PAGE) as u64;
+        let mut heap = Vec::new();
+        for _ in 0..r.u64()? {
+            let p = r.u64()?;
+            if p >= heap_pages {
+                bail!("heap page {p} is past the heap's {heap_pages} pages");
+            }
+            if heap.last().is_some_and(|&(last, _)| last >= p as u32) {
+                bail!("heap page {p} is out of order");
+            }
+            heap.push((p as u32, r.bytes(OS_PAGE)?));
+        }
+        let mut globals = Vec::new();
+        for _ in 0..r.u64()? {
+            let tag = r.u64()?;
+            let bits = u128::from_le_bytes(r.bytes(16)?.try_into().unwrap());
+            globals.push(match tag {
+                0 => Val::I32(bits as u32 as i32),
+                1 => Val::I64(bits as u64 as i64),
+                2 => Val::F32(bits as u32),
+                3 => Val::F64(bits as u64),
+                4 => Val::V128(bits.into()),
+                _ => bail!("unknown global type tag {tag}"),
+            });
+        }
+        let stable_size = r.u64()?;
+        let mut stable_pages = Vec::new();
+        for _ in 0..r.u64()? {
+            let n = r.u64()?;
+            stable_pages.push((n, r.bytes(OS_PAGE)?));
+        }
+        let (heap, stable) = std::thread::scope(|scope| {
+            let stable = scope.spawn(|| StableImage::from_pages(stable_size, &stable_pages));
+            let heap = FrozenHeap::from_pages(heap_len, heap.into_iter());
+            let stable = stable
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (heap, stable)
+        });
+        let (heap, stable) = (heap?, stable?);
+        let certified_len = usize::try_from(r.u64()?)?;
+        let certified_data = r.bytes(certified_len)?.to_vec();
+        let global_timer = r.u64()?;
+        if !r.0.is_empty() {
+            bail!("{} bytes after the state", r.0.len());
+        }
+        let saved = SavedState {
+            module: module.clone(),
+            heap: Arc::new(heap),
+            globals,
+            stable,
+            certified_data,
+            global_timer,
+        };
+        let id = canister_id(0);
+        self.canisters.insert(
+            id,
+            Canister {
+                module: Some(module),
+                ..Canister::empty(version)
+            },
+        );
+        let loaded = self.load(id, &saved).and_then(|()| {
+            let c = self.canister(id)?;
+            let have = c.live.as_ref().map_or(0, |i| i.globals.len());
+            if have != saved.globals.len() {
+                bail!(
+                    "the state has {} mutable globals, the module {have}",
+                    saved.globals.len()
+                );
+            }
+            Ok(())
+        });
+        if let Err(e) = loaded {
+            self.canisters.clear();
+            return Err(e);
+        }
+        self.time_ns = time_ns;
+        self.next_canister = next_canister;
+        // The exporting engine installed this module, successfully, and nothing else.
+        self.expected_compiled_wasms.insert(module_hash(wasm));
+        Ok(id)
+    }
+}
+
+/// The first bytes of an exported canister state; the number changes with the layout.
+const STATE_FORMAT: &[u8; 24] = b"icbench canister state 1";
+
+/// Reads an exported state, refusing to read past its end.
+struct StateReader<'a>(&'a [u8]);
+
+impl<'a> StateReader<'a> {
+    fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        if self.0.len() < n {
+            bail!("the state ends early");
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
+    }
+}
