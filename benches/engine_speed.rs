@@ -37,6 +37,7 @@ mod native_stable;
 
 use candid::{Decode, Encode};
 use icbench::engine::cost::Limits;
+use icbench::engine::counter_reads::CounterReads;
 use icbench::engine::embedded::memory::charges::Tracker;
 use icbench::engine::embedded::memory::stable::{StableImage, StableMemory};
 use icbench::engine::embedded::system_api::{
@@ -293,6 +294,8 @@ impl PlainCanister {
             profiler: None,
             tracker: Tracker::new(None),
             native_stable: None,
+            counter_reads: CounterReads::Off,
+            reads: Vec::new(),
         };
         let mut store = wasmtime::Store::new(&engine, state);
         let instance = linker

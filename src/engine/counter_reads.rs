@@ -48,8 +48,8 @@ fn columns(p: &PageCounts) -> [u64; 5] {
     ]
 }
 
-/// Packs a read's index and some of its page columns into one u64: `index * M + Σ digit_i
-/// * W_i`, with a mixed radix (`radix[i]` is one more than the largest digit, `W_i` the
+/// Packs a read's index and some of its page columns into one u64:
+/// `index * M + Σ digit_i * W_i`, with a mixed radix (`radix[i]` is one more than the largest digit, `W_i` the
 /// product of the radices before it, `M` the product of all). The page charge is encoded in
 /// units of `unit` (every charge so far is a multiple of it). A column without a radix is
 /// not encoded. Differences of two values, summed over disjoint intervals, stay below `M` per
