@@ -2,7 +2,7 @@
 //! `ic0.stable64_read` or `stable64_write` calls run as one update message (instrumented,
 //! metered, pages tracked), against the same loop on plain wasmtime calling a host function
 //! that does nothing (wasmtime's own cost of a host call). A StableBTreeMap's fill makes
-//! about 178 such calls per row (docs/performance.md, "System API calls").
+//! about 178 such calls per row (docs/engine.md, "Stable memory accessed from Wasm").
 //!
 //! Run with `cargo bench --bench host_calls`; `ONLY=<name prefix>` runs one workload.
 //! Wall time of one timed run each, after a warm-up run; expect a few ns of noise.
