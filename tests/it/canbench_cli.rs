@@ -29,22 +29,23 @@ impl Scratch {
     fn read(&self, f: &str) -> String {
         std::fs::read_to_string(self.path(f)).unwrap()
     }
+    /// `icbench SUBCOMMAND ARGS` in the scratch directory.
+    fn command(&self, subcommand: &str, args: &[&str]) -> std::process::Command {
+        let mut command = crate::support::icbench_command();
+        command.arg(subcommand).args(args).current_dir(&self.0);
+        command
+    }
+
     /// `icbench merge ARGS` in the scratch directory.
     fn merge(&self, args: &[&str]) -> Output {
-        crate::support::icbench_command()
-            .arg("merge")
-            .args(args)
-            .current_dir(&self.0)
+        self.command("merge", args)
             .env("NO_COLOR", "1")
             .output()
             .unwrap()
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        crate::support::icbench_command()
-            .arg("canbench")
-            .args(args)
-            .current_dir(&self.0)
+        self.command("canbench", args)
             .env_remove("CANBENCH_CFG_FILE")
             .env("NO_COLOR", "1")
             .output()
@@ -401,10 +402,7 @@ fn bad_inputs_are_clear_errors() {
     // A failing build stops the run, unless --no-build; CANBENCH_CFG_FILE names the config.
     s.write("failing_build.yml", config(&w, "build_cmd: exit 3\n"));
     let with_env = |args: &[&str]| {
-        crate::support::icbench_command()
-            .arg("canbench")
-            .args(args)
-            .current_dir(&s.0)
+        s.command("canbench", args)
             .env("CANBENCH_CFG_FILE", "failing_build.yml")
             .output()
             .unwrap()

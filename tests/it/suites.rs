@@ -1312,20 +1312,8 @@ fn fake_result(store: &str, mode: &str, workload: &str, per_event: f64) -> Scena
         batch: 10,
         rows_before: 2_000,
         method: "sysbench_run".into(),
-        args: String::new(),
-        status: Status::Ok,
-        instructions: 0,
-        instructions_per_row: 0.0,
         store_instructions: (per_event * 10.0) as u64,
         store_instructions_per_row: per_event,
-        cycles: 0,
-        usd: 0.0,
-        heap_pages_delta: 0,
-        stable_pages_delta: 0,
-        heap_dirty_pages: 0,
-        stable_dirty_pages: 0,
-        bytes: 0,
-        ingress_cycles: 0,
         ..ScenarioResult::default()
     }
 }
