@@ -287,6 +287,7 @@ fn removed(new: &Results, old: &Results, failed: &[(String, String)]) -> Vec<(St
 /// errors) against the results file (`old`): what moved first, regressions, improvements,
 /// new, removed and failed benchmarks, then every row folded. Rows are bench totals and
 /// scopes (`bench::scope`); a row regresses when any of its three metrics does.
+#[allow(clippy::too_many_arguments)]
 pub fn comment(
     new: &Results,
     old: &Results,

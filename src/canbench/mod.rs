@@ -448,7 +448,11 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let positions: Vec<usize> = (0..selected.len()).filter(|&i| shard.includes(i)).collect();
     let ran = run_benches(runner, &selected, &positions, jobs)?;
     let names: Vec<String> = selected.into_iter().cloned().collect();
-    let (outcomes, traces, pages) = sort_out(ran, &names, &plan.results_path)?;
+    let Sorted {
+        outcomes,
+        traces,
+        pages,
+    } = sort_out(ran, &names, &plan.results_path)?;
     let output = Output::of(args, &plan);
     if shard.is_whole() {
         return finish(
@@ -567,13 +571,17 @@ fn run_benches(
     )
 }
 
-/// The outcomes, written traces and pages of the benches as run, in order; each trace of
-/// a bench that ran is written next to the results file.
-fn sort_out(
-    ran: Vec<Ran>,
-    names: &[String],
-    results_path: &Path,
-) -> Result<(Vec<BenchOutcome>, Vec<Option<PathBuf>>, Vec<BenchPages>)> {
+/// The benches as run, in order, each part on its own.
+struct Sorted {
+    outcomes: Vec<BenchOutcome>,
+    /// Where each bench's trace was written, for those that ran with one.
+    traces: Vec<Option<PathBuf>>,
+    pages: Vec<BenchPages>,
+}
+
+/// Sorts out the benches as run; each trace of a bench that ran is written next to the
+/// results file.
+fn sort_out(ran: Vec<Ran>, names: &[String], results_path: &Path) -> Result<Sorted> {
     let mut outcomes = Vec::with_capacity(ran.len());
     let mut traces = Vec::with_capacity(ran.len());
     let mut pages = Vec::with_capacity(ran.len());
@@ -586,7 +594,11 @@ fn sort_out(
         outcomes.push(ran.outcome);
         traces.push(written);
     }
-    Ok((outcomes, traces, pages))
+    Ok(Sorted {
+        outcomes,
+        traces,
+        pages,
+    })
 }
 
 /// How a run reports and which files it writes: the flags, kept in a shard's part so that
