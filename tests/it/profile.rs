@@ -115,11 +115,7 @@ fn check_with(
         let mut e = engine(counter);
         let (id, install) = e.install(wasm, &[]).unwrap();
         install.result.unwrap();
-        let out = if query {
-            e.query(id, method, &[]).unwrap()
-        } else {
-            e.update(id, method, &[]).unwrap()
-        };
+        let out = crate::support::send(&mut e, id, method, query);
         expect(&out, want);
         outs.push(out);
     }
