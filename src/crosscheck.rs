@@ -249,21 +249,8 @@ mod tests {
             operation: op.into(),
             batch,
             rows_before: 2_000,
-            method: String::new(),
-            args: String::new(),
-            status: Status::Ok,
             instructions: charged,
-            instructions_per_row: 0.0,
             store_instructions: store_i,
-            store_instructions_per_row: 0.0,
-            cycles: 0,
-            usd: 0.0,
-            heap_pages_delta: 0,
-            stable_pages_delta: 0,
-            heap_dirty_pages: 0,
-            stable_dirty_pages: 0,
-            bytes: 0,
-            ingress_cycles: 0,
             ..ScenarioResult::default()
         }
     }

@@ -287,6 +287,7 @@ fn removed(new: &Results, old: &Results, failed: &[(String, String)]) -> Vec<(St
 /// errors) against the results file (`old`): what moved first, regressions, improvements,
 /// new, removed and failed benchmarks, then every row folded. Rows are bench totals and
 /// scopes (`bench::scope`); a row regresses when any of its three metrics does.
+#[allow(clippy::too_many_arguments)]
 pub fn comment(
     new: &Results,
     old: &Results,
@@ -299,51 +300,110 @@ pub fn comment(
 ) -> Comment {
     let mut all = entries(new, old);
     set_pages(&mut all, pages_touched);
-    // This run's Wasm pages accessed plus written (what the memory tracker charges for);
-    // the results file keeps none, so there is no base to show.
-    let touched = |e: &Entry| e.pages.map_or("-".into(), |p| thousands(p.counted()));
-    let name = |e: &Entry| format!("`{}`", e.full_name());
-    let ins = |v: Option<u64>| v.map_or("-".into(), thousands);
-    let moved = |which: Class, heading: &str| {
-        let with_graphs = which == Class::Regressed && !graphs.is_empty();
-        let mut headers = vec![
-            "benchmark",
-            "base",
-            "new",
-            "change",
-            "change %",
-            "heap pages",
-            "stable pages",
-            "Wasm pages touched",
+    let gone = removed(new, old, failed);
+    let mut shown = vec![
+        moved_section(&all, t, Class::Regressed, "Regressions", graphs),
+        moved_section(&all, t, Class::Improved, "Improvements", &BTreeMap::new()),
+        new_section(&all, t),
+        removed_section(&gone),
+        failed_section(failed),
+    ];
+    shown.retain(|s| !s.rows.is_empty());
+    let n = |c: Class| all.iter().filter(|e| class(e, t) == c).count();
+    let headline = comment::headline(
+        title,
+        n(Class::Regressed),
+        n(Class::Improved),
+        t,
+        n(Class::Unchanged),
+        &[
+            (n(Class::New), "new"),
+            (gone.len(), "removed"),
+            (failed.len(), "failed"),
+        ],
+    );
+    let verdict = comment::verdict(
+        gate.failures(&all, t).len() + failed.len(),
+        &gate.describe(t),
+    );
+    Comment {
+        headline,
+        paragraphs: vec![about(&all, gone.len(), t), verdict],
+        shown,
+        details_summary: "Every benchmark and scope, with its instructions multiplier (new ÷ base)"
+            .into(),
+        details: vec![every_section(&all)],
+        marker: None,
+    }
+}
+
+/// A row's name in the comment, as code.
+fn row_name(e: &Entry) -> String {
+    format!("`{}`", e.full_name())
+}
+
+/// Instructions with thousands separators, `-` where there are none.
+fn instructions(v: Option<u64>) -> String {
+    v.map_or("-".into(), thousands)
+}
+
+/// This run's Wasm pages accessed plus written (what the memory tracker charges for);
+/// the results file keeps none, so there is no base to show.
+fn touched(e: &Entry) -> String {
+    e.pages.map_or("-".into(), |p| thousands(p.counted()))
+}
+
+/// The rows of class `which` (regressions or improvements), with a graph column when
+/// `graphs` has any.
+fn moved_section(
+    all: &[Entry],
+    t: f64,
+    which: Class,
+    heading: &str,
+    graphs: &BTreeMap<String, PathBuf>,
+) -> Section {
+    let with_graphs = !graphs.is_empty();
+    let mut headers = vec![
+        "benchmark",
+        "base",
+        "new",
+        "change",
+        "change %",
+        "heap pages",
+        "stable pages",
+        "Wasm pages touched",
+    ];
+    if with_graphs {
+        headers.push("differential flame graph");
+    }
+    let mut s = Section::new(heading, &headers);
+    if with_graphs {
+        s = s.align(headers.len() - 1, crate::report::Align::Left);
+    }
+    for e in all.iter().filter(|e| class(e, t) == which) {
+        let mut row = vec![
+            row_name(e),
+            instructions(e.instructions.prev),
+            instructions(e.instructions.curr),
+            e.instructions
+                .abs_delta()
+                .map_or("-".into(), signed_thousands),
+            e.instructions.percent_diff().map_or("-".into(), pct_change),
+            pages(&e.heap_increase),
+            pages(&e.stable_memory_increase),
+            touched(e),
         ];
         if with_graphs {
-            headers.push("differential flame graph");
+            row.push(comment::graph_cell(
+                graphs.get(&e.full_name()).map(PathBuf::as_path),
+            ));
         }
-        let mut s = Section::new(heading, &headers);
-        if with_graphs {
-            s = s.align(headers.len() - 1, crate::report::Align::Left);
-        }
-        for e in all.iter().filter(|e| class(e, t) == which) {
-            let mut row = vec![
-                name(e),
-                ins(e.instructions.prev),
-                ins(e.instructions.curr),
-                e.instructions
-                    .abs_delta()
-                    .map_or("-".into(), signed_thousands),
-                e.instructions.percent_diff().map_or("-".into(), pct_change),
-                pages(&e.heap_increase),
-                pages(&e.stable_memory_increase),
-                touched(e),
-            ];
-            if with_graphs {
-                let graph = graphs.get(&e.full_name());
-                row.push(graph.map_or(String::new(), |p| format!("`{}`", p.display())));
-            }
-            s.rows.push(row);
-        }
-        s
-    };
+        s.rows.push(row);
+    }
+    s
+}
+
+fn new_section(all: &[Entry], t: f64) -> Section {
     let mut added = Section::new(
         "New benchmarks",
         &[
@@ -356,36 +416,36 @@ pub fn comment(
     );
     for e in all.iter().filter(|e| class(e, t) == Class::New) {
         added.rows.push(vec![
-            name(e),
-            ins(e.instructions.curr),
+            row_name(e),
+            instructions(e.instructions.curr),
             pages(&e.heap_increase),
             pages(&e.stable_memory_increase),
             touched(e),
         ]);
     }
-    let gone = removed(new, old, failed);
-    let mut removed_section = Section::new("Removed benchmarks", &["benchmark", "base"]);
-    for (n, i) in &gone {
-        removed_section
-            .rows
-            .push(vec![format!("`{n}`"), thousands(*i)]);
+    added
+}
+
+fn removed_section(gone: &[(String, u64)]) -> Section {
+    let mut s = Section::new("Removed benchmarks", &["benchmark", "base"]);
+    for (n, i) in gone {
+        s.rows.push(vec![format!("`{n}`"), thousands(*i)]);
     }
-    let mut failures = Section::new("Failed benchmarks", &["benchmark", "error"])
+    s
+}
+
+fn failed_section(failed: &[(String, String)]) -> Section {
+    let mut s = Section::new("Failed benchmarks", &["benchmark", "error"])
         .align(1, crate::report::Align::Left);
     for (n, error) in failed {
-        failures
-            .rows
+        s.rows
             .push(vec![format!("`{n}`"), comment::cell(error, 300)]);
     }
-    let mut shown = vec![
-        moved(Class::Regressed, "Regressions"),
-        moved(Class::Improved, "Improvements"),
-        added,
-        removed_section,
-        failures,
-    ];
-    shown.retain(|s| !s.rows.is_empty());
+    s
+}
 
+/// Every row, folded, with its instructions multiplier.
+fn every_section(all: &[Entry]) -> Section {
     let mut every = Section::new(
         "Benchmarks and scopes",
         &[
@@ -399,11 +459,11 @@ pub fn comment(
             "Wasm pages touched",
         ],
     );
-    for e in &all {
+    for e in all {
         every.rows.push(vec![
-            name(e),
-            ins(e.instructions.prev),
-            ins(e.instructions.curr),
+            row_name(e),
+            instructions(e.instructions.prev),
+            instructions(e.instructions.curr),
             e.instructions.percent_diff().map_or("-".into(), pct_change),
             multiplier(instructions_ratio(e)),
             pages(&e.heap_increase),
@@ -411,26 +471,12 @@ pub fn comment(
             touched(e),
         ]);
     }
+    every
+}
 
-    let n = |c: Class| all.iter().filter(|e| class(e, t) == c).count();
-    let mut headline = format!(
-        "### {title}: {}, {} beyond ±{t}%, {} unchanged",
-        count(n(Class::Regressed), "regression", "regressions"),
-        count(n(Class::Improved), "improvement", "improvements"),
-        thousands(n(Class::Unchanged) as u64)
-    );
-    let others: Vec<String> = [
-        (n(Class::New), "new"),
-        (gone.len(), "removed"),
-        (failed.len(), "failed"),
-    ]
-    .into_iter()
-    .filter(|(k, _)| *k > 0)
-    .map(|(k, what)| format!("{} {what}", thousands(k as u64)))
-    .collect();
-    if !others.is_empty() {
-        headline.push_str(&format!("; {}", others.join(", ")));
-    }
+/// The paragraph under the headline: what was measured, the noise rule and how many
+/// unchanged rows moved inside it.
+fn about(all: &[Entry], removed: usize, t: f64) -> String {
     let within = all
         .iter()
         .filter(|e| {
@@ -440,9 +486,9 @@ pub fn comment(
                     .any(|v| v.abs_delta().is_some_and(|d| d != 0))
         })
         .count();
-    let about = format!(
+    format!(
         "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges 80,000 instructions each for; queries pay for the access only; on a scope's row, those first touched in the bench while the scope was open). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
-        count(all.len() + gone.len(), "row", "rows"),
+        count(all.len() + removed, "row", "rows"),
         match within {
             0 => "no unchanged row moved at all".to_string(),
             k => format!(
@@ -450,25 +496,7 @@ pub fn comment(
                 thousands(k as u64)
             ),
         }
-    );
-    let failures = gate.failures(&all, t);
-    let verdict = match (failures.len(), failed.len()) {
-        (0, 0) => format!("**Gate: passed** ({}).", gate.describe(t)),
-        (g, f) => format!(
-            "**Gate: failed**, {} ({}).",
-            count(g + f, "failure", "failures"),
-            gate.describe(t)
-        ),
-    };
-    Comment {
-        headline,
-        paragraphs: vec![about, verdict],
-        shown,
-        details_summary: "Every benchmark and scope, with its instructions multiplier (new ÷ base)"
-            .into(),
-        details: vec![every],
-        marker: None,
-    }
+    )
 }
 
 /// CSV percent: two decimals, and canbench's `1.0E99` for a change from 0.
@@ -529,7 +557,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use crate::canbench::results::m;
+    use crate::canbench::results::{bench, m};
 
     #[test]
     fn noise_threshold_classification() {
@@ -573,56 +601,29 @@ mod tests {
     #[test]
     fn csv_rows_match_canbench_unit_test() {
         // The rows of canbench-bin's csv_file test, built from results.
-        let new: Results = [
-            ("bench_a_regression", 11_000_000),
-            ("bench_b_no_change", 10_000_000),
-            ("bench_c_improvement", 9_000_000),
-            ("bench_d_positive_inf", 10_000_000),
-            ("bench_e_from_10M_to_0", 0),
-        ]
-        .into_iter()
-        .map(|(n, i)| {
-            (
-                n.to_string(),
-                BenchResult {
-                    total: m(1, i, 0, 0),
-                    scopes: BTreeMap::new(),
-                },
-            )
-        })
-        .chain([(
-            "bench_f_with_scope".to_string(),
-            BenchResult {
-                total: m(1, 5, 0, 1),
-                scopes: [("my_scope".to_string(), m(100, 10_000_000, 0, 0))].into(),
-            },
-        )])
-        .collect();
-        let old: Results = [
-            ("bench_a_regression", 10_000_000),
-            ("bench_b_no_change", 10_000_000),
-            ("bench_c_improvement", 10_000_000),
-            ("bench_d_positive_inf", 0),
-            ("bench_e_from_10M_to_0", 10_000_000),
-        ]
-        .into_iter()
-        .map(|(n, i)| {
-            (
-                n.to_string(),
-                BenchResult {
-                    total: m(1, i, 0, 0),
-                    scopes: BTreeMap::new(),
-                },
-            )
-        })
-        .chain([(
-            "bench_f_with_scope".to_string(),
-            BenchResult {
-                total: m(1, 5, 0, 0),
-                scopes: [("my_scope".to_string(), m(50, 9_000_000, 0, 0))].into(),
-            },
-        )])
-        .collect();
+        // Five benches by their instructions, then one with a scope.
+        let results = |instructions: [u64; 5], scoped: BenchResult| -> Results {
+            [
+                "bench_a_regression",
+                "bench_b_no_change",
+                "bench_c_improvement",
+                "bench_d_positive_inf",
+                "bench_e_from_10M_to_0",
+            ]
+            .into_iter()
+            .zip(instructions)
+            .map(|(n, i)| (n.to_string(), bench(m(1, i, 0, 0), &[])))
+            .chain([("bench_f_with_scope".to_string(), scoped)])
+            .collect()
+        };
+        let new = results(
+            [11_000_000, 10_000_000, 9_000_000, 10_000_000, 0],
+            bench(m(1, 5, 0, 1), &[("my_scope", m(100, 10_000_000, 0, 0))]),
+        );
+        let old = results(
+            [10_000_000, 10_000_000, 10_000_000, 0, 10_000_000],
+            bench(m(1, 5, 0, 0), &[("my_scope", m(50, 9_000_000, 0, 0))]),
+        );
         // canbench's rows, each followed by icbench's five page cells (empty: no pages).
         let text: String = csv(&entries(&new, &old))
             .lines()
@@ -650,20 +651,10 @@ mod tests {
     fn new_benches_and_new_scopes_have_empty_deltas() {
         let new: Results = [(
             "b".to_string(),
-            BenchResult {
-                total: m(1, 207, 0, 0),
-                scopes: [("s".to_string(), m(3, 10, 0, 0))].into(),
-            },
+            bench(m(1, 207, 0, 0), &[("s", m(3, 10, 0, 0))]),
         )]
         .into();
-        let old: Results = [(
-            "b".to_string(),
-            BenchResult {
-                total: m(1, 207, 0, 0),
-                scopes: BTreeMap::new(),
-            },
-        )]
-        .into();
+        let old: Results = [("b".to_string(), bench(m(1, 207, 0, 0), &[]))].into();
         let e = entries(&new, &old);
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].status.as_str(), e[1].status.as_str()), ("", "new"));
@@ -686,14 +677,14 @@ mod tests {
             page_charge_instructions: 80_000,
             ..PageCounts::default()
         };
-        let bench = |scopes: BTreeMap<String, PageCounts>| {
+        let bench_pages = |scopes: BTreeMap<String, PageCounts>| {
             let b = BenchPages {
                 total: Some(pages),
                 scopes,
             };
             [("b".to_string(), b)].into()
         };
-        set_pages(&mut e, &bench([("s".to_string(), scope)].into()));
+        set_pages(&mut e, &bench_pages([("s".to_string(), scope)].into()));
         let text = csv(&e);
         assert_eq!(
             text.lines().nth(1).unwrap(),
@@ -703,7 +694,7 @@ mod tests {
             text.lines().nth(2).unwrap(),
             "new,b::s,3,,,10,,,0,,,0,,,1,0,0,0,80000"
         );
-        set_pages(&mut e, &bench(BTreeMap::new()));
+        set_pages(&mut e, &bench_pages(BTreeMap::new()));
         assert_eq!(
             csv(&e).lines().nth(2).unwrap(),
             "new,b::s,3,,,10,,,0,,,0,,,,,,,"

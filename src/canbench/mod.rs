@@ -401,29 +401,8 @@ impl Runner {
 /// The whole command; `Ok(false)` when a benchmark failed.
 pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let plan = args.plan()?;
-    // The files this run will write are tried before the build and the benches.
     let shard = args.shard.unwrap_or(Shard::WHOLE);
-    if let (false, Some(dir)) = (shard.is_whole(), &args.out) {
-        crate::report::prepare_dir(dir)
-            .map_err(|e| anyhow!("--out {}: cannot write into it: {e}", dir.display()))?;
-        crate::interrupt::expect(
-            dir,
-            format!("the part of shard {shard} in {}", dir.display()),
-        );
-    } else {
-        let markdown = args.markdown.clone().unwrap_or_default();
-        for (wanted, path, flag) in [
-            (args.persist, &plan.results_path, "--persist"),
-            (args.csv, &plan.csv_path, "--csv"),
-            (args.markdown.is_some(), &markdown, "--markdown"),
-        ] {
-            if wanted {
-                crate::report::prepare_file(path)
-                    .map_err(|e| anyhow!("{flag}: cannot write {}: {e}", path.display()))?;
-                crate::interrupt::expect(path, path.display().to_string());
-            }
-        }
-    }
+    prepare_outputs(args, &plan, shard)?;
     if let Some(cmd) = &plan.build_cmd {
         build(cmd)?;
     }
@@ -432,23 +411,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     crate::engine::embedded::check_module(&wasm)
         .map_err(|e| anyhow!("{}: {e:#}", plan.wasm_path.display()))?;
     let all = discover(&wasm).with_context(|| plan.wasm_path.display().to_string())?;
-    if all.is_empty() {
-        bail!(
-            "no benchmarks found in {}: it exports no `{BENCH_PREFIX}*` methods (benches are made with canbench-rs' #[bench])",
-            plan.wasm_path.display()
-        );
-    }
-    let selected: Vec<&String> = all
-        .iter()
-        .filter(|n| args.pattern.as_ref().is_none_or(|p| n.contains(p.as_str())))
-        .collect();
-    if selected.is_empty() {
-        bail!(
-            "no benchmark name contains {:?}; the module has: {}",
-            args.pattern.as_deref().unwrap_or_default(),
-            all.join(", ")
-        );
-    }
+    let selected = select(&all, args.pattern.as_deref(), &plan.wasm_path)?;
     // The base's traces, before this run's are written over them.
     let base = if args.instruction_tracing && args.markdown.is_some() {
         base_traces(&plan.results_path, &selected, &old)
@@ -483,52 +446,14 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     };
     // A bench keeps its place in the whole run (its clock) whichever part runs it.
     let positions: Vec<usize> = (0..selected.len()).filter(|&i| shard.includes(i)).collect();
-    // This thread runs benches on `runner`, jobs - 1 threads on forks of it.
-    let mut forks = if jobs > 1 && positions.len() > 1 {
-        runner.fork(jobs.min(positions.len()) - 1)?
-    } else {
-        Vec::new()
-    };
-    let ran: Vec<Ran> = in_parallel(
-        &mut forks,
-        &mut |i| runner.run_nth(i, selected[i]),
-        &positions,
-        &|r: &mut Runner, i| r.run_nth(i, selected[i]),
-        &mut |_| {},
-    )?;
+    let ran = run_benches(runner, &selected, &positions, jobs)?;
     let names: Vec<String> = selected.into_iter().cloned().collect();
-    let mut outcomes = Vec::with_capacity(ran.len());
-    let mut traces = Vec::with_capacity(ran.len());
-    let mut pages = Vec::with_capacity(ran.len());
-    for (ran, name) in ran.into_iter().zip(&names) {
-        pages.push(ran.pages.clone());
-        let written = match (&ran.outcome, &ran.trace) {
-            (Ok(_), Some(trace)) => Some(write_trace(&plan.results_path, name, trace)?),
-            _ => None,
-        };
-        outcomes.push(ran.outcome);
-        traces.push(written);
-    }
-    let output = Output {
-        noise_threshold: args.noise_threshold,
-        less_verbose: args.less_verbose,
-        show_summary: args.show_summary,
-        hide_results: args.hide_results,
-        persist: args.persist,
-        csv: args.csv,
-        results_path: plan.results_path.clone(),
-        csv_path: plan.csv_path.clone(),
-        markdown: args.markdown.clone(),
-        comment: CommentOutput {
-            title: args.comment.title.clone(),
-            marker: args.comment.marker.clone(),
-            max_chars: args.comment.max_chars,
-            gate: compare::Gate {
-                on_regression: args.fail_on_regression,
-                max_ratio: args.max_ratio,
-            },
-        },
-    };
+    let Sorted {
+        outcomes,
+        traces,
+        pages,
+    } = sort_out(ran, &names, &plan.results_path)?;
+    let output = Output::of(args, &plan);
     if shard.is_whole() {
         return finish(
             replica, &names, outcomes, &pages, &traces, &base, &old, &output, None,
@@ -571,6 +496,111 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     Ok(ok)
 }
 
+/// Tries the files this run will write (a shard's part directory, else the results, CSV
+/// and comment files it was asked for) before the build and the benches.
+fn prepare_outputs(args: &CanbenchArgs, plan: &Plan, shard: Shard) -> Result<()> {
+    if let (false, Some(dir)) = (shard.is_whole(), &args.out) {
+        crate::report::prepare_dir(dir)
+            .map_err(|e| anyhow!("--out {}: cannot write into it: {e}", dir.display()))?;
+        crate::interrupt::expect(
+            dir,
+            format!("the part of shard {shard} in {}", dir.display()),
+        );
+        return Ok(());
+    }
+    let markdown = args.markdown.clone().unwrap_or_default();
+    for (wanted, path, flag) in [
+        (args.persist, &plan.results_path, "--persist"),
+        (args.csv, &plan.csv_path, "--csv"),
+        (args.markdown.is_some(), &markdown, "--markdown"),
+    ] {
+        if wanted {
+            crate::report::prepare_file(path)
+                .map_err(|e| anyhow!("{flag}: cannot write {}: {e}", path.display()))?;
+            crate::interrupt::expect(path, path.display().to_string());
+        }
+    }
+    Ok(())
+}
+
+/// The benches of `all` whose name contains `pattern` (all without one); an error when
+/// none is left.
+fn select<'a>(
+    all: &'a [String],
+    pattern: Option<&str>,
+    wasm_path: &Path,
+) -> Result<Vec<&'a String>> {
+    if all.is_empty() {
+        bail!(
+            "no benchmarks found in {}: it exports no `{BENCH_PREFIX}*` methods (benches are made with canbench-rs' #[bench])",
+            wasm_path.display()
+        );
+    }
+    let selected: Vec<&String> = all
+        .iter()
+        .filter(|n| pattern.is_none_or(|p| n.contains(p)))
+        .collect();
+    if selected.is_empty() {
+        bail!(
+            "no benchmark name contains {:?}; the module has: {}",
+            pattern.unwrap_or_default(),
+            all.join(", ")
+        );
+    }
+    Ok(selected)
+}
+
+/// Runs the benches at `positions` of `selected`, on `runner` and on `jobs - 1` forks of it.
+fn run_benches(
+    mut runner: Runner,
+    selected: &[&String],
+    positions: &[usize],
+    jobs: usize,
+) -> Result<Vec<Ran>> {
+    let mut forks = if jobs > 1 && positions.len() > 1 {
+        runner.fork(jobs.min(positions.len()) - 1)?
+    } else {
+        Vec::new()
+    };
+    in_parallel(
+        &mut forks,
+        &mut |i| runner.run_nth(i, selected[i]),
+        positions,
+        &|r: &mut Runner, i| r.run_nth(i, selected[i]),
+        &mut |_| {},
+    )
+}
+
+/// The benches as run, in order, each part on its own.
+struct Sorted {
+    outcomes: Vec<BenchOutcome>,
+    /// Where each bench's trace was written, for those that ran with one.
+    traces: Vec<Option<PathBuf>>,
+    pages: Vec<BenchPages>,
+}
+
+/// Sorts out the benches as run; each trace of a bench that ran is written next to the
+/// results file.
+fn sort_out(ran: Vec<Ran>, names: &[String], results_path: &Path) -> Result<Sorted> {
+    let mut outcomes = Vec::with_capacity(ran.len());
+    let mut traces = Vec::with_capacity(ran.len());
+    let mut pages = Vec::with_capacity(ran.len());
+    for (ran, name) in ran.into_iter().zip(names) {
+        pages.push(ran.pages.clone());
+        let written = match (&ran.outcome, &ran.trace) {
+            (Ok(_), Some(trace)) => Some(write_trace(results_path, name, trace)?),
+            _ => None,
+        };
+        outcomes.push(ran.outcome);
+        traces.push(written);
+    }
+    Ok(Sorted {
+        outcomes,
+        traces,
+        pages,
+    })
+}
+
 /// How a run reports and which files it writes: the flags, kept in a shard's part so that
 /// the merge reports as the unsharded run would.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -588,6 +618,32 @@ pub struct Output {
     pub markdown: Option<PathBuf>,
     #[serde(default)]
     pub comment: CommentOutput,
+}
+
+impl Output {
+    /// The flags' settings, with the paths of `plan`.
+    fn of(args: &CanbenchArgs, plan: &Plan) -> Output {
+        Output {
+            noise_threshold: args.noise_threshold,
+            less_verbose: args.less_verbose,
+            show_summary: args.show_summary,
+            hide_results: args.hide_results,
+            persist: args.persist,
+            csv: args.csv,
+            results_path: plan.results_path.clone(),
+            csv_path: plan.csv_path.clone(),
+            markdown: args.markdown.clone(),
+            comment: CommentOutput {
+                title: args.comment.title.clone(),
+                marker: args.comment.marker.clone(),
+                max_chars: args.comment.max_chars,
+                gate: compare::Gate {
+                    on_regression: args.fail_on_regression,
+                    max_ratio: args.max_ratio,
+                },
+            },
+        }
+    }
 }
 
 /// The comment's settings and the gate, as the flags gave them.
@@ -871,22 +927,15 @@ mod tests {
             init_args: Some("xyz".into()),
             ..args.clone()
         };
-        assert!(bad
-            .plan()
-            .unwrap_err()
-            .to_string()
-            .contains("invalid init_args hex value"));
+        let refusal = |a: &CanbenchArgs| a.plan().unwrap_err().to_string();
+        assert!(refusal(&bad).contains("invalid init_args hex value"));
         let tracing = CanbenchArgs {
             instruction_tracing: true,
             shard: Some(Shard { index: 1, count: 2 }),
             out: Some("parts".into()),
             ..args.clone()
         };
-        assert!(tracing
-            .plan()
-            .unwrap_err()
-            .to_string()
-            .contains("--instruction-tracing writes its flame graphs next to the results file: run it without --shard"));
+        assert!(refusal(&tracing).contains("--instruction-tracing writes its flame graphs next to the results file: run it without --shard"));
         let negative = CanbenchArgs {
             noise_threshold: -1.0,
             ..args

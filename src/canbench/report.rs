@@ -388,40 +388,54 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    use crate::canbench::results::m;
+    use crate::canbench::results::{bench, m};
+    use crate::report::format::cases;
 
     fn one(name: &str, total: Measurement) -> Results {
-        [(
-            name.to_string(),
-            BenchResult {
-                total,
-                scopes: BTreeMap::new(),
-            },
-        )]
-        .into()
+        [(name.to_string(), bench(total, &[]))].into()
     }
 
     #[test]
     fn number_formats() {
-        assert_eq!(fmt_metric_value(9_999), "9999");
-        assert_eq!(fmt_metric_value(49_120), "49.12 K");
-        assert_eq!(fmt_metric_value(3_385_780), "3.39 M");
-        assert_eq!(fmt_metric_value(2_729_624_702), "2.73 B");
-        assert_eq!(fmt_metric_value(12_000_000_000_000), "12.00 T");
-        assert_eq!(fmt_human_u64(795), "795");
-        assert_eq!(fmt_human_u64(4_180), "4.18K");
-        assert_eq!(fmt_human_u64(3_385_780), "3.39M");
-        assert_eq!(fmt_human_u64(8_000), "8.00K");
-        assert_eq!(fmt_human_i64(0), "0");
-        assert_eq!(fmt_human_i64(47), "+47");
-        assert_eq!(fmt_human_i64(-3), "-3");
-        assert_eq!(fmt_human_i64(-154_220), "-154.22K");
-        assert_eq!(fmt_human_i64(15_400), "+15.40K");
-        assert_eq!(fmt_human_percent(5.588585), "+5.59%");
-        assert_eq!(fmt_human_percent(-93.32), "-93.32%");
-        assert_eq!(fmt_human_percent(0.0), "0.00%");
-        assert_eq!(fmt_human_percent(0.004), "0.00%");
-        assert_eq!(fmt_human_percent(f64::INFINITY), "+inf%");
+        cases(
+            fmt_metric_value,
+            &[
+                (9_999, "9999"),
+                (49_120, "49.12 K"),
+                (3_385_780, "3.39 M"),
+                (2_729_624_702, "2.73 B"),
+                (12_000_000_000_000, "12.00 T"),
+            ],
+        );
+        cases(
+            fmt_human_u64,
+            &[
+                (795, "795"),
+                (4_180, "4.18K"),
+                (3_385_780, "3.39M"),
+                (8_000, "8.00K"),
+            ],
+        );
+        cases(
+            fmt_human_i64,
+            &[
+                (0, "0"),
+                (47, "+47"),
+                (-3, "-3"),
+                (-154_220, "-154.22K"),
+                (15_400, "+15.40K"),
+            ],
+        );
+        cases(
+            fmt_human_percent,
+            &[
+                (5.588585, "+5.59%"),
+                (-93.32, "-93.32%"),
+                (0.0, "0.00%"),
+                (0.004, "0.00%"),
+                (f64::INFINITY, "+inf%"),
+            ],
+        );
     }
 
     #[test]
@@ -523,14 +537,10 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
         // reports_scopes_in_new_benchmark.txt
         let new: Results = [(
             "bench_scope_new".to_string(),
-            BenchResult {
-                total: m(1, 4180, 0, 0),
-                scopes: [
-                    ("scope_1".to_string(), m(1, 1059, 0, 0)),
-                    ("scope_2".to_string(), m(1, 795, 0, 0)),
-                ]
-                .into(),
-            },
+            bench(
+                m(1, 4180, 0, 0),
+                &[("scope_1", m(1, 1059, 0, 0)), ("scope_2", m(1, 795, 0, 0))],
+            ),
         )]
         .into();
         let e = entries(&new, &Results::new());
@@ -638,21 +648,9 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
             ("e_new", (1, 0), None),
             ("f_heap_only", (1000, 5), Some((1000, 0))),
         ] {
-            new.insert(
-                name.to_string(),
-                BenchResult {
-                    total: m(1, n.0, n.1, 0),
-                    scopes: BTreeMap::new(),
-                },
-            );
+            new.insert(name.to_string(), bench(m(1, n.0, n.1, 0), &[]));
             if let Some(o) = o {
-                old.insert(
-                    name.to_string(),
-                    BenchResult {
-                        total: m(1, o.0, o.1, 0),
-                        scopes: BTreeMap::new(),
-                    },
-                );
+                old.insert(name.to_string(), bench(m(1, o.0, o.1, 0), &[]));
             }
         }
         let rows = significant(&entries(&new, &old), 2.0);
@@ -690,14 +688,8 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
     #[test]
     fn canbench_expected_benchmark_works_with_init_args() {
-        let new = BenchResult {
-            total: m(1, 888, 0, 0),
-            scopes: BTreeMap::new(),
-        };
-        let old = BenchResult {
-            total: m(1, 841, 0, 0),
-            scopes: BTreeMap::new(),
-        };
+        let new = bench(m(1, 888, 0, 0), &[]);
+        let old = bench(m(1, 841, 0, 0), &[]);
         assert_eq!(
             full_report(("state_check", new), Some(old)),
             EXPECTED_INIT_ARGS
@@ -706,14 +698,8 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
     #[test]
     fn canbench_expected_benchmark_reports_regression_from_zero() {
-        let new = BenchResult {
-            total: m(1, 307, 0, 123),
-            scopes: BTreeMap::new(),
-        };
-        let old = BenchResult {
-            total: m(1, 0, 0, 0),
-            scopes: BTreeMap::new(),
-        };
+        let new = bench(m(1, 307, 0, 123), &[]);
+        let old = bench(m(1, 0, 0, 0), &[]);
         assert_eq!(
             full_report(("stable_memory_increase_from_zero", new), Some(old)),
             EXPECTED_REGRESSION_FROM_ZERO
@@ -722,14 +708,8 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
     #[test]
     fn canbench_expected_reports_repeated_scope_in_existing_benchmark() {
-        let new = BenchResult {
-            total: m(1, 15_400, 0, 0),
-            scopes: [("scope_1".to_string(), m(10, 7999, 0, 0))].into(),
-        };
-        let old = BenchResult {
-            total: m(1, 0, 0, 0),
-            scopes: [("scope_1".to_string(), m(10, 800, 1, 0))].into(),
-        };
+        let new = bench(m(1, 15_400, 0, 0), &[("scope_1", m(10, 7999, 0, 0))]);
+        let old = bench(m(1, 0, 0, 0), &[("scope_1", m(10, 800, 1, 0))]);
         assert_eq!(
             full_report(("bench_repeated_scope_exists", new), Some(old)),
             EXPECTED_REPEATED_SCOPE_EXISTING
@@ -738,14 +718,8 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
     #[test]
     fn canbench_expected_noisy_change_above_default_noise_threshold() {
-        let new = BenchResult {
-            total: m(1, 3_385_780, 62, 100),
-            scopes: BTreeMap::new(),
-        };
-        let old = BenchResult {
-            total: m(1, 3_540_000, 65, 104),
-            scopes: BTreeMap::new(),
-        };
+        let new = bench(m(1, 3_385_780, 62, 100), &[]);
+        let old = bench(m(1, 3_540_000, 65, 104), &[]);
         assert_eq!(
             full_report(
                 ("noisy_change_above_default_threshold_test", new),
@@ -757,14 +731,10 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
     #[test]
     fn canbench_expected_reports_scopes_in_new_benchmark() {
-        let new = BenchResult {
-            total: m(1, 3834, 0, 0),
-            scopes: [
-                ("scope_1".to_string(), m(1, 970, 0, 0)),
-                ("scope_2".to_string(), m(1, 781, 0, 0)),
-            ]
-            .into(),
-        };
+        let new = bench(
+            m(1, 3834, 0, 0),
+            &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
+        );
         assert_eq!(
             full_report(("bench_scope_new", new), None),
             EXPECTED_SCOPES_NEW

@@ -95,6 +95,18 @@ pub(crate) fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measur
     }
 }
 
+/// A bench's result with its scopes, for the tests of this runner.
+#[cfg(test)]
+pub(crate) fn bench(total: Measurement, scopes: &[(&str, Measurement)]) -> BenchResult {
+    BenchResult {
+        total,
+        scopes: scopes
+            .iter()
+            .map(|(s, m)| (s.to_string(), m.clone()))
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,19 +114,10 @@ mod tests {
     #[test]
     fn yaml_layout_is_canbench_s() {
         let mut r = Results::new();
-        r.insert(
-            "fibonacci_20".into(),
-            BenchResult {
-                total: m(1, 729, 0, 0),
-                scopes: BTreeMap::new(),
-            },
-        );
+        r.insert("fibonacci_20".into(), bench(m(1, 729, 0, 0), &[]));
         r.insert(
             "b_scoped".into(),
-            BenchResult {
-                total: m(1, 3834, 1, 2),
-                scopes: [("s".to_string(), m(10, 970, 0, 0))].into(),
-            },
+            bench(m(1, 3834, 1, 2), &[("s", m(10, 970, 0, 0))]),
         );
         let text = render(&r);
         assert_eq!(
@@ -316,10 +319,7 @@ version: 0.7.0
 
     #[test]
     fn candid_reply_decodes() {
-        let r = BenchResult {
-            total: m(1, 207, 0, 0),
-            scopes: [("s".to_string(), m(2, 5, 1, 0))].into(),
-        };
+        let r = bench(m(1, 207, 0, 0), &[("s", m(2, 5, 1, 0))]);
         let bytes = candid::encode_one(&r).unwrap();
         assert_eq!(candid::decode_one::<BenchResult>(&bytes).unwrap(), r);
     }

@@ -275,26 +275,19 @@ pub struct Joined {
 /// unsharded run, relative paths under `out` (as they are with `--out .`); `Ok(false)` when
 /// a bench failed.
 pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
-    let Joined {
-        replica,
-        names,
-        outcomes,
-        pages,
-        baseline,
-        output,
-    } = join(dirs)?;
+    let joined = join(dirs)?;
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
-        replica,
-        &names,
-        outcomes,
-        &pages,
+        joined.replica,
+        &joined.names,
+        joined.outcomes,
+        &joined.pages,
         &[],
         &Default::default(),
-        &baseline,
-        &output,
+        &joined.baseline,
+        &joined.output,
         under,
     )
 }

@@ -253,6 +253,51 @@ impl Comment {
     }
 }
 
+/// The first line both comments open with: `### title: 1 regression, 2 improvements beyond
+/// ±2%, 3 unchanged`, then `; 4 new, 1 removed` for each of `others` that is not zero.
+pub fn headline(
+    title: &str,
+    regressions: usize,
+    improvements: usize,
+    noise_pct: f64,
+    unchanged: usize,
+    others: &[(usize, &str)],
+) -> String {
+    let mut headline = format!(
+        "### {title}: {}, {} beyond ±{noise_pct}%, {} unchanged",
+        count(regressions, "regression", "regressions"),
+        count(improvements, "improvement", "improvements"),
+        thousands(unchanged as u64)
+    );
+    let others: Vec<String> = others
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, what)| format!("{} {what}", thousands(*n as u64)))
+        .collect();
+    if !others.is_empty() {
+        headline.push_str(&format!("; {}", others.join(", ")));
+    }
+    headline
+}
+
+/// The gate's paragraph: passed, or failed with how many failures; `rules` says what it
+/// checks.
+pub fn verdict(failures: usize, rules: &str) -> String {
+    match failures {
+        0 => format!("**Gate: passed** ({rules})."),
+        n => format!(
+            "**Gate: failed**, {} ({rules}).",
+            count(n, "failure", "failures")
+        ),
+    }
+}
+
+/// The `differential flame graph` cell: the graph's path as code, empty without one.
+pub fn graph_cell(path: Option<&std::path::Path>) -> String {
+    path.map(|p| format!("`{}`", p.display()))
+        .unwrap_or_default()
+}
+
 /// `1 regression`, `2 regressions`: a count and its noun, singular or plural.
 pub fn count(n: usize, singular: &str, plural: &str) -> String {
     format!(

@@ -5,7 +5,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::comment::{self, count, Comment, Section};
+use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::table::{Align, Table};
 use super::{Report, ScenarioResult, Status};
@@ -410,76 +410,93 @@ impl Comparison {
     /// new, removed and failing scenarios, then every scenario by section with its
     /// multiplier and each section's average, folded.
     pub fn comment(&self, title: &str, gate: &Gate) -> Comment {
-        let several_suites = first_seen(self.entries.iter().map(|e| &result(e).suite)).len() > 1;
-        let label = |e: &ComparisonEntry| {
-            let r = result(e);
-            if several_suites {
-                format!("{}: `{}`", r.suite, r.base_id())
-            } else {
-                format!("`{}`", r.base_id())
-            }
-        };
-        let charged = |r: &Option<ScenarioResult>| match r {
-            None => "-".to_string(),
-            Some(r) if r.status != Status::Ok => status_word(&r.status).to_string(),
-            Some(r) => thousands(r.instructions),
-        };
-        let delta = |e: &ComparisonEntry| match (&e.base, &e.new) {
-            (Some(b), Some(n)) if b.status == Status::Ok && n.status == Status::Ok => {
-                signed_thousands(n.instructions as i64 - b.instructions as i64)
-            }
-            _ => "-".to_string(),
-        };
-        let moved_rows = |change: Change, graphs: bool| {
-            let mut headers = vec![
-                "scenario",
-                "base",
-                "new",
-                "change",
-                "change %",
-                "store change %",
-                "pages",
-            ];
-            if graphs {
-                headers.push("differential flame graph");
-            }
-            let mut section = Section::new(
-                match change {
-                    Change::Regression => "Regressions",
-                    _ => "Improvements",
-                },
-                &headers,
-            );
-            if graphs {
-                section = section.align(headers.len() - 1, Align::Left);
-            }
-            for e in self.entries.iter().filter(|e| e.change == change) {
-                let mut row = vec![
-                    label(e),
-                    charged(&e.base),
-                    charged(&e.new),
-                    delta(e),
-                    pct_text(e.instructions_pct),
-                    pct_text(e.store_instructions_pct),
-                    pages_text(e),
-                ];
-                if graphs {
-                    row.push(
-                        e.flame_graph
-                            .as_ref()
-                            .map(|p| format!("`{}`", p.display()))
-                            .unwrap_or_default(),
-                    );
-                }
-                section.rows.push(row);
-            }
-            section
+        let rows = CommentRows {
+            several_suites: first_seen(self.entries.iter().map(|e| &result(e).suite)).len() > 1,
         };
         let graphs = self.entries.iter().any(|e| e.flame_graph.is_some());
         let mut shown = vec![
-            moved_rows(Change::Regression, graphs),
-            moved_rows(Change::Improvement, false),
+            self.moved_section(&rows, Change::Regression, graphs),
+            self.moved_section(&rows, Change::Improvement, false),
         ];
+        shown.extend(self.listed_sections(&rows));
+        shown.retain(|s| !s.rows.is_empty());
+        let headline = comment::headline(
+            title,
+            self.count(Change::Regression),
+            self.count(Change::Improvement),
+            self.noise_pct,
+            self.count(Change::Unchanged),
+            &[
+                (self.count(Change::New), "new"),
+                (self.count(Change::Missing), "removed"),
+                (
+                    self.count(Change::StatusChanged { worse: true }),
+                    "newly failing",
+                ),
+                (
+                    self.count(Change::StatusChanged { worse: false }),
+                    "no longer failing",
+                ),
+            ],
+        );
+        let verdict = comment::verdict(
+            self.gate_failures(gate).len(),
+            &gate.describe(self.noise_pct),
+        );
+        Comment {
+            headline,
+            paragraphs: vec![self.about(), verdict],
+            shown,
+            details_summary: "Every scenario by section, with its multiplier (new ÷ base charged instructions) and each section's average".into(),
+            details: self.detail_sections(&rows),
+            marker: None,
+        }
+    }
+
+    /// The regressions (with a graph column when any was drawn) or the improvements.
+    fn moved_section(&self, rows: &CommentRows, change: Change, graphs: bool) -> Section {
+        let mut headers = vec![
+            "scenario",
+            "base",
+            "new",
+            "change",
+            "change %",
+            "store change %",
+            "pages",
+        ];
+        if graphs {
+            headers.push("differential flame graph");
+        }
+        let mut section = Section::new(
+            match change {
+                Change::Regression => "Regressions",
+                _ => "Improvements",
+            },
+            &headers,
+        );
+        if graphs {
+            section = section.align(headers.len() - 1, Align::Left);
+        }
+        for e in self.entries.iter().filter(|e| e.change == change) {
+            let mut row = vec![
+                rows.label(e),
+                charged(&e.base),
+                charged(&e.new),
+                delta(e),
+                pct_text(e.instructions_pct),
+                pct_text(e.store_instructions_pct),
+                pages_text(e),
+            ];
+            if graphs {
+                row.push(comment::graph_cell(e.flame_graph.as_deref()));
+            }
+            section.rows.push(row);
+        }
+        section
+    }
+
+    /// The new, the removed and the failing scenarios.
+    fn listed_sections(&self, rows: &CommentRows) -> [Section; 3] {
         let mut new = Section::new("New scenarios", &["scenario", "charged", "store"]);
         let mut removed = Section::new("Removed scenarios", &["scenario", "charged", "store"]);
         let mut failing = Section::new("Failures", &["scenario", "base", "new", "reason"])
@@ -487,15 +504,20 @@ impl Comparison {
             .align(2, Align::Left)
             .align(3, Align::Left);
         for e in &self.entries {
+            let label = rows.label(e);
             let store = |r: &ScenarioResult| match r.status {
                 Status::Ok => thousands(r.store_instructions),
                 _ => status_word(&r.status).to_string(),
             };
             match (&e.base, &e.new, e.change) {
-                (None, Some(n), _) => new.rows.push(vec![label(e), charged(&e.new), store(n)]),
-                (Some(b), None, _) => removed
+                (None, Some(n), _) => new
                     .rows
-                    .push(vec![label(e), charged(&e.base), store(b)]),
+                    .push(vec![label.clone(), charged(&e.new), store(n)]),
+                (Some(b), None, _) => {
+                    removed
+                        .rows
+                        .push(vec![label.clone(), charged(&e.base), store(b)])
+                }
                 _ => {}
             }
             let failed_now = e
@@ -508,7 +530,7 @@ impl Comparison {
                     _ => String::new(),
                 };
                 failing.rows.push(vec![
-                    label(e),
+                    label,
                     e.base
                         .as_ref()
                         .map_or("-", |b| status_word(&b.status))
@@ -521,14 +543,15 @@ impl Comparison {
                 ]);
             }
         }
-        shown.extend([new, removed, failing]);
-        shown.retain(|s| !s.rows.is_empty());
+        [new, removed, failing]
+    }
 
-        let details = self
-            .sections()
+    /// Every scenario, a table per section closed by the section's average multiplier.
+    fn detail_sections(&self, rows: &CommentRows) -> Vec<Section> {
+        self.sections()
             .into_iter()
             .map(|((suite, position), entries)| {
-                let name = match (several_suites, position.is_empty()) {
+                let name = match (rows.several_suites, position.is_empty()) {
                     (true, false) => format!("{suite} · {position}"),
                     (true, true) => suite,
                     (false, false) => position,
@@ -547,7 +570,7 @@ impl Comparison {
                 );
                 for e in &entries {
                     s.rows.push(vec![
-                        label(e),
+                        rows.label(e),
                         charged(&e.base),
                         charged(&e.new),
                         pct_text(e.instructions_pct),
@@ -566,35 +589,12 @@ impl Comparison {
                 ]);
                 s
             })
-            .collect();
+            .collect()
+    }
 
-        let regressions = self.count(Change::Regression);
-        let worse = self.count(Change::StatusChanged { worse: true });
-        let better = self.count(Change::StatusChanged { worse: false });
-        let mut headline = format!(
-            "### {title}: {}, {} beyond ±{}%, {} unchanged",
-            count(regressions, "regression", "regressions"),
-            count(
-                self.count(Change::Improvement),
-                "improvement",
-                "improvements"
-            ),
-            self.noise_pct,
-            thousands(self.count(Change::Unchanged) as u64)
-        );
-        let others: Vec<String> = [
-            (self.count(Change::New), "new"),
-            (self.count(Change::Missing), "removed"),
-            (worse, "newly failing"),
-            (better, "no longer failing"),
-        ]
-        .into_iter()
-        .filter(|(n, _)| *n > 0)
-        .map(|(n, what)| format!("{} {what}", thousands(n as u64)))
-        .collect();
-        if !others.is_empty() {
-            headline.push_str(&format!("; {}", others.join(", ")));
-        }
+    /// The paragraph under the headline: what was measured, the noise rule, how many
+    /// unchanged scenarios moved inside it, and the engines when they differ.
+    fn about(&self) -> String {
         let within = self
             .entries
             .iter()
@@ -623,24 +623,7 @@ impl Comparison {
                 self.base_engine, self.new_engine
             ));
         }
-        let failures = self.gate_failures(gate);
-        let verdict = if failures.is_empty() {
-            format!("**Gate: passed** ({}).", gate.describe(self.noise_pct))
-        } else {
-            format!(
-                "**Gate: failed**, {} ({}).",
-                count(failures.len(), "failure", "failures"),
-                gate.describe(self.noise_pct)
-            )
-        };
-        Comment {
-            headline,
-            paragraphs: vec![about, verdict],
-            shown,
-            details_summary: "Every scenario by section, with its multiplier (new ÷ base charged instructions) and each section's average".into(),
-            details,
-            marker: None,
-        }
+        about
     }
 
     pub fn has_regressions(&self) -> bool {
@@ -751,6 +734,41 @@ fn pages_text(e: &ComparisonEntry) -> String {
         _ => "-".to_string(),
     };
     format!("{} → {}", side(&e.base), side(&e.new))
+}
+
+/// How the comment names a scenario: with its suite when the runs hold several.
+struct CommentRows {
+    several_suites: bool,
+}
+
+impl CommentRows {
+    fn label(&self, e: &ComparisonEntry) -> String {
+        let r = result(e);
+        if self.several_suites {
+            format!("{}: `{}`", r.suite, r.base_id())
+        } else {
+            format!("`{}`", r.base_id())
+        }
+    }
+}
+
+/// A run's charged instructions, or its status when it has none.
+fn charged(r: &Option<ScenarioResult>) -> String {
+    match r {
+        None => "-".to_string(),
+        Some(r) if r.status != Status::Ok => status_word(&r.status).to_string(),
+        Some(r) => thousands(r.instructions),
+    }
+}
+
+/// The change of charged instructions when both runs measured them.
+fn delta(e: &ComparisonEntry) -> String {
+    match (&e.base, &e.new) {
+        (Some(b), Some(n)) if b.status == Status::Ok && n.status == Status::Ok => {
+            signed_thousands(n.instructions as i64 - b.instructions as i64)
+        }
+        _ => "-".to_string(),
+    }
 }
 
 fn pct_text(p: Option<f64>) -> String {

@@ -256,10 +256,9 @@ mod tests {
     fn blocks_render_for_each_reader() {
         let mut table = Table::new(vec!["Op".into(), "Cost".into()]);
         table.push(vec!["insert".into(), "12".into()]);
-        let mut terminal_table = Table::new(vec!["Op".into(), "Cost".into()]);
-        terminal_table.push(vec!["insert".into(), "12".into()]);
-        let doc = Document {
-            markdown: vec![
+        // Both readers get the heading, the plot and the table, then their own notes.
+        let blocks = |last: Vec<Block>| {
+            let mut blocks = vec![
                 Block::Heading {
                     level: 2,
                     text: "Inserts".into(),
@@ -268,22 +267,17 @@ mod tests {
                     alt: "Cost".into(),
                     file: "plot-x.svg".into(),
                 },
-                Block::Table(table),
+                Block::Table(table.clone()),
+            ];
+            blocks.extend(last);
+            blocks
+        };
+        let doc = Document {
+            markdown: blocks(vec![
                 Block::Code("a line\n".into()),
                 Block::Text("[^1]: failed: trap\n".into()),
-            ],
-            terminal: vec![
-                Block::Heading {
-                    level: 2,
-                    text: "Inserts".into(),
-                },
-                Block::Image {
-                    alt: "Cost".into(),
-                    file: "plot-x.svg".into(),
-                },
-                Block::Table(terminal_table),
-                Block::Text("[1] failed: trap\n".into()),
-            ],
+            ]),
+            terminal: blocks(vec![Block::Text("[1] failed: trap\n".into())]),
             plots: Vec::new(),
         };
         let md = markdown(&report(Vec::new()), &doc);

@@ -135,46 +135,72 @@ pub fn duration(seconds: f64) -> String {
     format!("{minutes:.0} min {:.1} s", seconds - minutes * 60.0)
 }
 
+/// Checks `f` on each input against its expected text, for the tests of formatters.
+#[cfg(test)]
+pub(crate) fn cases<T: Copy + std::fmt::Display>(f: fn(T) -> String, cases: &[(T, &str)]) {
+    for &(v, want) in cases {
+        assert_eq!(f(v), want, "{v}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn thousands_groups_by_three() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(57_301_658), "57,301,658");
-        assert_eq!(signed_thousands(-1_024), "-1,024");
-        assert_eq!(signed_thousands(3), "+3");
-        assert_eq!(signed_thousands(0), "0");
+        cases(
+            thousands,
+            &[
+                (0, "0"),
+                (999, "999"),
+                (1_000, "1,000"),
+                (57_301_658, "57,301,658"),
+            ],
+        );
+        cases(signed_thousands, &[(-1_024, "-1,024"), (3, "+3"), (0, "0")]);
     }
 
     #[test]
     fn compact_uses_one_decimal_and_carries_over_units() {
-        assert_eq!(compact(407_462.0), "407.5K");
-        assert_eq!(compact(57_301_658.0), "57.3M");
-        assert_eq!(compact(999_960.0), "1.0M");
-        assert_eq!(compact(999.0), "999");
-        assert_eq!(compact(0.0), "0");
-        assert_eq!(compact(5.26), "5.3");
-        assert_eq!(compact(1_000.0), "1.0K");
+        cases(
+            compact,
+            &[
+                (407_462.0, "407.5K"),
+                (57_301_658.0, "57.3M"),
+                (999_960.0, "1.0M"),
+                (999.0, "999"),
+                (0.0, "0"),
+                (5.26, "5.3"),
+                (1_000.0, "1.0K"),
+            ],
+        );
     }
 
     #[test]
     fn per_row_precision_follows_magnitude() {
-        assert_eq!(per_row(5_706.594), "5,707");
-        assert_eq!(per_row(57.34), "57.3");
-        assert_eq!(per_row(0.0123), "0.012");
-        assert_eq!(per_row(f64::NAN), "n/a");
+        cases(
+            per_row,
+            &[
+                (5_706.594, "5,707"),
+                (57.34, "57.3"),
+                (0.0123, "0.012"),
+                (f64::NAN, "n/a"),
+            ],
+        );
     }
 
     #[test]
     fn usd_keeps_two_significant_digits() {
-        assert_eq!(usd(0.0000054), "$0.0000054");
-        assert_eq!(usd(0.05), "$0.050");
-        assert_eq!(usd(12.345), "$12.35");
-        assert_eq!(usd(0.0), "$0");
+        cases(
+            usd,
+            &[
+                (0.0000054, "$0.0000054"),
+                (0.05, "$0.050"),
+                (12.345, "$12.35"),
+                (0.0, "$0"),
+            ],
+        );
     }
 
     #[test]
@@ -186,9 +212,14 @@ mod tests {
 
     #[test]
     fn pct_and_duration() {
-        assert_eq!(pct_change(5.0), "+5.00%");
-        assert_eq!(pct_change(-0.374), "-0.37%");
-        assert_eq!(pct_change(f64::INFINITY), "+inf%");
+        cases(
+            pct_change,
+            &[
+                (5.0, "+5.00%"),
+                (-0.374, "-0.37%"),
+                (f64::INFINITY, "+inf%"),
+            ],
+        );
         assert_eq!(duration(42.04), "42.0 s");
         assert_eq!(duration(725.3), "12 min 5.3 s");
     }

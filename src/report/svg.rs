@@ -117,32 +117,10 @@ impl LinePlot {
         let y = LogAxis::spanning(all().map(|p| p.1), BOTTOM, TOP);
 
         let mut svg = String::new();
-        let _ = writeln!(
-            svg,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{HEIGHT:.0}" viewBox="0 0 {WIDTH:.0} {HEIGHT:.0}" font-family="sans-serif" font-size="12">"#
-        );
-        let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
-            (LEFT + RIGHT) / 2.0,
-            escape(&self.title)
-        );
+        open_plot(&mut svg, HEIGHT, &self.title, (LEFT, RIGHT));
 
         // Decade gridlines and labels.
-        for e in x.min_exp..=x.max_exp {
-            let px = x.at_exp(e as f64);
-            let _ = writeln!(
-                svg,
-                r##"<line x1="{px:.1}" y1="{TOP:.1}" x2="{px:.1}" y2="{BOTTOM:.1}" stroke="#ddd"/>"##
-            );
-            let _ = writeln!(
-                svg,
-                r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                BOTTOM + 18.0,
-                decade_label(e)
-            );
-        }
+        x_decades(&mut svg, &x, TOP, BOTTOM);
         for e in y.min_exp..=y.max_exp {
             let py = y.at_exp(e as f64);
             let _ = writeln!(
@@ -314,6 +292,39 @@ impl DotPlot {
     }
 }
 
+/// The start of a plot `height` high: the `<svg>` element, a white background and the
+/// title centred over the plot area between `left` and `right`.
+fn open_plot(svg: &mut String, height: f64, title: &str, (left, right): (f64, f64)) {
+    let _ = writeln!(
+        svg,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
+        (left + right) / 2.0,
+        escape(title)
+    );
+}
+
+/// A gridline from `top` to `bottom` at each decade of `x`, labelled under the plot area.
+fn x_decades(svg: &mut String, x: &LogAxis, top: f64, bottom: f64) {
+    for e in x.min_exp..=x.max_exp {
+        let px = x.at_exp(e as f64);
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{bottom:.1}" stroke="#ddd"/>"##
+        );
+        let _ = writeln!(
+            svg,
+            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            bottom + 18.0,
+            decade_label(e)
+        );
+    }
+}
+
 /// One row per label (in first-seen order), one marker per store, x on a log axis.
 fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String {
     let points: Vec<&DotPoint> = points.iter().filter(|p| p.value > 0.0).collect();
@@ -338,30 +349,8 @@ fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String 
     let height = bottom + 60.0;
     let x = LogAxis::spanning(points.iter().map(|p| p.value), left, right);
     let mut svg = String::new();
-    let _ = writeln!(
-        svg,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(svg, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        svg,
-        r#"<text x="{:.1}" y="28" text-anchor="middle" font-size="16">{}</text>"#,
-        (left + right) / 2.0,
-        escape(title)
-    );
-    for e in x.min_exp..=x.max_exp {
-        let px = x.at_exp(e as f64);
-        let _ = writeln!(
-            svg,
-            r##"<line x1="{px:.1}" y1="{top:.1}" x2="{px:.1}" y2="{bottom:.1}" stroke="#ddd"/>"##
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{px:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            bottom + 18.0,
-            decade_label(e)
-        );
-    }
+    open_plot(&mut svg, height, title, (left, right));
+    x_decades(&mut svg, &x, top, bottom);
     let _ = writeln!(
         svg,
         r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,

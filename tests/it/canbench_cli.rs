@@ -29,22 +29,23 @@ impl Scratch {
     fn read(&self, f: &str) -> String {
         std::fs::read_to_string(self.path(f)).unwrap()
     }
+    /// `icbench SUBCOMMAND ARGS` in the scratch directory.
+    fn command(&self, subcommand: &str, args: &[&str]) -> std::process::Command {
+        let mut command = crate::support::icbench_command();
+        command.arg(subcommand).args(args).current_dir(&self.0);
+        command
+    }
+
     /// `icbench merge ARGS` in the scratch directory.
     fn merge(&self, args: &[&str]) -> Output {
-        crate::support::icbench_command()
-            .arg("merge")
-            .args(args)
-            .current_dir(&self.0)
+        self.command("merge", args)
             .env("NO_COLOR", "1")
             .output()
             .unwrap()
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        crate::support::icbench_command()
-            .arg("canbench")
-            .args(args)
-            .current_dir(&self.0)
+        self.command("canbench", args)
             .env_remove("CANBENCH_CFG_FILE")
             .env("NO_COLOR", "1")
             .output()
@@ -239,19 +240,24 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     assert!(s.read("old.yml").ends_with("version: 0.2.0\n"));
 }
 
-#[test]
-fn a_trapping_bench_fails_the_run_but_the_others_run() {
-    let s = Scratch::new("trap");
-    let w = wasm();
-    // hex("trap") makes trap_on_request trap.
-    let o = s.run(&[
+/// The flags of a run of `wasm` that persists its results and CSV, with the init
+/// argument hex("trap") that makes trap_on_request trap.
+fn trapping_run(wasm: &str) -> [&str; 6] {
+    [
         "--wasm",
-        &w,
+        wasm,
         "--init-args",
         "74726170",
         "--persist",
         "--csv",
-    ]);
+    ]
+}
+
+#[test]
+fn a_trapping_bench_fails_the_run_but_the_others_run() {
+    let s = Scratch::new("trap");
+    let w = wasm();
+    let o = s.run(&trapping_run(&w));
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("Error executing benchmark trap_on_request. Error:\nIC0503: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: "), "{err}");
@@ -401,10 +407,7 @@ fn bad_inputs_are_clear_errors() {
     // A failing build stops the run, unless --no-build; CANBENCH_CFG_FILE names the config.
     s.write("failing_build.yml", config(&w, "build_cmd: exit 3\n"));
     let with_env = |args: &[&str]| {
-        crate::support::icbench_command()
-            .arg("canbench")
-            .args(args)
-            .current_dir(&s.0)
+        s.command("canbench", args)
             .env("CANBENCH_CFG_FILE", "failing_build.yml")
             .output()
             .unwrap()
@@ -602,16 +605,8 @@ fn merge_refuses_parts_that_are_not_one_whole_run() {
 #[test]
 fn a_bench_failing_in_a_shard_fails_the_merge_as_the_unsharded_run() {
     let w = wasm();
-    // hex("trap") makes trap_on_request (the 12th bench in export order, so part 2/2's)
-    // trap.
-    let flags = [
-        "--wasm",
-        &w,
-        "--init-args",
-        "74726170",
-        "--persist",
-        "--csv",
-    ];
+    // trap_on_request is the 12th bench in export order, so part 2/2's.
+    let flags = trapping_run(&w);
     let whole = Scratch::new("shard_trap_whole");
     let expected = whole.run(&flags);
     assert_eq!(expected.status.code(), Some(1));

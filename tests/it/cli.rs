@@ -337,7 +337,8 @@ fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
 fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let dir = crate::support::scratch_dir("memory");
     let out = dir.join("out");
-    // icbench with `args`, planning for `available` bytes: (exit status, stderr).
+    // icbench with `args`, planning for `available` bytes, refused with exit status 2:
+    // its stderr.
     let icbench_with = |available: &str, args: &[&str]| {
         let o = crate::support::icbench_command()
             .env("ICBENCH_MEMORY_AVAILABLE", available)
@@ -346,10 +347,9 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
             .arg(&out)
             .output()
             .expect("icbench runs");
-        (
-            o.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&o.stderr).into_owned(),
-        )
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code().unwrap_or(-1), 2, "{stderr}");
+        stderr
     };
     let run = |available: &str, extra: &[&str]| {
         let args = [&["--suite", "scaling", "--jobs", "2"], extra].concat();
@@ -357,50 +357,43 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     };
     // 10,000,000 rows on 2 jobs: SQLite at its peak (3.8 GB) beside the StableBTreeMap's
     // 2.1 GB, and 0.5 GB whatever the stores.
-    let (code, stderr) = run("6000000000", &[]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = run("6000000000", &[]);
     assert_eq!(
         stderr.trim_end(),
         "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.4 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.3 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The upgrade suite: its limit run (8 GB, the heap near 4 GiB) beside the heap map's
     // upgrade at 1,000,000 rows (0.9 GB), with every store's states held (1.3 GB).
-    let (code, stderr) = icbench_with("6000000000", &["--suite", "upgrade", "--jobs", "2"]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = icbench_with("6000000000", &["--suite", "upgrade", "--jobs", "2"]);
     assert_eq!(
         stderr.trim_end(),
         "error: the upgrade suite to 1,000,000 rows with the limit run on 2 jobs needs about 10.7 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--no-limit-run` (about 3.7 GB), `--no-limit-run --jobs 1` (about 1.4 GB), `--upgrade-sizes 1000,10000,100000 --no-limit-run` (about 0.8 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The default suite at 10,000,000 rows: 1,800 B a row in its eight stores.
-    let (code, stderr) = icbench_with("6000000000", &["--rows", "10000000"]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = icbench_with("6000000000", &["--rows", "10000000"]);
     assert_eq!(
         stderr.trim_end(),
         "error: the seed003 suite with 10,000,000 rows in 8 stores needs about 18.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--rows 1000000` (about 2.3 GB), `--rows 100000` (about 0.7 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // A shard counts only its own stores (`--shard` splits the scaling suite by store).
-    let (code, stderr) = run("4000000000", &["--shard", "3/3"]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = run("4000000000", &["--shard", "3/3"]);
     assert!(
         stderr.starts_with("error: the scaling suite to 10,000,000 rows on 1 job (shard 3/3: sqlite) needs about 4.3 GB"),
         "{stderr}"
     );
-    let (code, stderr) = run("1000000000", &[]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = run("1000000000", &[]);
     assert!(
         stderr.contains(
             "and 1.0 GB is available; these fit: `--scaling-max-rows 100000` (about 0.6 GB)"
         ),
         "{stderr}"
     );
-    let (code, stderr) = run("100", &[]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = run("100", &[]);
     assert!(
         stderr.contains("no smaller setting of this suite fits"),
         "{stderr}"
     );
-    let (code, stderr) = run("lots", &[]);
-    assert_eq!(code, 2, "{stderr}");
+    let stderr = run("lots", &[]);
     assert!(
         stderr.contains("ICBENCH_MEMORY_AVAILABLE=\"lots\": expected a number of bytes"),
         "{stderr}"
@@ -408,21 +401,19 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     // Refused before the output directory was even made.
     assert!(!out.exists());
     // With the override the run goes on to its next check (here: a bad --wasm).
-    let (code, stderr) = run(
+    let stderr = run(
         "100",
         &["--ignore-memory-estimate", "--wasm", "/nonexistent.wasm"],
     );
-    assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
         "{stderr}"
     );
     // The shard that fits goes on too.
-    let (code, stderr) = run(
+    let stderr = run(
         "6000000000",
         &["--shard", "3/3", "--wasm", "/nonexistent.wasm"],
     );
-    assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
         "{stderr}"

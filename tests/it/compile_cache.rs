@@ -373,31 +373,37 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
         bytes[middle] ^= 1;
         std::fs::write(path, &bytes).unwrap();
     };
-    flip(&the_entry(&cache));
-    let (third, csv3) = tiny_run(&cache, &scratch.join("3"));
-    assert!(
-        third.contains("checksum mismatch; compiling again"),
-        "{third}"
+    // A run after `entry` was damaged: it says so and what it did instead, counts the
+    // cache's use as `modules` and `states`, and gives the same results.
+    let damaged = |entry: &Path, run: &str, instead: &str, modules: &str, states: &str| {
+        flip(entry);
+        let (out, csv_again) = tiny_run(&cache, &scratch.join(run));
+        assert!(
+            out.contains(&format!("checksum mismatch; {instead}")),
+            "{out}"
+        );
+        let want = line(modules, states);
+        assert!(
+            out.contains(&format!("{want} (1 damaged entries replaced)\n")),
+            "{out}"
+        );
+        assert_eq!(csv_again, csv);
+    };
+    damaged(
+        &the_entry(&cache),
+        "3",
+        "compiling again",
+        "0 modules loaded, 1 compiled",
+        "1 loaded, 0 prefilled",
     );
-    let want = line("0 modules loaded, 1 compiled", "1 loaded, 0 prefilled");
-    assert!(
-        third.contains(&format!("{want} (1 damaged entries replaced)\n")),
-        "{third}"
-    );
-    assert_eq!(csv3, csv);
     // A damaged state: said, prefilled again, the same results.
-    flip(&the_entry_of(&cache, disk_cache::STATES));
-    let (fourth, csv4) = tiny_run(&cache, &scratch.join("4"));
-    assert!(
-        fourth.contains("checksum mismatch; running the prefill"),
-        "{fourth}"
+    damaged(
+        &the_entry_of(&cache, disk_cache::STATES),
+        "4",
+        "running the prefill",
+        "1 modules loaded, 0 compiled",
+        "0 loaded, 1 prefilled",
     );
-    let want = line("1 modules loaded, 0 compiled", "0 loaded, 1 prefilled");
-    assert!(
-        fourth.contains(&format!("{want} (1 damaged entries replaced)\n")),
-        "{fourth}"
-    );
-    assert_eq!(csv4, csv);
 
     let o = run(&cache, &["cache", "clear"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -748,13 +748,18 @@ fn recurse_on_thread(stack: usize) -> String {
         .unwrap()
 }
 
-#[test]
-fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
-    let reject = recurse_on_thread(64 << 20);
+/// Deep recursion on a host thread of `stack_bytes` is an IC0502 stack overflow.
+fn assert_recursion_traps_cleanly(stack_bytes: usize) {
+    let reject = recurse_on_thread(stack_bytes);
     assert!(
         reject.starts_with("IC0502") && reject.contains("stack overflow"),
         "{reject}"
     );
+}
+
+#[test]
+fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
+    assert_recursion_traps_cleanly(64 << 20);
 }
 
 /// Regression, found by this fuzz (seed 20 of the default run; the minimal module is the one
@@ -765,11 +770,7 @@ fn deep_recursion_on_a_large_host_stack_is_a_clean_trap() {
 /// thread of its own with room for the 5 MiB, so the recursion is a clean IC0502 trap.
 #[test]
 fn deep_recursion_on_a_2mib_host_stack_is_a_clean_trap() {
-    let reject = recurse_on_thread(2 << 20);
-    assert!(
-        reject.starts_with("IC0502") && reject.contains("stack overflow"),
-        "{reject}"
-    );
+    assert_recursion_traps_cleanly(2 << 20);
 }
 
 /// Regression, found by this fuzz (e.g. seed 4): reference types are in the IC's feature set

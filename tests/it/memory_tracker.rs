@@ -34,15 +34,21 @@ fn engine(replica: Replica) -> EmbeddedEngine {
 
 /// The instructions of one update (or query) of `method` on a fresh install, under `replica`.
 fn run(wasm: &[u8], replica: Replica, method: &str, query: bool) -> (u64, Vec<u8>) {
+    let out = message(wasm, replica, method, query);
+    (out.report.instructions, out.result.unwrap_or_default())
+}
+
+/// One update (or query) of `method` on a fresh install, under `replica`.
+fn message(
+    wasm: &[u8],
+    replica: Replica,
+    method: &str,
+    query: bool,
+) -> icbench::engine::CallOutcome {
     let mut e = engine(replica);
     let (id, install) = e.install(wasm, &[]).unwrap();
     install.result.unwrap();
-    let out = if query {
-        e.query(id, method, &[]).unwrap()
-    } else {
-        e.update(id, method, &[]).unwrap()
-    };
-    (out.report.instructions, out.result.unwrap_or_default())
+    crate::support::send(&mut e, id, method, query)
 }
 
 /// Asserts the instructions `method` is charged under the tracker (`2026-07`) and under the
@@ -322,14 +328,7 @@ fn a_message_stopped_by_the_stable_accessed_page_limit_pays_what_it_touched_befo
 
 /// The pages one update of `method` accessed and wrote, and what they cost, under `replica`.
 fn page_counts(wasm: &[u8], replica: Replica, method: &str, query: bool) -> PageCounts {
-    let mut e = engine(replica);
-    let (id, install) = e.install(wasm, &[]).unwrap();
-    install.result.unwrap();
-    let out = if query {
-        e.query(id, method, &[]).unwrap()
-    } else {
-        e.update(id, method, &[]).unwrap()
-    };
+    let out = message(wasm, replica, method, query);
     out.result.unwrap();
     out.report.pages.expect("the embedded engine counts pages")
 }

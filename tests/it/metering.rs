@@ -204,6 +204,16 @@ impl Harness {
     fn used(&mut self, name: &str, args: &[Val]) -> u64 {
         self.run(name, args).0
     }
+
+    /// `budget` is exactly enough for `name`: with it the counter ends at 0, with one
+    /// less the call runs out of instructions.
+    fn assert_exact_budget(&mut self, budget: i64, name: &str, args: &[Val]) {
+        self.call_with(budget, name, args)
+            .expect("exact budget passes");
+        assert_eq!(self.counter(), 0);
+        let err = self.call_with(budget - 1, name, args).unwrap_err();
+        assert!(is_out_of_instructions(&err), "{err:?}");
+    }
 }
 
 fn is_out_of_instructions(e: &wasmtime::Error) -> bool {
@@ -421,36 +431,24 @@ fn bulk_table_charges_per_element() {
 fn out_of_instructions_exactly_below_zero() {
     let mut h =
         Harness::new(r#"(module (func (export "f") i32.const 1 i32.const 1 i32.add drop))"#);
-    // cost 5, checked at entry: a counter of exactly 5 ends at 0 and passes ...
-    h.call_with(5, "f", &[])
-        .expect("counter reaching exactly 0 passes");
-    assert_eq!(h.counter(), 0);
-    // ... one less goes to -1 and traps.
-    let err = h.call_with(4, "f", &[]).unwrap_err();
-    assert!(is_out_of_instructions(&err), "{err:?}");
+    // cost 5, checked at entry: a counter of exactly 5 ends at 0 and passes; one less
+    // goes to -1 and traps.
+    h.assert_exact_budget(5, "f", &[]);
 }
 
 #[test]
 fn out_of_instructions_at_loop_header() {
     let mut h = Harness::new(LOOP);
-    // 10 iterations cost 1 + 8 × 10 = 81
-    h.call_with(81, "f", &[Val::I32(10)])
-        .expect("exact budget passes");
-    assert_eq!(h.counter(), 0);
-    // With 80, the 10th loop header takes the counter to -1.
-    let err = h.call_with(80, "f", &[Val::I32(10)]).unwrap_err();
-    assert!(is_out_of_instructions(&err), "{err:?}");
+    // 10 iterations cost 1 + 8 × 10 = 81; with 80, the 10th loop header takes the
+    // counter to -1.
+    h.assert_exact_budget(81, "f", &[Val::I32(10)]);
 }
 
 #[test]
 fn out_of_instructions_in_bulk_operation() {
     let mut h = Harness::new(BULK);
     // memory.fill of 1000 bytes costs 104 + 1000; the helper checks after subtracting.
-    h.call_with(1104, "fill", &[Val::I32(1000)])
-        .expect("exact budget passes");
-    assert_eq!(h.counter(), 0);
-    let err = h.call_with(1103, "fill", &[Val::I32(1000)]).unwrap_err();
-    assert!(is_out_of_instructions(&err), "{err:?}");
+    h.assert_exact_budget(1104, "fill", &[Val::I32(1000)]);
 }
 
 #[test]

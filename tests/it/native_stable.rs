@@ -115,11 +115,7 @@ fn trace(wasm: &[u8], counter: Counter, replica: Replica) -> Vec<(Result<Vec<u8>
     MESSAGES
         .iter()
         .map(|&(method, query)| {
-            let out = if query {
-                engine.query(id, method, &[]).unwrap()
-            } else {
-                engine.update(id, method, &[]).unwrap()
-            };
+            let out = crate::support::send(&mut engine, id, method, query);
             (out.result.map_err(|r| r.message), out.report.instructions)
         })
         .collect()

@@ -79,6 +79,19 @@ fn expect(out: &CallOutcome, want: &[(&str, u64)]) {
     );
 }
 
+/// Query `b` of `wasm`, profiled between counter reads; it replies two counter readings,
+/// and the second minus the first is what it measured.
+fn between_reads(wasm: &[u8]) -> (CallOutcome, u64) {
+    let mut e = EmbeddedEngine::default();
+    e.set_profiling(Profiling::BetweenCounterReads).unwrap();
+    let (id, _) = e.install(wasm, &[]).unwrap();
+    let out = e.query(id, "b", &[]).unwrap();
+    let reply = out.result.clone().unwrap();
+    let read = |i: usize| u64::from_le_bytes(reply[8 * i..8 * i + 8].try_into().unwrap());
+    let measured = read(1) - read(0);
+    (out, measured)
+}
+
 /// Runs `method` of `wasm` (an update unless `query`) with both counter placements and
 /// checks the profile; both must give the same.
 fn check(wasm: &[u8], method: &str, query: bool, want: &[(&str, u64)]) -> CallOutcome {
@@ -102,11 +115,7 @@ fn check_with(
         let mut e = engine(counter);
         let (id, install) = e.install(wasm, &[]).unwrap();
         install.result.unwrap();
-        let out = if query {
-            e.query(id, method, &[]).unwrap()
-        } else {
-            e.update(id, method, &[]).unwrap()
-        };
+        let out = crate::support::send(&mut e, id, method, query);
         expect(&out, want);
         outs.push(out);
     }
@@ -378,12 +387,7 @@ fn between_counter_reads_keeps_what_canbench_measures() {
              (call $append (i32.const 0) (i32.const 16))
              (call $reply))"#,
     );
-    let mut e = EmbeddedEngine::default();
-    e.set_profiling(Profiling::BetweenCounterReads).unwrap();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.query(id, "b", &[]).unwrap();
-    let reply = out.result.clone().unwrap();
-    let read = |i: usize| u64::from_le_bytes(reply[8 * i..8 * i + 8].try_into().unwrap());
+    let (out, measured) = between_reads(&wasm);
     let profile = out.report.profile.as_ref().unwrap();
     // The memory tracker charges during the message, so the reads see it: the first
     // reading's store is the query's first access to heap page 0, charged by the second
@@ -396,8 +400,8 @@ fn between_counter_reads_keeps_what_canbench_measures() {
             ("b;ic0.performance_counter".to_string(), 200)
         ]
     );
-    assert_eq!(profile.total(), read(1) - read(0));
-    assert_eq!(read(1) - read(0), PAGE + 204);
+    assert_eq!(profile.total(), measured);
+    assert_eq!(measured, PAGE + 204);
 }
 
 #[test]
@@ -889,13 +893,7 @@ fn a_bench_of_billions_of_instructions_profiles_in_a_small_tree() {
              (call $append (i32.const 0) (i32.const 16))
              (call $reply))"#,
     );
-    let mut e = EmbeddedEngine::default();
-    e.set_profiling(Profiling::BetweenCounterReads).unwrap();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.query(id, "b", &[]).unwrap();
-    let reply = out.result.clone().unwrap();
-    let read = |i: usize| u64::from_le_bytes(reply[8 * i..8 * i + 8].try_into().unwrap());
-    let measured = read(1) - read(0);
+    let (out, measured) = between_reads(&wasm);
     assert!(measured > 1_000_000_000, "{measured}");
     let profile = out.report.profile.as_ref().unwrap();
     assert_eq!(profile.total(), measured);

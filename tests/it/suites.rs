@@ -331,6 +331,31 @@ fn same_files(a: &Path, b: &Path) {
     }
 }
 
+/// Runs `args` into two fresh directories named after `name`, one scenario at a time
+/// and then `jobs` at once, and checks they wrote the same files, wall time aside;
+/// returns both directories and the first run's output.
+fn same_files_whatever_the_jobs(
+    name: &str,
+    args: &[&str],
+    jobs: &str,
+) -> (PathBuf, PathBuf, String) {
+    let (first, second) = (
+        temp_dir(&format!("{name}-1")),
+        temp_dir(&format!("{name}-2")),
+    );
+    let stdout = run_into(&first, &[args, &["--jobs", "1"]].concat());
+    run_into(&second, &[args, &["--jobs", jobs]].concat());
+    same_files(&first, &second);
+    (first, second, stdout)
+}
+
+/// Each of `files` is in `dir`.
+fn files_written(dir: &Path, files: &[&str]) {
+    for file in files {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+}
+
 /// The numbers of two runs, wall time left out.
 fn same_numbers(a: &Report, b: &Report) {
     assert_eq!(a.results, b.results);
@@ -348,11 +373,7 @@ fn lookups_end_to_end_is_deterministic() {
         "--lookup-batches",
         "1,10,25",
     ];
-    let (first, second) = (temp_dir("lookups-1"), temp_dir("lookups-2"));
-    // One scenario at a time, then two at once: the same files, wall time aside.
-    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
-    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
-    same_files(&first, &second);
+    let (first, second, stdout) = same_files_whatever_the_jobs("lookups", &args, "2");
     // Under the oldest vintage (whose queries' counts are those of every vintage before
     // the memory tracker) every lookup costs less by whole Wasm pages of the tracker's
     // charge: a query pays 80,000 for each 64 KiB page of heap or stable memory it reads
@@ -382,15 +403,16 @@ fn lookups_end_to_end_is_deterministic() {
     let md = std::fs::read_to_string(old.join("lookups/report.md")).unwrap();
     assert!(md.contains("\n- Replica rules: `2024` "), "{md}");
     let dir = first.join("lookups");
-    for file in [
-        "report.md",
-        "results.csv",
-        "results.json",
-        "plot-random.svg",
-        "plot-sorted.svg",
-    ] {
-        assert!(dir.join(file).is_file(), "{file} missing");
-    }
+    files_written(
+        &dir,
+        &[
+            "report.md",
+            "results.csv",
+            "results.json",
+            "plot-random.svg",
+            "plot-sorted.svg",
+        ],
+    );
     // Only the suite's own directory is written.
     assert!(!first.join("results.json").exists());
     let a = read_report(&dir.join("results.json"));
@@ -431,10 +453,7 @@ fn lookups_end_to_end_is_deterministic() {
 #[test]
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
-    let (first, second) = (temp_dir("seed003-1"), temp_dir("seed003-2"));
-    run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
-    run_into(&second, &[&args[..], &["--jobs", "3"]].concat());
-    same_files(&first, &second);
+    let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
     // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads).
     assert_eq!(read_report(&first.join("results.json")).results.len(), 60);
 }
@@ -907,20 +926,17 @@ fn dbbench_methods_contract() {
 #[test]
 fn dbbench_end_to_end_is_deterministic() {
     let args = ["--suite", "dbbench", "--dbbench-num", "1000"];
-    let (first, second) = (temp_dir("dbbench-1"), temp_dir("dbbench-2"));
-    // One scenario at a time, then two at once: the same files, wall time aside.
-    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
-    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
-    same_files(&first, &second);
+    let (first, second, stdout) = same_files_whatever_the_jobs("dbbench", &args, "2");
     let dir = first.join("dbbench");
-    for file in [
-        "report.md",
-        "results.csv",
-        "results.json",
-        "plot-dbbench.svg",
-    ] {
-        assert!(dir.join(file).is_file(), "{file} missing");
-    }
+    files_written(
+        &dir,
+        &[
+            "report.md",
+            "results.csv",
+            "results.json",
+            "plot-dbbench.svg",
+        ],
+    );
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("dbbench/results.json")));
     assert_eq!(a.results.len(), 36);
@@ -1135,15 +1151,12 @@ fn keys_methods_contract() {
 #[test]
 fn keys_end_to_end_is_deterministic() {
     let args = ["--suite", "keys", "--keys-rows", "1000"];
-    let (first, second) = (temp_dir("keys-1"), temp_dir("keys-2"));
-    // One scenario at a time, then two at once: the same files, wall time aside.
-    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
-    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
-    same_files(&first, &second);
+    let (first, second, stdout) = same_files_whatever_the_jobs("keys", &args, "2");
     let dir = first.join("keys");
-    for file in ["report.md", "results.csv", "results.json", "plot-keys.svg"] {
-        assert!(dir.join(file).is_file(), "{file} missing");
-    }
+    files_written(
+        &dir,
+        &["report.md", "results.csv", "results.json", "plot-keys.svg"],
+    );
     let a = read_report(&dir.join("results.json"));
     let b = read_report(&second.join("keys/results.json"));
     same_numbers(&a, &b);
@@ -1312,20 +1325,8 @@ fn fake_result(store: &str, mode: &str, workload: &str, per_event: f64) -> Scena
         batch: 10,
         rows_before: 2_000,
         method: "sysbench_run".into(),
-        args: String::new(),
-        status: Status::Ok,
-        instructions: 0,
-        instructions_per_row: 0.0,
         store_instructions: (per_event * 10.0) as u64,
         store_instructions_per_row: per_event,
-        cycles: 0,
-        usd: 0.0,
-        heap_pages_delta: 0,
-        stable_pages_delta: 0,
-        heap_dirty_pages: 0,
-        stable_dirty_pages: 0,
-        bytes: 0,
-        ingress_cycles: 0,
         ..ScenarioResult::default()
     }
 }
@@ -1487,20 +1488,17 @@ fn sysbench_methods_contract() {
 #[test]
 fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
     let args = ["--suite", "sysbench", "--sysbench-rows", "2000"];
-    let (first, second) = (temp_dir("sysbench-1"), temp_dir("sysbench-2"));
-    // One scenario at a time, then two at once: the same files, wall time aside.
-    let stdout = run_into(&first, &[&args[..], &["--jobs", "1"]].concat());
-    run_into(&second, &[&args[..], &["--jobs", "2"]].concat());
-    same_files(&first, &second);
+    let (first, second, stdout) = same_files_whatever_the_jobs("sysbench", &args, "2");
     let dir = first.join("sysbench");
-    for file in [
-        "report.md",
-        "results.csv",
-        "results.json",
-        "plot-sysbench.svg",
-    ] {
-        assert!(dir.join(file).is_file(), "{file} missing");
-    }
+    files_written(
+        &dir,
+        &[
+            "report.md",
+            "results.csv",
+            "results.json",
+            "plot-sysbench.svg",
+        ],
+    );
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("sysbench/results.json")));
     assert_eq!(a.results.len(), 12 + 23);

@@ -176,12 +176,19 @@ fn upgrade_to_new_build(e: &mut EmbeddedEngine, id: candid::Principal) -> CallOu
     e.upgrade(id, &build, &Encode!().unwrap()).unwrap()
 }
 
+/// The upgrade of a heap of 10,000 rows to the new build under the application subnet's
+/// limits, which succeeds: what it took.
+fn probe_upgrade() -> CallOutcome {
+    let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
+    let ok = upgrade_to_new_build(&mut probe, id);
+    ok.result.as_ref().unwrap();
+    ok
+}
+
 #[test]
 fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() {
     // Room for compiling the module and little else: post_upgrade runs out.
-    let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
-    let ok = upgrade_to_new_build(&mut probe, id);
-    ok.result.unwrap();
+    let ok = probe_upgrade();
     let limit = ok.report.instructions - 1;
     let limits = Limits {
         max_instructions_per_install: limit,
@@ -200,9 +207,7 @@ fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() 
 #[test]
 fn an_upgrade_whose_new_heap_is_over_wasm_memory_limit_fails_with_ic0539_and_keeps_the_rows() {
     // The rows fit under the limit; the map decoded next to its encoded bytes does not.
-    let (mut probe, id) = filled_heap(Limits::APPLICATION, 10_000);
-    let ok = upgrade_to_new_build(&mut probe, id);
-    ok.result.unwrap();
+    let ok = probe_upgrade();
     let (before, after) = (ok.report.heap_bytes_before, ok.report.heap_bytes_after);
     assert!(after > before + 65_536, "{before} -> {after}");
     let limits = Limits {

@@ -62,3 +62,18 @@ pub fn bench_wasm_path() -> &'static Path {
         path
     })
 }
+
+/// Sends `method` (no argument) to `canister` once: a query when `query`, else an update.
+pub fn send(
+    e: &mut impl icbench::engine::Engine,
+    canister: candid::Principal,
+    method: &str,
+    query: bool,
+) -> icbench::engine::CallOutcome {
+    if query {
+        e.query(canister, method, &[])
+    } else {
+        e.update(canister, method, &[])
+    }
+    .unwrap()
+}
