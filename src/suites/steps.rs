@@ -1,6 +1,7 @@
 //! What the upgrade and scaling suites' tasks both do on a worker: compile the new build the
-//! upgrades install ahead of them, snapshot a store at a size (a step of the work log), and
-//! hand their parts of a scenario's outcome into one map, in any order.
+//! upgrades install ahead of them, snapshot a store at a size (a step of the work log), start
+//! a record of a store, and hand their parts of a scenario's outcome into one map, in any
+//! order.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -8,8 +9,10 @@ use std::sync::{Mutex, MutexGuard};
 use anyhow::Result;
 
 use super::pool::{Lane, State, Task};
+use super::scenario::JournalMode;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
+use crate::report::ScenarioResult;
 
 /// The task that compiles `build` so that compiling it overlaps the fills.
 pub(super) fn compile(build: &[u8], priority: i64) -> Task<'_> {
@@ -26,6 +29,29 @@ pub(super) fn snapshot(lane: &mut Lane<'_, '_>, label: &str, rows: u64) -> Resul
         format!("snapshot of {label} at {} rows", thousands(rows)),
     );
     lane.snapshot()
+}
+
+/// A record of `suite` with its first columns filled in: the store (its kind as the
+/// canister's methods name it, and SQLite's journal mode), the position, the operation and
+/// the rows in the store before it.
+pub(super) fn record(
+    suite: &str,
+    engine: &str,
+    (store, journal_mode): (&str, Option<JournalMode>),
+    position: String,
+    operation: &str,
+    rows: u64,
+) -> ScenarioResult {
+    ScenarioResult {
+        suite: suite.into(),
+        engine: engine.into(),
+        store: store.into(),
+        journal_mode: journal_mode.map(|m| m.to_string()).unwrap_or_default(),
+        position,
+        operation: operation.into(),
+        rows_before: rows,
+        ..ScenarioResult::default()
+    }
 }
 
 /// A scenario's parts as its tasks hand them in, keyed so that reading them in key order

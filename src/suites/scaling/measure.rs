@@ -10,6 +10,7 @@ use crate::engine::cost::Replica;
 use crate::report::ScenarioResult;
 use crate::suites::pool::{Lane, State};
 use crate::suites::scenario::{Operation, Position, Scenario, Store};
+use crate::suites::steps;
 use crate::suites::users::{record_reply, run_call, Call, ID_STEP};
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the
@@ -31,6 +32,7 @@ fn call_at(cfg: &Config, n: u64, store: Store, position: Position, operation: Op
     }
 }
 
+/// A record of this suite with the store's columns filled in.
 fn base_record(
     engine_name: &str,
     store: Store,
@@ -38,19 +40,15 @@ fn base_record(
     position: &str,
     operation: &str,
 ) -> ScenarioResult {
-    ScenarioResult {
-        suite: "scaling".into(),
-        engine: engine_name.into(),
-        store: store.kind().into(),
-        journal_mode: store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-        position: position.into(),
-        operation: operation.into(),
-        rows_before: n,
-        ..ScenarioResult::default()
-    }
+    let store_columns = (store.kind(), store.journal_mode());
+    steps::record(
+        "scaling",
+        engine_name,
+        store_columns,
+        position.into(),
+        operation,
+        n,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]

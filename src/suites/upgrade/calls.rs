@@ -10,6 +10,7 @@ use crate::engine::cost::CyclesFees;
 use crate::engine::MessageReport;
 use crate::report::{ScenarioResult, Status};
 use crate::suites::scenario::Store;
+use crate::suites::steps;
 use crate::suites::users::{self, ID_STEP, PREFILL_CHUNK};
 
 /// Sets the store up on a fresh canister (payload size, SQLite's journal mode).
@@ -85,19 +86,15 @@ pub(super) fn record(
     rows: u64,
     operation: &str,
 ) -> ScenarioResult {
-    ScenarioResult {
-        suite: "upgrade".into(),
-        engine: cfg_engine.into(),
-        store: store.kind().into(),
-        journal_mode: store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
-        position: store.variant(),
-        operation: operation.into(),
-        rows_before: rows,
-        ..ScenarioResult::default()
-    }
+    let store_columns = (store.kind(), store.journal_mode());
+    steps::record(
+        "upgrade",
+        cfg_engine,
+        store_columns,
+        store.variant(),
+        operation,
+        rows,
+    )
 }
 
 pub(super) fn fill_message(r: &mut ScenarioResult, m: &MessageReport) {
