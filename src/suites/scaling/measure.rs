@@ -142,6 +142,7 @@ pub(super) fn memory_records(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suites::scenario::StoreKind;
 
     #[test]
     fn the_range_scan_reads_the_rows_around_the_middle() {
