@@ -20,8 +20,8 @@ use crate::report::work::Kind;
 use crate::report::{ScenarioResult, Status};
 use crate::suites::pool::{self, Task};
 
-/// The limit run's task, from the installed, empty canister. Its canister is parked when
-/// it is done: the worker lets go of its heap of gigabytes.
+/// The limit run's task, from the installed, empty canister. It is parked: when it is
+/// done, the worker goes back to the first state rather than hold a heap of gigabytes.
 pub(super) fn task<'s>(
     ctx: &'s Shared<'s>,
     store: UpgradeStore,
