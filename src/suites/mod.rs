@@ -23,6 +23,7 @@ pub mod pool;
 pub mod scaling;
 pub mod scenario;
 pub mod seed003;
+mod steps;
 pub mod sysbench;
 pub mod tune;
 pub mod upgrade;

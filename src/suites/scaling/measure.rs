@@ -1,0 +1,162 @@
+//! What the scaling suite measures at one size: an operation's call (seed003's, the range
+//! scan around the middle) and its record, and the memory records: the store's heap and
+//! stable bytes and the whole canister's storage cycles for 30 days.
+
+use anyhow::Result;
+
+use super::{Config, HEAP_BYTES, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, THIRTY_DAYS};
+use crate::bench_canister::Stats;
+use crate::engine::cost::Replica;
+use crate::report::ScenarioResult;
+use crate::suites::pool::{Lane, State};
+use crate::suites::scenario::{Operation, Position, Scenario, Store};
+use crate::suites::steps;
+use crate::suites::users::{record_reply, run_call, Call, ID_STEP};
+
+/// The operation's call at size `n`: seed003's at that size, but the range scan reads the
+/// 1,000 rows around the middle (at N = 1,000, all of them).
+fn call_at(cfg: &Config, n: u64, store: Store, position: Position, operation: Operation) -> Call {
+    match operation {
+        Operation::RangeScan { rows } => Call::Scan {
+            offset: (n - rows) / 2 * ID_STEP,
+            count: rows,
+        },
+        _ => Call::for_scenario(
+            &Scenario {
+                store,
+                position,
+                operation,
+            },
+            &cfg.users_at(n),
+        ),
+    }
+}
+
+/// A record of this suite with the store's columns filled in.
+fn base_record(
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    position: &str,
+    operation: &str,
+) -> ScenarioResult {
+    let store_columns = (store.kind(), store.journal_mode());
+    steps::record(
+        "scaling",
+        engine_name,
+        store_columns,
+        position.into(),
+        operation,
+        n,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn measure(
+    lane: &mut Lane<'_, '_>,
+    cfg: &Config,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    position: Position,
+    operation: Operation,
+    start: &Result<State, String>,
+) -> Result<ScenarioResult> {
+    let scenario = Scenario {
+        store,
+        position,
+        operation,
+    };
+    let call = call_at(cfg, n, store, position, operation);
+    let mut result = base_record(engine_name, store, n, position.as_str(), operation.kind());
+    result.batch = operation.rows();
+    result.method = scenario.method();
+    result.args = call.candid_args();
+    match start {
+        Err(reason) => result.status = crate::report::Status::Refused(reason.clone()),
+        Ok(state) => {
+            lane.restore(state)?;
+            let reply = run_call(&mut lane.client, store.kind(), &call)?;
+            record_reply(&mut result, reply, operation, cfg.usd_per_xdr);
+        }
+    }
+    Ok(result)
+}
+
+/// The stable bytes a store's rows take, from its own size rather than the canister's
+/// stable memory (which the memory manager grows in 8 MiB buckets shared by the stores):
+/// the StableBTreeMap's virtual memory, SQLite's database file; the heap map keeps its rows
+/// on the heap between upgrades.
+pub fn store_stable_bytes(store: Store, stats: &Stats) -> u64 {
+    match store {
+        Store::Heap => 0,
+        // A module older than the field: the canister's stable memory, as before it.
+        Store::BTree => stats.btree_stable_pages.unwrap_or(stats.stable_pages) * PAGE,
+        Store::Sqlite(_) => stats.sqlite_page_count * stats.sqlite_page_size,
+    }
+}
+
+/// Wasm and stable memory pages.
+pub(super) const PAGE: u64 = 65_536;
+
+/// The heap bytes the store's `n` rows take (the canister at `n` over the empty one, in
+/// 64 KiB pages), its own stable bytes, and the storage cycles of the whole canister (what
+/// the storage fee charges) for 30 days under `replica`'s fees.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn memory_records(
+    cfg: &Config,
+    replica: &Replica,
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    base: &Stats,
+    stats: &Stats,
+    module_bytes: u64,
+) -> Vec<ScenarioResult> {
+    let mut out = Vec::new();
+    for (operation, bytes) in [
+        (
+            HEAP_BYTES,
+            stats.heap_pages.saturating_sub(base.heap_pages) * PAGE,
+        ),
+        (STABLE_BYTES, store_stable_bytes(store, stats)),
+    ] {
+        let mut r = base_record(engine_name, store, n, "-", operation);
+        r.batch = n;
+        r.bytes = bytes;
+        out.push(r);
+    }
+    let total = (stats.heap_pages + stats.stable_pages) * PAGE + module_bytes;
+    for (subnet, fees) in SUBNETS {
+        let mut r = base_record(engine_name, store, n, subnet, STORAGE_30_DAYS);
+        r.batch = n;
+        r.bytes = total;
+        let cycles = fees.storage_cost(replica, total, THIRTY_DAYS);
+        r.cycles = cycles as u64;
+        r.usd = cycles as f64 / 1e12 * cfg.usd_per_xdr;
+        out.push(r);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suites::scenario::StoreKind;
+
+    #[test]
+    fn the_range_scan_reads_the_rows_around_the_middle() {
+        let cfg = Config {
+            sizes: vec![1_000],
+            kinds: vec![StoreKind::Btree],
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            capacity_at: None,
+        };
+        let scan = Operation::RangeScan { rows: 1_000 };
+        let args = |n| call_at(&cfg, n, Store::BTree, Position::Middle, scan).candid_args();
+        assert_eq!(args(1_000), "(0 : nat64, 1000 : nat64)");
+        assert_eq!(args(10_000), "(45000 : nat64, 1000 : nat64)");
+    }
+}

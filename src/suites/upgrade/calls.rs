@@ -1,0 +1,164 @@
+//! The messages the upgrade suite sends besides the upgrade: setting a store up on a fresh
+//! canister, filling it, the 1-row insert and 100-key lookup around an upgrade, and the
+//! records they leave.
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use super::{UpgradeStore, FILL_BYTES_PER_MESSAGE};
+use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig};
+use crate::engine::cost::CyclesFees;
+use crate::engine::MessageReport;
+use crate::report::{ScenarioResult, Status};
+use crate::suites::scenario::Store;
+use crate::suites::steps;
+use crate::suites::users::{self, ID_STEP, PREFILL_CHUNK};
+
+/// Sets the store up on a fresh canister (payload size, SQLite's journal mode).
+pub(super) fn configure(
+    client: &mut BenchClient<'_>,
+    store: UpgradeStore,
+    payload_size: u64,
+) -> Result<()> {
+    client
+        .set_payload_size(payload_size)?
+        .value
+        .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
+    if let Some(mode) = store.journal_mode() {
+        let config = SqliteConfig {
+            journal_mode: Some(mode.to_string()),
+            ..SqliteConfig::default()
+        };
+        let settings = client
+            .configure_sqlite(&config)?
+            .value
+            .map_err(|e| anyhow!("configure_sqlite({mode}) failed: {e}"))?;
+        if !settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) {
+            bail!("asked for {mode}, SQLite uses {}", settings.journal_mode);
+        }
+    }
+    if let UpgradeStore::Heap(e) = store {
+        let config = HeapConfig {
+            encoding: Some(e.name().into()),
+        };
+        let settings = client
+            .configure_heap(&config)?
+            .value
+            .map_err(|e| anyhow!("configure_heap failed: {e}"))?;
+        if settings.encoding != e.name() {
+            bail!(
+                "asked for {}, the heap store uses {}",
+                e.name(),
+                settings.encoding
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Rows per fill message at `payload_size` bytes a row: at most [`FILL_BYTES_PER_MESSAGE`]
+/// of payload, at most [`PREFILL_CHUNK`] rows.
+pub(super) fn fill_chunk(payload_size: u64) -> u64 {
+    (FILL_BYTES_PER_MESSAGE / payload_size).clamp(1, PREFILL_CHUNK)
+}
+
+/// Fills the store from `from` to `to` rows (ids 0, 10, 20, ...).
+pub(super) fn fill(
+    client: &mut BenchClient<'_>,
+    store: UpgradeStore,
+    payload_size: u64,
+    from: u64,
+    to: u64,
+    before: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let chunk = fill_chunk(payload_size);
+    users::fill(client, store.kind(), from, to, chunk, before, &mut |_| {})
+        .with_context(|| format!("filling {}", store.label()))
+}
+
+fn pages_delta(before: u64, after: u64) -> i64 {
+    (after as i64 - before as i64) / 65536
+}
+
+/// A record of this suite with the store's columns filled in.
+pub(super) fn record(
+    cfg_engine: &str,
+    store: UpgradeStore,
+    rows: u64,
+    operation: &str,
+) -> ScenarioResult {
+    let store_columns = (store.kind(), store.journal_mode());
+    steps::record(
+        "upgrade",
+        cfg_engine,
+        store_columns,
+        store.variant(),
+        operation,
+        rows,
+    )
+}
+
+pub(super) fn fill_message(r: &mut ScenarioResult, m: &MessageReport) {
+    r.instructions = m.instructions;
+    r.instructions_per_row = m.instructions as f64 / r.batch.max(1) as f64;
+    r.heap_pages_delta = pages_delta(m.heap_bytes_before, m.heap_bytes_after);
+    r.stable_pages_delta = pages_delta(m.stable_bytes_before, m.stable_bytes_after);
+    r.set_pages(m);
+    r.add_profile(m.profile.as_ref());
+}
+
+/// The 1-row insert and the 100-key lookup, in the middle of `rows` rows.
+pub(super) fn calls(
+    client: &mut BenchClient<'_>,
+    engine: &str,
+    store: UpgradeStore,
+    rows: u64,
+    usd_per_xdr: f64,
+    when: &str,
+) -> Result<Vec<ScenarioResult>> {
+    let middle = rows / 2 * ID_STEP;
+    let mut out = Vec::new();
+    // The query first: it changes nothing, so the insert after it is still the first change.
+    let q = client.get_users(store.kind(), middle, ID_STEP, 100, false)?;
+    let mut r = record(engine, store, rows, &format!("{when}_query"));
+    r.batch = 100;
+    r.method = format!("get_users_{}", store.kind());
+    r.args = format!("({middle} : nat64, {ID_STEP} : nat64, 100 : nat64)");
+    fill_message(&mut r, &q.message);
+    match q.value {
+        Ok(v) if v.rows_found == 100 => {
+            r.store_instructions = v.instructions;
+            r.store_instructions_per_row = v.instructions as f64 / 100.0;
+            r.bytes = v.bytes_read;
+        }
+        Ok(v) => r.status = Status::Failed(format!("found {} of 100 rows", v.rows_found)),
+        Err(e) => r.status = Status::Failed(e),
+    }
+    out.push(r);
+    let u = client.add_users(store.kind(), middle + 1, ID_STEP, 1)?;
+    let mut r = record(engine, store, rows, &format!("{when}_update"));
+    r.batch = 1;
+    r.method = format!("add_users_{}", store.kind());
+    r.args = format!("({} : nat64, {ID_STEP} : nat64, 1 : nat64)", middle + 1);
+    fill_message(&mut r, &u.message);
+    match u.value {
+        Ok(v) if v.rows_inserted == 1 => {
+            r.store_instructions = v.instructions;
+            r.store_instructions_per_row = v.instructions as f64;
+            let cycles = CyclesFees::APPLICATION_13.execution_cost(u.message.instructions, false);
+            r.cycles = cycles as u64;
+            r.usd = cycles as f64 / 1e12 * usd_per_xdr;
+        }
+        Ok(v) => r.status = Status::Failed(format!("inserted {} of 1 row", v.rows_inserted)),
+        Err(e) => r.status = Status::Failed(e),
+    }
+    out.push(r);
+    Ok(out)
+}
+
+pub(super) fn store_rows(client: &mut BenchClient<'_>, store: UpgradeStore) -> Result<u64> {
+    Ok(match store {
+        UpgradeStore::Heap(_) | UpgradeStore::Users(Store::Heap) => client.heap_stats()?.rows,
+        UpgradeStore::Users(Store::BTree) => client.stats()?.btree_rows,
+        UpgradeStore::Users(Store::Sqlite(_)) => client.stats()?.sqlite_rows,
+    })
+}
