@@ -10,7 +10,7 @@ use crate::suites::{Exec, MemoryEstimate, MEMORY_BASE};
 
 /// Bytes per row of a store at the peak of its work at its largest size: memory the machine
 /// has to lend (resident memory plus the snapshots' memfds, mapped or not), from the
-/// 10,000,000-row runs of issue 22 (docs/performance.md, "Memory"). The heap map's 1.5 GB
+/// 10,000,000-row runs of issue 22 (git history of docs/performance.md). The heap map's 1.5 GB
 /// heap and the memfd its snapshot is frozen into, then its failing pre_upgrade growing the
 /// heap; SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
 /// the snapshot of a journal mode set on a fresh connection (which rewrites most of the

@@ -11,7 +11,7 @@ use crate::suites::{Exec, MemoryEstimate, MEMORY_BASE};
 /// overhead)`: what the machine lends the run (resident memory plus the snapshots' memfds).
 /// `upgrade_tenths` while the canister is upgraded there, `held_tenths` for its state and
 /// its snapshots at the smaller sizes while they wait for their upgrades. From the upgrade points of
-/// `--suite upgrade` at c5d7e43 (2026-11-23, docs/performance.md "Memory"): the heap map at
+/// `--suite upgrade` at c5d7e43 (2026-11-23; in git history of docs/performance.md): the heap map at
 /// 1,000,000 rows of 100 bytes holds its heap (156 MB; 181 MB with the smaller sizes'
 /// snapshots), and while upgrading it that heap frozen for the rollback, pre_upgrade's heap
 /// with the encoded copy (390 MB), the encoded rows in stable memory (109 MB) and
@@ -51,7 +51,7 @@ const MEMORY_PER_ROW: [RowMemory; 3] = [
 /// The limit run at its peak, whatever its payload size: it fills the heap map until an
 /// upgrade fails near the 4 GiB heap, and that upgrade holds the heap frozen for the
 /// rollback, pre_upgrade's heap up to 4 GiB and the rows encoded in stable memory. Four
-/// one-worker runs peaked at 8.03 to 8.22 GB with the base (docs/performance.md): 7.7 GB
+/// one-worker runs peaked at 8.03 to 8.22 GB (git history of docs/performance.md): 7.7 GB
 /// and a margin.
 const MEMORY_LIMIT_RUN: u64 = 8_000_000_000;
 
