@@ -9,16 +9,16 @@
 //! left out (a canister has no fsync: an update commits atomically when it ends).
 
 use std::fmt;
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use bench_types::names::DbBenchStore;
 
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::shared::{Define, Header, Session};
+use super::{pool, CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, PageCounts, SnapshotId};
@@ -212,7 +212,7 @@ pub struct DbBench;
 
 #[derive(Args)]
 #[command(next_help_heading = "dbbench")]
-struct DbBenchArgs {
+pub struct DbBenchArgs {
     /// db_bench's N (entries); the 100K benchmarks use N/1000.
     #[arg(long, default_value_t = DEFAULT_NUM)]
     dbbench_num: u64,
@@ -639,21 +639,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for DbBench {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for DbBench {
+    const NAME: &'static str = "dbbench";
+    type Args = DbBenchArgs;
 
-    fn name(&self) -> &'static str {
-        "dbbench"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        DbBenchArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = DbBenchArgs::from_arg_matches(matches)?;
+    fn plan(args: DbBenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         let cfg = Config {
             stores: common.stores.clone(),
@@ -663,6 +653,10 @@ impl Suite for DbBench {
         };
         cfg.validate()?;
         Ok(Box::new(cfg))
+    }
+
+    fn document(report: &Report) -> Document {
+        document(report)
     }
 }
 
@@ -689,10 +683,9 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let session = Session::start("dbbench", engine, exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(engine, wasm)?;
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
@@ -794,18 +787,11 @@ impl Plan for Config {
                 Ok(results.into())
             },
         )?;
-        let mut report = Report {
-        suite: "dbbench".into(),
-        engine: engine_name,
-        rows_before: 0,
-        seed: 301,
-        payload_size: VALUE_SIZE,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
-        extra: Default::default(),
+        let header = Header {
+            rows_before: 0,
+            seed: 301,
+            payload_size: VALUE_SIZE,
+            prefill: None,
         notes: vec![
             format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
             format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),
@@ -813,8 +799,6 @@ impl Plan for Config {
             "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
         ],
     };
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
+        Ok(session.report(&client, header, measured))
     }
 }

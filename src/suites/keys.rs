@@ -5,20 +5,20 @@
 //! B-tree with sqlite3_analyzer's average fanout.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use bench_types::names::KeysStore;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
-use super::{CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
+use super::shared::{Define, Header, Session};
 use crate::bench_canister::SqliteConfig;
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
@@ -93,7 +93,7 @@ pub struct Keys;
 
 #[derive(Args)]
 #[command(next_help_heading = "keys")]
-struct KeysArgs {
+pub struct KeysArgs {
     /// Rows per store and key type (a multiple of 100).
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     keys_rows: u64,
@@ -385,21 +385,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for Keys {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for Keys {
+    const NAME: &'static str = "keys";
+    type Args = KeysArgs;
 
-    fn name(&self) -> &'static str {
-        "keys"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        KeysArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = KeysArgs::from_arg_matches(matches)?;
+    fn plan(args: KeysArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         let cfg = Config {
             stores: common.stores.clone(),
@@ -410,6 +400,10 @@ impl Suite for Keys {
         };
         cfg.validate()?;
         Ok(Box::new(cfg))
+    }
+
+    fn document(report: &Report) -> Document {
+        document(report)
     }
 }
 
@@ -423,10 +417,9 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let session = Session::start("keys", engine, exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(engine, wasm)?;
         let canister = client.canister;
         let mode = cfg.journal_mode;
         let (base, set_up) = work.unit(
@@ -592,27 +585,18 @@ impl Plan for Config {
                 })
             },
         )?;
-        let mut report = Report {
-        suite: "keys".into(),
-        engine: engine_name,
-        rows_before: rows,
-        seed: cfg.seed,
-        payload_size: VALUE_SIZE,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
+        let header = Header {
+            rows_before: rows,
+            seed: cfg.seed,
+            payload_size: VALUE_SIZE,
+            prefill: None,
         notes: vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
             "Schemas: sqlite = rowid table with k PRIMARY KEY (for u64, INTEGER PRIMARY KEY is the rowid: one B-tree); sqlite_without_rowid = the same WITHOUT ROWID; sqlite_secondary = implicit rowid + CREATE INDEX on k. btree = StableBTreeMap keyed by [u8; 8] (the u64 big-endian, as the map stores a u64), [u8; 16] or String.".into(),
             "Storage: SQLite = pages of the table's B-trees (dbstat) x page size; map = its virtual memory's size (grown in 64 KiB pages). Fanout = sqlite3_analyzer's (interior + leaf - 1) / interior.".into(),
         ],
-        extra: Default::default(),
     };
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
+        Ok(session.report(&client, header, measured))
     }
 }

@@ -2,11 +2,12 @@
 //! 1, 10, 25, 50, 100, sent in draw order and sorted, on every store.
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
+use super::shared::Define;
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
+use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress};
 use crate::engine::Engine;
 use crate::report::{Document, Report};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
@@ -18,7 +19,7 @@ pub struct Lookups;
 
 #[derive(Args)]
 #[command(next_help_heading = "lookups")]
-struct LookupsArgs {
+pub struct LookupsArgs {
     /// Keys per query, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = LOOKUP_BATCHES)]
     lookup_batches: Vec<u64>,
@@ -76,27 +77,21 @@ impl Config {
     }
 }
 
-impl Suite for Lookups {
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
-    }
+impl Define for Lookups {
+    const NAME: &'static str = "lookups";
+    type Args = LookupsArgs;
 
-    fn name(&self) -> &'static str {
-        "lookups"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        LookupsArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = LookupsArgs::from_arg_matches(matches)?;
+    fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         let cfg = Config {
             users: users::Config::from_args(common)?,
             batches: sorted_unique(args.lookup_batches),
         };
         cfg.validate()?;
         Ok(Box::new(cfg))
+    }
+
+    fn document(report: &Report) -> Document {
+        super::grid::document(report)
     }
 }
 

@@ -5,13 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
+use super::shared::Define;
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
+use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress};
 use crate::bench_canister::BenchClient;
 use crate::engine::Engine;
 use crate::report::format::thousands;
@@ -30,7 +31,7 @@ pub struct Seed003;
 
 #[derive(Args)]
 #[command(next_help_heading = "seed003 (the default suite)")]
-struct Seed003Args {
+pub struct Seed003Args {
     /// New rows per update message, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
     batches: Vec<u64>,
@@ -120,9 +121,27 @@ impl Config {
     }
 }
 
-impl Suite for Seed003 {
+impl Define for Seed003 {
+    const NAME: &'static str = "seed003";
+    type Args = Seed003Args;
+
+    fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+        let mut positions = args.positions;
+        positions.sort();
+        positions.dedup();
+        let cfg = Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.batches),
+            positions,
+            reads: !args.no_reads,
+            confirm_capacity: args.confirm_capacity,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
     /// seed003's tables, then a short decision table at the run's size.
-    fn document(&self, report: &Report) -> Document {
+    fn document(report: &Report) -> Document {
         let mut doc = super::grid::document(report);
         // Capacity first: the default run ends with the decision table.
         if let Some(table) = capacity::table(report) {
@@ -156,32 +175,8 @@ impl Suite for Seed003 {
         doc
     }
 
-    fn name(&self) -> &'static str {
-        "seed003"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        Seed003Args::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = Seed003Args::from_arg_matches(matches)?;
-        let mut positions = args.positions;
-        positions.sort();
-        positions.dedup();
-        let cfg = Config {
-            users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.batches),
-            positions,
-            reads: !args.no_reads,
-            confirm_capacity: args.confirm_capacity,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
-    }
-
     /// seed003 writes into `--out` itself, as before there were other suites.
-    fn out_dir(&self, base: &Path) -> PathBuf {
+    fn out_dir(base: &Path) -> PathBuf {
         base.to_path_buf()
     }
 }

@@ -6,19 +6,19 @@
 //! SQLite: candidate ÷ baseline), with section averages and a ceiling gate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use bench_types::names::SysbenchStore;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::grid::StoreColumn;
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
+use super::shared::{Define, Header, Session};
 use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{Engine, PageCounts, SnapshotId};
@@ -59,7 +59,7 @@ pub struct Sysbench;
 
 #[derive(Args)]
 #[command(next_help_heading = "sysbench")]
-struct SysbenchArgs {
+pub struct SysbenchArgs {
     /// sbtest1 rows (2000..=1000000).
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     sysbench_rows: u64,
@@ -501,25 +501,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for Sysbench {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for Sysbench {
+    const NAME: &'static str = "sysbench";
+    type Args = SysbenchArgs;
 
-    fn gate(&self, report: &Report) -> Vec<String> {
-        report_gate(report)
-    }
-
-    fn name(&self) -> &'static str {
-        "sysbench"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        SysbenchArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = SysbenchArgs::from_arg_matches(matches)?;
+    fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         // Given order kept (the first mode's tables come first), duplicates dropped.
         let mut journal_modes: Vec<JournalMode> = Vec::new();
@@ -542,6 +528,14 @@ impl Suite for Sysbench {
         cfg.validate()?;
         Ok(Box::new(cfg))
     }
+
+    fn document(report: &Report) -> Document {
+        document(report)
+    }
+
+    fn gate(report: &Report) -> Vec<String> {
+        report_gate(report)
+    }
 }
 
 impl Plan for Config {
@@ -554,10 +548,9 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let session = Session::start("sysbench", engine, exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(engine, wasm)?;
         let canister = client.canister;
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
@@ -704,27 +697,19 @@ impl Plan for Config {
             .map(|m| m.to_string())
             .collect::<Vec<_>>()
             .join(", ");
-        let mut report = Report {
-        suite: "sysbench".into(),
-        engine: engine_name,
-        rows_before: rows,
-        seed: cfg.seed,
-        payload_size: 180,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
+        let header = Header {
+            rows_before: rows,
+            seed: cfg.seed,
+            payload_size: 180,
+            prefill: None,
         notes: vec![
             format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
             "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
             format!("Ceilings: a workload fails above {}x, a section average above {}x (strictly greater, as seed 004); a failure makes icbench exit with status 1 after writing every output.", cfg.ceilings.max, cfg.ceilings.max_section),
         ],
-        extra: Default::default(),
     };
+        let mut report = session.report(&client, header, measured);
         report.set_extra(CEILINGS, &cfg.ceilings);
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
         Ok(report)
     }
 }

@@ -12,18 +12,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use clap::parser::ValueSource;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 
 use super::decision::MESSAGE_WORKLOADS;
 use super::pool::{self, Chain, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use super::shared::{Define, Header, Session};
 use super::users::{self, Call, PREFILL_CHUNK};
-use super::{CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite, MEMORY_BASE};
+use super::{CommonArgs, Exec, MemoryEstimate, Plan, Progress, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
 use crate::engine::cost::Replica;
 use crate::engine::Engine;
@@ -302,7 +302,7 @@ pub struct Tune;
 
 #[derive(Args)]
 #[command(next_help_heading = "tune")]
-struct TuneArgs {
+pub struct TuneArgs {
     /// SQLite page sizes searched, in bytes (powers of two from 512 to 65,536), comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_PAGE_SIZES)]
     tune_page_sizes: Vec<u32>,
@@ -447,17 +447,11 @@ impl Config {
     }
 }
 
-impl Suite for Tune {
-    fn name(&self) -> &'static str {
-        "tune"
-    }
+impl Define for Tune {
+    const NAME: &'static str = "tune";
+    type Args = TuneArgs;
 
-    fn args(&self, cmd: Command) -> Command {
-        TuneArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = TuneArgs::from_arg_matches(matches)?;
+    fn plan(args: TuneArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Box<dyn Plan>> {
         if !common.has(StoreKind::Sqlite) {
             return Err(anyhow!(
                 "the tune suite searches SQLite's settings: --stores must include sqlite"
@@ -552,7 +546,7 @@ impl Suite for Tune {
         Ok(Box::new(cfg))
     }
 
-    fn document(&self, report: &Report) -> Document {
+    fn document(report: &Report) -> Document {
         document(report)
     }
 }
@@ -696,9 +690,8 @@ impl Plan for Config {
     ) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let work = Recorder::new(exec.jobs);
-        let engine_name = engine.name().to_string();
+        let session = Session::start("tune", engine, exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
         let current = engine.replica();
         let beside = beside_vintage(current);
         let compiled = pool::compile(engine, wasm, &work)?;
@@ -872,21 +865,14 @@ impl Plan for Config {
             exec.shard,
             setup.load(Ordering::Relaxed),
         );
-        let mut report = Report {
-            suite: "tune".into(),
-            engine: engine_name.clone(),
+        let header = Header {
             rows_before: cfg.users.rows,
             seed: cfg.users.seed,
             payload_size: cfg.users.payload_size,
-            wall_seconds: started.elapsed().as_secs_f64(),
             prefill: Some("run".into()),
-            executed_instructions: client.executed_instructions,
-            work: Some(work.log()),
-            results: Vec::new(),
             notes: notes(cfg, beside),
-            extra: Default::default(),
         };
-        outcomes.into_report(&mut report);
+        let mut report = session.report(&client, header, outcomes);
         let mut search = cfg.search(defaults, beside);
         search.variant_module = variant_sha256;
         report.set_extra(SEARCH, &search);
