@@ -19,7 +19,7 @@ use super::scenario::{JournalMode, StoreKind};
 use super::shared::{Define, Header, Session};
 use super::users::SplitMix64;
 use super::{CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::SqliteConfig;
+use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::{Engine, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
@@ -450,153 +450,166 @@ impl Plan for Config {
             &[set_up],
             &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
             progress,
-            &|client, i| {
-                let s = &scenarios[i];
-                let key = format!("{}/{}", s.store, s.key_type);
-                let mut results = Vec::new();
-                let mut page_stats = Vec::new();
-                client.engine.restore(canister, base)?;
-                client
-                    .keys_reset(s.store, s.key_type)?
-                    .value
-                    .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
-                let all = keys(s.key_type, rows, cfg.seed);
-                let mut insert = Totals::default();
-                let mut failed = None;
-                for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
-                    let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
-                    if let Err(e) = insert.add(m, true) {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-                let mut lookup = Totals::default();
-                if failed.is_none() {
-                    let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
-                    for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
-                        let m = client.keys_lookup(s.store, s.key_type, chunk)?;
-                        if let Err(e) = lookup.add(m, false) {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-                let stats = match &failed {
-                    None => Some(
-                        client
-                            .keys_stats(s.store, s.key_type)?
-                            .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
-                    ),
-                    Some(_) => None,
-                };
-                let journal = if s.store == KeysStore::BTree.name() {
-                    String::new()
-                } else {
-                    mode.to_string()
-                };
-                // The results name the rowid table `sqlite`, as the other suites do.
-                let store = if s.store == KeysStore::SqliteRowid.name() {
-                    "sqlite"
-                } else {
-                    s.store
-                };
-                let mut row =
-                    |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
-                        let mut r = ScenarioResult {
-                            suite: "keys".into(),
-                            engine: engine_name.clone(),
-                            store: store.into(),
-                            journal_mode: journal.clone(),
-                            position: s.key_type.into(),
-                            operation: operation.into(),
-                            batch,
-                            rows_before: if operation == "insert" { 0 } else { rows },
-                            method: method.into(),
-                            args,
-                            status: Status::Ok,
-                            instructions: t.instructions,
-                            instructions_per_row: t.instructions as f64 / batch as f64,
-                            store_instructions: t.store_instructions,
-                            store_instructions_per_row: t.store_instructions as f64 / batch as f64,
-                            cycles: t.cycles as u64,
-                            usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                            heap_pages_delta: 0,
-                            stable_pages_delta: t.stable_delta,
-                            heap_dirty_pages: t.heap_dirty,
-                            stable_dirty_pages: t.stable_dirty,
-                            pages: t.pages,
-                            bytes: t.bytes,
-                            // Not priced: a row is several messages here.
-                            ingress_cycles: 0,
-                            profile: String::new(),
-                            profile_data: t.profile.clone(),
-                            // A row is several messages: no one message's pages.
-                            page_map_data: None,
-                        };
-                        if let Some(e) = &failed {
-                            r.status = Status::Failed(e.clone());
-                        } else if operation == "point_lookup" && t.found != batch {
-                            r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
-                        }
-                        results.push(r);
-                    };
-                let who = format!("{:?}, {:?}", s.store, s.key_type);
-                row(
-                    "insert",
-                    rows,
-                    &insert,
-                    "keys_insert",
-                    format!(
-                        "({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"
-                    ),
-                );
-                row(
-                    "point_lookup",
-                    LOOKUPS,
-                    &lookup,
-                    "keys_lookup",
-                    format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
-                );
-                let storage = Totals {
-                    bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
-                    ..Totals::default()
-                };
-                row("storage", rows, &storage, "keys_stats", format!("({who})"));
-                if let Some(stats) = stats {
-                    for b in stats.btrees {
-                        page_stats.push(PageStats {
-                            store: store.into(),
-                            key_type: s.key_type.into(),
-                            btree: b.name,
-                            interior_pages: b.interior_pages,
-                            leaf_pages: b.leaf_pages,
-                            overflow_pages: b.overflow_pages,
-                            bytes: b.bytes,
-                        });
-                    }
-                }
-                let page_stats = page_stats
-                    .iter()
-                    .map(|p| serde_json::to_value(p).expect("page stats serialize"))
-                    .collect();
-                Ok(Outcome {
-                    results,
-                    lists: vec![(PAGE_STATS, page_stats)],
-                })
-            },
+            &|client, i| measure(client, cfg, engine_name, &scenarios[i], &lookups, base),
         )?;
         let header = Header {
             rows_before: rows,
             seed: cfg.seed,
             payload_size: VALUE_SIZE,
             prefill: None,
-        notes: vec![
+            notes: notes(rows, mode),
+        };
+        Ok(session.report(&client, header, measured))
+    }
+}
+
+/// One scenario: the keys inserted into an empty store from `base`, then `lookups` of them
+/// looked up, then the store's size and (SQLite) its B-trees.
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    s: &KeysScenario,
+    lookups: &[usize],
+    base: SnapshotId,
+) -> Result<Outcome> {
+    let canister = client.canister;
+    let (rows, mode) = (cfg.rows, cfg.journal_mode);
+    let key = format!("{}/{}", s.store, s.key_type);
+    let mut results = Vec::new();
+    let mut page_stats = Vec::new();
+    client.engine.restore(canister, base)?;
+    client
+        .keys_reset(s.store, s.key_type)?
+        .value
+        .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
+    let all = keys(s.key_type, rows, cfg.seed);
+    let mut insert = Totals::default();
+    let mut failed = None;
+    for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
+        let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
+        if let Err(e) = insert.add(m, true) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let mut lookup = Totals::default();
+    if failed.is_none() {
+        let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
+        for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
+            let m = client.keys_lookup(s.store, s.key_type, chunk)?;
+            if let Err(e) = lookup.add(m, false) {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let stats = match &failed {
+        None => Some(
+            client
+                .keys_stats(s.store, s.key_type)?
+                .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
+        ),
+        Some(_) => None,
+    };
+    let journal = if s.store == KeysStore::BTree.name() {
+        String::new()
+    } else {
+        mode.to_string()
+    };
+    // The results name the rowid table `sqlite`, as the other suites do.
+    let store = if s.store == KeysStore::SqliteRowid.name() {
+        "sqlite"
+    } else {
+        s.store
+    };
+    let mut row = |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
+        let mut r = ScenarioResult {
+            suite: "keys".into(),
+            engine: engine_name.into(),
+            store: store.into(),
+            journal_mode: journal.clone(),
+            position: s.key_type.into(),
+            operation: operation.into(),
+            batch,
+            rows_before: if operation == "insert" { 0 } else { rows },
+            method: method.into(),
+            args,
+            status: Status::Ok,
+            instructions: t.instructions,
+            instructions_per_row: t.instructions as f64 / batch as f64,
+            store_instructions: t.store_instructions,
+            store_instructions_per_row: t.store_instructions as f64 / batch as f64,
+            cycles: t.cycles as u64,
+            usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+            heap_pages_delta: 0,
+            stable_pages_delta: t.stable_delta,
+            heap_dirty_pages: t.heap_dirty,
+            stable_dirty_pages: t.stable_dirty,
+            pages: t.pages,
+            bytes: t.bytes,
+            // Not priced: a row is several messages here.
+            ingress_cycles: 0,
+            profile: String::new(),
+            profile_data: t.profile.clone(),
+            // A row is several messages: no one message's pages.
+            page_map_data: None,
+        };
+        if let Some(e) = &failed {
+            r.status = Status::Failed(e.clone());
+        } else if operation == "point_lookup" && t.found != batch {
+            r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
+        }
+        results.push(r);
+    };
+    let who = format!("{:?}, {:?}", s.store, s.key_type);
+    row(
+        "insert",
+        rows,
+        &insert,
+        "keys_insert",
+        format!("({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"),
+    );
+    row(
+        "point_lookup",
+        LOOKUPS,
+        &lookup,
+        "keys_lookup",
+        format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
+    );
+    let storage = Totals {
+        bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
+        ..Totals::default()
+    };
+    row("storage", rows, &storage, "keys_stats", format!("({who})"));
+    if let Some(stats) = stats {
+        for b in stats.btrees {
+            page_stats.push(PageStats {
+                store: store.into(),
+                key_type: s.key_type.into(),
+                btree: b.name,
+                interior_pages: b.interior_pages,
+                leaf_pages: b.leaf_pages,
+                overflow_pages: b.overflow_pages,
+                bytes: b.bytes,
+            });
+        }
+    }
+    let page_stats = page_stats
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("page stats serialize"))
+        .collect();
+    Ok(Outcome {
+        results,
+        lists: vec![(PAGE_STATS, page_stats)],
+    })
+}
+
+fn notes(rows: u64, mode: JournalMode) -> Vec<String> {
+    vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
             "Schemas: sqlite = rowid table with k PRIMARY KEY (for u64, INTEGER PRIMARY KEY is the rowid: one B-tree); sqlite_without_rowid = the same WITHOUT ROWID; sqlite_secondary = implicit rowid + CREATE INDEX on k. btree = StableBTreeMap keyed by [u8; 8] (the u64 big-endian, as the map stores a u64), [u8; 16] or String.".into(),
             "Storage: SQLite = pages of the table's B-trees (dbstat) x page size; map = its virtual memory's size (grown in 64 KiB pages). Fanout = sqlite3_analyzer's (interior + leaf - 1) / interior.".into(),
-        ],
-    };
-        Ok(session.report(&client, header, measured))
-    }
+    ]
 }

@@ -555,57 +555,8 @@ impl Plan for Config {
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
-        let workload = |client: &mut BenchClient<'_>,
-                        snapshot: SnapshotId,
-                        i: usize|
-         -> Result<ScenarioResult> {
-            let s = &scenarios[i];
-            let (store, journal) = store_of(s);
-            client.engine.restore(canister, snapshot)?;
-            let mut t = Totals::default();
-            let mut failed = None;
-            for event in 0..EVENTS {
-                let p = params(s.workload.name, rows, cfg.seed, event);
-                let m = client.sysbench_run(store, s.workload.name, &p)?;
-                if let Err(e) = t.add(m) {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            Ok(ScenarioResult {
-                suite: "sysbench".into(),
-                engine: engine_name.clone(),
-                store: store.into(),
-                journal_mode: journal,
-                position: s.workload.section.name().into(),
-                operation: s.workload.name.into(),
-                batch: EVENTS,
-                rows_before: rows,
-                method: "sysbench_run".into(),
-                args: format!(
-                    "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
-                    s.workload.name
-                ),
-                status: failed.map_or(Status::Ok, Status::Failed),
-                instructions: t.instructions,
-                instructions_per_row: t.instructions as f64 / EVENTS as f64,
-                store_instructions: t.store_instructions,
-                store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
-                cycles: t.cycles as u64,
-                usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                heap_pages_delta: 0,
-                stable_pages_delta: t.stable_delta,
-                heap_dirty_pages: t.heap_dirty,
-                stable_dirty_pages: t.stable_dirty,
-                pages: t.pages,
-                bytes: t.bytes,
-                // Not priced: a row is many messages here.
-                ingress_cycles: 0,
-                profile: String::new(),
-                profile_data: t.profile,
-                // A row is many messages: no one message's pages.
-                page_map_data: None,
-            })
+        let workload = |client: &mut BenchClient<'_>, snapshot: SnapshotId, i: usize| {
+            measure(client, cfg, engine_name, &scenarios[i], snapshot)
         };
         // One prefilled snapshot per store (the map, SQLite per journal mode), filled side by
         // side from the empty canister; every workload starts from its store's.
@@ -691,27 +642,89 @@ impl Plan for Config {
             exec.shard,
             setup_before + setup.load(Ordering::Relaxed),
         );
-        let modes = cfg
-            .journal_modes
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
         let header = Header {
             rows_before: rows,
             seed: cfg.seed,
             payload_size: 180,
             prefill: None,
-        notes: vec![
-            format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
-            "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
-            format!("Ceilings: a workload fails above {}x, a section average above {}x (strictly greater, as seed 004); a failure makes icbench exit with status 1 after writing every output.", cfg.ceilings.max, cfg.ceilings.max_section),
-        ],
-    };
+            notes: notes(cfg),
+        };
         let mut report = session.report(&client, header, measured);
         report.set_extra(CEILINGS, &cfg.ceilings);
         Ok(report)
     }
+}
+
+/// One workload's events on its store, from its store's prefilled `snapshot`.
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    s: &SysbenchScenario,
+    snapshot: SnapshotId,
+) -> Result<ScenarioResult> {
+    let (canister, rows) = (client.canister, cfg.rows);
+    let (store, journal) = store_of(s);
+    client.engine.restore(canister, snapshot)?;
+    let mut t = Totals::default();
+    let mut failed = None;
+    for event in 0..EVENTS {
+        let p = params(s.workload.name, rows, cfg.seed, event);
+        let m = client.sysbench_run(store, s.workload.name, &p)?;
+        if let Err(e) = t.add(m) {
+            failed = Some(e);
+            break;
+        }
+    }
+    Ok(ScenarioResult {
+        suite: "sysbench".into(),
+        engine: engine_name.into(),
+        store: store.into(),
+        journal_mode: journal,
+        position: s.workload.section.name().into(),
+        operation: s.workload.name.into(),
+        batch: EVENTS,
+        rows_before: rows,
+        method: "sysbench_run".into(),
+        args: format!(
+            "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
+            s.workload.name
+        ),
+        status: failed.map_or(Status::Ok, Status::Failed),
+        instructions: t.instructions,
+        instructions_per_row: t.instructions as f64 / EVENTS as f64,
+        store_instructions: t.store_instructions,
+        store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
+        cycles: t.cycles as u64,
+        usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
+        heap_pages_delta: 0,
+        stable_pages_delta: t.stable_delta,
+        heap_dirty_pages: t.heap_dirty,
+        stable_dirty_pages: t.stable_dirty,
+        pages: t.pages,
+        bytes: t.bytes,
+        // Not priced: a row is many messages here.
+        ingress_cycles: 0,
+        profile: String::new(),
+        profile_data: t.profile,
+        // A row is many messages: no one message's pages.
+        page_map_data: None,
+    })
+}
+
+fn notes(cfg: &Config) -> Vec<String> {
+    let rows = cfg.rows;
+    let modes = cfg
+        .journal_modes
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+            format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
+            "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
+            format!("Ceilings: a workload fails above {}x, a section average above {}x (strictly greater, as seed 004); a failure makes icbench exit with status 1 after writing every output.", cfg.ceilings.max, cfg.ceilings.max_section),
+    ]
 }
 
 /// A workload's name in the plan and the progress: `sqlite-wal/oltp_read_only`.
