@@ -716,38 +716,26 @@ impl Plan for Config {
         let workloads = exec.indices(WORKLOADS.len());
         // The tune variant's empty stores: its module installed over the same canister,
         // from an empty state too.
-        let mut variant_sha256 = None;
-        let empty_variant = if cfg.variants.is_empty() || workloads.is_empty() {
-            None
+        let (empty_variant, variant_sha256) = if cfg.variants.is_empty() || workloads.is_empty() {
+            (None, None)
         } else {
-            let variant = cfg.variant_module()?;
-            variant_sha256 = Some(pool::sha256_hex(&variant));
-            let compiled = pool::compile(&mut *client.engine, &variant, &work)?;
-            after.push(compiled);
-            let mut chain = Chain::new(&work, &after);
-            chain.step(Kind::Install, "install the tune variant over the canister");
-            client
-                .engine
-                .reinstall(canister, &variant, &candid::encode_args(())?)?
-                .result
-                .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
-            chain.step(Kind::Fill, "set the tune variant's payload size");
-            client
-                .set_payload_size(cfg.users.payload_size)?
-                .value
-                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
-            chain.step(
-                Kind::Snapshot,
-                "snapshot of the tune variant's empty stores",
-            );
-            let state = pool::graph::snapshot(client.engine, canister)?;
-            after = chain.end();
-            Some(state)
+            let (state, sha256) = install_variant(&mut client, cfg, work, &mut after)?;
+            (Some(state), Some(sha256))
         };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
         let mut best = vec![defaults; WORKLOADS.len()];
         let setup = AtomicU64::new(client.executed_instructions);
+        let env = StageEnv {
+            cfg,
+            exec,
+            work,
+            after: &[],
+            suite_engine: engine_name,
+            current,
+            beside,
+            setup: &setup,
+        };
         for (i, knobs) in cfg.stages().iter().enumerate() {
             let mut candidates: Vec<(usize, Setting)> = Vec::new();
             for &w in &workloads {
@@ -757,22 +745,16 @@ impl Plan for Config {
                     }
                 }
             }
-            let env = StageEnv {
-                cfg,
-                exec,
-                work: &work,
+            let stage_env = StageEnv {
                 after: &after,
-                suite_engine: &engine_name,
-                current,
-                beside,
-                setup: &setup,
+                ..env
             };
             let ran = run_stage(
                 &mut client,
                 &empty,
                 &mut filled,
                 &candidates,
-                &env,
+                &stage_env,
                 progress,
             )?;
             if !ran.units.is_empty() {
@@ -816,55 +798,18 @@ impl Plan for Config {
                 start,
             }));
         }
-        let mut other_records = measure_others(
+        let other_records = measure_others(
             &mut client,
             &empty,
             &besides,
             &StageEnv {
-                cfg,
-                exec,
-                work: &work,
                 after: &after,
-                suite_engine: &engine_name,
-                current,
-                beside,
-                setup: &setup,
+                ..env
             },
             &workloads,
             progress,
         )?;
-        let plan: String = WORKLOADS
-            .iter()
-            .map(|w| {
-                format!(
-                    "{} {} {}\n",
-                    w.position,
-                    w.operation.kind(),
-                    w.operation.rows()
-                )
-            })
-            .collect();
-        let outcomes = workloads
-            .iter()
-            .map(|&w| {
-                let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
-                    .into_iter()
-                    .chain(
-                        std::mem::take(&mut measured[w])
-                            .into_iter()
-                            .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
-                    )
-                    .collect();
-                (w, pool::Outcome::from(results))
-            })
-            .collect();
-        let outcomes = pool::Outcomes::new(
-            outcomes,
-            WORKLOADS.len(),
-            pool::sha256_hex(plan.as_bytes()),
-            exec.shard,
-            setup.load(Ordering::Relaxed),
-        );
+        let outcomes = outcomes(&workloads, other_records, measured, exec, &setup);
         let header = Header {
             rows_before: cfg.users.rows,
             seed: cfg.users.seed,
@@ -911,6 +856,82 @@ impl Plan for Config {
             smaller,
         })
     }
+}
+
+/// The tune variant module installed over the canister and its empty stores snapshotted,
+/// after `after` (then the install's units): that state and the module's SHA-256.
+fn install_variant(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+) -> Result<(State, String)> {
+    let canister = client.canister;
+    let variant = cfg.variant_module()?;
+    let compiled = pool::compile(&mut *client.engine, &variant, work)?;
+    after.push(compiled);
+    let mut chain = Chain::new(work, after);
+    chain.step(Kind::Install, "install the tune variant over the canister");
+    client
+        .engine
+        .reinstall(canister, &variant, &candid::encode_args(())?)?
+        .result
+        .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
+    chain.step(Kind::Fill, "set the tune variant's payload size");
+    client
+        .set_payload_size(cfg.users.payload_size)?
+        .value
+        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+    chain.step(
+        Kind::Snapshot,
+        "snapshot of the tune variant's empty stores",
+    );
+    let state = pool::graph::snapshot(client.engine, canister)?;
+    *after = chain.end();
+    Ok((state, pool::sha256_hex(&variant)))
+}
+
+/// Per workload of `workloads`, its records: the other stores' at their defaults, then the
+/// search's in the order it measured them (each under the engine's replica, then beside it).
+fn outcomes(
+    workloads: &[usize],
+    mut other_records: Vec<Vec<ScenarioResult>>,
+    mut measured: Vec<Vec<Measured>>,
+    exec: &Exec,
+    setup: &AtomicU64,
+) -> pool::Outcomes {
+    let plan: String = WORKLOADS
+        .iter()
+        .map(|w| {
+            format!(
+                "{} {} {}\n",
+                w.position,
+                w.operation.kind(),
+                w.operation.rows()
+            )
+        })
+        .collect();
+    let outcomes = workloads
+        .iter()
+        .map(|&w| {
+            let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
+                .into_iter()
+                .chain(
+                    std::mem::take(&mut measured[w])
+                        .into_iter()
+                        .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
+                )
+                .collect();
+            (w, pool::Outcome::from(results))
+        })
+        .collect();
+    pool::Outcomes::new(
+        outcomes,
+        WORKLOADS.len(),
+        pool::sha256_hex(plan.as_bytes()),
+        exec.shard,
+        setup.load(Ordering::Relaxed),
+    )
 }
 
 impl Config {
@@ -1003,6 +1024,7 @@ fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
 }
 
 /// What every stage shares.
+#[derive(Clone, Copy)]
 struct StageEnv<'a> {
     cfg: &'a Config,
     exec: &'a Exec,
