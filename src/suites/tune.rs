@@ -254,45 +254,33 @@ pub struct Workload {
     pub operation: Operation,
 }
 
-pub const WORKLOADS: [Workload; 7] = [
-    Workload {
-        name: MESSAGE_WORKLOADS[0].name,
-        position: Position::Middle,
-        operation: Operation::Insert { rows: 1 },
-    },
-    Workload {
-        name: "middle inserts (100 rows)",
-        position: Position::Middle,
-        operation: Operation::Insert { rows: 100 },
-    },
-    Workload {
-        name: MESSAGE_WORKLOADS[1].name,
-        position: Position::Middle,
-        operation: Operation::Insert { rows: 1_000 },
-    },
-    Workload {
-        name: MESSAGE_WORKLOADS[2].name,
-        position: Position::Random,
-        operation: Operation::Insert { rows: 1 },
-    },
-    Workload {
-        name: MESSAGE_WORKLOADS[3].name,
-        position: Position::Random,
-        operation: Operation::PointLookups { keys: 1 },
-    },
-    Workload {
-        name: MESSAGE_WORKLOADS[4].name,
-        position: Position::Random,
-        operation: Operation::PointLookups { keys: 100 },
-    },
-    Workload {
-        name: MESSAGE_WORKLOADS[5].name,
-        position: Position::Middle,
-        operation: Operation::RangeScan { rows: 1_000 },
-    },
-];
+pub const WORKLOADS: [Workload; 7] = {
+    use Operation::{Insert, PointLookups, RangeScan};
+    use Position::{Middle, Random};
+    [
+        Workload::new(MESSAGE_WORKLOADS[0].name, Middle, Insert { rows: 1 }),
+        Workload::new("middle inserts (100 rows)", Middle, Insert { rows: 100 }),
+        Workload::new(MESSAGE_WORKLOADS[1].name, Middle, Insert { rows: 1_000 }),
+        Workload::new(MESSAGE_WORKLOADS[2].name, Random, Insert { rows: 1 }),
+        Workload::new(MESSAGE_WORKLOADS[3].name, Random, PointLookups { keys: 1 }),
+        Workload::new(
+            MESSAGE_WORKLOADS[4].name,
+            Random,
+            PointLookups { keys: 100 },
+        ),
+        Workload::new(MESSAGE_WORKLOADS[5].name, Middle, RangeScan { rows: 1_000 }),
+    ]
+};
 
 impl Workload {
+    const fn new(name: &'static str, position: Position, operation: Operation) -> Workload {
+        Workload {
+            name,
+            position,
+            operation,
+        }
+    }
+
     fn picks(&self, r: &ScenarioResult) -> bool {
         r.position == self.position.as_str()
             && r.operation == self.operation.kind()
