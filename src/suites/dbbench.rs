@@ -326,8 +326,8 @@ pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -
     format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
 }
 
-/// Sums the messages of one benchmark (shared with the keys suite, which reports the
-/// same per-message `DbBenchReport`).
+/// Sums the messages of one benchmark (shared with the keys and sysbench suites, whose
+/// messages report the same `DbBenchReport`).
 #[derive(Default)]
 pub(crate) struct Totals {
     pub(crate) ops: u64,
@@ -367,6 +367,31 @@ impl Totals {
         self.messages += 1;
         crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
         Ok(())
+    }
+
+    /// The measured part of a record that sums several messages (the keys and sysbench
+    /// suites'), per `per` rows: priced as updates, with neither an ingress price nor one
+    /// message's page map.
+    pub(crate) fn record(&self, per: u64, usd_per_xdr: f64) -> ScenarioResult {
+        ScenarioResult {
+            instructions: self.instructions,
+            instructions_per_row: self.instructions as f64 / per as f64,
+            store_instructions: self.store_instructions,
+            store_instructions_per_row: self.store_instructions as f64 / per as f64,
+            cycles: self.cycles as u64,
+            usd: self.cycles as f64 / 1e12 * usd_per_xdr,
+            heap_pages_delta: 0,
+            stable_pages_delta: self.stable_delta,
+            heap_dirty_pages: self.heap_dirty,
+            stable_dirty_pages: self.stable_dirty,
+            pages: self.pages,
+            bytes: self.bytes,
+            ingress_cycles: 0,
+            profile: String::new(),
+            profile_data: self.profile.clone(),
+            page_map_data: None,
+            ..ScenarioResult::default()
+        }
     }
 }
 

@@ -536,24 +536,7 @@ fn measure(
             method: method.into(),
             args,
             status: Status::Ok,
-            instructions: t.instructions,
-            instructions_per_row: t.instructions as f64 / batch as f64,
-            store_instructions: t.store_instructions,
-            store_instructions_per_row: t.store_instructions as f64 / batch as f64,
-            cycles: t.cycles as u64,
-            usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-            heap_pages_delta: 0,
-            stable_pages_delta: t.stable_delta,
-            heap_dirty_pages: t.heap_dirty,
-            stable_dirty_pages: t.stable_dirty,
-            pages: t.pages,
-            bytes: t.bytes,
-            // Not priced: a row is several messages here.
-            ingress_cycles: 0,
-            profile: String::new(),
-            profile_data: t.profile.clone(),
-            // A row is several messages: no one message's pages.
-            page_map_data: None,
+            ..t.record(batch, cfg.usd_per_xdr)
         };
         if let Some(e) = &failed {
             r.status = Status::Failed(e.clone());

@@ -13,15 +13,15 @@ use serde::{Deserialize, Serialize};
 use bench_types::names::SysbenchStore;
 use clap::{ArgMatches, Args};
 
+use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
 use super::shared::{Define, Header, Session};
 use super::users::SplitMix64;
 use super::{pool, CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
-use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, PageCounts, SnapshotId};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::{Engine, SnapshotId};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
@@ -202,37 +202,6 @@ pub fn params(workload: &str, rows: u64, seed: u64, event: u64) -> Vec<u64> {
             p
         }
         other => panic!("unknown sysbench workload {other}"),
-    }
-}
-
-#[derive(Default)]
-struct Totals {
-    bytes: u64,
-    store_instructions: u64,
-    instructions: u64,
-    cycles: u128,
-    heap_dirty: u64,
-    stable_dirty: u64,
-    pages: Option<PageCounts>,
-    stable_delta: i64,
-    profile: Option<crate::engine::Profile>,
-}
-
-impl Totals {
-    fn add(&mut self, m: Measured<DbBenchReport>) -> Result<(), String> {
-        let r = m.value?;
-        let msg = m.message;
-        self.bytes += r.bytes;
-        self.store_instructions += r.instructions;
-        self.instructions += msg.instructions;
-        self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
-        self.heap_dirty += msg.heap_dirty_pages;
-        self.stable_dirty += msg.stable_dirty_pages;
-        self.pages = PageCounts::sum(self.pages, msg.pages.as_ref());
-        self.stable_delta +=
-            (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
-        crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
-        Ok(())
     }
 }
 
@@ -671,7 +640,7 @@ fn measure(
     for event in 0..EVENTS {
         let p = params(s.workload.name, rows, cfg.seed, event);
         let m = client.sysbench_run(store, s.workload.name, &p)?;
-        if let Err(e) = t.add(m) {
+        if let Err(e) = t.add(m, true) {
             failed = Some(e);
             break;
         }
@@ -691,24 +660,7 @@ fn measure(
             s.workload.name
         ),
         status: failed.map_or(Status::Ok, Status::Failed),
-        instructions: t.instructions,
-        instructions_per_row: t.instructions as f64 / EVENTS as f64,
-        store_instructions: t.store_instructions,
-        store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
-        cycles: t.cycles as u64,
-        usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-        heap_pages_delta: 0,
-        stable_pages_delta: t.stable_delta,
-        heap_dirty_pages: t.heap_dirty,
-        stable_dirty_pages: t.stable_dirty,
-        pages: t.pages,
-        bytes: t.bytes,
-        // Not priced: a row is many messages here.
-        ingress_cycles: 0,
-        profile: String::new(),
-        profile_data: t.profile,
-        // A row is many messages: no one message's pages.
-        page_map_data: None,
+        ..t.record(EVENTS, cfg.usd_per_xdr)
     })
 }
 
