@@ -5,6 +5,7 @@
 use super::{signed, Search, Setting, Variant, SEARCH, WORKLOADS};
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
+use crate::suites::grid::table_of;
 use bench_types::pragma::Synchronous;
 
 /// The cheapest configuration of each workload in `report`, with the defaults' record and
@@ -75,19 +76,14 @@ pub fn decision_table(report: &Report) -> Option<Table> {
     if others.is_empty() {
         return None;
     }
-    let mut t = Table::with_aligns(
-        [
-            "Workload",
-            "Cheapest at defaults",
-            "Its cost",
-            "Cheapest with tuned settings",
-            "Its cost",
-            "Gain",
-        ]
-        .map(String::from)
-        .to_vec(),
-        vec![Left, Left, Right, Left, Right, Right],
-    );
+    let mut t = table_of(&[
+        ("Workload", Left),
+        ("Cheapest at defaults", Left),
+        ("Its cost", Right),
+        ("Cheapest with tuned settings", Left),
+        ("Its cost", Right),
+        ("Gain", Right),
+    ]);
     for (w, f) in WORKLOADS.iter().zip(found(report)) {
         let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
         let mut at_defaults: Vec<(String, u64)> = mine
@@ -144,21 +140,20 @@ pub fn variants_table(report: &Report) -> Option<Table> {
     {
         return None;
     }
-    let mut headers = vec![
-        "Workload".to_string(),
-        "Store".into(),
-        "Charged".into(),
-        "Against the default module".into(),
-        "Store work".into(),
-        "Wasm pages (heap + stable, accessed/written)".into(),
-        "Memory held".into(),
+    let mut columns = vec![
+        ("Workload", Left),
+        ("Store", Left),
+        ("Charged", Right),
+        ("Against the default module", Right),
+        ("Store work", Right),
+        ("Wasm pages (heap + stable, accessed/written)", Right),
+        ("Memory held", Right),
     ];
-    let mut aligns = vec![Left, Left, Right, Right, Right, Right, Right];
+    let under = format!("Under {beside}");
     if !beside.is_empty() {
-        headers.push(format!("Under {beside}"));
-        aligns.push(Right);
+        columns.push((&under, Right));
     }
-    let mut t = Table::with_aligns(headers, aligns);
+    let mut t = table_of(&columns);
     for w in &WORKLOADS {
         let mine: Vec<&ScenarioResult> = report
             .results
@@ -274,21 +269,20 @@ pub fn cheapest_table(report: &Report) -> Table {
     use Align::{Left, Right};
     let search: Search = report.extra(SEARCH).unwrap_or_default();
     let beside = search.beside.clone().unwrap_or_default();
-    let mut headers = vec![
-        "Workload".to_string(),
-        "At defaults".into(),
-        "Cheapest settings found".into(),
-        "Its cost".into(),
-        "Gain".into(),
-        "Store work".into(),
-        "Wasm pages (heap + stable, accessed/written)".into(),
+    let mut columns = vec![
+        ("Workload", Left),
+        ("At defaults", Right),
+        ("Cheapest settings found", Left),
+        ("Its cost", Right),
+        ("Gain", Right),
+        ("Store work", Right),
+        ("Wasm pages (heap + stable, accessed/written)", Right),
     ];
-    let mut aligns = vec![Left, Right, Left, Right, Right, Right, Right];
+    let under = format!("Under {beside}: defaults → these settings");
     if !beside.is_empty() {
-        headers.push(format!("Under {beside}: defaults → these settings"));
-        aligns.push(Right);
+        columns.push((&under, Right));
     }
-    let mut t = Table::with_aligns(headers, aligns);
+    let mut t = table_of(&columns);
     for f in found(report) {
         let cost = |r: Option<&ScenarioResult>| match r {
             Some(r) if r.status == Status::Ok => thousands(r.instructions),
@@ -419,12 +413,11 @@ pub(super) fn document(report: &Report) -> Document {
 /// Per workload whose defaults and cheapest settings were both profiled, their page maps
 /// side by side (the files `--profile` writes beside each profile).
 pub(super) fn page_maps(report: &Report) -> Option<Table> {
-    let mut t = Table::with_aligns(
-        ["Workload", "At the defaults", "With the cheapest settings"]
-            .map(String::from)
-            .to_vec(),
-        vec![Align::Left; 3],
-    );
+    let mut t = table_of(&[
+        ("Workload", Align::Left),
+        ("At the defaults", Align::Left),
+        ("With the cheapest settings", Align::Left),
+    ]);
     let mut any = false;
     for f in found(report) {
         let (Some(d), Some(b)) = (f.defaults, f.best) else {
