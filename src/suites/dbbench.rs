@@ -17,11 +17,11 @@ use clap::{ArgMatches, Args};
 
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Session};
-use super::{pool, CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
+use super::shared::{Define, Header, Measure, Run};
+use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, PageCounts, SnapshotId};
+use crate::engine::{PageCounts, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::work::Kind;
 use crate::report::{
@@ -687,7 +687,7 @@ impl Define for DbBench {
 
 /// A store's benchmarks from one fresh benchmark up to the next one: they run in order on
 /// one canister (each on what the previous left), independently of every other run.
-struct Run {
+struct Sequence {
     store: KvStore,
     /// Index into `Bench::ALL` of the first benchmark, and one past the last.
     benches: std::ops::Range<usize>,
@@ -696,21 +696,17 @@ struct Run {
     refused: Option<String>,
 }
 
-impl Plan for Config {
+impl Measure for Config {
+    const SUITE: &'static str = "dbbench";
+
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
     /// store, the others on what the previous benchmark left.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let session = Session::start("dbbench", engine, exec);
+        let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
-        let (mut client, installed) = session.install(engine, wasm)?;
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
@@ -750,7 +746,7 @@ impl Plan for Config {
                 let end = (first + 1..Bench::ALL.len())
                     .find(|&b| Bench::ALL[b].fresh())
                     .unwrap_or(Bench::ALL.len());
-                runs.push(Run {
+                runs.push(Sequence {
                     store,
                     benches: first..end,
                     fresh,
@@ -773,7 +769,7 @@ impl Plan for Config {
                     Bench::ALL[run.benches.start]
                 )
             },
-            progress,
+            run.progress,
             &|client, i| {
                 let run = &runs[i];
                 let store = run.store;

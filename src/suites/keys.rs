@@ -16,11 +16,11 @@ use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Session};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
+use super::{CommonArgs, Plan, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::SnapshotId;
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
 use crate::report::work::Kind;
@@ -407,19 +407,15 @@ impl Define for Keys {
     }
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "keys";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let session = Session::start("keys", engine, exec);
+        let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
-        let (mut client, installed) = session.install(engine, wasm)?;
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let mode = cfg.journal_mode;
         let (base, set_up) = work.unit(
@@ -449,7 +445,7 @@ impl Plan for Config {
             &work,
             &[set_up],
             &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
-            progress,
+            run.progress,
             &|client, i| measure(client, cfg, engine_name, &scenarios[i], &lookups, base),
         )?;
         let header = Header {

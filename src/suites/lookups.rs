@@ -5,10 +5,9 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::shared::Define;
+use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress};
-use crate::engine::Engine;
+use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::report::{Document, Report};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
@@ -95,29 +94,13 @@ impl Define for Lookups {
     }
 }
 
-impl Plan for Config {
-    /// Runs the suite on `engine` and returns the report.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
-        let cfg = self;
-        cfg.validate()?;
+impl Measure for Config {
+    const SUITE: &'static str = "lookups";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
+        self.validate()?;
         let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
-        users::run(
-            engine,
-            wasm,
-            &cfg.users,
-            "lookups",
-            &cfg.matrix(),
-            &[note.to_string()],
-            exec,
-            None,
-            progress,
-        )
+        users::run(run, &self.users, &self.matrix(), &[note.to_string()], None)
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

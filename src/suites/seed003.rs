@@ -10,11 +10,10 @@ use clap::{ArgMatches, Args};
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
-use super::shared::Define;
+use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress};
+use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::bench_canister::BenchClient;
-use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
@@ -181,35 +180,21 @@ impl Define for Seed003 {
     }
 }
 
-impl Plan for Config {
-    /// Runs the suite on `engine` and returns the report.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "seed003";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        if cfg.confirm_capacity && !exec.shard.is_whole() {
+        if cfg.confirm_capacity && !run.exec.shard.is_whole() {
             return Err(anyhow!(
                 "--confirm-capacity needs every store's measured batches in one run: drop --shard"
             ));
         }
         let confirm: &users::AfterScenarios<'_> =
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
-        users::run(
-            engine,
-            wasm,
-            &cfg.users,
-            "seed003",
-            &cfg.matrix(),
-            &[],
-            exec,
-            cfg.confirm_capacity.then_some(confirm),
-            progress,
-        )
+        let after = cfg.confirm_capacity.then_some(confirm);
+        users::run(run, &cfg.users, &cfg.matrix(), &[], after)
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

@@ -17,11 +17,11 @@ use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Session};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, Exec, Plan, Progress, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
-use crate::engine::{Engine, SnapshotId};
+use crate::engine::SnapshotId;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
@@ -507,19 +507,15 @@ impl Define for Sysbench {
     }
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "sysbench";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let session = Session::start("sysbench", engine, exec);
+        let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
-        let (mut client, installed) = session.install(engine, wasm)?;
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
@@ -600,7 +596,7 @@ impl Plan for Config {
             &pool::State::Local(base),
             exec,
             &work,
-            progress,
+            run.progress,
             tasks,
         )?;
         let outcomes = slots.take(&indices, &|i| key(&scenarios[i]))?;

@@ -56,6 +56,11 @@ impl Session {
         pool::install(engine, wasm, &self.work)
     }
 
+    /// The suite that runs, as its records name it.
+    pub fn suite(&self) -> &str {
+        &self.suite
+    }
+
     /// Seconds since the run started.
     pub fn elapsed(&self) -> f64 {
         self.started.elapsed().as_secs_f64()

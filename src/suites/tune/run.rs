@@ -11,14 +11,13 @@ use super::search::{beside_vintage, cheapest};
 use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
 use crate::engine::cost::Replica;
-use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
-use crate::suites::shared::{Header, Session};
+use crate::suites::shared::{Header, Measure, Run};
 use crate::suites::users::{self, PREFILL_CHUNK};
-use crate::suites::{Exec, MemoryEstimate, Plan, Progress};
+use crate::suites::{Exec, MemoryEstimate};
 
 impl Config {
     /// The tune variant module: `--tune-wasm`, else the committed module of these sources
@@ -31,26 +30,22 @@ impl Config {
     }
 }
 
-impl Plan for Config {
+impl Measure for Config {
+    const SUITE: &'static str = "tune";
+
     /// Each workload is a scenario of the plan (a shard takes whole workloads): its own
     /// search, whose records are the settings it measured in the order it measured them.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let session = Session::start("tune", engine, exec);
+        let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
-        let current = engine.replica();
+        let current = run.engine.replica();
         let beside = beside_vintage(current);
-        let compiled = pool::compile(engine, wasm, &work)?;
+        let compiled = pool::compile(run.engine, run.wasm, &work)?;
         let mut chain = Chain::new(&work, &[compiled]);
         chain.step(Kind::Install, "install the canister");
-        let mut client = BenchClient::install(engine, wasm)?;
+        let mut client = BenchClient::install(run.engine, run.wasm)?;
         chain.step(Kind::Fill, "set the payload size, read SQLite's defaults");
         client
             .set_payload_size(cfg.users.payload_size)?
@@ -108,7 +103,7 @@ impl Plan for Config {
                 &mut filled,
                 &candidates,
                 &stage_env,
-                progress,
+                run.progress,
             )?;
             if !ran.units.is_empty() {
                 after = ran.units;
@@ -160,7 +155,7 @@ impl Plan for Config {
                 ..env
             },
             &workloads,
-            progress,
+            run.progress,
         )?;
         let outcomes = outcomes(&workloads, other_records, measured, exec, &setup);
         let header = Header {

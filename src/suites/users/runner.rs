@@ -10,13 +10,11 @@ use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
 use super::{record_of, record_reply, run_call, Call, Config, ID_STEP, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::cost::MemoryTracker;
-use crate::engine::Engine;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::suites::pool::{self, Lane, Recorder, State, Task};
 use crate::suites::scenario::{JournalMode, Scenario, Store};
-use crate::suites::shared::{Header, Session};
-use crate::suites::{Exec, Progress};
+use crate::suites::shared::{Header, Run};
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
 /// state (or why the canister refused it), the run's log and the report so far.
@@ -44,29 +42,25 @@ const SCENARIO: i64 = 0;
 /// loaded (or the prefill run and kept), then on `exec.jobs` workers side by side: the heap
 /// map's fill and its scenarios, each SQLite journal mode set on a fresh connection and its
 /// scenarios, and the StableBTreeMap's scenarios.
-#[allow(clippy::too_many_arguments)]
 pub fn run(
-    engine: &mut dyn Engine,
-    wasm: &[u8],
+    run: Run<'_>,
     cfg: &Config,
-    suite: &str,
     scenarios: &[Scenario],
     notes: &[String],
-    exec: &Exec,
     after: Option<&AfterScenarios<'_>>,
-    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Report> {
     cfg.validate()?;
-    let session = Session::start(suite, engine, exec);
+    let (session, exec) = (run.session, run.exec);
+    let suite = session.suite();
     let work = &session.work;
-    let engine_replica = engine.replica();
+    let engine_replica = run.engine.replica();
     let Prefilled {
         mut client,
         base,
         units: prefilled,
         source,
         keep,
-    } = prefilled(engine, wasm, cfg, work, progress)?;
+    } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
     let setup_before = client.executed_instructions;
 
     let indices = exec.indices(scenarios.len());
@@ -139,7 +133,7 @@ pub fn run(
             }
         }
     }
-    pool::graph::run(&mut client, base, exec, work, progress, tasks)?;
+    pool::graph::run(&mut client, base, exec, work, run.progress, tasks)?;
     let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,
