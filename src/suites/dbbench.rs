@@ -712,7 +712,7 @@ impl Measure for Config {
         let all_keys = keys(num);
         // The empty store, warm: journal mode set, table created, statements compiled.
         let base = client.engine.snapshot(canister)?;
-        let mut runs = Vec::new();
+        let mut sequences = Vec::new();
         let mut set_up = Vec::new();
         for store in cfg.kv_stores() {
             let open = work.begin(
@@ -746,7 +746,7 @@ impl Measure for Config {
                 let end = (first + 1..Bench::ALL.len())
                     .find(|&b| Bench::ALL[b].fresh())
                     .unwrap_or(Bench::ALL.len());
-                runs.push(Sequence {
+                sequences.push(Sequence {
                     store,
                     benches: first..end,
                     fresh,
@@ -757,26 +757,26 @@ impl Measure for Config {
         let measured = pool::run_scenarios(
             &mut client,
             base,
-            runs.len(),
+            sequences.len(),
             exec,
-            &work,
+            work,
             &set_up,
             &|i| {
-                let run = &runs[i];
+                let seq = &sequences[i];
                 format!(
                     "{}/{}",
-                    run.store.result_store(),
-                    Bench::ALL[run.benches.start]
+                    seq.store.result_store(),
+                    Bench::ALL[seq.benches.start]
                 )
             },
             run.progress,
             &|client, i| {
-                let run = &runs[i];
-                let store = run.store;
+                let seq = &sequences[i];
+                let store = seq.store;
                 let mut present = std::collections::BTreeSet::new();
                 let mut results = Vec::new();
-                client.engine.restore(canister, run.fresh)?;
-                for (bench, bench_keys) in &all_keys[run.benches.clone()] {
+                client.engine.restore(canister, seq.fresh)?;
+                for (bench, bench_keys) in &all_keys[seq.benches.clone()] {
                     let bench = *bench;
                     let (keys, ops): (Vec<u64>, u64) = match bench {
                         Bench::ReadSeq | Bench::ReadSeq100K => {
@@ -787,7 +787,7 @@ impl Measure for Config {
                         }
                         _ => (bench_keys.clone(), bench_keys.len() as u64),
                     };
-                    let outcome = match &run.refused {
+                    let outcome = match &seq.refused {
                         Some(reason) => Err(reason.clone()),
                         None => run_bench(client, store, bench, &keys, ops)?,
                     };
@@ -796,13 +796,13 @@ impl Measure for Config {
                     }
                     results.push(result(
                         cfg,
-                        &engine_name,
+                        engine_name,
                         store,
                         bench,
                         ops,
                         &keys,
                         outcome,
-                        run.refused.is_some(),
+                        seq.refused.is_some(),
                     ));
                 }
                 Ok(results.into())

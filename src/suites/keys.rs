@@ -442,7 +442,7 @@ impl Measure for Config {
             base,
             scenarios.len(),
             exec,
-            &work,
+            work,
             &[set_up],
             &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
             run.progress,

@@ -595,7 +595,7 @@ impl Measure for Config {
             &mut client,
             &pool::State::Local(base),
             exec,
-            &work,
+            work,
             run.progress,
             tasks,
         )?;

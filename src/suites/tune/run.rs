@@ -42,8 +42,8 @@ impl Measure for Config {
         let (work, engine_name) = (&session.work, &session.engine_name);
         let current = run.engine.replica();
         let beside = beside_vintage(current);
-        let compiled = pool::compile(run.engine, run.wasm, &work)?;
-        let mut chain = Chain::new(&work, &[compiled]);
+        let compiled = pool::compile(run.engine, run.wasm, work)?;
+        let mut chain = Chain::new(work, &[compiled]);
         chain.step(Kind::Install, "install the canister");
         let mut client = BenchClient::install(run.engine, run.wasm)?;
         chain.step(Kind::Fill, "set the payload size, read SQLite's defaults");
