@@ -9,19 +9,19 @@
 //! left out (a canister has no fsync: an update commits atomically when it ends).
 
 use std::fmt;
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use bench_types::names::DbBenchStore;
 
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
+use super::shared::{Define, Header, Measure, Run};
+use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
 use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, PageCounts, SnapshotId};
+use crate::engine::{PageCounts, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::work::Kind;
 use crate::report::{
@@ -212,7 +212,7 @@ pub struct DbBench;
 
 #[derive(Args)]
 #[command(next_help_heading = "dbbench")]
-struct DbBenchArgs {
+pub struct DbBenchArgs {
     /// db_bench's N (entries); the 100K benchmarks use N/1000.
     #[arg(long, default_value_t = DEFAULT_NUM)]
     dbbench_num: u64,
@@ -326,8 +326,8 @@ pub fn line(name: &str, instructions_per_op: f64, bytes_per_op: f64, ops: u64) -
     format!("{name:<12} : {instructions_per_op:11.3} instructions/op; {bytes_per_op:8.1} bytes/op ({ops} ops)")
 }
 
-/// Sums the messages of one benchmark (shared with the keys suite, which reports the
-/// same per-message `DbBenchReport`).
+/// Sums the messages of one benchmark (shared with the keys and sysbench suites, whose
+/// messages report the same `DbBenchReport`).
 #[derive(Default)]
 pub(crate) struct Totals {
     pub(crate) ops: u64,
@@ -367,6 +367,31 @@ impl Totals {
         self.messages += 1;
         crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
         Ok(())
+    }
+
+    /// The measured part of a record that sums several messages (the keys and sysbench
+    /// suites'), per `per` rows: priced as updates, with neither an ingress price nor one
+    /// message's page map.
+    pub(crate) fn record(&self, per: u64, usd_per_xdr: f64) -> ScenarioResult {
+        ScenarioResult {
+            instructions: self.instructions,
+            instructions_per_row: self.instructions as f64 / per as f64,
+            store_instructions: self.store_instructions,
+            store_instructions_per_row: self.store_instructions as f64 / per as f64,
+            cycles: self.cycles as u64,
+            usd: self.cycles as f64 / 1e12 * usd_per_xdr,
+            heap_pages_delta: 0,
+            stable_pages_delta: self.stable_delta,
+            heap_dirty_pages: self.heap_dirty,
+            stable_dirty_pages: self.stable_dirty,
+            pages: self.pages,
+            bytes: self.bytes,
+            ingress_cycles: 0,
+            profile: String::new(),
+            profile_data: self.profile.clone(),
+            page_map_data: None,
+            ..ScenarioResult::default()
+        }
     }
 }
 
@@ -639,21 +664,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for DbBench {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for DbBench {
+    const NAME: &'static str = "dbbench";
+    type Args = DbBenchArgs;
 
-    fn name(&self) -> &'static str {
-        "dbbench"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        DbBenchArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = DbBenchArgs::from_arg_matches(matches)?;
+    fn plan(args: DbBenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         let cfg = Config {
             stores: common.stores.clone(),
@@ -664,11 +679,15 @@ impl Suite for DbBench {
         cfg.validate()?;
         Ok(Box::new(cfg))
     }
+
+    fn document(report: &Report) -> Document {
+        document(report)
+    }
 }
 
 /// A store's benchmarks from one fresh benchmark up to the next one: they run in order on
 /// one canister (each on what the previous left), independently of every other run.
-struct Run {
+struct Sequence {
     store: KvStore,
     /// Index into `Bench::ALL` of the first benchmark, and one past the last.
     benches: std::ops::Range<usize>,
@@ -677,28 +696,23 @@ struct Run {
     refused: Option<String>,
 }
 
-impl Plan for Config {
+impl Measure for Config {
+    const SUITE: &'static str = "dbbench";
+
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
     /// store, the others on what the previous benchmark left.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let (session, exec) = (run.session, run.exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let num = cfg.num;
         let all_keys = keys(num);
         // The empty store, warm: journal mode set, table created, statements compiled.
         let base = client.engine.snapshot(canister)?;
-        let mut runs = Vec::new();
+        let mut sequences = Vec::new();
         let mut set_up = Vec::new();
         for store in cfg.kv_stores() {
             let open = work.begin(
@@ -732,7 +746,7 @@ impl Plan for Config {
                 let end = (first + 1..Bench::ALL.len())
                     .find(|&b| Bench::ALL[b].fresh())
                     .unwrap_or(Bench::ALL.len());
-                runs.push(Run {
+                sequences.push(Sequence {
                     store,
                     benches: first..end,
                     fresh,
@@ -743,26 +757,26 @@ impl Plan for Config {
         let measured = pool::run_scenarios(
             &mut client,
             base,
-            runs.len(),
+            sequences.len(),
             exec,
-            &work,
+            work,
             &set_up,
             &|i| {
-                let run = &runs[i];
+                let seq = &sequences[i];
                 format!(
                     "{}/{}",
-                    run.store.result_store(),
-                    Bench::ALL[run.benches.start]
+                    seq.store.result_store(),
+                    Bench::ALL[seq.benches.start]
                 )
             },
-            progress,
+            run.progress,
             &|client, i| {
-                let run = &runs[i];
-                let store = run.store;
+                let seq = &sequences[i];
+                let store = seq.store;
                 let mut present = std::collections::BTreeSet::new();
                 let mut results = Vec::new();
-                client.engine.restore(canister, run.fresh)?;
-                for (bench, bench_keys) in &all_keys[run.benches.clone()] {
+                client.engine.restore(canister, seq.fresh)?;
+                for (bench, bench_keys) in &all_keys[seq.benches.clone()] {
                     let bench = *bench;
                     let (keys, ops): (Vec<u64>, u64) = match bench {
                         Bench::ReadSeq | Bench::ReadSeq100K => {
@@ -773,7 +787,7 @@ impl Plan for Config {
                         }
                         _ => (bench_keys.clone(), bench_keys.len() as u64),
                     };
-                    let outcome = match &run.refused {
+                    let outcome = match &seq.refused {
                         Some(reason) => Err(reason.clone()),
                         None => run_bench(client, store, bench, &keys, ops)?,
                     };
@@ -782,39 +796,34 @@ impl Plan for Config {
                     }
                     results.push(result(
                         cfg,
-                        &engine_name,
+                        engine_name,
                         store,
                         bench,
                         ops,
                         &keys,
                         outcome,
-                        run.refused.is_some(),
+                        seq.refused.is_some(),
                     ));
                 }
                 Ok(results.into())
             },
         )?;
-        let mut report = Report {
-        suite: "dbbench".into(),
-        engine: engine_name,
-        rows_before: 0,
-        seed: 301,
-        payload_size: VALUE_SIZE,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
-        extra: Default::default(),
-        notes: vec![
+        let header = Header {
+            rows_before: 0,
+            seed: 301,
+            payload_size: VALUE_SIZE,
+            prefill: None,
+            notes: notes(num),
+        };
+        Ok(session.report(&client, header, measured))
+    }
+}
+
+fn notes(num: u64) -> Vec<String> {
+    vec![
             format!("db_bench (seed 000) with N = {num}: keys are 16-byte \"%016d\" numbers, values 100 bytes (100,000 for the 100K benchmarks) of db_bench's half-compressible buffer; random keys come from LevelDB's Random(301) shared across the run as in db_bench_sqlite3, so they are db_bench's keys."),
             format!("Ops go {OPS_PER_MESSAGE} per update message (db_bench's batch size; an update must stay under 40B instructions). fillseq, fillrandom, overwrite and the 100K fills run each write in its own SQLite transaction (db_bench's autocommit); the *batch benchmarks one transaction per message. Reads are queries of up to {OPS_PER_MESSAGE} ops."),
             "Time is replaced by instructions: \"instructions/op\" is ic0.performance_counter(0) around the store work, summed over the benchmark's messages and divided by its ops; \"charged\" adds the rest of each message as the replica bills it. bytes/op is key + value bytes written or found (db_bench_sqlite3's readseq counted only value bytes).".into(),
             "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
-        ],
-    };
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
-    }
+    ]
 }

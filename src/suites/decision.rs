@@ -5,6 +5,7 @@
 
 use crate::report::format::thousands;
 use crate::report::{Align, Report, ScenarioResult, Status, Table};
+use crate::suites::grid::table_of;
 
 /// A workload of the table: which records measure it and what one costs.
 pub struct Workload {
@@ -178,19 +179,14 @@ pub fn fails(code: &str) -> String {
 /// the ratio.
 pub fn table(decisions: &[Decision]) -> Table {
     use Align::{Left, Right};
-    let mut t = Table::with_aligns(
-        [
-            "Workload",
-            "Cheapest",
-            "Its cost",
-            "Next best store",
-            "Its cost",
-            "Times cheaper",
-        ]
-        .map(String::from)
-        .to_vec(),
-        vec![Left, Left, Right, Left, Right, Right],
-    );
+    let mut t = table_of(&[
+        ("Workload", Left),
+        ("Cheapest", Left),
+        ("Its cost", Right),
+        ("Next best store", Left),
+        ("Its cost", Right),
+        ("Times cheaper", Right),
+    ]);
     for d in decisions {
         let (next, next_cost) = d
             .next
@@ -212,12 +208,11 @@ pub fn table(decisions: &[Decision]) -> Table {
 
 /// The short table: workload, cheapest store, how many times cheaper than which.
 pub fn short_table(decisions: &[Decision]) -> Table {
-    let mut t = Table::with_aligns(
-        ["Workload", "Cheapest", "Than the next best store"]
-            .map(String::from)
-            .to_vec(),
-        vec![Align::Left; 3],
-    );
+    let mut t = table_of(&[
+        ("Workload", Align::Left),
+        ("Cheapest", Align::Left),
+        ("Than the next best store", Align::Left),
+    ]);
     for d in decisions {
         t.push(vec![
             d.workload_cell(),

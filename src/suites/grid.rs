@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::str::FromStr;
 
 use crate::report::format::{compact, per_row, signed_thousands, thousands, usd};
-use crate::report::table::{cell_text, Table};
+use crate::report::table::{cell_text, Align, Table};
 use crate::report::{
     message_cells_legend, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report,
     ScenarioResult, Series, Status,
@@ -16,6 +16,12 @@ use crate::report::{
 use crate::suites::scenario::{JournalMode, Position, Store};
 
 /// Positions present, middle / end / random first (seed 003's case leads), unknown ones after.
+/// A table from its columns, each header beside its alignment.
+pub(crate) fn table_of(columns: &[(&str, Align)]) -> Table {
+    let (headers, aligns) = columns.iter().map(|&(h, a)| (h.to_string(), a)).unzip();
+    Table::with_aligns(headers, aligns)
+}
+
 pub(crate) fn positions(report: &Report) -> Vec<String> {
     let mut found: Vec<String> = Vec::new();
     for r in &report.results {

@@ -5,22 +5,22 @@
 //! B-tree with sqlite3_analyzer's average fanout.
 
 use std::collections::HashSet;
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use bench_types::names::KeysStore;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::SqliteConfig;
-use crate::engine::{Engine, SnapshotId};
+use super::{CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::SnapshotId;
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
 use crate::report::work::Kind;
@@ -93,7 +93,7 @@ pub struct Keys;
 
 #[derive(Args)]
 #[command(next_help_heading = "keys")]
-struct KeysArgs {
+pub struct KeysArgs {
     /// Rows per store and key type (a multiple of 100).
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     keys_rows: u64,
@@ -385,21 +385,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for Keys {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for Keys {
+    const NAME: &'static str = "keys";
+    type Args = KeysArgs;
 
-    fn name(&self) -> &'static str {
-        "keys"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        KeysArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = KeysArgs::from_arg_matches(matches)?;
+    fn plan(args: KeysArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         let cfg = Config {
             stores: common.stores.clone(),
@@ -411,22 +401,21 @@ impl Suite for Keys {
         cfg.validate()?;
         Ok(Box::new(cfg))
     }
+
+    fn document(report: &Report) -> Document {
+        document(report)
+    }
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "keys";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let (session, exec) = (run.session, run.exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let mode = cfg.journal_mode;
         let (base, set_up) = work.unit(
@@ -453,166 +442,153 @@ impl Plan for Config {
             base,
             scenarios.len(),
             exec,
-            &work,
+            work,
             &[set_up],
             &|i| format!("{}/{}", scenarios[i].store, scenarios[i].key_type),
-            progress,
-            &|client, i| {
-                let s = &scenarios[i];
-                let key = format!("{}/{}", s.store, s.key_type);
-                let mut results = Vec::new();
-                let mut page_stats = Vec::new();
-                client.engine.restore(canister, base)?;
-                client
-                    .keys_reset(s.store, s.key_type)?
-                    .value
-                    .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
-                let all = keys(s.key_type, rows, cfg.seed);
-                let mut insert = Totals::default();
-                let mut failed = None;
-                for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
-                    let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
-                    if let Err(e) = insert.add(m, true) {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-                let mut lookup = Totals::default();
-                if failed.is_none() {
-                    let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
-                    for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
-                        let m = client.keys_lookup(s.store, s.key_type, chunk)?;
-                        if let Err(e) = lookup.add(m, false) {
-                            failed = Some(e);
-                            break;
-                        }
-                    }
-                }
-                let stats = match &failed {
-                    None => Some(
-                        client
-                            .keys_stats(s.store, s.key_type)?
-                            .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
-                    ),
-                    Some(_) => None,
-                };
-                let journal = if s.store == KeysStore::BTree.name() {
-                    String::new()
-                } else {
-                    mode.to_string()
-                };
-                // The results name the rowid table `sqlite`, as the other suites do.
-                let store = if s.store == KeysStore::SqliteRowid.name() {
-                    "sqlite"
-                } else {
-                    s.store
-                };
-                let mut row =
-                    |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
-                        let mut r = ScenarioResult {
-                            suite: "keys".into(),
-                            engine: engine_name.clone(),
-                            store: store.into(),
-                            journal_mode: journal.clone(),
-                            position: s.key_type.into(),
-                            operation: operation.into(),
-                            batch,
-                            rows_before: if operation == "insert" { 0 } else { rows },
-                            method: method.into(),
-                            args,
-                            status: Status::Ok,
-                            instructions: t.instructions,
-                            instructions_per_row: t.instructions as f64 / batch as f64,
-                            store_instructions: t.store_instructions,
-                            store_instructions_per_row: t.store_instructions as f64 / batch as f64,
-                            cycles: t.cycles as u64,
-                            usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                            heap_pages_delta: 0,
-                            stable_pages_delta: t.stable_delta,
-                            heap_dirty_pages: t.heap_dirty,
-                            stable_dirty_pages: t.stable_dirty,
-                            pages: t.pages,
-                            bytes: t.bytes,
-                            // Not priced: a row is several messages here.
-                            ingress_cycles: 0,
-                            profile: String::new(),
-                            profile_data: t.profile.clone(),
-                            // A row is several messages: no one message's pages.
-                            page_map_data: None,
-                        };
-                        if let Some(e) = &failed {
-                            r.status = Status::Failed(e.clone());
-                        } else if operation == "point_lookup" && t.found != batch {
-                            r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
-                        }
-                        results.push(r);
-                    };
-                let who = format!("{:?}, {:?}", s.store, s.key_type);
-                row(
-                    "insert",
-                    rows,
-                    &insert,
-                    "keys_insert",
-                    format!(
-                        "({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"
-                    ),
-                );
-                row(
-                    "point_lookup",
-                    LOOKUPS,
-                    &lookup,
-                    "keys_lookup",
-                    format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
-                );
-                let storage = Totals {
-                    bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
-                    ..Totals::default()
-                };
-                row("storage", rows, &storage, "keys_stats", format!("({who})"));
-                if let Some(stats) = stats {
-                    for b in stats.btrees {
-                        page_stats.push(PageStats {
-                            store: store.into(),
-                            key_type: s.key_type.into(),
-                            btree: b.name,
-                            interior_pages: b.interior_pages,
-                            leaf_pages: b.leaf_pages,
-                            overflow_pages: b.overflow_pages,
-                            bytes: b.bytes,
-                        });
-                    }
-                }
-                let page_stats = page_stats
-                    .iter()
-                    .map(|p| serde_json::to_value(p).expect("page stats serialize"))
-                    .collect();
-                Ok(Outcome {
-                    results,
-                    lists: vec![(PAGE_STATS, page_stats)],
-                })
-            },
+            run.progress,
+            &|client, i| measure(client, cfg, engine_name, &scenarios[i], &lookups, base),
         )?;
-        let mut report = Report {
-        suite: "keys".into(),
-        engine: engine_name,
-        rows_before: rows,
-        seed: cfg.seed,
-        payload_size: VALUE_SIZE,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
-        notes: vec![
+        let header = Header {
+            rows_before: rows,
+            seed: cfg.seed,
+            payload_size: VALUE_SIZE,
+            prefill: None,
+            notes: notes(rows, mode),
+        };
+        Ok(session.report(&client, header, measured))
+    }
+}
+
+/// One scenario: the keys inserted into an empty store from `base`, then `lookups` of them
+/// looked up, then the store's size and (SQLite) its B-trees.
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    s: &KeysScenario,
+    lookups: &[usize],
+    base: SnapshotId,
+) -> Result<Outcome> {
+    let canister = client.canister;
+    let (rows, mode) = (cfg.rows, cfg.journal_mode);
+    let key = format!("{}/{}", s.store, s.key_type);
+    let mut results = Vec::new();
+    let mut page_stats = Vec::new();
+    client.engine.restore(canister, base)?;
+    client
+        .keys_reset(s.store, s.key_type)?
+        .value
+        .map_err(|e| anyhow!("keys_reset({key}) failed: {e}"))?;
+    let all = keys(s.key_type, rows, cfg.seed);
+    let mut insert = Totals::default();
+    let mut failed = None;
+    for chunk in all.chunks(ROWS_PER_MESSAGE as usize) {
+        let m = client.keys_insert(s.store, s.key_type, chunk, VALUE_SIZE)?;
+        if let Err(e) = insert.add(m, true) {
+            failed = Some(e);
+            break;
+        }
+    }
+    let mut lookup = Totals::default();
+    if failed.is_none() {
+        let wanted: Vec<Vec<u8>> = lookups.iter().map(|&i| all[i].clone()).collect();
+        for chunk in wanted.chunks(ROWS_PER_MESSAGE as usize) {
+            let m = client.keys_lookup(s.store, s.key_type, chunk)?;
+            if let Err(e) = lookup.add(m, false) {
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    let stats = match &failed {
+        None => Some(
+            client
+                .keys_stats(s.store, s.key_type)?
+                .map_err(|e| anyhow!("keys_stats({key}) failed: {e}"))?,
+        ),
+        Some(_) => None,
+    };
+    let journal = if s.store == KeysStore::BTree.name() {
+        String::new()
+    } else {
+        mode.to_string()
+    };
+    // The results name the rowid table `sqlite`, as the other suites do.
+    let store = if s.store == KeysStore::SqliteRowid.name() {
+        "sqlite"
+    } else {
+        s.store
+    };
+    let mut row = |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
+        let mut r = ScenarioResult {
+            suite: "keys".into(),
+            engine: engine_name.into(),
+            store: store.into(),
+            journal_mode: journal.clone(),
+            position: s.key_type.into(),
+            operation: operation.into(),
+            batch,
+            rows_before: if operation == "insert" { 0 } else { rows },
+            method: method.into(),
+            args,
+            status: Status::Ok,
+            ..t.record(batch, cfg.usd_per_xdr)
+        };
+        if let Some(e) = &failed {
+            r.status = Status::Failed(e.clone());
+        } else if operation == "point_lookup" && t.found != batch {
+            r.status = Status::Failed(format!("{} of {batch} keys found", t.found));
+        }
+        results.push(r);
+    };
+    let who = format!("{:?}, {:?}", s.store, s.key_type);
+    row(
+        "insert",
+        rows,
+        &insert,
+        "keys_insert",
+        format!("({who}, {ROWS_PER_MESSAGE} keys per message, {VALUE_SIZE}-byte values)"),
+    );
+    row(
+        "point_lookup",
+        LOOKUPS,
+        &lookup,
+        "keys_lookup",
+        format!("({who}, {ROWS_PER_MESSAGE} keys per query)"),
+    );
+    let storage = Totals {
+        bytes: stats.as_ref().map(|s| s.stable_bytes).unwrap_or(0),
+        ..Totals::default()
+    };
+    row("storage", rows, &storage, "keys_stats", format!("({who})"));
+    if let Some(stats) = stats {
+        for b in stats.btrees {
+            page_stats.push(PageStats {
+                store: store.into(),
+                key_type: s.key_type.into(),
+                btree: b.name,
+                interior_pages: b.interior_pages,
+                leaf_pages: b.leaf_pages,
+                overflow_pages: b.overflow_pages,
+                bytes: b.bytes,
+            });
+        }
+    }
+    let page_stats = page_stats
+        .iter()
+        .map(|p| serde_json::to_value(p).expect("page stats serialize"))
+        .collect();
+    Ok(Outcome {
+        results,
+        lists: vec![(PAGE_STATS, page_stats)],
+    })
+}
+
+fn notes(rows: u64, mode: JournalMode) -> Vec<String> {
+    vec![
             format!("Keys (seed 002): {rows} rows per store and key type, inserted {ROWS_PER_MESSAGE} per update message in one transaction (seed 002 wrote one user's ~100-row list per transaction), {VALUE_SIZE}-byte values; then {LOOKUPS} present keys looked up, {ROWS_PER_MESSAGE} per query. SQLite in journal_mode {mode}."),
             "Key types: u64 = 1, 2, 3, ... (auto-increment); ULID = 48-bit ms time, one ms per message (ic0.time is constant in a message), 80 random bits incremented within the message (monotonic factory); UUIDv4 = 122 random bits; hex32 = 16 random bytes as 32-char lowercase hex text. Random bits from --seed.".into(),
             "Schemas: sqlite = rowid table with k PRIMARY KEY (for u64, INTEGER PRIMARY KEY is the rowid: one B-tree); sqlite_without_rowid = the same WITHOUT ROWID; sqlite_secondary = implicit rowid + CREATE INDEX on k. btree = StableBTreeMap keyed by [u8; 8] (the u64 big-endian, as the map stores a u64), [u8; 16] or String.".into(),
             "Storage: SQLite = pages of the table's B-trees (dbstat) x page size; map = its virtual memory's size (grown in 64 KiB pages). Fanout = sqlite3_analyzer's (interior + leaf - 1) / interior.".into(),
-        ],
-        extra: Default::default(),
-    };
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
-    }
+    ]
 }

@@ -2,12 +2,12 @@
 //! 1, 10, 25, 50, 100, sent in draw order and sorted, on every store.
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
+use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
-use crate::engine::Engine;
+use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::report::{Document, Report};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
@@ -18,7 +18,7 @@ pub struct Lookups;
 
 #[derive(Args)]
 #[command(next_help_heading = "lookups")]
-struct LookupsArgs {
+pub struct LookupsArgs {
     /// Keys per query, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = LOOKUP_BATCHES)]
     lookup_batches: Vec<u64>,
@@ -76,21 +76,11 @@ impl Config {
     }
 }
 
-impl Suite for Lookups {
-    fn document(&self, report: &Report) -> Document {
-        super::grid::document(report)
-    }
+impl Define for Lookups {
+    const NAME: &'static str = "lookups";
+    type Args = LookupsArgs;
 
-    fn name(&self) -> &'static str {
-        "lookups"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        LookupsArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = LookupsArgs::from_arg_matches(matches)?;
+    fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         let cfg = Config {
             users: users::Config::from_args(common)?,
             batches: sorted_unique(args.lookup_batches),
@@ -98,31 +88,19 @@ impl Suite for Lookups {
         cfg.validate()?;
         Ok(Box::new(cfg))
     }
+
+    fn document(report: &Report) -> Document {
+        super::grid::document(report)
+    }
 }
 
-impl Plan for Config {
-    /// Runs the suite on `engine` and returns the report.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
-        let cfg = self;
-        cfg.validate()?;
+impl Measure for Config {
+    const SUITE: &'static str = "lookups";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
+        self.validate()?;
         let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
-        users::run(
-            engine,
-            wasm,
-            &cfg.users,
-            "lookups",
-            &cfg.matrix(),
-            &[note.to_string()],
-            exec,
-            None,
-            progress,
-        )
+        users::run(run, &self.users, &self.matrix(), &[note.to_string()], None)
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

@@ -2,7 +2,8 @@
 //! validation, its scenario plan, its run and the sections of its report; the report layer
 //! only renders what a suite hands it.
 //!
-//! A new suite is a new module here plus one line in [`REGISTRY`].
+//! A new suite is a new module here, declared with [`shared::Define`] and run in a
+//! [`shared::Session`], plus one line in [`REGISTRY`].
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ pub mod pool;
 pub mod scaling;
 pub mod scenario;
 pub mod seed003;
+pub mod shared;
 mod steps;
 pub mod sysbench;
 pub mod tune;

@@ -5,15 +5,15 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
+use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
+use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::bench_canister::BenchClient;
-use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
@@ -30,7 +30,7 @@ pub struct Seed003;
 
 #[derive(Args)]
 #[command(next_help_heading = "seed003 (the default suite)")]
-struct Seed003Args {
+pub struct Seed003Args {
     /// New rows per update message, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
     batches: Vec<u64>,
@@ -120,9 +120,27 @@ impl Config {
     }
 }
 
-impl Suite for Seed003 {
+impl Define for Seed003 {
+    const NAME: &'static str = "seed003";
+    type Args = Seed003Args;
+
+    fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+        let mut positions = args.positions;
+        positions.sort();
+        positions.dedup();
+        let cfg = Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.batches),
+            positions,
+            reads: !args.no_reads,
+            confirm_capacity: args.confirm_capacity,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
     /// seed003's tables, then a short decision table at the run's size.
-    fn document(&self, report: &Report) -> Document {
+    fn document(report: &Report) -> Document {
         let mut doc = super::grid::document(report);
         // Capacity first: the default run ends with the decision table.
         if let Some(table) = capacity::table(report) {
@@ -156,65 +174,27 @@ impl Suite for Seed003 {
         doc
     }
 
-    fn name(&self) -> &'static str {
-        "seed003"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        Seed003Args::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = Seed003Args::from_arg_matches(matches)?;
-        let mut positions = args.positions;
-        positions.sort();
-        positions.dedup();
-        let cfg = Config {
-            users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.batches),
-            positions,
-            reads: !args.no_reads,
-            confirm_capacity: args.confirm_capacity,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
-    }
-
     /// seed003 writes into `--out` itself, as before there were other suites.
-    fn out_dir(&self, base: &Path) -> PathBuf {
+    fn out_dir(base: &Path) -> PathBuf {
         base.to_path_buf()
     }
 }
 
-impl Plan for Config {
-    /// Runs the suite on `engine` and returns the report.
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "seed003";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        if cfg.confirm_capacity && !exec.shard.is_whole() {
+        if cfg.confirm_capacity && !run.exec.shard.is_whole() {
             return Err(anyhow!(
                 "--confirm-capacity needs every store's measured batches in one run: drop --shard"
             ));
         }
         let confirm: &users::AfterScenarios<'_> =
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
-        users::run(
-            engine,
-            wasm,
-            &cfg.users,
-            "seed003",
-            &cfg.matrix(),
-            &[],
-            exec,
-            cfg.confirm_capacity.then_some(confirm),
-            progress,
-        )
+        let after = cfg.confirm_capacity.then_some(confirm);
+        users::run(run, &cfg.users, &cfg.matrix(), &[], after)
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

@@ -6,22 +6,22 @@
 //! SQLite: candidate ÷ baseline), with section averages and a ceiling gate.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use bench_types::names::SysbenchStore;
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
+use super::dbbench::Totals;
 use super::grid::StoreColumn;
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, Exec, Plan, Progress, Suite, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, DbBenchReport, Measured, SqliteConfig};
-use crate::engine::cost::CyclesFees;
-use crate::engine::{Engine, PageCounts, SnapshotId};
+use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::SnapshotId;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
@@ -59,7 +59,7 @@ pub struct Sysbench;
 
 #[derive(Args)]
 #[command(next_help_heading = "sysbench")]
-struct SysbenchArgs {
+pub struct SysbenchArgs {
     /// sbtest1 rows (2000..=1000000).
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     sysbench_rows: u64,
@@ -202,37 +202,6 @@ pub fn params(workload: &str, rows: u64, seed: u64, event: u64) -> Vec<u64> {
             p
         }
         other => panic!("unknown sysbench workload {other}"),
-    }
-}
-
-#[derive(Default)]
-struct Totals {
-    bytes: u64,
-    store_instructions: u64,
-    instructions: u64,
-    cycles: u128,
-    heap_dirty: u64,
-    stable_dirty: u64,
-    pages: Option<PageCounts>,
-    stable_delta: i64,
-    profile: Option<crate::engine::Profile>,
-}
-
-impl Totals {
-    fn add(&mut self, m: Measured<DbBenchReport>) -> Result<(), String> {
-        let r = m.value?;
-        let msg = m.message;
-        self.bytes += r.bytes;
-        self.store_instructions += r.instructions;
-        self.instructions += msg.instructions;
-        self.cycles += CyclesFees::APPLICATION_13.execution_cost(msg.instructions, false);
-        self.heap_dirty += msg.heap_dirty_pages;
-        self.stable_dirty += msg.stable_dirty_pages;
-        self.pages = PageCounts::sum(self.pages, msg.pages.as_ref());
-        self.stable_delta +=
-            (msg.stable_bytes_after as i64 - msg.stable_bytes_before as i64) / 65536;
-        crate::engine::Profile::add_to_sum(&mut self.profile, msg.profile.as_ref());
-        Ok(())
     }
 }
 
@@ -501,25 +470,11 @@ pub fn document(report: &Report) -> Document {
     }
 }
 
-impl Suite for Sysbench {
-    fn document(&self, report: &Report) -> Document {
-        document(report)
-    }
+impl Define for Sysbench {
+    const NAME: &'static str = "sysbench";
+    type Args = SysbenchArgs;
 
-    fn gate(&self, report: &Report) -> Vec<String> {
-        report_gate(report)
-    }
-
-    fn name(&self) -> &'static str {
-        "sysbench"
-    }
-
-    fn args(&self, cmd: Command) -> Command {
-        SysbenchArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = SysbenchArgs::from_arg_matches(matches)?;
+    fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         // Given order kept (the first mode's tables come first), duplicates dropped.
         let mut journal_modes: Vec<JournalMode> = Vec::new();
@@ -542,77 +497,31 @@ impl Suite for Sysbench {
         cfg.validate()?;
         Ok(Box::new(cfg))
     }
+
+    fn document(report: &Report) -> Document {
+        document(report)
+    }
+
+    fn gate(report: &Report) -> Vec<String> {
+        report_gate(report)
+    }
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "sysbench";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
         cfg.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let (session, exec) = (run.session, run.exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
         let canister = client.canister;
         let base = client.engine.snapshot(canister)?;
         let rows = cfg.rows;
         let scenarios = cfg.matrix();
-        let workload = |client: &mut BenchClient<'_>,
-                        snapshot: SnapshotId,
-                        i: usize|
-         -> Result<ScenarioResult> {
-            let s = &scenarios[i];
-            let (store, journal) = store_of(s);
-            client.engine.restore(canister, snapshot)?;
-            let mut t = Totals::default();
-            let mut failed = None;
-            for event in 0..EVENTS {
-                let p = params(s.workload.name, rows, cfg.seed, event);
-                let m = client.sysbench_run(store, s.workload.name, &p)?;
-                if let Err(e) = t.add(m) {
-                    failed = Some(e);
-                    break;
-                }
-            }
-            Ok(ScenarioResult {
-                suite: "sysbench".into(),
-                engine: engine_name.clone(),
-                store: store.into(),
-                journal_mode: journal,
-                position: s.workload.section.name().into(),
-                operation: s.workload.name.into(),
-                batch: EVENTS,
-                rows_before: rows,
-                method: "sysbench_run".into(),
-                args: format!(
-                    "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
-                    s.workload.name
-                ),
-                status: failed.map_or(Status::Ok, Status::Failed),
-                instructions: t.instructions,
-                instructions_per_row: t.instructions as f64 / EVENTS as f64,
-                store_instructions: t.store_instructions,
-                store_instructions_per_row: t.store_instructions as f64 / EVENTS as f64,
-                cycles: t.cycles as u64,
-                usd: t.cycles as f64 / 1e12 * cfg.usd_per_xdr,
-                heap_pages_delta: 0,
-                stable_pages_delta: t.stable_delta,
-                heap_dirty_pages: t.heap_dirty,
-                stable_dirty_pages: t.stable_dirty,
-                pages: t.pages,
-                bytes: t.bytes,
-                // Not priced: a row is many messages here.
-                ingress_cycles: 0,
-                profile: String::new(),
-                profile_data: t.profile,
-                // A row is many messages: no one message's pages.
-                page_map_data: None,
-            })
+        let workload = |client: &mut BenchClient<'_>, snapshot: SnapshotId, i: usize| {
+            measure(client, cfg, engine_name, &scenarios[i], snapshot)
         };
         // One prefilled snapshot per store (the map, SQLite per journal mode), filled side by
         // side from the empty canister; every workload starts from its store's.
@@ -686,8 +595,8 @@ impl Plan for Config {
             &mut client,
             &pool::State::Local(base),
             exec,
-            &work,
-            progress,
+            work,
+            run.progress,
             tasks,
         )?;
         let outcomes = slots.take(&indices, &|i| key(&scenarios[i]))?;
@@ -698,35 +607,72 @@ impl Plan for Config {
             exec.shard,
             setup_before + setup.load(Ordering::Relaxed),
         );
-        let modes = cfg
-            .journal_modes
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        let mut report = Report {
+        let header = Header {
+            rows_before: rows,
+            seed: cfg.seed,
+            payload_size: 180,
+            prefill: None,
+            notes: notes(cfg),
+        };
+        let mut report = session.report(&client, header, measured);
+        report.set_extra(CEILINGS, &cfg.ceilings);
+        Ok(report)
+    }
+}
+
+/// One workload's events on its store, from its store's prefilled `snapshot`.
+fn measure(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    engine_name: &str,
+    s: &SysbenchScenario,
+    snapshot: SnapshotId,
+) -> Result<ScenarioResult> {
+    let (canister, rows) = (client.canister, cfg.rows);
+    let (store, journal) = store_of(s);
+    client.engine.restore(canister, snapshot)?;
+    let mut t = Totals::default();
+    let mut failed = None;
+    for event in 0..EVENTS {
+        let p = params(s.workload.name, rows, cfg.seed, event);
+        let m = client.sysbench_run(store, s.workload.name, &p)?;
+        if let Err(e) = t.add(m, true) {
+            failed = Some(e);
+            break;
+        }
+    }
+    Ok(ScenarioResult {
         suite: "sysbench".into(),
-        engine: engine_name,
+        engine: engine_name.into(),
+        store: store.into(),
+        journal_mode: journal,
+        position: s.workload.section.name().into(),
+        operation: s.workload.name.into(),
+        batch: EVENTS,
         rows_before: rows,
-        seed: cfg.seed,
-        payload_size: 180,
-        wall_seconds: started.elapsed().as_secs_f64(),
-        prefill: None,
-        executed_instructions: client.executed_instructions,
-        work: None,
-        results: Vec::new(),
-        notes: vec![
+        method: "sysbench_run".into(),
+        args: format!(
+            "({store:?}, {:?}, <drawn params>) x {EVENTS} events",
+            s.workload.name
+        ),
+        status: failed.map_or(Status::Ok, Status::Failed),
+        ..t.record(EVENTS, cfg.usd_per_xdr)
+    })
+}
+
+fn notes(cfg: &Config) -> Vec<String> {
+    let rows = cfg.rows;
+    let modes = cfg
+        .journal_modes
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
             format!("sysbench (seed 004): sbtest1 with {rows} rows (id INTEGER PRIMARY KEY, k INTEGER, c CHAR(120), pad CHAR(60), index on k; sbtest2 and the types table {SIDE_ROWS} rows), prefilled {PREFILL_CHUNK} rows per update message. Every workload starts from the same prefilled snapshot and runs {EVENTS} events, one update message each; figures are store instructions (ic0.performance_counter around the store work, BEGIN/COMMIT included) per event. SQLite journal modes: {modes}."),
             "Multiplier = SQLite ÷ StableBTreeMap for the map's key-value subset (point selects, id ranges, k-index lookups, inserts, updates, deletes); \"--\" where the map has no version (seed 004's is Doltlite ÷ SQLite). Section average = mean of the unrounded multipliers.".into(),
             format!("Ceilings: a workload fails above {}x, a section average above {}x (strictly greater, as seed 004); a failure makes icbench exit with status 1 after writing every output.", cfg.ceilings.max, cfg.ceilings.max_section),
-        ],
-        extra: Default::default(),
-    };
-        report.set_extra(CEILINGS, &cfg.ceilings);
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
-    }
+    ]
 }
 
 /// A workload's name in the plan and the progress: `sqlite-wal/oltp_read_only`.

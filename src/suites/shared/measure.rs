@@ -1,0 +1,63 @@
+//! A suite's plan as the suite writes it: its run gets the run's inputs and a started
+//! [`Session`] in one [`Run`]. The blanket [`Plan`] impl starts the session.
+
+use anyhow::Result;
+
+use super::Session;
+use crate::engine::Engine;
+use crate::report::Report;
+use crate::suites::{Exec, MemoryEstimate, Plan, Progress};
+
+/// What a run is given: its session (clock, engine name, work log), the engine and module,
+/// the part of the plan to run (`exec`), and where progress goes.
+pub struct Run<'a> {
+    pub session: Session,
+    pub engine: &'a mut dyn Engine,
+    pub wasm: &'a [u8],
+    pub exec: &'a Exec,
+    pub progress: &'a mut dyn FnMut(Progress<'_>),
+}
+
+/// The parts of a plan that differ from suite to suite.
+pub trait Measure: std::fmt::Debug {
+    /// The suite's name, as its report names it.
+    const SUITE: &'static str;
+    /// As [`Plan::run`]: runs the plan (its settings checked first: a plan built by hand
+    /// may be wrong) and returns the report.
+    fn measure(&self, run: Run<'_>) -> Result<Report>;
+    /// As [`Plan::scenario_ids`].
+    fn scenario_ids(&self) -> Option<Vec<String>> {
+        None
+    }
+    /// As [`Plan::memory_estimate`].
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        None
+    }
+}
+
+impl<T: Measure> Plan for T {
+    fn run(
+        &self,
+        engine: &mut dyn Engine,
+        wasm: &[u8],
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report> {
+        let session = Session::start(T::SUITE, engine, exec);
+        self.measure(Run {
+            session,
+            engine,
+            wasm,
+            exec,
+            progress,
+        })
+    }
+
+    fn scenario_ids(&self) -> Option<Vec<String>> {
+        T::scenario_ids(self)
+    }
+
+    fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
+        T::memory_estimate(self, exec)
+    }
+}

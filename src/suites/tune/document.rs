@@ -1,0 +1,464 @@
+//! The tune report's tables, from the report's records alone (so a merged or reloaded report
+//! renders): the cheapest configuration per workload, the decision table, the tune variant's
+//! stores, every configuration and the page maps.
+
+use super::{signed, Search, Setting, Variant, SEARCH, WORKLOADS};
+use crate::report::format::thousands;
+use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
+use crate::suites::grid::table_of;
+use bench_types::pragma::Synchronous;
+
+/// The cheapest configuration of each workload in `report`, with the defaults' record and
+/// the two records beside them: (workload, defaults, best, defaults beside, best beside).
+pub struct Found<'a> {
+    pub workload: &'static str,
+    pub defaults: Option<&'a ScenarioResult>,
+    pub best: Option<&'a ScenarioResult>,
+    pub defaults_beside: Option<&'a ScenarioResult>,
+    pub best_beside: Option<&'a ScenarioResult>,
+}
+
+/// Per workload, from the report's records alone (so a merged or reloaded report renders).
+pub fn found(report: &Report) -> Vec<Found<'_>> {
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside_suffix = search.beside.as_ref().map(|v| format!(" replica={v}"));
+    let is_beside = |r: &ScenarioResult| r.store.contains(" replica=");
+    WORKLOADS
+        .iter()
+        .map(|w| {
+            let mine: Vec<&ScenarioResult> = report
+                .results
+                .iter()
+                .filter(|r| w.picks(r) && !is_beside(r) && is_sqlite(r))
+                .collect();
+            let defaults = mine
+                .iter()
+                .copied()
+                .find(|r| (r.store.clone(), r.journal_mode.clone()) == search.defaults);
+            let best = mine
+                .iter()
+                .copied()
+                .filter(|r| r.status == Status::Ok)
+                .min_by_key(|r| r.instructions);
+            let beside_of = |of: Option<&ScenarioResult>| {
+                let (of, suffix) = (of?, beside_suffix.as_ref()?);
+                let store = format!("{}{suffix}", of.store);
+                report
+                    .results
+                    .iter()
+                    .find(|r| w.picks(r) && r.store == store && r.journal_mode == of.journal_mode)
+            };
+            Found {
+                workload: w.name,
+                defaults,
+                best,
+                defaults_beside: beside_of(defaults),
+                best_beside: beside_of(best),
+            }
+        })
+        .collect()
+}
+
+/// A record of the SQLite search (the other stores' carry their kind as the store).
+pub(super) fn is_sqlite(r: &ScenarioResult) -> bool {
+    r.store.starts_with("sqlite ")
+}
+
+/// The decision table: per workload the cheapest store with every store at its defaults,
+/// and with SQLite at the settings the search found cheapest (the other stores have none).
+pub fn decision_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let others: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| !is_sqlite(r) && !r.store.contains(" replica=") && r.status == Status::Ok)
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    let mut t = table_of(&[
+        ("Workload", Left),
+        ("Cheapest at defaults", Left),
+        ("Its cost", Right),
+        ("Cheapest with tuned settings", Left),
+        ("Its cost", Right),
+        ("Gain", Right),
+    ]);
+    for (w, f) in WORKLOADS.iter().zip(found(report)) {
+        let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
+        let mut at_defaults: Vec<(String, u64)> = mine
+            .iter()
+            .filter(|r| Variant::of_record(&r.store).is_none())
+            .map(|r| (other_label(r), r.instructions))
+            .collect();
+        if let Some(d) = f.defaults.filter(|d| d.status == Status::Ok) {
+            at_defaults.push(("SQLite (its defaults)".into(), d.instructions));
+        }
+        let mut tuned: Vec<(String, u64)> = mine
+            .iter()
+            .map(|r| (other_label(r), r.instructions))
+            .collect();
+        if let Some(b) = f.best {
+            tuned.push((format!("SQLite ({})", describe_record(b)), b.instructions));
+        }
+        let cheapest = |v: &[(String, u64)]| v.iter().min_by_key(|(_, c)| *c).cloned();
+        let (Some(d), Some(t2)) = (cheapest(&at_defaults), cheapest(&tuned)) else {
+            continue;
+        };
+        t.push(vec![
+            w.name.to_string(),
+            d.0.clone(),
+            thousands(d.1),
+            t2.0.clone(),
+            thousands(t2.1),
+            gain(d.1, t2.1),
+        ]);
+    }
+    Some(t)
+}
+
+/// A record of the other stores, as tables name it.
+pub(super) fn other_label(r: &ScenarioResult) -> String {
+    match Variant::of_record(&r.store) {
+        Some(v) => v.label().to_string(),
+        None => crate::suites::decision::store_label(&r.store, &r.journal_mode),
+    }
+}
+
+/// The heap map and the StableBTreeMap in the default module and in the tune variant, per
+/// workload: the charge, against the same store in the default module, the store work, the
+/// pages, the memory held, and the charge under the vintage beside.
+pub fn variants_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside = search.beside.clone().unwrap_or_default();
+    let is_beside = |r: &ScenarioResult| r.store.contains(" replica=");
+    if !report
+        .results
+        .iter()
+        .any(|r| !is_beside(r) && Variant::of_record(&r.store).is_some())
+    {
+        return None;
+    }
+    let mut columns = vec![
+        ("Workload", Left),
+        ("Store", Left),
+        ("Charged", Right),
+        ("Against the default module", Right),
+        ("Store work", Right),
+        ("Wasm pages (heap + stable, accessed/written)", Right),
+        ("Memory held", Right),
+    ];
+    let under = format!("Under {beside}");
+    if !beside.is_empty() {
+        columns.push((&under, Right));
+    }
+    let mut t = table_of(&columns);
+    for w in &WORKLOADS {
+        let mine: Vec<&ScenarioResult> = report
+            .results
+            .iter()
+            .filter(|r| w.picks(r) && !is_beside(r) && !is_sqlite(r))
+            .collect();
+        for r in &mine {
+            let base = Variant::of_record(&r.store).map_or(r.store.as_str(), |v| v.store().kind());
+            let default = mine.iter().find(|d| d.store == base);
+            let ok = r.status == Status::Ok;
+            let against = match default {
+                Some(d) if ok && d.status == Status::Ok && d.store != r.store => {
+                    gain(d.instructions, r.instructions)
+                }
+                _ => "-".into(),
+            };
+            let mut row = vec![
+                w.name.to_string(),
+                other_label(r),
+                if ok {
+                    thousands(r.instructions)
+                } else {
+                    "fails".into()
+                },
+                against,
+                if ok {
+                    thousands(r.store_instructions)
+                } else {
+                    "-".into()
+                },
+                pages_cell(r),
+                if ok {
+                    format!("{} MB", thousands(r.bytes / 1_000_000))
+                } else {
+                    "-".into()
+                },
+            ];
+            if !beside.is_empty() {
+                let store = format!("{} replica={beside}", r.store);
+                let old = report
+                    .results
+                    .iter()
+                    .find(|x| w.picks(x) && x.store == store);
+                row.push(match old {
+                    Some(x) if x.status == Status::Ok => thousands(x.instructions),
+                    Some(_) => "fails".into(),
+                    None => "-".into(),
+                });
+            }
+            t.push(row);
+        }
+    }
+    Some(t)
+}
+
+/// `Store label` + journal mode back to the setting's description.
+pub(super) fn describe_record(r: &ScenarioResult) -> String {
+    let mut parts = Vec::new();
+    for field in r.store.split_whitespace().skip(1) {
+        if let Some((name, value)) = field.split_once('=') {
+            if name == "replica" {
+                continue;
+            }
+            let value = match value.parse::<i64>() {
+                Ok(n) => signed(n),
+                Err(_) => value.to_string(),
+            };
+            parts.push((name.to_string(), value));
+        }
+    }
+    let get = |name: &str| {
+        parts
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or("?".to_string(), |(_, v)| v.clone())
+    };
+    format!(
+        "page_size {}, cache_size {}, {}, synchronous {}",
+        get("page_size"),
+        get("cache_size"),
+        r.journal_mode,
+        get("synchronous")
+    )
+}
+
+pub(super) fn pages_cell(r: &ScenarioResult) -> String {
+    match r.pages {
+        Some(p) => format!(
+            "{}/{} + {}/{}",
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written
+        ),
+        None => "-".into(),
+    }
+}
+
+pub(super) fn gain(defaults: u64, best: u64) -> String {
+    if best == 0 {
+        return "-".into();
+    }
+    let x = defaults as f64 / best as f64;
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else {
+        format!("{x:.1}x")
+    }
+}
+
+/// The table of the cheapest configuration per workload.
+pub fn cheapest_table(report: &Report) -> Table {
+    use Align::{Left, Right};
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let beside = search.beside.clone().unwrap_or_default();
+    let mut columns = vec![
+        ("Workload", Left),
+        ("At defaults", Right),
+        ("Cheapest settings found", Left),
+        ("Its cost", Right),
+        ("Gain", Right),
+        ("Store work", Right),
+        ("Wasm pages (heap + stable, accessed/written)", Right),
+    ];
+    let under = format!("Under {beside}: defaults → these settings");
+    if !beside.is_empty() {
+        columns.push((&under, Right));
+    }
+    let mut t = table_of(&columns);
+    for f in found(report) {
+        let cost = |r: Option<&ScenarioResult>| match r {
+            Some(r) if r.status == Status::Ok => thousands(r.instructions),
+            Some(_) => "fails".into(),
+            None => "-".into(),
+        };
+        let mut row = vec![
+            f.workload.to_string(),
+            cost(f.defaults),
+            f.best.map_or("-".into(), describe_record),
+            cost(f.best),
+            match (f.defaults, f.best) {
+                (Some(d), Some(b)) if d.status == Status::Ok => {
+                    gain(d.instructions, b.instructions)
+                }
+                _ => "-".into(),
+            },
+            f.best
+                .map_or("-".into(), |b| thousands(b.store_instructions)),
+            f.best.map_or("-".into(), pages_cell),
+        ];
+        if !beside.is_empty() {
+            row.push(format!(
+                "{} → {}",
+                cost(f.defaults_beside),
+                cost(f.best_beside)
+            ));
+        }
+        t.push(row);
+    }
+    t
+}
+
+/// Every configuration measured under the engine's replica: charged instructions per
+/// workload.
+pub(super) fn every_configuration(report: &Report) -> Table {
+    let mut headers = vec!["Settings".to_string()];
+    headers.extend(WORKLOADS.iter().map(|w| w.name.to_string()));
+    let mut aligns = vec![Align::Left];
+    aligns.extend(WORKLOADS.iter().map(|_| Align::Right));
+    let mut t = Table::with_aligns(headers, aligns);
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for r in &report.results {
+        let key = (r.store.clone(), r.journal_mode.clone());
+        if r.store.contains(" replica=") || !is_sqlite(r) || seen.contains(&key) {
+            continue;
+        }
+        seen.push(key.clone());
+        let mut row = vec![describe_record(r)];
+        for w in &WORKLOADS {
+            let cell = report
+                .results
+                .iter()
+                .find(|x| w.picks(x) && (x.store.clone(), x.journal_mode.clone()) == key);
+            row.push(match cell {
+                Some(x) if x.status == Status::Ok => thousands(x.instructions),
+                Some(x) => match &x.status {
+                    Status::Refused(_) => "refused".into(),
+                    _ => "fails".into(),
+                },
+                None => "-".into(),
+            });
+        }
+        t.push(row);
+    }
+    t
+}
+
+pub(super) fn document(report: &Report) -> Document {
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    let mut doc = Document::default();
+    if let Some(t) = decision_table(report) {
+        doc.push_table(
+            "Which store is cheapest, at defaults and with SQLite tuned (charged instructions per message)",
+            t,
+        );
+    }
+    doc.push_table(
+        "Cheapest SQLite settings per workload (charged instructions per message)",
+        cheapest_table(report),
+    );
+    if let Some(t) = variants_table(report) {
+        doc.push_table(
+            "The heap map's allocator and the StableBTreeMap's value type: the default module against the tune variant (charged instructions per message)",
+            t,
+        );
+    }
+    let mut apply = String::from(
+        "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
+    );
+    if let Some(best) = found(report).into_iter().find_map(|f| f.best) {
+        if let Some(setting) = parse_setting(best) {
+            apply.push_str(&format!(
+                "`dfx canister call bench configure_sqlite '{}'`\n",
+                setting.candid()
+            ));
+        }
+    }
+    let mut searched = String::from("What was searched:\n");
+    for s in &search.stages {
+        searched.push_str(&format!("{s}\n"));
+    }
+    searched.push_str("Not searched: ");
+    searched.push_str(&search.not_searched.join("; "));
+    searched.push('\n');
+    for blocks in [&mut doc.markdown, &mut doc.terminal] {
+        blocks.push(Block::Text(apply.clone()));
+        blocks.push(Block::Text(searched.clone()));
+    }
+    if let Some(maps) = page_maps(report) {
+        doc.markdown.push(Block::Heading {
+            level: 2,
+            text: "Where the pages are: the defaults against the cheapest settings".into(),
+        });
+        doc.markdown.push(Block::Text(
+            "The Wasm pages of heap and stable memory each message touched (red: written), for the workloads whose measurements `--profile` selected; hover a page for the function that touched it first.\n".into(),
+        ));
+        doc.markdown.push(Block::Table(maps));
+    }
+    doc.markdown.push(Block::Heading {
+        level: 2,
+        text: "Every configuration measured (charged instructions per message)".into(),
+    });
+    doc.markdown.push(Block::Table(every_configuration(report)));
+    doc
+}
+
+/// Per workload whose defaults and cheapest settings were both profiled, their page maps
+/// side by side (the files `--profile` writes beside each profile).
+pub(super) fn page_maps(report: &Report) -> Option<Table> {
+    let mut t = table_of(&[
+        ("Workload", Align::Left),
+        ("At the defaults", Align::Left),
+        ("With the cheapest settings", Align::Left),
+    ]);
+    let mut any = false;
+    for f in found(report) {
+        let (Some(d), Some(b)) = (f.defaults, f.best) else {
+            continue;
+        };
+        if d.profile.is_empty() || b.profile.is_empty() {
+            continue;
+        }
+        let image = |r: &ScenarioResult, what: &str| {
+            format!(
+                "![{what}]({})",
+                crate::report::profiles::page_map_file(&r.profile)
+            )
+        };
+        t.push(vec![
+            f.workload.to_string(),
+            image(d, "the defaults"),
+            image(b, &describe_record(b)),
+        ]);
+        any = true;
+    }
+    any.then_some(t)
+}
+
+/// The setting a record was measured with.
+pub(super) fn parse_setting(r: &ScenarioResult) -> Option<Setting> {
+    let mut page_size = None;
+    let mut cache_size = None;
+    let mut synchronous = None;
+    for field in r.store.split_whitespace().skip(1) {
+        match field.split_once('=')? {
+            ("page_size", v) => page_size = v.parse().ok(),
+            ("cache_size", v) => cache_size = v.parse().ok(),
+            ("synchronous", v) => synchronous = Synchronous::from_name(v),
+            _ => {}
+        }
+    }
+    Some(Setting {
+        page_size: page_size?,
+        cache_size: cache_size?,
+        journal_mode: r.journal_mode.parse().ok()?,
+        synchronous: synchronous?,
+    })
+}

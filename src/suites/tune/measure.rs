@@ -1,0 +1,463 @@
+//! How a stage measures: a filled store per page size (each fill a task whose measurements
+//! follow it), every measurement under the engine's replica and the vintage beside it, and
+//! the other stores at their defaults.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{anyhow, Result};
+
+use super::{Config, Setting, Workload, WORKLOADS};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::cost::Replica;
+use crate::report::format::thousands;
+use crate::report::work::Kind;
+use crate::report::{ScenarioResult, Status};
+use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
+use crate::suites::scenario::{Scenario, Store};
+use crate::suites::users::{self, Call, PREFILL_CHUNK};
+use crate::suites::{Exec, Progress};
+
+/// What every stage shares.
+#[derive(Clone, Copy)]
+pub(super) struct StageEnv<'a> {
+    pub(super) cfg: &'a Config,
+    pub(super) exec: &'a Exec,
+    pub(super) work: &'a Recorder,
+    pub(super) after: &'a [UnitId],
+    pub(super) suite_engine: &'a str,
+    pub(super) current: Option<Replica>,
+    pub(super) beside: Option<Replica>,
+    /// Instructions of the setup (install, fills): every shard runs it.
+    pub(super) setup: &'a AtomicU64,
+}
+
+pub(super) struct Ran {
+    /// In the order of the candidates.
+    pub(super) measured: Vec<(ScenarioResult, Option<ScenarioResult>)>,
+    /// The units the stage ran: what comes after it waits for them.
+    pub(super) units: Vec<UnitId>,
+}
+
+/// Measures each (workload, setting) of `candidates`, filling the page sizes not filled yet
+/// (each fill a task whose measurements follow it).
+pub(super) fn run_stage(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    filled: &mut BTreeMap<u32, State>,
+    candidates: &[(usize, Setting)],
+    env: &StageEnv<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Ran> {
+    if candidates.is_empty() {
+        return Ok(Ran {
+            measured: Vec::new(),
+            units: Vec::new(),
+        });
+    }
+    type Slot = Mutex<Option<(ScenarioResult, Option<ScenarioResult>)>>;
+    let slots: Vec<Slot> = candidates.iter().map(|_| Mutex::new(None)).collect();
+    let units: Mutex<Vec<UnitId>> = Mutex::new(Vec::new());
+    let new_fills: Mutex<Vec<(u32, State)>> = Mutex::new(Vec::new());
+    {
+        let (slots, units, new_fills) = (&slots, &units, &new_fills);
+        let note_unit = move |lane: &Lane<'_, '_>| {
+            units
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(lane.current())
+        };
+        let measure = move |page_size: u32, state: State| -> Vec<Task<'_>> {
+            let mut tasks = Vec::new();
+            for (c, &(w, setting)) in candidates.iter().enumerate() {
+                if setting.page_size != page_size {
+                    continue;
+                }
+                let state = state.clone();
+                let workload = &WORKLOADS[w];
+                tasks.push(
+                    Task::new(
+                        Kind::Scenario,
+                        format!("tune {}: {}", workload.name, setting.describe()),
+                        move |lane: &mut Lane<'_, '_>| {
+                            note_unit(lane);
+                            let out = measure_one(lane, env, setting, workload, &state)?;
+                            *slots[c].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
+                            Ok(())
+                        },
+                    )
+                    .profiled(),
+                );
+            }
+            tasks
+        };
+        let measure = &measure;
+        let mut tasks: Vec<Task<'_>> = Vec::new();
+        let mut page_sizes: Vec<u32> = candidates.iter().map(|(_, s)| s.page_size).collect();
+        page_sizes.sort_unstable();
+        page_sizes.dedup();
+        for page_size in page_sizes {
+            if let Some(state) = filled.get(&page_size) {
+                tasks.extend(
+                    measure(page_size, state.clone())
+                        .into_iter()
+                        .map(|t| t.after(env.after)),
+                );
+                continue;
+            }
+            let rows = env.cfg.users.rows;
+            tasks.push(
+                Task::new(
+                    Kind::Fill,
+                    format!(
+                        "fill SQLite (page_size {page_size}) to {} rows",
+                        thousands(rows)
+                    ),
+                    move |lane| {
+                        note_unit(lane);
+                        lane.restore(empty)?;
+                        let before = lane.client.executed_instructions;
+                        let page = SqliteConfig {
+                            page_size: Some(page_size),
+                            ..SqliteConfig::default()
+                        };
+                        lane.client.configure_sqlite(&page)?.value.map_err(|e| {
+                            anyhow!("setting SQLite's page_size to {page_size} failed: {e}")
+                        })?;
+                        let state = fill_and_snapshot(
+                            lane,
+                            env,
+                            bench_types::names::SQLITE,
+                            before,
+                            format!("snapshot of SQLite page_size {page_size}"),
+                        )?;
+                        note_unit(lane);
+                        new_fills
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((page_size, state.clone()));
+                        for task in measure(page_size, state) {
+                            lane.spawn(task);
+                        }
+                        Ok(())
+                    },
+                )
+                .after(env.after)
+                .priority(1),
+            );
+        }
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+    }
+    for (page_size, state) in new_fills.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        filled.insert(page_size, state);
+    }
+    let measured = slots
+        .into_iter()
+        .zip(candidates)
+        .map(|(slot, (w, setting))| {
+            slot.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{} was not measured with {}",
+                        WORKLOADS[*w].name,
+                        setting.describe()
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Ran {
+        measured,
+        units: units.into_inner().unwrap_or_else(|e| e.into_inner()),
+    })
+}
+
+/// One workload of one setting, from its page size's filled `state`: under the engine's
+/// replica, and again under the one beside it.
+pub(super) fn measure_one(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    setting: Setting,
+    workload: &Workload,
+    state: &State,
+) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
+    now_and_beside(env, |vintage| {
+        measure_under(lane, env, setting, workload, state, vintage)
+    })
+}
+
+/// `measure` under the engine's replica, then under the vintage beside it, if any.
+pub(super) fn now_and_beside(
+    env: &StageEnv<'_>,
+    mut measure: impl FnMut(Option<Replica>) -> Result<ScenarioResult>,
+) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
+    let now = measure(None)?;
+    let beside = env.beside.map(|old| measure(Some(old))).transpose()?;
+    Ok((now, beside))
+}
+
+/// Fills `store` with the suite's rows from the canister's state now, counts what was sent
+/// since `before` as setup (every shard runs it), and snapshots the store in a unit called
+/// `what`.
+pub(super) fn fill_and_snapshot(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: &str,
+    before: u64,
+    what: String,
+) -> Result<State> {
+    users::fill(
+        &mut lane.client,
+        store,
+        0,
+        env.cfg.users.rows,
+        PREFILL_CHUNK,
+        &mut |_| {},
+        &mut |_| {},
+    )?;
+    env.setup.fetch_add(
+        lane.client.executed_instructions - before,
+        Ordering::Relaxed,
+    );
+    lane.step(Kind::Snapshot, what);
+    lane.snapshot()
+}
+
+/// A store measured at its defaults beside the SQLite search: one of the default module's
+/// (`cfg.others`) or of the tune variant's (`cfg.variants`).
+pub(super) struct Beside<'a> {
+    /// The shape of its calls.
+    pub(super) store: Store,
+    /// The store in its method names.
+    pub(super) method_store: &'static str,
+    /// The records' `store`.
+    pub(super) record_store: String,
+    /// For the fill's unit.
+    pub(super) label: String,
+    /// The empty state of its module, which its fill starts from.
+    pub(super) start: &'a State,
+}
+
+/// The other stores (`besides`) at their defaults: each filled from its module's empty state
+/// in a task of its own, then every workload of `workloads` measured from it, under the
+/// engine's replica and beside it. Per workload (all of [`WORKLOADS`], empty where not
+/// measured): each store's records in `besides` order.
+pub(super) fn measure_others(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    stores: &[Beside<'_>],
+    env: &StageEnv<'_>,
+    workloads: &[usize],
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Vec<ScenarioResult>>> {
+    let mut out = vec![Vec::new(); WORKLOADS.len()];
+    if stores.is_empty() || workloads.is_empty() {
+        return Ok(out);
+    }
+    type Slot = Mutex<Option<Vec<ScenarioResult>>>;
+    let slots: Vec<Slot> = (0..stores.len() * WORKLOADS.len())
+        .map(|_| Mutex::new(None))
+        .collect();
+    {
+        let slots = &slots;
+        let mut tasks = Vec::new();
+        for (i, store) in stores.iter().enumerate() {
+            let rows = env.cfg.users.rows;
+            tasks.push(
+                Task::new(
+                    Kind::Fill,
+                    format!("fill the {} to {} rows", store.label, thousands(rows)),
+                    move |lane| {
+                        lane.restore(store.start)?;
+                        let before = lane.client.executed_instructions;
+                        let state = fill_and_snapshot(
+                            lane,
+                            env,
+                            store.method_store,
+                            before,
+                            format!("snapshot of the {}", store.label),
+                        )?;
+                        for &w in workloads {
+                            let state = state.clone();
+                            lane.spawn(
+                                Task::new(
+                                    Kind::Scenario,
+                                    format!("tune {}: the {}", WORKLOADS[w].name, store.label),
+                                    move |lane: &mut Lane<'_, '_>| {
+                                        let (now, beside) = now_and_beside(env, |vintage| {
+                                            measure_store(
+                                                lane,
+                                                env,
+                                                store,
+                                                &WORKLOADS[w],
+                                                &state,
+                                                vintage,
+                                            )
+                                        })?;
+                                        let records = std::iter::once(now).chain(beside).collect();
+                                        *slots[i * WORKLOADS.len() + w]
+                                            .lock()
+                                            .unwrap_or_else(|e| e.into_inner()) = Some(records);
+                                        Ok(())
+                                    },
+                                )
+                                .profiled(),
+                            );
+                        }
+                        Ok(())
+                    },
+                )
+                .after(env.after)
+                .priority(2),
+            );
+        }
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+    }
+    let mut slots = slots
+        .into_iter()
+        .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
+    for _ in stores {
+        for records in out.iter_mut() {
+            records.extend(slots.next().flatten().unwrap_or_default());
+        }
+    }
+    Ok(out)
+}
+
+/// One workload of a store without settings, from its filled `state`.
+pub(super) fn measure_store(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: &Beside<'_>,
+    workload: &Workload,
+    state: &State,
+    vintage: Option<Replica>,
+) -> Result<ScenarioResult> {
+    let (call, mut result) = record(
+        env,
+        store.store,
+        store.record_store.clone(),
+        workload,
+        vintage,
+    );
+    let kind = format!("_{}", store.store.kind());
+    result.method = result
+        .method
+        .replacen(&kind, &format!("_{}", store.method_store), 1);
+    lane.restore(state)?;
+    send(
+        lane,
+        env,
+        store.method_store,
+        &call,
+        workload,
+        vintage,
+        &mut result,
+    )?;
+    Ok(result)
+}
+
+pub(super) fn measure_under(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    setting: Setting,
+    workload: &Workload,
+    state: &State,
+    vintage: Option<Replica>,
+) -> Result<ScenarioResult> {
+    let store = Store::Sqlite(setting.journal_mode);
+    let (call, mut result) = record(env, store, setting.store_label(), workload, vintage);
+    result.journal_mode = setting.journal_mode.to_string();
+    lane.restore(state)?;
+    let applied = lane.client.configure_sqlite(&setting.config())?.value;
+    match applied.map(|s| Setting::from_settings(&s)) {
+        Err(reason) => {
+            result.status = Status::Refused(reason);
+            return Ok(result);
+        }
+        Ok(Err(e)) => return Err(e),
+        Ok(Ok(actual)) if actual != setting => {
+            result.status = Status::Refused(format!(
+                "asked for {}, SQLite uses {}",
+                setting.describe(),
+                actual.describe()
+            ));
+            return Ok(result);
+        }
+        Ok(Ok(_)) => {}
+    }
+    send(
+        lane,
+        env,
+        store.kind(),
+        &call,
+        workload,
+        vintage,
+        &mut result,
+    )?;
+    Ok(result)
+}
+
+/// A workload's record before it runs, and its call: `store` labelled `label`, with
+/// ` replica=VINTAGE` after it when measured under the vintage beside.
+pub(super) fn record(
+    env: &StageEnv<'_>,
+    store: Store,
+    mut label: String,
+    workload: &Workload,
+    vintage: Option<Replica>,
+) -> (Call, ScenarioResult) {
+    let scenario = Scenario {
+        store,
+        position: workload.position,
+        operation: workload.operation,
+    };
+    let call = Call::for_scenario(&scenario, &env.cfg.users);
+    if let Some(v) = vintage {
+        label.push_str(&format!(" replica={}", v.name));
+    }
+    let result = ScenarioResult {
+        suite: "tune".into(),
+        engine: env.suite_engine.into(),
+        store: label,
+        position: workload.position.to_string(),
+        operation: workload.operation.kind().into(),
+        batch: workload.operation.rows(),
+        rows_before: env.cfg.users.rows,
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..ScenarioResult::default()
+    };
+    (call, result)
+}
+
+/// Sends the workload's message (under `vintage`'s rules when given, the engine's again
+/// after it) and fills `result` from the reply, with the memory the canister holds after it.
+pub(super) fn send(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    method_store: &str,
+    call: &Call,
+    workload: &Workload,
+    vintage: Option<Replica>,
+    result: &mut ScenarioResult,
+) -> Result<()> {
+    if let Some(v) = vintage {
+        lane.client.engine.set_replica(v)?;
+    }
+    let reply = users::run_call(&mut lane.client, method_store, call);
+    if let (Some(_), Some(current)) = (vintage, env.current) {
+        lane.client.engine.set_replica(current)?;
+    }
+    let reply = reply?;
+    let held = match &reply {
+        users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+        users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
+    };
+    users::record_reply(result, reply, workload.operation, env.cfg.users.usd_per_xdr);
+    if result.status == Status::Ok {
+        result.bytes = held;
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The tune suite's flags, their checks and the plan made from them.
+
+use std::path::PathBuf;
+
+use anyhow::{anyhow, Result};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args};
+
+use super::document::document;
+use super::{
+    check_page_size, Config, Knob, Tune, Variant, BOUNDED_MAX_SIZE, DEFAULT_CACHE_SIZES,
+    DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS,
+};
+use crate::report::{Document, Report};
+use crate::suites::scenario::{JournalMode, Store, StoreKind};
+use crate::suites::shared::Define;
+use crate::suites::users::{self};
+use crate::suites::{CommonArgs, Plan, MEMORY_BASE};
+use bench_types::pragma::Synchronous;
+
+#[derive(Args)]
+#[command(next_help_heading = "tune")]
+pub struct TuneArgs {
+    /// SQLite page sizes searched, in bytes (powers of two from 512 to 65,536), comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = DEFAULT_PAGE_SIZES)]
+    tune_page_sizes: Vec<u32>,
+    /// SQLite page cache sizes searched (`PRAGMA cache_size`: pages, or KiB when negative),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true, default_values_t = DEFAULT_CACHE_SIZES)]
+    tune_cache_sizes: Vec<i64>,
+    /// `PRAGMA synchronous` values searched, comma-separated (OFF, NORMAL, FULL, EXTRA).
+    #[arg(long, value_delimiter = ',', default_values = DEFAULT_SYNCHRONOUS)]
+    tune_synchronous: Vec<String>,
+    /// The settings the search varies, comma-separated (the others stay at the canister's
+    /// defaults): page_size, cache_size, journal_mode, synchronous. Journal modes are
+    /// `--journal-modes`.
+    #[arg(long, value_delimiter = ',', default_values = Knob::ALL.map(|k| k.name()))]
+    tune_settings: Vec<String>,
+    /// The tune variant's stores measured beside the default module's, comma-separated, or
+    /// `none`: heap-talc (the heap map with talc as the allocator), btree-talc (the
+    /// StableBTreeMap with talc), btree-bounded (a bounded value type, with talc). Each needs
+    /// its store in --stores; btree-bounded needs --payload-size 100 or less.
+    #[arg(long, value_delimiter = ',', default_values = Variant::ALL.map(|v| v.name()))]
+    tune_variants: Vec<String>,
+    /// The tune variant module to run (default: canisters/prebuilt/bench-tune.wasm when it is
+    /// of the current sources, else `scripts/build-canister.sh tune` builds it).
+    #[arg(long, value_name = "PATH")]
+    tune_wasm: Option<PathBuf>,
+}
+
+impl Config {
+    pub fn validate(&self) -> Result<()> {
+        self.users.validate()?;
+        for &size in &self.page_sizes {
+            check_page_size(size)?;
+        }
+        for &size in &self.cache_sizes {
+            if i32::try_from(size).is_err() {
+                return Err(anyhow!(
+                    "--tune-cache-sizes: {size} is outside SQLite's cache_size range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+        }
+        let lists = [
+            (Knob::PageSize, self.page_sizes.is_empty()),
+            (Knob::CacheSize, self.cache_sizes.is_empty()),
+            (Knob::JournalMode, self.journal_modes.is_empty()),
+            (Knob::Synchronous, self.synchronous.is_empty()),
+        ];
+        for (knob, empty) in lists {
+            if empty && self.knobs.contains(&knob) {
+                return Err(anyhow!(
+                    "the search varies {} but no value of it is given",
+                    knob.name()
+                ));
+            }
+        }
+        for v in &self.variants {
+            if !self.others.contains(&v.store()) {
+                return Err(anyhow!(
+                    "--tune-variants {}: it is a {} (`--stores` must include {})",
+                    v.name(),
+                    v.store().label(),
+                    v.store().kind()
+                ));
+            }
+            if *v == Variant::BTreeBounded && self.users.payload_size > BOUNDED_MAX_SIZE {
+                return Err(anyhow!(
+                    "--tune-variants btree-bounded: its value type holds at most {BOUNDED_MAX_SIZE} bytes, --payload-size is {}",
+                    self.users.payload_size
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The peak: a filled store per page size held at once (each as much as one SQLite
+    /// store of the users suites: its file and page cache).
+    pub(super) fn peak_memory(&self, page_sizes: usize) -> u64 {
+        let one = users::Config {
+            stores: vec![Store::Sqlite(JournalMode::Persist)],
+            ..self.users.clone()
+        };
+        let others = users::Config {
+            stores: self.others.clone(),
+            ..self.users.clone()
+        };
+        let others = if self.others.is_empty() {
+            0
+        } else {
+            others.peak_memory() - MEMORY_BASE
+        };
+        // Each variant store is filled in a canister state of its own, as its store is.
+        let variants: u64 = self
+            .variants
+            .iter()
+            .map(|v| {
+                users::Config {
+                    stores: vec![v.store()],
+                    ..self.users.clone()
+                }
+                .peak_memory()
+                    - MEMORY_BASE
+            })
+            .sum();
+        MEMORY_BASE
+            + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
+            + others
+            + variants
+    }
+}
+
+impl Define for Tune {
+    const NAME: &'static str = "tune";
+    type Args = TuneArgs;
+
+    fn plan(args: TuneArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Box<dyn Plan>> {
+        if !common.has(StoreKind::Sqlite) {
+            return Err(anyhow!(
+                "the tune suite searches SQLite's settings: --stores must include sqlite"
+            ));
+        }
+        let mut knobs = Vec::new();
+        for name in &args.tune_settings {
+            let knob = Knob::parse(name)?;
+            if !knobs.contains(&knob) {
+                knobs.push(knob);
+            }
+        }
+        knobs.sort();
+        let synchronous = args
+            .tune_synchronous
+            .iter()
+            .map(|s| {
+                Synchronous::from_name(s.trim()).ok_or_else(|| {
+                    anyhow!(
+                        "--tune-synchronous: unknown value {s:?}; accepted: {}",
+                        Synchronous::ALL.map(|v| v.as_str()).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut page_sizes = args.tune_page_sizes;
+        page_sizes.sort_unstable();
+        page_sizes.dedup();
+        let mut cache_sizes = args.tune_cache_sizes;
+        cache_sizes.sort_unstable();
+        cache_sizes.dedup();
+        let mut users = users::Config::from_args(common)?;
+        let all = users::stores(common);
+        let others = all
+            .iter()
+            .copied()
+            .filter(|s| s.journal_mode().is_none())
+            .collect();
+        users.stores = all
+            .into_iter()
+            .filter(|s| s.journal_mode().is_some())
+            .collect();
+        let others: Vec<Store> = others;
+        let mut variants = Vec::new();
+        if !(args.tune_variants.len() == 1 && args.tune_variants[0].trim() == "none") {
+            for name in &args.tune_variants {
+                let v = Variant::parse(name)?;
+                if !variants.contains(&v) {
+                    variants.push(v);
+                }
+            }
+        }
+        variants.sort();
+        // By default each variant whose store is measured; one asked for by name must run.
+        let mut variants_left_out = Vec::new();
+        if matches.value_source("tune_variants") == Some(ValueSource::DefaultValue) {
+            variants.retain(|v| {
+                if !others.contains(&v.store()) {
+                    return false;
+                }
+                if *v == Variant::BTreeBounded && users.payload_size > BOUNDED_MAX_SIZE {
+                    variants_left_out.push(format!(
+                        "the bounded value type (it holds at most {BOUNDED_MAX_SIZE} bytes; the payload is {})",
+                        users.payload_size
+                    ));
+                    return false;
+                }
+                true
+            });
+        }
+        // A module that is not there or not a bench canister stops the run before any work.
+        if let Some(path) = &args.tune_wasm {
+            crate::bench_canister::read_module_flag("--tune-wasm", path)?;
+        }
+        let cfg = Config {
+            variants,
+            variant_wasm: args.tune_wasm,
+            variants_left_out,
+            others,
+            journal_modes: users
+                .stores
+                .iter()
+                .filter_map(|s| s.journal_mode())
+                .collect(),
+            users,
+            page_sizes,
+            cache_sizes,
+            synchronous: dedup(synchronous),
+            knobs,
+        };
+        cfg.validate()?;
+        Ok(Box::new(cfg))
+    }
+
+    fn document(report: &Report) -> Document {
+        document(report)
+    }
+}
+
+pub(super) fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}

@@ -1,0 +1,317 @@
+//! The tune suite's run: the empty canister (and the tune variant's), the search stage by
+//! stage, the other stores beside it, and the report.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use anyhow::{anyhow, Result};
+
+use super::measure::{measure_others, run_stage, Beside, StageEnv};
+use super::search::{beside_vintage, cheapest};
+use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
+use crate::bench_canister::{BenchClient, Module, SqliteConfig};
+use crate::engine::cost::Replica;
+use crate::report::format::thousands;
+use crate::report::work::Kind;
+use crate::report::{Report, ScenarioResult};
+use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
+use crate::suites::shared::{Header, Measure, Run};
+use crate::suites::users::{self, PREFILL_CHUNK};
+use crate::suites::{Exec, MemoryEstimate};
+
+impl Config {
+    /// The tune variant module: `--tune-wasm`, else the committed module of these sources
+    /// (or a build of it).
+    pub(super) fn variant_module(&self) -> Result<Vec<u8>> {
+        match &self.variant_wasm {
+            Some(path) => crate::bench_canister::read_module_flag("--tune-wasm", path),
+            None => Module::TUNE.ensure_built(true),
+        }
+    }
+}
+
+impl Measure for Config {
+    const SUITE: &'static str = "tune";
+
+    /// Each workload is a scenario of the plan (a shard takes whole workloads): its own
+    /// search, whose records are the settings it measured in the order it measured them.
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
+        let cfg = self;
+        cfg.validate()?;
+        let (session, exec) = (run.session, run.exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let current = run.engine.replica();
+        let beside = beside_vintage(current);
+        let compiled = pool::compile(run.engine, run.wasm, work)?;
+        let mut chain = Chain::new(work, &[compiled]);
+        chain.step(Kind::Install, "install the canister");
+        let mut client = BenchClient::install(run.engine, run.wasm)?;
+        chain.step(Kind::Fill, "set the payload size, read SQLite's defaults");
+        client
+            .set_payload_size(cfg.users.payload_size)?
+            .value
+            .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+        let defaults = client
+            .configure_sqlite(&SqliteConfig::default())?
+            .value
+            .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
+        let defaults = Setting::from_settings(&defaults)?;
+        chain.step(Kind::Snapshot, "snapshot of the empty store");
+        let canister = client.canister;
+        let empty = pool::graph::snapshot(client.engine, canister)?;
+        let mut after = chain.end();
+
+        let workloads = exec.indices(WORKLOADS.len());
+        // The tune variant's empty stores: its module installed over the same canister,
+        // from an empty state too.
+        let (empty_variant, variant_sha256) = if cfg.variants.is_empty() || workloads.is_empty() {
+            (None, None)
+        } else {
+            let (state, sha256) = install_variant(&mut client, cfg, work, &mut after)?;
+            (Some(state), Some(sha256))
+        };
+        let mut filled: BTreeMap<u32, State> = BTreeMap::new();
+        let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
+        let mut best = vec![defaults; WORKLOADS.len()];
+        let setup = AtomicU64::new(client.executed_instructions);
+        let env = StageEnv {
+            cfg,
+            exec,
+            work,
+            after: &[],
+            suite_engine: engine_name,
+            current,
+            beside,
+            setup: &setup,
+        };
+        for (i, knobs) in cfg.stages().iter().enumerate() {
+            let mut candidates: Vec<(usize, Setting)> = Vec::new();
+            for &w in &workloads {
+                for s in cfg.around(best[w], knobs) {
+                    if !candidates.contains(&(w, s)) && !measured[w].iter().any(|m| m.0 == s) {
+                        candidates.push((w, s));
+                    }
+                }
+            }
+            let stage_env = StageEnv {
+                after: &after,
+                ..env
+            };
+            let ran = run_stage(
+                &mut client,
+                &empty,
+                &mut filled,
+                &candidates,
+                &stage_env,
+                run.progress,
+            )?;
+            if !ran.units.is_empty() {
+                after = ran.units;
+            }
+            for ((w, setting), (now, old)) in candidates.iter().zip(ran.measured) {
+                measured[*w].push((*setting, now, old));
+            }
+            let (chosen, unit) = work.unit(
+                Kind::Other,
+                format!("choose each workload's best after stage {}", i + 1),
+                &after,
+                || {
+                    measured
+                        .iter()
+                        .map(|m| cheapest(m, defaults))
+                        .collect::<Vec<_>>()
+                },
+            );
+            best = chosen;
+            after = vec![unit];
+        }
+
+        let mut besides: Vec<Beside<'_>> = cfg
+            .others
+            .iter()
+            .map(|&store| Beside {
+                store,
+                method_store: store.kind(),
+                record_store: store.kind().to_string(),
+                label: store.label(),
+                start: &empty,
+            })
+            .collect();
+        if let Some(start) = &empty_variant {
+            besides.extend(cfg.variants.iter().map(|v| Beside {
+                store: v.store(),
+                method_store: v.method_store(),
+                record_store: v.record_store().to_string(),
+                label: v.label().to_string(),
+                start,
+            }));
+        }
+        let other_records = measure_others(
+            &mut client,
+            &empty,
+            &besides,
+            &StageEnv {
+                after: &after,
+                ..env
+            },
+            &workloads,
+            run.progress,
+        )?;
+        let outcomes = outcomes(&workloads, other_records, measured, exec, &setup);
+        let header = Header {
+            rows_before: cfg.users.rows,
+            seed: cfg.users.seed,
+            payload_size: cfg.users.payload_size,
+            prefill: Some("run".into()),
+            notes: notes(cfg, beside),
+        };
+        let mut report = session.report(&client, header, outcomes);
+        let mut search = cfg.search(defaults, beside);
+        search.variant_module = variant_sha256;
+        report.set_extra(SEARCH, &search);
+        Ok(report)
+    }
+
+    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
+        let page_sizes = if self.knobs.contains(&Knob::PageSize) {
+            self.page_sizes.len() + 1
+        } else {
+            1
+        };
+        let mut smaller = Vec::new();
+        if page_sizes > 3 {
+            smaller.push((
+                "--tune-page-sizes 4096,16384".to_string(),
+                self.peak_memory(3),
+            ));
+        }
+        if 100_000 < self.users.rows {
+            let fewer = Config {
+                users: users::Config {
+                    rows: 100_000,
+                    ..self.users.clone()
+                },
+                ..self.clone()
+            };
+            smaller.push(("--rows 100000".to_string(), fewer.peak_memory(page_sizes)));
+        }
+        Some(MemoryEstimate {
+            bytes: self.peak_memory(page_sizes),
+            what: format!(
+                "the tune suite with {} rows in up to {page_sizes} SQLite stores",
+                thousands(self.users.rows)
+            ),
+            smaller,
+        })
+    }
+}
+
+/// The tune variant module installed over the canister and its empty stores snapshotted,
+/// after `after` (then the install's units): that state and the module's SHA-256.
+pub(super) fn install_variant(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+) -> Result<(State, String)> {
+    let canister = client.canister;
+    let variant = cfg.variant_module()?;
+    let compiled = pool::compile(&mut *client.engine, &variant, work)?;
+    after.push(compiled);
+    let mut chain = Chain::new(work, after);
+    chain.step(Kind::Install, "install the tune variant over the canister");
+    client
+        .engine
+        .reinstall(canister, &variant, &candid::encode_args(())?)?
+        .result
+        .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
+    chain.step(Kind::Fill, "set the tune variant's payload size");
+    client
+        .set_payload_size(cfg.users.payload_size)?
+        .value
+        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+    chain.step(
+        Kind::Snapshot,
+        "snapshot of the tune variant's empty stores",
+    );
+    let state = pool::graph::snapshot(client.engine, canister)?;
+    *after = chain.end();
+    Ok((state, pool::sha256_hex(&variant)))
+}
+
+/// Per workload of `workloads`, its records: the other stores' at their defaults, then the
+/// search's in the order it measured them (each under the engine's replica, then beside it).
+pub(super) fn outcomes(
+    workloads: &[usize],
+    mut other_records: Vec<Vec<ScenarioResult>>,
+    mut measured: Vec<Vec<Measured>>,
+    exec: &Exec,
+    setup: &AtomicU64,
+) -> pool::Outcomes {
+    let plan: String = WORKLOADS
+        .iter()
+        .map(|w| {
+            format!(
+                "{} {} {}\n",
+                w.position,
+                w.operation.kind(),
+                w.operation.rows()
+            )
+        })
+        .collect();
+    let outcomes = workloads
+        .iter()
+        .map(|&w| {
+            let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
+                .into_iter()
+                .chain(
+                    std::mem::take(&mut measured[w])
+                        .into_iter()
+                        .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
+                )
+                .collect();
+            (w, pool::Outcome::from(results))
+        })
+        .collect();
+    pool::Outcomes::new(
+        outcomes,
+        WORKLOADS.len(),
+        pool::sha256_hex(plan.as_bytes()),
+        exec.shard,
+        setup.load(Ordering::Relaxed),
+    )
+}
+
+pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
+    let mut notes = vec![
+        format!(
+            "Each page size is a store of its own: an empty SQLite database set to that page size, then filled with ids 0, 10, 20, ..., {} ({} rows per message). Every measurement starts from its page size's store: `configure_sqlite` sets the other settings on a fresh connection, and the workload's one message follows.",
+            (cfg.users.rows - 1) * users::ID_STEP,
+            thousands(PREFILL_CHUNK)
+        ),
+        "Each workload is searched on its own, one coordinate at a time from the canister's defaults: page_size; then cache_size at its best page size; then journal_mode and synchronous together at its best page size and cache. The best is the lowest charge; combinations the stages did not reach were not measured.".to_string(),
+        "Charged: the whole message as the replica bills it (the page charges included); store work: ic0.performance_counter(0) around the SQLite calls in the canister; pages: the 64 KiB Wasm pages of the heap and of stable memory the message accessed and wrote; bytes: the heap and stable memory the canister holds after it.".to_string(),
+    ];
+    if !cfg.others.is_empty() {
+        let names: Vec<String> = cfg.others.iter().map(|s| s.label()).collect();
+        notes.push(format!(
+            "For the decision table, the {} are filled the same way, each alone in the canister (no SQLite rows beside it), and measured at their defaults: their counts are not those of the default run, whose canister holds every store.",
+            names.join(" and ")
+        ));
+    }
+    if !cfg.variants.is_empty() {
+        let names: Vec<&str> = cfg.variants.iter().map(|v| v.label()).collect();
+        notes.push(format!(
+            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
+            names.join(", ")
+        ));
+    }
+    notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());
+    if let Some(old) = beside {
+        notes.push(format!(
+            "Every measurement is repeated under replica {} (before the memory tracker: 1,000 instructions per 4 KiB page written, nothing for pages read), from the same state: its records carry `replica={}` in the store column.",
+            old.name, old.name
+        ));
+    }
+    notes
+}

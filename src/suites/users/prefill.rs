@@ -1,0 +1,311 @@
+//! The users stores' prefill: the stable stores filled with `rows` rows each (ids 0, 10, 20,
+//! ...), or the post-prefill state loaded from the cache where a run with the same inputs
+//! kept it.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Result};
+use candid::Principal;
+use sha2::{Digest, Sha256};
+
+use super::{Config, ID_STEP, PREFILL_CHUNK};
+use crate::bench_canister::BenchClient;
+use crate::engine::disk_cache::{self, Lookup, STATES};
+use crate::engine::{Engine, ExportedState};
+use crate::report::format::thousands;
+use crate::report::work::Kind;
+use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
+use crate::suites::Progress;
+
+/// The canister after the prefill, ready for the scenarios.
+pub(super) struct Prefilled<'e> {
+    pub client: BenchClient<'e>,
+    /// The snapshot after the prefill: where every stable store's scenarios start.
+    pub base: State,
+    /// The units the work after the prefill follows.
+    pub units: Vec<UnitId>,
+    /// `loaded from the cache` or `run`, for the report.
+    pub source: &'static str,
+    /// The post-prefill state and the prefill's instructions, to write into the cache at
+    /// `(dir, key)` (a task beside the scenarios).
+    pub keep: Option<(ExportedState, u64, PathBuf, [u8; 32])>,
+}
+
+/// The prefilled canister: the module compiled while the cached post-prefill state is read,
+/// then the state loaded, or the prefill run (and its state taken for the cache).
+pub(super) fn prefilled<'e>(
+    engine: &'e mut dyn Engine,
+    wasm: &[u8],
+    cfg: &Config,
+    work: &Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Prefilled<'e>> {
+    // The post-prefill state is kept in the cache (when the engine can export it) and
+    // loaded by the next run with the same parameters instead of prefilling again. The
+    // file is read while the module compiles.
+    let cache = match (disk_cache::dir(), prefill_key(engine, wasm, cfg)?) {
+        (Some(dir), Some(key)) => Some((dir, key)),
+        _ => None,
+    };
+    let (compiled, read) = std::thread::scope(|scope| {
+        let reading = cache.as_ref().map(|(dir, key)| {
+            scope.spawn(move || {
+                pool::record::set_lane(1);
+                work.unit(
+                    Kind::Install,
+                    "read the cached post-prefill state",
+                    &[],
+                    || read_prefill(dir, key),
+                )
+            })
+        });
+        let compiled = pool::compile(engine, wasm, work);
+        let read = reading.map(|r| {
+            r.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (compiled, read)
+    });
+    let compiled = compiled?;
+    let (entry, read_unit) = match read {
+        Some((entry, unit)) => (entry, vec![unit]),
+        None => (None, Vec::new()),
+    };
+    let loaded = entry.and_then(|entry| {
+        let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
+        let (loaded, _) = work.unit(Kind::Install, "load the cached state", &after, || {
+            import_prefill(engine, wasm, &entry, cache.as_ref())
+        });
+        loaded
+    });
+    let prefill_source = if loaded.is_some() {
+        "loaded from the cache"
+    } else {
+        "run"
+    };
+    let mut chain = Chain::new(work, &[compiled]);
+    // The post-prefill state and the prefill's instructions, to write into the cache (a task
+    // beside the scenarios).
+    let mut keep: Option<(ExportedState, u64)> = None;
+    let client = match loaded {
+        Some((canister, executed)) => {
+            let mut client = BenchClient::attach(engine, canister);
+            client.executed_instructions = executed;
+            for store in prefilled_stores(cfg) {
+                progress(Progress::Prefill {
+                    store,
+                    done: cfg.rows,
+                    total: cfg.rows,
+                });
+            }
+            client
+        }
+        None => {
+            chain.step(Kind::Install, "install the canister");
+            let mut client = BenchClient::install(engine, wasm)?;
+            chain.step(Kind::Fill, "set the payload size");
+            client
+                .set_payload_size(cfg.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+            prefill(&mut client, cfg, &mut chain, progress)?;
+            if cache.is_some() {
+                chain.step(Kind::Snapshot, "take the post-prefill state for the cache");
+                keep = take_prefill(&mut client);
+            }
+            client
+        }
+    };
+    let canister = client.canister;
+    chain.step(Kind::Snapshot, "snapshot after the prefill");
+    let base = pool::graph::snapshot(client.engine, canister)?;
+    let prefilled = chain.end();
+    Ok(Prefilled {
+        client,
+        base,
+        units: prefilled,
+        source: prefill_source,
+        keep: keep
+            .zip(cache)
+            .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
+    })
+}
+
+/// The stable stores the prefill fills (and the post-prefill cache keeps): each kind
+/// measured, once. The heap map is not among them: its rows are inserted after the stable
+/// stores' snapshot, and its scenarios start from a snapshot of their own. The other
+/// stores' scenarios start from the state without the heap map: its allocations (tens of
+/// thousands of strings) change where later allocations land and so what malloc costs,
+/// which moved their counts by up to 7% at 20,000 rows.
+pub(super) fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
+    [bench_types::names::BTREE, bench_types::names::SQLITE]
+        .into_iter()
+        .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
+        .collect()
+}
+
+/// Fills the stable stores with `rows` rows each: ids 0, 10, 20, ..., every row really
+/// inserted, each message a unit of `chain`.
+pub fn prefill(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    chain: &mut Chain<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    for store in prefilled_stores(cfg) {
+        fill(
+            client,
+            store,
+            0,
+            cfg.rows,
+            PREFILL_CHUNK,
+            &mut |to| {
+                chain.step(Kind::Fill, fill_name(store, to));
+            },
+            &mut |done| {
+                progress(Progress::Prefill {
+                    store,
+                    done,
+                    total: cfg.rows,
+                })
+            },
+        )?;
+    }
+    chain.stop();
+    Ok(())
+}
+
+/// The unit of the fill message that brings `store` to `to` rows.
+pub fn fill_name(store: &str, to: u64) -> String {
+    format!("fill {store} to {} rows", thousands(to))
+}
+
+/// Inserts rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk`
+/// rows per message, and checks that each message inserted all of its rows; `before(to)`
+/// precedes the message that fills to `to` rows, `after(done)` follows every message. Every
+/// suite that grows a users store fills it here.
+pub(in crate::suites) fn fill(
+    client: &mut BenchClient<'_>,
+    store: &str,
+    from: u64,
+    to: u64,
+    chunk: u64,
+    before: &mut dyn FnMut(u64),
+    after: &mut dyn FnMut(u64),
+) -> Result<()> {
+    let mut done = from;
+    while done < to {
+        let count = chunk.min(to - done);
+        before(done + count);
+        let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
+        let report = out
+            .value
+            .map_err(|e| anyhow!("filling {store} failed at row {done}: {e}"))?;
+        if report.rows_inserted != count {
+            return Err(anyhow!(
+                "filling {store} inserted {} rows instead of {count}",
+                report.rows_inserted
+            ));
+        }
+        done += count;
+        after(done);
+    }
+    Ok(())
+}
+
+/// The key of a post-prefill state: the engine's part (the module, the engine's
+/// configuration and sources; None if it cannot keep states) and every input of the
+/// prefill: the stores, rows, payload size, id step and chunk, and the code that sends it
+/// (the source fingerprint of src/ and canisters/types, from build.rs).
+fn prefill_key(engine: &dyn Engine, wasm: &[u8], cfg: &Config) -> Result<Option<[u8; 32]>> {
+    let Some(engine_key) = engine.state_key(wasm)? else {
+        return Ok(None);
+    };
+    let mut h = Sha256::new();
+    h.update(b"icbench users prefill\0");
+    h.update(engine_key);
+    h.update(env!("CARGO_PKG_VERSION"));
+    h.update(b"\0");
+    h.update(env!("ICBENCH_SOURCE_FINGERPRINT"));
+    h.update(format!(
+        "\0stores={:?} rows={} payload_size={} id_step={ID_STEP} chunk={PREFILL_CHUNK}",
+        prefilled_stores(cfg),
+        cfg.rows,
+        cfg.payload_size
+    ));
+    Ok(Some(h.finalize().into()))
+}
+
+/// The cached post-prefill state's entry, or None (after saying why if something was
+/// wrong) when the prefill must run.
+fn read_prefill(dir: &Path, key: &[u8; 32]) -> Option<disk_cache::Entry> {
+    match disk_cache::read(dir, STATES, key) {
+        Ok(Lookup::Found(entry)) => Some(entry),
+        Ok(Lookup::Missing) => None,
+        Ok(Lookup::Damaged(e)) => {
+            eprintln!("warning: {e:#}; running the prefill");
+            None
+        }
+        Err(e) => {
+            disk_cache::warn_once("the cache cannot be read", &e);
+            None
+        }
+    }
+}
+
+/// The cached post-prefill state `entry`, imported into the (fresh) engine: the canister and
+/// the instructions the prefill executed. None (after saying why) when the entry does not
+/// load and the prefill must run.
+fn import_prefill(
+    engine: &mut dyn Engine,
+    wasm: &[u8],
+    entry: &disk_cache::Entry,
+    cache: Option<&(PathBuf, [u8; 32])>,
+) -> Option<(Principal, u64)> {
+    let imported = <[u8; 8]>::try_from(entry.meta())
+        .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
+        .and_then(|executed| {
+            let canister = engine.import_state(wasm, entry.payload())?;
+            Ok((canister, u64::from_le_bytes(executed)))
+        });
+    match imported {
+        Ok(loaded) => {
+            disk_cache::count_hit(STATES);
+            Some(loaded)
+        }
+        Err(e) => {
+            disk_cache::count_rejected(STATES);
+            let path = cache
+                .map(|(dir, key)| {
+                    disk_cache::entry_path(dir, STATES, key)
+                        .display()
+                        .to_string()
+                })
+                .unwrap_or_default();
+            eprintln!("warning: cache entry {path}: {e:#}; running the prefill");
+            None
+        }
+    }
+}
+
+/// Takes the post-prefill state for the cache, with the prefill's instructions; an engine
+/// that cannot give it costs one warning.
+fn take_prefill(client: &mut BenchClient<'_>) -> Option<(ExportedState, u64)> {
+    disk_cache::count_miss(STATES);
+    match client.engine.export_state(client.canister) {
+        Ok(state) => Some((state, client.executed_instructions)),
+        Err(e) => {
+            disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+            None
+        }
+    }
+}
+
+/// Keeps the post-prefill state; a cache that cannot take it costs one warning.
+pub(super) fn store_prefill(state: ExportedState, executed: u64, dir: &Path, key: &[u8; 32]) {
+    let meta = executed.to_le_bytes();
+    let stored = disk_cache::write_streamed(dir, STATES, key, &meta, |w| state.write_to(w));
+    if let Err(e) = stored {
+        disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
+    }
+}

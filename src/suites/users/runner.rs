@@ -1,0 +1,323 @@
+//! A users suite's run: the prefilled canister, then each store's scenarios from its
+//! starting state, side by side on the run's workers, and the report.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use anyhow::Result;
+
+use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
+use super::{record_of, record_reply, run_call, Call, Config, ID_STEP, PREFILL_CHUNK};
+use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::cost::MemoryTracker;
+use crate::report::work::Kind;
+use crate::report::{Report, ScenarioResult, Status};
+use crate::suites::pool::{self, Lane, Recorder, State, Task};
+use crate::suites::scenario::{JournalMode, Scenario, Store};
+use crate::suites::shared::{Header, Run};
+
+/// Work a suite adds after its scenarios, on the same canister: each store's starting
+/// state (or why the canister refused it), the run's log and the report so far.
+pub type AfterScenarios<'a> = dyn Fn(
+        &mut BenchClient<'_>,
+        &[(Store, Result<State, String>)],
+        &Recorder,
+        &mut Report,
+    ) -> Result<()>
+    + 'a;
+
+/// Task priorities: the heap map's fill is the longest chain, then each SQLite mode's
+/// start (24 scenarios wait for each), then the scenarios.
+const HEAP_FILL_FIRST: i64 = 100;
+const MODE_START: i64 = 50;
+/// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
+/// long unit (0.2 s for the default run's 420 MB), better started early than left to the end.
+const KEEP_STATE: i64 = 25;
+const SCENARIO: i64 = 0;
+
+/// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
+/// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
+///
+/// The work: the module compiled while the cached post-prefill state is read, the state
+/// loaded (or the prefill run and kept), then on `exec.jobs` workers side by side: the heap
+/// map's fill and its scenarios, each SQLite journal mode set on a fresh connection and its
+/// scenarios, and the StableBTreeMap's scenarios.
+pub fn run(
+    run: Run<'_>,
+    cfg: &Config,
+    scenarios: &[Scenario],
+    notes: &[String],
+    after: Option<&AfterScenarios<'_>>,
+) -> Result<Report> {
+    cfg.validate()?;
+    let (session, exec) = (run.session, run.exec);
+    let suite = session.suite();
+    let work = &session.work;
+    let engine_replica = run.engine.replica();
+    let Prefilled {
+        mut client,
+        base,
+        units: prefilled,
+        source,
+        keep,
+    } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
+    let setup_before = client.executed_instructions;
+
+    let indices = exec.indices(scenarios.len());
+    let plan = scenarios.iter().map(|s| s.key() + "\n").collect::<String>();
+    let slots = pool::Slots::new(scenarios.len());
+    let slots = &slots;
+    let starts = Starts::default();
+    let engine_name = session.engine_name.as_str();
+    let measure_from = |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
+        indices
+            .iter()
+            .filter(|&&i| scenarios[i].store == store)
+            .map(|&i| {
+                let start = start.clone();
+                Task::new(
+                    Kind::Scenario,
+                    format!("scenario {}", scenarios[i].key()),
+                    move |lane: &mut Lane<'_, '_>| {
+                        let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
+                        slots.put(i, r);
+                        Ok(())
+                    },
+                )
+                .priority(SCENARIO)
+                .profiled()
+            })
+            .collect()
+    };
+    let (base, starts) = (&base, &starts);
+    let mut tasks: Vec<Task<'_>> = Vec::new();
+    if let Some((state, executed, dir, key)) = keep {
+        tasks.push(
+            Task::new(
+                Kind::Other,
+                "keep the post-prefill state in the cache",
+                move |_| {
+                    store_prefill(state, executed, &dir, &key);
+                    Ok(())
+                },
+            )
+            .after(&prefilled)
+            .priority(KEEP_STATE),
+        );
+    }
+    for &store in &cfg.stores {
+        match store {
+            Store::Heap => {
+                let name = fill_name(bench_types::names::HEAP, cfg.rows.min(PREFILL_CHUNK));
+                let start = start_task(name, store, base, starts, &measure_from, |lane| {
+                    starts.set_up(lane, |lane| fill_heap(lane, cfg))?;
+                    lane.step(Kind::Snapshot, "snapshot of the heap map");
+                    Ok(Ok(lane.snapshot()?))
+                });
+                tasks.push(start.after(&prefilled).priority(HEAP_FILL_FIRST));
+            }
+            Store::BTree => {
+                starts.record(store, Ok(base.clone()));
+                tasks.extend(
+                    measure_from(store, Ok(base.clone()))
+                        .into_iter()
+                        .map(|t| t.after(&prefilled)),
+                );
+            }
+            Store::Sqlite(mode) => {
+                let name = format!("set SQLite's journal mode to {mode}");
+                let start = start_task(name, store, base, starts, &measure_from, move |lane| {
+                    starts.set_up(lane, |lane| mode_start(lane, mode))
+                });
+                tasks.push(start.after(&prefilled).priority(MODE_START));
+            }
+        }
+    }
+    pool::graph::run(&mut client, base, exec, work, run.progress, tasks)?;
+    let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
+    let measured = pool::Outcomes::new(
+        outcomes,
+        scenarios.len(),
+        pool::sha256_hex(plan.as_bytes()),
+        exec.shard,
+        setup_before + starts.setup.load(Ordering::Relaxed),
+    );
+    let header = Header {
+        rows_before: cfg.rows,
+        seed: cfg.seed,
+        payload_size: cfg.payload_size,
+        prefill: Some(source.into()),
+        notes: shared_notes(cfg, engine_replica.and_then(|r| r.memory_tracker), notes),
+    };
+    let mut report = session.report(&client, header, measured);
+    if let Some(after) = after {
+        let executed = client.executed_instructions;
+        let mut starts = std::mem::take(&mut *starts.lock());
+        // In the order of the stores, as the suite lists them.
+        starts.sort_by_key(|(s, _)| cfg.stores.iter().position(|x| x == s));
+        after(&mut client, &starts, work, &mut report)?;
+        report.executed_instructions += client.executed_instructions - executed;
+        report.wall_seconds = session.elapsed();
+        report.work = Some(work.log());
+    }
+    Ok(report)
+}
+
+/// The scenarios of a store that start from a state of its own, as a task: `start` makes
+/// the state (or finds why the canister refuses the store) from the post-prefill `base`.
+fn start_task<'s>(
+    name: String,
+    store: Store,
+    base: &'s State,
+    starts: &'s Starts,
+    scenarios_from: &'s (dyn Fn(Store, Result<State, String>) -> Vec<Task<'s>> + Sync),
+    start: impl FnOnce(&mut Lane<'_, 's>) -> Result<Result<State, String>> + Send + 's,
+) -> Task<'s> {
+    Task::new(Kind::Fill, name, move |lane| {
+        lane.restore(base)?;
+        let start = start(lane)?;
+        starts.record(store, start.clone());
+        for task in scenarios_from(store, start) {
+            lane.spawn(task);
+        }
+        Ok(())
+    })
+}
+
+/// Each store's starting state (or why the canister refused the store), for `after`, and
+/// the instructions of the setup done in tasks (the heap map's fill, the journal modes):
+/// every shard runs it, a joined report counts it once.
+#[derive(Default)]
+struct Starts {
+    list: Mutex<Vec<(Store, Result<State, String>)>>,
+    setup: AtomicU64,
+}
+
+impl Starts {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(Store, Result<State, String>)>> {
+        self.list.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, store: Store, start: Result<State, String>) {
+        self.lock().push((store, start));
+    }
+
+    /// Runs `step` on the lane, its instructions counted as setup.
+    fn set_up<T>(
+        &self,
+        lane: &mut Lane<'_, '_>,
+        step: impl FnOnce(&mut Lane<'_, '_>) -> Result<T>,
+    ) -> Result<T> {
+        let before = lane.client.executed_instructions;
+        let out = step(lane)?;
+        self.setup.fetch_add(
+            lane.client.executed_instructions - before,
+            Ordering::Relaxed,
+        );
+        Ok(out)
+    }
+}
+
+/// Fills the heap map on the lane's state, each message after the first a unit of its own
+/// (the first is the task's).
+fn fill_heap(lane: &mut Lane<'_, '_>, cfg: &Config) -> Result<()> {
+    let (client, ctl) = (&mut lane.client, &lane.ctl);
+    let mut first = true;
+    fill(
+        client,
+        bench_types::names::HEAP,
+        0,
+        cfg.rows,
+        PREFILL_CHUNK,
+        &mut |to| {
+            if !std::mem::take(&mut first) {
+                ctl.step(Kind::Fill, fill_name(bench_types::names::HEAP, to));
+            }
+        },
+        &mut |_| {},
+    )
+}
+
+/// SQLite in journal `mode` on a fresh connection, snapshotted; the reason when the canister
+/// refuses it.
+fn mode_start(lane: &mut Lane<'_, '_>, mode: JournalMode) -> Result<Result<State, String>> {
+    Ok(match sqlite_mode(&mut lane.client, mode)? {
+        Ok(()) => {
+            lane.step(Kind::Snapshot, format!("snapshot of SQLite {mode}"));
+            Ok(lane.snapshot()?)
+        }
+        Err(reason) => Err(reason),
+    })
+}
+
+/// The notes every users suite's report starts with; the suite's `notes` follow.
+fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) -> Vec<String> {
+    // Under the memory tracker pages are charged during the message (performance_counter
+    // sees them too); before it, 1,000 per heap page written, after the message.
+    let page_charge = match tracker {
+        Some(t) => format!(
+            "{} instructions per 64 KiB page of heap or stable memory first touched and as much again per page first written (the memory tracker; in the store work too)",
+            crate::report::format::thousands(t.os_page_overhead * t.os_pages_per_wasm_page)
+        ),
+        None => "1,000 instructions per heap page dirtied".to_string(),
+    };
+    let mut all_notes = vec![
+            format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
+            format!("Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including {page_charge}."),
+            format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
+            format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
+        ];
+    if cfg.stores.contains(&Store::Heap) {
+        all_notes.insert(1, "The heap map (`heap`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.".into());
+    }
+    all_notes.extend_from_slice(notes);
+    all_notes
+}
+
+/// Sets SQLite's journal `mode` on a fresh connection, on the canister's state now; the
+/// reason when the canister refuses it.
+pub(in crate::suites) fn sqlite_mode(
+    client: &mut BenchClient<'_>,
+    mode: JournalMode,
+) -> Result<Result<(), String>> {
+    let config = SqliteConfig {
+        journal_mode: Some(mode.to_string()),
+        ..SqliteConfig::default()
+    };
+    Ok(match client.configure_sqlite(&config)?.value {
+        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(()),
+        Ok(settings) => Err(format!(
+            "asked for {mode}, SQLite uses {}",
+            settings.journal_mode
+        )),
+        Err(e) => Err(e),
+    })
+}
+
+/// One scenario from its store's starting state (or the reason the store was refused).
+fn measure(
+    lane: &mut Lane<'_, '_>,
+    cfg: &Config,
+    suite: &str,
+    engine_name: &str,
+    scenario: &Scenario,
+    start: Result<State, String>,
+) -> Result<ScenarioResult> {
+    let call = Call::for_scenario(scenario, cfg);
+    let mut result = ScenarioResult {
+        suite: suite.into(),
+        engine: engine_name.into(),
+        method: scenario.method(),
+        args: call.candid_args(),
+        ..record_of(scenario, cfg)
+    };
+    match start {
+        Err(reason) => result.status = Status::Refused(reason),
+        Ok(state) => {
+            lane.restore(&state)?;
+            let reply = run_call(&mut lane.client, scenario.store.kind(), &call)?;
+            record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+        }
+    }
+    Ok(result)
+}
