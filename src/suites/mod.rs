@@ -55,17 +55,13 @@ pub trait Suite: Sync {
     /// Reads the suite's flags and the shared ones, checks them, and returns the plan.
     fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>>;
     /// Where the suite's files go: `--out/NAME`, so `--suite all` overwrites nothing.
-    fn out_dir(&self, base: &Path) -> PathBuf {
-        base.join(self.name())
-    }
+    fn out_dir(&self, base: &Path) -> PathBuf;
     /// The tables, plots and notes of a report of this suite (from the report alone, so
     /// `icbench merge` renders joined shards as a run renders its own).
     fn document(&self, report: &Report) -> Document;
     /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
     /// every file). Most suites have none.
-    fn gate(&self, _report: &Report) -> Vec<String> {
-        Vec::new()
-    }
+    fn gate(&self, report: &Report) -> Vec<String>;
 }
 
 /// A configured suite, ready to run. `Debug` shows every setting: shards of one plan must
@@ -84,16 +80,12 @@ pub trait Plan: std::fmt::Debug {
     /// The ids of the records the plan will give (what `--profile PATTERN` matches), when
     /// they are known before it runs; `None` for plans whose records come out of the run
     /// (sizes found on the way, failures), whose ids report.md and results.csv list.
-    fn scenario_ids(&self) -> Option<Vec<String>> {
-        None
-    }
+    fn scenario_ids(&self) -> Option<Vec<String>>;
 
     /// The plan's expected peak memory on `exec` (resident bytes), from its settings alone,
     /// with what smaller settings would need; `None` for plans that fit any machine that
     /// runs icbench. The CLI compares it with the memory available before anything starts.
-    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
-        None
-    }
+    fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate>;
 }
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report

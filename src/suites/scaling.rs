@@ -9,15 +9,14 @@
 //! report's sections are the parts in `scaling/`.
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::capacity;
-use super::pool::Recorder;
 use super::scenario::{Operation, Position, StoreKind};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
+use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::engine::cost::CyclesFees;
-use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Document, Report};
@@ -72,7 +71,7 @@ pub struct Scaling;
 
 #[derive(Args)]
 #[command(next_help_heading = "scaling")]
-struct ScalingArgs {
+pub struct ScalingArgs {
     /// The largest store measured: sizes 1,000, 10,000, ... up to it (and it, if it is not
     /// one of them).
     #[arg(long, default_value_t = 10_000_000)]
@@ -131,17 +130,11 @@ impl Config {
     }
 }
 
-impl Suite for Scaling {
-    fn name(&self) -> &'static str {
-        "scaling"
-    }
+impl Define for Scaling {
+    const NAME: &'static str = "scaling";
+    type Args = ScalingArgs;
 
-    fn args(&self, cmd: Command) -> Command {
-        ScalingArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = ScalingArgs::from_arg_matches(matches)?;
+    fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
         common.validate()?;
         let mut kinds = common.stores.clone();
         kinds.sort();
@@ -160,24 +153,19 @@ impl Suite for Scaling {
         Ok(Box::new(cfg))
     }
 
-    fn document(&self, report: &Report) -> Document {
+    fn document(report: &Report) -> Document {
         document(report)
     }
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "scaling";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         self.validate()?;
-        let started = std::time::Instant::now();
-        let engine_name = engine.name().to_string();
-        let work = Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
+        let (session, exec, wasm) = (run.session, run.exec, run.wasm);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let (mut client, installed) = session.install(run.engine, wasm)?;
         let (empty, ready) = work.unit(Kind::Fill, "set the payload size", &[installed], || {
             client
                 .set_payload_size(self.payload_size)?
@@ -203,7 +191,7 @@ impl Plan for Config {
         let setup = client.executed_instructions;
         let ctx = Shared {
             cfg: self,
-            engine: &engine_name,
+            engine: engine_name,
             empty: &empty,
             wasm,
             new_build: &new_build,
@@ -238,7 +226,7 @@ impl Plan for Config {
             };
             tasks.push(grow(&ctx, step, &grown[i]).after(&[ready]));
         }
-        pool::graph::run(&mut client, &empty, exec, &work, progress, tasks)?;
+        pool::graph::run(&mut client, &empty, exec, work, run.progress, tasks)?;
         let outcomes = pool::Outcomes::new(
             indices
                 .iter()
@@ -266,28 +254,20 @@ impl Plan for Config {
                 thousands(largest)
             ),
         ];
-        let mut report = Report {
-            suite: "scaling".into(),
-            engine: engine_name,
+        let header = Header {
             rows_before: self.sizes.last().copied().unwrap_or_default(),
             seed: self.seed,
             payload_size: self.payload_size,
-            wall_seconds: started.elapsed().as_secs_f64(),
             prefill: None,
-            executed_instructions: client.executed_instructions,
-            work: None,
-            results: Vec::new(),
             notes,
-            extra: Default::default(),
         };
+        let mut report = session.report(&client, header, outcomes);
         if self.capacity_at.is_some() {
             report.set_extra(
                 capacity::LIMITS,
                 &capacity::RunLimits::from(&client.engine.limits()),
             );
         }
-        outcomes.into_report(&mut report);
-        report.work = Some(work.log());
         Ok(report)
     }
 

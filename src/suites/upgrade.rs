@@ -10,15 +10,13 @@
 //! This file holds the options, the plan (`Config`) and its run; the steps it runs and the
 //! report's sections are the parts in `upgrade/`.
 
-use std::time::Instant;
-
 use anyhow::{anyhow, bail, Result};
-use clap::{ArgMatches, Args, Command, FromArgMatches};
+use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, Store, StoreKind};
+use super::shared::{Define, Header, Measure, Run};
 use super::users::{self, ID_STEP};
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan, Progress, Suite};
-use crate::engine::Engine;
+use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan};
 use crate::report::format::thousands;
 use crate::report::{Document, Report};
 use bench_types::names::HeapEncoding;
@@ -64,7 +62,7 @@ const LIMIT_RUN: &str = "upgrade_limit_run";
 
 #[derive(Args)]
 #[command(next_help_heading = "upgrade")]
-struct UpgradeArgs {
+pub struct UpgradeArgs {
     /// Store sizes N at which each store is upgraded, comma-separated; sizes above --rows
     /// are left out. The SQLite journal modes default to PERSIST (the canister's default)
     /// and OFF unless --journal-modes is given.
@@ -201,17 +199,11 @@ impl Config {
     }
 }
 
-impl Suite for Upgrade {
-    fn name(&self) -> &'static str {
-        "upgrade"
-    }
+impl Define for Upgrade {
+    const NAME: &'static str = "upgrade";
+    type Args = UpgradeArgs;
 
-    fn args(&self, cmd: Command) -> Command {
-        UpgradeArgs::augment_args(cmd)
-    }
-
-    fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        let args = UpgradeArgs::from_arg_matches(matches)?;
+    fn plan(args: UpgradeArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Box<dyn Plan>> {
         let mut common = common.clone();
         if matches.value_source("journal_modes") != Some(clap::parser::ValueSource::CommandLine) {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
@@ -251,7 +243,7 @@ impl Suite for Upgrade {
         Ok(Box::new(cfg))
     }
 
-    fn document(&self, report: &Report) -> Document {
+    fn document(report: &Report) -> Document {
         document(report)
     }
 }
@@ -262,24 +254,19 @@ fn limit_store(stores: &[UpgradeStore]) -> Option<UpgradeStore> {
     stores.iter().copied().find(|s| s.saved_on_upgrade())
 }
 
-impl Plan for Config {
-    fn run(
-        &self,
-        engine: &mut dyn Engine,
-        wasm: &[u8],
-        exec: &Exec,
-        progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report> {
+impl Measure for Config {
+    const SUITE: &'static str = "upgrade";
+
+    fn measure(&self, run: Run<'_>) -> Result<Report> {
         self.validate()?;
-        let started = Instant::now();
-        let engine_name = engine.name().to_string();
-        let hook_charges = match engine.replica().and_then(|r| r.memory_tracker) {
+        let (session, exec) = (run.session, run.exec);
+        let (work, engine_name) = (&session.work, &session.engine_name);
+        let hook_charges = match run.engine.replica().and_then(|r| r.memory_tracker) {
             Some(_) => "the memory tracker's page charges",
             None => "the heap dirty-page charge after it",
         };
-        let work = pool::Recorder::new(exec.jobs);
-        let (mut client, installed) = pool::install(engine, wasm, &work)?;
-        let build = new_build(wasm)?;
+        let (mut client, installed) = session.install(run.engine, run.wasm)?;
+        let build = new_build(run.wasm)?;
         let base = pool::graph::snapshot(client.engine, client.canister)?;
         let keys = self.keys();
         let stores = self.stores.len();
@@ -297,7 +284,7 @@ impl Plan for Config {
         }
         let ctx = Shared {
             cfg: self,
-            engine: &engine_name,
+            engine: engine_name,
             new_build: &build,
             base: &base,
         };
@@ -318,7 +305,7 @@ impl Plan for Config {
             };
             tasks.push(task.after(&[installed]));
         }
-        pool::graph::run(&mut client, &base, exec, &work, progress, tasks)?;
+        pool::graph::run(&mut client, &base, exec, work, run.progress, tasks)?;
         let measured = pool::Outcomes::new(
             indices
                 .iter()
@@ -338,23 +325,14 @@ impl Plan for Config {
         if self.limit_run.is_none() {
             notes.push("No limit run: no store selected saves its rows in pre_upgrade (the stores in stable memory upgrade in work that does not grow with N), or --no-limit-run.".into());
         }
-        let mut report = Report {
-            suite: "upgrade".into(),
-            engine: engine_name,
+        let header = Header {
             rows_before: self.sizes.last().copied().unwrap_or(0),
             seed: self.seed,
             payload_size: self.payload_size,
-            wall_seconds: started.elapsed().as_secs_f64(),
             prefill: None,
-            executed_instructions: client.executed_instructions,
-            work: None,
-            results: Vec::new(),
             notes,
-            extra: Default::default(),
         };
-        measured.into_report(&mut report);
-        report.work = Some(work.log());
-        Ok(report)
+        Ok(session.report(&client, header, measured))
     }
 
     fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
