@@ -2,15 +2,17 @@
 //! section by section, in module order. Sections we add entries to are extended (or created
 //! where the input has none, see [`Synth`]); function indices move up past the injected
 //! imports ([`Shift`]); each function body is rewritten by the counter's pass
-//! ([`super::global_counter`] or [`super::local_counter`]).
+//! ([`super::global_counter`] or [`super::local_counter`]). Those passes, and what
+//! [`super::injected`] adds to the sections, are `impl Emitter` blocks in their own files:
+//! they use the indices kept here, and this file drives them.
 
 use std::convert::Infallible;
 use std::ops::Range;
 
-use wasm_encoder::reencode::{utils, Reencode};
+use wasm_encoder::reencode::{utils, Reencode, RoundtripReencoder};
 use wasm_encoder::{
     CodeSection, ExportKind, ExportSection, FunctionSection, GlobalSection, ImportSection, NameMap,
-    NameSection, RawSection, SectionId, TypeSection,
+    NameSection, RawSection, Section, SectionId, TypeSection,
 };
 use wasmparser::{
     CustomSectionReader, ExportSectionReader, FunctionBody, FunctionSectionReader,
@@ -66,13 +68,6 @@ impl Reencode for CountedImports {
     fn type_index(&mut self, ty: u32) -> Result<u32, wasm_encoder::reencode::Error> {
         Ok(self.local_types + ty)
     }
-}
-
-/// A section the instrumentation adds entries to, after the input's own (if any); what it
-/// adds is in [`super::injected`].
-pub(super) trait Extended: wasm_encoder::Section {
-    const SYNTH: Synth;
-    fn add(&mut self, emitter: &Emitter<'_, '_>);
 }
 
 /// The non-custom sections we add something to, in module order.
@@ -266,42 +261,34 @@ impl<'a, 'i> Emitter<'a, 'i> {
         match payload {
             Payload::Version { .. } => {}
             Payload::TypeSection(reader) => {
-                self.before(SectionId::Type);
-                let mut types = TypeSection::new();
-                self.shift
-                    .parse_type_section(&mut types, reader)
-                    .map_err(reencode_error)?;
-                self.extend(types);
+                let types = self.reencoded(SectionId::Type, |em, types| {
+                    em.shift.parse_type_section(types, reader)
+                })?;
+                self.extend(Synth::Type, types, Self::add_types);
             }
             Payload::ImportSection(reader) => self.imports(reader)?,
             Payload::FunctionSection(reader) => self.functions(reader)?,
             Payload::TableSection(reader) => {
                 // Table initialisers may hold `ref.func`.
-                self.before(SectionId::Table);
-                let mut tables = wasm_encoder::TableSection::new();
-                self.shift
-                    .parse_table_section(&mut tables, reader)
-                    .map_err(reencode_error)?;
+                let tables = self.reencoded(SectionId::Table, |em, tables| {
+                    em.shift.parse_table_section(tables, reader)
+                })?;
                 self.module.section(&tables);
             }
             Payload::MemorySection(reader) if self.native.is_some() => {
-                self.before(SectionId::Memory);
-                let mut memories = wasm_encoder::MemorySection::new();
-                wasm_encoder::reencode::RoundtripReencoder
-                    .parse_memory_section(&mut memories, reader)
-                    .map_err(reencode_error)?;
+                let mut memories = self.reencoded(SectionId::Memory, |_, memories| {
+                    RoundtripReencoder.parse_memory_section(memories, reader)
+                })?;
                 add_native_stable_memories(&mut memories);
                 self.module.section(&memories);
             }
             Payload::MemorySection(reader) => self.raw(SectionId::Memory, reader.range()),
             Payload::TagSection(reader) => self.raw(SectionId::Tag, reader.range()),
             Payload::GlobalSection(reader) => {
-                self.before(SectionId::Global);
-                let mut globals = GlobalSection::new();
-                self.shift
-                    .parse_global_section(&mut globals, reader)
-                    .map_err(reencode_error)?;
-                self.extend(globals);
+                let globals = self.reencoded(SectionId::Global, |em, globals| {
+                    em.shift.parse_global_section(globals, reader)
+                })?;
+                self.extend(Synth::Global, globals, Self::add_globals);
             }
             Payload::ExportSection(reader) => self.exports(reader)?,
             Payload::StartSection { .. } => {
@@ -309,11 +296,9 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 self.before(SectionId::Start);
             }
             Payload::ElementSection(reader) => {
-                self.before(SectionId::Element);
-                let mut elements = wasm_encoder::ElementSection::new();
-                self.shift
-                    .parse_element_section(&mut elements, reader)
-                    .map_err(reencode_error)?;
+                let elements = self.reencoded(SectionId::Element, |em, elements| {
+                    em.shift.parse_element_section(elements, reader)
+                })?;
                 self.module.section(&elements);
             }
             Payload::DataCountSection { range, .. } => self.raw(SectionId::DataCount, range),
@@ -349,67 +334,50 @@ impl<'a, 'i> Emitter<'a, 'i> {
 
     /// The import section: with [`Counter::Local`], System API imports take the counter.
     fn imports(&mut self, reader: ImportSectionReader<'_>) -> Result<(), InstrumentError> {
-        self.before(SectionId::Import);
-        let mut imports = ImportSection::new();
-        match self.counter {
-            Counter::Global => self
-                .shift
-                .parse_import_section(&mut imports, reader)
-                .map_err(reencode_error)?,
+        let imports = self.reencoded(SectionId::Import, |em, imports| match em.counter {
+            Counter::Global => em.shift.parse_import_section(imports, reader),
             Counter::Local => CountedImports {
-                local_types: self.local_types,
+                local_types: em.local_types,
             }
-            .parse_import_section(&mut imports, reader)
-            .map_err(reencode_error)?,
-        }
-        self.extend(imports);
+            .parse_import_section(imports, reader),
+        })?;
+        self.extend(Synth::Import, imports, Self::add_imports);
         Ok(())
     }
 
     /// The function section: with [`Counter::Local`], defined functions take the counter.
     fn functions(&mut self, reader: FunctionSectionReader<'_>) -> Result<(), InstrumentError> {
-        self.before(SectionId::Function);
-        let mut functions = FunctionSection::new();
-        match self.counter {
-            Counter::Global => self
-                .shift
-                .parse_function_section(&mut functions, reader)
-                .map_err(reencode_error)?,
+        let functions = self.reencoded(SectionId::Function, |em, functions| match em.counter {
+            Counter::Global => em.shift.parse_function_section(functions, reader),
             Counter::Local => {
                 for ty in reader {
-                    functions.function(self.call_types + ty.map_err(invalid)?);
+                    functions.function(em.call_types + ty?);
                 }
+                Ok(())
             }
-        }
-        self.extend(functions);
+        })?;
+        self.extend(Synth::Function, functions, Self::add_functions);
         Ok(())
     }
 
     /// The export section: with [`Counter::Local`], the host calls the wrappers.
     fn exports(&mut self, reader: ExportSectionReader<'_>) -> Result<(), InstrumentError> {
-        self.before(SectionId::Export);
-        let mut exports = ExportSection::new();
-        match self.counter {
-            Counter::Global => self
-                .shift
-                .parse_export_section(&mut exports, reader)
-                .map_err(reencode_error)?,
+        let exports = self.reencoded(SectionId::Export, |em, exports| match em.counter {
+            Counter::Global => em.shift.parse_export_section(exports, reader),
             Counter::Local => {
                 for export in reader {
-                    let export = export.map_err(invalid)?;
-                    let kind = self
-                        .shift
-                        .export_kind(export.kind)
-                        .map_err(reencode_error)?;
+                    let export = export?;
+                    let kind = em.shift.export_kind(export.kind)?;
                     let index = match kind {
-                        ExportKind::Func => self.entry(export.index),
+                        ExportKind::Func => em.entry(export.index),
                         _ => export.index,
                     };
                     exports.export(export.name, kind, index);
                 }
+                Ok(())
             }
-        }
-        self.extend(exports);
+        })?;
+        self.extend(Synth::Export, exports, Self::add_exports);
         Ok(())
     }
 
@@ -432,11 +400,24 @@ impl<'a, 'i> Emitter<'a, 'i> {
         }
     }
 
-    /// Appends our entries to `section` and writes it.
-    fn extend<S: Extended>(&mut self, mut section: S) {
-        section.add(self);
+    /// Section `id` of the input, re-encoded by `reencode`, after the sections of ours that
+    /// must come first.
+    fn reencoded<S: Default>(
+        &mut self,
+        id: SectionId,
+        reencode: impl FnOnce(&mut Self, &mut S) -> Result<(), wasm_encoder::reencode::Error>,
+    ) -> Result<S, InstrumentError> {
+        self.before(id);
+        let mut section = S::default();
+        reencode(self, &mut section).map_err(reencode_error)?;
+        Ok(section)
+    }
+
+    /// Appends our entries to `section` (with `add`) and writes it.
+    fn extend<S: Section>(&mut self, synth: Synth, mut section: S, add: fn(&Self, &mut S)) {
+        add(self, &mut section);
         self.module.section(&section);
-        self.emitted[S::SYNTH.index()] = true;
+        self.emitted[synth.index()] = true;
     }
 
     /// Copies a section we don't change byte for byte.
@@ -458,11 +439,13 @@ impl<'a, 'i> Emitter<'a, 'i> {
         for synth in SYNTHS {
             if rank(synth.id()) < next && !self.emitted[synth.index()] {
                 match synth {
-                    Synth::Type => self.extend(TypeSection::new()),
-                    Synth::Import => self.extend(ImportSection::new()),
-                    Synth::Function => self.extend(FunctionSection::new()),
-                    Synth::Global => self.extend(GlobalSection::new()),
-                    Synth::Export => self.extend(ExportSection::new()),
+                    Synth::Type => self.extend(synth, TypeSection::new(), Self::add_types),
+                    Synth::Import => self.extend(synth, ImportSection::new(), Self::add_imports),
+                    Synth::Function => {
+                        self.extend(synth, FunctionSection::new(), Self::add_functions)
+                    }
+                    Synth::Global => self.extend(synth, GlobalSection::new(), Self::add_globals),
+                    Synth::Export => self.extend(synth, ExportSection::new(), Self::add_exports),
                     Synth::Code => {
                         self.code = Some(CodeSection::new());
                         self.finish_code();

@@ -8,7 +8,7 @@ use wasm_encoder::{
 };
 
 use super::calls::{call_params, widened};
-use super::emitter::{Emitter, Extended, Synth};
+use super::emitter::{Emitter, Synth};
 use super::native_stable::native_access_function;
 use super::{
     Counter, CANISTER_START_EXPORT, INSTRUCTION_COUNTER_EXPORT, OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
@@ -17,43 +17,8 @@ use super::{
     SYSTEM_MODULE,
 };
 
-impl Extended for TypeSection {
-    const SYNTH: Synth = Synth::Type;
-    fn add(&mut self, emitter: &Emitter<'_, '_>) {
-        emitter.add_types(self)
-    }
-}
-
-impl Extended for ImportSection {
-    const SYNTH: Synth = Synth::Import;
-    fn add(&mut self, emitter: &Emitter<'_, '_>) {
-        emitter.add_imports(self)
-    }
-}
-
-impl Extended for FunctionSection {
-    const SYNTH: Synth = Synth::Function;
-    fn add(&mut self, emitter: &Emitter<'_, '_>) {
-        emitter.add_functions(self)
-    }
-}
-
-impl Extended for GlobalSection {
-    const SYNTH: Synth = Synth::Global;
-    fn add(&mut self, emitter: &Emitter<'_, '_>) {
-        emitter.add_globals(self)
-    }
-}
-
-impl Extended for ExportSection {
-    const SYNTH: Synth = Synth::Export;
-    fn add(&mut self, emitter: &Emitter<'_, '_>) {
-        emitter.add_exports(self)
-    }
-}
-
 impl Emitter<'_, '_> {
-    fn add_types(&self, types: &mut TypeSection) {
+    pub(super) fn add_types(&self, types: &mut TypeSection) {
         types.ty().function([], []);
         types.ty().function([ValType::I64], [ValType::I64]);
         // Profiling needs the result types for the block around each body (the counted
@@ -83,7 +48,7 @@ impl Emitter<'_, '_> {
     /// What a call to System API import `func` calls: the import, or the injected function
     /// of the native stable accesses in its place.
 
-    fn add_imports(&self, imports: &mut ImportSection) {
+    pub(super) fn add_imports(&self, imports: &mut ImportSection) {
         imports.import(
             SYSTEM_MODULE,
             OUT_OF_INSTRUCTIONS_IMPORT,
@@ -103,7 +68,7 @@ impl Emitter<'_, '_> {
         }
     }
 
-    fn add_functions(&self, functions: &mut FunctionSection) {
+    pub(super) fn add_functions(&self, functions: &mut FunctionSection) {
         functions.function(self.decrement_type);
         if self.counter == Counter::Local {
             for &func in &self.info.entry_funcs {
@@ -119,7 +84,7 @@ impl Emitter<'_, '_> {
         }
     }
 
-    fn add_globals(&self, globals: &mut GlobalSection) {
+    pub(super) fn add_globals(&self, globals: &mut GlobalSection) {
         let mut zero = |val_type, init: &ConstExpr| {
             globals.global(
                 GlobalType {
@@ -139,7 +104,7 @@ impl Emitter<'_, '_> {
         }
     }
 
-    fn add_exports(&self, exports: &mut ExportSection) {
+    pub(super) fn add_exports(&self, exports: &mut ExportSection) {
         exports.export(
             INSTRUCTION_COUNTER_EXPORT,
             ExportKind::Global,

@@ -9,6 +9,8 @@ use wasm_encoder::reencode::Reencode;
 use wasm_encoder::{BlockType, Encode, ValType};
 use wasmparser::{FunctionBody, Operator};
 
+#[cfg(doc)]
+use super::calls::call_params;
 use super::calls::widened;
 use super::emitter::{sink, Emitter};
 use super::probes::CounterIn;
@@ -363,7 +365,6 @@ impl LocalBody<'_, '_, '_> {
         let c = self.locals.counter;
         let op = &em.ops[i];
         self.replace_call(out, i);
-        let aside = &self.locals.aside;
         match *op {
             Operator::Call { function_index } if function_index < nfi => {
                 // The global is brought up to date too: a trap before the host takes
@@ -378,23 +379,16 @@ impl LocalBody<'_, '_, '_> {
                 self.dirty = true;
             }
             Operator::Call { function_index } => {
-                em.widen_arguments(aside, out, op);
-                sink(out)
-                    .local_get(c)
-                    .call(em.shift.func(function_index))
-                    .local_set(c);
+                self.call_operands(out, op);
+                sink(out).call(em.shift.func(function_index)).local_set(c);
                 self.dirty = true;
             }
             Operator::CallIndirect {
                 type_index,
                 table_index,
             } => {
-                let index = self.table_index_local(table_index);
-                sink(out).local_set(index);
-                em.widen_arguments(aside, out, op);
+                self.call_operands(out, op);
                 sink(out)
-                    .local_get(c)
-                    .local_get(index)
                     .call_indirect(table_index, em.call_types + type_index)
                     .local_set(c);
                 self.dirty = true;
@@ -422,25 +416,39 @@ impl LocalBody<'_, '_, '_> {
             Operator::ReturnCall { function_index } => {
                 // The callee takes this function's place: it leaves first.
                 em.probe_exit(out, CounterIn::Local(c));
-                em.widen_arguments(aside, out, op);
-                sink(out)
-                    .local_get(c)
-                    .return_call(em.shift.func(function_index));
+                self.call_operands(out, op);
+                sink(out).return_call(em.shift.func(function_index));
             }
             Operator::ReturnCallIndirect {
                 type_index,
                 table_index,
             } => {
                 em.probe_exit(out, CounterIn::Local(c));
-                let index = self.table_index_local(table_index);
-                sink(out).local_set(index);
-                em.widen_arguments(aside, out, op);
-                sink(out)
-                    .local_get(c)
-                    .local_get(index)
-                    .return_call_indirect(table_index, em.call_types + type_index);
+                self.call_operands(out, op);
+                sink(out).return_call_indirect(table_index, em.call_types + type_index);
             }
             _ => unreachable!("only calls come here"),
+        }
+    }
+
+    /// What a call to a defined function or an indirect call passes after its arguments'
+    /// own code: the arguments widened where the callee takes them so ([`call_params`]), the
+    /// counter, and an indirect call's table index (set aside meanwhile).
+    fn call_operands(&self, out: &mut Vec<u8>, call: &Operator) {
+        let index = match *call {
+            Operator::CallIndirect { table_index, .. }
+            | Operator::ReturnCallIndirect { table_index, .. } => {
+                let index = self.table_index_local(table_index);
+                sink(out).local_set(index);
+                Some(index)
+            }
+            _ => None,
+        };
+        self.emitter.widen_arguments(&self.locals.aside, out, call);
+        let mut sink = sink(out);
+        sink.local_get(self.locals.counter);
+        if let Some(index) = index {
+            sink.local_get(index);
         }
     }
 

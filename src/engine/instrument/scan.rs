@@ -174,7 +174,11 @@ impl ModuleInfo {
                     }
                 }
             }
-            Payload::ImportSection(reader) => self.scan_imports(reader)?,
+            Payload::ImportSection(reader) => {
+                for import in reader.into_imports() {
+                    self.scan_import(import.map_err(invalid)?);
+                }
+            }
             Payload::FunctionSection(reader) => {
                 self.num_defined_funcs = reader.count();
                 for ty in reader {
@@ -205,116 +209,104 @@ impl ModuleInfo {
                     check_data_segment(self, &data)?;
                 }
             }
-            Payload::GlobalSection(reader) => self.scan_globals(reader)?,
-            Payload::ExportSection(reader) => self.scan_exports(reader)?,
+            Payload::GlobalSection(reader) => {
+                for global in reader {
+                    self.scan_global(global.map_err(invalid)?)?;
+                }
+            }
+            Payload::ExportSection(reader) => {
+                for export in reader {
+                    self.scan_export(export.map_err(invalid)?)?;
+                }
+            }
             Payload::StartSection { func, .. } => {
                 self.start = Some(func);
                 self.note_entry(func);
             }
-            Payload::ElementSection(reader) => self.scan_elements(reader)?,
+            Payload::ElementSection(reader) => {
+                for element in reader {
+                    self.scan_element(element.map_err(invalid)?)?;
+                }
+            }
             _ => {}
         }
         Ok(())
     }
 
-    fn scan_imports(
-        &mut self,
-        reader: wasmparser::ImportSectionReader<'_>,
-    ) -> Result<(), InstrumentError> {
-        for import in reader.into_imports() {
-            let import = import.map_err(invalid)?;
-            match import.ty {
-                TypeRef::Func(ty) | TypeRef::FuncExact(ty) => {
-                    match (import.module, import.name) {
-                        ("ic0", "stable64_read") => {
-                            self.stable64_read = Some((self.num_func_imports, ty))
-                        }
-                        ("ic0", "stable64_write") => {
-                            self.stable64_write = Some((self.num_func_imports, ty))
-                        }
-                        _ => {}
+    fn scan_import(&mut self, import: wasmparser::Import<'_>) {
+        match import.ty {
+            TypeRef::Func(ty) | TypeRef::FuncExact(ty) => {
+                match (import.module, import.name) {
+                    ("ic0", "stable64_read") => {
+                        self.stable64_read = Some((self.num_func_imports, ty))
                     }
-                    self.num_func_imports += 1
+                    ("ic0", "stable64_write") => {
+                        self.stable64_write = Some((self.num_func_imports, ty))
+                    }
+                    _ => {}
                 }
-                TypeRef::Table(t) => self.tables64.push(t.table64),
-                TypeRef::Memory(m) => {
-                    self.memory_imported = true;
-                    self.memories64.push(m.memory64)
-                }
-                TypeRef::Global(_) => self.num_globals += 1,
-                TypeRef::Tag(_) => {}
+                self.num_func_imports += 1
             }
+            TypeRef::Table(t) => self.tables64.push(t.table64),
+            TypeRef::Memory(m) => {
+                self.memory_imported = true;
+                self.memories64.push(m.memory64)
+            }
+            TypeRef::Global(_) => self.num_globals += 1,
+            TypeRef::Tag(_) => {}
         }
-        Ok(())
     }
 
-    fn scan_globals(
-        &mut self,
-        reader: wasmparser::GlobalSectionReader<'_>,
-    ) -> Result<(), InstrumentError> {
-        for global in reader {
-            let global = global.map_err(invalid)?;
-            if global.ty.mutable {
-                if global.ty.content_type.is_reference_type() {
-                    return Err(InstrumentError::MutableReferenceGlobal {
-                        index: self.num_globals,
-                    });
-                }
-                self.mutable_globals.push(self.num_globals);
-            }
-            self.scan_const_expr(&global.init_expr)?;
-            self.num_globals += 1;
-        }
-        Ok(())
-    }
-
-    fn scan_exports(
-        &mut self,
-        reader: wasmparser::ExportSectionReader<'_>,
-    ) -> Result<(), InstrumentError> {
-        for export in reader {
-            let export = export.map_err(invalid)?;
-            self.export_names.push(export.name.to_string());
-            if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
-                self.memory_exported = true;
-            }
-            if matches!(
-                export.kind,
-                wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact
-            ) {
-                self.note_entry(export.index);
-            }
-            if export.name.starts_with(ICBENCH_EXPORT_PREFIX) {
-                self.icbench_prefix_exported = true;
-            }
-            if RESERVED_EXPORTS.contains(&export.name)
-                || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
-            {
-                return Err(InstrumentError::ReservedExport {
-                    name: export.name.to_string(),
+    fn scan_global(&mut self, global: wasmparser::Global<'_>) -> Result<(), InstrumentError> {
+        if global.ty.mutable {
+            if global.ty.content_type.is_reference_type() {
+                return Err(InstrumentError::MutableReferenceGlobal {
+                    index: self.num_globals,
                 });
             }
+            self.mutable_globals.push(self.num_globals);
+        }
+        self.scan_const_expr(&global.init_expr)?;
+        self.num_globals += 1;
+        Ok(())
+    }
+
+    fn scan_export(&mut self, export: wasmparser::Export<'_>) -> Result<(), InstrumentError> {
+        self.export_names.push(export.name.to_string());
+        if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
+            self.memory_exported = true;
+        }
+        if matches!(
+            export.kind,
+            wasmparser::ExternalKind::Func | wasmparser::ExternalKind::FuncExact
+        ) {
+            self.note_entry(export.index);
+        }
+        if export.name.starts_with(ICBENCH_EXPORT_PREFIX) {
+            self.icbench_prefix_exported = true;
+        }
+        if RESERVED_EXPORTS.contains(&export.name)
+            || export.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
+        {
+            return Err(InstrumentError::ReservedExport {
+                name: export.name.to_string(),
+            });
         }
         Ok(())
     }
 
-    fn scan_elements(
-        &mut self,
-        reader: wasmparser::ElementSectionReader<'_>,
-    ) -> Result<(), InstrumentError> {
-        for element in reader {
-            match element.map_err(invalid)?.items {
-                wasmparser::ElementItems::Functions(funcs) => {
-                    for func in funcs {
-                        if func.map_err(invalid)? < self.num_func_imports {
-                            self.local_counter_blocked = true;
-                        }
+    fn scan_element(&mut self, element: wasmparser::Element<'_>) -> Result<(), InstrumentError> {
+        match element.items {
+            wasmparser::ElementItems::Functions(funcs) => {
+                for func in funcs {
+                    if func.map_err(invalid)? < self.num_func_imports {
+                        self.local_counter_blocked = true;
                     }
                 }
-                wasmparser::ElementItems::Expressions(_, exprs) => {
-                    for expr in exprs {
-                        self.scan_const_expr(&expr.map_err(invalid)?)?;
-                    }
+            }
+            wasmparser::ElementItems::Expressions(_, exprs) => {
+                for expr in exprs {
+                    self.scan_const_expr(&expr.map_err(invalid)?)?;
                 }
             }
         }
