@@ -260,12 +260,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
     fn payload(&mut self, payload: Payload<'a>) -> Result<(), InstrumentError> {
         match payload {
             Payload::Version { .. } => {}
-            Payload::TypeSection(reader) => {
-                let types = self.reencoded(SectionId::Type, |em, types| {
-                    em.shift.parse_type_section(types, reader)
-                })?;
-                self.extend(Synth::Type, types, Self::add_types);
-            }
+            Payload::TypeSection(reader) => self.reencode_extended(
+                Synth::Type,
+                |em, types| em.shift.parse_type_section(types, reader),
+                Self::add_types,
+            )?,
             Payload::ImportSection(reader) => self.imports(reader)?,
             Payload::FunctionSection(reader) => self.functions(reader)?,
             Payload::TableSection(reader) => {
@@ -284,12 +283,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
             }
             Payload::MemorySection(reader) => self.raw(SectionId::Memory, reader.range()),
             Payload::TagSection(reader) => self.raw(SectionId::Tag, reader.range()),
-            Payload::GlobalSection(reader) => {
-                let globals = self.reencoded(SectionId::Global, |em, globals| {
-                    em.shift.parse_global_section(globals, reader)
-                })?;
-                self.extend(Synth::Global, globals, Self::add_globals);
-            }
+            Payload::GlobalSection(reader) => self.reencode_extended(
+                Synth::Global,
+                |em, globals| em.shift.parse_global_section(globals, reader),
+                Self::add_globals,
+            )?,
             Payload::ExportSection(reader) => self.exports(reader)?,
             Payload::StartSection { .. } => {
                 // Dropped: exported as `canister_start` instead (see the module docs).
@@ -334,51 +332,48 @@ impl<'a, 'i> Emitter<'a, 'i> {
 
     /// The import section: with [`Counter::Local`], System API imports take the counter.
     fn imports(&mut self, reader: ImportSectionReader<'_>) -> Result<(), InstrumentError> {
-        let imports = self.reencoded(SectionId::Import, |em, imports| match em.counter {
+        let reencode = |em: &mut Self, imports: &mut ImportSection| match em.counter {
             Counter::Global => em.shift.parse_import_section(imports, reader),
             Counter::Local => CountedImports {
                 local_types: em.local_types,
             }
             .parse_import_section(imports, reader),
-        })?;
-        self.extend(Synth::Import, imports, Self::add_imports);
-        Ok(())
+        };
+        self.reencode_extended(Synth::Import, reencode, Self::add_imports)
     }
 
     /// The function section: with [`Counter::Local`], defined functions take the counter.
     fn functions(&mut self, reader: FunctionSectionReader<'_>) -> Result<(), InstrumentError> {
-        let functions = self.reencoded(SectionId::Function, |em, functions| match em.counter {
-            Counter::Global => em.shift.parse_function_section(functions, reader),
-            Counter::Local => {
-                for ty in reader {
-                    functions.function(em.call_types + ty?);
-                }
-                Ok(())
+        let reencode = |em: &mut Self, functions: &mut FunctionSection| {
+            if em.counter == Counter::Global {
+                return em.shift.parse_function_section(functions, reader);
             }
-        })?;
-        self.extend(Synth::Function, functions, Self::add_functions);
-        Ok(())
+            for ty in reader {
+                functions.function(em.call_types + ty?);
+            }
+            Ok(())
+        };
+        self.reencode_extended(Synth::Function, reencode, Self::add_functions)
     }
 
     /// The export section: with [`Counter::Local`], the host calls the wrappers.
     fn exports(&mut self, reader: ExportSectionReader<'_>) -> Result<(), InstrumentError> {
-        let exports = self.reencoded(SectionId::Export, |em, exports| match em.counter {
-            Counter::Global => em.shift.parse_export_section(exports, reader),
-            Counter::Local => {
-                for export in reader {
-                    let export = export?;
-                    let kind = em.shift.export_kind(export.kind)?;
-                    let index = match kind {
-                        ExportKind::Func => em.entry(export.index),
-                        _ => export.index,
-                    };
-                    exports.export(export.name, kind, index);
-                }
-                Ok(())
+        let reencode = |em: &mut Self, exports: &mut ExportSection| {
+            if em.counter == Counter::Global {
+                return em.shift.parse_export_section(exports, reader);
             }
-        })?;
-        self.extend(Synth::Export, exports, Self::add_exports);
-        Ok(())
+            for export in reader {
+                let export = export?;
+                let kind = em.shift.export_kind(export.kind)?;
+                let index = match kind {
+                    ExportKind::Func => em.entry(export.index),
+                    _ => export.index,
+                };
+                exports.export(export.name, kind, index);
+            }
+            Ok(())
+        };
+        self.reencode_extended(Synth::Export, reencode, Self::add_exports)
     }
 
     /// Custom sections are copied, except the `name` section, whose function indices move.
@@ -411,6 +406,18 @@ impl<'a, 'i> Emitter<'a, 'i> {
         let mut section = S::default();
         reencode(self, &mut section).map_err(reencode_error)?;
         Ok(section)
+    }
+
+    /// [`Self::reencoded`] and [`Self::extend`]: a section of the input with our entries.
+    fn reencode_extended<S: Section + Default>(
+        &mut self,
+        synth: Synth,
+        reencode: impl FnOnce(&mut Self, &mut S) -> Result<(), wasm_encoder::reencode::Error>,
+        add: fn(&Self, &mut S),
+    ) -> Result<(), InstrumentError> {
+        let section = self.reencoded(synth.id(), reencode)?;
+        self.extend(synth, section, add);
+        Ok(())
     }
 
     /// Appends our entries to `section` (with `add`) and writes it.
