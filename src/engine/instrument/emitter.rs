@@ -515,6 +515,8 @@ impl<'a, 'i> Emitter<'a, 'i> {
         Ok(())
     }
 
+    /// What a call to System API import `func` calls: the import, or the injected function
+    /// of the native stable accesses in its place.
     pub(super) fn system_api(&self, func: u32) -> u32 {
         let Some(native) = self.native else {
             return func;

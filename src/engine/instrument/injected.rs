@@ -45,9 +45,6 @@ impl Emitter<'_, '_> {
         }
     }
 
-    /// What a call to System API import `func` calls: the import, or the injected function
-    /// of the native stable accesses in its place.
-
     pub(super) fn add_imports(&self, imports: &mut ImportSection) {
         imports.import(
             SYSTEM_MODULE,
