@@ -45,8 +45,9 @@
 //! by section, with [`injected`] adding the counter, the helpers, the wrappers and their
 //! exports; per function body, [`segments`] splits the code into metered segments as the
 //! replica does, and [`global_counter`] or [`local_counter`] writes the charges (the latter
-//! with [`traps`] deciding where the counter must be in the global), with the [`probes`] of
-//! profiling; [`native_stable`] is the optional fast path for `ic0.stable64_read`/`write`.
+//! with [`traps`] deciding where the counter must be in the global, and [`calls`] its calling
+//! convention), with the [`probes`] of profiling; [`native_stable`] is the optional fast path
+//! for `ic0.stable64_read`/`write`.
 
 mod calls;
 mod emitter;
