@@ -261,14 +261,8 @@ mod tests {
             engine: engine.into(),
             rows_before: 2_000,
             seed: 2026,
-            payload_size: 100,
             wall_seconds: 0.0,
-            prefill: None,
-            executed_instructions: 0,
-            work: None,
-            results,
-            notes: vec![],
-            extra: Default::default(),
+            ..crate::report::fixture::report(results)
         }
     }
 

@@ -323,10 +323,12 @@ pub fn estimate(
     Some((fit, rows, r))
 }
 
-/// A store's capacity on the state `start` of `n` rows: for an insert (update) and a
-/// lookup (query), the estimate from the largest batch of each in `measured` (that store's
-/// records at `n`), then the real calls that confirm it. `heap_per_row`: the store's own
-/// heap bytes per row, when its rows live on the heap.
+/// A store's capacity on the state `start` of `n` rows for each of `messages` (an insert is
+/// an update, a lookup a query): the estimate from the largest batch of the message in
+/// `measured` (that store's records at `n`), then the real calls that confirm it (none
+/// without a measured batch to start from). `heap_per_row`: the store's own heap bytes per
+/// row, when its rows live on the heap. Searches of different messages are independent.
+#[allow(clippy::too_many_arguments)]
 pub fn measure_store(
     client: &mut BenchClient<'_>,
     ctx: &Context<'_>,
@@ -335,66 +337,42 @@ pub fn measure_store(
     start: SnapshotId,
     heap_per_row: Option<f64>,
     measured: &[&ScenarioResult],
+    messages: &[Message],
 ) -> Result<Vec<ScenarioResult>> {
     let mut out = Vec::new();
-    for message in Message::ALL {
-        out.extend(measure_message(
-            client,
-            ctx,
-            store,
-            n,
-            start,
-            heap_per_row,
-            measured,
-            message,
+    for &message in messages {
+        let Some(batch) = measured
+            .iter()
+            .filter(|r| message.measures(&r.operation) && r.status == Status::Ok)
+            .max_by_key(|r| r.batch)
+        else {
+            continue;
+        };
+        let limits = client.engine.limits();
+        client.engine.restore(client.canister, start)?;
+        let heap_bytes = client.stats()?.heap_pages * PAGE;
+        // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
+        let memory_limit = match limits.wasm_memory_limit {
+            0 => 4 << 30,
+            limit => limit,
+        };
+        let bounds = Bounds {
+            instruction_limit: message.limit(&limits),
+            // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
+            heap_room: (message == Message::Insert)
+                .then(|| memory_limit.saturating_sub(heap_bytes)),
+            max_rows: (message == Message::Lookup).then_some(n),
+        };
+        let Some((known, estimate, record)) =
+            estimate(ctx, &bounds, store, message, batch, heap_per_row)
+        else {
+            continue;
+        };
+        out.push(record);
+        out.extend(confirm(
+            client, ctx, &bounds, store, message, n, start, known, estimate,
         )?);
     }
-    Ok(out)
-}
-
-/// [`measure_store`] for one message: its estimate and the real calls (none without a
-/// measured batch to start from). Searches of different messages are independent.
-#[allow(clippy::too_many_arguments)]
-pub fn measure_message(
-    client: &mut BenchClient<'_>,
-    ctx: &Context<'_>,
-    store: Store,
-    n: u64,
-    start: SnapshotId,
-    heap_per_row: Option<f64>,
-    measured: &[&ScenarioResult],
-    message: Message,
-) -> Result<Vec<ScenarioResult>> {
-    let Some(batch) = measured
-        .iter()
-        .filter(|r| message.measures(&r.operation) && r.status == Status::Ok)
-        .max_by_key(|r| r.batch)
-    else {
-        return Ok(Vec::new());
-    };
-    let limits = client.engine.limits();
-    client.engine.restore(client.canister, start)?;
-    let heap_bytes = client.stats()?.heap_pages * PAGE;
-    // A canister without a wasm_memory_limit still stops at 4 GiB of Wasm32 memory.
-    let memory_limit = match limits.wasm_memory_limit {
-        0 => 4 << 30,
-        limit => limit,
-    };
-    let bounds = Bounds {
-        instruction_limit: message.limit(&limits),
-        // Queries are exempt from wasm_memory_limit; lookups can only name stored rows.
-        heap_room: (message == Message::Insert).then(|| memory_limit.saturating_sub(heap_bytes)),
-        max_rows: (message == Message::Lookup).then_some(n),
-    };
-    let Some((known, estimate, record)) =
-        estimate(ctx, &bounds, store, message, batch, heap_per_row)
-    else {
-        return Ok(Vec::new());
-    };
-    let mut out = vec![record];
-    out.extend(confirm(
-        client, ctx, &bounds, store, message, n, start, known, estimate,
-    )?);
     Ok(out)
 }
 
@@ -749,16 +727,26 @@ mod tests {
         assert_eq!(step_for(12_345_678), 100_000);
     }
 
-    /// A store whose message costs `fixed + per_row * rows` instructions and grows the heap
-    /// by `heap_per_row` bytes per row.
-    fn linear(
-        fixed: u64,
-        per_row: u64,
-        heap_per_row: u64,
+    /// Bounds of the instruction limit alone.
+    fn limit(instruction_limit: u64) -> Bounds {
+        Bounds {
+            instruction_limit,
+            heap_room: None,
+            max_rows: None,
+        }
+    }
+
+    /// [`search`] from `known` on a store whose message costs `fixed + per_row * rows`
+    /// instructions and grows the heap by `heap_per_row` bytes per row: what it found and
+    /// the sizes it called.
+    fn search_linear(
         bounds: Bounds,
-        calls: &mut Vec<u64>,
-    ) -> impl FnMut(u64) -> Result<Option<Fit>> + '_ {
-        move |rows| {
+        known: Fit,
+        estimate: u64,
+        (fixed, per_row, heap_per_row): (u64, u64, u64),
+    ) -> (Found, Vec<u64>) {
+        let mut calls = Vec::new();
+        let found = search(&bounds, known, estimate, &mut |rows| {
             calls.push(rows);
             let instructions = fixed + per_row * rows;
             let heap_growth = heap_per_row * rows;
@@ -769,31 +757,22 @@ mod tests {
                 instructions,
                 heap_growth,
             }))
-        }
+        })
+        .unwrap();
+        (found, calls)
     }
 
     #[test]
     fn finds_the_instruction_limit_to_one_step() {
-        let bounds = Bounds {
-            instruction_limit: 40_000_000_000,
-            heap_room: None,
-            max_rows: None,
-        };
+        let bounds = limit(40_000_000_000);
         // 61,234 instructions per row and 2M fixed: 653,199 rows fit.
-        let mut calls = Vec::new();
         let known = Fit {
             rows: 1_000,
             instructions: 2_000_000 + 61_234_000,
             heap_growth: 0,
         };
         let estimate = predict(&bounds, &known, None);
-        let found = search(
-            &bounds,
-            known,
-            estimate,
-            &mut linear(2_000_000, 61_234, 0, bounds, &mut calls),
-        )
-        .unwrap();
+        let (found, calls) = search_linear(bounds, known, estimate, (2_000_000, 61_234, 0));
         assert_eq!(found.step, 1_000);
         assert_eq!(found.fits.rows, 653_000);
         assert_eq!(found.fails, Some(654_000));
@@ -805,11 +784,9 @@ mod tests {
     #[test]
     fn the_heap_room_can_stop_a_message_first() {
         let bounds = Bounds {
-            instruction_limit: 40_000_000_000,
             heap_room: Some(3_000_000_000),
-            max_rows: None,
+            ..limit(40_000_000_000)
         };
-        let mut calls = Vec::new();
         let known = Fit {
             rows: 1_000,
             instructions: 1_500_000,
@@ -818,13 +795,7 @@ mod tests {
         // The batch's heap growth is page-rounded (131 B/row against 150 real): the first
         // guess overshoots and is rejected; the search still ends one step apart.
         let estimate = predict(&bounds, &known, None);
-        let found = search(
-            &bounds,
-            known,
-            estimate,
-            &mut linear(100_000, 1_400, 150, bounds, &mut calls),
-        )
-        .unwrap();
+        let (found, _) = search_linear(bounds, known, estimate, (100_000, 1_400, 150));
         assert_eq!(found.fits.rows, 20_000_000);
         assert_eq!(found.fails, Some(20_100_000));
         assert!(found.calls <= MAX_CALLS);
@@ -833,23 +804,16 @@ mod tests {
     #[test]
     fn lookups_stop_at_the_rows_stored() {
         let bounds = Bounds {
-            instruction_limit: 5_000_000_000,
-            heap_room: None,
             max_rows: Some(1_000_000),
+            ..limit(5_000_000_000)
         };
-        let mut calls = Vec::new();
         let known = Fit {
             rows: 100,
             instructions: 100_000,
             heap_growth: 0,
         };
-        let found = search(
-            &bounds,
-            known,
-            predict(&bounds, &known, None),
-            &mut linear(0, 1_000, 0, bounds, &mut calls),
-        )
-        .unwrap();
+        let estimate = predict(&bounds, &known, None);
+        let (found, calls) = search_linear(bounds, known, estimate, (0, 1_000, 0));
         assert_eq!((found.fits.rows, found.fails), (1_000_000, None));
         assert!(found.converged(&bounds));
         assert_eq!(calls, vec![1_000_000]);
@@ -857,24 +821,12 @@ mod tests {
 
     #[test]
     fn a_batch_already_at_the_limit_needs_only_the_call_above() {
-        let bounds = Bounds {
-            instruction_limit: 1_000_000,
-            heap_room: None,
-            max_rows: None,
-        };
-        let mut calls = Vec::new();
         let known = Fit {
             rows: 100,
             instructions: 1_000_000,
             heap_growth: 0,
         };
-        let found = search(
-            &bounds,
-            known,
-            100,
-            &mut linear(0, 10_000, 0, bounds, &mut calls),
-        )
-        .unwrap();
+        let (found, calls) = search_linear(limit(1_000_000), known, 100, (0, 10_000, 0));
         assert_eq!((found.fits.rows, found.fails), (100, Some(101)));
         assert_eq!(calls, vec![101]);
     }

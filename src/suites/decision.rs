@@ -255,18 +255,9 @@ mod tests {
 
     fn report(results: Vec<ScenarioResult>) -> Report {
         Report {
-            suite: "unit".into(),
-            engine: "embedded".into(),
-            rows_before: 1_000,
             seed: 1,
-            payload_size: 100,
             wall_seconds: 0.0,
-            prefill: None,
-            executed_instructions: 0,
-            work: None,
-            results,
-            notes: Vec::new(),
-            extra: Default::default(),
+            ..crate::report::fixture::report(results)
         }
     }
 

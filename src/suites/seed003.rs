@@ -248,6 +248,7 @@ fn confirm_capacity(
                     at,
                     None,
                     &measured,
+                    &capacity::Message::ALL,
                 )?;
                 client.engine.forget(at)?;
                 Ok(records)

@@ -568,10 +568,10 @@ mod tests {
     use crate::engine::embedded::EmbeddedEngine;
     use crate::suites::Shard;
 
-    /// A canister whose `add` update adds its argument byte to a counter in the heap and
-    /// replies with the sum, and whose `boom` traps.
-    fn counter_canister() -> Vec<u8> {
-        wat::parse_str(
+    /// A fresh engine with a canister whose `add` update adds its argument byte to a counter
+    /// in the heap and replies with the sum.
+    fn counter_installed() -> (EmbeddedEngine, candid::Principal) {
+        let wasm = wat::parse_str(
             r#"(module
               (import "ic0" "msg_arg_data_copy" (func $arg (param i32 i32 i32)))
               (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
@@ -584,7 +584,11 @@ mod tests {
                 (call $append (i32.const 0) (i32.const 4))
                 (call $reply)))"#,
         )
-        .unwrap()
+        .unwrap();
+        let mut engine = EmbeddedEngine::default();
+        let (canister, out) = engine.install(&wasm, &[]).unwrap();
+        out.result.unwrap();
+        (engine, canister)
     }
 
     fn add(lane: &mut Lane<'_, '_>, n: u8) -> Result<u32> {
@@ -598,11 +602,8 @@ mod tests {
     /// every reader: results, units and their order of dependence, whatever the jobs.
     #[test]
     fn spawned_tasks_start_from_shared_states_and_joins_wait_for_all() {
-        let wasm = counter_canister();
         for jobs in [1, 2, 3] {
-            let mut engine = EmbeddedEngine::default();
-            let (canister, out) = engine.install(&wasm, &[]).unwrap();
-            out.result.unwrap();
+            let (mut engine, canister) = counter_installed();
             let mut client = BenchClient::attach(&mut engine, canister);
             let start = snapshot(client.engine, canister).unwrap();
             let rec = Recorder::new(jobs);
@@ -686,11 +687,8 @@ mod tests {
 
     #[test]
     fn an_error_or_a_panic_stops_the_graph_and_is_returned() {
-        let wasm = counter_canister();
         for (jobs, panics) in [(1, false), (2, false), (2, true)] {
-            let mut engine = EmbeddedEngine::default();
-            let (canister, out) = engine.install(&wasm, &[]).unwrap();
-            out.result.unwrap();
+            let (mut engine, canister) = counter_installed();
             let mut client = BenchClient::attach(&mut engine, canister);
             let start = snapshot(client.engine, canister).unwrap();
             let rec = Recorder::new(jobs);

@@ -340,7 +340,7 @@ fn capacity_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, start: State)
                             usd_per_xdr: cfg.usd_per_xdr,
                         };
                         let start = lane.local(&start)?;
-                        let records = capacity::measure_message(
+                        let records = capacity::measure_store(
                             &mut lane.client,
                             &search,
                             store,
@@ -348,7 +348,7 @@ fn capacity_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, start: State)
                             start,
                             at.heap_per_row,
                             &measured.iter().collect::<Vec<_>>(),
-                            message,
+                            &[message],
                         )?;
                         out.put((at.size, at.column, CAPACITY + i), records);
                         Ok(())
