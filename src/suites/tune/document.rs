@@ -356,7 +356,7 @@ pub(super) fn document(report: &Report) -> Document {
     let mut doc = Document::default();
     if let Some(t) = decision_table(report) {
         doc.push_table(
-            "Which store is cheapest, at defaults and with SQLite tuned (charged instructions per message)",
+            "Which store is cheapest, at defaults and tuned (SQLite's settings searched, the tune variant's stores beside; charged instructions per message)",
             t,
         );
     }
