@@ -461,9 +461,7 @@ fn stable_dirty_page_limit() {
     // Upgrades may dirty 8 GiB and queries 1 GiB (the application subnet's limits).
     assert_eq!(
         err.message,
-        format!(
-            "Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit 16 KB for regular messages, 8388608 KB for upgrade messages and 1048576 KB for queries."
-        )
+        format!("Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of modified pages in the stable memory in a single execution: limit 16 KB for regular messages, 8388608 KB for upgrade messages and 1048576 KB for queries.")
     );
 }
 
@@ -497,9 +495,7 @@ fn stable_accessed_page_limit_counts_reads() {
             err.message,
             // The replica's wording names the limit of every message kind (16 KB and 16 KB
             // here); the dirty-page limit names regular, upgrade and query messages.
-            format!(
-                "Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit 16 KB for regular messages and 16 KB for queries."
-            )
+            format!("Error from Canister {id}: Canister exceeded memory access limits: Exceeded the limit for the number of accessed pages in the stable memory in a single message execution: limit 16 KB for regular messages and 16 KB for queries.")
         );
     }
 }
