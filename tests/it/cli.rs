@@ -67,6 +67,13 @@ fn bad_values_list_the_accepted_ones() {
     }
 }
 
+/// The runs that start a PocketIC server.
+#[cfg(feature = "pocket-ic")]
+const NEED_A_SERVER: [&[&str]; 2] = [
+    &["--engine", "pocket-ic", "--quiet"],
+    &["crosscheck", "--quiet"],
+];
+
 /// Runs icbench with POCKET_IC_BIN set to `bin` (or unset) and the download opt-in unset.
 #[cfg(feature = "pocket-ic")]
 fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::time::Duration) {
@@ -88,10 +95,7 @@ fn icbench_with_server(args: &[&str], bin: Option<&str>) -> (i32, String, std::t
 #[test]
 #[cfg(feature = "pocket-ic")]
 fn pocket_ic_without_a_server_says_how_to_provide_one() {
-    for args in [
-        &["--engine", "pocket-ic", "--quiet"][..],
-        &["crosscheck", "--quiet"][..],
-    ] {
+    for args in NEED_A_SERVER {
         let (code, stderr, took) = icbench_with_server(args, None);
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(stderr.contains("POCKET_IC_BIN is not set"), "{stderr}");
@@ -112,10 +116,7 @@ fn pocket_ic_without_a_server_says_how_to_provide_one() {
 #[test]
 #[cfg(feature = "pocket-ic")]
 fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
-    for args in [
-        &["--engine", "pocket-ic", "--quiet"][..],
-        &["crosscheck", "--quiet"][..],
-    ] {
+    for args in NEED_A_SERVER {
         let (code, stderr, took) = icbench_with_server(args, Some("/nonexistent/pocket-ic"));
         assert_eq!(code, 2, "{args:?}: {stderr}");
         assert!(

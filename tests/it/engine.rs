@@ -9,15 +9,11 @@ use icbench::engine::{
     Engine, ErrorCode, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
-const COMMON: &str = r#"
-  (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
-  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
-  (import "ic0" "msg_reply" (func $reply))
-  (import "ic0" "trap" (func $trap (param i32 i32)))
-  (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
-  (import "ic0" "stable64_size" (func $ssize (result i64)))
-  (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
-  (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
+use crate::support::assert_wasm_memory_limit_exceeded;
+use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
+
+/// The heap, a global and a trap message every canister here starts from, after its imports.
+const STATE: &str = r#"
   (memory 1)
   (global $g (mut i64) (i64.const 7))
   (data (i32.const 100) "boom")
@@ -31,7 +27,16 @@ fn before_tracker() -> EmbeddedEngine {
 }
 
 fn canister(body: &str) -> Vec<u8> {
-    wat::parse_str(format!("(module {COMMON} {body})")).expect("test WAT is valid")
+    canister_importing("", body)
+}
+
+/// [`canister`], importing `imports` too (imports come before the memory and globals).
+fn canister_importing(imports: &str, body: &str) -> Vec<u8> {
+    let ssize = r#"(import "ic0" "stable64_size" (func $ssize (result i64)))"#;
+    wat::parse_str(format!(
+        "(module {REPLY_IMPORTS} {STABLE64_IMPORTS} {ssize} {imports} {STATE} {body})"
+    ))
+    .expect("test WAT is valid")
 }
 
 fn reply_u64s(bytes: &[u8]) -> Vec<u64> {
@@ -525,13 +530,10 @@ fn wasm_memory_limit_traps_updates_but_not_queries() {
     let (id, _) = e.install(&canister(GROW), &[]).unwrap();
     // 1 + 4 pages = 327,680 bytes > 262,144.
     let err = e.update(id, "grow4", &[]).unwrap().result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
-    assert!(
-        err.message.starts_with(&format!(
-            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of 262144 bytes. The peak Wasm memory usage was 327680 bytes."
-        )),
-        "{}",
-        err.message
+    assert_wasm_memory_limit_exceeded(
+        &err,
+        id,
+        "262144 bytes. The peak Wasm memory usage was 327680 bytes.",
     );
     // The trapped grow is rolled back.
     assert_eq!(grow_reply(e.query(id, "size", &[]).unwrap()), 1);
@@ -687,16 +689,33 @@ fn upgrade_keeps_stable_memory_and_resets_the_heap() {
     );
 }
 
-#[test]
-fn snapshots_restore_byte_identical_state_and_runs_are_deterministic() {
-    let wasm = canister(
+/// A `step` update that adds 3 to `$g` and stores it at heap address 300, then runs `rest`
+/// and replies: every step changes the state, so snapshots and restores show.
+fn step(rest: &str) -> String {
+    format!(
         r#"(func (export "canister_update step")
              (global.set $g (i64.add (global.get $g) (i64.const 3)))
              (i64.store (i32.const 300) (global.get $g))
+             {rest}
+             (call $reply))"#
+    )
+}
+
+/// Writes `$g` to stable memory at offset `$g`, growing it on the first call.
+const G_TO_STABLE: &str = r#"
              (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
-             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
-             (call $reply))"#,
-    );
+             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))"#;
+
+/// A `grow` update that grows the heap by two pages and writes past the first.
+const GROW_HEAP: &str = r#"
+           (func (export "canister_update grow")
+             (drop (memory.grow (i32.const 2)))
+             (i64.store (i32.const 70000) (i64.const 5))
+             (call $reply))"#;
+
+#[test]
+fn snapshots_restore_byte_identical_state_and_runs_are_deterministic() {
+    let wasm = canister(&step(G_TO_STABLE));
     let run = || {
         let mut e = EmbeddedEngine::default();
         let (id, _) = e.install(&wasm, &[]).unwrap();
@@ -767,22 +786,15 @@ fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
     // Restores after the first reuse the live instance and copy back only the pages
     // committed since; a heap that grew in between needs a fresh instance. Both must give
     // the snapshot's exact state and the same counts as the first restore.
-    let wasm = canister(
-        r#"(func (export "canister_update step")
-             (global.set $g (i64.add (global.get $g) (i64.const 3)))
-             (i64.store (i32.const 300) (global.get $g))
-             (i64.store (i32.const 40000) (global.get $g))
-             (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
-             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
-             (call $reply))
-           (func (export "canister_update grow")
-             (drop (memory.grow (i32.const 2)))
-             (i64.store (i32.const 70000) (i64.const 5))
-             (call $reply))
+    let step = step(&format!(
+        "(i64.store (i32.const 40000) (global.get $g)) {G_TO_STABLE}"
+    ));
+    let wasm = canister(&format!(
+        r#"{step} {GROW_HEAP}
            (func (export "canister_update boom")
              (i64.store (i32.const 8000) (i64.const 1))
-             (call $trap (i32.const 100) (i32.const 4)))"#,
-    );
+             (call $trap (i32.const 100) (i32.const 4)))"#
+    ));
     let mut e = EmbeddedEngine::default();
     let (id, _) = e.install(&wasm, &[]).unwrap();
     e.update(id, "step", &[]).unwrap();
@@ -820,16 +832,7 @@ fn snapshots_taken_after_a_restore_share_or_layer_its_heap_and_forget_releases_t
     // after a message that wrote a page keeps it as a layer; one after a grown heap copies.
     // Each must restore its exact state, with the same counts, before and after the
     // snapshots it was made from are forgotten.
-    let wasm = canister(
-        r#"(func (export "canister_update step")
-             (global.set $g (i64.add (global.get $g) (i64.const 3)))
-             (i64.store (i32.const 300) (global.get $g))
-             (call $reply))
-           (func (export "canister_update grow")
-             (drop (memory.grow (i32.const 2)))
-             (i64.store (i32.const 70000) (i64.const 5))
-             (call $reply))"#,
-    );
+    let wasm = canister(&format!("{} {GROW_HEAP}", step("")));
     let mut e = EmbeddedEngine::default();
     let (id, _) = e.install(&wasm, &[]).unwrap();
     e.update(id, "step", &[]).unwrap();
@@ -869,24 +872,14 @@ fn snapshots_taken_after_a_restore_share_or_layer_its_heap_and_forget_releases_t
 
 #[test]
 fn a_fork_starts_at_the_snapshot_shares_the_others_and_runs_on_its_own() {
-    // COMMON's imports, plus the time (imports come before the memory and globals).
-    let common = COMMON.replacen(
-        "(memory 1)",
-        r#"(import "ic0" "time" (func $time (result i64))) (memory 1)"#,
-        1,
-    );
-    let wasm = wat::parse_str(format!(
-        "(module {common} {})",
-        r#"(func (export "canister_update step")
-             (global.set $g (i64.add (global.get $g) (i64.const 3)))
-             (i64.store (i32.const 300) (global.get $g))
-             (if (i64.eqz (call $ssize)) (then (drop (call $sgrow (i64.const 1)))))
-             (call $swrite (global.get $g) (i64.const 300) (i64.const 8))
+    let wasm = canister_importing(
+        r#"(import "ic0" "time" (func $time (result i64)))"#,
+        &step(&format!(
+            "{G_TO_STABLE}
              (i64.store (i32.const 308) (call $time))
-             (call $append (i32.const 300) (i32.const 16))
-             (call $reply))"#
-    ))
-    .unwrap();
+             (call $append (i32.const 300) (i32.const 16))"
+        )),
+    );
     let mut e = EmbeddedEngine::default();
     let (id, _) = e.install(&wasm, &[]).unwrap();
     e.update(id, "step", &[]).unwrap();
@@ -1246,7 +1239,9 @@ fn an_upgrade_shares_one_instruction_limit_between_hooks_and_compilation() {
         // The message names the whole limit, not what post_upgrade had left of it.
         assert_eq!(
             err.message,
-            format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution.")
+            format!(
+                "Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution."
+            )
         );
         assert_eq!(tag, b"v1", "a failed upgrade keeps the old module");
     }
@@ -1263,13 +1258,10 @@ fn install_code_fails_when_the_final_heap_is_over_wasm_memory_limit() {
     // The new module's own initial heap (5 pages) is over the limit when install_code ends.
     let out = e.upgrade(id, &spinning_canister("v2", 1, 5), &[]).unwrap();
     let err = out.result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
-    assert!(
-        err.message.starts_with(&format!(
-            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of 262144 bytes. The peak Wasm memory usage was 327680 bytes."
-        )),
-        "{}",
-        err.message
+    assert_wasm_memory_limit_exceeded(
+        &err,
+        id,
+        "262144 bytes. The peak Wasm memory usage was 327680 bytes.",
     );
     assert_eq!(e.query(id, "tag", &[]).unwrap().result.unwrap(), b"v1");
 }

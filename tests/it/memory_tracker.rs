@@ -10,22 +10,16 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::page_map::{MemoryPages, TouchedPage};
 use icbench::engine::{Engine, ErrorCode, PageCounts, Profiling};
 
+use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
+
 /// 16 OS pages x 5,000.
 const PAGE: u64 = 80_000;
 
-const COMMON: &str = r#"
-  (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
-  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
-  (import "ic0" "msg_reply" (func $reply))
-  (import "ic0" "trap" (func $trap (param i32 i32)))
-  (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
-  (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
-  (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
-  (memory 8)
-"#;
-
 fn canister(body: &str) -> Vec<u8> {
-    wat::parse_str(format!("(module {COMMON} {body})")).expect("test WAT is valid")
+    wat::parse_str(format!(
+        "(module {REPLY_IMPORTS} {STABLE64_IMPORTS} (memory 8) {body})"
+    ))
+    .expect("test WAT is valid")
 }
 
 fn engine(replica: Replica) -> EmbeddedEngine {
@@ -333,6 +327,36 @@ fn page_counts(wasm: &[u8], replica: Replica, method: &str, query: bool) -> Page
     out.report.pages.expect("the embedded engine counts pages")
 }
 
+/// Asserts the page columns of `method`: the Wasm pages of the heap and of stable memory
+/// `(accessed, written)`, the same under every vintage, and the page charge under the
+/// tracker (`2026-07`) and under the rule before it (`2026-05`).
+fn assert_page_counts(
+    wasm: &[u8],
+    method: &str,
+    query: bool,
+    heap: (u64, u64),
+    stable: (u64, u64),
+    (tracker, before): (u64, u64),
+) {
+    let counted = |charge| PageCounts {
+        heap_wasm_pages_accessed: heap.0,
+        heap_wasm_pages_written: heap.1,
+        stable_wasm_pages_accessed: stable.0,
+        stable_wasm_pages_written: stable.1,
+        page_charge_instructions: charge,
+    };
+    assert_eq!(
+        page_counts(wasm, Replica::R2026_07, method, query),
+        counted(tracker),
+        "{method}, 2026-07"
+    );
+    assert_eq!(
+        page_counts(wasm, Replica::R2026_05, method, query),
+        counted(before),
+        "{method}, 2026-05"
+    );
+}
+
 /// Reads heap pages 1 and 2 (one load across their boundary), writes heap page 3, reads
 /// stable pages 0 and 1 (across their boundary) into heap page 4, then writes heap page 0's
 /// first two bytes over stable pages 1 and 2 (across their boundary).
@@ -351,24 +375,17 @@ fn the_page_columns_count_each_wasm_page_once_under_every_vintage() {
     let wasm = canister(PAGES);
     // Heap: pages 1 and 2 (the load), 3 (the store), 4 (the read's destination) and 0 (the
     // write's source) accessed; 3 and 4 written. Stable: 0, 1 and 2 accessed; 1 and 2
-    // written (page 1 read first, then written: counted once in each column).
-    let counted = |charge| PageCounts {
-        heap_wasm_pages_accessed: 5,
-        heap_wasm_pages_written: 2,
-        stable_wasm_pages_accessed: 3,
-        stable_wasm_pages_written: 2,
-        page_charge_instructions: charge,
-    };
-    assert_eq!(
-        page_counts(&wasm, Replica::R2026_07, "pages", false),
-        counted(12 * PAGE)
-    );
-    // Before the tracker the same pages are counted, and the charge is the old rule's:
-    // 4 KiB pages written, two of the heap (OS pages 48 and 64) after the message and two
-    // of stable memory (OS pages 31 and 32) in stable64_write.
-    assert_eq!(
-        page_counts(&wasm, Replica::R2026_05, "pages", false),
-        counted(4 * 1_000)
+    // written (page 1 read first, then written: counted once in each column). Before the
+    // tracker the same pages are counted, and the charge is the old rule's: 4 KiB pages
+    // written, two of the heap (OS pages 48 and 64) after the message and two of stable
+    // memory (OS pages 31 and 32) in stable64_write.
+    assert_page_counts(
+        &wasm,
+        "pages",
+        false,
+        (5, 2),
+        (3, 2),
+        (12 * PAGE, 4 * 1_000),
     );
     // The charge is part of the message's instructions: 1 + [const, call, drop] 7
     // + [const, load, drop] 3 + [const, const, store] 3 + 2 x [3 consts, call] 16 + call 5
@@ -462,21 +479,7 @@ fn the_page_map_names_each_page_and_the_function_that_touched_it_first() {
 fn a_query_counts_its_written_pages_but_pays_for_access_only() {
     let wasm = canister(READ_ONE_BYTE);
     // Page 1 read, page 0 written by the counter's store.
-    let expected = |charge| PageCounts {
-        heap_wasm_pages_accessed: 2,
-        heap_wasm_pages_written: 1,
-        stable_wasm_pages_accessed: 0,
-        stable_wasm_pages_written: 0,
-        page_charge_instructions: charge,
-    };
-    assert_eq!(
-        page_counts(&wasm, Replica::R2026_07, "read_q", true),
-        expected(2 * PAGE)
-    );
-    assert_eq!(
-        page_counts(&wasm, Replica::R2026_05, "read_q", true),
-        expected(0)
-    );
+    assert_page_counts(&wasm, "read_q", true, (2, 1), (0, 0), (2 * PAGE, 0));
 }
 
 /// A composite query that adds 1 to the number on page 2, reads page 1 and replies the

@@ -239,20 +239,21 @@ fn straight_line() {
     assert_eq!(h.used("f", &[]), 5);
 }
 
+/// Returns 10 for a non-zero argument, else 21.
+const IF_ELSE: &str = r#"(module
+    (func (export "f") (param i32) (result i32)
+      local.get 0
+      if (result i32)
+        i32.const 10
+      else
+        i32.const 20
+        i32.const 1
+        i32.add
+      end))"#;
+
 #[test]
 fn if_else_arms() {
-    let mut h = Harness::new(
-        r#"(module
-            (func (export "f") (param i32) (result i32)
-              local.get 0
-              if (result i32)
-                i32.const 10
-              else
-                i32.const 20
-                i32.const 1
-                i32.add
-              end))"#,
-    );
+    let mut h = Harness::new(IF_ELSE);
     // entry segment: 1 + local.get 1 + if 2 = 4
     // then arm (non-reentrant): i32.const 1 + else 0 = 1; the segment after the inner end
     // holds only the final end (0) and is not injected.
@@ -479,18 +480,7 @@ fn bulk_charge_precedes_the_segment_charge_at_the_same_position() {
 
 #[test]
 fn non_reentrant_segments_are_not_checked() {
-    let mut h = Harness::new(
-        r#"(module
-            (func (export "f") (param i32) (result i32)
-              local.get 0
-              if (result i32)
-                i32.const 10
-              else
-                i32.const 20
-                i32.const 1
-                i32.add
-              end))"#,
-    );
+    let mut h = Harness::new(IF_ELSE);
     // entry segment 4 is checked (4 - 4 = 0 passes); the else segment (3) is not checked,
     // so the function returns normally with the counter at -3.
     let r = h

@@ -13,11 +13,10 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::Counter;
 use icbench::engine::{CallOutcome, Engine, InstallStage, Profile, Profiling};
 
+use crate::support::wat::REPLY_IMPORTS;
+
+/// The memory and the helper functions of every canister here, after the imports.
 const COMMON: &str = r#"
-  (import "ic0" "performance_counter" (func $pc (param i32) (result i64)))
-  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
-  (import "ic0" "msg_reply" (func $reply))
-  (import "ic0" "trap" (func $trap (param i32 i32)))
   (memory 1)
   (data (i32.const 100) "boom")
   ;; 1 (entry) + local.get 1 + local.get 1 + i32.add 1 = 4 per call.
@@ -31,7 +30,7 @@ const COMMON: &str = r#"
 "#;
 
 fn canister(body: &str) -> Vec<u8> {
-    wat::parse_str(format!("(module {COMMON} {body})")).expect("test WAT is valid")
+    wat::parse_str(format!("(module {REPLY_IMPORTS} {COMMON} {body})")).expect("test WAT is valid")
 }
 
 /// A profiling engine charging by the rules before the memory tracker (`2026-05`).
@@ -132,6 +131,11 @@ const WORK: &str = r#"
     (call $reply))
 "#;
 
+/// [`WORK`], its `work` a query.
+fn work_query() -> Vec<u8> {
+    canister(&WORK.replace("canister_update work", "canister_query work"))
+}
+
 #[test]
 fn each_function_its_own_operators_each_fee_under_its_caller_and_the_dirty_pages() {
     let out = check(
@@ -153,9 +157,8 @@ fn each_function_its_own_operators_each_fee_under_its_caller_and_the_dirty_pages
 
 #[test]
 fn a_query_has_no_dirty_page_frame() {
-    let wasm = canister(&WORK.replace("canister_update work", "canister_query work"));
     let out = check(
-        &wasm,
+        &work_query(),
         "work",
         true,
         &[
@@ -187,9 +190,8 @@ fn the_memory_tracker_s_charges_go_under_the_function_that_touched_the_page() {
     );
     assert_eq!(out.report.instructions, 1_238 + 2 * PAGE);
     // A query pays for the access only.
-    let wasm = canister(&WORK.replace("canister_update work", "canister_query work"));
     let out = check_tracked(
-        &wasm,
+        &work_query(),
         "work",
         true,
         &[
@@ -203,25 +205,36 @@ fn the_memory_tracker_s_charges_go_under_the_function_that_touched_the_page() {
     assert_eq!(out.report.instructions, 1_238 + PAGE);
 }
 
+/// An update `t` that calls `boom`, which traps with the data segment's "boom".
+const TRAP_IN_BOOM: &str = r#"
+  (func $boom (call $trap (i32.const 100) (i32.const 4)))
+  (func $t (export "canister_update t") (call $boom))
+"#;
+
+/// [`TRAP_IN_BOOM`]'s profile before any page charge. t: 1 + call 5 = 6 (end 0); boom: 1 + 2
+/// consts + call 5 = 8; ic0.trap: 500 + 1 per byte, plus canister logging's 2 per byte kept
+/// and 50 per byte sent (4 bytes).
+const TRAP_IN_BOOM_STACKS: [(&str, u64); 3] = [
+    ("t", 6),
+    ("t;boom", 8),
+    ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4),
+];
+
 #[test]
 fn pages_a_system_api_call_touches_go_under_its_frame() {
     // ic0.trap reads its message from heap page 0 (the data segment's "boom"); stable64_read
     // reads stable page 0 and writes heap page 1; stable64_write reads heap page 1 (already
     // accessed) and writes stable page 1.
-    let wasm = canister(
-        r#"(func $boom (call $trap (i32.const 100) (i32.const 4)))
-           (func $t (export "canister_update t") (call $boom))"#,
-    );
+    let wasm = canister(TRAP_IN_BOOM);
     check_tracked(
         &wasm,
         "t",
         false,
         &[
-            ("t", 6),
-            ("t;boom", 8),
-            ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4),
-            ("t;boom;ic0.trap;[heap access]", PAGE),
-        ],
+            &TRAP_IN_BOOM_STACKS[..],
+            &[("t;boom;ic0.trap;[heap access]", PAGE)],
+        ]
+        .concat(),
     );
     let wasm = wat::parse_str(
         r#"(module
@@ -285,22 +298,7 @@ fn recursion_nests_one_frame_per_call() {
 
 #[test]
 fn a_trap_charges_up_to_the_trap_to_the_frames_open_then() {
-    // t: 1 + call 5 = 6 (end 0); boom: 1 + 2 consts + call 5 = 8; ic0.trap: 500 + 1 per
-    // byte, plus canister logging's 2 per byte kept and 50 per byte sent (4 bytes).
-    let wasm = canister(
-        r#"(func $boom (call $trap (i32.const 100) (i32.const 4)))
-           (func $t (export "canister_update t") (call $boom))"#,
-    );
-    let out = check(
-        &wasm,
-        "t",
-        false,
-        &[
-            ("t", 6),
-            ("t;boom", 8),
-            ("t;boom;ic0.trap", 500 + 4 + 2 * 4 + 50 * 4),
-        ],
-    );
+    let out = check(&canister(TRAP_IN_BOOM), "t", false, &TRAP_IN_BOOM_STACKS);
     assert!(out.result.is_err());
 
     // A Wasm trap in a callee: u is 1 + unreachable 1.

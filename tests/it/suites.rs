@@ -267,19 +267,7 @@ fn read_report(path: &Path) -> Report {
 
 /// Runs the CLI into `out` and returns its stdout.
 fn run_into(out: &Path, extra: &[&str]) -> String {
-    let mut args = vec![
-        "--quiet",
-        "--wasm",
-        wasm_path().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--rows",
-        "2000",
-    ];
-    args.extend_from_slice(extra);
-    let (code, stdout, stderr) = icbench(&args);
-    assert_eq!(code, 0, "{args:?}: {stderr}");
-    stdout
+    crate::support::run_bench_into(out, &[&["--rows", "2000"], extra].concat())
 }
 
 /// Every file two runs wrote under their directories is byte-identical, but what says how

@@ -10,7 +10,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::report::{self, Report, ScenarioResult, Status};
 use icbench::suites::tune::WORKLOADS;
 
-use crate::support::{bench_wasm_path, icbench_bin, run_icbench, scratch_dir};
+use crate::support::{bench_wasm_path, icbench_bin, run_bench_into, scratch_dir};
 
 /// The searches below that measure no store of the tune variant.
 const NO_VARIANTS: [&str; 2] = ["--tune-variants", "none"];
@@ -36,17 +36,7 @@ const SMALLEST: [&str; 14] = [
 
 fn run(name: &str, extra: &[&str]) -> Report {
     let out = scratch_dir(name);
-    let mut args = vec![
-        "--quiet",
-        "--wasm",
-        bench_wasm_path().to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ];
-    args.extend_from_slice(&SMALLEST);
-    args.extend_from_slice(extra);
-    let (code, _, stderr) = run_icbench(&args);
-    assert_eq!(code, 0, "{args:?}: {stderr}");
+    run_bench_into(&out, &[&SMALLEST[..], extra].concat());
     read(&out.join("tune/results.json"))
 }
 

@@ -7,7 +7,7 @@ use candid::Encode;
 use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig};
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{CallOutcome, Engine, ErrorCode};
+use icbench::engine::{CallOutcome, Engine, ErrorCode, Reject};
 use icbench::report::{Report, Status};
 use icbench::suites::scenario::{JournalMode, Store};
 use icbench::suites::upgrade::{Config, Point, UpgradeStore};
@@ -185,23 +185,29 @@ fn probe_upgrade() -> CallOutcome {
     ok
 }
 
+/// The upgrade of a heap of 10,000 rows to the new build under `limits`, which must fail
+/// and keep the rows: the canister and the error.
+fn failed_upgrade(limits: Limits) -> (candid::Principal, Reject) {
+    let (mut e, id) = filled_heap(limits, 10_000);
+    let err = upgrade_to_new_build(&mut e, id).result.unwrap_err();
+    assert_rows_intact(&mut e, id, 10_000);
+    (id, err)
+}
+
 #[test]
 fn an_upgrade_over_the_instruction_limit_fails_with_ic0522_and_keeps_the_rows() {
     // Room for compiling the module and little else: post_upgrade runs out.
     let ok = probe_upgrade();
     let limit = ok.report.instructions - 1;
-    let limits = Limits {
+    let (id, err) = failed_upgrade(Limits {
         max_instructions_per_install: limit,
         ..Limits::APPLICATION
-    };
-    let (mut e, id) = filled_heap(limits, 10_000);
-    let err = upgrade_to_new_build(&mut e, id).result.unwrap_err();
+    });
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
     assert_eq!(
         err.message,
         format!("Error from Canister {id}: Canister exceeded the limit of {limit} instructions for single message execution.")
     );
-    assert_rows_intact(&mut e, id, 10_000);
 }
 
 #[test]
@@ -210,19 +216,9 @@ fn an_upgrade_whose_new_heap_is_over_wasm_memory_limit_fails_with_ic0539_and_kee
     let ok = probe_upgrade();
     let (before, after) = (ok.report.heap_bytes_before, ok.report.heap_bytes_after);
     assert!(after > before + 65_536, "{before} -> {after}");
-    let limits = Limits {
+    let (id, err) = failed_upgrade(Limits {
         wasm_memory_limit: before,
         ..Limits::APPLICATION
-    };
-    let (mut e, id) = filled_heap(limits, 10_000);
-    let err = upgrade_to_new_build(&mut e, id).result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
-    assert!(
-        err.message.starts_with(&format!(
-            "Error from Canister {id}: Canister exceeded its current Wasm memory limit of {before} bytes."
-        )),
-        "{}",
-        err.message
-    );
-    assert_rows_intact(&mut e, id, 10_000);
+    });
+    crate::support::assert_wasm_memory_limit_exceeded(&err, id, &format!("{before} bytes."));
 }

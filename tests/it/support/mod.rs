@@ -1,6 +1,7 @@
 //! Helpers shared by several test modules.
 
 pub mod canbench_fixture;
+pub mod wat;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,6 +62,39 @@ pub fn bench_wasm_path() -> &'static Path {
         std::fs::write(&path, wasm).unwrap();
         path
     })
+}
+
+/// Runs icbench on the bench canister (`--quiet --wasm <it> --out <out>`, then `args`),
+/// asserts it succeeded and returns its stdout.
+pub fn run_bench_into(out: &Path, args: &[&str]) -> String {
+    let mut all = vec![
+        "--quiet",
+        "--wasm",
+        bench_wasm_path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let (code, stdout, stderr) = run_icbench(&all);
+    assert_eq!(code, 0, "{all:?}: {stderr}");
+    stdout
+}
+
+/// Asserts `err` is the replica's IC0539 for `canister`: its message says the canister
+/// "exceeded its current Wasm memory limit of " and goes on with `rest`.
+pub fn assert_wasm_memory_limit_exceeded(
+    err: &icbench::engine::Reject,
+    canister: candid::Principal,
+    rest: &str,
+) {
+    assert_eq!(
+        err.error_code,
+        icbench::engine::ErrorCode::CanisterWasmMemoryLimitExceeded
+    );
+    let start = format!(
+        "Error from Canister {canister}: Canister exceeded its current Wasm memory limit of {rest}"
+    );
+    assert!(err.message.starts_with(&start), "{}", err.message);
 }
 
 /// Sends `method` (no argument) to `canister` once: a query when `query`, else an update.
