@@ -34,6 +34,8 @@ use std::time::Duration;
 
 #[path = "engine_speed/native_stable.rs"]
 mod native_stable;
+#[path = "shared/plain_wasmtime.rs"]
+mod plain_wasmtime;
 
 use candid::{Decode, Encode};
 use icbench::engine::cost::Limits;
@@ -183,19 +185,7 @@ impl Plain {
         let mut config = wasmtime::Config::new();
         icbench::engine::embedded::perf_map_if_asked(&mut config);
         let engine = wasmtime::Engine::new(&config).expect("plain wasmtime config");
-        let module = wasmtime::Module::new(&engine, wasm).expect("workload compiles");
-        let mut linker: wasmtime::Linker<()> = wasmtime::Linker::new(&engine);
-        linker
-            .func_wrap("ic0", "msg_reply_data_append", |_: i32, _: i32| {})
-            .unwrap();
-        linker.func_wrap("ic0", "msg_reply", || {}).unwrap();
-        let mut store = wasmtime::Store::new(&engine, ());
-        let instance = linker
-            .instantiate(&mut store, &module)
-            .expect("workload instantiates");
-        let work = instance
-            .get_typed_func::<(), i64>(&mut store, "work")
-            .expect("work: () -> i64");
+        let (store, work) = plain_wasmtime::instantiate_work(&engine, wasm, |_| {});
         Plain { store, work }
     }
 
@@ -206,31 +196,46 @@ impl Plain {
     }
 }
 
-/// The embedded engine: the same module as a canister, `run` as an update call.
+/// The embedded engine with one module installed as a canister: a workload whose `run`
+/// is an update call, or the bench canister.
 struct Metered {
     engine: EmbeddedEngine,
     id: candid::Principal,
 }
 
 impl Metered {
-    fn new(wasm: &[u8], counter: Counter) -> Self {
+    fn new(wasm: &[u8], init_arg: &[u8], counter: Counter) -> Self {
         let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING).with_counter(counter);
-        let (id, install) = engine.install(wasm, &[]).expect("workload installs");
+        let (id, install) = engine.install(wasm, init_arg).expect("the module installs");
         install.result.expect("install succeeds");
         Metered { engine, id }
     }
 
-    /// The result and the message's metered instructions.
-    fn run(&mut self) -> (i64, u64) {
+    /// The reply of an update call and its metered instructions.
+    fn update(&mut self, method: &str, arg: &[u8]) -> (Vec<u8>, u64) {
         let out = self
             .engine
-            .update(self.id, "run", &[])
+            .update(self.id, method, arg)
             .expect("engine accepts the call");
-        let reply = out.result.expect("run replies");
-        (
-            i64::from_le_bytes(reply.as_slice().try_into().expect("8-byte reply")),
-            out.report.instructions,
-        )
+        let reply = out
+            .result
+            .unwrap_or_else(|r| panic!("{method} does not reply: {r}"));
+        (reply, out.report.instructions)
+    }
+
+    /// The workload's result and the message's metered instructions.
+    fn run(&mut self) -> (i64, u64) {
+        let (reply, instructions) = self.update("run", &[]);
+        let value = i64::from_le_bytes(reply.as_slice().try_into().expect("8-byte reply"));
+        (value, instructions)
+    }
+
+    /// The bench canister's reply to one timed insert and the message's metered instructions.
+    fn insert(&mut self, offset: u64) -> (CanisterReply, u64) {
+        let arg = Encode!(&offset, &1u64, &CANISTER_ROWS_PER_RUN).unwrap();
+        let (reply, instructions) = self.update("add_users_btree", &arg);
+        let value = Decode!(&reply, CanisterReply).expect("add_users_btree reply decodes");
+        (value, instructions)
     }
 }
 
@@ -351,37 +356,6 @@ impl PlainCanister {
     }
 }
 
-/// The bench canister installed on the embedded engine.
-struct MeteredCanister {
-    engine: EmbeddedEngine,
-    id: candid::Principal,
-}
-
-impl MeteredCanister {
-    fn new(wasm: &[u8], counter: Counter) -> Self {
-        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING).with_counter(counter);
-        let (id, install) = engine
-            .install(wasm, &Encode!().unwrap())
-            .expect("the bench canister installs");
-        install.result.expect("install succeeds");
-        MeteredCanister { engine, id }
-    }
-
-    /// The reply and the message's metered instructions.
-    fn insert(&mut self, offset: u64) -> (CanisterReply, u64) {
-        let arg = Encode!(&offset, &1u64, &CANISTER_ROWS_PER_RUN).unwrap();
-        let out = self
-            .engine
-            .update(self.id, "add_users_btree", &arg)
-            .expect("engine accepts the call");
-        let reply = out.result.expect("add_users_btree replies");
-        (
-            Decode!(&reply, CanisterReply).expect("add_users_btree reply decodes"),
-            out.report.instructions,
-        )
-    }
-}
-
 /// Rows inserted, or the canister's error.
 fn inserted(reply: &CanisterReply) -> u64 {
     match reply {
@@ -406,7 +380,7 @@ fn run_one_side(wasm: &[u8], side: &str, runs: usize) {
         let mut native = PlainCanister::new(wasm, true);
         Box::new(move |offset| native.insert(offset))
     } else {
-        let mut metered = MeteredCanister::new(wasm, Counter::Local);
+        let mut metered = Metered::new(wasm, &Encode!().unwrap(), Counter::Local);
         Box::new(move |offset| metered.insert(offset).0)
     };
     let (time, _) = timed(|| {
@@ -436,8 +410,8 @@ fn canister_workload(runs: usize) -> Measured {
     }
     let mut plain = PlainCanister::new(&wasm, false);
     let mut native = PlainCanister::new(&wasm, true);
-    let mut metered = MeteredCanister::new(&wasm, Counter::Local);
-    let mut replica_code = MeteredCanister::new(&wasm, Counter::Global);
+    let mut metered = Metered::new(&wasm, &Encode!().unwrap(), Counter::Local);
+    let mut replica_code = Metered::new(&wasm, &Encode!().unwrap(), Counter::Global);
     let (mut plain_time, mut metered_time, mut replica_time) =
         (Duration::MAX, Duration::MAX, Duration::MAX);
     let mut native_time = Duration::MAX;
@@ -536,8 +510,8 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
 /// The micro-workload `w`: best-of-`runs` times, plain and metered runs alternating.
 fn module_workload(w: &Workload, runs: usize) -> Measured {
     let mut plain = Plain::new(&w.wasm);
-    let mut metered = Metered::new(&w.wasm, Counter::Local);
-    let mut replica_code = Metered::new(&w.wasm, Counter::Global);
+    let mut metered = Metered::new(&w.wasm, &[], Counter::Local);
+    let mut replica_code = Metered::new(&w.wasm, &[], Counter::Global);
     // One warm-up each, then alternate plain and metered runs so that both see the same
     // machine load (other builds share these cores); keep the best of each.
     let (mut plain_value, (mut metered_value, mut instructions)) = (plain.run(), metered.run());

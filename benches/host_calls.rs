@@ -13,6 +13,9 @@ use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 
+#[path = "shared/plain_wasmtime.rs"]
+mod plain_wasmtime;
+
 const CALLS: i64 = 20_000_000;
 
 /// A canister whose `run` update loops `CALLS` times over `body` (which sees the loop
@@ -63,28 +66,17 @@ const WORKLOADS: &[(&str, &str)] = &[
 /// ns per iteration of `work` on plain wasmtime, its imports doing nothing.
 fn plain_ns(wasm: &[u8]) -> f64 {
     let engine = wasmtime::Engine::default();
-    let module = wasmtime::Module::new(&engine, wasm).expect("the workload compiles");
-    let mut linker: wasmtime::Linker<()> = wasmtime::Linker::new(&engine);
-    let ok = "a no-op import links";
-    linker
-        .func_wrap("ic0", "msg_reply_data_append", |_: i32, _: i32| {})
-        .expect(ok);
-    linker.func_wrap("ic0", "msg_reply", || {}).expect(ok);
-    for name in ["stable64_read", "stable64_write"] {
+    let (mut store, work) = plain_wasmtime::instantiate_work(&engine, wasm, |linker| {
+        let ok = "a no-op import links";
+        for name in ["stable64_read", "stable64_write"] {
+            linker
+                .func_wrap("ic0", name, |_: i64, _: i64, _: i64| {})
+                .expect(ok);
+        }
         linker
-            .func_wrap("ic0", name, |_: i64, _: i64, _: i64| {})
+            .func_wrap("ic0", "stable64_grow", |_: i64| 0i64)
             .expect(ok);
-    }
-    linker
-        .func_wrap("ic0", "stable64_grow", |_: i64| 0i64)
-        .expect(ok);
-    let mut store = wasmtime::Store::new(&engine, ());
-    let instance = linker
-        .instantiate(&mut store, &module)
-        .expect("the workload instantiates");
-    let work = instance
-        .get_typed_func::<(), i64>(&mut store, "work")
-        .expect("work: () -> i64");
+    });
     work.call(&mut store, ()).expect("the warm-up runs");
     let start = Instant::now();
     work.call(&mut store, ()).expect("the timed run runs");

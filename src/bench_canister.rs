@@ -50,12 +50,11 @@ pub struct Rejected {
 /// batch that fits expects rejects, every other caller treats them as errors.
 pub type Attempt<T> = std::result::Result<Measured<T>, Rejected>;
 
-fn decode<T: CandidType + for<'de> Deserialize<'de>>(
-    method: &str,
-    arg: &[u8],
-    out: CallOutcome,
-) -> Result<Measured<T>> {
-    decode_attempt(method, arg, out)?.map_err(|r| anyhow!("{method} was rejected: {}", r.reject))
+/// How a message is sent: replicated (its changes kept) or as a query.
+#[derive(Clone, Copy)]
+enum MessageKind {
+    Update,
+    Query,
 }
 
 fn decode_attempt<T: CandidType + for<'de> Deserialize<'de>>(
@@ -106,14 +105,38 @@ impl<'e> BenchClient<'e> {
         }
     }
 
+    /// Sends one message, counting its instructions; a reject is kept as such.
+    fn send<T: CandidType + for<'de> Deserialize<'de>>(
+        &mut self,
+        how: MessageKind,
+        method: &str,
+        arg: &[u8],
+    ) -> Result<Attempt<T>> {
+        let out = match how {
+            MessageKind::Update => self.engine.update(self.canister, method, arg)?,
+            MessageKind::Query => self.engine.query(self.canister, method, arg)?,
+        };
+        self.executed_instructions += out.report.instructions;
+        decode_attempt(method, arg, out)
+    }
+
+    /// Sends one message; a reject is an error.
+    fn send_accepted<T: CandidType + for<'de> Deserialize<'de>>(
+        &mut self,
+        how: MessageKind,
+        method: &str,
+        arg: &[u8],
+    ) -> Result<Measured<T>> {
+        self.send(how, method, arg)?
+            .map_err(|r| anyhow!("{method} was rejected: {}", r.reject))
+    }
+
     fn update<T: CandidType + for<'de> Deserialize<'de>>(
         &mut self,
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Measured<T>> {
-        let out = self.engine.update(self.canister, method, &arg)?;
-        self.executed_instructions += out.report.instructions;
-        decode(method, &arg, out)
+        self.send_accepted(MessageKind::Update, method, &arg)
     }
 
     fn query<T: CandidType + for<'de> Deserialize<'de>>(
@@ -121,9 +144,7 @@ impl<'e> BenchClient<'e> {
         method: &str,
         arg: Vec<u8>,
     ) -> Result<Measured<T>> {
-        let out = self.engine.query(self.canister, method, &arg)?;
-        self.executed_instructions += out.report.instructions;
-        decode(method, &arg, out)
+        self.send_accepted(MessageKind::Query, method, &arg)
     }
 
     /// `add_users_{store}(offset, step, count)`, a reject kept as such.
@@ -134,11 +155,8 @@ impl<'e> BenchClient<'e> {
         step: u64,
         count: u64,
     ) -> Result<Attempt<InsertReport>> {
-        let method = format!("add_users_{store}");
         let arg = Encode!(&offset, &step, &count)?;
-        let out = self.engine.update(self.canister, &method, &arg)?;
-        self.executed_instructions += out.report.instructions;
-        decode_attempt(&method, &arg, out)
+        self.send(MessageKind::Update, &format!("add_users_{store}"), &arg)
     }
 
     /// `get_users_{store}(offset, step, count)` as a query, a reject kept as such.
@@ -149,11 +167,8 @@ impl<'e> BenchClient<'e> {
         step: u64,
         count: u64,
     ) -> Result<Attempt<ReadReport>> {
-        let method = format!("get_users_{store}");
         let arg = Encode!(&offset, &step, &count)?;
-        let out = self.engine.query(self.canister, &method, &arg)?;
-        self.executed_instructions += out.report.instructions;
-        decode_attempt(&method, &arg, out)
+        self.send(MessageKind::Query, &format!("get_users_{store}"), &arg)
     }
 
     /// `add_users_{store}(offset, step, count)`.

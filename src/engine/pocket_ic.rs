@@ -697,26 +697,36 @@ mod tests {
         assert!(e.contains("fixed fees"), "{e}");
     }
 
+    /// Ours of a certified PocketIC reject.
+    fn mapped(
+        reject_code: pocket_ic::RejectCode,
+        reject_message: &str,
+        error_code: pocket_ic::ErrorCode,
+    ) -> Reject {
+        map_reject(&RejectResponse {
+            reject_code,
+            reject_message: reject_message.into(),
+            error_code,
+            certified: true,
+        })
+    }
+
     #[test]
     fn rejects_keep_their_codes() {
-        let r = RejectResponse {
-            reject_code: pocket_ic::RejectCode::CanisterError,
-            reject_message: "no method".into(),
-            error_code: pocket_ic::ErrorCode::CanisterMethodNotFound,
-            certified: true,
-        };
-        let ours = map_reject(&r);
+        let ours = mapped(
+            pocket_ic::RejectCode::CanisterError,
+            "no method",
+            pocket_ic::ErrorCode::CanisterMethodNotFound,
+        );
         assert_eq!(ours.code, RejectCode::CanisterError);
         assert_eq!(ours.error_code, ErrorCode::CanisterMethodNotFound);
         assert_eq!(ours.message, "no method");
         // A code we have no name for keeps its number.
-        let r = RejectResponse {
-            reject_code: pocket_ic::RejectCode::SysTransient,
-            reject_message: "slow down".into(),
-            error_code: pocket_ic::ErrorCode::CanisterHeapDeltaRateLimited,
-            certified: true,
-        };
-        let ours = map_reject(&r);
+        let ours = mapped(
+            pocket_ic::RejectCode::SysTransient,
+            "slow down",
+            pocket_ic::ErrorCode::CanisterHeapDeltaRateLimited,
+        );
         assert_eq!(ours.code, RejectCode::SysTransient);
         assert_eq!(ours.error_code, ErrorCode::Other(210));
         assert_eq!(ours.error_code.to_string(), "IC0210");

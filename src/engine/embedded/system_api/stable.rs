@@ -8,7 +8,7 @@ use wasmtime::{Error, Result};
 
 use super::heap_access::{heap_and_state, heap_range};
 use super::native_stable::sync_native_size;
-use super::registration::{charge, violation, Def, C};
+use super::registration::{charge, violation, Addr, Def, C};
 use super::{HostState, HostTrap};
 use crate::engine::cost::{self, ApiFee, Limits};
 use crate::engine::embedded::memory::stable::StableError;
@@ -40,49 +40,30 @@ pub(super) fn define(d: &mut Def<'_>) -> Result<bool> {
             sync_native_size(&mut *c)?;
             Ok(old)
         })?,
-        "stable_read" => define_32bit(d, read)?,
-        "stable64_read" => define_64bit(d, read)?,
-        "stable_write" => define_32bit(d, write)?,
-        "stable64_write" => define_64bit(d, write)?,
+        "stable_read" => define_access::<i32, _>(d, read, true)?,
+        "stable64_read" => define_access::<i64, _>(d, read, false)?,
+        "stable_write" => define_access::<i32, _>(d, write, true)?,
+        "stable64_write" => define_access::<i64, _>(d, write, false)?,
         _ => return Ok(false),
     }
     Ok(true)
 }
 
-/// `stable_read(dst, offset, size)` or `stable_write(offset, src, size)`, `access` being
-/// [`read`] or [`write`] (whose arguments are in the same order): the 32-bit API first
-/// checks that stable memory fits its addresses.
-fn define_32bit<F>(d: &mut Def<'_>, access: F) -> Result<()>
+/// `stable_read(dst, offset, size)` or `stable_write(offset, src, size)` with `A` = `i32`,
+/// or their `stable64_` forms with `A` = `i64`, `access` being [`read`] or [`write`] (whose
+/// arguments are in the same order). The 32-bit API (`check_32bit`) first checks that
+/// stable memory fits its addresses.
+fn define_access<A: Addr, F>(d: &mut Def<'_>, access: F, check_32bit: bool) -> Result<()>
 where
     F: Fn(&mut C<'_>, &str, ApiFee, u64, u64, u64) -> Result<()> + Copy + Send + Sync + 'static,
 {
     let (fee, api) = (d.fee, d.name.to_string());
-    d.define(
-        move |c: &mut C<'_>, a: i32, b: i32, size: i32| -> Result<()> {
+    d.define(move |c: &mut C<'_>, a: A, b: A, size: A| -> Result<()> {
+        if check_32bit {
             check_32bit_stable(c, &api)?;
-            access(
-                c,
-                &api,
-                fee,
-                a as u32 as u64,
-                b as u32 as u64,
-                size as u32 as u64,
-            )
-        },
-    )
-}
-
-/// `stable64_read` or `stable64_write`, as [`define_32bit`] without the check.
-fn define_64bit<F>(d: &mut Def<'_>, access: F) -> Result<()>
-where
-    F: Fn(&mut C<'_>, &str, ApiFee, u64, u64, u64) -> Result<()> + Copy + Send + Sync + 'static,
-{
-    let (fee, api) = (d.fee, d.name.to_string());
-    d.define(
-        move |c: &mut C<'_>, a: i64, b: i64, size: i64| -> Result<()> {
-            access(c, &api, fee, a as u64, b as u64, size as u64)
-        },
-    )
+        }
+        access(c, &api, fee, a.get(), b.get(), size.get())
+    })
 }
 
 /// The replica's wording (its `internal_trap` handler) names the limits of every message
