@@ -432,8 +432,11 @@ pub fn table_paged(entries: &[Entry], max_rows: usize, pages: bool) -> String {
 // the CSV's five page figures, with canbench's change notes against the previous run's
 // where there is one (see `previous_pages`); and the table's page columns.
 
+/// Picks one page figure.
+type Figure = fn(&PageCounts) -> u64;
+
 /// The five figures, by the CSV's names (in `compare::CSV_PAGE_HEADER`'s order).
-const FIGURES: [(&str, fn(&PageCounts) -> u64); 5] = [
+const FIGURES: [(&str, Figure); 5] = [
     ("heap_wasm_pages_accessed", |p| p.heap_wasm_pages_accessed),
     ("heap_wasm_pages_written", |p| p.heap_wasm_pages_written),
     ("stable_wasm_pages_accessed", |p| {

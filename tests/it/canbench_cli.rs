@@ -786,6 +786,16 @@ fn scope_pages_lines(per_page: u64, count: &str, charge: &str) -> [String; 3] {
     [lines(6, 1), lines(1, 1), lines(2, 1)]
 }
 
+/// scope_pages' block from its total's last line of canbench's on: `note` on canbench's
+/// lines that did not move, the scopes' instructions and the page lines under each.
+fn scope_pages_block(note: &str, instructions: [&str; 2], pages: [String; 3]) -> String {
+    let [total, inner, outer] = pages;
+    let [inner_ins, outer_ins] = instructions;
+    format!(
+        "    stable_memory_increase: 1 pages {note}\n{total}\n  inner (scope):\n    calls: 1 {note}\n    instructions: {inner_ins}\n    heap_increase: 0 pages {note}\n    stable_memory_increase: 0 pages {note}\n{inner}\n  outer (scope):\n    calls: 1 {note}\n    instructions: {outer_ins}\n    heap_increase: 0 pages {note}\n    stable_memory_increase: 0 pages {note}\n{outer}\n{DASHES}\n"
+    )
+}
+
 /// The report without the lines, the table's columns and the legend --pages adds.
 fn without_pages(report: &str) -> String {
     report
@@ -803,6 +813,11 @@ fn without_pages(report: &str) -> String {
         .collect()
 }
 
+/// Asserts that `report` has `text`, showing the report when not.
+fn assert_has(report: &str, text: &str) {
+    assert!(report.contains(text), "{report}");
+}
+
 #[test]
 fn pages_adds_each_bench_s_and_scope_s_pages_to_the_report() {
     let w = wasm();
@@ -811,14 +826,10 @@ fn pages_adds_each_bench_s_and_scope_s_pages_to_the_report() {
     let paged = s.run(&["--wasm", &w, "--pages", "scope_pages"]);
     assert_eq!(paged.status.code(), Some(0), "{}", stderr(&paged));
     // No previous run: the figures alone, under canbench's lines, which stay as they are.
-    let [total, inner, outer] = scope_pages_lines(0, "", "");
     let report = stdout(&paged);
-    assert!(
-        report.contains(&format!(
-            "    stable_memory_increase: 1 pages (new)\n{total}\n  inner (scope):\n    calls: 1 (new)\n    instructions: 374 (new)\n    heap_increase: 0 pages (new)\n    stable_memory_increase: 0 pages (new)\n{inner}\n  outer (scope):\n    calls: 1 (new)\n    instructions: 1518 (new)\n    heap_increase: 0 pages (new)\n    stable_memory_increase: 0 pages (new)\n{outer}\n{DASHES}\n"
-        )),
-        "{report}"
-    );
+    let pages = scope_pages_lines(0, "", "");
+    let block = scope_pages_block("(new)", ["374 (new)", "1518 (new)"], pages);
+    assert_has(&report, &block);
     assert!(
         report.contains("| status | name               | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% | HPA | HPW | SPA | SPW | PCI |\n")
             && report.contains("|  new   | scope_pages::outer |     1 | 1.52K |         |  0 |        |   0 |         |   2 |   2 |   1 |   0 |   0 |\n")
@@ -835,14 +846,13 @@ fn pages_adds_each_bench_s_and_scope_s_pages_to_the_report() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let flags = ["--wasm", &w, "--pages", "--replica", "2026-07"];
     let o = s.run(&flags);
-    let [total, inner, outer] = scope_pages_lines(80_000, " (no change)", " (regressed from 0)");
     let report = stdout(&o);
-    assert!(
-        report.contains(&format!(
-            "    stable_memory_increase: 1 pages (no change)\n{total}\n  inner (scope):\n    calls: 1 (no change)\n    instructions: 160.37 K (regressed by 42780.75%)\n    heap_increase: 0 pages (no change)\n    stable_memory_increase: 0 pages (no change)\n{inner}\n  outer (scope):\n    calls: 1 (no change)\n    instructions: 241.52 K (regressed by 15810.28%)\n    heap_increase: 0 pages (no change)\n    stable_memory_increase: 0 pages (no change)\n{outer}\n{DASHES}\n"
-        )),
-        "{report}"
-    );
+    let pages = scope_pages_lines(80_000, " (no change)", " (regressed from 0)");
+    let moved = [
+        "160.37 K (regressed by 42780.75%)",
+        "241.52 K (regressed by 15810.28%)",
+    ];
+    assert_has(&report, &scope_pages_block("(no change)", moved, pages));
     for k in ["1", "2"] {
         let (shard, out) = (format!("{k}/2"), format!("part{k}"));
         let mut args = flags.to_vec();
