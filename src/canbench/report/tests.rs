@@ -577,3 +577,38 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
 
 ---------------------------------------------------
 "#;
+
+#[test]
+fn page_lines_note_changes_only_against_known_figures() {
+    let counts = |heap: u64| crate::engine::PageCounts {
+        heap_wasm_pages_accessed: heap,
+        heap_wasm_pages_written: heap,
+        ..Default::default()
+    };
+    let now = BenchPages {
+        total: Some(counts(4)),
+        scopes: [("s".to_string(), counts(1))].into(),
+    };
+    let before = BenchPages {
+        total: Some(counts(2)),
+        scopes: BTreeMap::new(),
+    };
+    let shown = PagesShown {
+        now: &now,
+        before: Some(&before),
+    };
+    assert_eq!(
+        shown.lines(None, 2.0),
+        "    heap_wasm_pages_accessed: 4 (regressed by 100.00%)\n    heap_wasm_pages_written: 4 (regressed by 100.00%)\n    stable_wasm_pages_accessed: 0 (no change)\n    stable_wasm_pages_written: 0 (no change)\n    page_charge_instructions: 0 (no change)\n"
+    );
+    // A scope the previous run has no figures for shows its own alone; one whose pages
+    // were not attributed says so.
+    assert_eq!(
+        shown.lines(Some("s"), 2.0),
+        "    heap_wasm_pages_accessed: 1\n    heap_wasm_pages_written: 1\n    stable_wasm_pages_accessed: 0\n    stable_wasm_pages_written: 0\n    page_charge_instructions: 0\n"
+    );
+    assert_eq!(
+        shown.lines(Some("other"), 2.0),
+        "    Wasm pages: not counted (the run's note on stderr says why)\n"
+    );
+}
