@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod config;
+pub mod previous_pages;
 pub mod report;
 pub mod results;
 pub mod scope_pages;
@@ -25,6 +26,8 @@ use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::compare::BenchPages;
 use self::config::Config;
+use self::previous_pages::Previous;
+use self::report::PagesShown;
 use self::results::{BenchResult, Results};
 
 /// The export prefix of a benchmark (`#[bench]` generates `__canbench__<name>` queries).
@@ -114,6 +117,10 @@ pub struct CanbenchArgs {
     /// result.
     #[arg(long, value_name = "X")]
     pub max_ratio: Option<f64>,
+    /// Also print the CSV's page columns for each bench and scope in the report, with their
+    /// change against the previous run's (the CSV beside the results file, if it matches).
+    #[arg(long)]
+    pub pages: bool,
     #[command(flatten)]
     pub comment: crate::report::CommentArgs,
 }
@@ -139,6 +146,9 @@ impl CanbenchArgs {
                 "--noise-threshold must be a non-negative percentage, got {}",
                 self.noise_threshold
             );
+        }
+        if self.pages && self.hide_results && self.less_verbose && !self.show_summary {
+            bail!("--pages adds to the bench blocks and the summary's table, but --hide-results and --less-verbose print neither");
         }
         if let Some(x) = self.max_ratio.filter(|x| !(x.is_finite() && *x > 0.0)) {
             bail!("--max-ratio must be a positive multiplier, got {x}");
@@ -407,6 +417,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         build(cmd)?;
     }
     let old = results::read(&plan.results_path)?;
+    let old_pages = previous_pages::previous(args.pages, &plan.csv_path, &old);
     let wasm = read_wasm(&plan.wasm_path)?;
     crate::engine::embedded::check_module(&wasm)
         .map_err(|e| anyhow!("{}: {e:#}", plan.wasm_path.display()))?;
@@ -455,8 +466,9 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     } = sort_out(ran, &names, &plan.results_path)?;
     let output = Output::of(args, &plan);
     if shard.is_whole() {
+        let previous = (&old, &old_pages);
         return finish(
-            replica, &names, outcomes, &pages, &traces, &base, &old, &output, None,
+            replica, &names, outcomes, &pages, &traces, &base, previous, &output, None,
         );
     }
     let dir = args
@@ -474,6 +486,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         stable_memory: stable.as_deref().map(crate::suites::pool::sha256_hex),
         benches: names.clone(),
         baseline: old.clone(),
+        baseline_pages: old_pages.clone(),
         output: output.clone(),
         outcomes: positions
             .iter()
@@ -483,7 +496,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             .collect(),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
-    let ok = print_sections(&mine, outcomes, &[], &old, &output)
+    let ok = print_sections(&mine, outcomes, &pages, &[], (&old, &old_pages), &output)
         .1
         .is_empty();
     let path = part.write(dir)?;
@@ -618,6 +631,9 @@ pub struct Output {
     pub markdown: Option<PathBuf>,
     #[serde(default)]
     pub comment: CommentOutput,
+    /// Whether the report shows the pages (--pages); left out of a part when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pages: bool,
 }
 
 impl Output {
@@ -633,6 +649,7 @@ impl Output {
             results_path: plan.results_path.clone(),
             csv_path: plan.csv_path.clone(),
             markdown: args.markdown.clone(),
+            pages: args.pages,
             comment: CommentOutput {
                 title: args.comment.title.clone(),
                 marker: args.comment.marker.clone(),
@@ -737,13 +754,14 @@ fn write_diffs(
 }
 
 /// Prints each bench's section (stdout) or error (stderr) in run order, with the line
-/// naming its trace where `traces` has one; returns the results and the failed benches
-/// with their errors.
+/// naming its trace where `traces` has one and its page lines with --pages; returns the
+/// results and the failed benches with their errors.
 fn print_sections(
     names: &[String],
     outcomes: Vec<BenchOutcome>,
+    pages: &[BenchPages],
     traces: &[Option<PathBuf>],
-    old: &Results,
+    (old, old_pages): Previous<'_>,
     o: &Output,
 ) -> (Results, Vec<(String, String)>) {
     let mut new = Results::new();
@@ -752,8 +770,17 @@ fn print_sections(
         match outcome {
             Ok(result) => {
                 if !o.hide_results {
-                    let section =
-                        report::bench_section(name, &result, old.get(name), o.noise_threshold);
+                    let shown = pages.get(i).filter(|_| o.pages).map(|now| PagesShown {
+                        now,
+                        before: old_pages.get(name),
+                    });
+                    let section = report::section(&report::bench_block_paged(
+                        name,
+                        &result,
+                        old.get(name),
+                        o.noise_threshold,
+                        shown.as_ref(),
+                    ));
                     match traces.get(i).and_then(Option::as_ref) {
                         // canbench's line closes the block, before its blank line.
                         Some(path) => print!(
@@ -812,12 +839,13 @@ pub fn finish(
     pages: &[BenchPages],
     traces: &[Option<PathBuf>],
     base_traces: &BTreeMap<String, Folded>,
-    old: &Results,
+    previous: Previous<'_>,
     o: &Output,
     under: Option<&Path>,
 ) -> Result<bool> {
     eprintln!("{}", pocket_ic_line(replica));
-    let (new, failed) = print_sections(names, outcomes, traces, old, o);
+    let (new, failed) = print_sections(names, outcomes, pages, traces, previous, o);
+    let old = previous.0;
     let mut entries = compare::entries(&new, old);
     let by_name: BTreeMap<String, BenchPages> = names
         .iter()
@@ -827,10 +855,11 @@ pub fn finish(
     compare::set_pages(&mut entries, &by_name);
     print!(
         "{}",
-        report::closing(
+        report::closing_paged(
             &entries,
             o.noise_threshold,
-            !o.less_verbose || o.show_summary
+            !o.less_verbose || o.show_summary,
+            o.pages
         )
     );
     let place = |p: &Path| match under {

@@ -3,8 +3,10 @@
 
 use std::fmt::Write;
 
+use super::compare::BenchPages;
 use super::compare::{Change, Entry, Values};
 use super::results::{BenchResult, Measurement};
+use crate::engine::PageCounts;
 
 pub const DASHES: &str = "---------------------------------------------------";
 /// Longer tables keep their first and last halves of this many rows.
@@ -71,7 +73,15 @@ pub fn metric_line(metric: &str, value: u64, old: Option<u64>, noise_threshold: 
     if metric == "heap_increase" || metric == "stable_memory_increase" {
         v.push_str(" pages");
     }
-    let note = match old {
+    format!(
+        "    {metric}: {v} {}\n",
+        change_note(value, old, noise_threshold)
+    )
+}
+
+/// canbench's note on a value against its previous one: `(new)`, `(no change)`, ...
+pub fn change_note(value: u64, old: Option<u64>, noise_threshold: f64) -> String {
+    match old {
         None => "(new)".to_string(),
         Some(0) if value == 0 => "(no change)".to_string(),
         Some(0) => "(regressed from 0)".to_string(),
@@ -87,8 +97,7 @@ pub fn metric_line(metric: &str, value: u64, old: Option<u64>, noise_threshold: 
                 format!("(improved by {:.2}%)", d.abs())
             }
         }
-    };
-    format!("    {metric}: {v} {note}\n")
+    }
 }
 
 fn measurement_lines(
@@ -123,27 +132,51 @@ fn measurement_lines(
 
 /// One bench's block, from `Benchmark:` to its last metric line.
 pub fn bench_block(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: f64) -> String {
+    bench_block_paged(name, new, old, t, None)
+}
+
+/// [`bench_block`], with `pages` the page lines under the total and each scope (--pages).
+pub fn bench_block_paged(
+    name: &str,
+    new: &BenchResult,
+    old: Option<&BenchResult>,
+    t: f64,
+    pages: Option<&PagesShown>,
+) -> String {
     let mut out = match old {
         Some(_) => format!("Benchmark: {name}\n"),
         None => format!("Benchmark: {name} (new)\n"),
     };
     out.push_str("  total:\n");
     measurement_lines(&mut out, &new.total, old.map(|o| &o.total), t, false);
+    let page_lines = |scope| pages.map(|p| p.lines(scope, t)).unwrap_or_default();
+    out.push_str(&page_lines(None));
     for (scope, m) in &new.scopes {
         let _ = write!(out, "\n  {scope} (scope):\n");
         measurement_lines(&mut out, m, old.and_then(|o| o.scopes.get(scope)), t, true);
+        out.push_str(&page_lines(Some(scope)));
     }
     out
 }
 
 /// A bench as the run prints it: a dash line, a blank line, the block, a blank line.
 pub fn bench_section(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: f64) -> String {
-    format!("{DASHES}\n\n{}\n", bench_block(name, new, old, t))
+    section(&bench_block(name, new, old, t))
+}
+
+/// A bench's block as the run prints it (see [`bench_section`]).
+pub fn section(block: &str) -> String {
+    format!("{DASHES}\n\n{block}\n")
 }
 
 /// What follows the bench sections: a dash line, then with `summary` the summary and,
 /// if anything changed significantly, the table, each closed by a dash line.
 pub fn closing(entries: &[Entry], t: f64, summary_on: bool) -> String {
+    closing_paged(entries, t, summary_on, false)
+}
+
+/// [`closing`], the table with this run's page columns when `pages` (--pages).
+pub fn closing_paged(entries: &[Entry], t: f64, summary_on: bool, pages: bool) -> String {
     let mut out = format!("{DASHES}\n");
     if summary_on {
         let _ = write!(out, "\n{}\n{DASHES}\n", summary(entries, t));
@@ -152,7 +185,7 @@ pub fn closing(entries: &[Entry], t: f64, summary_on: bool) -> String {
             let _ = write!(
                 out,
                 "\nOnly significant changes:\n{}\n{DASHES}\n",
-                table(&significant, MAX_DISPLAYED_ROWS)
+                table_paged(&significant, MAX_DISPLAYED_ROWS, pages)
             );
         }
     }
@@ -309,9 +342,17 @@ pub fn significant(entries: &[Entry], t: f64) -> Vec<Entry> {
 /// bytes while padding counts characters, so a column headed `ins Δ%` is one wider than
 /// its text: canbench's exact layout.
 pub fn table(entries: &[Entry], max_rows: usize) -> String {
-    let header = [
+    table_paged(entries, max_rows, false)
+}
+
+/// [`table`], with `pages` each row's page columns after canbench's and their legend.
+pub fn table_paged(entries: &[Entry], max_rows: usize, pages: bool) -> String {
+    let mut header = vec![
         "status", "name", "calls", "ins", "ins Δ%", "HI", "HI Δ%", "SMI", "SMI Δ%",
     ];
+    if pages {
+        header.extend(PAGE_TABLE_HEADER);
+    }
     let mut rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
@@ -332,6 +373,9 @@ pub fn table(entries: &[Entry], max_rows: usize) -> String {
                 human(&e.stable_memory_increase),
                 pct(&e.stable_memory_increase),
             ]
+            .into_iter()
+            .chain(pages.then(|| page_cells(e)).into_iter().flatten())
+            .collect()
         })
         .collect();
     if rows.len() > max_rows {
@@ -367,7 +411,7 @@ pub fn table(entries: &[Entry], max_rows: usize) -> String {
         s.push('\n');
         s
     };
-    let mut out = line(&header.map(String::from));
+    let mut out = line(&header.iter().map(|h| h.to_string()).collect::<Vec<_>>());
     out.push('|');
     for w in &widths {
         out.push_str(&"-".repeat(w + 2));
@@ -378,588 +422,75 @@ pub fn table(entries: &[Entry], max_rows: usize) -> String {
         out.push_str(&line(row));
     }
     let _ = write!(out, "\n{LEGEND}\n");
+    if pages {
+        let _ = writeln!(out, "{PAGE_LEGEND}");
+    }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::super::compare::entries;
-    use super::super::results::Results;
-    use super::*;
-    use std::collections::BTreeMap;
-
-    use crate::canbench::results::{bench, m};
-    use crate::report::format::cases;
-
-    fn one(name: &str, total: Measurement) -> Results {
-        [(name.to_string(), bench(total, &[]))].into()
-    }
-
-    #[test]
-    fn number_formats() {
-        cases(
-            fmt_metric_value,
-            &[
-                (9_999, "9999"),
-                (49_120, "49.12 K"),
-                (3_385_780, "3.39 M"),
-                (2_729_624_702, "2.73 B"),
-                (12_000_000_000_000, "12.00 T"),
-            ],
-        );
-        cases(
-            fmt_human_u64,
-            &[
-                (795, "795"),
-                (4_180, "4.18K"),
-                (3_385_780, "3.39M"),
-                (8_000, "8.00K"),
-            ],
-        );
-        cases(
-            fmt_human_i64,
-            &[
-                (0, "0"),
-                (47, "+47"),
-                (-3, "-3"),
-                (-154_220, "-154.22K"),
-                (15_400, "+15.40K"),
-            ],
-        );
-        cases(
-            fmt_human_percent,
-            &[
-                (5.588585, "+5.59%"),
-                (-93.32, "-93.32%"),
-                (0.0, "0.00%"),
-                (0.004, "0.00%"),
-                (f64::INFINITY, "+inf%"),
-            ],
-        );
-    }
-
-    #[test]
-    fn metric_line_annotations() {
-        let t = 2.0;
-        assert_eq!(
-            metric_line("instructions", 888, Some(841), t),
-            "    instructions: 888 (regressed by 5.59%)\n"
-        );
-        assert_eq!(
-            metric_line("instructions", 207, None, t),
-            "    instructions: 207 (new)\n"
-        );
-        assert_eq!(
-            metric_line("heap_increase", 0, Some(0), t),
-            "    heap_increase: 0 pages (no change)\n"
-        );
-        assert_eq!(
-            metric_line("stable_memory_increase", 123, Some(0), t),
-            "    stable_memory_increase: 123 pages (regressed from 0)\n"
-        );
-        assert_eq!(
-            metric_line("instructions", 3_385_780, Some(3_540_000), t),
-            "    instructions: 3.39 M (improved by 4.36%)\n"
-        );
-        assert_eq!(
-            metric_line("instructions", 3_385_780, Some(3_540_000), 5.0),
-            "    instructions: 3.39 M (-4.36%) (change within noise threshold)\n"
-        );
-        assert_eq!(
-            metric_line("instructions", 1003, Some(1000), t),
-            "    instructions: 1003 (0.30%) (change within noise threshold)\n"
-        );
-        assert_eq!(
-            metric_line("calls", 10, Some(10), t),
-            "    calls: 10 (no change)\n"
-        );
-        assert_eq!(
-            metric_line("heap_increase", 62, Some(65), t),
-            "    heap_increase: 62 pages (improved by 4.62%)\n"
-        );
-    }
-
-    #[test]
-    fn init_args_example_from_canbench_expected_output() {
-        // canbench-bin/tests/expected/benchmark_works_with_init_args.txt: 888 against 841.
-        let new = one("state_check", m(1, 888, 0, 0));
-        let old = one("state_check", m(1, 841, 0, 0));
-        assert_eq!(
-            bench_block(
-                "state_check",
-                &new["state_check"],
-                old.get("state_check"),
-                2.0
-            ),
-            "Benchmark: state_check
-  total:
-    instructions: 888 (regressed by 5.59%)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-"
-        );
-        let e = entries(&new, &old);
-        assert_eq!(
-            summary(&e, 2.0),
-            "Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +47 | p75 +47 | median +47 | p25 +47 | min +47]
-    change %: [max +5.59% | p75 +5.59% | median +5.59% | p25 +5.59% | min +5.59%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-"
-        );
-        assert_eq!(
-            table(&significant(&e, 2.0), MAX_DISPLAYED_ROWS),
-            "| status | name        | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------------|-------|-----|---------|----|--------|-----|---------|
-|   +    | state_check |       | 888 |  +5.59% |  0 |  0.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-"
-        );
-    }
-
-    #[test]
-    fn new_bench_with_scopes_from_canbench_expected_output() {
-        // reports_scopes_in_new_benchmark.txt
-        let new: Results = [(
-            "bench_scope_new".to_string(),
-            bench(
-                m(1, 4180, 0, 0),
-                &[("scope_1", m(1, 1059, 0, 0)), ("scope_2", m(1, 795, 0, 0))],
-            ),
-        )]
-        .into();
-        let e = entries(&new, &Results::new());
-        assert_eq!(
-            bench_block("bench_scope_new", &new["bench_scope_new"], None, 2.0),
-            "Benchmark: bench_scope_new (new)
-  total:
-    instructions: 4180 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_1 (scope):
-    calls: 1 (new)
-    instructions: 1059 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_2 (scope):
-    calls: 1 (new)
-    instructions: 795 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-"
-        );
-        let s = summary(&e, 2.0);
-        assert!(
-            s.contains(
-                "  instructions:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-"
-            ),
-            "{s}"
-        );
-        assert_eq!(
-            table(&significant(&e, 2.0), MAX_DISPLAYED_ROWS),
-            "| status | name                     | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|--------------------------|-------|-------|---------|----|--------|-----|---------|
-|  new   | bench_scope_new          |       | 4.18K |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_1 |     1 | 1.06K |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_2 |     1 |   795 |         |  0 |        |   0 |         |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-"
-        );
-    }
-
-    #[test]
-    fn table_elides_middle_rows_like_canbench() {
-        // canbench-bin's table test: five benches and one scope, all -10%.
-        let mut new = Results::new();
-        let mut old = Results::new();
-        for i in 1..=5 {
-            let mut scopes = BTreeMap::new();
-            let mut old_scopes = BTreeMap::new();
-            if i == 5 {
-                scopes.insert("scope_0".to_string(), m(10, 9_000_000, 0, 0));
-                old_scopes.insert("scope_0".to_string(), m(10, 10_000_000, 0, 0));
-            }
-            new.insert(
-                format!("bench_{i}"),
-                BenchResult {
-                    total: m(1, 9_000_000, 0, 0),
-                    scopes,
-                },
-            );
-            old.insert(
-                format!("bench_{i}"),
-                BenchResult {
-                    total: m(1, 10_000_000, 0, 0),
-                    scopes: old_scopes,
-                },
-            );
-        }
-        let rows = significant(&entries(&new, &old), 2.0);
-        assert_eq!(rows.len(), 6);
-        assert_eq!(
-            table(&rows, 3),
-            "| status | name                   | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|------------------------|-------|-------|---------|----|--------|-----|---------|
-|   -    | bench_1                |       | 9.00M | -10.00% |  0 |  0.00% |   0 |   0.00% |
-|  ...   | ... 3 rows omitted ... |       |       |         |    |        |     |         |
-|   -    | bench_5                |       | 9.00M | -10.00% |  0 |  0.00% |   0 |   0.00% |
-|   -    | bench_5::scope_0       |    10 | 9.00M | -10.00% |  0 |  0.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-"
-        );
-        assert!(table(&rows, 5).contains("| ... 1 row omitted ... |"));
-        assert!(!table(&rows, 6).contains("omitted"));
-    }
-
-    #[test]
-    fn significance_status_and_order() {
-        let mut new = Results::new();
-        let mut old = Results::new();
-        // (name, new (ins, heap), old (ins, heap))
-        for (name, n, o) in [
-            ("a_noise", (1010, 0), Some((1000, 0))),
-            ("b_both", (1100, 1), Some((1000, 2))),
-            ("c_improved", (500, 0), Some((1000, 0))),
-            ("d_regressed", (2000, 0), Some((1000, 0))),
-            ("e_new", (1, 0), None),
-            ("f_heap_only", (1000, 5), Some((1000, 0))),
-        ] {
-            new.insert(name.to_string(), bench(m(1, n.0, n.1, 0), &[]));
-            if let Some(o) = o {
-                old.insert(name.to_string(), bench(m(1, o.0, o.1, 0), &[]));
-            }
-        }
-        let rows = significant(&entries(&new, &old), 2.0);
-        let got: Vec<(String, String)> = rows
-            .iter()
-            .map(|e| (e.status.clone(), e.full_name()))
-            .collect();
-        let want = [
-            ("+", "d_regressed"),
-            ("+/-", "b_both"),
-            ("+", "f_heap_only"),
-            ("-", "c_improved"),
-            ("new", "e_new"),
-        ];
-        assert_eq!(
-            got,
-            want.map(|(s, n)| (s.to_string(), n.to_string())).to_vec()
-        );
-        let s = summary(&entries(&new, &old), 2.0);
-        assert!(s.contains("    status:   Regressions, improvements, and new benchmarks 🔴🟢➕\n    counts:   [total 6 | regressed 2 | improved 1 | new 1 | unchanged 2]\n    change:   [max +1.00K | p75 +100 | median +10 | p25 0 | min -500]\n    change %: [max +100.00% | p75 +10.00% | median +1.00% | p25 0.00% | min -50.00%]\n"), "{s}");
-        assert!(s.contains("  heap_increase:\n    status:   Regressions, improvements, and new benchmarks 🔴🟢➕\n    counts:   [total 6 | regressed 1 | improved 1 | new 1 | unchanged 3]\n    change:   [max +5 | p75 0 | median 0 | p25 0 | min -1]\n    change %: [max +inf% | p75 0.00% | median 0.00% | p25 0.00% | min -50.00%]\n"), "{s}");
-    }
-
-    /// Whole reports from canbench 0.7.0's own test suite (canbench-bin/tests/expected),
-    /// rebuilt from the results they show. Values of 10,000 and more are printed rounded
-    /// there, so any value that rounds the same stands in for them.
-    fn full_report(new: (&str, BenchResult), old: Option<BenchResult>) -> String {
-        let (name, result) = new;
-        let new_results: Results = [(name.to_string(), result.clone())].into();
-        let old_results: Results = old.map(|o| (name.to_string(), o)).into_iter().collect();
-        let mut out = bench_section(name, &result, old_results.get(name), 2.0);
-        out.push_str(&closing(&entries(&new_results, &old_results), 2.0, true));
-        out
-    }
-
-    #[test]
-    fn canbench_expected_benchmark_works_with_init_args() {
-        let new = bench(m(1, 888, 0, 0), &[]);
-        let old = bench(m(1, 841, 0, 0), &[]);
-        assert_eq!(
-            full_report(("state_check", new), Some(old)),
-            EXPECTED_INIT_ARGS
-        );
-    }
-
-    #[test]
-    fn canbench_expected_benchmark_reports_regression_from_zero() {
-        let new = bench(m(1, 307, 0, 123), &[]);
-        let old = bench(m(1, 0, 0, 0), &[]);
-        assert_eq!(
-            full_report(("stable_memory_increase_from_zero", new), Some(old)),
-            EXPECTED_REGRESSION_FROM_ZERO
-        );
-    }
-
-    #[test]
-    fn canbench_expected_reports_repeated_scope_in_existing_benchmark() {
-        let new = bench(m(1, 15_400, 0, 0), &[("scope_1", m(10, 7999, 0, 0))]);
-        let old = bench(m(1, 0, 0, 0), &[("scope_1", m(10, 800, 1, 0))]);
-        assert_eq!(
-            full_report(("bench_repeated_scope_exists", new), Some(old)),
-            EXPECTED_REPEATED_SCOPE_EXISTING
-        );
-    }
-
-    #[test]
-    fn canbench_expected_noisy_change_above_default_noise_threshold() {
-        let new = bench(m(1, 3_385_780, 62, 100), &[]);
-        let old = bench(m(1, 3_540_000, 65, 104), &[]);
-        assert_eq!(
-            full_report(
-                ("noisy_change_above_default_threshold_test", new),
-                Some(old)
-            ),
-            EXPECTED_NOISY_ABOVE_THRESHOLD
-        );
-    }
-
-    #[test]
-    fn canbench_expected_reports_scopes_in_new_benchmark() {
-        let new = bench(
-            m(1, 3834, 0, 0),
-            &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-        );
-        assert_eq!(
-            full_report(("bench_scope_new", new), None),
-            EXPECTED_SCOPES_NEW
-        );
-    }
-
-    const EXPECTED_INIT_ARGS: &str = r#"---------------------------------------------------
-
-Benchmark: state_check
-  total:
-    instructions: 888 (regressed by 5.59%)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +47 | p75 +47 | median +47 | p25 +47 | min +47]
-    change %: [max +5.59% | p75 +5.59% | median +5.59% | p25 +5.59% | min +5.59%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name        | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------------|-------|-----|---------|----|--------|-----|---------|
-|   +    | state_check |       | 888 |  +5.59% |  0 |  0.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-    const EXPECTED_REGRESSION_FROM_ZERO: &str = r#"---------------------------------------------------
-
-Benchmark: stable_memory_increase_from_zero
-  total:
-    instructions: 307 (regressed from 0)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 123 pages (regressed from 0)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +307 | p75 +307 | median +307 | p25 +307 | min +307]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +123 | p75 +123 | median +123 | p25 +123 | min +123]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                             | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|----------------------------------|-------|-----|---------|----|--------|-----|---------|
-|   +    | stable_memory_increase_from_zero |       | 307 |   +inf% |  0 |  0.00% | 123 |   +inf% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-    const EXPECTED_REPEATED_SCOPE_EXISTING: &str = r#"---------------------------------------------------
-
-Benchmark: bench_repeated_scope_exists
-  total:
-    instructions: 15.40 K (regressed from 0)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-
-  scope_1 (scope):
-    calls: 10 (no change)
-    instructions: 7999 (regressed by 899.87%)
-    heap_increase: 0 pages (improved by 100.00%)
-    stable_memory_increase: 0 pages (no change)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +15.40K | p75 +15.40K | median +15.40K | p25 +15.40K | min +15.40K]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                                 | calls |    ins |   ins Δ% | HI |    HI Δ% | SMI |  SMI Δ% |
-|--------|--------------------------------------|-------|--------|----------|----|----------|-----|---------|
-|   +    | bench_repeated_scope_exists          |       | 15.40K |    +inf% |  0 |    0.00% |   0 |   0.00% |
-|  +/-   | bench_repeated_scope_exists::scope_1 |    10 |  8.00K | +899.87% |  0 | -100.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-    const EXPECTED_NOISY_ABOVE_THRESHOLD: &str = r#"---------------------------------------------------
-
-Benchmark: noisy_change_above_default_threshold_test
-  total:
-    instructions: 3.39 M (improved by 4.36%)
-    heap_increase: 62 pages (improved by 4.62%)
-    stable_memory_increase: 100 pages (improved by 3.85%)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -154.22K | p75 -154.22K | median -154.22K | p25 -154.22K | min -154.22K]
-    change %: [max -4.36% | p75 -4.36% | median -4.36% | p25 -4.36% | min -4.36%]
-
-  heap_increase:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -3 | p75 -3 | median -3 | p25 -3 | min -3]
-    change %: [max -4.62% | p75 -4.62% | median -4.62% | p25 -4.62% | min -4.62%]
-
-  stable_memory_increase:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -4 | p75 -4 | median -4 | p25 -4 | min -4]
-    change %: [max -3.85% | p75 -3.85% | median -3.85% | p25 -3.85% | min -3.85%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                                      | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------------------------------------------|-------|-------|---------|----|--------|-----|---------|
-|   -    | noisy_change_above_default_threshold_test |       | 3.39M |  -4.36% | 62 | -4.62% | 100 |  -3.85% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-    const EXPECTED_SCOPES_NEW: &str = r#"---------------------------------------------------
-
-Benchmark: bench_scope_new (new)
-  total:
-    instructions: 3834 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_1 (scope):
-    calls: 1 (new)
-    instructions: 970 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_2 (scope):
-    calls: 1 (new)
-    instructions: 781 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
-  heap_increase:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
-  stable_memory_increase:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                     | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|--------------------------|-------|-------|---------|----|--------|-----|---------|
-|  new   | bench_scope_new          |       | 3.83K |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_1 |     1 |   970 |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_2 |     1 |   781 |         |  0 |        |   0 |         |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
+// The Wasm pages in the report with `--pages`: under each bench's total and each scope
+// the CSV's five page figures, with canbench's change notes against the previous run's
+// where there is one (see `previous_pages`); and the table's page columns.
+
+/// Picks one page figure.
+type Figure = fn(&PageCounts) -> u64;
+
+/// The five figures, by the CSV's names (in `compare::CSV_PAGE_HEADER`'s order).
+const FIGURES: [(&str, Figure); 5] = [
+    ("heap_wasm_pages_accessed", |p| p.heap_wasm_pages_accessed),
+    ("heap_wasm_pages_written", |p| p.heap_wasm_pages_written),
+    ("stable_wasm_pages_accessed", |p| {
+        p.stable_wasm_pages_accessed
+    }),
+    ("stable_wasm_pages_written", |p| p.stable_wasm_pages_written),
+    ("page_charge_instructions", |p| p.page_charge_instructions),
+];
+
+/// The table's page columns, in [`FIGURES`]' order, and their legend line.
+const PAGE_TABLE_HEADER: [&str; 5] = ["HPA", "HPW", "SPA", "SPW", "PCI"];
+const PAGE_LEGEND: &str = "HPA/HPW = heap Wasm pages accessed/written, SPA/SPW = stable Wasm pages accessed/written, PCI = page_charge_instructions (this run's)";
+
+/// One bench's page figures for its block: this run's and the previous run's, if known.
+pub struct PagesShown<'a> {
+    pub now: &'a BenchPages,
+    pub before: Option<&'a BenchPages>,
 }
+
+impl PagesShown<'_> {
+    /// The lines under the total (`scope` None) or a scope: each figure, and its change
+    /// against the previous figure where there is one.
+    pub fn lines(&self, scope: Option<&str>, t: f64) -> String {
+        let pick = |b: &BenchPages| match scope {
+            None => b.total,
+            Some(s) => b.scopes.get(s).copied(),
+        };
+        let Some(now) = pick(self.now) else {
+            return "    Wasm pages: not counted (the run's note on stderr says why)\n".into();
+        };
+        let before = self.before.and_then(pick);
+        FIGURES
+            .iter()
+            .map(|(name, figure)| {
+                let note = before
+                    .map(|b| format!(" {}", change_note(figure(&now), Some(figure(&b)), t)))
+                    .unwrap_or_default();
+                format!("    {name}: {}{note}\n", fmt_metric_value(figure(&now)))
+            })
+            .collect()
+    }
+}
+
+/// A table row's page cells: this run's figures, empty where not counted.
+fn page_cells(e: &Entry) -> Vec<String> {
+    FIGURES
+        .iter()
+        .map(|(_, figure)| {
+            e.pages
+                .map(|p| fmt_human_u64(figure(&p)))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

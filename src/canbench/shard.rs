@@ -44,6 +44,9 @@ pub struct Part {
     pub benches: Vec<String>,
     /// The previous results the run compares against.
     pub baseline: Results,
+    /// The previous run's pages (`--pages`: the CSV's rows that match `baseline`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub baseline_pages: BTreeMap<String, BenchPages>,
     pub output: Output,
     /// This part's benches, in run order.
     pub outcomes: Vec<PartOutcome>,
@@ -146,6 +149,10 @@ impl Part {
                 json(&self.baseline),
             ),
             (
+                "the previous pages (the CSV beside the results file, with --pages)",
+                json(&self.baseline_pages),
+            ),
+            (
                 "the report and file options (--persist, --csv, --noise-threshold, --results, ...)",
                 json(&self.output),
             ),
@@ -202,6 +209,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     let first = &parts[0].1;
     let names = first.benches.clone();
     let (baseline, output) = (first.baseline.clone(), first.output.clone());
+    let baseline_pages = first.baseline_pages.clone();
     let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
     let mut pages: Vec<BenchPages> = names.iter().map(|_| BenchPages::default()).collect();
     for (path, p) in &parts {
@@ -256,6 +264,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         outcomes,
         pages,
         baseline,
+        baseline_pages,
         output,
     })
 }
@@ -268,6 +277,7 @@ pub struct Joined {
     pub outcomes: Vec<BenchOutcome>,
     pub pages: Vec<BenchPages>,
     pub baseline: Results,
+    pub baseline_pages: BTreeMap<String, BenchPages>,
     pub output: Output,
 }
 
@@ -286,7 +296,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
         &joined.pages,
         &[],
         &Default::default(),
-        &joined.baseline,
+        (&joined.baseline, &joined.baseline_pages),
         &joined.output,
         under,
     )
@@ -330,6 +340,7 @@ mod tests {
                 .collect(),
             benches,
             baseline: Results::new(),
+            baseline_pages: BTreeMap::new(),
             output: Output {
                 noise_threshold: 2.0,
                 less_verbose: false,
@@ -341,6 +352,7 @@ mod tests {
                 csv_path: "r.csv".into(),
                 markdown: None,
                 comment: Default::default(),
+                pages: false,
             },
         }
     }

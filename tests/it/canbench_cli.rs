@@ -768,3 +768,120 @@ fn a_pocket_ic_release_by_name_charges_by_its_vintage() {
         stderr(&o)
     );
 }
+
+/// The page lines --pages puts under scope_pages' total and scopes: the figures of
+/// tests/it/canbench_baseline.rs (heap pages written 6, 1 and 2, one stable page read;
+/// 80,000 per page accessed under 2026-07), with `count` after each page count and `charge`
+/// after the charge.
+fn scope_pages_lines(per_page: u64, count: &str, charge: &str) -> [String; 3] {
+    let lines = |heap: u64, stable: u64| {
+        let charged = match (heap + stable) * per_page {
+            0 => "0".to_string(),
+            c => format!("{:.2} K", c as f64 / 1e3),
+        };
+        format!(
+            "    heap_wasm_pages_accessed: {heap}{count}\n    heap_wasm_pages_written: {heap}{count}\n    stable_wasm_pages_accessed: {stable}{count}\n    stable_wasm_pages_written: 0{count}\n    page_charge_instructions: {charged}{charge}\n"
+        )
+    };
+    [lines(6, 1), lines(1, 1), lines(2, 1)]
+}
+
+/// scope_pages' block from its total's last line of canbench's on: `note` on canbench's
+/// lines that did not move, the scopes' instructions and the page lines under each.
+fn scope_pages_block(note: &str, instructions: [&str; 2], pages: [String; 3]) -> String {
+    let [total, inner, outer] = pages;
+    let [inner_ins, outer_ins] = instructions;
+    format!(
+        "    stable_memory_increase: 1 pages {note}\n{total}\n  inner (scope):\n    calls: 1 {note}\n    instructions: {inner_ins}\n    heap_increase: 0 pages {note}\n    stable_memory_increase: 0 pages {note}\n{inner}\n  outer (scope):\n    calls: 1 {note}\n    instructions: {outer_ins}\n    heap_increase: 0 pages {note}\n    stable_memory_increase: 0 pages {note}\n{outer}\n{DASHES}\n"
+    )
+}
+
+/// The report without the lines, the table's columns and the legend --pages adds.
+fn without_pages(report: &str) -> String {
+    report
+        .lines()
+        .filter(|l| !l.contains("_wasm_pages_") && !l.contains("page_charge"))
+        .filter(|l| !l.starts_with("HPA/HPW"))
+        .map(|l| match l.starts_with('|') {
+            // The table's five page columns end each of its lines.
+            true => {
+                let cells: Vec<&str> = l.split('|').collect();
+                format!("{}|\n", cells[..cells.len() - 6].join("|"))
+            }
+            false => format!("{l}\n"),
+        })
+        .collect()
+}
+
+/// Asserts that `report` has `text`, showing the report when not.
+fn assert_has(report: &str, text: &str) {
+    assert!(report.contains(text), "{report}");
+}
+
+#[test]
+fn pages_adds_each_bench_s_and_scope_s_pages_to_the_report() {
+    let w = wasm();
+    let s = Scratch::new("pages");
+    let plain = s.run(&["--wasm", &w, "scope_pages"]);
+    let paged = s.run(&["--wasm", &w, "--pages", "scope_pages"]);
+    assert_eq!(paged.status.code(), Some(0), "{}", stderr(&paged));
+    // No previous run: the figures alone, under canbench's lines, which stay as they are.
+    let report = stdout(&paged);
+    let pages = scope_pages_lines(0, "", "");
+    let block = scope_pages_block("(new)", ["374 (new)", "1518 (new)"], pages);
+    assert_has(&report, &block);
+    assert!(
+        report.contains("| status | name               | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% | HPA | HPW | SPA | SPW | PCI |\n")
+            && report.contains("|  new   | scope_pages::outer |     1 | 1.52K |         |  0 |        |   0 |         |   2 |   2 |   1 |   0 |   0 |\n")
+            && report.contains("\nHPA/HPW = heap Wasm pages accessed/written, SPA/SPW = stable Wasm pages accessed/written, PCI = page_charge_instructions (this run's)\n"),
+        "{report}"
+    );
+    // The flag only adds: the rest is the report without it, byte for byte.
+    assert_eq!(without_pages(&report), stdout(&plain));
+
+    // After a run that persisted its results and CSV, each figure has canbench's note
+    // against that run's; under 2026-07 only the charge moved. Shards carry the flag and
+    // the previous figures: the merge prints the unsharded report.
+    let o = s.run(&["--wasm", &w, "--persist", "--csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let flags = ["--wasm", &w, "--pages", "--replica", "2026-07"];
+    let o = s.run(&flags);
+    let report = stdout(&o);
+    let pages = scope_pages_lines(80_000, " (no change)", " (regressed from 0)");
+    let moved = [
+        "160.37 K (regressed by 42780.75%)",
+        "241.52 K (regressed by 15810.28%)",
+    ];
+    assert_has(&report, &scope_pages_block("(no change)", moved, pages));
+    for k in ["1", "2"] {
+        let (shard, out) = (format!("{k}/2"), format!("part{k}"));
+        let mut args = flags.to_vec();
+        args.extend(["--shard", &shard, "--out", &out]);
+        let o = s.run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = s.merge(&["part1", "part2", "--out", "."]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), report);
+
+    // A CSV written without --persist is another run's: the figures have no notes.
+    let o = s.run(&["--wasm", &w, "--csv", "--replica", "2026-07", "scope_pages"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = s.run(&["--wasm", &w, "--pages", "scope_pages"]);
+    let [total, ..] = scope_pages_lines(0, "", "");
+    assert!(
+        stdout(&o).contains(&format!(
+            "    stable_memory_increase: 1 pages (no change)\n{total}\n"
+        )),
+        "{}",
+        stdout(&o)
+    );
+
+    // With nowhere to print the pages, the flag is refused before any work.
+    let o = s.run(&["--wasm", &w, "--pages", "--hide-results", "--less-verbose"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        stderr(&o),
+        "error: --pages adds to the bench blocks and the summary's table, but --hide-results and --less-verbose print neither\n"
+    );
+}
