@@ -192,26 +192,26 @@ pub fn closing_paged(entries: &[Entry], t: f64, summary_on: bool, pages: bool) -
     out
 }
 
-fn percentile_f64(sorted: &[f64], pct: usize) -> f64 {
+/// canbench's percentile of sorted values: the value at its rank, or between the two
+/// nearest ranks `mix(low, high, weight of high)`.
+fn percentile<T: Copy>(sorted: &[T], pct: usize, mix: impl Fn(T, T, f64) -> T) -> T {
     let rank = pct as f64 / 100.0 * (sorted.len() - 1) as f64;
     let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
     if lo == hi {
         sorted[lo]
     } else {
-        let w = rank - lo as f64;
-        sorted[lo] * (1.0 - w) + sorted[hi] * w
+        mix(sorted[lo], sorted[hi], rank - lo as f64)
     }
 }
 
+fn percentile_f64(sorted: &[f64], pct: usize) -> f64 {
+    percentile(sorted, pct, |lo, hi, w| lo * (1.0 - w) + hi * w)
+}
+
 fn percentile_i64(sorted: &[i64], pct: usize) -> i64 {
-    let rank = pct as f64 / 100.0 * (sorted.len() - 1) as f64;
-    let (lo, hi) = (rank.floor() as usize, rank.ceil() as usize);
-    if lo == hi {
-        sorted[lo]
-    } else {
-        let w = rank - lo as f64;
-        (sorted[lo] as f64 * (1.0 - w) + sorted[hi] as f64 * w).round() as i64
-    }
+    percentile(sorted, pct, |lo, hi, w| {
+        (lo as f64 * (1.0 - w) + hi as f64 * w).round() as i64
+    })
 }
 
 fn range_line<T: Copy>(

@@ -18,8 +18,8 @@ use clap::{ArgMatches, Args};
 use super::grid::StoreColumn;
 use super::scenario::{JournalMode, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
-use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured, SqliteConfig};
+use super::{pool, users, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{PageCounts, SnapshotId};
 use crate::report::format::{per_row, thousands};
@@ -721,20 +721,10 @@ impl Measure for Config {
                 &[installed],
             );
             client.engine.restore(canister, base)?;
-            let mut refused = None;
-            if let Some(mode) = store.journal_mode() {
-                let config = SqliteConfig {
-                    journal_mode: Some(mode.to_string()),
-                    ..SqliteConfig::default()
-                };
-                match client.configure_sqlite(&config)?.value {
-                    Ok(s) if s.journal_mode.eq_ignore_ascii_case(mode.as_str()) => {}
-                    Ok(s) => {
-                        refused = Some(format!("asked for {mode}, SQLite uses {}", s.journal_mode))
-                    }
-                    Err(e) => refused = Some(e),
-                }
-            }
+            let refused = match store.journal_mode() {
+                Some(mode) => users::sqlite_mode(&mut client, mode)?.err(),
+                None => None,
+            };
             client
                 .dbbench_reset(store.canister_name())?
                 .value

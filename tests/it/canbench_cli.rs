@@ -165,48 +165,7 @@ fn report_text_is_canbench_s_for_a_known_input() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(
         stdout(&o),
-        format!(
-            "{DASHES}
-
-Benchmark: empty
-  total:
-    instructions: 207 (regressed by 3.50%)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-
-{DASHES}
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +7 | p75 +7 | median +7 | p25 +7 | min +7]
-    change %: [max +3.50% | p75 +3.50% | median +3.50% | p25 +3.50% | min +3.50%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-{DASHES}
-
-Only significant changes:
-| status | name  | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------|-------|-----|---------|----|--------|-----|---------|
-|   +    | empty |       | 207 |  +3.50% |  0 |  0.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
-{DASHES}
-"
-        )
+        include_str!("../canbench_expected/fixture_empty_regressed_against_200.txt")
     );
     // Within a 4% threshold it is noise; --less-verbose drops the summary.
     let o = s.run(&[

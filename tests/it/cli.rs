@@ -254,27 +254,14 @@ fn unwritable_outputs_are_refused_before_any_work() {
     }
     // The cache directory is tried first too. One named by ICBENCH_CACHE_DIR that cannot
     // be written is refused in one line, before the --out check.
-    let out = crate::support::icbench_command()
-        .env("ICBENCH_CACHE_DIR", "/proc/icbench-cache")
-        .args(["--out", "/proc/x"])
-        .output()
-        .expect("icbench runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = out_refused_with("ICBENCH_CACHE_DIR", "/proc/icbench-cache");
     assert_eq!(
         stderr.trim_end(),
         "error: ICBENCH_CACHE_DIR=/proc/icbench-cache: cannot write into /proc/icbench-cache/modules: No such file or directory (os error 2); set it to a directory icbench can write, or unset it to use the platform's cache directory"
     );
     // The platform's cache directory (here under an XDG_CACHE_HOME that cannot exist): a
     // warning, and the run goes on (here to the --out refusal).
-    let out = crate::support::icbench_command()
-        .env_remove("ICBENCH_CACHE_DIR")
-        .env("XDG_CACHE_HOME", "/proc/icbench-xdg")
-        .args(["--out", "/proc/x"])
-        .output()
-        .expect("icbench runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = out_refused_with("XDG_CACHE_HOME", "/proc/icbench-xdg");
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     assert!(
@@ -282,6 +269,20 @@ fn unwritable_outputs_are_refused_before_any_work() {
         "{stderr}"
     );
     assert!(lines[1].starts_with("error: --out /proc/x"), "{stderr}");
+}
+
+/// The stderr of `icbench --out /proc/x` with `var=value` and no other ICBENCH_CACHE_DIR,
+/// which must exit 2 (--out cannot be written).
+fn out_refused_with(var: &str, value: &str) -> String {
+    let out = crate::support::icbench_command()
+        .env_remove("ICBENCH_CACHE_DIR")
+        .env(var, value)
+        .args(["--out", "/proc/x"])
+        .output()
+        .expect("icbench runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
 }
 
 #[test]

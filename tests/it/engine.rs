@@ -6,7 +6,7 @@ use icbench::engine::cost::{Limits, Replica};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::Counter;
 use icbench::engine::{
-    Engine, ErrorCode, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
+    Engine, ErrorCode, Reject, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
 use crate::support::assert_wasm_memory_limit_exceeded;
@@ -28,6 +28,28 @@ fn before_tracker() -> EmbeddedEngine {
 
 fn canister(body: &str) -> Vec<u8> {
     canister_importing("", body)
+}
+
+/// A canister whose update `method` grows stable memory by a page, writes `len` bytes of
+/// the heap at `src` to stable memory at `dst` and replies.
+fn stable_writer(method: &str, dst: u64, src: u64, len: u64) -> Vec<u8> {
+    canister(&format!(
+        r#"(func (export "canister_update {method}")
+             (drop (call $sgrow (i64.const 1)))
+             (call $swrite (i64.const {dst}) (i64.const {src}) (i64.const {len}))
+             (call $reply))"#
+    ))
+}
+
+/// `e` with `wasm` installed (the install's outcome not looked at) and the canister's id.
+fn installed(mut e: EmbeddedEngine, wasm: &[u8]) -> (EmbeddedEngine, Principal) {
+    let (id, _) = e.install(wasm, &[]).unwrap();
+    (e, id)
+}
+
+/// The reject of the update `method`, which must fail.
+fn update_error(e: &mut EmbeddedEngine, id: Principal, method: &str) -> Reject {
+    e.update(id, method, &[]).unwrap().result.unwrap_err()
 }
 
 /// [`canister`], importing `imports` too (imports come before the memory and globals).
@@ -80,8 +102,7 @@ fn a_segment_boundary_between_counters_adds_the_next_segment() {
              (call $append (i32.const 0) (i32.const 16))
              (call $reply))"#,
     );
-    let mut e = before_tracker();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(before_tracker(), &wasm);
     let out = e.update(id, "split", &[]).unwrap();
     // Segment 1 (entry): 1 + i32.const 1 + call 5 + local.set 1 + block 0 + br 2 = 10.
     // Segment 2 (after br): end 0 (the block's end closes it) = 0 -> no injection.
@@ -94,14 +115,8 @@ fn a_segment_boundary_between_counters_adds_the_next_segment() {
 
 #[test]
 fn stable_write_across_a_page_boundary_pays_two_dirty_pages() {
-    let wasm = canister(
-        r#"(func (export "canister_update write")
-             (drop (call $sgrow (i64.const 1)))
-             (call $swrite (i64.const 4090) (i64.const 100) (i64.const 10))
-             (call $reply))"#,
-    );
-    let mut e = before_tracker();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let wasm = stable_writer("write", 4090, 100, 10);
+    let (mut e, id) = installed(before_tracker(), &wasm);
     let out = e.update(id, "write", &[]).unwrap();
     out.result.clone().unwrap();
     // Segment: entry 1 + i64.const 1 + call 5 + drop 1 + 3 x i64.const + call 5 + call 5 = 21.
@@ -143,8 +158,7 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
              (i64.store (i32.const 200) (i64.const 77))
              (call $reply))"#,
     );
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
     let state =
         |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "state", &[]).unwrap().result.unwrap());
     assert_eq!(state(&mut e), vec![7, 0, 0, 1]);
@@ -377,8 +391,7 @@ fn queries_never_persist() {
              (call $append (i32.const 0) (i32.const 8))
              (call $reply))"#,
     );
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
     for _ in 0..3 {
         let out = e.query(id, "bump", &[]).unwrap();
         assert_eq!(reply_u64s(&out.result.unwrap()), vec![8]);
@@ -404,9 +417,8 @@ fn instruction_limits_give_the_replica_error() {
         max_instructions_per_query: 500_000,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let err = e.update(id, "spin", &[]).unwrap().result.unwrap_err();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &wasm);
+    let err = update_error(&mut e, id, "spin");
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
     assert!(
         err.message
@@ -437,26 +449,20 @@ fn install_limit_applies_to_init() {
         ErrorCode::CanisterInstructionLimitExceeded
     );
     // The failed install leaves no module.
-    let err = e.update(id, "x", &[]).unwrap().result.unwrap_err();
+    let err = update_error(&mut e, id, "x");
     assert_eq!(err.error_code, ErrorCode::CanisterWasmModuleNotFound);
 }
 
 #[test]
 fn stable_dirty_page_limit() {
-    let wasm = canister(
-        r#"(func (export "canister_update fill")
-             (drop (call $sgrow (i64.const 1)))
-             (call $swrite (i64.const 0) (i64.const 0) (i64.const 20000))
-             (call $reply))"#,
-    );
+    let wasm = stable_writer("fill", 0, 0, 20000);
     let limits = Limits {
         stable_dirty_pages_update: 4,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &wasm);
     // 20,000 bytes span 5 pages > 4.
-    let err = e.update(id, "fill", &[]).unwrap().result.unwrap_err();
+    let err = update_error(&mut e, id, "fill");
     assert_eq!(err.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
     // Upgrades may dirty 8 GiB and queries 1 GiB (the application subnet's limits).
     assert_eq!(
@@ -479,8 +485,7 @@ fn stable_accessed_page_limit_counts_reads() {
         stable_accessed_pages_query: 4,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &wasm);
     e.update(id, "grow", &[]).unwrap().result.unwrap();
     // Exactly 4 pages read: at the limit, allowed.
     e.update(id, "read4", &[]).unwrap().result.unwrap();
@@ -526,10 +531,9 @@ fn wasm_memory_limit_traps_updates_but_not_queries() {
         wasm_memory_limit: 4 * 65536,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &canister(GROW));
     // 1 + 4 pages = 327,680 bytes > 262,144.
-    let err = e.update(id, "grow4", &[]).unwrap().result.unwrap_err();
+    let err = update_error(&mut e, id, "grow4");
     assert_wasm_memory_limit_exceeded(
         &err,
         id,
@@ -545,9 +549,8 @@ fn wasm_memory_limit_traps_updates_but_not_queries() {
 #[test]
 fn the_heap_grows_to_4_gib_and_no_further() {
     // The default limit (3 GiB) stops a grow to 4 GiB in an update.
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
-    let err = e.update(id, "grow_rest", &[]).unwrap().result.unwrap_err();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &canister(GROW));
+    let err = update_error(&mut e, id, "grow_rest");
     assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
     assert!(
         err.message.contains("limit of 3221225472 bytes"),
@@ -561,8 +564,7 @@ fn the_heap_grows_to_4_gib_and_no_further() {
         wasm_memory_limit: 0,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&canister(GROW), &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &canister(GROW));
     let out = e.update(id, "grow_rest", &[]).unwrap();
     assert_grown_to_the_maximum(&mut e, id, out, 1, 4 << 30);
 }
@@ -591,9 +593,8 @@ fn assert_grown_to_the_maximum(
 #[test]
 fn unknown_method_and_missing_reply() {
     let wasm = canister(r#"(func (export "canister_update silent"))"#);
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let err = e.update(id, "nope", &[]).unwrap().result.unwrap_err();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
+    let err = update_error(&mut e, id, "nope");
     assert_eq!(err.error_code, ErrorCode::CanisterMethodNotFound);
     // ic-error-types: IC0536 carries reject code 5 (CanisterError), not 3.
     assert_eq!(err.code, RejectCode::CanisterError);
@@ -603,7 +604,7 @@ fn unknown_method_and_missing_reply() {
         ErrorCode::CanisterMethodNotFound,
         "an update is not a query"
     );
-    let err = e.update(id, "silent", &[]).unwrap().result.unwrap_err();
+    let err = update_error(&mut e, id, "silent");
     assert_eq!(err.error_code, ErrorCode::CanisterDidNotReply);
     assert_eq!(
         err.to_string(),
@@ -645,7 +646,7 @@ fn unsupported_calls_link_and_trap_when_called() {
     let mut e = EmbeddedEngine::default();
     let (id, install) = e.install(&wasm, &[]).unwrap();
     install.result.unwrap();
-    let err = e.update(id, "call", &[]).unwrap().result.unwrap_err();
+    let err = update_error(&mut e, id, "call");
     assert!(
         err.message
             .contains("ic0.call_perform is not supported by the embedded engine"),
@@ -672,8 +673,7 @@ fn upgrade_keeps_stable_memory_and_resets_the_heap() {
              (call $append (i32.const 0) (i32.const 24))
              (call $reply))"#,
     );
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&v1, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &v1);
     e.update(id, "setup", &[]).unwrap().result.unwrap();
     e.upgrade(id, &v2, &[]).unwrap().result.unwrap();
     let values = reply_u64s(&e.query(id, "read", &[]).unwrap().result.unwrap());
@@ -717,8 +717,7 @@ const GROW_HEAP: &str = r#"
 fn snapshots_restore_byte_identical_state_and_runs_are_deterministic() {
     let wasm = canister(&step(G_TO_STABLE));
     let run = || {
-        let mut e = EmbeddedEngine::default();
-        let (id, _) = e.install(&wasm, &[]).unwrap();
+        let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
         let mut counts = Vec::new();
         for _ in 0..3 {
             counts.push(e.update(id, "step", &[]).unwrap().report.instructions);
@@ -795,8 +794,7 @@ fn restoring_the_same_snapshot_again_gives_the_same_state_and_counts() {
              (i64.store (i32.const 8000) (i64.const 1))
              (call $trap (i32.const 100) (i32.const 4)))"#
     ));
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
     e.update(id, "step", &[]).unwrap();
     let snap = e.snapshot(id).unwrap();
     let at_snapshot = e.state_hash(id).unwrap();
@@ -833,8 +831,7 @@ fn snapshots_taken_after_a_restore_share_or_layer_its_heap_and_forget_releases_t
     // Each must restore its exact state, with the same counts, before and after the
     // snapshots it was made from are forgotten.
     let wasm = canister(&format!("{} {GROW_HEAP}", step("")));
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
     e.update(id, "step", &[]).unwrap();
     let base = e.snapshot(id).unwrap();
     e.restore(id, base).unwrap();
@@ -880,8 +877,7 @@ fn a_fork_starts_at_the_snapshot_shares_the_others_and_runs_on_its_own() {
              (call $append (i32.const 300) (i32.const 16))"
         )),
     );
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &wasm);
     e.update(id, "step", &[]).unwrap();
     let first = e.snapshot(id).unwrap();
     let at_first = e.state_hash(id).unwrap();
@@ -987,8 +983,10 @@ fn the_wasm64_heap_grows_past_4_gib_to_6_gib_and_no_further() {
         wasm_memory_limit: 0,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&wat::parse_str(WASM64).unwrap(), &[]).unwrap();
+    let (mut e, id) = installed(
+        EmbeddedEngine::new(limits),
+        &wat::parse_str(WASM64).unwrap(),
+    );
     assert_eq!(grow_reply(e.update(id, "grow_4gib", &[]).unwrap()), 1);
     let out = e.update(id, "grow_to_6gib", &[]).unwrap();
     assert_grown_to_the_maximum(&mut e, id, out, 65537, 6 << 30);
@@ -1058,8 +1056,7 @@ fn persistent_state(e: &mut EmbeddedEngine, id: Principal) -> (u64, u64, String)
 }
 
 fn installed_with_two_increments(wasm: &[u8]) -> (EmbeddedEngine, Principal) {
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(wasm, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), wasm);
     for _ in 0..2 {
         e.update(id, "inc", &[]).unwrap().result.unwrap();
     }
@@ -1196,8 +1193,7 @@ fn an_upgrade_shares_one_instruction_limit_between_hooks_and_compilation() {
         spinning_canister("v1", 100_000, 1),
         spinning_canister("v2", 100_000, 1),
     );
-    let mut e = EmbeddedEngine::default();
-    let (id, _) = e.install(&v1, &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::default(), &v1);
     let out = e.upgrade(id, &v2, &[]).unwrap();
     out.result.unwrap();
     let stages: Vec<InstallStage> = out.report.stages.iter().map(|(s, _)| *s).collect();
@@ -1225,8 +1221,7 @@ fn an_upgrade_shares_one_instruction_limit_between_hooks_and_compilation() {
             max_instructions_per_install: limit,
             ..Limits::APPLICATION
         };
-        let mut e = EmbeddedEngine::new(limits);
-        let (id, _) = e.install(&v1, &[]).unwrap();
+        let (mut e, id) = installed(EmbeddedEngine::new(limits), &v1);
         let out = e.upgrade(id, &v2, &[]).unwrap();
         let tag = e.query(id, "tag", &[]).unwrap().result.unwrap();
         if !fails {
@@ -1253,8 +1248,7 @@ fn install_code_fails_when_the_final_heap_is_over_wasm_memory_limit() {
         wasm_memory_limit: 4 * 65536,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits);
-    let (id, _) = e.install(&spinning_canister("v1", 1, 4), &[]).unwrap();
+    let (mut e, id) = installed(EmbeddedEngine::new(limits), &spinning_canister("v1", 1, 4));
     // The new module's own initial heap (5 pages) is over the limit when install_code ends.
     let out = e.upgrade(id, &spinning_canister("v2", 1, 5), &[]).unwrap();
     let err = out.result.unwrap_err();

@@ -67,12 +67,19 @@ fn compare(dir: &Path, extra: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// [`compare`] in a fresh scratch directory `name`, which must fail the gate (exit 1):
+/// the directory, stdout, stderr.
+fn failing_compare(name: &str, extra: &[&str]) -> (PathBuf, String, String) {
+    let dir = scratch_dir(name);
+    let (code, text, stderr) = compare(&dir, extra);
+    assert_eq!(code, 1, "{stderr}");
+    (dir, text, stderr)
+}
+
 #[test]
 fn compare_prints_the_golden_comment_and_draws_the_regression_s_flame_graph() {
-    let dir = scratch_dir("pr-comment-suites");
-    let (code, text, stderr) = compare(&dir, &[]);
     // A regression and a newly failing scenario: the gate fails.
-    assert_eq!(code, 1, "{stderr}");
+    let (dir, text, stderr) = failing_compare("pr-comment-suites", &[]);
     assert!(stderr.contains("gate failed (no regression of 2% or more, no scenario failing that did not fail before):\n  seed003/sqlite/WAL/middle/insert/1: charged +5.00%, store +6.00% (noise ±2%)\n  seed003/sqlite/WAL/end/insert/10: ok → failed: IC0522"), "{stderr}");
     assert_golden(&text, "suites/comment.md");
     check_markdown(&text);
@@ -91,9 +98,7 @@ fn compare_prints_the_golden_comment_and_draws_the_regression_s_flame_graph() {
 
 #[test]
 fn a_comment_over_the_limit_is_cut_from_the_folded_table_and_says_so() {
-    let dir = scratch_dir("pr-comment-cut");
-    let (code, text, stderr) = compare(&dir, &["--max-chars", "3000"]);
-    assert_eq!(code, 1, "{stderr}");
+    let (dir, text, _) = failing_compare("pr-comment-cut", &["--max-chars", "3000"]);
     assert!(text.len() <= 3000, "{} bytes", text.len());
     assert_golden(&text, "suites/comment-cut.md");
     check_markdown(&text);
@@ -102,9 +107,7 @@ fn a_comment_over_the_limit_is_cut_from_the_folded_table_and_says_so() {
 
 #[test]
 fn ceilings_replace_the_regression_gate_but_a_new_failure_still_fails() {
-    let dir = scratch_dir("pr-comment-ceilings");
-    let (code, text, stderr) = compare(&dir, &["--max-ratio", "1.10"]);
-    assert_eq!(code, 1, "{stderr}");
+    let (dir, text, _) = failing_compare("pr-comment-ceilings", &["--max-ratio", "1.10"]);
     assert!(text.contains("**Gate: failed**, 1 failure (no scenario above 1.1x its base, no scenario failing that did not fail before)."), "{text}");
     let (_, text, stderr) = compare(&dir, &["--max-ratio", "1.04"]);
     assert!(text.contains("**Gate: failed**, 2 failures"), "{text}");

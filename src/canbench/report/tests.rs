@@ -55,43 +55,68 @@ fn number_formats() {
 
 #[test]
 fn metric_line_annotations() {
-    let t = 2.0;
-    assert_eq!(
-        metric_line("instructions", 888, Some(841), t),
-        "    instructions: 888 (regressed by 5.59%)\n"
-    );
-    assert_eq!(
-        metric_line("instructions", 207, None, t),
-        "    instructions: 207 (new)\n"
-    );
-    assert_eq!(
-        metric_line("heap_increase", 0, Some(0), t),
-        "    heap_increase: 0 pages (no change)\n"
-    );
-    assert_eq!(
-        metric_line("stable_memory_increase", 123, Some(0), t),
-        "    stable_memory_increase: 123 pages (regressed from 0)\n"
-    );
-    assert_eq!(
-        metric_line("instructions", 3_385_780, Some(3_540_000), t),
-        "    instructions: 3.39 M (improved by 4.36%)\n"
-    );
-    assert_eq!(
-        metric_line("instructions", 3_385_780, Some(3_540_000), 5.0),
-        "    instructions: 3.39 M (-4.36%) (change within noise threshold)\n"
-    );
-    assert_eq!(
-        metric_line("instructions", 1003, Some(1000), t),
-        "    instructions: 1003 (0.30%) (change within noise threshold)\n"
-    );
-    assert_eq!(
-        metric_line("calls", 10, Some(10), t),
-        "    calls: 10 (no change)\n"
-    );
-    assert_eq!(
-        metric_line("heap_increase", 62, Some(65), t),
-        "    heap_increase: 62 pages (improved by 4.62%)\n"
-    );
+    // (metric, new value, old value, noise threshold in percent, the line)
+    for (metric, value, old, t, line) in [
+        (
+            "instructions",
+            888,
+            Some(841),
+            2.0,
+            "    instructions: 888 (regressed by 5.59%)\n",
+        ),
+        (
+            "instructions",
+            207,
+            None,
+            2.0,
+            "    instructions: 207 (new)\n",
+        ),
+        (
+            "heap_increase",
+            0,
+            Some(0),
+            2.0,
+            "    heap_increase: 0 pages (no change)\n",
+        ),
+        (
+            "stable_memory_increase",
+            123,
+            Some(0),
+            2.0,
+            "    stable_memory_increase: 123 pages (regressed from 0)\n",
+        ),
+        (
+            "instructions",
+            3_385_780,
+            Some(3_540_000),
+            2.0,
+            "    instructions: 3.39 M (improved by 4.36%)\n",
+        ),
+        (
+            "instructions",
+            3_385_780,
+            Some(3_540_000),
+            5.0,
+            "    instructions: 3.39 M (-4.36%) (change within noise threshold)\n",
+        ),
+        (
+            "instructions",
+            1003,
+            Some(1000),
+            2.0,
+            "    instructions: 1003 (0.30%) (change within noise threshold)\n",
+        ),
+        ("calls", 10, Some(10), 2.0, "    calls: 10 (no change)\n"),
+        (
+            "heap_increase",
+            62,
+            Some(65),
+            2.0,
+            "    heap_increase: 62 pages (improved by 4.62%)\n",
+        ),
+    ] {
+        assert_eq!(metric_line(metric, value, old, t), line);
+    }
 }
 
 #[test]
@@ -301,282 +326,51 @@ fn full_report(new: (&str, BenchResult), old: Option<BenchResult>) -> String {
     out
 }
 
-#[test]
-fn canbench_expected_benchmark_works_with_init_args() {
-    let new = bench(m(1, 888, 0, 0), &[]);
-    let old = bench(m(1, 841, 0, 0), &[]);
-    assert_eq!(
-        full_report(("state_check", new), Some(old)),
-        EXPECTED_INIT_ARGS
+/// Asserts the whole report of `name` is canbench's expected `file`, kept byte for
+/// byte under tests/canbench_expected.
+fn assert_is_canbench_s(file: &str, name: &str, new: BenchResult, old: Option<BenchResult>) {
+    let path = format!(
+        "{}/tests/canbench_expected/{file}.txt",
+        env!("CARGO_MANIFEST_DIR")
     );
+    let expected = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(full_report((name, new), old), expected, "{path}");
 }
 
 #[test]
-fn canbench_expected_benchmark_reports_regression_from_zero() {
-    let new = bench(m(1, 307, 0, 123), &[]);
-    let old = bench(m(1, 0, 0, 0), &[]);
-    assert_eq!(
-        full_report(("stable_memory_increase_from_zero", new), Some(old)),
-        EXPECTED_REGRESSION_FROM_ZERO
+fn canbench_expected_whole_reports() {
+    let total = |ins, heap, stable| bench(m(1, ins, heap, stable), &[]);
+    let (new, old) = (total(888, 0, 0), total(841, 0, 0));
+    assert_is_canbench_s(
+        "benchmark_works_with_init_args",
+        "state_check",
+        new,
+        Some(old),
     );
-}
-
-#[test]
-fn canbench_expected_reports_repeated_scope_in_existing_benchmark() {
+    let (new, old) = (total(307, 0, 123), total(0, 0, 0));
+    let name = "stable_memory_increase_from_zero";
+    assert_is_canbench_s(
+        "benchmark_reports_regression_from_zero",
+        name,
+        new,
+        Some(old),
+    );
     let new = bench(m(1, 15_400, 0, 0), &[("scope_1", m(10, 7999, 0, 0))]);
     let old = bench(m(1, 0, 0, 0), &[("scope_1", m(10, 800, 1, 0))]);
-    assert_eq!(
-        full_report(("bench_repeated_scope_exists", new), Some(old)),
-        EXPECTED_REPEATED_SCOPE_EXISTING
+    let file = "reports_repeated_scope_in_existing_benchmark";
+    assert_is_canbench_s(file, "bench_repeated_scope_exists", new, Some(old));
+    let (new, old) = (total(3_385_780, 62, 100), total(3_540_000, 65, 104));
+    let name = "noisy_change_above_default_threshold_test";
+    assert_is_canbench_s("noisy_change_above_default_threshold", name, new, Some(old));
+    let scopes = [("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))];
+    let new = bench(m(1, 3834, 0, 0), &scopes);
+    assert_is_canbench_s(
+        "reports_scopes_in_new_benchmark",
+        "bench_scope_new",
+        new,
+        None,
     );
 }
-
-#[test]
-fn canbench_expected_noisy_change_above_default_noise_threshold() {
-    let new = bench(m(1, 3_385_780, 62, 100), &[]);
-    let old = bench(m(1, 3_540_000, 65, 104), &[]);
-    assert_eq!(
-        full_report(
-            ("noisy_change_above_default_threshold_test", new),
-            Some(old)
-        ),
-        EXPECTED_NOISY_ABOVE_THRESHOLD
-    );
-}
-
-#[test]
-fn canbench_expected_reports_scopes_in_new_benchmark() {
-    let new = bench(
-        m(1, 3834, 0, 0),
-        &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-    );
-    assert_eq!(
-        full_report(("bench_scope_new", new), None),
-        EXPECTED_SCOPES_NEW
-    );
-}
-
-const EXPECTED_INIT_ARGS: &str = r#"---------------------------------------------------
-
-Benchmark: state_check
-  total:
-    instructions: 888 (regressed by 5.59%)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +47 | p75 +47 | median +47 | p25 +47 | min +47]
-    change %: [max +5.59% | p75 +5.59% | median +5.59% | p25 +5.59% | min +5.59%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name        | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------------|-------|-----|---------|----|--------|-----|---------|
-|   +    | state_check |       | 888 |  +5.59% |  0 |  0.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-const EXPECTED_REGRESSION_FROM_ZERO: &str = r#"---------------------------------------------------
-
-Benchmark: stable_memory_increase_from_zero
-  total:
-    instructions: 307 (regressed from 0)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 123 pages (regressed from 0)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +307 | p75 +307 | median +307 | p25 +307 | min +307]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +123 | p75 +123 | median +123 | p25 +123 | min +123]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                             | calls | ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|----------------------------------|-------|-----|---------|----|--------|-----|---------|
-|   +    | stable_memory_increase_from_zero |       | 307 |   +inf% |  0 |  0.00% | 123 |   +inf% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-const EXPECTED_REPEATED_SCOPE_EXISTING: &str = r#"---------------------------------------------------
-
-Benchmark: bench_repeated_scope_exists
-  total:
-    instructions: 15.40 K (regressed from 0)
-    heap_increase: 0 pages (no change)
-    stable_memory_increase: 0 pages (no change)
-
-  scope_1 (scope):
-    calls: 10 (no change)
-    instructions: 7999 (regressed by 899.87%)
-    heap_increase: 0 pages (improved by 100.00%)
-    stable_memory_increase: 0 pages (no change)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Regressions detected 🔴
-    counts:   [total 1 | regressed 1 | improved 0 | new 0 | unchanged 0]
-    change:   [max +15.40K | p75 +15.40K | median +15.40K | p25 +15.40K | min +15.40K]
-    change %: [max +inf% | p75 +inf% | median +inf% | p25 +inf% | min +inf%]
-
-  heap_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
-  stable_memory_increase:
-    status:   No significant changes 👍
-    counts:   [total 1 | regressed 0 | improved 0 | new 0 | unchanged 1]
-    change:   [max 0 | p75 0 | median 0 | p25 0 | min 0]
-    change %: [max 0.00% | p75 0.00% | median 0.00% | p25 0.00% | min 0.00%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                                 | calls |    ins |   ins Δ% | HI |    HI Δ% | SMI |  SMI Δ% |
-|--------|--------------------------------------|-------|--------|----------|----|----------|-----|---------|
-|   +    | bench_repeated_scope_exists          |       | 15.40K |    +inf% |  0 |    0.00% |   0 |   0.00% |
-|  +/-   | bench_repeated_scope_exists::scope_1 |    10 |  8.00K | +899.87% |  0 | -100.00% |   0 |   0.00% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-const EXPECTED_NOISY_ABOVE_THRESHOLD: &str = r#"---------------------------------------------------
-
-Benchmark: noisy_change_above_default_threshold_test
-  total:
-    instructions: 3.39 M (improved by 4.36%)
-    heap_increase: 62 pages (improved by 4.62%)
-    stable_memory_increase: 100 pages (improved by 3.85%)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -154.22K | p75 -154.22K | median -154.22K | p25 -154.22K | min -154.22K]
-    change %: [max -4.36% | p75 -4.36% | median -4.36% | p25 -4.36% | min -4.36%]
-
-  heap_increase:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -3 | p75 -3 | median -3 | p25 -3 | min -3]
-    change %: [max -4.62% | p75 -4.62% | median -4.62% | p25 -4.62% | min -4.62%]
-
-  stable_memory_increase:
-    status:   Improvements detected 🟢
-    counts:   [total 1 | regressed 0 | improved 1 | new 0 | unchanged 0]
-    change:   [max -4 | p75 -4 | median -4 | p25 -4 | min -4]
-    change %: [max -3.85% | p75 -3.85% | median -3.85% | p25 -3.85% | min -3.85%]
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                                      | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|-------------------------------------------|-------|-------|---------|----|--------|-----|---------|
-|   -    | noisy_change_above_default_threshold_test |       | 3.39M |  -4.36% | 62 | -4.62% | 100 |  -3.85% |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
-const EXPECTED_SCOPES_NEW: &str = r#"---------------------------------------------------
-
-Benchmark: bench_scope_new (new)
-  total:
-    instructions: 3834 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_1 (scope):
-    calls: 1 (new)
-    instructions: 970 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
-  scope_2 (scope):
-    calls: 1 (new)
-    instructions: 781 (new)
-    heap_increase: 0 pages (new)
-    stable_memory_increase: 0 pages (new)
-
----------------------------------------------------
-
-Summary:
-  instructions:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
-  heap_increase:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
-  stable_memory_increase:
-    status:   New benchmarks added ➕
-    counts:   [total 1 | regressed 0 | improved 0 | new 1 | unchanged 0]
-    change:   n/a
-    change %: n/a
-
----------------------------------------------------
-
-Only significant changes:
-| status | name                     | calls |   ins |  ins Δ% | HI |  HI Δ% | SMI |  SMI Δ% |
-|--------|--------------------------|-------|-------|---------|----|--------|-----|---------|
-|  new   | bench_scope_new          |       | 3.83K |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_1 |     1 |   970 |         |  0 |        |   0 |         |
-|  new   | bench_scope_new::scope_2 |     1 |   781 |         |  0 |        |   0 |         |
-
-ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change
-
----------------------------------------------------
-"#;
 
 #[test]
 fn page_lines_note_changes_only_against_known_figures() {
