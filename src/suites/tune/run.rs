@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, Result};
 
-use super::measure::{measure_others, run_stage, Beside, StageEnv};
+use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
 use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
@@ -126,26 +126,7 @@ impl Measure for Config {
             after = vec![unit];
         }
 
-        let mut besides: Vec<Beside<'_>> = cfg
-            .others
-            .iter()
-            .map(|&store| Beside {
-                store,
-                method_store: store.kind(),
-                record_store: store.kind().to_string(),
-                label: store.label(),
-                start: &empty,
-            })
-            .collect();
-        if let Some(start) = &empty_variant {
-            besides.extend(cfg.variants.iter().map(|v| Beside {
-                store: v.store(),
-                method_store: v.method_store(),
-                record_store: v.record_store().to_string(),
-                label: v.label().to_string(),
-                start,
-            }));
-        }
+        let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref());
         let other_records = measure_others(
             &mut client,
             &empty,
@@ -157,7 +138,25 @@ impl Measure for Config {
             &workloads,
             run.progress,
         )?;
-        let outcomes = outcomes(&workloads, other_records, measured, exec, &setup);
+        // The other value sizes' records follow the search's: the run's records stay as
+        // they were without them.
+        let (other_records, value_size_records) = other_records
+            .into_iter()
+            .map(|mut per_store| {
+                let sizes = per_store.split_off(at_run_size.min(per_store.len()));
+                (per_store.concat(), sizes.concat())
+            })
+            .unzip();
+        let outcomes = outcomes(
+            &workloads,
+            [
+                other_records,
+                measured_records(measured),
+                value_size_records,
+            ],
+            exec,
+            &setup,
+        );
         let header = Header {
             rows_before: cfg.users.rows,
             seed: cfg.users.seed,
@@ -168,6 +167,7 @@ impl Measure for Config {
         let mut report = session.report(&client, header, outcomes);
         let mut search = cfg.search(defaults, beside);
         search.variant_module = variant_sha256;
+        search.value_sizes = cfg.value_sizes.clone();
         report.set_extra(SEARCH, &search);
         Ok(report)
     }
@@ -239,12 +239,24 @@ pub(super) fn install_variant(
     Ok((state, pool::sha256_hex(&variant)))
 }
 
+/// Per workload, the search's records in the order it measured them (each under the
+/// engine's replica, then beside it).
+fn measured_records(measured: Vec<Vec<Measured>>) -> Vec<Vec<ScenarioResult>> {
+    measured
+        .into_iter()
+        .map(|m| {
+            m.into_iter()
+                .flat_map(|(_, now, old)| std::iter::once(now).chain(old))
+                .collect()
+        })
+        .collect()
+}
+
 /// Per workload of `workloads`, its records: the other stores' at their defaults, then the
-/// search's in the order it measured them (each under the engine's replica, then beside it).
+/// search's, then the other value sizes' (`parts`, each per workload, in that order).
 pub(super) fn outcomes(
     workloads: &[usize],
-    mut other_records: Vec<Vec<ScenarioResult>>,
-    mut measured: Vec<Vec<Measured>>,
+    mut parts: [Vec<Vec<ScenarioResult>>; 3],
     exec: &Exec,
     setup: &AtomicU64,
 ) -> pool::Outcomes {
@@ -262,13 +274,9 @@ pub(super) fn outcomes(
     let outcomes = workloads
         .iter()
         .map(|&w| {
-            let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
-                .into_iter()
-                .chain(
-                    std::mem::take(&mut measured[w])
-                        .into_iter()
-                        .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
-                )
+            let results: Vec<ScenarioResult> = parts
+                .iter_mut()
+                .flat_map(|part| std::mem::take(&mut part[w]))
                 .collect();
             (w, pool::Outcome::from(results))
         })
@@ -304,6 +312,14 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
         notes.push(format!(
             "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
             names.join(", ")
+        ));
+    }
+    if !cfg.value_sizes.is_empty() {
+        let sizes: Vec<String> = cfg.value_sizes.iter().map(|&s| thousands(s)).collect();
+        notes.push(format!(
+            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way after `set_payload_size`, from its module's empty state. Their records carry `value_size=N` in the store column and follow the search's.",
+            sizes.join(" and "),
+            cfg.users.payload_size
         ));
     }
     notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());
