@@ -23,6 +23,15 @@ enum At {
     Sqlite,
 }
 
+/// The empty states of one other value size (`run::empty_at_value_sizes`).
+pub(super) struct Sized {
+    pub(super) size: u64,
+    /// The default module's, as a run at that `--payload-size` starts.
+    pub(super) default: State,
+    /// The tune variant's, where its bounded store is measured at that size.
+    pub(super) bounded: Option<State>,
+}
+
 /// The record's `store` at `size`: its label at the run's payload size, then the size.
 pub(super) fn with_size(store: &str, size: u64) -> String {
     format!("{store} value_size={size}")
@@ -43,11 +52,17 @@ impl Config {
     /// whatever the value size.
     fn stores_at(&self, size: u64) -> Vec<At> {
         let mut out: Vec<At> = self.others.iter().map(|&s| At::Default(s)).collect();
-        if self.variants.contains(&Variant::BTreeBounded) && size <= BOUNDED_MAX_SIZE {
+        if self.bounded_at(size) {
             out.push(At::Variant(Variant::BTreeBounded));
         }
         out.push(At::Sqlite);
         out
+    }
+
+    /// Whether the bounded value type is measured at the other value size `size`: when it
+    /// is measured at all, up to its bound.
+    pub(super) fn bounded_at(&self, size: u64) -> bool {
+        self.variants.contains(&Variant::BTreeBounded) && size <= BOUNDED_MAX_SIZE
     }
 
     /// The shape of each store measured at the other value size `size` (for the memory
@@ -65,16 +80,22 @@ impl Config {
     }
 
     /// Every store beside the search: first those at the run's payload size (the default
-    /// module's, then the tune variant's when `variant`, its empty state, is given), then
-    /// every store at every other value size, sizes ascending. With how many are at the
-    /// run's size.
+    /// module's from `empty`, then the tune variant's from `variant`, when given), then
+    /// every store at every other value size from that size's empty states (`sized`),
+    /// sizes ascending. With how many are at the run's size.
     pub(super) fn besides<'a>(
         &self,
         defaults: Setting,
         empty: &'a State,
         variant: Option<&'a State>,
+        sized: &'a [Sized],
     ) -> (Vec<Beside<'a>>, usize) {
-        let beside = |at: At, size: Option<u64>| {
+        let beside = |at: At, size: Option<&'a Sized>| {
+            let (empty, variant) = match size {
+                Some(s) => (&s.default, s.bounded.as_ref()),
+                None => (empty, variant),
+            };
+            let size = size.map(|s| s.size);
             let (store, method_store, record_store, label, start, sqlite) = match at {
                 At::Default(store) => (
                     store,
@@ -107,7 +128,6 @@ impl Config {
                 record_store: size.map_or(record_store.clone(), |s| with_size(&record_store, s)),
                 label: size.map_or(label.clone(), |s| format!("{label} with {s}-byte values")),
                 start,
-                payload_size: size,
                 sqlite,
             })
         };
@@ -119,9 +139,9 @@ impl Config {
             .filter_map(|at| beside(at, None))
             .collect();
         let at_run_size = out.len();
-        for &size in &self.value_sizes {
+        for size in sized {
             out.extend(
-                self.stores_at(size)
+                self.stores_at(size.size)
                     .into_iter()
                     .filter_map(|at| beside(at, Some(size))),
             );

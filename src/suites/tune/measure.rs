@@ -250,10 +250,8 @@ pub(super) struct Beside<'a> {
     pub(super) record_store: String,
     /// For the fill's unit.
     pub(super) label: String,
-    /// The empty state of its module, which its fill starts from.
+    /// The empty state of its module at its value size, which its fill starts from.
     pub(super) start: &'a State,
-    /// The payload size its fill sets first (None: the run's, set before `start`).
-    pub(super) payload_size: Option<u64>,
     /// SQLite at these settings: its page size set before the fill, all of them before each
     /// message, as the search measures them (None: a store without settings).
     pub(super) sqlite: Option<Setting>,
@@ -264,12 +262,6 @@ impl Beside<'_> {
     fn fill(&self, lane: &mut Lane<'_, '_>, env: &StageEnv<'_>) -> Result<State> {
         lane.restore(self.start)?;
         let before = lane.client.executed_instructions;
-        if let Some(size) = self.payload_size {
-            lane.client
-                .set_payload_size(size)?
-                .value
-                .map_err(|e| anyhow!("set_payload_size({size}) failed: {e}"))?;
-        }
         if let Some(setting) = self.sqlite {
             set_page_size(&mut lane.client, setting.page_size)?;
         }

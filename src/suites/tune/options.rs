@@ -319,3 +319,49 @@ pub(super) fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn value_sizes_are_ascending_once_each_without_the_runs_own() {
+        let sizes = |items: &[&str], skip| value_sizes(&list(items), 100, skip);
+        assert_eq!(sizes(&DEFAULT_VALUE_SIZES, false).unwrap(), [10, 1_000]);
+        assert_eq!(
+            sizes(&[" 1000", "10", "100", "10"], false).unwrap(),
+            [10, 1_000]
+        );
+        assert_eq!(sizes(&["100"], false).unwrap(), Vec::<u64>::new());
+        assert_eq!(sizes(&["none"], false).unwrap(), Vec::<u64>::new());
+        assert_eq!(
+            sizes(&DEFAULT_VALUE_SIZES, true).unwrap(),
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            sizes(&["1048576"], false).unwrap(),
+            [MAX_VALUE_SIZE],
+            "the largest payload the canister takes"
+        );
+        for (bad, line) in [
+            (
+                &["0"][..],
+                "--tune-value-sizes: 0 is not a value size (at least 1 byte)",
+            ),
+            (
+                &["10", "none"],
+                "--tune-value-sizes: \"none\" is not a number of bytes (or none)",
+            ),
+            (
+                &["-5"],
+                "--tune-value-sizes: \"-5\" is not a number of bytes (or none)",
+            ),
+        ] {
+            assert_eq!(sizes(bad, false).unwrap_err().to_string(), line);
+        }
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, Result};
 
+use super::beside::Sized;
 use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
 use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
@@ -70,6 +71,11 @@ impl Measure for Config {
             let (state, sha256) = install_variant(&mut client, cfg, work, &mut after)?;
             (Some(state), Some(sha256))
         };
+        let sized = if workloads.is_empty() {
+            Vec::new()
+        } else {
+            empty_at_value_sizes(&mut client, cfg, run.wasm, work, &mut after)?
+        };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
         let mut best = vec![defaults; WORKLOADS.len()];
@@ -126,7 +132,7 @@ impl Measure for Config {
             after = vec![unit];
         }
 
-        let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref());
+        let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref(), &sized);
         let other_records = measure_others(
             &mut client,
             &empty,
@@ -214,29 +220,94 @@ pub(super) fn install_variant(
     work: &Recorder,
     after: &mut Vec<UnitId>,
 ) -> Result<(State, String)> {
-    let canister = client.canister;
     let variant = cfg.variant_module()?;
     let compiled = pool::compile(&mut *client.engine, &variant, work)?;
     after.push(compiled);
+    let state = install_empty(
+        client,
+        &variant,
+        cfg.users.payload_size,
+        false,
+        work,
+        after,
+        "the tune variant",
+    )?;
+    Ok((state, pool::sha256_hex(&variant)))
+}
+
+/// Per other value size, the empty state a run at that `--payload-size` starts from: the
+/// default module installed afresh with that payload size and SQLite's defaults read, as
+/// the run's own install, and the tune variant's where its bounded store is measured then.
+/// So a size's records are those of a run at that size.
+fn empty_at_value_sizes(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    wasm: &[u8],
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+) -> Result<Vec<Sized>> {
+    let variant = if cfg.value_sizes.iter().any(|&s| cfg.bounded_at(s)) {
+        Some(cfg.variant_module()?)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    for &size in &cfg.value_sizes {
+        let what = format!("the canister at {size}-byte values");
+        let default = install_empty(client, wasm, size, true, work, after, &what)?;
+        let bounded = match &variant {
+            Some(variant) if cfg.bounded_at(size) => {
+                let what = format!("the tune variant at {size}-byte values");
+                Some(install_empty(
+                    client, variant, size, false, work, after, &what,
+                )?)
+            }
+            _ => None,
+        };
+        out.push(Sized {
+            size,
+            default,
+            bounded,
+        });
+    }
+    Ok(out)
+}
+
+/// `wasm` installed over the canister, its payload size set (and SQLite's settings read,
+/// when `read_sqlite`, as the run's own install does), and its empty stores snapshotted,
+/// after `after` (then the install's units).
+fn install_empty(
+    client: &mut BenchClient<'_>,
+    wasm: &[u8],
+    payload_size: u64,
+    read_sqlite: bool,
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+    what: &str,
+) -> Result<State> {
+    let canister = client.canister;
     let mut chain = Chain::new(work, after);
-    chain.step(Kind::Install, "install the tune variant over the canister");
+    chain.step(Kind::Install, format!("install {what} over the canister"));
     client
         .engine
-        .reinstall(canister, &variant, &candid::encode_args(())?)?
+        .reinstall(canister, wasm, &candid::encode_args(())?)?
         .result
-        .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
-    chain.step(Kind::Fill, "set the tune variant's payload size");
+        .map_err(|r| anyhow!("installing {what} failed: {r}"))?;
+    chain.step(Kind::Fill, format!("set {what}'s payload size"));
     client
-        .set_payload_size(cfg.users.payload_size)?
+        .set_payload_size(payload_size)?
         .value
-        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
-    chain.step(
-        Kind::Snapshot,
-        "snapshot of the tune variant's empty stores",
-    );
+        .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
+    if read_sqlite {
+        client
+            .configure_sqlite(&SqliteConfig::default())?
+            .value
+            .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
+    }
+    chain.step(Kind::Snapshot, format!("snapshot of {what}'s empty stores"));
     let state = pool::graph::snapshot(client.engine, canister)?;
     *after = chain.end();
-    Ok((state, pool::sha256_hex(&variant)))
+    Ok(state)
 }
 
 /// Per workload, the search's records in the order it measured them (each under the
@@ -317,7 +388,7 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
     if !cfg.value_sizes.is_empty() {
         let sizes: Vec<String> = cfg.value_sizes.iter().map(|&s| thousands(s)).collect();
         notes.push(format!(
-            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way after `set_payload_size`, from its module's empty state. Their records carry `value_size=N` in the store column and follow the search's.",
+            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
             sizes.join(" and "),
             cfg.users.payload_size
         ));
