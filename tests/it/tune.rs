@@ -177,15 +177,17 @@ fn the_records_beside_are_those_of_a_run_under_that_vintage() {
     // Both searches measure two page sizes per workload, so they measure the same.
     assert_eq!(beside.len(), old.results.len());
     for (b, o) in beside.into_iter().zip(&old.results) {
-        let b = ScenarioResult {
-            store: key(b).0,
-            ..b.clone()
-        };
-        assert_eq!(
-            serde_json::to_value(&b).unwrap(),
-            serde_json::to_value(o).unwrap()
-        );
+        same_but_the_store(b, key(b).0, o);
     }
+}
+
+/// `a`, its store named `store`, is `b` in every column.
+fn same_but_the_store(a: &ScenarioResult, store: String, b: &ScenarioResult) {
+    let a = ScenarioResult { store, ..a.clone() };
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        serde_json::to_value(b).unwrap()
+    );
 }
 
 /// The tune variant's stores in the smallest search: each beside the default module's, in
@@ -299,10 +301,7 @@ fn other_value_sizes_follow_the_search_as_a_run_at_that_size_measures_them() {
         .collect();
     assert_eq!(at_run_size.len(), without.results.len());
     for (a, b) in at_run_size.into_iter().zip(&without.results) {
-        assert_eq!(
-            serde_json::to_value(a).unwrap(),
-            serde_json::to_value(b).unwrap()
-        );
+        same_but_the_store(a, a.store.clone(), b);
     }
     // ... and a size's records are those of a run whose payload is that size.
     let at_10 = run(
@@ -326,14 +325,7 @@ fn other_value_sizes_follow_the_search_as_a_run_at_that_size_measures_them() {
                     && (&x.position, &x.operation, x.batch) == (&r.position, &r.operation, r.batch)
             })
             .unwrap_or_else(|| panic!("{sized}"));
-        let twin = ScenarioResult {
-            store: r.store.clone(),
-            ..twin.clone()
-        };
-        assert_eq!(
-            serde_json::to_value(&twin).unwrap(),
-            serde_json::to_value(r).unwrap()
-        );
+        same_but_the_store(twin, r.store.clone(), r);
     }
 }
 

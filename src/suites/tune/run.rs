@@ -223,6 +223,11 @@ pub(super) fn install_variant(
     let variant = cfg.variant_module()?;
     let compiled = pool::compile(&mut *client.engine, &variant, work)?;
     after.push(compiled);
+    let names = [
+        "install the tune variant over the canister",
+        "set the tune variant's payload size",
+        "snapshot of the tune variant's empty stores",
+    ];
     let state = install_empty(
         client,
         &variant,
@@ -230,7 +235,7 @@ pub(super) fn install_variant(
         false,
         work,
         after,
-        "the tune variant",
+        names.map(String::from),
     )?;
     Ok((state, pool::sha256_hex(&variant)))
 }
@@ -252,14 +257,21 @@ fn empty_at_value_sizes(
         None
     };
     let mut out = Vec::new();
+    let names = |module: &str, size: u64| {
+        [
+            format!("install {module} afresh for {size}-byte values"),
+            format!("set {module}'s payload size to {size} bytes"),
+            format!("snapshot of {module}'s empty stores at {size}-byte values"),
+        ]
+    };
     for &size in &cfg.value_sizes {
-        let what = format!("the canister at {size}-byte values");
-        let default = install_empty(client, wasm, size, true, work, after, &what)?;
+        let default = names("the canister", size);
+        let default = install_empty(client, wasm, size, true, work, after, default)?;
         let bounded = match &variant {
             Some(variant) if cfg.bounded_at(size) => {
-                let what = format!("the tune variant at {size}-byte values");
+                let what = names("the tune variant", size);
                 Some(install_empty(
-                    client, variant, size, false, work, after, &what,
+                    client, variant, size, false, work, after, what,
                 )?)
             }
             _ => None,
@@ -275,7 +287,7 @@ fn empty_at_value_sizes(
 
 /// `wasm` installed over the canister, its payload size set (and SQLite's settings read,
 /// when `read_sqlite`, as the run's own install does), and its empty stores snapshotted,
-/// after `after` (then the install's units).
+/// after `after` (then the install's units, named `names`).
 fn install_empty(
     client: &mut BenchClient<'_>,
     wasm: &[u8],
@@ -283,17 +295,18 @@ fn install_empty(
     read_sqlite: bool,
     work: &Recorder,
     after: &mut Vec<UnitId>,
-    what: &str,
+    names: [String; 3],
 ) -> Result<State> {
     let canister = client.canister;
+    let [install, set, snapshot] = names;
     let mut chain = Chain::new(work, after);
-    chain.step(Kind::Install, format!("install {what} over the canister"));
+    chain.step(Kind::Install, install.clone());
     client
         .engine
         .reinstall(canister, wasm, &candid::encode_args(())?)?
         .result
-        .map_err(|r| anyhow!("installing {what} failed: {r}"))?;
-    chain.step(Kind::Fill, format!("set {what}'s payload size"));
+        .map_err(|r| anyhow!("{install} failed: {r}"))?;
+    chain.step(Kind::Fill, set);
     client
         .set_payload_size(payload_size)?
         .value
@@ -304,7 +317,7 @@ fn install_empty(
             .value
             .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
     }
-    chain.step(Kind::Snapshot, format!("snapshot of {what}'s empty stores"));
+    chain.step(Kind::Snapshot, snapshot);
     let state = pool::graph::snapshot(client.engine, canister)?;
     *after = chain.end();
     Ok(state)
