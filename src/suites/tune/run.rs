@@ -191,6 +191,16 @@ impl Measure for Config {
                 self.peak_memory(3),
             ));
         }
+        if !self.value_sizes.is_empty() {
+            let without = Config {
+                value_sizes: Vec::new(),
+                ..self.clone()
+            };
+            smaller.push((
+                "--tune-value-sizes none".to_string(),
+                without.peak_memory(page_sizes),
+            ));
+        }
         if 100_000 < self.users.rows {
             let fewer = Config {
                 users: users::Config {
