@@ -10,7 +10,8 @@
 //!
 //! Here: what is searched (knobs, variants, settings, workloads) and the suite's settings;
 //! `tune/options.rs` reads the flags, `tune/search.rs` plans the stages, `tune/run.rs` and
-//! `tune/measure.rs` run them, `tune/document.rs` renders the report.
+//! `tune/measure.rs` run them, `tune/beside.rs` names the stores measured beside the search
+//! (other value sizes among them), `tune/document.rs` renders the report.
 
 use std::path::PathBuf;
 
@@ -25,6 +26,7 @@ use crate::report::format::thousands;
 use crate::report::ScenarioResult;
 use bench_types::pragma::Synchronous;
 
+mod beside;
 mod document;
 mod measure;
 mod options;
@@ -42,6 +44,17 @@ pub const DEFAULT_CACHE_SIZES: [i64; 4] = [-2_000, 10_000, 100_000, 500_000];
 /// `PRAGMA synchronous` values searched by default (EXTRA syncs more than FULL, and nothing
 /// is synced on the IC: it costs the same as FULL or more).
 pub const DEFAULT_SYNCHRONOUS: [&str; 3] = ["OFF", "NORMAL", "FULL"];
+
+/// Value sizes (bytes of a row's username payload) the StableBTreeMap and the stores beside
+/// it are measured at, besides `--payload-size`: a tenth, the forum's 100 and ten times as
+/// much, so a reader sees both directions from the default at a cost the default run bears
+/// (two more fills of each store at 1,000,000 rows; the 1,000-byte ones hold about 1 GB
+/// each, still well inside the suite's 10-minute budget on 2 cores).
+pub const DEFAULT_VALUE_SIZES: [&str; 3] = ["10", "100", "1000"];
+/// The largest payload the bench canister's `set_payload_size` accepts (its
+/// `MAX_PAYLOAD_SIZE`, 1 MiB; the canister's own crate, not the shared one, holds it, and
+/// tests/it/tune.rs checks the two agree).
+pub const MAX_VALUE_SIZE: u64 = 1 << 20;
 
 /// A setting the search can vary.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -310,6 +323,8 @@ pub struct Config {
     pub variant_wasm: Option<PathBuf>,
     /// Why a variant asked for by default was left out (for "not searched").
     pub variants_left_out: Vec<String>,
+    /// The value sizes measured besides `users.payload_size` (ascending, without it).
+    pub value_sizes: Vec<u64>,
 }
 
 /// `page_size` values SQLite takes: a power of two from 512 to 65,536.
@@ -337,6 +352,9 @@ pub struct Search {
     /// SHA-256 of the tune variant module, when its stores were measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant_module: Option<String>,
+    /// The value sizes measured besides the run's payload size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_sizes: Vec<u64>,
 }
 
 const SEARCH: &str = "tune";
@@ -417,6 +435,7 @@ mod tests {
             variants: Vec::new(),
             variant_wasm: None,
             variants_left_out: Vec::new(),
+            value_sizes: Vec::new(),
         };
         let from = setting();
         assert_eq!(cfg.around(from, &[]), vec![from]);

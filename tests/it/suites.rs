@@ -242,6 +242,22 @@ fn bad_suite_selections_are_refused_before_any_work() {
             &["--suite", "tune", "--stores", "btree"],
             "the tune suite searches SQLite's settings: --stores must include sqlite",
         ),
+        (
+            &["--suite", "tune", "--tune-value-sizes", "10,0"],
+            "--tune-value-sizes: 0 is not a value size (at least 1 byte)",
+        ),
+        (
+            &["--suite", "tune", "--tune-value-sizes", "10,1k"],
+            "--tune-value-sizes: \"1k\" is not a number of bytes (or none)",
+        ),
+        (
+            &["--suite", "tune", "--tune-value-sizes", "1048577"],
+            "--tune-value-sizes: 1048577 bytes is more than the canister's set_payload_size accepts (1048576 bytes, 1 MiB)",
+        ),
+        (
+            &["--suite", "tune", "--stores", "sqlite,heap", "--tune-value-sizes", "10"],
+            "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)",
+        ),
     ];
     for (args, expected) in cases {
         let (code, _, stderr) = icbench(args);
@@ -659,8 +675,10 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let tune = read_report(&out.join("tune/results.json"));
     // 7 workloads x (the heap map, the StableBTreeMap, the tune variant's three stores,
     // SQLite at the defaults, at page_size 65,536 and in journal mode OFF at the best page
-    // size) x (2026-07 and 2026-05 beside).
-    assert_eq!(tune.results.len(), 7 * 8 * 2);
+    // size; at 10-byte values the heap map, the StableBTreeMap, the bounded value type and
+    // SQLite at its defaults, at 1,000 bytes the same but the bounded type) x (2026-07 and
+    // 2026-05 beside).
+    assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2);
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

@@ -14,6 +14,8 @@ use crate::support::{bench_wasm_path, icbench_bin, run_bench_into, scratch_dir};
 
 /// The searches below that measure no store of the tune variant.
 const NO_VARIANTS: [&str; 2] = ["--tune-variants", "none"];
+/// ... and those that measure no other value size.
+const NO_VALUE_SIZES: [&str; 2] = ["--tune-value-sizes", "none"];
 
 /// The smallest search: the defaults and one other page size, nothing else varied; the
 /// heap map and the StableBTreeMap at their defaults beside.
@@ -63,7 +65,7 @@ fn key(r: &ScenarioResult) -> (String, String, String, String, u64) {
 
 #[test]
 fn the_smallest_search_charges_each_vintage_by_its_own_rule_and_nothing_else_differs() {
-    let report = run("tune-smallest", &NO_VARIANTS);
+    let report = run("tune-smallest", &[NO_VARIANTS, NO_VALUE_SIZES].concat());
     // Per workload: the heap map and the StableBTreeMap at their defaults, SQLite at the
     // defaults (page_size 4,096) and at page_size 65,536, each under 2026-07 and under
     // 2026-05 beside it.
@@ -175,22 +177,24 @@ fn the_records_beside_are_those_of_a_run_under_that_vintage() {
     // Both searches measure two page sizes per workload, so they measure the same.
     assert_eq!(beside.len(), old.results.len());
     for (b, o) in beside.into_iter().zip(&old.results) {
-        let b = ScenarioResult {
-            store: key(b).0,
-            ..b.clone()
-        };
-        assert_eq!(
-            serde_json::to_value(&b).unwrap(),
-            serde_json::to_value(o).unwrap()
-        );
+        same_but_the_store(b, key(b).0, o);
     }
+}
+
+/// `a`, its store named `store`, is `b` in every column.
+fn same_but_the_store(a: &ScenarioResult, store: String, b: &ScenarioResult) {
+    let a = ScenarioResult { store, ..a.clone() };
+    assert_eq!(
+        serde_json::to_value(&a).unwrap(),
+        serde_json::to_value(b).unwrap()
+    );
 }
 
 /// The tune variant's stores in the smallest search: each beside the default module's, in
 /// order, charged by the same cost model; the bounded map answers through its own methods.
 #[test]
 fn the_variant_stores_are_measured_beside_the_default_modules() {
-    let report = run("tune-variants", &[]);
+    let report = run("tune-variants", &NO_VALUE_SIZES);
     let stores = [
         "heap",
         "btree",
@@ -228,6 +232,116 @@ fn the_variant_stores_are_measured_beside_the_default_modules() {
         search["variant_module"].as_str(),
         Some(icbench::suites::pool::sha256_hex(&tune_wasm()).as_str())
     );
+}
+
+/// Other value sizes: after the search's records, per size ascending the heap map, the
+/// StableBTreeMap and SQLite at its defaults, each filled alone at that size (the run's own
+/// size not again, a size given twice once), charged by the same cost model; the run's
+/// records the same as without them, and each size's the same as a run at that size.
+#[test]
+fn other_value_sizes_follow_the_search_as_a_run_at_that_size_measures_them() {
+    let sizes = ["--tune-value-sizes", "1000,10,100,10"];
+    let report = run("tune-value-sizes", &[&NO_VARIANTS[..], &sizes].concat());
+    let sqlite = "sqlite page_size=4096 cache_size=500000 synchronous=OFF";
+    let mut stores: Vec<String> = ["heap", "btree", sqlite]
+        .into_iter()
+        .chain(["sqlite page_size=65536 cache_size=500000 synchronous=OFF"])
+        .map(String::from)
+        .collect();
+    for size in [10, 1_000] {
+        for store in ["heap", "btree", sqlite] {
+            stores.push(format!("{store} value_size={size}"));
+        }
+    }
+    assert_eq!(report.results.len(), WORKLOADS.len() * stores.len() * 2);
+    let per = stores.len() * 2;
+    for (w, workload) in WORKLOADS.iter().enumerate() {
+        let mine = &report.results[w * per..(w + 1) * per];
+        for (pair, store) in mine.chunks(2).zip(&stores) {
+            assert_eq!(&pair[0].store, store, "{}", workload.name);
+            assert_eq!(pair[1].store, format!("{store} replica=2026-05"));
+            check_the_cost_model(&pair[0], &pair[1], workload.name);
+        }
+    }
+    let extra = &report.extra["tune"];
+    assert_eq!(extra["value_sizes"], serde_json::json!([10, 1000]));
+
+    // Exact, from a run: one row inserted into the StableBTreeMap of 2,000 rows of 10 and
+    // of 1,000 bytes. At 1,000 bytes a node's values spill over more stable pages.
+    let one_row = |size: u64| {
+        let store = format!("btree value_size={size}");
+        let r = report.results[..per]
+            .iter()
+            .find(|r| r.store == store)
+            .unwrap();
+        let p = r.pages.unwrap();
+        (
+            r.instructions,
+            [
+                p.heap_wasm_pages_accessed,
+                p.heap_wasm_pages_written,
+                p.stable_wasm_pages_accessed,
+                p.stable_wasm_pages_written,
+            ],
+        )
+    };
+    assert_eq!(WORKLOADS[0].name, "single-row writes");
+    assert_eq!(one_row(10), (1_380_995, [7, 4, 3, 2]));
+    assert_eq!(one_row(1_000), (2_289_215, [7, 4, 13, 3]));
+
+    // By construction: the run's own records are those of a run without other sizes...
+    let without = run(
+        "tune-value-sizes-none",
+        &[NO_VARIANTS, NO_VALUE_SIZES].concat(),
+    );
+    let at_run_size: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| !r.store.contains(" value_size="))
+        .collect();
+    assert_eq!(at_run_size.len(), without.results.len());
+    for (a, b) in at_run_size.into_iter().zip(&without.results) {
+        same_but_the_store(a, a.store.clone(), b);
+    }
+    // ... and a size's records are those of a run whose payload is that size.
+    let at_10 = run(
+        "tune-payload-10",
+        &[&NO_VARIANTS[..], &NO_VALUE_SIZES, &["--payload-size", "10"]].concat(),
+    );
+    for r in &at_10.results {
+        let (store, vintage) = match r.store.split_once(" replica=") {
+            Some((store, v)) => (store, format!(" replica={v}")),
+            None => (r.store.as_str(), String::new()),
+        };
+        if store.contains("page_size=65536") {
+            continue;
+        }
+        let sized = format!("{store} value_size=10{vintage}");
+        let twin = report
+            .results
+            .iter()
+            .find(|x| {
+                x.store == sized
+                    && (&x.position, &x.operation, x.batch) == (&r.position, &r.operation, r.batch)
+            })
+            .unwrap_or_else(|| panic!("{sized}"));
+        same_but_the_store(twin, r.store.clone(), r);
+    }
+}
+
+/// `--tune-value-sizes` refuses what the canister's `set_payload_size` refuses: the bound
+/// tune.rs keeps is the canister's.
+#[test]
+fn the_largest_value_size_is_the_largest_payload_the_canister_takes() {
+    use icbench::suites::tune::MAX_VALUE_SIZE;
+    let default = std::fs::read(bench_wasm_path()).unwrap();
+    let mut engine = EmbeddedEngine::default();
+    let mut client = BenchClient::install(&mut engine, &default).unwrap();
+    let set = |client: &mut BenchClient<'_>, size| client.set_payload_size(size).unwrap().value;
+    assert_eq!(set(&mut client, MAX_VALUE_SIZE), Ok(MAX_VALUE_SIZE));
+    assert!(set(&mut client, MAX_VALUE_SIZE + 1)
+        .unwrap_err()
+        .contains("exceeds the maximum of 1048576 bytes"));
 }
 
 fn tune_wasm() -> Vec<u8> {

@@ -2,10 +2,13 @@
 //! renders): the cheapest configuration per workload, the decision table, the tune variant's
 //! stores, every configuration and the page maps.
 
+use super::beside::{value_size, with_size};
 use super::{signed, Search, Setting, Variant, SEARCH, WORKLOADS};
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
+use crate::suites::decision::store_label;
 use crate::suites::grid::table_of;
+use crate::suites::scenario::Store;
 use bench_types::pragma::Synchronous;
 
 /// The cheapest configuration of each workload in `report`, with the defaults' record and
@@ -59,9 +62,10 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
         .collect()
 }
 
-/// A record of the SQLite search (the other stores' carry their kind as the store).
+/// A record of the SQLite search (the other stores' carry their kind as the store, and
+/// SQLite's at another value size its size).
 pub(super) fn is_sqlite(r: &ScenarioResult) -> bool {
-    r.store.starts_with("sqlite ")
+    r.store.starts_with("sqlite ") && value_size(r).is_none()
 }
 
 /// The decision table: per workload the cheapest store with every store at its defaults,
@@ -71,7 +75,12 @@ pub fn decision_table(report: &Report) -> Option<Table> {
     let others: Vec<&ScenarioResult> = report
         .results
         .iter()
-        .filter(|r| !is_sqlite(r) && !r.store.contains(" replica=") && r.status == Status::Ok)
+        .filter(|r| {
+            !r.store.starts_with("sqlite ")
+                && value_size(r).is_none()
+                && !r.store.contains(" replica=")
+                && r.status == Status::Ok
+        })
         .collect();
     if others.is_empty() {
         return None;
@@ -158,7 +167,12 @@ pub fn variants_table(report: &Report) -> Option<Table> {
         let mine: Vec<&ScenarioResult> = report
             .results
             .iter()
-            .filter(|r| w.picks(r) && !is_beside(r) && !is_sqlite(r))
+            .filter(|r| {
+                w.picks(r)
+                    && !is_beside(r)
+                    && !r.store.starts_with("sqlite ")
+                    && value_size(r).is_none()
+            })
             .collect();
         for r in &mine {
             let base = Variant::of_record(&r.store).map_or(r.store.as_str(), |v| v.store().kind());
@@ -370,6 +384,18 @@ pub(super) fn document(report: &Report) -> Document {
             t,
         );
     }
+    if let Some(t) = by_value_size_table(report) {
+        doc.push_table(
+            "The StableBTreeMap by value size, each store at its defaults and filled alone at that size (charged instructions per message)",
+            t,
+        );
+        for blocks in [&mut doc.markdown, &mut doc.terminal] {
+            blocks.push(Block::Text(format!(
+                "A value size is the data's, not a setting: the decision table's tuned column keeps every store at the run's {}-byte payload. Against {} bytes: the StableBTreeMap's charge at the run's size over this one (above 1: cheaper).\n",
+                report.payload_size, report.payload_size
+            )));
+        }
+    }
     let mut apply = String::from(
         "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
     );
@@ -461,4 +487,102 @@ pub(super) fn parse_setting(r: &ScenarioResult) -> Option<Setting> {
         journal_mode: r.journal_mode.parse().ok()?,
         synchronous: synchronous?,
     })
+}
+
+/// Per workload and value size (the run's among them): the StableBTreeMap's charge, against
+/// the run's size, its pages, memory held and charge under the vintage beside; then the
+/// other stores' charges and the cheapest store at defaults. None without value sizes.
+pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let search: Search = report.extra(SEARCH).unwrap_or_default();
+    if search.value_sizes.is_empty() {
+        return None;
+    }
+    let base = report.payload_size;
+    let mut sizes = search.value_sizes.clone();
+    sizes.push(base);
+    sizes.sort_unstable();
+    let beside = search.beside.clone().unwrap_or_default();
+    let against = format!("Against {base} bytes");
+    let under = format!("Under {beside}");
+    let mut columns = vec![
+        ("Workload", Left),
+        ("Value size", Right),
+        ("StableBTreeMap", Right),
+        (&against, Right),
+        ("Wasm pages (heap + stable, accessed/written)", Right),
+        ("Memory held", Right),
+    ];
+    if !beside.is_empty() {
+        columns.push((&under, Right));
+    }
+    let bounded = Variant::BTreeBounded.record_store();
+    let heap = Store::Heap.kind();
+    let (sqlite, _) = &search.defaults;
+    let others = [
+        (bounded, Variant::BTreeBounded.label()),
+        (heap, "heap BTreeMap"),
+        (sqlite.as_str(), "SQLite (its defaults)"),
+    ];
+    columns.extend(others.iter().map(|(_, label)| (*label, Right)));
+    columns.push(("Cheapest at defaults", Left));
+    let mut t = table_of(&columns);
+    for w in &WORKLOADS {
+        // A store's record at a size (the run's own at the base size), under `vintage`'s
+        // suffix.
+        let find = |store: &str, size: u64, suffix: &str| {
+            let store = if size == base {
+                format!("{store}{suffix}")
+            } else {
+                format!("{}{suffix}", with_size(store, size))
+            };
+            report
+                .results
+                .iter()
+                .find(|r| w.picks(r) && r.store == store)
+        };
+        let cost = |r: Option<&ScenarioResult>| match r {
+            Some(r) if r.status == Status::Ok => thousands(r.instructions),
+            Some(_) => "fails".into(),
+            None => "-".into(),
+        };
+        let btree = Store::BTree.kind();
+        let at_base = find(btree, base, "").filter(|r| r.status == Status::Ok);
+        for &size in &sizes {
+            let r = find(btree, size, "");
+            let ok = r.filter(|r| r.status == Status::Ok);
+            let mut row = vec![
+                w.name.to_string(),
+                thousands(size),
+                cost(r),
+                match (at_base, ok) {
+                    (Some(b), Some(r)) if size != base => gain(b.instructions, r.instructions),
+                    _ => "-".into(),
+                },
+                ok.map_or("-".into(), pages_cell),
+                ok.map_or("-".into(), |r| {
+                    format!("{} MB", thousands(r.bytes / 1_000_000))
+                }),
+            ];
+            if !beside.is_empty() {
+                row.push(cost(find(btree, size, &format!(" replica={beside}"))));
+            }
+            row.extend(others.iter().map(|(store, _)| cost(find(store, size, ""))));
+            // At defaults: the default module's stores, as the decision table counts them.
+            let cheapest = [
+                (btree, store_label(btree, "")),
+                (heap, store_label(heap, "")),
+                (sqlite.as_str(), "SQLite (its defaults)".to_string()),
+            ]
+            .into_iter()
+            .filter_map(|(s, label)| {
+                let r = find(s, size, "").filter(|r| r.status == Status::Ok)?;
+                Some((r.instructions, label))
+            })
+            .min_by_key(|(cost, _)| *cost);
+            row.push(cheapest.map_or("-".into(), |(_, label)| label));
+            t.push(row);
+        }
+    }
+    Some(t)
 }

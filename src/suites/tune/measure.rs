@@ -118,13 +118,7 @@ pub(super) fn run_stage(
                         note_unit(lane);
                         lane.restore(empty)?;
                         let before = lane.client.executed_instructions;
-                        let page = SqliteConfig {
-                            page_size: Some(page_size),
-                            ..SqliteConfig::default()
-                        };
-                        lane.client.configure_sqlite(&page)?.value.map_err(|e| {
-                            anyhow!("setting SQLite's page_size to {page_size} failed: {e}")
-                        })?;
+                        set_page_size(&mut lane.client, page_size)?;
                         let state = fill_and_snapshot(
                             lane,
                             env,
@@ -173,6 +167,19 @@ pub(super) fn run_stage(
     })
 }
 
+/// An empty SQLite store set to `page_size` (it takes one before its first table).
+fn set_page_size(client: &mut BenchClient<'_>, page_size: u32) -> Result<()> {
+    let page = SqliteConfig {
+        page_size: Some(page_size),
+        ..SqliteConfig::default()
+    };
+    client
+        .configure_sqlite(&page)?
+        .value
+        .map_err(|e| anyhow!("setting SQLite's page_size to {page_size} failed: {e}"))?;
+    Ok(())
+}
+
 /// One workload of one setting, from its page size's filled `state`: under the engine's
 /// replica, and again under the one beside it.
 pub(super) fn measure_one(
@@ -183,7 +190,15 @@ pub(super) fn measure_one(
     state: &State,
 ) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
     now_and_beside(env, |vintage| {
-        measure_under(lane, env, setting, workload, state, vintage)
+        measure_under(
+            lane,
+            env,
+            setting,
+            setting.store_label(),
+            workload,
+            state,
+            vintage,
+        )
     })
 }
 
@@ -235,14 +250,58 @@ pub(super) struct Beside<'a> {
     pub(super) record_store: String,
     /// For the fill's unit.
     pub(super) label: String,
-    /// The empty state of its module, which its fill starts from.
+    /// The empty state of its module at its value size, which its fill starts from.
     pub(super) start: &'a State,
+    /// SQLite at these settings: its page size set before the fill, all of them before each
+    /// message, as the search measures them (None: a store without settings).
+    pub(super) sqlite: Option<Setting>,
+}
+
+impl Beside<'_> {
+    /// From its module's empty state to its filled one, counting the setup.
+    fn fill(&self, lane: &mut Lane<'_, '_>, env: &StageEnv<'_>) -> Result<State> {
+        lane.restore(self.start)?;
+        let before = lane.client.executed_instructions;
+        if let Some(setting) = self.sqlite {
+            set_page_size(&mut lane.client, setting.page_size)?;
+        }
+        fill_and_snapshot(
+            lane,
+            env,
+            self.method_store,
+            before,
+            format!("snapshot of the {}", self.label),
+        )
+    }
+
+    /// One workload from its filled `state`.
+    fn measure(
+        &self,
+        lane: &mut Lane<'_, '_>,
+        env: &StageEnv<'_>,
+        workload: &Workload,
+        state: &State,
+        vintage: Option<Replica>,
+    ) -> Result<ScenarioResult> {
+        match self.sqlite {
+            Some(setting) => measure_under(
+                lane,
+                env,
+                setting,
+                self.record_store.clone(),
+                workload,
+                state,
+                vintage,
+            ),
+            None => measure_store(lane, env, self, workload, state, vintage),
+        }
+    }
 }
 
 /// The other stores (`besides`) at their defaults: each filled from its module's empty state
 /// in a task of its own, then every workload of `workloads` measured from it, under the
 /// engine's replica and beside it. Per workload (all of [`WORKLOADS`], empty where not
-/// measured): each store's records in `besides` order.
+/// measured), per store in `besides` order: its records.
 pub(super) fn measure_others(
     client: &mut BenchClient<'_>,
     empty: &State,
@@ -250,7 +309,7 @@ pub(super) fn measure_others(
     env: &StageEnv<'_>,
     workloads: &[usize],
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Vec<Vec<ScenarioResult>>> {
+) -> Result<Vec<Vec<Vec<ScenarioResult>>>> {
     let mut out = vec![Vec::new(); WORKLOADS.len()];
     if stores.is_empty() || workloads.is_empty() {
         return Ok(out);
@@ -269,15 +328,7 @@ pub(super) fn measure_others(
                     Kind::Fill,
                     format!("fill the {} to {} rows", store.label, thousands(rows)),
                     move |lane| {
-                        lane.restore(store.start)?;
-                        let before = lane.client.executed_instructions;
-                        let state = fill_and_snapshot(
-                            lane,
-                            env,
-                            store.method_store,
-                            before,
-                            format!("snapshot of the {}", store.label),
-                        )?;
+                        let state = store.fill(lane, env)?;
                         for &w in workloads {
                             let state = state.clone();
                             lane.spawn(
@@ -286,14 +337,7 @@ pub(super) fn measure_others(
                                     format!("tune {}: the {}", WORKLOADS[w].name, store.label),
                                     move |lane: &mut Lane<'_, '_>| {
                                         let (now, beside) = now_and_beside(env, |vintage| {
-                                            measure_store(
-                                                lane,
-                                                env,
-                                                store,
-                                                &WORKLOADS[w],
-                                                &state,
-                                                vintage,
-                                            )
+                                            store.measure(lane, env, &WORKLOADS[w], &state, vintage)
                                         })?;
                                         let records = std::iter::once(now).chain(beside).collect();
                                         *slots[i * WORKLOADS.len() + w]
@@ -319,7 +363,7 @@ pub(super) fn measure_others(
         .map(|s| s.into_inner().unwrap_or_else(|e| e.into_inner()));
     for _ in stores {
         for records in out.iter_mut() {
-            records.extend(slots.next().flatten().unwrap_or_default());
+            records.push(slots.next().flatten().unwrap_or_default());
         }
     }
     Ok(out)
@@ -358,16 +402,19 @@ pub(super) fn measure_store(
     Ok(result)
 }
 
+/// SQLite at `setting` (labelled `label`), from a filled `state`: a fresh connection set to
+/// it, then the workload.
 pub(super) fn measure_under(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
     setting: Setting,
+    label: String,
     workload: &Workload,
     state: &State,
     vintage: Option<Replica>,
 ) -> Result<ScenarioResult> {
     let store = Store::Sqlite(setting.journal_mode);
-    let (call, mut result) = record(env, store, setting.store_label(), workload, vintage);
+    let (call, mut result) = record(env, store, label, workload, vintage);
     result.journal_mode = setting.journal_mode.to_string();
     lane.restore(state)?;
     let applied = lane.client.configure_sqlite(&setting.config())?.value;

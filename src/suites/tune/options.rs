@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args};
 use super::document::document;
 use super::{
     check_page_size, Config, Knob, Tune, Variant, BOUNDED_MAX_SIZE, DEFAULT_CACHE_SIZES,
-    DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS,
+    DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS, DEFAULT_VALUE_SIZES, MAX_VALUE_SIZE,
 };
 use crate::report::{Document, Report};
 use crate::suites::scenario::{JournalMode, Store, StoreKind};
@@ -42,6 +42,12 @@ pub struct TuneArgs {
     /// its store in --stores; btree-bounded needs --payload-size 100 or less.
     #[arg(long, value_delimiter = ',', default_values = Variant::ALL.map(|v| v.name()))]
     tune_variants: Vec<String>,
+    /// Value sizes in bytes (of each row's username payload) at which the StableBTreeMap,
+    /// and beside it the heap map, SQLite at its defaults and the bounded value type (up to
+    /// its bound), are measured besides --payload-size, comma-separated, or `none`. Each
+    /// size is a fill of its own; --payload-size itself is the run's other rows.
+    #[arg(long, value_delimiter = ',', default_values = DEFAULT_VALUE_SIZES)]
+    tune_value_sizes: Vec<String>,
     /// The tune variant module to run (default: canisters/prebuilt/bench-tune.wasm when it is
     /// of the current sources, else `scripts/build-canister.sh tune` builds it).
     #[arg(long, value_name = "PATH")]
@@ -93,6 +99,14 @@ impl Config {
                 ));
             }
         }
+        for &size in &self.value_sizes {
+            check_value_size(size)?;
+        }
+        if !self.value_sizes.is_empty() && !self.others.contains(&Store::BTree) {
+            return Err(anyhow!(
+                "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)"
+            ));
+        }
         Ok(())
     }
 
@@ -129,6 +143,24 @@ impl Config {
             + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
             + others
             + variants
+            + self.value_size_memory()
+    }
+
+    /// The value sizes' fills, each store alone at its size (as the variants' above).
+    fn value_size_memory(&self) -> u64 {
+        let mut bytes = 0;
+        for &payload_size in &self.value_sizes {
+            for store in self.value_size_stores(payload_size) {
+                bytes += users::Config {
+                    stores: vec![store],
+                    payload_size,
+                    ..self.users.clone()
+                }
+                .peak_memory()
+                    - MEMORY_BASE;
+            }
+        }
+        bytes
     }
 }
 
@@ -207,6 +239,12 @@ impl Define for Tune {
                 true
             });
         }
+        let value_sizes = value_sizes(
+            &args.tune_value_sizes,
+            users.payload_size,
+            matches.value_source("tune_value_sizes") == Some(ValueSource::DefaultValue)
+                && !others.contains(&Store::BTree),
+        )?;
         // A module that is not there or not a bench canister stops the run before any work.
         if let Some(path) = &args.tune_wasm {
             crate::bench_canister::read_module_flag("--tune-wasm", path)?;
@@ -215,6 +253,7 @@ impl Define for Tune {
             variants,
             variant_wasm: args.tune_wasm,
             variants_left_out,
+            value_sizes,
             others,
             journal_modes: users
                 .stores
@@ -236,6 +275,41 @@ impl Define for Tune {
     }
 }
 
+/// A size `set_payload_size` takes, other than an empty payload.
+pub fn check_value_size(size: u64) -> Result<()> {
+    if size == 0 {
+        return Err(anyhow!(
+            "--tune-value-sizes: 0 is not a value size (at least 1 byte)"
+        ));
+    }
+    if size > MAX_VALUE_SIZE {
+        return Err(anyhow!(
+            "--tune-value-sizes: {size} bytes is more than the canister's set_payload_size accepts ({MAX_VALUE_SIZE} bytes, 1 MiB)"
+        ));
+    }
+    Ok(())
+}
+
+/// `--tune-value-sizes`: ascending, each once, without the run's `payload_size` (its rows
+/// are the run's others); none when `skip` (the default list without the StableBTreeMap).
+fn value_sizes(list: &[String], payload_size: u64, skip: bool) -> Result<Vec<u64>> {
+    if skip || (list.len() == 1 && list[0].trim() == "none") {
+        return Ok(Vec::new());
+    }
+    let mut sizes = Vec::new();
+    for item in list {
+        let size: u64 = item.trim().parse().map_err(|_| {
+            anyhow!("--tune-value-sizes: {item:?} is not a number of bytes (or none)")
+        })?;
+        check_value_size(size)?;
+        sizes.push(size);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes.retain(|&s| s != payload_size);
+    Ok(sizes)
+}
+
 pub(super) fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
     let mut out = Vec::new();
     for v in values {
@@ -244,4 +318,50 @@ pub(super) fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn value_sizes_are_ascending_once_each_without_the_runs_own() {
+        let sizes = |items: &[&str], skip| value_sizes(&list(items), 100, skip);
+        assert_eq!(sizes(&DEFAULT_VALUE_SIZES, false).unwrap(), [10, 1_000]);
+        assert_eq!(
+            sizes(&[" 1000", "10", "100", "10"], false).unwrap(),
+            [10, 1_000]
+        );
+        assert_eq!(sizes(&["100"], false).unwrap(), Vec::<u64>::new());
+        assert_eq!(sizes(&["none"], false).unwrap(), Vec::<u64>::new());
+        assert_eq!(
+            sizes(&DEFAULT_VALUE_SIZES, true).unwrap(),
+            Vec::<u64>::new()
+        );
+        assert_eq!(
+            sizes(&["1048576"], false).unwrap(),
+            [MAX_VALUE_SIZE],
+            "the largest payload the canister takes"
+        );
+        for (bad, line) in [
+            (
+                &["0"][..],
+                "--tune-value-sizes: 0 is not a value size (at least 1 byte)",
+            ),
+            (
+                &["10", "none"],
+                "--tune-value-sizes: \"none\" is not a number of bytes (or none)",
+            ),
+            (
+                &["-5"],
+                "--tune-value-sizes: \"-5\" is not a number of bytes (or none)",
+            ),
+        ] {
+            assert_eq!(sizes(bad, false).unwrap_err().to_string(), line);
+        }
+    }
 }

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::{anyhow, Result};
 
-use super::measure::{measure_others, run_stage, Beside, StageEnv};
+use super::beside::Sized;
+use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
 use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
@@ -70,6 +71,11 @@ impl Measure for Config {
             let (state, sha256) = install_variant(&mut client, cfg, work, &mut after)?;
             (Some(state), Some(sha256))
         };
+        let sized = if workloads.is_empty() {
+            Vec::new()
+        } else {
+            empty_at_value_sizes(&mut client, cfg, run.wasm, work, &mut after)?
+        };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
         let mut best = vec![defaults; WORKLOADS.len()];
@@ -126,26 +132,7 @@ impl Measure for Config {
             after = vec![unit];
         }
 
-        let mut besides: Vec<Beside<'_>> = cfg
-            .others
-            .iter()
-            .map(|&store| Beside {
-                store,
-                method_store: store.kind(),
-                record_store: store.kind().to_string(),
-                label: store.label(),
-                start: &empty,
-            })
-            .collect();
-        if let Some(start) = &empty_variant {
-            besides.extend(cfg.variants.iter().map(|v| Beside {
-                store: v.store(),
-                method_store: v.method_store(),
-                record_store: v.record_store().to_string(),
-                label: v.label().to_string(),
-                start,
-            }));
-        }
+        let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref(), &sized);
         let other_records = measure_others(
             &mut client,
             &empty,
@@ -157,7 +144,25 @@ impl Measure for Config {
             &workloads,
             run.progress,
         )?;
-        let outcomes = outcomes(&workloads, other_records, measured, exec, &setup);
+        // The other value sizes' records follow the search's: the run's records stay as
+        // they were without them.
+        let (other_records, value_size_records) = other_records
+            .into_iter()
+            .map(|mut per_store| {
+                let sizes = per_store.split_off(at_run_size.min(per_store.len()));
+                (per_store.concat(), sizes.concat())
+            })
+            .unzip();
+        let outcomes = outcomes(
+            &workloads,
+            [
+                other_records,
+                measured_records(measured),
+                value_size_records,
+            ],
+            exec,
+            &setup,
+        );
         let header = Header {
             rows_before: cfg.users.rows,
             seed: cfg.users.seed,
@@ -168,6 +173,7 @@ impl Measure for Config {
         let mut report = session.report(&client, header, outcomes);
         let mut search = cfg.search(defaults, beside);
         search.variant_module = variant_sha256;
+        search.value_sizes = cfg.value_sizes.clone();
         report.set_extra(SEARCH, &search);
         Ok(report)
     }
@@ -183,6 +189,16 @@ impl Measure for Config {
             smaller.push((
                 "--tune-page-sizes 4096,16384".to_string(),
                 self.peak_memory(3),
+            ));
+        }
+        if !self.value_sizes.is_empty() {
+            let without = Config {
+                value_sizes: Vec::new(),
+                ..self.clone()
+            };
+            smaller.push((
+                "--tune-value-sizes none".to_string(),
+                without.peak_memory(page_sizes),
             ));
         }
         if 100_000 < self.users.rows {
@@ -214,37 +230,127 @@ pub(super) fn install_variant(
     work: &Recorder,
     after: &mut Vec<UnitId>,
 ) -> Result<(State, String)> {
-    let canister = client.canister;
     let variant = cfg.variant_module()?;
     let compiled = pool::compile(&mut *client.engine, &variant, work)?;
     after.push(compiled);
-    let mut chain = Chain::new(work, after);
-    chain.step(Kind::Install, "install the tune variant over the canister");
-    client
-        .engine
-        .reinstall(canister, &variant, &candid::encode_args(())?)?
-        .result
-        .map_err(|r| anyhow!("installing the tune variant module failed: {r}"))?;
-    chain.step(Kind::Fill, "set the tune variant's payload size");
-    client
-        .set_payload_size(cfg.users.payload_size)?
-        .value
-        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
-    chain.step(
-        Kind::Snapshot,
+    let names = [
+        "install the tune variant over the canister",
+        "set the tune variant's payload size",
         "snapshot of the tune variant's empty stores",
-    );
-    let state = pool::graph::snapshot(client.engine, canister)?;
-    *after = chain.end();
+    ];
+    let state = install_empty(
+        client,
+        &variant,
+        cfg.users.payload_size,
+        false,
+        work,
+        after,
+        names.map(String::from),
+    )?;
     Ok((state, pool::sha256_hex(&variant)))
 }
 
+/// Per other value size, the empty state a run at that `--payload-size` starts from: the
+/// default module installed afresh with that payload size and SQLite's defaults read, as
+/// the run's own install, and the tune variant's where its bounded store is measured then.
+/// So a size's records are those of a run at that size.
+fn empty_at_value_sizes(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    wasm: &[u8],
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+) -> Result<Vec<Sized>> {
+    let variant = if cfg.value_sizes.iter().any(|&s| cfg.bounded_at(s)) {
+        Some(cfg.variant_module()?)
+    } else {
+        None
+    };
+    let mut out = Vec::new();
+    let names = |module: &str, size: u64| {
+        [
+            format!("install {module} afresh for {size}-byte values"),
+            format!("set {module}'s payload size to {size} bytes"),
+            format!("snapshot of {module}'s empty stores at {size}-byte values"),
+        ]
+    };
+    for &size in &cfg.value_sizes {
+        let default = names("the canister", size);
+        let default = install_empty(client, wasm, size, true, work, after, default)?;
+        let bounded = match &variant {
+            Some(variant) if cfg.bounded_at(size) => {
+                let what = names("the tune variant", size);
+                Some(install_empty(
+                    client, variant, size, false, work, after, what,
+                )?)
+            }
+            _ => None,
+        };
+        out.push(Sized {
+            size,
+            default,
+            bounded,
+        });
+    }
+    Ok(out)
+}
+
+/// `wasm` installed over the canister, its payload size set (and SQLite's settings read,
+/// when `read_sqlite`, as the run's own install does), and its empty stores snapshotted,
+/// after `after` (then the install's units, named `names`).
+fn install_empty(
+    client: &mut BenchClient<'_>,
+    wasm: &[u8],
+    payload_size: u64,
+    read_sqlite: bool,
+    work: &Recorder,
+    after: &mut Vec<UnitId>,
+    names: [String; 3],
+) -> Result<State> {
+    let canister = client.canister;
+    let [install, set, snapshot] = names;
+    let mut chain = Chain::new(work, after);
+    chain.step(Kind::Install, install.clone());
+    client
+        .engine
+        .reinstall(canister, wasm, &candid::encode_args(())?)?
+        .result
+        .map_err(|r| anyhow!("{install} failed: {r}"))?;
+    chain.step(Kind::Fill, set);
+    client
+        .set_payload_size(payload_size)?
+        .value
+        .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
+    if read_sqlite {
+        client
+            .configure_sqlite(&SqliteConfig::default())?
+            .value
+            .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
+    }
+    chain.step(Kind::Snapshot, snapshot);
+    let state = pool::graph::snapshot(client.engine, canister)?;
+    *after = chain.end();
+    Ok(state)
+}
+
+/// Per workload, the search's records in the order it measured them (each under the
+/// engine's replica, then beside it).
+fn measured_records(measured: Vec<Vec<Measured>>) -> Vec<Vec<ScenarioResult>> {
+    measured
+        .into_iter()
+        .map(|m| {
+            m.into_iter()
+                .flat_map(|(_, now, old)| std::iter::once(now).chain(old))
+                .collect()
+        })
+        .collect()
+}
+
 /// Per workload of `workloads`, its records: the other stores' at their defaults, then the
-/// search's in the order it measured them (each under the engine's replica, then beside it).
+/// search's, then the other value sizes' (`parts`, each per workload, in that order).
 pub(super) fn outcomes(
     workloads: &[usize],
-    mut other_records: Vec<Vec<ScenarioResult>>,
-    mut measured: Vec<Vec<Measured>>,
+    mut parts: [Vec<Vec<ScenarioResult>>; 3],
     exec: &Exec,
     setup: &AtomicU64,
 ) -> pool::Outcomes {
@@ -262,13 +368,9 @@ pub(super) fn outcomes(
     let outcomes = workloads
         .iter()
         .map(|&w| {
-            let results: Vec<ScenarioResult> = std::mem::take(&mut other_records[w])
-                .into_iter()
-                .chain(
-                    std::mem::take(&mut measured[w])
-                        .into_iter()
-                        .flat_map(|(_, now, old)| std::iter::once(now).chain(old)),
-                )
+            let results: Vec<ScenarioResult> = parts
+                .iter_mut()
+                .flat_map(|part| std::mem::take(&mut part[w]))
                 .collect();
             (w, pool::Outcome::from(results))
         })
@@ -304,6 +406,14 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
         notes.push(format!(
             "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
             names.join(", ")
+        ));
+    }
+    if !cfg.value_sizes.is_empty() {
+        let sizes: Vec<String> = cfg.value_sizes.iter().map(|&s| thousands(s)).collect();
+        notes.push(format!(
+            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
+            sizes.join(" and "),
+            cfg.users.payload_size
         ));
     }
     notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());

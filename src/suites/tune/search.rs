@@ -73,19 +73,27 @@ impl Config {
             );
         }
         not_searched.extend(self.variants_left_out.iter().cloned());
-        not_searched.extend([
+        not_searched.push(if self.value_sizes.is_empty() {
             format!(
                 "value sizes: every store holds the run's {}-byte payload (--payload-size), and the bounded value type one bound ({BOUNDED_MAX_SIZE} bytes)",
                 self.users.payload_size
-            ),
-            "allocators other than talc, and per-message arenas".to_string(),
-        ]);
+            )
+        } else {
+            let sizes: Vec<String> = self.value_sizes.iter().map(|s| s.to_string()).collect();
+            format!(
+                "value sizes other than {} and the run's {} bytes; at those, SQLite's settings (it is at the canister's defaults there), the StableBTreeMap with talc (talc moves where the module's statics fall, not the map's pages) and bounds other than {BOUNDED_MAX_SIZE} bytes",
+                sizes.join(", "),
+                self.users.payload_size
+            )
+        });
+        not_searched.push("allocators other than talc, and per-message arenas".to_string());
         Search {
             defaults: (defaults.store_label(), defaults.journal_mode.to_string()),
             beside: beside.map(|r| r.name.to_string()),
             stages,
             not_searched,
             variant_module: None,
+            value_sizes: Vec::new(),
         }
     }
 }

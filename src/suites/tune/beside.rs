@@ -1,0 +1,151 @@
+//! The stores measured beside the SQLite search, each at its defaults and filled alone: the
+//! default module's (`--stores`), the tune variant's (`--tune-variants`), and the
+//! StableBTreeMap with the stores a reader compares it with at other value sizes
+//! (`--tune-value-sizes`). Those records carry ` value_size=N` in the store column, so they
+//! stay out of the search's tables and the decision table (a value size is the user's data,
+//! not a setting) and have a table of their own (`document::by_value_size_table`).
+
+use super::measure::Beside;
+use super::{Config, Setting, Variant, BOUNDED_MAX_SIZE};
+use crate::report::ScenarioResult;
+use crate::suites::pool::State;
+use crate::suites::scenario::Store;
+
+/// A store measured beside the search.
+#[derive(Clone, Copy)]
+enum At {
+    /// One of the default module's stores without settings (`--stores`).
+    Default(Store),
+    /// A store of the tune variant.
+    Variant(Variant),
+    /// SQLite at the canister's defaults (only at other value sizes: at the run's, the
+    /// search measures it).
+    Sqlite,
+}
+
+/// The empty states of one other value size (`run::empty_at_value_sizes`).
+pub(super) struct Sized {
+    pub(super) size: u64,
+    /// The default module's, as a run at that `--payload-size` starts.
+    pub(super) default: State,
+    /// The tune variant's, where its bounded store is measured at that size.
+    pub(super) bounded: Option<State>,
+}
+
+/// The record's `store` at `size`: its label at the run's payload size, then the size.
+pub(super) fn with_size(store: &str, size: u64) -> String {
+    format!("{store} value_size={size}")
+}
+
+/// The value size a record was measured at, when not the run's.
+pub(super) fn value_size(r: &ScenarioResult) -> Option<u64> {
+    r.store
+        .split_whitespace()
+        .find_map(|f| f.strip_prefix("value_size="))
+        .and_then(|v| v.parse().ok())
+}
+
+impl Config {
+    /// The stores measured at the other value size `size`: the default module's, the
+    /// bounded value type where the payload fits its bound, SQLite at its defaults. The
+    /// StableBTreeMap with talc is left out: talc moves where the module's statics fall,
+    /// whatever the value size.
+    fn stores_at(&self, size: u64) -> Vec<At> {
+        let mut out: Vec<At> = self.others.iter().map(|&s| At::Default(s)).collect();
+        if self.bounded_at(size) {
+            out.push(At::Variant(Variant::BTreeBounded));
+        }
+        out.push(At::Sqlite);
+        out
+    }
+
+    /// Whether the bounded value type is measured at the other value size `size`: when it
+    /// is measured at all, up to its bound.
+    pub(super) fn bounded_at(&self, size: u64) -> bool {
+        self.variants.contains(&Variant::BTreeBounded) && size <= BOUNDED_MAX_SIZE
+    }
+
+    /// The shape of each store measured at the other value size `size` (for the memory
+    /// estimate).
+    pub(super) fn value_size_stores(&self, size: u64) -> Vec<Store> {
+        let sqlite = self.users.stores.first().copied();
+        self.stores_at(size)
+            .into_iter()
+            .filter_map(|at| match at {
+                At::Default(store) => Some(store),
+                At::Variant(v) => Some(v.store()),
+                At::Sqlite => sqlite,
+            })
+            .collect()
+    }
+
+    /// Every store beside the search: first those at the run's payload size (the default
+    /// module's from `empty`, then the tune variant's from `variant`, when given), then
+    /// every store at every other value size from that size's empty states (`sized`),
+    /// sizes ascending. With how many are at the run's size.
+    pub(super) fn besides<'a>(
+        &self,
+        defaults: Setting,
+        empty: &'a State,
+        variant: Option<&'a State>,
+        sized: &'a [Sized],
+    ) -> (Vec<Beside<'a>>, usize) {
+        let beside = |at: At, size: Option<&'a Sized>| {
+            let (empty, variant) = match size {
+                Some(s) => (&s.default, s.bounded.as_ref()),
+                None => (empty, variant),
+            };
+            let size = size.map(|s| s.size);
+            let (store, method_store, record_store, label, start, sqlite) = match at {
+                At::Default(store) => (
+                    store,
+                    store.kind(),
+                    store.kind().to_string(),
+                    store.label(),
+                    empty,
+                    None,
+                ),
+                At::Variant(v) => (
+                    v.store(),
+                    v.method_store(),
+                    v.record_store().to_string(),
+                    v.label().to_string(),
+                    variant?,
+                    None,
+                ),
+                At::Sqlite => (
+                    Store::Sqlite(defaults.journal_mode),
+                    bench_types::names::SQLITE,
+                    defaults.store_label(),
+                    "SQLite at its defaults".to_string(),
+                    empty,
+                    Some(defaults),
+                ),
+            };
+            Some(Beside {
+                store,
+                method_store,
+                record_store: size.map_or(record_store.clone(), |s| with_size(&record_store, s)),
+                label: size.map_or(label.clone(), |s| format!("{label} with {s}-byte values")),
+                start,
+                sqlite,
+            })
+        };
+        let mut out: Vec<Beside<'a>> = self
+            .others
+            .iter()
+            .map(|&s| At::Default(s))
+            .chain(self.variants.iter().map(|&v| At::Variant(v)))
+            .filter_map(|at| beside(at, None))
+            .collect();
+        let at_run_size = out.len();
+        for size in sized {
+            out.extend(
+                self.stores_at(size.size)
+                    .into_iter()
+                    .filter_map(|at| beside(at, Some(size))),
+            );
+        }
+        (out, at_run_size)
+    }
+}
