@@ -111,12 +111,24 @@ fn commit(root: &Path) {
         _ => packaged_commit(root).unwrap_or_else(|| "unknown".to_string()),
     };
     println!("cargo::rustc-env=ICBENCH_COMMIT={commit}");
-    if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
-        let dir = PathBuf::from(dir);
-        println!("cargo::rerun-if-changed={}", dir.join("HEAD").display());
-        if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo::rerun-if-changed={}", dir.join(branch).display());
+    // `--git-path`, not the git directory joined with the ref: in a linked worktree HEAD is
+    // the worktree's own but branches live in the common directory. A watched file that does
+    // not exist reruns this script on every build (and recompiles the crate): a packed branch
+    // ref is watched through packed-refs and the folder its loose file will be written to.
+    let git_path = |rel: &str| git(&["rev-parse", "--git-path", rel]).map(|p| root.join(p));
+    let mut watched: Vec<PathBuf> = git_path("HEAD").into_iter().collect();
+    let branch = git(&["symbolic-ref", "-q", "HEAD"]).and_then(|r| git_path(&r));
+    if let Some(branch) = branch {
+        if branch.is_file() {
+            watched.push(branch);
+        } else {
+            watched.extend(git_path("packed-refs"));
+            watched.extend(branch.parent().map(Path::to_path_buf));
         }
+    }
+    watched.retain(|p| p.exists());
+    for path in watched {
+        println!("cargo::rerun-if-changed={}", path.display());
     }
 }
 

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{icbench_bin, scratch_dir};
+use crate::support::{icbench_bin, scratch_dir, test_cache_dir};
 
 /// A small default run and the canbench fixture, in `work`, by `bin` with `env` as the
 /// whole environment; returns the files whose bytes must not depend on where icbench runs.
@@ -78,8 +78,18 @@ fn a_copied_binary_runs_with_no_file_of_its_checkout() {
     assert!(!cargo.status.success(), "cargo is on the test's PATH");
 
     let alone = run_both(&copied, &away, &[("HOME", &home)]);
-    // The binary where cargo built it, with the same kind of environment.
-    let beside = run_both(icbench_bin(), &here, &[("HOME", &dir("home-2"))]);
+    // The binary where cargo built it, with the same kind of environment, and the compile
+    // cache the other tests' runs share: the copied binary alone compiles from nothing, and
+    // the reference need not compile the same modules once more (a cache hit gives the
+    // results of a miss: compile_cache::).
+    let beside = run_both(
+        icbench_bin(),
+        &here,
+        &[
+            ("HOME", &dir("home-2")),
+            (icbench::engine::disk_cache::ENV, test_cache_dir()),
+        ],
+    );
     for ((name, a), (_, b)) in alone.iter().zip(&beside) {
         assert!(
             a == b,

@@ -23,7 +23,7 @@ pub fn icbench_command() -> Command {
     cmd
 }
 
-fn test_cache_dir() -> &'static Path {
+pub fn test_cache_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("it-compile-cache");
