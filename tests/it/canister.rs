@@ -5,22 +5,14 @@
 //! build with the `pocket-ic` feature and a server: build.rs sets `cfg(pocket_ic_server)`
 //! when POCKET_IC_BIN is set; without it they are ignored, with that reason, never passed.
 
-use std::sync::OnceLock;
-
 use candid::Encode;
-use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig, SqliteConfig};
+use icbench::bench_canister::{BenchClient, HeapConfig, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::{Engine, ErrorCode, Reject};
 
-fn wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| {
-        ensure_built_with(true, Some(crate::support::icbench_bin()))
-            .expect("scripts/build-canister.sh builds the canister")
-    })
-}
+use crate::support::bench_wasm as wasm;
 
 fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
     let mut client = BenchClient::install(engine, wasm()).expect("the canister installs");

@@ -5,7 +5,6 @@
 
 use std::sync::OnceLock;
 
-use icbench::bench_canister::ensure_built_with;
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::report::{Report, ScenarioResult, Status};
@@ -14,13 +13,7 @@ use icbench::suites::scaling::Config;
 use icbench::suites::scenario::StoreKind;
 use icbench::suites::{Exec, Plan, Shard};
 
-fn wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| {
-        ensure_built_with(true, Some(crate::support::icbench_bin()))
-            .expect("scripts/build-canister.sh builds the canister")
-    })
-}
+use crate::support::bench_wasm as wasm;
 
 const UPDATE_LIMIT: u64 = 400_000_000;
 const QUERY_LIMIT: u64 = 10_000_000;

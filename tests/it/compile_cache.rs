@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use icbench::engine::disk_cache::{self, MODULES};
-use icbench::engine::embedded::{load_module_cached, EmbeddedEngine, Origin};
+use icbench::engine::embedded::{
+    load_module, load_module_cached, load_module_kept, EmbeddedEngine, Origin,
+};
 use icbench::engine::instrument::Counter;
 use icbench::engine::Engine;
 use icbench::report;
@@ -80,6 +82,37 @@ fn a_cached_module_has_the_facts_of_the_compiled_one() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(facts.update_methods, ["inc", "inc2"]);
     assert_eq!(facts.query_methods, ["get"]);
+}
+
+#[test]
+fn a_kept_module_goes_through_the_given_directory_and_stays_for_the_process() {
+    // A module no other test loads, so this process has not loaded it yet.
+    let wasm = wat::parse_str(PLAIN.replace("inc2", "kept_inc2")).unwrap();
+    let dir = scratch_dir("kept");
+    let kept = load_module_kept(&wasm, Counter::Local, false, &dir).unwrap();
+    let (stored, origin) = load_module_cached(&wasm, Counter::Local, &dir).unwrap();
+    assert_eq!(
+        origin,
+        Origin::Cache,
+        "the kept module was compiled into the directory"
+    );
+    assert_eq!(stored.facts(), kept.facts());
+    let loaded = load_module(&wasm, Counter::Local).unwrap();
+    assert!(
+        std::sync::Arc::ptr_eq(&loaded, &kept),
+        "load_module uses the kept module"
+    );
+    // Kept already: taken from memory, the other directory stays empty.
+    let other = scratch_dir("kept-other");
+    let again = load_module_kept(&wasm, Counter::Local, false, &other).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&again, &kept));
+    assert!(!other.join(MODULES).exists());
+    // The profiled variant is a module of its own, compiled into its own entry.
+    let profiled = load_module_kept(&wasm, Counter::Local, true, &other).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&profiled, &kept));
+    the_entry(&other);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&other).unwrap();
 }
 
 #[test]

@@ -1,10 +1,8 @@
 //! The upgrade suite and the failed upgrades it shows, on the embedded engine at small
 //! sizes: exact facts only.
 
-use std::sync::OnceLock;
-
 use candid::Encode;
-use icbench::bench_canister::{ensure_built_with, BenchClient, HeapConfig};
+use icbench::bench_canister::{BenchClient, HeapConfig};
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, Reject};
@@ -13,13 +11,7 @@ use icbench::suites::scenario::{JournalMode, Store};
 use icbench::suites::upgrade::{Config, Point, UpgradeStore};
 use icbench::suites::{Exec, Plan, Shard};
 
-fn wasm() -> &'static [u8] {
-    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
-    WASM.get_or_init(|| {
-        ensure_built_with(true, Some(crate::support::icbench_bin()))
-            .expect("scripts/build-canister.sh builds the canister")
-    })
-}
+use crate::support::bench_wasm as wasm;
 
 fn stores() -> Vec<UpgradeStore> {
     use bench_types::names::HeapEncoding;

@@ -20,8 +20,8 @@ mod snapshot;
 pub mod system_api;
 
 pub use module::{
-    check_module, load_module, load_module_cached, perf_map_if_asked, LoadedModule, ModuleFacts,
-    Origin,
+    check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
+    LoadedModule, ModuleFacts, Origin,
 };
 use module::{decompress, load_variant, module_key, variant, wasmtime_engine};
 

@@ -152,6 +152,16 @@ pub(super) fn load_variant(
     counter: Counter,
     profile: bool,
 ) -> Result<Arc<LoadedModule>> {
+    load_kept(raw, counter, profile, disk_cache::dir().as_deref())
+}
+
+/// [`load_variant`] through the compile cache in `dir` (None: no disk cache).
+fn load_kept(
+    raw: &[u8],
+    counter: Counter,
+    profile: bool,
+    dir: Option<&Path>,
+) -> Result<Arc<LoadedModule>> {
     type Cache = HashMap<([u8; 32], Counter, bool), Arc<LoadedModule>>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let hash: [u8; 32] = Sha256::digest(raw).into();
@@ -159,8 +169,8 @@ pub(super) fn load_variant(
     if let Some(m) = cache.lock().unwrap().get(&(hash, counter, profile)) {
         return Ok(m.clone());
     }
-    let loaded = match disk_cache::dir() {
-        Some(dir) => load_through(&dir, raw, hash, counter, profile)?.0,
+    let loaded = match dir {
+        Some(dir) => load_through(dir, raw, hash, counter, profile)?.0,
         None => Arc::new(link(compile(raw, counter, profile)?, raw, hash, counter)?),
     };
     cache
@@ -189,6 +199,19 @@ pub fn load_module_cached(
     let raw = decompress(wasm)?;
     let hash: [u8; 32] = Sha256::digest(&raw).into();
     load_through(dir, &raw, hash, counter, false)
+}
+
+/// [`load_module`] (with the profiling probes when `profiled`) through the compile cache in
+/// `dir` rather than the directory chosen for the process, kept in the process's memory
+/// cache like any loaded module: a test process shares with the icbench runs it starts the
+/// modules both use, compiled once.
+pub fn load_module_kept(
+    wasm: &[u8],
+    counter: Counter,
+    profiled: bool,
+    dir: &Path,
+) -> Result<Arc<LoadedModule>> {
+    load_kept(&decompress(wasm)?, counter, profiled, Some(dir))
 }
 
 /// A module compiled from its instrumented code, and what instrumenting it found: exactly

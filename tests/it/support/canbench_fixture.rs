@@ -11,7 +11,12 @@ pub fn fixture_wasm_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/canbench_fixture/canbench_fixture.wasm")
 }
 
+/// The fixture's bytes, compiled once for the test run on first use (see
+/// [`super::keep_compiled`]).
 pub fn fixture_wasm() -> Vec<u8> {
+    static KEPT: std::sync::Once = std::sync::Once::new();
     let path = fixture_wasm_path();
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    let wasm = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    KEPT.call_once(|| super::keep_compiled(&wasm, false));
+    wasm
 }

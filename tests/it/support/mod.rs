@@ -50,16 +50,43 @@ pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// The bench canister's module in a file, for `--wasm`: the one icbench embeds, or built
-/// once for the test run if the canister sources changed since (scripts/build-canister.sh,
-/// converting with this build's icbench).
+/// The bench canister's module: the one icbench embeds, or built once for the test run if
+/// the canister sources changed since (scripts/build-canister.sh, converting with this
+/// build's icbench). Compiled here once, with its new build (which the upgrade and scaling
+/// suites install), through the test cache: tests that start side by side wait for that
+/// compile instead of each making its own, and the icbench runs they start load it.
+pub fn bench_wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let wasm = icbench::bench_canister::ensure_built_with(true, Some(icbench_bin()))
+            .expect("scripts/build-canister.sh builds the canister");
+        keep_compiled(&wasm, false);
+        keep_compiled(&icbench::suites::upgrade::new_build(&wasm).unwrap(), false);
+        wasm
+    })
+}
+
+/// Loads `wasm` (with the profiling probes when `profiled`, on the default counter placement,
+/// as icbench runs load it) through the test cache into this process's modules: this
+/// process and the icbench runs it starts then compile it once between them.
+pub fn keep_compiled(wasm: &[u8], profiled: bool) {
+    icbench::engine::embedded::load_module_kept(
+        wasm,
+        Default::default(),
+        profiled,
+        test_cache_dir(),
+    )
+    .expect("the module loads");
+}
+
+/// [`bench_wasm`] in a file, for `--wasm`; compiled with the profiling probes too, once,
+/// for the profiled icbench runs.
 pub fn bench_wasm_path() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
-        let wasm = icbench::bench_canister::ensure_built_with(true, Some(icbench_bin()))
-            .expect("scripts/build-canister.sh builds the canister");
+        keep_compiled(bench_wasm(), true);
         let path = scratch_dir("bench-wasm").join("bench.wasm");
-        std::fs::write(&path, wasm).unwrap();
+        std::fs::write(&path, bench_wasm()).unwrap();
         path
     })
 }
