@@ -87,16 +87,22 @@ impl Knob {
         if name.trim().eq_ignore_ascii_case("bucket_size") {
             return Err(anyhow!("{BUCKET_SIZE_NOT_SEARCHABLE}"));
         }
-        Knob::ALL
-            .into_iter()
-            .find(|k| k.name().eq_ignore_ascii_case(name.trim()))
-            .ok_or_else(|| {
-                anyhow!(
-                    "unknown setting {name:?} in --tune-settings; accepted: {}",
-                    Knob::ALL.map(|k| k.name()).join(", ")
-                )
-            })
+        named(Knob::ALL, Knob::name, name).map_err(|accepted| {
+            anyhow!("unknown setting {name:?} in --tune-settings; accepted: {accepted}")
+        })
     }
+}
+
+/// The one of `all` called `name` (any case, spaces around it ignored), else the names
+/// accepted, comma-separated.
+fn named<T: Copy, const N: usize>(
+    all: [T; N],
+    name_of: fn(T) -> &'static str,
+    name: &str,
+) -> Result<T, String> {
+    all.into_iter()
+        .find(|&t| name_of(t).eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| all.map(name_of).join(", "))
 }
 
 /// Why `--tune-settings bucket_size` is refused, in one line.
@@ -172,15 +178,9 @@ impl Variant {
     }
 
     fn parse(name: &str) -> Result<Variant> {
-        Variant::ALL
-            .into_iter()
-            .find(|v| v.name().eq_ignore_ascii_case(name.trim()))
-            .ok_or_else(|| {
-                anyhow!(
-                    "--tune-variants: unknown variant {name:?}; accepted: {}, or none",
-                    Variant::ALL.map(|v| v.name()).join(", ")
-                )
-            })
+        named(Variant::ALL, Variant::name, name).map_err(|accepted| {
+            anyhow!("--tune-variants: unknown variant {name:?}; accepted: {accepted}, or none")
+        })
     }
 }
 

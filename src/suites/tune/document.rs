@@ -149,7 +149,7 @@ pub fn variants_table(report: &Report) -> Option<Table> {
     {
         return None;
     }
-    let mut columns = vec![
+    let columns = [
         ("Workload", Left),
         ("Store", Left),
         ("Charged", Right),
@@ -158,11 +158,7 @@ pub fn variants_table(report: &Report) -> Option<Table> {
         ("Wasm pages (heap + stable, accessed/written)", Right),
         ("Memory held", Right),
     ];
-    let under = format!("Under {beside}");
-    if !beside.is_empty() {
-        columns.push((&under, Right));
-    }
-    let mut t = table_of(&columns);
+    let mut t = table_beside(&columns, &beside, &format!("Under {beside}"));
     for w in &WORKLOADS {
         let mine: Vec<&ScenarioResult> = report
             .results
@@ -278,12 +274,22 @@ pub(super) fn gain(defaults: u64, best: u64) -> String {
     }
 }
 
+/// The table of `columns`, with a last one headed `under` when the run measured a vintage
+/// beside (`beside` names it, empty when none).
+fn table_beside(columns: &[(&str, Align)], beside: &str, under: &str) -> Table {
+    let mut columns = columns.to_vec();
+    if !beside.is_empty() {
+        columns.push((under, Align::Right));
+    }
+    table_of(&columns)
+}
+
 /// The table of the cheapest configuration per workload.
 pub fn cheapest_table(report: &Report) -> Table {
     use Align::{Left, Right};
     let search: Search = report.extra(SEARCH).unwrap_or_default();
     let beside = search.beside.clone().unwrap_or_default();
-    let mut columns = vec![
+    let columns = [
         ("Workload", Left),
         ("At defaults", Right),
         ("Cheapest settings found", Left),
@@ -293,10 +299,7 @@ pub fn cheapest_table(report: &Report) -> Table {
         ("Wasm pages (heap + stable, accessed/written)", Right),
     ];
     let under = format!("Under {beside}: defaults → these settings");
-    if !beside.is_empty() {
-        columns.push((&under, Right));
-    }
-    let mut t = table_of(&columns);
+    let mut t = table_beside(&columns, &beside, &under);
     for f in found(report) {
         let cost = |r: Option<&ScenarioResult>| match r {
             Some(r) if r.status == Status::Ok => thousands(r.instructions),

@@ -397,9 +397,8 @@ pub(super) fn measure_store(
         &call,
         workload,
         vintage,
-        &mut result,
-    )?;
-    Ok(result)
+        result,
+    )
 }
 
 /// SQLite at `setting` (labelled `label`), from a filled `state`: a fresh connection set to
@@ -434,16 +433,7 @@ pub(super) fn measure_under(
         }
         Ok(Ok(_)) => {}
     }
-    send(
-        lane,
-        env,
-        store.kind(),
-        &call,
-        workload,
-        vintage,
-        &mut result,
-    )?;
-    Ok(result)
+    send(lane, env, store.kind(), &call, workload, vintage, result)
 }
 
 /// A workload's record before it runs, and its call: `store` labelled `label`, with
@@ -480,7 +470,8 @@ pub(super) fn record(
 }
 
 /// Sends the workload's message (under `vintage`'s rules when given, the engine's again
-/// after it) and fills `result` from the reply, with the memory the canister holds after it.
+/// after it) and returns `result` filled from the reply, with the memory the canister holds
+/// after it.
 pub(super) fn send(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
@@ -488,8 +479,8 @@ pub(super) fn send(
     call: &Call,
     workload: &Workload,
     vintage: Option<Replica>,
-    result: &mut ScenarioResult,
-) -> Result<()> {
+    mut result: ScenarioResult,
+) -> Result<ScenarioResult> {
     if let Some(v) = vintage {
         lane.client.engine.set_replica(v)?;
     }
@@ -502,9 +493,14 @@ pub(super) fn send(
         users::Reply::Insert(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
         users::Reply::Read(m) => m.message.heap_bytes_after + m.message.stable_bytes_after,
     };
-    users::record_reply(result, reply, workload.operation, env.cfg.users.usd_per_xdr);
+    users::record_reply(
+        &mut result,
+        reply,
+        workload.operation,
+        env.cfg.users.usd_per_xdr,
+    );
     if result.status == Status::Ok {
         result.bytes = held;
     }
-    Ok(())
+    Ok(result)
 }
