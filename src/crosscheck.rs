@@ -227,6 +227,7 @@ impl Crosscheck {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::suites::shared::Measure;
 
     fn result(
         engine: &str,

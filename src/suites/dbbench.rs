@@ -15,18 +15,17 @@ use bench_types::names::DbBenchStore;
 
 use clap::{ArgMatches, Args};
 
-use super::grid::StoreColumn;
+use super::grid::{store_dot, store_dot_plot, StoreColumn};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Measure, Run};
-use super::{pool, users, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use super::shared::{stable_store_selected, Define, Header, Measure, Run};
+use super::{pool, users, CommonArgs, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{PageCounts, SnapshotId};
 use crate::report::format::{per_row, thousands};
 use crate::report::work::Kind;
 use crate::report::{
-    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
-    ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, Plot, Report, ScenarioResult, Status, Table,
 };
 
 /// Ops per message: db_bench's `entries_per_batch` for the batched fills.
@@ -265,26 +264,6 @@ impl Config {
             .into_iter()
             .flat_map(|store| Bench::ALL.map(|bench| DbBenchScenario { store, bench }))
             .collect()
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        if !(1_000..=MAX_NUM).contains(&self.num) {
-            return Err(anyhow!(
-                "--dbbench-num must be between 1000 and {MAX_NUM} (the 100K benchmarks use N/1000 ops), got {}",
-                self.num
-            ));
-        }
-        // The heap store exists only in the users suites (seed003, lookups).
-        if !self
-            .stores
-            .iter()
-            .any(|s| matches!(s, StoreKind::Btree | StoreKind::Sqlite))
-        {
-            return Err(anyhow!(
-                "no store of the dbbench suite selected (--stores btree,sqlite; it has no heap store)"
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -606,30 +585,13 @@ fn table(report: &Report, charged: bool) -> Table {
 /// plot-dbbench.svg: store instructions per op, one row per benchmark and one marker per
 /// store, on a log axis (db_bench's benchmarks have no batch axis).
 fn plot(report: &Report) -> Option<Plot> {
-    let points: Vec<DotPoint> = report
+    let points = report
         .results
         .iter()
         .filter(|r| r.position == "db_bench" && r.status == Status::Ok)
-        .map(|r| {
-            let column = StoreColumn::of(r);
-            DotPoint {
-                row: r.operation.clone(),
-                series: column.schema_label(),
-                color: column.color_slot(),
-                value: r.store_instructions_per_row,
-            }
-        })
+        .map(|r| store_dot(r, r.operation.clone()))
         .collect();
-    let plot = DotPlot {
-        title: "db_bench: store instructions per op".into(),
-        axis: "store instructions per op (log scale)".into(),
-        unit: "instructions/op".into(),
-        points,
-    };
-    (!plot.svg().is_empty()).then(|| Plot {
-        file: "plot-dbbench.svg".into(),
-        kind: PlotKind::Dots(plot),
-    })
+    store_dot_plot("dbbench", "db_bench", "op", points)
 }
 
 /// db_bench's lines, then store and charged instructions per op by benchmark and store.
@@ -665,24 +627,20 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Define for DbBench {
-    const NAME: &'static str = "dbbench";
     type Args = DbBenchArgs;
+    type Plan = Config;
 
-    fn plan(args: DbBenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+    fn plan(args: DbBenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
-        let cfg = Config {
+        Ok(Config {
             stores: common.stores.clone(),
             num: args.dbbench_num,
             journal_mode: args.dbbench_journal_mode,
             usd_per_xdr: common.usd_per_xdr,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
+        })
     }
 
-    fn document(report: &Report) -> Document {
-        document(report)
-    }
+    const DOCUMENT: fn(&Report) -> Document = document;
 }
 
 /// A store's benchmarks from one fresh benchmark up to the next one: they run in order on
@@ -699,11 +657,20 @@ struct Sequence {
 impl Measure for Config {
     const SUITE: &'static str = "dbbench";
 
+    fn validate(&self) -> Result<()> {
+        if !(1_000..=MAX_NUM).contains(&self.num) {
+            return Err(anyhow!(
+                "--dbbench-num must be between 1000 and {MAX_NUM} (the 100K benchmarks use N/1000 ops), got {}",
+                self.num
+            ));
+        }
+        stable_store_selected(&self.stores, Self::SUITE)
+    }
+
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
     /// store, the others on what the previous benchmark left.
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
-        cfg.validate()?;
         let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let (mut client, installed) = session.install(run.engine, run.wasm)?;

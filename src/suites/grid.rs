@@ -10,8 +10,8 @@ use std::str::FromStr;
 use crate::report::format::{compact, per_row, signed_thousands, thousands, usd};
 use crate::report::table::{cell_text, Align, Table};
 use crate::report::{
-    message_cells_legend, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report,
-    ScenarioResult, Series, Status,
+    message_cells_legend, Block, Document, DotPlot, DotPoint, Footnotes, LinePlot, Plot, PlotKind,
+    Report, ScenarioResult, Series, Status,
 };
 use crate::suites::scenario::{JournalMode, Position, Store};
 
@@ -20,6 +20,11 @@ use crate::suites::scenario::{JournalMode, Position, Store};
 pub(crate) fn table_of(columns: &[(&str, Align)]) -> Table {
     let (headers, aligns) = columns.iter().map(|&(h, a)| (h.to_string(), a)).unzip();
     Table::with_aligns(headers, aligns)
+}
+
+/// A table with these headers, every column aligned left.
+pub(crate) fn table_headed(headers: &[&str]) -> Table {
+    Table::new(headers.iter().map(|h| h.to_string()).collect())
 }
 
 pub(crate) fn positions(report: &Report) -> Vec<String> {
@@ -136,6 +141,43 @@ impl StoreColumn {
             _ => self.label(),
         }
     }
+}
+
+/// A result's marker in the dot plots of dbbench, keys and sysbench: on `row`, in its
+/// store's series and colour, at its store instructions per row.
+pub(crate) fn store_dot(r: &ScenarioResult, row: String) -> DotPoint {
+    let column = StoreColumn::of(r);
+    DotPoint {
+        row,
+        series: column.schema_label(),
+        color: column.color_slot(),
+        value: r.store_instructions_per_row,
+    }
+}
+
+/// `plot-{suite}.svg`: `points`, store instructions per `per` (op, event) on a log axis,
+/// under the title `{name}: store instructions per {per}`.
+pub(crate) fn store_dot_plot(
+    suite: &str,
+    name: &str,
+    per: &str,
+    points: Vec<DotPoint>,
+) -> Option<Plot> {
+    let plot = DotPlot {
+        title: format!("{name}: store instructions per {per}"),
+        axis: format!("store instructions per {per} (log scale)"),
+        unit: format!("instructions/{per}"),
+        points,
+    };
+    dot_plot_file(suite, plot)
+}
+
+/// `plot` as `plot-{suite}.svg`; `None` when it has no positive value to draw.
+pub(crate) fn dot_plot_file(suite: &str, plot: DotPlot) -> Option<Plot> {
+    (!plot.svg().is_empty()).then(|| Plot {
+        file: format!("plot-{suite}.svg"),
+        kind: PlotKind::Dots(plot),
+    })
 }
 
 /// The results of one position and a set of operations, laid out as rows (operation, batch)

@@ -13,20 +13,20 @@ use bench_types::names::KeysStore;
 use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
-use super::grid::StoreColumn;
+use super::grid::{dot_plot_file, store_dot, StoreColumn};
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Measure, Run};
+use super::shared::{stable_store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use super::{CommonArgs, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::SnapshotId;
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
 use crate::report::work::Kind;
 use crate::report::{
-    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
-    ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, Report, ScenarioResult, Status,
+    Table,
 };
 
 /// Rows per insert message: seed 002 wrote one user's list, about 100 rows, per transaction.
@@ -142,29 +142,6 @@ impl Config {
             }
         }
         out
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        if self.rows < LOOKUPS
-            || self.rows > MAX_ROWS
-            || !self.rows.is_multiple_of(ROWS_PER_MESSAGE)
-        {
-            return Err(anyhow!(
-                "--keys-rows must be a multiple of {ROWS_PER_MESSAGE} between {LOOKUPS} and {MAX_ROWS}, got {}",
-                self.rows
-            ));
-        }
-        // The heap store exists only in the users suites (seed003, lookups).
-        if !self
-            .stores
-            .iter()
-            .any(|s| matches!(s, StoreKind::Btree | StoreKind::Sqlite))
-        {
-            return Err(anyhow!(
-                "no store of the keys suite selected (--stores btree,sqlite; it has no heap store)"
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -315,13 +292,7 @@ fn plot(report: &Report) -> Option<Plot> {
             } else {
                 "lookup"
             };
-            let column = StoreColumn::of(r);
-            DotPoint {
-                row: format!("{} {what}", r.position),
-                series: column.schema_label(),
-                color: column.color_slot(),
-                value: r.store_instructions_per_row,
-            }
+            store_dot(r, format!("{} {what}", r.position))
         })
         .collect();
     let plot = DotPlot {
@@ -330,10 +301,7 @@ fn plot(report: &Report) -> Option<Plot> {
         unit: "instructions/row".into(),
         points,
     };
-    (!plot.svg().is_empty()).then(|| Plot {
-        file: "plot-keys.svg".into(),
-        kind: PlotKind::Dots(plot),
-    })
+    dot_plot_file("keys", plot)
 }
 
 /// Per insert, per lookup, stable bytes per row, and SQLite's B-trees; the terminal shows
@@ -386,33 +354,41 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Define for Keys {
-    const NAME: &'static str = "keys";
     type Args = KeysArgs;
+    type Plan = Config;
 
-    fn plan(args: KeysArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+    fn plan(args: KeysArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
-        let cfg = Config {
+        Ok(Config {
             stores: common.stores.clone(),
             rows: args.keys_rows,
             journal_mode: args.keys_journal_mode,
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
+        })
     }
 
-    fn document(report: &Report) -> Document {
-        document(report)
-    }
+    const DOCUMENT: fn(&Report) -> Document = document;
 }
 
 impl Measure for Config {
     const SUITE: &'static str = "keys";
 
+    fn validate(&self) -> Result<()> {
+        if self.rows < LOOKUPS
+            || self.rows > MAX_ROWS
+            || !self.rows.is_multiple_of(ROWS_PER_MESSAGE)
+        {
+            return Err(anyhow!(
+                "--keys-rows must be a multiple of {ROWS_PER_MESSAGE} between {LOOKUPS} and {MAX_ROWS}, got {}",
+                self.rows
+            ));
+        }
+        stable_store_selected(&self.stores, Self::SUITE)
+    }
+
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
-        cfg.validate()?;
         let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let (mut client, installed) = session.install(run.engine, run.wasm)?;

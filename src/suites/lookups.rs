@@ -7,7 +7,7 @@ use clap::{ArgMatches, Args};
 use super::scenario::{Operation, Position, Scenario};
 use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
+use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate};
 use crate::report::{Document, Report};
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
@@ -45,22 +45,34 @@ impl Config {
     /// Per key order (draw order, then ascending), per store, every batch. Both orders read
     /// the same keys, so the difference is the order alone.
     pub fn matrix(&self) -> Vec<Scenario> {
-        let mut out = Vec::new();
-        for position in [Position::Random, Position::Sorted] {
-            for &store in &self.users.stores {
-                for &keys in &self.batches {
-                    out.push(Scenario {
-                        store,
-                        position,
-                        operation: Operation::PointLookups { keys },
-                    });
-                }
-            }
-        }
-        out
+        let lookups: Vec<Operation> = self
+            .batches
+            .iter()
+            .map(|&keys| Operation::PointLookups { keys })
+            .collect();
+        let positions = [Position::Random, Position::Sorted];
+        users::matrix(&positions, &self.users.stores, &lookups)
+    }
+}
+
+impl Define for Lookups {
+    type Args = LookupsArgs;
+    type Plan = Config;
+
+    fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
+        Ok(Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.lookup_batches),
+        })
     }
 
-    pub fn validate(&self) -> Result<()> {
+    const DOCUMENT: fn(&Report) -> Document = super::grid::document;
+}
+
+impl Measure for Config {
+    const SUITE: &'static str = "lookups";
+
+    fn validate(&self) -> Result<()> {
         self.users.validate()?;
         if self.batches.is_empty() {
             return Err(anyhow!("--lookup-batches needs at least one batch size"));
@@ -74,31 +86,8 @@ impl Config {
         }
         Ok(())
     }
-}
-
-impl Define for Lookups {
-    const NAME: &'static str = "lookups";
-    type Args = LookupsArgs;
-
-    fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
-        let cfg = Config {
-            users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.lookup_batches),
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
-    }
-
-    fn document(report: &Report) -> Document {
-        super::grid::document(report)
-    }
-}
-
-impl Measure for Config {
-    const SUITE: &'static str = "lookups";
 
     fn measure(&self, run: Run<'_>) -> Result<Report> {
-        self.validate()?;
         let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
         users::run(run, &self.users, &self.matrix(), &[note.to_string()], None)
     }

@@ -15,7 +15,7 @@ use super::capacity;
 use super::scenario::{Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan};
+use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
@@ -103,20 +103,6 @@ pub fn sizes_up_to(max: u64) -> Vec<u64> {
 }
 
 impl Config {
-    pub fn validate(&self) -> Result<()> {
-        if self.kinds.is_empty() {
-            return Err(anyhow!("no store selected (--stores)"));
-        }
-        match self.sizes.first() {
-            Some(&n) if n >= MIN_ROWS => Ok(()),
-            first => Err(anyhow!(
-                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows), got {}",
-                thousands(MIN_ROWS),
-                first.copied().unwrap_or_default()
-            )),
-        }
-    }
-
     /// The usual users-suite settings for a store of `rows` rows: the ids and arguments
     /// every users scenario draws are the ones seed003 would draw at that size.
     fn users_at(&self, rows: u64) -> users::Config {
@@ -131,38 +117,47 @@ impl Config {
 }
 
 impl Define for Scaling {
-    const NAME: &'static str = "scaling";
     type Args = ScalingArgs;
+    type Plan = Config;
 
-    fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+    fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
         let mut kinds = common.stores.clone();
         kinds.sort();
         kinds.dedup();
         let sizes = sizes_up_to(args.scaling_max_rows);
         let capacity_at = sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS);
-        let cfg = Config {
+        Ok(Config {
             sizes,
             kinds,
             payload_size: common.payload_size,
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
             capacity_at,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
+        })
     }
 
-    fn document(report: &Report) -> Document {
-        document(report)
-    }
+    const DOCUMENT: fn(&Report) -> Document = document;
 }
 
 impl Measure for Config {
     const SUITE: &'static str = "scaling";
 
+    fn validate(&self) -> Result<()> {
+        if self.kinds.is_empty() {
+            return Err(anyhow!("no store selected (--stores)"));
+        }
+        match self.sizes.first() {
+            Some(&n) if n >= MIN_ROWS => Ok(()),
+            first => Err(anyhow!(
+                "--scaling-max-rows must be at least {} (the range scan reads 1,000 rows), got {}",
+                thousands(MIN_ROWS),
+                first.copied().unwrap_or_default()
+            )),
+        }
+    }
+
     fn measure(&self, run: Run<'_>) -> Result<Report> {
-        self.validate()?;
         let (session, exec, wasm) = (run.session, run.exec, run.wasm);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let (mut client, installed) = session.install(run.engine, wasm)?;

@@ -12,7 +12,7 @@ use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
 use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate, Plan};
+use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate};
 use crate::bench_canister::BenchClient;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
@@ -74,31 +74,82 @@ impl Default for Config {
 impl Config {
     /// Per position, per store: every insert batch, then the reads.
     pub fn matrix(&self) -> Vec<Scenario> {
-        let mut out = Vec::new();
-        for &position in &self.positions {
-            for &store in &self.users.stores {
-                for &rows in &self.batches {
-                    out.push(Scenario {
-                        store,
-                        position,
-                        operation: Operation::Insert { rows },
-                    });
-                }
-                if self.reads {
-                    for operation in READS {
-                        out.push(Scenario {
-                            store,
-                            position,
-                            operation,
-                        });
-                    }
-                }
-            }
+        let mut operations: Vec<Operation> = self
+            .batches
+            .iter()
+            .map(|&rows| Operation::Insert { rows })
+            .collect();
+        if self.reads {
+            operations.extend(READS);
         }
-        out
+        users::matrix(&self.positions, &self.users.stores, &operations)
+    }
+}
+
+/// seed003's tables, then a short decision table at the run's size.
+fn document(report: &Report) -> Document {
+    let mut doc = super::grid::document(report);
+    // Capacity first: the default run ends with the decision table.
+    if let Some(table) = capacity::table(report) {
+        let title = format!(
+            "Capacity at {} rows: the largest batch per message, confirmed with real calls",
+            thousands(report.rows_before)
+        );
+        doc.push_table(&title, table);
+        doc.markdown.push(Block::Text(capacity::explained(report)));
+    } else if let Some(table) = capacity::estimate_table(report) {
+        let title = format!(
+            "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
+            thousands(report.rows_before)
+        );
+        doc.push_table(&title, table);
+        doc.markdown.push(Block::Text(
+            "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
+        ));
+    }
+    let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
+        .iter()
+        .filter_map(|w| decision::decide(report, w, report.rows_before))
+        .collect();
+    if !decisions.is_empty() {
+        let title = format!(
+            "Which store is cheapest at {} rows (charged instructions; `--suite scaling` for every size, storage and upgrades)",
+            thousands(report.rows_before)
+        );
+        doc.push_table(&title, decision::short_table(&decisions));
+    }
+    doc
+}
+
+impl Define for Seed003 {
+    type Args = Seed003Args;
+    type Plan = Config;
+
+    fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
+        let mut positions = args.positions;
+        positions.sort();
+        positions.dedup();
+        Ok(Config {
+            users: users::Config::from_args(common)?,
+            batches: sorted_unique(args.batches),
+            positions,
+            reads: !args.no_reads,
+            confirm_capacity: args.confirm_capacity,
+        })
     }
 
-    pub fn validate(&self) -> Result<()> {
+    /// seed003 writes into `--out` itself, as before there were other suites.
+    fn out_dir(base: &Path) -> PathBuf {
+        base.to_path_buf()
+    }
+
+    const DOCUMENT: fn(&Report) -> Document = document;
+}
+
+impl Measure for Config {
+    const SUITE: &'static str = "seed003";
+
+    fn validate(&self) -> Result<()> {
         self.users.validate()?;
         // Random positions send their ids as a list.
         if let Some(b) = self
@@ -118,74 +169,9 @@ impl Config {
         }
         Ok(())
     }
-}
-
-impl Define for Seed003 {
-    const NAME: &'static str = "seed003";
-    type Args = Seed003Args;
-
-    fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
-        let mut positions = args.positions;
-        positions.sort();
-        positions.dedup();
-        let cfg = Config {
-            users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.batches),
-            positions,
-            reads: !args.no_reads,
-            confirm_capacity: args.confirm_capacity,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
-    }
-
-    /// seed003's tables, then a short decision table at the run's size.
-    fn document(report: &Report) -> Document {
-        let mut doc = super::grid::document(report);
-        // Capacity first: the default run ends with the decision table.
-        if let Some(table) = capacity::table(report) {
-            let title = format!(
-                "Capacity at {} rows: the largest batch per message, confirmed with real calls",
-                thousands(report.rows_before)
-            );
-            doc.push_table(&title, table);
-            doc.markdown.push(Block::Text(capacity::explained(report)));
-        } else if let Some(table) = capacity::estimate_table(report) {
-            let title = format!(
-                "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
-                thousands(report.rows_before)
-            );
-            doc.push_table(&title, table);
-            doc.markdown.push(Block::Text(
-                "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
-            ));
-        }
-        let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
-            .iter()
-            .filter_map(|w| decision::decide(report, w, report.rows_before))
-            .collect();
-        if !decisions.is_empty() {
-            let title = format!(
-                "Which store is cheapest at {} rows (charged instructions; `--suite scaling` for every size, storage and upgrades)",
-                thousands(report.rows_before)
-            );
-            doc.push_table(&title, decision::short_table(&decisions));
-        }
-        doc
-    }
-
-    /// seed003 writes into `--out` itself, as before there were other suites.
-    fn out_dir(base: &Path) -> PathBuf {
-        base.to_path_buf()
-    }
-}
-
-impl Measure for Config {
-    const SUITE: &'static str = "seed003";
 
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
-        cfg.validate()?;
         if cfg.confirm_capacity && !run.exec.shard.is_whole() {
             return Err(anyhow!(
                 "--confirm-capacity needs every store's measured batches in one run: drop --shard"

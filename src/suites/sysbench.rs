@@ -14,19 +14,18 @@ use bench_types::names::SysbenchStore;
 use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
-use super::grid::StoreColumn;
+use super::grid::{store_dot, store_dot_plot, table_headed};
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{Define, Header, Measure, Run};
+use super::shared::{stable_store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, Plan, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::SnapshotId;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
-    message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, PlotKind, Report,
-    ScenarioResult, Status, Table,
+    message_cells_legend, Block, Document, DotPoint, Plot, Report, ScenarioResult, Status,
 };
 
 /// Seed 004's 23 workloads, their sections and the parameters each message takes, shared
@@ -128,35 +127,6 @@ impl Config {
             }
         }
         out
-    }
-
-    pub fn validate(&self) -> Result<()> {
-        if self.rows < MIN_ROWS || self.rows > MAX_ROWS {
-            return Err(anyhow!(
-                "--sysbench-rows must be between {MIN_ROWS} and {MAX_ROWS}, got {}",
-                self.rows
-            ));
-        }
-        if self.journal_modes.is_empty() {
-            return Err(anyhow!("--sysbench-journal-modes needs at least one mode"));
-        }
-        let ok = |x: f64| x.is_finite() && x > 0.0;
-        if !ok(self.ceilings.max) || !ok(self.ceilings.max_section) {
-            return Err(anyhow!(
-                "--sysbench-max-ratio and --sysbench-max-section-ratio must be positive numbers"
-            ));
-        }
-        // The heap store exists only in the users suites (seed003, lookups).
-        if !self
-            .stores
-            .iter()
-            .any(|s| matches!(s, StoreKind::Btree | StoreKind::Sqlite))
-        {
-            return Err(anyhow!(
-                "no store of the sysbench suite selected (--stores btree,sqlite; it has no heap store)"
-            ));
-        }
-        Ok(())
     }
 }
 
@@ -360,27 +330,10 @@ fn plot(report: &Report) -> Option<Plot> {
         .results
         .iter()
         .filter(|r| r.status == Status::Ok)
-        .map(|r| {
-            let column = StoreColumn::of(r);
-            DotPoint {
-                row: r.operation.clone(),
-                series: column.schema_label(),
-                color: column.color_slot(),
-                value: r.store_instructions_per_row,
-            }
-        })
+        .map(|r| store_dot(r, r.operation.clone()))
         .collect();
     points.sort_by_key(|p| rank(&p.row));
-    let plot = DotPlot {
-        title: "sysbench: store instructions per event".into(),
-        axis: "store instructions per event (log scale)".into(),
-        unit: "instructions/event".into(),
-        points,
-    };
-    (!plot.svg().is_empty()).then(|| Plot {
-        file: "plot-sysbench.svg".into(),
-        kind: PlotKind::Dots(plot),
-    })
+    store_dot_plot("sysbench", "sysbench", "event", points)
 }
 
 /// Seed 004's shape: per journal mode a Reads and a Writes table (map and SQLite
@@ -405,16 +358,12 @@ fn blocks(report: &Report) -> Vec<Block> {
             "Writes"
         };
         out.push(heading(3, title.into()));
-        let mut table = Table::new(
-            [
-                "Test",
-                "StableBTreeMap",
-                &format!("SQLite {mode}"),
-                "Multiplier",
-            ]
-            .map(String::from)
-            .to_vec(),
-        );
+        let mut table = table_headed(&[
+            "Test",
+            "StableBTreeMap",
+            &format!("SQLite {mode}"),
+            "Multiplier",
+        ]);
         for r in &s.rows {
             table.push(vec![
                 r.workload.clone(),
@@ -471,10 +420,10 @@ pub fn document(report: &Report) -> Document {
 }
 
 impl Define for Sysbench {
-    const NAME: &'static str = "sysbench";
     type Args = SysbenchArgs;
+    type Plan = Config;
 
-    fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Box<dyn Plan>> {
+    fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
         // Given order kept (the first mode's tables come first), duplicates dropped.
         let mut journal_modes: Vec<JournalMode> = Vec::new();
@@ -483,7 +432,7 @@ impl Define for Sysbench {
                 journal_modes.push(m);
             }
         }
-        let cfg = Config {
+        Ok(Config {
             stores: common.stores.clone(),
             rows: args.sysbench_rows,
             journal_modes,
@@ -493,26 +442,40 @@ impl Define for Sysbench {
             },
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
-    }
-
-    fn document(report: &Report) -> Document {
-        document(report)
+        })
     }
 
     fn gate(report: &Report) -> Vec<String> {
         report_gate(report)
     }
+
+    const DOCUMENT: fn(&Report) -> Document = document;
 }
 
 impl Measure for Config {
     const SUITE: &'static str = "sysbench";
 
+    fn validate(&self) -> Result<()> {
+        if self.rows < MIN_ROWS || self.rows > MAX_ROWS {
+            return Err(anyhow!(
+                "--sysbench-rows must be between {MIN_ROWS} and {MAX_ROWS}, got {}",
+                self.rows
+            ));
+        }
+        if self.journal_modes.is_empty() {
+            return Err(anyhow!("--sysbench-journal-modes needs at least one mode"));
+        }
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !ok(self.ceilings.max) || !ok(self.ceilings.max_section) {
+            return Err(anyhow!(
+                "--sysbench-max-ratio and --sysbench-max-section-ratio must be positive numbers"
+            ));
+        }
+        stable_store_selected(&self.stores, Self::SUITE)
+    }
+
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let cfg = self;
-        cfg.validate()?;
         let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let (mut client, installed) = session.install(run.engine, run.wasm)?;

@@ -16,7 +16,7 @@ use clap::{ArgMatches, Args};
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
 use super::users::{self, ID_STEP};
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan};
+use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::report::format::thousands;
 use crate::report::{Document, Report};
 use bench_types::names::HeapEncoding;
@@ -161,30 +161,6 @@ pub struct Config {
 }
 
 impl Config {
-    pub fn validate(&self) -> Result<()> {
-        if self.stores.is_empty() {
-            bail!("no store selected (--stores and at least one --journal-modes)");
-        }
-        if self.sizes.is_empty() {
-            bail!(
-                "no --upgrade-sizes at most --rows ({}): nothing to measure",
-                self.rows
-            );
-        }
-        if let Some(&n) = self.sizes.iter().find(|&&n| n < 200) {
-            bail!("--upgrade-sizes must be at least 200 (the point lookup reads 100 rows around the middle), got {n}");
-        }
-        if self.payload_size == 0 {
-            bail!("--payload-size must be at least 1");
-        }
-        if let Some((_, p)) = self.limit_run {
-            if p == 0 {
-                bail!("--limit-payload-size must be at least 1");
-            }
-        }
-        Ok(())
-    }
-
     /// One scenario per store, then the limit run.
     fn keys(&self) -> Vec<String> {
         let mut keys: Vec<String> = self
@@ -200,10 +176,10 @@ impl Config {
 }
 
 impl Define for Upgrade {
-    const NAME: &'static str = "upgrade";
     type Args = UpgradeArgs;
+    type Plan = Config;
 
-    fn plan(args: UpgradeArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Box<dyn Plan>> {
+    fn plan(args: UpgradeArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
         let mut common = common.clone();
         if matches.value_source("journal_modes") != Some(clap::parser::ValueSource::CommandLine) {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
@@ -230,7 +206,7 @@ impl Define for Upgrade {
             true => None,
             false => limit_store(&stores).map(|s| (s, args.limit_payload_size)),
         };
-        let cfg = Config {
+        Ok(Config {
             stores,
             sizes,
             rows: common.rows,
@@ -238,14 +214,10 @@ impl Define for Upgrade {
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
             limit_run,
-        };
-        cfg.validate()?;
-        Ok(Box::new(cfg))
+        })
     }
 
-    fn document(report: &Report) -> Document {
-        document(report)
-    }
+    const DOCUMENT: fn(&Report) -> Document = document;
 }
 
 /// The store the limit run shows: the first whose upgrade work grows with its rows (the
@@ -257,8 +229,31 @@ fn limit_store(stores: &[UpgradeStore]) -> Option<UpgradeStore> {
 impl Measure for Config {
     const SUITE: &'static str = "upgrade";
 
+    fn validate(&self) -> Result<()> {
+        if self.stores.is_empty() {
+            bail!("no store selected (--stores and at least one --journal-modes)");
+        }
+        if self.sizes.is_empty() {
+            bail!(
+                "no --upgrade-sizes at most --rows ({}): nothing to measure",
+                self.rows
+            );
+        }
+        if let Some(&n) = self.sizes.iter().find(|&&n| n < 200) {
+            bail!("--upgrade-sizes must be at least 200 (the point lookup reads 100 rows around the middle), got {n}");
+        }
+        if self.payload_size == 0 {
+            bail!("--payload-size must be at least 1");
+        }
+        if let Some((_, p)) = self.limit_run {
+            if p == 0 {
+                bail!("--limit-payload-size must be at least 1");
+            }
+        }
+        Ok(())
+    }
+
     fn measure(&self, run: Run<'_>) -> Result<Report> {
-        self.validate()?;
         let (session, exec) = (run.session, run.exec);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let hook_charges = match run.engine.replica().and_then(|r| r.memory_tracker) {

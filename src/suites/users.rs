@@ -368,6 +368,21 @@ fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
     }
 }
 
+/// The scenarios of the users suites: per position, per store, every operation, in order.
+pub fn matrix(positions: &[Position], stores: &[Store], operations: &[Operation]) -> Vec<Scenario> {
+    let mut out = Vec::new();
+    for &position in positions {
+        for &store in stores {
+            out.extend(operations.iter().map(|&operation| Scenario {
+                store,
+                position,
+                operation,
+            }));
+        }
+    }
+    out
+}
+
 /// The ids of the records `matrix` will give, in order (what `--profile` matches).
 pub fn scenario_ids(matrix: &[Scenario], cfg: &Config) -> Vec<String> {
     let records: Vec<ScenarioResult> = matrix.iter().map(|s| record_of(s, cfg)).collect();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use icbench::report::{self, Report};
 use icbench::suites::lookups::{self, LOOKUP_BATCHES};
 use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use icbench::suites::shared::Measure;
 use icbench::suites::{self as registry, seed003, users, REGISTRY};
 
 #[test]

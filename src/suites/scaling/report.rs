@@ -368,20 +368,16 @@ fn bulk_section(
     // at each size: execution and ingress apart, then the total. The store keeps growing
     // meanwhile, so this is the price at N, not of growing from N.
     let million = 1_000_000u64;
-    let mut bulk = Table::new(
-        [
-            "Store",
-            "Rows in the store",
-            "Rows per message",
-            "Messages",
-            "Execution cycles",
-            "Ingress cycles",
-            "Total cycles",
-            "Total USD",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let mut bulk = grid::table_headed(&[
+        "Store",
+        "Rows in the store",
+        "Rows per message",
+        "Messages",
+        "Execution cycles",
+        "Ingress cycles",
+        "Total cycles",
+        "Total USD",
+    ]);
     for (c, label) in columns.iter().zip(labels) {
         for &n in sizes {
             for batch in [1, 1_000] {
@@ -427,19 +423,15 @@ fn upgrade_section(report: &Report, doc: &mut Document) {
     if upgrades.is_empty() {
         return;
     }
-    let mut table = Table::new(
-        [
-            "Store",
-            "Rows in the store",
-            "pre_upgrade",
-            "post_upgrade",
-            "install_code (charged)",
-            "Cycles (USD)",
-            "Result",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let mut table = grid::table_headed(&[
+        "Store",
+        "Rows in the store",
+        "pre_upgrade",
+        "post_upgrade",
+        "install_code (charged)",
+        "Cycles (USD)",
+        "Result",
+    ]);
     let mut errors = Vec::new();
     for up in upgrades {
         let label = decision::store_label(&up.store, &up.journal_mode);

@@ -1,39 +1,44 @@
 //! A suite declared by its parts: its name, its flags, the plan made from them and its
 //! document. The blanket [`Suite`] impl supplies what every suite does the same way (parse
-//! the flags, register them, box the plan).
+//! the flags, register them, check the plan and box it).
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
+use super::Measure;
 use crate::report::{Document, Report};
+use crate::suites::scenario::StoreKind;
 use crate::suites::{CommonArgs, Plan, Suite};
 
-/// The parts of a suite that differ from suite to suite.
+/// The parts of a suite that differ from suite to suite. Its name (`--suite NAME`) is its
+/// plan's [`Measure::SUITE`].
 pub trait Define: Sync {
-    /// `--suite NAME`.
-    const NAME: &'static str;
     /// The suite's own flags (under a help heading of its own).
     type Args: Args + FromArgMatches;
-    /// The plan from the suite's flags and the shared ones, checked; `matches` tells which
-    /// flags were given on the command line.
-    fn plan(args: Self::Args, common: &CommonArgs, matches: &ArgMatches) -> Result<Box<dyn Plan>>;
+    /// The plan the flags make.
+    type Plan: Measure + 'static;
+    /// The plan from the suite's flags and the shared ones; `matches` tells which flags were
+    /// given on the command line. The suite checks the shared ones (`CommonArgs::validate`)
+    /// where its first error should come from; the blanket impl then checks the plan
+    /// ([`Measure::validate`]).
+    fn plan(args: Self::Args, common: &CommonArgs, matches: &ArgMatches) -> Result<Self::Plan>;
     /// As [`Suite::document`].
-    fn document(report: &Report) -> Document;
+    const DOCUMENT: fn(&Report) -> Document;
     /// As [`Suite::gate`].
     fn gate(_report: &Report) -> Vec<String> {
         Vec::new()
     }
     /// As [`Suite::out_dir`].
     fn out_dir(base: &Path) -> PathBuf {
-        base.join(Self::NAME)
+        base.join(Self::Plan::SUITE)
     }
 }
 
 impl<T: Define> Suite for T {
     fn name(&self) -> &'static str {
-        T::NAME
+        T::Plan::SUITE
     }
 
     fn args(&self, cmd: Command) -> Command {
@@ -41,7 +46,9 @@ impl<T: Define> Suite for T {
     }
 
     fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
-        T::plan(T::Args::from_arg_matches(matches)?, common, matches)
+        let plan = T::plan(T::Args::from_arg_matches(matches)?, common, matches)?;
+        plan.validate()?;
+        Ok(Box::new(plan))
     }
 
     fn out_dir(&self, base: &Path) -> PathBuf {
@@ -49,10 +56,25 @@ impl<T: Define> Suite for T {
     }
 
     fn document(&self, report: &Report) -> Document {
-        T::document(report)
+        (T::DOCUMENT)(report)
     }
 
     fn gate(&self, report: &Report) -> Vec<String> {
         T::gate(report)
     }
+}
+
+/// The check of the suites without a heap store (dbbench, keys, sysbench): `--stores` must
+/// name the map or SQLite.
+pub fn stable_store_selected(stores: &[StoreKind], suite: &str) -> Result<()> {
+    // The heap store exists only in the users suites (seed003, lookups).
+    if !stores
+        .iter()
+        .any(|s| matches!(s, StoreKind::Btree | StoreKind::Sqlite))
+    {
+        return Err(anyhow!(
+            "no store of the {suite} suite selected (--stores btree,sqlite; it has no heap store)"
+        ));
+    }
+    Ok(())
 }

@@ -1,5 +1,6 @@
 //! A suite's plan as the suite writes it: its run gets the run's inputs and a started
-//! [`Session`] in one [`Run`]. The blanket [`Plan`] impl starts the session.
+//! [`Session`] in one [`Run`]. The blanket [`Plan`] impl checks the plan and starts the
+//! session.
 
 use anyhow::Result;
 
@@ -20,10 +21,12 @@ pub struct Run<'a> {
 
 /// The parts of a plan that differ from suite to suite.
 pub trait Measure: std::fmt::Debug {
-    /// The suite's name, as its report names it.
+    /// The suite's name: `--suite NAME`, and the report's suite.
     const SUITE: &'static str;
-    /// As [`Plan::run`]: runs the plan (its settings checked first: a plan built by hand
-    /// may be wrong) and returns the report.
+    /// The plan's settings checked: the CLI checks them before it boxes the plan, and a run
+    /// before it starts (a plan built by hand may be wrong).
+    fn validate(&self) -> Result<()>;
+    /// As [`Plan::run`]: runs the plan (its settings checked) and returns the report.
     fn measure(&self, run: Run<'_>) -> Result<Report>;
     /// As [`Plan::scenario_ids`].
     fn scenario_ids(&self) -> Option<Vec<String>> {
@@ -43,6 +46,7 @@ impl<T: Measure> Plan for T {
         exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
+        self.validate()?;
         let session = Session::start(T::SUITE, engine, exec);
         self.measure(Run {
             session,

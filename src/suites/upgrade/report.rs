@@ -12,6 +12,7 @@ use crate::report::svg::Axes;
 use crate::report::{
     Block, Document, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series, Status, Table,
 };
+use crate::suites::grid::table_headed;
 use bench_types::names::HeapEncoding;
 
 fn label_of(r: &ScenarioResult) -> String {
@@ -65,37 +66,29 @@ pub fn document(report: &Report) -> Document {
     let points: Vec<Point> = report.extra(POINTS).unwrap_or_default();
     let runs: Vec<LimitRun> = report.extra(LIMIT_RUN).unwrap_or_default();
     let labels = labels(report);
-    let mut upgrades = Table::new(
-        [
-            "Store",
-            "Rows",
-            "pre_upgrade",
-            "(in hook)",
-            "compilation",
-            "post_upgrade",
-            "(in hook)",
-            "upgrade",
-            "same module",
-            "cycles",
-            "heap before → after",
-            "encoded",
-            "wait (rounds)",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
-    let mut firsts = Table::new(
-        [
-            "Store",
-            "Rows",
-            "warm_update",
-            "first_update",
-            "warm_query",
-            "first_query",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let mut upgrades = table_headed(&[
+        "Store",
+        "Rows",
+        "pre_upgrade",
+        "(in hook)",
+        "compilation",
+        "post_upgrade",
+        "(in hook)",
+        "upgrade",
+        "same module",
+        "cycles",
+        "heap before → after",
+        "encoded",
+        "wait (rounds)",
+    ]);
+    let mut firsts = table_headed(&[
+        "Store",
+        "Rows",
+        "warm_update",
+        "first_update",
+        "warm_query",
+        "first_query",
+    ]);
     let mut plots = Vec::new();
     let mut md = Vec::new();
     for label in &labels {
@@ -313,18 +306,14 @@ fn upgrade_plot(report: &Report, label: &str) -> Option<(Block, Plot)> {
 /// The limits table: per store the largest N each limit allows, and the limit run's result.
 fn limit_table(labels: &[String], points: &[Point], runs: &[LimitRun]) -> Table {
     let limits = Limits::APPLICATION;
-    let mut limit_table = Table::new(
-        [
-            "Store",
-            "install_code 300B",
-            "wasm_memory_limit 3 GiB",
-            "4 GiB heap (pre_upgrade)",
-            "first failing N",
-            "real run",
-        ]
-        .map(String::from)
-        .to_vec(),
-    );
+    let mut limit_table = table_headed(&[
+        "Store",
+        "install_code 300B",
+        "wasm_memory_limit 3 GiB",
+        "4 GiB heap (pre_upgrade)",
+        "first failing N",
+        "real run",
+    ]);
     for label in labels {
         let own: Vec<&Point> = points
             .iter()
