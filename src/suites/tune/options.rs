@@ -1,5 +1,4 @@
-//! The tune suite's flags and the plan made from them (checked by its `Measure::validate`,
-//! in run.rs).
+//! The tune suite's flags, their checks and the plan made from them.
 
 use std::path::PathBuf;
 
@@ -9,8 +8,8 @@ use clap::{ArgMatches, Args};
 
 use super::document::document;
 use super::{
-    Config, Knob, Tune, Variant, BOUNDED_MAX_SIZE, DEFAULT_CACHE_SIZES, DEFAULT_PAGE_SIZES,
-    DEFAULT_SYNCHRONOUS, DEFAULT_VALUE_SIZES, MAX_VALUE_SIZE,
+    check_page_size, Config, Knob, Tune, Variant, BOUNDED_MAX_SIZE, DEFAULT_CACHE_SIZES,
+    DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS, DEFAULT_VALUE_SIZES, MAX_VALUE_SIZE,
 };
 use crate::report::{Document, Report};
 use crate::suites::scenario::{JournalMode, Store, StoreKind};
@@ -56,6 +55,62 @@ pub struct TuneArgs {
 }
 
 impl Config {
+    /// The checks of the flags: the plan's `Measure::validate`.
+    pub(super) fn check(&self) -> Result<()> {
+        self.users.validate()?;
+        for &size in &self.page_sizes {
+            check_page_size(size)?;
+        }
+        for &size in &self.cache_sizes {
+            if i32::try_from(size).is_err() {
+                return Err(anyhow!(
+                    "--tune-cache-sizes: {size} is outside SQLite's cache_size range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+        }
+        let lists = [
+            (Knob::PageSize, self.page_sizes.is_empty()),
+            (Knob::CacheSize, self.cache_sizes.is_empty()),
+            (Knob::JournalMode, self.journal_modes.is_empty()),
+            (Knob::Synchronous, self.synchronous.is_empty()),
+        ];
+        for (knob, empty) in lists {
+            if empty && self.knobs.contains(&knob) {
+                return Err(anyhow!(
+                    "the search varies {} but no value of it is given",
+                    knob.name()
+                ));
+            }
+        }
+        for v in &self.variants {
+            if !self.others.contains(&v.store()) {
+                return Err(anyhow!(
+                    "--tune-variants {}: it is a {} (`--stores` must include {})",
+                    v.name(),
+                    v.store().label(),
+                    v.store().kind()
+                ));
+            }
+            if *v == Variant::BTreeBounded && self.users.payload_size > BOUNDED_MAX_SIZE {
+                return Err(anyhow!(
+                    "--tune-variants btree-bounded: its value type holds at most {BOUNDED_MAX_SIZE} bytes, --payload-size is {}",
+                    self.users.payload_size
+                ));
+            }
+        }
+        for &size in &self.value_sizes {
+            check_value_size(size)?;
+        }
+        if !self.value_sizes.is_empty() && !self.others.contains(&Store::BTree) {
+            return Err(anyhow!(
+                "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)"
+            ));
+        }
+        Ok(())
+    }
+
     /// The peak: a filled store per page size held at once (each as much as one SQLite
     /// store of the users suites: its file and page cache).
     pub(super) fn peak_memory(&self, page_sizes: usize) -> u64 {

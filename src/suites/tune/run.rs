@@ -8,12 +8,8 @@ use anyhow::{anyhow, Result};
 
 use super::beside::Sized;
 use super::measure::{measure_others, run_stage, StageEnv};
-use super::options::check_value_size;
 use super::search::{beside_vintage, cheapest};
-use super::{
-    check_page_size, Config, Knob, Measured, Setting, Store, Variant, BOUNDED_MAX_SIZE, SEARCH,
-    WORKLOADS,
-};
+use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
 use crate::engine::cost::Replica;
 use crate::report::format::thousands;
@@ -39,58 +35,7 @@ impl Measure for Config {
     const SUITE: &'static str = "tune";
 
     fn validate(&self) -> Result<()> {
-        self.users.validate()?;
-        for &size in &self.page_sizes {
-            check_page_size(size)?;
-        }
-        for &size in &self.cache_sizes {
-            if i32::try_from(size).is_err() {
-                return Err(anyhow!(
-                    "--tune-cache-sizes: {size} is outside SQLite's cache_size range {}..={}",
-                    i32::MIN,
-                    i32::MAX
-                ));
-            }
-        }
-        let lists = [
-            (Knob::PageSize, self.page_sizes.is_empty()),
-            (Knob::CacheSize, self.cache_sizes.is_empty()),
-            (Knob::JournalMode, self.journal_modes.is_empty()),
-            (Knob::Synchronous, self.synchronous.is_empty()),
-        ];
-        for (knob, empty) in lists {
-            if empty && self.knobs.contains(&knob) {
-                return Err(anyhow!(
-                    "the search varies {} but no value of it is given",
-                    knob.name()
-                ));
-            }
-        }
-        for v in &self.variants {
-            if !self.others.contains(&v.store()) {
-                return Err(anyhow!(
-                    "--tune-variants {}: it is a {} (`--stores` must include {})",
-                    v.name(),
-                    v.store().label(),
-                    v.store().kind()
-                ));
-            }
-            if *v == Variant::BTreeBounded && self.users.payload_size > BOUNDED_MAX_SIZE {
-                return Err(anyhow!(
-                    "--tune-variants btree-bounded: its value type holds at most {BOUNDED_MAX_SIZE} bytes, --payload-size is {}",
-                    self.users.payload_size
-                ));
-            }
-        }
-        for &size in &self.value_sizes {
-            check_value_size(size)?;
-        }
-        if !self.value_sizes.is_empty() && !self.others.contains(&Store::BTree) {
-            return Err(anyhow!(
-                "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)"
-            ));
-        }
-        Ok(())
+        self.check()
     }
 
     /// Each workload is a scenario of the plan (a shard takes whole workloads): its own
