@@ -61,6 +61,12 @@ fn canister_importing(imports: &str, body: &str) -> Vec<u8> {
     .expect("test WAT is valid")
 }
 
+/// Asserts `err` is the replica's `code` with a message containing `fragment`.
+fn assert_reject(err: &Reject, code: ErrorCode, fragment: &str) {
+    assert_eq!(err.error_code, code, "{}", err.message);
+    assert!(err.message.contains(fragment), "{}", err.message);
+}
+
 fn reply_u64s(bytes: &[u8]) -> Vec<u64> {
     bytes
         .chunks(8)
@@ -165,12 +171,10 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
 
     let out = e.update(id, "change_then_trap", &[]).unwrap();
     let err = out.result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterCalledTrap);
-    assert!(
-        err.message
-            .contains("Canister called `ic0.trap` with message: 'boom'"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterCalledTrap,
+        "Canister called `ic0.trap` with message: 'boom'",
     );
     assert!(
         out.report.instructions > 0,
@@ -320,6 +324,16 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.update(id, "grow", &[]).unwrap().result.unwrap();
     let pages =
         |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
+    // Sends fill_then_trap, which must trap and leave the pages at `[min, max]` and the
+    // state hash at `hash`.
+    let trap_leaves = |e: &mut EmbeddedEngine, min_max: [u64; 2], hash: &[u8; 32]| {
+        e.update(id, "fill_then_trap", &[])
+            .unwrap()
+            .result
+            .unwrap_err();
+        assert_eq!(pages(e), min_max);
+        assert_eq!(&e.state_hash(id).unwrap(), hash);
+    };
     // 400 Wasm pages: 6,399 OS pages written per fill, three fills = 19,197 undo pages.
     for expected in 8..=10 {
         let out = e.update(id, "fill_next", &[]).unwrap();
@@ -342,12 +356,7 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, snap).unwrap();
     assert_eq!(e.state_hash(id).unwrap(), committed);
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 10]);
-    assert_eq!(e.state_hash(id).unwrap(), committed);
+    trap_leaves(&mut e, [10, 10], &committed);
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     assert_eq!(pages(&mut e), vec![11, 11]);
 
@@ -356,30 +365,16 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.restore(id, snap).unwrap();
     e.update(id, "mark_first", &[]).unwrap().result.unwrap();
     let marked = e.state_hash(id).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 77]);
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, [10, 77], &marked);
     // The same on a snapshot kept as the first one plus that page (a layer), loaded anew.
     let layered = e.snapshot(id).unwrap();
     e.restore(id, snap).unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 77]);
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, [10, 77], &marked);
     // Restoring the layer again after committed writes gives back both kinds of page.
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, [10, 77], &marked);
 }
 
 #[test]
@@ -419,19 +414,16 @@ fn instruction_limits_give_the_replica_error() {
     };
     let (mut e, id) = installed(EmbeddedEngine::new(limits), &wasm);
     let err = update_error(&mut e, id, "spin");
-    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(
-        err.message
-            .contains("exceeded the limit of 1000000 instructions for single message execution"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterInstructionLimitExceeded,
+        "exceeded the limit of 1000000 instructions for single message execution",
     );
     let err = e.query(id, "spin_q", &[]).unwrap().result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(
-        err.message.contains("limit of 500000 instructions"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterInstructionLimitExceeded,
+        "limit of 500000 instructions",
     );
 }
 
@@ -551,11 +543,10 @@ fn the_heap_grows_to_4_gib_and_no_further() {
     // The default limit (3 GiB) stops a grow to 4 GiB in an update.
     let (mut e, id) = installed(EmbeddedEngine::default(), &canister(GROW));
     let err = update_error(&mut e, id, "grow_rest");
-    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
-    assert!(
-        err.message.contains("limit of 3221225472 bytes"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterWasmMemoryLimitExceeded,
+        "limit of 3221225472 bytes",
     );
 
     // With the limit lifted (0 = unlimited) the Wasm32 maximum of 65,536 pages is reached,
