@@ -21,6 +21,7 @@ fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>
 
 /// The client of `canister` after an upgrade to the bench module (no argument), which must
 /// succeed.
+#[track_caller]
 fn upgraded(engine: &mut dyn Engine, canister: Principal) -> BenchClient<'_> {
     engine
         .upgrade(canister, wasm(), &Encode!().unwrap())

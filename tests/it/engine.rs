@@ -62,6 +62,7 @@ fn canister_importing(imports: &str, body: &str) -> Vec<u8> {
 }
 
 /// Asserts `err` is the replica's `code` with a message containing `fragment`.
+#[track_caller]
 fn assert_reject(err: &Reject, code: ErrorCode, fragment: &str) {
     assert_eq!(err.error_code, code, "{}", err.message);
     assert!(err.message.contains(fragment), "{}", err.message);
@@ -278,6 +279,20 @@ fn a_load_out_of_bounds_is_counted_at_the_trap() {
 /// A failed message takes back the pages it wrote from the old bytes its first writes kept
 /// (no second copy of the heap): after messages that wrote more pages than the undo log
 /// keeps between messages (16,384), on a fresh heap and on one loaded from a snapshot.
+/// Sends fill_then_trap, which must trap and leave the pages of
+/// [`a_trap_after_writing_thousands_of_pages_takes_every_page_back`]'s canister at
+/// `[min, max]` and its state hash at `hash`.
+#[track_caller]
+fn trap_leaves(e: &mut EmbeddedEngine, id: Principal, min_max: [u64; 2], hash: &[u8; 32]) {
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
+    let pages = reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
+    assert_eq!(pages, min_max);
+    assert_eq!(&e.state_hash(id).unwrap(), hash);
+}
+
 #[test]
 fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     let wasm = canister(
@@ -324,16 +339,6 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.update(id, "grow", &[]).unwrap().result.unwrap();
     let pages =
         |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
-    // Sends fill_then_trap, which must trap and leave the pages at `[min, max]` and the
-    // state hash at `hash`.
-    let trap_leaves = |e: &mut EmbeddedEngine, min_max: [u64; 2], hash: &[u8; 32]| {
-        e.update(id, "fill_then_trap", &[])
-            .unwrap()
-            .result
-            .unwrap_err();
-        assert_eq!(pages(e), min_max);
-        assert_eq!(&e.state_hash(id).unwrap(), hash);
-    };
     // 400 Wasm pages: 6,399 OS pages written per fill, three fills = 19,197 undo pages.
     for expected in 8..=10 {
         let out = e.update(id, "fill_next", &[]).unwrap();
@@ -356,7 +361,7 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, snap).unwrap();
     assert_eq!(e.state_hash(id).unwrap(), committed);
-    trap_leaves(&mut e, [10, 10], &committed);
+    trap_leaves(&mut e, id, [10, 10], &committed);
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     assert_eq!(pages(&mut e), vec![11, 11]);
 
@@ -365,16 +370,16 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.restore(id, snap).unwrap();
     e.update(id, "mark_first", &[]).unwrap().result.unwrap();
     let marked = e.state_hash(id).unwrap();
-    trap_leaves(&mut e, [10, 77], &marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
     // The same on a snapshot kept as the first one plus that page (a layer), loaded anew.
     let layered = e.snapshot(id).unwrap();
     e.restore(id, snap).unwrap();
     e.restore(id, layered).unwrap();
-    trap_leaves(&mut e, [10, 77], &marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
     // Restoring the layer again after committed writes gives back both kinds of page.
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, layered).unwrap();
-    trap_leaves(&mut e, [10, 77], &marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
 }
 
 #[test]

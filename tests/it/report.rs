@@ -128,11 +128,13 @@ fn find<'a>(
 }
 
 /// Asserts `text` contains `fragment`, showing `text` when it does not.
+#[track_caller]
 fn assert_has(text: &str, fragment: &str) {
     assert!(text.contains(fragment), "{text}");
 }
 
 /// Asserts one pipe-table line of `text` has exactly `cells`.
+#[track_caller]
 fn assert_row(text: &str, cells: &[&str]) {
     assert!(table_rows(text).iter().any(|row| row == cells), "{text}");
 }
