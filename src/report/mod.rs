@@ -207,6 +207,11 @@ pub fn write_files(output: &Path, files: Vec<(PathBuf, String)>) -> std::io::Res
     Ok(written)
 }
 
+/// The result the integration tests build their report samples from too.
+#[cfg(test)]
+#[path = "../../tests/it/support/scenario.rs"]
+mod scenario;
+
 /// Test fixtures shared by the unit tests of the submodules.
 #[cfg(test)]
 pub(crate) mod fixture {
@@ -220,26 +225,11 @@ pub(crate) mod fixture {
         batch: u64,
         store_instructions: u64,
     ) -> ScenarioResult {
-        let instructions = store_instructions + 10_000;
-        ScenarioResult {
+        let r = ScenarioResult {
             suite: "unit".into(),
-            engine: "embedded".into(),
-            store: store.into(),
-            journal_mode: journal_mode.into(),
-            position: position.into(),
-            operation: operation.into(),
-            batch,
             rows_before: 1_000,
-            method: format!("add_users_{store}"),
             args: format!("(500, 1, {batch})"),
-            status: Status::Ok,
-            instructions,
-            instructions_per_row: instructions as f64 / batch as f64,
-            store_instructions,
-            store_instructions_per_row: store_instructions as f64 / batch as f64,
-            cycles: 5_000_000 + instructions * 4 / 10,
             usd: 0.0000054,
-            heap_pages_delta: 0,
             stable_pages_delta: 1,
             heap_dirty_pages: 3,
             stable_dirty_pages: 4,
@@ -250,12 +240,10 @@ pub(crate) mod fixture {
                 stable_wasm_pages_written: 1,
                 page_charge_instructions: 11 * 80_000,
             }),
-            bytes: 0,
             ingress_cycles: 1_200_000 + 2_000 * 40,
-            profile: String::new(),
-            profile_data: None,
-            page_map_data: None,
-        }
+            ..scenario::named(store, journal_mode, position, operation, batch)
+        };
+        scenario::charged(r, store_instructions + 10_000, store_instructions)
     }
 
     pub fn report(results: Vec<ScenarioResult>) -> Report {

@@ -5,7 +5,7 @@
 //! build with the `pocket-ic` feature and a server: build.rs sets `cfg(pocket_ic_server)`
 //! when POCKET_IC_BIN is set; without it they are ignored, with that reason, never passed.
 
-use candid::Encode;
+use candid::{Encode, Principal};
 use icbench::bench_canister::{BenchClient, HeapConfig, SqliteConfig};
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
@@ -17,6 +17,18 @@ use crate::support::bench_wasm as wasm;
 fn with_canister<R>(engine: &mut dyn Engine, f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
     let mut client = BenchClient::install(engine, wasm()).expect("the canister installs");
     f(&mut client)
+}
+
+/// The client of `canister` after an upgrade to the bench module (no argument), which must
+/// succeed.
+#[track_caller]
+fn upgraded(engine: &mut dyn Engine, canister: Principal) -> BenchClient<'_> {
+    engine
+        .upgrade(canister, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .expect("the upgrade succeeds");
+    BenchClient::attach(engine, canister)
 }
 
 fn err_of<T: std::fmt::Debug>(r: Result<T, String>) -> String {
@@ -319,11 +331,7 @@ fn both_stores_and_the_configuration_survive_an_upgrade(engine: &mut dyn Engine)
         c.set_payload_size(7).unwrap().value.unwrap();
         c.canister
     };
-    let out = engine
-        .upgrade(canister, wasm(), &Encode!().unwrap())
-        .unwrap();
-    out.result.expect("the upgrade succeeds");
-    let mut c = BenchClient::attach(engine, canister);
+    let mut c = upgraded(engine, canister);
     let stats = c.stats().unwrap();
     assert_eq!((stats.btree_rows, stats.sqlite_rows), (300, 300));
     assert_eq!(stats.journal_mode, "MEMORY");
@@ -617,16 +625,8 @@ fn the_heap_store_round_trips_an_upgrade_in_both_encodings(engine: &mut dyn Engi
 
 fn an_emptied_heap_store_stays_empty_across_upgrades(engine: &mut dyn Engine) {
     let canister = BenchClient::install(engine, wasm()).unwrap().canister;
-    let upgrade = |engine: &mut dyn Engine| {
-        engine
-            .upgrade(canister, wasm(), &Encode!().unwrap())
-            .unwrap()
-            .result
-            .expect("the upgrade succeeds");
-    };
     // Never used: nothing is written, nothing read back.
-    upgrade(engine);
-    let mut c = BenchClient::attach(engine, canister);
+    let mut c = upgraded(engine, canister);
     let up = c.upgrade_stats().unwrap();
     assert_eq!((up.encoded_bytes, up.encoding.as_str()), (0, "candid"));
     assert!(up.pre_upgrade_instructions > 0 && up.post_upgrade_instructions > 0);
@@ -636,15 +636,13 @@ fn an_emptied_heap_store_stays_empty_across_upgrades(engine: &mut dyn Engine) {
         .value
         .unwrap();
     c.add_users("heap", 0, 1, 40).unwrap().value.unwrap();
-    upgrade(engine);
-    let mut c = BenchClient::attach(engine, canister);
+    let mut c = upgraded(engine, canister);
     assert_eq!(c.heap_stats().unwrap().rows, 40);
     assert_eq!(c.upgrade_stats().unwrap().encoding, "cbor");
     // Emptied after a save: the next save writes a zero length, so the old record is not
     // read back.
     assert_eq!(c.clear("heap").unwrap().value.unwrap(), 40);
-    upgrade(engine);
-    let mut c = BenchClient::attach(engine, canister);
+    let mut c = upgraded(engine, canister);
     assert_eq!(c.heap_stats().unwrap().rows, 0);
     assert_eq!(c.upgrade_stats().unwrap().encoded_bytes, 0);
 }
@@ -688,11 +686,6 @@ fn a_failed_upgrade_keeps_the_heap_store_and_the_old_module(engine: &mut dyn Eng
         "pre_upgrade's writes to stable memory were rolled back too"
     );
     // And a good upgrade afterwards still carries the rows.
-    engine
-        .upgrade(canister, wasm(), &Encode!().unwrap())
-        .unwrap()
-        .result
-        .expect("the upgrade succeeds");
-    let mut c = BenchClient::attach(engine, canister);
+    let mut c = upgraded(engine, canister);
     assert_eq!(c.heap_stats().unwrap().rows, 500);
 }

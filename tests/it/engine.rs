@@ -61,6 +61,13 @@ fn canister_importing(imports: &str, body: &str) -> Vec<u8> {
     .expect("test WAT is valid")
 }
 
+/// Asserts `err` is the replica's `code` with a message containing `fragment`.
+#[track_caller]
+fn assert_reject(err: &Reject, code: ErrorCode, fragment: &str) {
+    assert_eq!(err.error_code, code, "{}", err.message);
+    assert!(err.message.contains(fragment), "{}", err.message);
+}
+
 fn reply_u64s(bytes: &[u8]) -> Vec<u64> {
     bytes
         .chunks(8)
@@ -165,12 +172,10 @@ fn a_trap_rolls_back_heap_globals_and_stable_memory() {
 
     let out = e.update(id, "change_then_trap", &[]).unwrap();
     let err = out.result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterCalledTrap);
-    assert!(
-        err.message
-            .contains("Canister called `ic0.trap` with message: 'boom'"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterCalledTrap,
+        "Canister called `ic0.trap` with message: 'boom'",
     );
     assert!(
         out.report.instructions > 0,
@@ -274,6 +279,20 @@ fn a_load_out_of_bounds_is_counted_at_the_trap() {
 /// A failed message takes back the pages it wrote from the old bytes its first writes kept
 /// (no second copy of the heap): after messages that wrote more pages than the undo log
 /// keeps between messages (16,384), on a fresh heap and on one loaded from a snapshot.
+/// Sends fill_then_trap, which must trap and leave the pages of
+/// [`a_trap_after_writing_thousands_of_pages_takes_every_page_back`]'s canister at
+/// `[min, max]` and its state hash at `hash`.
+#[track_caller]
+fn trap_leaves(e: &mut EmbeddedEngine, id: Principal, min_max: [u64; 2], hash: &[u8; 32]) {
+    e.update(id, "fill_then_trap", &[])
+        .unwrap()
+        .result
+        .unwrap_err();
+    let pages = reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
+    assert_eq!(pages, min_max);
+    assert_eq!(&e.state_hash(id).unwrap(), hash);
+}
+
 #[test]
 fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     let wasm = canister(
@@ -342,12 +361,7 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, snap).unwrap();
     assert_eq!(e.state_hash(id).unwrap(), committed);
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 10]);
-    assert_eq!(e.state_hash(id).unwrap(), committed);
+    trap_leaves(&mut e, id, [10, 10], &committed);
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     assert_eq!(pages(&mut e), vec![11, 11]);
 
@@ -356,30 +370,16 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     e.restore(id, snap).unwrap();
     e.update(id, "mark_first", &[]).unwrap().result.unwrap();
     let marked = e.state_hash(id).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 77]);
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
     // The same on a snapshot kept as the first one plus that page (a layer), loaded anew.
     let layered = e.snapshot(id).unwrap();
     e.restore(id, snap).unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(pages(&mut e), vec![10, 77]);
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
     // Restoring the layer again after committed writes gives back both kinds of page.
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
     e.restore(id, layered).unwrap();
-    e.update(id, "fill_then_trap", &[])
-        .unwrap()
-        .result
-        .unwrap_err();
-    assert_eq!(e.state_hash(id).unwrap(), marked);
+    trap_leaves(&mut e, id, [10, 77], &marked);
 }
 
 #[test]
@@ -419,19 +419,16 @@ fn instruction_limits_give_the_replica_error() {
     };
     let (mut e, id) = installed(EmbeddedEngine::new(limits), &wasm);
     let err = update_error(&mut e, id, "spin");
-    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(
-        err.message
-            .contains("exceeded the limit of 1000000 instructions for single message execution"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterInstructionLimitExceeded,
+        "exceeded the limit of 1000000 instructions for single message execution",
     );
     let err = e.query(id, "spin_q", &[]).unwrap().result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
-    assert!(
-        err.message.contains("limit of 500000 instructions"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterInstructionLimitExceeded,
+        "limit of 500000 instructions",
     );
 }
 
@@ -551,11 +548,10 @@ fn the_heap_grows_to_4_gib_and_no_further() {
     // The default limit (3 GiB) stops a grow to 4 GiB in an update.
     let (mut e, id) = installed(EmbeddedEngine::default(), &canister(GROW));
     let err = update_error(&mut e, id, "grow_rest");
-    assert_eq!(err.error_code, ErrorCode::CanisterWasmMemoryLimitExceeded);
-    assert!(
-        err.message.contains("limit of 3221225472 bytes"),
-        "{}",
-        err.message
+    assert_reject(
+        &err,
+        ErrorCode::CanisterWasmMemoryLimitExceeded,
+        "limit of 3221225472 bytes",
     );
 
     // With the limit lifted (0 = unlimited) the Wasm32 maximum of 65,536 pages is reached,

@@ -12,6 +12,8 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::{self, Counter};
 use icbench::engine::Engine;
 
+use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
+
 /// `{WARM}` is replaced by the number of host accesses after which a page is cached.
 const CANISTER: &str = r#"(module
   (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
@@ -173,13 +175,8 @@ fn native_stable_accesses_give_the_host_functions_replies_errors_and_counts() {
 /// global the module exports is rolled back by a trap like any other).
 #[test]
 fn a_module_exporting_icbench_names_keeps_them_and_runs_without_native_accesses() {
-    let wasm = wat::parse_str(
-        r#"(module
-          (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
-          (import "ic0" "msg_reply" (func $reply))
-          (import "ic0" "trap" (func $trap (param i32 i32)))
-          (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
-          (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
+    let wasm = wat::parse_str(format!(
+        r#"(module {REPLY_IMPORTS} {STABLE64_IMPORTS}
           (memory 1)
           (global $g (export "__icbench stable bytes") (mut i64) (i64.const 7))
           (func (export "canister_init") (drop (call $sgrow (i64.const 1))))
@@ -193,8 +190,8 @@ fn a_module_exporting_icbench_names_keeps_them_and_runs_without_native_accesses(
             (call $reply))
           (func (export "canister_update inc_trap")
             (call $inc)
-            (call $trap (i32.const 0) (i32.const 0))))"#,
-    )
+            (call $trap (i32.const 0) (i32.const 0))))"#
+    ))
     .unwrap();
     let instrumented = instrument::instrument_with(&wasm, Counter::Local).unwrap();
     assert!(!instrumented.native_stable);

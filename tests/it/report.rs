@@ -4,6 +4,8 @@
 use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status};
 use icbench::suites::{seed003, Suite};
 
+use crate::support::scenario;
+
 /// The seed003 suite's document: the position tables and plots these tests check.
 fn document(report: &Report) -> Document {
     seed003::Seed003.document(report)
@@ -29,38 +31,28 @@ fn svg_plot(report: &Report, position: &str) -> Option<String> {
 
 const WAL_REASON: &str = "journal_mode=WAL needs shared memory, which a canister lacks";
 
-fn result(
+/// An insert of the storage sample (1,000,000 rows): `store_instructions` of store work,
+/// charged with a fixed overhead and a dirty-page charge.
+fn insert(
     store: &str,
     journal_mode: &str,
     position: &str,
-    operation: &str,
     batch: u64,
     store_instructions: u64,
 ) -> ScenarioResult {
-    // Charged instructions: the store work plus a fixed overhead and a dirty-page charge.
     let instructions = store_instructions + 20_000 + 1_000 * batch;
+    let named = scenario::named(store, journal_mode, position, "insert", batch);
+    let r = scenario::charged(named, instructions, store_instructions);
     ScenarioResult {
         suite: "storage".into(),
-        engine: "embedded".into(),
-        store: store.into(),
-        journal_mode: journal_mode.into(),
-        position: position.into(),
-        operation: operation.into(),
-        batch,
         rows_before: 1_000_000,
-        method: format!("add_users_{store}"),
         args: format!("(500000, 10, {batch})"),
-        instructions,
-        instructions_per_row: instructions as f64 / batch as f64,
-        store_instructions,
-        store_instructions_per_row: store_instructions as f64 / batch as f64,
-        cycles: 5_000_000 + instructions * 4 / 10,
-        usd: (5_000_000 + instructions * 4 / 10) as f64 * 1.35e-12,
+        usd: r.cycles as f64 * 1.35e-12,
         stable_pages_delta: batch as i64 / 50,
         heap_dirty_pages: 2,
         stable_dirty_pages: batch,
         ingress_cycles: 1_296_000,
-        ..ScenarioResult::default()
+        ..r
     }
 }
 
@@ -76,7 +68,7 @@ fn sample() -> Report {
     for position in ["end", "middle"] {
         for (store, mode, per_batch) in costs {
             for (batch, cost) in [1, 10, 100].into_iter().zip(per_batch) {
-                let mut r = result(store, mode, position, "insert", batch, cost);
+                let mut r = insert(store, mode, position, batch, cost);
                 if position == "middle" && mode == "WAL" && batch == 10 {
                     r.status = Status::Refused(WAL_REASON.into());
                     (r.instructions, r.store_instructions, r.cycles, r.usd) = (0, 0, 0, 0.0);
@@ -86,7 +78,8 @@ fn sample() -> Report {
             }
         }
     }
-    let mut lookup = result("btree", "", "middle", "point_lookup", 1, 40_000);
+    let mut lookup = insert("btree", "", "middle", 1, 40_000);
+    lookup.operation = "point_lookup".into();
     lookup.method = "get_users_btree".into();
     (lookup.cycles, lookup.usd, lookup.stable_pages_delta) = (0, 0.0, 0);
     // A query: the tracker charges the pages it accessed, 80,000 each.
@@ -134,6 +127,18 @@ fn find<'a>(
         .expect("the sample has this scenario")
 }
 
+/// Asserts `text` contains `fragment`, showing `text` when it does not.
+#[track_caller]
+fn assert_has(text: &str, fragment: &str) {
+    assert!(text.contains(fragment), "{text}");
+}
+
+/// Asserts one pipe-table line of `text` has exactly `cells`.
+#[track_caller]
+fn assert_row(text: &str, cells: &[&str]) {
+    assert!(table_rows(text).iter().any(|row| row == cells), "{text}");
+}
+
 /// The trimmed cells of every pipe-table line.
 fn table_rows(text: &str) -> Vec<Vec<&str>> {
     text.lines()
@@ -145,15 +150,12 @@ fn table_rows(text: &str) -> Vec<Vec<&str>> {
 #[test]
 fn markdown_has_seed_003_shaped_tables() {
     let md = markdown(&sample());
-    assert!(
-        md.contains("- Rows before each message: 1,000,000\n"),
-        "{md}"
-    );
+    assert_has(&md, "- Rows before each message: 1,000,000\n");
     assert!(
         md.contains("- Wall time: 1 min 23.2 s\n") || md.contains("- Wall time: 1 min 23.3 s\n"),
         "{md}"
     );
-    assert!(md.contains("- SQLite page cache: 2,000 pages\n"), "{md}");
+    assert_has(&md, "- SQLite page cache: 2,000 pages\n");
     // Columns in the fixed store order, whatever order the results came in.
     let header = md
         .lines()
@@ -170,34 +172,33 @@ fn markdown_has_seed_003_shaped_tables() {
     );
     // Middle comes first, as in seed 003.
     assert!(md.find("## Position: middle").unwrap() < md.find("## Position: end").unwrap());
-    let rows = table_rows(&md);
-    assert!(
-        rows.contains(&vec![
+    assert_row(
+        &md,
+        &[
             "1",
             "49,359 (49,359/row)",
             "407,462 (407,462/row)",
-            "380,000 (380,000/row)"
-        ]),
-        "{md}"
+            "380,000 (380,000/row)",
+        ],
     );
-    assert!(
-        rows.contains(&vec![
+    assert_row(
+        &md,
+        &[
             "100",
             "548,249 (5,482/row)",
             "529,542 (5,295/row)",
-            "500,000 (5,000/row)"
-        ]),
-        "{md}"
+            "500,000 (5,000/row)",
+        ],
     );
     // Refused cells carry one footnote, defined once.
-    assert!(
-        rows.contains(&vec![
+    assert_row(
+        &md,
+        &[
             "10",
             "49,359 (4,936/row)",
             "407,462 (40,746/row)",
-            "refused[^1]"
-        ]),
-        "{md}"
+            "refused[^1]",
+        ],
     );
     assert_eq!(
         md.matches(&format!("[^1]: refused: {WAL_REASON}")).count(),
@@ -206,36 +207,30 @@ fn markdown_has_seed_003_shaped_tables() {
     );
     assert!(!md.contains("[^2]"), "{md}");
     // Charged instructions, cycles, memory and reads have their tables; plots are linked.
-    assert!(
-        md.contains("### Insert, middle: instructions charged per message\n"),
-        "{md}"
+    assert_has(
+        &md,
+        "### Insert, middle: instructions charged per message\n",
     );
-    assert!(
-        rows.contains(&vec![
+    assert_row(
+        &md,
+        &[
             "1",
             "70,359 (70,359/row)",
             "428,462 (428,462/row)",
-            "401,000 (401,000/row)"
-        ]),
-        "{md}"
+            "401,000 (401,000/row)",
+        ],
     );
-    assert!(
-        md.contains("### Insert, middle: memory growth (64 KiB pages)\n"),
-        "{md}"
-    );
-    assert!(
-        rows.contains(&vec![
+    assert_has(&md, "### Insert, middle: memory growth (64 KiB pages)\n");
+    assert_row(
+        &md,
+        &[
             "100",
             "heap 0, stable +2",
             "heap 0, stable +2",
-            "heap 0, stable +2"
-        ]),
-        "{md}"
+            "heap 0, stable +2",
+        ],
     );
-    assert!(
-        rows.contains(&vec!["point lookup, 1 key", "40,000 (40,000/row)"]),
-        "{md}"
-    );
+    assert_row(&md, &["point lookup, 1 key", "40,000 (40,000/row)"]);
     assert!(
         md.contains("](plot-middle.svg)") && md.contains("](plot-end.svg)"),
         "{md}"
@@ -245,17 +240,11 @@ fn markdown_has_seed_003_shaped_tables() {
 #[test]
 fn terminal_tables_are_compact() {
     let text = terminal_tables(&sample());
-    assert!(
-        text.contains("middle: insert, store instructions per message"),
-        "{text}"
-    );
+    assert_has(&text, "middle: insert, store instructions per message");
     let rows = table_rows(&text);
     assert_eq!(rows[2], ["1", "49.4K", "407.5K", "380.0K"], "{text}");
     assert_eq!(rows[3], ["10", "49.4K", "407.5K", "refused[1]"], "{text}");
-    assert!(
-        text.contains(&format!("[1] refused: {WAL_REASON}")),
-        "{text}"
-    );
+    assert_has(&text, &format!("[1] refused: {WAL_REASON}"));
     assert!(text.lines().all(|l| l.chars().count() <= 120), "{text}");
 }
 
@@ -287,11 +276,8 @@ fn csv_has_header_rows_and_quoting() {
     assert_eq!(cells(rows[0]), ",,,,,0,1296000,");
     assert_eq!(cells(rows.last().unwrap()), "5,2,3,0,640000,0,1296000,");
     assert_eq!(lines.count(), report.results.len());
-    assert!(
-        text.contains(&format!(",refused,\"{WAL_REASON}\",")),
-        "{text}"
-    );
-    assert!(text.contains(",\"(500000, 10, 100)\","), "{text}");
+    assert_has(&text, &format!(",refused,\"{WAL_REASON}\","));
+    assert_has(&text, ",\"(500000, 10, 100)\",");
 }
 
 #[test]
@@ -304,12 +290,12 @@ fn json_round_trips() {
 #[test]
 fn from_json_names_the_problem() {
     let garbage = report::from_json("this is not json").unwrap_err();
-    assert!(garbage.contains("not a JSON document"), "{garbage}");
+    assert_has(&garbage, "not a JSON document");
 
     let mut value: serde_json::Value = serde_json::from_str(&report::json(&sample())).unwrap();
     value.as_object_mut().unwrap().remove("engine");
     let err = report::from_json(&value.to_string()).unwrap_err();
-    assert!(err.contains("missing field `engine`"), "{err}");
+    assert_has(&err, "missing field `engine`");
 
     let mut value: serde_json::Value = serde_json::from_str(&report::json(&sample())).unwrap();
     value["results"][4]
@@ -371,6 +357,20 @@ fn compare_changed(change: impl FnOnce(&mut Report)) -> report::Comparison {
     compare(&sample(), &new, 2.0)
 }
 
+/// [`compare_changed`] with the charged instructions of one insert scaled to `percent`%.
+fn compare_charged_scaled(
+    store: &str,
+    mode: &str,
+    position: &str,
+    batch: u64,
+    percent: u64,
+) -> report::Comparison {
+    compare_changed(|new| {
+        let r = find(new, store, mode, position, batch);
+        r.instructions = r.instructions * percent / 100;
+    })
+}
+
 #[test]
 fn compare_identical_reports_is_clean() {
     let c = compare(&sample(), &sample(), 2.0);
@@ -388,19 +388,13 @@ fn compare_flags_a_five_percent_regression() {
     assert!(c.has_regressions());
     assert_eq!(c.count(Change::Regression), 1);
     let rendered = c.render();
-    assert!(
-        rendered.contains("storage/sqlite/DELETE/middle/insert/100"),
-        "{rendered}"
-    );
-    assert!(rendered.contains("+5.00%"), "{rendered}");
+    assert_has(&rendered, "storage/sqlite/DELETE/middle/insert/100");
+    assert_has(&rendered, "+5.00%");
 }
 
 #[test]
 fn compare_flags_a_five_percent_improvement() {
-    let c = compare_changed(|new| {
-        let r = find(new, "btree", "", "end", 10);
-        r.instructions = r.instructions * 95 / 100;
-    });
+    let c = compare_charged_scaled("btree", "", "end", 10, 95);
     assert!(!c.has_regressions());
     assert_eq!(c.count(Change::Improvement), 1);
     assert_eq!(c.count(Change::Regression), 0);
@@ -408,10 +402,7 @@ fn compare_flags_a_five_percent_improvement() {
 
 #[test]
 fn compare_ignores_one_percent_at_default_noise() {
-    let c = compare_changed(|new| {
-        let r = find(new, "btree", "", "middle", 100);
-        r.instructions = r.instructions * 101 / 100;
-    });
+    let c = compare_charged_scaled("btree", "", "middle", 100, 101);
     assert!(!c.has_regressions());
     assert_eq!(c.count(Change::Unchanged), c.entries.len());
 }
@@ -421,7 +412,7 @@ fn compare_reports_new_and_missing_scenarios() {
     let base = sample();
     let mut new = sample();
     new.results
-        .push(result("sqlite", "OFF", "middle", "insert", 1, 149_520));
+        .push(insert("sqlite", "OFF", "middle", 1, 149_520));
     let c = compare(&base, &new, 2.0);
     assert_eq!(c.count(Change::New), 1);
     assert!(!c.has_regressions());

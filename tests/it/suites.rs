@@ -368,6 +368,20 @@ fn same_numbers(a: &Report, b: &Report) {
     assert_eq!(a.executed_instructions, b.executed_instructions);
 }
 
+/// Runs the suite `name` with `args` twice ([`same_files_whatever_the_jobs`], 2 jobs), checks
+/// the first wrote its report, CSV, JSON and `plot-NAME.svg`, and both the same numbers;
+/// returns the first run's suite directory, both reports and the first run's output.
+fn end_to_end_twice(name: &str, args: &[&str]) -> (PathBuf, Report, Report, String) {
+    let (first, second, stdout) = same_files_whatever_the_jobs(name, args, "2");
+    let dir = first.join(name);
+    let plot = format!("plot-{name}.svg");
+    files_written(&dir, &["report.md", "results.csv", "results.json", &plot]);
+    let a = read_report(&dir.join("results.json"));
+    let b = read_report(&second.join(name).join("results.json"));
+    same_numbers(&a, &b);
+    (dir, a, b, stdout)
+}
+
 #[test]
 fn lookups_end_to_end_is_deterministic() {
     let args = [
@@ -933,19 +947,7 @@ fn dbbench_methods_contract() {
 #[test]
 fn dbbench_end_to_end_is_deterministic() {
     let args = ["--suite", "dbbench", "--dbbench-num", "1000"];
-    let (first, second, stdout) = same_files_whatever_the_jobs("dbbench", &args, "2");
-    let dir = first.join("dbbench");
-    files_written(
-        &dir,
-        &[
-            "report.md",
-            "results.csv",
-            "results.json",
-            "plot-dbbench.svg",
-        ],
-    );
-    let a = read_report(&dir.join("results.json"));
-    same_numbers(&a, &read_report(&second.join("dbbench/results.json")));
+    let (dir, a, _, stdout) = end_to_end_twice("dbbench", &args);
     assert_eq!(a.results.len(), 36);
     for r in &a.results {
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -1158,15 +1160,7 @@ fn keys_methods_contract() {
 #[test]
 fn keys_end_to_end_is_deterministic() {
     let args = ["--suite", "keys", "--keys-rows", "1000"];
-    let (first, second, stdout) = same_files_whatever_the_jobs("keys", &args, "2");
-    let dir = first.join("keys");
-    files_written(
-        &dir,
-        &["report.md", "results.csv", "results.json", "plot-keys.svg"],
-    );
-    let a = read_report(&dir.join("results.json"));
-    let b = read_report(&second.join("keys/results.json"));
-    same_numbers(&a, &b);
+    let (_, a, b, stdout) = end_to_end_twice("keys", &args);
     assert_eq!(key_suite::page_stats(&a), key_suite::page_stats(&b));
     assert_eq!(a.results.len(), 48);
     for r in &a.results {
@@ -1495,19 +1489,7 @@ fn sysbench_methods_contract() {
 #[test]
 fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
     let args = ["--suite", "sysbench", "--sysbench-rows", "2000"];
-    let (first, second, stdout) = same_files_whatever_the_jobs("sysbench", &args, "2");
-    let dir = first.join("sysbench");
-    files_written(
-        &dir,
-        &[
-            "report.md",
-            "results.csv",
-            "results.json",
-            "plot-sysbench.svg",
-        ],
-    );
-    let a = read_report(&dir.join("results.json"));
-    same_numbers(&a, &read_report(&second.join("sysbench/results.json")));
+    let (_, a, _, stdout) = end_to_end_twice("sysbench", &args);
     assert_eq!(a.results.len(), 12 + 23);
     for r in &a.results {
         assert_eq!(r.status, Status::Ok, "{r:?}");

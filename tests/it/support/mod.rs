@@ -1,7 +1,10 @@
 //! Helpers shared by several test modules.
 
 pub mod canbench_fixture;
+pub mod scenario;
 pub mod wat;
+
+use icbench::report::ScenarioResult;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
