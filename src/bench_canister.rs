@@ -68,7 +68,7 @@ fn decode_attempt<T: CandidType + for<'de> Deserialize<'de>>(
             return Ok(Err(Rejected {
                 reject,
                 message: out.report,
-            }))
+            }));
         }
     };
     let value = Decode!(&bytes, CanisterResult<T>)
@@ -701,9 +701,7 @@ mod tests {
 
     /// A project root with one file of each source kind, in a directory of its own.
     fn fake_root(name: &str) -> PathBuf {
-        let root =
-            std::env::temp_dir().join(format!("icbench-prebuilt-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = crate::testing::fresh_temp_dir("prebuilt", name);
         for rel in CANISTER_SOURCES {
             let path = root.join(rel);
             if rel.ends_with(".toml") || rel.ends_with(".lock") || rel.ends_with(".sh") {
