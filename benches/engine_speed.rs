@@ -78,101 +78,107 @@ struct Workload {
     wasm: Vec<u8>,
 }
 
+/// The workloads: name, what it does, its memory in 64 KiB pages, and its `$work` (see
+/// [`module`]).
+const WORKLOADS: [(&str, &str, u32, &str); 4] = [
+    (
+        "checksum",
+        "FNV-style hash + store over 64 KiB, 1000 rounds",
+        1,
+        CHECKSUM,
+    ),
+    ("fib", "recursive fib(32), i64", 1, FIB),
+    (
+        "memcpy",
+        "memory.copy 512 KiB back and forth, 500 rounds",
+        16,
+        MEMCPY,
+    ),
+    (
+        "sieve",
+        "byte sieve of Eratosthenes below 65536, 100 rounds",
+        1,
+        SIEVE,
+    ),
+];
+
 fn workloads() -> Vec<Workload> {
-    vec![
-        Workload {
-            name: "checksum",
-            what: "FNV-style hash + store over 64 KiB, 1000 rounds",
-            wasm: module(
-                1,
-                r#"(func $work (export "work") (result i64)
-                  (local $i i32) (local $r i32) (local $h i32) (local $x i32)
-                  (loop $fill
-                    (i32.store (local.get $i) (i32.mul (local.get $i) (i32.const 0x9e3779b1)))
-                    (local.set $i (i32.add (local.get $i) (i32.const 4)))
-                    (br_if $fill (i32.lt_u (local.get $i) (i32.const 65536))))
-                  (local.set $h (i32.const 0x811c9dc5))
-                  (local.set $r (i32.const 1000))
-                  (loop $round
-                    (local.set $i (i32.const 0))
-                    (loop $inner
-                      (local.set $x (i32.load (local.get $i)))
-                      (local.set $h (i32.mul (i32.rotl (i32.xor (local.get $h) (local.get $x)) (i32.const 5))
-                                             (i32.const 0x01000193)))
-                      (i32.store (local.get $i) (i32.add (local.get $x) (local.get $h)))
-                      (local.set $i (i32.add (local.get $i) (i32.const 4)))
-                      (br_if $inner (i32.lt_u (local.get $i) (i32.const 65536))))
-                    (local.set $r (i32.sub (local.get $r) (i32.const 1)))
-                    (br_if $round (local.get $r)))
-                  (i64.extend_i32_u (local.get $h)))"#,
-            ),
-        },
-        Workload {
-            name: "fib",
-            what: "recursive fib(32), i64",
-            wasm: module(
-                1,
-                r#"(func $fib (param $n i64) (result i64)
-                  (if (result i64) (i64.lt_u (local.get $n) (i64.const 2))
-                    (then (local.get $n))
-                    (else (i64.add (call $fib (i64.sub (local.get $n) (i64.const 1)))
-                                   (call $fib (i64.sub (local.get $n) (i64.const 2)))))))
-                (func $work (export "work") (result i64) (call $fib (i64.const 32)))"#,
-            ),
-        },
-        Workload {
-            name: "memcpy",
-            what: "memory.copy 512 KiB back and forth, 500 rounds",
-            wasm: module(
-                16,
-                r#"(func $work (export "work") (result i64)
-                  (local $i i32) (local $r i32)
-                  (loop $fill
-                    (i32.store (local.get $i) (local.get $i))
-                    (local.set $i (i32.add (local.get $i) (i32.const 4096)))
-                    (br_if $fill (i32.lt_u (local.get $i) (i32.const 524288))))
-                  (local.set $r (i32.const 500))
-                  (loop $round
-                    (memory.copy (i32.const 524288) (i32.const 0) (i32.const 524288))
-                    (i32.store (i32.const 0) (i32.add (i32.load (i32.const 524292)) (local.get $r)))
-                    (memory.copy (i32.const 4) (i32.const 524288) (i32.const 524284))
-                    (local.set $r (i32.sub (local.get $r) (i32.const 1)))
-                    (br_if $round (local.get $r)))
-                  (i64.load (i32.const 0)))"#,
-            ),
-        },
-        Workload {
-            name: "sieve",
-            what: "byte sieve of Eratosthenes below 65536, 100 rounds",
-            wasm: module(
-                1,
-                r#"(func $work (export "work") (result i64)
-                  (local $r i32) (local $i i32) (local $j i32) (local $count i32)
-                  (local.set $r (i32.const 100))
-                  (loop $round
-                    (memory.fill (i32.const 0) (i32.const 1) (i32.const 65536))
-                    (local.set $count (i32.const 0))
-                    (local.set $i (i32.const 2))
-                    (loop $outer
-                      (if (i32.load8_u (local.get $i))
-                        (then
-                          (local.set $count (i32.add (local.get $count) (i32.const 1)))
-                          (local.set $j (i32.mul (local.get $i) (local.get $i)))
-                          (block $done
-                            (loop $mark
-                              (br_if $done (i32.ge_u (local.get $j) (i32.const 65536)))
-                              (i32.store8 (local.get $j) (i32.const 0))
-                              (local.set $j (i32.add (local.get $j) (local.get $i)))
-                              (br $mark)))))
-                      (local.set $i (i32.add (local.get $i) (i32.const 1)))
-                      (br_if $outer (i32.lt_u (local.get $i) (i32.const 65536))))
-                    (local.set $r (i32.sub (local.get $r) (i32.const 1)))
-                    (br_if $round (local.get $r)))
-                  (i64.extend_i32_u (local.get $count)))"#,
-            ),
-        },
-    ]
+    WORKLOADS
+        .iter()
+        .map(|&(name, what, pages, body)| Workload {
+            name,
+            what,
+            wasm: module(pages, body),
+        })
+        .collect()
 }
+
+const CHECKSUM: &str = r#"(func $work (export "work") (result i64)
+    (local $i i32) (local $r i32) (local $h i32) (local $x i32)
+    (loop $fill
+      (i32.store (local.get $i) (i32.mul (local.get $i) (i32.const 0x9e3779b1)))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br_if $fill (i32.lt_u (local.get $i) (i32.const 65536))))
+    (local.set $h (i32.const 0x811c9dc5))
+    (local.set $r (i32.const 1000))
+    (loop $round
+      (local.set $i (i32.const 0))
+      (loop $inner
+        (local.set $x (i32.load (local.get $i)))
+        (local.set $h (i32.mul (i32.rotl (i32.xor (local.get $h) (local.get $x)) (i32.const 5))
+                               (i32.const 0x01000193)))
+        (i32.store (local.get $i) (i32.add (local.get $x) (local.get $h)))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br_if $inner (i32.lt_u (local.get $i) (i32.const 65536))))
+      (local.set $r (i32.sub (local.get $r) (i32.const 1)))
+      (br_if $round (local.get $r)))
+    (i64.extend_i32_u (local.get $h)))"#;
+
+const FIB: &str = r#"(func $fib (param $n i64) (result i64)
+    (if (result i64) (i64.lt_u (local.get $n) (i64.const 2))
+      (then (local.get $n))
+      (else (i64.add (call $fib (i64.sub (local.get $n) (i64.const 1)))
+                     (call $fib (i64.sub (local.get $n) (i64.const 2)))))))
+(func $work (export "work") (result i64) (call $fib (i64.const 32)))"#;
+
+const MEMCPY: &str = r#"(func $work (export "work") (result i64)
+    (local $i i32) (local $r i32)
+    (loop $fill
+      (i32.store (local.get $i) (local.get $i))
+      (local.set $i (i32.add (local.get $i) (i32.const 4096)))
+      (br_if $fill (i32.lt_u (local.get $i) (i32.const 524288))))
+    (local.set $r (i32.const 500))
+    (loop $round
+      (memory.copy (i32.const 524288) (i32.const 0) (i32.const 524288))
+      (i32.store (i32.const 0) (i32.add (i32.load (i32.const 524292)) (local.get $r)))
+      (memory.copy (i32.const 4) (i32.const 524288) (i32.const 524284))
+      (local.set $r (i32.sub (local.get $r) (i32.const 1)))
+      (br_if $round (local.get $r)))
+    (i64.load (i32.const 0)))"#;
+
+const SIEVE: &str = r#"(func $work (export "work") (result i64)
+    (local $r i32) (local $i i32) (local $j i32) (local $count i32)
+    (local.set $r (i32.const 100))
+    (loop $round
+      (memory.fill (i32.const 0) (i32.const 1) (i32.const 65536))
+      (local.set $count (i32.const 0))
+      (local.set $i (i32.const 2))
+      (loop $outer
+        (if (i32.load8_u (local.get $i))
+          (then
+            (local.set $count (i32.add (local.get $count) (i32.const 1)))
+            (local.set $j (i32.mul (local.get $i) (local.get $i)))
+            (block $done
+              (loop $mark
+                (br_if $done (i32.ge_u (local.get $j) (i32.const 65536)))
+                (i32.store8 (local.get $j) (i32.const 0))
+                (local.set $j (i32.add (local.get $j) (local.get $i)))
+                (br $mark)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br_if $outer (i32.lt_u (local.get $i) (i32.const 65536))))
+      (local.set $r (i32.sub (local.get $r) (i32.const 1)))
+      (br_if $round (local.get $r)))
+    (i64.extend_i32_u (local.get $count)))"#;
 
 /// Plain wasmtime: default engine, the raw module, no-op stubs for the two imports.
 struct Plain {

@@ -57,18 +57,18 @@ enum MessageKind {
     Query,
 }
 
-fn decode_attempt<T: CandidType + for<'de> Deserialize<'de>>(
-    method: &str,
-    arg: &[u8],
-    out: CallOutcome,
-) -> Result<Attempt<T>> {
+/// What a canister method replies, in Candid.
+trait Reply: CandidType + for<'de> Deserialize<'de> {}
+impl<T: CandidType + for<'de> Deserialize<'de>> Reply for T {}
+
+fn decode_attempt<T: Reply>(method: &str, arg: &[u8], out: CallOutcome) -> Result<Attempt<T>> {
     let bytes = match out.result {
         Ok(bytes) => bytes,
         Err(reject) => {
             return Ok(Err(Rejected {
                 reject,
                 message: out.report,
-            }))
+            }));
         }
     };
     let value = Decode!(&bytes, CanisterResult<T>)
@@ -106,12 +106,7 @@ impl<'e> BenchClient<'e> {
     }
 
     /// Sends one message, counting its instructions; a reject is kept as such.
-    fn send<T: CandidType + for<'de> Deserialize<'de>>(
-        &mut self,
-        how: MessageKind,
-        method: &str,
-        arg: &[u8],
-    ) -> Result<Attempt<T>> {
+    fn send<T: Reply>(&mut self, how: MessageKind, method: &str, arg: &[u8]) -> Result<Attempt<T>> {
         let out = match how {
             MessageKind::Update => self.engine.update(self.canister, method, arg)?,
             MessageKind::Query => self.engine.query(self.canister, method, arg)?,
@@ -121,7 +116,7 @@ impl<'e> BenchClient<'e> {
     }
 
     /// Sends one message; a reject is an error.
-    fn send_accepted<T: CandidType + for<'de> Deserialize<'de>>(
+    fn send_accepted<T: Reply>(
         &mut self,
         how: MessageKind,
         method: &str,
@@ -131,20 +126,36 @@ impl<'e> BenchClient<'e> {
             .map_err(|r| anyhow!("{method} was rejected: {}", r.reject))
     }
 
-    fn update<T: CandidType + for<'de> Deserialize<'de>>(
-        &mut self,
-        method: &str,
-        arg: Vec<u8>,
-    ) -> Result<Measured<T>> {
+    fn update<T: Reply>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
         self.send_accepted(MessageKind::Update, method, &arg)
     }
 
-    fn query<T: CandidType + for<'de> Deserialize<'de>>(
+    fn query<T: Reply>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {
+        self.send_accepted(MessageKind::Query, method, &arg)
+    }
+
+    /// `method` as a query, or its `{method}_update` variant (an update) when `replicated`.
+    fn read<T: Reply>(
         &mut self,
         method: &str,
         arg: Vec<u8>,
+        replicated: bool,
     ) -> Result<Measured<T>> {
-        self.send_accepted(MessageKind::Query, method, &arg)
+        if replicated {
+            self.update(&format!("{method}_update"), arg)
+        } else {
+            self.query(method, arg)
+        }
+    }
+
+    /// A query read beside the measurements, its instructions not counted; a reject is an
+    /// error.
+    fn uncounted_query<T: Reply>(&mut self, method: &str, arg: &[u8]) -> Result<T> {
+        let out = self.engine.query(self.canister, method, arg)?;
+        let bytes = out
+            .result
+            .map_err(|r| anyhow!("{method} was rejected: {r}"))?;
+        Ok(Decode!(&bytes, T)?)
     }
 
     /// `add_users_{store}(offset, step, count)`, a reject kept as such.
@@ -200,11 +211,7 @@ impl<'e> BenchClient<'e> {
         replicated: bool,
     ) -> Result<Measured<ReadReport>> {
         let arg = Encode!(&offset, &step, &count)?;
-        if replicated {
-            self.update(&format!("get_users_{store}_update"), arg)
-        } else {
-            self.query(&format!("get_users_{store}"), arg)
-        }
+        self.read(&format!("get_users_{store}"), arg, replicated)
     }
 
     /// `get_users_{store}_ids(ids)` as a query, or its `_update` variant.
@@ -214,12 +221,11 @@ impl<'e> BenchClient<'e> {
         ids: &[u64],
         replicated: bool,
     ) -> Result<Measured<ReadReport>> {
-        let arg = Encode!(&ids)?;
-        if replicated {
-            self.update(&format!("get_users_{store}_ids_update"), arg)
-        } else {
-            self.query(&format!("get_users_{store}_ids"), arg)
-        }
+        self.read(
+            &format!("get_users_{store}_ids"),
+            Encode!(&ids)?,
+            replicated,
+        )
     }
 
     /// `scan_users_{store}(offset, count)` as a query, or its `_update` variant.
@@ -231,11 +237,7 @@ impl<'e> BenchClient<'e> {
         replicated: bool,
     ) -> Result<Measured<ReadReport>> {
         let arg = Encode!(&offset, &count)?;
-        if replicated {
-            self.update(&format!("scan_users_{store}_update"), arg)
-        } else {
-            self.query(&format!("scan_users_{store}"), arg)
-        }
+        self.read(&format!("scan_users_{store}"), arg, replicated)
     }
 
     pub fn configure_sqlite(&mut self, config: &SqliteConfig) -> Result<Measured<SqliteSettings>> {
@@ -311,13 +313,7 @@ impl<'e> BenchClient<'e> {
     }
 
     pub fn keys_stats(&mut self, store: &str, key_type: &str) -> Result<CanisterResult<KeysStats>> {
-        let out = self
-            .engine
-            .query(self.canister, "keys_stats", &Encode!(&store, &key_type)?)?;
-        let bytes = out
-            .result
-            .map_err(|r| anyhow!("keys_stats was rejected: {r}"))?;
-        Ok(Decode!(&bytes, CanisterResult<KeysStats>)?)
+        self.uncounted_query("keys_stats", &Encode!(&store, &key_type)?)
     }
 
     /// `sysbench_reset(store, rows)`: empties the store (SQLite: recreates the tables).
@@ -347,31 +343,17 @@ impl<'e> BenchClient<'e> {
     }
 
     pub fn stats(&mut self) -> Result<Stats> {
-        let out = self.engine.query(self.canister, "stats", &Encode!()?)?;
-        let bytes = out.result.map_err(|r| anyhow!("stats was rejected: {r}"))?;
-        Ok(Decode!(&bytes, Stats)?)
+        self.uncounted_query("stats", &Encode!()?)
     }
 
     /// The heap store's rows, the Wasm heap's bytes and the encoding in force.
     pub fn heap_stats(&mut self) -> Result<HeapStats> {
-        let out = self
-            .engine
-            .query(self.canister, "heap_stats", &Encode!()?)?;
-        let bytes = out
-            .result
-            .map_err(|r| anyhow!("heap_stats was rejected: {r}"))?;
-        Ok(Decode!(&bytes, HeapStats)?)
+        self.uncounted_query("heap_stats", &Encode!()?)
     }
 
     /// What the last upgrade's hooks counted inside themselves.
     pub fn upgrade_stats(&mut self) -> Result<UpgradeStats> {
-        let out = self
-            .engine
-            .query(self.canister, "upgrade_stats", &Encode!()?)?;
-        let bytes = out
-            .result
-            .map_err(|r| anyhow!("upgrade_stats was rejected: {r}"))?;
-        Ok(Decode!(&bytes, UpgradeStats)?)
+        self.uncounted_query("upgrade_stats", &Encode!()?)
     }
 }
 
@@ -701,9 +683,7 @@ mod tests {
 
     /// A project root with one file of each source kind, in a directory of its own.
     fn fake_root(name: &str) -> PathBuf {
-        let root =
-            std::env::temp_dir().join(format!("icbench-prebuilt-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = crate::testing::fresh_temp_dir("prebuilt", name);
         for rel in CANISTER_SOURCES {
             let path = root.join(rel);
             if rel.ends_with(".toml") || rel.ends_with(".lock") || rel.ends_with(".sh") {

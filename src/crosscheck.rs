@@ -267,6 +267,22 @@ mod tests {
         }
     }
 
+    /// One scenario on both engines: store, operation, batch, then (store instructions,
+    /// charged instructions) on the embedded engine and on PocketIC.
+    type OnBoth<'a> = (&'a str, &'a str, u64, (u64, u64), (u64, u64));
+
+    /// The embedded and the PocketIC report of the same scenarios.
+    fn both(rows: &[OnBoth]) -> (Report, Report) {
+        let side = |engine: &str, pick: fn(&OnBoth) -> (u64, u64)| {
+            let results = rows.iter().map(|r| {
+                let (store_i, charged) = pick(r);
+                result(engine, r.0, r.1, r.2, store_i, charged)
+            });
+            report(engine, results.collect())
+        };
+        (side("embedded", |r| r.3), side("pocket-ic", |r| r.4))
+    }
+
     #[test]
     fn deviation_is_relative_to_pocket_ic() {
         assert_eq!(deviation_percent(101, 100), 1.0);
@@ -279,22 +295,11 @@ mod tests {
 
     #[test]
     fn store_metric_flags_exactly_the_rows_over_the_threshold() {
-        let e = report(
-            "embedded",
-            vec![
-                result("embedded", "btree", "insert", 1, 10_100, 7),
-                result("embedded", "sqlite", "insert", 1, 10_101, 7),
-                result("embedded", "btree", "range_scan", 1000, 5_000, 0),
-            ],
-        );
-        let p = report(
-            "pocket-ic",
-            vec![
-                result("pocket-ic", "btree", "insert", 1, 10_000, 999),
-                result("pocket-ic", "sqlite", "insert", 1, 10_000, 999),
-                result("pocket-ic", "btree", "range_scan", 1000, 5_000, 0),
-            ],
-        );
+        let (e, p) = both(&[
+            ("btree", "insert", 1, (10_100, 7), (10_000, 999)),
+            ("sqlite", "insert", 1, (10_101, 7), (10_000, 999)),
+            ("btree", "range_scan", 1000, (5_000, 0), (5_000, 0)),
+        ]);
         let c = compare(&e, &p, Metric::Store, 1.0);
         assert_eq!(c.rows.len(), 3);
         // +1.00% is at the threshold: not over it. +1.01% is.
@@ -316,20 +321,10 @@ mod tests {
 
     #[test]
     fn charged_metric_compares_inserts_only() {
-        let e = report(
-            "embedded",
-            vec![
-                result("embedded", "btree", "insert", 10, 1, 200),
-                result("embedded", "btree", "point_lookup", 1, 1, 50),
-            ],
-        );
-        let p = report(
-            "pocket-ic",
-            vec![
-                result("pocket-ic", "btree", "insert", 10, 1, 250),
-                result("pocket-ic", "btree", "point_lookup", 1, 1, 0),
-            ],
-        );
+        let (e, p) = both(&[
+            ("btree", "insert", 10, (1, 200), (1, 250)),
+            ("btree", "point_lookup", 1, (1, 50), (1, 0)),
+        ]);
         let c = compare(&e, &p, Metric::Charged, 1.0);
         assert_eq!(c.rows.len(), 1);
         assert_eq!(c.rows[0].embedded, Some(200));

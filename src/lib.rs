@@ -15,3 +15,18 @@ pub mod interrupt;
 pub mod memory;
 pub mod report;
 pub mod suites;
+
+/// What the unit tests of several modules share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::path::PathBuf;
+
+    /// `icbench-{what}-{pid}-{name}` under the system's temp dir, removed if a previous run
+    /// left it: a directory of the test's own, not yet created.
+    pub(crate) fn fresh_temp_dir(what: &str, name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("icbench-{what}-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+}

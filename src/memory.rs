@@ -87,15 +87,33 @@ mod tests {
         "MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   20000000 kB\n",
     );
 
+    /// [`MEMINFO`]'s machine with this process in the cgroup v2 group `group` (as
+    /// /proc/self/cgroup names it), whose `memory.max` and `memory.current` are under
+    /// /sys/fs/cgroup/`dir`.
+    fn cgroup_v2(
+        group: &str,
+        dir: &str,
+        max: &str,
+        current: &str,
+    ) -> impl Fn(&str) -> Option<String> {
+        let file = |name: &str| format!("/sys/fs/cgroup/{dir}/{name}");
+        let (cgroup, max_file, current_file) = (
+            format!("0::{group}\n"),
+            file("memory.max"),
+            file("memory.current"),
+        );
+        machine(&[
+            MEMINFO,
+            ("/proc/self/cgroup", &cgroup),
+            (&max_file, &format!("{max}\n")),
+            (&current_file, &format!("{current}\n")),
+        ])
+    }
+
     #[test]
     fn mem_available_without_a_cgroup_limit() {
         assert_eq!(room(&machine(&[MEMINFO])), Some(20_480_000_000));
-        let v2_unlimited = machine(&[
-            MEMINFO,
-            ("/proc/self/cgroup", "0::/user.slice\n"),
-            ("/sys/fs/cgroup/user.slice/memory.max", "max\n"),
-            ("/sys/fs/cgroup/user.slice/memory.current", "5000\n"),
-        ]);
+        let v2_unlimited = cgroup_v2("/user.slice", "user.slice", "max", "5000");
         assert_eq!(room(&v2_unlimited), Some(20_480_000_000));
         let v1_unlimited = machine(&[
             MEMINFO,
@@ -112,12 +130,7 @@ mod tests {
 
     #[test]
     fn a_cgroup_limit_leaves_what_is_left_of_it() {
-        let v2 = machine(&[
-            MEMINFO,
-            ("/proc/self/cgroup", "0::/docker/abc/\n"),
-            ("/sys/fs/cgroup/docker/abc/memory.max", "8000000000\n"),
-            ("/sys/fs/cgroup/docker/abc/memory.current", "1000000000\n"),
-        ]);
+        let v2 = cgroup_v2("/docker/abc/", "docker/abc", "8000000000", "1000000000");
         assert_eq!(room(&v2), Some(7_000_000_000));
         let v1 = machine(&[
             MEMINFO,

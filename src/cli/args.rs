@@ -106,13 +106,8 @@ pub(crate) struct RunArgs {
     /// No progress output on stderr.
     #[arg(long)]
     pub(crate) quiet: bool,
-    /// Use this canister module instead of the bench canister icbench embeds.
-    #[arg(long, conflicts_with = "build_canister")]
-    pub(crate) wasm: Option<PathBuf>,
-    /// Build the bench canister from the checkout icbench was built from
-    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
-    #[arg(long)]
-    pub(crate) build_canister: bool,
+    #[command(flatten)]
+    pub(crate) module: ModuleArgs,
     /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
     /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -228,13 +223,8 @@ pub(crate) struct CrosscheckArgs {
     /// or charged (whole update; on PocketIC derived from the cycles balance).
     #[arg(long, value_enum, default_value_t = MetricKind::Store)]
     pub(crate) metric: MetricKind,
-    /// Use this canister module instead of the bench canister icbench embeds.
-    #[arg(long, conflicts_with = "build_canister")]
-    pub(crate) wasm: Option<PathBuf>,
-    /// Build the bench canister from the checkout icbench was built from
-    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
-    #[arg(long)]
-    pub(crate) build_canister: bool,
+    #[command(flatten)]
+    pub(crate) module: ModuleArgs,
     /// The replica rules of the embedded side, to match the server's (default: the newest;
     /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
     #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
@@ -242,6 +232,18 @@ pub(crate) struct CrosscheckArgs {
     /// No progress output on stderr.
     #[arg(long)]
     pub(crate) quiet: bool,
+}
+
+/// Which bench canister module a run or a crosscheck installs (see `ModuleArgs::read`).
+#[derive(Args, Clone)]
+pub(crate) struct ModuleArgs {
+    /// Use this canister module instead of the bench canister icbench embeds.
+    #[arg(long, conflicts_with = "build_canister")]
+    pub(crate) wasm: Option<PathBuf>,
+    /// Build the bench canister from the checkout icbench was built from
+    /// (scripts/build-canister.sh) instead of running the module icbench embeds.
+    #[arg(long)]
+    pub(crate) build_canister: bool,
 }
 
 #[derive(Args)]

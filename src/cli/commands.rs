@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 
-use icbench::bench_canister;
 use icbench::engine::cost::Replica;
 use icbench::engine::disk_cache;
 use icbench::engine::embedded::EmbeddedEngine;
@@ -167,11 +166,7 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     }
     // The server first: without one this fails at once, before any build or run.
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
-    let wasm = match &args.wasm {
-        Some(path) => read_wasm_flag(path)?,
-        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
-        None => bench_canister::ensure_built(args.quiet)?,
-    };
+    let wasm = args.module.read(args.quiet)?;
     let cfg = crosscheck::config();
     let replica = args
         .replica

@@ -10,7 +10,6 @@ use anyhow::{anyhow, Context, Result};
 use clap::ArgMatches;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use icbench::bench_canister;
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
@@ -91,11 +90,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         );
     }
     let mut engine = make_engine(args.engine, args.replica.as_deref())?;
-    let wasm = match &args.wasm {
-        Some(path) => read_wasm_flag(path)?,
-        None if args.build_canister => bench_canister::build_from_sources(args.quiet)?,
-        None => bench_canister::ensure_built(args.quiet)?,
-    };
+    let wasm = args.module.read(args.quiet)?;
     let mut gate_ok = true;
     let mut profiled = profiles::Selected::default();
     let mut all_ids = Vec::new();

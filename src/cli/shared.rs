@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::args::ModuleArgs;
+
 use anyhow::{anyhow, Result};
 
 use icbench::bench_canister;
@@ -56,11 +58,18 @@ pub(crate) fn eprint_written(written: &[std::path::PathBuf]) {
     eprintln!("wrote {}", paths.join(", "));
 }
 
-/// The module a `--wasm` flag names, checked: a one-line error naming the file and what is
-/// wrong with it (not Wasm, truncated, invalid, not a bench canister) rather than a failure
-/// after the prefill.
-pub(crate) fn read_wasm_flag(path: &std::path::Path) -> Result<Vec<u8>> {
-    bench_canister::read_module_flag("--wasm", path)
+impl ModuleArgs {
+    /// The module `--wasm` names, checked (a one-line error naming the file and what is
+    /// wrong with it: not Wasm, truncated, invalid, not a bench canister, rather than a
+    /// failure after the prefill); else the one `--build-canister` builds, else the bench
+    /// canister icbench embeds (or builds, when its sources moved on).
+    pub(crate) fn read(&self, quiet: bool) -> Result<Vec<u8>> {
+        match &self.wasm {
+            Some(path) => bench_canister::read_module_flag("--wasm", path),
+            None if self.build_canister => bench_canister::build_from_sources(quiet),
+            None => bench_canister::ensure_built(quiet),
+        }
+    }
 }
 
 /// What the cache did in this run, for the closing lines of a run.

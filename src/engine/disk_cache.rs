@@ -503,10 +503,7 @@ mod tests {
     use super::*;
 
     fn temp(name: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("icbench-disk-cache-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
+        crate::testing::fresh_temp_dir("disk-cache", name)
     }
 
     #[test]

@@ -127,13 +127,7 @@ impl LinePlot {
                 svg,
                 r##"<line x1="{LEFT:.1}" y1="{py:.1}" x2="{RIGHT:.1}" y2="{py:.1}" stroke="#ddd"/>"##
             );
-            let _ = writeln!(
-                svg,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-                LEFT - 8.0,
-                py + 4.0,
-                decade_label(e)
-            );
+            left_label(&mut svg, LEFT, py, &decade_label(e));
         }
         let _ = writeln!(
             svg,
@@ -204,17 +198,7 @@ impl LinePlot {
                 r#"<line x1="{lx:.1}" y1="{ly:.1}" x2="{:.1}" y2="{ly:.1}" stroke="{color}" stroke-width="2"/>"#,
                 lx + 24.0
             );
-            let _ = writeln!(
-                svg,
-                r#"<circle cx="{:.1}" cy="{ly:.1}" r="3.5" fill="{color}"/>"#,
-                lx + 12.0
-            );
-            let _ = writeln!(
-                svg,
-                r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
-                lx + 32.0,
-                ly + 4.0
-            );
+            legend_entry(&mut svg, (lx + 12.0, ly), 3.5, lx + 32.0, color, &label);
         }
         svg.push_str("</svg>\n");
         svg
@@ -325,6 +309,37 @@ fn x_decades(svg: &mut String, x: &LogAxis, top: f64, bottom: f64) {
     }
 }
 
+/// A label ending just left of the plot area (whose left edge is `left`), centred on `y`:
+/// a y axis' decade or a row's name.
+fn left_label(svg: &mut String, left: f64, y: f64, text: &str) {
+    let _ = writeln!(
+        svg,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{text}</text>"#,
+        left - 8.0,
+        y + 4.0
+    );
+}
+
+/// A legend entry's marker, `radius` wide around `(x, y)`, and its label from `text_x` on.
+fn legend_entry(
+    svg: &mut String,
+    (x, y): (f64, f64),
+    radius: f64,
+    text_x: f64,
+    color: &str,
+    label: &str,
+) {
+    let _ = writeln!(
+        svg,
+        r#"<circle cx="{x:.1}" cy="{y:.1}" r="{radius}" fill="{color}"/>"#
+    );
+    let _ = writeln!(
+        svg,
+        r#"<text x="{text_x:.1}" y="{:.1}">{label}</text>"#,
+        y + 4.0
+    );
+}
+
 /// One row per label (in first-seen order), one marker per store, x on a log axis.
 fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String {
     let points: Vec<&DotPoint> = points.iter().filter(|p| p.value > 0.0).collect();
@@ -359,13 +374,11 @@ fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String 
         escape(axis)
     );
     for (i, row) in rows.iter().enumerate() {
-        let y = top + row_height * (i as f64 + 0.5);
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            left - 8.0,
-            y + 4.0,
-            escape(row)
+        left_label(
+            &mut svg,
+            left,
+            top + row_height * (i as f64 + 0.5),
+            &escape(row),
         );
     }
     let palette = colors(&columns.iter().map(|c| c.1).collect::<Vec<_>>());
@@ -388,17 +401,7 @@ fn dot_plot(title: &str, axis: &str, unit: &str, points: &[DotPoint]) -> String 
         }
         let ly = top + 10.0 + 20.0 * si as f64;
         let lx = right + 16.0;
-        let _ = writeln!(
-            svg,
-            r#"<circle cx="{:.1}" cy="{ly:.1}" r="4" fill="{color}"/>"#,
-            lx + 6.0
-        );
-        let _ = writeln!(
-            svg,
-            r#"<text x="{:.1}" y="{:.1}">{label}</text>"#,
-            lx + 16.0,
-            ly + 4.0
-        );
+        legend_entry(&mut svg, (lx + 6.0, ly), 4.0, lx + 16.0, color, &label);
     }
     let _ = writeln!(
         svg,
