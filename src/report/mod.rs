@@ -207,10 +207,9 @@ pub fn write_files(output: &Path, files: Vec<(PathBuf, String)>) -> std::io::Res
     Ok(written)
 }
 
-/// The result the integration tests build their report samples from too.
+/// The result the report's samples start from; the integration tests include it too.
 #[cfg(test)]
-#[path = "../../tests/it/support/scenario.rs"]
-mod scenario;
+mod sample;
 
 /// Test fixtures shared by the unit tests of the submodules.
 #[cfg(test)]
@@ -241,9 +240,9 @@ pub(crate) mod fixture {
                 page_charge_instructions: 11 * 80_000,
             }),
             ingress_cycles: 1_200_000 + 2_000 * 40,
-            ..scenario::named(store, journal_mode, position, operation, batch)
+            ..sample::named(store, journal_mode, position, operation, batch)
         };
-        scenario::charged(r, store_instructions + 10_000, store_instructions)
+        sample::charged(r, store_instructions + 10_000, store_instructions)
     }
 
     pub fn report(results: Vec<ScenarioResult>) -> Report {

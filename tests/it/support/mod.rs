@@ -1,6 +1,8 @@
 //! Helpers shared by several test modules.
 
 pub mod canbench_fixture;
+/// The report's sample result, from the crate's unit tests (the published crate has no tests/).
+#[path = "../../../src/report/sample.rs"]
 pub mod scenario;
 pub mod wat;
 

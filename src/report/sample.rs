@@ -1,6 +1,6 @@
-//! The result the report's tests build their samples from. Shared by the integration tests
-//! and the report's unit tests (src/report/mod.rs includes this file), whose samples differ
-//! in the suite, sizes and costs they set on top.
+//! The result the report's tests build their samples from. Shared by the report's unit tests
+//! and the integration tests (tests/it/support includes this file), whose samples differ in
+//! the suite, sizes and costs they set on top.
 
 use super::ScenarioResult;
 
