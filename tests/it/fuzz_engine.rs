@@ -8,10 +8,11 @@
 //! snapshots. Every seed runs twice in fresh engines and must give the same trace.
 //!
 //! A panic anywhere fails the test; nothing is wrapped in `catch_unwind`. A hard crash
-//! (signal) kills the process: the seed being run is always written to
-//! `$CARGO_TARGET_TMPDIR/fuzz_engine_current_seed` first, so it can be replayed with
+//! (signal) kills the process: the seed each shard is running is always written to
+//! `$CARGO_TARGET_TMPDIR/fuzz_engine_current_seed_<shard>` first, so it can be replayed with
 //! `FUZZ_ENGINE_FIRST=<seed> FUZZ_ENGINE_SEEDS=1 cargo test --release --test it fuzz_engine:: -- --nocapture`.
-//! `FUZZ_ENGINE_SEEDS=<n>` runs more seeds (default 600, about 25 s; 3000 took 135 s).
+//! `FUZZ_ENGINE_SEEDS=<n>` runs more seeds (default 600, about 25 s; 3000 took 135 s). The
+//! seeds are split into `SHARDS` tests so the harness runs them side by side.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -25,6 +26,8 @@ use icbench::engine::{CallOutcome, Engine};
 use wasm_smith::{Config, Module};
 
 const DEFAULT_SEEDS: u64 = 600;
+/// Tests the seeds are split into: one test of all of them was the test run's longest by far.
+const SHARDS: u64 = 4;
 const LIMIT: u64 = 10_000_000;
 
 fn limits() -> Limits {
@@ -549,7 +552,7 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn run_seed(seed: u64, stats: &mut Stats) {
+fn run_seed(seed: u64, shard: u64, stats: &mut Stats) {
     let Some(case) = generate(seed) else {
         stats.generate_failed += 1;
         return;
@@ -563,8 +566,16 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     }
     // Written before anything runs, so a hard crash leaves the module behind.
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    std::fs::write(dir.join("fuzz_engine_current_seed"), format!("{seed}\n")).unwrap();
-    std::fs::write(dir.join("fuzz_engine_current.wasm"), &case.wasm).unwrap();
+    std::fs::write(
+        dir.join(format!("fuzz_engine_current_seed_{shard}")),
+        format!("{seed}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("fuzz_engine_current_{shard}.wasm")),
+        &case.wasm,
+    )
+    .unwrap();
 
     let first = instrument::instrument(&case.wasm);
     let second = instrument::instrument(&case.wasm);
@@ -664,22 +675,28 @@ fn run_seed(seed: u64, stats: &mut Stats) {
     }
 }
 
-/// Runs on the test harness's own thread: the engine runs Wasm on a thread with a large
-/// enough stack whatever the caller has (see
-/// `deep_recursion_on_a_2mib_host_stack_is_a_clean_trap` below).
-#[test]
-fn generated_modules_never_crash_the_engine() {
+/// Shard `shard` of `SHARDS` of the seeds, each shard held to the whole run's checks. Runs
+/// on the test harness's own thread: the engine runs Wasm on a thread with a large enough
+/// stack whatever the caller has (see `deep_recursion_on_a_2mib_host_stack_is_a_clean_trap`
+/// below).
+fn generated_modules_never_crash_the_engine(shard: u64) {
     let first = env_u64("FUZZ_ENGINE_FIRST", 0);
     let count = env_u64("FUZZ_ENGINE_SEEDS", DEFAULT_SEEDS);
+    let seeds = first + count * shard / SHARDS..first + count * (shard + 1) / SHARDS;
+    if seeds.is_empty() {
+        // Fewer seeds than shards (a replay of one seed): another shard runs them.
+        return;
+    }
     let started = std::time::Instant::now();
     let mut stats = Stats::default();
-    for seed in first..first + count {
-        run_seed(seed, &mut stats);
+    for seed in seeds.clone() {
+        run_seed(seed, shard, &mut stats);
     }
     let s = &stats;
     println!(
-        "fuzz_engine: seeds {first}..{} in {:.1} s",
-        first + count,
+        "fuzz_engine: seeds {}..{} in {:.1} s",
+        seeds.start,
+        seeds.end,
         started.elapsed().as_secs_f64()
     );
     println!(
@@ -722,6 +739,26 @@ fn generated_modules_never_crash_the_engine() {
         s.local_counter,
         s.instrumented
     );
+}
+
+#[test]
+fn generated_modules_never_crash_the_engine_shard_1() {
+    generated_modules_never_crash_the_engine(0);
+}
+
+#[test]
+fn generated_modules_never_crash_the_engine_shard_2() {
+    generated_modules_never_crash_the_engine(1);
+}
+
+#[test]
+fn generated_modules_never_crash_the_engine_shard_3() {
+    generated_modules_never_crash_the_engine(2);
+}
+
+#[test]
+fn generated_modules_never_crash_the_engine_shard_4() {
+    generated_modules_never_crash_the_engine(3);
 }
 
 /// Runs one update of an endlessly recursive method on a thread with `stack` bytes of
