@@ -276,9 +276,12 @@ fn a_load_out_of_bounds_is_counted_at_the_trap() {
     assert_ne!(counts[0][0], counts[0][1], "the time changes the loop");
 }
 
-/// A failed message takes back the pages it wrote from the old bytes its first writes kept
-/// (no second copy of the heap): after messages that wrote more pages than the undo log
-/// keeps between messages (16,384), on a fresh heap and on one loaded from a snapshot.
+/// The `[min, max]` page marks of
+/// [`a_trap_after_writing_thousands_of_pages_takes_every_page_back`]'s canister.
+fn pages(e: &mut EmbeddedEngine, id: Principal) -> Vec<u64> {
+    reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap())
+}
+
 /// Sends fill_then_trap, which must trap and leave the pages of
 /// [`a_trap_after_writing_thousands_of_pages_takes_every_page_back`]'s canister at
 /// `[min, max]` and its state hash at `hash`.
@@ -288,11 +291,13 @@ fn trap_leaves(e: &mut EmbeddedEngine, id: Principal, min_max: [u64; 2], hash: &
         .unwrap()
         .result
         .unwrap_err();
-    let pages = reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
-    assert_eq!(pages, min_max);
+    assert_eq!(pages(e, id), min_max);
     assert_eq!(&e.state_hash(id).unwrap(), hash);
 }
 
+/// A failed message takes back the pages it wrote from the old bytes its first writes kept
+/// (no second copy of the heap): after messages that wrote more pages than the undo log
+/// keeps between messages (16,384), on a fresh heap and on one loaded from a snapshot.
 #[test]
 fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     let wasm = canister(
@@ -337,14 +342,12 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     let (id, install) = e.install(&wasm, &[]).unwrap();
     install.result.unwrap();
     e.update(id, "grow", &[]).unwrap().result.unwrap();
-    let pages =
-        |e: &mut EmbeddedEngine| reply_u64s(&e.query(id, "pages", &[]).unwrap().result.unwrap());
     // 400 Wasm pages: 6,399 OS pages written per fill, three fills = 19,197 undo pages.
     for expected in 8..=10 {
         let out = e.update(id, "fill_next", &[]).unwrap();
         out.result.unwrap();
         assert_eq!(out.report.heap_dirty_pages, 6_399);
-        assert_eq!(pages(&mut e), vec![expected, expected]);
+        assert_eq!(pages(&mut e, id), vec![expected, expected]);
     }
     let committed = e.state_hash(id).unwrap();
     let trapped = e.update(id, "fill_then_trap", &[]).unwrap();
@@ -353,7 +356,7 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
         ErrorCode::CanisterTrapped
     );
     assert_eq!(trapped.report.heap_dirty_pages, 6_399);
-    assert_eq!(pages(&mut e), vec![10, 10]);
+    assert_eq!(pages(&mut e, id), vec![10, 10]);
     assert_eq!(e.state_hash(id).unwrap(), committed);
 
     // The same on a heap loaded from a snapshot (a copy-on-write view of it on Linux).
@@ -363,7 +366,7 @@ fn a_trap_after_writing_thousands_of_pages_takes_every_page_back() {
     assert_eq!(e.state_hash(id).unwrap(), committed);
     trap_leaves(&mut e, id, [10, 10], &committed);
     e.update(id, "fill_next", &[]).unwrap().result.unwrap();
-    assert_eq!(pages(&mut e), vec![11, 11]);
+    assert_eq!(pages(&mut e, id), vec![11, 11]);
 
     // Pages the loaded heap still shares with the snapshot are rolled back by dropping the
     // copies the failed message made; a page committed since (77), by its kept old bytes.
