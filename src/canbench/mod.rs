@@ -774,7 +774,7 @@ fn print_sections(
                         now,
                         before: old_pages.get(name),
                     });
-                    let section = report::section(&report::bench_block_paged(
+                    let section = report::section(&report::bench_block(
                         name,
                         &result,
                         old.get(name),
@@ -855,7 +855,7 @@ pub fn finish(
     compare::set_pages(&mut entries, &by_name);
     print!(
         "{}",
-        report::closing_paged(
+        report::closing(
             &entries,
             o.noise_threshold,
             !o.less_verbose || o.show_summary,

@@ -130,13 +130,9 @@ fn measurement_lines(
     ));
 }
 
-/// One bench's block, from `Benchmark:` to its last metric line.
-pub fn bench_block(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: f64) -> String {
-    bench_block_paged(name, new, old, t, None)
-}
-
-/// [`bench_block`], with `pages` the page lines under the total and each scope (--pages).
-pub fn bench_block_paged(
+/// One bench's block, from `Benchmark:` to its last metric line, with `pages` the page
+/// lines under the total and each scope (--pages).
+pub fn bench_block(
     name: &str,
     new: &BenchResult,
     old: Option<&BenchResult>,
@@ -159,24 +155,15 @@ pub fn bench_block_paged(
     out
 }
 
-/// A bench as the run prints it: a dash line, a blank line, the block, a blank line.
-pub fn bench_section(name: &str, new: &BenchResult, old: Option<&BenchResult>, t: f64) -> String {
-    section(&bench_block(name, new, old, t))
-}
-
-/// A bench's block as the run prints it (see [`bench_section`]).
+/// A bench's block as the run prints it: a dash line, a blank line, the block, a blank line.
 pub fn section(block: &str) -> String {
     format!("{DASHES}\n\n{block}\n")
 }
 
 /// What follows the bench sections: a dash line, then with `summary` the summary and,
-/// if anything changed significantly, the table, each closed by a dash line.
-pub fn closing(entries: &[Entry], t: f64, summary_on: bool) -> String {
-    closing_paged(entries, t, summary_on, false)
-}
-
-/// [`closing`], the table with this run's page columns when `pages` (--pages).
-pub fn closing_paged(entries: &[Entry], t: f64, summary_on: bool, pages: bool) -> String {
+/// if anything changed significantly, the table (with this run's page columns when `pages`,
+/// --pages), each closed by a dash line.
+pub fn closing(entries: &[Entry], t: f64, summary_on: bool, pages: bool) -> String {
     let mut out = format!("{DASHES}\n");
     if summary_on {
         let _ = write!(out, "\n{}\n{DASHES}\n", summary(entries, t));

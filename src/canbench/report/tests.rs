@@ -129,7 +129,8 @@ fn init_args_example_from_canbench_expected_output() {
             "state_check",
             &new["state_check"],
             old.get("state_check"),
-            2.0
+            2.0,
+            None
         ),
         "Benchmark: state_check
   total:
@@ -185,7 +186,7 @@ fn new_bench_with_scopes_from_canbench_expected_output() {
     .into();
     let e = entries(&new, &Results::new());
     assert_eq!(
-        bench_block("bench_scope_new", &new["bench_scope_new"], None, 2.0),
+        bench_block("bench_scope_new", &new["bench_scope_new"], None, 2.0, None),
         "Benchmark: bench_scope_new (new)
   total:
     instructions: 4180 (new)
@@ -321,8 +322,19 @@ fn full_report(new: (&str, BenchResult), old: Option<BenchResult>) -> String {
     let (name, result) = new;
     let new_results: Results = [(name.to_string(), result.clone())].into();
     let old_results: Results = old.map(|o| (name.to_string(), o)).into_iter().collect();
-    let mut out = bench_section(name, &result, old_results.get(name), 2.0);
-    out.push_str(&closing(&entries(&new_results, &old_results), 2.0, true));
+    let mut out = section(&bench_block(
+        name,
+        &result,
+        old_results.get(name),
+        2.0,
+        None,
+    ));
+    out.push_str(&closing(
+        &entries(&new_results, &old_results),
+        2.0,
+        true,
+        false,
+    ));
     out
 }
 
