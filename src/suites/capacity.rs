@@ -105,11 +105,11 @@ impl Message {
         let (offset, step, count) = self.arguments(n, rows);
         Ok(match self {
             Message::Insert => {
-                accepted(client.try_add_users(store.kind(), offset, step, count)?)?
+                accepted(client.try_add_users(store.stem(), offset, step, count)?)?
                     .map(Reply::Insert)
             }
             Message::Lookup => {
-                accepted(client.try_get_users(store.kind(), offset, step, count)?)?.map(Reply::Read)
+                accepted(client.try_get_users(store.stem(), offset, step, count)?)?.map(Reply::Read)
             }
         })
     }
@@ -271,10 +271,7 @@ fn base_record(ctx: &Context<'_>, store: Store, n: u64, message: Message) -> Sce
         suite: ctx.suite.into(),
         engine: ctx.engine.into(),
         store: store.kind().into(),
-        journal_mode: store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
+        journal_mode: store.journal_column(),
         operation: message.operation().into(),
         rows_before: n,
         method: method(store, message),
@@ -284,8 +281,8 @@ fn base_record(ctx: &Context<'_>, store: Store, n: u64, message: Message) -> Sce
 
 fn method(store: Store, message: Message) -> String {
     match message {
-        Message::Insert => format!("add_users_{}", store.kind()),
-        Message::Lookup => format!("get_users_{}", store.kind()),
+        Message::Insert => format!("add_users_{}", store.stem()),
+        Message::Lookup => format!("get_users_{}", store.stem()),
     }
 }
 
@@ -536,7 +533,7 @@ pub fn estimate_table(report: &Report) -> Option<Table> {
         }
     }
     for (store, mode) in &stores {
-        let Some(store_value) = store_of(store, mode) else {
+        let Some(store_value) = crate::stores::parse(store, mode) else {
             continue;
         };
         for message in Message::ALL {
@@ -567,17 +564,6 @@ pub fn estimate_table(report: &Report) -> Option<Table> {
     }
     let records: Vec<&ScenarioResult> = estimates.iter().collect();
     render(&records, Some(RunLimits::from(&limits)))
-}
-
-/// The store a record names, back as a value.
-fn store_of(store: &str, mode: &str) -> Option<Store> {
-    use super::scenario::JournalMode;
-    match store {
-        "heap" => Some(Store::Heap),
-        "btree" => Some(Store::BTree),
-        "sqlite" => JournalMode::parse(mode).ok().map(Store::Sqlite),
-        _ => None,
-    }
 }
 
 fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Table> {
@@ -615,7 +601,7 @@ fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Tabl
         );
         for r in records.iter().filter(|r| r.position == ESTIMATE) {
             table.push(vec![
-                super::decision::store_label(&r.store, &r.journal_mode),
+                crate::stores::label(&r.store, &r.journal_mode),
                 limit_cell(message_of(r)),
                 per_row(r.instructions_per_row),
                 if r.batch == r.rows_before && r.operation == Message::Lookup.operation() {
@@ -685,7 +671,7 @@ fn render(records: &[&ScenarioResult], limits: Option<RunLimits>) -> Option<Tabl
             None => "-".into(),
         };
         table.push(vec![
-            super::decision::store_label(&r.store, &r.journal_mode),
+            crate::stores::label(&r.store, &r.journal_mode),
             limit_cell(message_of(r)),
             estimate,
             fits,

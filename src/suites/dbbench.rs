@@ -11,14 +11,13 @@
 use std::fmt;
 
 use anyhow::{anyhow, Result};
-use bench_types::names::DbBenchStore;
 
 use clap::{ArgMatches, Args};
 
 use super::grid::{store_dot, store_dot_plot, StoreColumn};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{stable_store_selected, Define, Header, Measure, Run};
-use super::{pool, users, CommonArgs, DEFAULT_USD_PER_XDR};
+use super::shared::{store_selected, Define, Header, Measure, Run};
+use super::{pool, CommonArgs, DEFAULT_USD_PER_XDR};
 use crate::bench_canister::{BenchClient, DbBenchReport, DbBenchWrite, Measured};
 use crate::engine::cost::CyclesFees;
 use crate::engine::{PageCounts, SnapshotId};
@@ -27,6 +26,10 @@ use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, Plot, Report, ScenarioResult, Status, Table,
 };
+use crate::stores;
+
+/// `--suite dbbench`.
+const SUITE: &str = "dbbench";
 
 /// Ops per message: db_bench's `entries_per_batch` for the batched fills.
 pub const OPS_PER_MESSAGE: u64 = 1_000;
@@ -46,47 +49,9 @@ const _: () = {
     assert!(MAX_NUM <= canister::MAX_KEY);
 };
 
-/// A key-value store of this suite.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum KvStore {
-    BTree,
-    /// `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on key.
-    SqliteRowid(JournalMode),
-    /// The same `WITHOUT ROWID`: one B-tree keyed by key (db_bench_sqlite3's default).
-    SqliteWithoutRowid(JournalMode),
-}
-
-impl KvStore {
-    /// The canister's store name (`dbbench_*` methods).
-    pub fn canister_name(self) -> &'static str {
-        match self {
-            KvStore::BTree => DbBenchStore::BTree.name(),
-            KvStore::SqliteRowid(_) => DbBenchStore::SqliteRowid.name(),
-            KvStore::SqliteWithoutRowid(_) => DbBenchStore::SqliteWithoutRowid.name(),
-        }
-    }
-    /// The results' `store` field.
-    pub fn result_store(self) -> &'static str {
-        match self {
-            KvStore::BTree => "btree",
-            KvStore::SqliteRowid(_) => "sqlite",
-            KvStore::SqliteWithoutRowid(_) => "sqlite_without_rowid",
-        }
-    }
-    pub fn journal_mode(self) -> Option<JournalMode> {
-        match self {
-            KvStore::BTree => None,
-            KvStore::SqliteRowid(m) | KvStore::SqliteWithoutRowid(m) => Some(m),
-        }
-    }
-    pub fn label(self) -> String {
-        match self {
-            KvStore::BTree => "StableBTreeMap<[u8; 16], Vec<u8>>".into(),
-            KvStore::SqliteRowid(m) => format!("SQLite {m}, rowid table"),
-            KvStore::SqliteWithoutRowid(m) => format!("SQLite {m}, WITHOUT ROWID"),
-        }
-    }
-}
+/// A key-value store of this suite: a schema of the store table (the map, SQLite's rowid
+/// table and its `WITHOUT ROWID` table) in the suite's journal mode.
+pub type KvStore = crate::stores::SchemaStore;
 
 /// db_bench_sqlite3's default benchmarks, without the two sync fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -244,18 +209,11 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The stores measured: the map, then SQLite rowid and WITHOUT ROWID in `journal_mode`,
-    /// each kept only if `stores` selects its kind.
+    /// The stores measured: the store table's schemas of this suite (the map, then SQLite
+    /// rowid and WITHOUT ROWID in `journal_mode`), each kept only if `stores` selects its
+    /// store.
     pub fn kv_stores(&self) -> Vec<KvStore> {
-        let mut out = Vec::new();
-        if self.stores.contains(&StoreKind::Btree) {
-            out.push(KvStore::BTree);
-        }
-        if self.stores.contains(&StoreKind::Sqlite) {
-            out.push(KvStore::SqliteRowid(self.journal_mode));
-            out.push(KvStore::SqliteWithoutRowid(self.journal_mode));
-        }
-        out
+        KvStore::of_suite(SUITE, &self.stores, &[self.journal_mode])
     }
 
     /// Every scenario, per store in db_bench's benchmark order.
@@ -384,7 +342,7 @@ fn run_bench(
     keys: &[u64],
     ops: u64,
 ) -> Result<Result<Totals, String>> {
-    let name = store.canister_name();
+    let name = store.canister_name(SUITE);
     let mut totals = Totals::default();
     let mut done = 0;
     while done < ops {
@@ -432,7 +390,7 @@ fn result(
     let messages = ops.div_ceil(OPS_PER_MESSAGE);
     let args = format!(
         "store {:?}, keys {}{}, value_size {}, {} per message, {messages} message(s){}",
-        store.canister_name(),
+        store.canister_name(SUITE),
         first.join(", "),
         if keys.len() > 3 { ", ..." } else { "" },
         if bench.is_write() {
@@ -448,13 +406,10 @@ fn result(
         }
     );
     let mut r = ScenarioResult {
-        suite: "dbbench".into(),
+        suite: SUITE.into(),
         engine: engine.into(),
-        store: store.result_store().into(),
-        journal_mode: store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
+        store: store.record().into(),
+        journal_mode: store.journal_column(),
         position: "db_bench".into(),
         operation: bench.name().into(),
         batch: ops,
@@ -501,11 +456,9 @@ pub fn lines(report: &Report) -> String {
     for r in report.results.iter().filter(|r| r.position == "db_bench") {
         let store = (r.store.clone(), r.journal_mode.clone());
         if current.as_ref() != Some(&store) {
-            let label = match r.store.as_str() {
-                "btree" => "StableBTreeMap<[u8; 16], Vec<u8>>".to_string(),
-                "sqlite" => format!("SQLite {}, rowid table", r.journal_mode),
-                "sqlite_without_rowid" => format!("SQLite {}, WITHOUT ROWID", r.journal_mode),
-                other => format!("{other} {}", r.journal_mode),
+            let label = match KvStore::of_record(&r.store, &r.journal_mode) {
+                Some(store) => store.described(),
+                None => format!("{} {}", r.store, r.journal_mode),
             };
             if current.is_some() {
                 out.push('\n');
@@ -551,11 +504,9 @@ fn table(report: &Report, charged: bool) -> Table {
             columns.push(c);
         }
     }
-    let label = |c: &StoreColumn| match c.store.as_str() {
-        "btree" => "BTreeMap".to_string(),
-        "sqlite" => format!("SQLite {} rowid", c.journal_mode),
-        "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", c.journal_mode),
-        _ => c.label(),
+    let label = |c: &StoreColumn| match KvStore::of_record(&c.store, &c.journal_mode) {
+        Some(store) => store.short_label(),
+        None => c.label(),
     };
     let mut headers = vec!["Benchmark".to_string()];
     headers.extend(columns.iter().map(label));
@@ -655,7 +606,7 @@ struct Sequence {
 }
 
 impl Measure for Config {
-    const SUITE: &'static str = "dbbench";
+    const SUITE: &'static str = SUITE;
 
     fn validate(&self) -> Result<()> {
         if !(1_000..=MAX_NUM).contains(&self.num) {
@@ -664,7 +615,7 @@ impl Measure for Config {
                 self.num
             ));
         }
-        stable_store_selected(&self.stores, Self::SUITE)
+        store_selected(&self.stores, Self::SUITE)
     }
 
     /// Runs the suite: per store, db_bench's benchmarks in order, fresh ones from an empty
@@ -684,18 +635,19 @@ impl Measure for Config {
         for store in cfg.kv_stores() {
             let open = work.begin(
                 Kind::Fill,
-                format!("set up {}", store.result_store()),
+                format!("set up {}", store.record()),
                 &[installed],
             );
             client.engine.restore(canister, base)?;
             let refused = match store.journal_mode() {
-                Some(mode) => users::sqlite_mode(&mut client, mode)?.err(),
+                Some(mode) => stores::set_journal_mode(&mut client, mode)?.err(),
                 None => None,
             };
+            let name = store.canister_name(SUITE);
             client
-                .dbbench_reset(store.canister_name())?
+                .dbbench_reset(name)?
                 .value
-                .map_err(|e| anyhow!("dbbench_reset({}) failed: {e}", store.canister_name()))?;
+                .map_err(|e| anyhow!("dbbench_reset({name}) failed: {e}"))?;
             let fresh = client.engine.snapshot(canister)?;
             set_up.push(open.id);
             work.end(open);
@@ -720,11 +672,7 @@ impl Measure for Config {
             &set_up,
             &|i| {
                 let seq = &sequences[i];
-                format!(
-                    "{}/{}",
-                    seq.store.result_store(),
-                    Bench::ALL[seq.benches.start]
-                )
+                format!("{}/{}", seq.store.record(), Bench::ALL[seq.benches.start])
             },
             run.progress,
             &|client, i| {

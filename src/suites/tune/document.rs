@@ -6,7 +6,6 @@ use super::beside::{value_size, with_size};
 use super::{signed, Search, Setting, Variant, SEARCH, WORKLOADS};
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
-use crate::suites::decision::store_label;
 use crate::suites::grid::table_of;
 use crate::suites::scenario::Store;
 use bench_types::pragma::Synchronous;
@@ -130,7 +129,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
 pub(super) fn other_label(r: &ScenarioResult) -> String {
     match Variant::of_record(&r.store) {
         Some(v) => v.label().to_string(),
-        None => crate::suites::decision::store_label(&r.store, &r.journal_mode),
+        None => crate::stores::label(&r.store, &r.journal_mode),
     }
 }
 
@@ -573,8 +572,8 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
             row.extend(others.iter().map(|(store, _)| cost(find(store, size, ""))));
             // At defaults: the default module's stores, as the decision table counts them.
             let cheapest = [
-                (btree, store_label(btree, "")),
-                (heap, store_label(heap, "")),
+                (btree, crate::stores::label(btree, "")),
+                (heap, crate::stores::label(heap, "")),
                 (sqlite.as_str(), "SQLite (its defaults)".to_string()),
             ]
             .into_iter()

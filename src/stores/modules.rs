@@ -1,0 +1,189 @@
+//! The canister modules a run holds: the default module, and the module of each other store
+//! it measures (the tune variant's), each named on the command line (`--wasm NAME=PATH`, or
+//! a suite's own flag such as `--tune-wasm`) or the module of the current sources. A module
+//! is checked for what the stores that live in it need before any work.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, bail, Result};
+use sha2::{Digest, Sha256};
+
+use super::StoreKind;
+use crate::bench_canister::Module;
+
+/// Exports every suite calls, whatever the stores: a module without them is not a bench
+/// canister (or not one this icbench can drive).
+const EVERY_SUITE_CALLS: [&str; 2] = ["canister_update set_payload_size", "canister_query stats"];
+
+/// `bench`, `bench-tune`: a module's name, its committed file's (`--wasm NAME=PATH`).
+pub fn module_name(module: Module) -> &'static str {
+    let file = module.prebuilt_wasm.rsplit('/').next().unwrap_or_default();
+    file.strip_suffix(".wasm").unwrap_or(file)
+}
+
+/// A `--wasm` value: `NAME=PATH` for the module called NAME, else a path for the default
+/// module (so a path with `=` in it still names a file, unless it starts with a module's
+/// name).
+pub fn wasm_flag_value(value: &Path) -> (Module, PathBuf) {
+    let text = value.to_string_lossy();
+    for module in Module::ALL {
+        if let Some(path) = text.strip_prefix(&format!("{}=", module_name(module))) {
+            return (module, PathBuf::from(path));
+        }
+    }
+    (Module::DEFAULT, value.to_path_buf())
+}
+
+/// The exports `module` must have: what every suite calls, then the users insert of each
+/// store that lives in it (`add_users_{stem}`), in name order.
+pub fn required_exports(module: Module) -> Vec<String> {
+    let mut stores: Vec<String> = StoreKind::every()
+        .filter(|k| k.module() == module)
+        .map(|k| format!("canister_update add_users_{}", k.stem()))
+        .collect();
+    stores.sort();
+    stores.dedup();
+    EVERY_SUITE_CALLS
+        .iter()
+        .map(|e| e.to_string())
+        .chain(stores)
+        .collect()
+}
+
+/// Checks that `wasm` (raw or gzipped) is a valid module with the methods of `module`'s
+/// stores, before any work; the error is one line (see
+/// [`crate::engine::embedded::check_module`]).
+pub fn check_module(module: Module, wasm: &[u8]) -> Result<()> {
+    let exports = crate::engine::embedded::check_module(wasm)?;
+    let missing: Vec<String> = required_exports(module)
+        .into_iter()
+        .filter(|e| !exports.contains(e))
+        .collect();
+    if !missing.is_empty() {
+        bail!(
+            "not the bench canister: a valid Wasm module without the export{} `{}` (build it with scripts/build-canister.sh, or leave --wasm out)",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join("`, `")
+        );
+    }
+    Ok(())
+}
+
+/// The module `flag` names for `module`, read and checked: the error is one line naming the
+/// flag, the file and what is wrong.
+pub fn read_module(flag: &str, module: Module, path: &Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path)
+        .map_err(|e| anyhow!("{flag} {}: cannot read it: {e}", path.display()))?;
+    check_module(module, &wasm).map_err(|e| anyhow!("{flag} {}: {e:#}", path.display()))?;
+    Ok(wasm)
+}
+
+/// A module a plan's stores live in, and the file a flag of the plan names for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleNeed {
+    pub module: Module,
+    pub file: Option<ModuleFile>,
+}
+
+impl ModuleNeed {
+    /// `module`, the one of the run (or of these sources).
+    pub fn of(module: Module) -> ModuleNeed {
+        ModuleNeed { module, file: None }
+    }
+}
+
+/// A module file a flag names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleFile {
+    pub flag: &'static str,
+    pub path: PathBuf,
+}
+
+/// The modules of one plan's run: the default module, and the others its stores live in.
+#[derive(Clone, Debug)]
+pub struct Modules<'a> {
+    default: &'a [u8],
+    others: Vec<(Module, Vec<u8>)>,
+}
+
+impl<'a> Modules<'a> {
+    /// The default module alone.
+    pub fn new(default: &'a [u8]) -> Modules<'a> {
+        Modules {
+            default,
+            others: Vec::new(),
+        }
+    }
+
+    /// The default module and every other module of `needs`: the file its plan's flag
+    /// names, else the one `given` names (`--wasm NAME=PATH`), else the module of the
+    /// current sources (built if they moved on, quietly when `quiet`). A module named both
+    /// ways is refused.
+    pub fn resolve(
+        default: &'a [u8],
+        needs: &[ModuleNeed],
+        given: &[(Module, PathBuf)],
+        quiet: bool,
+    ) -> Result<Modules<'a>> {
+        let mut modules = Modules::new(default);
+        for need in needs {
+            if need.module == Module::DEFAULT || modules.held(need.module).is_some() {
+                continue;
+            }
+            let name = module_name(need.module);
+            let named = given.iter().find(|(m, _)| *m == need.module);
+            let wasm = match (&need.file, named) {
+                (Some(file), Some((_, path))) => bail!(
+                    "{} {} and --wasm {name}={} both name the {name} module: give one",
+                    file.flag,
+                    file.path.display(),
+                    path.display()
+                ),
+                (Some(file), None) => read_module(file.flag, need.module, &file.path)?,
+                (None, Some((_, path))) => read_module("--wasm", need.module, path)?,
+                (None, None) => need.module.ensure_built(quiet)?,
+            };
+            modules.others.push((need.module, wasm));
+        }
+        Ok(modules)
+    }
+
+    /// The default module.
+    pub fn default_module(&self) -> &'a [u8] {
+        self.default
+    }
+
+    fn held(&self, module: Module) -> Option<&[u8]> {
+        if module == Module::DEFAULT {
+            return Some(self.default);
+        }
+        self.others
+            .iter()
+            .find(|(m, _)| *m == module)
+            .map(|(_, w)| w.as_slice())
+    }
+
+    /// `module`'s bytes; an error if the run does not hold it (its plan did not name it).
+    pub fn get(&self, module: Module) -> Result<&[u8]> {
+        self.held(module).ok_or_else(|| {
+            anyhow!(
+                "the run holds no {} module: its plan does not measure a store of it",
+                module_name(module)
+            )
+        })
+    }
+
+    /// What a shard's signature says of its modules: the SHA-256 of the default module
+    /// when it is the only one (as before a run held several), else the SHA-256 of each
+    /// module's name and SHA-256, a line each, the default first.
+    pub fn signature(&self) -> String {
+        if self.others.is_empty() {
+            return hex::encode(Sha256::digest(self.default));
+        }
+        let lines: String = std::iter::once((Module::DEFAULT, self.default))
+            .chain(self.others.iter().map(|(m, w)| (*m, w.as_slice())))
+            .map(|(m, w)| format!("{} {}\n", module_name(m), hex::encode(Sha256::digest(w))))
+            .collect();
+        hex::encode(Sha256::digest(lines.as_bytes()))
+    }
+}
