@@ -311,6 +311,7 @@ const fn tune_variant(
     stem: &'static str,
     record: &'static str,
     label: &'static str,
+    noun: &'static str,
 ) -> StoreDef {
     StoreDef {
         name,
@@ -319,6 +320,7 @@ const fn tune_variant(
         stem,
         record,
         label,
+        noun,
         suites: &["tune"],
         schemas: &[],
         colour: None,
@@ -333,6 +335,7 @@ const HEAP_TALC: StoreDef = tune_variant(
     names::HEAP,
     "heap allocator=talc",
     "heap BTreeMap (talc)",
+    "the heap map with talc",
 );
 
 const BTREE_TALC: StoreDef = tune_variant(
@@ -341,6 +344,7 @@ const BTREE_TALC: StoreDef = tune_variant(
     names::BTREE,
     "btree allocator=talc",
     "StableBTreeMap (talc)",
+    "the StableBTreeMap with talc",
 );
 
 /// A `StableBTreeMap<u64, Name>`, `Name` a `String` bounded to 100 bytes (`NAME_MAX_SIZE`
@@ -353,6 +357,7 @@ const BTREE_BOUNDED: StoreDef = StoreDef {
         "btree_bounded",
         "btree_bounded allocator=talc",
         "StableBTreeMap, bounded value (talc)",
+        "the bounded value type",
     )
 };
 

@@ -9,7 +9,7 @@ use anyhow::{anyhow, Result};
 use super::beside::Sized;
 use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
-use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
+use super::{bounded_max_size, Config, Knob, Measured, Setting, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
 use crate::engine::cost::Replica;
 use crate::report::format::thousands;
@@ -25,7 +25,7 @@ impl Config {
     /// (or a build of it).
     pub(super) fn variant_module(&self) -> Result<Vec<u8>> {
         match &self.variant_wasm {
-            Some(path) => crate::bench_canister::read_module_flag("--tune-wasm", path),
+            Some(path) => crate::stores::read_module("--tune-wasm", Module::TUNE, path),
             None => Module::TUNE.ensure_built(true),
         }
     }
@@ -404,17 +404,18 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
             names.join(" and ")
         ));
     }
+    let bound = bounded_max_size();
     if !cfg.variants.is_empty() {
         let names: Vec<&str> = cfg.variants.iter().map(|v| v.label()).collect();
         notes.push(format!(
-            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
+            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {bound} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
             names.join(", ")
         ));
     }
     if !cfg.value_sizes.is_empty() {
         let sizes: Vec<String> = cfg.value_sizes.iter().map(|&s| thousands(s)).collect();
         notes.push(format!(
-            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
+            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {bound} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
             sizes.join(" and "),
             cfg.users.payload_size
         ));
