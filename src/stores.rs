@@ -430,3 +430,6 @@ pub fn schema_label(store: &str, journal_mode: &str) -> String {
         None => label(store, journal_mode),
     }
 }
+
+#[cfg(test)]
+mod tests;
