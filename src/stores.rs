@@ -27,7 +27,7 @@ pub use bench_types::JournalMode;
 pub use kind::{Store, StoreKind};
 pub use memory::{Memory, UpgradeMemory};
 pub use modules::{
-    check_module, module_name, read_module, required_exports, wasm_flag_value, ModuleFile,
+    check_module, module_name, needs, read_module, required_exports, wasm_flag_value, ModuleFile,
     ModuleNeed, Modules,
 };
 pub use schema::{Schema, SchemaStore};

@@ -52,16 +52,21 @@ pub fn required_exports(module: Module) -> Vec<String> {
 
 /// Checks that `wasm` (raw or gzipped) is a valid module with the methods of `module`'s
 /// stores, before any work; the error is one line (see
-/// [`crate::engine::embedded::check_module`]).
-pub fn check_module(module: Module, wasm: &[u8]) -> Result<()> {
+/// [`crate::engine::embedded::check_module`]) and says how to build the module, or to leave
+/// out `flag`, the flag that named it.
+pub fn check_module(module: Module, wasm: &[u8], flag: &str) -> Result<()> {
     let exports = crate::engine::embedded::check_module(wasm)?;
     let missing: Vec<String> = required_exports(module)
         .into_iter()
         .filter(|e| !exports.contains(e))
         .collect();
     if !missing.is_empty() {
+        let build = match module.variant {
+            "" => String::new(),
+            variant => format!(" {variant}"),
+        };
         bail!(
-            "not the bench canister: a valid Wasm module without the export{} `{}` (build it with scripts/build-canister.sh, or leave --wasm out)",
+            "not the bench canister: a valid Wasm module without the export{} `{}` (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
             if missing.len() > 1 { "s" } else { "" },
             missing.join("`, `")
         );
@@ -72,10 +77,27 @@ pub fn check_module(module: Module, wasm: &[u8]) -> Result<()> {
 /// The module `flag` names for `module`, read and checked: the error is one line naming the
 /// flag, the file and what is wrong.
 pub fn read_module(flag: &str, module: Module, path: &Path) -> Result<Vec<u8>> {
-    let wasm = std::fs::read(path)
-        .map_err(|e| anyhow!("{flag} {}: cannot read it: {e}", path.display()))?;
-    check_module(module, &wasm).map_err(|e| anyhow!("{flag} {}: {e:#}", path.display()))?;
+    read_as(flag, &format!("{flag} {}", path.display()), module, path)
+}
+
+/// The module at `path` for `module`, read and checked, its errors starting with `shown`
+/// (`flag` and its value).
+fn read_as(flag: &str, shown: &str, module: Module, path: &Path) -> Result<Vec<u8>> {
+    let wasm = std::fs::read(path).map_err(|e| anyhow!("{shown}: cannot read it: {e}"))?;
+    check_module(module, &wasm, flag).map_err(|e| anyhow!("{shown}: {e:#}"))?;
     Ok(wasm)
+}
+
+/// The modules the stores `kinds` live in, the default first (every run installs it), each
+/// once, in `Module::ALL`'s order.
+pub fn needs(kinds: impl IntoIterator<Item = StoreKind>) -> Vec<ModuleNeed> {
+    let mut modules = vec![Module::DEFAULT];
+    modules.extend(kinds.into_iter().map(|k| k.module()));
+    Module::ALL
+        .into_iter()
+        .filter(|m| modules.contains(m))
+        .map(ModuleNeed::of)
+        .collect()
 }
 
 /// A module a plan's stores live in, and the file a flag of the plan names for it.
@@ -140,7 +162,10 @@ impl<'a> Modules<'a> {
                     path.display()
                 ),
                 (Some(file), None) => read_module(file.flag, need.module, &file.path)?,
-                (None, Some((_, path))) => read_module("--wasm", need.module, path)?,
+                (None, Some((_, path))) => {
+                    let shown = format!("--wasm {name}={}", path.display());
+                    read_as("--wasm", &shown, need.module, path)?
+                }
                 (None, None) => need.module.ensure_built(quiet)?,
             };
             modules.others.push((need.module, wasm));

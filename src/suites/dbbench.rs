@@ -26,7 +26,7 @@ use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, Plot, Report, ScenarioResult, Status, Table,
 };
-use crate::stores;
+use crate::stores::{self, ModuleNeed};
 
 /// `--suite dbbench`.
 const SUITE: &str = "dbbench";
@@ -607,6 +607,11 @@ struct Sequence {
 
 impl Measure for Config {
     const SUITE: &'static str = SUITE;
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.kv_stores().iter().map(|s| s.store_kind()))
+    }
 
     fn validate(&self) -> Result<()> {
         if !(1_000..=MAX_NUM).contains(&self.num) {

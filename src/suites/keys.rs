@@ -27,7 +27,7 @@ use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, Report, ScenarioResult, Status,
     Table,
 };
-use crate::stores::{self, SchemaStore};
+use crate::stores::{self, ModuleNeed, SchemaStore};
 
 /// `--suite keys`.
 const SUITE: &str = "keys";
@@ -378,6 +378,11 @@ impl Define for Keys {
 
 impl Measure for Config {
     const SUITE: &'static str = SUITE;
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(stores::measured_by(SUITE, &self.stores))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.rows < LOOKUPS

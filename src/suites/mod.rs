@@ -12,6 +12,7 @@ use clap::{ArgMatches, Args, Command};
 
 use crate::engine::Engine;
 use crate::report::{Document, Report};
+use crate::stores::{ModuleNeed, Modules};
 
 pub mod capacity;
 pub mod dbbench;
@@ -68,14 +69,31 @@ pub trait Suite: Sync {
 /// agree on it.
 pub trait Plan: std::fmt::Debug {
     /// Runs the plan (the part of it `exec` selects, on `exec.jobs` forks of `engine`
-    /// where it can fork) and returns the report.
+    /// where it can fork) on the modules its stores live in, and returns the report.
+    fn run_modules(
+        &self,
+        engine: &mut dyn Engine,
+        modules: &Modules<'_>,
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report>;
+
+    /// [`Plan::run_modules`] with `wasm` as the default module and the others of
+    /// [`Plan::modules`] those its flags name or, else, those of the current sources.
     fn run(
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
         exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report>;
+    ) -> Result<Report> {
+        let modules = Modules::resolve(wasm, &self.modules(), &[], true)?;
+        self.run_modules(engine, &modules, exec, progress)
+    }
+
+    /// The canister modules the plan's stores live in (the store table's), the default
+    /// first, each with the file a flag of the plan names for it (`--tune-wasm`).
+    fn modules(&self) -> Vec<ModuleNeed>;
 
     /// The ids of the records the plan will give (what `--profile PATTERN` matches), when
     /// they are known before it runs; `None` for plans whose records come out of the run

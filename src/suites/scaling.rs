@@ -20,6 +20,7 @@ use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Document, Report};
+use crate::stores::{self, ModuleNeed};
 
 mod grow;
 mod measure;
@@ -142,6 +143,11 @@ impl Define for Scaling {
 
 impl Measure for Config {
     const SUITE: &'static str = "scaling";
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.kinds.iter().copied())
+    }
 
     fn validate(&self) -> Result<()> {
         if self.kinds.is_empty() {

@@ -17,6 +17,7 @@ use crate::bench_canister::BenchClient;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
+use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Read operations measured per store and position.
@@ -181,6 +182,10 @@ impl Measure for Config {
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
         let after = cfg.confirm_capacity.then_some(confirm);
         users::run(run, &cfg.users, &cfg.matrix(), &[], after)
+    }
+
+    fn modules(&self) -> Vec<ModuleNeed> {
+        self.users.modules()
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

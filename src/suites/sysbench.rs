@@ -26,7 +26,7 @@ use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, DotPoint, Plot, Report, ScenarioResult, Status,
 };
-use crate::stores::{self, SchemaStore};
+use crate::stores::{self, ModuleNeed, SchemaStore};
 
 /// Seed 004's 23 workloads, their sections and the parameters each message takes, shared
 /// with the canister.
@@ -453,6 +453,11 @@ impl Define for Sysbench {
 
 impl Measure for Config {
     const SUITE: &'static str = SUITE;
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(stores::measured_by(SUITE, &self.stores))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.rows < MIN_ROWS || self.rows > MAX_ROWS {

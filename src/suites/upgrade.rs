@@ -20,7 +20,7 @@ use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::report::format::thousands;
 use crate::report::ScenarioResult;
 use crate::report::{Document, Report};
-use crate::stores;
+use crate::stores::{self, ModuleNeed};
 use bench_types::names::HeapEncoding;
 
 mod calls;
@@ -268,6 +268,11 @@ fn limit_store(stores: &[UpgradeStore]) -> Option<UpgradeStore> {
 
 impl Measure for Config {
     const SUITE: &'static str = "upgrade";
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.stores.iter().map(|s| s.store_kind()))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.stores.is_empty() {

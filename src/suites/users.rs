@@ -14,7 +14,7 @@ use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Status};
-use crate::stores;
+use crate::stores::{self, ModuleNeed};
 
 mod prefill;
 mod runner;
@@ -136,6 +136,11 @@ impl Config {
         };
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// The modules its stores live in.
+    pub fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.stores.iter().map(|s| s.store_kind()))
     }
 
     pub fn validate(&self) -> Result<()> {
