@@ -145,3 +145,78 @@ pub fn keys(num: u64) -> Vec<(Bench, Vec<u64>)> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_benchmark_has_db_bench_s_ops_values_and_transactions() {
+        let names: Vec<&str> = Bench::ALL.map(Bench::name).to_vec();
+        assert_eq!(
+            names,
+            [
+                "fillseq",
+                "fillseqbatch",
+                "fillrandom",
+                "fillrandbatch",
+                "overwrite",
+                "overwritebatch",
+                "readrandom",
+                "readseq",
+                "fillrand100K",
+                "fillseq100K",
+                "readseq100K",
+                "readrand100K"
+            ]
+        );
+        let fresh: Vec<Bench> = Bench::ALL.into_iter().filter(|b| b.fresh()).collect();
+        assert_eq!(fresh.len(), 6);
+        // The autocommit ones run a transaction per write, the batch ones one per message.
+        let per_row: Vec<&str> = Bench::ALL
+            .into_iter()
+            .filter(|b| b.transaction_per_row())
+            .map(Bench::name)
+            .collect();
+        assert_eq!(
+            per_row,
+            [
+                "fillseq",
+                "fillrandom",
+                "overwrite",
+                "fillrand100K",
+                "fillseq100K"
+            ]
+        );
+        assert_eq!(Bench::FillSeq100K.ops(10_000), 10);
+        assert_eq!(Bench::ReadRand100K.ops(500), 1);
+        assert_eq!(Bench::Overwrite.ops(10_000), 10_000);
+        assert_eq!(Bench::FillRand100K.value_size(), BIG_VALUE_SIZE);
+        assert_eq!(Bench::FillRandBatch.value_size(), VALUE_SIZE);
+        assert!(!Bench::ReadSeq.is_write() && Bench::OverwriteBatch.is_write());
+    }
+
+    #[test]
+    fn keys_are_db_bench_s_draws_in_benchmark_order() {
+        let all = keys(1_000);
+        assert_eq!(all.len(), Bench::ALL.len());
+        let of = |bench: Bench| &all.iter().find(|(b, _)| *b == bench).unwrap().1;
+        assert_eq!(*of(Bench::FillSeq), (0..1_000).collect::<Vec<u64>>());
+        assert!(of(Bench::ReadSeq).is_empty());
+        // fillrandom: Random(301)'s first 1,000 draws below 1,000.
+        let mut rand = LevelDbRandom::new(301);
+        let first: Vec<u64> = (0..1_000)
+            .map(|_| u64::from(rand.next_u32()) % 1_000)
+            .collect();
+        assert_eq!(*of(Bench::FillRandom), first);
+        // fillrandbatch after the skipped fillrandsync's 10 draws.
+        for _ in 0..10 {
+            rand.next_u32();
+        }
+        let next: Vec<u64> = (0..1_000)
+            .map(|_| u64::from(rand.next_u32()) % 1_000)
+            .collect();
+        assert_eq!(*of(Bench::FillRandBatch), next);
+        assert_eq!(keys(1_000), all, "the same keys every run");
+    }
+}

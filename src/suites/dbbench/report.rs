@@ -141,3 +141,70 @@ pub fn document(report: &Report) -> Document {
         plots: plot.into_iter().collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::fixture::report;
+
+    /// A db_bench record: `batch` ops of `store` in `mode`.
+    fn record(store: &str, mode: &str, bench: &str, batch: u64, status: Status) -> ScenarioResult {
+        ScenarioResult {
+            store: store.into(),
+            journal_mode: mode.into(),
+            position: "db_bench".into(),
+            operation: bench.into(),
+            batch,
+            store_instructions_per_row: 52_176.3,
+            instructions_per_row: 61_000.0,
+            bytes: 116 * batch,
+            status,
+            ..ScenarioResult::default()
+        }
+    }
+
+    #[test]
+    fn a_line_is_db_bench_s_with_instructions_for_time() {
+        assert_eq!(
+            line("fillseq", 52_176.3, 116.0, 10_000),
+            "fillseq      :   52176.300 instructions/op;    116.0 bytes/op (10000 ops)"
+        );
+    }
+
+    #[test]
+    fn lines_and_tables_name_each_store_as_db_bench_does() {
+        let failed = Status::Failed("message 1 of fillseq: out of memory".into());
+        let r = report(vec![
+            record("btree", "", "fillseq", 2_000, Status::Ok),
+            record("btree", "", "readseq", 2_000, Status::Ok),
+            record("sqlite_without_rowid", "WAL", "fillseq", 2_000, failed),
+        ]);
+        assert_eq!(
+            lines(&r),
+            "StableBTreeMap<[u8; 16], Vec<u8>>\n\
+             fillseq      :   52176.300 instructions/op;    116.0 bytes/op (2000 ops)\n\
+             readseq      :   52176.300 instructions/op;    116.0 bytes/op (2000 ops)\n\
+             \n\
+             SQLite WAL, WITHOUT ROWID\n\
+             fillseq      : message 1 of fillseq: out of memory\n"
+        );
+        let store_work = table(&r, false).render();
+        assert!(
+            store_work.contains("| Benchmark |       BTreeMap | SQLite WAL WITHOUT ROWID |"),
+            "{store_work}"
+        );
+        assert!(
+            store_work.contains("| fillseq   | 52,176 (116 B) |                   failed |"),
+            "{store_work}"
+        );
+        assert!(
+            store_work.contains("| readseq   | 52,176 (116 B) |                        - |"),
+            "{store_work}"
+        );
+        let charged = table(&r, true).render();
+        assert!(
+            charged.contains("| fillseq   |   61,000 |                   failed |"),
+            "{charged}"
+        );
+    }
+}

@@ -252,3 +252,84 @@ fn notes(num: u64) -> Vec<String> {
             "Left out: fillseqsync and fillrandsync (a canister has no fsync; an update commits when it ends), the WAL checkpoint db_bench runs after each write benchmark (SQLite checkpoints on its own here), and timing. db_bench's second readseq is named readseq100K.".into(),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(ops: u64) -> Totals {
+        Totals {
+            ops,
+            store_instructions: 300,
+            instructions: 600,
+            cycles: 5_000_600,
+            bytes: 348,
+            messages: 1,
+            ..Totals::default()
+        }
+    }
+
+    #[test]
+    fn a_benchmark_s_record_says_its_call_and_how_it_ended() {
+        let cfg = Config::default();
+        // The map, then SQLite's rowid table in WAL.
+        let (store, sqlite) = (cfg.kv_stores()[0], cfg.kv_stores()[1]);
+        let keys = [7, 1, 4, 9];
+        let ok = result(
+            &cfg,
+            "embedded",
+            store,
+            Bench::FillSeq,
+            4,
+            &keys,
+            Ok(totals(4)),
+            false,
+        );
+        assert_eq!(
+            ok.args,
+            "store \"btree\", keys 7, 1, 4, ..., value_size 100, 4 per message, 1 message(s), a transaction per write"
+        );
+        assert_eq!((ok.store.as_str(), ok.journal_mode.as_str()), ("btree", ""));
+        assert_eq!(
+            (ok.method.as_str(), ok.status.clone()),
+            ("dbbench_write", Status::Ok)
+        );
+        assert_eq!(ok.store_instructions_per_row, 75.0);
+        assert_eq!(ok.instructions_per_row, 150.0);
+        let short = result(
+            &cfg,
+            "embedded",
+            store,
+            Bench::ReadSeq,
+            4,
+            &keys,
+            Ok(totals(3)),
+            false,
+        );
+        assert_eq!(short.method, "dbbench_read_seq");
+        assert_eq!(
+            short.status,
+            Status::Failed("expected 4 ops, the canister reports 3".into())
+        );
+        let refused = result(
+            &cfg,
+            "embedded",
+            sqlite,
+            Bench::ReadRandom,
+            4,
+            &keys,
+            Err("WAL refused".into()),
+            true,
+        );
+        assert_eq!(refused.status, Status::Refused("WAL refused".into()));
+        assert_eq!(
+            (refused.store.as_str(), refused.journal_mode.as_str()),
+            ("sqlite", "WAL")
+        );
+        assert!(
+            refused.args.starts_with("store \"sqlite_rowid\""),
+            "{}",
+            refused.args
+        );
+    }
+}

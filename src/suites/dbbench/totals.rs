@@ -76,3 +76,66 @@ impl Totals {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::MessageReport;
+
+    fn message(ops: u64, instructions: u64) -> Measured<DbBenchReport> {
+        Measured {
+            value: Ok(DbBenchReport {
+                ops,
+                found: ops - 1,
+                bytes: ops * 116,
+                instructions: instructions / 2,
+                heap_pages: 0,
+                stable_pages: 0,
+            }),
+            message: MessageReport {
+                instructions,
+                heap_dirty_pages: 3,
+                stable_dirty_pages: 5,
+                heap_bytes_before: 65_536,
+                heap_bytes_after: 3 * 65_536,
+                stable_bytes_before: 0,
+                stable_bytes_after: 65_536,
+                ..MessageReport::default()
+            },
+            request_bytes: 100,
+        }
+    }
+
+    #[test]
+    fn messages_add_up_and_only_updates_pay_cycles() {
+        let mut t = Totals::default();
+        t.add(message(1_000, 2_000_000), true).unwrap();
+        t.add(message(500, 1_000_000), false).unwrap();
+        assert_eq!((t.ops, t.found, t.bytes), (1_500, 1_498, 1_500 * 116));
+        assert_eq!(
+            (t.instructions, t.store_instructions),
+            (3_000_000, 1_500_000)
+        );
+        assert_eq!(
+            t.cycles,
+            CyclesFees::APPLICATION_13.execution_cost(2_000_000, false)
+        );
+        assert_eq!((t.heap_delta, t.stable_delta), (4, 2));
+        assert_eq!((t.heap_dirty, t.stable_dirty, t.messages), (6, 10, 2));
+        let r = t.record(1_500, 1.0);
+        assert_eq!(r.instructions_per_row, 2_000.0);
+        assert_eq!(r.store_instructions_per_row, 1_000.0);
+        assert_eq!(r.bytes, 1_500 * 116);
+        // Summed messages have no one heap growth to show.
+        assert_eq!((r.heap_pages_delta, r.stable_pages_delta), (0, 2));
+    }
+
+    #[test]
+    fn a_refused_message_is_its_reason_and_adds_nothing() {
+        let mut t = Totals::default();
+        let mut refused = message(1, 10);
+        refused.value = Err("no such table".into());
+        assert_eq!(t.add(refused, true), Err("no such table".to_string()));
+        assert_eq!((t.messages, t.instructions), (0, 0));
+    }
+}
