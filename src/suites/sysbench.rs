@@ -198,6 +198,23 @@ pub struct TableSection {
 
 pub use crate::report::compare::ratio;
 
+/// The records' stores seed 004 compares: the map (this suite's schema without SQL) and
+/// SQLite (its schema of a store with journal modes).
+fn compared() -> (&'static str, &'static str) {
+    let schemas = SchemaStore::of_suite(SUITE, &StoreKind::ALL, &[JournalMode::Persist]);
+    let find = |pick: fn(&SchemaStore) -> bool| {
+        schemas
+            .iter()
+            .find(|s| pick(s))
+            .map(|s| s.record())
+            .expect("the store table has the schemas sysbench compares")
+    };
+    (
+        find(|s| !s.store_kind().def().sql),
+        find(|s| s.journal_mode().is_some()),
+    )
+}
+
 /// The tables, from a report's results: per journal mode, reads then writes.
 pub fn sections(report: &Report) -> Vec<TableSection> {
     let per_event = |store: &str, mode: &str, workload: &str| {
@@ -208,8 +225,9 @@ pub fn sections(report: &Report) -> Vec<TableSection> {
             .filter(|r| r.status == Status::Ok)
             .map(|r| r.store_instructions_per_row)
     };
+    let (map, sql) = compared();
     let mut modes: Vec<String> = Vec::new();
-    for r in report.results.iter().filter(|r| r.store == "sqlite") {
+    for r in report.results.iter().filter(|r| r.store == sql) {
         if !modes.contains(&r.journal_mode) {
             modes.push(r.journal_mode.clone());
         }
@@ -221,8 +239,8 @@ pub fn sections(report: &Report) -> Vec<TableSection> {
                 .iter()
                 .filter(|w| w.section == section)
                 .map(|w| {
-                    let btree = per_event("btree", "", w.name);
-                    let sqlite = per_event("sqlite", &mode, w.name);
+                    let btree = per_event(map, "", w.name);
+                    let sqlite = per_event(sql, &mode, w.name);
                     TableRow {
                         workload: w.name.into(),
                         btree,

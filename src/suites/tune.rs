@@ -116,6 +116,13 @@ pub const SEARCHED: StoreKind = StoreKind::Sqlite;
 /// compares it with beside it.
 pub const VALUE_SIZES_OF: StoreKind = StoreKind::Btree;
 
+/// Whether a record's `store` is one of the search's (a setting of the searched store).
+fn is_search_record(store: &str) -> bool {
+    store
+        .strip_prefix(SEARCHED.def().record)
+        .is_some_and(|rest| rest.starts_with(' '))
+}
+
 /// The tune variant module's stores (`--tune-variants`): the rows of the store table whose
 /// module is the tune variant's, measured at their defaults beside the default module's, in
 /// table order.
@@ -185,8 +192,11 @@ impl Setting {
     /// journal mode is the record's own column).
     pub fn store_label(&self) -> String {
         format!(
-            "sqlite page_size={} cache_size={} synchronous={}",
-            self.page_size, self.cache_size, self.synchronous
+            "{} page_size={} cache_size={} synchronous={}",
+            SEARCHED.def().record,
+            self.page_size,
+            self.cache_size,
+            self.synchronous
         )
     }
 

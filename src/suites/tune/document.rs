@@ -4,8 +4,8 @@
 
 use super::beside::{value_size, with_size};
 use super::{
-    signed, value_bound, variant_of_record, variants, Search, Setting, SEARCH, SEARCHED,
-    VALUE_SIZES_OF, WORKLOADS,
+    is_search_record, signed, value_bound, variant_of_record, variants, Search, Setting, SEARCH,
+    SEARCHED, VALUE_SIZES_OF, WORKLOADS,
 };
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
@@ -67,7 +67,7 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
 /// A record of the SQLite search (the other stores' carry their kind as the store, and
 /// SQLite's at another value size its size).
 pub(super) fn is_sqlite(r: &ScenarioResult) -> bool {
-    r.store.starts_with("sqlite ") && value_size(r).is_none()
+    is_search_record(&r.store) && value_size(r).is_none()
 }
 
 /// The decision table: per workload the cheapest store with every store at its defaults,
@@ -78,7 +78,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         .results
         .iter()
         .filter(|r| {
-            !r.store.starts_with("sqlite ")
+            !is_search_record(&r.store)
                 && value_size(r).is_none()
                 && !r.store.contains(" replica=")
                 && r.status == Status::Ok
@@ -165,7 +165,7 @@ pub fn variants_table(report: &Report) -> Option<Table> {
             .filter(|r| {
                 w.picks(r)
                     && !is_beside(r)
-                    && !r.store.starts_with("sqlite ")
+                    && !is_search_record(&r.store)
                     && value_size(r).is_none()
             })
             .collect();
