@@ -216,10 +216,7 @@ fn confirm_capacity(
     let mut found = Vec::new();
     for (store, start) in starts {
         let Ok(start) = start else { continue };
-        let mode = store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default();
+        let mode = store.journal_column();
         let measured: Vec<&ScenarioResult> = report
             .results
             .iter()

@@ -106,26 +106,38 @@ pub struct UpgradeStore {
     pub encoding: Option<HeapEncoding>,
 }
 
-#[allow(non_snake_case)]
 impl UpgradeStore {
-    /// The store serialized on upgrade (the heap map) in `encoding`.
-    pub fn Heap(encoding: HeapEncoding) -> UpgradeStore {
-        let kind = StoreKind::every()
-            .find(|k| k.encodings().iter().any(|e| e.encoding == encoding))
-            .expect("a store of the table is serialized in every encoding the canister has");
+    /// `store` as the other suites measure it (a serialized store in the canister's
+    /// default encoding).
+    pub fn of(store: Store) -> UpgradeStore {
+        UpgradeStore {
+            store,
+            encoding: None,
+        }
+    }
+
+    /// `kind` serialized on upgrade in `encoding`.
+    pub fn serialized(kind: StoreKind, encoding: HeapEncoding) -> UpgradeStore {
         UpgradeStore {
             store: Store::new(kind, None),
             encoding: Some(encoding),
         }
     }
 
-    /// `store` as the other suites measure it (a serialized store in the canister's
-    /// default encoding).
+    /// The store serialized on upgrade (the heap map) in `encoding`; named as the enum
+    /// variant this type replaced.
+    #[allow(non_snake_case)]
+    pub fn Heap(encoding: HeapEncoding) -> UpgradeStore {
+        let kind = StoreKind::every()
+            .find(|k| k.encodings().iter().any(|e| e.encoding == encoding))
+            .expect("a store of the table is serialized in every encoding the canister has");
+        UpgradeStore::serialized(kind, encoding)
+    }
+
+    /// [`UpgradeStore::of`], named as the enum variant this type replaced.
+    #[allow(non_snake_case)]
     pub fn Users(store: Store) -> UpgradeStore {
-        UpgradeStore {
-            store,
-            encoding: None,
-        }
+        UpgradeStore::of(store)
     }
 
     /// The store a record of this suite names (its store, journal mode and position), back
@@ -228,14 +240,13 @@ impl Define for Upgrade {
                 [] => stores.extend(
                     kind.stores(&common.journal_modes)
                         .into_iter()
-                        .map(UpgradeStore::Users),
+                        .map(UpgradeStore::of),
                 ),
-                all => stores.extend(all.iter().filter(|e| picked.contains(&e.encoding)).map(
-                    |e| UpgradeStore {
-                        store: Store::new(kind, None),
-                        encoding: Some(e.encoding),
-                    },
-                )),
+                all => stores.extend(
+                    all.iter()
+                        .filter(|e| picked.contains(&e.encoding))
+                        .map(|e| UpgradeStore::serialized(kind, e.encoding)),
+                ),
             }
         }
         let sizes: Vec<u64> = super::sorted_unique(args.upgrade_sizes)

@@ -336,11 +336,7 @@ pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -
 fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
     ScenarioResult {
         store: scenario.store.kind().into(),
-        journal_mode: scenario
-            .store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
+        journal_mode: scenario.store.journal_column(),
         position: scenario.position.to_string(),
         operation: scenario.operation.kind().into(),
         batch: scenario.operation.rows(),

@@ -6,6 +6,7 @@ use crate::engine::cost::WASM_PAGE_SIZE;
 use crate::report::{ScenarioResult, Status};
 use crate::suites::scenario::Store;
 
+/// A capacity record of `store` at `n` rows for `message`, its first columns filled in.
 pub(super) fn base_record(
     ctx: &Context<'_>,
     store: Store,
@@ -24,6 +25,7 @@ pub(super) fn base_record(
     }
 }
 
+/// The method `message` calls on `store`.
 fn method(store: Store, message: Message) -> String {
     match message {
         Message::Insert => format!("add_users_{}", store.stem()),

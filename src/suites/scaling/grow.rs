@@ -372,7 +372,7 @@ fn upgrade_at(
     let (mut records, _, _) = upgrade::upgrade(
         client,
         engine_name,
-        UpgradeStore::Users(store),
+        UpgradeStore::of(store),
         n,
         cfg.payload_size,
         new_build,
