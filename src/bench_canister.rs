@@ -1,8 +1,9 @@
 //! The benchmark canister seen from the host: its Candid types, a typed client over any
 //! [`Engine`](crate::engine::Engine) (`client.rs`), and which module runs (`module.rs`): the
 //! committed one this binary embeds (crate icbench-canister), or in a checkout whose canister
-//! sources moved on, a build of them; `check.rs` holds a module given on the command line to
-//! the methods the suites call.
+//! sources moved on, a build of them (the modules are those canisters/prebuilt/modules.txt
+//! lists); `check.rs` holds a module given on the command line to the methods the list
+//! requires of it.
 
 mod check;
 mod client;
@@ -11,9 +12,9 @@ mod module;
 pub use check::{check_module, read_module_flag};
 pub use client::{Attempt, BenchClient, Measured, Rejected};
 pub use module::{
-    build_from_sources, canister_is_stale, canister_sources_sha256, embedded_module, ensure_built,
-    ensure_built_with, prebuilt_for_current_sources, project_root, update_prebuilt, Module,
-    EMBEDDED_STATE, PREBUILT_SOURCES, PREBUILT_WASM,
+    build_from_sources, canister_sources_sha256, embedded_module, ensure_built, ensure_built_with,
+    prebuilt_for_current_sources, project_root, update_prebuilt, Module, EMBEDDED_STATE,
+    PREBUILT_SOURCES, PREBUILT_WASM,
 };
 
 // The Candid records live in canisters/types, shared with the canister; re-exported so
