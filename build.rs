@@ -53,8 +53,12 @@ fn prebuilt(root: &Path) {
     let list = root
         .join(icbench_canister::list::PREBUILT_DIR)
         .join(icbench_canister::list::FILE);
+    // A packaged crate has no list (a watched file that does not exist would rerun this
+    // script on every build): its modules come from the icbench-canister it is built with.
     let checkout = list.is_file();
-    println!("cargo::rerun-if-changed={}", list.display());
+    if checkout {
+        println!("cargo::rerun-if-changed={}", list.display());
+    }
     let mut states = String::from("[\n");
     for m in &icbench_canister::MODULES {
         let state = if !checkout {

@@ -91,7 +91,7 @@ fn run_build_script(root: &Path, icbench_bin: Option<&Path>, module: &str) -> Re
 const EMBEDDED_STATES: [(&str, &str); MODULES.len()] =
     include!(concat!(env!("OUT_DIR"), "/prebuilt_states.rs"));
 
-/// The default module's state ([`EMBEDDED_STATES`]).
+/// The default module's state: `current`, `stale` or `packaged` ([`Module::embedded_state`]).
 pub const EMBEDDED_STATE: &str = EMBEDDED_STATES[0].1;
 
 /// The bench canister module inside this binary (crate icbench-canister), unless the
@@ -230,7 +230,8 @@ impl Module {
         (state != "stale").then_some(self.listing().wasm)
     }
 
-    /// build.rs's verdict on the module this binary embeds (see [`EMBEDDED_STATES`]).
+    /// build.rs's verdict on the module this binary embeds: `current`, `stale` or `packaged`
+    /// (what each means: `EMBEDDED_STATES` in this file).
     pub fn embedded_state(&self) -> &'static str {
         EMBEDDED_STATES[self.index].1
     }
