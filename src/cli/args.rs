@@ -238,7 +238,7 @@ pub(crate) struct CrosscheckArgs {
 #[derive(Args, Clone)]
 pub(crate) struct ModuleArgs {
     /// Use this canister module instead of the bench canister icbench embeds.
-    // `NAME=PATH` replaces the module called NAME instead (`bench-tune=PATH`: the tune
+    // `NAME=PATH` replaces the module called NAME instead (`tune=PATH`: the tune
     // variant's, as `--tune-wasm` does); the flag is given once per module.
     #[arg(long, conflicts_with = "build_canister")]
     pub(crate) wasm: Vec<PathBuf>,

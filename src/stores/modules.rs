@@ -11,14 +11,9 @@ use sha2::{Digest, Sha256};
 use super::StoreKind;
 use crate::bench_canister::Module;
 
-/// Exports every suite calls, whatever the stores: a module without them is not a bench
-/// canister (or not one this icbench can drive).
-const EVERY_SUITE_CALLS: [&str; 2] = ["canister_update set_payload_size", "canister_query stats"];
-
-/// `bench`, `bench-tune`: a module's name, its committed file's (`--wasm NAME=PATH`).
+/// `bench`, `tune`: a module's name in the module list (`--wasm NAME=PATH`).
 pub fn module_name(module: Module) -> &'static str {
-    let file = module.prebuilt_wasm.rsplit('/').next().unwrap_or_default();
-    file.strip_suffix(".wasm").unwrap_or(file)
+    module.name
 }
 
 /// A `--wasm` value: `NAME=PATH` for the module called NAME, else a path for the default
@@ -27,46 +22,63 @@ pub fn module_name(module: Module) -> &'static str {
 pub fn wasm_flag_value(value: &Path) -> (Module, PathBuf) {
     let text = value.to_string_lossy();
     for module in Module::ALL {
-        if let Some(path) = text.strip_prefix(&format!("{}=", module_name(module))) {
+        if let Some(path) = text.strip_prefix(&format!("{}=", module.name)) {
             return (module, PathBuf::from(path));
         }
     }
     (Module::DEFAULT, value.to_path_buf())
 }
 
-/// The exports `module` must have: what every suite calls, then the users insert of each
-/// store that lives in it (`add_users_{stem}`), in name order.
-pub fn required_exports(module: Module) -> Vec<String> {
-    let mut stores: Vec<String> = StoreKind::every()
+/// The users insert of each store of the table that lives in `module`
+/// (`add_users_{stem}`), as exports, in name order.
+fn stores_exports(module: Module) -> Vec<String> {
+    let mut exports: Vec<String> = StoreKind::every()
         .filter(|k| k.module() == module)
         .map(|k| format!("canister_update add_users_{}", k.stem()))
         .collect();
-    stores.sort();
-    stores.dedup();
-    EVERY_SUITE_CALLS
-        .iter()
-        .map(|e| e.to_string())
-        .chain(stores)
-        .collect()
+    exports.sort();
+    exports.dedup();
+    exports
 }
 
-/// Checks that `wasm` (raw or gzipped) is a valid module with the methods of `module`'s
-/// stores, before any work; the error is one line (see
-/// [`crate::engine::embedded::check_module`]) and says how to build the module, or to leave
-/// out `flag`, the flag that named it.
+/// The exports `module` must have: what the module list requires of it (the calls every
+/// suite makes), then what the stores that live in it need.
+pub fn required_exports(module: Module) -> Vec<String> {
+    let mut required: Vec<String> = module
+        .listing()
+        .requires
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    for export in stores_exports(module) {
+        if !required.contains(&export) {
+            required.push(export);
+        }
+    }
+    required
+}
+
+/// Checks that `wasm` (raw or gzipped) is a valid module with the exports of
+/// [`required_exports`], before any work: first what the module list requires
+/// ([`Module::check`]), then the stores' methods; the error is one line, its advice naming
+/// `flag`, the flag that named the module.
 pub fn check_module(module: Module, wasm: &[u8], flag: &str) -> Result<()> {
+    module.check(wasm, flag)?;
     let exports = crate::engine::embedded::check_module(wasm)?;
-    let missing: Vec<String> = required_exports(module)
+    let missing: Vec<String> = stores_exports(module)
         .into_iter()
         .filter(|e| !exports.contains(e))
         .collect();
     if !missing.is_empty() {
-        let build = match module.variant {
-            "" => String::new(),
-            variant => format!(" {variant}"),
+        let (what, build) = match module == Module::DEFAULT {
+            true => ("the bench canister".to_string(), String::new()),
+            false => (
+                format!("the module {}", module.name),
+                format!(" {}", module.name),
+            ),
         };
         bail!(
-            "not the bench canister: a valid Wasm module without the export{} `{}` (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
+            "not {what}: a valid Wasm module without the export{} `{}` its stores need (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
             if missing.len() > 1 { "s" } else { "" },
             missing.join("`, `")
         );

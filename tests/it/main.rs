@@ -22,6 +22,7 @@ mod fuzz_engine;
 mod heap_writes;
 mod memory_tracker;
 mod metering;
+mod modules;
 mod motoko;
 mod native_stable;
 mod pr_comment;
