@@ -3,7 +3,7 @@
 //! schemas, how it survives an upgrade, which suites measure it), its memory per row and
 //! fill cost for the pre-flight estimates, and its plot colour. The suites ask this table
 //! instead of matching on stores: a new store is the canister code plus one entry in
-//! [`ROWS`].
+//! `ROWS`.
 //!
 //! Here: the table and the record-level label and parse-back; `stores/kind.rs` the values
 //! that name a row ([`StoreKind`], [`Store`]: a row and its journal mode), `stores/memory.rs`
@@ -137,7 +137,8 @@ const EVERY_SUITE: &[&str] = &[
 const HEAP: StoreDef = StoreDef {
     name: names::HEAP,
     selected_by: SelectedBy::Stores {
-        help: "A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only across upgrades (seed003, lookups; the other suites have no heap store)",
+        help: "A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only \
+               across upgrades (seed003, lookups; the other suites have no heap store)",
     },
     module: Module::DEFAULT,
     stem: names::HEAP,

@@ -78,7 +78,8 @@ pub fn check_module(module: Module, wasm: &[u8], flag: &str) -> Result<()> {
             ),
         };
         bail!(
-            "not {what}: a valid Wasm module without the export{} `{}` its stores need (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
+            "not {what}: a valid Wasm module without the export{} `{}` its stores need \
+             (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
             if missing.len() > 1 { "s" } else { "" },
             missing.join("`, `")
         );

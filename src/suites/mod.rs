@@ -236,6 +236,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_store_table_names_registered_suites() {
+        let registered: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
+        for kind in StoreKind::every() {
+            let def = kind.def();
+            let schema_suites = def
+                .schemas
+                .iter()
+                .flat_map(|s| s.canister.iter().map(|c| c.0));
+            for suite in def.suites.iter().copied().chain(schema_suites) {
+                assert!(registered.contains(&suite), "{kind}: {suite}");
+            }
+        }
+        // Every suite measures some store of the default run.
+        for suite in registered {
+            assert!(
+                !crate::stores::measured_by(suite, &StoreKind::ALL).is_empty(),
+                "{suite}"
+            );
+        }
+    }
+
+    #[test]
     fn registry_names_are_unique_and_all_expands_in_order() {
         let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
         assert_eq!(
