@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::compare::BenchPages;
 use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
-use crate::engine::cost::Replica;
+use crate::engine::cost::{Host, Replica};
 use crate::engine::PageCounts;
 
 /// The part's file in a shard's --out directory.
@@ -36,6 +36,9 @@ pub struct Part {
     pub module: String,
     /// The replica vintage the benches were charged by (`--replica`).
     pub replica: String,
+    /// The host whose OS pages the charges counted (`--host`), when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The install argument, hex.
     pub init_args: String,
     /// SHA-256 of the stable memory file, if any.
@@ -135,6 +138,7 @@ impl Part {
             ("the shard count", json(&self.count)),
             ("the canister module (SHA-256)", json(&self.module)),
             ("the replica rules (--replica)", json(&self.replica)),
+            ("the host (--host)", json(&self.host)),
             ("the init args", json(&self.init_args)),
             (
                 "the stable memory file (SHA-256)",
@@ -258,8 +262,14 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         .collect();
     let replica = Replica::by_name(&first.replica)
         .map_err(|e| anyhow!("{}: its replica rules: {e}", parts[0].0.display()))?;
+    let host = first
+        .host
+        .as_deref()
+        .map_or(Ok(Host::default()), Host::by_name)
+        .map_err(|e| anyhow!("{}: its host: {e}", parts[0].0.display()))?;
     Ok(Joined {
         replica,
+        host,
         names,
         outcomes,
         pages,
@@ -273,6 +283,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
 #[derive(Debug)]
 pub struct Joined {
     pub replica: Replica,
+    pub host: Host,
     pub names: Vec<String>,
     pub outcomes: Vec<BenchOutcome>,
     pub pages: Vec<BenchPages>,
@@ -290,7 +301,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
-        joined.replica,
+        (joined.replica, joined.host),
         &joined.names,
         joined.outcomes,
         &joined.pages,
@@ -316,6 +327,7 @@ mod tests {
             count: 2,
             module: "m".into(),
             replica: "2025-03".into(),
+            host: None,
             init_args: String::new(),
             stable_memory: None,
             outcomes: positions

@@ -367,6 +367,11 @@ pub trait Engine {
     fn replica(&self) -> Option<cost::Replica> {
         None
     }
+    /// The machine whose OS pages the charges count ([`cost::Host`]), or None when a
+    /// replica of its own decides (PocketIC: the machine it runs on).
+    fn host(&self) -> Option<cost::Host> {
+        None
+    }
     /// Charges the messages from now on (on this engine and forks taken from now on) by
     /// `replica`'s rules; states and snapshots are untouched. The tune suite measures a
     /// configuration under two vintages this way. An error where a replica of its own

@@ -20,6 +20,7 @@ mod compile_cache;
 mod engine;
 mod fuzz_engine;
 mod heap_writes;
+mod host;
 mod memory_tracker;
 mod metering;
 mod motoko;

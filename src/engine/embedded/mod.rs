@@ -45,7 +45,7 @@ use self::memory::image::{FrozenHeap, HeapImage, PageSet};
 use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
 use self::system_api::{ApiType, HostState, HostTrap, Message, MAX_STABLE_BYTES};
-use super::cost::{self, Limits, Replica};
+use super::cost::{self, Host, Limits, MemoryTracker, Replica};
 use super::counter_reads::{CounterRead, CounterReads};
 use super::disk_cache;
 use super::instrument::{self, Counter};
@@ -139,6 +139,8 @@ pub struct EmbeddedEngine {
     profiling: Profiling,
     /// The dated rules charged by where the replica changed them.
     replica: Replica,
+    /// The machine whose OS pages the charges count.
+    host: Host,
     /// What `ic0.performance_counter` returns and keeps in the next messages, and the
     /// reads of the last message.
     counter_reads: CounterReads,
@@ -167,6 +169,7 @@ impl EmbeddedEngine {
             counter: Counter::default(),
             profiling: Profiling::Off,
             replica: Replica::NEWEST,
+            host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
             expected_compiled_wasms: HashSet::new(),
@@ -187,6 +190,17 @@ impl EmbeddedEngine {
     pub fn with_replica(mut self, replica: Replica) -> Self {
         self.replica = replica;
         self
+    }
+
+    /// The machine whose OS pages the charges count (`--host`; Linux's 4 KiB by default).
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// The memory tracker's rule of the vintage on the host, if the vintage has it.
+    fn page_rule(&self) -> Option<MemoryTracker> {
+        self.replica.memory_tracker.map(|t| t.on(self.host))
     }
 
     /// Where modules installed from now on keep the instruction counter: the replica's
@@ -260,7 +274,7 @@ impl EmbeddedEngine {
             log: Vec::new(),
             print_log: self.print_log,
             profiler: None,
-            tracker: Tracker::new(self.replica.memory_tracker),
+            tracker: Tracker::new(self.page_rule()),
             native_stable: None,
             counter_reads: CounterReads::Off,
             reads: Vec::new(),
@@ -336,6 +350,10 @@ impl Engine for EmbeddedEngine {
 
     fn replica(&self) -> Option<Replica> {
         Some(self.replica)
+    }
+
+    fn host(&self) -> Option<Host> {
+        Some(self.host)
     }
 
     fn set_replica(&mut self, replica: Replica) -> Result<()> {

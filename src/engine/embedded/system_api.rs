@@ -241,13 +241,13 @@ impl HostState {
     }
 
     /// [`HostState::page_counts`] so far in this message, with what the vintage charged for
-    /// pages so far: the tracker's charges, or before it stable memory's written 4 KiB pages
+    /// pages so far: the tracker's charges, or before it stable memory's written OS pages
     /// (the heap's are charged after the message, outside any counter read).
     pub fn page_counts_so_far(&self) -> PageCounts {
         let charge = if self.tracker.charges_pages() {
             self.page_charges().total()
         } else {
-            self.stable.dirty_pages() * self.limits.dirty_page_overhead
+            self.stable.dirty_os_pages() * self.limits.dirty_page_overhead
         };
         self.page_counts(charge)
     }
