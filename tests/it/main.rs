@@ -32,6 +32,7 @@ mod project_files;
 mod report;
 mod self_contained;
 mod suites;
+mod timer;
 mod tune;
 mod upgrade_suite;
 mod wasi2ic_post;

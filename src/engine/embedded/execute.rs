@@ -56,7 +56,12 @@ impl EmbeddedEngine {
                 l.stable_dirty_pages_install,
                 l.stable_accessed_pages_install,
             ),
-            ApiType::Update | ApiType::ReplicatedQuery => (
+            // System tasks have an update's limits (the scheduler runs them as
+            // `CanisterCallOrTask::Task`, with the message's instruction limits).
+            ApiType::Update
+            | ApiType::ReplicatedQuery
+            | ApiType::Heartbeat
+            | ApiType::GlobalTimer => (
                 l.max_instructions_per_update,
                 l.stable_dirty_pages_update,
                 l.stable_accessed_pages_update,

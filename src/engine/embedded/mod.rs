@@ -6,8 +6,9 @@
 //! and implements [`Engine`] on its parts. A canister's lifecycle: [`install`] (install,
 //! upgrade, reinstall), [`snapshot`] (saved states, snapshots, forks), [`exported_state`]
 //! (a state to and from bytes); a message: [`execute`] runs one on an [`instance`] of the
-//! [`module`] ([`module`] loads it); beneath them [`memory`] is the memory tracker,
-//! [`system_api`] the System API and [`profiler`] the instruction profiles.
+//! [`module`] ([`module`] loads it), [`tasks`] the rounds' own (global timers, heartbeats);
+//! beneath them [`memory`] is the memory tracker, [`system_api`] the System API and
+//! [`profiler`] the instruction profiles.
 
 mod execute;
 mod exported_state;
@@ -18,6 +19,7 @@ mod module;
 mod profiler;
 mod snapshot;
 pub mod system_api;
+mod tasks;
 
 pub use module::{
     check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
@@ -402,6 +404,14 @@ impl Engine for EmbeddedEngine {
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
         self.call(id, ApiType::Query, method, arg)
+    }
+
+    fn advance_time(&mut self, by: std::time::Duration) -> Result<()> {
+        self.advance(by)
+    }
+
+    fn tick(&mut self) -> Result<Vec<super::TaskOutcome>> {
+        self.round()
     }
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {
