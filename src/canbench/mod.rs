@@ -513,7 +513,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         count: shard.count,
         module: crate::suites::pool::sha256_hex(&wasm),
         replica: replica.name.to_string(),
-        host: (host != Host::default()).then(|| host.name().to_string()),
+        host: host.name().to_string(),
         init_args: hex::encode(&plan.init_args),
         stable_memory: stable.as_deref().map(crate::suites::pool::sha256_hex),
         benches: names.clone(),

@@ -36,9 +36,8 @@ pub struct Part {
     pub module: String,
     /// The replica vintage the benches were charged by (`--replica`).
     pub replica: String,
-    /// The host whose OS pages the charges counted (`--host`), when not the default.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    /// The host whose OS pages the charges counted (`--host`).
+    pub host: String,
     /// The install argument, hex.
     pub init_args: String,
     /// SHA-256 of the stable memory file, if any.
@@ -262,10 +261,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         .collect();
     let replica = Replica::by_name(&first.replica)
         .map_err(|e| anyhow!("{}: its replica rules: {e}", parts[0].0.display()))?;
-    let host = first
-        .host
-        .as_deref()
-        .map_or(Ok(Host::default()), Host::by_name)
+    let host = Host::by_name(&first.host)
         .map_err(|e| anyhow!("{}: its host: {e}", parts[0].0.display()))?;
     Ok(Joined {
         replica,
@@ -327,7 +323,7 @@ mod tests {
             count: 2,
             module: "m".into(),
             replica: "2025-03".into(),
-            host: None,
+            host: "linux".into(),
             init_args: String::new(),
             stable_memory: None,
             outcomes: positions
