@@ -47,9 +47,24 @@ pub(crate) fn make_engine(
     }
 }
 
+/// `--payload-size` within what the bench canister takes: its `set_payload_size` refuses
+/// more than `MAX_PAYLOAD_SIZE`, 1 MiB, so a larger size is refused here, naming that limit,
+/// before any plan is made or memory estimated.
+fn check_payload_size(size: u64) -> Result<()> {
+    let max = icbench::suites::tune::MAX_VALUE_SIZE;
+    if size > max {
+        return Err(anyhow!(
+            "--payload-size {size}: the bench canister takes at most {max} bytes per row (1 MiB, \
+             the MAX_PAYLOAD_SIZE of its set_payload_size)"
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
 /// (sysbench's ceilings) failed. `matches` holds the suites' own flags.
 pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
+    check_payload_size(args.common.payload_size)?;
     let selected = suites::select(&args.suite)?;
     // Every plan is made, so every flag checked, before any work starts.
     let plans = selected

@@ -21,6 +21,7 @@ mod engine;
 mod fuzz_engine;
 mod heap_writes;
 mod host;
+mod inputs;
 mod memory_tracker;
 mod metering;
 mod motoko;
