@@ -224,3 +224,35 @@ fn a_report_names_a_host_other_than_linux() {
     report.set_replica(Some(Replica::R2026_05));
     assert_eq!(report.wasm_page_charge(), None);
 }
+
+#[test]
+fn a_run_on_a_mac_host_says_so_in_every_output_and_charges_by_its_pages() {
+    let out = crate::support::scratch_dir("host-run");
+    let args = ["--suite", "lookups", "--rows", "2000", "--stores", "btree"];
+    let stdout =
+        crate::support::run_bench_into(&out, &[&args[..], &["--host", "macos-arm64"]].concat());
+    assert!(
+        stdout.contains("costs 20,000 instructions")
+            && stdout
+                .contains("Host: macos-arm64 (`--host`): pages are counted in its 16 KiB OS pages"),
+        "{stdout}"
+    );
+    let read = |file: &str| std::fs::read_to_string(out.join("lookups").join(file)).unwrap();
+    let json = read("results.json");
+    assert!(json.contains("\"host\": \"macos-arm64\""), "{json}");
+    assert!(
+        json.contains("20,000 instructions per 64 KiB page"),
+        "{json}"
+    );
+    assert!(read("report.md")
+        .contains("- Host: `macos-arm64` (`--host`: the charges count its 16 KiB OS pages)"));
+    // On Linux, the default, nothing names the host.
+    let linux = crate::support::scratch_dir("host-run-linux");
+    let stdout = crate::support::run_bench_into(&linux, &args);
+    assert!(
+        !stdout.contains("Host:") && stdout.contains("costs 80,000 instructions"),
+        "{stdout}"
+    );
+    let json = std::fs::read_to_string(linux.join("lookups/results.json")).unwrap();
+    assert!(!json.contains("\"host\""));
+}
