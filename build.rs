@@ -8,10 +8,11 @@
 //! `ICBENCH_SOURCE_FINGERPRINT`: the same over all of src/ and canisters/types, for cached
 //! post-prefill states.
 //!
-//! `ICBENCH_PREBUILT`: whether the bench canister module the binary embeds (crate
-//! icbench-canister) is of the canister sources beside it: `current`, `stale` (a checkout
-//! whose canister sources changed since the module was committed: icbench then builds it),
-//! or `packaged` (a published crate, which has no canister sources).
+//! `$OUT_DIR/prebuilt_states.rs`: for every canister module the binary embeds (crate
+//! icbench-canister, which lists them: canisters/prebuilt/modules.txt), whether it is of the
+//! sources beside it: `current`, `stale` (a checkout whose sources of that module changed
+//! since it was committed: icbench then builds it), or `packaged` (a published crate, which
+//! has no canister sources).
 
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
@@ -49,38 +50,43 @@ fn main() {
 }
 
 fn prebuilt(root: &Path) {
-    let checkout = root.join("canisters/bench").is_dir();
-    let sources = checkout.then(|| {
-        for rel in canister_sources::CANISTER_SOURCES {
-            println!("cargo::rerun-if-changed={rel}");
-        }
-        canister_sources::sha256(root).unwrap_or_else(|e| panic!("{e}"))
-    });
-    for (env, record) in [
-        ("ICBENCH_PREBUILT", "bench.sources"),
-        ("ICBENCH_PREBUILT_TUNE", "bench-tune.sources"),
-    ] {
-        let state = match &sources {
-            None => "packaged",
-            Some(sources) => {
-                let path = root.join("canisters/prebuilt").join(record);
-                println!("cargo::rerun-if-changed={}", path.display());
-                let text = std::fs::read_to_string(&path)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                if canister_sources::record_field(&text, "sources-sha256") == Some(sources.as_str())
-                {
-                    "current"
-                } else {
-                    println!(
-                        "cargo::warning=canisters/prebuilt/{record} is not of the current canister sources: \
-                         icbench will build that module (scripts/update-prebuilt-canister.sh commits new ones)"
-                    );
-                    "stale"
-                }
+    let list = root
+        .join(icbench_canister::list::PREBUILT_DIR)
+        .join(icbench_canister::list::FILE);
+    // A packaged crate has no list (a watched file that does not exist would rerun this
+    // script on every build): its modules come from the icbench-canister it is built with.
+    let checkout = list.is_file();
+    if checkout {
+        println!("cargo::rerun-if-changed={}", list.display());
+    }
+    let mut states = String::from("[\n");
+    for m in &icbench_canister::MODULES {
+        let state = if !checkout {
+            "packaged"
+        } else {
+            for rel in m.sources {
+                println!("cargo::rerun-if-changed={rel}");
+            }
+            println!("cargo::rerun-if-changed={}", m.prebuilt_sources);
+            let sources = canister_sources::sha256(root, m.sources, m.recipe)
+                .unwrap_or_else(|e| panic!("module {}: {e}", m.name));
+            if canister_sources::record_field(m.record, "sources-sha256") == Some(sources.as_str())
+            {
+                "current"
+            } else {
+                println!(
+                    "cargo::warning={} is not of the current sources of module {}: icbench will build it \
+                     (scripts/update-prebuilt-canister.sh commits new ones)",
+                    m.prebuilt_sources, m.name
+                );
+                "stale"
             }
         };
-        println!("cargo::rustc-env={env}={state}");
+        states.push_str(&format!("    ({:?}, {state:?}),\n", m.name));
     }
+    states.push_str("]\n");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    std::fs::write(out.join("prebuilt_states.rs"), states).expect("OUT_DIR is writable");
 }
 
 /// `ICBENCH_COMMIT`: the commit of the checkout being built (12 hex digits, `-dirty` after

@@ -5,7 +5,7 @@
 #
 # 1. `cargo publish --dry-run` of the workspace's crates, in dependency order (bench-types,
 #    icbench-canister, wasi2ic-post, icbench); each .crate under crates.io's 10 MB limit, and
-#    icbench-canister's holding the bench canister's module.
+#    icbench-canister's holding every canister module of canisters/prebuilt/modules.txt.
 # 2. icbench installed from its .crate (not from the tree) into an empty root, the other
 #    three crates taken from their .crate files as crates.io would serve them. Cargo's own
 #    verification would compile everything again in the dev profile (minutes); this build
@@ -40,7 +40,13 @@ for crate in bench-types icbench-canister wasi2ic-post icbench; do
     echo "$file: $size bytes"
 done
 list=$(cargo package --list --allow-dirty -p icbench-canister 2> /dev/null)
-for f in bench.wasm bench.sources bench-tune.wasm bench-tune.sources src/lib.rs; do
+# The list of modules, its parser, and every module it lists with its record.
+needed=(modules.txt src/lib.rs src/list.rs)
+modules=$(bash scripts/build-canister.sh --list)
+while read -r _ _ _ _ _ _ committed _; do
+    needed+=("${committed#canisters/prebuilt/}" "$(basename "${committed%.wasm}").sources")
+done <<< "$modules"
+for f in "${needed[@]}"; do
     grep -qx "$f" <<< "$list" || { echo "icbench-canister's package lacks $f" >&2; exit 1; }
 done
 

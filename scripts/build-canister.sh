@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Builds the benchmark canister into target/canister/bench.wasm, an IC module.
+# Builds a canister module of canisters/prebuilt/modules.txt (the list of modules: how each
+# is built, from what) into target/canister/, an IC module.
 #
-#   scripts/build-canister.sh          the default module: target/canister/bench.wasm
-#   scripts/build-canister.sh tune     the tune variant, the same sources with the cargo
-#                                      feature `tune`: target/canister/bench-tune.wasm
+#   scripts/build-canister.sh          the default module (the list's first, bench):
+#                                      target/canister/bench.wasm
+#   scripts/build-canister.sh NAME     the module NAME; `tune`: canisters/bench with the
+#                                      cargo feature `tune`, target/canister/bench-tune.wasm
+#   scripts/build-canister.sh --list   the list as this script reads it, a module a line:
+#                                      name crate target features rewire did, the committed
+#                                      module and the built one
 #
-#   1. cargo builds canisters/bench (workspace and Cargo.lock: canisters/) for wasm32-wasip1:
-#      ic-rusqlite's precompiled SQLite is a WASI library;
-#   2. scripts/wasi2ic-post rewires the WASI imports (as wasi2ic does) to
-#      ic-wasi-polyfill inside the module and embeds canisters/bench/bench.did as the
-#      `icp:public candid:service` section.
+#   1. cargo builds the module's crate (its workspace and Cargo.lock) for its target with its
+#      features, in a target dir of the module's own (the bench canister: canisters/ for
+#      wasm32-wasip1, as ic-rusqlite's precompiled SQLite is a WASI library);
+#   2. the converter (scripts/wasi2ic-post) rewires the WASI imports (`rewire wasi`: as
+#      wasi2ic does) to ic-wasi-polyfill inside the module, and embeds the module's did as
+#      the `icp:public candid:service` section; a module with neither is taken as built.
 #
 # Reproducible: the same sources give a byte-identical wasm from any clone path
 # (paths are remapped, nothing records a time). Works from any cwd; dfx runs it as the
@@ -19,24 +25,67 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT" # so rust-toolchain.toml picks the toolchain
 
-TARGET=wasm32-wasip1
-# The variant: a cargo feature of canisters/bench, built in a target dir of its own (so the
-# two builds never overwrite each other's bench.wasm) into a module of its own name.
-VARIANT="${1:-}"
-case "$VARIANT" in
-    "") NAME=bench; FEATURES=(); BUILD_DIR="$ROOT/target/canister-build" ;;
-    tune) NAME=bench-tune; FEATURES=(--features tune); BUILD_DIR="$ROOT/target/canister-build-tune" ;;
-    *) echo "build-canister: unknown variant \"$VARIANT\"; accepted: tune (or none: the default module)" >&2; exit 2 ;;
+LIST="$ROOT/canisters/prebuilt/modules.txt"
+# The list, a module a line: name crate target features rewire did, then the committed
+# module (canisters/prebuilt/WASM) and where this script writes it (target/canister/WASM).
+# It reads the list as canisters/prebuilt/src/list.rs does (a test holds the two readings
+# equal); that parser also checks the list at every cargo build, so this one only refuses
+# a missing key.
+read_list() {
+    awk '
+        BEGIN { n = split("crate target features rewire did wasm", keys, " ") }
+        function flush(   i) {
+            if (name == "") return
+            for (i = 1; i <= n; i++) {
+                if (!(keys[i] in f)) {
+                    printf "build-canister: %s: module %s has no `%s` line\n", FILENAME, name, keys[i] > "/dev/stderr"
+                    failed = 1
+                    exit 1
+                }
+            }
+            print name, f["crate"], f["target"], f["features"], f["rewire"], f["did"],
+                "canisters/prebuilt/" f["wasm"], "target/canister/" f["wasm"]
+        }
+        /^[ \t]*(#|$)/ { next }
+        /^[ \t]*\[/ { flush(); name = $1; gsub(/^\[|\]$/, "", name); split("", f); next }
+        { f[$1] = $2 }
+        END { if (!failed) flush() }
+    ' "$LIST"
+}
+if [ "${1:-}" = --list ]; then
+    read_list
+    exit 0
+fi
+MODULES="$(read_list)"
+if [ -n "${1:-}" ]; then
+    line="$(awk -v name="$1" '$1 == name' <<<"$MODULES")"
+else
+    line="$(head -n 1 <<<"$MODULES")"
+fi
+if [ -z "$line" ]; then
+    names="$(cut -d' ' -f1 <<<"$MODULES" | paste -sd' ')"
+    echo "build-canister: unknown module \"${1:-}\"; accepted: $names (or none: the default module, ${names%% *})" >&2
+    exit 2
+fi
+read -r NAME CRATE TARGET FEATURES REWIRE DID _ BUILT <<<"$line"
+FEATURE_ARGS=()
+[ "$FEATURES" = - ] || FEATURE_ARGS=(--features "$FEATURES")
+# A target dir of the module's own, so that two builds never overwrite each other's output.
+BUILD_DIR="$ROOT/target/canister-build/$NAME"
+# cargo names a cdylib after its package (the first `name =` of its manifest), - as _.
+PACKAGE="$(sed -n 's/^name *= *"\([^"]*\)".*/\1/p' "$ROOT/$CRATE/Cargo.toml" | head -n 1)"
+ARTIFACT="$BUILD_DIR/$TARGET/release/${PACKAGE//-/_}.wasm"
+# The converter's arguments: it runs with `rewire wasi`, or to embed a did (then with
+# --no-rewire).
+CONVERT=()
+case "$REWIRE" in
+    wasi) [ "$DID" = - ] || CONVERT=(--did "$ROOT/$DID") ;;
+    none) [ "$DID" = - ] || CONVERT=(--no-rewire --did "$ROOT/$DID") ;;
+    *) echo "build-canister: module $NAME: rewire \"$REWIRE\" is neither wasi nor none" >&2; exit 2 ;;
 esac
-# The converter (scripts/wasi2ic-post) is linked into icbench: `icbench wasi2ic-post`.
-# ICBENCH_BIN names the icbench binary to use (icbench itself and the tests set it); else
-# target/release/icbench if it is newer than the converter's sources; else (a fresh clone
-# under dfx, say) the standalone converter is built in a target dir of its own, never in
-# target/, whose lock a running `cargo test` holds while its tests call this script.
 TOOL_DIR="$ROOT/target/wasi2ic-post"
-OUT_DIR="$ROOT/target/canister"
-OUT="$OUT_DIR/$NAME.wasm"
-DID="$ROOT/canisters/bench/bench.did"
+OUT="$ROOT/$BUILT"
+OUT_DIR="$(dirname "$OUT")"
 CARGO_HOME_DIR="$(cd "${CARGO_HOME:-$HOME/.cargo}" && pwd -P)"
 started=$(date +%s)
 
@@ -54,40 +103,56 @@ fi
 sep=$'\x1f'
 rustflags="--remap-path-prefix=$ROOT=/icbench${sep}--remap-path-prefix=$CARGO_HOME_DIR=/cargo"
 
-echo "build-canister: compiling canisters/bench${FEATURES[*]:+ (${FEATURES[*]})} for $TARGET" >&2
+echo "build-canister: compiling $CRATE${FEATURE_ARGS[*]:+ (${FEATURE_ARGS[*]})} for $TARGET" >&2
 env -u RUSTFLAGS CARGO_ENCODED_RUSTFLAGS="$rustflags" \
     cargo build --release --locked \
-    --manifest-path "$ROOT/canisters/bench/Cargo.toml" \
+    --manifest-path "$ROOT/$CRATE/Cargo.toml" \
     --target "$TARGET" \
-    ${FEATURES[@]+"${FEATURES[@]}"} \
+    ${FEATURE_ARGS[@]+"${FEATURE_ARGS[@]}"} \
     --target-dir "$BUILD_DIR"
 
-echo "build-canister: converting to an IC module (WASI imports -> ic-wasi-polyfill)" >&2
+# The converter (scripts/wasi2ic-post) is linked into icbench: `icbench wasi2ic-post`.
+# ICBENCH_BIN names the icbench binary to use (icbench itself and the tests set it); else
+# target/release/icbench if it is newer than the converter's sources; else (a fresh clone
+# under dfx, say) the standalone converter is built in a target dir of its own, never in
+# target/, whose lock a running `cargo test` holds while its tests call this script.
 # True when no source of the converter (or the lock file) is newer than $1.
 converter_sources_older_than() {
     [ -z "$(find "$ROOT/scripts/wasi2ic-post" "$ROOT/Cargo.lock" -newer "$1" -print -quit)" ]
 }
-if [ -n "${ICBENCH_BIN:-}" ]; then
-    if [ ! -x "$ICBENCH_BIN" ]; then
-        echo "build-canister: ICBENCH_BIN=$ICBENCH_BIN is not an executable" >&2
-        exit 1
+find_converter() {
+    if [ -n "${ICBENCH_BIN:-}" ]; then
+        if [ ! -x "$ICBENCH_BIN" ]; then
+            echo "build-canister: ICBENCH_BIN=$ICBENCH_BIN is not an executable" >&2
+            exit 1
+        fi
+        convert=("$ICBENCH_BIN" wasi2ic-post)
+    elif [ -x "$ROOT/target/release/icbench" ] && converter_sources_older_than "$ROOT/target/release/icbench"; then
+        convert=("$ROOT/target/release/icbench" wasi2ic-post)
+    else
+        cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p wasi2ic-post \
+            --target-dir "$TOOL_DIR"
+        convert=("$TOOL_DIR/release/wasi2ic-post")
     fi
-    convert=("$ICBENCH_BIN" wasi2ic-post)
-elif [ -x "$ROOT/target/release/icbench" ] && converter_sources_older_than "$ROOT/target/release/icbench"; then
-    convert=("$ROOT/target/release/icbench" wasi2ic-post)
-else
-    cargo build --release --locked --quiet --manifest-path "$ROOT/Cargo.toml" -p wasi2ic-post \
-        --target-dir "$TOOL_DIR"
-    convert=("$TOOL_DIR/release/wasi2ic-post")
-fi
+}
 
 mkdir -p "$OUT_DIR"
 # A temp file of this run's own, renamed into place: builds may run concurrently (dfx, a
 # test binary and a benchmark run can all call this script), and a shared temp name let
 # one run move another's file away under it.
-tmp="$(mktemp "$OUT_DIR/$NAME.wasm.XXXXXX")"
+tmp="$(mktemp "$OUT.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
-"${convert[@]}" "$BUILD_DIR/$TARGET/release/bench.wasm" "$tmp" --did "$DID"
+if [ "$REWIRE" = wasi ]; then
+    echo "build-canister: converting to an IC module (WASI imports -> ic-wasi-polyfill)" >&2
+elif [ "$DID" != - ]; then
+    echo "build-canister: embedding $DID" >&2
+fi
+if [ "$REWIRE" = wasi ] || [ "$DID" != - ]; then
+    find_converter
+    "${convert[@]}" "$ARTIFACT" "$tmp" ${CONVERT[@]+"${CONVERT[@]}"}
+else
+    cp "$ARTIFACT" "$tmp"
+fi
 chmod 644 "$tmp"
 mv -f "$tmp" "$OUT"
 

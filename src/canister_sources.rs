@@ -1,23 +1,12 @@
-//! What the bench canister's module is built from, and the SHA-256 over it that
-//! canisters/prebuilt/bench.sources records. Compiled twice: into the library (the tests and
-//! `icbench update-prebuilt-canister`) and into build.rs (`#[path]`), which checks that the
-//! module the binary embeds is of the checkout's current sources; so it uses std only.
+//! The SHA-256 over what a canister module is built from (its sources and its build as
+//! canisters/prebuilt/modules.txt gives them) that its record in canisters/prebuilt holds.
+//! Compiled twice: into the library (the tests and `icbench update-prebuilt-canister`) and
+//! into build.rs (`#[path]`), which checks that the modules the binary embeds are of the
+//! checkout's current sources; so it uses std and sha2 only.
 
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
-
-/// The sources, relative to the project root: the canister workspace, the build script,
-/// the converter and the toolchain pin.
-pub const CANISTER_SOURCES: [&str; 7] = [
-    "canisters/Cargo.toml",
-    "canisters/Cargo.lock",
-    "canisters/bench",
-    "canisters/types",
-    "scripts/build-canister.sh",
-    "scripts/wasi2ic-post",
-    "rust-toolchain.toml",
-];
 
 /// Directory entries the source walk skips: build output and dotfiles (editor and VCS files).
 pub fn skipped(name: &std::ffi::OsStr) -> bool {
@@ -49,15 +38,20 @@ fn source_files(root: &Path, rel: &str, out: &mut Vec<String>) -> Result<(), Str
     Ok(())
 }
 
-/// SHA-256 over the canister's sources (each file's relative path, length and bytes, in
-/// path order), hex: equal hashes mean the same module, since the build is reproducible.
-pub fn sha256(root: &Path) -> Result<String, String> {
+/// SHA-256 over a module's build line (`recipe`) and its `sources` (each file's relative
+/// path, length and bytes, in path order), hex: equal hashes mean the same module, since the
+/// build is reproducible.
+pub fn sha256(root: &Path, sources: &[&str], recipe: &str) -> Result<String, String> {
     let mut files = Vec::new();
-    for rel in CANISTER_SOURCES {
+    for rel in sources {
         source_files(root, rel, &mut files)?;
     }
     files.sort();
     let mut h = Sha256::new();
+    // The build line first, told apart from any file by the NUL no path holds.
+    h.update(b"\0build ");
+    h.update(recipe.as_bytes());
+    h.update([0]);
     for rel in &files {
         let bytes = std::fs::read(root.join(rel)).map_err(|e| format!("reading {rel}: {e}"))?;
         h.update(rel.as_bytes());
@@ -72,7 +66,7 @@ pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The value of `key` (e.g. `sources-sha256`) in a bench.sources record.
+/// The value of `key` (e.g. `sources-sha256`) in a module's record (`bench.sources`).
 pub fn record_field<'r>(record: &'r str, key: &str) -> Option<&'r str> {
     record
         .lines()

@@ -24,6 +24,7 @@ mod host;
 mod inputs;
 mod memory_tracker;
 mod metering;
+mod modules;
 mod motoko;
 mod native_stable;
 mod pr_comment;

@@ -60,3 +60,45 @@ fn a_type_mismatch_is_refused() {
     let err = rewire_wasi(&mut m).unwrap_err().to_string();
     assert!(err.contains("does not have the type"), "{err}");
 }
+
+/// A module with no WASI import (a wasm32-unknown-unknown build): `embed_did` (the build's
+/// `--no-rewire`) embeds the interface and leaves the code alone, where `convert` refuses
+/// it; a WASI import left in such a module is still refused.
+#[test]
+fn without_rewiring_only_the_interface_is_embedded() {
+    let dir = crate::support::scratch_dir("wasi2ic-embed-did");
+    let did = dir.join("x.did");
+    std::fs::write(&did, "service : { go : () -> () }\n").unwrap();
+    let plain = wat::parse_str(
+        r#"(module (import "ic0" "msg_reply" (func $reply))
+             (func (export "canister_update go") call $reply))"#,
+    )
+    .unwrap();
+    let err = wasi2ic_post::convert(&plain, Some(&did)).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("no WASI import to rewire"),
+        "{err:#}"
+    );
+    let out = wasi2ic_post::embed_did(&plain, Some(&did)).unwrap();
+    let section = wasmparser::Parser::new(0)
+        .parse_all(&out)
+        .find_map(|p| match p.unwrap() {
+            wasmparser::Payload::CustomSection(c) if c.name() == "icp:public candid:service" => {
+                Some(c.data().to_vec())
+            }
+            _ => None,
+        });
+    assert_eq!(
+        section.as_deref(),
+        Some(&b"service : { go : () -> () }\n"[..])
+    );
+    let m = walrus::ModuleConfig::new().parse(&out).unwrap();
+    let imports: Vec<_> = m.imports.iter().map(|i| i.name.clone()).collect();
+    assert_eq!(imports, ["msg_reply"]);
+    let err = wasi2ic_post::embed_did(&wat::parse_str(MODULE).unwrap(), None).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("wasi_snapshot_preview1.fd_write"),
+        "{err:#}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,10 +1,11 @@
-//! wasi2ic-post IN OUT [--did FILE]
+//! wasi2ic-post IN OUT [--did FILE] [--no-rewire]
 //!
 //! Turns a wasm32-wasip1 canister into an Internet Computer module: every WASI import is
 //! rewired to ic-wasi-polyfill's implementation inside the module (as wasi2ic does, see
 //! `rewire.rs`), then (with --did) the Candid interface is embedded as the
 //! `icp:public candid:service` custom section, as dfx does. Fails if any import outside
-//! `ic0` is left.
+//! `ic0` is left. With --no-rewire (a module with no WASI import to rewire, such as a
+//! wasm32-unknown-unknown build) only the interface is embedded.
 //! Deterministic: same input bytes and .did give the same output bytes.
 //!
 //! A library so that icbench links the same converter (`icbench wasi2ic-post ...`, which
@@ -21,21 +22,25 @@ pub mod rewire;
 // For the tests of `rewire` (tests/it/wasi2ic_post.rs), which build walrus modules.
 pub use walrus;
 
-const USAGE: &str = "usage: wasi2ic-post IN.wasm OUT.wasm [--did FILE.did]";
+const USAGE: &str = "usage: wasi2ic-post IN.wasm OUT.wasm [--did FILE.did] [--no-rewire]";
 
 struct Args {
     input: PathBuf,
     output: PathBuf,
     did: Option<PathBuf>,
+    rewire: bool,
 }
 
 fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Args> {
     let mut positional = Vec::new();
     let mut did = None;
+    let mut rewire = true;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         if arg == "--did" {
             did = Some(PathBuf::from(args.next().context("--did needs a file")?));
+        } else if arg == "--no-rewire" {
+            rewire = false;
         } else if arg == "-h" || arg == "--help" {
             println!("{USAGE}");
             std::process::exit(0);
@@ -46,13 +51,28 @@ fn parse_args(args: impl IntoIterator<Item = OsString>) -> Result<Args> {
     let [input, output]: [PathBuf; 2] = positional
         .try_into()
         .map_err(|_| anyhow::anyhow!("{USAGE}"))?;
-    Ok(Args { input, output, did })
+    Ok(Args {
+        input,
+        output,
+        did,
+        rewire,
+    })
 }
 
 /// The module `wasm` (a wasm32-wasip1 build) as an IC module: WASI imports rewired to the
 /// polyfill and, with `did`, the interface embedded. Deterministic: the same bytes in give
 /// the same bytes out.
 pub fn convert(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
+    process(wasm, did, true)
+}
+
+/// The module `wasm` (one with no WASI import, such as a wasm32-unknown-unknown build) with,
+/// given a `did`, the interface embedded; as [`convert`] without the rewiring.
+pub fn embed_did(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
+    process(wasm, did, false)
+}
+
+fn process(wasm: &[u8], did: Option<&Path>, rewire: bool) -> Result<Vec<u8>> {
     // dfx's parser settings: keep the name section (the polyfill's functions are found
     // by name), drop the producers section.
     let mut config = walrus::ModuleConfig::new();
@@ -60,7 +80,7 @@ pub fn convert(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
     config.generate_producers_section(false);
     let mut module = config.parse(wasm).context("parsing the module")?;
 
-    if rewire::rewire_wasi(&mut module)? == 0 {
+    if rewire && rewire::rewire_wasi(&mut module)? == 0 {
         bail!(
             "no WASI import to rewire; is this a wasm32-wasip1 build with \
              ic-wasi-polyfill linked in?"
@@ -96,14 +116,15 @@ fn run(args: impl IntoIterator<Item = OsString>) -> Result<()> {
     let args = parse_args(args)?;
     let wasm =
         std::fs::read(&args.input).with_context(|| format!("reading {}", args.input.display()))?;
-    let out = convert(&wasm, args.did.as_deref())
+    let out = process(&wasm, args.did.as_deref(), args.rewire)
         .with_context(|| format!("converting {}", args.input.display()))?;
     std::fs::write(&args.output, &out)
         .with_context(|| format!("writing {}", args.output.display()))?;
     Ok(())
 }
 
-/// The command line `IN OUT [--did FILE]` (the arguments after the program name).
+/// The command line `IN OUT [--did FILE] [--no-rewire]` (the arguments after the program
+/// name).
 pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,

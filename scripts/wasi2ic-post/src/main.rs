@@ -1,4 +1,4 @@
-//! wasi2ic-post IN OUT [--did FILE]: the converter on its own (see lib.rs), for
+//! wasi2ic-post IN OUT [--did FILE] [--no-rewire]: the converter on its own (see lib.rs), for
 //! scripts/build-canister.sh when no icbench binary is at hand.
 
 fn main() -> std::process::ExitCode {
