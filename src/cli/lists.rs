@@ -1,7 +1,7 @@
 //! Comma-separated list flags (`--stores`, `--journal-modes`, `--batches`, `--suite`, the
 //! tune lists, every suite's): a value given twice would be measured twice and written twice
 //! into results.csv, so it is refused, in one place for every flag of every command, before
-//! any work.
+//! any work (tests/it/inputs.rs runs the binary on each kind of list).
 
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Command};
@@ -59,76 +59,4 @@ fn first_repeated<'a>(arg: &Arg, values: &'a [String]) -> Option<&'a str> {
         .iter()
         .find(|v| !seen.insert(canonical(v)))
         .map(String::as_str)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::{ArgAction, ValueEnum};
-
-    #[derive(Clone, Copy, ValueEnum)]
-    enum Mode {
-        Wal,
-        #[value(alias = "del")]
-        Delete,
-    }
-
-    fn cli() -> Command {
-        Command::new("t")
-            .arg(
-                Arg::new("modes")
-                    .long("modes")
-                    .value_delimiter(',')
-                    .ignore_case(true)
-                    .action(ArgAction::Append)
-                    .value_parser(clap::value_parser!(Mode)),
-            )
-            .arg(
-                Arg::new("sizes")
-                    .long("sizes")
-                    .value_delimiter(',')
-                    .action(ArgAction::Append)
-                    .value_parser(clap::value_parser!(u64))
-                    .default_values(["1", "1"]),
-            )
-            .arg(Arg::new("one").long("one"))
-            .subcommand(
-                Command::new("sub").arg(
-                    Arg::new("names")
-                        .long("names")
-                        .value_delimiter(',')
-                        .action(ArgAction::Append),
-                ),
-            )
-    }
-
-    fn check(args: &[&str]) -> Result<(), String> {
-        let cmd = cli();
-        let matches = cmd.clone().try_get_matches_from(args).unwrap();
-        refuse_repeated(&cmd, &matches)
-    }
-
-    #[test]
-    fn a_value_named_twice_in_any_spelling_is_refused_and_distinct_values_pass() {
-        assert_eq!(check(&["t", "--modes", "wal,delete"]), Ok(()));
-        assert_eq!(
-            check(&["t", "--modes", "wal,WAL"]),
-            Err(
-                "--modes wal,WAL: WAL is given twice; each value is run once, so name it once"
-                    .into()
-            )
-        );
-        // An alias is its value; a second occurrence of the flag adds to the same list.
-        assert!(check(&["t", "--modes", "delete", "--modes", "del"]).is_err());
-        assert!(check(&["t", "--sizes", "10,010"])
-            .unwrap_err()
-            .contains("010"));
-        assert_eq!(check(&["t", "--sizes", "10,100"]), Ok(()));
-        // Defaults are not the user's to repeat.
-        assert_eq!(check(&["t"]), Ok(()));
-        assert!(check(&["t", "sub", "--names", "a,b,A"])
-            .unwrap_err()
-            .starts_with("--names a,b,A: A is given twice"));
-        assert_eq!(check(&["t", "sub", "--names", "a,b"]), Ok(()));
-    }
 }
