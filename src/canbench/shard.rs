@@ -20,7 +20,7 @@ use crate::engine::PageCounts;
 /// The part's file in a shard's --out directory.
 pub const PART_FILE: &str = "canbench_part.json";
 /// The part file's `kind`: what wrote it, and its format.
-pub const KIND: &str = "icbench canbench part 2";
+pub const KIND: &str = "icbench canbench part 3";
 
 /// A shard's part of a canbench run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
