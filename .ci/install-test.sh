@@ -4,7 +4,8 @@
 #   .ci/install-test.sh DIST   (DIST: what scripts/release-asset.sh wrote for this host)
 #
 # A good install runs; a wrong checksum, a truncated download and an unknown platform each
-# refuse with one line and leave nothing installed; an unknown platform with cargo at hand
+# refuse with one line and leave nothing installed; a --version that is not a vX.Y.Z tag
+# refuses so before any request reaches the server; an unknown platform with cargo at hand
 # falls back to `cargo install --locked icbench` (a stand-in cargo records the call).
 set -euo pipefail
 dist=$(cd "$1" && pwd -P)
@@ -50,8 +51,9 @@ run_install() { # NAME RELEASE [VAR=VALUE...]: installs into $work/NAME/bin; std
     local name=$1 release=$2
     shift 2
     env PATH="$plain_path" HOME="$work/home" ICBENCH_RELEASE_URL="$url/$release" "$@" \
-        sh "$install_sh" --to "$work/$name/bin" 2> "$work/$name.err"
+        sh "$install_sh" --to "$work/$name/bin" ${install_args[@]+"${install_args[@]}"} 2> "$work/$name.err"
 }
+install_args=()
 refuses() { # NAME RELEASE WHAT [VAR=VALUE...]
     local name=$1 release=$2 what=$3
     shift 3
@@ -81,6 +83,27 @@ echo "install.sh installs $asset from $url/good: $expected"
 refuses badsum badsum "a wrong checksum"
 refuses truncated truncated "a truncated download"
 refuses unknown good "an unknown platform" ICBENCH_PLATFORM="Plan9 mips"
+
+# A --version that is no vX.Y.Z tag is refused before any download: the server sees no
+# request for it. A well-formed one goes on (here ICBENCH_RELEASE_URL says where from).
+requests() { grep -c '"GET ' "$work/server.log" || true; }
+before=$(requests)
+i=0
+for bad in notaversion v1.2 1.2.3 v1.2.3.4 v01.2.3 "" "v1.2.3 x"; do
+    i=$((i + 1))
+    install_args=(--version "$bad")
+    refuses "version$i" good "--version '$bad'"
+    grep -q "is not a release tag: tags are vX.Y.Z" "$work/version$i.err" ||
+        { echo "install.sh refused --version '$bad' for another reason: $(cat "$work/version$i.err")" >&2; exit 1; }
+done
+[ "$(requests)" = "$before" ] ||
+    { echo "a malformed --version reached the server ($before -> $(requests) requests)" >&2; exit 1; }
+install_args=(--version v9.9.9)
+run_install tagged good || { cat "$work/tagged.err" >&2; exit 1; }
+[ "$("$work/tagged/bin/icbench" --version)" = "$expected" ] ||
+    { echo "install.sh --version v9.9.9 did not install the release served" >&2; exit 1; }
+echo "install.sh takes --version v9.9.9 and installs from $url/good"
+install_args=()
 
 # With cargo on PATH an unknown platform builds from the crate instead.
 mkdir -p "$work/fake"

@@ -17,6 +17,7 @@ set -eu
 repository="https://github.com/icbench/icbench"
 to="${ICBENCH_INSTALL_DIR:-${HOME:-}/.local/bin}"
 version=""
+version_given=false
 
 fail() {
     echo "icbench install: $*; nothing installed" >&2
@@ -27,13 +28,24 @@ while [ "$#" -gt 0 ]; do
     case "$1" in
         --to) [ "$#" -ge 2 ] || fail "--to needs a directory"; to=$2; shift 2 ;;
         --to=*) to=${1#--to=}; shift ;;
-        --version) [ "$#" -ge 2 ] || fail "--version needs a tag such as v0.1.0"; version=$2; shift 2 ;;
-        --version=*) version=${1#--version=}; shift ;;
+        --version) [ "$#" -ge 2 ] || fail "--version needs a tag such as v0.1.0"; version=$2; version_given=true; shift 2 ;;
+        --version=*) version=${1#--version=}; version_given=true; shift ;;
         -h|--help) sed -n '2,15p' "$0" 2>/dev/null || true; exit 0 ;;
         *) fail "unknown argument '$1' (accepted: --to DIR, --version vX.Y.Z)" ;;
     esac
 done
 [ -n "$to" ] || fail "no install directory: set HOME, ICBENCH_INSTALL_DIR or --to"
+# A release tag is vX.Y.Z: anything else names no release, and is refused before any download
+# (shown with anything but letters, digits and . + - as ?, to stay one line).
+if [ "$version_given" = true ]; then
+    case "$version" in
+        "" | *[!0-9.v]*) tag_ok=false ;;
+        *) printf '%s\n' "$version" | grep -Eq '^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$' &&
+            tag_ok=true || tag_ok=false ;;
+    esac
+    [ "$tag_ok" = true ] ||
+        fail "--version '$(printf '%s' "$version" | tr -c 'A-Za-z0-9.+-' '?')' is not a release tag: tags are vX.Y.Z, such as v0.1.0"
+fi
 
 if [ -n "${ICBENCH_RELEASE_URL:-}" ]; then
     base=${ICBENCH_RELEASE_URL%/}

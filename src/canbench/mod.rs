@@ -17,7 +17,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
 use clap::Args;
 
-use crate::engine::cost::{Limits, Replica};
+use crate::engine::cost::{Host, Limits, Replica, POCKET_IC_RELEASES};
 use crate::engine::counter_reads::CounterReads;
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, Profile, Profiling};
@@ -105,6 +105,11 @@ pub struct CanbenchArgs {
     /// memory tracker's page charges that mainnet takes since July 2026).
     #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
     pub replica: Option<String>,
+    /// The machine whose OS pages the charges count (default: linux, 4 KiB pages, which
+    /// canbench's own x86_64 server counts on a Mac too; macos-arm64 for figures from a
+    /// native arm64-darwin server).
+    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
+    pub host: Option<String>,
     /// Also write the comparison against the results file as a pull-request comment
     /// (markdown) to FILE, failed benches included.
     #[arg(long, value_name = "FILE")]
@@ -306,7 +311,21 @@ impl Runner {
         stable_memory: Option<&[u8]>,
         tracing: bool,
     ) -> Result<Runner> {
-        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING).with_replica(replica);
+        let rules = (replica, Host::default());
+        Runner::install_on(rules, wasm, init_args, stable_memory, tracing)
+    }
+
+    /// [`Runner::install`] under the rules of a replica vintage on a host.
+    pub fn install_on(
+        (replica, host): (Replica, Host),
+        wasm: &[u8],
+        init_args: &[u8],
+        stable_memory: Option<&[u8]>,
+        tracing: bool,
+    ) -> Result<Runner> {
+        let mut engine = EmbeddedEngine::new(Limits::BENCHMARKING)
+            .with_replica(replica)
+            .with_host(host);
         if tracing {
             engine.set_profiling(Profiling::BetweenCounterReads)?;
         }
@@ -442,8 +461,12 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         Some(name) => Replica::by_name(name).map_err(|e| anyhow!(e))?,
         None => REPLICA,
     };
-    let mut runner = Runner::install_under(
-        replica,
+    let host = match &args.host {
+        Some(name) => Host::by_name(name).map_err(|e| anyhow!(e))?,
+        None => Host::default(),
+    };
+    let mut runner = Runner::install_on(
+        (replica, host),
         &wasm,
         &plan.init_args,
         stable.as_deref(),
@@ -468,7 +491,15 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     if shard.is_whole() {
         let previous = (&old, &old_pages);
         return finish(
-            replica, &names, outcomes, &pages, &traces, &base, previous, &output, None,
+            (replica, host),
+            &names,
+            outcomes,
+            &pages,
+            &traces,
+            &base,
+            previous,
+            &output,
+            None,
         );
     }
     let dir = args
@@ -482,6 +513,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         count: shard.count,
         module: crate::suites::pool::sha256_hex(&wasm),
         replica: replica.name.to_string(),
+        host: host.name().to_string(),
         init_args: hex::encode(&plan.init_args),
         stable_memory: stable.as_deref().map(crate::suites::pool::sha256_hex),
         benches: names.clone(),
@@ -808,32 +840,44 @@ fn print_sections(
 /// bench that has a trace in `base_traces`; relative file paths are taken from `under`
 /// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
 /// Which PocketIC servers count as this run does: the releases that charge by `replica`'s
-/// rules (a line on stderr, so canbench's report on stdout stays canbench's).
-pub fn pocket_ic_line(replica: Replica) -> String {
+/// rules, on `host` (a line on stderr, so canbench's report on stdout stays canbench's).
+pub fn pocket_ic_line((replica, host): (Replica, Host)) -> String {
     let releases: Vec<&str> = replica
         .pocket_ic_releases()
         .iter()
         .map(|r| r.version())
         .collect();
+    let (oldest, newest) = (
+        POCKET_IC_RELEASES[0].version(),
+        POCKET_IC_RELEASES[POCKET_IC_RELEASES.len() - 1].version(),
+    );
     let servers = match releases.as_slice() {
-        [] => "no PocketIC release from 9.0.1 to 16.0.0 charges by them".to_string(),
+        [] => format!("no PocketIC release from {oldest} to {newest} charges by them"),
         [one] => format!("the figures PocketIC {one} gives"),
         [first, .., last] => format!("the figures PocketIC {first} to {last} give"),
     };
-    let canbench = if releases.contains(&"13.0.0") {
+    let canbench = if releases.contains(&"13.0.0") && host == Host::default() {
         " (canbench 0.5.0 to 0.7.0 run PocketIC 13.0.0)"
     } else {
         ""
     };
+    let on = match host {
+        Host::Linux => String::new(),
+        other => format!(
+            " on host {} (`--host`: {} KiB OS pages, a native arm64-darwin server's)",
+            other.name(),
+            other.os_page_size() / 1024
+        ),
+    };
     format!(
-        "Replica rules {}: {servers}{canbench}; `--replica pocket-ic-VERSION` names another server's.",
+        "Replica rules {}{on}: {servers}{canbench}; `--replica pocket-ic-VERSION` names another server's.",
         replica.name
     )
 }
 
 #[allow(clippy::too_many_arguments)]
 pub fn finish(
-    replica: Replica,
+    rules: (Replica, Host),
     names: &[String],
     outcomes: Vec<BenchOutcome>,
     pages: &[BenchPages],
@@ -843,7 +887,7 @@ pub fn finish(
     o: &Output,
     under: Option<&Path>,
 ) -> Result<bool> {
-    eprintln!("{}", pocket_ic_line(replica));
+    eprintln!("{}", pocket_ic_line(rules));
     let (new, failed) = print_sections(names, outcomes, pages, traces, previous, o);
     let old = previous.0;
     let mut entries = compare::entries(&new, old);

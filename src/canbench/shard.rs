@@ -14,13 +14,13 @@ use serde_json::Value;
 use super::compare::BenchPages;
 use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
-use crate::engine::cost::Replica;
+use crate::engine::cost::{Host, Replica};
 use crate::engine::PageCounts;
 
 /// The part's file in a shard's --out directory.
 pub const PART_FILE: &str = "canbench_part.json";
 /// The part file's `kind`: what wrote it, and its format.
-pub const KIND: &str = "icbench canbench part 2";
+pub const KIND: &str = "icbench canbench part 3";
 
 /// A shard's part of a canbench run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -36,6 +36,8 @@ pub struct Part {
     pub module: String,
     /// The replica vintage the benches were charged by (`--replica`).
     pub replica: String,
+    /// The host whose OS pages the charges counted (`--host`).
+    pub host: String,
     /// The install argument, hex.
     pub init_args: String,
     /// SHA-256 of the stable memory file, if any.
@@ -135,6 +137,7 @@ impl Part {
             ("the shard count", json(&self.count)),
             ("the canister module (SHA-256)", json(&self.module)),
             ("the replica rules (--replica)", json(&self.replica)),
+            ("the host (--host)", json(&self.host)),
             ("the init args", json(&self.init_args)),
             (
                 "the stable memory file (SHA-256)",
@@ -258,8 +261,11 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         .collect();
     let replica = Replica::by_name(&first.replica)
         .map_err(|e| anyhow!("{}: its replica rules: {e}", parts[0].0.display()))?;
+    let host = Host::by_name(&first.host)
+        .map_err(|e| anyhow!("{}: its host: {e}", parts[0].0.display()))?;
     Ok(Joined {
         replica,
+        host,
         names,
         outcomes,
         pages,
@@ -273,6 +279,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
 #[derive(Debug)]
 pub struct Joined {
     pub replica: Replica,
+    pub host: Host,
     pub names: Vec<String>,
     pub outcomes: Vec<BenchOutcome>,
     pub pages: Vec<BenchPages>,
@@ -290,7 +297,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     // `--out .` names the files exactly as the unsharded run does.
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
-        joined.replica,
+        (joined.replica, joined.host),
         &joined.names,
         joined.outcomes,
         &joined.pages,
@@ -316,6 +323,7 @@ mod tests {
             count: 2,
             module: "m".into(),
             replica: "2025-03".into(),
+            host: "linux".into(),
             init_args: String::new(),
             stable_memory: None,
             outcomes: positions

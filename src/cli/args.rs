@@ -132,6 +132,11 @@ pub(crate) struct RunArgs {
     /// vintage's rules and sources). Reports name the vintage.
     #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
     pub(crate) replica: Option<String>,
+    /// The machine whose OS pages the charges count, as the server that recorded the
+    /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet).
+    /// Reports name a host other than linux.
+    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
+    pub(crate) host: Option<String>,
     /// Run even when the suites' estimated peak memory exceeds the memory available (by
     /// default such a run is refused before it starts, naming the flags that fit).
     #[arg(long)]
@@ -229,6 +234,10 @@ pub(crate) struct CrosscheckArgs {
     /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
     #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
     pub(crate) replica: Option<String>,
+    /// The machine whose OS pages the embedded side counts, to match the server's
+    /// (default: linux).
+    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
+    pub(crate) host: Option<String>,
     /// No progress output on stderr.
     #[arg(long)]
     pub(crate) quiet: bool,

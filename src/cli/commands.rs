@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 
-use icbench::engine::cost::Replica;
+use icbench::engine::cost::{Host, Replica};
 use icbench::engine::disk_cache;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
@@ -174,9 +174,16 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
         .as_deref()
         .map_or(Ok(Replica::NEWEST), Replica::by_name)
         .map_err(|e| anyhow!(e))?;
+    let host = args
+        .host
+        .as_deref()
+        .map_or(Ok(Host::default()), Host::by_name)
+        .map_err(|e| anyhow!(e))?;
     let mut reports = Vec::new();
     for engine in [
-        &mut EmbeddedEngine::default().with_replica(replica) as &mut dyn Engine,
+        &mut EmbeddedEngine::default()
+            .with_replica(replica)
+            .with_host(host) as &mut dyn Engine,
         pocket_ic.as_mut(),
     ] {
         if !args.quiet {

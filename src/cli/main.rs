@@ -1,11 +1,12 @@
 //! `icbench`: what IC storage really costs. With no arguments: build the bench canister if
 //! needed, run the seed-003 suite on the embedded engine and print the tables.
 //!
-//! The flags are defined in args.rs, a run is in run.rs, the other subcommands in
-//! commands.rs; this file dispatches.
+//! The flags are defined in args.rs (lists.rs refuses a value repeated in a list flag), a
+//! run is in run.rs, the other subcommands in commands.rs; this file dispatches.
 
 mod args;
 mod commands;
+mod lists;
 mod run;
 mod shared;
 
@@ -61,6 +62,10 @@ fn main() -> ExitCode {
         };
     }
     let matches = command().get_matches();
+    if let Err(e) = lists::refuse_repeated(&command(), &matches) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(e) => e.exit(),

@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use clap::ArgMatches;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use icbench::engine::cost::Replica;
+use icbench::engine::cost::{Host, Replica};
 use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
@@ -18,25 +18,53 @@ use icbench::interrupt;
 use icbench::report::{self, profiles, Report};
 use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
 
-pub(crate) fn make_engine(kind: EngineKind, replica: Option<&str>) -> Result<Box<dyn Engine>> {
-    match (kind, replica) {
-        (EngineKind::Embedded, replica) => {
+/// The engine `kind` with the embedded engine's `--replica` and `--host`, which a PocketIC
+/// server refuses: it charges by its own replica, on the machine it runs on.
+pub(crate) fn make_engine(
+    kind: EngineKind,
+    replica: Option<&str>,
+    host: Option<&str>,
+) -> Result<Box<dyn Engine>> {
+    match (kind, replica, host) {
+        (EngineKind::Embedded, replica, host) => {
             let replica = replica.map_or(Ok(Replica::NEWEST), Replica::by_name);
+            let host = host.map_or(Ok(Host::default()), Host::by_name);
             Ok(Box::new(
-                EmbeddedEngine::default().with_replica(replica.map_err(|e| anyhow!(e))?),
+                EmbeddedEngine::default()
+                    .with_replica(replica.map_err(|e| anyhow!(e))?)
+                    .with_host(host.map_err(|e| anyhow!(e))?),
             ))
         }
-        (EngineKind::PocketIc, Some(name)) => Err(anyhow!(
+        (EngineKind::PocketIc, Some(name), _) => Err(anyhow!(
             "--replica {name} selects the rules of the embedded engine; a PocketIC server \
              charges by the replica it was built from"
         )),
-        (EngineKind::PocketIc, None) => pocket_ic_engine("--engine pocket-ic"),
+        (EngineKind::PocketIc, None, Some(name)) => Err(anyhow!(
+            "--host {name} selects the OS pages the embedded engine counts; a PocketIC server \
+             counts those of the machine it runs on"
+        )),
+        (EngineKind::PocketIc, None, None) => pocket_ic_engine("--engine pocket-ic"),
     }
+}
+
+/// `--payload-size` within what the bench canister takes: its `set_payload_size` refuses
+/// more than `MAX_PAYLOAD_SIZE`, 1 MiB, so a larger size is refused here, naming that limit,
+/// before any plan is made or memory estimated.
+fn check_payload_size(size: u64) -> Result<()> {
+    let max = icbench::suites::tune::MAX_VALUE_SIZE;
+    if size > max {
+        return Err(anyhow!(
+            "--payload-size {size}: the bench canister takes at most {max} bytes per row (1 MiB, \
+             the MAX_PAYLOAD_SIZE of its set_payload_size)"
+        ));
+    }
+    Ok(())
 }
 
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
 /// (sysbench's ceilings) failed. `matches` holds the suites' own flags.
 pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
+    check_payload_size(args.common.payload_size)?;
     let selected = suites::select(&args.suite)?;
     // Every plan is made, so every flag checked, before any work starts.
     let plans = selected
@@ -89,7 +117,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             format!("the {} suite's results in {}", suite.name(), dir.display()),
         );
     }
-    let mut engine = make_engine(args.engine, args.replica.as_deref())?;
+    let mut engine = make_engine(args.engine, args.replica.as_deref(), args.host.as_deref())?;
     let wasm = args.module.read(args.quiet)?;
     // Each plan's modules: the default one, and those of its other stores.
     let needs: Vec<_> = plans.iter().map(|p| p.modules()).collect();
@@ -106,6 +134,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         let mut report =
             plan.run_modules(engine.as_mut(), modules, &exec, &mut |p| bar.update(p))?;
         report.set_replica(engine.replica());
+        report.set_host(engine.host());
         pool::sign_shard(&mut report, &format!("{plan:?}"), modules);
         bar.finish();
         if let Some(pattern) = &args.profile {

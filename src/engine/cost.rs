@@ -21,8 +21,10 @@
 //! functions read them from this module. The rules that changed over time, dated by the
 //! pull request that changed them, are in [`replica`] (the vintages `--replica` names).
 
+pub mod host;
 mod replica;
 
+pub use self::host::Host;
 pub use self::replica::{MemoryTracker, PocketIcRelease, Replica, POCKET_IC_RELEASES};
 
 use wasmparser::Operator;
@@ -271,15 +273,16 @@ pub const STABLE_PER_BYTE: u64 = 1;
 pub const STABLE_GROW: u64 = 100;
 /// `stable_size`/`stable64_size` are a native `memory.size`: no charge beyond the `call`.
 pub const STABLE_SIZE: u64 = 0;
-/// Instructions per newly dirtied 4 KiB page on an application subnet
-/// (`DEFAULT_DIRTY_PAGE_OVERHEAD`). Charged per heap page after execution (updates only)
-/// and per newly written stable page inside `stable_write`.
+/// Instructions per newly dirtied OS page (4 KiB on Linux, see [`Host`]) on an application
+/// subnet (`DEFAULT_DIRTY_PAGE_OVERHEAD`). Charged per heap page after execution (updates
+/// only) and per newly written stable page inside `stable_write`.
 pub const DIRTY_PAGE_OVERHEAD: u64 = 1_000;
 /// The heap dirty-page charge after execution is multiplied by this for Wasm64 modules
 /// (the embedder's per-instance overhead). The stable-write page charge is not: the
 /// instrumentation is given the plain `dirty_page_overhead`.
 pub const WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER: u64 = 4;
-/// Size of the OS page the dirty/accessed page accounting uses.
+/// Size of the OS page the dirty/accessed page accounting uses on Linux, the engine's own
+/// tracking granularity; [`Host::os_page_size`] gives another host's.
 pub const OS_PAGE_SIZE: u64 = 4096;
 /// Compilation cost per Wasm instruction, charged once at install
 /// (`DEFAULT_COST_TO_COMPILE_WASM_INSTRUCTION`).
@@ -451,7 +454,8 @@ const GIB: u64 = 1 << 30;
 /// `DEFAULT_WASM_MEMORY_LIMIT`: 3 GiB (fact sheet §6).
 pub const DEFAULT_WASM_MEMORY_LIMIT: u64 = 3 * GIB;
 
-/// Per-message limits of a subnet configuration. Page limits count 4 KiB OS pages.
+/// Per-message limits of a subnet configuration. Page limits count 4 KiB OS pages (a host
+/// with larger pages allows the same bytes in its own: [`Host`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Update, heartbeat and timer messages, all DTS slices together.
@@ -470,7 +474,7 @@ pub struct Limits {
     pub stable_accessed_pages_install: u64,
     pub stable_dirty_pages_query: u64,
     pub stable_accessed_pages_query: u64,
-    /// Instructions per newly dirtied 4 KiB page.
+    /// Instructions per newly dirtied OS page (see [`Host`]).
     pub dirty_page_overhead: u64,
     /// Whether `debug_print` pays `+1 per byte` of its message: only when debug prints are
     /// not rate limited (mainnet application subnets rate limit them; PocketIC does not).

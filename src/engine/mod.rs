@@ -274,6 +274,34 @@ impl CallOutcome {
     }
 }
 
+/// A message the IC sends a canister by itself in a round ([`Engine::tick`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CanisterTask {
+    /// `canister_global_timer`: the deadline set with `ic0.global_timer_set` was reached.
+    GlobalTimer,
+    /// `canister_heartbeat`: every round, for a canister that exports it.
+    Heartbeat,
+}
+
+impl CanisterTask {
+    /// The export the task runs.
+    pub fn export(self) -> &'static str {
+        match self {
+            CanisterTask::GlobalTimer => "canister_global_timer",
+            CanisterTask::Heartbeat => "canister_heartbeat",
+        }
+    }
+}
+
+/// A task one round ran, and its outcome as any message's: `Ok` with no bytes when it ran to
+/// its end (nothing replies to a task), the reject when it trapped.
+#[derive(Clone, Debug)]
+pub struct TaskOutcome {
+    pub canister: Principal,
+    pub task: CanisterTask,
+    pub outcome: CallOutcome,
+}
+
 /// `install_code`'s upgrade options (the management canister's `canister_upgrade_options`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UpgradeOptions {
@@ -367,6 +395,11 @@ pub trait Engine {
     fn replica(&self) -> Option<cost::Replica> {
         None
     }
+    /// The machine whose OS pages the charges count ([`cost::Host`]), or None when a
+    /// replica of its own decides (PocketIC: the machine it runs on).
+    fn host(&self) -> Option<cost::Host> {
+        None
+    }
     /// Charges the messages from now on (on this engine and forks taken from now on) by
     /// `replica`'s rules; states and snapshots are untouched. The tune suite measures a
     /// configuration under two vintages this way. An error where a replica of its own
@@ -409,6 +442,17 @@ pub trait Engine {
     fn update(&mut self, canister: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome>;
     /// A non-replicated query call; nothing it does persists.
     fn query(&mut self, canister: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome>;
+    /// Moves the clock `by` forward (PocketIC's `advance_time`); no message runs. The next
+    /// [`Engine::tick`] runs the global timers the new time reached.
+    fn advance_time(&mut self, by: std::time::Duration) -> Result<()>;
+    /// One round (PocketIC's `tick`): for each canister, in the order they were created,
+    /// its global timer if the round's time reached the deadline it set (run once: the
+    /// timer is cleared before the task runs, so only a new `ic0.global_timer_set` fires it
+    /// again) and then its heartbeat, each only if the module exports the task's method.
+    /// The round's time is one nanosecond past the last message's (or past the time
+    /// [`Engine::advance_time`] set). Gives each task's outcome and report, as a message's;
+    /// none where the engine cannot see them (PocketIC runs the round and reports nothing).
+    fn tick(&mut self) -> Result<Vec<TaskOutcome>>;
     /// Saves the canister's whole state.
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
     /// Puts the canister back to a saved state.

@@ -15,6 +15,8 @@
 //!   reports no cost for them, and install cycles include compilation charges we cannot split.
 //! - Dirty pages are not visible outside the replica: `heap_dirty_pages` and
 //!   `stable_dirty_pages` are 0. Heap and stable sizes come from `canister_status`.
+//! - `advance_time` and `tick` are the server's; a round's global timers and heartbeats run
+//!   there unseen (`tick` gives no outcomes).
 
 use std::any::Any;
 use std::io::Read;
@@ -30,8 +32,8 @@ use pocket_ic::{PocketIc, PocketIcBuilder, RejectResponse};
 
 use super::cost::CyclesFees;
 use super::{
-    CallOutcome, Engine, ErrorCode, MessageReport, Reject, RejectCode, SnapshotId, UpgradeOptions,
-    WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, MessageReport, Reject, RejectCode, SnapshotId, TaskOutcome,
+    UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The server version this crate version downloads; it accepts servers `>=16.0.0, <17`
@@ -548,6 +550,17 @@ impl Engine for PocketIcEngine {
             result: result.map_err(|r| map_reject(&r)),
             report: MessageReport::default(),
         })
+    }
+
+    fn advance_time(&mut self, by: Duration) -> Result<()> {
+        guard("advance_time", || self.pic().advance_time(by))
+    }
+
+    /// The server's round runs the due global timers and the heartbeats, but says neither
+    /// which ran nor what they cost: no outcomes.
+    fn tick(&mut self) -> Result<Vec<TaskOutcome>> {
+        guard("tick", || self.pic().tick())?;
+        Ok(Vec::new())
     }
 
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId> {

@@ -49,17 +49,17 @@ impl Plot {
 /// The legend of tables whose cells are one message's total with the per-row figure in
 /// parentheses, for a suite to put first in its markdown blocks.
 pub fn message_cells_legend(report: &Report) -> Block {
-    if report.charges_pages_in_band() {
-        return Block::Text(
+    if let Some(per_page) = report.wasm_page_charge() {
+        return Block::Text(format!(
             "Cells show the total for one message and, in parentheses, per row. \"Store work\" is \
              `ic0.performance_counter(0)` around the store calls only (what seed 003 reports); \
              \"charged\" is what the message is billed: its whole execution, and what cycles are \
-             computed from. Both include the memory tracker's page charges: 80,000 instructions for \
+             computed from. Both include the memory tracker's page charges: {} instructions for \
              each 64 KiB page of heap or stable memory a message first touches and as much again \
              for each it first writes (queries pay for the touch only). Cycles and USD are for a \
-             13-node application subnet; queries are free when not replicated.\n"
-                .into(),
-        );
+             13-node application subnet; queries are free when not replicated.\n",
+            thousands(per_page)
+        ));
     }
     Block::Text(
         "Cells show the total for one message and, in parentheses, per row. \"Store work\" is \
@@ -103,10 +103,17 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             "- Replica rules: `{replica}` (`--replica`; docs/engine.md lists what each vintage charges)\n"
         ));
     }
-    if report.charges_pages_in_band() {
-        out.push_str(
-            "- Memory pages: the deterministic memory tracker's charge, 80,000 instructions for each 64 KiB page of heap or stable memory a message first touches and as much again for each it first writes (queries: the touch only), is in every figure, `ic0.performance_counter` included\n",
-        );
+    if let Some(host) = report.extra::<String>(super::HOST) {
+        out.push_str(&format!(
+            "- Host: `{host}` (`--host`: the charges count its {} KiB OS pages)\n",
+            report.host().os_page_size() / 1024
+        ));
+    }
+    if let Some(per_page) = report.wasm_page_charge() {
+        out.push_str(&format!(
+            "- Memory pages: the deterministic memory tracker's charge, {} instructions for each 64 KiB page of heap or stable memory a message first touches and as much again for each it first writes (queries: the touch only), is in every figure, `ic0.performance_counter` included\n",
+            thousands(per_page)
+        ));
     }
     out.push_str(&format!(
         "- Rows before each message: {}\n",
@@ -161,17 +168,25 @@ pub fn markdown(report: &Report, document: &Document) -> String {
 /// output (report.md has it among its settings).
 pub fn rules_line(report: &Report) -> String {
     use crate::engine::cost::Replica;
-    match report.replica() {
-        Some(r) if r.memory_tracker.is_some() => format!(
-            "Charged by the replica's rules of {} (`--replica`): every 64 KiB page of heap or stable memory a message first touches costs 80,000 instructions, and as much again the first write to it (the memory tracker, on mainnet since July 2026; `--replica 2026-05` charges by the rules before it).\n",
-            r.name
+    let line = match (report.replica(), report.wasm_page_charge()) {
+        (Some(r), Some(per_page)) => format!(
+            "Charged by the replica's rules of {} (`--replica`): every 64 KiB page of heap or stable memory a message first touches costs {} instructions, and as much again the first write to it (the memory tracker, on mainnet since July 2026; `--replica 2026-05` charges by the rules before it).\n",
+            r.name,
+            thousands(per_page)
         ),
-        Some(r) => format!(
+        (Some(r), None) => format!(
             "Charged by the replica's rules of {} (`--replica`; the newest are {}'s).\n",
             r.name,
             Replica::NEWEST.name
         ),
-        None => "Charged by the PocketIC server's own replica.\n".to_string(),
+        (None, _) => return "Charged by the PocketIC server's own replica.\n".to_string(),
+    };
+    match report.extra::<String>(super::HOST) {
+        Some(host) => format!(
+            "{line}Host: {host} (`--host`): pages are counted in its {} KiB OS pages, not Linux's 4 KiB.\n",
+            report.host().os_page_size() / 1024
+        ),
+        None => line,
     }
 }
 

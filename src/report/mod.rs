@@ -75,6 +75,9 @@ pub struct Report {
 
 /// The results.json field naming the replica rules a run charged by.
 pub const REPLICA: &str = "replica";
+/// The results.json field naming the host whose OS pages a run's charges counted
+/// (`--host`); absent for the default, Linux, as in every run before the option.
+pub const HOST: &str = "host";
 
 impl Report {
     /// Names the replica vintage the run modelled (None: a PocketIC server's own rules).
@@ -97,6 +100,33 @@ impl Report {
     /// on): memory pages during the message instead of written pages after it.
     pub fn charges_pages_in_band(&self) -> bool {
         self.replica().is_some_and(|r| r.memory_tracker.is_some())
+    }
+
+    /// Names the host whose OS pages the charges counted, when it is not the default (a
+    /// report without the field was charged by Linux's 4 KiB pages, as every run before
+    /// `--host` was).
+    pub fn set_host(&mut self, host: Option<crate::engine::cost::Host>) {
+        match host {
+            Some(h) if h != crate::engine::cost::Host::default() => self.set_extra(HOST, &h.name()),
+            _ => {
+                self.extra.remove(HOST);
+            }
+        }
+    }
+
+    /// The host the run's charges counted the OS pages of (the default when the report
+    /// names none).
+    pub fn host(&self) -> crate::engine::cost::Host {
+        self.extra::<String>(HOST)
+            .and_then(|name| crate::engine::cost::Host::by_name(&name).ok())
+            .unwrap_or_default()
+    }
+
+    /// What the memory tracker charged per 64 KiB page touched (and again per page
+    /// written) under the run's vintage and host, when the vintage has the tracker.
+    pub fn wasm_page_charge(&self) -> Option<u64> {
+        let rule = self.replica()?.memory_tracker?;
+        Some(rule.on(self.host()).wasm_page_charge())
     }
 
     /// Stores a suite's own data under `name` in results.json.

@@ -13,7 +13,7 @@ use crate::support::canbench_fixture as support;
 
 use icbench::canbench::results::{BenchResult, Measurement};
 use icbench::canbench::{discover, Runner};
-use icbench::engine::cost::Replica;
+use icbench::engine::cost::{Host, Replica};
 use icbench::engine::PageCounts;
 
 fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
@@ -306,4 +306,21 @@ fn the_memory_tracker_charges_a_bench_whole_wasm_pages_on_request() {
     assert_eq!(tracked.total, m(1, 339 + 3 * 80_000, 2, 1));
     // The benches that touch no new page between their reads measure the same.
     assert_eq!(ok(&mut r, "empty").total, m(1, 207, 0, 0));
+}
+
+#[test]
+fn a_native_server_on_a_mac_charges_a_bench_a_quarter_of_each_page() {
+    let on_a_mac = |replica| {
+        let rules = (replica, Host::MacosArm64);
+        Runner::install_on(rules, &support::fixture_wasm(), &[], None, false).unwrap()
+    };
+    // The tracker's 5,000 per OS page counts 4 of a Mac's 16 KiB pages per Wasm page.
+    let mut r = on_a_mac(Replica::R2026_07);
+    assert_eq!(
+        ok(&mut r, "touch_new_pages").total,
+        m(1, 339 + 3 * 20_000, 2, 1)
+    );
+    // Before the tracker a bench (a query) pays for no page, on any host.
+    let mut r = on_a_mac(Replica::R2025_03);
+    assert_eq!(ok(&mut r, "touch_new_pages").total, m(1, 339, 2, 1));
 }

@@ -682,6 +682,21 @@ fn replica_selects_the_rules_and_parts_of_other_rules_do_not_merge() {
         "{}",
         stderr(&o)
     );
+    // So are parts counted on different hosts.
+    for (k, host) in [("1", "linux"), ("2", "macos-arm64")] {
+        let (shard, out) = (format!("{k}/2"), format!("host{k}"));
+        let o = s.run(&[
+            "--wasm", &w, "--shard", &shard, "--out", &out, "--host", host,
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let o = s.merge(&["host1", "host2", "--out", "."]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("they differ in the host (--host) (linux vs macos-arm64)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -702,8 +717,37 @@ fn a_pocket_ic_release_by_name_charges_by_its_vintage() {
     assert_eq!(stdout(&by_release), stdout(&by_vintage));
     assert_eq!(
         stderr(&by_release),
-        "Replica rules 2026-07: the figures PocketIC 16.0.0 gives; `--replica pocket-ic-VERSION` names another server's.\n"
+        "Replica rules 2026-07: the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n"
     );
+    // 16.1.0 charges as 16.0.0 did.
+    let newer = s.run(&[
+        "--wasm",
+        &w,
+        "--replica",
+        "pocket-ic-16.1.0",
+        "touch_new_pages",
+    ]);
+    assert_eq!(stdout(&newer), stdout(&by_vintage));
+    // Its arm64-darwin build counts a Mac's 16 KiB pages: a quarter of each page charge,
+    // and the line says so.
+    let mac = s.run(&[
+        "--wasm",
+        &w,
+        "--replica",
+        "pocket-ic-16.1.0",
+        "--host",
+        "macos-arm64",
+        "touch_new_pages",
+    ]);
+    assert_eq!(mac.status.code(), Some(0), "{}", stderr(&mac));
+    assert_ne!(stdout(&mac), stdout(&by_vintage));
+    assert!(stdout(&mac).contains("60.34 K"), "{}", stdout(&mac));
+    assert_eq!(
+        stderr(&mac),
+        "Replica rules 2026-07 on host macos-arm64 (`--host`: 16 KiB OS pages, a native arm64-darwin server's): the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n"
+    );
+    let o = s.run(&["--wasm", &w, "--host", "macos"]);
+    fails_with(&o, 2, "invalid value 'macos' for '--host <HOST>'");
     // canbench's own server, 13.0.0, is icbench canbench's default.
     let own = s.run(&[
         "--wasm",

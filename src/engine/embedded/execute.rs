@@ -40,7 +40,15 @@ fn page_map_of(inst: &Instance, touched_by: [Vec<String>; 4]) -> PageMap {
 }
 
 impl EmbeddedEngine {
+    /// The message's instruction limit and stable memory's dirty and accessed page limits,
+    /// these in the host's OS pages (the same bytes on every host).
     fn page_limits(&self, api: ApiType) -> (u64, u64, u64) {
+        let (instructions, dirty, accessed) = self.page_limits_4k(api);
+        let shift = self.host.page_shift();
+        (instructions, dirty >> shift, accessed >> shift)
+    }
+
+    fn page_limits_4k(&self, api: ApiType) -> (u64, u64, u64) {
         let l = &self.limits;
         match api {
             ApiType::Start | ApiType::Init | ApiType::PreUpgrade | ApiType::PostUpgrade => (
@@ -48,7 +56,12 @@ impl EmbeddedEngine {
                 l.stable_dirty_pages_install,
                 l.stable_accessed_pages_install,
             ),
-            ApiType::Update | ApiType::ReplicatedQuery => (
+            // System tasks have an update's limits (the scheduler runs them as
+            // `CanisterCallOrTask::Task`, with the message's instruction limits).
+            ApiType::Update
+            | ApiType::ReplicatedQuery
+            | ApiType::Heartbeat
+            | ApiType::GlobalTimer => (
                 l.max_instructions_per_update,
                 l.stable_dirty_pages_update,
                 l.stable_accessed_pages_update,
@@ -89,7 +102,8 @@ impl EmbeddedEngine {
             limit: budget.map_or(reported_limit, |b| b.min(reported_limit)),
             dirty_limit,
             accessed_limit,
-            memory_tracker: self.replica.memory_tracker,
+            memory_tracker: self.page_rule(),
+            os_shift: self.host.page_shift(),
             profiling: self.profiling,
             counter_reads: self.counter_reads.clone(),
             time_ns: self.time_ns,
@@ -126,7 +140,7 @@ impl EmbeddedEngine {
             export,
             names,
             &mut result,
-            dirty.len() as u64,
+            os_pages_written(&dirty, setup.os_shift),
             (heap_page_overhead, overhead),
         );
         let counter_reads = std::mem::take(&mut inst.store.data_mut().reads);
@@ -234,10 +248,24 @@ struct Setup {
     /// Stable memory's page limits, in OS pages.
     dirty_limit: u64,
     accessed_limit: u64,
+    /// The memory tracker's rule on the host, when the vintage has it.
     memory_tracker: Option<MemoryTracker>,
+    /// The host's OS page as a shift of the 4 KiB page.
+    os_shift: u32,
     profiling: Profiling,
     counter_reads: CounterReads,
     time_ns: u64,
+}
+
+/// The host's OS pages (of `1 << shift` 4 KiB pages) among the heap's written 4 KiB `pages`.
+fn os_pages_written(pages: &[u32], shift: u32) -> u64 {
+    if shift == 0 {
+        return pages.len() as u64;
+    }
+    let mut os: Vec<u32> = pages.iter().map(|p| p >> shift).collect();
+    os.sort_unstable();
+    os.dedup();
+    os.len() as u64
 }
 
 /// What a failed message rolls back to: the heap's size, the mutable globals, and what the
@@ -269,6 +297,7 @@ fn begin_message(
         state.time_ns = setup.time_ns;
         // Wasm pages are counted under every vintage (the results' page columns);
         // only the tracker's vintages charge for them.
+        state.stable.set_os_page_shift(setup.os_shift);
         state
             .stable
             .begin(setup.dirty_limit, setup.accessed_limit, true);
@@ -347,10 +376,10 @@ struct Measured {
     page_map: Option<PageMap>,
 }
 
-/// Counts the message that ran on `inst` (having written `heap_dirty` heap pages, charged
-/// `overheads` = (heap, stable) each): the counter, the memory tracker's charges not yet
-/// taken from it (which may leave `result` out of instructions), and before the tracker
-/// the heap's written pages.
+/// Counts the message that ran on `inst` (having written `heap_dirty` of the host's OS pages
+/// of the heap, charged `overheads` = (heap, stable) each): the counter, the memory tracker's
+/// charges not yet taken from it (which may leave `result` out of instructions), and before
+/// the tracker the heap's written pages.
 fn measure(
     inst: &mut Instance,
     setup: &Setup,
@@ -387,11 +416,12 @@ fn measure(
     };
     instructions += charged_pages * heap_page_overhead;
     let stable_dirty = inst.store.data().stable.dirty_pages();
+    let stable_dirty_os = inst.store.data().stable.dirty_os_pages();
     // What the vintage charged for pages: the tracker's charges, or before it the heap's
     // written pages after the message and stable memory's in `stable*_write`.
     let page_counts = inst.store.data().page_counts(match memory_tracker {
         Some(_) => pages.total(),
-        None => charged_pages * heap_page_overhead + stable_dirty * overhead,
+        None => charged_pages * heap_page_overhead + stable_dirty_os * overhead,
     });
     let end = Reading {
         counter: left,

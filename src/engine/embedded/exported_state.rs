@@ -17,6 +17,11 @@ impl EmbeddedEngine {
         h.update(module_key(&hash, self.counter, false));
         h.update(format!("{:?}", self.limits).as_bytes());
         h.update(self.replica.name.as_bytes());
+        // The host's page decides the stable page limits' granularity; the default's key is
+        // the one every earlier state was kept under.
+        if self.host != Host::default() {
+            h.update(self.host.name().as_bytes());
+        }
         Ok(Some(h.finalize().into()))
     }
 

@@ -6,8 +6,9 @@
 //! and implements [`Engine`] on its parts. A canister's lifecycle: [`install`] (install,
 //! upgrade, reinstall), [`snapshot`] (saved states, snapshots, forks), [`exported_state`]
 //! (a state to and from bytes); a message: [`execute`] runs one on an [`instance`] of the
-//! [`module`] ([`module`] loads it); beneath them [`memory`] is the memory tracker,
-//! [`system_api`] the System API and [`profiler`] the instruction profiles.
+//! [`module`] ([`module`] loads it), [`tasks`] the rounds' own (global timers, heartbeats);
+//! beneath them [`memory`] is the memory tracker, [`system_api`] the System API and
+//! [`profiler`] the instruction profiles.
 
 mod execute;
 mod exported_state;
@@ -18,6 +19,7 @@ mod module;
 mod profiler;
 mod snapshot;
 pub mod system_api;
+mod tasks;
 
 pub use module::{
     check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
@@ -45,7 +47,7 @@ use self::memory::image::{FrozenHeap, HeapImage, PageSet};
 use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
 use self::system_api::{ApiType, HostState, HostTrap, Message, MAX_STABLE_BYTES};
-use super::cost::{self, Limits, Replica};
+use super::cost::{self, Host, Limits, MemoryTracker, Replica};
 use super::counter_reads::{CounterRead, CounterReads};
 use super::disk_cache;
 use super::instrument::{self, Counter};
@@ -139,6 +141,8 @@ pub struct EmbeddedEngine {
     profiling: Profiling,
     /// The dated rules charged by where the replica changed them.
     replica: Replica,
+    /// The machine whose OS pages the charges count.
+    host: Host,
     /// What `ic0.performance_counter` returns and keeps in the next messages, and the
     /// reads of the last message.
     counter_reads: CounterReads,
@@ -167,6 +171,7 @@ impl EmbeddedEngine {
             counter: Counter::default(),
             profiling: Profiling::Off,
             replica: Replica::NEWEST,
+            host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
             expected_compiled_wasms: HashSet::new(),
@@ -187,6 +192,17 @@ impl EmbeddedEngine {
     pub fn with_replica(mut self, replica: Replica) -> Self {
         self.replica = replica;
         self
+    }
+
+    /// The machine whose OS pages the charges count (`--host`; Linux's 4 KiB by default).
+    pub fn with_host(mut self, host: Host) -> Self {
+        self.host = host;
+        self
+    }
+
+    /// The memory tracker's rule of the vintage on the host, if the vintage has it.
+    fn page_rule(&self) -> Option<MemoryTracker> {
+        self.replica.memory_tracker.map(|t| t.on(self.host))
     }
 
     /// Where modules installed from now on keep the instruction counter: the replica's
@@ -260,7 +276,7 @@ impl EmbeddedEngine {
             log: Vec::new(),
             print_log: self.print_log,
             profiler: None,
-            tracker: Tracker::new(self.replica.memory_tracker),
+            tracker: Tracker::new(self.page_rule()),
             native_stable: None,
             counter_reads: CounterReads::Off,
             reads: Vec::new(),
@@ -338,6 +354,10 @@ impl Engine for EmbeddedEngine {
         Some(self.replica)
     }
 
+    fn host(&self) -> Option<Host> {
+        Some(self.host)
+    }
+
     fn set_replica(&mut self, replica: Replica) -> Result<()> {
         // Every message reads the vintage when it starts (`execute`), and a fork copies it.
         self.replica = replica;
@@ -384,6 +404,14 @@ impl Engine for EmbeddedEngine {
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
         self.call(id, ApiType::Query, method, arg)
+    }
+
+    fn advance_time(&mut self, by: std::time::Duration) -> Result<()> {
+        self.advance(by)
+    }
+
+    fn tick(&mut self) -> Result<Vec<super::TaskOutcome>> {
+        self.round()
     }
 
     fn snapshot(&mut self, id: Principal) -> Result<SnapshotId> {

@@ -208,6 +208,7 @@ impl EmbeddedEngine {
             counter: self.counter,
             profiling: self.profiling,
             replica: self.replica,
+            host: self.host,
             counter_reads: self.counter_reads.clone(),
             last_counter_reads: Vec::new(),
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),

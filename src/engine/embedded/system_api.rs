@@ -57,6 +57,12 @@ pub enum ApiType {
     /// A `canister_composite_query` method called as a query: state discarded, but, unlike
     /// a query, run with modification tracking (see [`ApiType::ignores_modifications`]).
     CompositeQuery,
+    /// `canister_heartbeat`, run every round ([`crate::engine::Engine::tick`]): a system
+    /// task, replicated and tracked as an update, with nothing to reply to.
+    Heartbeat,
+    /// `canister_global_timer`, run in the first round at or past the deadline the
+    /// canister set with `ic0.global_timer_set`: a system task as the heartbeat.
+    GlobalTimer,
 }
 
 impl ApiType {
@@ -70,7 +76,20 @@ impl ApiType {
             ApiType::ReplicatedQuery => "replicated query",
             ApiType::Query => "query",
             ApiType::CompositeQuery => "composite query",
+            // The replica's `ApiType::as_str` for its system tasks.
+            ApiType::Heartbeat => "heartbeat",
+            ApiType::GlobalTimer => "global timer",
         }
+    }
+    /// Whether `ic0.global_timer_set` may run: not in start, nor in a query of any kind
+    /// (`ic0_global_timer_set` in rs/embedders/src/wasmtime_embedder/system_api.rs, index
+    /// id 2457547428: an error in `Start`, `NonReplicatedQuery`, `ReplicatedQuery` and
+    /// `InspectMessage`).
+    fn can_set_timer(self) -> bool {
+        !matches!(
+            self,
+            ApiType::Start | ApiType::ReplicatedQuery | ApiType::Query | ApiType::CompositeQuery
+        )
     }
     fn can_reply(self) -> bool {
         matches!(
@@ -79,8 +98,9 @@ impl ApiType {
         )
     }
     /// Whether growing the heap past `wasm_memory_limit` traps (the replica exempts
-    /// queries, so data can still be read out, and pre_upgrade, so a canister can still
-    /// be upgraded to a leaner version).
+    /// queries, so data can still be read out, pre_upgrade, so a canister can still be
+    /// upgraded to a leaner version, and system tasks, "TODO(RUN-957)": `MemoryUsage::
+    /// effective_wasm_memory_limit`, index id 2942983593).
     fn enforces_wasm_memory_limit(self) -> bool {
         matches!(
             self,
@@ -241,13 +261,13 @@ impl HostState {
     }
 
     /// [`HostState::page_counts`] so far in this message, with what the vintage charged for
-    /// pages so far: the tracker's charges, or before it stable memory's written 4 KiB pages
+    /// pages so far: the tracker's charges, or before it stable memory's written OS pages
     /// (the heap's are charged after the message, outside any counter read).
     pub fn page_counts_so_far(&self) -> PageCounts {
         let charge = if self.tracker.charges_pages() {
             self.page_charges().total()
         } else {
-            self.stable.dirty_pages() * self.limits.dirty_page_overhead
+            self.stable.dirty_os_pages() * self.limits.dirty_page_overhead
         };
         self.page_counts(charge)
     }

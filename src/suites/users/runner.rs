@@ -55,6 +55,7 @@ pub fn run(
     let suite = session.suite();
     let work = &session.work;
     let engine_replica = run.engine.replica();
+    let engine_host = run.engine.host().unwrap_or_default();
     let Prefilled {
         mut client,
         base,
@@ -150,7 +151,11 @@ pub fn run(
         seed: cfg.seed,
         payload_size: cfg.payload_size,
         prefill: Some(source.into()),
-        notes: shared_notes(cfg, engine_replica.and_then(|r| r.memory_tracker), notes),
+        notes: shared_notes(
+            cfg,
+            engine_replica.and_then(|r| r.memory_tracker.map(|t| t.on(engine_host))),
+            notes,
+        ),
     };
     let mut report = session.report(&client, header, measured);
     if let Some(after) = after {

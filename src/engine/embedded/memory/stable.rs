@@ -1,12 +1,14 @@
 //! Stable memory: sparse, page-granular and copy-on-write.
 //!
-//! Pages are 4 KiB (the replica's tracking granularity) and shared between the live state
-//! and snapshots by reference counts ([`page::SharedPage`]), so a snapshot of a 1,000,000-row canister costs one map
+//! Pages are 4 KiB (the replica's tracking granularity on Linux) and shared between the live
+//! state and snapshots by reference counts ([`page::SharedPage`]), so a snapshot of a 1,000,000-row canister costs one map
 //! clone and untouched pages cost no host memory. Each message keeps an undo log of the
 //! pages it writes, which is both the rollback on a trap and the replica's set of newly
-//! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each). Under the deterministic memory
-//! tracker it also counts the 64 KiB Wasm pages a message accesses and writes, which the
-//! tracker charges instead.
+//! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each). On a host with larger OS pages
+//! ([`crate::engine::cost::Host`]) the pages dirtied and accessed, and so the charges and
+//! limits, are counted in the host's pages beside. Under the deterministic memory tracker it
+//! also counts the 64 KiB Wasm pages a message accesses and writes, which the tracker
+//! charges instead.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -147,6 +149,12 @@ impl PageBits {
         self.len
     }
 
+    fn contains(&self, page: u64) -> bool {
+        self.words
+            .get((page / 64) as usize)
+            .is_some_and(|w| w & (1 << (page % 64)) != 0)
+    }
+
     fn clear(&mut self) {
         for &w in &self.used {
             self.words[w as usize] = 0;
@@ -274,6 +282,10 @@ struct MessageLog {
     last_dirty: Option<u64>,
     /// Wasm pages accessed and written, counted only under the deterministic memory tracker.
     wasm_pages: Option<WasmPageLog>,
+    /// The host's OS pages written and accessed, counted only where they are larger than
+    /// the 4 KiB pages above (`StableMemory::os_shift`).
+    os_dirty: PageBits,
+    os_accessed: PageBits,
 }
 
 /// The Wasm pages a message touched, as the deterministic memory tracker counts them.
@@ -344,6 +356,8 @@ impl MessageLog {
         self.accessed.clear();
         self.last_accessed = None;
         self.last_dirty = None;
+        self.os_dirty.clear();
+        self.os_accessed.clear();
         match (&mut self.wasm_pages, count_wasm_pages) {
             (Some(w), true) => w.clear(),
             (w, true) => *w = Some(WasmPageLog::default()),
@@ -365,8 +379,11 @@ pub struct StableMemory {
     image: StableImage,
     log: MessageLog,
     max_wasm_pages: u64,
+    /// Limits in the host's OS pages.
     dirty_limit: u64,
     accessed_limit: u64,
+    /// The host's OS page as a shift of the 4 KiB page (0: the same page).
+    os_shift: u32,
 }
 
 impl StableMemory {
@@ -394,9 +411,41 @@ impl StableMemory {
         self.accessed_limit = accessed_limit;
     }
 
-    /// Pages written in the current message.
+    /// Counts the messages from now on in OS pages of `1 << shift` 4 KiB pages (the host's,
+    /// see [`crate::engine::cost::Host::page_shift`]): the dirty pages charged, and the
+    /// pages the limits of [`Self::begin`] count.
+    pub fn set_os_page_shift(&mut self, shift: u32) {
+        self.os_shift = shift;
+    }
+
+    /// 4 KiB pages written in the current message.
     pub fn dirty_pages(&self) -> u64 {
         self.log.undo.len() as u64
+    }
+
+    /// The host's OS pages written in the current message: what the replica charges
+    /// before the memory tracker.
+    pub fn dirty_os_pages(&self) -> u64 {
+        match self.os_shift {
+            0 => self.dirty_pages(),
+            _ => self.log.os_dirty.len(),
+        }
+    }
+
+    /// The host's OS pages accessed in the current message.
+    fn accessed_os_pages(&self) -> u64 {
+        match self.os_shift {
+            0 => self.log.accessed.len(),
+            _ => self.log.os_accessed.len(),
+        }
+    }
+
+    /// The host's OS pages `pages` (4 KiB pages) lie in.
+    fn os_pages(&self, pages: &std::ops::Range<u64>) -> std::ops::Range<u64> {
+        match pages.is_empty() {
+            true => 0..0,
+            false => pages.start >> self.os_shift..((pages.end - 1) >> self.os_shift) + 1,
+        }
     }
 
     /// Wasm pages accessed in the current message (0 unless counted, see [`Self::begin`]).
@@ -498,10 +547,15 @@ impl StableMemory {
         if let Some(last) = pages.clone().last() {
             self.log.last_accessed = Some(last);
         }
+        if self.os_shift > 0 {
+            for p in self.os_pages(&pages) {
+                self.log.os_accessed.insert(p);
+            }
+        }
         for p in pages {
             self.log.accessed.insert(p);
         }
-        if self.log.accessed.len() > self.accessed_limit {
+        if self.accessed_os_pages() > self.accessed_limit {
             return Err(StableError::AccessedPageLimit(self.accessed_limit));
         }
         Ok(())
@@ -533,21 +587,32 @@ impl StableMemory {
         Ok(())
     }
 
-    /// Writes `data`; returns how many pages this write dirtied for the first time in
-    /// the current message (the replica charges each).
+    /// Writes `data`; returns how many of the host's OS pages this write dirtied for the
+    /// first time in the current message (the replica charges each).
     pub fn write(&mut self, offset: u64, data: &[u8]) -> Result<u64, StableError> {
         let len = data.len() as u64;
         self.check_range(offset, len)?;
         let pages = Self::pages_of(offset, len);
         let last_dirty = self.log.last_dirty;
-        let newly_dirty = pages
-            .clone()
-            .filter(|&p| Some(p) != last_dirty && !self.log.undo.contains_key(&p))
-            .count() as u64;
-        if self.dirty_pages() + newly_dirty > self.dirty_limit {
+        let newly_dirty = match self.os_shift {
+            0 => pages
+                .clone()
+                .filter(|&p| Some(p) != last_dirty && !self.log.undo.contains_key(&p))
+                .count() as u64,
+            _ => self
+                .os_pages(&pages)
+                .filter(|&p| !self.log.os_dirty.contains(p))
+                .count() as u64,
+        };
+        if self.dirty_os_pages() + newly_dirty > self.dirty_limit {
             return Err(StableError::DirtyPageLimit(self.dirty_limit));
         }
         self.touch(pages.clone())?;
+        if self.os_shift > 0 {
+            for p in self.os_pages(&pages) {
+                self.log.os_dirty.insert(p);
+            }
+        }
         if let Some(w) = &mut self.log.wasm_pages {
             w.write(Self::wasm_pages_of(offset, len));
         }

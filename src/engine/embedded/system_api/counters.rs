@@ -3,7 +3,7 @@
 
 use wasmtime::Result;
 
-use super::registration::{charge, violation, Def, C};
+use super::registration::{charge, require, violation, Def, C};
 use crate::engine::counter_reads::{CounterRead, CounterReads};
 
 /// Defines `d` if it is one of the counters' and time's functions; says whether it was.
@@ -11,8 +11,12 @@ pub(super) fn define(d: &mut Def<'_>) -> Result<bool> {
     let f = d.fee;
     match d.name {
         "time" => d.value(|s| s.time_ns as i64)?,
+        // The canister's one-off timer: the deadline in ns since the epoch, 0 for none
+        // (`CanisterTimer::from_time` makes 0 `Inactive`). Returns the deadline it replaces,
+        // 0 when none was set; the round that reaches it runs `canister_global_timer`.
         "global_timer_set" => d.define(move |c: &mut C<'_>, ts: i64| -> Result<i64> {
             charge(c, f.base)?;
+            require(c, "global_timer_set", c.data().msg.api.can_set_timer())?;
             let old = std::mem::replace(&mut c.data_mut().global_timer, ts as u64);
             Ok(old as i64)
         })?,

@@ -1,0 +1,143 @@
+//! Inputs a new user might give that would have run wrongly: a value repeated in a list flag
+//! (run twice, written twice into results.csv), a payload the canister refuses, a host or a
+//! PocketIC release by name. Each is refused with one line and exit status 2 before any work
+//! (the output directory is not even made), or taken.
+
+/// icbench with `args` and `--out` in a fresh directory: exit status, stderr, and whether
+/// the output directory was made.
+fn icbench(name: &str, args: &[&str]) -> (i32, String, bool) {
+    let out = crate::support::scratch_dir(name).join("out");
+    let o = crate::support::icbench_command()
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("icbench runs");
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        out.exists(),
+    )
+}
+
+#[track_caller]
+fn refused(name: &str, args: &[&str], expected: &str) {
+    let (code, stderr, made) = icbench(name, args);
+    assert_eq!(code, 2, "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert_eq!(stderr.trim_end(), format!("error: {expected}"), "{args:?}");
+    assert!(!made, "{args:?} made the output directory");
+}
+
+#[test]
+fn a_value_repeated_in_a_list_flag_is_refused_in_one_line_before_any_work() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--journal-modes", "WAL,WAL"],
+            "--journal-modes WAL,WAL: WAL is given twice; each value is run once, so name it once",
+        ),
+        // The same value in another case, where the flag ignores case.
+        (
+            &["--journal-modes", "wal,OFF,WAL"],
+            "--journal-modes wal,OFF,WAL: WAL is given twice; each value is run once, so name it once",
+        ),
+        (
+            &["--stores", "btree", "--stores", "sqlite,btree"],
+            "--stores btree,sqlite,btree: btree is given twice; each value is run once, so name it once",
+        ),
+        // The same number spelled twice.
+        (
+            &["--batches", "10,010"],
+            "--batches 10,010: 010 is given twice; each value is run once, so name it once",
+        ),
+        (
+            &["--positions", "end,middle,end"],
+            "--positions end,middle,end: end is given twice; each value is run once, so name it once",
+        ),
+        (
+            &["--suite", "upgrade", "--upgrade-sizes", "1000,2000,1000"],
+            "--upgrade-sizes 1000,2000,1000: 1000 is given twice; each value is run once, so name it once",
+        ),
+        (
+            &["--suite", "tune", "--tune-cache-sizes", "-2000,500,-2000"],
+            "--tune-cache-sizes -2000,500,-2000: -2000 is given twice; each value is run once, so name it once",
+        ),
+        (
+            &["--suite", "tune", "--tune-synchronous", "OFF,off"],
+            "--tune-synchronous OFF,off: off is given twice; each value is run once, so name it once",
+        ),
+        // A suite named twice is a slip too; `all` beside a named suite is an overlap
+        // (below).
+        (
+            &["--suite", "seed003,lookups,seed003"],
+            "--suite seed003,lookups,seed003: seed003 is given twice; each value is run once, so name it once",
+        ),
+        // Under `run` as at the top level.
+        (
+            &["run", "--sysbench-journal-modes", "PERSIST,persist"],
+            "--sysbench-journal-modes PERSIST,persist: persist is given twice; each value is run once, so name it once",
+        ),
+    ];
+    for (i, (args, expected)) in cases.iter().enumerate() {
+        refused(&format!("lists-{i}"), args, expected);
+    }
+}
+
+#[test]
+fn all_beside_a_named_suite_runs_each_suite_once() {
+    let o = crate::support::icbench_command()
+        .args(["--suite", "all,lookups", "--list-scenarios"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    let lookups = listed
+        .lines()
+        .filter(|l| l.starts_with("lookups\t"))
+        .count();
+    let alone = crate::support::icbench_command()
+        .args(["--suite", "lookups", "--list-scenarios"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        lookups,
+        String::from_utf8_lossy(&alone.stdout).lines().count()
+    );
+    assert!(lookups > 0);
+}
+
+#[test]
+fn a_payload_the_canister_refuses_is_refused_naming_its_limit_before_the_memory_estimate() {
+    refused(
+        "payload",
+        &["--payload-size", "99999999999"],
+        "--payload-size 99999999999: the bench canister takes at most 1048576 bytes per row (1 MiB, the MAX_PAYLOAD_SIZE of its set_payload_size)",
+    );
+    // The limit itself is taken (the run goes on to its next check).
+    let (code, stderr, _) = icbench(
+        "payload-max",
+        &["--payload-size", "1048576", "--rows", "10"],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--rows must be at least 2000"), "{stderr}");
+}
+
+#[test]
+fn a_host_is_for_the_embedded_engine() {
+    let (code, stderr, _) = icbench("host-bad", &["--host", "windows"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("invalid value 'windows' for '--host <HOST>'")
+            && stderr.contains("linux, macos-arm64"),
+        "{stderr}"
+    );
+    let (code, stderr, _) = icbench(
+        "host-pocket-ic",
+        &["--engine", "pocket-ic", "--host", "macos-arm64"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --host macos-arm64 selects the OS pages the embedded engine counts; a PocketIC server counts those of the machine it runs on"
+    );
+}
