@@ -3,26 +3,27 @@
 
 use std::fmt::Write;
 
+use crate::bench_canister::Module;
 use crate::report::{Report, ScenarioResult, Status};
-use crate::suites::scenario::{JournalMode, Position, Store};
+use crate::suites::scenario::{JournalMode, Position, StoreKind};
 use crate::suites::{seed003, users};
 
 /// Default threshold, in percent of the PocketIC figure.
 pub const DEFAULT_THRESHOLD: f64 = 1.0;
 
 /// The fixed scenario set: 2,000 prefilled rows (the suite's minimum), batches 1, 10 and
-/// 100, the heap map, the B-tree map and SQLite in its DELETE and OFF journal modes, every
-/// position, and the reads: 72 scenarios, a few seconds on either engine.
+/// 100, the default module's stores (the heap map, the B-tree map and SQLite in its DELETE
+/// and OFF journal modes), every position, and the reads: 72 scenarios, a few seconds on
+/// either engine.
 pub fn config() -> seed003::Config {
+    let default_module: Vec<StoreKind> = StoreKind::ALL
+        .into_iter()
+        .filter(|k| k.module() == Module::DEFAULT)
+        .collect();
     seed003::Config {
         users: users::Config {
             rows: 2_000,
-            stores: vec![
-                Store::Heap,
-                Store::BTree,
-                Store::Sqlite(JournalMode::Delete),
-                Store::Sqlite(JournalMode::Off),
-            ],
+            stores: users::stores_of(&default_module, &[JournalMode::Delete, JournalMode::Off]),
             ..users::Config::default()
         },
         batches: vec![1, 10, 100],

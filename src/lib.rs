@@ -2,7 +2,8 @@
 //! instruction metering on an embedded engine (or on PocketIC).
 //!
 //! Layers, each using only the ones before it: `engine` (the Engine trait, the embedded
-//! engine, PocketIC, the cost model) <- `bench_canister` (the canister client) <- `report`
+//! engine, PocketIC, the cost model) <- `bench_canister` (the canister client) <- `stores`
+//! (the store table: which stores exist, in which module, what each supports) <- `report`
 //! (records and renderers; it knows no suite) <- `suites` (one module per suite) <- the CLI,
 //! `crosscheck` and `canbench`.
 
@@ -14,6 +15,7 @@ pub mod engine;
 pub mod interrupt;
 pub mod memory;
 pub mod report;
+pub mod stores;
 pub mod suites;
 
 /// What the unit tests of several modules share.

@@ -243,12 +243,14 @@ pub(crate) struct CrosscheckArgs {
     pub(crate) quiet: bool,
 }
 
-/// Which bench canister module a run or a crosscheck installs (see `ModuleArgs::read`).
+/// Which bench canister modules a run or a crosscheck installs (see `ModuleArgs::read`).
 #[derive(Args, Clone)]
 pub(crate) struct ModuleArgs {
     /// Use this canister module instead of the bench canister icbench embeds.
+    // `NAME=PATH` replaces the module called NAME instead (`tune=PATH`: the tune
+    // variant's, as `--tune-wasm` does); the flag is given once per module.
     #[arg(long, conflicts_with = "build_canister")]
-    pub(crate) wasm: Option<PathBuf>,
+    pub(crate) wasm: Vec<PathBuf>,
     /// Build the bench canister from the checkout icbench was built from
     /// (scripts/build-canister.sh) instead of running the module icbench embeds.
     #[arg(long)]

@@ -168,6 +168,7 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
     let wasm = args.module.read(args.quiet)?;
     let cfg = crosscheck::config();
+    let modules = args.module.modules(&wasm, &[cfg.modules()], args.quiet)?;
     let replica = args
         .replica
         .as_deref()
@@ -192,7 +193,7 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
                 engine.name()
             );
         }
-        reports.push(cfg.run(engine, &wasm, &Exec::SEQUENTIAL, &mut |_| {})?);
+        reports.push(cfg.run_modules(engine, &modules[0], &Exec::SEQUENTIAL, &mut |_| {})?);
     }
     let metric = match args.metric {
         MetricKind::Store => Metric::Store,

@@ -119,19 +119,23 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     }
     let mut engine = make_engine(args.engine, args.replica.as_deref(), args.host.as_deref())?;
     let wasm = args.module.read(args.quiet)?;
+    // Each plan's modules: the default one, and those of its other stores.
+    let needs: Vec<_> = plans.iter().map(|p| p.modules()).collect();
+    let modules = args.module.modules(&wasm, &needs, args.quiet)?;
     let mut gate_ok = true;
     let mut profiled = profiles::Selected::default();
     let mut all_ids = Vec::new();
-    for (suite, plan) in selected.iter().zip(&plans) {
+    for ((suite, plan), modules) in selected.iter().zip(&plans).zip(&modules) {
         let started = std::time::Instant::now();
         if !args.quiet && selected.len() > 1 {
             eprintln!("suite {}", suite.name());
         }
         let mut bar = Bar::new(args.quiet);
-        let mut report = plan.run(engine.as_mut(), &wasm, &exec, &mut |p| bar.update(p))?;
+        let mut report =
+            plan.run_modules(engine.as_mut(), modules, &exec, &mut |p| bar.update(p))?;
         report.set_replica(engine.replica());
         report.set_host(engine.host());
-        pool::sign_shard(&mut report, &format!("{plan:?}"), &wasm);
+        pool::sign_shard(&mut report, &format!("{plan:?}"), modules);
         bar.finish();
         if let Some(pattern) = &args.profile {
             let selected = profiles::select(&mut report, pattern);

@@ -7,12 +7,13 @@ use crate::args::ModuleArgs;
 
 use anyhow::{anyhow, Result};
 
-use icbench::bench_canister;
+use icbench::bench_canister::{self, Module};
 use icbench::engine::disk_cache;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self};
+use icbench::stores::{self, ModuleNeed, Modules};
 use icbench::suites::{self};
 
 /// A PocketIC engine for `what` (the flag or command asking for it).
@@ -59,16 +60,66 @@ pub(crate) fn eprint_written(written: &[std::path::PathBuf]) {
 }
 
 impl ModuleArgs {
-    /// The module `--wasm` names, checked (a one-line error naming the file and what is
-    /// wrong with it: not Wasm, truncated, invalid, not a bench canister, rather than a
-    /// failure after the prefill); else the one `--build-canister` builds, else the bench
-    /// canister icbench embeds (or builds, when its sources moved on).
+    /// The `--wasm` values, each with the module it replaces (`NAME=PATH`; a path alone is
+    /// the default module's); a module named twice is refused.
+    fn named(&self) -> Result<Vec<(Module, PathBuf)>> {
+        let mut named: Vec<(Module, PathBuf)> = Vec::new();
+        for value in &self.wasm {
+            let (module, path) = stores::wasm_flag_value(value);
+            if let Some((_, first)) = named.iter().find(|(m, _)| *m == module) {
+                return Err(anyhow!(
+                    "--wasm names the {} module twice ({} and {}): give it once",
+                    stores::module_name(module),
+                    first.display(),
+                    path.display()
+                ));
+            }
+            named.push((module, path));
+        }
+        Ok(named)
+    }
+
+    /// The default module `--wasm` names, checked (a one-line error naming the file and
+    /// what is wrong with it: not Wasm, truncated, invalid, not a bench canister, rather
+    /// than a failure after the prefill); else the one `--build-canister` builds, else the
+    /// bench canister icbench embeds (or builds, when its sources moved on).
     pub(crate) fn read(&self, quiet: bool) -> Result<Vec<u8>> {
-        match &self.wasm {
-            Some(path) => bench_canister::read_module_flag("--wasm", path),
+        let named = self.named()?;
+        match named.iter().find(|(m, _)| *m == Module::DEFAULT) {
+            Some((module, path)) => stores::read_module("--wasm", *module, path),
             None if self.build_canister => bench_canister::build_from_sources(quiet),
             None => bench_canister::ensure_built(quiet),
         }
+    }
+
+    /// Each plan's modules (`needs`, a list per plan), `default` the default module: those
+    /// `--wasm NAME=PATH` names, else those a plan's own flag names, else those of the
+    /// current sources. A module `--wasm` names that no plan runs is refused.
+    pub(crate) fn modules<'a>(
+        &self,
+        default: &'a [u8],
+        needs: &[Vec<ModuleNeed>],
+        quiet: bool,
+    ) -> Result<Vec<Modules<'a>>> {
+        let named: Vec<(Module, PathBuf)> = self
+            .named()?
+            .into_iter()
+            .filter(|(m, _)| *m != Module::DEFAULT)
+            .collect();
+        if let Some((module, path)) = named
+            .iter()
+            .find(|(m, _)| !needs.iter().flatten().any(|n| n.module == *m))
+        {
+            let name = stores::module_name(*module);
+            return Err(anyhow!(
+                "--wasm {name}={}: no store the selected suites measure lives in the {name} module",
+                path.display()
+            ));
+        }
+        needs
+            .iter()
+            .map(|needs| Modules::resolve(default, needs, &named, quiet))
+            .collect()
     }
 }
 

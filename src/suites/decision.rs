@@ -5,6 +5,7 @@
 
 use crate::report::format::thousands;
 use crate::report::{Align, Report, ScenarioResult, Status, Table};
+use crate::stores;
 use crate::suites::grid::table_of;
 
 /// A workload of the table: which records measure it and what one costs.
@@ -67,19 +68,6 @@ pub const MESSAGE_WORKLOADS: [Workload; 6] = [
     },
 ];
 
-/// A store as the tables name it, from a record's store and journal mode.
-pub fn store_label(store: &str, journal_mode: &str) -> String {
-    match (store, journal_mode) {
-        ("btree", _) => "StableBTreeMap".into(),
-        ("heap", "") => "heap BTreeMap".into(),
-        ("heap", encoding) => format!("heap BTreeMap ({encoding})"),
-        ("sqlite", "") => "SQLite".into(),
-        ("sqlite", mode) => format!("SQLite {mode}"),
-        (s, "") => s.into(),
-        (s, m) => format!("{s} {m}"),
-    }
-}
-
 /// One line of the table.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decision {
@@ -126,7 +114,7 @@ pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<
             r.rows_before == rows_before && (workload.pick)(r),
             &r.status,
         ) {
-            let entry = (store_label(&r.store, &r.journal_mode), error_code(reason));
+            let entry = (stores::label(&r.store, &r.journal_mode), error_code(reason));
             if !failed.contains(&entry) {
                 failed.push(entry);
             }
@@ -149,11 +137,11 @@ pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<
         .skip(1)
         .find(|(r, _)| r.store != best.store)
         .or_else(|| candidates.get(1))
-        .map(|(r, cost)| (store_label(&r.store, &r.journal_mode), *cost));
+        .map(|(r, cost)| (stores::label(&r.store, &r.journal_mode), *cost));
     Some(Decision {
         workload: workload.name,
         unit: workload.unit,
-        best: (store_label(&best.store, &best.journal_mode), best_cost),
+        best: (stores::label(&best.store, &best.journal_mode), best_cost),
         next,
         failed,
     })

@@ -13,7 +13,8 @@ use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Footnotes, LinePlot, Plot, PlotKind,
     Report, ScenarioResult, Series, Status,
 };
-use crate::suites::scenario::{JournalMode, Position, Store};
+use crate::stores::{self, Store};
+use crate::suites::scenario::Position;
 
 /// Positions present, middle / end / random first (seed 003's case leads), unknown ones after.
 /// A table from its columns, each header beside its alignment.
@@ -69,77 +70,39 @@ impl StoreColumn {
     }
 
     fn parsed(&self) -> Option<Store> {
-        match self.store.as_str() {
-            "heap" => Some(Store::Heap),
-            "btree" => Some(Store::BTree),
-            "sqlite" => JournalMode::from_name(&self.journal_mode).map(Store::Sqlite),
-            _ => None,
-        }
+        stores::parse(&self.store, &self.journal_mode)
     }
 
-    /// The heap map, StableBTreeMap, then SQLite DELETE, TRUNCATE, PERSIST, MEMORY, WAL,
-    /// OFF, then unknown.
+    /// In table order (the heap map, StableBTreeMap, then SQLite DELETE, TRUNCATE, PERSIST,
+    /// MEMORY, WAL, OFF), then unknown.
     pub fn rank(&self) -> (usize, String, String) {
-        let rank = match self.parsed() {
-            Some(Store::Heap) => 0,
-            Some(Store::BTree) => 1,
-            Some(Store::Sqlite(m)) => {
-                2 + JournalMode::ALL.iter().position(|&j| j == m).unwrap_or(0)
-            }
-            None => 2 + JournalMode::ALL.len(),
-        };
+        let rank = self.parsed().map_or(usize::MAX, Store::rank);
         (rank, self.store.clone(), self.journal_mode.clone())
     }
 
     /// `StableBTreeMap`, `SQLite WAL`.
     pub fn label(&self) -> String {
-        match self.parsed() {
-            Some(store) => store.label(),
-            None => format!("{} {}", self.store, self.journal_mode)
-                .trim()
-                .to_string(),
-        }
+        stores::label(&self.store, &self.journal_mode)
     }
 
     /// For narrow terminals: `Heap`, `BTreeMap`, `WAL` (the heading says the rest are
     /// SQLite).
     pub fn short_label(&self) -> String {
         match self.parsed() {
-            Some(Store::Heap) => "Heap".to_string(),
-            Some(Store::BTree) => "BTreeMap".to_string(),
-            Some(Store::Sqlite(m)) => m.as_str().to_string(),
+            Some(store) => store.short_label(),
             None => self.label(),
         }
     }
 
     /// The store's palette slot (`report::svg::SLOTS`), so it has one colour in every plot
-    /// of every suite; `None` for a store this version does not know. The StableBTreeMap,
-    /// SQLite by journal mode, then the heap map (it came later and took the slot after OFF,
-    /// so the other stores kept their colours), then the SQLite schemas of dbbench and keys
-    /// (WITHOUT ROWID, secondary index; one journal mode per run).
+    /// of every suite (the store table's); `None` for a store this version does not know.
     pub fn color_slot(&self) -> Option<usize> {
-        let modes = JournalMode::ALL.len();
-        match self.store.as_str() {
-            "sqlite_without_rowid" => return Some(2 + modes),
-            "sqlite_secondary" => return Some(3 + modes),
-            _ => {}
-        }
-        self.parsed().map(|store| match store {
-            Store::Heap => 1 + modes,
-            _ => self.rank().0 - 1,
-        })
+        stores::colour(&self.store, &self.journal_mode)
     }
 
     /// Labels of the suites whose SQLite columns are schemas (dbbench, keys).
     pub fn schema_label(&self) -> String {
-        match self.store.as_str() {
-            "heap" => "heap BTreeMap".into(),
-            "btree" => "StableBTreeMap".into(),
-            "sqlite" => format!("SQLite {} rowid", self.journal_mode),
-            "sqlite_without_rowid" => format!("SQLite {} WITHOUT ROWID", self.journal_mode),
-            "sqlite_secondary" => format!("SQLite {} secondary index", self.journal_mode),
-            _ => self.label(),
-        }
+        stores::schema_label(&self.store, &self.journal_mode)
     }
 }
 

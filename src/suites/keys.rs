@@ -9,17 +9,16 @@ use std::collections::HashSet;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use bench_types::names::KeysStore;
 use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
 use super::grid::{dot_plot_file, store_dot, StoreColumn};
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{stable_store_selected, Define, Header, Measure, Run};
+use super::shared::{store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
 use super::{CommonArgs, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::bench_canister::BenchClient;
 use crate::engine::SnapshotId;
 use crate::report::format::{per_row, thousands};
 use crate::report::table::Align;
@@ -28,6 +27,10 @@ use crate::report::{
     message_cells_legend, Block, Document, DotPlot, DotPoint, Plot, Report, ScenarioResult, Status,
     Table,
 };
+use crate::stores::{self, ModuleNeed, SchemaStore};
+
+/// `--suite keys`.
+const SUITE: &str = "keys";
 
 /// Rows per insert message: seed 002 wrote one user's list, about 100 rows, per transaction.
 pub const ROWS_PER_MESSAGE: u64 = 100;
@@ -46,14 +49,15 @@ const _: () = {
 
 /// Key types, as the canister names them.
 pub const KEY_TYPES: [&str; 4] = bench_types::names::KeyType::NAMES;
-/// Stores, as the canister names them (the SQLite ones in `journal_mode`).
-pub const STORES: [&str; 4] = bench_types::names::KeysStore::NAMES;
 
 /// One scenario: a store and a key type; each gives an insert, a lookup and a storage row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct KeysScenario {
+    /// The store, as the canister names it.
     pub store: &'static str,
     pub key_type: &'static str,
+    /// The store table's schema (in the suite's journal mode, where its store has them).
+    pub schema: SchemaStore,
 }
 
 /// results.json's field for the SQLite pages per B-tree.
@@ -128,17 +132,18 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Stores kept by `stores`: the map for btree, the three schemas for sqlite.
+    /// Per key type, the store table's schemas of this suite that `stores` selects: the map
+    /// for btree, the three SQLite schemas for sqlite.
     pub fn matrix(&self) -> Vec<KeysScenario> {
-        let btree = self.stores.contains(&StoreKind::Btree);
-        let sqlite = self.stores.contains(&StoreKind::Sqlite);
+        let schemas = SchemaStore::of_suite(SUITE, &self.stores, &[self.journal_mode]);
         let mut out = Vec::new();
         for key_type in KEY_TYPES {
-            for store in STORES {
-                let map = store == KeysStore::BTree.name();
-                if (map && btree) || (!map && sqlite) {
-                    out.push(KeysScenario { store, key_type });
-                }
+            for schema in &schemas {
+                out.push(KeysScenario {
+                    store: schema.canister_name(SUITE),
+                    key_type,
+                    schema: *schema,
+                });
             }
         }
         out
@@ -372,7 +377,12 @@ impl Define for Keys {
 }
 
 impl Measure for Config {
-    const SUITE: &'static str = "keys";
+    const SUITE: &'static str = SUITE;
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(stores::measured_by(SUITE, &self.stores))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.rows < LOOKUPS
@@ -384,7 +394,7 @@ impl Measure for Config {
                 self.rows
             ));
         }
-        stable_store_selected(&self.stores, Self::SUITE)
+        store_selected(&self.stores, Self::SUITE)
     }
 
     fn measure(&self, run: Run<'_>) -> Result<Report> {
@@ -399,12 +409,7 @@ impl Measure for Config {
             format!("set SQLite's journal mode to {mode}"),
             &[installed],
             || -> Result<SnapshotId> {
-                client
-                    .configure_sqlite(&SqliteConfig {
-                        journal_mode: Some(mode.to_string()),
-                        ..SqliteConfig::default()
-                    })?
-                    .value
+                stores::set_journal_mode(&mut client, mode)?
                     .map_err(|e| anyhow!("setting journal_mode {mode} for the keys suite: {e}"))?;
                 client.engine.snapshot(canister)
             },
@@ -446,7 +451,7 @@ fn measure(
     base: SnapshotId,
 ) -> Result<Outcome> {
     let canister = client.canister;
-    let (rows, mode) = (cfg.rows, cfg.journal_mode);
+    let rows = cfg.rows;
     let key = format!("{}/{}", s.store, s.key_type);
     let mut results = Vec::new();
     let mut page_stats = Vec::new();
@@ -484,20 +489,11 @@ fn measure(
         ),
         Some(_) => None,
     };
-    let journal = if s.store == KeysStore::BTree.name() {
-        String::new()
-    } else {
-        mode.to_string()
-    };
-    // The results name the rowid table `sqlite`, as the other suites do.
-    let store = if s.store == KeysStore::SqliteRowid.name() {
-        "sqlite"
-    } else {
-        s.store
-    };
+    // The results name the rowid table `sqlite`, as the other suites do (the table's record).
+    let (store, journal) = (s.schema.record(), s.schema.journal_column());
     let mut row = |operation: &str, batch: u64, t: &Totals, method: &str, args: String| {
         let mut r = ScenarioResult {
-            suite: "keys".into(),
+            suite: SUITE.into(),
             engine: engine_name.into(),
             store: store.into(),
             journal_mode: journal.clone(),

@@ -9,6 +9,7 @@ use super::shared::{Define, Measure, Run};
 use super::users;
 use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate};
 use crate::report::{Document, Report};
+use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Keys per query (seed 001's batch sizes).
@@ -90,6 +91,10 @@ impl Measure for Config {
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
         users::run(run, &self.users, &self.matrix(), &[note.to_string()], None)
+    }
+
+    fn modules(&self) -> Vec<ModuleNeed> {
+        self.users.modules()
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

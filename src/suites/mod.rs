@@ -12,6 +12,7 @@ use clap::{ArgMatches, Args, Command};
 
 use crate::engine::Engine;
 use crate::report::{Document, Report};
+use crate::stores::{ModuleNeed, Modules};
 
 pub mod capacity;
 pub mod dbbench;
@@ -68,14 +69,31 @@ pub trait Suite: Sync {
 /// agree on it.
 pub trait Plan: std::fmt::Debug {
     /// Runs the plan (the part of it `exec` selects, on `exec.jobs` forks of `engine`
-    /// where it can fork) and returns the report.
+    /// where it can fork) on the modules its stores live in, and returns the report.
+    fn run_modules(
+        &self,
+        engine: &mut dyn Engine,
+        modules: &Modules<'_>,
+        exec: &Exec,
+        progress: &mut dyn FnMut(Progress<'_>),
+    ) -> Result<Report>;
+
+    /// [`Plan::run_modules`] with `wasm` as the default module and the others of
+    /// [`Plan::modules`] those its flags name or, else, those of the current sources.
     fn run(
         &self,
         engine: &mut dyn Engine,
         wasm: &[u8],
         exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
-    ) -> Result<Report>;
+    ) -> Result<Report> {
+        let modules = Modules::resolve(wasm, &self.modules(), &[], true)?;
+        self.run_modules(engine, &modules, exec, progress)
+    }
+
+    /// The canister modules the plan's stores live in (the store table's), the default
+    /// first, each with the file a flag of the plan names for it (`--tune-wasm`).
+    fn modules(&self) -> Vec<ModuleNeed>;
 
     /// The ids of the records the plan will give (what `--profile PATTERN` matches), when
     /// they are known before it runs; `None` for plans whose records come out of the run
@@ -216,6 +234,28 @@ fn sorted_unique(mut values: Vec<u64>) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_store_table_names_registered_suites() {
+        let registered: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
+        for kind in StoreKind::every() {
+            let def = kind.def();
+            let schema_suites = def
+                .schemas
+                .iter()
+                .flat_map(|s| s.canister.iter().map(|c| c.0));
+            for suite in def.suites.iter().copied().chain(schema_suites) {
+                assert!(registered.contains(&suite), "{kind}: {suite}");
+            }
+        }
+        // Every suite measures some store of the default run.
+        for suite in registered {
+            assert!(
+                !crate::stores::measured_by(suite, &StoreKind::ALL).is_empty(),
+                "{suite}"
+            );
+        }
+    }
 
     #[test]
     fn registry_names_are_unique_and_all_expands_in_order() {

@@ -25,6 +25,7 @@ use crate::bench_canister::BenchClient;
 use crate::engine::SnapshotId;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
+use crate::stores::Modules;
 
 pub mod graph;
 pub mod record;
@@ -219,7 +220,8 @@ pub struct ShardInfo {
     /// SHA-256 of the whole plan's scenario keys, and of its settings (the plan's `Debug`).
     pub plan: String,
     pub settings: String,
-    /// SHA-256 of the canister module.
+    /// SHA-256 of the canister module, or of every module's name and SHA-256 when the run
+    /// held several ([`Modules::signature`]).
     pub module: String,
     /// Instructions executed before the first scenario (install, prefill): every shard
     /// runs them, a joined report counts them once.
@@ -311,11 +313,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Records in a shard's report which settings and module it ran with.
-pub fn sign_shard(report: &mut Report, settings: &str, module: &[u8]) {
+/// Records in a shard's report which settings and modules it ran with (every module of
+/// `modules`: see [`Modules::signature`]).
+pub fn sign_shard(report: &mut Report, settings: &str, modules: &Modules<'_>) {
     if let Some(mut info) = report.extra::<ShardInfo>(SHARD) {
         info.settings = sha256_hex(settings.as_bytes());
-        info.module = sha256_hex(module);
+        info.module = modules.signature();
         report.set_extra(SHARD, &info);
     }
 }

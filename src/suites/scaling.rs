@@ -20,6 +20,7 @@ use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Document, Report};
+use crate::stores::{self, ModuleNeed};
 
 mod grow;
 mod measure;
@@ -122,9 +123,7 @@ impl Define for Scaling {
 
     fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
-        let mut kinds = common.stores.clone();
-        kinds.sort();
-        kinds.dedup();
+        let kinds = stores::measured_by(<Config as Measure>::SUITE, &common.stores);
         let sizes = sizes_up_to(args.scaling_max_rows);
         let capacity_at = sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS);
         Ok(Config {
@@ -142,6 +141,11 @@ impl Define for Scaling {
 
 impl Measure for Config {
     const SUITE: &'static str = "scaling";
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.kinds.iter().copied())
+    }
 
     fn validate(&self) -> Result<()> {
         if self.kinds.is_empty() {

@@ -1,6 +1,7 @@
 //! Scenarios are values: the matrix, the runner, the report and the tests share these
 //! definitions, so every number traces back to one `Scenario` and one canister method.
-//! The store and journal-mode enums are also the CLI's flag values (clap `ValueEnum`).
+//! The stores are the store table's ([`crate::stores`]); they and the positions are also
+//! the CLI's flag values (clap `ValueEnum`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -8,78 +9,9 @@ use std::str::FromStr;
 use clap::ValueEnum;
 use serde::{Deserialize, Serialize};
 
-/// The stores of the benchmark canister, as `--stores` names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
-pub enum StoreKind {
-    /// A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only across
-    /// upgrades (seed003, lookups; the other suites have no heap store).
-    Heap,
-    /// ic-stable-structures' StableBTreeMap.
-    Btree,
-    /// SQLite (ic-rusqlite); each suite says in which journal modes or schemas.
-    Sqlite,
-}
-
-impl StoreKind {
-    pub const ALL: [StoreKind; 3] = [StoreKind::Heap, StoreKind::Btree, StoreKind::Sqlite];
-
-    /// `heap`, `btree` or `sqlite`, as in the canister's method names.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            StoreKind::Heap => bench_types::names::HEAP,
-            StoreKind::Btree => bench_types::names::BTREE,
-            StoreKind::Sqlite => bench_types::names::SQLITE,
-        }
-    }
-}
-
-impl fmt::Display for StoreKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// SQLite journal modes (`PRAGMA journal_mode`), shared with the canister.
-pub use bench_types::JournalMode;
-
-/// Which store a scenario measures.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Store {
-    /// `std::collections::BTreeMap<u64, String>` on the Wasm heap.
-    Heap,
-    /// ic-stable-structures' `StableBTreeMap<u64, String>`.
-    BTree,
-    /// SQLite (ic-rusqlite) in the given journal mode.
-    Sqlite(JournalMode),
-}
-
-impl Store {
-    /// Column label in tables and plots.
-    pub fn label(self) -> String {
-        match self {
-            Store::Heap => "heap BTreeMap".to_string(),
-            Store::BTree => "StableBTreeMap".to_string(),
-            Store::Sqlite(m) => format!("SQLite {m}"),
-        }
-    }
-    /// `heap`, `btree` or `sqlite`, as in the canister's method names.
-    pub fn kind(self) -> &'static str {
-        self.store_kind().as_str()
-    }
-    pub fn store_kind(self) -> StoreKind {
-        match self {
-            Store::Heap => StoreKind::Heap,
-            Store::BTree => StoreKind::Btree,
-            Store::Sqlite(_) => StoreKind::Sqlite,
-        }
-    }
-    pub fn journal_mode(self) -> Option<JournalMode> {
-        match self {
-            Store::Heap | Store::BTree => None,
-            Store::Sqlite(m) => Some(m),
-        }
-    }
-}
+/// The stores (rows of the store table) and SQLite's journal modes (shared with the
+/// canister), as scenarios name them.
+pub use crate::stores::{JournalMode, Store, StoreKind};
 
 /// Where new rows go relative to the prefilled ids 0, 10, 20, ..., 10 (rows - 1).
 #[derive(
@@ -174,7 +106,7 @@ pub struct Scenario {
 impl Scenario {
     /// The canister method that runs this scenario.
     pub fn method(&self) -> String {
-        let store = self.store.kind();
+        let store = self.store.stem();
         match self.operation {
             Operation::Insert { .. }
                 if matches!(self.position, Position::Random | Position::Sorted) =>

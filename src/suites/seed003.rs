@@ -17,6 +17,7 @@ use crate::bench_canister::BenchClient;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
+use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Read operations measured per store and position.
@@ -183,6 +184,10 @@ impl Measure for Config {
         users::run(run, &cfg.users, &cfg.matrix(), &[], after)
     }
 
+    fn modules(&self) -> Vec<ModuleNeed> {
+        self.users.modules()
+    }
+
     fn scenario_ids(&self) -> Option<Vec<String>> {
         Some(users::scenario_ids(&self.matrix(), &self.users))
     }
@@ -211,10 +216,7 @@ fn confirm_capacity(
     let mut found = Vec::new();
     for (store, start) in starts {
         let Ok(start) = start else { continue };
-        let mode = store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default();
+        let mode = store.journal_column();
         let measured: Vec<&ScenarioResult> = report
             .results
             .iter()

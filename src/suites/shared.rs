@@ -8,6 +8,6 @@ mod define;
 mod measure;
 mod session;
 
-pub use define::{stable_store_selected, Define};
+pub use define::{store_selected, Define};
 pub use measure::{Measure, Run};
 pub use session::{Header, Session};

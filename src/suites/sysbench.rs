@@ -10,23 +10,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use bench_types::names::SysbenchStore;
 use clap::{ArgMatches, Args};
 
 use super::dbbench::Totals;
 use super::grid::{store_dot, store_dot_plot, table_headed};
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{stable_store_selected, Define, Header, Measure, Run};
+use super::shared::{store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
 use super::{pool, CommonArgs, DEFAULT_USD_PER_XDR};
-use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::bench_canister::BenchClient;
 use crate::engine::SnapshotId;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{
     message_cells_legend, Block, Document, DotPoint, Plot, Report, ScenarioResult, Status,
 };
+use crate::stores::{self, ModuleNeed, SchemaStore};
 
 /// Seed 004's 23 workloads, their sections and the parameters each message takes, shared
 /// with the canister.
@@ -46,12 +46,17 @@ pub const DEFAULT_ROWS: u64 = 10_000;
 pub const DEFAULT_MAX_RATIO: f64 = 6.0;
 pub const DEFAULT_MAX_SECTION_RATIO: f64 = 5.0;
 
+/// `--suite sysbench`.
+const SUITE: &str = "sysbench";
+
 /// One scenario: a workload on the map, or on SQLite in one journal mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SysbenchScenario {
     pub workload: Workload,
     /// `None`: the map.
     pub journal_mode: Option<JournalMode>,
+    /// The store table's schema it runs on (in that journal mode).
+    pub store: SchemaStore,
 }
 
 pub struct Sysbench;
@@ -105,26 +110,23 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The map's subset once (it has no journal), then all 23 per selected journal mode.
+    /// Per store table schema of this suite that `stores` selects: the map (no SQL) runs
+    /// the key-value subset once (it has no journal), SQLite all 23 per selected journal
+    /// mode.
     pub fn matrix(&self) -> Vec<SysbenchScenario> {
         let mut out = Vec::new();
-        if self.stores.contains(&StoreKind::Btree) {
-            for workload in WORKLOADS.into_iter().filter(|w| w.on_map) {
-                out.push(SysbenchScenario {
-                    workload,
-                    journal_mode: None,
-                });
-            }
-        }
-        if self.stores.contains(&StoreKind::Sqlite) {
-            for &mode in &self.journal_modes {
-                for workload in WORKLOADS {
-                    out.push(SysbenchScenario {
+        for store in SchemaStore::of_suite(SUITE, &self.stores, &self.journal_modes) {
+            let sql = store.store_kind().def().sql;
+            out.extend(
+                WORKLOADS
+                    .into_iter()
+                    .filter(|w| sql || w.on_map)
+                    .map(|workload| SysbenchScenario {
                         workload,
-                        journal_mode: Some(mode),
-                    });
-                }
-            }
+                        journal_mode: store.journal_mode(),
+                        store,
+                    }),
+            );
         }
         out
     }
@@ -196,6 +198,23 @@ pub struct TableSection {
 
 pub use crate::report::compare::ratio;
 
+/// The records' stores seed 004 compares: the map (this suite's schema without SQL) and
+/// SQLite (its schema of a store with journal modes).
+fn compared() -> (&'static str, &'static str) {
+    let schemas = SchemaStore::of_suite(SUITE, &StoreKind::ALL, &[JournalMode::Persist]);
+    let find = |pick: fn(&SchemaStore) -> bool| {
+        schemas
+            .iter()
+            .find(|s| pick(s))
+            .map(|s| s.record())
+            .expect("the store table has the schemas sysbench compares")
+    };
+    (
+        find(|s| !s.store_kind().def().sql),
+        find(|s| s.journal_mode().is_some()),
+    )
+}
+
 /// The tables, from a report's results: per journal mode, reads then writes.
 pub fn sections(report: &Report) -> Vec<TableSection> {
     let per_event = |store: &str, mode: &str, workload: &str| {
@@ -206,8 +225,9 @@ pub fn sections(report: &Report) -> Vec<TableSection> {
             .filter(|r| r.status == Status::Ok)
             .map(|r| r.store_instructions_per_row)
     };
+    let (map, sql) = compared();
     let mut modes: Vec<String> = Vec::new();
-    for r in report.results.iter().filter(|r| r.store == "sqlite") {
+    for r in report.results.iter().filter(|r| r.store == sql) {
         if !modes.contains(&r.journal_mode) {
             modes.push(r.journal_mode.clone());
         }
@@ -219,8 +239,8 @@ pub fn sections(report: &Report) -> Vec<TableSection> {
                 .iter()
                 .filter(|w| w.section == section)
                 .map(|w| {
-                    let btree = per_event("btree", "", w.name);
-                    let sqlite = per_event("sqlite", &mode, w.name);
+                    let btree = per_event(map, "", w.name);
+                    let sqlite = per_event(sql, &mode, w.name);
                     TableRow {
                         workload: w.name.into(),
                         btree,
@@ -308,10 +328,7 @@ fn prefill(client: &mut BenchClient<'_>, store: &str, rows: u64) -> Result<()> {
 
 /// The canister's store name and the results' journal mode of a scenario.
 fn store_of(s: &SysbenchScenario) -> (&'static str, String) {
-    match s.journal_mode {
-        None => (SysbenchStore::BTree.name(), String::new()),
-        Some(m) => (SysbenchStore::Sqlite.name(), m.to_string()),
-    }
+    (s.store.canister_name(SUITE), s.store.journal_column())
 }
 
 fn journal_suffix(journal: &str) -> String {
@@ -453,7 +470,12 @@ impl Define for Sysbench {
 }
 
 impl Measure for Config {
-    const SUITE: &'static str = "sysbench";
+    const SUITE: &'static str = SUITE;
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(stores::measured_by(SUITE, &self.stores))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.rows < MIN_ROWS || self.rows > MAX_ROWS {
@@ -471,7 +493,7 @@ impl Measure for Config {
                 "--sysbench-max-ratio and --sysbench-max-section-ratio must be positive numbers"
             ));
         }
-        stable_store_selected(&self.stores, Self::SUITE)
+        store_selected(&self.stores, Self::SUITE)
     }
 
     fn measure(&self, run: Run<'_>) -> Result<Report> {
@@ -495,31 +517,25 @@ impl Measure for Config {
         let slots = pool::Slots::new(scenarios.len());
         let setup = AtomicU64::new(0);
         let mut tasks = Vec::new();
-        let mut modes_seen: Vec<Option<JournalMode>> = Vec::new();
+        let mut stores_seen: Vec<SchemaStore> = Vec::new();
         for s in &scenarios {
-            if modes_seen.contains(&s.journal_mode) {
+            if stores_seen.contains(&s.store) {
                 continue;
             }
-            modes_seen.push(s.journal_mode);
+            stores_seen.push(s.store);
             let (store, journal) = store_of(s);
             let label = format!("{store}{}", journal_suffix(&journal));
-            let mode = s.journal_mode;
+            let schema = s.store;
             let (scenarios, indices, slots, setup, workload) =
                 (&scenarios, &indices, &slots, &setup, &workload);
             tasks.push(
                 Task::new(Kind::Fill, format!("prefill {label}"), move |lane| {
                     lane.client.engine.restore(canister, base)?;
                     let before = lane.client.executed_instructions;
-                    if let Some(mode) = mode {
-                        lane.client
-                            .configure_sqlite(&SqliteConfig {
-                                journal_mode: Some(mode.to_string()),
-                                ..SqliteConfig::default()
-                            })?
-                            .value
-                            .map_err(|e| {
-                                anyhow!("setting journal_mode {mode} for sysbench: {e}")
-                            })?;
+                    if let Some(mode) = schema.journal_mode() {
+                        stores::set_journal_mode(&mut lane.client, mode)?.map_err(|e| {
+                            anyhow!("setting journal_mode {mode} for sysbench: {e}")
+                        })?;
                     }
                     prefill(&mut lane.client, store, rows)?;
                     setup.fetch_add(
@@ -528,10 +544,7 @@ impl Measure for Config {
                     );
                     lane.step(Kind::Snapshot, format!("snapshot of {label}"));
                     let start = lane.snapshot()?;
-                    for &i in indices
-                        .iter()
-                        .filter(|&&i| scenarios[i].journal_mode == mode)
-                    {
+                    for &i in indices.iter().filter(|&&i| scenarios[i].store == schema) {
                         let start = start.clone();
                         lane.spawn(
                             Task::new(
@@ -605,9 +618,9 @@ fn measure(
         }
     }
     Ok(ScenarioResult {
-        suite: "sysbench".into(),
+        suite: SUITE.into(),
         engine: engine_name.into(),
-        store: store.into(),
+        store: s.store.record().into(),
         journal_mode: journal,
         position: s.workload.section.name().into(),
         operation: s.workload.name.into(),

@@ -19,11 +19,12 @@ use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use super::decision::MESSAGE_WORKLOADS;
-use super::scenario::{JournalMode, Operation, Position, Store};
+use super::scenario::{JournalMode, Operation, Position, Store, StoreKind};
 use super::users::{self};
 use crate::bench_canister::{SqliteConfig, SqliteSettings};
 use crate::report::format::thousands;
 use crate::report::ScenarioResult;
+use crate::stores::SelectedBy;
 use bench_types::pragma::Synchronous;
 
 mod beside;
@@ -108,80 +109,73 @@ fn named<T: Copy, const N: usize>(
 /// Why `--tune-settings bucket_size` is refused, in one line.
 pub const BUCKET_SIZE_NOT_SEARCHABLE: &str = "--tune-settings: bucket_size cannot be searched: ic-rusqlite 0.5 creates the canister's only MemoryManager (bucket size 128 pages, not settable), and a bucket size does not change which 64 KiB pages a message touches (docs/tuning.md)";
 
-/// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
-/// built with the cargo feature `tune`), measured at its defaults beside the default
-/// module's heap map and StableBTreeMap: talc as the allocator of the whole module, and a
-/// value type with a bound.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Variant {
-    /// The heap map, with talc as the global allocator.
-    HeapTalc,
-    /// The `StableBTreeMap<u64, String>`, with talc.
-    BTreeTalc,
-    /// A `StableBTreeMap<u64, Name>`, `Name` a `String` bounded to 100 bytes, with talc.
-    BTreeBounded,
+/// The store whose settings the suite searches (`configure_sqlite`'s): `--stores` must name
+/// it.
+pub const SEARCHED: StoreKind = StoreKind::Sqlite;
+/// The store `--tune-value-sizes` measures at other value sizes, with the stores a reader
+/// compares it with beside it.
+pub const VALUE_SIZES_OF: StoreKind = StoreKind::Btree;
+
+/// Whether a record's `store` is one of the search's (a setting of the searched store).
+fn is_search_record(store: &str) -> bool {
+    store
+        .strip_prefix(SEARCHED.def().record)
+        .is_some_and(|rest| rest.starts_with(' '))
 }
 
-/// The largest payload the bounded value type holds (`NAME_MAX_SIZE` in the canister).
-pub const BOUNDED_MAX_SIZE: u64 = 100;
+/// The tune variant module's stores (`--tune-variants`): the rows of the store table whose
+/// module is the tune variant's, measured at their defaults beside the default module's, in
+/// table order.
+pub fn variants() -> Vec<StoreKind> {
+    StoreKind::every()
+        .filter(|k| k.def().selected_by == SelectedBy::TuneVariants)
+        .collect()
+}
 
-impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::HeapTalc, Variant::BTreeTalc, Variant::BTreeBounded];
-
-    /// Its name in `--tune-variants`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::HeapTalc => "heap-talc",
-            Variant::BTreeTalc => "btree-talc",
-            Variant::BTreeBounded => "btree-bounded",
-        }
-    }
-
-    /// The default module's store whose calls it takes (and which `--stores` must name).
-    pub fn store(self) -> Store {
-        match self {
-            Variant::HeapTalc => Store::Heap,
-            Variant::BTreeTalc | Variant::BTreeBounded => Store::BTree,
-        }
-    }
-
-    /// The store in the canister's method names (`add_users_btree_bounded`, ...).
-    pub fn method_store(self) -> &'static str {
-        match self {
-            Variant::HeapTalc => "heap",
-            Variant::BTreeTalc => "btree",
-            Variant::BTreeBounded => "btree_bounded",
-        }
-    }
-
-    /// The record's `store`.
-    pub fn record_store(self) -> &'static str {
-        match self {
-            Variant::HeapTalc => "heap allocator=talc",
-            Variant::BTreeTalc => "btree allocator=talc",
-            Variant::BTreeBounded => "btree_bounded allocator=talc",
-        }
-    }
-
-    /// For tables.
-    pub fn label(self) -> &'static str {
-        match self {
-            Variant::HeapTalc => "heap BTreeMap (talc)",
-            Variant::BTreeTalc => "StableBTreeMap (talc)",
-            Variant::BTreeBounded => "StableBTreeMap, bounded value (talc)",
-        }
-    }
-
-    fn of_record(store: &str) -> Option<Variant> {
-        let store = store.split(" replica=").next().unwrap_or(store);
-        Variant::ALL.into_iter().find(|v| v.record_store() == store)
-    }
-
-    fn parse(name: &str) -> Result<Variant> {
-        named(Variant::ALL, Variant::name, name).map_err(|accepted| {
-            anyhow!("--tune-variants: unknown variant {name:?}; accepted: {accepted}, or none")
+/// The `--tune-variants` value `name` (any case, spaces around it ignored).
+fn parse_variant(name: &str) -> Result<StoreKind> {
+    let all = variants();
+    all.iter()
+        .copied()
+        .find(|v| v.name().eq_ignore_ascii_case(name.trim()))
+        .ok_or_else(|| {
+            let accepted: Vec<&str> = all.iter().map(|v| v.name()).collect();
+            anyhow!(
+                "--tune-variants: unknown variant {name:?}; accepted: {}, or none",
+                accepted.join(", ")
+            )
         })
-    }
+}
+
+/// The tune variant a record's `store` names (under the vintage beside too).
+fn variant_of_record(store: &str) -> Option<StoreKind> {
+    let store = store.split(" replica=").next().unwrap_or(store);
+    variants().into_iter().find(|v| v.def().record == store)
+}
+
+/// The default module's store a variant takes the calls of (and which `--stores` must
+/// name): its shape and memory.
+fn variant_base(variant: StoreKind) -> Store {
+    Store::new(variant.base(), None)
+}
+
+/// The store `--tune-value-sizes` measures, as the others beside the search name it.
+fn value_sizes_of() -> Store {
+    Store::new(VALUE_SIZES_OF, None)
+}
+
+/// The bound of the tune variant's bounded value type, for the notes that describe the
+/// module.
+fn bounded_max_size() -> u64 {
+    variants()
+        .into_iter()
+        .find_map(value_bound)
+        .unwrap_or_default()
+}
+
+/// The largest payload a variant's value type holds, if it is bounded.
+fn value_bound(variant: StoreKind) -> Option<u64> {
+    variant.def().max_value_size
 }
 
 /// One configuration of the SQLite store (locking mode EXCLUSIVE, as the canister keeps it).
@@ -198,8 +192,11 @@ impl Setting {
     /// journal mode is the record's own column).
     pub fn store_label(&self) -> String {
         format!(
-            "sqlite page_size={} cache_size={} synchronous={}",
-            self.page_size, self.cache_size, self.synchronous
+            "{} page_size={} cache_size={} synchronous={}",
+            SEARCHED.def().record,
+            self.page_size,
+            self.cache_size,
+            self.synchronous
         )
     }
 
@@ -318,7 +315,7 @@ pub struct Config {
     /// and the StableBTreeMap, for the decision table.
     pub others: Vec<Store>,
     /// The tune variant's stores measured beside them (`--tune-variants`).
-    pub variants: Vec<Variant>,
+    pub variants: Vec<StoreKind>,
     /// The tune variant module (`--tune-wasm`); None: the committed one of these sources.
     pub variant_wasm: Option<PathBuf>,
     /// Why a variant asked for by default was left out (for "not searched").

@@ -15,10 +15,12 @@ use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
-use super::users::{self, ID_STEP};
+use super::users::ID_STEP;
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::report::format::thousands;
+use crate::report::ScenarioResult;
 use crate::report::{Document, Report};
+use crate::stores::{self, ModuleNeed};
 use bench_types::names::HeapEncoding;
 
 mod calls;
@@ -96,53 +98,97 @@ fn sorted_encodings(names: &[String]) -> Result<Vec<HeapEncoding>> {
         .collect())
 }
 
-/// A store as this suite measures it: the heap store once per encoding, or a store of the
-/// other suites (StableBTreeMap, SQLite in a journal mode).
+/// A store as this suite measures it: a store of the table (SQLite in a journal mode), and
+/// for a store serialized on upgrade, the encoding (`None`: the canister's default).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UpgradeStore {
-    Heap(HeapEncoding),
-    Users(Store),
+pub struct UpgradeStore {
+    pub store: Store,
+    pub encoding: Option<HeapEncoding>,
 }
 
 impl UpgradeStore {
+    /// `store` as the other suites measure it (a serialized store in the canister's
+    /// default encoding).
+    pub fn of(store: Store) -> UpgradeStore {
+        UpgradeStore {
+            store,
+            encoding: None,
+        }
+    }
+
+    /// `kind` serialized on upgrade in `encoding`.
+    pub fn serialized(kind: StoreKind, encoding: HeapEncoding) -> UpgradeStore {
+        UpgradeStore {
+            store: Store::new(kind, None),
+            encoding: Some(encoding),
+        }
+    }
+
+    /// The store serialized on upgrade (the heap map) in `encoding`; named as the enum
+    /// variant this type replaced.
+    #[allow(non_snake_case)]
+    pub fn Heap(encoding: HeapEncoding) -> UpgradeStore {
+        let kind = StoreKind::every()
+            .find(|k| k.encodings().iter().any(|e| e.encoding == encoding))
+            .expect("a store of the table is serialized in every encoding the canister has");
+        UpgradeStore::serialized(kind, encoding)
+    }
+
+    /// [`UpgradeStore::of`], named as the enum variant this type replaced.
+    #[allow(non_snake_case)]
+    pub fn Users(store: Store) -> UpgradeStore {
+        UpgradeStore::of(store)
+    }
+
+    /// The store a record of this suite names (its store, journal mode and position), back
+    /// as a value; `None` for a store this version does not know.
+    pub(super) fn of_record(r: &ScenarioResult) -> Option<UpgradeStore> {
+        let store = stores::parse(&r.store, &r.journal_mode)?;
+        let encoding = match store.store_kind().encodings() {
+            [] => None,
+            all => Some(
+                all.iter()
+                    .find(|e| e.encoding.name() == r.position)?
+                    .encoding,
+            ),
+        };
+        Some(UpgradeStore { store, encoding })
+    }
+
+    /// `heap (Candid)`, `SQLite OFF`.
     pub fn label(self) -> String {
-        match self {
-            UpgradeStore::Heap(HeapEncoding::Candid) => "heap (Candid)".into(),
-            UpgradeStore::Heap(HeapEncoding::Cbor) => "heap (CBOR)".into(),
-            UpgradeStore::Users(s) => s.label(),
+        let encoding = self
+            .store
+            .store_kind()
+            .encodings()
+            .iter()
+            .find(|e| Some(e.encoding) == self.encoding);
+        match encoding {
+            Some(e) => e.label.to_string(),
+            None => self.store.label(),
         }
     }
     pub fn store_kind(self) -> StoreKind {
-        match self {
-            UpgradeStore::Heap(_) => StoreKind::Heap,
-            UpgradeStore::Users(s) => s.store_kind(),
-        }
+        self.store.store_kind()
     }
-    /// As in the canister's method names.
+    /// As in the records.
     pub fn kind(self) -> &'static str {
-        match self {
-            UpgradeStore::Heap(_) => bench_types::names::HEAP,
-            UpgradeStore::Users(s) => s.kind(),
-        }
+        self.store.kind()
     }
     pub fn journal_mode(self) -> Option<JournalMode> {
-        match self {
-            UpgradeStore::Heap(_) => None,
-            UpgradeStore::Users(s) => s.journal_mode(),
-        }
+        self.store.journal_mode()
     }
     /// Whether pre_upgrade serializes the rows (the heap store): the stores in stable memory
     /// keep them where they are.
     pub fn saved_on_upgrade(self) -> bool {
-        matches!(self, UpgradeStore::Heap(_))
+        !self.store_kind().encodings().is_empty()
     }
-    /// What tells two stores of one kind apart besides the journal mode (the heap store's
-    /// encoding), in the record's `position` column.
+    /// What tells two stores of one kind apart besides the journal mode (the encoding), in
+    /// the record's `position` column.
     fn variant(self) -> String {
-        match self {
-            UpgradeStore::Heap(e) => e.name().into(),
-            UpgradeStore::Users(_) => String::new(),
-        }
+        self.encoding
+            .map(|e| e.name().to_string())
+            .unwrap_or_default()
     }
 }
 
@@ -185,19 +231,24 @@ impl Define for Upgrade {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
         }
         common.validate()?;
+        // Each store in table order: a serialized one once per --heap-encodings, the
+        // others once (SQLite per journal mode).
+        let picked = sorted_encodings(&args.heap_encodings)?;
         let mut stores = Vec::new();
-        // The heap store once per --heap-encodings, then the others.
-        if common.has(StoreKind::Heap) {
-            for e in sorted_encodings(&args.heap_encodings)? {
-                stores.push(UpgradeStore::Heap(e));
+        for kind in stores::measured_by(<Config as Measure>::SUITE, &common.stores) {
+            match kind.encodings() {
+                [] => stores.extend(
+                    kind.stores(&common.journal_modes)
+                        .into_iter()
+                        .map(UpgradeStore::of),
+                ),
+                all => stores.extend(
+                    all.iter()
+                        .filter(|e| picked.contains(&e.encoding))
+                        .map(|e| UpgradeStore::serialized(kind, e.encoding)),
+                ),
             }
         }
-        stores.extend(
-            users::stores(&common)
-                .into_iter()
-                .filter(|s| *s != Store::Heap)
-                .map(UpgradeStore::Users),
-        );
         let sizes: Vec<u64> = super::sorted_unique(args.upgrade_sizes)
             .into_iter()
             .filter(|&n| n <= common.rows)
@@ -228,6 +279,11 @@ fn limit_store(stores: &[UpgradeStore]) -> Option<UpgradeStore> {
 
 impl Measure for Config {
     const SUITE: &'static str = "upgrade";
+
+    /// The modules its stores live in.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.stores.iter().map(|s| s.store_kind()))
+    }
 
     fn validate(&self) -> Result<()> {
         if self.stores.is_empty() {

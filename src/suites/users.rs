@@ -14,13 +14,13 @@ use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Status};
+use crate::stores::{self, ModuleNeed};
 
 mod prefill;
 mod runner;
 
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};
-pub(super) use runner::sqlite_mode;
 pub use runner::{run, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
@@ -45,8 +45,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let mut stores = vec![Store::Heap, Store::BTree];
-        stores.extend(JournalMode::ALL.map(Store::Sqlite));
+        let stores = stores_of(&StoreKind::ALL, &JournalMode::ALL);
         Self {
             rows: 1_000_000,
             stores,
@@ -57,41 +56,23 @@ impl Default for Config {
     }
 }
 
-/// Bytes a store needs per row of `--rows`, as `tenths / 10 × (payload size + 50)`: what the
-/// machine lends the run (resident memory plus the snapshots' memfds) at its peak, the
-/// prefilled canister, its snapshot and the workers' copies of what they touch. From the
-/// sizes at 1,000,000 rows of 100 bytes (the StableBTreeMap's 300 MB of stable memory,
-/// shared by its snapshots; the heap map's 156 MB heap, live, frozen in its snapshot and
-/// mapped by a worker; SQLite's 210 MB file in stable memory and 122 MB page cache on the
-/// heap, and a snapshot per journal mode, whose fresh connection rewrites most of the page
-/// cache), checked against runs at 1,000,000 and 3,000,000 rows (docs/performance.md,
-/// "Memory"): the default run measured 1.79 GB on one job, 2.10 GB on two and 5.12 GB at
-/// 3,000,000 rows, against 2.3 and 5.9 GB estimated.
-const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
-    (StoreKind::Heap, 30),
-    (StoreKind::Btree, 20),
-    // The canister's SQLite: its file and page cache.
-    (StoreKind::Sqlite, 22),
-];
-/// And each journal mode measured: its snapshot's page cache.
-const MEMORY_PER_ROW_PER_MODE: u64 = 8;
-
 impl Config {
     /// The expected peak footprint of a run with these stores and rows. It does not depend
     /// on `--jobs`: every journal mode's state is counted, and the workers' copies of what
     /// their scenarios touch are small (the default run: 1.79 GB on one job, 2.10 on two).
     pub fn peak_memory(&self) -> u64 {
-        let mut per_row: u64 = MEMORY_PER_ROW
-            .iter()
-            .filter(|(kind, _)| self.stores.iter().any(|s| s.store_kind() == *kind))
-            .map(|(_, tenths)| tenths)
-            .sum();
-        let modes = self
+        // Each store measured (its file and page cache, for SQLite), and each journal mode
+        // of it measured (its snapshot's page cache): the store table's figures.
+        let mut kinds: Vec<StoreKind> = self.stores.iter().map(|s| s.store_kind()).collect();
+        kinds.sort();
+        kinds.dedup();
+        let mut per_row: u64 = kinds.iter().map(|k| k.def().memory.users_tenths).sum();
+        per_row += self
             .stores
             .iter()
             .filter(|s| s.journal_mode().is_some())
-            .count() as u64;
-        per_row += modes * MEMORY_PER_ROW_PER_MODE;
+            .map(|s| s.store_kind().def().memory.users_tenths_per_mode)
+            .sum::<u64>();
         MEMORY_BASE + self.rows * per_row * (self.payload_size + 50) / 10
     }
 
@@ -142,8 +123,7 @@ impl Config {
         }
     }
 
-    /// From the shared flags: the heap map for `heap`, the stable map for `btree`, SQLite
-    /// once per journal mode for `sqlite`.
+    /// From the shared flags: each store selected, SQLite once per journal mode.
     pub fn from_args(common: &CommonArgs) -> Result<Config> {
         common.validate()?;
         let stores = stores(common);
@@ -158,10 +138,17 @@ impl Config {
         Ok(cfg)
     }
 
+    /// The modules its stores live in.
+    pub fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(self.stores.iter().map(|s| s.store_kind()))
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.stores.is_empty() {
+            let names: Vec<&str> = StoreKind::ALL.iter().map(|k| k.name()).collect();
             return Err(anyhow!(
-                "no store selected (--stores heap,btree,sqlite and at least one --journal-modes)"
+                "no store selected (--stores {} and at least one --journal-modes)",
+                names.join(",")
             ));
         }
         if self.rows < 2_000 {
@@ -174,25 +161,19 @@ impl Config {
     }
 }
 
-/// The stores `--stores` and `--journal-modes` select: the heap map for `heap`, the map for
-/// `btree`, SQLite once per journal mode for `sqlite`.
+/// The stores `--stores` and `--journal-modes` select that the users suites measure: each
+/// store in table order, one per journal mode for a store that has them.
 pub fn stores(common: &CommonArgs) -> Vec<Store> {
-    let mut stores = Vec::new();
-    if common.has(StoreKind::Heap) {
-        stores.push(Store::Heap);
-    }
-    if common.has(StoreKind::Btree) {
-        stores.push(Store::BTree);
-    }
-    if common.has(StoreKind::Sqlite) {
-        for m in JournalMode::ALL
-            .into_iter()
-            .filter(|m| common.journal_modes.contains(m))
-        {
-            stores.push(Store::Sqlite(m));
-        }
-    }
-    stores
+    stores_of(&common.stores, &common.journal_modes)
+}
+
+/// The stores `kinds` in journal modes `modes` that the users suites measure, in table
+/// order.
+pub fn stores_of(kinds: &[StoreKind], modes: &[JournalMode]) -> Vec<Store> {
+    stores::measured_by("seed003", kinds)
+        .into_iter()
+        .flat_map(|k| k.stores(modes))
+        .collect()
 }
 
 /// The deterministic generator the draws use (SplitMix64), shared with the canister.
@@ -355,11 +336,7 @@ pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -
 fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
     ScenarioResult {
         store: scenario.store.kind().into(),
-        journal_mode: scenario
-            .store
-            .journal_mode()
-            .map(|m| m.to_string())
-            .unwrap_or_default(),
+        journal_mode: scenario.store.journal_column(),
         position: scenario.position.to_string(),
         operation: scenario.operation.kind().into(),
         batch: scenario.operation.rows(),

@@ -4,14 +4,15 @@
 
 use anyhow::{anyhow, Result};
 
-use super::measure::{measure, memory_records, PAGE};
+use super::measure::{measure, memory_records};
 use super::report::operation_title;
 use super::{Config, OPERATIONS};
 use crate::bench_canister::{BenchClient, Stats};
-use crate::engine::cost::Replica;
+use crate::engine::cost::{Replica, WASM_PAGE_SIZE};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::ScenarioResult;
+use crate::stores;
 use crate::suites::capacity;
 use crate::suites::pool::{Join, State, Task};
 use crate::suites::scenario::{JournalMode, Store, StoreKind};
@@ -88,15 +89,10 @@ const UPGRADE_LAST: i64 = 20;
 /// highest.
 pub(super) const BAND: i64 = 1_000;
 
-/// What a store's fill costs per row, relative to the others (the StableBTreeMap's messages
-/// cost the most per row, then SQLite's, then the heap map's): the costliest selected
-/// store's fill is the run's critical path.
+/// What a store's fill costs per row, relative to the others' (the store table's): the
+/// costliest selected store's fill is the run's critical path.
 pub(super) fn fill_cost(kind: StoreKind) -> i64 {
-    match kind {
-        StoreKind::Btree => 3,
-        StoreKind::Sqlite => 2,
-        StoreKind::Heap => 1,
-    }
+    kind.def().memory.fill_cost
 }
 
 /// How a store's fill goes: after the state `from` (None: the empty canister), on to size
@@ -158,11 +154,11 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
         let (client, ctl) = (&mut lane.client, &lane.ctl);
         users::fill(
             client,
-            kind.as_str(),
+            kind.stem(),
             filled,
             n,
             PREFILL_CHUNK,
-            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.as_str(), to)),
+            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.stem(), to)),
             &mut |_| {},
         )?;
         let at_n = steps::snapshot(lane, kind.as_str(), n)?;
@@ -183,16 +179,16 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
                 module_bytes,
             ),
         );
-        // The heap map's rows are the heap's: its bytes per row bound an insert.
+        // Rows on the heap (the heap map's): their bytes per row bound an insert.
         let heap_per_row =
-            (stats.heap_pages.saturating_sub(base.heap_pages) * PAGE) as f64 / n as f64;
+            (stats.heap_pages.saturating_sub(base.heap_pages) * WASM_PAGE_SIZE) as f64 / n as f64;
         for (m, &store) in stores.iter().enumerate() {
             let at = Place {
                 store,
                 size,
                 column: 1 + m,
                 n,
-                heap_per_row: (store == Store::Heap).then_some(heap_per_row),
+                heap_per_row: kind.def().rows_on_heap.then_some(heap_per_row),
                 band,
             };
             lane.spawn(measure_at(ctx, out, at, at_n.clone()));
@@ -231,25 +227,22 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
     .priority(priority)
 }
 
-/// The stores a store kind is measured as: SQLite in its default journal mode (read from
-/// the empty canister's `stats`), then OFF.
+/// The stores a store kind is measured as: in its default journal mode (read from the
+/// empty canister's `stats`), then OFF, for a store with journal modes.
 fn stores_of(kind: StoreKind, base: &Stats) -> Result<Vec<Store>> {
-    Ok(match kind {
-        StoreKind::Heap => vec![Store::Heap],
-        StoreKind::Btree => vec![Store::BTree],
-        StoreKind::Sqlite => {
-            let default = JournalMode::parse(&base.journal_mode).map_err(|e| {
-                anyhow!(
-                    "the canister's SQLite journal mode {:?}: {e}",
-                    base.journal_mode
-                )
-            })?;
-            sqlite_modes(default)
-                .into_iter()
-                .map(Store::Sqlite)
-                .collect()
-        }
-    })
+    if !kind.def().journal_modes {
+        return Ok(kind.stores(&[]));
+    }
+    let default = JournalMode::parse(&base.journal_mode).map_err(|e| {
+        anyhow!(
+            "the canister's SQLite journal mode {:?}: {e}",
+            base.journal_mode
+        )
+    })?;
+    Ok(sqlite_modes(default)
+        .into_iter()
+        .map(|m| Store::new(kind, Some(m)))
+        .collect())
 }
 
 /// A mode (a store, SQLite in one journal mode) at one size, and where its measurements go.
@@ -279,15 +272,15 @@ fn measure_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, at_n: State) -
     Task::new(Kind::Fill, format!("start {}", at.title()), move |lane| {
         // SQLite in every mode (the fill's included) on a fresh connection, as seed003
         // measures it: the page cache the fill warmed would flatter one mode only.
-        let start = match store {
-            Store::Sqlite(mode) => {
+        let start = match store.journal_mode() {
+            Some(mode) => {
                 lane.restore(&at_n)?;
-                match users::sqlite_mode(&mut lane.client, mode)? {
+                match stores::set_journal_mode(&mut lane.client, mode)? {
                     Ok(()) => Ok(steps::snapshot(lane, &store.label(), at.n)?),
                     Err(reason) => Err(reason),
                 }
             }
-            _ => Ok(at_n),
+            None => Ok(at_n),
         };
         let search = match (&start, cfg.capacity_at) {
             (Ok(start), Some(c)) if c == at.n => Some(Join::new(
@@ -379,7 +372,7 @@ fn upgrade_at(
     let (mut records, _, _) = upgrade::upgrade(
         client,
         engine_name,
-        UpgradeStore::Users(store),
+        UpgradeStore::of(store),
         n,
         cfg.payload_size,
         new_build,

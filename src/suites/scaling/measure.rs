@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use super::{Config, HEAP_BYTES, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, THIRTY_DAYS};
 use crate::bench_canister::Stats;
-use crate::engine::cost::Replica;
+use crate::engine::cost::{Replica, WASM_PAGE_SIZE};
 use crate::report::ScenarioResult;
 use crate::suites::pool::{Lane, State};
 use crate::suites::scenario::{Operation, Position, Scenario, Store};
@@ -76,7 +76,7 @@ pub(super) fn measure(
         Err(reason) => result.status = crate::report::Status::Refused(reason.clone()),
         Ok(state) => {
             lane.restore(state)?;
-            let reply = run_call(&mut lane.client, store.kind(), &call)?;
+            let reply = run_call(&mut lane.client, store.stem(), &call)?;
             record_reply(&mut result, reply, operation, cfg.usd_per_xdr);
         }
     }
@@ -86,18 +86,10 @@ pub(super) fn measure(
 /// The stable bytes a store's rows take, from its own size rather than the canister's
 /// stable memory (which the memory manager grows in 8 MiB buckets shared by the stores):
 /// the StableBTreeMap's virtual memory, SQLite's database file; the heap map keeps its rows
-/// on the heap between upgrades.
+/// on the heap between upgrades. The store table's.
 pub fn store_stable_bytes(store: Store, stats: &Stats) -> u64 {
-    match store {
-        Store::Heap => 0,
-        // A module older than the field: the canister's stable memory, as before it.
-        Store::BTree => stats.btree_stable_pages.unwrap_or(stats.stable_pages) * PAGE,
-        Store::Sqlite(_) => stats.sqlite_page_count * stats.sqlite_page_size,
-    }
+    (store.store_kind().def().stable_bytes)(stats)
 }
-
-/// Wasm and stable memory pages.
-pub(super) const PAGE: u64 = 65_536;
 
 /// The heap bytes the store's `n` rows take (the canister at `n` over the empty one, in
 /// 64 KiB pages), its own stable bytes, and the storage cycles of the whole canister (what
@@ -117,7 +109,7 @@ pub(super) fn memory_records(
     for (operation, bytes) in [
         (
             HEAP_BYTES,
-            stats.heap_pages.saturating_sub(base.heap_pages) * PAGE,
+            stats.heap_pages.saturating_sub(base.heap_pages) * WASM_PAGE_SIZE,
         ),
         (STABLE_BYTES, store_stable_bytes(store, stats)),
     ] {
@@ -126,7 +118,7 @@ pub(super) fn memory_records(
         r.bytes = bytes;
         out.push(r);
     }
-    let total = (stats.heap_pages + stats.stable_pages) * PAGE + module_bytes;
+    let total = (stats.heap_pages + stats.stable_pages) * WASM_PAGE_SIZE + module_bytes;
     for (subnet, fees) in SUBNETS {
         let mut r = base_record(engine_name, store, n, subnet, STORAGE_30_DAYS);
         r.batch = n;
@@ -148,14 +140,15 @@ mod tests {
     fn the_range_scan_reads_the_rows_around_the_middle() {
         let cfg = Config {
             sizes: vec![1_000],
-            kinds: vec![StoreKind::Btree],
+            kinds: StoreKind::ALL.to_vec(),
             payload_size: 100,
             seed: 1,
             usd_per_xdr: 1.0,
             capacity_at: None,
         };
         let scan = Operation::RangeScan { rows: 1_000 };
-        let args = |n| call_at(&cfg, n, Store::BTree, Position::Middle, scan).candid_args();
+        let store = cfg.kinds[0].stores(&[])[0];
+        let args = |n| call_at(&cfg, n, store, Position::Middle, scan).candid_args();
         assert_eq!(args(1_000), "(0 : nat64, 1000 : nat64)");
         assert_eq!(args(10_000), "(45000 : nat64, 1000 : nat64)");
     }

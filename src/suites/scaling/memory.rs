@@ -8,29 +8,6 @@ use crate::report::format::thousands;
 use crate::suites::scenario::StoreKind;
 use crate::suites::{Exec, MemoryEstimate, MEMORY_BASE};
 
-/// Bytes per row of a store at the peak of its work at its largest size: memory the machine
-/// has to lend (resident memory plus the snapshots' memfds, mapped or not), from the
-/// 10,000,000-row runs of issue 22 (git history of docs/performance.md). The heap map's 1.5 GB
-/// heap and the memfd its snapshot is frozen into, then its failing pre_upgrade growing the
-/// heap; SQLite's stable memory (1.1 GB), heap (its page cache, 1.2 GB), the snapshot of it, and
-/// the snapshot of a journal mode set on a fresh connection (which rewrites most of the
-/// page cache); the StableBTreeMap's stable memory (2.1 GB). Each store run alone to
-/// 10,000,000 rows (`--shard K/3 --jobs 1`, e88694c, 2026-11-24) peaked at 3.47 GB (heap
-/// map), 2.15 GB (StableBTreeMap) and 3.64 GB (SQLite): the process's own memory included,
-/// which `MEMORY_BASE` covers. SQLite's figure was 510 bytes until a snapshot moved the live
-/// heap into its copy instead of holding both while it was taken.
-const MEMORY_PER_ROW: [(StoreKind, u64); 3] = [
-    (StoreKind::Heap, 350),
-    (StoreKind::Btree, 210),
-    (StoreKind::Sqlite, 380),
-];
-
-/// The capacity search at 1,000,000 rows: the heap map's largest insert grows the heap by
-/// about 2.2 GB in one message (`--scaling-max-rows 1000000` peaked at 2.72 GB). The stable
-/// stores' searches write far less.
-const MEMORY_CAPACITY_HEAP: u64 = 2_200_000_000;
-const MEMORY_CAPACITY_STABLE: u64 = 600_000_000;
-
 impl Config {
     /// What the run needs of the machine, and which flags need less.
     pub(super) fn estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
@@ -90,17 +67,15 @@ impl Config {
     pub fn peak_memory(&self, jobs: usize) -> u64 {
         let jobs = jobs.max(1);
         let largest = self.sizes.last().copied().unwrap_or_default();
+        // The store table's figures: bytes per row at the largest size, and the capacity
+        // search's peak.
         let peak = |kind: StoreKind| {
-            let per_row = MEMORY_PER_ROW
-                .iter()
-                .find(|(k, _)| *k == kind)
-                .map_or(0, |(_, b)| *b);
-            let search = match (self.capacity_at, kind) {
-                (None, _) => 0,
-                (Some(_), StoreKind::Heap) => MEMORY_CAPACITY_HEAP,
-                (Some(_), _) => MEMORY_CAPACITY_STABLE,
+            let memory = kind.def().memory;
+            let search = match self.capacity_at {
+                None => 0,
+                Some(_) => memory.capacity_search,
             };
-            (per_row * largest).max(search)
+            (memory.scaling_per_row * largest).max(search)
         };
         let critical = self.kinds.iter().copied().max_by_key(|&k| fill_cost(k));
         let mut others: Vec<u64> = self

@@ -23,7 +23,7 @@ fn store_columns(report: &Report) -> Vec<(String, String)> {
 }
 
 fn column_label((store, mode): &(String, String)) -> String {
-    decision::store_label(store, mode)
+    crate::stores::label(store, mode)
 }
 
 /// The store's colour in every plot (one table for every suite: `grid::StoreColumn::color_slot`).
@@ -300,7 +300,7 @@ fn memory_tables(
             kinds.push(store.clone());
         }
     }
-    let kind_label = |k: &str| decision::store_label(k, "");
+    let kind_label = |k: &str| crate::stores::label(k, "");
     let mut memory = Table::new({
         let mut h = vec!["Rows in the store".to_string()];
         for k in &kinds {
@@ -434,7 +434,7 @@ fn upgrade_section(report: &Report, doc: &mut Document) {
     ]);
     let mut errors = Vec::new();
     for up in upgrades {
-        let label = decision::store_label(&up.store, &up.journal_mode);
+        let label = crate::stores::label(&up.store, &up.journal_mode);
         let hook = |op: &str| {
             report
                 .results

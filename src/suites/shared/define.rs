@@ -64,16 +64,17 @@ impl<T: Define> Suite for T {
     }
 }
 
-/// The check of the suites without a heap store (dbbench, keys, sysbench): `--stores` must
-/// name the map or SQLite.
-pub fn stable_store_selected(stores: &[StoreKind], suite: &str) -> Result<()> {
-    // The heap store exists only in the users suites (seed003, lookups).
-    if !stores
-        .iter()
-        .any(|s| matches!(s, StoreKind::Btree | StoreKind::Sqlite))
-    {
+/// The check of the suites that do not measure every store (dbbench, keys, sysbench):
+/// `--stores` must name one they measure.
+pub fn store_selected(stores: &[StoreKind], suite: &str) -> Result<()> {
+    if crate::stores::measured_by(suite, stores).is_empty() {
+        let (theirs, others): (Vec<StoreKind>, Vec<StoreKind>) =
+            StoreKind::ALL.iter().partition(|k| k.measured_by(suite));
+        let names = |kinds: &[StoreKind]| -> Vec<&str> { kinds.iter().map(|k| k.name()).collect() };
         return Err(anyhow!(
-            "no store of the {suite} suite selected (--stores btree,sqlite; it has no heap store)"
+            "no store of the {suite} suite selected (--stores {}; it has no {} store)",
+            names(&theirs).join(","),
+            names(&others).join(" or ")
         ));
     }
     Ok(())

@@ -7,14 +7,17 @@ use anyhow::Result;
 use super::Session;
 use crate::engine::Engine;
 use crate::report::Report;
+use crate::stores::{self, ModuleNeed, Modules};
 use crate::suites::{Exec, MemoryEstimate, Plan, Progress};
 
-/// What a run is given: its session (clock, engine name, work log), the engine and module,
-/// the part of the plan to run (`exec`), and where progress goes.
+/// What a run is given: its session (clock, engine name, work log), the engine and the
+/// modules (`wasm` the default one), the part of the plan to run (`exec`), and where
+/// progress goes.
 pub struct Run<'a> {
     pub session: Session,
     pub engine: &'a mut dyn Engine,
     pub wasm: &'a [u8],
+    pub modules: &'a Modules<'a>,
     pub exec: &'a Exec,
     pub progress: &'a mut dyn FnMut(Progress<'_>),
 }
@@ -28,6 +31,10 @@ pub trait Measure: std::fmt::Debug {
     fn validate(&self) -> Result<()>;
     /// As [`Plan::run`]: runs the plan (its settings checked) and returns the report.
     fn measure(&self, run: Run<'_>) -> Result<Report>;
+    /// As [`Plan::modules`]: the default module alone, unless the suite says otherwise.
+    fn modules(&self) -> Vec<ModuleNeed> {
+        stores::needs(std::iter::empty())
+    }
     /// As [`Plan::scenario_ids`].
     fn scenario_ids(&self) -> Option<Vec<String>> {
         None
@@ -39,10 +46,10 @@ pub trait Measure: std::fmt::Debug {
 }
 
 impl<T: Measure> Plan for T {
-    fn run(
+    fn run_modules(
         &self,
         engine: &mut dyn Engine,
-        wasm: &[u8],
+        modules: &Modules<'_>,
         exec: &Exec,
         progress: &mut dyn FnMut(Progress<'_>),
     ) -> Result<Report> {
@@ -51,10 +58,15 @@ impl<T: Measure> Plan for T {
         self.measure(Run {
             session,
             engine,
-            wasm,
+            wasm: modules.default_module(),
+            modules,
             exec,
             progress,
         })
+    }
+
+    fn modules(&self) -> Vec<ModuleNeed> {
+        T::modules(self)
     }
 
     fn scenario_ids(&self) -> Option<Vec<String>> {

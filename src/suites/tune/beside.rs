@@ -6,10 +6,10 @@
 //! not a setting) and have a table of their own (`document::by_value_size_table`).
 
 use super::measure::Beside;
-use super::{Config, Setting, Variant, BOUNDED_MAX_SIZE};
+use super::{value_bound, variant_base, Config, Setting, SEARCHED};
 use crate::report::ScenarioResult;
 use crate::suites::pool::State;
-use crate::suites::scenario::Store;
+use crate::suites::scenario::{Store, StoreKind};
 
 /// A store measured beside the search.
 #[derive(Clone, Copy)]
@@ -17,10 +17,10 @@ enum At {
     /// One of the default module's stores without settings (`--stores`).
     Default(Store),
     /// A store of the tune variant.
-    Variant(Variant),
-    /// SQLite at the canister's defaults (only at other value sizes: at the run's, the
-    /// search measures it).
-    Sqlite,
+    Variant(StoreKind),
+    /// The searched store at the canister's defaults (only at other value sizes: at the
+    /// run's, the search measures it).
+    SearchedDefaults,
 }
 
 /// The empty states of one other value size (`run::empty_at_value_sizes`).
@@ -28,7 +28,8 @@ pub(super) struct Sized {
     pub(super) size: u64,
     /// The default module's, as a run at that `--payload-size` starts.
     pub(super) default: State,
-    /// The tune variant's, where its bounded store is measured at that size.
+    /// The tune variant's, where a store of it with a bounded value is measured at that
+    /// size.
     pub(super) bounded: Option<State>,
 }
 
@@ -46,35 +47,43 @@ pub(super) fn value_size(r: &ScenarioResult) -> Option<u64> {
 }
 
 impl Config {
-    /// The stores measured at the other value size `size`: the default module's, the
-    /// bounded value type where the payload fits its bound, SQLite at its defaults. The
-    /// StableBTreeMap with talc is left out: talc moves where the module's statics fall,
-    /// whatever the value size.
+    /// The stores measured at the other value size `size`: the default module's, the tune
+    /// variant's with a bounded value type where the payload fits its bound, the searched
+    /// store at its defaults. The variants without a bound (talc alone) are left out: talc
+    /// moves where the module's statics fall, whatever the value size.
     fn stores_at(&self, size: u64) -> Vec<At> {
         let mut out: Vec<At> = self.others.iter().map(|&s| At::Default(s)).collect();
-        if self.bounded_at(size) {
-            out.push(At::Variant(Variant::BTreeBounded));
-        }
-        out.push(At::Sqlite);
+        out.extend(self.bounded_at_size(size).into_iter().map(At::Variant));
+        out.push(At::SearchedDefaults);
         out
     }
 
-    /// Whether the bounded value type is measured at the other value size `size`: when it
-    /// is measured at all, up to its bound.
+    /// The variants with a bounded value type measured at the other value size `size`: those
+    /// measured at all, up to their bound.
+    fn bounded_at_size(&self, size: u64) -> Vec<StoreKind> {
+        self.variants
+            .iter()
+            .copied()
+            .filter(|&v| value_bound(v).is_some_and(|max| size <= max))
+            .collect()
+    }
+
+    /// Whether a variant with a bounded value type is measured at the other value size
+    /// `size`.
     pub(super) fn bounded_at(&self, size: u64) -> bool {
-        self.variants.contains(&Variant::BTreeBounded) && size <= BOUNDED_MAX_SIZE
+        !self.bounded_at_size(size).is_empty()
     }
 
     /// The shape of each store measured at the other value size `size` (for the memory
     /// estimate).
     pub(super) fn value_size_stores(&self, size: u64) -> Vec<Store> {
-        let sqlite = self.users.stores.first().copied();
+        let searched = self.users.stores.first().copied();
         self.stores_at(size)
             .into_iter()
             .filter_map(|at| match at {
                 At::Default(store) => Some(store),
-                At::Variant(v) => Some(v.store()),
-                At::Sqlite => sqlite,
+                At::Variant(v) => Some(variant_base(v)),
+                At::SearchedDefaults => searched,
             })
             .collect()
     }
@@ -106,18 +115,18 @@ impl Config {
                     None,
                 ),
                 At::Variant(v) => (
-                    v.store(),
-                    v.method_store(),
-                    v.record_store().to_string(),
+                    variant_base(v),
+                    v.stem(),
+                    v.def().record.to_string(),
                     v.label().to_string(),
                     variant?,
                     None,
                 ),
-                At::Sqlite => (
-                    Store::Sqlite(defaults.journal_mode),
-                    bench_types::names::SQLITE,
+                At::SearchedDefaults => (
+                    Store::new(SEARCHED, Some(defaults.journal_mode)),
+                    SEARCHED.stem(),
                     defaults.store_label(),
-                    "SQLite at its defaults".to_string(),
+                    format!("{} at its defaults", SEARCHED.label()),
                     empty,
                     Some(defaults),
                 ),

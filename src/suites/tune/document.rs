@@ -3,12 +3,14 @@
 //! stores, every configuration and the page maps.
 
 use super::beside::{value_size, with_size};
-use super::{signed, Search, Setting, Variant, SEARCH, WORKLOADS};
+use super::{
+    is_search_record, signed, value_bound, variant_of_record, variants, Search, Setting, SEARCH,
+    SEARCHED, VALUE_SIZES_OF, WORKLOADS,
+};
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
-use crate::suites::decision::store_label;
 use crate::suites::grid::table_of;
-use crate::suites::scenario::Store;
+use crate::suites::scenario::StoreKind;
 use bench_types::pragma::Synchronous;
 
 /// The cheapest configuration of each workload in `report`, with the defaults' record and
@@ -65,7 +67,7 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
 /// A record of the SQLite search (the other stores' carry their kind as the store, and
 /// SQLite's at another value size its size).
 pub(super) fn is_sqlite(r: &ScenarioResult) -> bool {
-    r.store.starts_with("sqlite ") && value_size(r).is_none()
+    is_search_record(&r.store) && value_size(r).is_none()
 }
 
 /// The decision table: per workload the cheapest store with every store at its defaults,
@@ -76,7 +78,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         .results
         .iter()
         .filter(|r| {
-            !r.store.starts_with("sqlite ")
+            !is_search_record(&r.store)
                 && value_size(r).is_none()
                 && !r.store.contains(" replica=")
                 && r.status == Status::Ok
@@ -97,7 +99,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         let mine: Vec<&ScenarioResult> = others.iter().copied().filter(|r| w.picks(r)).collect();
         let mut at_defaults: Vec<(String, u64)> = mine
             .iter()
-            .filter(|r| Variant::of_record(&r.store).is_none())
+            .filter(|r| variant_of_record(&r.store).is_none())
             .map(|r| (other_label(r), r.instructions))
             .collect();
         if let Some(d) = f.defaults.filter(|d| d.status == Status::Ok) {
@@ -126,12 +128,9 @@ pub fn decision_table(report: &Report) -> Option<Table> {
     Some(t)
 }
 
-/// A record of the other stores, as tables name it.
+/// A record of the other stores (the tune variant's among them), as tables name it.
 pub(super) fn other_label(r: &ScenarioResult) -> String {
-    match Variant::of_record(&r.store) {
-        Some(v) => v.label().to_string(),
-        None => crate::suites::decision::store_label(&r.store, &r.journal_mode),
-    }
+    crate::stores::label(&r.store, &r.journal_mode)
 }
 
 /// The heap map and the StableBTreeMap in the default module and in the tune variant, per
@@ -145,7 +144,7 @@ pub fn variants_table(report: &Report) -> Option<Table> {
     if !report
         .results
         .iter()
-        .any(|r| !is_beside(r) && Variant::of_record(&r.store).is_some())
+        .any(|r| !is_beside(r) && variant_of_record(&r.store).is_some())
     {
         return None;
     }
@@ -166,12 +165,13 @@ pub fn variants_table(report: &Report) -> Option<Table> {
             .filter(|r| {
                 w.picks(r)
                     && !is_beside(r)
-                    && !r.store.starts_with("sqlite ")
+                    && !is_search_record(&r.store)
                     && value_size(r).is_none()
             })
             .collect();
         for r in &mine {
-            let base = Variant::of_record(&r.store).map_or(r.store.as_str(), |v| v.store().kind());
+            let base =
+                variant_of_record(&r.store).map_or(r.store.as_str(), |v| v.base().def().record);
             let default = mine.iter().find(|d| d.store == base);
             let ok = r.status == Status::Ok;
             let against = match default {
@@ -492,6 +492,15 @@ pub(super) fn parse_setting(r: &ScenarioResult) -> Option<Setting> {
     })
 }
 
+/// The default module's stores beside the search other than the one the value sizes
+/// measure, at their defaults (the heap map): those without journal modes.
+fn default_others() -> Vec<StoreKind> {
+    StoreKind::ALL
+        .into_iter()
+        .filter(|&k| k != VALUE_SIZES_OF && k != SEARCHED && k.measured_by("tune"))
+        .collect()
+}
+
 /// Per workload and value size (the run's among them): the StableBTreeMap's charge, against
 /// the run's size, its pages, memory held and charge under the vintage beside; then the
 /// other stores' charges and the cheapest store at defaults. None without value sizes.
@@ -519,15 +528,24 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
     if !beside.is_empty() {
         columns.push((&under, Right));
     }
-    let bounded = Variant::BTreeBounded.record_store();
-    let heap = Store::Heap.kind();
-    let (sqlite, _) = &search.defaults;
-    let others = [
-        (bounded, Variant::BTreeBounded.label()),
-        (heap, "heap BTreeMap"),
-        (sqlite.as_str(), "SQLite (its defaults)"),
-    ];
-    columns.extend(others.iter().map(|(_, label)| (*label, Right)));
+    // Beside the store the value sizes measure: the variants with a bounded value type, the
+    // default module's other stores without settings, and the searched store at its
+    // defaults.
+    let (searched, _) = &search.defaults;
+    let mut others: Vec<(&str, String)> = variants()
+        .into_iter()
+        .filter(|&v| value_bound(v).is_some())
+        .map(|v| (v.def().record, v.label().to_string()))
+        .collect();
+    let defaults = default_others();
+    others.extend(
+        defaults
+            .iter()
+            .map(|k| (k.def().record, k.label().to_string())),
+    );
+    let searched_label = format!("{} (its defaults)", SEARCHED.label());
+    others.push((searched.as_str(), searched_label.clone()));
+    columns.extend(others.iter().map(|(_, label)| (label.as_str(), Right)));
     columns.push(("Cheapest at defaults", Left));
     let mut t = table_of(&columns);
     for w in &WORKLOADS {
@@ -549,7 +567,7 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
             Some(_) => "fails".into(),
             None => "-".into(),
         };
-        let btree = Store::BTree.kind();
+        let btree = VALUE_SIZES_OF.def().record;
         let at_base = find(btree, base, "").filter(|r| r.status == Status::Ok);
         for &size in &sizes {
             let r = find(btree, size, "");
@@ -572,17 +590,18 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
             }
             row.extend(others.iter().map(|(store, _)| cost(find(store, size, ""))));
             // At defaults: the default module's stores, as the decision table counts them.
-            let cheapest = [
-                (btree, store_label(btree, "")),
-                (heap, store_label(heap, "")),
-                (sqlite.as_str(), "SQLite (its defaults)".to_string()),
-            ]
-            .into_iter()
-            .filter_map(|(s, label)| {
-                let r = find(s, size, "").filter(|r| r.status == Status::Ok)?;
-                Some((r.instructions, label))
-            })
-            .min_by_key(|(cost, _)| *cost);
+            let cheapest = std::iter::once((btree, crate::stores::label(btree, "")))
+                .chain(
+                    defaults
+                        .iter()
+                        .map(|k| (k.def().record, crate::stores::label(k.def().record, ""))),
+                )
+                .chain([(searched.as_str(), searched_label.clone())])
+                .filter_map(|(s, label)| {
+                    let r = find(s, size, "").filter(|r| r.status == Status::Ok)?;
+                    Some((r.instructions, label))
+                })
+                .min_by_key(|(cost, _)| *cost);
             row.push(cheapest.map_or("-".into(), |(_, label)| label));
             t.push(row);
         }

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 
-use super::{Config, Setting, Workload, WORKLOADS};
+use super::{Config, Setting, Workload, SEARCHED, WORKLOADS};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::cost::Replica;
 use crate::report::format::thousands;
@@ -122,7 +122,7 @@ pub(super) fn run_stage(
                         let state = fill_and_snapshot(
                             lane,
                             env,
-                            bench_types::names::SQLITE,
+                            SEARCHED.stem(),
                             before,
                             format!("snapshot of SQLite page_size {page_size}"),
                         )?;
@@ -412,7 +412,7 @@ pub(super) fn measure_under(
     state: &State,
     vintage: Option<Replica>,
 ) -> Result<ScenarioResult> {
-    let store = Store::Sqlite(setting.journal_mode);
+    let store = Store::new(SEARCHED, Some(setting.journal_mode));
     let (call, mut result) = record(env, store, label, workload, vintage);
     result.journal_mode = setting.journal_mode.to_string();
     lane.restore(state)?;

@@ -8,11 +8,14 @@ use clap::{ArgMatches, Args};
 
 use super::document::document;
 use super::{
-    check_page_size, Config, Knob, Tune, Variant, BOUNDED_MAX_SIZE, DEFAULT_CACHE_SIZES,
-    DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS, DEFAULT_VALUE_SIZES, MAX_VALUE_SIZE,
+    check_page_size, parse_variant, value_bound, value_sizes_of, variant_base, variants, Config,
+    Knob, Tune, DEFAULT_CACHE_SIZES, DEFAULT_PAGE_SIZES, DEFAULT_SYNCHRONOUS, DEFAULT_VALUE_SIZES,
+    MAX_VALUE_SIZE, SEARCHED, VALUE_SIZES_OF,
 };
+use crate::bench_canister::Module;
 use crate::report::{Document, Report};
-use crate::suites::scenario::{JournalMode, Store, StoreKind};
+use crate::stores;
+use crate::suites::scenario::{JournalMode, Store};
 use crate::suites::shared::Define;
 use crate::suites::users::{self};
 use crate::suites::{CommonArgs, MEMORY_BASE};
@@ -40,7 +43,7 @@ pub struct TuneArgs {
     /// `none`: heap-talc (the heap map with talc as the allocator), btree-talc (the
     /// StableBTreeMap with talc), btree-bounded (a bounded value type, with talc). Each needs
     /// its store in --stores; btree-bounded needs --payload-size 100 or less.
-    #[arg(long, value_delimiter = ',', default_values = Variant::ALL.map(|v| v.name()))]
+    #[arg(long, value_delimiter = ',', default_values = variants().into_iter().map(|v| v.name()))]
     tune_variants: Vec<String>,
     /// Value sizes in bytes (of each row's username payload) at which the StableBTreeMap,
     /// and beside it the heap map, SQLite at its defaults and the bounded value type (up to
@@ -84,18 +87,20 @@ impl Config {
                 ));
             }
         }
-        for v in &self.variants {
-            if !self.others.contains(&v.store()) {
+        for &v in &self.variants {
+            let base = variant_base(v);
+            if !self.others.contains(&base) {
                 return Err(anyhow!(
                     "--tune-variants {}: it is a {} (`--stores` must include {})",
                     v.name(),
-                    v.store().label(),
-                    v.store().kind()
+                    base.label(),
+                    base.store_kind().name()
                 ));
             }
-            if *v == Variant::BTreeBounded && self.users.payload_size > BOUNDED_MAX_SIZE {
+            if let Some(max) = value_bound(v).filter(|&m| self.users.payload_size > m) {
                 return Err(anyhow!(
-                    "--tune-variants btree-bounded: its value type holds at most {BOUNDED_MAX_SIZE} bytes, --payload-size is {}",
+                    "--tune-variants {}: its value type holds at most {max} bytes, --payload-size is {}",
+                    v.name(),
                     self.users.payload_size
                 ));
             }
@@ -103,9 +108,11 @@ impl Config {
         for &size in &self.value_sizes {
             check_value_size(size)?;
         }
-        if !self.value_sizes.is_empty() && !self.others.contains(&Store::BTree) {
+        if !self.value_sizes.is_empty() && !self.others.contains(&value_sizes_of()) {
             return Err(anyhow!(
-                "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)"
+                "--tune-value-sizes: it measures {} (`--stores` must include {})",
+                VALUE_SIZES_OF.def().noun,
+                VALUE_SIZES_OF.name()
             ));
         }
         Ok(())
@@ -115,7 +122,7 @@ impl Config {
     /// store of the users suites: its file and page cache).
     pub(super) fn peak_memory(&self, page_sizes: usize) -> u64 {
         let one = users::Config {
-            stores: vec![Store::Sqlite(JournalMode::Persist)],
+            stores: SEARCHED.stores(&[JournalMode::Persist]),
             ..self.users.clone()
         };
         let others = users::Config {
@@ -133,7 +140,7 @@ impl Config {
             .iter()
             .map(|v| {
                 users::Config {
-                    stores: vec![v.store()],
+                    stores: vec![variant_base(*v)],
                     ..self.users.clone()
                 }
                 .peak_memory()
@@ -170,9 +177,10 @@ impl Define for Tune {
     type Plan = Config;
 
     fn plan(args: TuneArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
-        if !common.has(StoreKind::Sqlite) {
+        if !common.has(SEARCHED) {
             return Err(anyhow!(
-                "the tune suite searches SQLite's settings: --stores must include sqlite"
+                "the tune suite searches SQLite's settings: --stores must include {}",
+                SEARCHED.name()
             ));
         }
         let mut knobs = Vec::new();
@@ -216,7 +224,7 @@ impl Define for Tune {
         let mut variants = Vec::new();
         if !(args.tune_variants.len() == 1 && args.tune_variants[0].trim() == "none") {
             for name in &args.tune_variants {
-                let v = Variant::parse(name)?;
+                let v = parse_variant(name)?;
                 if !variants.contains(&v) {
                     variants.push(v);
                 }
@@ -226,13 +234,14 @@ impl Define for Tune {
         // By default each variant whose store is measured; one asked for by name must run.
         let mut variants_left_out = Vec::new();
         if matches.value_source("tune_variants") == Some(ValueSource::DefaultValue) {
-            variants.retain(|v| {
-                if !others.contains(&v.store()) {
+            variants.retain(|&v| {
+                if !others.contains(&variant_base(v)) {
                     return false;
                 }
-                if *v == Variant::BTreeBounded && users.payload_size > BOUNDED_MAX_SIZE {
+                if let Some(max) = value_bound(v).filter(|&m| users.payload_size > m) {
                     variants_left_out.push(format!(
-                        "the bounded value type (it holds at most {BOUNDED_MAX_SIZE} bytes; the payload is {})",
+                        "{} (it holds at most {max} bytes; the payload is {})",
+                        v.def().noun,
                         users.payload_size
                     ));
                     return false;
@@ -244,11 +253,11 @@ impl Define for Tune {
             &args.tune_value_sizes,
             users.payload_size,
             matches.value_source("tune_value_sizes") == Some(ValueSource::DefaultValue)
-                && !others.contains(&Store::BTree),
+                && !others.contains(&value_sizes_of()),
         )?;
         // A module that is not there or not a bench canister stops the run before any work.
         if let Some(path) = &args.tune_wasm {
-            crate::bench_canister::read_module_flag("--tune-wasm", path)?;
+            stores::read_module("--tune-wasm", Module::TUNE, path)?;
         }
         Ok(Config {
             variants,

@@ -9,33 +9,38 @@ use anyhow::{anyhow, Result};
 use super::beside::Sized;
 use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
-use super::{Config, Knob, Measured, Setting, BOUNDED_MAX_SIZE, SEARCH, WORKLOADS};
+use super::{bounded_max_size, Config, Knob, Measured, Setting, SEARCH, SEARCHED, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
 use crate::engine::cost::Replica;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
+use crate::stores::{self, ModuleFile, ModuleNeed, Modules};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::shared::{Header, Measure, Run};
 use crate::suites::users::{self, PREFILL_CHUNK};
 use crate::suites::{Exec, MemoryEstimate};
-
-impl Config {
-    /// The tune variant module: `--tune-wasm`, else the committed module of these sources
-    /// (or a build of it).
-    pub(super) fn variant_module(&self) -> Result<Vec<u8>> {
-        match &self.variant_wasm {
-            Some(path) => crate::bench_canister::read_module_flag("--tune-wasm", path),
-            None => Module::TUNE.ensure_built(true),
-        }
-    }
-}
 
 impl Measure for Config {
     const SUITE: &'static str = "tune";
 
     fn validate(&self) -> Result<()> {
         self.check()
+    }
+
+    /// The default module, and the tune variant's when its stores are measured (the file
+    /// `--tune-wasm` names, if it does).
+    fn modules(&self) -> Vec<ModuleNeed> {
+        let kinds = self.others.iter().map(|s| s.store_kind());
+        let kinds = kinds.chain([SEARCHED]).chain(self.variants.iter().copied());
+        let mut needs = stores::needs(kinds);
+        for need in needs.iter_mut().filter(|n| n.module == Module::TUNE) {
+            need.file = self.variant_wasm.clone().map(|path| ModuleFile {
+                flag: "--tune-wasm",
+                path,
+            });
+        }
+        needs
     }
 
     /// Each workload is a scenario of the plan (a shard takes whole workloads): its own
@@ -71,13 +76,14 @@ impl Measure for Config {
         let (empty_variant, variant_sha256) = if cfg.variants.is_empty() || workloads.is_empty() {
             (None, None)
         } else {
-            let (state, sha256) = install_variant(&mut client, cfg, work, &mut after)?;
+            let variant = run.modules.get(Module::TUNE)?;
+            let (state, sha256) = install_variant(&mut client, cfg, variant, work, &mut after)?;
             (Some(state), Some(sha256))
         };
         let sized = if workloads.is_empty() {
             Vec::new()
         } else {
-            empty_at_value_sizes(&mut client, cfg, run.wasm, work, &mut after)?
+            empty_at_value_sizes(&mut client, cfg, run.modules, work, &mut after)?
         };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
@@ -230,11 +236,11 @@ impl Measure for Config {
 pub(super) fn install_variant(
     client: &mut BenchClient<'_>,
     cfg: &Config,
+    variant: &[u8],
     work: &Recorder,
     after: &mut Vec<UnitId>,
 ) -> Result<(State, String)> {
-    let variant = cfg.variant_module()?;
-    let compiled = pool::compile(&mut *client.engine, &variant, work)?;
+    let compiled = pool::compile(&mut *client.engine, variant, work)?;
     after.push(compiled);
     let names = [
         "install the tune variant over the canister",
@@ -243,14 +249,14 @@ pub(super) fn install_variant(
     ];
     let state = install_empty(
         client,
-        &variant,
+        variant,
         cfg.users.payload_size,
         false,
         work,
         after,
         names.map(String::from),
     )?;
-    Ok((state, pool::sha256_hex(&variant)))
+    Ok((state, pool::sha256_hex(variant)))
 }
 
 /// Per other value size, the empty state a run at that `--payload-size` starts from: the
@@ -260,12 +266,13 @@ pub(super) fn install_variant(
 fn empty_at_value_sizes(
     client: &mut BenchClient<'_>,
     cfg: &Config,
-    wasm: &[u8],
+    modules: &Modules<'_>,
     work: &Recorder,
     after: &mut Vec<UnitId>,
 ) -> Result<Vec<Sized>> {
+    let wasm = modules.default_module();
     let variant = if cfg.value_sizes.iter().any(|&s| cfg.bounded_at(s)) {
-        Some(cfg.variant_module()?)
+        Some(modules.get(Module::TUNE)?)
     } else {
         None
     };
@@ -404,17 +411,18 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
             names.join(" and ")
         ));
     }
+    let bound = bounded_max_size();
     if !cfg.variants.is_empty() {
         let names: Vec<&str> = cfg.variants.iter().map(|v| v.label()).collect();
         notes.push(format!(
-            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {BOUNDED_MAX_SIZE} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
+            "The {} run in the tune variant module (canisters/prebuilt/bench-tune.wasm: the same sources built with the cargo feature `tune`, which makes talc the global allocator of the whole module and adds a StableBTreeMap<u64, Name> whose value type is bounded to {bound} bytes), installed over the same canister and filled the same way, each alone. SQLite's C code allocates with wasi-libc's dlmalloc in both modules. The tuned column of the decision table counts them.",
             names.join(", ")
         ));
     }
     if !cfg.value_sizes.is_empty() {
         let sizes: Vec<String> = cfg.value_sizes.iter().map(|&s| thousands(s)).collect();
         notes.push(format!(
-            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {BOUNDED_MAX_SIZE} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
+            "At {} bytes per value (`--tune-value-sizes`), besides the run's {}: the StableBTreeMap and the stores beside it at their defaults (SQLite at the canister's, the bounded value type up to its {bound} bytes; not the StableBTreeMap with talc), each filled alone in the same way from its module installed afresh at that payload size, as a run with that `--payload-size` starts: the records are that run's. Their records carry `value_size=N` in the store column and follow the search's.",
             sizes.join(" and "),
             cfg.users.payload_size
         ));

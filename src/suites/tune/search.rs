@@ -1,7 +1,7 @@
 //! The search: its stages (what each varies), the settings a stage reaches from a workload's
 //! best so far, the cheapest of what was measured, and what the report says of it.
 
-use super::{Config, Knob, Measured, Search, Setting, BOUNDED_MAX_SIZE};
+use super::{bounded_max_size, Config, Knob, Measured, Search, Setting};
 use crate::engine::cost::Replica;
 use crate::report::Status;
 
@@ -73,15 +73,16 @@ impl Config {
             );
         }
         not_searched.extend(self.variants_left_out.iter().cloned());
+        let bound = bounded_max_size();
         not_searched.push(if self.value_sizes.is_empty() {
             format!(
-                "value sizes: every store holds the run's {}-byte payload (--payload-size), and the bounded value type one bound ({BOUNDED_MAX_SIZE} bytes)",
+                "value sizes: every store holds the run's {}-byte payload (--payload-size), and the bounded value type one bound ({bound} bytes)",
                 self.users.payload_size
             )
         } else {
             let sizes: Vec<String> = self.value_sizes.iter().map(|s| s.to_string()).collect();
             format!(
-                "value sizes other than {} and the run's {} bytes; at those, SQLite's settings (it is at the canister's defaults there), the StableBTreeMap with talc (talc moves where the module's statics fall, not the map's pages) and bounds other than {BOUNDED_MAX_SIZE} bytes",
+                "value sizes other than {} and the run's {} bytes; at those, SQLite's settings (it is at the canister's defaults there), the StableBTreeMap with talc (talc moves where the module's statics fall, not the map's pages) and bounds other than {bound} bytes",
                 sizes.join(", "),
                 self.users.payload_size
             )

@@ -5,11 +5,11 @@
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::{UpgradeStore, FILL_BYTES_PER_MESSAGE};
-use crate::bench_canister::{BenchClient, HeapConfig, SqliteConfig};
+use crate::bench_canister::{BenchClient, HeapConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::MessageReport;
 use crate::report::{ScenarioResult, Status};
-use crate::suites::scenario::Store;
+use crate::stores;
 use crate::suites::steps;
 use crate::suites::users::{self, ID_STEP, PREFILL_CHUNK};
 
@@ -24,19 +24,10 @@ pub(super) fn configure(
         .value
         .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
     if let Some(mode) = store.journal_mode() {
-        let config = SqliteConfig {
-            journal_mode: Some(mode.to_string()),
-            ..SqliteConfig::default()
-        };
-        let settings = client
-            .configure_sqlite(&config)?
-            .value
+        stores::set_journal_mode(client, mode)?
             .map_err(|e| anyhow!("configure_sqlite({mode}) failed: {e}"))?;
-        if !settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) {
-            bail!("asked for {mode}, SQLite uses {}", settings.journal_mode);
-        }
     }
-    if let UpgradeStore::Heap(e) = store {
+    if let Some(e) = store.encoding {
         let config = HeapConfig {
             encoding: Some(e.name().into()),
         };
@@ -71,8 +62,16 @@ pub(super) fn fill(
     before: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let chunk = fill_chunk(payload_size);
-    users::fill(client, store.kind(), from, to, chunk, before, &mut |_| {})
-        .with_context(|| format!("filling {}", store.label()))
+    users::fill(
+        client,
+        store.store.stem(),
+        from,
+        to,
+        chunk,
+        before,
+        &mut |_| {},
+    )
+    .with_context(|| format!("filling {}", store.label()))
 }
 
 fn pages_delta(before: u64, after: u64) -> i64 {
@@ -118,10 +117,10 @@ pub(super) fn calls(
     let middle = rows / 2 * ID_STEP;
     let mut out = Vec::new();
     // The query first: it changes nothing, so the insert after it is still the first change.
-    let q = client.get_users(store.kind(), middle, ID_STEP, 100, false)?;
+    let q = client.get_users(store.store.stem(), middle, ID_STEP, 100, false)?;
     let mut r = record(engine, store, rows, &format!("{when}_query"));
     r.batch = 100;
-    r.method = format!("get_users_{}", store.kind());
+    r.method = format!("get_users_{}", store.store.stem());
     r.args = format!("({middle} : nat64, {ID_STEP} : nat64, 100 : nat64)");
     fill_message(&mut r, &q.message);
     match q.value {
@@ -134,10 +133,10 @@ pub(super) fn calls(
         Err(e) => r.status = Status::Failed(e),
     }
     out.push(r);
-    let u = client.add_users(store.kind(), middle + 1, ID_STEP, 1)?;
+    let u = client.add_users(store.store.stem(), middle + 1, ID_STEP, 1)?;
     let mut r = record(engine, store, rows, &format!("{when}_update"));
     r.batch = 1;
-    r.method = format!("add_users_{}", store.kind());
+    r.method = format!("add_users_{}", store.store.stem());
     r.args = format!("({} : nat64, {ID_STEP} : nat64, 1 : nat64)", middle + 1);
     fill_message(&mut r, &u.message);
     match u.value {
@@ -155,10 +154,7 @@ pub(super) fn calls(
     Ok(out)
 }
 
+/// The rows the store holds, as the canister counts them (the store table's count).
 pub(super) fn store_rows(client: &mut BenchClient<'_>, store: UpgradeStore) -> Result<u64> {
-    Ok(match store {
-        UpgradeStore::Heap(_) | UpgradeStore::Users(Store::Heap) => client.heap_stats()?.rows,
-        UpgradeStore::Users(Store::BTree) => client.stats()?.btree_rows,
-        UpgradeStore::Users(Store::Sqlite(_)) => client.stats()?.sqlite_rows,
-    })
+    (store.store_kind().def().rows)(client)
 }

@@ -4,49 +4,7 @@
 
 use super::{Config, UpgradeStore};
 use crate::report::format::thousands;
-use crate::suites::scenario::StoreKind;
 use crate::suites::{Exec, MemoryEstimate, MEMORY_BASE};
-
-/// Bytes a store needs per row at its largest size, as `tenths / 10 × (payload size +
-/// overhead)`: what the machine lends the run (resident memory plus the snapshots' memfds).
-/// `upgrade_tenths` while the canister is upgraded there, `held_tenths` for its state and
-/// its snapshots at the smaller sizes while they wait for their upgrades. From the upgrade points of
-/// `--suite upgrade` at c5d7e43 (2026-11-23; in git history of docs/performance.md): the heap map at
-/// 1,000,000 rows of 100 bytes holds its heap (156 MB; 181 MB with the smaller sizes'
-/// snapshots), and while upgrading it that heap frozen for the rollback, pre_upgrade's heap
-/// with the encoded copy (390 MB), the encoded rows in stable memory (109 MB) and
-/// post_upgrade's decoded heap (265 MB): 920 bytes a row, 7.7 × (100 + 20); the limit run's
-/// upgrade at 98,000 rows of 10,000 bytes took 7.55 GB the same way, 7.7 × (10,000 + 20) a
-/// row. SQLite holds its page cache on the heap (122 MB) and its file in stable memory
-/// (210 MB), the StableBTreeMap 302 MB of stable memory; both keep their rows where they are
-/// when upgraded and share them with their snapshots.
-struct RowMemory {
-    kind: StoreKind,
-    upgrade_tenths: u64,
-    held_tenths: u64,
-    overhead: u64,
-}
-
-const MEMORY_PER_ROW: [RowMemory; 3] = [
-    RowMemory {
-        kind: StoreKind::Heap,
-        upgrade_tenths: 77,
-        held_tenths: 15,
-        overhead: 20,
-    },
-    RowMemory {
-        kind: StoreKind::Btree,
-        upgrade_tenths: 20,
-        held_tenths: 20,
-        overhead: 50,
-    },
-    RowMemory {
-        kind: StoreKind::Sqlite,
-        upgrade_tenths: 30,
-        held_tenths: 22,
-        overhead: 50,
-    },
-];
 
 /// The limit run at its peak, whatever its payload size: it fills the heap map until an
 /// upgrade fails near the 4 GiB heap, and that upgrade holds the heap frozen for the
@@ -119,16 +77,12 @@ impl Config {
     }
 
     /// Bytes a store needs at the largest size: (upgrading it, holding its states).
+    /// The store table's figures (`stores::UpgradeMemory`).
     fn store_memory(&self, store: UpgradeStore) -> (u64, u64) {
-        let kind = store.store_kind();
+        let m = store.store_kind().def().memory.upgrade;
         let largest = self.sizes.last().copied().unwrap_or(0);
-        MEMORY_PER_ROW
-            .iter()
-            .find(|m| m.kind == kind)
-            .map_or((0, 0), |m| {
-                let row = largest * (self.payload_size + m.overhead);
-                (row * m.upgrade_tenths / 10, row * m.held_tenths / 10)
-            })
+        let row = largest * (self.payload_size + m.overhead);
+        (row * m.upgrade_tenths / 10, row * m.held_tenths / 10)
     }
 
     /// The peak of each scenario (`keys()`'s order) among `indices`: a store's upgrade at

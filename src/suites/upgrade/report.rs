@@ -13,19 +13,11 @@ use crate::report::{
     Block, Document, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series, Status, Table,
 };
 use crate::suites::grid::table_headed;
-use bench_types::names::HeapEncoding;
 
+/// The store a record names, as this suite's tables and plots do; a store this version
+/// does not know by its column.
 fn label_of(r: &ScenarioResult) -> String {
-    let store = match (r.store.as_str(), r.journal_mode.as_str()) {
-        ("sqlite", mode) => format!("SQLite {mode}"),
-        ("btree", _) => "StableBTreeMap".into(),
-        ("heap", _) => match HeapEncoding::parse(&r.position) {
-            Ok(e) => UpgradeStore::Heap(e).label(),
-            Err(_) => format!("heap ({})", r.position),
-        },
-        (other, _) => other.to_string(),
-    };
-    store
+    UpgradeStore::of_record(r).map_or_else(|| r.store.clone(), UpgradeStore::label)
 }
 
 fn find<'a>(report: &'a Report, label: &str, rows: u64, op: &str) -> Option<&'a ScenarioResult> {

@@ -14,7 +14,9 @@ use crate::engine::disk_cache::{self, Lookup, STATES};
 use crate::engine::{Engine, ExportedState};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
+use crate::stores::Prefill;
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
+use crate::suites::scenario::StoreKind;
 use crate::suites::Progress;
 
 /// The canister after the prefill, ready for the scenarios.
@@ -131,17 +133,19 @@ pub(super) fn prefilled<'e>(
     })
 }
 
-/// The stable stores the prefill fills (and the post-prefill cache keeps): each kind
-/// measured, once. The heap map is not among them: its rows are inserted after the stable
-/// stores' snapshot, and its scenarios start from a snapshot of their own. The other
-/// stores' scenarios start from the state without the heap map: its allocations (tens of
-/// thousands of strings) change where later allocations land and so what malloc costs,
-/// which moved their counts by up to 7% at 20,000 rows.
+/// The stores the prefill fills (and the post-prefill cache keeps), as their methods name
+/// them: each store measured whose prefill is shared, once, in table order. The others
+/// (the heap map) are filled after the post-prefill snapshot (see [`Prefill::Alone`]).
 pub(super) fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
-    [bench_types::names::BTREE, bench_types::names::SQLITE]
-        .into_iter()
-        .filter(|k| cfg.stores.iter().any(|s| s.kind() == *k))
-        .collect()
+    let mut kinds: Vec<StoreKind> = cfg
+        .stores
+        .iter()
+        .map(|s| s.store_kind())
+        .filter(|k| k.def().prefill == Prefill::Shared)
+        .collect();
+    kinds.sort();
+    kinds.dedup();
+    kinds.into_iter().map(StoreKind::stem).collect()
 }
 
 /// Fills the stable stores with `rows` rows each: ids 0, 10, 20, ..., every row really

@@ -8,12 +8,13 @@ use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
 use super::{record_of, record_reply, run_call, Call, Config, ID_STEP, PREFILL_CHUNK};
-use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::bench_canister::BenchClient;
 use crate::engine::cost::MemoryTracker;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
+use crate::stores::{self, Prefill};
 use crate::suites::pool::{self, Lane, Recorder, State, Task};
-use crate::suites::scenario::{JournalMode, Scenario, Store};
+use crate::suites::scenario::{Scenario, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
@@ -26,9 +27,9 @@ pub type AfterScenarios<'a> = dyn Fn(
     ) -> Result<()>
     + 'a;
 
-/// Task priorities: the heap map's fill is the longest chain, then each SQLite mode's
-/// start (24 scenarios wait for each), then the scenarios.
-const HEAP_FILL_FIRST: i64 = 100;
+/// Task priorities: the fill of a store filled alone (the heap map's) is the longest chain,
+/// then each SQLite mode's start (24 scenarios wait for each), then the scenarios.
+const ALONE_FILL_FIRST: i64 = 100;
 const MODE_START: i64 = 50;
 /// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
 /// long unit (0.2 s for the default run's 420 MB), better started early than left to the end.
@@ -107,17 +108,19 @@ pub fn run(
         );
     }
     for &store in &cfg.stores {
-        match store {
-            Store::Heap => {
-                let name = fill_name(bench_types::names::HEAP, cfg.rows.min(PREFILL_CHUNK));
-                let start = start_task(name, store, base, starts, &measure_from, |lane| {
-                    starts.set_up(lane, |lane| fill_heap(lane, cfg))?;
-                    lane.step(Kind::Snapshot, "snapshot of the heap map");
+        let prefill = store.store_kind().def().prefill;
+        match (prefill, store.journal_mode()) {
+            (Prefill::Alone, _) => {
+                let name = fill_name(store.stem(), cfg.rows.min(PREFILL_CHUNK));
+                let start = start_task(name, store, base, starts, &measure_from, move |lane| {
+                    starts.set_up(lane, |lane| fill_alone(lane, cfg, store))?;
+                    let noun = store.store_kind().def().noun;
+                    lane.step(Kind::Snapshot, format!("snapshot of {noun}"));
                     Ok(Ok(lane.snapshot()?))
                 });
-                tasks.push(start.after(&prefilled).priority(HEAP_FILL_FIRST));
+                tasks.push(start.after(&prefilled).priority(ALONE_FILL_FIRST));
             }
-            Store::BTree => {
+            (Prefill::Shared, None) => {
                 starts.record(store, Ok(base.clone()));
                 tasks.extend(
                     measure_from(store, Ok(base.clone()))
@@ -125,10 +128,10 @@ pub fn run(
                         .map(|t| t.after(&prefilled)),
                 );
             }
-            Store::Sqlite(mode) => {
+            (Prefill::Shared, Some(mode)) => {
                 let name = format!("set SQLite's journal mode to {mode}");
                 let start = start_task(name, store, base, starts, &measure_from, move |lane| {
-                    starts.set_up(lane, |lane| mode_start(lane, mode))
+                    starts.set_up(lane, |lane| mode_start(lane, store))
                 });
                 tasks.push(start.after(&prefilled).priority(MODE_START));
             }
@@ -223,32 +226,34 @@ impl Starts {
     }
 }
 
-/// Fills the heap map on the lane's state, each message after the first a unit of its own
-/// (the first is the task's).
-fn fill_heap(lane: &mut Lane<'_, '_>, cfg: &Config) -> Result<()> {
+/// Fills a store filled alone on the lane's state, each message after the first a unit of
+/// its own (the first is the task's).
+fn fill_alone(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store) -> Result<()> {
     let (client, ctl) = (&mut lane.client, &lane.ctl);
     let mut first = true;
+    let stem = store.stem();
     fill(
         client,
-        bench_types::names::HEAP,
+        stem,
         0,
         cfg.rows,
         PREFILL_CHUNK,
         &mut |to| {
             if !std::mem::take(&mut first) {
-                ctl.step(Kind::Fill, fill_name(bench_types::names::HEAP, to));
+                ctl.step(Kind::Fill, fill_name(stem, to));
             }
         },
         &mut |_| {},
     )
 }
 
-/// SQLite in journal `mode` on a fresh connection, snapshotted; the reason when the canister
-/// refuses it.
-fn mode_start(lane: &mut Lane<'_, '_>, mode: JournalMode) -> Result<Result<State, String>> {
-    Ok(match sqlite_mode(&mut lane.client, mode)? {
+/// `store` in its journal mode on a fresh connection, snapshotted; the reason when the
+/// canister refuses it.
+fn mode_start(lane: &mut Lane<'_, '_>, store: Store) -> Result<Result<State, String>> {
+    let mode = store.journal_mode().expect("a store in a journal mode");
+    Ok(match stores::set_journal_mode(&mut lane.client, mode)? {
         Ok(()) => {
-            lane.step(Kind::Snapshot, format!("snapshot of SQLite {mode}"));
+            lane.step(Kind::Snapshot, format!("snapshot of {}", store.label()));
             Ok(lane.snapshot()?)
         }
         Err(reason) => Err(reason),
@@ -272,31 +277,16 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
             format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
-    if cfg.stores.contains(&Store::Heap) {
-        all_notes.insert(1, "The heap map (`heap`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.".into());
+    let mut alone: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
+    alone.retain(|k| k.def().prefill == Prefill::Alone);
+    alone.dedup();
+    for (i, kind) in alone.into_iter().enumerate() {
+        let noun = kind.def().noun;
+        let noun = noun[..1].to_uppercase() + &noun[1..];
+        all_notes.insert(1 + i, format!("{noun} (`{}`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.", kind.name()));
     }
     all_notes.extend_from_slice(notes);
     all_notes
-}
-
-/// Sets SQLite's journal `mode` on a fresh connection, on the canister's state now; the
-/// reason when the canister refuses it.
-pub(in crate::suites) fn sqlite_mode(
-    client: &mut BenchClient<'_>,
-    mode: JournalMode,
-) -> Result<Result<(), String>> {
-    let config = SqliteConfig {
-        journal_mode: Some(mode.to_string()),
-        ..SqliteConfig::default()
-    };
-    Ok(match client.configure_sqlite(&config)?.value {
-        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(()),
-        Ok(settings) => Err(format!(
-            "asked for {mode}, SQLite uses {}",
-            settings.journal_mode
-        )),
-        Err(e) => Err(e),
-    })
 }
 
 /// One scenario from its store's starting state (or the reason the store was refused).
@@ -320,7 +310,7 @@ fn measure(
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
-            let reply = run_call(&mut lane.client, scenario.store.kind(), &call)?;
+            let reply = run_call(&mut lane.client, scenario.store.stem(), &call)?;
             record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
         }
     }

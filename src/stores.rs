@@ -1,0 +1,436 @@
+//! The stores icbench measures, declared once: per store its `--stores` name, its labels, the
+//! canister module it lives in, its Candid method stem, what it supports (journal modes,
+//! schemas, how it survives an upgrade, which suites measure it), its memory per row and
+//! fill cost for the pre-flight estimates, and its plot colour. The suites ask this table
+//! instead of matching on stores: a new store is the canister code plus one entry in
+//! `ROWS`.
+//!
+//! Here: the table and the record-level label and parse-back; `stores/kind.rs` the values
+//! that name a row ([`StoreKind`], [`Store`]: a row and its journal mode), `stores/memory.rs`
+//! the memory figures, `stores/schema.rs` the schemas of dbbench, keys and sysbench,
+//! `stores/setup.rs` setting a store up on a canister (SQLite's journal mode, in one place),
+//! `stores/modules.rs` the canister modules a run holds.
+
+use anyhow::Result;
+
+use crate::bench_canister::{BenchClient, Module, Stats};
+use crate::engine::cost::WASM_PAGE_SIZE;
+use bench_types::names::{self, DbBenchStore, HeapEncoding, KeysStore, SysbenchStore};
+
+mod kind;
+mod memory;
+mod modules;
+mod schema;
+mod setup;
+
+pub use bench_types::JournalMode;
+pub use kind::{Store, StoreKind};
+pub use memory::{Memory, UpgradeMemory};
+pub use modules::{
+    check_module, module_name, needs, read_module, required_exports, wasm_flag_value, ModuleFile,
+    ModuleNeed, Modules,
+};
+pub use schema::{Schema, SchemaStore};
+pub use setup::set_journal_mode;
+
+/// One store: a row of [`TABLE`].
+#[derive(Clone, Copy, Debug)]
+pub struct StoreDef {
+    /// Its name: the `--stores` value (a tune variant's: its `--tune-variants` value).
+    pub name: &'static str,
+    /// How a run selects it.
+    pub selected_by: SelectedBy,
+    /// The canister module it lives in.
+    pub module: Module,
+    /// Its Candid method stem: `add_users_{stem}`, `get_users_{stem}_ids`, `scan_users_{stem}`.
+    pub stem: &'static str,
+    /// The records' `store` column.
+    pub record: &'static str,
+    /// Its label in tables and plots; a store with journal modes is followed by the mode.
+    pub label: &'static str,
+    /// Its label in narrow tables; a store with journal modes is named by its mode alone.
+    pub short_label: &'static str,
+    /// How prose names it: `the heap map`.
+    pub noun: &'static str,
+    /// Whether it is measured once per SQLite journal mode (set by `configure_sqlite` on a
+    /// fresh connection, the canister's default read from `stats`).
+    pub journal_modes: bool,
+    /// Whether it answers SQL (sysbench's workloads beyond the key-value ones).
+    pub sql: bool,
+    /// How its rows survive an upgrade.
+    pub on_upgrade: OnUpgrade,
+    /// Whether its rows live on the Wasm heap between upgrades (their heap bytes per row then
+    /// bound an insert, as the heap room does).
+    pub rows_on_heap: bool,
+    /// How the users suites fill it.
+    pub prefill: Prefill,
+    /// The suites that measure it (`--suite` names).
+    pub suites: &'static [&'static str],
+    /// Its schemas in the suites that measure schemas (dbbench, keys, sysbench).
+    pub schemas: &'static [Schema],
+    /// What it needs of the machine, and what its fill costs.
+    pub memory: Memory,
+    /// Its palette slot (`report::svg::SLOTS`), the same in every plot of every suite; a
+    /// store with journal modes takes this slot and one more per mode, in mode order.
+    pub colour: Option<usize>,
+    /// The stable bytes its rows take, from its own size (not the canister's stable memory,
+    /// which the memory manager grows in 8 MiB buckets the stores share).
+    pub stable_bytes: fn(&Stats) -> u64,
+    /// The rows it holds, as the canister counts them.
+    pub rows: fn(&mut BenchClient<'_>) -> Result<u64>,
+    /// A variant of another module's store: that store's name (its calls, shape and memory).
+    pub variant_of: Option<&'static str>,
+    /// The largest value (payload) its value type holds, if bounded.
+    pub max_value_size: Option<u64>,
+}
+
+/// How a run selects a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelectedBy {
+    /// A `--stores` value, with its line in `--help`.
+    Stores { help: &'static str },
+    /// A `--tune-variants` value (a store of the tune variant module).
+    TuneVariants,
+}
+
+/// How a store's rows survive an upgrade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnUpgrade {
+    /// In place (stable memory): the upgrade's work does not grow with the rows.
+    InPlace,
+    /// Serialized by `pre_upgrade` into stable memory and read back by `post_upgrade`, in
+    /// any of these encodings (`configure_heap`): the upgrade suite measures each.
+    Serialized(&'static [Encoding]),
+}
+
+/// An encoding a serialized store is upgraded with, and its label in the upgrade suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoding {
+    pub encoding: HeapEncoding,
+    pub label: &'static str,
+}
+
+/// How the users suites (seed003, lookups) fill a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Prefill {
+    /// In the shared prefill: its scenarios start from the post-prefill snapshot (after
+    /// setting its journal mode, for a store that has them), which the cache keeps.
+    Shared,
+    /// After the post-prefill snapshot, its scenarios from a snapshot of its own: its
+    /// allocations (tens of thousands of strings on the heap) would change where the other
+    /// stores' allocations land and so what malloc costs (up to 7% at 20,000 rows).
+    Alone,
+}
+
+/// The modules' stores, in the order reports show them: `--stores`' values first (its
+/// possible values and defaults, in this order), then the tune variant's.
+const ROWS: [StoreDef; 6] = [HEAP, BTREE, SQLITE, HEAP_TALC, BTREE_TALC, BTREE_BOUNDED];
+
+/// Every store, at one address (`ROWS` is for lookups at compile time).
+pub static TABLE: [StoreDef; ROWS.len()] = ROWS;
+
+/// The suites that measure every store of the default module.
+const EVERY_SUITE: &[&str] = &[
+    "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
+];
+
+const HEAP: StoreDef = StoreDef {
+    name: names::HEAP,
+    selected_by: SelectedBy::Stores {
+        help: "A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only \
+               across upgrades (seed003, lookups; the other suites have no heap store)",
+    },
+    module: Module::DEFAULT,
+    stem: names::HEAP,
+    record: names::HEAP,
+    label: "heap BTreeMap",
+    short_label: "Heap",
+    noun: "the heap map",
+    journal_modes: false,
+    sql: false,
+    on_upgrade: OnUpgrade::Serialized(&[
+        Encoding {
+            encoding: HeapEncoding::Candid,
+            label: "heap (Candid)",
+        },
+        Encoding {
+            encoding: HeapEncoding::Cbor,
+            label: "heap (CBOR)",
+        },
+    ]),
+    rows_on_heap: true,
+    prefill: Prefill::Alone,
+    suites: &["seed003", "lookups", "upgrade", "scaling", "tune"],
+    schemas: &[],
+    memory: Memory {
+        users_tenths: 30,
+        users_tenths_per_mode: 0,
+        upgrade: UpgradeMemory {
+            upgrade_tenths: 77,
+            held_tenths: 15,
+            overhead: 20,
+        },
+        scaling_per_row: 350,
+        capacity_search: 2_200_000_000,
+        fill_cost: 1,
+    },
+    // It came after SQLite's journal modes and took the slot after OFF, so that the other
+    // stores kept their colours.
+    colour: Some(7),
+    stable_bytes: |_| 0,
+    rows: |client| Ok(client.heap_stats()?.rows),
+    variant_of: None,
+    max_value_size: None,
+};
+
+const BTREE: StoreDef = StoreDef {
+    name: names::BTREE,
+    selected_by: SelectedBy::Stores {
+        help: "ic-stable-structures' StableBTreeMap",
+    },
+    module: Module::DEFAULT,
+    stem: names::BTREE,
+    record: names::BTREE,
+    label: "StableBTreeMap",
+    short_label: "BTreeMap",
+    noun: "the StableBTreeMap",
+    journal_modes: false,
+    sql: false,
+    on_upgrade: OnUpgrade::InPlace,
+    rows_on_heap: false,
+    prefill: Prefill::Shared,
+    suites: EVERY_SUITE,
+    schemas: &[Schema {
+        record: names::BTREE,
+        label: "",
+        described: "StableBTreeMap<[u8; 16], Vec<u8>>",
+        canister: &[
+            ("dbbench", DbBenchStore::BTree.name()),
+            ("keys", KeysStore::BTree.name()),
+            ("sysbench", SysbenchStore::BTree.name()),
+        ],
+        colour: None,
+    }],
+    memory: Memory {
+        users_tenths: 20,
+        users_tenths_per_mode: 0,
+        upgrade: UpgradeMemory {
+            upgrade_tenths: 20,
+            held_tenths: 20,
+            overhead: 50,
+        },
+        scaling_per_row: 210,
+        capacity_search: 600_000_000,
+        fill_cost: 3,
+    },
+    colour: Some(0),
+    // A module older than the field: the canister's stable memory, as before it.
+    stable_bytes: |stats| stats.btree_stable_pages.unwrap_or(stats.stable_pages) * WASM_PAGE_SIZE,
+    rows: |client| Ok(client.stats()?.btree_rows),
+    variant_of: None,
+    max_value_size: None,
+};
+
+const SQLITE: StoreDef = StoreDef {
+    name: names::SQLITE,
+    selected_by: SelectedBy::Stores {
+        help: "SQLite (ic-rusqlite); each suite says in which journal modes or schemas",
+    },
+    module: Module::DEFAULT,
+    stem: names::SQLITE,
+    record: names::SQLITE,
+    label: "SQLite",
+    short_label: "SQLite",
+    noun: "SQLite",
+    journal_modes: true,
+    sql: true,
+    on_upgrade: OnUpgrade::InPlace,
+    rows_on_heap: false,
+    prefill: Prefill::Shared,
+    suites: EVERY_SUITE,
+    schemas: &[
+        // `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on the key
+        // (for a u64 key, INTEGER PRIMARY KEY is the rowid: one B-tree). The records name
+        // it `sqlite`, as the other suites name SQLite.
+        Schema {
+            record: names::SQLITE,
+            label: "rowid",
+            described: "rowid table",
+            canister: &[
+                ("dbbench", DbBenchStore::SqliteRowid.name()),
+                ("keys", KeysStore::SqliteRowid.name()),
+                ("sysbench", SysbenchStore::Sqlite.name()),
+            ],
+            colour: None,
+        },
+        // The same `WITHOUT ROWID`: one B-tree keyed by the key (db_bench_sqlite3's default).
+        Schema {
+            record: "sqlite_without_rowid",
+            label: "WITHOUT ROWID",
+            described: "WITHOUT ROWID",
+            canister: &[
+                ("dbbench", DbBenchStore::SqliteWithoutRowid.name()),
+                ("keys", KeysStore::SqliteWithoutRowid.name()),
+            ],
+            colour: Some(8),
+        },
+        // An implicit rowid and a secondary index on the key.
+        Schema {
+            record: "sqlite_secondary",
+            label: "secondary index",
+            described: "secondary index",
+            canister: &[("keys", KeysStore::SqliteSecondary.name())],
+            colour: Some(9),
+        },
+    ],
+    memory: Memory {
+        users_tenths: 22,
+        users_tenths_per_mode: 8,
+        upgrade: UpgradeMemory {
+            upgrade_tenths: 30,
+            held_tenths: 22,
+            overhead: 50,
+        },
+        scaling_per_row: 380,
+        capacity_search: 600_000_000,
+        fill_cost: 2,
+    },
+    colour: Some(1),
+    stable_bytes: |stats| stats.sqlite_page_count * stats.sqlite_page_size,
+    rows: |client| Ok(client.stats()?.sqlite_rows),
+    variant_of: None,
+    max_value_size: None,
+};
+
+/// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
+/// built with the cargo feature `tune`: talc as the allocator of the whole module, and a
+/// value type with a bound), measured by the tune suite beside `of`, the default module's
+/// store whose calls it takes, whose shape and memory it has.
+const fn tune_variant(
+    of: StoreDef,
+    name: &'static str,
+    stem: &'static str,
+    record: &'static str,
+    label: &'static str,
+    noun: &'static str,
+) -> StoreDef {
+    StoreDef {
+        name,
+        selected_by: SelectedBy::TuneVariants,
+        module: Module::TUNE,
+        stem,
+        record,
+        label,
+        noun,
+        suites: &["tune"],
+        schemas: &[],
+        colour: None,
+        variant_of: Some(of.name),
+        ..of
+    }
+}
+
+const HEAP_TALC: StoreDef = tune_variant(
+    HEAP,
+    "heap-talc",
+    names::HEAP,
+    "heap allocator=talc",
+    "heap BTreeMap (talc)",
+    "the heap map with talc",
+);
+
+const BTREE_TALC: StoreDef = tune_variant(
+    BTREE,
+    "btree-talc",
+    names::BTREE,
+    "btree allocator=talc",
+    "StableBTreeMap (talc)",
+    "the StableBTreeMap with talc",
+);
+
+/// A `StableBTreeMap<u64, Name>`, `Name` a `String` bounded to 100 bytes (`NAME_MAX_SIZE`
+/// in the canister), with talc.
+const BTREE_BOUNDED: StoreDef = StoreDef {
+    max_value_size: Some(100),
+    ..tune_variant(
+        BTREE,
+        "btree-bounded",
+        "btree_bounded",
+        "btree_bounded allocator=talc",
+        "StableBTreeMap, bounded value (talc)",
+        "the bounded value type",
+    )
+};
+
+/// Whether two names are the same (in const context, for the lookups that name a row).
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The row called `name` (`--stores` or `--tune-variants` value), if any.
+pub fn find(name: &str) -> Option<StoreKind> {
+    StoreKind::every().find(|k| k.name() == name)
+}
+
+/// The stores the `--stores` values `kinds` select that `suite` measures, in table order.
+pub fn measured_by(suite: &str, kinds: &[StoreKind]) -> Vec<StoreKind> {
+    StoreKind::ALL
+        .into_iter()
+        .filter(|k| kinds.contains(k) && k.measured_by(suite))
+        .collect()
+}
+
+/// The store a record names (its `store` and `journal_mode` columns), back as a value;
+/// `None` for a store or journal mode this version does not know. A store without journal
+/// modes ignores the column.
+pub fn parse(store: &str, journal_mode: &str) -> Option<Store> {
+    let kind = StoreKind::every().find(|k| k.def().record == store)?;
+    if !kind.def().journal_modes {
+        return Some(Store::new(kind, None));
+    }
+    JournalMode::from_name(journal_mode).map(|m| Store::new(kind, Some(m)))
+}
+
+/// A record's store as tables and plots name it: `StableBTreeMap`, `SQLite WAL`, `SQLite`
+/// (no mode), `heap BTreeMap (cbor)` (another column in the mode's place); a store this
+/// version does not know by its columns.
+pub fn label(store: &str, journal_mode: &str) -> String {
+    match StoreKind::every().find(|k| k.def().record == store) {
+        Some(kind) if journal_mode.is_empty() => kind.label().to_string(),
+        Some(kind) if kind.def().journal_modes => format!("{} {journal_mode}", kind.label()),
+        Some(kind) => format!("{} ({journal_mode})", kind.label()),
+        None => format!("{store} {journal_mode}").trim().to_string(),
+    }
+}
+
+/// A record's palette slot (see [`StoreDef::colour`]): its schema's own, else its store's;
+/// `None` for a store this version does not know.
+pub fn colour(store: &str, journal_mode: &str) -> Option<usize> {
+    if let Some(slot) = Schema::of_record(store).and_then(|(_, s)| s.colour) {
+        return Some(slot);
+    }
+    parse(store, journal_mode).and_then(Store::colour)
+}
+
+/// A record's store with its schema, for the suites whose SQLite columns are schemas
+/// (dbbench, keys, sysbench): `SQLite WAL WITHOUT ROWID`, `StableBTreeMap`.
+pub fn schema_label(store: &str, journal_mode: &str) -> String {
+    match Schema::of_record(store) {
+        Some((kind, schema)) => schema.label_of(kind, journal_mode),
+        None => label(store, journal_mode),
+    }
+}
+
+#[cfg(test)]
+mod tests;
