@@ -6,8 +6,8 @@
 //! virtual memory, n x 16,384 bytes (`config::SQLITE_PAGE_SIZE`). A canister can still set
 //! cache_size on a connection; the rest is the binding's.
 
-use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
 use bench_types::SqliteConfig;
+use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
 
 /// ic-sqlite-vfs 2.1.0's `config::SQLITE_PAGE_SIZE`: its VFS and its commit overlay address
 /// pages of this size only.

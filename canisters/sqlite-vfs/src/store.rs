@@ -305,7 +305,9 @@ fn read_settings() -> Result<SqliteSettings, String> {
             let synchronous = u8::try_from(sync_code)
                 .ok()
                 .and_then(Synchronous::from_code)
-                .ok_or_else(|| format!("SQLite reports an unknown synchronous value {sync_code}"))?;
+                .ok_or_else(|| {
+                    format!("SQLite reports an unknown synchronous value {sync_code}")
+                })?;
             Ok(SqliteSettings {
                 journal_mode: journal_mode.to_ascii_uppercase(),
                 synchronous: synchronous.as_str().to_string(),
