@@ -90,13 +90,13 @@ tmp="$(mktemp "$OUT_DIR/$NAME.wasm.XXXXXX")"
 trap 'rm -f "$tmp"' EXIT
 did_bytes=$(wc -c <"$DID")
 name_bytes=${#SECTION} # ASCII: characters are bytes
-payload_bytes=$(($(printf "$(leb128 "$name_bytes")" | wc -c) + name_bytes + did_bytes))
+payload_bytes=$(($(printf '%b' "$(leb128 "$name_bytes")" | wc -c) + name_bytes + did_bytes))
 {
     cat "$BUILD_DIR/$TARGET/release/sqlite_vfs.wasm"
     # A custom section: id 0, its size, then its name (length-prefixed) and the interface.
     printf '\x00'
-    printf "$(leb128 "$payload_bytes")"
-    printf "$(leb128 "$name_bytes")"
+    printf '%b' "$(leb128 "$payload_bytes")"
+    printf '%b' "$(leb128 "$name_bytes")"
     printf '%s' "$SECTION"
     cat "$DID"
 } >"$tmp"
@@ -107,8 +107,7 @@ mv -f "$tmp" "$OUT"
 le64() {
     local i
     for i in 0 1 2 3 4 5 6 7; do
-        # shellcheck disable=SC2059 # the format is the escape itself
-        printf "$(printf '\\x%02x' $((($1 >> (8 * i)) & 0xff)))"
+        printf '%b' "$(printf '\\x%02x' $((($1 >> (8 * i)) & 0xff)))"
     done
 }
 
