@@ -456,7 +456,7 @@ fn what_the_binding_fixes_is_refused_naming_why() {
         assert_eq!(
             configure(&mut c, refused(None, Some(size))),
             Err(format!(
-                "page_size {size} refused: ic-sqlite-vfs stores SQLite page n at a fixed offset of n x 16384 bytes and writes 16384-byte pages only; only 16384 is accepted"
+                "page_size {size} refused: ic-sqlite-vfs sets page_size 16384 itself on an empty image (its VFS's sector and commit unit), and a later change needs VACUUM, which cannot run inside its update transaction; only 16384 is accepted"
             ))
         );
     }

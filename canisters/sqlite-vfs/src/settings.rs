@@ -2,15 +2,15 @@
 //!
 //! ic-sqlite-vfs opens every update connection with its own pragmas (`db/pragmas.rs`:
 //! journal_mode MEMORY, synchronous OFF, temp_store MEMORY, locking_mode EXCLUSIVE,
-//! foreign_keys ON, cache_size -32768) and maps SQLite's page n to a fixed offset of its
-//! virtual memory, n x 16,384 bytes (`config::SQLITE_PAGE_SIZE`). A canister can still set
-//! cache_size on a connection; the rest is the binding's.
+//! foreign_keys ON, cache_size -32768), page_size 16,384 on an empty image, and runs every
+//! update closure inside a transaction (so no VACUUM). A canister can still set cache_size
+//! on a connection; the rest is the binding's.
 
 use bench_types::SqliteConfig;
 use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
 
-/// ic-sqlite-vfs 2.1.0's `config::SQLITE_PAGE_SIZE`: its VFS and its commit overlay address
-/// pages of this size only.
+/// ic-sqlite-vfs 2.1.0's `config::SQLITE_PAGE_SIZE`: the page size it sets on an empty
+/// image, its VFS's sector size and the unit its overlay stages and commits.
 pub const PAGE_SIZE: u32 = 16_384;
 /// ic-sqlite-vfs 2.1.0's `config::SQLITE_CACHE_SIZE_KIB`, applied as `cache_size = -32768`
 /// (32 MiB) on every connection it opens.
@@ -76,7 +76,7 @@ impl Settings {
             && size != PAGE_SIZE
         {
             return Err(format!(
-                "page_size {size} refused: ic-sqlite-vfs stores SQLite page n at a fixed offset of n x {PAGE_SIZE} bytes and writes {PAGE_SIZE}-byte pages only; only {PAGE_SIZE} is accepted"
+                "page_size {size} refused: ic-sqlite-vfs sets page_size {PAGE_SIZE} itself on an empty image (its VFS's sector and commit unit), and a later change needs VACUUM, which cannot run inside its update transaction; only {PAGE_SIZE} is accepted"
             ));
         }
         let mut next = self;
