@@ -279,3 +279,86 @@ fn the_tune_variant_is_the_default_interface_plus_the_bounded_store() {
         panic!("the tune variant's generated interface is not bench.did: {e}");
     }
 }
+
+// ---- the ic-sqlite-vfs canister (canisters/prebuilt/sqlite-vfs.wasm) -------------------
+// (tests/it/sqlite_vfs.rs holds the committed module to its sources)
+
+fn vfs_did_text() -> String {
+    let path = root().join("canisters/sqlite-vfs/sqlite-vfs.did");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+fn vfs_wasm() -> Vec<u8> {
+    let path = root().join("canisters/prebuilt/sqlite-vfs.wasm");
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+}
+
+/// The module embeds sqlite-vfs.did, exports exactly its methods with their modes, and its
+/// code generates the same interface.
+#[test]
+fn the_sqlite_vfs_module_is_its_did() {
+    let wasm = vfs_wasm();
+    let facts = module_facts(&wasm);
+    assert!(
+        facts.candid_section.as_deref() == Some(vfs_did_text().as_bytes()),
+        "the candid:service section of sqlite-vfs.wasm is not canisters/sqlite-vfs/sqlite-vfs.did"
+    );
+    assert_eq!(facts.endpoints, did_endpoints(&vfs_did_text()));
+    assert!(facts.imports.iter().all(|(m, _)| m == "ic0"));
+    let generated = generated_candid(&wasm);
+    if let Err(e) = service_equal(
+        CandidSource::Text(&generated),
+        CandidSource::Text(&vfs_did_text()),
+    ) {
+        panic!("the sqlite-vfs code and sqlite-vfs.did disagree: {e}\n--- generated:\n{generated}");
+    }
+}
+
+/// Its records are bench.did's (the bench canister's client decodes its replies), and its
+/// methods are the bench canister's SQLite methods with the stem `sqlite_vfs`.
+#[test]
+fn the_sqlite_vfs_interface_is_the_bench_sqlite_stores_renamed() {
+    let (bench_env, _) = CandidSource::Text(&did_text()).load().unwrap();
+    let (vfs_env, _) = CandidSource::Text(&vfs_did_text()).load().unwrap();
+    for name in [
+        "InsertReport",
+        "ReadReport",
+        "SqliteConfig",
+        "SqliteSettings",
+        "Stats",
+        "InsertResult",
+        "ReadResult",
+        "ConfigureResult",
+        "Nat64Result",
+    ] {
+        assert_eq!(
+            vfs_env.find_type(name).unwrap(),
+            bench_env.find_type(name).unwrap(),
+            "{name}"
+        );
+    }
+    let renamed: BTreeSet<(String, String)> = did_endpoints(&vfs_did_text())
+        .into_iter()
+        .map(|(kind, m)| {
+            let m = match m.as_str() {
+                "configure_sqlite_vfs" => "configure_sqlite".to_string(),
+                "clear_sqlite_vfs" => "clear_sqlite".to_string(),
+                _ => m.replacen("_sqlite_vfs", "_sqlite", 1),
+            };
+            (kind, m)
+        })
+        .collect();
+    let bench = did_endpoints(&did_text());
+    assert!(
+        renamed.is_subset(&bench),
+        "not methods of bench.did: {:?}",
+        renamed.difference(&bench).collect::<Vec<_>>()
+    );
+    for method in [
+        "add_users_sqlite",
+        "get_users_sqlite_ids_update",
+        "scan_users_sqlite",
+    ] {
+        assert!(renamed.iter().any(|(_, m)| m == method), "{method}");
+    }
+}

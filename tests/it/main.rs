@@ -33,6 +33,7 @@ mod profile_cli;
 mod project_files;
 mod report;
 mod self_contained;
+mod sqlite_vfs;
 mod suites;
 mod timer;
 mod tune;

@@ -1,0 +1,531 @@
+//! The ic-sqlite-vfs canister (canisters/sqlite-vfs) on the embedded engine: the committed
+//! module (canisters/prebuilt/sqlite-vfs.wasm) is of its sources, embeds its interface and
+//! imports only ic0; its store counts exactly under both vintages since the memory tracker
+//! (2026-07) and before it (2026-05); an upgrade keeps its rows and settings; and what the
+//! binding does not let a canister choose is refused, naming why.
+//!
+//! Its calls are the bench canister's SQLite calls with the stem `sqlite_vfs`, so the bench
+//! canister's client drives it (`add_users("sqlite_vfs", ...)`).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use candid::{Decode, Encode, Principal};
+use icbench::bench_canister::{BenchClient, SqliteConfig, SqliteSettings};
+use icbench::engine::cost::Replica;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::{Engine, PageCounts};
+use sha2::{Digest, Sha256};
+use wasmparser::{Parser, Payload};
+
+mod at_scale;
+
+const STORE: &str = "sqlite_vfs";
+const PREBUILT_WASM: &str = "canisters/prebuilt/sqlite-vfs.wasm";
+const PREBUILT_SOURCES: &str = "canisters/prebuilt/sqlite-vfs.sources";
+const BUILD_SCRIPT: &str = "scripts/build-canister-vfs.sh";
+const DID: &str = "canisters/sqlite-vfs/sqlite-vfs.did";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(root().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
+}
+
+/// The committed module, compiled once for the test run.
+fn wasm() -> &'static [u8] {
+    static WASM: OnceLock<Vec<u8>> = OnceLock::new();
+    WASM.get_or_init(|| {
+        let wasm = read(PREBUILT_WASM);
+        crate::support::keep_compiled(&wasm, false);
+        wasm
+    })
+}
+
+// ---- the module -------------------------------------------------------------------------
+
+/// The sources the build script lists (its `SOURCES=( ... )`), so the list is written once.
+fn listed_sources() -> Vec<String> {
+    let script = String::from_utf8(read(BUILD_SCRIPT)).unwrap();
+    let start = script
+        .find("\nSOURCES=(\n")
+        .expect("the script lists SOURCES")
+        + 11;
+    let end = start + script[start..].find("\n)").expect("SOURCES=( ends");
+    script[start..end]
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
+/// Every file under `rel` (symlinks followed, `target` and dotfiles skipped), relative, with
+/// `/` separators: the walk of src/canister_sources.rs.
+fn files_under(rel: &str, out: &mut Vec<String>) {
+    let path = root().join(rel);
+    if std::fs::metadata(&path).unwrap().is_file() {
+        out.push(rel.to_string());
+        return;
+    }
+    for entry in std::fs::read_dir(&path).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name != "target" && !name.starts_with('.') {
+            files_under(&format!("{rel}/{name}"), out);
+        }
+    }
+}
+
+/// The SHA-256 the record names: src/canister_sources.rs's framing over the listed sources.
+fn sources_sha256() -> String {
+    let mut files = Vec::new();
+    for rel in listed_sources() {
+        files_under(&rel, &mut files);
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for rel in &files {
+        let bytes = read(rel);
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    hex::encode(h.finalize())
+}
+
+/// After a change to the canister's sources, its build script or the toolchain pin, this
+/// fails until `scripts/build-canister-vfs.sh prebuilt` has rebuilt and recorded the module.
+#[test]
+fn the_committed_module_is_of_the_current_sources() {
+    let sources = listed_sources();
+    assert!(
+        sources.contains(&"canisters/sqlite-vfs".to_string())
+            && sources.contains(&"canisters/types".to_string()),
+        "{sources:?}"
+    );
+    let record = String::from_utf8(read(PREBUILT_SOURCES)).unwrap();
+    let field = |key: &str| {
+        record
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("{PREBUILT_SOURCES} has no {key} line"))
+            .to_string()
+    };
+    assert_eq!(
+        field("module-sha256"),
+        hex::encode(Sha256::digest(wasm())),
+        "{PREBUILT_WASM} is not the module {PREBUILT_SOURCES} names"
+    );
+    assert_eq!(
+        field("sources-sha256"),
+        sources_sha256(),
+        "{PREBUILT_WASM} is not of the current sources: run `{BUILD_SCRIPT} prebuilt` and commit canisters/prebuilt"
+    );
+}
+
+#[test]
+fn the_module_embeds_its_interface_and_imports_only_ic0() {
+    let mut section = None;
+    let mut imports = Vec::new();
+    for payload in Parser::new(0).parse_all(wasm()) {
+        match payload.unwrap() {
+            Payload::CustomSection(s) if s.name() == "icp:public candid:service" => {
+                assert!(section.is_none(), "two candid:service sections");
+                section = Some(s.data().to_vec());
+            }
+            Payload::ImportSection(s) => {
+                for import in s.into_imports() {
+                    let import = import.unwrap();
+                    imports.push(format!("{}.{}", import.module, import.name));
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(section.as_deref() == Some(&read(DID)[..]), "not {DID}");
+    // The System API it needs, each defined by the engine (src/engine/embedded/system_api/).
+    imports.sort();
+    assert_eq!(
+        imports,
+        [
+            "debug_print",
+            "msg_arg_data_copy",
+            "msg_arg_data_size",
+            "msg_reply",
+            "msg_reply_data_append",
+            "performance_counter",
+            "stable64_grow",
+            "stable64_read",
+            "stable64_size",
+            "stable64_write",
+            "time",
+            "trap",
+        ]
+        .map(|f| format!("ic0.{f}"))
+    );
+}
+
+// ---- the store ------------------------------------------------------------------------------
+
+fn install(engine: &mut EmbeddedEngine) -> BenchClient<'_> {
+    BenchClient::install(engine, wasm()).expect("the canister installs")
+}
+
+fn configure(c: &mut BenchClient<'_>, config: SqliteConfig) -> Result<SqliteSettings, String> {
+    let out = c
+        .engine
+        .update(
+            c.canister,
+            "configure_sqlite_vfs",
+            &Encode!(&config).unwrap(),
+        )
+        .unwrap();
+    Decode!(&out.result.unwrap(), Result<SqliteSettings, String>).unwrap()
+}
+
+/// The binding's settings, as configure reads them back.
+fn binding_settings(cache_size: i64, autoincrement: bool) -> SqliteSettings {
+    SqliteSettings {
+        journal_mode: "MEMORY".into(),
+        synchronous: "OFF".into(),
+        page_size: 16_384,
+        cache_size,
+        locking_mode: "EXCLUSIVE".into(),
+        autoincrement,
+    }
+}
+
+/// A call's counts: the store's instructions, the message's, and its pages.
+#[derive(Debug, PartialEq, Eq)]
+struct Counts {
+    store: u64,
+    message: u64,
+    pages: PageCounts,
+}
+
+fn counts(store: u64, message: &icbench::engine::MessageReport) -> Counts {
+    Counts {
+        store,
+        message: message.instructions,
+        pages: message.pages.expect("the embedded engine counts pages"),
+    }
+}
+
+fn pages(heap: (u64, u64), stable: (u64, u64), charge: u64) -> PageCounts {
+    PageCounts {
+        heap_wasm_pages_accessed: heap.0,
+        heap_wasm_pages_written: heap.1,
+        stable_wasm_pages_accessed: stable.0,
+        stable_wasm_pages_written: stable.1,
+        page_charge_instructions: charge,
+    }
+}
+
+/// 2,000 rows (ids 0, 10, ..., 19,990) in one message, then the default run's calls in the
+/// middle: one row inserted, one key and 100 keys read, 1,000 rows scanned (queries), each
+/// the first of its kind since the fill; then a one-row insert and a point read warm: each
+/// call's counts.
+fn small_store(replica: Replica) -> Vec<Counts> {
+    let mut engine = EmbeddedEngine::default().with_replica(replica);
+    let mut c = install(&mut engine);
+    let mut out = Vec::new();
+    let r = c.add_users(STORE, 0, 10, 2_000).unwrap();
+    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 2_000);
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    let r = c.add_users(STORE, 10_001, 10, 1).unwrap();
+    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 1);
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    for keys in [1, 100] {
+        let r = c.get_users(STORE, 10_000, 10, keys, false).unwrap();
+        let v = r.value.unwrap();
+        assert_eq!((v.rows_found, v.bytes_read), (keys, keys * 100));
+        out.push(counts(v.instructions, &r.message));
+    }
+    let r = c.scan_users(STORE, 10_000, 1_000, false).unwrap();
+    let v = r.value.unwrap();
+    // 10,000..=19,990 (1,000 rows) and the inserted 10,001.
+    assert_eq!((v.rows_found, v.bytes_read), (1_000, 100_000));
+    out.push(counts(v.instructions, &r.message));
+    // Warm: the update connection after 10 one-row inserts beside the first (its page cache
+    // kept from message to message), the read connection after 10 `_update` reads of the key.
+    for id in (10_002..=10_009).chain([10_012, 10_013]) {
+        c.add_users(STORE, id, 10, 1).unwrap().value.unwrap();
+    }
+    let r = c.add_users(STORE, 10_014, 10, 1).unwrap();
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    for _ in 0..10 {
+        c.get_users(STORE, 10_000, 10, 1, true)
+            .unwrap()
+            .value
+            .unwrap();
+    }
+    let r = c.get_users(STORE, 10_000, 10, 1, false).unwrap();
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    out
+}
+
+/// Since the memory tracker (2026-07) every call pays 80,000 instructions per Wasm page it
+/// touches and as much again per page it writes (queries: touched only); before it (2026-05)
+/// 1,000 per 4 KiB heap page written, after an update. The pages are the same under both.
+#[test]
+fn a_small_store_counts_exactly_under_both_vintages() {
+    let c = |store, message, heap, stable, charge| Counts {
+        store,
+        message,
+        pages: pages(heap, stable, charge),
+    };
+    assert_eq!(
+        small_store(Replica::R2026_07),
+        [
+            c(17_817_230, 18_598_515, (17, 15), (7, 7), 3_680_000),
+            c(2_595_434, 3_380_237, (14, 12), (4, 4), 2_720_000),
+            c(128_784, 1_827_422, (14, 12), (2, 0), 1_280_000),
+            c(1_176_019, 2_874_657, (14, 12), (2, 0), 1_280_000),
+            c(5_327_076, 7_023_871, (14, 12), (4, 0), 1_440_000),
+            c(1_357_222, 2_144_472, (11, 9), (2, 2), 1_920_000),
+            c(412_593, 955_214, (11, 8), (0, 0), 880_000),
+        ]
+    );
+    assert_eq!(
+        small_store(Replica::R2026_05),
+        [
+            c(14_923_230, 15_151_515, (17, 15), (7, 7), 233_000),
+            c(620_434, 778_237, (14, 12), (4, 4), 118_000),
+            c(48_784, 547_422, (14, 12), (2, 0), 0),
+            c(1_096_019, 1_594_657, (14, 12), (2, 0), 0),
+            c(5_087_076, 5_583_871, (14, 12), (4, 0), 0),
+            c(162_222, 271_472, (11, 9), (2, 2), 47_000),
+            c(12_593, 75_214, (11, 8), (0, 0), 0),
+        ]
+    );
+}
+
+/// The workload of ic-sqlite-vfs's README comparison ("insert only into empty table, 1000
+/// rows": 8.1x fewer instructions than its wasi2ic + ic-rusqlite canister, on PocketIC before
+/// the memory tracker), each binding's rows in one transaction: one message of 1,000 rows
+/// into an empty table costs the two bindings about the same. (The README's ic-rusqlite
+/// canister inserts its rows outside a transaction, 1,000 autocommits; the bench canister's
+/// dbbench store pays about 6x for that, see `dbbench_write`'s `transaction_per_row`.)
+#[test]
+fn a_thousand_rows_into_an_empty_table_cost_both_bindings_about_the_same() {
+    let fill = |replica: Replica, wasm: &[u8], store: &str| {
+        let mut engine = EmbeddedEngine::default().with_replica(replica);
+        let mut c = BenchClient::install(&mut engine, wasm).unwrap();
+        let r = c.add_users(store, 0, 1, 1_000).unwrap();
+        let v = r.value.unwrap();
+        assert_eq!(v.rows_inserted, 1_000);
+        counts(v.instructions, &r.message)
+    };
+    let bench = crate::support::bench_wasm();
+    let c = |store, message, heap, stable, charge| Counts {
+        store,
+        message,
+        pages: pages(heap, stable, charge),
+    };
+    assert_eq!(
+        fill(Replica::R2026_07, wasm(), STORE),
+        c(9_539_031, 10_320_316, (14, 12), (5, 5), 2_880_000)
+    );
+    assert_eq!(
+        fill(Replica::R2026_07, bench, "sqlite"),
+        c(8_753_228, 9_616_296, (14, 9), (4, 4), 2_480_000)
+    );
+    assert_eq!(
+        fill(Replica::R2026_05, wasm(), STORE),
+        c(7_417_031, 7_589_316, (14, 12), (5, 5), 149_000)
+    );
+    assert_eq!(
+        fill(Replica::R2026_05, bench, "sqlite"),
+        c(7_109_228, 7_223_296, (14, 9), (4, 4), 87_000)
+    );
+}
+
+#[test]
+fn an_upgrade_keeps_the_rows_and_the_settings() {
+    let mut engine = EmbeddedEngine::default();
+    let canister: Principal;
+    {
+        let mut c = install(&mut engine);
+        canister = c.canister;
+        c.add_users(STORE, 0, 10, 500).unwrap().value.unwrap();
+        assert_eq!(c.set_payload_size(40).unwrap().value, Ok(40));
+        let settings = configure(
+            &mut c,
+            SqliteConfig {
+                cache_size: Some(1_000),
+                ..Default::default()
+            },
+        );
+        assert_eq!(settings, Ok(binding_settings(1_000, false)));
+        c.add_users(STORE, 5_000, 10, 10).unwrap().value.unwrap();
+    }
+    engine
+        .upgrade(canister, wasm(), &Encode!().unwrap())
+        .unwrap()
+        .result
+        .expect("the upgrade succeeds");
+    let mut c = BenchClient::attach(&mut engine, canister);
+    let stats = c.stats().unwrap();
+    assert_eq!(
+        (
+            stats.sqlite_rows,
+            stats.payload_size,
+            stats.journal_mode.as_str()
+        ),
+        (510, 40, "MEMORY")
+    );
+    // 100-byte rows before set_payload_size, 40-byte ones after.
+    let r = c
+        .get_users(STORE, 4_990, 10, 2, false)
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!((r.rows_found, r.bytes_read), (2, 140));
+    let r = c.scan_users(STORE, 0, 1_000, true).unwrap().value.unwrap();
+    assert_eq!((r.rows_found, r.bytes_read), (510, 500 * 100 + 10 * 40));
+    // The cache_size chosen before the upgrade is in force after it.
+    assert_eq!(
+        configure(&mut c, SqliteConfig::default()),
+        Ok(binding_settings(1_000, false))
+    );
+    // And the store goes on: new rows after the old ones.
+    let r = c.add_users(STORE, 5_100, 1, 3).unwrap().value.unwrap();
+    assert_eq!(r.rows_inserted, 3);
+    assert_eq!(c.stats().unwrap().sqlite_rows, 513);
+}
+
+#[test]
+fn an_existing_id_is_an_error_and_nothing_is_inserted() {
+    let mut engine = EmbeddedEngine::default();
+    let mut c = install(&mut engine);
+    c.add_users(STORE, 0, 10, 10).unwrap().value.unwrap();
+    // 85, 90, 95: 90 exists.
+    let e = c.add_users(STORE, 85, 5, 3).unwrap().value.unwrap_err();
+    assert_eq!(
+        e,
+        "id 90 already exists in table users; transaction rolled back, nothing inserted"
+    );
+    assert_eq!(c.stats().unwrap().sqlite_rows, 10);
+    let e = c.add_users_ids(STORE, &[7, 20]).unwrap().value.unwrap_err();
+    assert!(e.starts_with("id 20 already exists"), "{e}");
+    // The failed transactions dropped the update connection; the next call reopens it.
+    let r = c.add_users_ids(STORE, &[7, 21]).unwrap().value.unwrap();
+    assert_eq!(r.rows_inserted, 2);
+    assert_eq!(c.stats().unwrap().sqlite_rows, 12);
+    let e = c.add_users(STORE, 0, 0, 1).unwrap().value.unwrap_err();
+    assert!(e.contains("step"), "{e}");
+    let e = c
+        .add_users_ids(STORE, &[1, i64::MAX as u64 + 1])
+        .unwrap()
+        .value
+        .unwrap_err();
+    assert!(e.contains("exceeds the largest id"), "{e}");
+}
+
+#[test]
+fn what_the_binding_fixes_is_refused_naming_why() {
+    let mut engine = EmbeddedEngine::default();
+    let mut c = install(&mut engine);
+    c.add_users(STORE, 0, 10, 10).unwrap().value.unwrap();
+    let refused = |journal_mode: Option<&str>, page_size: Option<u32>| SqliteConfig {
+        journal_mode: journal_mode.map(str::to_string),
+        page_size,
+        ..Default::default()
+    };
+    let memory_only = "ic-sqlite-vfs keeps its rollback journal in heap memory (journal_mode MEMORY on every update connection)";
+    assert_eq!(
+        configure(&mut c, refused(Some("wal"), None)),
+        Err(format!(
+            "journal_mode WAL refused: {memory_only} and has no WAL (its SQLite is built with SQLITE_OMIT_WAL); only MEMORY is accepted"
+        ))
+    );
+    for mode in ["DELETE", "TRUNCATE", "PERSIST", "OFF"] {
+        assert_eq!(
+            configure(&mut c, refused(Some(mode), None)),
+            Err(format!(
+                "journal_mode {mode} refused: {memory_only}; only MEMORY is accepted"
+            ))
+        );
+    }
+    assert_eq!(
+        configure(&mut c, refused(Some("journal"), None)),
+        Err("unknown journal_mode \"journal\": expected one of DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF".into())
+    );
+    for size in [4_096, 65_536, 1_000] {
+        assert_eq!(
+            configure(&mut c, refused(None, Some(size))),
+            Err(format!(
+                "page_size {size} refused: ic-sqlite-vfs sets page_size 16384 itself on an empty image (its VFS's sector and commit unit), and a later change needs VACUUM, which cannot run inside its update transaction; only 16384 is accepted"
+            ))
+        );
+    }
+    let e = configure(
+        &mut c,
+        SqliteConfig {
+            synchronous: Some("FULL".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.starts_with("synchronous FULL refused: "), "{e}");
+    let e = configure(
+        &mut c,
+        SqliteConfig {
+            locking_mode: Some("normal".into()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.starts_with("locking_mode NORMAL refused: "), "{e}");
+    let e = configure(
+        &mut c,
+        SqliteConfig {
+            cache_size: Some(1 << 40),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.contains("outside SQLite's range"), "{e}");
+    assert_eq!(
+        configure(
+            &mut c,
+            SqliteConfig {
+                autoincrement: Some(true),
+                ..Default::default()
+            }
+        ),
+        Err("changing autoincrement (false -> true) needs an empty users table; call clear_sqlite_vfs first".into())
+    );
+    // Nothing refused changed anything; the binding's own values are accepted.
+    assert_eq!(
+        configure(
+            &mut c,
+            SqliteConfig {
+                journal_mode: Some("memory".into()),
+                synchronous: Some("OFF".into()),
+                page_size: Some(16_384),
+                locking_mode: Some("EXCLUSIVE".into()),
+                ..Default::default()
+            }
+        ),
+        Ok(binding_settings(-32_768, false))
+    );
+    assert_eq!(c.stats().unwrap().sqlite_rows, 10);
+    // AUTOINCREMENT on an emptied table.
+    let cleared = c
+        .engine
+        .update(c.canister, "clear_sqlite_vfs", &Encode!().unwrap());
+    let cleared = Decode!(&cleared.unwrap().result.unwrap(), Result<u64, String>).unwrap();
+    assert_eq!(cleared, Ok(10));
+    assert_eq!(
+        configure(
+            &mut c,
+            SqliteConfig {
+                autoincrement: Some(true),
+                ..Default::default()
+            }
+        ),
+        Ok(binding_settings(-32_768, true))
+    );
+}
