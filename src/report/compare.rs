@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::table::{Align, Table};
-use super::{Report, ScenarioResult, Status};
+use super::{CacheState, Report, ScenarioResult, Status};
 
 /// How a scenario moved between the base run and the new run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,7 +51,7 @@ impl Change {
 /// One scenario of the comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ComparisonEntry {
-    /// `suite/store/journal_mode/position/operation/batch`.
+    /// `suite/store/journal_mode/position/operation/batch`, then `/warm` for a warm record.
     pub key: String,
     pub change: Change,
     pub base: Option<ScenarioResult>,
@@ -75,7 +75,7 @@ pub struct Comparison {
 }
 
 /// What identifies a scenario across runs; the engine is left out on purpose.
-type Key = (String, String, String, String, String, u64);
+type Key = (String, String, String, String, String, u64, CacheState);
 
 fn key(r: &ScenarioResult) -> Key {
     (
@@ -85,6 +85,7 @@ fn key(r: &ScenarioResult) -> Key {
         r.position.clone(),
         r.operation.clone(),
         r.batch,
+        r.cache,
     )
 }
 
@@ -101,7 +102,11 @@ fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
 
 fn key_text(k: &Key) -> String {
     let mode = if k.2.is_empty() { "-" } else { k.2.as_str() };
-    format!("{}/{}/{}/{}/{}/{}", k.0, k.1, mode, k.3, k.4, k.5)
+    let cache = match k.6 {
+        CacheState::Cold => String::new(),
+        state => format!("/{state}"),
+    };
+    format!("{}/{}/{}/{}/{}/{}{cache}", k.0, k.1, mode, k.3, k.4, k.5)
 }
 
 /// Compares `new` against `base`. A change counts when |Δ%| ≥ `noise_pct` (canbench's rule:
@@ -137,6 +142,7 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
             operations.iter().position(|v| *v == k.4),
             k.5,
             stores.iter().position(|(s, m)| *s == k.1 && *m == k.2),
+            k.6,
         )
     });
 

@@ -15,7 +15,7 @@ use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{ScenarioResult, Status};
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
-use crate::suites::scenario::{Scenario, Store};
+use crate::suites::scenario::{CacheState, Scenario, Store};
 use crate::suites::users::{self, Call, PREFILL_CHUNK};
 use crate::suites::{Exec, Progress};
 
@@ -449,6 +449,7 @@ pub(super) fn record(
         store,
         position: workload.position,
         operation: workload.operation,
+        cache: CacheState::Cold,
     };
     let call = Call::for_scenario(&scenario, &env.cfg.users);
     if let Some(v) = vintage {

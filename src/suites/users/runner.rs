@@ -7,14 +7,16 @@ use std::sync::Mutex;
 use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
-use super::{record_of, record_reply, run_call, Call, Config, ID_STEP, PREFILL_CHUNK};
+use super::{
+    record_of, record_reply, run_call, run_update, Call, Config, Reply, ID_STEP, PREFILL_CHUNK,
+};
 use crate::bench_canister::BenchClient;
 use crate::engine::cost::MemoryTracker;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Prefill};
 use crate::suites::pool::{self, Lane, Recorder, State, Task};
-use crate::suites::scenario::{Scenario, Store, StoreKind};
+use crate::suites::scenario::{CacheState, Scenario, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
@@ -28,9 +30,11 @@ pub type AfterScenarios<'a> = dyn Fn(
     + 'a;
 
 /// Task priorities: the fill of a store filled alone (the heap map's) is the longest chain,
-/// then each SQLite mode's start (24 scenarios wait for each), then the scenarios.
+/// then each SQLite mode's start (24 scenarios wait for each), its warm start (a scan of the
+/// whole table, which the warm scenarios wait for), then the scenarios.
 const ALONE_FILL_FIRST: i64 = 100;
 const MODE_START: i64 = 50;
+const WARM_START: i64 = 40;
 /// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
 /// long unit (0.2 s for the default run's 420 MB), better started early than left to the end.
 const KEEP_STATE: i64 = 25;
@@ -65,33 +69,49 @@ pub fn run(
     } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
     let setup_before = client.executed_instructions;
 
-    let indices = exec.indices(scenarios.len());
+    let indices = &exec.indices(scenarios.len());
     let plan = scenarios.iter().map(|s| s.key() + "\n").collect::<String>();
     let slots = pool::Slots::new(scenarios.len());
     let slots = &slots;
     let starts = Starts::default();
     let engine_name = session.engine_name.as_str();
-    let measure_from = |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
-        indices
+    let starts = &starts;
+    // The scenarios of `store` in the cache state `cache`, from `start`.
+    let scenarios_in =
+        move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
+            indices
+                .iter()
+                .filter(|&&i| scenarios[i].store == store && scenarios[i].cache == cache)
+                .map(|&i| {
+                    let start = start.clone();
+                    Task::new(
+                        Kind::Scenario,
+                        format!("scenario {}", scenarios[i].key()),
+                        move |lane: &mut Lane<'_, '_>| {
+                            let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
+                            slots.put(i, r);
+                            Ok(())
+                        },
+                    )
+                    .priority(SCENARIO)
+                    .profiled()
+                })
+                .collect()
+        };
+    let scenarios_in = &scenarios_in;
+    // From a store's (cold) start: its cold scenarios, and the task that makes its warm start
+    // (when it has warm scenarios), which then spawns them.
+    let measure_from = move |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
+        let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
+        let warm = indices
             .iter()
-            .filter(|&&i| scenarios[i].store == store)
-            .map(|&i| {
-                let start = start.clone();
-                Task::new(
-                    Kind::Scenario,
-                    format!("scenario {}", scenarios[i].key()),
-                    move |lane: &mut Lane<'_, '_>| {
-                        let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
-                        slots.put(i, r);
-                        Ok(())
-                    },
-                )
-                .priority(SCENARIO)
-                .profiled()
-            })
-            .collect()
+            .any(|&i| scenarios[i].store == store && scenarios[i].cache == CacheState::Warm);
+        if warm {
+            tasks.push(warm_start_task(store, start, starts, cfg, scenarios_in));
+        }
+        tasks
     };
-    let (base, starts) = (&base, &starts);
+    let base = &base;
     let mut tasks: Vec<Task<'_>> = Vec::new();
     if let Some((state, executed, dir, key)) = keep {
         tasks.push(
@@ -138,7 +158,7 @@ pub fn run(
         }
     }
     pool::graph::run(&mut client, base, exec, work, run.progress, tasks)?;
-    let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
+    let outcomes = slots.take(indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,
         scenarios.len(),
@@ -190,6 +210,68 @@ fn start_task<'s>(
         }
         Ok(())
     })
+}
+
+/// The task that makes `store`'s warm start state from its cold one `cold` ([`warm_start`])
+/// and then spawns its warm scenarios (`scenarios_in`); a store refused cold is refused warm.
+fn warm_start_task<'s>(
+    store: Store,
+    cold: Result<State, String>,
+    starts: &'s Starts,
+    cfg: &'s Config,
+    scenarios_in: &'s (dyn Fn(Store, CacheState, Result<State, String>) -> Vec<Task<'s>> + Sync),
+) -> Task<'s> {
+    let name = format!("warm start of {}: the whole table read", store.label());
+    Task::new(Kind::Fill, name, move |lane| {
+        let warm = match cold {
+            Ok(cold) => Ok(starts.set_up(lane, |lane| warm_start(lane, cfg, store, &cold))?),
+            Err(reason) => Err(reason),
+        };
+        for task in scenarios_in(store, CacheState::Warm, warm) {
+            lane.spawn(task);
+        }
+        Ok(())
+    })
+    .priority(WARM_START)
+}
+
+/// The warm start state of a store with a page cache: its cold start state (a newly opened
+/// connection on the prefilled table) after one update message that reads every row, so
+/// that the whole table is in the page cache, as in a live canister whose traffic has
+/// reached every page (docs/suites.md says why this state).
+fn warm_start(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store, cold: &State) -> Result<State> {
+    lane.restore(cold)?;
+    // A limit above the table's rows: the scan runs to the end of the table, as a read of
+    // the whole table without a limit does (one stopped at its last row leaves the heap
+    // one page different).
+    let scan = Call::Scan {
+        offset: 0,
+        count: 2 * cfg.rows,
+    };
+    let reply = run_update(&mut lane.client, store.stem(), &scan)?;
+    check_rows(reply, cfg.rows, &scan)
+        .map_err(|e| anyhow::anyhow!("reading {} into its page cache: {e}", store.label()))?;
+    lane.step(
+        Kind::Snapshot,
+        format!("snapshot of {}, warm", store.label()),
+    );
+    lane.snapshot()
+}
+
+/// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
+/// the `expected` rows.
+fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
+    let rows = match reply {
+        Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
+        Reply::Read(m) => m.value.map(|r| r.rows_found),
+    }?;
+    if rows != expected {
+        return Err(format!(
+            "{rows} rows instead of {expected} ({})",
+            call.candid_args()
+        ));
+    }
+    Ok(())
 }
 
 /// Each store's starting state (or why the canister refused the store), for `after`, and
@@ -310,8 +392,22 @@ fn measure(
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
-            let reply = run_call(&mut lane.client, scenario.store.stem(), &call)?;
-            record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+            let stem = scenario.store.stem();
+            let warmed = match scenario.cache {
+                CacheState::Cold => Ok(()),
+                CacheState::Warm => {
+                    let warm_up = Call::warm_up(scenario, cfg);
+                    let reply = run_update(&mut lane.client, stem, &warm_up)?;
+                    check_rows(reply, warm_up.rows(), &warm_up)
+                }
+            };
+            match warmed {
+                Ok(()) => {
+                    let reply = run_call(&mut lane.client, stem, &call)?;
+                    record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+                }
+                Err(e) => result.status = Status::Failed(format!("the warm-up message: {e}")),
+            }
         }
     }
     Ok(result)
