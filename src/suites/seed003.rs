@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args};
 
 use super::capacity;
 use super::pool::{self, Recorder, State};
-use super::scenario::{Operation, Position, Scenario, Store};
+use super::scenario::{CacheState, Operation, Position, Scenario, Store};
 use super::shared::{Define, Measure, Run};
 use super::users;
 use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate};
@@ -129,6 +129,27 @@ fn document(report: &Report) -> Document {
             "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
         ));
     }
+    if super::grid::views(report).len() > 1 {
+        // A live canister's state (warm) is what the table judges; cold beside it.
+        let decisions: Vec<(Option<decision::Decision>, Option<decision::Decision>)> =
+            decision::MESSAGE_WORKLOADS
+                .iter()
+                .map(|w| {
+                    let in_state =
+                        |state| decision::decide_in(report, w, report.rows_before, state);
+                    (in_state(CacheState::Warm), in_state(CacheState::Cold))
+                })
+                .filter(|(warm, cold)| warm.is_some() || cold.is_some())
+                .collect();
+        if !decisions.is_empty() {
+            let title = format!(
+                "Which store is cheapest at {} rows in a live canister (warm: SQLite's page cache holds the table; cold beside it: the first message after an upgrade; charged instructions; `--suite scaling` for every size, storage and upgrades)",
+                thousands(report.rows_before)
+            );
+            doc.push_table(&title, decision::short_table_beside(&decisions));
+        }
+        return doc;
+    }
     let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
         .iter()
         .filter_map(|w| decision::decide(report, w, report.rows_before))
@@ -203,7 +224,16 @@ impl Measure for Config {
         let confirm: &users::AfterScenarios<'_> =
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
         let after = cfg.confirm_capacity.then_some(confirm);
-        users::run(run, &cfg.users, &cfg.matrix(), &[], after)
+        let mut notes = Vec::new();
+        if cfg.users.measures(CacheState::Warm)
+            && cfg.batches.iter().any(|&b| b > cfg.warm_max_batch)
+        {
+            notes.push(format!(
+                "Insert batches of more than {} rows are measured cold only (`--warm-max-batch`).",
+                thousands(cfg.warm_max_batch)
+            ));
+        }
+        users::run(run, &cfg.users, &cfg.matrix(), &notes, after)
     }
 
     fn modules(&self) -> Vec<ModuleNeed> {

@@ -12,6 +12,7 @@ use super::{
 };
 use crate::bench_canister::BenchClient;
 use crate::engine::cost::MemoryTracker;
+use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Prefill};
@@ -366,6 +367,17 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         let noun = kind.def().noun;
         let noun = noun[..1].to_uppercase() + &noun[1..];
         all_notes.insert(1 + i, format!("{noun} (`{}`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.", kind.name()));
+    }
+    let cached: Vec<&str> = cfg
+        .stores
+        .iter()
+        .filter(|s| s.store_kind().def().page_cache)
+        .map(|s| s.store_kind().def().label)
+        .collect();
+    if cfg.measures(CacheState::Warm) && !cached.is_empty() {
+        let mut kinds = cached;
+        kinds.dedup();
+        all_notes.push(format!("Warm (`--page-cache`, {}): the store's cold start after one update message that reads the whole table (`scan_users_{{stem}}_update(0, {})`), so that every page of the table is in the page cache, as in a live canister whose traffic has reached every page; each warm scenario then sends one message of its workload (the window of ids just below the measured one for middle and end positions, ids of a draw of its own at random; reads as their `_update` twins, since a query's heap changes are discarded) and measures the next. Cold: a fresh connection, the first message after an upgrade or a reopen. Stores without a page cache have one state, in both tables.", kinds.join(", "), thousands(2 * cfg.rows)));
     }
     all_notes.extend_from_slice(notes);
     all_notes
