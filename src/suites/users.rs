@@ -18,6 +18,7 @@ use crate::stores::{self, ModuleNeed};
 
 mod prefill;
 mod runner;
+mod warm;
 
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};

@@ -1,6 +1,7 @@
 //! A users suite's run: the prefilled canister, then each store's scenarios from its
 //! starting state, side by side on the run's workers, and the report.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -8,7 +9,8 @@ use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
 use super::{
-    record_of, record_reply, run_call, run_update, Call, Config, Reply, ID_STEP, PREFILL_CHUNK,
+    record_of, record_reply, run_call, run_update, warm, Call, Config, Reply, ID_STEP,
+    PREFILL_CHUNK,
 };
 use crate::bench_canister::BenchClient;
 use crate::engine::cost::MemoryTracker;
@@ -67,6 +69,7 @@ pub fn run(
         units: prefilled,
         source,
         keep,
+        cache,
     } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
     let setup_before = client.executed_instructions;
 
@@ -77,6 +80,7 @@ pub fn run(
     let starts = Starts::default();
     let engine_name = session.engine_name.as_str();
     let starts = &starts;
+    let cache = cache.as_ref();
     // The scenarios of `store` in the cache state `cache`, from `start`.
     let scenarios_in =
         move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
@@ -108,7 +112,14 @@ pub fn run(
             .iter()
             .any(|&i| scenarios[i].store == store && scenarios[i].cache == CacheState::Warm);
         if warm {
-            tasks.push(warm_start_task(store, start, starts, cfg, scenarios_in));
+            tasks.push(warm_start_task(
+                store,
+                start,
+                starts,
+                cfg,
+                cache,
+                scenarios_in,
+            ));
         }
         tasks
     };
@@ -213,19 +224,24 @@ fn start_task<'s>(
     })
 }
 
-/// The task that makes `store`'s warm start state from its cold one `cold` ([`warm_start`])
+/// The task that makes `store`'s warm start state from its cold one `cold` ([`warm::warm_start`])
 /// and then spawns its warm scenarios (`scenarios_in`); a store refused cold is refused warm.
 fn warm_start_task<'s>(
     store: Store,
     cold: Result<State, String>,
     starts: &'s Starts,
     cfg: &'s Config,
+    cache: Option<&'s (PathBuf, [u8; 32])>,
     scenarios_in: &'s (dyn Fn(Store, CacheState, Result<State, String>) -> Vec<Task<'s>> + Sync),
 ) -> Task<'s> {
     let name = format!("warm start of {}: the whole table read", store.label());
     Task::new(Kind::Fill, name, move |lane| {
         let warm = match cold {
-            Ok(cold) => Ok(starts.set_up(lane, |lane| warm_start(lane, cfg, store, &cold))?),
+            Ok(cold) => {
+                let (warm, executed) = warm::warm_start(lane, cfg, store, &cold, cache)?;
+                starts.setup.fetch_add(executed, Ordering::Relaxed);
+                Ok(warm)
+            }
             Err(reason) => Err(reason),
         };
         for task in scenarios_in(store, CacheState::Warm, warm) {
@@ -236,32 +252,9 @@ fn warm_start_task<'s>(
     .priority(WARM_START)
 }
 
-/// The warm start state of a store with a page cache: its cold start state (a newly opened
-/// connection on the prefilled table) after one update message that reads every row, so
-/// that the whole table is in the page cache, as in a live canister whose traffic has
-/// reached every page (docs/suites.md says why this state).
-fn warm_start(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store, cold: &State) -> Result<State> {
-    lane.restore(cold)?;
-    // A limit above the table's rows: the scan runs to the end of the table, as a read of
-    // the whole table without a limit does (one stopped at its last row leaves the heap
-    // one page different).
-    let scan = Call::Scan {
-        offset: 0,
-        count: 2 * cfg.rows,
-    };
-    let reply = run_update(&mut lane.client, store.stem(), &scan)?;
-    check_rows(reply, cfg.rows, &scan)
-        .map_err(|e| anyhow::anyhow!("reading {} into its page cache: {e}", store.label()))?;
-    lane.step(
-        Kind::Snapshot,
-        format!("snapshot of {}, warm", store.label()),
-    );
-    lane.snapshot()
-}
-
 /// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
 /// the `expected` rows.
-fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
+pub(super) fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
     let rows = match reply {
         Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
         Reply::Read(m) => m.value.map(|r| r.rows_found),
