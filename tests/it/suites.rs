@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use icbench::report::{self, Report};
 use icbench::suites::lookups::{self, LOOKUP_BATCHES};
-use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use icbench::suites::scenario::{
+    CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind,
+};
 use icbench::suites::shared::Measure;
 use icbench::suites::{self as registry, seed003, users, REGISTRY};
 
@@ -81,20 +83,32 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
     let cfg = lookups::Config::default();
     assert_eq!(cfg.batches, LOOKUP_BATCHES);
     assert_eq!(LOOKUP_BATCHES, [1, 10, 25, 50, 100]);
+    // Every store cold (the stores without a page cache in their one state), then the
+    // SQLite stores warm.
     let mut expected = Vec::new();
-    for position in [Position::Random, Position::Sorted] {
-        for store in all_stores() {
-            for keys in [1, 10, 25, 50, 100] {
-                expected.push(Scenario {
-                    store,
-                    position,
-                    operation: Operation::PointLookups { keys },
-                });
+    for cache in CacheState::ALL {
+        for position in [Position::Random, Position::Sorted] {
+            for store in all_stores() {
+                if cache == CacheState::Warm && !store.store_kind().def().page_cache {
+                    continue;
+                }
+                for keys in [1, 10, 25, 50, 100] {
+                    expected.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::PointLookups { keys },
+                        cache,
+                    });
+                }
             }
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 80);
+    assert_eq!(expected.len(), 80 + 60);
+    assert_eq!(
+        expected[80].key(),
+        "sqlite/DELETE/random/point_lookup/1/warm"
+    );
     // Drawn keys go to the id-list methods.
     assert_eq!(expected[0].method(), "get_users_heap_ids");
     assert_eq!(expected[5].method(), "get_users_btree_ids");
