@@ -50,8 +50,13 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192.
-    assert_eq!(matrix.len(), 192);
+    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192, cold;
+    // then the 6 SQLite stores warm, but for the 10,000-row batches (--warm-max-batch).
+    assert_eq!(matrix.len(), 192 + 3 * 6 * (4 + 3));
+    assert!(matrix[..192].iter().all(|s| s.cache == CacheState::Cold));
+    assert!(matrix[192..].iter().all(|s| s.cache == CacheState::Warm
+        && s.store.store_kind().def().page_cache
+        && s.operation.rows() <= 1_000));
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
     let sorted = seed003::Config {
@@ -451,8 +456,9 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured.
-    assert_eq!(a.results.len(), 18);
+    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured,
+    // and SQLite warm.
+    assert_eq!(a.results.len(), 18 + 2 * 3);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -476,7 +482,8 @@ fn lookups_end_to_end_is_deterministic() {
         assert_eq!(cell("random", store, 1).args, cell("sorted", store, 1).args);
     }
     assert!(
-        stdout.contains("sorted: store instructions per key"),
+        stdout.contains("sorted, warm: store instructions per key")
+            && stdout.contains("sorted, cold: store instructions per key"),
         "{stdout}"
     );
     let svg = std::fs::read_to_string(dir.join("plot-sorted.svg")).unwrap();
@@ -487,8 +494,12 @@ fn lookups_end_to_end_is_deterministic() {
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
-    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads).
-    assert_eq!(read_report(&first.join("results.json")).results.len(), 60);
+    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads), and
+    // the two SQLite stores warm.
+    assert_eq!(
+        read_report(&first.join("results.json")).results.len(),
+        60 + 3 * 2 * 5
+    );
 }
 
 #[test]
@@ -640,11 +651,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads).
-    assert_eq!(seed003.results.len(), 36);
+    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads), and
+    // SQLite warm.
+    assert_eq!(seed003.results.len(), 36 + 3 * 4);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 3 stores x 2 batches.
-    assert_eq!(lookups.results.len(), 12);
+    // 2 key orders x 3 stores x 2 batches, and SQLite warm.
+    assert_eq!(lookups.results.len(), 12 + 2 * 2);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);

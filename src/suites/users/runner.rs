@@ -105,12 +105,13 @@ pub fn run(
         };
     let scenarios_in = &scenarios_in;
     // From a store's (cold) start: its cold scenarios, and the task that makes its warm start
-    // (when it has warm scenarios), which then spawns them.
+    // (when the plan has warm scenarios of it, in this shard or not: every shard counts the
+    // same setup), which then spawns them.
     let measure_from = move |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
         let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
-        let warm = indices
+        let warm = scenarios
             .iter()
-            .any(|&i| scenarios[i].store == store && scenarios[i].cache == CacheState::Warm);
+            .any(|s| s.store == store && s.cache == CacheState::Warm);
         if warm {
             tasks.push(warm_start_task(
                 store,
