@@ -20,6 +20,8 @@ mod prefill;
 mod runner;
 mod warm;
 
+pub(super) use runner::check_rows;
+
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};
 pub use runner::{run, AfterScenarios};

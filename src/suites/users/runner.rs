@@ -255,7 +255,11 @@ fn warm_start_task<'s>(
 
 /// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
 /// the `expected` rows.
-pub(super) fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
+pub(in crate::suites) fn check_rows(
+    reply: Reply,
+    expected: u64,
+    call: &Call,
+) -> Result<(), String> {
     let rows = match reply {
         Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
         Reply::Read(m) => m.value.map(|r| r.rows_found),
