@@ -11,19 +11,19 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub mod comment;
+pub(crate) mod comment;
 pub mod compare;
 mod csv;
 mod document;
 pub mod flame;
 pub mod format;
 mod json;
-pub mod page_map;
+pub(crate) mod page_map;
 pub mod profiles;
 mod record;
-pub mod svg;
-pub mod table;
-pub mod work;
+pub(crate) mod svg;
+pub(crate) mod table;
+pub(crate) mod work;
 
 pub use comment::{Comment, CommentArgs};
 pub use compare::{compare, Change, Comparison, ComparisonEntry, Gate};
