@@ -143,6 +143,15 @@ impl Report {
     }
 }
 
+/// What the memory tracker charges per 64 KiB page touched (and again per page written) on
+/// `host`, whether or not a run's vintage has the tracker: what the page counts of page maps
+/// and comparisons are priced at (80,000 on Linux, 20,000 on a Mac).
+pub fn tracker_page_charge(host: crate::engine::cost::Host) -> u64 {
+    crate::engine::cost::MemoryTracker::DMT
+        .on(host)
+        .wasm_page_charge()
+}
+
 /// Creates `dir` (and its parents) and checks that a file can be made in it: the CLI calls
 /// it for every output directory before any work starts, so a run never ends in an
 /// unwritable directory with its results lost.
