@@ -20,8 +20,6 @@ mod prefill;
 mod runner;
 mod warm;
 
-pub(super) use runner::check_rows;
-
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};
 pub use runner::{run, AfterScenarios};
@@ -461,6 +459,22 @@ fn send(client: &mut BenchClient<'_>, store: &str, call: &Call, replicated: bool
             Reply::Read(client.scan_users(store, *offset, *count, replicated)?)
         }
     })
+}
+
+/// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
+/// the `expected` rows.
+pub(super) fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
+    let rows = match reply {
+        Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
+        Reply::Read(m) => m.value.map(|r| r.rows_found),
+    }?;
+    if rows != expected {
+        return Err(format!(
+            "{rows} rows instead of {expected} ({})",
+            call.candid_args()
+        ));
+    }
+    Ok(())
 }
 
 /// What names a scenario's record (and so its id) before it runs.

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
 use super::{
-    record_of, record_reply, run_call, run_update, warm, Call, Config, Reply, ID_STEP,
+    check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, ID_STEP,
     PREFILL_CHUNK,
 };
 use crate::bench_canister::BenchClient;
@@ -251,26 +251,6 @@ fn warm_start_task<'s>(
         Ok(())
     })
     .priority(WARM_START)
-}
-
-/// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
-/// the `expected` rows.
-pub(in crate::suites) fn check_rows(
-    reply: Reply,
-    expected: u64,
-    call: &Call,
-) -> Result<(), String> {
-    let rows = match reply {
-        Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
-        Reply::Read(m) => m.value.map(|r| r.rows_found),
-    }?;
-    if rows != expected {
-        return Err(format!(
-            "{rows} rows instead of {expected} ({})",
-            call.candid_args()
-        ));
-    }
-    Ok(())
 }
 
 /// Each store's starting state (or why the canister refused the store), for `after`, and

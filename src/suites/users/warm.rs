@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, Result};
 use sha2::{Digest, Sha256};
 
-use super::runner::check_rows;
-use super::{run_update, Call, Config};
+use super::{check_rows, run_update, Call, Config};
 use crate::engine::disk_cache::{self, Lookup, WARM};
 use crate::report::work::Kind;
 use crate::suites::pool::{Lane, State, Task};
