@@ -57,6 +57,11 @@ pub struct StoreDef {
     pub journal_modes: bool,
     /// Whether it answers SQL (sysbench's workloads beyond the key-value ones).
     pub sql: bool,
+    /// Whether it keeps a page cache on the heap across messages (SQLite's): its cost then
+    /// depends on the cache's state, and the users suites measure it cold (a newly opened
+    /// connection) and warm (a live canister's: see docs/suites.md). A store without one has
+    /// one state, measured once.
+    pub page_cache: bool,
     /// How its rows survive an upgrade.
     pub on_upgrade: OnUpgrade,
     /// Whether its rows live on the Wasm heap between upgrades (their heap bytes per row then
@@ -148,6 +153,7 @@ const HEAP: StoreDef = StoreDef {
     noun: "the heap map",
     journal_modes: false,
     sql: false,
+    page_cache: false,
     on_upgrade: OnUpgrade::Serialized(&[
         Encoding {
             encoding: HeapEncoding::Candid,
@@ -196,6 +202,7 @@ const BTREE: StoreDef = StoreDef {
     noun: "the StableBTreeMap",
     journal_modes: false,
     sql: false,
+    page_cache: false,
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
@@ -244,6 +251,7 @@ const SQLITE: StoreDef = StoreDef {
     noun: "SQLite",
     journal_modes: true,
     sql: true,
+    page_cache: true,
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,

@@ -31,22 +31,27 @@ const ENTRY_SUFFIX: &str = ".entry";
 const TEMP_PREFIX: &str = ".tmp-";
 
 /// The kinds of entries, each in a subdirectory of its own.
-pub const KINDS: [&str; 2] = [MODULES, STATES];
+pub const KINDS: [&str; 3] = [MODULES, STATES, WARM];
 /// Compiled modules (see `embedded::load_module`).
 pub const MODULES: &str = "modules";
 /// Canister states after a suite's prefill (see `suites::users`).
 pub const STATES: &str = "states";
+/// SQLite's warm start states (the whole table in the page cache), each kept as its
+/// changes to the cold start state it is made from (see `suites::users::runner`).
+pub const WARM: &str = "warm";
 
 /// How many entries of each kind ([`KINDS`] order) the cache keeps: writing one more
 /// removes the least recently used. A compiled bench canister is tens of MB, a default
 /// run's post-prefill state about 450 MB, and every edit of the engine or of a suite makes
-/// new keys, so without a bound a development machine's cache only grows.
-pub const KEEP: [usize; 2] = [32, 3];
+/// new keys, so without a bound a development machine's cache only grows. A warm start
+/// state is about 130 MB, one per SQLite journal mode and post-prefill state.
+pub const KEEP: [usize; 3] = [32, 3, 14];
 
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);
 /// Per kind: hits, misses, rejected entries.
-static COUNTS: [[AtomicU64; 3]; 2] = [
+static COUNTS: [[AtomicU64; 3]; 3] = [
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
 ];
@@ -553,14 +558,15 @@ mod tests {
             u.kinds,
             vec![
                 (MODULES, 2, good.len() as u64 + other.len() as u64),
-                (STATES, 0, 0)
+                (STATES, 0, 0),
+                (WARM, 0, 0)
             ]
         );
         // The two entries and the temporary file; the user's file stays.
         assert_eq!(clear(&dir).unwrap(), 3);
         assert_eq!(
             usage(&dir).unwrap().kinds,
-            vec![(MODULES, 0, 0), (STATES, 0, 0)]
+            vec![(MODULES, 0, 0), (STATES, 0, 0), (WARM, 0, 0)]
         );
         assert!(dir.join(MODULES).join("user-file").is_file());
         std::fs::remove_dir_all(&dir).unwrap();

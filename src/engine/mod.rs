@@ -492,6 +492,25 @@ pub trait Engine {
         anyhow::bail!("the {} engine cannot import canister states", self.name())
     }
 
+    /// The snapshot `state` as its differences from the snapshot `base` (of the same
+    /// canister and module), to be turned into bytes [`Engine::import_state_delta`] takes
+    /// back on top of the same `base`: a state that differs from one the engine can make
+    /// cheaply in a small part, kept without the rest.
+    fn export_state_delta(
+        &mut self,
+        _state: SnapshotId,
+        _base: SnapshotId,
+    ) -> Result<ExportedState> {
+        anyhow::bail!("the {} engine cannot export canister states", self.name())
+    }
+
+    /// A new snapshot: `base` with the differences of [`Engine::export_state_delta`]'s
+    /// bytes made. `base` must be the state they were taken against (the same bytes, in
+    /// this engine or another); on an error nothing changed.
+    fn import_state_delta(&mut self, _base: SnapshotId, _delta: &[u8]) -> Result<SnapshotId> {
+        anyhow::bail!("the {} engine cannot import canister states", self.name())
+    }
+
     /// An independent engine that can run on another thread: `canister` in it is at
     /// `snapshot`, and every snapshot of this engine exists there under the same id,
     /// shared rather than copied. Messages in one engine do not affect the other.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::table::{Align, Table};
-use super::{Report, ScenarioResult, Status};
+use super::{CacheState, Report, ScenarioResult, Status};
 use crate::engine::cost::Host;
 
 /// How a scenario moved between the base run and the new run.
@@ -52,7 +52,7 @@ impl Change {
 /// One scenario of the comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ComparisonEntry {
-    /// `suite/store/journal_mode/position/operation/batch`.
+    /// `suite/store/journal_mode/position/operation/batch`, then `/warm` for a warm record.
     pub key: String,
     pub change: Change,
     pub base: Option<ScenarioResult>,
@@ -80,7 +80,7 @@ pub struct Comparison {
 }
 
 /// What identifies a scenario across runs; the engine is left out on purpose.
-type Key = (String, String, String, String, String, u64);
+type Key = (String, String, String, String, String, u64, CacheState);
 
 fn key(r: &ScenarioResult) -> Key {
     (
@@ -90,6 +90,7 @@ fn key(r: &ScenarioResult) -> Key {
         r.position.clone(),
         r.operation.clone(),
         r.batch,
+        r.cache,
     )
 }
 
@@ -106,7 +107,11 @@ fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
 
 fn key_text(k: &Key) -> String {
     let mode = if k.2.is_empty() { "-" } else { k.2.as_str() };
-    format!("{}/{}/{}/{}/{}/{}", k.0, k.1, mode, k.3, k.4, k.5)
+    let cache = match k.6 {
+        CacheState::Cold => String::new(),
+        state => format!("/{state}"),
+    };
+    format!("{}/{}/{}/{}/{}/{}{cache}", k.0, k.1, mode, k.3, k.4, k.5)
 }
 
 /// Compares `new` against `base`. A change counts when |Δ%| ≥ `noise_pct` (canbench's rule:
@@ -142,6 +147,7 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
             operations.iter().position(|v| *v == k.4),
             k.5,
             stores.iter().position(|(s, m)| *s == k.1 && *m == k.2),
+            k.6,
         )
     });
 

@@ -6,11 +6,14 @@ use super::{ScenarioResult, Status};
 use crate::engine::PageCounts;
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
-pub(crate) const HEADER: [&str; 30] = [
+/// `cache` is written only by a report that has a warm record, so the files of cold runs
+/// stay as they were before the column.
+pub(crate) const HEADER: [&str; 31] = [
     "suite",
     "engine",
     "store",
     "journal_mode",
+    CACHE,
     "position",
     "operation",
     "batch",
@@ -39,16 +42,27 @@ pub(crate) const HEADER: [&str; 30] = [
     "profile",
 ];
 
+/// The column of the page cache's state, and where it goes.
+const CACHE: &str = "cache";
+const CACHE_COLUMN: usize = 4;
+
 /// results.csv with RFC 4180 quoting and CRLF line ends.
 pub fn csv(report: &Report) -> String {
-    let mut out = line(HEADER.iter().map(|h| h.to_string()));
+    let with_cache = report.results.iter().any(|r| !r.cache.is_cold());
+    let columns = |row: [String; 31]| {
+        row.into_iter()
+            .enumerate()
+            .filter(move |&(i, _)| with_cache || i != CACHE_COLUMN)
+            .map(|(_, f)| f)
+    };
+    let mut out = line(columns(HEADER.map(String::from)));
     for r in &report.results {
-        out.push_str(&line(fields(r)));
+        out.push_str(&line(columns(fields(r))));
     }
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 30] {
+fn fields(r: &ScenarioResult) -> [String; 31] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -61,6 +75,7 @@ fn fields(r: &ScenarioResult) -> [String; 30] {
         engine,
         store,
         journal_mode,
+        cache,
         position,
         operation,
         batch,
@@ -93,6 +108,7 @@ fn fields(r: &ScenarioResult) -> [String; 30] {
         engine.clone(),
         store.clone(),
         journal_mode.clone(),
+        cache.to_string(),
         position.clone(),
         operation.clone(),
         batch.to_string(),
@@ -146,6 +162,7 @@ mod tests {
     fn header_matches_the_json_field_names() {
         let mut r = result("btree", "", "middle", "insert", 1, 1);
         r.status = Status::Refused("x".into());
+        r.cache = crate::report::CacheState::Warm;
         let value = serde_json::to_value(&r).unwrap();
         let mut keys: Vec<&str> = value
             .as_object()
@@ -165,6 +182,27 @@ mod tests {
         assert_eq!(quote("a,b"), "\"a,b\"");
         assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(quote("two\nlines"), "\"two\nlines\"");
+    }
+
+    #[test]
+    fn the_cache_column_comes_with_the_first_warm_record() {
+        let cold = result("sqlite", "OFF", "middle", "insert", 1, 1);
+        let text = csv(&report(vec![cold.clone()]));
+        assert!(text.starts_with("suite,engine,store,journal_mode,position,"));
+        assert!(!text.contains("cold"), "{text}");
+        let mut warm = cold.clone();
+        warm.cache = crate::report::CacheState::Warm;
+        let text = csv(&report(vec![cold, warm]));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("suite,engine,store,journal_mode,cache,position,"));
+        assert!(lines[1].starts_with("unit,embedded,sqlite,OFF,cold,middle,insert,1,"));
+        assert!(lines[2].starts_with("unit,embedded,sqlite,OFF,warm,middle,insert,1,"));
+        // A cold row is the row a report without warm records writes, with `cold` added.
+        let alone = csv(&report(vec![result(
+            "sqlite", "OFF", "middle", "insert", 1, 1,
+        )]));
+        let row = alone.lines().nth(1).unwrap();
+        assert_eq!(lines[1].replacen(",cold,", ",", 1), row);
     }
 
     #[test]

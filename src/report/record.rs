@@ -19,6 +19,52 @@ pub enum Status {
     Failed(String),
 }
 
+/// The state of a store's page cache (SQLite's) when a message runs.
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheState {
+    /// A newly opened connection: the first message after an install, an upgrade or a
+    /// reopen, with no page of the table cached.
+    #[default]
+    Cold,
+    /// A live canister's connection: the table cached by the messages it served.
+    Warm,
+}
+
+impl CacheState {
+    pub const ALL: [CacheState; 2] = [CacheState::Cold, CacheState::Warm];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheState::Cold => "cold",
+            CacheState::Warm => "warm",
+        }
+    }
+
+    pub fn is_cold(&self) -> bool {
+        *self == CacheState::Cold
+    }
+}
+
+impl std::fmt::Display for CacheState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One row of results.json / results.csv: everything the report shows for one scenario.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioResult {
@@ -29,6 +75,11 @@ pub struct ScenarioResult {
     pub store: String,
     /// SQLite journal mode; empty for the B-tree map.
     pub journal_mode: String,
+    /// The state of the store's page cache when the message ran: cold (a newly opened
+    /// connection, every record before the field) or warm (a live canister's). Left out of
+    /// results.json when cold, so a report of cold records reads and writes as before it.
+    #[serde(default, skip_serializing_if = "CacheState::is_cold")]
+    pub cache: CacheState,
     /// The suite's own row dimension within a store (where rows go, a key type, a
     /// section), named `position` in the files since the first suite.
     pub position: String,
@@ -95,17 +146,21 @@ pub struct ScenarioResult {
 impl ScenarioResult {
     /// The id `--profile PATTERN` matches and profiles are named by: the store (with its
     /// journal mode), position, operation and batch, e.g. `sqlite-wal/middle/insert/1`,
-    /// lower case, in characters a file name can take. [`scenario_ids`] makes them unique.
+    /// then `/warm` for a warm record, lower case, in characters a file name can take.
+    /// [`scenario_ids`] makes them unique.
     pub fn base_id(&self) -> String {
         let store = if self.journal_mode.is_empty() {
             self.store.clone()
         } else {
             format!("{}-{}", self.store, self.journal_mode)
         };
-        let id = format!(
+        let mut id = format!(
             "{store}/{}/{}/{}",
             self.position, self.operation, self.batch
         );
+        if !self.cache.is_cold() {
+            id = format!("{id}/{}", self.cache);
+        }
         id.to_lowercase()
             .chars()
             .map(|c| match c {

@@ -4,9 +4,9 @@
 //! with a short version.
 
 use crate::report::format::thousands;
-use crate::report::{Align, Report, ScenarioResult, Status, Table};
+use crate::report::{Align, CacheState, Report, ScenarioResult, Status, Table};
 use crate::stores;
-use crate::suites::grid::table_of;
+use crate::suites::grid::{in_view, table_of};
 
 /// A workload of the table: which records measure it and what one costs.
 pub struct Workload {
@@ -104,12 +104,23 @@ impl Decision {
     }
 }
 
-/// The decision for `workload` among the records at `rows_before`; `None` without an ok
-/// record. Ties go to the store named first in the report.
+/// The decision for `workload` among the (cold) records at `rows_before`; `None` without an
+/// ok record. Ties go to the store named first in the report.
 pub fn decide(report: &Report, workload: &Workload, rows_before: u64) -> Option<Decision> {
+    decide_in(report, workload, rows_before, CacheState::Cold)
+}
+
+/// [`decide`] among the records of the page cache in `state` (warm: the warm records, and
+/// the records of the stores without a page cache, whose one state they are).
+pub fn decide_in(
+    report: &Report,
+    workload: &Workload,
+    rows_before: u64,
+    state: CacheState,
+) -> Option<Decision> {
     let mut candidates: Vec<(&ScenarioResult, u64)> = Vec::new();
     let mut failed: Vec<(String, String)> = Vec::new();
-    for r in &report.results {
+    for r in report.results.iter().filter(|r| in_view(report, r, state)) {
         if let (true, Status::Failed(reason)) = (
             r.rows_before == rows_before && (workload.pick)(r),
             &r.status,
@@ -210,6 +221,49 @@ pub fn short_table(decisions: &[Decision]) -> Table {
                 _ => "-".into(),
             },
         ]);
+    }
+    t
+}
+
+/// The short table of both states of the page cache, a live canister's (warm) first and a
+/// newly opened connection's (cold) beside it: per workload, its warm and cold decisions.
+pub fn short_table_beside(decisions: &[(Option<Decision>, Option<Decision>)]) -> Table {
+    let mut t = table_of(&[
+        ("Workload", Align::Left),
+        ("Cheapest, warm", Align::Left),
+        ("Than the next best store", Align::Left),
+        ("Cheapest, cold", Align::Left),
+        ("Than the next best store", Align::Left),
+    ]);
+    let cells = |d: &Option<Decision>| match d {
+        None => ["-".to_string(), "-".to_string()],
+        Some(d) => [
+            d.best.0.clone(),
+            match (&d.next, d.ratio()) {
+                (Some((label, _)), Some(x)) => format!("{} cheaper than {label}", times(x)),
+                _ => "-".into(),
+            },
+        ],
+    };
+    for (warm, cold) in decisions {
+        let Some(named) = warm.as_ref().or(cold.as_ref()) else {
+            continue;
+        };
+        let mut failed = named.failed.clone();
+        for f in warm.iter().chain(cold).flat_map(|d| &d.failed) {
+            if !failed.contains(f) {
+                failed.push(f.clone());
+            }
+        }
+        let workload = Decision {
+            failed,
+            ..named.clone()
+        }
+        .workload_cell();
+        let mut row = vec![workload];
+        row.extend(cells(warm));
+        row.extend(cells(cold));
+        t.push(row);
     }
     t
 }

@@ -10,8 +10,8 @@ use std::str::FromStr;
 use crate::report::format::{compact, per_row, signed_thousands, thousands, usd};
 use crate::report::table::{cell_text, Align, Table};
 use crate::report::{
-    message_cells_legend, Block, Document, DotPlot, DotPoint, Footnotes, LinePlot, Plot, PlotKind,
-    Report, ScenarioResult, Series, Status,
+    message_cells_legend, Block, CacheState, Document, DotPlot, DotPoint, Footnotes, LinePlot,
+    Plot, PlotKind, Report, ScenarioResult, Series, Status,
 };
 use crate::stores::{self, Store};
 use crate::suites::scenario::Position;
@@ -151,15 +151,74 @@ pub(crate) struct Grid<'a> {
     cells: HashMap<(String, u64, StoreColumn), &'a ScenarioResult>,
 }
 
+/// Whether a record's store has one state only: no page cache (the store table's), or, for
+/// a store this version does not know, no warm record in the report.
+pub(crate) fn one_state(report: &Report, r: &ScenarioResult) -> bool {
+    match stores::parse(&r.store, &r.journal_mode) {
+        Some(store) => !store.store_kind().def().page_cache,
+        None => !report
+            .results
+            .iter()
+            .any(|x| x.store == r.store && x.journal_mode == r.journal_mode && !x.cache.is_cold()),
+    }
+}
+
+/// Whether `r` belongs to the view of the page cache in `state`: its own records, and in
+/// the warm view the records of the stores that have one state.
+pub(crate) fn in_view(report: &Report, r: &ScenarioResult, state: CacheState) -> bool {
+    r.cache == state || (r.cache.is_cold() && one_state(report, r))
+}
+
+/// The views a report's tables show: warm first (a live canister's, what most messages
+/// pay), then cold, when it has warm records; else cold alone, as before the cache's
+/// state was measured.
+pub(crate) fn views(report: &Report) -> Vec<CacheState> {
+    if report.results.iter().any(|r| !r.cache.is_cold()) {
+        vec![CacheState::Warm, CacheState::Cold]
+    } else {
+        vec![CacheState::Cold]
+    }
+}
+
+/// What a view is called after a table's title (nothing in a report with one view).
+fn view_title(views: &[CacheState], state: CacheState) -> &'static str {
+    match (views.len(), state) {
+        (1, _) => "",
+        (_, CacheState::Warm) => ", warm",
+        (_, CacheState::Cold) => ", cold",
+    }
+}
+
+/// The legend of a report with both views (a blank line after it on the terminal).
+fn views_legend(views: &[CacheState], terminal: bool) -> Option<Block> {
+    (views.len() > 1).then(|| {
+        Block::Text(format!(
+            "Warm: SQLite's page cache in a live canister, the whole table cached, then one \
+             message of the workload sent before the measured one; cold: a newly opened \
+             connection, the first message after an upgrade or a reopen (docs/suites.md). The \
+             heap map and the StableBTreeMap have no page cache: their one state is in both \
+             tables.\n{}",
+            if terminal { "\n" } else { "" }
+        ))
+    })
+}
+
 impl<'a> Grid<'a> {
-    pub fn new(report: &'a Report, position: &str, operations: &[&str]) -> Grid<'a> {
+    /// The records of `position` and `operations` in the view of the page cache in `state`.
+    pub fn new(
+        report: &'a Report,
+        position: &str,
+        operations: &[&str],
+        state: CacheState,
+    ) -> Grid<'a> {
         let mut rows = Vec::new();
         let mut columns = Vec::new();
         let mut cells = HashMap::new();
-        let selected = report
-            .results
-            .iter()
-            .filter(|r| r.position == position && operations.contains(&r.operation.as_str()));
+        let selected = report.results.iter().filter(|r| {
+            r.position == position
+                && operations.contains(&r.operation.as_str())
+                && in_view(report, r, state)
+        });
         for r in selected {
             let row = (r.operation.clone(), r.batch);
             let column = StoreColumn::of(r);
@@ -319,6 +378,7 @@ pub(crate) fn document(report: &Report) -> Document {
         .filter_map(|p| plot(report, &p).map(|plot| (p, plot)))
         .collect();
     let mut blocks = vec![message_cells_legend(report)];
+    blocks.extend(views_legend(&views(report), false));
     blocks.extend(markdown(report, &plots));
     Document {
         markdown: blocks,
@@ -338,41 +398,50 @@ fn markdown(report: &Report, plots: &[(String, Plot)]) -> Vec<Block> {
             text: format!("Position: {position}"),
         });
         if let Some((_, plot)) = plots.iter().find(|(p, _)| *p == position) {
-            let alt = if Grid::new(report, &position, &["insert"]).is_empty() {
+            let alt = if Grid::new(report, &position, &["insert"], CacheState::Cold).is_empty() {
                 "Point lookup cost per key"
             } else {
                 "Insert cost per row"
             };
+            let states = views(report);
             out.push(Block::Image {
-                alt: format!("{alt}, {position}"),
+                alt: format!("{alt}, {position}{}", view_title(&states, CacheState::Cold)),
                 file: plot.file.clone(),
             });
         }
+        let states = views(report);
         for group in &GROUPS {
-            let grid = Grid::new(report, &position, group.operations);
-            if grid.is_empty() {
-                continue;
-            }
-            let mut views = vec![&STORE_WORK, &CHARGED];
-            let applies = |v: &View| {
-                v.only_if_nonzero
-                    .is_none_or(|f| group.title == "Insert" || grid.results().any(f))
-            };
-            views.extend([&CYCLES, &MEMORY].into_iter().filter(|v| applies(v)));
-            for view in views {
-                out.push(Block::Heading {
-                    level: 3,
-                    text: format!("{}, {position}: {}", group.title, view.title),
-                });
-                let labels = grid.columns.iter().map(StoreColumn::label).collect();
-                out.push(Block::Table(grid_table(
-                    &grid,
-                    group.row_heading,
-                    labels,
-                    view.cell,
-                    &mut notes,
-                    "[^{}]",
-                )));
+            for &state in &states {
+                let grid = Grid::new(report, &position, group.operations, state);
+                if grid.is_empty() {
+                    continue;
+                }
+                let mut views = vec![&STORE_WORK, &CHARGED];
+                let applies = |v: &View| {
+                    v.only_if_nonzero
+                        .is_none_or(|f| group.title == "Insert" || grid.results().any(f))
+                };
+                views.extend([&CYCLES, &MEMORY].into_iter().filter(|v| applies(v)));
+                for view in views {
+                    out.push(Block::Heading {
+                        level: 3,
+                        text: format!(
+                            "{}, {position}{}: {}",
+                            group.title,
+                            view_title(&states, state),
+                            view.title
+                        ),
+                    });
+                    let labels = grid.columns.iter().map(StoreColumn::label).collect();
+                    out.push(Block::Table(grid_table(
+                        &grid,
+                        group.row_heading,
+                        labels,
+                        view.cell,
+                        &mut notes,
+                        "[^{}]",
+                    )));
+                }
             }
         }
     }
@@ -411,15 +480,21 @@ fn terminal(report: &Report) -> Vec<Block> {
     let mut notes = Footnotes::default();
     // Totals only, like seed 003: with per-row figures seven stores would not fit the width.
     let compact_cell: fn(&ScenarioResult) -> String = |r| compact(r.store_instructions as f64);
+    let states = views(report);
+    out.extend(views_legend(&states, true));
     for position in positions(report) {
-        for group in &GROUPS {
-            let grid = Grid::new(report, &position, group.operations);
+        for (group, &state) in GROUPS
+            .iter()
+            .flat_map(|g| states.iter().map(move |s| (g, s)))
+        {
+            let grid = Grid::new(report, &position, group.operations, state);
             if grid.is_empty() {
                 continue;
             }
             let title = format!(
-                "{position}: {}, store instructions per message",
-                group.title.to_lowercase()
+                "{position}: {}{}, store instructions per message",
+                group.title.to_lowercase(),
+                view_title(&states, state)
             );
             let full = grid.columns.iter().map(StoreColumn::label).collect();
             // Try full store names first; footnote numbers must not advance on a discarded try.
@@ -465,7 +540,8 @@ fn terminal(report: &Report) -> Vec<Block> {
                 out.push(Block::Heading {
                     level: 2,
                     text: format!(
-                        "{position}: store instructions per key (SQLite columns by journal mode)"
+                        "{position}{}: store instructions per key (SQLite columns by journal mode)",
+                        view_title(&states, state)
                     ),
                 });
                 out.push(Block::Table(grid_table(
@@ -494,10 +570,11 @@ fn terminal(report: &Report) -> Vec<Block> {
 /// keys per message. `None` when there is nothing to draw: no ok insert with a positive
 /// cost, or a lookup-only position with fewer than two batch sizes (one size is a dot).
 fn plot(report: &Report, position: &str) -> Option<Plot> {
-    let mut grid = Grid::new(report, position, &["insert"]);
+    // The cold records: every batch (the largest are measured cold only).
+    let mut grid = Grid::new(report, position, &["insert"], CacheState::Cold);
     let mut what = ("Insert cost per row", "rows", "row");
     if grid.is_empty() {
-        grid = Grid::new(report, position, &["point_lookup"]);
+        grid = Grid::new(report, position, &["point_lookup"], CacheState::Cold);
         if grid.rows.len() < 2 {
             return None;
         }

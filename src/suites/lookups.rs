@@ -52,7 +52,13 @@ impl Config {
             .map(|&keys| Operation::PointLookups { keys })
             .collect();
         let positions = [Position::Random, Position::Sorted];
-        users::matrix(&positions, &self.users.stores, &lookups)
+        users::matrix(
+            &positions,
+            &self.users.stores,
+            &lookups,
+            &self.users.caches,
+            &|_| true,
+        )
     }
 }
 

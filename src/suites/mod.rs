@@ -33,7 +33,7 @@ pub mod upgrade;
 pub mod users;
 
 pub use pool::{Exec, Shard};
-use scenario::{JournalMode, StoreKind};
+use scenario::{CacheState, JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
 pub static REGISTRY: [&dyn Suite; 8] = [
@@ -195,6 +195,12 @@ pub struct CommonArgs {
     /// USD per XDR for the price column (1 XDR = 10^12 cycles).
     #[arg(long, default_value_t = DEFAULT_USD_PER_XDR)]
     pub usd_per_xdr: f64,
+    /// States of SQLite's page cache to measure, comma-separated (seed003, lookups): cold,
+    /// a newly opened connection (the first message after an upgrade or a reopen); warm, a
+    /// live canister's (the whole table cached, then one message of the workload). Stores
+    /// without a page cache are measured once either way.
+    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = CacheState::ALL)]
+    pub page_cache: Vec<CacheState>,
 }
 
 impl CommonArgs {

@@ -12,7 +12,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::capacity;
-use super::scenario::{Operation, Position, StoreKind};
+use super::scenario::{CacheState, Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
@@ -113,6 +113,8 @@ impl Config {
             payload_size: self.payload_size,
             seed: self.seed,
             usd_per_xdr: self.usd_per_xdr,
+            // Scaling measures a newly opened connection at every size.
+            caches: vec![CacheState::Cold],
         }
     }
 }

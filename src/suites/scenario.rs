@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 /// canister), as scenarios name them.
 pub use crate::stores::{JournalMode, Store, StoreKind};
 
+/// The state of a store's page cache a scenario is measured in (the records' `cache`).
+pub use crate::report::CacheState;
+
 /// Where new rows go relative to the prefilled ids 0, 10, 20, ..., 10 (rows - 1).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,
@@ -95,12 +98,13 @@ impl Operation {
 }
 
 /// One measured cell: a store, a position and an operation, on a canister prefilled with
-/// `rows_before` rows in each store.
+/// `rows_before` rows in each store, with the store's page cache cold or warm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Scenario {
     pub store: Store,
     pub position: Position,
     pub operation: Operation,
+    pub cache: CacheState,
 }
 
 impl Scenario {
@@ -125,15 +129,21 @@ impl Scenario {
         }
     }
 
-    /// A stable, human-readable key: `sqlite/MEMORY/middle/insert/100`.
+    /// A stable, human-readable key: `sqlite/MEMORY/middle/insert/100`, and
+    /// `sqlite/MEMORY/middle/insert/100/warm` warm (cold keys are those of the runs before
+    /// the cache's state was measured).
     pub fn key(&self) -> String {
-        format!(
+        let key = format!(
             "{}/{}/{}/{}/{}",
             self.store.kind(),
             self.store.journal_mode().map(|m| m.as_str()).unwrap_or("-"),
             self.position,
             self.operation.kind(),
             self.operation.rows()
-        )
+        );
+        match self.cache {
+            CacheState::Cold => key,
+            warm => format!("{key}/{warm}"),
+        }
     }
 }

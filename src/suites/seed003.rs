@@ -9,7 +9,7 @@ use clap::{ArgMatches, Args};
 
 use super::capacity;
 use super::pool::{self, Recorder, State};
-use super::scenario::{Operation, Position, Scenario, Store};
+use super::scenario::{CacheState, Operation, Position, Scenario, Store};
 use super::shared::{Define, Measure, Run};
 use super::users;
 use super::{decision, sorted, CommonArgs, Exec, MemoryEstimate};
@@ -45,7 +45,15 @@ pub struct Seed003Args {
     /// every store and mode; each update call runs ~40B instructions, ~13 s here).
     #[arg(long)]
     confirm_capacity: bool,
+    /// The largest insert batch measured warm (`--page-cache`); larger ones are measured
+    /// cold only: warm, a batch that splits pages walks the whole cached table at COMMIT as
+    /// a 1,000-row one does, and the 10,000-row messages would double the run's time.
+    #[arg(long, default_value_t = WARM_MAX_BATCH)]
+    warm_max_batch: u64,
 }
+
+/// The largest insert batch seed003 measures warm by default.
+pub const WARM_MAX_BATCH: u64 = 1_000;
 
 /// The seed003 suite's settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,6 +66,8 @@ pub struct Config {
     pub reads: bool,
     /// Whether to confirm the capacity estimates with real calls.
     pub confirm_capacity: bool,
+    /// The largest insert batch measured warm.
+    pub warm_max_batch: u64,
 }
 
 impl Default for Config {
@@ -68,6 +78,7 @@ impl Default for Config {
             positions: Position::SEED003.to_vec(),
             reads: true,
             confirm_capacity: false,
+            warm_max_batch: WARM_MAX_BATCH,
         }
     }
 }
@@ -83,7 +94,17 @@ impl Config {
         if self.reads {
             operations.extend(READS);
         }
-        users::matrix(&self.positions, &self.users.stores, &operations)
+        let warm = |op: Operation| match op {
+            Operation::Insert { rows } => rows <= self.warm_max_batch,
+            _ => true,
+        };
+        users::matrix(
+            &self.positions,
+            &self.users.stores,
+            &operations,
+            &self.users.caches,
+            &warm,
+        )
     }
 }
 
@@ -107,6 +128,27 @@ fn document(report: &Report) -> Document {
         doc.markdown.push(Block::Text(
             "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
         ));
+    }
+    if super::grid::views(report).len() > 1 {
+        // A live canister's state (warm) is what the table judges; cold beside it.
+        let decisions: Vec<(Option<decision::Decision>, Option<decision::Decision>)> =
+            decision::MESSAGE_WORKLOADS
+                .iter()
+                .map(|w| {
+                    let in_state =
+                        |state| decision::decide_in(report, w, report.rows_before, state);
+                    (in_state(CacheState::Warm), in_state(CacheState::Cold))
+                })
+                .filter(|(warm, cold)| warm.is_some() || cold.is_some())
+                .collect();
+        if !decisions.is_empty() {
+            let title = format!(
+                "Which store is cheapest at {} rows in a live canister (warm: SQLite's page cache holds the table; cold beside it: the first message after an upgrade; charged instructions; `--suite scaling` for every size, storage and upgrades)",
+                thousands(report.rows_before)
+            );
+            doc.push_table(&title, decision::short_table_beside(&decisions));
+        }
+        return doc;
     }
     let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
         .iter()
@@ -135,6 +177,7 @@ impl Define for Seed003 {
             positions,
             reads: !args.no_reads,
             confirm_capacity: args.confirm_capacity,
+            warm_max_batch: args.warm_max_batch,
         })
     }
 
@@ -180,7 +223,16 @@ impl Measure for Config {
         let confirm: &users::AfterScenarios<'_> =
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
         let after = cfg.confirm_capacity.then_some(confirm);
-        users::run(run, &cfg.users, &cfg.matrix(), &[], after)
+        let mut notes = Vec::new();
+        if cfg.users.measures(CacheState::Warm)
+            && cfg.batches.iter().any(|&b| b > cfg.warm_max_batch)
+        {
+            notes.push(format!(
+                "Insert batches of more than {} rows are measured cold only (`--warm-max-batch`).",
+                thousands(cfg.warm_max_batch)
+            ));
+        }
+        users::run(run, &cfg.users, &cfg.matrix(), &notes, after)
     }
 
     fn modules(&self) -> Vec<ModuleNeed> {
@@ -219,7 +271,12 @@ fn confirm_capacity(
         let measured: Vec<&ScenarioResult> = report
             .results
             .iter()
-            .filter(|r| r.store == store.kind() && r.journal_mode == mode && r.position == "middle")
+            .filter(|r| {
+                r.store == store.kind()
+                    && r.journal_mode == mode
+                    && r.position == "middle"
+                    && r.cache.is_cold()
+            })
             .collect();
         let (records, _) = work.unit(
             Kind::Probe,

@@ -8,7 +8,7 @@ use std::collections::HashSet;
 
 use anyhow::{anyhow, Result};
 
-use super::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use super::scenario::{CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::{CommonArgs, MemoryEstimate, DEFAULT_USD_PER_XDR, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
 use crate::engine::cost::CyclesFees;
@@ -18,6 +18,7 @@ use crate::stores::{self, ModuleNeed};
 
 mod prefill;
 mod runner;
+mod warm;
 
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};
@@ -41,6 +42,9 @@ pub struct Config {
     pub seed: u64,
     /// USD per XDR for the price column.
     pub usd_per_xdr: f64,
+    /// The page cache states measured for the stores that have one (a store without one is
+    /// measured in its one state whatever this says).
+    pub caches: Vec<CacheState>,
 }
 
 impl Default for Config {
@@ -52,6 +56,7 @@ impl Default for Config {
             payload_size: 100,
             seed: 2026,
             usd_per_xdr: DEFAULT_USD_PER_XDR,
+            caches: CacheState::ALL.to_vec(),
         }
     }
 }
@@ -127,12 +132,16 @@ impl Config {
     pub fn from_args(common: &CommonArgs) -> Result<Config> {
         common.validate()?;
         let stores = stores(common);
+        let mut caches = common.page_cache.clone();
+        caches.sort();
+        caches.dedup();
         let cfg = Config {
             rows: common.rows,
             stores,
             payload_size: common.payload_size,
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
+            caches,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -143,7 +152,17 @@ impl Config {
         stores::needs(self.stores.iter().map(|s| s.store_kind()))
     }
 
+    /// Whether `state` is measured for the stores with a page cache.
+    pub fn measures(&self, state: CacheState) -> bool {
+        self.caches.contains(&state)
+    }
+
     pub fn validate(&self) -> Result<()> {
+        if self.caches.is_empty() {
+            return Err(anyhow!(
+                "--page-cache needs at least one state (cold, warm)"
+            ));
+        }
         if self.stores.is_empty() {
             let names: Vec<&str> = StoreKind::ALL.iter().map(|k| k.name()).collect();
             return Err(anyhow!(
@@ -208,8 +227,29 @@ pub fn random_present_ids(seed: u64, rows: u64, count: u64) -> Vec<u64> {
     ids
 }
 
+/// The seed of the warm-up messages' draws: another stream than the measured message's
+/// (`random_absent_ids`, `random_present_ids`), so a warm-up never reads or writes the
+/// measured ids by construction of the seed (and never does: they are excluded).
+fn warm_up_seed(seed: u64) -> u64 {
+    seed ^ 0x3A11_CACE ^ 0x9E37_79B9_7F4A_7C15
+}
+
+/// `count` distinct ids from `draw`, none of them in `taken`.
+fn draw_distinct(count: u64, taken: &[u64], mut draw: impl FnMut() -> u64) -> Vec<u64> {
+    let mut seen: HashSet<u64> = taken.iter().copied().collect();
+    let mut ids = Vec::with_capacity(count as usize);
+    while (ids.len() as u64) < count {
+        let id = draw();
+        if seen.insert(id) {
+            ids.push(id);
+        }
+    }
+    ids
+}
+
 /// What to call for one scenario: the canister arguments in Candid text, for the report
 /// and for users who want to reproduce a number with dfx.
+#[derive(Clone, Debug, PartialEq)]
 pub(super) enum Call {
     Insert { offset: u64, step: u64, count: u64 },
     InsertIds(Vec<u64>),
@@ -219,6 +259,8 @@ pub(super) enum Call {
 }
 
 impl Call {
+    /// The measured message of `s`: seed003's call; warm, an end insert appends after the
+    /// rows its warm-up appended.
     pub(super) fn for_scenario(s: &Scenario, cfg: &Config) -> Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
@@ -229,7 +271,7 @@ impl Call {
                 count: n,
             },
             (Operation::Insert { rows: n }, Position::End) => Call::Insert {
-                offset: rows * ID_STEP,
+                offset: rows * ID_STEP + if s.cache.is_cold() { 0 } else { n },
                 step: 1,
                 count: n,
             },
@@ -277,6 +319,83 @@ impl Call {
         }
     }
 
+    /// The message a warm scenario sends before its measured one, on the warm start state:
+    /// one message of the same workload at other ids (reads as their `_update` twins, which
+    /// [`run_update`] sends, since a query's heap changes are discarded). Middle and end
+    /// positions use the window of ids just below the measured one (end inserts append
+    /// first, the measured message after them); random and sorted ones a draw of their own
+    /// ([`warm_up_seed`]) that excludes the measured ids.
+    pub(super) fn warm_up(s: &Scenario, cfg: &Config) -> Call {
+        let rows = cfg.rows;
+        let middle = rows / 2 * ID_STEP;
+        let n = s.operation.rows();
+        let mut rng = SplitMix64::new(warm_up_seed(cfg.seed));
+        let measured = match Call::for_scenario(s, cfg) {
+            Call::InsertIds(ids) | Call::GetIds(ids) => ids,
+            _ => Vec::new(),
+        };
+        let sorted = |mut ids: Vec<u64>| {
+            if s.position == Position::Sorted {
+                ids.sort_unstable();
+            }
+            ids
+        };
+        match (s.operation, s.position) {
+            (Operation::Insert { .. }, Position::Middle) => Call::Insert {
+                offset: middle + 1 - n * ID_STEP,
+                step: ID_STEP,
+                count: n,
+            },
+            (Operation::Insert { .. }, Position::End) => Call::Insert {
+                offset: rows * ID_STEP,
+                step: 1,
+                count: n,
+            },
+            (Operation::Insert { .. }, Position::Random | Position::Sorted) => {
+                Call::InsertIds(sorted(draw_distinct(n, &measured, || {
+                    rng.below(rows) * ID_STEP + 1 + rng.below(ID_STEP - 1)
+                })))
+            }
+            (Operation::PointLookups { .. }, Position::Middle) => Call::Get {
+                offset: middle - n * ID_STEP,
+                step: ID_STEP,
+                count: n,
+            },
+            (Operation::PointLookups { .. }, Position::End) => Call::Get {
+                offset: (rows - 2 * n) * ID_STEP,
+                step: ID_STEP,
+                count: n,
+            },
+            (Operation::PointLookups { .. }, Position::Random | Position::Sorted) => {
+                Call::GetIds(sorted(draw_distinct(n, &measured, || {
+                    rng.below(rows) * ID_STEP
+                })))
+            }
+            (Operation::RangeScan { .. }, Position::Middle) => Call::Scan {
+                offset: middle - n * ID_STEP,
+                count: n,
+            },
+            (Operation::RangeScan { .. }, Position::End) => Call::Scan {
+                offset: (rows - 2 * n) * ID_STEP,
+                count: n,
+            },
+            (Operation::RangeScan { .. }, Position::Random | Position::Sorted) => Call::Scan {
+                offset: rng.below(rows - n) * ID_STEP,
+                count: n,
+            },
+        }
+    }
+
+    /// The rows (or keys) the call inserts or must find.
+    pub(super) fn rows(&self) -> u64 {
+        match self {
+            Call::Insert { count, .. } | Call::Get { count, .. } | Call::Scan { count, .. } => {
+                *count
+            }
+            Call::InsertIds(ids) | Call::GetIds(ids) => ids.len() as u64,
+        }
+    }
+
     pub(super) fn candid_args(&self) -> String {
         let list = |ids: &[u64]| {
             let shown: Vec<String> = ids.iter().take(3).map(|i| format!("{i} : nat64")).collect();
@@ -313,6 +432,16 @@ pub(super) enum Reply {
 }
 
 pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Reply> {
+    send(client, store, call, false)
+}
+
+/// `call` as an update: reads by their `_update` twins, which keep their heap changes (a
+/// warm-up's).
+pub(super) fn run_update(client: &mut BenchClient<'_>, store: &str, call: &Call) -> Result<Reply> {
+    send(client, store, call, true)
+}
+
+fn send(client: &mut BenchClient<'_>, store: &str, call: &Call, replicated: bool) -> Result<Reply> {
     Ok(match call {
         Call::Insert {
             offset,
@@ -324,12 +453,28 @@ pub(super) fn run_call(client: &mut BenchClient<'_>, store: &str, call: &Call) -
             offset,
             step,
             count,
-        } => Reply::Read(client.get_users(store, *offset, *step, *count, false)?),
-        Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids, false)?),
+        } => Reply::Read(client.get_users(store, *offset, *step, *count, replicated)?),
+        Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids, replicated)?),
         Call::Scan { offset, count } => {
-            Reply::Read(client.scan_users(store, *offset, *count, false)?)
+            Reply::Read(client.scan_users(store, *offset, *count, replicated)?)
         }
     })
+}
+
+/// Checks that a message sent as setup (a warm start's scan, a warm-up) inserted or found
+/// the `expected` rows.
+pub(super) fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(), String> {
+    let rows = match reply {
+        Reply::Insert(m) => m.value.map(|r| r.rows_inserted),
+        Reply::Read(m) => m.value.map(|r| r.rows_found),
+    }?;
+    if rows != expected {
+        return Err(format!(
+            "{rows} rows instead of {expected} ({})",
+            call.candid_args()
+        ));
+    }
+    Ok(())
 }
 
 /// What names a scenario's record (and so its id) before it runs.
@@ -337,6 +482,7 @@ fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
     ScenarioResult {
         store: scenario.store.kind().into(),
         journal_mode: scenario.store.journal_column(),
+        cache: scenario.cache,
         position: scenario.position.to_string(),
         operation: scenario.operation.kind().into(),
         batch: scenario.operation.rows(),
@@ -345,16 +491,42 @@ fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
     }
 }
 
-/// The scenarios of the users suites: per position, per store, every operation, in order.
-pub fn matrix(positions: &[Position], stores: &[Store], operations: &[Operation]) -> Vec<Scenario> {
+/// The scenarios of the users suites: per position, per store, every operation, in order;
+/// the stores with a page cache cold if `caches` has it (the stores without one always, in
+/// their one state), then the same order warm for the stores with a page cache and the
+/// operations `warm` selects, if `caches` has warm. The cold part is the plan of the runs
+/// before the cache's state was measured.
+pub fn matrix(
+    positions: &[Position],
+    stores: &[Store],
+    operations: &[Operation],
+    caches: &[CacheState],
+    warm: &dyn Fn(Operation) -> bool,
+) -> Vec<Scenario> {
     let mut out = Vec::new();
-    for &position in positions {
-        for &store in stores {
-            out.extend(operations.iter().map(|&operation| Scenario {
-                store,
-                position,
-                operation,
-            }));
+    for cache in CacheState::ALL {
+        for &position in positions {
+            for &store in stores {
+                let page_cache = store.store_kind().def().page_cache;
+                let measured = match cache {
+                    CacheState::Cold => !page_cache || caches.contains(&cache),
+                    CacheState::Warm => page_cache && caches.contains(&cache),
+                };
+                if !measured {
+                    continue;
+                }
+                out.extend(
+                    operations
+                        .iter()
+                        .filter(|&&op| cache.is_cold() || warm(op))
+                        .map(|&operation| Scenario {
+                            store,
+                            position,
+                            operation,
+                            cache,
+                        }),
+                );
+            }
         }
     }
     out

@@ -484,3 +484,56 @@ fn no_test_runs_icbench_with_the_users_cache() {
         }
     }
 }
+
+#[test]
+fn a_state_kept_as_changes_comes_back_on_its_base() {
+    let wasm = wat::parse_str(STATEFUL).unwrap();
+    let mut a = EmbeddedEngine::default();
+    let (id, install) = a.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    for _ in 0..2 {
+        a.update(id, "step", &[]).unwrap().result.unwrap();
+    }
+    let full = a.export_state(id).unwrap().into_bytes();
+    let base = a.snapshot(id).unwrap();
+    a.update(id, "step", &[]).unwrap().result.unwrap();
+    let later = a.snapshot(id).unwrap();
+    let delta = a.export_state_delta(later, base).unwrap().into_bytes();
+    // Only the changes (one heap page and one stable page): smaller than the whole state
+    // (two of each).
+    assert!(
+        delta.len() < full.len(),
+        "{} >= {}",
+        delta.len(),
+        full.len()
+    );
+
+    let mut b = EmbeddedEngine::default();
+    assert_eq!(b.import_state(&wasm, &full).unwrap(), id);
+    let b_base = b.snapshot(id).unwrap();
+    for (what, bytes, error) in [
+        ("cut", &delta[..delta.len() - 1], "ends early"),
+        (
+            "long",
+            &[&delta[..], b"x"].concat()[..],
+            "1 bytes after the delta",
+        ),
+        ("foreign", &full[..], "not a canister state delta"),
+    ] {
+        let e = b.import_state_delta(b_base, bytes).unwrap_err();
+        assert!(format!("{e:#}").contains(error), "{what}: {e:#}");
+    }
+    let c = b.import_state_delta(b_base, &delta).unwrap();
+    b.restore(id, c).unwrap();
+    a.restore(id, later).unwrap();
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    for _ in 0..2 {
+        let (x, y) = (
+            a.update(id, "step", &[]).unwrap(),
+            b.update(id, "step", &[]).unwrap(),
+        );
+        assert_eq!(x.report, y.report);
+        assert_eq!(x.result, y.result);
+    }
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+}

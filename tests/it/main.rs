@@ -27,6 +27,7 @@ mod metering;
 mod modules;
 mod motoko;
 mod native_stable;
+mod page_cache;
 mod pr_comment;
 mod profile;
 mod profile_cli;

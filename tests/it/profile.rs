@@ -612,7 +612,9 @@ mod suites {
             [
                 "btree/middle/insert/1",
                 "sqlite-wal/middle/insert/1",
-                "sqlite-off/middle/insert/1"
+                "sqlite-off/middle/insert/1",
+                "sqlite-wal/middle/insert/1/warm",
+                "sqlite-off/middle/insert/1/warm"
             ]
         );
         for (r, id) in report.results.iter().zip(&ids) {
@@ -685,7 +687,7 @@ mod suites {
         assert_eq!(a.results, b.results);
         assert_eq!(
             a.results.iter().filter(|r| !r.profile.is_empty()).count(),
-            3
+            5
         );
         for r in &a.results {
             for file in [r.profile.clone(), r.profile.replace(".folded", ".svg")] {
@@ -705,7 +707,7 @@ mod suites {
         let (code, _, err) = icbench(&out, &["--profile", "heap/*"]);
         assert_eq!(code, 2, "{err}");
         assert!(
-            err.contains("--profile \"heap/*\" matches no scenario; the ids are: btree/middle/insert/1, sqlite-wal/middle/insert/1, sqlite-off/middle/insert/1"),
+            err.contains("--profile \"heap/*\" matches no scenario; the ids are: btree/middle/insert/1, sqlite-wal/middle/insert/1, sqlite-off/middle/insert/1, sqlite-wal/middle/insert/1/warm, sqlite-off/middle/insert/1/warm"),
             "{err}"
         );
         assert!(!out.exists(), "nothing was written");
@@ -713,7 +715,7 @@ mod suites {
         assert_eq!(code, 0, "{err}");
         assert_eq!(
             stdout,
-            "seed003\tbtree/middle/insert/1\nseed003\tsqlite-wal/middle/insert/1\nseed003\tsqlite-off/middle/insert/1\n"
+            "seed003\tbtree/middle/insert/1\nseed003\tsqlite-wal/middle/insert/1\nseed003\tsqlite-off/middle/insert/1\nseed003\tsqlite-wal/middle/insert/1/warm\nseed003\tsqlite-off/middle/insert/1/warm\n"
         );
     }
 

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use icbench::report::{self, Report};
 use icbench::suites::lookups::{self, LOOKUP_BATCHES};
-use icbench::suites::scenario::{JournalMode, Operation, Position, Scenario, Store, StoreKind};
+use icbench::suites::scenario::{
+    CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind,
+};
 use icbench::suites::shared::Measure;
 use icbench::suites::{self as registry, seed003, users, REGISTRY};
 
@@ -48,8 +50,13 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192.
-    assert_eq!(matrix.len(), 192);
+    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192, cold;
+    // then the 6 SQLite stores warm, but for the 10,000-row batches (--warm-max-batch).
+    assert_eq!(matrix.len(), 192 + 3 * 6 * (4 + 3));
+    assert!(matrix[..192].iter().all(|s| s.cache == CacheState::Cold));
+    assert!(matrix[192..].iter().all(|s| s.cache == CacheState::Warm
+        && s.store.store_kind().def().page_cache
+        && s.operation.rows() <= 1_000));
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
     let sorted = seed003::Config {
@@ -81,20 +88,32 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
     let cfg = lookups::Config::default();
     assert_eq!(cfg.batches, LOOKUP_BATCHES);
     assert_eq!(LOOKUP_BATCHES, [1, 10, 25, 50, 100]);
+    // Every store cold (the stores without a page cache in their one state), then the
+    // SQLite stores warm.
     let mut expected = Vec::new();
-    for position in [Position::Random, Position::Sorted] {
-        for store in all_stores() {
-            for keys in [1, 10, 25, 50, 100] {
-                expected.push(Scenario {
-                    store,
-                    position,
-                    operation: Operation::PointLookups { keys },
-                });
+    for cache in CacheState::ALL {
+        for position in [Position::Random, Position::Sorted] {
+            for store in all_stores() {
+                if cache == CacheState::Warm && !store.store_kind().def().page_cache {
+                    continue;
+                }
+                for keys in [1, 10, 25, 50, 100] {
+                    expected.push(Scenario {
+                        store,
+                        position,
+                        operation: Operation::PointLookups { keys },
+                        cache,
+                    });
+                }
             }
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 80);
+    assert_eq!(expected.len(), 80 + 60);
+    assert_eq!(
+        expected[80].key(),
+        "sqlite/DELETE/random/point_lookup/1/warm"
+    );
     // Drawn keys go to the id-list methods.
     assert_eq!(expected[0].method(), "get_users_heap_ids");
     assert_eq!(expected[5].method(), "get_users_btree_ids");
@@ -437,8 +456,9 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured.
-    assert_eq!(a.results.len(), 18);
+    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured,
+    // and SQLite warm.
+    assert_eq!(a.results.len(), 18 + 2 * 3);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -462,7 +482,8 @@ fn lookups_end_to_end_is_deterministic() {
         assert_eq!(cell("random", store, 1).args, cell("sorted", store, 1).args);
     }
     assert!(
-        stdout.contains("sorted: store instructions per key"),
+        stdout.contains("sorted, warm: store instructions per key")
+            && stdout.contains("sorted, cold: store instructions per key"),
         "{stdout}"
     );
     let svg = std::fs::read_to_string(dir.join("plot-sorted.svg")).unwrap();
@@ -473,8 +494,12 @@ fn lookups_end_to_end_is_deterministic() {
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
-    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads).
-    assert_eq!(read_report(&first.join("results.json")).results.len(), 60);
+    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads), and
+    // the two SQLite stores warm.
+    assert_eq!(
+        read_report(&first.join("results.json")).results.len(),
+        60 + 3 * 2 * 5
+    );
 }
 
 #[test]
@@ -626,11 +651,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads).
-    assert_eq!(seed003.results.len(), 36);
+    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads), and
+    // SQLite warm.
+    assert_eq!(seed003.results.len(), 36 + 3 * 4);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 3 stores x 2 batches.
-    assert_eq!(lookups.results.len(), 12);
+    // 2 key orders x 3 stores x 2 batches, and SQLite warm.
+    assert_eq!(lookups.results.len(), 12 + 2 * 2);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);
@@ -692,8 +718,9 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // SQLite at the defaults, at page_size 65,536 and in journal mode OFF at the best page
     // size; at 10-byte values the heap map, the StableBTreeMap, the bounded value type and
     // SQLite at its defaults, at 1,000 bytes the same but the bounded type) x (2026-07 and
-    // 2026-05 beside).
-    assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2);
+    // 2026-05 beside); then SQLite warm at each workload's best settings and each cache_size
+    // searched (one), under both.
+    assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2 + 7 * 2);
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

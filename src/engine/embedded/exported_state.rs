@@ -1,6 +1,7 @@
 //! A canister's state exported to bytes and imported into a fresh engine (the disk cache
 //! of installed canisters), keyed by what decides the state.
 
+use super::memory::heap::page_range;
 use super::*;
 
 impl EmbeddedEngine {
@@ -40,20 +41,7 @@ impl EmbeddedEngine {
         put(&mut head, self.time_ns);
         put(&mut head, self.next_canister);
         put(&mut head, version);
-        let mut globals = Vec::new();
-        put(&mut globals, saved.globals.len() as u64);
-        for g in &saved.globals {
-            let (tag, bits): (u64, u128) = match g {
-                Val::I32(v) => (0, *v as u32 as u128),
-                Val::I64(v) => (1, *v as u64 as u128),
-                Val::F32(v) => (2, *v as u128),
-                Val::F64(v) => (3, *v as u128),
-                Val::V128(v) => (4, v.as_u128()),
-                other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
-            };
-            put(&mut globals, tag);
-            globals.extend_from_slice(&bits.to_le_bytes());
-        }
+        let globals = encode_globals(&saved.globals)?;
         let mut tail = Vec::new();
         put(&mut tail, saved.certified_data.len() as u64);
         tail.extend_from_slice(&saved.certified_data);
@@ -114,19 +102,7 @@ impl EmbeddedEngine {
             }
             heap.push((p as u32, r.bytes(OS_PAGE)?));
         }
-        let mut globals = Vec::new();
-        for _ in 0..r.u64()? {
-            let tag = r.u64()?;
-            let bits = u128::from_le_bytes(r.bytes(16)?.try_into().unwrap());
-            globals.push(match tag {
-                0 => Val::I32(bits as u32 as i32),
-                1 => Val::I64(bits as u64 as i64),
-                2 => Val::F32(bits as u32),
-                3 => Val::F64(bits as u64),
-                4 => Val::V128(bits.into()),
-                _ => bail!("unknown global type tag {tag}"),
-            });
-        }
+        let globals = decode_globals(&mut r)?;
         let stable_size = r.u64()?;
         let mut stable_pages = Vec::new();
         for _ in 0..r.u64()? {
@@ -186,6 +162,202 @@ impl EmbeddedEngine {
         Ok(id)
     }
 }
+
+impl EmbeddedEngine {
+    /// The snapshot `state` as its differences from the snapshot `base` of the same
+    /// canister and module: the heap pages and stable pages that differ, the mutable
+    /// globals, certified data and timer; [`Self::import_delta`] makes it a snapshot again
+    /// on top of the same `base` (a warm start state kept beside the cold one it came from).
+    pub(super) fn export_delta(
+        &mut self,
+        state: SnapshotId,
+        base: SnapshotId,
+    ) -> Result<ExportedState> {
+        let (owner, saved) = self.snapshot_state(state)?;
+        let (base_owner, base) = self.snapshot_state(base)?;
+        if owner != base_owner || saved.module.wasm_hash != base.module.wasm_hash {
+            bail!("a state can only be kept as changes to a state of its canister and module");
+        }
+        let mut head = Vec::new();
+        head.extend_from_slice(DELTA_FORMAT);
+        head.extend_from_slice(&saved.module.wasm_hash);
+        let globals = encode_globals(&saved.globals)?;
+        let mut tail = Vec::new();
+        tail.extend_from_slice(&(saved.certified_data.len() as u64).to_le_bytes());
+        tail.extend_from_slice(&saved.certified_data);
+        tail.extend_from_slice(&saved.global_timer.to_le_bytes());
+        Ok(ExportedState::new(move |w| {
+            let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
+            w.write_all(&head)?;
+            let (heap, base_heap) = (&saved.heap, &base.heap);
+            let len = heap.len();
+            let in_base = |p: u32| page_range(p).end <= base_heap.len();
+            let base_written: std::collections::BTreeSet<u32> =
+                base_heap.written_pages().filter(|&p| in_base(p)).collect();
+            let written: std::collections::BTreeSet<u32> = heap.written_pages().collect();
+            let changed: Vec<u32> = written
+                .iter()
+                .copied()
+                .filter(|&p| !base_written.contains(&p) || heap.page(p) != base_heap.page(p))
+                .collect();
+            let dropped: Vec<u32> = base_written
+                .iter()
+                .copied()
+                .filter(|&p| page_range(p).end <= len && !written.contains(&p))
+                .collect();
+            put(w, len as u64)?;
+            put(w, changed.len() as u64)?;
+            for p in changed {
+                put(w, p as u64)?;
+                w.write_all(heap.page(p))?;
+            }
+            put(w, dropped.len() as u64)?;
+            for p in dropped {
+                put(w, p as u64)?;
+            }
+            w.write_all(&globals)?;
+            let stable = saved.stable.changes_from(&base.stable);
+            put(w, saved.stable.size_wasm_pages())?;
+            put(w, stable.len() as u64)?;
+            for (n, bytes) in stable {
+                put(w, n)?;
+                match bytes {
+                    Some(bytes) => {
+                        w.write_all(&[1])?;
+                        w.write_all(bytes)?;
+                    }
+                    None => w.write_all(&[0])?,
+                }
+            }
+            w.write_all(&tail)
+        }))
+    }
+
+    /// A snapshot of `base`'s canister: `base` with the differences [`Self::export_delta`]
+    /// wrote. On an error nothing changed.
+    pub(super) fn import_delta(&mut self, base: SnapshotId, delta: &[u8]) -> Result<SnapshotId> {
+        let (owner, base) = self.snapshot_state(base)?;
+        let mut r = StateReader(delta);
+        if r.bytes(DELTA_FORMAT.len())? != DELTA_FORMAT {
+            bail!("not a canister state delta of this format");
+        }
+        if r.bytes(32)? != base.module.wasm_hash {
+            bail!("the delta was made with another module");
+        }
+        let len = usize::try_from(r.u64()?)?;
+        let pages = (len / OS_PAGE) as u64;
+        let mut changed = std::collections::BTreeMap::new();
+        for _ in 0..r.u64()? {
+            let p = r.u64()?;
+            if p >= pages {
+                bail!("heap page {p} is past the heap's {pages} pages");
+            }
+            if changed.insert(p as u32, r.bytes(OS_PAGE)?).is_some() {
+                bail!("heap page {p} is given twice");
+            }
+        }
+        let mut dropped = std::collections::BTreeSet::new();
+        for _ in 0..r.u64()? {
+            dropped.insert(r.u64()? as u32);
+        }
+        let globals = decode_globals(&mut r)?;
+        let stable_size = r.u64()?;
+        let mut stable = Vec::new();
+        for _ in 0..r.u64()? {
+            let n = r.u64()?;
+            stable.push(match r.bytes(1)?[0] {
+                1 => (n, Some(r.bytes(OS_PAGE)?)),
+                0 => (n, None),
+                other => bail!("stable page {n} has an unknown kind {other}"),
+            });
+        }
+        let certified_len = usize::try_from(r.u64()?)?;
+        let certified_data = r.bytes(certified_len)?.to_vec();
+        let global_timer = r.u64()?;
+        if !r.0.is_empty() {
+            bail!("{} bytes after the delta", r.0.len());
+        }
+        // The base's pages where the delta names none, its own where it does, in order.
+        let kept: Vec<u32> = base
+            .heap
+            .written_pages()
+            .filter(|&p| {
+                page_range(p).end <= len && !changed.contains_key(&p) && !dropped.contains(&p)
+            })
+            .collect();
+        let mut all: Vec<(u32, &[u8])> = kept.iter().map(|&p| (p, base.heap.page(p))).collect();
+        all.extend(changed.iter().map(|(&p, &bytes)| (p, bytes)));
+        all.sort_by_key(|&(p, _)| p);
+        let (heap, stable) = std::thread::scope(|scope| {
+            let stable = scope.spawn(|| base.stable.with_changes(stable_size, &stable));
+            let heap = FrozenHeap::from_pages(len, all.into_iter());
+            let stable = stable
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (heap, stable)
+        });
+        let saved = SavedState {
+            module: base.module.clone(),
+            heap: Arc::new(heap?),
+            globals,
+            stable: stable?,
+            certified_data,
+            global_timer,
+        };
+        self.snapshots.push(Some((owner, Arc::new(saved))));
+        Ok(SnapshotId(self.snapshots.len() as u64 - 1))
+    }
+
+    /// A snapshot's canister and state; an error for one forgotten or never taken.
+    fn snapshot_state(&self, snapshot: SnapshotId) -> Result<(Principal, Arc<SavedState>)> {
+        match self.snapshots.get(snapshot.0 as usize) {
+            Some(Some((owner, saved))) => Ok((*owner, saved.clone())),
+            Some(None) => bail!("snapshot {} was forgotten", snapshot.0),
+            None => bail!("snapshot {} does not exist", snapshot.0),
+        }
+    }
+}
+
+/// The mutable globals as exported states write them: their count, then a tag and 16 bytes
+/// each.
+fn encode_globals(globals: &[Val]) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(globals.len() as u64).to_le_bytes());
+    for g in globals {
+        let (tag, bits): (u64, u128) = match g {
+            Val::I32(v) => (0, *v as u32 as u128),
+            Val::I64(v) => (1, *v as u64 as u128),
+            Val::F32(v) => (2, *v as u128),
+            Val::F64(v) => (3, *v as u128),
+            Val::V128(v) => (4, v.as_u128()),
+            other => bail!("a mutable global holds a reference ({other:?}): not exportable"),
+        };
+        out.extend_from_slice(&tag.to_le_bytes());
+        out.extend_from_slice(&bits.to_le_bytes());
+    }
+    Ok(out)
+}
+
+/// The globals [`encode_globals`] wrote.
+fn decode_globals(r: &mut StateReader<'_>) -> Result<Vec<Val>> {
+    let mut globals = Vec::new();
+    for _ in 0..r.u64()? {
+        let tag = r.u64()?;
+        let bits = u128::from_le_bytes(r.bytes(16)?.try_into().unwrap());
+        globals.push(match tag {
+            0 => Val::I32(bits as u32 as i32),
+            1 => Val::I64(bits as u64 as i64),
+            2 => Val::F32(bits as u32),
+            3 => Val::F64(bits as u64),
+            4 => Val::V128(bits.into()),
+            _ => bail!("unknown global type tag {tag}"),
+        });
+    }
+    Ok(globals)
+}
+
+/// The first bytes of a state kept as changes to another ([`EmbeddedEngine::export_delta`]).
+const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 1";
 
 /// The first bytes of an exported canister state; the number changes with the layout.
 const STATE_FORMAT: &[u8; 24] = b"icbench canister state 1";

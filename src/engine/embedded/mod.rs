@@ -382,6 +382,14 @@ impl Engine for EmbeddedEngine {
         self.import(wasm, state)
     }
 
+    fn export_state_delta(&mut self, state: SnapshotId, base: SnapshotId) -> Result<ExportedState> {
+        self.export_delta(state, base)
+    }
+
+    fn import_state_delta(&mut self, base: SnapshotId, delta: &[u8]) -> Result<SnapshotId> {
+        self.import_delta(base, delta)
+    }
+
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
         self.install_new(wasm, arg)
     }

@@ -123,6 +123,8 @@ pub fn estimate_table(report: &Report) -> Option<Table> {
                         && &r.journal_mode == mode
                         && r.position == "middle"
                         && r.status == Status::Ok
+                        // The cold records: those of the capacity calls' state.
+                        && r.cache.is_cold()
                         && message.measures(&r.operation)
                 })
                 .max_by_key(|r| r.batch)

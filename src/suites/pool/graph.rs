@@ -250,6 +250,19 @@ impl<'a, 's> Lane<'a, 's> {
         Ok(state)
     }
 
+    /// A snapshot this worker's engine made otherwise than of its canister (an imported
+    /// state) as a state other tasks can start from.
+    pub fn keep(&mut self, id: SnapshotId) -> Result<State> {
+        let engine = &mut *self.client.engine;
+        Ok(match engine.share(id)? {
+            Some(shared) => {
+                engine.forget(id)?;
+                State::Shared(shared)
+            }
+            None => State::Local(id),
+        })
+    }
+
     /// Lets go of the states this task took in (their memory goes once nothing else holds
     /// them).
     fn forget_adopted(&mut self) -> Result<()> {

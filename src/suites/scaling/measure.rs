@@ -9,7 +9,7 @@ use crate::bench_canister::Stats;
 use crate::engine::cost::{Replica, WASM_PAGE_SIZE};
 use crate::report::ScenarioResult;
 use crate::suites::pool::{Lane, State};
-use crate::suites::scenario::{Operation, Position, Scenario, Store};
+use crate::suites::scenario::{CacheState, Operation, Position, Scenario, Store};
 use crate::suites::steps;
 use crate::suites::users::{record_reply, run_call, Call, ID_STEP};
 
@@ -26,6 +26,7 @@ fn call_at(cfg: &Config, n: u64, store: Store, position: Position, operation: Op
                 store,
                 position,
                 operation,
+                cache: CacheState::Cold,
             },
             &cfg.users_at(n),
         ),
@@ -66,6 +67,7 @@ pub(super) fn measure(
         store,
         position,
         operation,
+        cache: CacheState::Cold,
     };
     let call = call_at(cfg, n, store, position, operation);
     let mut result = base_record(engine_name, store, n, position.as_str(), operation.kind());

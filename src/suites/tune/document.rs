@@ -48,10 +48,12 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
             let beside_of = |of: Option<&ScenarioResult>| {
                 let (of, suffix) = (of?, beside_suffix.as_ref()?);
                 let store = format!("{}{suffix}", of.store);
-                report
-                    .results
-                    .iter()
-                    .find(|r| w.picks(r) && r.store == store && r.journal_mode == of.journal_mode)
+                report.results.iter().find(|r| {
+                    w.picks(r)
+                        && r.store == store
+                        && r.journal_mode == of.journal_mode
+                        && r.cache.is_cold()
+                })
             };
             Found {
                 workload: w.name,
@@ -67,7 +69,7 @@ pub fn found(report: &Report) -> Vec<Found<'_>> {
 /// A record of the SQLite search (the other stores' carry their kind as the store, and
 /// SQLite's at another value size its size).
 pub(super) fn is_sqlite(r: &ScenarioResult) -> bool {
-    is_search_record(&r.store) && value_size(r).is_none()
+    is_search_record(&r.store) && value_size(r).is_none() && r.cache.is_cold()
 }
 
 /// The decision table: per workload the cheapest store with every store at its defaults,
@@ -350,10 +352,9 @@ pub(super) fn every_configuration(report: &Report) -> Table {
         seen.push(key.clone());
         let mut row = vec![describe_record(r)];
         for w in &WORKLOADS {
-            let cell = report
-                .results
-                .iter()
-                .find(|x| w.picks(x) && (x.store.clone(), x.journal_mode.clone()) == key);
+            let cell = report.results.iter().find(|x| {
+                w.picks(x) && (x.store.clone(), x.journal_mode.clone()) == key && x.cache.is_cold()
+            });
             row.push(match cell {
                 Some(x) if x.status == Status::Ok => thousands(x.instructions),
                 Some(x) => match &x.status {
@@ -398,6 +399,12 @@ pub(super) fn document(report: &Report) -> Document {
                 report.payload_size, report.payload_size
             )));
         }
+    }
+    if let Some(t) = warm_cache_size_table(report) {
+        doc.push_table(
+            "cache_size warm (the whole table read into the cache, then one message of the workload) against cold, at each workload's cheapest settings (charged instructions per message)",
+            t,
+        );
     }
     let mut apply = String::from(
         "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
@@ -607,4 +614,65 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
         }
     }
     Some(t)
+}
+
+/// Per workload, each cache_size measured warm at its cheapest cold settings, with the
+/// same settings cold beside (when the search measured them); None without warm records.
+pub fn warm_cache_size_table(report: &Report) -> Option<Table> {
+    use Align::{Left, Right};
+    let warm: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| !r.cache.is_cold() && !r.store.contains(" replica="))
+        .collect();
+    if warm.is_empty() {
+        return None;
+    }
+    let mut t = table_of(&[
+        ("Workload", Left),
+        ("cache_size", Right),
+        ("Warm", Right),
+        ("Cold", Right),
+        ("Warm over cold", Right),
+    ]);
+    let cost = |r: Option<&ScenarioResult>| match r {
+        Some(r) if r.status == Status::Ok => thousands(r.instructions),
+        Some(_) => "fails".into(),
+        None => "-".into(),
+    };
+    for w in &WORKLOADS {
+        for r in warm.iter().copied().filter(|r| w.picks(r)) {
+            let cold = report.results.iter().find(|x| {
+                w.picks(x)
+                    && x.cache.is_cold()
+                    && x.store == r.store
+                    && x.journal_mode == r.journal_mode
+            });
+            let ratio = match cold {
+                Some(c)
+                    if c.status == Status::Ok && r.status == Status::Ok && c.instructions > 0 =>
+                {
+                    format!("{:.2}", r.instructions as f64 / c.instructions as f64)
+                }
+                _ => "-".into(),
+            };
+            t.push(vec![
+                w.name.to_string(),
+                parse_setting(r).map_or("-".into(), |s| thousands_signed(s.cache_size)),
+                cost(Some(r)),
+                cost(cold),
+                ratio,
+            ]);
+        }
+    }
+    Some(t)
+}
+
+/// A cache_size as SQLite reads it: pages, or KiB when negative.
+fn thousands_signed(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", thousands(n.unsigned_abs()))
+    } else {
+        thousands(n as u64)
+    }
 }

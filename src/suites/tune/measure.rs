@@ -15,7 +15,7 @@ use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{ScenarioResult, Status};
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
-use crate::suites::scenario::{Scenario, Store};
+use crate::suites::scenario::{CacheState, Scenario, Store};
 use crate::suites::users::{self, Call, PREFILL_CHUNK};
 use crate::suites::{Exec, Progress};
 
@@ -47,6 +47,7 @@ pub(super) fn run_stage(
     empty: &State,
     filled: &mut BTreeMap<u32, State>,
     candidates: &[(usize, Setting)],
+    cache: CacheState,
     env: &StageEnv<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Ran> {
@@ -79,10 +80,10 @@ pub(super) fn run_stage(
                 tasks.push(
                     Task::new(
                         Kind::Scenario,
-                        format!("tune {}: {}", workload.name, setting.describe()),
+                        format!("tune {}: {}, {cache}", workload.name, setting.describe()),
                         move |lane: &mut Lane<'_, '_>| {
                             note_unit(lane);
-                            let out = measure_one(lane, env, setting, workload, &state)?;
+                            let out = measure_one(lane, env, setting, workload, &state, cache)?;
                             *slots[c].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
                             Ok(())
                         },
@@ -188,6 +189,7 @@ pub(super) fn measure_one(
     setting: Setting,
     workload: &Workload,
     state: &State,
+    cache: CacheState,
 ) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
     now_and_beside(env, |vintage| {
         measure_under(
@@ -198,6 +200,7 @@ pub(super) fn measure_one(
             workload,
             state,
             vintage,
+            cache,
         )
     })
 }
@@ -292,6 +295,7 @@ impl Beside<'_> {
                 workload,
                 state,
                 vintage,
+                CacheState::Cold,
             ),
             None => measure_store(lane, env, self, workload, state, vintage),
         }
@@ -384,6 +388,7 @@ pub(super) fn measure_store(
         store.record_store.clone(),
         workload,
         vintage,
+        CacheState::Cold,
     );
     let kind = format!("_{}", store.store.kind());
     result.method = result
@@ -402,7 +407,10 @@ pub(super) fn measure_store(
 }
 
 /// SQLite at `setting` (labelled `label`), from a filled `state`: a fresh connection set to
-/// it, then the workload.
+/// it, then the workload; warm, the whole table read into the page cache and one message of
+/// the workload before it (as the users suites' warm scenarios), so that cache_size bounds
+/// what the cache holds.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn measure_under(
     lane: &mut Lane<'_, '_>,
     env: &StageEnv<'_>,
@@ -411,9 +419,10 @@ pub(super) fn measure_under(
     workload: &Workload,
     state: &State,
     vintage: Option<Replica>,
+    cache: CacheState,
 ) -> Result<ScenarioResult> {
     let store = Store::new(SEARCHED, Some(setting.journal_mode));
-    let (call, mut result) = record(env, store, label, workload, vintage);
+    let (call, mut result) = record(env, store, label, workload, vintage, cache);
     result.journal_mode = setting.journal_mode.to_string();
     lane.restore(state)?;
     let applied = lane.client.configure_sqlite(&setting.config())?.value;
@@ -433,6 +442,27 @@ pub(super) fn measure_under(
         }
         Ok(Ok(_)) => {}
     }
+    if !cache.is_cold() {
+        let scenario = Scenario {
+            store,
+            position: workload.position,
+            operation: workload.operation,
+            cache,
+        };
+        let rows = env.cfg.users.rows;
+        let read_all = Call::Scan {
+            offset: 0,
+            count: 2 * rows,
+        };
+        let warm_up = Call::warm_up(&scenario, &env.cfg.users);
+        for (call, expected) in [(read_all, rows), (warm_up.clone(), warm_up.rows())] {
+            let reply = users::run_update(&mut lane.client, store.kind(), &call)?;
+            if let Err(e) = users::check_rows(reply, expected, &call) {
+                result.status = Status::Failed(format!("warming the cache: {e}"));
+                return Ok(result);
+            }
+        }
+    }
     send(lane, env, store.kind(), &call, workload, vintage, result)
 }
 
@@ -444,11 +474,13 @@ pub(super) fn record(
     mut label: String,
     workload: &Workload,
     vintage: Option<Replica>,
+    cache: CacheState,
 ) -> (Call, ScenarioResult) {
     let scenario = Scenario {
         store,
         position: workload.position,
         operation: workload.operation,
+        cache,
     };
     let call = Call::for_scenario(&scenario, &env.cfg.users);
     if let Some(v) = vintage {
@@ -464,6 +496,7 @@ pub(super) fn record(
         rows_before: env.cfg.users.rows,
         method: scenario.method(),
         args: call.candid_args(),
+        cache,
         ..ScenarioResult::default()
     };
     (call, result)

@@ -17,6 +17,7 @@ use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
 use crate::stores::{self, ModuleFile, ModuleNeed, Modules};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
+use crate::suites::scenario::CacheState;
 use crate::suites::shared::{Header, Measure, Run};
 use crate::suites::users::{self, PREFILL_CHUNK};
 use crate::suites::{Exec, MemoryEstimate};
@@ -118,6 +119,7 @@ impl Measure for Config {
                 &empty,
                 &mut filled,
                 &candidates,
+                CacheState::Cold,
                 &stage_env,
                 run.progress,
             )?;
@@ -142,6 +144,41 @@ impl Measure for Config {
             after = vec![unit];
         }
 
+        // cache_size warm, at each workload's cheapest settings: a cache that pays for itself
+        // cold may cost warm (docs/suites.md). Its records follow all the others.
+        let mut warm_records: Vec<Vec<ScenarioResult>> = vec![Vec::new(); WORKLOADS.len()];
+        let warm_measured = cfg.knobs.contains(&Knob::CacheSize)
+            && cfg.users.measures(CacheState::Warm)
+            && !workloads.is_empty();
+        if warm_measured {
+            let candidates: Vec<(usize, Setting)> = workloads
+                .iter()
+                .flat_map(|&w| {
+                    cfg.around(best[w], &[Knob::CacheSize])
+                        .into_iter()
+                        .map(move |s| (w, s))
+                })
+                .collect();
+            let ran = run_stage(
+                &mut client,
+                &empty,
+                &mut filled,
+                &candidates,
+                CacheState::Warm,
+                &StageEnv {
+                    after: &after,
+                    ..env
+                },
+                run.progress,
+            )?;
+            if !ran.units.is_empty() {
+                after = ran.units;
+            }
+            for ((w, _), (now, old)) in candidates.iter().zip(ran.measured) {
+                warm_records[*w].push(now);
+                warm_records[*w].extend(old);
+            }
+        }
         let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref(), &sized);
         let other_records = measure_others(
             &mut client,
@@ -169,6 +206,7 @@ impl Measure for Config {
                 other_records,
                 measured_records(measured),
                 value_size_records,
+                warm_records,
             ],
             exec,
             &setup,
@@ -184,6 +222,13 @@ impl Measure for Config {
         let mut search = cfg.search(defaults, beside);
         search.variant_module = variant_sha256;
         search.value_sizes = cfg.value_sizes.clone();
+        if warm_measured {
+            search.stages.push(format!(
+                "{}. {} warm (the whole table read into the cache, then one message of the workload) at each workload's best settings",
+                search.stages.len() + 1,
+                cfg.values(Knob::CacheSize)
+            ));
+        }
         report.set_extra(SEARCH, &search);
         Ok(report)
     }
@@ -358,10 +403,11 @@ fn measured_records(measured: Vec<Vec<Measured>>) -> Vec<Vec<ScenarioResult>> {
 }
 
 /// Per workload of `workloads`, its records: the other stores' at their defaults, then the
-/// search's, then the other value sizes' (`parts`, each per workload, in that order).
+/// search's, then the other value sizes', then the search's warm ones (`parts`, each per
+/// workload, in that order).
 pub(super) fn outcomes(
     workloads: &[usize],
-    mut parts: [Vec<Vec<ScenarioResult>>; 3],
+    mut parts: [Vec<Vec<ScenarioResult>>; 4],
     exec: &Exec,
     setup: &AtomicU64,
 ) -> pool::Outcomes {

@@ -31,6 +31,9 @@ pub(super) struct Prefilled<'e> {
     /// The post-prefill state and the prefill's instructions, to write into the cache at
     /// `(dir, key)` (a task beside the scenarios).
     pub keep: Option<(ExportedState, u64, PathBuf, [u8; 32])>,
+    /// The cache directory and the post-prefill state's key there, when the engine keeps
+    /// states: states made from it are kept under keys made from it.
+    pub cache: Option<(PathBuf, [u8; 32])>,
 }
 
 /// The prefilled canister: the module compiled while the cached post-prefill state is read,
@@ -127,6 +130,7 @@ pub(super) fn prefilled<'e>(
         base,
         units: prefilled,
         source: prefill_source,
+        cache: cache.clone(),
         keep: keep
             .zip(cache)
             .map(|((state, executed), (dir, key))| (state, executed, dir, key)),

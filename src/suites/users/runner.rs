@@ -1,20 +1,25 @@
 //! A users suite's run: the prefilled canister, then each store's scenarios from its
 //! starting state, side by side on the run's workers, and the report.
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
-use super::{record_of, record_reply, run_call, Call, Config, ID_STEP, PREFILL_CHUNK};
+use super::{
+    check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, ID_STEP,
+    PREFILL_CHUNK,
+};
 use crate::bench_canister::BenchClient;
 use crate::engine::cost::MemoryTracker;
+use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Prefill};
 use crate::suites::pool::{self, Lane, Recorder, State, Task};
-use crate::suites::scenario::{Scenario, Store, StoreKind};
+use crate::suites::scenario::{CacheState, Scenario, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
@@ -28,9 +33,11 @@ pub type AfterScenarios<'a> = dyn Fn(
     + 'a;
 
 /// Task priorities: the fill of a store filled alone (the heap map's) is the longest chain,
-/// then each SQLite mode's start (24 scenarios wait for each), then the scenarios.
+/// then each SQLite mode's start (24 scenarios wait for each), its warm start (a scan of the
+/// whole table, which the warm scenarios wait for), then the scenarios.
 const ALONE_FILL_FIRST: i64 = 100;
 const MODE_START: i64 = 50;
+const WARM_START: i64 = 40;
 /// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
 /// long unit (0.2 s for the default run's 420 MB), better started early than left to the end.
 const KEEP_STATE: i64 = 25;
@@ -62,36 +69,62 @@ pub fn run(
         units: prefilled,
         source,
         keep,
+        cache,
     } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
     let setup_before = client.executed_instructions;
 
-    let indices = exec.indices(scenarios.len());
+    let indices = &exec.indices(scenarios.len());
     let plan = scenarios.iter().map(|s| s.key() + "\n").collect::<String>();
     let slots = pool::Slots::new(scenarios.len());
     let slots = &slots;
     let starts = Starts::default();
     let engine_name = session.engine_name.as_str();
-    let measure_from = |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
-        indices
+    let starts = &starts;
+    let cache = cache.as_ref();
+    // The scenarios of `store` in the cache state `cache`, from `start`.
+    let scenarios_in =
+        move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
+            indices
+                .iter()
+                .filter(|&&i| scenarios[i].store == store && scenarios[i].cache == cache)
+                .map(|&i| {
+                    let start = start.clone();
+                    Task::new(
+                        Kind::Scenario,
+                        format!("scenario {}", scenarios[i].key()),
+                        move |lane: &mut Lane<'_, '_>| {
+                            let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
+                            slots.put(i, r);
+                            Ok(())
+                        },
+                    )
+                    .priority(SCENARIO)
+                    .profiled()
+                })
+                .collect()
+        };
+    let scenarios_in = &scenarios_in;
+    // From a store's (cold) start: its cold scenarios, and the task that makes its warm start
+    // (when the plan has warm scenarios of it, in this shard or not: every shard counts the
+    // same setup), which then spawns them.
+    let measure_from = move |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
+        let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
+        let warm = scenarios
             .iter()
-            .filter(|&&i| scenarios[i].store == store)
-            .map(|&i| {
-                let start = start.clone();
-                Task::new(
-                    Kind::Scenario,
-                    format!("scenario {}", scenarios[i].key()),
-                    move |lane: &mut Lane<'_, '_>| {
-                        let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
-                        slots.put(i, r);
-                        Ok(())
-                    },
-                )
-                .priority(SCENARIO)
-                .profiled()
-            })
-            .collect()
+            .any(|s| s.store == store && s.cache == CacheState::Warm);
+        if warm {
+            tasks.push(warm_start_task(
+                store,
+                start,
+                starts,
+                cfg,
+                cache,
+                scenarios_in,
+            ));
+        }
+        tasks
     };
-    let (base, starts) = (&base, &starts);
+    let base = &base;
     let mut tasks: Vec<Task<'_>> = Vec::new();
     if let Some((state, executed, dir, key)) = keep {
         tasks.push(
@@ -138,7 +171,7 @@ pub fn run(
         }
     }
     pool::graph::run(&mut client, base, exec, work, run.progress, tasks)?;
-    let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
+    let outcomes = slots.take(indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,
         scenarios.len(),
@@ -190,6 +223,34 @@ fn start_task<'s>(
         }
         Ok(())
     })
+}
+
+/// The task that makes `store`'s warm start state from its cold one `cold` ([`warm::warm_start`])
+/// and then spawns its warm scenarios (`scenarios_in`); a store refused cold is refused warm.
+fn warm_start_task<'s>(
+    store: Store,
+    cold: Result<State, String>,
+    starts: &'s Starts,
+    cfg: &'s Config,
+    cache: Option<&'s (PathBuf, [u8; 32])>,
+    scenarios_in: &'s (dyn Fn(Store, CacheState, Result<State, String>) -> Vec<Task<'s>> + Sync),
+) -> Task<'s> {
+    let name = format!("warm start of {}: the whole table read", store.label());
+    Task::new(Kind::Fill, name, move |lane| {
+        let warm = match cold {
+            Ok(cold) => {
+                let (warm, executed) = warm::warm_start(lane, cfg, store, &cold, cache)?;
+                starts.setup.fetch_add(executed, Ordering::Relaxed);
+                Ok(warm)
+            }
+            Err(reason) => Err(reason),
+        };
+        for task in scenarios_in(store, CacheState::Warm, warm) {
+            lane.spawn(task);
+        }
+        Ok(())
+    })
+    .priority(WARM_START)
 }
 
 /// Each store's starting state (or why the canister refused the store), for `after`, and
@@ -285,6 +346,17 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         let noun = noun[..1].to_uppercase() + &noun[1..];
         all_notes.insert(1 + i, format!("{noun} (`{}`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.", kind.name()));
     }
+    let cached: Vec<&str> = cfg
+        .stores
+        .iter()
+        .filter(|s| s.store_kind().def().page_cache)
+        .map(|s| s.store_kind().def().label)
+        .collect();
+    if cfg.measures(CacheState::Warm) && !cached.is_empty() {
+        let mut kinds = cached;
+        kinds.dedup();
+        all_notes.push(format!("Warm (`--page-cache`, {}): the store's cold start after one update message that reads the whole table (`scan_users_{{stem}}_update(0, {})`), so that every page of the table is in the page cache, as in a live canister whose traffic has reached every page; each warm scenario then sends one message of its workload (the window of ids just below the measured one for middle and end positions, ids of a draw of its own at random; reads as their `_update` twins, since a query's heap changes are discarded) and measures the next. Cold: a fresh connection, the first message after an upgrade or a reopen. Stores without a page cache have one state, in both tables.", kinds.join(", "), thousands(2 * cfg.rows)));
+    }
     all_notes.extend_from_slice(notes);
     all_notes
 }
@@ -310,8 +382,22 @@ fn measure(
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
-            let reply = run_call(&mut lane.client, scenario.store.stem(), &call)?;
-            record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+            let stem = scenario.store.stem();
+            let warmed = match scenario.cache {
+                CacheState::Cold => Ok(()),
+                CacheState::Warm => {
+                    let warm_up = Call::warm_up(scenario, cfg);
+                    let reply = run_update(&mut lane.client, stem, &warm_up)?;
+                    check_rows(reply, warm_up.rows(), &warm_up)
+                }
+            };
+            match warmed {
+                Ok(()) => {
+                    let reply = run_call(&mut lane.client, stem, &call)?;
+                    record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+                }
+                Err(e) => result.status = Status::Failed(format!("the warm-up message: {e}")),
+            }
         }
     }
     Ok(result)

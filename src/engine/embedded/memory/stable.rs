@@ -259,6 +259,59 @@ impl StableImage {
         Ok(())
     }
 
+    /// The stored pages where `self` differs from `base`, in page order: `Some(bytes)` for
+    /// a page `self` holds that `base` does not hold alike (a page both share, unwritten
+    /// since, is not compared byte by byte), `None` for a page only `base` holds.
+    pub fn changes_from<'a>(&'a self, base: &StableImage) -> Vec<(u64, Option<&'a [u8]>)> {
+        let mut out = Vec::new();
+        for (n, page) in self.pages.iter() {
+            let same = base
+                .pages
+                .get(n)
+                .is_some_and(|b| std::ptr::eq(&**b, &**page) || b[..] == page[..]);
+            if !same {
+                out.push((n, Some(&page[..])));
+            }
+        }
+        for (n, _) in base.pages.iter() {
+            if self.pages.get(n).is_none() {
+                out.push((n, None));
+            }
+        }
+        out.sort_by_key(|&(n, _)| n);
+        out
+    }
+
+    /// `self` of `size_wasm_pages` with `changes` made: a page given bytes holds them, a
+    /// page given `None` is no longer stored (reads as zero). The pages not named stay
+    /// shared with `self`.
+    pub fn with_changes(
+        &self,
+        size_wasm_pages: u64,
+        changes: &[(u64, Option<&[u8]>)],
+    ) -> anyhow::Result<Self> {
+        let mut image = Self {
+            size_wasm_pages,
+            pages: self.pages.clone(),
+        };
+        for &(n, bytes) in changes {
+            image.check_page_number(n)?;
+            match bytes {
+                Some(bytes) => {
+                    let page: &Page = bytes
+                        .try_into()
+                        .map_err(|_| anyhow::anyhow!("stable page {n} of {} bytes", bytes.len()))?;
+                    image.pages.insert(n, SharedPage::copy_of(page));
+                }
+                None => image.pages.remove(n),
+            }
+        }
+        if let Some((n, _)) = image.pages.iter().last() {
+            image.check_page_number(n)?;
+        }
+        Ok(image)
+    }
+
     /// Feeds the contents (size and every non-zero page, in page order) to `f`, for
     /// state hashes.
     pub fn for_each_page(&self, mut f: impl FnMut(u64, &[u8])) {
