@@ -180,6 +180,9 @@ impl Module {
     /// The tune variant (feature `tune`): talc as the global allocator and the store
     /// `btree_bounded` (a bounded value type); the tune suite measures it beside the default.
     pub const TUNE: Module = Module::listed("tune");
+    /// The ic-sqlite-vfs canister (canisters/sqlite-vfs): the users table on the other
+    /// SQLite binding, the store `sqlite-vfs`.
+    pub const SQLITE_VFS: Module = Module::listed("sqlite-vfs");
 
     const fn at(index: usize) -> Module {
         let m = &MODULES[index];
