@@ -97,6 +97,11 @@ impl StoreKind {
         self.def().module
     }
 
+    /// What its binding fixes of the SQLite `setting` (a pragma's name), if it does.
+    pub fn fixed(self, setting: &str) -> Option<&'static super::Fixed> {
+        self.def().fixed.iter().find(|f| f.setting == setting)
+    }
+
     /// Whether `suite` measures it.
     pub fn measured_by(self, suite: &str) -> bool {
         self.def().suites.contains(&suite)
