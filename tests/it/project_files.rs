@@ -115,10 +115,8 @@ fn icp_yaml_builds_the_same_module_into_icp_wasm_output_path() {
         );
         assert!(root().join("scripts/build-canister.sh").is_file());
         // icp-cli copies the module from ICP_WASM_OUTPUT_PATH after the steps.
-        let out_dir = std::env::temp_dir().join(format!(
-            "icbench-icp-yaml-{}-{name}",
-            std::process::id()
-        ));
+        let out_dir =
+            std::env::temp_dir().join(format!("icbench-icp-yaml-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&out_dir).unwrap();
         let output = out_dir.join(format!("{name}.wasm"));
         let _ = std::fs::remove_file(&output);

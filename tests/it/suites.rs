@@ -40,6 +40,7 @@ fn suite_selection_parses_names_lists_and_all() {
 fn all_stores() -> Vec<Store> {
     let mut stores = vec![Store::Heap, Store::BTree];
     stores.extend(JournalMode::ALL.map(Store::Sqlite));
+    stores.push(Store::SqliteVfs);
     stores
 }
 
@@ -48,8 +49,8 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192.
-    assert_eq!(matrix.len(), 192);
+    // 3 positions x 9 stores x (5 insert batches + 3 reads): docs/suites.md's 216.
+    assert_eq!(matrix.len(), 216);
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
     // --positions sorted: the random draw in ascending order, through the id-list methods.
     let sorted = seed003::Config {
@@ -94,11 +95,12 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 80);
+    assert_eq!(expected.len(), 90);
     // Drawn keys go to the id-list methods.
     assert_eq!(expected[0].method(), "get_users_heap_ids");
     assert_eq!(expected[5].method(), "get_users_btree_ids");
     assert_eq!(expected[79].method(), "get_users_sqlite_ids");
+    assert_eq!(expected[89].method(), "get_users_sqlite_vfs_ids");
 }
 
 #[test]
@@ -181,11 +183,11 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--stores", "btree,x"],
-            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite]",
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite, sqlite-vfs]",
         ),
         (
             &["--suite", "keys", "--stores", "heap"],
-            "no store of the keys suite selected (--stores btree,sqlite; it has no heap store)",
+            "no store of the keys suite selected (--stores btree,sqlite; it has no heap or sqlite-vfs store)",
         ),
         (
             &["--positions", "top"],
@@ -437,8 +439,9 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured.
-    assert_eq!(a.results.len(), 18);
+    // 2 key orders x 4 stores (heap, btree, SQLite DELETE, SQLite on ic-sqlite-vfs) x 3
+    // batches, every one measured.
+    assert_eq!(a.results.len(), 24);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -473,8 +476,9 @@ fn lookups_end_to_end_is_deterministic() {
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
-    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads).
-    assert_eq!(read_report(&first.join("results.json")).results.len(), 60);
+    // 3 positions x 5 stores (heap, btree, DELETE, WAL, ic-sqlite-vfs) x (2 insert batches
+    // + 3 reads).
+    assert_eq!(read_report(&first.join("results.json")).results.len(), 75);
 }
 
 #[test]
@@ -484,7 +488,7 @@ fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
     run_into(&with, &args);
     run_into(
         &without,
-        &[&args[..], &["--stores", "btree,sqlite"]].concat(),
+        &[&args[..], &["--stores", "btree,sqlite,sqlite-vfs"]].concat(),
     );
     let with = read_report(&with.join("results.json"));
     let without = read_report(&without.join("results.json"));
@@ -626,11 +630,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads).
-    assert_eq!(seed003.results.len(), 36);
+    // 3 positions x 4 stores (heap, btree, SQLite OFF, ic-sqlite-vfs) x (1 insert batch + 3
+    // reads).
+    assert_eq!(seed003.results.len(), 48);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 3 stores x 2 batches.
-    assert_eq!(lookups.results.len(), 12);
+    // 2 key orders x 4 stores x 2 batches.
+    assert_eq!(lookups.results.len(), 16);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);
