@@ -76,7 +76,11 @@ pub fn embed_did(wasm: &[u8], did: Option<&Path>) -> Result<Vec<u8>> {
     check_imports(&module)?;
     let mut out = wasm.to_vec();
     if let Some(did_path) = did {
-        if module.customs.iter().any(|(_, c)| c.name() == CANDID_SECTION) {
+        if module
+            .customs
+            .iter()
+            .any(|(_, c)| c.name() == CANDID_SECTION)
+        {
             bail!("the module has a {CANDID_SECTION} section already");
         }
         let did = read_did(did_path)?;
