@@ -330,6 +330,14 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         let noun = noun[..1].to_uppercase() + &noun[1..];
         all_notes.insert(1 + i, format!("{noun} (`{}`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.", kind.name()));
     }
+    let mut own: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
+    own.retain(|k| k.module() != Module::DEFAULT);
+    own.dedup();
+    for kind in own {
+        let (noun, sql) = (kind.def().noun, kind.def().sql);
+        let connection = if sql { ", on a newly opened connection" } else { "" };
+        all_notes.push(format!("{noun} (`{}`) lives in a canister of its own, prefilled the same way; its scenarios start from that canister's snapshot{connection}.", kind.name()));
+    }
     all_notes.extend_from_slice(notes);
     all_notes
 }
