@@ -494,6 +494,7 @@ struct Measured {
 /// The CPU time (user + system, all threads) the process has used: unlike wall time it
 /// does not count waiting for the cores while other processes run, which on a shared
 /// machine made single runs tens of times slower than they are.
+#[allow(unsafe_code)] // clock_gettime(2)
 fn cpu_time() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -2,14 +2,12 @@
 //! [`Engine`](crate::engine::Engine) (`client.rs`), and which module runs (`module.rs`): the
 //! committed one this binary embeds (crate icbench-canister), or in a checkout whose canister
 //! sources moved on, a build of them (the modules are those canisters/prebuilt/modules.txt
-//! lists); `check.rs` holds a module given on the command line to the methods the list
-//! requires of it.
+//! lists). A module given on the command line is checked where the stores are known
+//! (`stores/modules.rs`): for what the list requires of it and what its stores need.
 
-mod check;
 mod client;
 mod module;
 
-pub use check::{check_module, read_module_flag};
 pub use client::{Attempt, BenchClient, Measured, Rejected};
 pub use module::{
     build_from_sources, canister_sources_sha256, embedded_module, ensure_built, ensure_built_with,

@@ -276,7 +276,7 @@ impl Module {
         if self.record(&sources, &wasm) == record {
             return Ok(Some(wasm));
         }
-        if record.contains(&format!("sources-sha256 {sources}\n")) {
+        if canister_sources::record_field(&record, "sources-sha256") == Some(sources.as_str()) {
             // Sources match but the bytes do not: a damaged checkout (an LFS pointer, a bad
             // merge). Never run it; building gives the right module.
             eprintln!(

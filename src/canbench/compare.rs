@@ -286,7 +286,8 @@ fn removed(new: &Results, old: &Results, failed: &[(String, String)]) -> Vec<(St
 /// The pull-request comment of a run (`new`, with the benches that `failed` and their
 /// errors) against the results file (`old`): what moved first, regressions, improvements,
 /// new, removed and failed benchmarks, then every row folded. Rows are bench totals and
-/// scopes (`bench::scope`); a row regresses when any of its three metrics does.
+/// scopes (`bench::scope`); a row regresses when any of its three metrics does. A page
+/// touched is priced at `page_charge`, the memory tracker's charge on the run's host.
 #[allow(clippy::too_many_arguments)]
 pub fn comment(
     new: &Results,
@@ -294,6 +295,7 @@ pub fn comment(
     failed: &[(String, String)],
     graphs: &BTreeMap<String, PathBuf>,
     pages_touched: &BTreeMap<String, BenchPages>,
+    page_charge: u64,
     t: f64,
     title: &str,
     gate: &Gate,
@@ -328,7 +330,7 @@ pub fn comment(
     );
     Comment {
         headline,
-        paragraphs: vec![about(&all, gone.len(), t), verdict],
+        paragraphs: vec![about(&all, gone.len(), t, page_charge), verdict],
         shown,
         details_summary: "Every benchmark and scope, with its instructions multiplier (new ÷ base)"
             .into(),
@@ -476,7 +478,7 @@ fn every_section(all: &[Entry]) -> Section {
 
 /// The paragraph under the headline: what was measured, the noise rule and how many
 /// unchanged rows moved inside it.
-fn about(all: &[Entry], removed: usize, t: f64) -> String {
+fn about(all: &[Entry], removed: usize, t: f64, page_charge: u64) -> String {
     let within = all
         .iter()
         .filter(|e| {
@@ -487,8 +489,9 @@ fn about(all: &[Entry], removed: usize, t: f64) -> String {
         })
         .count();
     format!(
-        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges 80,000 instructions each for; queries pay for the access only; on a scope's row, those first touched in the bench while the scope was open). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
+        "canbench's measurements of {} (benchmarks and their scopes, `bench::scope`) against the results file: instructions, and heap and stable memory increase in 64 KiB pages; `Wasm pages touched`: the 64 KiB pages of heap and stable memory this run's bench accessed plus those it wrote (what the memory tracker charges {} instructions each for; queries pay for the access only; on a scope's row, those first touched in the bench while the scope was open). A row regresses when any of the three grows by {t}% or more (canbench's noise threshold: strictly inside it is noise); {}.",
         count(all.len() + removed, "row", "rows"),
+        thousands(page_charge),
         match within {
             0 => "no unchanged row moved at all".to_string(),
             k => format!(
@@ -699,5 +702,14 @@ mod tests {
             csv(&e).lines().nth(2).unwrap(),
             "new,b::s,3,,,10,,,0,,,0,,,,,,,"
         );
+    }
+
+    #[test]
+    fn a_page_touched_is_priced_on_the_runs_host() {
+        use crate::engine::cost::Host;
+        let charge = |host| about(&[], 0, 2.0, crate::report::tracker_page_charge(host));
+        assert!(charge(Host::Linux).contains("the memory tracker charges 80,000 instructions each"));
+        assert!(charge(Host::MacosArm64)
+            .contains("the memory tracker charges 20,000 instructions each"));
     }
 }

@@ -920,6 +920,7 @@ pub fn finish(
             &failed,
             &graphs,
             &by_name,
+            crate::report::tracker_page_charge(rules.1),
             o.noise_threshold,
             &c.title,
             &c.gate,

@@ -2,9 +2,17 @@
 //! embedded engine (wasmtime with the replica's metering) and on PocketIC.
 
 pub mod cost;
+#[doc(hidden)] // for the tests (the library's surface: lib.rs)
 pub mod counter_reads;
+// Cached modules and states are files mapped into memory.
+#[allow(unsafe_code)]
+#[doc(hidden)]
 pub mod disk_cache;
+// The embedded engine maps, protects and tracks the canister's memory itself (the memory
+// tracker's faults, snapshots' copy-on-write pages) and reads wasmtime's raw values.
+#[allow(unsafe_code)]
 pub mod embedded;
+#[doc(hidden)]
 pub mod instrument;
 pub mod page_map;
 pub mod profile;

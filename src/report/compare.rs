@@ -9,6 +9,7 @@ use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::table::{Align, Table};
 use super::{Report, ScenarioResult, Status};
+use crate::engine::cost::Host;
 
 /// How a scenario moved between the base run and the new run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +71,10 @@ pub struct Comparison {
     pub noise_pct: f64,
     pub base_engine: String,
     pub new_engine: String,
+    /// The hosts whose OS pages the runs' charges counted (`--host`): what a page touched
+    /// costs under the memory tracker ([`super::tracker_page_charge`]) depends on it.
+    pub base_host: Host,
+    pub new_host: Host,
     /// In report order (position, operation, batch, store).
     pub entries: Vec<ComparisonEntry>,
 }
@@ -152,6 +157,8 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
         noise_pct,
         base_engine: base.engine.clone(),
         new_engine: new.engine.clone(),
+        base_host: base.host(),
+        new_host: new.host(),
         entries,
     }
 }
@@ -605,9 +612,15 @@ impl Comparison {
                         .any(|p| p.is_some_and(|p| p != 0.0))
             })
             .count();
+        let page_charge = super::tracker_page_charge(self.new_host);
         let mut about = format!(
-            "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base; `pages`: the 64 KiB Wasm pages of heap and stable memory the message accessed plus those it wrote, base → new (each costs 80,000 instructions under the memory tracker). A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
+            "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base; `pages`: the 64 KiB Wasm pages of heap and stable memory the message accessed plus those it wrote, base → new (each costs {} instructions under the memory tracker{}). A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
             thousands(self.entries.len() as u64),
+            thousands(page_charge),
+            match self.new_host {
+                Host::Linux => String::new(),
+                host => format!(" on this run's host, `{}`", host.name()),
+            },
             self.noise_pct
         );
         about.push_str(&match within {
@@ -621,6 +634,13 @@ impl Comparison {
             about.push_str(&format!(
                 " Engines: `{}` (base), `{}` (new).",
                 self.base_engine, self.new_engine
+            ));
+        }
+        if self.base_host != self.new_host {
+            about.push_str(&format!(
+                " Hosts: `{}` (base), `{}` (new): their page charges differ.",
+                self.base_host.name(),
+                self.new_host.name()
             ));
         }
         about
@@ -813,6 +833,33 @@ mod tests {
         assert_eq!(
             entry("k".into(), Some(b), Some(n), 2.0).change,
             Change::Regression
+        );
+    }
+
+    #[test]
+    fn the_pages_are_priced_on_the_new_runs_host() {
+        use super::super::fixture::{report, result};
+        let base = report(vec![result("btree", "", "middle", "insert", 1, 1_000)]);
+        let linux = compare(&base, &base, 2.0).about();
+        assert!(
+            linux.contains("(each costs 80,000 instructions under the memory tracker). "),
+            "{linux}"
+        );
+        assert!(!linux.contains("Hosts:"), "{linux}");
+        let mut mac = base.clone();
+        mac.set_host(Some(Host::MacosArm64));
+        let about = compare(&base, &mac, 2.0).about();
+        assert!(
+            about.contains(
+                "(each costs 20,000 instructions under the memory tracker on this run's host, `macos-arm64`). "
+            ),
+            "{about}"
+        );
+        assert!(
+            about.ends_with(
+                " Hosts: `linux` (base), `macos-arm64` (new): their page charges differ."
+            ),
+            "{about}"
         );
     }
 }

@@ -11,19 +11,19 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub mod comment;
+pub(crate) mod comment;
 pub mod compare;
 mod csv;
 mod document;
 pub mod flame;
 pub mod format;
 mod json;
-pub mod page_map;
+pub(crate) mod page_map;
 pub mod profiles;
 mod record;
-pub mod svg;
-pub mod table;
-pub mod work;
+pub(crate) mod svg;
+pub(crate) mod table;
+pub(crate) mod work;
 
 pub use comment::{Comment, CommentArgs};
 pub use compare::{compare, Change, Comparison, ComparisonEntry, Gate};
@@ -141,6 +141,15 @@ impl Report {
             .get(name)
             .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
+}
+
+/// What the memory tracker charges per 64 KiB page touched (and again per page written) on
+/// `host`, whether or not a run's vintage has the tracker: what the page counts of page maps
+/// and comparisons are priced at (80,000 on Linux, 20,000 on a Mac).
+pub fn tracker_page_charge(host: crate::engine::cost::Host) -> u64 {
+    crate::engine::cost::MemoryTracker::DMT
+        .on(host)
+        .wasm_page_charge()
 }
 
 /// Creates `dir` (and its parents) and checks that a file can be made in it: the CLI calls

@@ -20,7 +20,6 @@ const CELL_HEIGHT: f64 = 26.0;
 /// Accessed only, and written (the tracker charges a written page twice).
 const ACCESSED: &str = "#9ecae1";
 const WRITTEN: &str = "#d62728";
-const PAGE_CHARGE: u64 = 80_000;
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -47,8 +46,10 @@ fn detail_rows(memory: &MemoryPages) -> usize {
     rows
 }
 
-/// The page map of one message, titled `title` (the scenario).
-pub fn svg(title: &str, map: &PageMap) -> String {
+/// The page map of one message, titled `title` (the scenario), its pages priced at
+/// `page_charge`, the memory tracker's charge per page on the run's host
+/// ([`tracker_page_charge`](super::tracker_page_charge)).
+pub fn svg(title: &str, map: &PageMap, page_charge: u64) -> String {
     let sections = [("heap", &map.heap), ("stable memory", &map.stable)];
     let section_height =
         |m: &MemoryPages| 40.0 + 24.0 + detail_rows(m) as f64 * (CELL_HEIGHT + 6.0) + 16.0;
@@ -75,9 +76,10 @@ pub fn svg(title: &str, map: &PageMap) -> String {
         out,
         "<text x=\"{LEFT}\" y=\"44\">{}</text>",
         escape(&format!(
-            "{} Wasm pages accessed plus written: {} instructions under the memory tracker (80,000 each; a query pays for the access only). Hover a page for the function that touched it first.",
+            "{} Wasm pages accessed plus written: {} instructions under the memory tracker ({} each; a query pays for the access only). Hover a page for the function that touched it first.",
             thousands(counted as u64),
-            thousands(counted as u64 * PAGE_CHARGE)
+            thousands(counted as u64 * page_charge),
+            thousands(page_charge)
         ))
     );
     let mut legend_x = LEFT;
@@ -218,15 +220,20 @@ mod tests {
                 pages: vec![page(9, "ic0.stable64_read", None)],
             },
         };
-        let svg = svg("sqlite/middle/insert/1", &map);
+        let svg = svg("sqlite/middle/insert/1", &map, 80_000);
         assert!(svg.starts_with("<svg "), "{svg}");
         assert!(svg.contains(
             "<title>heap page 3 (bytes 196,608..262,144): first accessed by dlmalloc; first written by memcpy</title>"
         ));
         assert!(svg.contains("<title>stable memory page 9 (bytes 589,824..655,360): first accessed by ic0.stable64_read</title>"));
         assert!(svg.contains("heap: 2 of 100 Wasm pages accessed, 1 written"));
-        // 2 + 1 heap, 1 stable: 4 charges of 80,000.
-        assert!(svg.contains("4 Wasm pages accessed plus written: 320,000 instructions"));
+        // 2 + 1 heap, 1 stable: 4 charges of 80,000 (20,000 each on a Mac).
+        assert!(svg.contains(
+            "4 Wasm pages accessed plus written: 320,000 instructions under the memory tracker (80,000 each;"
+        ));
+        assert!(super::svg("sqlite/middle/insert/1", &map, 20_000).contains(
+            "4 Wasm pages accessed plus written: 80,000 instructions under the memory tracker (20,000 each;"
+        ));
         // A written page is red, an accessed one blue, in the strip and the overview.
         assert_eq!(svg.matches(&format!("fill=\"{WRITTEN}\"")).count(), 2 + 1);
         assert_eq!(
@@ -234,6 +241,6 @@ mod tests {
             2 * 2 + 1
         );
         // The same map, the same bytes.
-        assert_eq!(svg, super::svg("sqlite/middle/insert/1", &map));
+        assert_eq!(svg, super::svg("sqlite/middle/insert/1", &map, 80_000));
     }
 }

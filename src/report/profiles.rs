@@ -190,8 +190,9 @@ pub fn files(report: &Report, dir: &Path) -> std::io::Result<Vec<(PathBuf, Strin
         files.push((folded, folded_text));
         files.push((svg, svg_text));
     }
+    let page_charge = super::tracker_page_charge(report.host());
     for (id, file, map) in page_maps(report) {
-        files.push((dir.join(file), super::page_map::svg(id, map)));
+        files.push((dir.join(file), super::page_map::svg(id, map, page_charge)));
     }
     Ok(files)
 }

@@ -42,49 +42,38 @@ fn stores_exports(module: Module) -> Vec<String> {
 }
 
 /// The exports `module` must have: what the module list requires of it (the calls every
-/// suite makes), then what the stores that live in it need.
+/// suite makes, which no store gives), then the users insert of each store that lives in it.
 pub fn required_exports(module: Module) -> Vec<String> {
-    let mut required: Vec<String> = module
-        .listing()
-        .requires
-        .iter()
-        .map(|e| e.to_string())
-        .collect();
-    for export in stores_exports(module) {
-        if !required.contains(&export) {
-            required.push(export);
-        }
-    }
-    required
+    let listed = module.listing().requires.iter().map(|e| e.to_string());
+    listed.chain(stores_exports(module)).collect()
 }
 
 /// Checks that `wasm` (raw or gzipped) is a valid module with the exports of
-/// [`required_exports`], before any work: first what the module list requires
-/// ([`Module::check`]), then the stores' methods; the error is one line, its advice naming
-/// `flag`, the flag that named the module.
+/// [`required_exports`] (a module without them is not one this icbench can drive in its
+/// place), before any work; the error is one line, its advice naming `flag`, the flag that
+/// named the module.
 pub fn check_module(module: Module, wasm: &[u8], flag: &str) -> Result<()> {
-    module.check(wasm, flag)?;
     let exports = crate::engine::embedded::check_module(wasm)?;
-    let missing: Vec<String> = stores_exports(module)
+    let missing: Vec<String> = required_exports(module)
         .into_iter()
         .filter(|e| !exports.contains(e))
         .collect();
-    if !missing.is_empty() {
-        let (what, build) = match module == Module::DEFAULT {
-            true => ("the bench canister".to_string(), String::new()),
-            false => (
-                format!("the module {}", module.name),
-                format!(" {}", module.name),
-            ),
-        };
-        bail!(
-            "not {what}: a valid Wasm module without the export{} `{}` its stores need \
-             (build it with scripts/build-canister.sh{build}, or leave {flag} out)",
-            if missing.len() > 1 { "s" } else { "" },
-            missing.join("`, `")
-        );
+    if missing.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    let (what, build) = match module == Module::DEFAULT {
+        true => ("the bench canister".to_string(), String::new()),
+        false => (
+            format!("the module {}", module.name),
+            format!(" {}", module.name),
+        ),
+    };
+    bail!(
+        "not {what}: a valid Wasm module without the export{} `{}` (build it with \
+         scripts/build-canister.sh{build}, or leave {flag} out)",
+        if missing.len() > 1 { "s" } else { "" },
+        missing.join("`, `")
+    )
 }
 
 /// The module `flag` names for `module`, read and checked: the error is one line naming the

@@ -7,7 +7,7 @@ use clap::{ArgMatches, Args};
 use super::scenario::{Operation, Position, Scenario};
 use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{sorted_unique, CommonArgs, Exec, MemoryEstimate};
+use super::{sorted, CommonArgs, Exec, MemoryEstimate};
 use crate::report::{Document, Report};
 use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
@@ -63,7 +63,7 @@ impl Define for Lookups {
     fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         Ok(Config {
             users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.lookup_batches),
+            batches: sorted(args.lookup_batches),
         })
     }
 

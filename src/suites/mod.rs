@@ -224,10 +224,10 @@ pub enum Progress<'a> {
     },
 }
 
-/// Sorted, duplicates dropped: for size lists whose order does not matter.
-fn sorted_unique(mut values: Vec<u64>) -> Vec<u64> {
+/// Sorted: for size lists whose order does not matter (each value is given once: the CLI
+/// refuses a repeated one before any plan is made, src/cli/lists.rs).
+fn sorted(mut values: Vec<u64>) -> Vec<u64> {
     values.sort_unstable();
-    values.dedup();
     values
 }
 

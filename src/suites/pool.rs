@@ -27,7 +27,11 @@ use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
 use crate::stores::Modules;
 
+// libc calls: a worker hands freed memory back to the system (malloc_trim, graph.rs) and
+// reads its CPU clock and resource usage (clock_gettime, getrusage, gettid: record.rs).
+#[allow(unsafe_code)]
 pub mod graph;
+#[allow(unsafe_code)]
 pub mod record;
 
 pub use graph::{Join, Lane, State, Task};

@@ -12,7 +12,7 @@ use super::pool::{self, Recorder, State};
 use super::scenario::{Operation, Position, Scenario, Store};
 use super::shared::{Define, Measure, Run};
 use super::users;
-use super::{decision, sorted_unique, CommonArgs, Exec, MemoryEstimate};
+use super::{decision, sorted, CommonArgs, Exec, MemoryEstimate};
 use crate::bench_canister::BenchClient;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
@@ -129,10 +129,9 @@ impl Define for Seed003 {
     fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         let mut positions = args.positions;
         positions.sort();
-        positions.dedup();
         Ok(Config {
             users: users::Config::from_args(common)?,
-            batches: sorted_unique(args.batches),
+            batches: sorted(args.batches),
             positions,
             reads: !args.no_reads,
             confirm_capacity: args.confirm_capacity,

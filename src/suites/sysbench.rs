@@ -442,17 +442,11 @@ impl Define for Sysbench {
 
     fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
-        // Given order kept (the first mode's tables come first), duplicates dropped.
-        let mut journal_modes: Vec<JournalMode> = Vec::new();
-        for m in args.sysbench_journal_modes {
-            if !journal_modes.contains(&m) {
-                journal_modes.push(m);
-            }
-        }
         Ok(Config {
             stores: common.stores.clone(),
             rows: args.sysbench_rows,
-            journal_modes,
+            // Given order kept: the first mode's tables come first.
+            journal_modes: args.sysbench_journal_modes,
             ceilings: Ceilings {
                 max: args.sysbench_max_ratio,
                 max_section: args.sysbench_max_section_ratio,

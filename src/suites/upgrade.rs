@@ -83,15 +83,12 @@ pub struct UpgradeArgs {
     heap_encodings: Vec<String>,
 }
 
-/// `--heap-encodings`, in the canister's order, duplicates dropped.
+/// `--heap-encodings`, in the canister's order.
 fn sorted_encodings(names: &[String]) -> Result<Vec<HeapEncoding>> {
-    let mut picked = Vec::new();
-    for name in names {
-        let e = HeapEncoding::parse(name).map_err(|e| anyhow!("--heap-encodings: {e}"))?;
-        if !picked.contains(&e) {
-            picked.push(e);
-        }
-    }
+    let picked = names
+        .iter()
+        .map(|name| HeapEncoding::parse(name).map_err(|e| anyhow!("--heap-encodings: {e}")))
+        .collect::<Result<Vec<_>>>()?;
     Ok(HeapEncoding::ALL
         .into_iter()
         .filter(|e| picked.contains(e))
@@ -250,7 +247,7 @@ impl Define for Upgrade {
                 ),
             }
         }
-        let sizes: Vec<u64> = super::sorted_unique(args.upgrade_sizes)
+        let sizes: Vec<u64> = super::sorted(args.upgrade_sizes)
             .into_iter()
             .filter(|&n| n <= common.rows)
             .collect();

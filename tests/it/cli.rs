@@ -307,7 +307,7 @@ fn bad_modules_to_wasm_are_one_line_errors_naming_file_and_problem() {
             "other.wasm",
             &wat::parse_str(r#"(module (func $f) (export "canister_query stats" (func $f)))"#)
                 .unwrap(),
-            "not the bench canister: a valid Wasm module without the exports `canister_update set_payload_size`, `canister_update add_users_btree`",
+            "not the bench canister: a valid Wasm module without the exports `canister_update set_payload_size`, `canister_update add_users_btree`, `canister_update add_users_heap`, `canister_update add_users_sqlite`",
         ),
         (
             "bad.wasm.gz",

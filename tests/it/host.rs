@@ -229,8 +229,14 @@ fn a_report_names_a_host_other_than_linux() {
 fn a_run_on_a_mac_host_says_so_in_every_output_and_charges_by_its_pages() {
     let out = crate::support::scratch_dir("host-run");
     let args = ["--suite", "lookups", "--rows", "2000", "--stores", "btree"];
-    let stdout =
-        crate::support::run_bench_into(&out, &[&args[..], &["--host", "macos-arm64"]].concat());
+    // One scenario profiled, for its page map.
+    let mac = [
+        "--host",
+        "macos-arm64",
+        "--profile",
+        "btree/random/point_lookup/1",
+    ];
+    let stdout = crate::support::run_bench_into(&out, &[&args[..], &mac].concat());
     assert!(
         stdout.contains("costs 20,000 instructions")
             && stdout
@@ -255,4 +261,45 @@ fn a_run_on_a_mac_host_says_so_in_every_output_and_charges_by_its_pages() {
     );
     let json = std::fs::read_to_string(linux.join("lookups/results.json")).unwrap();
     assert!(!json.contains("\"host\""));
+    // The page map prices the pages at the Mac's charge, not Linux's.
+    let map = read("profiles/btree/random/point_lookup/1.pages.svg");
+    assert!(
+        map.contains(
+            ">11 Wasm pages accessed plus written: 220,000 instructions under the memory \
+             tracker (20,000 each; a query pays for the access only)."
+        ),
+        "{map}"
+    );
+    assert!(!map.contains("80,000"), "{map}");
+    // So does a comparison whose new run is the Mac's, and it says the hosts differ.
+    let (base, new) = (
+        linux.join("lookups/results.json"),
+        out.join("lookups/results.json"),
+    );
+    let (code, comment, stderr) = crate::support::run_icbench(&[
+        "compare",
+        "--format",
+        "markdown",
+        base.to_str().unwrap(),
+        new.to_str().unwrap(),
+    ]);
+    // Every scenario is cheaper on the Mac: improvements, the gate passes.
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        comment
+            .starts_with("### icbench: 0 regressions, 10 improvements beyond ±2%, 0 unchanged\n"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains(
+            "base → new (each costs 20,000 instructions under the memory tracker on this \
+             run's host, `macos-arm64`). A change counts from ±2%"
+        ),
+        "{comment}"
+    );
+    assert!(
+        comment.contains(" Hosts: `linux` (base), `macos-arm64` (new): their page charges differ."),
+        "{comment}"
+    );
+    assert!(!comment.contains("each costs 80,000"), "{comment}");
 }

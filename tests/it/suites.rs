@@ -1727,6 +1727,7 @@ const SIGNALLED_RUN: [&str; 10] = [
 /// Starts a run into `out` (stderr piped, progress on), waits for its first prefill line,
 /// sends `signal` and returns the exit code and stderr; `None` if the run ended before
 /// the signal could be sent (its prefill was done before the line came).
+#[allow(unsafe_code)] // kill(2) on the child
 fn interrupted(out: &Path, extra: &[&str], signal: libc::c_int) -> Option<(i32, String)> {
     use std::io::{BufRead, BufReader, Read};
     let mut child = crate::support::icbench_command()

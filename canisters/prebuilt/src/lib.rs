@@ -21,7 +21,8 @@ pub struct Prebuilt {
     pub recipe: &'static str,
     /// The files and folders its sources-sha256 covers, relative to the project root.
     pub sources: &'static [&'static str],
-    /// The exports a module given for it must have (`canister_update NAME`, ...).
+    /// The exports a module given for it must have besides its stores' (`canister_update
+    /// NAME`, ...; icbench's store table adds each store's).
     pub requires: &'static [&'static str],
     /// Where scripts/build-canister.sh writes it, the committed module and its record,
     /// relative to the project root.

@@ -14,10 +14,12 @@ mod execute;
 mod exported_state;
 mod install;
 mod instance;
+#[doc(hidden)] // for the tests and benchmarks (the library's surface: lib.rs)
 pub mod memory;
 mod module;
 mod profiler;
 mod snapshot;
+#[doc(hidden)]
 pub mod system_api;
 mod tasks;
 

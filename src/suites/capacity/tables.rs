@@ -2,35 +2,42 @@
 //! were confirmed the size that fits and the one above it, with the explanation under them.
 
 use super::{estimate, Bounds, Context, Message, ABOVE, ESTIMATE, FITS};
-use crate::engine::cost::Limits;
+use crate::engine::cost::{Host, Limits};
 use crate::report::format::{compact, per_row, thousands};
 use crate::report::{Report, ScenarioResult, Status, Table};
 
-/// The capacity tables' explanation, for the rules `report` was charged by.
+/// The capacity tables' explanation, for the rules `report` was charged by: the vintage
+/// decides when an update's page charges are taken, the host what a page is.
 pub fn explained(report: &Report) -> String {
-    if report.charges_pages_in_band() {
-        EXPLAINED.replace(DIRTY_PAGES_PAST_THE_LIMIT, PAGES_WITHIN_THE_LIMIT)
-    } else {
-        EXPLAINED.to_string()
-    }
+    let page_rule = match report.wasm_page_charge() {
+        Some(per_page) => pages_within_the_limit(per_page),
+        None => dirty_pages_past_the_limit(report.host()),
+    };
+    [EXPLAINED_BEFORE, &page_rule, EXPLAINED_AFTER].concat()
 }
 
 /// When an update's page charges are taken: after execution before the memory tracker...
-macro_rules! dirty_pages_past_the_limit {
-    () => {
+fn dirty_pages_past_the_limit(host: Host) -> String {
+    format!(
         "An update's charged instructions can pass the limit by the heap's dirty-page charge \
-         (1,000 per 4 KiB page), which the replica applies after execution, where the limit no \
-         longer stops it."
-    };
+         (1,000 per {} KiB page), which the replica applies after execution, where the limit no \
+         longer stops it.",
+        host.os_page_size() / 1024
+    )
 }
-const DIRTY_PAGES_PAST_THE_LIMIT: &str = dirty_pages_past_the_limit!();
-/// ... and during it under the tracker.
-const PAGES_WITHIN_THE_LIMIT: &str = "The memory tracker's page charges (80,000 instructions \
-    per 64 KiB page of heap or stable memory first touched, as much again per page first \
-    written) are taken during the message and count against the limit.";
 
-/// The explanation under the capacity tables (of a run before the memory tracker).
-const EXPLAINED: &str = concat!(
+/// ... and during it under the tracker (`per_page` on the run's host).
+fn pages_within_the_limit(per_page: u64) -> String {
+    format!(
+        "The memory tracker's page charges ({} instructions per 64 KiB page of heap or stable \
+         memory first touched, as much again per page first written) are taken during the \
+         message and count against the limit.",
+        thousands(per_page)
+    )
+}
+
+/// The explanation under the capacity tables, before and after the page rule.
+const EXPLAINED_BEFORE: &str = concat!(
     "Estimate: the message's instruction limit over the instructions charged per row by the \
      largest batch measured at this size (1,000-row inserts, 100-key lookups); for an insert \
      into the heap map also the heap left under the canister's `wasm_memory_limit` over the \
@@ -45,14 +52,12 @@ const EXPLAINED: &str = concat!(
      middle: all present, consecutive, so they share pages and cost less per key than the \
      random keys of the estimate. When every stored row fits in one query, the table says \
      so. ",
-    dirty_pages_past_the_limit!(),
-    " Caveats: the canister replies with counts, not rows; a method that returns 100-byte \
-     rows is also bound by the reply size (2 MiB for an update's reply), about 20,000 rows. \
-     Rows are 100 bytes (`--payload-size`). ",
-    "The replica also rate-limits how fast a canister's heap may change (75 MiB per round), \
-     so a message that writes gigabytes delays the canister's next ones; that is not \
-     modelled.\n",
 );
+const EXPLAINED_AFTER: &str = " Caveats: the canister replies with counts, not rows; a method \
+     that returns 100-byte rows is also bound by the reply size (2 MiB for an update's reply), \
+     about 20,000 rows. Rows are 100 bytes (`--payload-size`). The replica also rate-limits \
+     how fast a canister's heap may change (75 MiB per round), so a message that writes \
+     gigabytes delays the canister's next ones; that is not modelled.\n";
 
 /// `Report::extra` key of the limits a run's capacity was searched under.
 pub const LIMITS: &str = "capacity_limits";
@@ -267,13 +272,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_explanation_says_when_pages_are_charged() {
+    fn the_explanation_says_when_pages_are_charged_and_what_a_page_is() {
+        use crate::engine::cost::Replica;
         let mut report = crate::report::fixture::report(Vec::new());
-        report.set_replica(Some(crate::engine::cost::Replica::R2026_05));
-        assert_eq!(explained(&report), EXPLAINED);
-        assert!(EXPLAINED.contains(DIRTY_PAGES_PAST_THE_LIMIT));
-        report.set_replica(Some(crate::engine::cost::Replica::R2026_07));
+        report.set_replica(Some(Replica::R2026_05));
+        let dirty = "by the heap's dirty-page charge (1,000 per 4 KiB page), which the replica \
+                     applies after execution, where the limit no longer stops it. Caveats:";
+        assert!(explained(&report).contains(dirty), "{}", explained(&report));
+        report.set_replica(Some(Replica::R2026_07));
         let text = explained(&report);
-        assert!(!text.contains("dirty-page") && text.contains(PAGES_WITHIN_THE_LIMIT));
+        assert!(!text.contains("dirty-page"), "{text}");
+        assert!(text.contains(
+            "so. The memory tracker's page charges (80,000 instructions per 64 KiB page of heap \
+             or stable memory first touched, as much again per page first written) are taken \
+             during the message and count against the limit. Caveats:"
+        ));
+        // On a Mac a page is 16 KiB: a quarter of the tracker's charge, and the dirty-page
+        // charge per 16 KiB page before it.
+        report.set_host(Some(Host::MacosArm64));
+        assert!(explained(&report).contains("(20,000 instructions per 64 KiB page"));
+        report.set_replica(Some(Replica::R2026_05));
+        assert!(explained(&report).contains("(1,000 per 16 KiB page)"));
     }
 }

@@ -183,13 +183,11 @@ impl Define for Tune {
                 SEARCHED.name()
             ));
         }
-        let mut knobs = Vec::new();
-        for name in &args.tune_settings {
-            let knob = Knob::parse(name)?;
-            if !knobs.contains(&knob) {
-                knobs.push(knob);
-            }
-        }
+        let mut knobs = args
+            .tune_settings
+            .iter()
+            .map(|name| Knob::parse(name))
+            .collect::<Result<Vec<_>>>()?;
         knobs.sort();
         let synchronous = args
             .tune_synchronous
@@ -205,10 +203,8 @@ impl Define for Tune {
             .collect::<Result<Vec<_>>>()?;
         let mut page_sizes = args.tune_page_sizes;
         page_sizes.sort_unstable();
-        page_sizes.dedup();
         let mut cache_sizes = args.tune_cache_sizes;
         cache_sizes.sort_unstable();
-        cache_sizes.dedup();
         let mut users = users::Config::from_args(common)?;
         let all = users::stores(common);
         // The stores without journal modes that the tune suite measures beside the search
@@ -226,10 +222,7 @@ impl Define for Tune {
         let mut variants = Vec::new();
         if !(args.tune_variants.len() == 1 && args.tune_variants[0].trim() == "none") {
             for name in &args.tune_variants {
-                let v = parse_variant(name)?;
-                if !variants.contains(&v) {
-                    variants.push(v);
-                }
+                variants.push(parse_variant(name)?);
             }
         }
         variants.sort();
@@ -275,7 +268,7 @@ impl Define for Tune {
             users,
             page_sizes,
             cache_sizes,
-            synchronous: dedup(synchronous),
+            synchronous,
             knobs,
         })
     }
@@ -298,7 +291,7 @@ pub fn check_value_size(size: u64) -> Result<()> {
     Ok(())
 }
 
-/// `--tune-value-sizes`: ascending, each once, without the run's `payload_size` (its rows
+/// `--tune-value-sizes`: ascending, without the run's `payload_size` (its rows
 /// are the run's others); none when `skip` (the default list without the StableBTreeMap).
 fn value_sizes(list: &[String], payload_size: u64, skip: bool) -> Result<Vec<u64>> {
     if skip || (list.len() == 1 && list[0].trim() == "none") {
@@ -313,19 +306,8 @@ fn value_sizes(list: &[String], payload_size: u64, skip: bool) -> Result<Vec<u64
         sizes.push(size);
     }
     sizes.sort_unstable();
-    sizes.dedup();
     sizes.retain(|&s| s != payload_size);
     Ok(sizes)
-}
-
-pub(super) fn dedup<T: PartialEq>(values: Vec<T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for v in values {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]
@@ -337,13 +319,10 @@ mod tests {
     }
 
     #[test]
-    fn value_sizes_are_ascending_once_each_without_the_runs_own() {
+    fn value_sizes_are_ascending_without_the_runs_own() {
         let sizes = |items: &[&str], skip| value_sizes(&list(items), 100, skip);
         assert_eq!(sizes(&DEFAULT_VALUE_SIZES, false).unwrap(), [10, 1_000]);
-        assert_eq!(
-            sizes(&[" 1000", "10", "100", "10"], false).unwrap(),
-            [10, 1_000]
-        );
+        assert_eq!(sizes(&[" 1000", "10", "100"], false).unwrap(), [10, 1_000]);
         assert_eq!(sizes(&["100"], false).unwrap(), Vec::<u64>::new());
         assert_eq!(sizes(&["none"], false).unwrap(), Vec::<u64>::new());
         assert_eq!(

@@ -11,7 +11,7 @@ use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
 use super::{bounded_max_size, Config, Knob, Measured, Setting, SEARCH, SEARCHED, WORKLOADS};
 use crate::bench_canister::{BenchClient, Module, SqliteConfig};
-use crate::engine::cost::Replica;
+use crate::engine::cost::{Host, Replica};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
@@ -51,6 +51,7 @@ impl Measure for Config {
         let (work, engine_name) = (&session.work, &session.engine_name);
         let current = run.engine.replica();
         let beside = beside_vintage(current);
+        let host = run.engine.host().unwrap_or_default();
         let compiled = pool::compile(run.engine, run.wasm, work)?;
         let mut chain = Chain::new(work, &[compiled]);
         chain.step(Kind::Install, "install the canister");
@@ -177,7 +178,7 @@ impl Measure for Config {
             seed: cfg.users.seed,
             payload_size: cfg.users.payload_size,
             prefill: Some("run".into()),
-            notes: notes(cfg, beside),
+            notes: notes(cfg, beside, host),
         };
         let mut report = session.report(&client, header, outcomes);
         let mut search = cfg.search(defaults, beside);
@@ -394,7 +395,7 @@ pub(super) fn outcomes(
     )
 }
 
-pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
+pub(super) fn notes(cfg: &Config, beside: Option<Replica>, host: Host) -> Vec<String> {
     let mut notes = vec![
         format!(
             "Each page size is a store of its own: an empty SQLite database set to that page size, then filled with ids 0, 10, 20, ..., {} ({} rows per message). Every measurement starts from its page size's store: `configure_sqlite` sets the other settings on a fresh connection, and the workload's one message follows.",
@@ -430,8 +431,10 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>) -> Vec<String> {
     notes.push("journal_mode OFF keeps no rollback journal: a trap still undoes the whole message (the replica discards its changes), but SQLite cannot roll back a statement or transaction that fails without a trap. MEMORY keeps the journal on the heap, which a trap discards with the rest.".to_string());
     if let Some(old) = beside {
         notes.push(format!(
-            "Every measurement is repeated under replica {} (before the memory tracker: 1,000 instructions per 4 KiB page written, nothing for pages read), from the same state: its records carry `replica={}` in the store column.",
-            old.name, old.name
+            "Every measurement is repeated under replica {} (before the memory tracker: 1,000 instructions per {} KiB page written, nothing for pages read), from the same state: its records carry `replica={}` in the store column.",
+            old.name,
+            host.os_page_size() / 1024,
+            old.name
         ));
     }
     notes

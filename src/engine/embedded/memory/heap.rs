@@ -188,6 +188,8 @@ impl HeapRegion {
     /// No Wasm code of this memory's store may run while the slice is alive.
     #[allow(clippy::mut_from_ref)] // the bytes are the mmap's, not `self`'s
     pub unsafe fn bytes_mut(&self) -> &mut [u8] {
+        // SAFETY: `len` bytes from `base` are the mapping's accessible part, and the caller
+        // keeps Wasm code, the only other writer, from running while the slice lives.
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }
 
@@ -457,6 +459,7 @@ impl HeapRegion {
         } else {
             libc::PROT_READ | libc::PROT_WRITE
         };
+        // SAFETY: `old_len` is within the reservation (the memory only grows inside it).
         protect(unsafe { self.base().add(old_len) }, new_len - old_len, prot)?;
         self.len.store(new_len, Ordering::Release);
         Ok(())
@@ -575,6 +578,7 @@ struct PlainMemory {
 
 // SAFETY: the mapping is owned by this value and never moves.
 unsafe impl Send for PlainMemory {}
+// SAFETY: as for Send; through `&self` only the fixed fields are read.
 unsafe impl Sync for PlainMemory {}
 
 impl PlainMemory {

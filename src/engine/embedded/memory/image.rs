@@ -92,6 +92,7 @@ pub struct HeapImage {
 
 // SAFETY: the image owns its mapping; shared access is read-only and writes need `&mut`.
 unsafe impl Send for HeapImage {}
+// SAFETY: as for Send.
 unsafe impl Sync for HeapImage {}
 
 impl Default for HeapImage {

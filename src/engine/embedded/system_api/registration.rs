@@ -133,6 +133,7 @@ pub(super) trait Raw: Copy + Send + Sync + 'static {
 impl Raw for i32 {
     const TY: ValType = ValType::I32;
     unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
+        // SAFETY: the caller passes an initialised i32 slot.
         unsafe { v.assume_init_ref() }.get_i32()
     }
     fn raw(self) -> ValRaw {
@@ -143,6 +144,7 @@ impl Raw for i32 {
 impl Raw for i64 {
     const TY: ValType = ValType::I64;
     unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
+        // SAFETY: the caller passes an initialised i64 slot.
         unsafe { v.assume_init_ref() }.get_i64()
     }
     fn raw(self) -> ValRaw {
@@ -196,6 +198,8 @@ macro_rules! host_fn {
             }
             #[allow(unused_variables)]
             unsafe fn call(&self, caller: &mut C<'_>, args: &[MaybeUninit<ValRaw>]) -> Result<R> {
+                // SAFETY: the caller passes `args` initialised with the types `params` gives,
+                // argument `$i` of type `$a` among them.
                 self(caller, $(unsafe { $a::read(&args[$i]) }),*)
             }
         }

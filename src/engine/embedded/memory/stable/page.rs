@@ -34,6 +34,7 @@ pub struct SharedPage(NonNull<Page>);
 // SAFETY: the bytes are only written through `make_mut`, which requires the one reference;
 // the count is atomic (as `Arc<[u8; 4096]>`, which is Send and Sync).
 unsafe impl Send for SharedPage {}
+// SAFETY: as for Send.
 unsafe impl Sync for SharedPage {}
 
 impl SharedPage {
