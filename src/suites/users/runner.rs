@@ -335,7 +335,11 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
     own.dedup();
     for kind in own {
         let (noun, sql) = (kind.def().noun, kind.def().sql);
-        let connection = if sql { ", on a newly opened connection" } else { "" };
+        let connection = if sql {
+            ", on a newly opened connection"
+        } else {
+            ""
+        };
         all_notes.push(format!("{noun} (`{}`) lives in a canister of its own, prefilled the same way; its scenarios start from that canister's snapshot{connection}.", kind.name()));
     }
     all_notes.extend_from_slice(notes);
