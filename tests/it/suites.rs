@@ -742,8 +742,11 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let other = temp_dir("other-module");
     std::fs::create_dir_all(other.join("lookups")).unwrap();
     let text = std::fs::read_to_string(two.join("lookups/results.json")).unwrap();
-    let info = shard.extra.get("shard").unwrap();
+    // Its own record: a suite's signature names the modules it ran (lookups' two).
+    let lookups_two = read_report(&two.join("lookups/results.json"));
+    let info = lookups_two.extra.get("shard").unwrap();
     let module = info["module"].as_str().unwrap();
+    assert!(text.contains(module));
     std::fs::write(
         other.join("lookups/results.json"),
         text.replace(module, &"0".repeat(64)),
