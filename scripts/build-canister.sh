@@ -5,17 +5,22 @@
 #   scripts/build-canister.sh          the default module (the list's first, bench):
 #                                      target/canister/bench.wasm
 #   scripts/build-canister.sh NAME     the module NAME; `tune`: canisters/bench with the
-#                                      cargo feature `tune`, target/canister/bench-tune.wasm
+#                                      cargo feature `tune`, target/canister/bench-tune.wasm;
+#                                      `sqlite-vfs`: canisters/sqlite-vfs for
+#                                      wasm32-unknown-unknown, target/canister/sqlite-vfs.wasm
 #   scripts/build-canister.sh --list   the list as this script reads it, a module a line:
 #                                      name crate target features rewire did, the committed
 #                                      module and the built one
 #
 #   1. cargo builds the module's crate (its workspace and Cargo.lock) for its target with its
 #      features, in a target dir of the module's own (the bench canister: canisters/ for
-#      wasm32-wasip1, as ic-rusqlite's precompiled SQLite is a WASI library);
+#      wasm32-wasip1, as ic-rusqlite's precompiled SQLite is a WASI library; the
+#      ic-sqlite-vfs canister: canisters/sqlite-vfs for wasm32-unknown-unknown, whose
+#      `sqlite-precompiled` feature links a vendored SQLite for that target: no C toolchain);
 #   2. the converter (scripts/wasi2ic-post) rewires the WASI imports (`rewire wasi`: as
 #      wasi2ic does) to ic-wasi-polyfill inside the module, and embeds the module's did as
-#      the `icp:public candid:service` section; a module with neither is taken as built.
+#      the `icp:public candid:service` section (`rewire none`: appended to the compiler's
+#      bytes, which stay as they are); a module with neither is taken as built.
 #
 # Reproducible: the same sources give a byte-identical wasm from any clone path
 # (paths are remapped, nothing records a time). Works from any cwd; dfx runs it as the

@@ -31,7 +31,7 @@ pub use modules::{
     ModuleNeed, Modules,
 };
 pub use schema::{Schema, SchemaStore};
-pub use setup::set_journal_mode;
+pub use setup::{reopen_sqlite, set_journal_mode};
 
 /// One store: a row of [`TABLE`].
 #[derive(Clone, Copy, Debug)]
@@ -55,6 +55,9 @@ pub struct StoreDef {
     /// Whether it is measured once per SQLite journal mode (set by `configure_sqlite` on a
     /// fresh connection, the canister's default read from `stats`).
     pub journal_modes: bool,
+    /// The SQLite settings its binding fixes, which no flag can choose (each refused with
+    /// its reason before any work).
+    pub fixed: &'static [Fixed],
     /// Whether it answers SQL (sysbench's workloads beyond the key-value ones).
     pub sql: bool,
     /// Whether it keeps a page cache on the heap across messages (SQLite's): its cost then
@@ -89,6 +92,15 @@ pub struct StoreDef {
     pub max_value_size: Option<u64>,
 }
 
+/// A SQLite setting a store's binding fixes: its pragma's name, the value it keeps, and why
+/// no other can be chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fixed {
+    pub setting: &'static str,
+    pub value: &'static str,
+    pub why: &'static str,
+}
+
 /// How a run selects a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SelectedBy {
@@ -118,8 +130,10 @@ pub struct Encoding {
 /// How the users suites (seed003, lookups) fill a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefill {
-    /// In the shared prefill: its scenarios start from the post-prefill snapshot (after
-    /// setting its journal mode, for a store that has them), which the cache keeps.
+    /// In the shared prefill of its module's canister: its scenarios start from that
+    /// canister's post-prefill snapshot (after setting its journal mode, for a store that
+    /// has them; a SQLite store without them on a newly opened connection), which the cache
+    /// keeps.
     Shared,
     /// After the post-prefill snapshot, its scenarios from a snapshot of its own: its
     /// allocations (tens of thousands of strings on the heap) would change where the other
@@ -129,7 +143,15 @@ pub enum Prefill {
 
 /// The modules' stores, in the order reports show them: `--stores`' values first (its
 /// possible values and defaults, in this order), then the tune variant's.
-const ROWS: [StoreDef; 6] = [HEAP, BTREE, SQLITE, HEAP_TALC, BTREE_TALC, BTREE_BOUNDED];
+const ROWS: [StoreDef; 7] = [
+    HEAP,
+    BTREE,
+    SQLITE,
+    SQLITE_VFS,
+    HEAP_TALC,
+    BTREE_TALC,
+    BTREE_BOUNDED,
+];
 
 /// Every store, at one address (`ROWS` is for lookups at compile time).
 pub static TABLE: [StoreDef; ROWS.len()] = ROWS;
@@ -152,6 +174,7 @@ const HEAP: StoreDef = StoreDef {
     short_label: "Heap",
     noun: "the heap map",
     journal_modes: false,
+    fixed: &[],
     sql: false,
     page_cache: false,
     on_upgrade: OnUpgrade::Serialized(&[
@@ -201,6 +224,7 @@ const BTREE: StoreDef = StoreDef {
     short_label: "BTreeMap",
     noun: "the StableBTreeMap",
     journal_modes: false,
+    fixed: &[],
     sql: false,
     page_cache: false,
     on_upgrade: OnUpgrade::InPlace,
@@ -250,6 +274,7 @@ const SQLITE: StoreDef = StoreDef {
     short_label: "SQLite",
     noun: "SQLite",
     journal_modes: true,
+    fixed: &[],
     sql: true,
     page_cache: true,
     on_upgrade: OnUpgrade::InPlace,
@@ -304,6 +329,68 @@ const SQLITE: StoreDef = StoreDef {
         fill_cost: 2,
     },
     colour: Some(1),
+    stable_bytes: |stats| stats.sqlite_page_count * stats.sqlite_page_size,
+    rows: |client| Ok(client.stats()?.sqlite_rows),
+    variant_of: None,
+    max_value_size: None,
+};
+
+/// SQLite on the other binding, ic-sqlite-vfs, in a canister of its own
+/// (canisters/sqlite-vfs): its pages at fixed offsets of one stable virtual memory, the
+/// rollback journal in heap memory, page_size 16,384. Measured on a newly opened connection,
+/// as the bench canister's SQLite is in each journal mode.
+const SQLITE_VFS: StoreDef = StoreDef {
+    name: "sqlite-vfs",
+    selected_by: SelectedBy::Stores {
+        help: "SQLite on the other binding, ic-sqlite-vfs (a canister of its own; its journal is \
+               in heap memory, so no journal modes)",
+    },
+    module: Module::SQLITE_VFS,
+    stem: "sqlite_vfs",
+    record: "sqlite_vfs",
+    label: "SQLite (ic-sqlite-vfs)",
+    short_label: "ic-sqlite-vfs",
+    noun: "SQLite on ic-sqlite-vfs",
+    journal_modes: false,
+    fixed: &[
+        Fixed {
+            setting: "journal_mode",
+            value: "MEMORY",
+            why: "ic-sqlite-vfs keeps its rollback journal in heap memory (journal_mode MEMORY \
+                  on every update connection) and has no WAL (its SQLite is built with \
+                  SQLITE_OMIT_WAL)",
+        },
+        Fixed {
+            setting: "page_size",
+            value: "16384",
+            why: "ic-sqlite-vfs sets page_size 16384 itself on an empty image (its VFS's sector \
+                  and commit unit), and a later change needs VACUUM, which cannot run inside \
+                  its update transaction",
+        },
+    ],
+    sql: true,
+    // Not measured warm yet: its rows are cold only.
+    page_cache: false,
+    on_upgrade: OnUpgrade::InPlace,
+    rows_on_heap: false,
+    prefill: Prefill::Shared,
+    // The users suites, which make a canister per module; upgrade, scaling and tune measure
+    // the stores of the default module's canister only, and dbbench, keys and sysbench
+    // send their SQL to the bench canister's methods (docs/suites.md).
+    suites: &["seed003", "lookups"],
+    schemas: &[],
+    // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
+    // 126 MB with the memory manager's buckets); its heap, after the default run's largest
+    // message (10,000 rows at random: every page it writes staged on the heap until
+    // COMMIT), 270 MB, which a Wasm heap keeps: 396 bytes a row, 27 tenths of 150
+    // (`what_each_binding_holds_at_a_million_rows` in tests/it/sqlite_vfs/at_scale.rs
+    // measures them).
+    memory: Memory {
+        users_tenths: 27,
+        users_tenths_per_mode: 0,
+        ..SQLITE.memory
+    },
+    colour: Some(10),
     stable_bytes: |stats| stats.sqlite_page_count * stats.sqlite_page_size,
     rows: |client| Ok(client.stats()?.sqlite_rows),
     variant_of: None,
@@ -397,6 +484,36 @@ pub fn measured_by(suite: &str, kinds: &[StoreKind]) -> Vec<StoreKind> {
         .into_iter()
         .filter(|k| kinds.contains(k) && k.measured_by(suite))
         .collect()
+}
+
+/// A `--journal-modes` list given on the command line, checked against the stores `kinds`
+/// that `suite` measures: when none of them is measured per journal mode, a mode other than
+/// the one a SQLite store's binding fixes is refused, naming why.
+pub fn check_journal_modes(suite: &str, kinds: &[StoreKind], modes: &[JournalMode]) -> Result<()> {
+    let measured = measured_by(suite, kinds);
+    if measured.iter().any(|k| k.def().journal_modes) {
+        return Ok(());
+    }
+    for kind in measured {
+        let Some(fixed) = kind.fixed("journal_mode") else {
+            continue;
+        };
+        if let Some(mode) = modes.iter().find(|m| m.as_str() != fixed.value) {
+            let with_modes: Vec<&str> = StoreKind::ALL
+                .iter()
+                .filter(|k| k.def().journal_modes && k.measured_by(suite))
+                .map(|k| k.name())
+                .collect();
+            anyhow::bail!(
+                "--journal-modes {mode}: the store {kind} has no journal modes to choose: {}; \
+                 leave --journal-modes out (or give {}), or add --stores {}",
+                fixed.why,
+                fixed.value,
+                with_modes.join(",")
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The store a record names (its `store` and `journal_mode` columns), back as a value;

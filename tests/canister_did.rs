@@ -280,17 +280,19 @@ fn the_tune_variant_is_the_default_interface_plus_the_bounded_store() {
     }
 }
 
-// ---- the ic-sqlite-vfs canister (canisters/prebuilt/sqlite-vfs.wasm) -------------------
-// (tests/it/sqlite_vfs.rs holds the committed module to its sources)
+// ---- the ic-sqlite-vfs canister (the module list's `sqlite-vfs`) -----------------------
+// (tests/it/modules.rs holds every committed module to its sources)
 
 fn vfs_did_text() -> String {
     let path = root().join("canisters/sqlite-vfs/sqlite-vfs.did");
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
 }
 
+/// The module of the current sources, as the CLI runs it.
 fn vfs_wasm() -> Vec<u8> {
-    let path = root().join("canisters/prebuilt/sqlite-vfs.wasm");
-    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+    icbench::bench_canister::Module::SQLITE_VFS
+        .ensure_built_with(true, Some(Path::new(env!("CARGO_BIN_EXE_icbench"))))
+        .unwrap_or_else(|e| panic!("building the sqlite-vfs canister: {e:#}"))
 }
 
 /// The module embeds sqlite-vfs.did, exports exactly its methods with their modes, and its

@@ -232,7 +232,17 @@ impl<'e> BenchClient<'e> {
     }
 
     pub fn configure_sqlite(&mut self, config: &SqliteConfig) -> Result<Measured<SqliteSettings>> {
-        self.update("configure_sqlite", Encode!(config)?)
+        self.configure_sqlite_of("sqlite", config)
+    }
+
+    /// `configure_{stem}(config)`: the SQLite store of stem `stem` (`configure_sqlite`,
+    /// `configure_sqlite_vfs`: each canister's SQLite configures the same way).
+    pub fn configure_sqlite_of(
+        &mut self,
+        stem: &str,
+        config: &SqliteConfig,
+    ) -> Result<Measured<SqliteSettings>> {
+        self.update(&format!("configure_{stem}"), Encode!(config)?)
     }
 
     /// The heap store's encoding across upgrades (`candid` or `cbor`).

@@ -180,6 +180,9 @@ impl Module {
     /// The tune variant (feature `tune`): talc as the global allocator and the store
     /// `btree_bounded` (a bounded value type); the tune suite measures it beside the default.
     pub const TUNE: Module = Module::listed("tune");
+    /// The ic-sqlite-vfs canister (canisters/sqlite-vfs): the users table on the other
+    /// SQLite binding, the store `sqlite-vfs`.
+    pub const SQLITE_VFS: Module = Module::listed("sqlite-vfs");
 
     const fn at(index: usize) -> Module {
         let m = &MODULES[index];
@@ -512,13 +515,14 @@ mod tests {
                 .replace("wasm32-wasip1", "wasm32-unknown-unknown")),
             hashes[0]
         );
-        // A new module's crate (another workspace, its own did) leaves the others' records
-        // as they were.
+        // A change to one module's own crate (sqlite-vfs's: another workspace, its own did)
+        // moves its record and leaves the others' as they were.
         std::fs::create_dir_all(root.join("canisters/sqlite-vfs/src")).unwrap();
         std::fs::write(root.join("canisters/sqlite-vfs/src/lib.rs"), b"fn g() {}").unwrap();
         std::fs::write(root.join("canisters/sqlite-vfs/Cargo.lock"), b"lock").unwrap();
         for (m, before) in Module::ALL.iter().zip(&hashes) {
-            assert_eq!(&m.sources_sha256(&root).unwrap(), before, "{}", m.name);
+            let after = m.sources_sha256(&root).unwrap();
+            assert_eq!(&after == before, *m != Module::SQLITE_VFS, "{}", m.name);
         }
         std::fs::remove_dir_all(&root).unwrap();
     }

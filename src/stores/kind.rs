@@ -37,6 +37,7 @@ impl StoreKind {
     pub const Heap: StoreKind = StoreKind::named("heap");
     pub const Btree: StoreKind = StoreKind::named("btree");
     pub const Sqlite: StoreKind = StoreKind::named("sqlite");
+    pub const SqliteVfs: StoreKind = StoreKind::named("sqlite-vfs");
 
     /// The `--stores` values, in table order (its default: every one).
     pub const ALL: [StoreKind; STORES_VALUES] = {
@@ -95,6 +96,11 @@ impl StoreKind {
 
     pub fn module(self) -> Module {
         self.def().module
+    }
+
+    /// What its binding fixes of the SQLite `setting` (a pragma's name), if it does.
+    pub fn fixed(self, setting: &str) -> Option<&'static super::Fixed> {
+        self.def().fixed.iter().find(|f| f.setting == setting)
     }
 
     /// Whether `suite` measures it.
@@ -170,6 +176,8 @@ pub struct Store {
 impl Store {
     pub const Heap: Store = Store::new(StoreKind::Heap, None);
     pub const BTree: Store = Store::new(StoreKind::Btree, None);
+    /// SQLite on ic-sqlite-vfs (no journal modes: its binding keeps the journal in memory).
+    pub const SqliteVfs: Store = Store::new(StoreKind::SqliteVfs, None);
 
     /// SQLite in journal mode `mode`.
     pub const fn Sqlite(mode: JournalMode) -> Store {

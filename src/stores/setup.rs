@@ -1,10 +1,12 @@
 //! Setting a store up on a canister before it is measured: SQLite's journal mode, set on a
 //! fresh connection (`configure_sqlite`), which every suite measuring SQLite in a journal
-//! mode does the same way.
+//! mode does the same way; and a SQLite store without journal modes on a newly opened
+//! connection, as measured SQLite always is.
 
 use anyhow::Result;
 
 use super::JournalMode;
+use super::StoreKind;
 use crate::bench_canister::{BenchClient, SqliteConfig};
 
 /// Sets SQLite's journal `mode` on a fresh connection, on the canister's state now; the
@@ -25,4 +27,14 @@ pub fn set_journal_mode(
         )),
         Err(e) => Err(e),
     })
+}
+
+/// Reopens the connections of `kind`, a SQLite store without journal modes (its
+/// `configure_{stem}` with nothing to change), so that its next call is the first on a newly
+/// opened connection with no page of the table cached, as a journal mode set on a fresh
+/// connection leaves the bench canister's SQLite; the reason, when the canister refuses, as
+/// the inner error.
+pub fn reopen_sqlite(client: &mut BenchClient<'_>, kind: StoreKind) -> Result<Result<(), String>> {
+    let reply = client.configure_sqlite_of(kind.stem(), &SqliteConfig::default())?;
+    Ok(reply.value.map(|_| ()))
 }

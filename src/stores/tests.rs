@@ -4,7 +4,7 @@ use crate::report::svg::SLOTS;
 #[test]
 fn the_stores_values_are_the_table_s_stores_rows_each_with_its_help() {
     let names: Vec<&str> = StoreKind::ALL.iter().map(|k| k.name()).collect();
-    assert_eq!(names, ["heap", "btree", "sqlite"]);
+    assert_eq!(names, ["heap", "btree", "sqlite", "sqlite-vfs"]);
     for k in StoreKind::ALL {
         let value = clap::ValueEnum::to_possible_value(&k).expect("a --stores value");
         assert_eq!(value.get_name(), k.name());
@@ -60,8 +60,9 @@ fn every_store_s_record_parses_back_to_it_with_its_label() {
             all.push(store);
         }
     }
-    // Heap, the StableBTreeMap, SQLite's six modes and the three variants.
-    assert_eq!(all.len(), 11);
+    // Heap, the StableBTreeMap, SQLite's six modes, SQLite on ic-sqlite-vfs and the three
+    // variants.
+    assert_eq!(all.len(), 12);
     let ranks: Vec<usize> = all.iter().map(|s| s.rank()).collect();
     assert_eq!(ranks, (0..all.len()).collect::<Vec<_>>());
     assert_eq!(parse("sqlite", ""), None);
@@ -87,7 +88,7 @@ fn a_record_s_label_says_what_its_columns_hold() {
         .flat_map(|k| k.stores(&[JournalMode::Wal]))
         .map(Store::short_label)
         .collect();
-    assert_eq!(short, ["Heap", "BTreeMap", "WAL"]);
+    assert_eq!(short, ["Heap", "BTreeMap", "WAL", "ic-sqlite-vfs"]);
 }
 
 #[test]

@@ -125,6 +125,7 @@ impl Define for Scaling {
 
     fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         common.validate()?;
+        super::shared::store_selected(&common.stores, <Config as Measure>::SUITE)?;
         let kinds = stores::measured_by(<Config as Measure>::SUITE, &common.stores);
         let sizes = sizes_up_to(args.scaling_max_rows);
         let capacity_at = sizes.contains(&CAPACITY_ROWS).then_some(CAPACITY_ROWS);

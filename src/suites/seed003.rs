@@ -264,7 +264,7 @@ fn confirm_capacity(
         engine: &engine,
         usd_per_xdr: cfg.users.usd_per_xdr,
     };
-    let mut found = Vec::new();
+    let (mut found, own) = (Vec::new(), client.canister);
     for (store, start) in starts {
         let Ok(start) = start else { continue };
         let mode = store.journal_column();
@@ -283,6 +283,8 @@ fn confirm_capacity(
             format!("capacity of {}", store.label()),
             &[],
             || -> Result<Vec<ScenarioResult>> {
+                // A store of another module lives in a canister of its own.
+                client.canister = start.canister();
                 let at = pool::graph::local(client.engine, start)?;
                 let records = capacity::measure_store(
                     client,
@@ -300,6 +302,7 @@ fn confirm_capacity(
         );
         found.extend(records?);
     }
+    client.canister = own;
     report.results.extend(found);
     report.set_extra(
         capacity::LIMITS,

@@ -561,9 +561,10 @@ impl Measure for Config {
             );
         }
         let setup_before = client.executed_instructions;
+        let canister = client.canister;
         pool::graph::run(
             &mut client,
-            &pool::State::Local(base),
+            &pool::State::Local(canister, base),
             exec,
             work,
             run.progress,

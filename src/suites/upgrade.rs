@@ -228,6 +228,7 @@ impl Define for Upgrade {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
         }
         common.validate()?;
+        super::shared::store_selected(&common.stores, <Config as Measure>::SUITE)?;
         // Each store in table order: a serialized one once per --heap-encodings, the
         // others once (SQLite per journal mode).
         let picked = sorted_encodings(&args.heap_encodings)?;

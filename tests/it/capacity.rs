@@ -21,7 +21,7 @@ const QUERY_LIMIT: u64 = 10_000_000;
 fn run(limits: Limits, jobs: usize) -> Report {
     let cfg = Config {
         sizes: vec![1_000, 2_000],
-        kinds: StoreKind::ALL.to_vec(),
+        kinds: icbench::stores::measured_by("scaling", &StoreKind::ALL),
         payload_size: 100,
         seed: 1,
         usd_per_xdr: 1.0,

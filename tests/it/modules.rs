@@ -73,6 +73,9 @@ fn the_script_the_parser_and_the_library_read_the_same_list() {
              canisters/prebuilt/bench.wasm target/canister/bench.wasm",
             "tune canisters/bench wasm32-wasip1 tune wasi canisters/bench/bench.did \
              canisters/prebuilt/bench-tune.wasm target/canister/bench-tune.wasm",
+            "sqlite-vfs canisters/sqlite-vfs wasm32-unknown-unknown - none \
+             canisters/sqlite-vfs/sqlite-vfs.did canisters/prebuilt/sqlite-vfs.wasm \
+             target/canister/sqlite-vfs.wasm",
         ]
     );
     // The stores' methods come from the store table, not the list.

@@ -11,19 +11,15 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use candid::{Decode, Encode, Principal};
-use icbench::bench_canister::{BenchClient, SqliteConfig, SqliteSettings};
+use icbench::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, PageCounts};
-use sha2::{Digest, Sha256};
 use wasmparser::{Parser, Payload};
 
 mod at_scale;
 
 const STORE: &str = "sqlite_vfs";
-const PREBUILT_WASM: &str = "canisters/prebuilt/sqlite-vfs.wasm";
-const PREBUILT_SOURCES: &str = "canisters/prebuilt/sqlite-vfs.sources";
-const BUILD_SCRIPT: &str = "scripts/build-canister-vfs.sh";
 const DID: &str = "canisters/sqlite-vfs/sqlite-vfs.did";
 
 fn root() -> &'static Path {
@@ -34,11 +30,15 @@ fn read(rel: &str) -> Vec<u8> {
     std::fs::read(root().join(rel)).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
 }
 
-/// The committed module, compiled once for the test run.
+/// The module as the binary embeds it (the module list's `sqlite-vfs`), compiled once for
+/// the test run.
 fn wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
-        let wasm = read(PREBUILT_WASM);
+        let wasm = Module::SQLITE_VFS
+            .embedded()
+            .expect("the committed sqlite-vfs module is of its sources")
+            .to_vec();
         crate::support::keep_compiled(&wasm, false);
         wasm
     })
@@ -46,82 +46,25 @@ fn wasm() -> &'static [u8] {
 
 // ---- the module -------------------------------------------------------------------------
 
-/// The sources the build script lists (its `SOURCES=( ... )`), so the list is written once.
-fn listed_sources() -> Vec<String> {
-    let script = String::from_utf8(read(BUILD_SCRIPT)).unwrap();
-    let start = script
-        .find("\nSOURCES=(\n")
-        .expect("the script lists SOURCES")
-        + 11;
-    let end = start + script[start..].find("\n)").expect("SOURCES=( ends");
-    script[start..end]
-        .lines()
-        .map(|l| l.trim().to_string())
-        .collect()
-}
-
-/// Every file under `rel` (symlinks followed, `target` and dotfiles skipped), relative, with
-/// `/` separators: the walk of src/canister_sources.rs.
-fn files_under(rel: &str, out: &mut Vec<String>) {
-    let path = root().join(rel);
-    if std::fs::metadata(&path).unwrap().is_file() {
-        out.push(rel.to_string());
-        return;
-    }
-    for entry in std::fs::read_dir(&path).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if name != "target" && !name.starts_with('.') {
-            files_under(&format!("{rel}/{name}"), out);
-        }
-    }
-}
-
-/// The SHA-256 the record names: src/canister_sources.rs's framing over the listed sources.
-fn sources_sha256() -> String {
-    let mut files = Vec::new();
-    for rel in listed_sources() {
-        files_under(&rel, &mut files);
-    }
-    files.sort();
-    let mut h = Sha256::new();
-    for rel in &files {
-        let bytes = read(rel);
-        h.update(rel.as_bytes());
-        h.update([0]);
-        h.update((bytes.len() as u64).to_le_bytes());
-        h.update(&bytes);
-    }
-    hex::encode(h.finalize())
-}
-
-/// After a change to the canister's sources, its build script or the toolchain pin, this
-/// fails until `scripts/build-canister-vfs.sh prebuilt` has rebuilt and recorded the module.
+/// The module list names it as the store table does, built from its own crate for
+/// wasm32-unknown-unknown without rewiring, with its own did; its bytes are checked
+/// against its sources with every module's (tests/it/modules.rs) and rebuilt and compared
+/// by .ci/run.
 #[test]
-fn the_committed_module_is_of_the_current_sources() {
-    let sources = listed_sources();
-    assert!(
-        sources.contains(&"canisters/sqlite-vfs".to_string())
-            && sources.contains(&"canisters/types".to_string()),
-        "{sources:?}"
-    );
-    let record = String::from_utf8(read(PREBUILT_SOURCES)).unwrap();
-    let field = |key: &str| {
-        record
-            .lines()
-            .find_map(|l| l.strip_prefix(key)?.strip_prefix(' '))
-            .unwrap_or_else(|| panic!("{PREBUILT_SOURCES} has no {key} line"))
-            .to_string()
-    };
+fn the_module_list_builds_it_from_its_crate_without_rewiring() {
+    let m = Module::named("sqlite-vfs").expect("the list has sqlite-vfs");
+    assert_eq!(m, Module::SQLITE_VFS);
+    let l = m.listing();
     assert_eq!(
-        field("module-sha256"),
-        hex::encode(Sha256::digest(wasm())),
-        "{PREBUILT_WASM} is not the module {PREBUILT_SOURCES} names"
+        l.recipe,
+        "canisters/sqlite-vfs wasm32-unknown-unknown - none canisters/sqlite-vfs/sqlite-vfs.did"
     );
+    assert_eq!(m.prebuilt_wasm, "canisters/prebuilt/sqlite-vfs.wasm");
     assert_eq!(
-        field("sources-sha256"),
-        sources_sha256(),
-        "{PREBUILT_WASM} is not of the current sources: run `{BUILD_SCRIPT} prebuilt` and commit canisters/prebuilt"
+        icbench::stores::find("sqlite-vfs").map(|k| k.module()),
+        Some(Module::SQLITE_VFS)
     );
+    assert_eq!(l.wasm, &read(m.prebuilt_wasm)[..]);
 }
 
 #[test]
@@ -433,11 +376,20 @@ fn what_the_binding_fixes_is_refused_naming_why() {
         page_size,
         ..Default::default()
     };
+    // The reasons are the store table's (the run refuses a flag with them too).
+    let kind = icbench::stores::find("sqlite-vfs").unwrap();
+    let journal = kind.fixed("journal_mode").unwrap();
+    assert_eq!(journal.value, "MEMORY");
     let memory_only = "ic-sqlite-vfs keeps its rollback journal in heap memory (journal_mode MEMORY on every update connection)";
+    assert_eq!(
+        journal.why,
+        format!("{memory_only} and has no WAL (its SQLite is built with SQLITE_OMIT_WAL)")
+    );
     assert_eq!(
         configure(&mut c, refused(Some("wal"), None)),
         Err(format!(
-            "journal_mode WAL refused: {memory_only} and has no WAL (its SQLite is built with SQLITE_OMIT_WAL); only MEMORY is accepted"
+            "journal_mode WAL refused: {}; only MEMORY is accepted",
+            journal.why
         ))
     );
     for mode in ["DELETE", "TRUNCATE", "PERSIST", "OFF"] {
@@ -452,11 +404,14 @@ fn what_the_binding_fixes_is_refused_naming_why() {
         configure(&mut c, refused(Some("journal"), None)),
         Err("unknown journal_mode \"journal\": expected one of DELETE, TRUNCATE, PERSIST, MEMORY, WAL, OFF".into())
     );
+    let page_size = kind.fixed("page_size").unwrap();
+    assert_eq!(page_size.value, "16384");
     for size in [4_096, 65_536, 1_000] {
         assert_eq!(
             configure(&mut c, refused(None, Some(size))),
             Err(format!(
-                "page_size {size} refused: ic-sqlite-vfs sets page_size 16384 itself on an empty image (its VFS's sector and commit unit), and a later change needs VACUUM, which cannot run inside its update transaction; only 16384 is accepted"
+                "page_size {size} refused: {}; only {} is accepted",
+                page_size.why, page_size.value
             ))
         );
     }
@@ -528,4 +483,210 @@ fn what_the_binding_fixes_is_refused_naming_why() {
         ),
         Ok(binding_settings(-32_768, true))
     );
+}
+
+// ---- the store in the suites --------------------------------------------------------------
+
+/// `--journal-modes` with a mode the binding cannot take, for a run whose only SQLite is
+/// ic-sqlite-vfs, is refused in one line naming why, with exit status 2 and before any work
+/// (no output directory); the binding's own mode is accepted.
+#[test]
+fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
+    let dir = crate::support::scratch_dir("vfs-journal-modes");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let why = "ic-sqlite-vfs keeps its rollback journal in heap memory (journal_mode MEMORY on \
+               every update connection) and has no WAL (its SQLite is built with \
+               SQLITE_OMIT_WAL)";
+    for (suite, mode) in [
+        ("seed003", "WAL"),
+        ("lookups", "WAL"),
+        ("seed003", "memory,PERSIST"),
+    ] {
+        let args = [
+            "--suite",
+            suite,
+            "--stores",
+            "sqlite-vfs",
+            "--journal-modes",
+            mode,
+            "--out",
+            out,
+        ];
+        let (code, stdout, stderr) = crate::support::run_icbench(&args);
+        let refused = if mode == "WAL" { "WAL" } else { "PERSIST" };
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (
+                2,
+                "",
+                format!(
+                    "error: --journal-modes {refused}: the store sqlite-vfs has no journal modes \
+                     to choose: {why}; leave --journal-modes out (or give MEMORY), or add \
+                     --stores sqlite\n"
+                )
+                .as_str()
+            ),
+            "{args:?}"
+        );
+        assert!(
+            !dir.join("out").exists(),
+            "{args:?} made its output directory"
+        );
+    }
+    // With SQLite on ic-rusqlite beside it, the modes are that store's.
+    let args = [
+        "--stores",
+        "sqlite,sqlite-vfs",
+        "--journal-modes",
+        "WAL",
+        "--list-scenarios",
+    ];
+    let (code, stdout, stderr) = crate::support::run_icbench(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("seed003\tsqlite-wal/middle/insert/1\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("seed003\tsqlite_vfs/middle/insert/1\n"),
+        "{stdout}"
+    );
+    let args = [
+        "--stores",
+        "sqlite-vfs",
+        "--journal-modes",
+        "MEMORY",
+        "--list-scenarios",
+    ];
+    let (code, stdout, stderr) = crate::support::run_icbench(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.starts_with("seed003\tsqlite_vfs/middle/insert/1\n"),
+        "{stdout}"
+    );
+}
+
+/// One call's counts as a results.csv row gives them: (store instructions, the message's
+/// instructions, its heap and stable pages touched and written, its page charge).
+type Row = (u64, u64, [u64; 4], u64);
+
+/// The default run's middle calls on a 2,000-row store, measured by the seed003 suite
+/// (`--stores sqlite-vfs`) under `replica`: its results.csv rows of sqlite_vfs, in order.
+fn suite_rows(replica: &str) -> Vec<Row> {
+    let dir = crate::support::scratch_dir(&format!("vfs-suite-{replica}"));
+    let out = dir.join("out");
+    let args = [
+        "--quiet",
+        "--stores",
+        "sqlite-vfs",
+        "--rows",
+        "2000",
+        "--batches",
+        "1",
+        "--positions",
+        "middle",
+        "--replica",
+        replica,
+        "--format",
+        "csv",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let (code, stdout, stderr) = crate::support::run_icbench(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let mut lines = stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let cols = [
+        "store_instructions",
+        "instructions",
+        "heap_wasm_pages_accessed",
+        "heap_wasm_pages_written",
+        "stable_wasm_pages_accessed",
+        "stable_wasm_pages_written",
+        "page_charge_instructions",
+    ]
+    .map(col);
+    lines
+        .filter(|l| l.contains(",sqlite_vfs,"))
+        .map(|line| {
+            // The args column is quoted and holds commas: the counts come after it.
+            let (_, tail) = line.rsplit_once('"').unwrap();
+            let fields: Vec<&str> = tail.split(',').collect();
+            let shift = header.len() - fields.len();
+            let n = |c: usize| fields[c - shift].parse::<u64>().unwrap();
+            (
+                n(cols[0]),
+                n(cols[1]),
+                [cols[2], cols[3], cols[4], cols[5]].map(n),
+                n(cols[6]),
+            )
+        })
+        .collect()
+}
+
+/// The same calls made on the canister directly: filled with 2,000 rows (ids 0, 10, ...)
+/// in one message of 100-byte rows, its connection reopened, then each call from that state.
+fn canister_rows(replica: Replica) -> Vec<Row> {
+    let mut engine = EmbeddedEngine::default().with_replica(replica);
+    let mut c = install(&mut engine);
+    assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
+    c.add_users(STORE, 0, 10, 2_000).unwrap().value.unwrap();
+    configure(&mut c, SqliteConfig::default()).unwrap();
+    let at = c.engine.snapshot(c.canister).unwrap();
+    let row = |store: u64, m: &icbench::engine::MessageReport| {
+        let p = m.pages.unwrap();
+        let pages = [
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written,
+        ];
+        (store, m.instructions, pages, p.page_charge_instructions)
+    };
+    let mut rows = Vec::new();
+    c.engine.restore(c.canister, at).unwrap();
+    let r = c.add_users(STORE, 10_001, 10, 1).unwrap();
+    rows.push(row(r.value.unwrap().instructions, &r.message));
+    for keys in [1, 100] {
+        c.engine.restore(c.canister, at).unwrap();
+        let r = c.get_users(STORE, 10_000, 10, keys, false).unwrap();
+        rows.push(row(r.value.unwrap().instructions, &r.message));
+    }
+    c.engine.restore(c.canister, at).unwrap();
+    let r = c.scan_users(STORE, 10_000, 1_000, false).unwrap();
+    rows.push(row(r.value.unwrap().instructions, &r.message));
+    rows
+}
+
+/// The suite measures the store as its canister counts it, on a newly opened connection
+/// over the fill: a one-row insert, point reads of 1 and 100 keys and a 1,000-row scan in
+/// the middle, under both vintages, exactly.
+#[test]
+fn the_suite_measures_a_small_store_exactly_under_both_vintages() {
+    for (replica, expected) in [
+        (
+            Replica::R2026_07,
+            [
+                (2_708_026, 3_652_655, [14, 12, 4, 4], 2_720_000),
+                (529_015, 1_070_911, [10, 8, 2, 0], 960_000),
+                (1_577_847, 2_119_743, [10, 8, 2, 0], 960_000),
+                (5_811_184, 6_351_204, [11, 9, 4, 0], 1_200_000),
+            ],
+        ),
+        (
+            Replica::R2026_05,
+            [
+                (893_026, 1_072_655, [14, 12, 4, 4], 140_000),
+                (49_015, 110_911, [10, 8, 2, 0], 0),
+                (1_097_847, 1_159_743, [10, 8, 2, 0], 0),
+                (5_091_184, 5_151_204, [11, 9, 4, 0], 0),
+            ],
+        ),
+    ] {
+        let suite = suite_rows(replica.name);
+        assert_eq!(suite, canister_rows(replica), "{}", replica.name);
+        assert_eq!(suite, expected, "{}", replica.name);
+    }
 }

@@ -42,6 +42,7 @@ fn suite_selection_parses_names_lists_and_all() {
 fn all_stores() -> Vec<Store> {
     let mut stores = vec![Store::Heap, Store::BTree];
     stores.extend(JournalMode::ALL.map(Store::Sqlite));
+    stores.push(Store::SqliteVfs);
     stores
 }
 
@@ -50,11 +51,11 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 8 stores x (5 insert batches + 3 reads): docs/suites.md's 192, cold;
+    // 3 positions x 9 stores x (5 insert batches + 3 reads): docs/suites.md's 216, cold;
     // then the 6 SQLite stores warm, but for the 10,000-row batches (--warm-max-batch).
-    assert_eq!(matrix.len(), 192 + 3 * 6 * (4 + 3));
-    assert!(matrix[..192].iter().all(|s| s.cache == CacheState::Cold));
-    assert!(matrix[192..].iter().all(|s| s.cache == CacheState::Warm
+    assert_eq!(matrix.len(), 216 + 3 * 6 * (4 + 3));
+    assert!(matrix[..216].iter().all(|s| s.cache == CacheState::Cold));
+    assert!(matrix[216..].iter().all(|s| s.cache == CacheState::Warm
         && s.store.store_kind().def().page_cache
         && s.operation.rows() <= 1_000));
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
@@ -109,15 +110,16 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 80 + 60);
+    assert_eq!(expected.len(), 90 + 60);
     assert_eq!(
-        expected[80].key(),
+        expected[90].key(),
         "sqlite/DELETE/random/point_lookup/1/warm"
     );
     // Drawn keys go to the id-list methods.
     assert_eq!(expected[0].method(), "get_users_heap_ids");
     assert_eq!(expected[5].method(), "get_users_btree_ids");
     assert_eq!(expected[79].method(), "get_users_sqlite_ids");
+    assert_eq!(expected[89].method(), "get_users_sqlite_vfs_ids");
 }
 
 #[test]
@@ -200,11 +202,11 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--stores", "btree,x"],
-            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite]",
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite, sqlite-vfs]",
         ),
         (
             &["--suite", "keys", "--stores", "heap"],
-            "no store of the keys suite selected (--stores btree,sqlite; it has no heap store)",
+            "no store of the keys suite selected (--stores btree,sqlite; it has no heap or sqlite-vfs store)",
         ),
         (
             &["--positions", "top"],
@@ -456,9 +458,9 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 3 stores (heap, btree, SQLite DELETE) x 3 batches, every one measured,
-    // and SQLite warm.
-    assert_eq!(a.results.len(), 18 + 2 * 3);
+    // 2 key orders x 4 stores (heap, btree, SQLite DELETE, SQLite on ic-sqlite-vfs) x 3
+    // batches, every one measured, and SQLite DELETE warm.
+    assert_eq!(a.results.len(), 24 + 2 * 3);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -494,11 +496,11 @@ fn lookups_end_to_end_is_deterministic() {
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
-    // 3 positions x 4 stores (heap, btree, DELETE, WAL) x (2 insert batches + 3 reads), and
-    // the two SQLite stores warm.
+    // 3 positions x 5 stores (heap, btree, DELETE, WAL, ic-sqlite-vfs) x (2 insert batches
+    // + 3 reads), and the two SQLite journal modes warm.
     assert_eq!(
         read_report(&first.join("results.json")).results.len(),
-        60 + 3 * 2 * 5
+        75 + 3 * 2 * 5
     );
 }
 
@@ -509,7 +511,7 @@ fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
     run_into(&with, &args);
     run_into(
         &without,
-        &[&args[..], &["--stores", "btree,sqlite"]].concat(),
+        &[&args[..], &["--stores", "btree,sqlite,sqlite-vfs"]].concat(),
     );
     let with = read_report(&with.join("results.json"));
     let without = read_report(&without.join("results.json"));
@@ -651,12 +653,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 3 stores (heap, btree, SQLite OFF) x (1 insert batch + 3 reads), and
-    // SQLite warm.
-    assert_eq!(seed003.results.len(), 36 + 3 * 4);
+    // 3 positions x 4 stores (heap, btree, SQLite OFF, ic-sqlite-vfs) x (1 insert batch + 3
+    // reads), and SQLite OFF warm.
+    assert_eq!(seed003.results.len(), 48 + 3 * 4);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 3 stores x 2 batches, and SQLite warm.
-    assert_eq!(lookups.results.len(), 12 + 2 * 2);
+    // 2 key orders x 4 stores x 2 batches, and SQLite warm.
+    assert_eq!(lookups.results.len(), 16 + 2 * 2);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);
@@ -764,8 +766,11 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let other = temp_dir("other-module");
     std::fs::create_dir_all(other.join("lookups")).unwrap();
     let text = std::fs::read_to_string(two.join("lookups/results.json")).unwrap();
-    let info = shard.extra.get("shard").unwrap();
+    // Its own record: a suite's signature names the modules it ran (lookups' two).
+    let lookups_two = read_report(&two.join("lookups/results.json"));
+    let info = lookups_two.extra.get("shard").unwrap();
     let module = info["module"].as_str().unwrap();
+    assert!(text.contains(module));
     std::fs::write(
         other.join("lookups/results.json"),
         text.replace(module, &"0".repeat(64)),

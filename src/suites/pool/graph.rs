@@ -20,11 +20,23 @@ use crate::engine::{Engine, Profiling, SharedSnapshot, SnapshotId};
 use crate::report::work::Kind;
 
 /// A state tasks start from: a snapshot every worker can take in, or, on an engine whose
-/// states cannot move (it cannot fork either, so there is one worker), one of its own.
+/// states cannot move (it cannot fork either, so there is one worker), one of its own, of
+/// the canister it names.
 #[derive(Clone, Debug)]
 pub enum State {
     Shared(SharedSnapshot),
-    Local(SnapshotId),
+    Local(candid::Principal, SnapshotId),
+}
+
+impl State {
+    /// The canister it is a state of: a plan's states may be of several canisters, one per
+    /// module its stores live in.
+    pub fn canister(&self) -> candid::Principal {
+        match self {
+            State::Shared(shared) => shared.canister,
+            State::Local(canister, _) => *canister,
+        }
+    }
 }
 
 /// Work for a worker: what it is (for the log), how urgent, and what it does.
@@ -218,17 +230,18 @@ impl<'a, 's> Lane<'a, 's> {
         self.ctl.step(kind, name)
     }
 
-    /// Puts the canister into `state`.
+    /// Puts the state's canister into `state`; the lane's client then calls that canister.
     pub fn restore(&mut self, state: &State) -> Result<()> {
         let id = self.local(state)?;
-        let canister = self.client.canister;
+        let canister = state.canister();
+        self.client.canister = canister;
         self.client.engine.restore(canister, id)
     }
 
     /// `state` as a snapshot of this worker's engine (taken in for the rest of the task).
     pub fn local(&mut self, state: &State) -> Result<SnapshotId> {
         Ok(match state {
-            State::Local(id) => *id,
+            State::Local(_, id) => *id,
             State::Shared(shared) => match self.adopted.iter().find(|(s, _)| s.same(shared)) {
                 Some((_, id)) => *id,
                 None => {
@@ -250,16 +263,16 @@ impl<'a, 's> Lane<'a, 's> {
         Ok(state)
     }
 
-    /// A snapshot this worker's engine made otherwise than of its canister (an imported
-    /// state) as a state other tasks can start from.
-    pub fn keep(&mut self, id: SnapshotId) -> Result<State> {
+    /// A snapshot of `canister` this worker's engine made otherwise than by snapshotting it
+    /// (an imported state) as a state other tasks can start from.
+    pub fn keep(&mut self, canister: candid::Principal, id: SnapshotId) -> Result<State> {
         let engine = &mut *self.client.engine;
         Ok(match engine.share(id)? {
             Some(shared) => {
                 engine.forget(id)?;
                 State::Shared(shared)
             }
-            None => State::Local(id),
+            None => State::Local(canister, id),
         })
     }
 
@@ -282,7 +295,7 @@ pub fn snapshot(engine: &mut dyn Engine, canister: candid::Principal) -> Result<
             engine.forget(id)?;
             State::Shared(shared)
         }
-        None => State::Local(id),
+        None => State::Local(canister, id),
     })
 }
 
@@ -290,7 +303,7 @@ pub fn snapshot(engine: &mut dyn Engine, canister: candid::Principal) -> Result<
 /// own engine after the graph. The caller forgets it when done.
 pub fn local(engine: &mut dyn Engine, state: &State) -> Result<SnapshotId> {
     match state {
-        State::Local(id) => Ok(*id),
+        State::Local(_, id) => Ok(*id),
         State::Shared(shared) => engine.adopt(shared),
     }
 }
@@ -303,6 +316,9 @@ pub struct Graph<'s> {
     profile: bool,
     /// The state the workers' engines were forked at, where a [`Task::park`]ed one goes back.
     start: State,
+    /// The canister of `start`, which a task's client calls until it restores another's
+    /// state.
+    canister: candid::Principal,
 }
 
 struct Queue<'s> {
@@ -396,6 +412,7 @@ impl<'s> Graph<'s> {
                 Profiling::Off
             };
             let mut out = Ok(());
+            lane.client.canister = self.canister;
             if wanted != lane.profiling {
                 out = lane.client.engine.set_profiling(wanted);
                 lane.profiling = wanted;
@@ -465,7 +482,7 @@ pub fn run<'s>(
     if exec.jobs > 1 {
         let (made, _) = recorder.unit(Kind::Snapshot, "fork the workers' engines", &[], || {
             let at = match start {
-                State::Local(id) => *id,
+                State::Local(_, id) => *id,
                 State::Shared(s) => client.engine.adopt(s)?,
             };
             let mut forks = Vec::new();
@@ -494,6 +511,7 @@ pub fn run<'s>(
         recorder,
         profile: exec.profile,
         start: start.clone(),
+        canister,
     };
     graph.push(tasks.into_iter());
     let (executed, spawn_error) = std::thread::scope(|scope| {

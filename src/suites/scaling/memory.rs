@@ -112,7 +112,7 @@ mod tests {
     fn the_estimate_counts_the_longest_fill_beside_as_many_other_peaks_as_workers() {
         let cfg = Config {
             sizes: sizes_up_to(10_000_000),
-            kinds: StoreKind::ALL.to_vec(),
+            kinds: crate::stores::measured_by("scaling", &StoreKind::ALL),
             payload_size: 100,
             seed: 1,
             usd_per_xdr: 1.0,

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
+use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::Measure;
@@ -46,6 +47,13 @@ impl<T: Define> Suite for T {
     }
 
     fn plan(&self, matches: &ArgMatches, common: &CommonArgs) -> Result<Box<dyn Plan>> {
+        if matches.value_source("journal_modes") == Some(ValueSource::CommandLine) {
+            crate::stores::check_journal_modes(
+                T::Plan::SUITE,
+                &common.stores,
+                &common.journal_modes,
+            )?;
+        }
         let plan = T::plan(T::Args::from_arg_matches(matches)?, common, matches)?;
         plan.validate()?;
         Ok(Box::new(plan))

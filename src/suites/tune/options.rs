@@ -207,10 +207,12 @@ impl Define for Tune {
         cache_sizes.sort_unstable();
         let mut users = users::Config::from_args(common)?;
         let all = users::stores(common);
+        // The stores without journal modes that the tune suite measures beside the search
+        // (a store of another module, as ic-sqlite-vfs's, is not among them).
         let others = all
             .iter()
             .copied()
-            .filter(|s| s.journal_mode().is_none())
+            .filter(|s| s.journal_mode().is_none() && s.store_kind().measured_by("tune"))
             .collect();
         users.stores = all
             .into_iter()

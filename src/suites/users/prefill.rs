@@ -9,12 +9,12 @@ use candid::Principal;
 use sha2::{Digest, Sha256};
 
 use super::{Config, ID_STEP, PREFILL_CHUNK};
-use crate::bench_canister::BenchClient;
+use crate::bench_canister::{BenchClient, Module};
 use crate::engine::disk_cache::{self, Lookup, STATES};
 use crate::engine::{Engine, ExportedState};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
-use crate::stores::Prefill;
+use crate::stores::{self, Prefill};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::scenario::StoreKind;
 use crate::suites::Progress;
@@ -30,52 +30,69 @@ pub(super) struct Prefilled<'e> {
     pub source: &'static str,
     /// The post-prefill state and the prefill's instructions, to write into the cache at
     /// `(dir, key)` (a task beside the scenarios).
-    pub keep: Option<(ExportedState, u64, PathBuf, [u8; 32])>,
+    pub keep: Option<Keep>,
     /// The cache directory and the post-prefill state's key there, when the engine keeps
     /// states: states made from it are kept under keys made from it.
     pub cache: Option<(PathBuf, [u8; 32])>,
+    /// The canisters of the run's other modules.
+    pub beside: Vec<Beside>,
 }
 
 /// The prefilled canister: the module compiled while the cached post-prefill state is read,
-/// then the state loaded, or the prefill run (and its state taken for the cache).
+/// then the state loaded, or the prefill run (and its state taken for the cache); and
+/// beside it the canisters of the modules `beside` (those of the run's other stores), made
+/// the same way on the second lane (see [`with_beside`]).
 pub(super) fn prefilled<'e>(
     engine: &'e mut dyn Engine,
     wasm: &[u8],
+    beside: &[(Module, &[u8])],
     cfg: &Config,
     work: &Recorder,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Prefilled<'e>> {
     // The post-prefill state is kept in the cache (when the engine can export it) and
     // loaded by the next run with the same parameters instead of prefilling again. The
-    // file is read while the module compiles.
-    let cache = match (disk_cache::dir(), prefill_key(engine, wasm, cfg)?) {
-        (Some(dir), Some(key)) => Some((dir, key)),
-        _ => None,
-    };
-    let (compiled, read) = std::thread::scope(|scope| {
-        let reading = cache.as_ref().map(|(dir, key)| {
-            scope.spawn(move || {
-                pool::record::set_lane(1);
-                work.unit(
-                    Kind::Install,
-                    "read the cached post-prefill state",
-                    &[],
-                    || read_prefill(dir, key),
-                )
+    // file is read while the module compiles. The key is taken while the engine is fresh.
+    let cache = cache_of(engine, wasm, cfg, Module::DEFAULT)?;
+    let (mut prefilled, made) = with_beside(engine, beside, cfg, work, |engine| {
+        default_prefilled(engine, wasm, cache, cfg, work, progress)
+    })?;
+    prefilled.beside = match made {
+        Some(made) => made,
+        None => beside
+            .iter()
+            .map(|&(module, wasm)| {
+                beside_canister(prefilled.client.engine, module, wasm, cfg, work)
             })
-        });
-        let compiled = pool::compile(engine, wasm, work);
-        let read = reading.map(|r| {
-            r.join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        });
-        (compiled, read)
-    });
-    let compiled = compiled?;
-    let (entry, read_unit) = match read {
-        Some((entry, unit)) => (entry, vec![unit]),
-        None => (None, Vec::new()),
+            .collect::<Result<_>>()?,
     };
+    for b in &prefilled.beside {
+        for store in prefilled_stores(cfg, b.module) {
+            progress(Progress::Prefill {
+                store,
+                done: cfg.rows,
+                total: cfg.rows,
+            });
+        }
+    }
+    Ok(prefilled)
+}
+
+/// The default module's canister, prefilled or loaded from `cache`.
+fn default_prefilled<'e>(
+    engine: &'e mut dyn Engine,
+    wasm: &[u8],
+    cache: Option<(PathBuf, [u8; 32])>,
+    cfg: &Config,
+    work: &Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Prefilled<'e>> {
+    let (compiled, entry, read_unit) = compile_and_read(
+        cache.as_ref(),
+        work,
+        "read the cached post-prefill state",
+        || pool::compile(engine, wasm, work),
+    )?;
     let loaded = entry.and_then(|entry| {
         let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
         let (loaded, _) = work.unit(Kind::Install, "load the cached state", &after, || {
@@ -96,7 +113,7 @@ pub(super) fn prefilled<'e>(
         Some((canister, executed)) => {
             let mut client = BenchClient::attach(engine, canister);
             client.executed_instructions = executed;
-            for store in prefilled_stores(cfg) {
+            for store in prefilled_stores(cfg, Module::DEFAULT) {
                 progress(Progress::Prefill {
                     store,
                     done: cfg.rows,
@@ -113,7 +130,7 @@ pub(super) fn prefilled<'e>(
                 .set_payload_size(cfg.payload_size)?
                 .value
                 .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
-            prefill(&mut client, cfg, &mut chain, progress)?;
+            prefill(&mut client, cfg, Module::DEFAULT, &mut chain, progress)?;
             if cache.is_some() {
                 chain.step(Kind::Snapshot, "take the post-prefill state for the cache");
                 keep = take_prefill(&mut client);
@@ -134,33 +151,244 @@ pub(super) fn prefilled<'e>(
         keep: keep
             .zip(cache)
             .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
+        beside: Vec::new(),
     })
 }
 
-/// The stores the prefill fills (and the post-prefill cache keeps), as their methods name
-/// them: each store measured whose prefill is shared, once, in table order. The others
-/// (the heap map) are filled after the post-prefill snapshot (see [`Prefill::Alone`]).
-pub(super) fn prefilled_stores(cfg: &Config) -> Vec<&'static str> {
+/// The module compiled (by `compile`) while the cached post-prefill state is read from
+/// `cache` (a unit named `read`): the compile's unit, the entry if there is one, and the
+/// read's unit.
+fn compile_and_read(
+    cache: Option<&(PathBuf, [u8; 32])>,
+    work: &Recorder,
+    read: &str,
+    compile: impl FnOnce() -> Result<UnitId>,
+) -> Result<(UnitId, Option<disk_cache::Entry>, Vec<UnitId>)> {
+    let (compiled, read) = std::thread::scope(|scope| {
+        let reading = cache.map(|(dir, key)| {
+            scope.spawn(move || {
+                pool::record::set_lane(1);
+                work.unit(Kind::Install, read, &[], || read_prefill(dir, key))
+            })
+        });
+        let compiled = compile();
+        let read = reading.map(|r| {
+            r.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+        (compiled, read)
+    });
+    let compiled = compiled?;
+    Ok(match read {
+        Some((entry, unit)) => (compiled, entry, vec![unit]),
+        None => (compiled, None, Vec::new()),
+    })
+}
+
+/// Another module's canister (its stores' own), made beside the default canister's
+/// prefill: its post-prefill state, which every worker takes in.
+pub(super) struct Beside {
+    pub module: Module,
+    /// Its post-prefill state (its SQLite connections reopened), or why the canister
+    /// refused to reopen them.
+    pub state: Result<State, String>,
+    /// The units its scenarios follow.
+    pub units: Vec<UnitId>,
+    /// The instructions of its install and prefill (or of its cached prefill).
+    pub executed: u64,
+    /// Its post-prefill state for the cache, as [`Prefilled::keep`].
+    pub keep: Option<Keep>,
+}
+
+/// A post-prefill state to write into the cache, with the prefill's instructions, at
+/// `(dir, key)`.
+pub(super) type Keep = (ExportedState, u64, PathBuf, [u8; 32]);
+
+/// What `default` gives, and the canisters of the modules `beside`, each on a fresh engine
+/// of its own where the run's engine can make one (then made on the second lane while
+/// `default` runs, on one core, and kept in and loaded from the cache as the default
+/// canister's state is: a state is only kept of an engine's first and only canister).
+/// `None` where no fresh engine can be made (PocketIC, which keeps no states either): the
+/// caller then makes them on `default`'s engine after it.
+fn with_beside<'e, T>(
+    engine: &'e mut dyn Engine,
+    beside: &[(Module, &[u8])],
+    cfg: &Config,
+    work: &Recorder,
+    default: impl FnOnce(&'e mut dyn Engine) -> Result<T>,
+) -> Result<(T, Option<Vec<Beside>>)> {
+    let fresh: Option<Vec<Box<dyn Engine + Send>>> =
+        beside.iter().map(|_| pool::fresh_engine(engine)).collect();
+    let Some(fresh) = fresh else {
+        // `default` keeps the engine borrowed in its result (the client): the others wait
+        // for it and are made on that engine by the caller.
+        return Ok((default(engine)?, None));
+    };
+    std::thread::scope(|scope| {
+        let making = (!beside.is_empty()).then(|| {
+            scope.spawn(move || -> Result<Vec<Beside>> {
+                pool::record::set_lane(1);
+                beside
+                    .iter()
+                    .zip(fresh)
+                    .map(|(&(module, wasm), mut own)| {
+                        beside_canister(own.as_mut(), module, wasm, cfg, work)
+                    })
+                    .collect()
+            })
+        });
+        let out = default(engine);
+        let made = match making {
+            Some(m) => m
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            None => Vec::new(),
+        };
+        Ok((out?, Some(made)))
+    })
+}
+
+/// `module`'s canister on `engine` (a fresh one when the cache can keep it): compiled, then
+/// its cached post-prefill state loaded, or installed, its payload size set, its stores
+/// filled as the default canister's are and its SQLite connections reopened (their
+/// scenarios start on a newly opened connection, as the bench canister's SQLite in a
+/// journal mode does), and its state taken for the cache; then snapshotted.
+pub(super) fn beside_canister(
+    engine: &mut dyn Engine,
+    module: Module,
+    wasm: &[u8],
+    cfg: &Config,
+    work: &Recorder,
+) -> Result<Beside> {
+    let name = module.name;
+    let cache = cache_of(engine, wasm, cfg, module)?;
+    let (compiled, entry, read_unit) = compile_and_read(
+        cache.as_ref(),
+        work,
+        &format!("read the cached post-prefill state of the {name} module"),
+        || {
+            let (ready, compiled) = work.unit(
+                Kind::Compile,
+                format!("compile the {name} module"),
+                &[],
+                || engine.prepare(wasm),
+            );
+            ready.map(|()| compiled)
+        },
+    )?;
+    let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
+    let loaded = entry.and_then(|entry| {
+        let (loaded, _) = work.unit(
+            Kind::Install,
+            format!("load the cached state of the {name} module"),
+            &after,
+            || import_prefill(engine, wasm, &entry, cache.as_ref()),
+        );
+        loaded
+    });
+    let mut chain = Chain::new(work, &after);
+    let mut keep = None;
+    let (client, state) = match loaded {
+        Some((canister, executed)) => {
+            let mut client = BenchClient::attach(engine, canister);
+            client.executed_instructions = executed;
+            (client, Ok(()))
+        }
+        None => {
+            chain.step(Kind::Install, format!("install the {name} canister"));
+            let mut client = BenchClient::install(engine, wasm)?;
+            chain.step(
+                Kind::Fill,
+                format!("set the {name} canister's payload size"),
+            );
+            client
+                .set_payload_size(cfg.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+            prefill(&mut client, cfg, module, &mut chain, &mut |_| {})?;
+            let reopened = reopen(&mut client, cfg, module, &mut chain)?;
+            if reopened.is_ok() && cache.is_some() {
+                chain.step(
+                    Kind::Snapshot,
+                    format!("take the post-prefill state of the {name} module for the cache"),
+                );
+                keep = take_prefill(&mut client);
+            }
+            (client, reopened)
+        }
+    };
+    chain.step(Kind::Snapshot, format!("snapshot of the {name} module"));
+    let state = match state {
+        Ok(()) => Ok(pool::graph::snapshot(client.engine, client.canister)?),
+        Err(reason) => Err(reason),
+    };
+    Ok(Beside {
+        module,
+        state,
+        units: chain.end(),
+        executed: client.executed_instructions,
+        keep: keep
+            .zip(cache)
+            .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
+    })
+}
+
+/// Reopens the connections of `module`'s SQLite stores without journal modes, so that
+/// their next call is the first on a newly opened connection; the reason, when the
+/// canister refuses.
+fn reopen(
+    client: &mut BenchClient<'_>,
+    cfg: &Config,
+    module: Module,
+    chain: &mut Chain<'_>,
+) -> Result<Result<(), String>> {
+    for kind in module_kinds(cfg, module) {
+        if kind.def().sql && !kind.def().journal_modes {
+            let noun = kind.def().noun;
+            chain.step(Kind::Snapshot, format!("reopen the connection of {noun}"));
+            if let Err(reason) = stores::reopen_sqlite(client, kind)? {
+                return Ok(Err(reason));
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// The stores the prefill of `module`'s canister fills (and its post-prefill cache keeps),
+/// as their methods name them: each store of `module` measured whose prefill is shared,
+/// once, in table order. The others (the heap map) are filled after the post-prefill
+/// snapshot (see [`Prefill::Alone`]).
+pub(super) fn prefilled_stores(cfg: &Config, module: Module) -> Vec<&'static str> {
+    module_kinds(cfg, module)
+        .into_iter()
+        .filter(|k| k.def().prefill == Prefill::Shared)
+        .map(StoreKind::stem)
+        .collect()
+}
+
+/// The stores of `module` that `cfg` measures, each once, in table order.
+fn module_kinds(cfg: &Config, module: Module) -> Vec<StoreKind> {
     let mut kinds: Vec<StoreKind> = cfg
         .stores
         .iter()
         .map(|s| s.store_kind())
-        .filter(|k| k.def().prefill == Prefill::Shared)
+        .filter(|k| k.module() == module)
         .collect();
     kinds.sort();
     kinds.dedup();
-    kinds.into_iter().map(StoreKind::stem).collect()
+    kinds
 }
 
-/// Fills the stable stores with `rows` rows each: ids 0, 10, 20, ..., every row really
-/// inserted, each message a unit of `chain`.
+/// Fills the stable stores of `module`'s canister with `rows` rows each: ids 0, 10, 20,
+/// ..., every row really inserted, each message a unit of `chain`.
 pub fn prefill(
     client: &mut BenchClient<'_>,
     cfg: &Config,
+    module: Module,
     chain: &mut Chain<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<()> {
-    for store in prefilled_stores(cfg) {
+    for store in prefilled_stores(cfg, module) {
         fill(
             client,
             store,
@@ -221,11 +449,33 @@ pub(in crate::suites) fn fill(
     Ok(())
 }
 
+/// Where `module`'s post-prefill state is kept: the cache's folder and the state's key,
+/// when there is a cache and the engine can keep states.
+fn cache_of(
+    engine: &dyn Engine,
+    wasm: &[u8],
+    cfg: &Config,
+    module: Module,
+) -> Result<Option<(PathBuf, [u8; 32])>> {
+    Ok(
+        match (disk_cache::dir(), prefill_key(engine, wasm, cfg, module)?) {
+            (Some(dir), Some(key)) => Some((dir, key)),
+            _ => None,
+        },
+    )
+}
+
 /// The key of a post-prefill state: the engine's part (the module, the engine's
 /// configuration and sources; None if it cannot keep states) and every input of the
 /// prefill: the stores, rows, payload size, id step and chunk, and the code that sends it
-/// (the source fingerprint of src/ and canisters/types, from build.rs).
-fn prefill_key(engine: &dyn Engine, wasm: &[u8], cfg: &Config) -> Result<Option<[u8; 32]>> {
+/// (the source fingerprint of src/ and canisters/types, from build.rs); a module other
+/// than the default is named, its SQLite connections reopened after the fill.
+fn prefill_key(
+    engine: &dyn Engine,
+    wasm: &[u8],
+    cfg: &Config,
+    module: Module,
+) -> Result<Option<[u8; 32]>> {
     let Some(engine_key) = engine.state_key(wasm)? else {
         return Ok(None);
     };
@@ -237,10 +487,13 @@ fn prefill_key(engine: &dyn Engine, wasm: &[u8], cfg: &Config) -> Result<Option<
     h.update(env!("ICBENCH_SOURCE_FINGERPRINT"));
     h.update(format!(
         "\0stores={:?} rows={} payload_size={} id_step={ID_STEP} chunk={PREFILL_CHUNK}",
-        prefilled_stores(cfg),
+        prefilled_stores(cfg, module),
         cfg.rows,
         cfg.payload_size
     ));
+    if module != Module::DEFAULT {
+        h.update(format!("\0module={} reopened", module.name));
+    }
     Ok(Some(h.finalize().into()))
 }
 

@@ -7,18 +7,18 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use super::prefill::{fill, fill_name, prefilled, store_prefill, Prefilled};
+use super::prefill::{fill, fill_name, prefilled, store_prefill, Keep, Prefilled};
 use super::{
     check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, ID_STEP,
     PREFILL_CHUNK,
 };
-use crate::bench_canister::BenchClient;
+use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::MemoryTracker;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Prefill};
-use crate::suites::pool::{self, Lane, Recorder, State, Task};
+use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
 use crate::suites::scenario::{CacheState, Scenario, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
 
@@ -70,7 +70,18 @@ pub fn run(
         source,
         keep,
         cache,
-    } = prefilled(run.engine, run.wasm, cfg, work, run.progress)?;
+        beside,
+    } = prefilled(
+        run.engine,
+        run.wasm,
+        &other_modules(run.modules, cfg)?,
+        cfg,
+        work,
+        run.progress,
+    )?;
+    for b in &beside {
+        client.executed_instructions += b.executed;
+    }
     let setup_before = client.executed_instructions;
 
     let indices = &exec.indices(scenarios.len());
@@ -126,21 +137,28 @@ pub fn run(
     };
     let base = &base;
     let mut tasks: Vec<Task<'_>> = Vec::new();
-    if let Some((state, executed, dir, key)) = keep {
-        tasks.push(
-            Task::new(
-                Kind::Other,
-                "keep the post-prefill state in the cache",
-                move |_| {
-                    store_prefill(state, executed, &dir, &key);
-                    Ok(())
-                },
-            )
-            .after(&prefilled)
-            .priority(KEEP_STATE),
-        );
+    if let Some(keep) = keep {
+        tasks.push(keep_task(keep, "the post-prefill state", &prefilled));
+    }
+    for b in beside {
+        if let Some(keep) = b.keep {
+            let what = format!("the {} module's post-prefill state", b.module.name);
+            tasks.push(keep_task(keep, &what, &b.units));
+        }
+        for &store in cfg
+            .stores
+            .iter()
+            .filter(|s| s.store_kind().module() == b.module)
+        {
+            starts.record(store, b.state.clone());
+            let from = measure_from(store, b.state.clone());
+            tasks.extend(from.into_iter().map(|t| t.after(&b.units)));
+        }
     }
     for &store in &cfg.stores {
+        if store.store_kind().module() != Module::DEFAULT {
+            continue;
+        }
         let prefill = store.store_kind().def().prefill;
         match (prefill, store.journal_mode()) {
             (Prefill::Alone, _) => {
@@ -202,6 +220,33 @@ pub fn run(
         report.work = Some(work.log());
     }
     Ok(report)
+}
+
+/// The modules other than the default that `cfg`'s stores live in, with their bytes.
+fn other_modules<'m>(
+    modules: &'m stores::Modules<'_>,
+    cfg: &Config,
+) -> Result<Vec<(Module, &'m [u8])>> {
+    cfg.modules()
+        .into_iter()
+        .filter(|need| need.module != Module::DEFAULT)
+        .map(|need| Ok((need.module, modules.get(need.module)?)))
+        .collect()
+}
+
+/// Writing a post-prefill state (`what`) into the cache, after `after`.
+fn keep_task<'s>(keep: Keep, what: &str, after: &[UnitId]) -> Task<'s> {
+    let (state, executed, dir, key) = keep;
+    Task::new(
+        Kind::Other,
+        format!("keep {what} in the cache"),
+        move |_| {
+            store_prefill(state, executed, &dir, &key);
+            Ok(())
+        },
+    )
+    .after(after)
+    .priority(KEEP_STATE)
 }
 
 /// The scenarios of a store that start from a state of its own, as a task: `start` makes
@@ -345,6 +390,18 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         let noun = kind.def().noun;
         let noun = noun[..1].to_uppercase() + &noun[1..];
         all_notes.insert(1 + i, format!("{noun} (`{}`) is filled after that snapshot and its scenarios start from a snapshot of their own, so its allocations do not change the other stores' counts.", kind.name()));
+    }
+    let mut own: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
+    own.retain(|k| k.module() != Module::DEFAULT);
+    own.dedup();
+    for kind in own {
+        let (noun, sql) = (kind.def().noun, kind.def().sql);
+        let connection = if sql {
+            ", on a newly opened connection"
+        } else {
+            ""
+        };
+        all_notes.push(format!("{noun} (`{}`) lives in a canister of its own, prefilled the same way; its scenarios start from that canister's snapshot{connection}.", kind.name()));
     }
     let cached: Vec<&str> = cfg
         .stores

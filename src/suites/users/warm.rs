@@ -146,7 +146,7 @@ fn load(
         Ok((id, executed)) => {
             disk_cache::count_hit(WARM);
             lane.client.executed_instructions += executed;
-            Ok(Some((lane.keep(id)?, executed)))
+            Ok(Some((lane.keep(cold.canister(), id)?, executed)))
         }
         Err(e) => {
             disk_cache::count_rejected(WARM);
