@@ -369,8 +369,7 @@ const SQLITE_VFS: StoreDef = StoreDef {
         },
     ],
     sql: true,
-    // Not measured warm yet: its rows are cold only.
-    page_cache: false,
+    page_cache: true,
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,

@@ -52,8 +52,9 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
     // 3 positions x 9 stores x (5 insert batches + 3 reads): docs/suites.md's 216, cold;
-    // then the 6 SQLite stores warm, but for the 10,000-row batches (--warm-max-batch).
-    assert_eq!(matrix.len(), 216 + 3 * 6 * (4 + 3));
+    // then the 7 SQLite stores (6 journal modes, ic-sqlite-vfs) warm, but for the 10,000-row
+    // batches (--warm-max-batch).
+    assert_eq!(matrix.len(), 216 + 3 * 7 * (4 + 3));
     assert!(matrix[..216].iter().all(|s| s.cache == CacheState::Cold));
     assert!(matrix[216..].iter().all(|s| s.cache == CacheState::Warm
         && s.store.store_kind().def().page_cache
@@ -110,7 +111,7 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 90 + 60);
+    assert_eq!(expected.len(), 90 + 70);
     assert_eq!(
         expected[90].key(),
         "sqlite/DELETE/random/point_lookup/1/warm"
@@ -459,8 +460,8 @@ fn lookups_end_to_end_is_deterministic() {
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
     // 2 key orders x 4 stores (heap, btree, SQLite DELETE, SQLite on ic-sqlite-vfs) x 3
-    // batches, every one measured, and SQLite DELETE warm.
-    assert_eq!(a.results.len(), 24 + 2 * 3);
+    // batches, every one measured, and the two SQLite stores warm.
+    assert_eq!(a.results.len(), 24 + 2 * 2 * 3);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -497,10 +498,10 @@ fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
     // 3 positions x 5 stores (heap, btree, DELETE, WAL, ic-sqlite-vfs) x (2 insert batches
-    // + 3 reads), and the two SQLite journal modes warm.
+    // + 3 reads), and the three SQLite stores warm.
     assert_eq!(
         read_report(&first.join("results.json")).results.len(),
-        75 + 3 * 2 * 5
+        75 + 3 * 3 * 5
     );
 }
 
@@ -654,11 +655,11 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
     // 3 positions x 4 stores (heap, btree, SQLite OFF, ic-sqlite-vfs) x (1 insert batch + 3
-    // reads), and SQLite OFF warm.
-    assert_eq!(seed003.results.len(), 48 + 3 * 4);
+    // reads), and the two SQLite stores warm.
+    assert_eq!(seed003.results.len(), 48 + 2 * 3 * 4);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 4 stores x 2 batches, and SQLite warm.
-    assert_eq!(lookups.results.len(), 16 + 2 * 2);
+    // 2 key orders x 4 stores x 2 batches, and the two SQLite stores warm.
+    assert_eq!(lookups.results.len(), 16 + 2 * 2 * 2);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);

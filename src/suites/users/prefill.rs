@@ -198,6 +198,9 @@ pub(super) struct Beside {
     pub executed: u64,
     /// Its post-prefill state for the cache, as [`Prefilled::keep`].
     pub keep: Option<Keep>,
+    /// Its cache directory and post-prefill key, as [`Prefilled::cache`]: its warm starts
+    /// are kept under keys made from it (which name its module).
+    pub cache: Option<(PathBuf, [u8; 32])>,
 }
 
 /// A post-prefill state to write into the cache, with the prefill's instructions, at
@@ -327,6 +330,7 @@ pub(super) fn beside_canister(
         state,
         units: chain.end(),
         executed: client.executed_instructions,
+        cache: cache.clone(),
         keep: keep
             .zip(cache)
             .map(|((state, executed), (dir, key))| (state, executed, dir, key)),

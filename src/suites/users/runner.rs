@@ -70,7 +70,7 @@ pub fn run(
         source,
         keep,
         cache,
-        beside,
+        mut beside,
     } = prefilled(
         run.engine,
         run.wasm,
@@ -91,7 +91,12 @@ pub fn run(
     let starts = Starts::default();
     let engine_name = session.engine_name.as_str();
     let starts = &starts;
-    let cache = cache.as_ref();
+    // Each canister's cache directory and post-prefill key, which its stores' warm starts
+    // are kept under: the default module's, then those of `beside`, in order.
+    let caches: Vec<Option<(PathBuf, [u8; 32])>> = std::iter::once(cache)
+        .chain(beside.iter_mut().map(|b| b.cache.take()))
+        .collect();
+    let caches = &caches;
     // The scenarios of `store` in the cache state `cache`, from `start`.
     let scenarios_in =
         move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
@@ -115,32 +120,38 @@ pub fn run(
                 .collect()
         };
     let scenarios_in = &scenarios_in;
-    // From a store's (cold) start: its cold scenarios, and the task that makes its warm start
-    // (when the plan has warm scenarios of it, in this shard or not: every shard counts the
-    // same setup), which then spawns them.
+    // From a store's (cold) start in the canister `canister` (of `caches`):
+    // its cold scenarios, and the task that makes its warm start (when the plan has warm
+    // scenarios of it, in this shard or not: every shard counts the same setup), which then
+    // spawns them.
+    let measure_in =
+        move |store: Store, start: Result<State, String>, canister: usize| -> Vec<Task<'_>> {
+            let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
+            let warm = scenarios
+                .iter()
+                .any(|s| s.store == store && s.cache == CacheState::Warm);
+            if warm {
+                tasks.push(warm_start_task(
+                    store,
+                    start,
+                    starts,
+                    cfg,
+                    caches[canister].as_ref(),
+                    scenarios_in,
+                ));
+            }
+            tasks
+        };
+    // The same in the default module's canister.
     let measure_from = move |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
-        let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
-        let warm = scenarios
-            .iter()
-            .any(|s| s.store == store && s.cache == CacheState::Warm);
-        if warm {
-            tasks.push(warm_start_task(
-                store,
-                start,
-                starts,
-                cfg,
-                cache,
-                scenarios_in,
-            ));
-        }
-        tasks
+        measure_in(store, start, 0)
     };
     let base = &base;
     let mut tasks: Vec<Task<'_>> = Vec::new();
     if let Some(keep) = keep {
         tasks.push(keep_task(keep, "the post-prefill state", &prefilled));
     }
-    for b in beside {
+    for (canister, b) in (1..).zip(beside) {
         if let Some(keep) = b.keep {
             let what = format!("the {} module's post-prefill state", b.module.name);
             tasks.push(keep_task(keep, &what, &b.units));
@@ -151,7 +162,7 @@ pub fn run(
             .filter(|s| s.store_kind().module() == b.module)
         {
             starts.record(store, b.state.clone());
-            let from = measure_from(store, b.state.clone());
+            let from = measure_in(store, b.state.clone(), canister);
             tasks.extend(from.into_iter().map(|t| t.after(&b.units)));
         }
     }
