@@ -7,6 +7,7 @@
 
 mod client;
 mod module;
+pub(crate) use module::same_name;
 
 pub use client::{Attempt, BenchClient, Measured, Rejected};
 pub use module::{

@@ -13,6 +13,8 @@
 
 use anyhow::Result;
 
+// Names compared in const context (the lookups that name a row): the module list's.
+use crate::bench_canister::same_name as same;
 use crate::bench_canister::{BenchClient, Module, Stats};
 use crate::engine::cost::WASM_PAGE_SIZE;
 use bench_types::names::{self, DbBenchStore, HeapEncoding, KeysStore, SysbenchStore};
@@ -455,22 +457,6 @@ const BTREE_BOUNDED: StoreDef = StoreDef {
         "the bounded value type",
     )
 };
-
-/// Whether two names are the same (in const context, for the lookups that name a row).
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
 
 /// The row called `name` (`--stores` or `--tune-variants` value), if any.
 pub fn find(name: &str) -> Option<StoreKind> {

@@ -148,8 +148,9 @@ pub struct Module {
     index: usize,
 }
 
-/// Whether two names are equal, in a const context.
-const fn same_name(a: &str, b: &str) -> bool {
+/// Whether two names are equal, in a const context (the module list's and the store
+/// table's lookups by name).
+pub(crate) const fn same_name(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;
