@@ -224,15 +224,21 @@ const STATEFUL: &str = r#"(module
         (call $reply))
     (export "canister_update step" (func $step)))"#;
 
+/// The `STATEFUL` module installed on a fresh engine and stepped `steps` times.
+fn stepped(steps: usize) -> (Vec<u8>, EmbeddedEngine, candid::Principal) {
+    let wasm = wat::parse_str(STATEFUL).unwrap();
+    let mut engine = EmbeddedEngine::default();
+    let (id, install) = engine.install(&wasm, &[]).unwrap();
+    install.result.unwrap();
+    for _ in 0..steps {
+        engine.update(id, "step", &[]).unwrap().result.unwrap();
+    }
+    (wasm, engine, id)
+}
+
 #[test]
 fn an_imported_state_continues_as_the_exported_one() {
-    let wasm = wat::parse_str(STATEFUL).unwrap();
-    let mut a = EmbeddedEngine::default();
-    let (id, install) = a.install(&wasm, &[]).unwrap();
-    install.result.unwrap();
-    for _ in 0..3 {
-        a.update(id, "step", &[]).unwrap().result.unwrap();
-    }
+    let (wasm, mut a, id) = stepped(3);
     let state = a.export_state(id).unwrap().into_bytes();
 
     let mut b = EmbeddedEngine::default();
@@ -487,13 +493,7 @@ fn no_test_runs_icbench_with_the_users_cache() {
 
 #[test]
 fn a_state_kept_as_changes_comes_back_on_its_base() {
-    let wasm = wat::parse_str(STATEFUL).unwrap();
-    let mut a = EmbeddedEngine::default();
-    let (id, install) = a.install(&wasm, &[]).unwrap();
-    install.result.unwrap();
-    for _ in 0..2 {
-        a.update(id, "step", &[]).unwrap().result.unwrap();
-    }
+    let (wasm, mut a, id) = stepped(2);
     let full = a.export_state(id).unwrap().into_bytes();
     let base = a.snapshot(id).unwrap();
     a.update(id, "step", &[]).unwrap().result.unwrap();
