@@ -432,6 +432,22 @@ pub fn compile(
     Ok(compiled)
 }
 
+/// Runs `f` with what it runs on rayon (wasmtime's parallel compile) kept on the calling
+/// thread: a one-thread pool made of this thread, so that a compile beside another lane's
+/// work takes this core only, not both (see `users::prefill::with_beside`). Where such a
+/// pool cannot be made (the thread already works for one), `f` runs as it would anyway.
+pub fn on_this_core<R>(f: impl FnOnce() -> R) -> R {
+    // rayon keeps the registry of a pool that uses the current thread (a few kilobytes,
+    // once per run); the thread stays its only worker until it ends.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build();
+    let out = f();
+    drop(pool);
+    out
+}
+
 /// What [`in_parallel`] tells its caller's thread, for a progress bar.
 pub enum Event {
     /// The calling thread starts item `i`.
@@ -517,6 +533,28 @@ pub fn in_parallel<W: Send, R: Send>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn on_this_core_keeps_rayon_work_on_the_calling_thread() {
+        use rayon::prelude::*;
+        std::thread::spawn(|| {
+            let me = std::thread::current().id();
+            let (threads, ran_on) = on_this_core(|| {
+                let ran_on: Vec<std::thread::ThreadId> = (0..64)
+                    .into_par_iter()
+                    .map(|_| std::thread::current().id())
+                    .collect();
+                (rayon::current_num_threads(), ran_on)
+            });
+            assert_eq!(threads, 1);
+            assert_eq!(ran_on.len(), 64);
+            assert!(ran_on.iter().all(|&t| t == me));
+            // A second call on a thread that already is the pool's runs as before.
+            assert_eq!(on_this_core(|| (0..8).into_par_iter().sum::<i32>()), 28);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn shards_are_disjoint_and_cover_the_plan() {
