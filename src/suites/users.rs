@@ -425,21 +425,37 @@ impl Call {
             .collect()
     }
 
-    /// Whether `w` warm-ups of `s` fit in a table of `rows` rows: the windows below a middle
-    /// position's measured one reach at most the first id, those below an end read's the
-    /// first row; random inserts, each of ids no other took, take at most half of the
-    /// absent ids (the draws stay quick); random reads and end inserts always fit.
-    pub fn warm_ups_fit(s: &Scenario, rows: u64, w: u64) -> bool {
+    /// Whether `w` warm-ups of `s` fit in a table of `rows` rows, else why not: the windows
+    /// below a middle position's measured one reach at most the first id, those below an end
+    /// read's the first row; random inserts, each of ids no other took, take at most half of
+    /// the absent ids (the draws stay quick); random reads and end inserts always fit.
+    pub fn warm_ups_fit(s: &Scenario, rows: u64, w: u64) -> Result<(), String> {
         let n = s.operation.rows();
-        match (s.operation, s.position) {
-            (_, Position::Middle) => w.saturating_mul(n) <= rows / 2,
-            (Operation::Insert { .. }, Position::End) => true,
-            (_, Position::End) => w.saturating_add(1).saturating_mul(n) <= rows,
-            (Operation::Insert { .. }, Position::Random | Position::Sorted) => {
-                w.saturating_add(1).saturating_mul(n) <= rows * (ID_STEP - 1) / 2
-            }
-            (_, Position::Random | Position::Sorted) => true,
+        let (fits, rule) = match (s.operation, s.position) {
+            (_, Position::Middle) => (
+                w.saturating_mul(n) <= rows / 2,
+                "they take the W windows of ids just below the middle one: W x batch <= rows / 2",
+            ),
+            (Operation::Insert { .. }, Position::End) => (true, ""),
+            (_, Position::End) => (
+                w.saturating_add(1).saturating_mul(n) <= rows,
+                "they take the W windows of rows just below the last one: (W + 1) x batch <= rows",
+            ),
+            (Operation::Insert { .. }, Position::Random | Position::Sorted) => (
+                w.saturating_add(1).saturating_mul(n) <= rows * (ID_STEP - 1) / 2,
+                "each takes absent ids no other took: (W + 1) x batch <= rows x 9 / 2",
+            ),
+            (_, Position::Random | Position::Sorted) => (true, ""),
+        };
+        if fits {
+            return Ok(());
         }
+        Err(format!(
+            "{w} warm-ups of a {} {}/{n} do not fit in {} rows ({rule})",
+            s.position,
+            s.operation.kind(),
+            thousands(rows)
+        ))
     }
 
     /// The rows (or keys) the call inserts or must find.
@@ -725,6 +741,83 @@ fn pages_delta(before: u64, after: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warm_ups_are_the_windows_below_and_draws_of_their_own() {
+        let cfg = Config {
+            rows: 2_000,
+            ..Config::default()
+        };
+        let at = |position, operation| Scenario {
+            store: Store::BTree,
+            position,
+            operation,
+            cache: CacheState::Cold,
+        };
+        let insert = Operation::Insert { rows: 10 };
+        // Middle: the k-th of 3 is the (4 - k)-th window of 10 ids below the measured one.
+        let middle = Call::warm_ups(&at(Position::Middle, insert), &cfg, 3);
+        let offsets: Vec<u64> = middle
+            .iter()
+            .map(|c| match c {
+                Call::Insert { offset, .. } => *offset,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(offsets, [10_001 - 300, 10_001 - 200, 10_001 - 100]);
+        // End: appends, the measured message after them.
+        let end = at(Position::End, insert);
+        let appended: Vec<Call> = Call::warm_ups(&end, &cfg, 2);
+        assert_eq!(
+            appended[1],
+            Call::Insert {
+                offset: 20_010,
+                step: 1,
+                count: 10
+            }
+        );
+        assert_eq!(
+            Call::after_warm_ups(&end, &cfg, 2),
+            Call::Insert {
+                offset: 20_020,
+                step: 1,
+                count: 10
+            }
+        );
+        // Random: absent ids, none measured nor an earlier warm-up's; W = 1 is the warm
+        // scenario's one message.
+        let random = at(Position::Random, insert);
+        let mut seen: HashSet<u64> = random_absent_ids(cfg.seed, cfg.rows, 10)
+            .into_iter()
+            .collect();
+        for call in Call::warm_ups(&random, &cfg, 5) {
+            let Call::InsertIds(ids) = call else { panic!() };
+            assert_eq!(ids.len(), 10);
+            for id in ids {
+                assert!(id % ID_STEP != 0 && seen.insert(id), "{id}");
+            }
+        }
+        let warm = Scenario {
+            cache: CacheState::Warm,
+            ..random
+        };
+        assert_eq!(
+            Call::warm_up(&warm, &cfg),
+            Call::warm_ups(&random, &cfg, 5)[0]
+        );
+        // What fits: 100 middle windows of 10 ids in 1,000 ids below the middle, not 101.
+        let fit = |position, w| Call::warm_ups_fit(&at(position, insert), cfg.rows, w);
+        assert_eq!(fit(Position::Middle, 100), Ok(()));
+        assert_eq!(
+            fit(Position::Middle, 101).unwrap_err(),
+            "101 warm-ups of a middle insert/10 do not fit in 2,000 rows (they take the W windows of ids just below the middle one: W x batch <= rows / 2)"
+        );
+        assert_eq!(fit(Position::End, 1_000_000), Ok(()));
+        assert!(fit(Position::Random, 900).is_err());
+        let lookup = at(Position::End, Operation::PointLookups { keys: 10 });
+        assert_eq!(Call::warm_ups_fit(&lookup, cfg.rows, 199), Ok(()));
+        assert!(Call::warm_ups_fit(&lookup, cfg.rows, 200).is_err());
+    }
 
     #[test]
     fn the_estimate_counts_each_store_kind_once_and_each_journal_mode() {

@@ -463,7 +463,8 @@ fn measure(
         args: call.candid_args(),
         ..record_of(point, cfg)
     };
-    match start {
+    let fits = Call::warm_ups_fit(scenario, cfg.rows, point.warm_ups);
+    match start.and_then(|state| fits.map(|()| state)) {
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
