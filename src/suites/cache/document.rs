@@ -7,8 +7,8 @@
 use crate::report::format::thousands;
 use crate::report::svg::Axes;
 use crate::report::{
-    message_cells_legend, Align, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report,
-    ScenarioResult, Series, Status, Table,
+    Align, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series,
+    Status, Table,
 };
 use crate::suites::grid::{self, StoreColumn};
 
@@ -62,9 +62,8 @@ fn heading(warm_ups: &str) -> String {
 
 pub(super) fn document(report: &Report) -> Document {
     let mut doc = Document::default();
-    doc.markdown.push(message_cells_legend(report));
     doc.markdown.push(Block::Text(
-        "Each cell: the charged instructions of the measured message and, in parentheses, the 64 KiB pages of the heap and of stable memory it accessed (results.csv has the pages written, the store's own count and the rest). W: the update messages of the workload sent on the same connection before it, from the store's cold start; `full+1`: the state the tables call warm (the whole table read, then one message).\n".into(),
+        "Each cell: the instructions the measured message was charged (its whole execution, page charges included) and, in parentheses, the 64 KiB pages of the heap and of stable memory it accessed (results.csv has the pages written, the store's own count and the rest). W: the update messages of the workload sent on the same connection before it, from the store's cold start; `full+1`: the state the tables call warm (the whole table read, then one message). The plots draw each store's charged instructions over W + 1, the measured message's place on the connection (log axes).\n".into(),
     ));
     let columns = first_seen(swept(report).map(|r| r.warm_ups.clone()));
     let mut footnotes = Footnotes::default();
