@@ -524,6 +524,14 @@ pub trait Engine {
         Ok(None)
     }
 
+    /// A new engine of this one's kind and configuration (its limits, replica vintage and
+    /// host) with no canister in it, for a canister whose state must be its engine's first
+    /// and only one (a kept post-prefill state of another module's canister); `None` for an
+    /// engine that cannot make one (a PocketIC server: callers then use this engine).
+    fn fresh(&self) -> Option<Box<dyn Engine + Send>> {
+        None
+    }
+
     /// The snapshot as a value that forks of this engine take in with [`Engine::adopt`];
     /// `Ok(None)` where states cannot move between engines (PocketIC, which cannot fork).
     fn share(&mut self, _snapshot: SnapshotId) -> Result<Option<SharedSnapshot>> {
