@@ -612,8 +612,8 @@ fn one_colour_per_series(out: &Path) {
             }
         }
     }
-    // seed003 3, lookups 2, dbbench 1, keys 1, sysbench 1, upgrade 4, scaling 8.
-    assert_eq!(plots.len(), 20, "{plots:?}");
+    // seed003 3, lookups 2, dbbench 1, keys 1, sysbench 1, upgrade 4, scaling 8, cache 3.
+    assert_eq!(plots.len(), 23, "{plots:?}");
     let mut colour_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
     let mut series_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
     let mut stores_seen = std::collections::BTreeSet::new();
