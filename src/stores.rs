@@ -282,7 +282,10 @@ const SQLITE: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
-    suites: EVERY_SUITE,
+    // Every suite, and the cache suite's sweep of its page cache.
+    suites: &[
+        "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune", "cache",
+    ],
     schemas: &[
         // `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on the key
         // (for a u64 key, INTEGER PRIMARY KEY is the rowid: one B-tree). The records name
@@ -378,7 +381,7 @@ const SQLITE_VFS: StoreDef = StoreDef {
     // The users suites, which make a canister per module; upgrade, scaling and tune measure
     // the stores of the default module's canister only, and dbbench, keys and sysbench
     // send their SQL to the bench canister's methods (docs/suites.md).
-    suites: &["seed003", "lookups"],
+    suites: &["seed003", "lookups", "cache"],
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest

@@ -80,7 +80,15 @@ pub struct Comparison {
 }
 
 /// What identifies a scenario across runs; the engine is left out on purpose.
-type Key = (String, String, String, String, String, u64, CacheState);
+type Key = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    u64,
+    (CacheState, String),
+);
 
 fn key(r: &ScenarioResult) -> Key {
     (
@@ -90,7 +98,7 @@ fn key(r: &ScenarioResult) -> Key {
         r.position.clone(),
         r.operation.clone(),
         r.batch,
-        r.cache,
+        (r.cache, r.warm_ups.clone()),
     )
 }
 
@@ -107,9 +115,10 @@ fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
 
 fn key_text(k: &Key) -> String {
     let mode = if k.2.is_empty() { "-" } else { k.2.as_str() };
-    let cache = match k.6 {
-        CacheState::Cold => String::new(),
-        state => format!("/{state}"),
+    let cache = match &k.6 {
+        (_, warm_ups) if !warm_ups.is_empty() => format!("/w{warm_ups}"),
+        (CacheState::Cold, _) => String::new(),
+        (state, _) => format!("/{state}"),
     };
     format!("{}/{}/{}/{}/{}/{}{cache}", k.0, k.1, mode, k.3, k.4, k.5)
 }
@@ -147,7 +156,7 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
             operations.iter().position(|v| *v == k.4),
             k.5,
             stores.iter().position(|(s, m)| *s == k.1 && *m == k.2),
-            k.6,
+            k.6.clone(),
         )
     });
 

@@ -7,13 +7,15 @@ use crate::engine::PageCounts;
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
 /// `cache` is written only by a report that has a warm record, so the files of cold runs
-/// stay as they were before the column.
-pub(crate) const HEADER: [&str; 31] = [
+/// stay as they were before the column; `warm_ups` only by one with a record of the cache
+/// suite's sweep.
+pub(crate) const HEADER: [&str; 32] = [
     "suite",
     "engine",
     "store",
     "journal_mode",
     CACHE,
+    WARM_UPS,
     "position",
     "operation",
     "batch",
@@ -45,14 +47,19 @@ pub(crate) const HEADER: [&str; 31] = [
 /// The column of the page cache's state, and where it goes.
 const CACHE: &str = "cache";
 const CACHE_COLUMN: usize = 4;
+/// The column of W, the warm-up messages before the measured one, and where it goes.
+const WARM_UPS: &str = "warm_ups";
+const WARM_UPS_COLUMN: usize = 5;
 
 /// results.csv with RFC 4180 quoting and CRLF line ends.
 pub fn csv(report: &Report) -> String {
     let with_cache = report.results.iter().any(|r| !r.cache.is_cold());
-    let columns = |row: [String; 31]| {
+    let with_warm_ups = report.results.iter().any(|r| !r.warm_ups.is_empty());
+    let columns = |row: [String; 32]| {
         row.into_iter()
             .enumerate()
             .filter(move |&(i, _)| with_cache || i != CACHE_COLUMN)
+            .filter(move |&(i, _)| with_warm_ups || i != WARM_UPS_COLUMN)
             .map(|(_, f)| f)
     };
     let mut out = line(columns(HEADER.map(String::from)));
@@ -62,7 +69,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 31] {
+fn fields(r: &ScenarioResult) -> [String; 32] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -76,6 +83,7 @@ fn fields(r: &ScenarioResult) -> [String; 31] {
         store,
         journal_mode,
         cache,
+        warm_ups,
         position,
         operation,
         batch,
@@ -109,6 +117,7 @@ fn fields(r: &ScenarioResult) -> [String; 31] {
         store.clone(),
         journal_mode.clone(),
         cache.to_string(),
+        warm_ups.clone(),
         position.clone(),
         operation.clone(),
         batch.to_string(),
@@ -163,6 +172,7 @@ mod tests {
         let mut r = result("btree", "", "middle", "insert", 1, 1);
         r.status = Status::Refused("x".into());
         r.cache = crate::report::CacheState::Warm;
+        r.warm_ups = "10".into();
         let value = serde_json::to_value(&r).unwrap();
         let mut keys: Vec<&str> = value
             .as_object()
@@ -203,6 +213,22 @@ mod tests {
         )]));
         let row = alone.lines().nth(1).unwrap();
         assert_eq!(lines[1].replacen(",cold,", ",", 1), row);
+    }
+
+    #[test]
+    fn the_warm_ups_column_comes_with_the_first_record_of_a_sweep() {
+        let cold = result("sqlite", "OFF", "middle", "insert", 1, 1);
+        let mut warm = cold.clone();
+        warm.cache = crate::report::CacheState::Warm;
+        let mut swept = warm.clone();
+        swept.warm_ups = "full+1".into();
+        let text = csv(&report(vec![cold.clone(), warm]));
+        assert!(!text.contains(WARM_UPS), "{text}");
+        let text = csv(&report(vec![cold, swept]));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("suite,engine,store,journal_mode,cache,warm_ups,position,"));
+        assert!(lines[1].starts_with("unit,embedded,sqlite,OFF,cold,,middle,insert,1,"));
+        assert!(lines[2].starts_with("unit,embedded,sqlite,OFF,warm,full+1,middle,insert,1,"));
     }
 
     #[test]

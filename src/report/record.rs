@@ -80,6 +80,12 @@ pub struct ScenarioResult {
     /// results.json when cold, so a report of cold records reads and writes as before it.
     #[serde(default, skip_serializing_if = "CacheState::is_cold")]
     pub cache: CacheState,
+    /// W, the update messages of the workload sent on the same connection before the measured
+    /// one, from its start (`full+W`: after the message that reads the whole table): the
+    /// cache suite's sweep. Empty for every other record, and then left out of results.json
+    /// and results.csv.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub warm_ups: String,
     /// The suite's own row dimension within a store (where rows go, a key type, a
     /// section), named `position` in the files since the first suite.
     pub position: String,
@@ -146,7 +152,7 @@ pub struct ScenarioResult {
 impl ScenarioResult {
     /// The id `--profile PATTERN` matches and profiles are named by: the store (with its
     /// journal mode), position, operation and batch, e.g. `sqlite-wal/middle/insert/1`,
-    /// then `/warm` for a warm record, lower case, in characters a file name can take.
+    /// then `/warm` for a warm record (`/wW` for a record of W warm-ups), lower case, in characters a file name can take.
     /// [`scenario_ids`] makes them unique.
     pub fn base_id(&self) -> String {
         let store = if self.journal_mode.is_empty() {
@@ -158,7 +164,9 @@ impl ScenarioResult {
             "{store}/{}/{}/{}",
             self.position, self.operation, self.batch
         );
-        if !self.cache.is_cold() {
+        if !self.warm_ups.is_empty() {
+            id = format!("{id}/w{}", self.warm_ups);
+        } else if !self.cache.is_cold() {
             id = format!("{id}/{}", self.cache);
         }
         id.to_lowercase()

@@ -14,6 +14,7 @@ use crate::engine::Engine;
 use crate::report::{Document, Report};
 use crate::stores::{ModuleNeed, Modules};
 
+pub mod cache;
 pub mod capacity;
 pub mod dbbench;
 pub mod decision;
@@ -36,7 +37,7 @@ pub use pool::{Exec, Shard};
 use scenario::{CacheState, JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
-pub static REGISTRY: [&dyn Suite; 8] = [
+pub static REGISTRY: [&dyn Suite; 9] = [
     &seed003::Seed003,
     &lookups::Lookups,
     &dbbench::DbBench,
@@ -45,6 +46,7 @@ pub static REGISTRY: [&dyn Suite; 8] = [
     &upgrade::Upgrade,
     &scaling::Scaling,
     &tune::Tune,
+    &cache::Cache,
 ];
 
 /// A suite as the CLI sees it: a name, its flags, and a plan made from them.
@@ -268,13 +270,19 @@ mod tests {
         let names: Vec<&str> = REGISTRY.iter().map(|s| s.name()).collect();
         assert_eq!(
             names,
-            ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune"]
+            [
+                "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
+                "cache"
+            ]
         );
         let picked = select(&["keys".into(), "ALL".into()]).unwrap();
         let picked: Vec<&str> = picked.iter().map(|s| s.name()).collect();
         assert_eq!(
             picked,
-            ["keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling", "tune"]
+            [
+                "keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling", "tune",
+                "cache"
+            ]
         );
         let err = select(&["nope".into()]).err().unwrap().to_string();
         assert!(

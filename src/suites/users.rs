@@ -22,7 +22,7 @@ mod warm;
 
 pub(super) use prefill::fill;
 pub use prefill::{fill_name, prefill};
-pub use runner::{run, AfterScenarios};
+pub use runner::{run, run_points, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
 /// decides the heap layout every later count starts from (and the cached states' keys).
@@ -227,12 +227,26 @@ pub fn random_present_ids(seed: u64, rows: u64, count: u64) -> Vec<u64> {
     ids
 }
 
-/// The seed of the warm-up messages' draws: another stream than the measured message's
-/// (`random_absent_ids`, `random_present_ids`), so a warm-up never reads or writes the
-/// measured ids by construction of the seed (and never does: they are excluded).
-fn warm_up_seed(seed: u64) -> u64 {
-    seed ^ 0x3A11_CACE ^ 0x9E37_79B9_7F4A_7C15
+/// The seed of the k-th warm-up message's draws (k from 1): another stream than the
+/// measured message's (`random_absent_ids`, `random_present_ids`), so a warm-up never reads
+/// or writes the measured ids by construction of the seed (and never does: they are
+/// excluded).
+fn warm_up_seed(seed: u64, k: u64) -> u64 {
+    seed ^ 0x3A11_CACE ^ k.wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
+
+/// The warm-up messages a scenario of `cache` sends before its measured one by default:
+/// none cold, one warm (on the warm start: docs/suites.md's warm).
+pub fn default_warm_ups(cache: CacheState) -> u64 {
+    match cache {
+        CacheState::Cold => 0,
+        CacheState::Warm => WARM_UP_MESSAGES,
+    }
+}
+
+/// The messages of its workload a warm scenario sends after the whole table was read and
+/// before the measured one.
+pub const WARM_UP_MESSAGES: u64 = 1;
 
 /// `count` distinct ids from `draw`, none of them in `taken`.
 fn draw_distinct(count: u64, taken: &[u64], mut draw: impl FnMut() -> u64) -> Vec<u64> {
@@ -262,6 +276,12 @@ impl Call {
     /// The measured message of `s`: seed003's call; warm, an end insert appends after the
     /// rows its warm-up appended.
     pub(super) fn for_scenario(s: &Scenario, cfg: &Config) -> Call {
+        Call::after_warm_ups(s, cfg, default_warm_ups(s.cache))
+    }
+
+    /// The measured message of `s` after `warm_ups` messages of its workload: seed003's
+    /// call, except that an end insert appends after the rows the warm-ups appended.
+    pub(super) fn after_warm_ups(s: &Scenario, cfg: &Config, warm_ups: u64) -> Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
@@ -271,7 +291,7 @@ impl Call {
                 count: n,
             },
             (Operation::Insert { rows: n }, Position::End) => Call::Insert {
-                offset: rows * ID_STEP + if s.cache.is_cold() { 0 } else { n },
+                offset: rows * ID_STEP + warm_ups * n,
                 step: 1,
                 count: n,
             },
@@ -320,17 +340,25 @@ impl Call {
     }
 
     /// The message a warm scenario sends before its measured one, on the warm start state:
-    /// one message of the same workload at other ids (reads as their `_update` twins, which
-    /// [`run_update`] sends, since a query's heap changes are discarded). Middle and end
-    /// positions use the window of ids just below the measured one (end inserts append
-    /// first, the measured message after them); random and sorted ones a draw of their own
-    /// ([`warm_up_seed`]) that excludes the measured ids.
+    /// one message of the same workload at other ids ([`Call::warm_ups`] with W = 1).
     pub(super) fn warm_up(s: &Scenario, cfg: &Config) -> Call {
+        let mut one = Call::warm_ups(s, cfg, 1);
+        one.pop().expect("one warm-up")
+    }
+
+    /// The `w` messages of `s`'s workload sent before its measured one, in order (reads as
+    /// their `_update` twins, which [`run_update`] sends, since a query's heap changes are
+    /// discarded). Middle and end positions use the windows of ids just below the measured
+    /// one, the k-th of `w` the (w − k + 1)-th window below it (end inserts append, the
+    /// measured message after them); random and sorted ones draw the k-th from a stream of
+    /// its own ([`warm_up_seed`]) and exclude the measured ids and, for inserts, the earlier
+    /// warm-ups' ones. The windows must fit below the measured one:
+    /// [`Call::warm_ups_fit`].
+    pub(super) fn warm_ups(s: &Scenario, cfg: &Config, w: u64) -> Vec<Call> {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         let n = s.operation.rows();
-        let mut rng = SplitMix64::new(warm_up_seed(cfg.seed));
-        let measured = match Call::for_scenario(s, cfg) {
+        let mut taken = match Call::after_warm_ups(s, cfg, w) {
             Call::InsertIds(ids) | Call::GetIds(ids) => ids,
             _ => Vec::new(),
         };
@@ -340,50 +368,94 @@ impl Call {
             }
             ids
         };
-        match (s.operation, s.position) {
-            (Operation::Insert { .. }, Position::Middle) => Call::Insert {
-                offset: middle + 1 - n * ID_STEP,
-                step: ID_STEP,
-                count: n,
-            },
-            (Operation::Insert { .. }, Position::End) => Call::Insert {
-                offset: rows * ID_STEP,
-                step: 1,
-                count: n,
-            },
-            (Operation::Insert { .. }, Position::Random | Position::Sorted) => {
-                Call::InsertIds(sorted(draw_distinct(n, &measured, || {
-                    rng.below(rows) * ID_STEP + 1 + rng.below(ID_STEP - 1)
-                })))
-            }
-            (Operation::PointLookups { .. }, Position::Middle) => Call::Get {
-                offset: middle - n * ID_STEP,
-                step: ID_STEP,
-                count: n,
-            },
-            (Operation::PointLookups { .. }, Position::End) => Call::Get {
-                offset: (rows - 2 * n) * ID_STEP,
-                step: ID_STEP,
-                count: n,
-            },
-            (Operation::PointLookups { .. }, Position::Random | Position::Sorted) => {
-                Call::GetIds(sorted(draw_distinct(n, &measured, || {
-                    rng.below(rows) * ID_STEP
-                })))
-            }
-            (Operation::RangeScan { .. }, Position::Middle) => Call::Scan {
-                offset: middle - n * ID_STEP,
-                count: n,
-            },
-            (Operation::RangeScan { .. }, Position::End) => Call::Scan {
-                offset: (rows - 2 * n) * ID_STEP,
-                count: n,
-            },
-            (Operation::RangeScan { .. }, Position::Random | Position::Sorted) => Call::Scan {
-                offset: rng.below(rows - n) * ID_STEP,
-                count: n,
-            },
+        (1..=w)
+            .map(|k| {
+                let mut rng = SplitMix64::new(warm_up_seed(cfg.seed, k));
+                // Windows below the measured one: the first warm-up the farthest.
+                let below = (w - k + 1) * n * ID_STEP;
+                match (s.operation, s.position) {
+                    (Operation::Insert { .. }, Position::Middle) => Call::Insert {
+                        offset: middle + 1 - below,
+                        step: ID_STEP,
+                        count: n,
+                    },
+                    (Operation::Insert { .. }, Position::End) => Call::Insert {
+                        offset: rows * ID_STEP + (k - 1) * n,
+                        step: 1,
+                        count: n,
+                    },
+                    (Operation::Insert { .. }, Position::Random | Position::Sorted) => {
+                        let ids = draw_distinct(n, &taken, || {
+                            rng.below(rows) * ID_STEP + 1 + rng.below(ID_STEP - 1)
+                        });
+                        taken.extend_from_slice(&ids);
+                        Call::InsertIds(sorted(ids))
+                    }
+                    (Operation::PointLookups { .. }, Position::Middle) => Call::Get {
+                        offset: middle - below,
+                        step: ID_STEP,
+                        count: n,
+                    },
+                    (Operation::PointLookups { .. }, Position::End) => Call::Get {
+                        offset: (rows - n) * ID_STEP - below,
+                        step: ID_STEP,
+                        count: n,
+                    },
+                    (Operation::PointLookups { .. }, Position::Random | Position::Sorted) => {
+                        Call::GetIds(sorted(draw_distinct(n, &taken, || {
+                            rng.below(rows) * ID_STEP
+                        })))
+                    }
+                    (Operation::RangeScan { .. }, Position::Middle) => Call::Scan {
+                        offset: middle - below,
+                        count: n,
+                    },
+                    (Operation::RangeScan { .. }, Position::End) => Call::Scan {
+                        offset: (rows - n) * ID_STEP - below,
+                        count: n,
+                    },
+                    (Operation::RangeScan { .. }, Position::Random | Position::Sorted) => {
+                        Call::Scan {
+                            offset: rng.below(rows - n) * ID_STEP,
+                            count: n,
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Whether `w` warm-ups of `s` fit in a table of `rows` rows, else why not: the windows
+    /// below a middle position's measured one reach at most the first id, those below an end
+    /// read's the first row; random inserts, each of ids no other took, take at most half of
+    /// the absent ids (the draws stay quick); random reads and end inserts always fit.
+    pub fn warm_ups_fit(s: &Scenario, rows: u64, w: u64) -> Result<(), String> {
+        let n = s.operation.rows();
+        let (fits, rule) = match (s.operation, s.position) {
+            (_, Position::Middle) => (
+                w.saturating_mul(n) <= rows / 2,
+                "they take the W windows of ids just below the middle one: W x batch <= rows / 2",
+            ),
+            (Operation::Insert { .. }, Position::End) => (true, ""),
+            (_, Position::End) => (
+                w.saturating_add(1).saturating_mul(n) <= rows,
+                "they take the W windows of rows just below the last one: (W + 1) x batch <= rows",
+            ),
+            (Operation::Insert { .. }, Position::Random | Position::Sorted) => (
+                w.saturating_add(1).saturating_mul(n) <= rows * (ID_STEP - 1) / 2,
+                "each takes absent ids no other took: (W + 1) x batch <= rows x 9 / 2",
+            ),
+            (_, Position::Random | Position::Sorted) => (true, ""),
+        };
+        if fits {
+            return Ok(());
         }
+        Err(format!(
+            "{w} warm-ups of a {} {}/{n} do not fit in {} rows ({rule})",
+            s.position,
+            s.operation.kind(),
+            thousands(rows)
+        ))
     }
 
     /// The rows (or keys) the call inserts or must find.
@@ -477,12 +549,76 @@ pub(super) fn check_rows(reply: Reply, expected: u64, call: &Call) -> Result<(),
     Ok(())
 }
 
-/// What names a scenario's record (and so its id) before it runs.
-fn record_of(scenario: &Scenario, cfg: &Config) -> ScenarioResult {
+/// A scenario as a run measures it: from its store's start in its cache state (cold: the
+/// connection as opened; warm: after the message that reads the whole table), after
+/// `warm_ups` messages of its workload. A point of the cache suite's sweep says its W in
+/// its record's `warm_ups`; the other suites' points are their scenarios as they were.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Point {
+    pub scenario: Scenario,
+    pub warm_ups: u64,
+    /// Whether the record names W (the cache suite's sweep).
+    pub swept: bool,
+}
+
+impl Point {
+    /// `scenario` as the users suites measure it: cold, the first message on the connection;
+    /// warm, after [`WARM_UP_MESSAGES`].
+    pub fn of(scenario: Scenario) -> Point {
+        Point {
+            scenario,
+            warm_ups: default_warm_ups(scenario.cache),
+            swept: false,
+        }
+    }
+
+    /// `scenario` after `warm_ups` messages of its workload, W recorded.
+    pub fn swept(scenario: Scenario, warm_ups: u64) -> Point {
+        Point {
+            scenario,
+            warm_ups,
+            swept: true,
+        }
+    }
+
+    /// W as the `warm_ups` column writes it: the count, `full+W` from the warm start.
+    pub fn label(&self) -> String {
+        match self.scenario.cache {
+            CacheState::Cold => self.warm_ups.to_string(),
+            CacheState::Warm => format!("full+{}", self.warm_ups),
+        }
+    }
+
+    /// The scenario's key, and a swept point's W after it (`.../w10`, `.../wfull+1`).
+    pub fn key(&self) -> String {
+        if !self.swept {
+            return self.scenario.key();
+        }
+        let cold = Scenario {
+            cache: CacheState::Cold,
+            ..self.scenario
+        };
+        format!("{}/w{}", cold.key(), self.label())
+    }
+}
+
+/// What names a point's record (and so its id) before it runs.
+fn record_of(point: &Point, cfg: &Config) -> ScenarioResult {
+    let scenario = &point.scenario;
+    let cache = match (point.swept, point.warm_ups) {
+        // A sweep's point after warm-ups is a connection that served messages: warm.
+        (true, 1..) => CacheState::Warm,
+        _ => scenario.cache,
+    };
     ScenarioResult {
         store: scenario.store.kind().into(),
         journal_mode: scenario.store.journal_column(),
-        cache: scenario.cache,
+        cache,
+        warm_ups: if point.swept {
+            point.label()
+        } else {
+            String::new()
+        },
         position: scenario.position.to_string(),
         operation: scenario.operation.kind().into(),
         batch: scenario.operation.rows(),
@@ -534,7 +670,13 @@ pub fn matrix(
 
 /// The ids of the records `matrix` will give, in order (what `--profile` matches).
 pub fn scenario_ids(matrix: &[Scenario], cfg: &Config) -> Vec<String> {
-    let records: Vec<ScenarioResult> = matrix.iter().map(|s| record_of(s, cfg)).collect();
+    let points: Vec<Point> = matrix.iter().copied().map(Point::of).collect();
+    point_ids(&points, cfg)
+}
+
+/// The ids of the records `points` will give, in order.
+pub fn point_ids(points: &[Point], cfg: &Config) -> Vec<String> {
+    let records: Vec<ScenarioResult> = points.iter().map(|p| record_of(p, cfg)).collect();
     crate::report::scenario_ids(&records)
 }
 
@@ -599,6 +741,83 @@ fn pages_delta(before: u64, after: u64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warm_ups_are_the_windows_below_and_draws_of_their_own() {
+        let cfg = Config {
+            rows: 2_000,
+            ..Config::default()
+        };
+        let at = |position, operation| Scenario {
+            store: Store::BTree,
+            position,
+            operation,
+            cache: CacheState::Cold,
+        };
+        let insert = Operation::Insert { rows: 10 };
+        // Middle: the k-th of 3 is the (4 - k)-th window of 10 ids below the measured one.
+        let middle = Call::warm_ups(&at(Position::Middle, insert), &cfg, 3);
+        let offsets: Vec<u64> = middle
+            .iter()
+            .map(|c| match c {
+                Call::Insert { offset, .. } => *offset,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(offsets, [10_001 - 300, 10_001 - 200, 10_001 - 100]);
+        // End: appends, the measured message after them.
+        let end = at(Position::End, insert);
+        let appended: Vec<Call> = Call::warm_ups(&end, &cfg, 2);
+        assert_eq!(
+            appended[1],
+            Call::Insert {
+                offset: 20_010,
+                step: 1,
+                count: 10
+            }
+        );
+        assert_eq!(
+            Call::after_warm_ups(&end, &cfg, 2),
+            Call::Insert {
+                offset: 20_020,
+                step: 1,
+                count: 10
+            }
+        );
+        // Random: absent ids, none measured nor an earlier warm-up's; W = 1 is the warm
+        // scenario's one message.
+        let random = at(Position::Random, insert);
+        let mut seen: HashSet<u64> = random_absent_ids(cfg.seed, cfg.rows, 10)
+            .into_iter()
+            .collect();
+        for call in Call::warm_ups(&random, &cfg, 5) {
+            let Call::InsertIds(ids) = call else { panic!() };
+            assert_eq!(ids.len(), 10);
+            for id in ids {
+                assert!(id % ID_STEP != 0 && seen.insert(id), "{id}");
+            }
+        }
+        let warm = Scenario {
+            cache: CacheState::Warm,
+            ..random
+        };
+        assert_eq!(
+            Call::warm_up(&warm, &cfg),
+            Call::warm_ups(&random, &cfg, 5)[0]
+        );
+        // What fits: 100 middle windows of 10 ids in 1,000 ids below the middle, not 101.
+        let fit = |position, w| Call::warm_ups_fit(&at(position, insert), cfg.rows, w);
+        assert_eq!(fit(Position::Middle, 100), Ok(()));
+        assert_eq!(
+            fit(Position::Middle, 101).unwrap_err(),
+            "101 warm-ups of a middle insert/10 do not fit in 2,000 rows (they take the W windows of ids just below the middle one: W x batch <= rows / 2)"
+        );
+        assert_eq!(fit(Position::End, 1_000_000), Ok(()));
+        assert!(fit(Position::Random, 900).is_err());
+        let lookup = at(Position::End, Operation::PointLookups { keys: 10 });
+        assert_eq!(Call::warm_ups_fit(&lookup, cfg.rows, 199), Ok(()));
+        assert!(Call::warm_ups_fit(&lookup, cfg.rows, 200).is_err());
+    }
 
     #[test]
     fn the_estimate_counts_each_store_kind_once_and_each_journal_mode() {

@@ -11,6 +11,7 @@
 mod support;
 
 mod bucket_size;
+mod cache_suite;
 mod canbench_baseline;
 mod canbench_cli;
 mod canister;

@@ -19,7 +19,10 @@ fn suite_selection_parses_names_lists_and_all() {
     };
     assert_eq!(
         REGISTRY.map(|s| s.name()),
-        ["seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune"]
+        [
+            "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
+            "cache"
+        ]
     );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
@@ -34,7 +37,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, all"
     );
     assert!(select(&[""]).is_err());
 }
@@ -162,7 +165,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -526,9 +529,14 @@ fn measuring_the_heap_map_leaves_the_other_stores_numbers_as_they_were() {
     assert_eq!(others, without.results);
 }
 
-const SMALL_ALL: [&str; 25] = [
+const SMALL_ALL: [&str; 30] = [
     "--suite",
     "all",
+    "--cache-warmups",
+    "0,2",
+    "--cache-batches",
+    "1",
+    "--cache-no-lookups",
     "--journal-modes",
     "OFF",
     "--batches",
@@ -604,8 +612,8 @@ fn one_colour_per_series(out: &Path) {
             }
         }
     }
-    // seed003 3, lookups 2, dbbench 1, keys 1, sysbench 1, upgrade 4, scaling 8.
-    assert_eq!(plots.len(), 20, "{plots:?}");
+    // seed003 3, lookups 2, dbbench 1, keys 1, sysbench 1, upgrade 4, scaling 8, cache 3.
+    assert_eq!(plots.len(), 23, "{plots:?}");
     let mut colour_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
     let mut series_of: std::collections::BTreeMap<String, (String, PathBuf)> = Default::default();
     let mut stores_seen = std::collections::BTreeSet::new();
@@ -724,6 +732,9 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // 2026-05 beside); then SQLite warm at each workload's best settings and each cache_size
     // searched (one), under both.
     assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2 + 7 * 2);
+    let cache = read_report(&out.join("cache/results.json"));
+    // 3 positions x the two SQLite stores x one-row inserts at W = 0, 2 and full+1.
+    assert_eq!(cache.results.len(), 3 * 2 * 3);
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::prefill::{fill, fill_name, prefilled, store_prefill, Keep, Prefilled};
 use super::{
-    check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, ID_STEP,
+    check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
     PREFILL_CHUNK,
 };
 use crate::bench_canister::{BenchClient, Module};
@@ -54,6 +54,19 @@ pub fn run(
     run: Run<'_>,
     cfg: &Config,
     scenarios: &[Scenario],
+    notes: &[String],
+    after: Option<&AfterScenarios<'_>>,
+) -> Result<Report> {
+    let points: Vec<Point> = scenarios.iter().copied().map(Point::of).collect();
+    run_points(run, cfg, &points, notes, after)
+}
+
+/// [`run`] for points: each scenario after the warm-up messages its point says, from its
+/// store's start in its cache state.
+pub fn run_points(
+    run: Run<'_>,
+    cfg: &Config,
+    scenarios: &[Point],
     notes: &[String],
     after: Option<&AfterScenarios<'_>>,
 ) -> Result<Report> {
@@ -102,7 +115,10 @@ pub fn run(
         move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
             indices
                 .iter()
-                .filter(|&&i| scenarios[i].store == store && scenarios[i].cache == cache)
+                .filter(|&&i| {
+                    let s = &scenarios[i].scenario;
+                    s.store == store && s.cache == cache
+                })
                 .map(|&i| {
                     let start = start.clone();
                     Task::new(
@@ -129,7 +145,7 @@ pub fn run(
             let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
             let warm = scenarios
                 .iter()
-                .any(|s| s.store == store && s.cache == CacheState::Warm);
+                .any(|p| p.scenario.store == store && p.scenario.cache == CacheState::Warm);
             if warm {
                 tasks.push(warm_start_task(
                     store,
@@ -429,36 +445,41 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
     all_notes
 }
 
-/// One scenario from its store's starting state (or the reason the store was refused).
+/// One point from its store's starting state (or the reason the store was refused).
 fn measure(
     lane: &mut Lane<'_, '_>,
     cfg: &Config,
     suite: &str,
     engine_name: &str,
-    scenario: &Scenario,
+    point: &Point,
     start: Result<State, String>,
 ) -> Result<ScenarioResult> {
-    let call = Call::for_scenario(scenario, cfg);
+    let scenario = &point.scenario;
+    let call = Call::after_warm_ups(scenario, cfg, point.warm_ups);
     let mut result = ScenarioResult {
         suite: suite.into(),
         engine: engine_name.into(),
         method: scenario.method(),
         args: call.candid_args(),
-        ..record_of(scenario, cfg)
+        ..record_of(point, cfg)
     };
-    match start {
+    let fits = Call::warm_ups_fit(scenario, cfg.rows, point.warm_ups);
+    match start.and_then(|state| fits.map(|()| state)) {
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
             let stem = scenario.store.stem();
-            let warmed = match scenario.cache {
-                CacheState::Cold => Ok(()),
-                CacheState::Warm => {
-                    let warm_up = Call::warm_up(scenario, cfg);
-                    let reply = run_update(&mut lane.client, stem, &warm_up)?;
-                    check_rows(reply, warm_up.rows(), &warm_up)
+            let mut warmed = Ok(());
+            for (k, warm_up) in (1..).zip(Call::warm_ups(scenario, cfg, point.warm_ups)) {
+                let reply = run_update(&mut lane.client, stem, &warm_up)?;
+                warmed = check_rows(reply, warm_up.rows(), &warm_up);
+                if let Err(e) = &mut warmed {
+                    if point.warm_ups > 1 {
+                        *e = format!("{k} of {}: {e}", point.warm_ups);
+                    }
+                    break;
                 }
-            };
+            }
             match warmed {
                 Ok(()) => {
                     let reply = run_call(&mut lane.client, stem, &call)?;
