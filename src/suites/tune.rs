@@ -28,12 +28,14 @@ use crate::stores::SelectedBy;
 use bench_types::pragma::Synchronous;
 
 mod beside;
+mod binding;
 mod document;
 mod measure;
 mod options;
 mod run;
 mod search;
 
+pub use binding::{binding_cache_table, bindings_table, Binding};
 pub use document::{cheapest_table, decision_table, found, variants_table, Found};
 pub use options::TuneArgs;
 
@@ -322,6 +324,9 @@ pub struct Config {
     pub variants_left_out: Vec<String>,
     /// The value sizes measured besides `users.payload_size` (ascending, without it).
     pub value_sizes: Vec<u64>,
+    /// The SQLite stores of another binding, each searched in a canister of its own over
+    /// the settings its binding leaves a canister (`--stores`: ic-sqlite-vfs's cache_size).
+    pub bindings: Vec<StoreKind>,
 }
 
 /// `page_size` values SQLite takes: a power of two from 512 to 65,536.
@@ -352,6 +357,9 @@ pub struct Search {
     /// The value sizes measured besides the run's payload size.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_sizes: Vec<u64>,
+    /// The other bindings' searches, each in a canister of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<Binding>,
 }
 
 const SEARCH: &str = "tune";
@@ -433,6 +441,7 @@ mod tests {
             variant_wasm: None,
             variants_left_out: Vec::new(),
             value_sizes: Vec::new(),
+            bindings: Vec::new(),
         };
         let from = setting();
         assert_eq!(cfg.around(from, &[]), vec![from]);

@@ -263,7 +263,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--suite", "tune", "--stores", "btree"],
-            "the tune suite searches SQLite's settings: --stores must include sqlite",
+            "the tune suite searches SQLite's settings: --stores must include sqlite or sqlite-vfs",
         ),
         (
             &["--suite", "tune", "--tune-value-sizes", "10,0"],
