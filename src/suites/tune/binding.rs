@@ -124,7 +124,7 @@ impl Setting {
 pub struct Binding {
     /// Its records' store, before the settings (`sqlite_vfs`).
     pub record: String,
-    /// Its label (`SQLite (ic-sqlite-vfs)`).
+    /// Its label in narrow tables (`ic-sqlite-vfs`).
     pub label: String,
     /// The record store of its defaults (the binding's cache_size).
     pub defaults: String,
@@ -222,11 +222,11 @@ pub(super) fn measure(
         let states: Vec<String> = states.iter().map(|s| s.to_string()).collect();
         kept.push(Binding {
             record: kind.def().record.to_string(),
-            label: kind.label().to_string(),
+            label: kind.def().short_label.to_string(),
             defaults: defaults.store_label(),
             searched: format!(
                 "{} (in a canister of its own, on an engine of its own): cache_size ({}; the first its binding's) {}",
-                kind.label(),
+                kind.def().short_label,
                 values.join(", "),
                 states.join(" and ")
             ),
@@ -706,7 +706,7 @@ pub(super) fn searched_lines(search: &Search) -> Vec<String> {
         .iter()
         .map(|b| {
             format!(
-                "Fixed by {}'s binding, not searched: {}.",
+                "Fixed by {}, not searched: {}.",
                 b.label,
                 b.fixed.join("; ")
             )
