@@ -11,7 +11,8 @@
 //! Here: what is searched (knobs, variants, settings, workloads) and the suite's settings;
 //! `tune/options.rs` reads the flags, `tune/search.rs` plans the stages, `tune/run.rs` and
 //! `tune/measure.rs` run them, `tune/beside.rs` names the stores measured beside the search
-//! (other value sizes among them), `tune/document.rs` renders the report.
+//! (other value sizes among them), `tune/binding.rs` searches another binding's SQLite
+//! (ic-sqlite-vfs) in a canister of its own, `tune/document.rs` renders the report.
 
 use std::path::PathBuf;
 
