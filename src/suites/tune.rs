@@ -251,6 +251,33 @@ impl Setting {
     }
 }
 
+/// A record's Wasm pages for tables: heap and stable, accessed/written.
+fn pages_cell(r: &ScenarioResult) -> String {
+    match r.pages {
+        Some(p) => format!(
+            "{}/{} + {}/{}",
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written
+        ),
+        None => "-".into(),
+    }
+}
+
+/// `defaults` over `best`, for tables: `1.42x`.
+fn gain(defaults: u64, best: u64) -> String {
+    if best == 0 {
+        return "-".into();
+    }
+    let x = defaults as f64 / best as f64;
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else {
+        format!("{x:.1}x")
+    }
+}
+
 fn signed(n: i64) -> String {
     if n < 0 {
         format!("-{}", thousands(n.unsigned_abs()))

@@ -13,9 +13,8 @@ use std::sync::Mutex;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use super::document::gain;
 use super::measure::{fill_and_snapshot, now_and_beside, record, send, warm_up, StageEnv};
-use super::{signed, Knob, Search, Workload, SEARCH, WORKLOADS};
+use super::{gain, pages_cell, signed, Knob, Search, Workload, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::Engine;
 use crate::report::format::thousands;
@@ -561,7 +560,7 @@ pub fn binding_cache_table(report: &Report) -> Option<(String, Table)> {
                 };
                 let pages = |r: Option<&ScenarioResult>| {
                     r.filter(|r| r.status == Status::Ok)
-                        .map_or("-".into(), super::document::pages_cell)
+                        .map_or("-".into(), pages_cell)
                 };
                 let mut row = vec![
                     w.name.to_string(),

@@ -5,8 +5,8 @@
 use super::beside::{value_size, with_size};
 use super::binding;
 use super::{
-    is_search_record, signed, value_bound, variant_of_record, variants, Search, Setting, SEARCH,
-    SEARCHED, VALUE_SIZES_OF, WORKLOADS,
+    gain, is_search_record, pages_cell, signed, value_bound, variant_of_record, variants, Search,
+    Setting, SEARCH, SEARCHED, VALUE_SIZES_OF, WORKLOADS,
 };
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
@@ -255,31 +255,6 @@ pub(super) fn describe_record(r: &ScenarioResult) -> String {
         r.journal_mode,
         get("synchronous")
     )
-}
-
-pub(super) fn pages_cell(r: &ScenarioResult) -> String {
-    match r.pages {
-        Some(p) => format!(
-            "{}/{} + {}/{}",
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written
-        ),
-        None => "-".into(),
-    }
-}
-
-pub(super) fn gain(defaults: u64, best: u64) -> String {
-    if best == 0 {
-        return "-".into();
-    }
-    let x = defaults as f64 / best as f64;
-    if x < 10.0 {
-        format!("{x:.2}x")
-    } else {
-        format!("{x:.1}x")
-    }
 }
 
 /// The table of `columns`, with a last one headed `under` when the run measured a vintage
