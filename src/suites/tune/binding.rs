@@ -1,6 +1,6 @@
 //! Another SQLite binding's store (ic-sqlite-vfs), searched over the settings its binding
 //! leaves a canister, in a canister of its own on an engine of its own (as the users suites
-//! run it: `pool::fresh_engine`). Its binding fixes journal_mode, page_size, synchronous
+//! run it: `Engine::fresh`). Its binding fixes journal_mode, page_size, synchronous
 //! and locking_mode at every open (the store table's `fixed`, each with why); what a
 //! canister can still set on a connection, and the tune suite searches, is cache_size
 //! (`configure_{stem}`, which reopens both connections with it), cold and warm. Asked for
@@ -153,7 +153,7 @@ pub(super) fn measure(
     }
     for &kind in &cfg.bindings {
         let wasm = modules.get(kind.module())?;
-        let mut own = pool::fresh_engine(&*engine);
+        let mut own = engine.fresh();
         let engine: &mut dyn Engine = match own.as_mut() {
             Some(own) => own.as_mut(),
             None => &mut *engine,
