@@ -722,8 +722,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // size; at 10-byte values the heap map, the StableBTreeMap, the bounded value type and
     // SQLite at its defaults, at 1,000 bytes the same but the bounded type) x (2026-07 and
     // 2026-05 beside); then SQLite warm at each workload's best settings and each cache_size
-    // searched (one), under both.
-    assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2 + 7 * 2);
+    // searched (one), under both; then ic-sqlite-vfs at its binding's cache_size and the one
+    // searched, cold and warm, under both.
+    assert_eq!(
+        tune.results.len(),
+        7 * (8 + 4 + 3) * 2 + 7 * 2 + 7 * 2 * 2 * 2
+    );
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

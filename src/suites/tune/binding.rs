@@ -8,6 +8,7 @@
 //! work. Its records carry `{record} cache_size=N` in the store column and follow all the
 //! others of their workload, so the other records stay as they were without it.
 
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
@@ -136,20 +137,22 @@ pub struct Binding {
 /// Each binding of `cfg` searched, after `after`: in a canister of its own, on a fresh
 /// engine like `engine` (on `engine` itself where none can be made: a PocketIC server).
 /// Per workload, its records (cold in search order, then warm; each under the engine's
-/// replica, then beside it), what the report keeps of each search, and the units run.
+/// replica, then beside it), what the report keeps of each search, and the instructions its
+/// canisters executed (every shard runs their install and fill: counted as setup too).
 pub(super) fn measure(
     engine: &mut dyn Engine,
     modules: &Modules<'_>,
     env: &StageEnv<'_>,
     workloads: &[usize],
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<(Vec<Vec<ScenarioResult>>, Vec<Binding>, Vec<UnitId>)> {
+) -> Result<(Vec<Vec<ScenarioResult>>, Vec<Binding>, u64)> {
     let cfg = env.cfg;
     let mut records = vec![Vec::new(); WORKLOADS.len()];
     let mut kept = Vec::new();
     let mut after = env.after.to_vec();
+    let mut executed = 0;
     if workloads.is_empty() {
-        return Ok((records, kept, after));
+        return Ok((records, kept, executed));
     }
     for &kind in &cfg.bindings {
         let wasm = modules.get(kind.module())?;
@@ -180,6 +183,9 @@ pub(super) fn measure(
         chain.step(Kind::Snapshot, format!("snapshot of {noun}, empty"));
         let empty = pool::graph::snapshot(client.engine, client.canister)?;
         after = chain.end();
+        // What every shard sends before the fill (which counts itself).
+        env.setup
+            .fetch_add(client.executed_instructions, Ordering::Relaxed);
         let defaults = Setting {
             kind,
             cache_size: defaults.cache_size,
@@ -214,6 +220,7 @@ pub(super) fn measure(
         if !units.is_empty() {
             after = units;
         }
+        executed += client.executed_instructions;
         for (w, mine) in measured.into_iter().enumerate() {
             records[w].extend(mine);
         }
@@ -237,7 +244,7 @@ pub(super) fn measure(
                 .collect(),
         });
     }
-    Ok((records, kept, after))
+    Ok((records, kept, executed))
 }
 
 /// Fills `kind`'s store from `empty`, then measures every workload of `workloads` at

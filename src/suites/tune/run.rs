@@ -198,7 +198,7 @@ impl Measure for Config {
         )?;
         // Each other binding's search, in a canister of its own: its records follow all
         // the others of their workload.
-        let (binding_records, bindings, _) = binding::measure(
+        let (binding_records, bindings, binding_executed) = binding::measure(
             &mut *client.engine,
             run.modules,
             &StageEnv {
@@ -208,6 +208,7 @@ impl Measure for Config {
             &workloads,
             run.progress,
         )?;
+        client.executed_instructions += binding_executed;
         // The other value sizes' records follow the search's: the run's records stay as
         // they were without them.
         let (other_records, value_size_records) = other_records
