@@ -477,12 +477,15 @@ fn cost(r: Option<&ScenarioResult>) -> String {
     }
 }
 
+/// A store as the decision table names it, and its charge.
+type Candidate = (String, u64);
+
 /// The decision table's candidates of the bindings for workload `w`: at their defaults
 /// (cold), and at their cheapest settings cold.
 pub(super) fn decision_candidates(
     report: &Report,
     w: &Workload,
-) -> (Vec<(String, u64)>, Vec<(String, u64)>) {
+) -> (Vec<Candidate>, Vec<Candidate>) {
     let search: Search = report.extra(SEARCH).unwrap_or_default();
     let (mut at_defaults, mut tuned) = (Vec::new(), Vec::new());
     for b in &search.bindings {
