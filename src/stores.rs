@@ -372,16 +372,31 @@ const SQLITE_VFS: StoreDef = StoreDef {
                   and commit unit), and a later change needs VACUUM, which cannot run inside \
                   its update transaction",
         },
+        Fixed {
+            setting: "synchronous",
+            value: "OFF",
+            why: "ic-sqlite-vfs sets synchronous OFF on every update connection: a message's \
+                  writes reach stable memory at COMMIT and its VFS's xSync does nothing, so \
+                  there is nothing to sync",
+        },
+        Fixed {
+            setting: "locking_mode",
+            value: "EXCLUSIVE",
+            why: "ic-sqlite-vfs sets locking_mode EXCLUSIVE on every connection (one canister, \
+                  one writer)",
+        },
     ],
     sql: true,
     page_cache: true,
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
-    // The users suites, which make a canister per module; upgrade, scaling and tune measure
-    // the stores of the default module's canister only, and dbbench, keys and sysbench
-    // send their SQL to the bench canister's methods (docs/suites.md).
-    suites: &["seed003", "lookups", "cache"],
+    // The users suites, which make a canister per module, the cache suite's sweep over the
+    // warm-ups (its page cache), and tune, which searches its settings in a canister of its
+    // own (suites/tune/binding.rs); upgrade and scaling measure the stores of the default
+    // module's canister only, and dbbench, keys and sysbench send their SQL to the bench
+    // canister's methods (docs/suites.md).
+    suites: &["seed003", "lookups", "tune", "cache"],
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest

@@ -11,7 +11,8 @@
 //! Here: what is searched (knobs, variants, settings, workloads) and the suite's settings;
 //! `tune/options.rs` reads the flags, `tune/search.rs` plans the stages, `tune/run.rs` and
 //! `tune/measure.rs` run them, `tune/beside.rs` names the stores measured beside the search
-//! (other value sizes among them), `tune/document.rs` renders the report.
+//! (other value sizes among them), `tune/binding.rs` searches another binding's SQLite
+//! (ic-sqlite-vfs) in a canister of its own, `tune/document.rs` renders the report.
 
 use std::path::PathBuf;
 
@@ -28,12 +29,14 @@ use crate::stores::SelectedBy;
 use bench_types::pragma::Synchronous;
 
 mod beside;
+mod binding;
 mod document;
 mod measure;
 mod options;
 mod run;
 mod search;
 
+pub use binding::{binding_cache_table, bindings_table, Binding};
 pub use document::{cheapest_table, decision_table, found, variants_table, Found};
 pub use options::TuneArgs;
 
@@ -248,6 +251,33 @@ impl Setting {
     }
 }
 
+/// A record's Wasm pages for tables: heap and stable, accessed/written.
+fn pages_cell(r: &ScenarioResult) -> String {
+    match r.pages {
+        Some(p) => format!(
+            "{}/{} + {}/{}",
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written
+        ),
+        None => "-".into(),
+    }
+}
+
+/// `defaults` over `best`, for tables: `1.42x`.
+fn gain(defaults: u64, best: u64) -> String {
+    if best == 0 {
+        return "-".into();
+    }
+    let x = defaults as f64 / best as f64;
+    if x < 10.0 {
+        format!("{x:.2}x")
+    } else {
+        format!("{x:.1}x")
+    }
+}
+
 fn signed(n: i64) -> String {
     if n < 0 {
         format!("-{}", thousands(n.unsigned_abs()))
@@ -322,6 +352,9 @@ pub struct Config {
     pub variants_left_out: Vec<String>,
     /// The value sizes measured besides `users.payload_size` (ascending, without it).
     pub value_sizes: Vec<u64>,
+    /// The SQLite stores of another binding, each searched in a canister of its own over
+    /// the settings its binding leaves a canister (`--stores`: ic-sqlite-vfs's cache_size).
+    pub bindings: Vec<StoreKind>,
 }
 
 /// `page_size` values SQLite takes: a power of two from 512 to 65,536.
@@ -352,6 +385,9 @@ pub struct Search {
     /// The value sizes measured besides the run's payload size.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub value_sizes: Vec<u64>,
+    /// The other bindings' searches, each in a canister of its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bindings: Vec<Binding>,
 }
 
 const SEARCH: &str = "tune";
@@ -433,6 +469,7 @@ mod tests {
             variant_wasm: None,
             variants_left_out: Vec::new(),
             value_sizes: Vec::new(),
+            bindings: Vec::new(),
         };
         let from = setting();
         assert_eq!(cfg.around(from, &[]), vec![from]);

@@ -501,6 +501,7 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
     for (suite, mode) in [
         ("seed003", "WAL"),
         ("lookups", "WAL"),
+        ("tune", "WAL"),
         ("seed003", "memory,PERSIST"),
     ] {
         let args = [

@@ -266,7 +266,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--suite", "tune", "--stores", "btree"],
-            "the tune suite searches SQLite's settings: --stores must include sqlite",
+            "the tune suite searches SQLite's settings: --stores must include sqlite or sqlite-vfs",
         ),
         (
             &["--suite", "tune", "--tune-value-sizes", "10,0"],
@@ -730,8 +730,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     // size; at 10-byte values the heap map, the StableBTreeMap, the bounded value type and
     // SQLite at its defaults, at 1,000 bytes the same but the bounded type) x (2026-07 and
     // 2026-05 beside); then SQLite warm at each workload's best settings and each cache_size
-    // searched (one), under both.
-    assert_eq!(tune.results.len(), 7 * (8 + 4 + 3) * 2 + 7 * 2);
+    // searched (one), under both; then ic-sqlite-vfs at its binding's cache_size and the one
+    // searched, cold and warm, under both.
+    assert_eq!(
+        tune.results.len(),
+        7 * (8 + 4 + 3) * 2 + 7 * 2 + 7 * 2 * 2 * 2
+    );
     let cache = read_report(&out.join("cache/results.json"));
     // 3 positions x the two SQLite stores x one-row inserts at W = 0, 2 and full+1.
     assert_eq!(cache.results.len(), 3 * 2 * 3);

@@ -18,10 +18,13 @@ const NO_VARIANTS: [&str; 2] = ["--tune-variants", "none"];
 const NO_VALUE_SIZES: [&str; 2] = ["--tune-value-sizes", "none"];
 
 /// The smallest search: the defaults and one other page size, nothing else varied; the
-/// heap map and the StableBTreeMap at their defaults beside.
-const SMALLEST: [&str; 14] = [
+/// heap map and the StableBTreeMap at their defaults beside (ic-sqlite-vfs, searched in a
+/// canister of its own, not: a second `--stores sqlite-vfs` adds it).
+const SMALLEST: [&str; 16] = [
     "--suite",
     "tune",
+    "--stores",
+    "heap,btree,sqlite",
     "--rows",
     "2000",
     "--tune-page-sizes",
@@ -391,4 +394,227 @@ fn only_the_tune_variant_has_the_bounded_store() {
         "the payload (101 bytes) is larger than the bounded value type's max_size (100 bytes)"
     );
     assert_eq!(client.clear("btree_bounded").unwrap().value, Ok(3));
+}
+
+// ---- ic-sqlite-vfs: its own settings, in a canister of its own ----------------------------
+
+/// Its records' store at `cache_size`.
+fn vfs(cache_size: i64) -> String {
+    format!("sqlite_vfs cache_size={cache_size}")
+}
+
+/// (charged instructions, [heap accessed, heap written, stable accessed, stable written]).
+fn charged(r: &ScenarioResult) -> (u64, [u64; 4]) {
+    let p = r.pages.unwrap();
+    (
+        r.instructions,
+        [
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written,
+        ],
+    )
+}
+
+/// `--stores sqlite-vfs` alone: per workload its binding's cache_size (-32,768) and each
+/// of `--tune-cache-sizes`, cold then warm, each beside under 2026-05, charged by the same
+/// cost model; the counts exact (a cache of 5 pages cannot hold the 2,000-row table, so
+/// warm it reads pages again); the report keeps what the binding fixes.
+#[test]
+fn ic_sqlite_vfs_is_searched_over_its_cache_size_cold_and_warm() {
+    let out = scratch_dir("tune-vfs");
+    let args = [
+        "--suite",
+        "tune",
+        "--stores",
+        "sqlite-vfs",
+        "--rows",
+        "2000",
+        "--tune-cache-sizes",
+        "5,-2000",
+    ];
+    run_bench_into(&out, &args);
+    let report = read(&out.join("tune/results.json"));
+    let sizes = [-32_768, -2_000, 5];
+    assert_eq!(report.results.len(), WORKLOADS.len() * 12);
+    for (w, workload) in WORKLOADS.iter().enumerate() {
+        let mine = &report.results[w * 12..w * 12 + 12];
+        for (i, pair) in mine.chunks(2).enumerate() {
+            let store = vfs(sizes[i % 3]);
+            assert_eq!(pair[0].store, store, "{}", workload.name);
+            assert_eq!(pair[1].store, format!("{store} replica=2026-05"));
+            assert_eq!(pair[0].cache.is_cold(), i < 3, "{store}");
+            assert_eq!(pair[0].cache, pair[1].cache);
+            assert_eq!(pair[0].journal_mode, "");
+            assert!(
+                pair[0].method.contains("_users_sqlite_vfs"),
+                "{}",
+                pair[0].method
+            );
+            check_the_cost_model(&pair[0], &pair[1], workload.name);
+        }
+    }
+    let find = |workload: usize, store: String, cold: bool| {
+        let w = &WORKLOADS[workload];
+        report
+            .results
+            .iter()
+            .find(|r| {
+                r.store == store
+                    && r.cache.is_cold() == cold
+                    && r.position == w.position.as_str()
+                    && r.operation == w.operation.kind()
+                    && r.batch == w.operation.rows()
+            })
+            .unwrap()
+    };
+    assert_eq!(WORKLOADS[0].name, "single-row writes");
+    assert_eq!(
+        charged(find(0, vfs(-32_768), true)),
+        (3_816_676, [15, 13, 4, 4])
+    );
+    assert_eq!(
+        charged(find(0, vfs(-32_768), false)),
+        (1_826_848, [9, 7, 2, 2])
+    );
+    // The whole table fits 2,000 KiB as it fits 32 MiB: the same counts.
+    assert_eq!(
+        charged(find(0, vfs(-2_000), false)),
+        charged(find(0, vfs(-32_768), false))
+    );
+    assert_eq!(charged(find(0, vfs(5), false)), (2_490_860, [12, 10, 3, 2]));
+    assert_eq!(WORKLOADS[5].name, "batched reads (100 keys)");
+    assert_eq!(
+        charged(find(5, vfs(-32_768), false)),
+        (2_251_441, [14, 11, 0, 0])
+    );
+    assert_eq!(charged(find(5, vfs(5), false)), (3_887_938, [11, 8, 4, 0]));
+
+    let search = &report.extra["tune"];
+    let bindings = search["bindings"].as_array().unwrap();
+    assert_eq!(bindings.len(), 1);
+    assert_eq!(bindings[0]["defaults"], vfs(-32_768));
+    let fixed: Vec<&str> = bindings[0]["fixed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().split(" (").next().unwrap())
+        .collect();
+    assert_eq!(
+        fixed,
+        [
+            "journal_mode MEMORY",
+            "page_size 16384",
+            "synchronous OFF",
+            "locking_mode EXCLUSIVE"
+        ]
+    );
+}
+
+/// With ic-rusqlite beside it, every other record is the run's without ic-sqlite-vfs,
+/// byte for byte and in order (its search runs on an engine of its own, after them), and
+/// its own follow each workload's: at its defaults only (the search varies page_size, which
+/// its binding fixes), cold and warm.
+#[test]
+fn ic_sqlite_vfs_beside_the_search_leaves_every_other_record_as_it_was() {
+    let alone = run("tune-without-vfs", &[NO_VARIANTS, NO_VALUE_SIZES].concat());
+    let with = run(
+        "tune-with-vfs",
+        &[
+            &NO_VARIANTS[..],
+            &NO_VALUE_SIZES,
+            &["--stores", "sqlite-vfs"],
+        ]
+        .concat(),
+    );
+    let (theirs, others): (Vec<&ScenarioResult>, Vec<&ScenarioResult>) = with
+        .results
+        .iter()
+        .partition(|r| r.store.starts_with("sqlite_vfs "));
+    assert_eq!(others.len(), alone.results.len());
+    for (a, b) in others.into_iter().zip(&alone.results) {
+        same_but_the_store(a, a.store.clone(), b);
+    }
+    assert_eq!(theirs.len(), WORKLOADS.len() * 4);
+    let per = with.results.len() / WORKLOADS.len();
+    for (w, workload) in WORKLOADS.iter().enumerate() {
+        let last = &with.results[(w + 1) * per - 4..(w + 1) * per];
+        let stores: Vec<(&str, bool)> = last
+            .iter()
+            .map(|r| (r.store.as_str(), r.cache.is_cold()))
+            .collect();
+        assert_eq!(
+            stores,
+            [
+                ("sqlite_vfs cache_size=-32768", true),
+                ("sqlite_vfs cache_size=-32768 replica=2026-05", true),
+                ("sqlite_vfs cache_size=-32768", false),
+                ("sqlite_vfs cache_size=-32768 replica=2026-05", false),
+            ],
+            "{}",
+            workload.name
+        );
+    }
+}
+
+/// Without ic-rusqlite, a setting ic-sqlite-vfs's binding fixes, asked for on the command
+/// line, is refused in one line naming why, exit status 2, before any work; with
+/// ic-rusqlite beside it the same flags are that store's.
+#[test]
+fn a_setting_ic_sqlite_vfs_fixes_is_refused_in_the_tune_suite() {
+    let dir = scratch_dir("tune-vfs-refused");
+    let out = dir.join("out");
+    let out = out.to_str().unwrap();
+    let page = "page_size is fixed at 16384: ic-sqlite-vfs sets page_size 16384 itself on an \
+                empty image (its VFS's sector and commit unit), and a later change needs \
+                VACUUM, which cannot run inside its update transaction";
+    let journal = "journal_mode is fixed at MEMORY: ic-sqlite-vfs keeps its rollback journal \
+                   in heap memory (journal_mode MEMORY on every update connection) and has no \
+                   WAL (its SQLite is built with SQLITE_OMIT_WAL)";
+    let sync = "synchronous is fixed at OFF: ic-sqlite-vfs sets synchronous OFF on every \
+                update connection: a message's writes reach stable memory at COMMIT and its \
+                VFS's xSync does nothing, so there is nothing to sync";
+    let tail = "the tune suite searches its cache_size, or add --stores sqlite";
+    for (flags, line) in [
+        (
+            &["--tune-settings", "page_size"][..],
+            format!("--tune-settings: the store sqlite-vfs cannot choose page_size ({page}); {tail}"),
+        ),
+        (
+            &["--tune-settings", "cache_size,journal_mode"],
+            format!("--tune-settings: the store sqlite-vfs cannot choose journal_mode ({journal}); {tail}"),
+        ),
+        (
+            &["--tune-page-sizes", "4096"],
+            format!("--tune-page-sizes: the store sqlite-vfs cannot choose page_size ({page}); {tail}"),
+        ),
+        (
+            &["--tune-synchronous", "NORMAL"],
+            format!("--tune-synchronous: the store sqlite-vfs cannot choose synchronous ({sync}); {tail}"),
+        ),
+    ] {
+        let args = [&["--suite", "tune", "--stores", "sqlite-vfs", "--out", out][..], flags].concat();
+        let (code, stdout, stderr) = crate::support::run_icbench(&args);
+        assert_eq!(
+            (code, stdout.as_str(), stderr.as_str()),
+            (2, "", format!("error: {line}\n").as_str()),
+            "{args:?}"
+        );
+        assert!(!dir.join("out").exists(), "{args:?} made its output directory");
+    }
+    // Beside ic-rusqlite the flags are its search's: the plan is made.
+    let args = [
+        "--suite",
+        "tune",
+        "--stores",
+        "sqlite,sqlite-vfs",
+        "--tune-settings",
+        "page_size",
+        "--tune-synchronous",
+        "NORMAL",
+        "--list-scenarios",
+    ];
+    let (code, _, stderr) = crate::support::run_icbench(&args);
+    assert_eq!(code, 0, "{stderr}");
 }

@@ -3,9 +3,10 @@
 //! stores, every configuration and the page maps.
 
 use super::beside::{value_size, with_size};
+use super::binding;
 use super::{
-    is_search_record, signed, value_bound, variant_of_record, variants, Search, Setting, SEARCH,
-    SEARCHED, VALUE_SIZES_OF, WORKLOADS,
+    gain, is_search_record, pages_cell, signed, value_bound, variant_of_record, variants, Search,
+    Setting, SEARCH, SEARCHED, VALUE_SIZES_OF, WORKLOADS,
 };
 use crate::report::format::thousands;
 use crate::report::{Align, Block, Document, Report, ScenarioResult, Status, Table};
@@ -81,6 +82,7 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         .iter()
         .filter(|r| {
             !is_search_record(&r.store)
+                && binding::of_record(&r.store).is_none()
                 && value_size(r).is_none()
                 && !r.store.contains(" replica=")
                 && r.status == Status::Ok
@@ -114,6 +116,9 @@ pub fn decision_table(report: &Report) -> Option<Table> {
         if let Some(b) = f.best {
             tuned.push((format!("SQLite ({})", describe_record(b)), b.instructions));
         }
+        let (binding_defaults, binding_tuned) = binding::decision_candidates(report, w);
+        at_defaults.extend(binding_defaults);
+        tuned.extend(binding_tuned);
         let cheapest = |v: &[(String, u64)]| v.iter().min_by_key(|(_, c)| *c).cloned();
         let (Some(d), Some(t2)) = (cheapest(&at_defaults), cheapest(&tuned)) else {
             continue;
@@ -168,6 +173,7 @@ pub fn variants_table(report: &Report) -> Option<Table> {
                 w.picks(r)
                     && !is_beside(r)
                     && !is_search_record(&r.store)
+                    && binding::of_record(&r.store).is_none()
                     && value_size(r).is_none()
             })
             .collect();
@@ -249,31 +255,6 @@ pub(super) fn describe_record(r: &ScenarioResult) -> String {
         r.journal_mode,
         get("synchronous")
     )
-}
-
-pub(super) fn pages_cell(r: &ScenarioResult) -> String {
-    match r.pages {
-        Some(p) => format!(
-            "{}/{} + {}/{}",
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written
-        ),
-        None => "-".into(),
-    }
-}
-
-pub(super) fn gain(defaults: u64, best: u64) -> String {
-    if best == 0 {
-        return "-".into();
-    }
-    let x = defaults as f64 / best as f64;
-    if x < 10.0 {
-        format!("{x:.2}x")
-    } else {
-        format!("{x:.1}x")
-    }
 }
 
 /// The table of `columns`, with a last one headed `under` when the run measured a vintage
@@ -378,10 +359,16 @@ pub(super) fn document(report: &Report) -> Document {
             t,
         );
     }
-    doc.push_table(
-        "Cheapest SQLite settings per workload (charged instructions per message)",
-        cheapest_table(report),
-    );
+    // Without the bench canister's SQLite (another binding's alone), no search of it ran.
+    let bench_sqlite = found(report)
+        .iter()
+        .any(|f| f.defaults.is_some() || f.best.is_some());
+    if bench_sqlite {
+        doc.push_table(
+            "Cheapest SQLite settings per workload (charged instructions per message)",
+            cheapest_table(report),
+        );
+    }
     if let Some(t) = variants_table(report) {
         doc.push_table(
             "The heap map's allocator and the StableBTreeMap's value type: the default module against the tune variant (charged instructions per message)",
@@ -406,6 +393,15 @@ pub(super) fn document(report: &Report) -> Document {
             t,
         );
     }
+    for (title, t) in [
+        binding::binding_cache_table(report),
+        binding::bindings_table(report),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        doc.push_table(&title, t);
+    }
     let mut apply = String::from(
         "To apply a setting to the bench canister: `dfx canister call bench clear_sqlite` (a new page_size needs an empty table), then `dfx canister call bench configure_sqlite` with the settings, e.g.\n",
     );
@@ -424,8 +420,13 @@ pub(super) fn document(report: &Report) -> Document {
     searched.push_str("Not searched: ");
     searched.push_str(&search.not_searched.join("; "));
     searched.push('\n');
+    for line in binding::searched_lines(&search) {
+        searched.push_str(&format!("{line}\n"));
+    }
     for blocks in [&mut doc.markdown, &mut doc.terminal] {
-        blocks.push(Block::Text(apply.clone()));
+        if bench_sqlite {
+            blocks.push(Block::Text(apply.clone()));
+        }
         blocks.push(Block::Text(searched.clone()));
     }
     if let Some(maps) = page_maps(report) {
@@ -504,7 +505,9 @@ pub(super) fn parse_setting(r: &ScenarioResult) -> Option<Setting> {
 fn default_others() -> Vec<StoreKind> {
     StoreKind::ALL
         .into_iter()
-        .filter(|&k| k != VALUE_SIZES_OF && k != SEARCHED && k.measured_by("tune"))
+        .filter(|&k| {
+            k != VALUE_SIZES_OF && k != SEARCHED && !binding::is_binding(k) && k.measured_by("tune")
+        })
         .collect()
 }
 
@@ -623,7 +626,11 @@ pub fn warm_cache_size_table(report: &Report) -> Option<Table> {
     let warm: Vec<&ScenarioResult> = report
         .results
         .iter()
-        .filter(|r| !r.cache.is_cold() && !r.store.contains(" replica="))
+        .filter(|r| {
+            !r.cache.is_cold()
+                && !r.store.contains(" replica=")
+                && binding::of_record(&r.store).is_none()
+        })
         .collect();
     if warm.is_empty() {
         return None;

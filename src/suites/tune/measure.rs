@@ -442,28 +442,47 @@ pub(super) fn measure_under(
         }
         Ok(Ok(_)) => {}
     }
-    if !cache.is_cold() {
-        let scenario = Scenario {
-            store,
-            position: workload.position,
-            operation: workload.operation,
-            cache,
-        };
-        let rows = env.cfg.users.rows;
-        let read_all = Call::Scan {
-            offset: 0,
-            count: 2 * rows,
-        };
-        let warm_up = Call::warm_up(&scenario, &env.cfg.users);
-        for (call, expected) in [(read_all, rows), (warm_up.clone(), warm_up.rows())] {
-            let reply = users::run_update(&mut lane.client, store.kind(), &call)?;
-            if let Err(e) = users::check_rows(reply, expected, &call) {
-                result.status = Status::Failed(format!("warming the cache: {e}"));
-                return Ok(result);
-            }
-        }
+    if let Err(e) = warm_up(lane, env, store, store.kind(), workload, cache)? {
+        result.status = Status::Failed(format!("warming the cache: {e}"));
+        return Ok(result);
     }
     send(lane, env, store.kind(), &call, workload, vintage, result)
+}
+
+/// Warm (`cache` not cold): the whole table read into the page cache by one update, then
+/// one message of the workload, on the store's connection as it is now (the users suites'
+/// warm start). Cold: nothing. The inner error: a warm-up message that found or inserted
+/// other rows than it should.
+pub(super) fn warm_up(
+    lane: &mut Lane<'_, '_>,
+    env: &StageEnv<'_>,
+    store: Store,
+    method_store: &str,
+    workload: &Workload,
+    cache: CacheState,
+) -> Result<Result<(), String>> {
+    if cache.is_cold() {
+        return Ok(Ok(()));
+    }
+    let scenario = Scenario {
+        store,
+        position: workload.position,
+        operation: workload.operation,
+        cache,
+    };
+    let rows = env.cfg.users.rows;
+    let read_all = Call::Scan {
+        offset: 0,
+        count: 2 * rows,
+    };
+    let warm_up = Call::warm_up(&scenario, &env.cfg.users);
+    for (call, expected) in [(read_all, rows), (warm_up.clone(), warm_up.rows())] {
+        let reply = users::run_update(&mut lane.client, method_store, &call)?;
+        if let Err(e) = users::check_rows(reply, expected, &call) {
+            return Ok(Err(e));
+        }
+    }
+    Ok(Ok(()))
 }
 
 /// A workload's record before it runs, and its call: `store` labelled `label`, with

@@ -6,6 +6,7 @@ use anyhow::{anyhow, Result};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
+use super::binding;
 use super::document::document;
 use super::{
     check_page_size, parse_variant, value_bound, value_sizes_of, variant_base, variants, Config,
@@ -60,7 +61,16 @@ pub struct TuneArgs {
 impl Config {
     /// The checks of the flags: the plan's `Measure::validate`.
     pub(super) fn check(&self) -> Result<()> {
-        self.users.validate()?;
+        // Without the bench canister's SQLite, the stores searched are the bindings'.
+        if self.users.stores.is_empty() && !self.bindings.is_empty() {
+            users::Config {
+                stores: self.bindings.iter().map(|&k| Store::new(k, None)).collect(),
+                ..self.users.clone()
+            }
+            .validate()?;
+        } else {
+            self.users.validate()?;
+        }
         for &size in &self.page_sizes {
             check_page_size(size)?;
         }
@@ -80,7 +90,8 @@ impl Config {
             (Knob::Synchronous, self.synchronous.is_empty()),
         ];
         for (knob, empty) in lists {
-            if empty && self.knobs.contains(&knob) {
+            // Without the bench canister's SQLite nothing of its search runs.
+            if empty && self.knobs.contains(&knob) && !self.users.stores.is_empty() {
                 return Err(anyhow!(
                     "the search varies {} but no value of it is given",
                     knob.name()
@@ -147,11 +158,25 @@ impl Config {
                     - MEMORY_BASE
             })
             .sum();
-        MEMORY_BASE
-            + (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
-            + others
-            + variants
-            + self.value_size_memory()
+        // Each binding's store is filled in a canister (and engine) of its own.
+        let bindings: u64 = self
+            .bindings
+            .iter()
+            .map(|&k| {
+                users::Config {
+                    stores: vec![Store::new(k, None)],
+                    ..self.users.clone()
+                }
+                .peak_memory()
+                    - MEMORY_BASE
+            })
+            .sum();
+        let searched = if self.users.stores.is_empty() {
+            0
+        } else {
+            (one.peak_memory() - MEMORY_BASE) * page_sizes.max(1) as u64
+        };
+        MEMORY_BASE + searched + others + variants + bindings + self.value_size_memory()
     }
 
     /// The value sizes' fills, each store alone at its size (as the variants' above).
@@ -177,10 +202,15 @@ impl Define for Tune {
     type Plan = Config;
 
     fn plan(args: TuneArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
-        if !common.has(SEARCHED) {
+        let bindings = binding::selected(&common.stores);
+        if !common.has(SEARCHED) && bindings.is_empty() {
+            let names: Vec<&str> = std::iter::once(SEARCHED)
+                .chain(binding::all())
+                .map(|k| k.name())
+                .collect();
             return Err(anyhow!(
                 "the tune suite searches SQLite's settings: --stores must include {}",
-                SEARCHED.name()
+                names.join(" or ")
             ));
         }
         let mut knobs = args
@@ -189,6 +219,10 @@ impl Define for Tune {
             .map(|name| Knob::parse(name))
             .collect::<Result<Vec<_>>>()?;
         knobs.sort();
+        if !common.has(SEARCHED) {
+            let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+            binding::refuse_fixed(&bindings, &knobs, given)?;
+        }
         let synchronous = args
             .tune_synchronous
             .iter()
@@ -208,11 +242,15 @@ impl Define for Tune {
         let mut users = users::Config::from_args(common)?;
         let all = users::stores(common);
         // The stores without journal modes that the tune suite measures beside the search
-        // (a store of another module, as ic-sqlite-vfs's, is not among them).
+        // (another binding's SQLite, as ic-sqlite-vfs's, is searched on its own).
         let others = all
             .iter()
             .copied()
-            .filter(|s| s.journal_mode().is_none() && s.store_kind().measured_by("tune"))
+            .filter(|s| {
+                s.journal_mode().is_none()
+                    && s.store_kind().measured_by("tune")
+                    && !binding::is_binding(s.store_kind())
+            })
             .collect();
         users.stores = all
             .into_iter()
@@ -270,6 +308,7 @@ impl Define for Tune {
             cache_sizes,
             synchronous,
             knobs,
+            bindings,
         })
     }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::{anyhow, Result};
 
 use super::beside::Sized;
+use super::binding;
 use super::measure::{measure_others, run_stage, StageEnv};
 use super::search::{beside_vintage, cheapest};
 use super::{bounded_max_size, Config, Knob, Measured, Setting, SEARCH, SEARCHED, WORKLOADS};
@@ -33,7 +34,10 @@ impl Measure for Config {
     /// `--tune-wasm` names, if it does).
     fn modules(&self) -> Vec<ModuleNeed> {
         let kinds = self.others.iter().map(|s| s.store_kind());
-        let kinds = kinds.chain([SEARCHED]).chain(self.variants.iter().copied());
+        let kinds = kinds
+            .chain([SEARCHED])
+            .chain(self.variants.iter().copied())
+            .chain(self.bindings.iter().copied());
         let mut needs = stores::needs(kinds);
         for need in needs.iter_mut().filter(|n| n.module == Module::TUNE) {
             need.file = self.variant_wasm.clone().map(|path| ModuleFile {
@@ -148,6 +152,7 @@ impl Measure for Config {
         // cold may cost warm (docs/suites.md). Its records follow all the others.
         let mut warm_records: Vec<Vec<ScenarioResult>> = vec![Vec::new(); WORKLOADS.len()];
         let warm_measured = cfg.knobs.contains(&Knob::CacheSize)
+            && !cfg.users.stores.is_empty()
             && cfg.users.measures(CacheState::Warm)
             && !workloads.is_empty();
         if warm_measured {
@@ -191,6 +196,19 @@ impl Measure for Config {
             &workloads,
             run.progress,
         )?;
+        // Each other binding's search, in a canister of its own: its records follow all
+        // the others of their workload.
+        let (binding_records, bindings, binding_executed) = binding::measure(
+            &mut *client.engine,
+            run.modules,
+            &StageEnv {
+                after: &after,
+                ..env
+            },
+            &workloads,
+            run.progress,
+        )?;
+        client.executed_instructions += binding_executed;
         // The other value sizes' records follow the search's: the run's records stay as
         // they were without them.
         let (other_records, value_size_records) = other_records
@@ -207,6 +225,7 @@ impl Measure for Config {
                 measured_records(measured),
                 value_size_records,
                 warm_records,
+                binding_records,
             ],
             exec,
             &setup,
@@ -229,6 +248,12 @@ impl Measure for Config {
                 cfg.values(Knob::CacheSize)
             ));
         }
+        for b in &bindings {
+            search
+                .stages
+                .push(format!("{}. {}", search.stages.len() + 1, b.searched));
+        }
+        search.bindings = bindings;
         report.set_extra(SEARCH, &search);
         Ok(report)
     }
@@ -403,11 +428,11 @@ fn measured_records(measured: Vec<Vec<Measured>>) -> Vec<Vec<ScenarioResult>> {
 }
 
 /// Per workload of `workloads`, its records: the other stores' at their defaults, then the
-/// search's, then the other value sizes', then the search's warm ones (`parts`, each per
-/// workload, in that order).
+/// search's, then the other value sizes', then the search's warm ones, then the other
+/// bindings' (`parts`, each per workload, in that order).
 pub(super) fn outcomes(
     workloads: &[usize],
-    mut parts: [Vec<Vec<ScenarioResult>>; 4],
+    mut parts: [Vec<Vec<ScenarioResult>>; 5],
     exec: &Exec,
     setup: &AtomicU64,
 ) -> pool::Outcomes {

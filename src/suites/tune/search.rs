@@ -19,6 +19,10 @@ impl Config {
     /// The stages of the search, in order: what each varies (the first, none: the
     /// defaults).
     pub(super) fn stages(&self) -> Vec<Vec<Knob>> {
+        // Only another binding's SQLite selected: no search of the bench canister's.
+        if self.users.stores.is_empty() {
+            return Vec::new();
+        }
         let mut stages = vec![Vec::new()];
         for knob in [Knob::PageSize, Knob::CacheSize] {
             if self.knobs.contains(&knob) {
@@ -95,6 +99,7 @@ impl Config {
             not_searched,
             variant_module: None,
             value_sizes: Vec::new(),
+            bindings: Vec::new(),
         }
     }
 }
