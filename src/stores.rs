@@ -375,10 +375,10 @@ const SQLITE_VFS: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
-    // The users suites, which make a canister per module; upgrade, scaling and tune measure
-    // the stores of the default module's canister only, and dbbench, keys and sysbench
+    // The suites that make a canister per module (users, upgrade, scaling); tune measures
+    // the default module's canister and its variant only, and dbbench, keys and sysbench
     // send their SQL to the bench canister's methods (docs/suites.md).
-    suites: &["seed003", "lookups"],
+    suites: &["seed003", "lookups", "upgrade", "scaling"],
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest
