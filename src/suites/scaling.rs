@@ -201,10 +201,15 @@ impl Measure for Config {
         }];
         empties.extend(others);
         let empties = Empties(empties);
-        let module_bytes: Vec<String> = empties
+        // The modules of the stores measured, for the storage note.
+        let measured: Vec<&Empty> = empties
             .0
             .iter()
-            .map(|e| match empties.0.len() {
+            .filter(|e| self.kinds.iter().any(|k| k.module() == e.module))
+            .collect();
+        let module_bytes: Vec<String> = measured
+            .iter()
+            .map(|e| match measured.len() {
                 1 => format!("the {}-byte module", thousands(e.wasm.len() as u64)),
                 _ => format!(
                     "the {}-byte module ({})",
