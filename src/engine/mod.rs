@@ -16,9 +16,9 @@ pub mod embedded;
 pub mod instrument;
 pub mod page_map;
 pub mod profile;
-// The PocketIC client (reqwest, rustls, tokio...) is the `pocket-ic` cargo feature: the
-// default build leaves it out, and the CLI says how to rebuild when it is asked for.
-#[cfg(feature = "pocket-ic")]
+// The PocketIC backend. Its client (reqwest, rustls, tokio...) is the `pocket-ic` cargo
+// feature: the default build leaves it out, and the CLI says how to rebuild when it is asked
+// for; finding a server and the arithmetic are always built (and tested).
 pub mod pocket_ic;
 
 use std::fmt;
@@ -522,6 +522,14 @@ pub trait Engine {
         _snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
         Ok(None)
+    }
+
+    /// A new engine of this one's kind and configuration (its limits, replica vintage and
+    /// host) with no canister in it, for a canister whose state must be its engine's first
+    /// and only one (a kept post-prefill state of another module's canister); `None` for an
+    /// engine that cannot make one (a PocketIC server: callers then use this engine).
+    fn fresh(&self) -> Option<Box<dyn Engine + Send>> {
+        None
     }
 
     /// The snapshot as a value that forks of this engine take in with [`Engine::adopt`];

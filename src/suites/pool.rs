@@ -403,21 +403,11 @@ pub fn install<'e>(
 }
 
 /// `wasm` made ready by the engine as a unit of its own (see [`install`]).
-/// A fresh engine of `like`'s kind and configuration (its limits, replica vintage and
-/// host), for a canister whose state must be its engine's first and only one (a kept
-/// post-prefill state); `None` for an engine that cannot make one (a PocketIC server).
+/// A fresh engine of `like`'s kind and configuration ([`Engine::fresh`]).
 pub fn fresh_engine(
     like: &dyn crate::engine::Engine,
 ) -> Option<Box<dyn crate::engine::Engine + Send>> {
-    use crate::engine::cost::Limits;
-    use crate::engine::embedded::EmbeddedEngine;
-    if like.name() != "embedded" || like.limits() != Limits::APPLICATION {
-        return None;
-    }
-    let engine = EmbeddedEngine::default()
-        .with_replica(like.replica()?)
-        .with_host(like.host()?);
-    Some(Box::new(engine))
+    like.fresh()
 }
 
 pub fn compile(

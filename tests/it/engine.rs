@@ -1327,3 +1327,34 @@ fn compilation_is_charged_by_module_hash_as_each_vintage_has_it() {
         assert_eq!(compilation(&failed[1]), compilation(&failed[0]));
     }
 }
+
+/// `Engine::fresh`: a new engine configured as the old one (limits, vintage, host) and
+/// holding none of its canisters; its first canister gets the id a new engine's first does,
+/// and its messages are charged by the same rules (the same instructions as on the old one).
+#[test]
+fn a_fresh_engine_has_the_configuration_and_none_of_the_canisters() {
+    use icbench::engine::cost::Host;
+    let wasm = stable_writer("write", 0, 100, 4);
+    let limits = Limits {
+        max_instructions_per_update: 9_000_000,
+        ..Limits::APPLICATION
+    };
+    let old = EmbeddedEngine::new(limits)
+        .with_replica(Replica::R2026_05)
+        .with_host(Host::MacosArm64);
+    let (mut old, id) = installed(old, &wasm);
+    let on_old = old.update(id, "write", &[]).unwrap();
+    let mut fresh = old.fresh().expect("the embedded engine makes one");
+    assert_eq!(fresh.limits(), limits);
+    assert_eq!(fresh.replica(), Some(Replica::R2026_05));
+    assert_eq!(fresh.host(), Some(Host::MacosArm64));
+    assert!(
+        fresh.update(id, "write", &[]).is_err(),
+        "the old canister is not there"
+    );
+    let (fresh_id, _) = fresh.install(&wasm, &[]).unwrap();
+    assert_eq!(fresh_id, id);
+    let on_fresh = fresh.update(fresh_id, "write", &[]).unwrap();
+    assert_eq!(on_fresh.report.instructions, on_old.report.instructions);
+    assert!(on_fresh.report.instructions > 0);
+}

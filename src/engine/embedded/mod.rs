@@ -360,6 +360,13 @@ impl Engine for EmbeddedEngine {
         Some(self.host)
     }
 
+    fn fresh(&self) -> Option<Box<dyn Engine + Send>> {
+        let engine = EmbeddedEngine::new(self.limits)
+            .with_replica(self.replica)
+            .with_host(self.host);
+        Some(Box::new(engine))
+    }
+
     fn set_replica(&mut self, replica: Replica) -> Result<()> {
         // Every message reads the vintage when it starts (`execute`), and a fork copies it.
         self.replica = replica;
