@@ -192,6 +192,7 @@ impl Measure for Config {
             work,
             &[],
             &set_payload_size,
+            super::upgrade::new_build,
         )?;
         let mut empties = vec![Empty {
             module: Module::DEFAULT,

@@ -25,7 +25,7 @@ use crate::stores::Modules;
 pub(super) struct Empty<'m> {
     pub(super) module: Module,
     pub(super) wasm: &'m [u8],
-    /// What the upgrades install: a new build of `wasm` (`upgrade::new_build`).
+    /// What the upgrades install: a new build of `wasm` (the upgrade suite's `new_build`).
     pub(super) new_build: Vec<u8>,
     pub(super) state: State,
 }
@@ -45,10 +45,12 @@ impl<'m> Empties<'m> {
 
 /// The empty canisters of the modules `kinds` live in besides the default one, each set up
 /// by `setup` and snapshotted, as the users suites make theirs: on a fresh engine of its own
-/// where the run's engine can make one (`pool::fresh_engine`: the canister is then its
+/// where the run's engine can make one (`Engine::fresh`: the canister is then its
 /// engine's first, as in the users suites), else beside the default canister on the run's
-/// engine (`client`'s). Each is a unit of `work` after `after`; returns them, their units
-/// and the instructions their setup executed.
+/// engine (`client`'s). Each is a unit of `work` after `after`, with the new build
+/// `new_build` makes of its module; returns them, their units and the instructions their
+/// setup executed.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn other_empties<'m>(
     client: &mut BenchClient<'_>,
     modules: &'m Modules<'_>,
@@ -56,6 +58,7 @@ pub(super) fn other_empties<'m>(
     work: &Recorder,
     after: &[UnitId],
     setup: &dyn Fn(&mut BenchClient<'_>) -> Result<()>,
+    new_build: fn(&[u8]) -> Result<Vec<u8>>,
 ) -> Result<(Vec<Empty<'m>>, Vec<UnitId>, u64)> {
     let (mut empties, mut units, mut executed) = (Vec::new(), Vec::new(), 0);
     for need in crate::stores::needs(kinds.iter().copied()) {
@@ -64,7 +67,7 @@ pub(super) fn other_empties<'m>(
             continue;
         }
         let (wasm, name) = (modules.get(module)?, module.name);
-        let mut fresh = pool::fresh_engine(&*client.engine);
+        let mut fresh = client.engine.fresh();
         let engine = match fresh.as_mut() {
             Some(own) => own.as_mut() as &mut dyn crate::engine::Engine,
             None => &mut *client.engine,
@@ -91,7 +94,7 @@ pub(super) fn other_empties<'m>(
         empties.push(Empty {
             module,
             wasm,
-            new_build: super::upgrade::new_build(wasm)?,
+            new_build: new_build(wasm)?,
             state,
         });
         units.push(unit);
@@ -126,17 +129,17 @@ pub(super) fn stats_at(lane: &mut Lane<'_, '_>, state: &State) -> Result<(Stats,
     Ok((stats, true))
 }
 
-/// An engine of `like`'s kind and configuration whose queries may touch as much stable
-/// memory as an update may; `None` for an engine that cannot make one.
+/// An embedded engine of `like`'s configuration (its limits, vintage and host) whose
+/// queries may touch as much stable memory as its updates; `None` for another engine.
 fn reader_engine(like: &dyn Engine) -> Option<Box<dyn Engine>> {
-    let app = Limits::APPLICATION;
-    if like.name() != "embedded" || like.limits() != app {
+    if like.name() != "embedded" {
         return None;
     }
+    let limits = like.limits();
     let limits = Limits {
-        stable_accessed_pages_query: app.stable_accessed_pages_update,
-        stable_dirty_pages_query: app.stable_dirty_pages_update,
-        ..app
+        stable_accessed_pages_query: limits.stable_accessed_pages_update,
+        stable_dirty_pages_query: limits.stable_dirty_pages_update,
+        ..limits
     };
     let engine = EmbeddedEngine::new(limits)
         .with_replica(like.replica()?)

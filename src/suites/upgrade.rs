@@ -321,8 +321,15 @@ impl Measure for Config {
         // The canister of each other module the stores live in (each store set up in its
         // own copy, as the default module's are).
         let kinds: Vec<StoreKind> = self.stores.iter().map(|s| s.store_kind()).collect();
-        let (others, other_units, other_setup) =
-            steps::other_empties(&mut client, run.modules, &kinds, work, &[], &|_| Ok(()))?;
+        let (others, other_units, other_setup) = steps::other_empties(
+            &mut client,
+            run.modules,
+            &kinds,
+            work,
+            &[],
+            &|_| Ok(()),
+            new_build,
+        )?;
         let mut empties = vec![Empty {
             module: Module::DEFAULT,
             wasm: run.wasm,

@@ -70,8 +70,8 @@ fn record<'a>(
 /// limit). Under `2026-05` they were 184,000 / all, 7,230 / 506, 47,300 / 1,084 and
 /// 47,600 / 1,084: the page charges take 14% of the heap map's inserts, 1% of the
 /// StableBTreeMap's and 7% of SQLite's, and 8% and 12% of their lookups. SQLite on
-/// ic-sqlite-vfs, in its own module's canister (on the run's engine: these limits are not
-/// an application subnet's, so no engine of its own), its connection reopened at 2,000 rows.
+/// ic-sqlite-vfs, in its own module's canister (on an engine of its own with these
+/// limits), its connection reopened at 2,000 rows.
 const EXPECTED: [(&str, &str, u64, Option<u64>); 5] = [
     ("heap", "", 158_000, None),
     ("btree", "", 7_150, Some(466)),
