@@ -391,23 +391,38 @@ const SQLITE_VFS: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
-    // The users suites, which make a canister per module, the cache suite's sweep over the
-    // warm-ups (its page cache), and tune, which searches its settings in a canister of its
-    // own (suites/tune/binding.rs); upgrade and scaling measure the stores of the default
-    // module's canister only, and dbbench, keys and sysbench send their SQL to the bench
-    // canister's methods (docs/suites.md).
-    suites: &["seed003", "lookups", "tune", "cache"],
+    // The suites that make a canister per module (the users suites, the cache suite's sweep
+    // over the warm-ups, upgrade, scaling) and tune, which searches its settings in a
+    // canister of its own (suites/tune/binding.rs); dbbench, keys and sysbench send their
+    // SQL to the bench canister's methods (docs/suites.md).
+    suites: &["seed003", "lookups", "upgrade", "scaling", "tune", "cache"],
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest
     // message (10,000 rows at random: every page it writes staged on the heap until
     // COMMIT), 270 MB, which a Wasm heap keeps: 396 bytes a row, 27 tenths of 150
     // (`what_each_binding_holds_at_a_million_rows` in tests/it/sqlite_vfs/at_scale.rs
-    // measures them).
+    // measures them). The upgrade and scaling figures from this store run alone
+    // (`--stores sqlite-vfs --jobs 1`, `scripts/memory-peak.py`, 2026-11-26, see
+    // `stores/memory.rs`): `--suite upgrade` to 1,000,000 rows peaked at 0.27 GB of
+    // footprint (its 122 MB file shared with the snapshots, a 67 MB heap after the fill
+    // frozen for the rollback beside post_upgrade's new one: 14 and 13 tenths of 150);
+    // `--suite scaling` to 10,000,000 rows at 1.34 GB (a 1.1 GB file, a heap that stays
+    // at 67 MB: its cache is capped at 32 MiB; 135 a row), its capacity search at
+    // 1,000,000 rows (an insert of 2,900,000 rows, its pages staged on the heap until
+    // COMMIT) at 1.07 GB; its fill took 11.0 s of CPU for 10,000,000 rows, as SQLite's
+    // does on ic-rusqlite (2).
     memory: Memory {
         users_tenths: 27,
         users_tenths_per_mode: 0,
-        ..SQLITE.memory
+        upgrade: UpgradeMemory {
+            upgrade_tenths: 14,
+            held_tenths: 13,
+            overhead: 50,
+        },
+        scaling_per_row: 135,
+        capacity_search: 1_000_000_000,
+        fill_cost: 2,
     },
     colour: Some(10),
     stable_bytes: |stats| stats.sqlite_page_count * stats.sqlite_page_size,

@@ -154,7 +154,16 @@ impl LinePlot {
             r#"<text x="18" y="{mid_y:.1}" text-anchor="middle" transform="rotate(-90 18 {mid_y:.1})">{y_title} (log scale)</text>"#
         );
 
-        let palette = colors(&series.iter().map(|(s, _)| s.color).collect::<Vec<_>>());
+        // Colours by every series' place, drawn or not: a series keeps its colour in a plot
+        // where an earlier one has no point (a store without pre_upgrade).
+        let every = colors(&self.series.iter().map(|s| s.color).collect::<Vec<_>>());
+        let palette: Vec<&str> = self
+            .series
+            .iter()
+            .zip(every)
+            .filter(|(s, _)| series.iter().any(|(kept, _)| std::ptr::eq(*kept, *s)))
+            .map(|(_, c)| c)
+            .collect();
         for (i, (s, points)) in series.iter().enumerate() {
             let color = palette[i];
             let label = escape(&s.label);

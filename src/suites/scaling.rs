@@ -14,8 +14,10 @@ use clap::{ArgMatches, Args};
 use super::capacity;
 use super::scenario::{CacheState, Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
+use super::steps::{Empties, Empty};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
+use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
@@ -168,18 +170,56 @@ impl Measure for Config {
         let (session, exec, wasm) = (run.session, run.exec, run.wasm);
         let (work, engine_name) = (&session.work, &session.engine_name);
         let (mut client, installed) = session.install(run.engine, wasm)?;
-        let (empty, ready) = work.unit(Kind::Fill, "set the payload size", &[installed], || {
+        let payload_size = self.payload_size;
+        let set_payload_size = |client: &mut BenchClient<'_>| -> Result<()> {
             client
-                .set_payload_size(self.payload_size)?
+                .set_payload_size(payload_size)?
                 .value
-                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", self.payload_size))?;
+                .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
+            Ok(())
+        };
+        let (empty, ready) = work.unit(Kind::Fill, "set the payload size", &[installed], || {
+            set_payload_size(&mut client)?;
             let canister = client.canister;
             pool::graph::snapshot(client.engine, canister)
         });
         let empty = empty?;
-        let module_bytes = wasm.len() as u64;
+        // The canister of each other module the stores live in, its payload size set too.
+        let (others, other_units, other_setup) = steps::other_empties(
+            &mut client,
+            run.modules,
+            &self.kinds,
+            work,
+            &[],
+            &set_payload_size,
+            super::upgrade::new_build,
+        )?;
+        let mut empties = vec![Empty {
+            module: Module::DEFAULT,
+            wasm,
+            new_build: super::upgrade::new_build(wasm)?,
+            state: empty.clone(),
+        }];
+        empties.extend(others);
+        let empties = Empties(empties);
+        // The modules of the stores measured, for the storage note.
+        let measured: Vec<&Empty> = empties
+            .0
+            .iter()
+            .filter(|e| self.kinds.iter().any(|k| k.module() == e.module))
+            .collect();
+        let module_bytes: Vec<String> = measured
+            .iter()
+            .map(|e| match measured.len() {
+                1 => format!("the {}-byte module", thousands(e.wasm.len() as u64)),
+                _ => format!(
+                    "the {}-byte module ({})",
+                    thousands(e.wasm.len() as u64),
+                    e.module.name
+                ),
+            })
+            .collect();
         let largest = self.sizes.last().copied().unwrap_or_default();
-        let new_build = super::upgrade::new_build(wasm)?;
         // One store per scenario of the plan: each fills its own copy of the empty canister
         // (`--shard` splits by store). The fills run side by side, and what is measured at
         // each size runs beside the fill going on.
@@ -190,18 +230,19 @@ impl Measure for Config {
             .map(|k| k.as_str().to_string() + "\n")
             .collect::<String>();
         let grown: Vec<Grown> = kinds.iter().map(|_| Grown::default()).collect();
-        let setup = client.executed_instructions;
+        let setup = client.executed_instructions + other_setup;
         let ctx = Shared {
             cfg: self,
             engine: engine_name,
-            empty: &empty,
-            wasm,
-            new_build: &new_build,
+            empties: &empties,
+            stats_beyond_query_limit: Default::default(),
         };
         let mut tasks = Vec::new();
-        if !indices.is_empty() {
-            let priority = COMPILE + (kinds.len() as i64 + 1) * BAND;
-            tasks.push(steps::compile(&new_build, priority));
+        let priority = COMPILE + (kinds.len() as i64 + 1) * BAND;
+        for e in &empties.0 {
+            if indices.iter().any(|&i| kinds[i].module() == e.module) {
+                tasks.push(steps::compile(&e.new_build, priority));
+            }
         }
         let costliest = indices.iter().map(|&i| fill_cost(kinds[i])).max();
         let serial = exec.jobs <= 1;
@@ -226,7 +267,11 @@ impl Measure for Config {
                 },
                 band,
             };
-            tasks.push(grow(&ctx, step, &grown[i]).after(&[ready]));
+            let made = match kinds[i].module() == Module::DEFAULT {
+                true => std::slice::from_ref(&ready),
+                false => &other_units,
+            };
+            tasks.push(grow(&ctx, step, &grown[i]).after(made));
         }
         pool::graph::run(&mut client, &empty, exec, work, run.progress, tasks)?;
         let outcomes = pool::Outcomes::new(
@@ -239,7 +284,7 @@ impl Measure for Config {
             exec.shard,
             setup,
         );
-        let notes = vec![
+        let mut notes = vec![
             format!(
                 "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
                 thousands(PREFILL_CHUNK)
@@ -247,8 +292,8 @@ impl Measure for Config {
             "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
             format!(
-                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and the {}-byte module) for 30 days at 127,000 cycles per GiB per second, plus, from replica vintage 2026-05, 10,000 cycles per second for the canister (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
-                thousands(module_bytes),
+                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and {}) for 30 days at 127,000 cycles per GiB per second, plus, from replica vintage 2026-05, 10,000 cycles per second for the canister (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
+                module_bytes.join(" or "),
                 self.usd_per_xdr
             ),
             format!(
@@ -256,6 +301,30 @@ impl Measure for Config {
                 thousands(largest)
             ),
         ];
+        if let Some(note) = steps::other_modules_note(&self.kinds) {
+            notes.push(note);
+        }
+        if self
+            .kinds
+            .iter()
+            .any(|k| k.def().page_cache && !k.def().journal_modes)
+        {
+            notes.push("A SQLite store without journal modes is measured at each size on a newly opened connection (its connections reopened after the fill: a cold page cache, as a journal mode set on a fresh connection leaves the other SQLite).".into());
+        }
+        let mut beyond = std::mem::take(
+            &mut *ctx
+                .stats_beyond_query_limit
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
+        beyond.sort();
+        if !beyond.is_empty() {
+            let at: Vec<String> = beyond
+                .iter()
+                .map(|(k, n)| format!("{} at {} rows", k.def().noun, thousands(*n)))
+                .collect();
+            notes.push(format!("The canister's `stats` query (which counts the rows) touches more stable memory than a query may ({}): the replica refuses it (IC0524), so its sizes were read by the same query with an update's limit, on an engine that only reads them.", at.join(", ")));
+        }
         let header = Header {
             rows_before: self.sizes.last().copied().unwrap_or_default(),
             seed: self.seed,

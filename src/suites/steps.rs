@@ -1,18 +1,167 @@
-//! What the upgrade and scaling suites' tasks both do on a worker: compile the new build the
-//! upgrades install ahead of them, snapshot a store at a size (a step of the work log), start
-//! a record of a store, and hand their parts of a scenario's outcome into one map, in any
-//! order.
+//! What the upgrade and scaling suites' tasks both do: make the empty canister of each module
+//! their stores live in (each store then grows in a copy of its module's), compile the new
+//! build the upgrades install ahead of them, snapshot a store at a size (a step of the work
+//! log), start a record of a store, and hand their parts of a scenario's outcome into one
+//! map, in any order.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
+use candid::{Decode, Encode};
 
-use super::pool::{Lane, State, Task};
-use super::scenario::JournalMode;
+use super::pool::{self, Lane, Recorder, State, Task, UnitId};
+use super::scenario::{JournalMode, StoreKind};
+use crate::bench_canister::{BenchClient, Module, Stats};
+use crate::engine::cost::Limits;
+use crate::engine::embedded::EmbeddedEngine;
+use crate::engine::{Engine, ErrorCode};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::ScenarioResult;
+use crate::stores::Modules;
+
+/// The empty canister of one module, set up, which the stores of that module start from.
+pub(super) struct Empty<'m> {
+    pub(super) module: Module,
+    pub(super) wasm: &'m [u8],
+    /// What the upgrades install: a new build of `wasm` (the upgrade suite's `new_build`).
+    pub(super) new_build: Vec<u8>,
+    pub(super) state: State,
+}
+
+/// The empty canisters of a run, one per module: the default module's first.
+pub(super) struct Empties<'m>(pub(super) Vec<Empty<'m>>);
+
+impl<'m> Empties<'m> {
+    /// The empty canister `kind`'s store starts from: its module's.
+    pub(super) fn of(&self, kind: StoreKind) -> &Empty<'m> {
+        self.0
+            .iter()
+            .find(|e| e.module == kind.module())
+            .expect("a run makes the canister of every module its stores live in")
+    }
+}
+
+/// The empty canisters of the modules `kinds` live in besides the default one, each set up
+/// by `setup` and snapshotted, as the users suites make theirs: on a fresh engine of its own
+/// where the run's engine can make one (`Engine::fresh`: the canister is then its
+/// engine's first, as in the users suites), else beside the default canister on the run's
+/// engine (`client`'s). Each is a unit of `work` after `after`, with the new build
+/// `new_build` makes of its module; returns them, their units and the instructions their
+/// setup executed.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn other_empties<'m>(
+    client: &mut BenchClient<'_>,
+    modules: &'m Modules<'_>,
+    kinds: &[StoreKind],
+    work: &Recorder,
+    after: &[UnitId],
+    setup: &dyn Fn(&mut BenchClient<'_>) -> Result<()>,
+    new_build: fn(&[u8]) -> Result<Vec<u8>>,
+) -> Result<(Vec<Empty<'m>>, Vec<UnitId>, u64)> {
+    let (mut empties, mut units, mut executed) = (Vec::new(), Vec::new(), 0);
+    for need in crate::stores::needs(kinds.iter().copied()) {
+        let module = need.module;
+        if module == Module::DEFAULT {
+            continue;
+        }
+        let (wasm, name) = (modules.get(module)?, module.name);
+        let mut fresh = client.engine.fresh();
+        let engine = match fresh.as_mut() {
+            Some(own) => own.as_mut() as &mut dyn crate::engine::Engine,
+            None => &mut *client.engine,
+        };
+        let (ready, compiled) = work.unit(
+            Kind::Compile,
+            format!("compile the {name} module"),
+            after,
+            || engine.prepare(wasm),
+        );
+        ready?;
+        let (made, unit) = work.unit(
+            Kind::Install,
+            format!("install the {name} canister"),
+            &[compiled],
+            || -> Result<(State, u64)> {
+                let mut own = BenchClient::install(engine, wasm)?;
+                setup(&mut own)?;
+                let state = pool::graph::snapshot(own.engine, own.canister)?;
+                Ok((state, own.executed_instructions))
+            },
+        );
+        let (state, ran) = made?;
+        empties.push(Empty {
+            module,
+            wasm,
+            new_build: new_build(wasm)?,
+            state,
+        });
+        units.push(unit);
+        executed += ran;
+    }
+    Ok((empties, units, executed))
+}
+
+/// The canister's `stats` at `state`, which the lane's canister is in, and whether the
+/// replica would refuse it there. A `stats` query that touches more stable memory than a
+/// query may (ic-sqlite-vfs's counts its rows with `count(*)`, which reads its whole
+/// database: over 1 GiB at 10,000,000 rows) is refused with IC0524; the sizes are then read
+/// by the same query on an engine of the run's kind whose queries may touch as much as an
+/// update, which reads the state and counts nothing the report shows.
+pub(super) fn stats_at(lane: &mut Lane<'_, '_>, state: &State) -> Result<(Stats, bool)> {
+    let (engine, canister) = (&mut *lane.client.engine, lane.client.canister);
+    let out = engine.query(canister, "stats", &Encode!()?)?;
+    let reject = match out.result {
+        Ok(bytes) => return Ok((Decode!(&bytes, Stats)?, false)),
+        Err(reject) => reject,
+    };
+    let refused = || anyhow!("stats was rejected: {reject}");
+    let (State::Shared(shared), Some(mut reader)) = (state, reader_engine(&*engine)) else {
+        return Err(refused());
+    };
+    if reject.error_code != ErrorCode::CanisterMemoryAccessLimitExceeded {
+        return Err(refused());
+    }
+    let id = reader.adopt(shared)?;
+    reader.restore(shared.canister, id)?;
+    let stats = BenchClient::attach(reader.as_mut(), shared.canister).stats()?;
+    Ok((stats, true))
+}
+
+/// An embedded engine of `like`'s configuration (its limits, vintage and host) whose
+/// queries may touch as much stable memory as its updates; `None` for another engine.
+fn reader_engine(like: &dyn Engine) -> Option<Box<dyn Engine>> {
+    if like.name() != "embedded" {
+        return None;
+    }
+    let limits = like.limits();
+    let limits = Limits {
+        stable_accessed_pages_query: limits.stable_accessed_pages_update,
+        stable_dirty_pages_query: limits.stable_dirty_pages_update,
+        ..limits
+    };
+    let engine = EmbeddedEngine::new(limits)
+        .with_replica(like.replica()?)
+        .with_host(like.host()?);
+    Some(Box::new(engine))
+}
+
+/// What a report says of the stores of `kinds` that live in another module than the
+/// default one (none: nothing).
+pub(super) fn other_modules_note(kinds: &[StoreKind]) -> Option<String> {
+    let others: Vec<String> = kinds
+        .iter()
+        .filter(|k| k.module() != Module::DEFAULT)
+        .map(|k| format!("{} (the {} module's)", k.def().noun, k.module().name))
+        .collect();
+    (!others.is_empty()).then(|| {
+        format!(
+            "A store of another module, {}, grows in a copy of that module's empty canister, installed on an engine of its own as seed003 makes it, and is upgraded to a new build of that module.",
+            others.join(", ")
+        )
+    })
+}
 
 /// The task that compiles `build` so that compiling it overlaps the fills.
 pub(super) fn compile(build: &[u8], priority: i64) -> Task<'_> {

@@ -15,8 +15,10 @@ use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::shared::{Define, Header, Measure, Run};
+use super::steps::{Empties, Empty};
 use super::users::ID_STEP;
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
+use crate::bench_canister::Module;
 use crate::report::format::thousands;
 use crate::report::ScenarioResult;
 use crate::report::{Document, Report};
@@ -315,27 +317,54 @@ impl Measure for Config {
             None => "the heap dirty-page charge after it",
         };
         let (mut client, installed) = session.install(run.engine, run.wasm)?;
-        let build = new_build(run.wasm)?;
         let base = pool::graph::snapshot(client.engine, client.canister)?;
+        // The canister of each other module the stores live in (each store set up in its
+        // own copy, as the default module's are).
+        let kinds: Vec<StoreKind> = self.stores.iter().map(|s| s.store_kind()).collect();
+        let (others, other_units, other_setup) = steps::other_empties(
+            &mut client,
+            run.modules,
+            &kinds,
+            work,
+            &[],
+            &|_| Ok(()),
+            new_build,
+        )?;
+        let mut empties = vec![Empty {
+            module: Module::DEFAULT,
+            wasm: run.wasm,
+            new_build: new_build(run.wasm)?,
+            state: base.clone(),
+        }];
+        empties.extend(others);
+        let empties = Empties(empties);
         let keys = self.keys();
         let stores = self.stores.len();
         let indices = exec.indices(keys.len());
         let plan = keys.iter().map(|k| k.clone() + "\n").collect::<String>();
-        let setup = client.executed_instructions;
+        let setup = client.executed_instructions + other_setup;
         let outcomes: Vec<Grown> = keys.iter().map(|_| Grown::default()).collect();
         let mut tasks = Vec::new();
         let order = Order {
             serial: exec.jobs <= 1,
             stores,
         };
-        if !indices.is_empty() {
-            tasks.push(steps::compile(&build, order.compile()));
+        // Each scenario's module: its store's.
+        let module_of = |i: usize| match self.stores.get(i) {
+            Some(s) => s.store_kind().module(),
+            None => self
+                .limit_run
+                .map_or(Module::DEFAULT, |(s, _)| s.store_kind().module()),
+        };
+        for empty in &empties.0 {
+            if indices.iter().any(|&i| module_of(i) == empty.module) {
+                tasks.push(steps::compile(&empty.new_build, order.compile()));
+            }
         }
         let ctx = Shared {
             cfg: self,
             engine: engine_name,
-            new_build: &build,
-            base: &base,
+            empties: &empties,
         };
         for &i in &indices {
             let out = &outcomes[i];
@@ -352,7 +381,11 @@ impl Measure for Config {
                 let (store, payload) = self.limit_run.expect("the last scenario is the limit run");
                 limit_run::task(&ctx, store, payload, out).priority(order.limit_run())
             };
-            tasks.push(task.after(&[installed]));
+            let made = match module_of(i) == Module::DEFAULT {
+                true => std::slice::from_ref(&installed),
+                false => &other_units,
+            };
+            tasks.push(task.after(made));
         }
         pool::graph::run(&mut client, &base, exec, work, run.progress, tasks)?;
         let measured = pool::Outcomes::new(
@@ -371,6 +404,9 @@ impl Measure for Config {
             "warm_update / warm_query: a 1-row insert in the middle and a 100-key point lookup (query) on the canister as it was filled; first_update / first_query: the same calls right after the upgrade, on a fresh heap (SQLite's page cache, the B-tree header and every other heap cache are gone).".into(),
             format!("Rate limit: after an install_code the replica refuses the next one with IC0209 (\"is rate limited because it executed too many instructions in the previous install_code messages\") until the canister's install_code_debit, raised by the instructions used, has been lowered by {} per round. The embedded engine does not model this debit. No measured upgrade follows another on the same canister: each runs on the snapshot taken after filling, which took at least one more message (round) after the install, so the numbers are those of a user who spaces upgrades apart; the wait column says how many rounds that user waits after each upgrade.", thousands(INSTALL_CODE_RATE_LIMIT)),
         ];
+        if let Some(note) = steps::other_modules_note(&kinds) {
+            notes.push(note);
+        }
         if self.limit_run.is_none() {
             notes.push("No limit run: no store selected saves its rows in pre_upgrade (the stores in stable memory upgrade in work that does not grow with N), or --no-limit-run.".into());
         }

@@ -40,6 +40,9 @@ fn wasm() -> &'static [u8] {
             .expect("the committed sqlite-vfs module is of its sources")
             .to_vec();
         crate::support::keep_compiled(&wasm, false);
+        // And its new build, which the upgrade and scaling suites install.
+        let new_build = icbench::suites::upgrade::new_build(&wasm).unwrap();
+        crate::support::keep_compiled(&new_build, false);
         wasm
     })
 }
@@ -742,4 +745,286 @@ fn the_suite_measures_a_small_store_warm_exactly_under_both_vintages() {
         assert_eq!(suite, canister_rows(replica, true), "{}", replica.name);
         assert_eq!(suite, expected, "{}", replica.name);
     }
+}
+
+// ---- the upgrade and scaling suites ---------------------------------------------------------
+
+/// (store instructions, the message's instructions) of a record or a call.
+type Pair = (u64, u64);
+
+/// The records of `report` of `operation`, in order, as [`Pair`]s.
+fn pairs(report: &icbench::report::Report, operation: &str) -> Vec<Pair> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.operation == operation)
+        .map(|r| {
+            assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
+            (r.store_instructions, r.instructions)
+        })
+        .collect()
+}
+
+/// `plan` run in this process on an engine of `replica`'s rules (the store in its own
+/// module's canister, on an engine of its own, as icbench runs it).
+fn run_plan(plan: &dyn icbench::suites::Plan, replica: Replica) -> icbench::report::Report {
+    let exec = icbench::suites::Exec {
+        jobs: 1,
+        shard: icbench::suites::Shard::WHOLE,
+        profile: false,
+    };
+    // Its module and new build compiled once, through the test cache.
+    wasm();
+    let mut engine = EmbeddedEngine::default().with_replica(replica);
+    plan.run(
+        &mut engine,
+        crate::support::bench_wasm(),
+        &exec,
+        &mut |_| {},
+    )
+    .expect("the plan runs")
+}
+
+/// The upgrade suite's calls made on the canister directly: 1,000 rows of 100 bytes in one
+/// message; from there the 100-key lookup and the one-row insert in the middle (warm: the
+/// connection that filled it), then back there the upgrade to a new build after a
+/// checkpoint and the same calls after it (a fresh heap: SQLite's page cache cold). Their
+/// counts in the suite's order (warm query, warm update, post_upgrade, the whole
+/// install_code, first query, first update), and the rows after the upgrade.
+fn upgrade_direct(replica: Replica) -> (Vec<(&'static str, Pair)>, u64) {
+    let mut engine = EmbeddedEngine::default().with_replica(replica);
+    let mut c = install(&mut engine);
+    assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
+    c.add_users(STORE, 0, 10, 1_000).unwrap().value.unwrap();
+    let at = c.engine.snapshot(c.canister).unwrap();
+    let mut out = Vec::new();
+    let calls = |c: &mut BenchClient<'_>, out: &mut Vec<_>, when: [&'static str; 2]| {
+        let q = c.get_users(STORE, 5_000, 10, 100, false).unwrap();
+        let found = q.value.unwrap();
+        assert_eq!(found.rows_found, 100);
+        out.push((when[0], (found.instructions, q.message.instructions)));
+        let u = c.add_users(STORE, 5_001, 10, 1).unwrap();
+        out.push((
+            when[1],
+            (u.value.unwrap().instructions, u.message.instructions),
+        ));
+    };
+    calls(&mut c, &mut out, ["warm_query", "warm_update"]);
+    c.engine.restore(c.canister, at).unwrap();
+    c.engine.checkpoint();
+    let new_build = icbench::suites::upgrade::new_build(wasm()).unwrap();
+    let up = c
+        .engine
+        .upgrade(c.canister, &new_build, &Encode!().unwrap())
+        .unwrap();
+    up.result.expect("the upgrade succeeds");
+    let post = up
+        .report
+        .stages
+        .iter()
+        .find(|(s, _)| *s == icbench::engine::InstallStage::PostUpgrade)
+        .map(|(_, r)| r.instructions)
+        .unwrap();
+    // The canister reports no upgrade_stats: 0 in the hooks' own columns.
+    out.push(("post_upgrade", (0, post)));
+    out.push(("upgrade", (0, up.report.instructions)));
+    let rows = c.stats().unwrap().sqlite_rows;
+    calls(&mut c, &mut out, ["first_query", "first_update"]);
+    (out, rows)
+}
+
+/// What an upgrade of the store's canister costs when nothing is serialized, and the first
+/// calls after it on a cold page cache: the upgrade suite measures them as the canister
+/// counts them, exactly, under both vintages; the rows are all there after it.
+#[test]
+fn the_upgrade_suite_measures_its_upgrade_and_the_first_calls_exactly_under_both_vintages() {
+    use icbench::suites::scenario::Store;
+    use icbench::suites::upgrade::{Config, UpgradeStore};
+    let plan = Config {
+        stores: vec![UpgradeStore::of(Store::SqliteVfs)],
+        sizes: vec![1_000],
+        rows: 1_000,
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        limit_run: None,
+    };
+    // (store, message) instructions: the warm query and update, post_upgrade, the whole
+    // install_code (the new build's compilation paid in full), the first query and update
+    // after it; then the same install_code again before a checkpoint (1/100 of the
+    // compilation). Under the memory tracker the first update after the upgrade costs
+    // 1.13x the warm one, and the first query 0.68x (a cold cache touches fewer heap pages
+    // than the warm one walks); before it, 1.35x and 0.72x.
+    let expected = |replica: Replica| match replica.name {
+        "2026-07" => (
+            [
+                (1_155_545, 2_850_850),
+                (2_434_076, 3_216_649),
+                (0, 4_909_764),
+                (0, 5_508_537_764),
+                (1_553_317, 1_926_912),
+                (3_002_422, 3_623_286),
+            ],
+            79_746_044,
+        ),
+        _ => (
+            [
+                (1_075_545, 1_570_850),
+                (619_076, 772_649),
+                (0, 2_062_764),
+                (0, 5_505_690_764),
+                (1_073_317, 1_126_912),
+                (867_422, 1_039_286),
+            ],
+            76_899_044,
+        ),
+    };
+    for replica in [Replica::R2026_07, Replica::R2026_05] {
+        let report = run_plan(&plan, replica);
+        assert!(report.results.iter().all(|r| r.store == STORE));
+        let (direct, rows) = upgrade_direct(replica);
+        assert_eq!(rows, 1_000, "{}", replica.name);
+        let suite: Vec<(&str, Pair)> = direct
+            .iter()
+            .map(|&(op, _)| (op, pairs(&report, op)[0]))
+            .collect();
+        assert_eq!(suite, direct, "{}", replica.name);
+        // No pre_upgrade: nothing is serialized.
+        assert_eq!(pairs(&report, "pre_upgrade"), [(0, 0)], "{}", replica.name);
+        let (calls, same) = expected(replica);
+        let counts: Vec<Pair> = suite.iter().map(|&(_, p)| p).collect();
+        assert_eq!(counts, calls, "{}", replica.name);
+        assert_eq!(
+            pairs(&report, "upgrade_same_module"),
+            [(0, same)],
+            "{}",
+            replica.name
+        );
+    }
+}
+
+/// The scaling suite grows the store in its own module's canister: at 1,000 and 2,000 rows
+/// its calls count as the canister counts them on a newly opened connection, its stable
+/// bytes are its database's own (page_count x 16,384), and it is upgraded at the largest.
+#[test]
+fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
+    use icbench::suites::scaling::{sizes_up_to, Config};
+    use icbench::suites::scenario::StoreKind;
+    let plan = Config {
+        sizes: sizes_up_to(2_000),
+        kinds: vec![StoreKind::SqliteVfs],
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        capacity_at: None,
+    };
+    let report = run_plan(&plan, Replica::R2026_07);
+    // 2 sizes x (7 operations, heap and stable bytes, storage on 2 subnets), the upgrade's
+    // 3 records at 2,000.
+    assert_eq!(report.results.len(), 2 * (7 + 4) + 3);
+    let mut engine = EmbeddedEngine::default();
+    let mut c = install(&mut engine);
+    assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
+    let empty = c.stats().unwrap();
+    let mut filled = 0;
+    for n in [1_000u64, 2_000] {
+        let at = |op: &str, position: &str| {
+            report
+                .results
+                .iter()
+                .find(|r| r.rows_before == n && r.operation == op && r.position == position)
+                .unwrap_or_else(|| panic!("{op} {position} at {n}"))
+        };
+        c.add_users(STORE, filled * 10, 10, n - filled)
+            .unwrap()
+            .value
+            .unwrap();
+        filled = n;
+        let stats = c.stats().unwrap();
+        assert_eq!(stats.sqlite_page_size, 16_384);
+        assert_eq!(
+            at("stable_bytes", "-").bytes,
+            stats.sqlite_page_count * 16_384
+        );
+        assert_eq!(
+            at("heap_bytes", "-").bytes,
+            (stats.heap_pages - empty.heap_pages) * 65_536
+        );
+        let grown = c.engine.snapshot(c.canister).unwrap();
+        configure(&mut c, SqliteConfig::default()).unwrap();
+        let reopened = c.engine.snapshot(c.canister).unwrap();
+        let u = c.add_users(STORE, n / 2 * 10 + 1, 10, 1).unwrap();
+        let r = at("insert", "middle");
+        assert_eq!(r.batch, 1);
+        assert_eq!(
+            (r.store_instructions, r.instructions),
+            (u.value.unwrap().instructions, u.message.instructions)
+        );
+        c.engine.restore(c.canister, reopened).unwrap();
+        let s = c
+            .scan_users(STORE, (n - 1_000) / 2 * 10, 1_000, false)
+            .unwrap();
+        let r = at("range_scan", "middle");
+        assert_eq!(
+            (r.store_instructions, r.instructions),
+            (s.value.unwrap().instructions, s.message.instructions)
+        );
+        c.engine.restore(c.canister, grown).unwrap();
+    }
+    // Each operation at each size, (store, message) instructions, in the suite's order:
+    // inserts of 1 row in the middle and at random, of 100 and 1,000 rows in the middle,
+    // 1 and 100 random keys, the 1,000-row scan.
+    let operations = |n: u64| -> Vec<Pair> {
+        report
+            .results
+            .iter()
+            .filter(|r| r.rows_before == n && r.batch > 0 && r.method.contains("users"))
+            .map(|r| (r.store_instructions, r.instructions))
+            .collect()
+    };
+    assert_eq!(
+        operations(1_000),
+        [
+            (2_708_296, 3_652_925),
+            (1_654_813, 2_688_817),
+            (3_651_345, 4_595_974),
+            (13_589_350, 14_533_979),
+            (448_706, 1_079_823),
+            (1_738_321, 2_381_716),
+            (5_706_102, 6_246_122),
+        ]
+    );
+    assert_eq!(
+        operations(2_000),
+        [
+            (2_707_898, 3_654_822),
+            (2_627_600, 3_663_554),
+            (3_535_048, 4_481_972),
+            (16_481_160, 17_425_419),
+            (528_803, 1_161_553),
+            (2_271_480, 2_915_420),
+            (5_866_338, 6_406_870),
+        ]
+    );
+    // The database's own bytes: 11 and 18 pages of 16 KiB.
+    let bytes = |op: &str| -> Vec<u64> {
+        let of = report.results.iter().filter(|r| r.operation == op);
+        of.map(|r| r.bytes).collect()
+    };
+    assert_eq!(bytes("stable_bytes"), [11 * 16_384, 18 * 16_384]);
+    // Upgraded at 2,000 rows: no pre_upgrade, post_upgrade reopens the database.
+    let upgrade: Vec<(&str, u64)> = report
+        .results
+        .iter()
+        .filter(|r| r.method == "install_code" || r.method.starts_with("canister_"))
+        .map(|r| (r.operation.as_str(), r.instructions))
+        .collect();
+    assert_eq!(
+        upgrade,
+        [
+            ("pre_upgrade", 0),
+            ("post_upgrade", 4_909_764),
+            ("upgrade", 5_508_537_764)
+        ]
+    );
 }

@@ -16,7 +16,7 @@ use crate::stores;
 use crate::suites::capacity;
 use crate::suites::pool::{Join, State, Task};
 use crate::suites::scenario::{JournalMode, Store, StoreKind};
-use crate::suites::steps::{self, Parts};
+use crate::suites::steps::{self, Empties, Parts};
 use crate::suites::upgrade::{self, UpgradeStore};
 use crate::suites::users::{self, PREFILL_CHUNK};
 
@@ -34,11 +34,12 @@ fn sqlite_modes(default: JournalMode) -> Vec<JournalMode> {
 pub(super) struct Shared<'a> {
     pub(super) cfg: &'a Config,
     pub(super) engine: &'a str,
-    /// The installed canister, empty.
-    pub(super) empty: &'a State,
-    pub(super) wasm: &'a [u8],
-    /// What the upgrades install: a new build of `wasm`.
-    pub(super) new_build: &'a [u8],
+    /// The installed canister of each module, empty (its payload size set), with its module
+    /// and the new build its upgrades install.
+    pub(super) empties: &'a Empties<'a>,
+    /// The stores and sizes whose `stats` query the replica would refuse (see
+    /// [`steps::stats_at`]), for the report's notes.
+    pub(super) stats_beyond_query_limit: std::sync::Mutex<Vec<(StoreKind, u64)>>,
 }
 
 /// A store's records as its tasks hand them in, kept in the order one worker measuring
@@ -140,7 +141,7 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
     Task::new(Kind::Other, first, move |lane| {
         let base = match (&from, base) {
             (None, _) => {
-                lane.restore(ctx.empty)?;
+                lane.restore(&ctx.empties.of(kind).state)?;
                 lane.client.stats()?
             }
             (Some(from), Some(base)) => {
@@ -162,10 +163,16 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
             &mut |_| {},
         )?;
         let at_n = steps::snapshot(lane, kind.as_str(), n)?;
-        let stats = lane.client.stats()?;
+        let (stats, beyond) = steps::stats_at(lane, &at_n)?;
+        if beyond {
+            ctx.stats_beyond_query_limit
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((kind, n));
+        }
         // PocketIC charges by its own replica: priced here by the newest vintage's rules.
         let replica = lane.client.engine.replica().unwrap_or(Replica::NEWEST);
-        let module_bytes = ctx.wasm.len() as u64;
+        let module_bytes = ctx.empties.of(kind).wasm.len() as u64;
         out.put(
             (size, MEMORY, 0),
             memory_records(
@@ -212,8 +219,9 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
                     // From the snapshot: the canister as a worker that measured it first
                     // left it, its heap a view of the snapshot's.
                     lane.restore(&at_n)?;
+                    let new_build = &ctx.empties.of(kind).new_build;
                     let records =
-                        upgrade_at(&mut lane.client, cfg, ctx.engine, store, n, ctx.new_build)?;
+                        upgrade_at(&mut lane.client, cfg, ctx.engine, store, n, new_build)?;
                     out.put((cfg.sizes.len(), MEMORY, 0), records);
                     Ok(())
                 })
@@ -271,15 +279,23 @@ fn measure_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, at_n: State) -
     let (cfg, store) = (ctx.cfg, at.store);
     Task::new(Kind::Fill, format!("start {}", at.title()), move |lane| {
         // SQLite in every mode (the fill's included) on a fresh connection, as seed003
-        // measures it: the page cache the fill warmed would flatter one mode only.
-        let start = match store.journal_mode() {
+        // measures it: the page cache the fill warmed would flatter one mode only. A SQLite
+        // store without journal modes on a newly opened connection, for the same reason.
+        let kind = store.store_kind();
+        let reopened = match store.journal_mode() {
             Some(mode) => {
                 lane.restore(&at_n)?;
-                match stores::set_journal_mode(&mut lane.client, mode)? {
-                    Ok(()) => Ok(steps::snapshot(lane, &store.label(), at.n)?),
-                    Err(reason) => Err(reason),
-                }
+                Some(stores::set_journal_mode(&mut lane.client, mode)?)
             }
+            None if kind.def().page_cache => {
+                lane.restore(&at_n)?;
+                Some(stores::reopen_sqlite(&mut lane.client, kind)?)
+            }
+            None => None,
+        };
+        let start = match reopened {
+            Some(Ok(())) => Ok(steps::snapshot(lane, &store.label(), at.n)?),
+            Some(Err(reason)) => Err(reason),
             None => Ok(at_n),
         };
         let search = match (&start, cfg.capacity_at) {
@@ -332,6 +348,8 @@ fn capacity_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, start: State)
                             engine: ctx.engine,
                             usd_per_xdr: cfg.usd_per_xdr,
                         };
+                        // Its store's canister (the state's: one per module).
+                        lane.client.canister = start.canister();
                         let start = lane.local(&start)?;
                         let records = capacity::measure_store(
                             &mut lane.client,

@@ -10,7 +10,7 @@ use super::{Config, UpgradeStore, POINTS};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::Status;
-use crate::suites::steps::{self, Parts};
+use crate::suites::steps::{self, Empties, Empty, Parts};
 use crate::suites::{pool, users};
 
 /// Which ready task a free worker takes first.
@@ -96,9 +96,15 @@ impl Grown {
 pub(super) struct Shared<'s> {
     pub(super) cfg: &'s Config,
     pub(super) engine: &'s str,
-    pub(super) new_build: &'s [u8],
-    /// The installed, empty canister.
-    pub(super) base: &'s pool::State,
+    /// The installed, empty canister of each module and the new build its upgrades install.
+    pub(super) empties: &'s Empties<'s>,
+}
+
+impl Shared<'_> {
+    /// The empty canister `store` starts from: its module's.
+    pub(super) fn empty(&self, store: UpgradeStore) -> &Empty<'_> {
+        self.empties.of(store.store_kind())
+    }
 }
 
 /// How a store's fill goes on: from the state `from` at the previous size (None: the empty
@@ -133,7 +139,7 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool:
         match &from {
             Some(from) => lane.restore(from)?,
             None => {
-                lane.restore(ctx.base)?;
+                lane.restore(&ctx.empty(store).state)?;
                 if let Err(e) = configure(&mut lane.client, store, cfg.payload_size) {
                     let mut r = record(ctx.engine, store, 0, "upgrade");
                     r.status = Status::Refused(e.to_string());
@@ -161,9 +167,10 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool:
         let name = format!("upgrade {} at {} rows", store.label(), thousands(n));
         lane.spawn(
             pool::Task::new(Kind::Upgrade, name, move |lane| {
+                let new_build = &ctx.empty(store).new_build;
                 out.put(
                     size,
-                    upgrade_at(lane, cfg, ctx.engine, ctx.new_build, store, n, &at_n)?,
+                    upgrade_at(lane, cfg, ctx.engine, new_build, store, n, &at_n)?,
                 );
                 Ok(())
             })

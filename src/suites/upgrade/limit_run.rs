@@ -30,7 +30,7 @@ pub(super) fn task<'s>(
 ) -> Task<'s> {
     let name = format!("limit run: configure {}", store.label());
     Task::new(Kind::Fill, name, move |lane| {
-        lane.restore(ctx.base)?;
+        lane.restore(&ctx.empty(store).state)?;
         let outcome = limit_run(&mut lane.client, ctx, store, payload)?;
         out.put(0, outcome);
         Ok(())
@@ -122,7 +122,7 @@ fn calibrate(
             store,
             n,
             payload,
-            ctx.new_build,
+            &ctx.empty(store).new_build,
             ctx.cfg.usd_per_xdr,
         )?;
         if let Some(r) = failed {
@@ -169,7 +169,7 @@ fn until_it_fails(
             store,
             rows,
             payload,
-            ctx.new_build,
+            &ctx.empty(store).new_build,
             usd_per_xdr,
         )?;
         point.calibration = true;
