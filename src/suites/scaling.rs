@@ -230,7 +230,10 @@ impl Measure for Config {
             .map(|k| k.as_str().to_string() + "\n")
             .collect::<String>();
         let grown: Vec<Grown> = kinds.iter().map(|_| Grown::default()).collect();
-        let setup = client.executed_instructions + other_setup;
+        // The other modules' canisters ran on engines of their own: their setup is this
+        // run's work too, and every shard's (`merge` counts a setup once).
+        client.executed_instructions += other_setup;
+        let setup = client.executed_instructions;
         let ctx = Shared {
             cfg: self,
             engine: engine_name,

@@ -342,7 +342,10 @@ impl Measure for Config {
         let stores = self.stores.len();
         let indices = exec.indices(keys.len());
         let plan = keys.iter().map(|k| k.clone() + "\n").collect::<String>();
-        let setup = client.executed_instructions + other_setup;
+        // The other modules' canisters ran on engines of their own: their setup is this
+        // run's work too, and every shard's (`merge` counts a setup once).
+        client.executed_instructions += other_setup;
+        let setup = client.executed_instructions;
         let outcomes: Vec<Grown> = keys.iter().map(|_| Grown::default()).collect();
         let mut tasks = Vec::new();
         let order = Order {
