@@ -7,7 +7,6 @@
 
 mod client;
 mod module;
-pub(crate) use module::same_name;
 
 pub use client::{Attempt, BenchClient, Measured, Rejected};
 pub use module::{

@@ -13,10 +13,10 @@
 
 use anyhow::Result;
 
-// Names compared in const context (the lookups that name a row): the module list's.
-use crate::bench_canister::same_name as same;
+// Names compared in const context (the lookups that name a row).
 use crate::bench_canister::{BenchClient, Module, Stats};
 use crate::engine::cost::WASM_PAGE_SIZE;
+use crate::engine::same_str as same;
 use bench_types::names::{self, DbBenchStore, HeapEncoding, KeysStore, SysbenchStore};
 
 mod kind;

@@ -148,23 +148,6 @@ pub struct Module {
     index: usize,
 }
 
-/// Whether two names are equal, in a const context (the module list's and the store
-/// table's lookups by name).
-pub(crate) const fn same_name(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 impl Module {
     /// Every module of the list, in its order.
     pub const ALL: [Module; MODULES.len()] = {
@@ -200,7 +183,7 @@ impl Module {
     const fn listed(name: &str) -> Module {
         let mut i = 0;
         while i < MODULES.len() {
-            if same_name(MODULES[i].name, name) {
+            if crate::engine::same_str(MODULES[i].name, name) {
                 return Module::at(i);
             }
             i += 1;

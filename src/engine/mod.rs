@@ -28,6 +28,24 @@ use candid::Principal;
 
 pub use profile::Profile;
 
+/// Whether two strings are equal, in a const context (`==` on `str` is not const): the
+/// module list's and the store table's lookups by name, and the PocketIC client's check of
+/// its server version against the crate's.
+pub(crate) const fn same_str(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The replica's reject codes (interface spec).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RejectCode {

@@ -25,24 +25,9 @@ use super::{
 // The default build does not see the crate: its version is stated in `super`, checked here
 // (clippy in .ci/run compiles this with the feature).
 const _: () = assert!(
-    const_str_eq(super::SERVER_VERSION, pocket_ic::LATEST_SERVER_VERSION),
+    super::super::same_str(super::SERVER_VERSION, pocket_ic::LATEST_SERVER_VERSION),
     "pocket_ic::SERVER_VERSION is not the pocket-ic crate's LATEST_SERVER_VERSION"
 );
-
-const fn const_str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
 
 /// Cycles given to the bench canister: far more than a full suite burns.
 const CANISTER_CYCLES: u128 = 1_000_000_000_000_000;
