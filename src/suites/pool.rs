@@ -403,13 +403,6 @@ pub fn install<'e>(
 }
 
 /// `wasm` made ready by the engine as a unit of its own (see [`install`]).
-/// A fresh engine of `like`'s kind and configuration ([`Engine::fresh`]).
-pub fn fresh_engine(
-    like: &dyn crate::engine::Engine,
-) -> Option<Box<dyn crate::engine::Engine + Send>> {
-    like.fresh()
-}
-
 pub fn compile(
     engine: &mut dyn crate::engine::Engine,
     wasm: &[u8],

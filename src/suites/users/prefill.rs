@@ -265,7 +265,7 @@ fn with_beside<'e, T>(
 ) -> Result<(T, Option<Vec<Beside>>)> {
     let compiled = Gate::default();
     let fresh: Option<Vec<Box<dyn Engine + Send>>> =
-        beside.iter().map(|_| pool::fresh_engine(engine)).collect();
+        beside.iter().map(|_| engine.fresh()).collect();
     let Some(fresh) = fresh else {
         // `default` keeps the engine borrowed in its result (the client): the others wait
         // for it and are made on that engine by the caller.
