@@ -547,6 +547,12 @@ pub trait Engine {
     /// and only one (a kept post-prefill state of another module's canister); `None` for an
     /// engine that cannot make one (a PocketIC server: callers then use this engine).
     fn fresh(&self) -> Option<Box<dyn Engine + Send>> {
+        self.fresh_with(self.limits())
+    }
+
+    /// [`Engine::fresh`], with other per-message limits (a reader whose queries may touch as
+    /// much as an update, say).
+    fn fresh_with(&self, _limits: cost::Limits) -> Option<Box<dyn Engine + Send>> {
         None
     }
 

@@ -14,7 +14,6 @@ use super::pool::{self, Lane, Recorder, State, Task, UnitId};
 use super::scenario::{JournalMode, StoreKind};
 use crate::bench_canister::{BenchClient, Module, Stats};
 use crate::engine::cost::Limits;
-use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, ErrorCode};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
@@ -129,22 +128,15 @@ pub(super) fn stats_at(lane: &mut Lane<'_, '_>, state: &State) -> Result<(Stats,
     Ok((stats, true))
 }
 
-/// An embedded engine of `like`'s configuration (its limits, vintage and host) whose
-/// queries may touch as much stable memory as its updates; `None` for another engine.
-fn reader_engine(like: &dyn Engine) -> Option<Box<dyn Engine>> {
-    if like.name() != "embedded" {
-        return None;
-    }
+/// An engine of `like`'s kind and configuration whose queries may touch as much stable
+/// memory as its updates; `None` where the engine cannot make one.
+fn reader_engine(like: &dyn Engine) -> Option<Box<dyn Engine + Send>> {
     let limits = like.limits();
-    let limits = Limits {
+    like.fresh_with(Limits {
         stable_accessed_pages_query: limits.stable_accessed_pages_update,
         stable_dirty_pages_query: limits.stable_dirty_pages_update,
         ..limits
-    };
-    let engine = EmbeddedEngine::new(limits)
-        .with_replica(like.replica()?)
-        .with_host(like.host()?);
-    Some(Box::new(engine))
+    })
 }
 
 /// What a report says of the stores of `kinds` that live in another module than the

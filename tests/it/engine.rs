@@ -1357,4 +1357,15 @@ fn a_fresh_engine_has_the_configuration_and_none_of_the_canisters() {
     let on_fresh = fresh.update(fresh_id, "write", &[]).unwrap();
     assert_eq!(on_fresh.report.instructions, on_old.report.instructions);
     assert!(on_fresh.report.instructions > 0);
+    // With other limits: the same vintage and host.
+    let other = Limits {
+        max_instructions_per_query: 7,
+        ..limits
+    };
+    let reader = old
+        .fresh_with(other)
+        .expect("the embedded engine makes one");
+    assert_eq!(reader.limits(), other);
+    assert_eq!(reader.replica(), Some(Replica::R2026_05));
+    assert_eq!(reader.host(), Some(Host::MacosArm64));
 }

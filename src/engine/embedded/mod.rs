@@ -360,8 +360,8 @@ impl Engine for EmbeddedEngine {
         Some(self.host)
     }
 
-    fn fresh(&self) -> Option<Box<dyn Engine + Send>> {
-        let engine = EmbeddedEngine::new(self.limits)
+    fn fresh_with(&self, limits: Limits) -> Option<Box<dyn Engine + Send>> {
+        let engine = EmbeddedEngine::new(limits)
             .with_replica(self.replica)
             .with_host(self.host);
         Some(Box::new(engine))
