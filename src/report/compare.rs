@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
-use super::table::{Align, Table};
+use super::table::{first_seen, Align, Table};
 use super::{CacheState, Report, ScenarioResult, Status};
 use crate::engine::cost::Host;
 
@@ -100,17 +100,6 @@ fn key(r: &ScenarioResult) -> Key {
         r.batch,
         (r.cache, r.warm_ups.clone()),
     )
-}
-
-/// Distinct values in order of first appearance.
-fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for v in values {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 fn key_text(k: &Key) -> String {

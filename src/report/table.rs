@@ -118,6 +118,17 @@ pub fn cell_text(s: &str) -> String {
         .replace('|', "\\|")
 }
 
+/// Distinct values in order of first appearance.
+pub(crate) fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,7 @@
 
 use crate::report::format::thousands;
 use crate::report::svg::Axes;
+use crate::report::table::first_seen;
 use crate::report::{
     Align, Block, Document, Footnotes, LinePlot, Plot, PlotKind, Report, ScenarioResult, Series,
     Status, Table,
@@ -28,17 +29,6 @@ impl Row {
             store: StoreColumn::of(r),
         }
     }
-}
-
-/// Distinct values in order of first appearance.
-fn first_seen<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
-    let mut out = Vec::new();
-    for v in values {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 /// The records of the sweep (those with a W).
