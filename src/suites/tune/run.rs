@@ -185,14 +185,16 @@ impl Measure for Config {
             }
         }
         let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref(), &sized);
+        // The stages below start after the searches and the warm stage.
+        let env_after = StageEnv {
+            after: &after,
+            ..env
+        };
         let other_records = measure_others(
             &mut client,
             &empty,
             &besides,
-            &StageEnv {
-                after: &after,
-                ..env
-            },
+            &env_after,
             &workloads,
             run.progress,
         )?;
@@ -201,10 +203,7 @@ impl Measure for Config {
         let (binding_records, bindings, binding_executed) = binding::measure(
             &mut *client.engine,
             run.modules,
-            &StageEnv {
-                after: &after,
-                ..env
-            },
+            &env_after,
             &workloads,
             run.progress,
         )?;
