@@ -354,6 +354,15 @@ pub enum WasmMemoryPersistence {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SnapshotId(pub u64);
 
+/// Which process [`Engine::fork_process`] returned in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcessSide {
+    /// The original process; the child's process id.
+    Parent(u32),
+    /// The copy.
+    Child,
+}
+
 /// A snapshot as a value: taken out of one engine ([`Engine::share`]) and put into forks of
 /// it ([`Engine::adopt`]), so work spread over forks can start from a state any one of them
 /// made. The state is shared, not copied; its memory goes with the last handle and the
@@ -539,6 +548,18 @@ pub trait Engine {
         _canister: Principal,
         _snapshot: SnapshotId,
     ) -> Result<Option<Box<dyn Engine + Send>>> {
+        Ok(None)
+    }
+
+    /// Forks the whole process, this engine with it, so that a worker runs in an address
+    /// space of its own: a thread's changes to its page tables (the memory tracker's
+    /// protections, copy-on-write faults, the kernel's write log) then stop the other cores
+    /// running this process (TLB shootdowns: a quarter of a two-worker run's CPU on an idle
+    /// 2-core virtual machine). Each side goes on with its own copy of every engine and
+    /// state; nothing done in one is seen by the other. Call it with no other thread of
+    /// this process running the engine. `Ok(None)` where the engine cannot (PocketIC's is a
+    /// connection to a server, which a copy would share).
+    fn fork_process(&mut self) -> Result<Option<ProcessSide>> {
         Ok(None)
     }
 

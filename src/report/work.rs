@@ -16,7 +16,9 @@ use super::format::thousands;
 use super::table::Table;
 
 /// What a unit of work did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Kind {
     /// Instrumenting and compiling the canister module, or loading it from the cache.
     Compile,
@@ -63,7 +65,7 @@ impl Kind {
 }
 
 /// One unit of work as it ran.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
     /// Its place in the log: units are numbered as they start, so every unit it waited
     /// for has a smaller id.

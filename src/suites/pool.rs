@@ -187,6 +187,38 @@ impl Slots {
         *self.0[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome.into());
     }
 
+    /// The outcomes handed in so far, as a worker process carries them to its parent
+    /// ([`graph::Carry`]): `[[scenario, [result, ...]], ...]`. Per-scenario lists (the keys
+    /// suite's) are not carried: their names are the suite's constants.
+    pub fn export(&self) -> Result<Value> {
+        let mut filled = Vec::new();
+        for (i, slot) in self.0.iter().enumerate() {
+            let slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(outcome) = slot.as_ref() {
+                if let Some((name, _)) = outcome.lists.first() {
+                    bail!("internal error: scenario {i}'s list {name:?} cannot leave a worker process");
+                }
+                filled.push(serde_json::json!([i, outcome.results]));
+            }
+        }
+        Ok(Value::Array(filled))
+    }
+
+    /// Takes in what [`Slots::export`] gave in a worker process.
+    pub fn import(&self, value: Value) -> Result<()> {
+        let filled: Vec<(usize, Vec<ScenarioResult>)> = serde_json::from_value(value)?;
+        for (i, results) in filled {
+            let slot = self.0.get(i).ok_or_else(|| {
+                anyhow!(
+                    "a worker process handed in scenario {i} of {}",
+                    self.0.len()
+                )
+            })?;
+            *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(results.into());
+        }
+        Ok(())
+    }
+
     /// The outcomes of `indices`, in that order; the error names the first scenario that
     /// handed in nothing (`key` names scenarios).
     pub fn take(

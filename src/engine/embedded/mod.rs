@@ -17,6 +17,7 @@ mod instance;
 #[doc(hidden)] // for the tests and benchmarks (the library's surface: lib.rs)
 pub mod memory;
 mod module;
+mod process;
 mod profiler;
 mod snapshot;
 #[doc(hidden)]
@@ -456,6 +457,10 @@ impl Engine for EmbeddedEngine {
 
     fn prepare(&mut self, wasm: &[u8]) -> Result<()> {
         self.module_of(wasm).map(|_| ())
+    }
+
+    fn fork_process(&mut self) -> Result<Option<super::ProcessSide>> {
+        process::fork().map(Some)
     }
 
     fn share(&mut self, snapshot: SnapshotId) -> Result<Option<SharedSnapshot>> {

@@ -275,6 +275,9 @@ impl Compiled {
 }
 
 fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
+    if super::process::in_worker() {
+        bail!("internal error: a worker process was asked to compile a module (modules are compiled before the workers fork)");
+    }
     let instrumented = if profiled {
         instrument::instrument_profiled(raw, counter)
     } else {

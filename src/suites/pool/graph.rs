@@ -9,11 +9,14 @@
 
 use std::cell::RefCell;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
 use anyhow::{anyhow, Result};
 
 use super::record::{set_lane, Open, Recorder, UnitId};
+
+mod processes;
 use super::{Exec, Progress};
 use crate::bench_canister::BenchClient;
 use crate::engine::{Engine, Profiling, SharedSnapshot, SnapshotId};
@@ -47,6 +50,9 @@ pub struct Task<'s> {
     after: Vec<UnitId>,
     profiled: bool,
     park: bool,
+    /// A task the suite handed to [`run`]: with worker processes, the first process to
+    /// claim it runs it (and what it spawns); the others skip it.
+    claim: Option<usize>,
     #[allow(clippy::type_complexity)]
     body: Box<dyn FnOnce(&mut Lane<'_, 's>) -> Result<()> + Send + 's>,
 }
@@ -64,6 +70,7 @@ impl<'s> Task<'s> {
             after: Vec::new(),
             profiled: false,
             park: false,
+            claim: None,
             body: Box::new(body),
         }
     }
@@ -319,6 +326,10 @@ pub struct Graph<'s> {
     /// The canister of `start`, which a task's client calls until it restores another's
     /// state.
     canister: candid::Principal,
+    /// With worker processes: who runs each task handed to [`run`].
+    claims: Option<processes::Claims>,
+    /// With worker processes: the worker this process is.
+    process_lane: AtomicUsize,
 }
 
 struct Queue<'s> {
@@ -326,6 +337,12 @@ struct Queue<'s> {
     /// Queued plus running tasks: the graph is done when none is left.
     outstanding: usize,
     spawned: usize,
+    /// Tasks another process claimed.
+    skipped: usize,
+    /// Tasks worker processes finished.
+    remote_finished: usize,
+    /// Queued and running tasks no other process can take (spawned here).
+    own: usize,
     finished: Vec<String>,
     failed: Option<anyhow::Error>,
 }
@@ -363,24 +380,33 @@ impl<'s> Graph<'s> {
             let seq = q.spawned;
             q.spawned += 1;
             q.outstanding += 1;
+            q.own += task.claim.is_none() as usize;
             q.ready.push(Entry {
                 priority: task.priority,
                 seq,
                 task,
             });
         }
+        self.publish_own(&q);
         drop(q);
         self.wake.notify_all();
     }
 
-    /// The next task, or None when the graph is done or failed.
-    fn next(&self) -> Option<Task<'s>> {
+    /// With worker processes, tells the others how many of its own tasks this one has.
+    fn publish_own(&self, q: &Queue<'s>) {
+        if let Some(claims) = &self.claims {
+            claims.set_own(self.process_lane.load(Ordering::Relaxed), q.own);
+        }
+    }
+
+    /// The next task for worker `lane`, or None when the graph is done or failed.
+    fn next(&self, lane: usize) -> Option<Task<'s>> {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             if q.failed.is_some() {
                 return None;
             }
-            if let Some(entry) = q.ready.pop() {
+            if let Some(entry) = self.pick(&mut q, lane) {
                 return Some(entry.task);
             }
             if q.outstanding == 0 {
@@ -390,9 +416,56 @@ impl<'s> Graph<'s> {
         }
     }
 
-    fn finished(&self, name: String, out: Result<()>) {
+    /// Ends a task another process runs, without running it.
+    fn skip(&self) {
         let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         q.outstanding -= 1;
+        q.skipped += 1;
+        drop(q);
+        self.wake.notify_all();
+    }
+
+    /// Tasks finished here, tasks to run here so far (spawned and not skipped), and the
+    /// last one finished.
+    fn done_of_total(&self) -> (usize, usize, String) {
+        let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        (
+            q.finished.len(),
+            q.spawned - q.skipped,
+            q.finished.last().cloned().unwrap_or_default(),
+        )
+    }
+
+    /// The ready task of the highest priority; with worker processes, a task that another
+    /// process could take only while this one has no more of its own tasks than any other
+    /// (they are the work no other process can share: what its tasks spawned), so that the
+    /// stores' fills, and the scenarios they spawn, spread over the processes.
+    fn pick(&self, q: &mut Queue<'s>, lane: usize) -> Option<Entry<'s>> {
+        let Some(claims) = &self.claims else {
+            return q.ready.pop();
+        };
+        let top = q.ready.peek()?;
+        if top.task.claim.is_none() || claims.may_claim(lane) {
+            return q.ready.pop();
+        }
+        let mut held = Vec::new();
+        let mut own = None;
+        while let Some(entry) = q.ready.pop() {
+            if entry.task.claim.is_none() {
+                own = Some(entry);
+                break;
+            }
+            held.push(entry);
+        }
+        q.ready.extend(held);
+        own.or_else(|| q.ready.pop())
+    }
+
+    fn finished(&self, name: String, own: bool, out: Result<()>) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.outstanding -= 1;
+        q.own -= own as usize;
+        self.publish_own(&q);
         match out {
             Ok(()) => q.finished.push(name),
             Err(e) => {
@@ -405,7 +478,13 @@ impl<'s> Graph<'s> {
 
     /// Runs tasks on `lane` until the graph is done; `between` is called between tasks.
     fn work(&self, lane: &mut Lane<'_, 's>, between: &mut dyn FnMut(&Graph<'s>)) {
-        while let Some(task) = self.next() {
+        while let Some(task) = self.next(lane.index) {
+            if let (Some(claims), Some(claim)) = (&self.claims, task.claim) {
+                if !claims.take(claim, lane.index) {
+                    self.skip();
+                    continue;
+                }
+            }
             let wanted = if task.profiled && self.profile {
                 Profiling::Messages
             } else {
@@ -423,6 +502,7 @@ impl<'s> Graph<'s> {
                 &task.after,
             ));
             let park = task.park;
+            let own = task.claim.is_none();
             if out.is_ok() {
                 // A panic must not leave the other workers waiting for this task forever:
                 // it becomes the graph's error.
@@ -458,10 +538,20 @@ impl<'s> Graph<'s> {
                     libc::malloc_trim(0);
                 }
             }
-            self.finished(task.name, out);
+            self.finished(task.name, own, out);
             between(self);
         }
     }
+}
+
+/// What the tasks of a suite leave behind for it (results in slots, setup counts), carried
+/// from a worker process to the suite's: what [`run_carried`] needs to run workers as
+/// processes.
+pub struct Carry<'a> {
+    /// In a worker process once its work is done: what its tasks handed in.
+    pub export: &'a (dyn Fn() -> Result<serde_json::Value> + Sync),
+    /// In the suite's process: one worker process's export, taken in.
+    pub import: &'a (dyn Fn(serde_json::Value) -> Result<()> + Sync),
 }
 
 /// Runs `tasks` and everything they spawn on `exec.jobs` workers: the calling thread on
@@ -477,7 +567,97 @@ pub fn run<'s>(
     progress: &mut dyn FnMut(Progress<'_>),
     tasks: Vec<Task<'s>>,
 ) -> Result<()> {
+    run_carried(client, start, exec, recorder, progress, tasks, None)
+}
+
+/// [`run`], with the workers other than the calling thread's as processes of their own when
+/// `carry` says how their tasks' results come back and the engine can fork its process
+/// ([`crate::engine::Engine::fork_process`]): each task handed in here runs in the first
+/// process to take it, with everything it spawns. Threads of one process share its page
+/// tables, and the memory tracker changes them all the time: every change on one core
+/// interrupts the other (a TLB shootdown), which took a quarter of the default run's CPU on
+/// two cores. Results are the same either way.
+pub fn run_carried<'s>(
+    client: &mut BenchClient<'_>,
+    start: &State,
+    exec: &Exec,
+    recorder: &'s Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+    mut tasks: Vec<Task<'s>>,
+    carry: Option<&Carry<'_>>,
+) -> Result<()> {
     let canister = client.canister;
+    let processes = match carry {
+        // Profiled runs switch to the profiled variant of the module, compiled when first
+        // loaded: in this process, where wasmtime's compiler threads are.
+        Some(carry) if exec.jobs > 1 && tasks.len() > 1 && !exec.profile => {
+            for (i, task) in tasks.iter_mut().enumerate() {
+                task.claim = Some(i);
+            }
+            Some((carry, processes::Claims::new(tasks.len(), exec.jobs)?))
+        }
+        _ => None,
+    };
+    let mut graph = Graph {
+        queue: Mutex::new(Queue {
+            ready: BinaryHeap::new(),
+            outstanding: 0,
+            spawned: 0,
+            skipped: 0,
+            remote_finished: 0,
+            own: 0,
+            finished: Vec::new(),
+            failed: None,
+        }),
+        wake: Condvar::new(),
+        recorder,
+        profile: exec.profile,
+        start: start.clone(),
+        canister,
+        claims: None,
+        process_lane: AtomicUsize::new(0),
+    };
+    graph.push(tasks.into_iter());
+    if let Some((carry, claims)) = processes {
+        graph.claims = Some(claims);
+        match processes::run(client, &graph, exec.jobs, carry, progress)? {
+            processes::Ran::Done => return finish(&graph, progress),
+            // The engine cannot fork its process: every task runs here, on threads.
+            processes::Ran::NotForked => graph.claims = None,
+        }
+    }
+    run_threads(client, start, exec, &graph, progress)?;
+    finish(&graph, progress)
+}
+
+/// The graph's outcome once no worker runs: its first error, or every task done.
+fn finish(graph: &Graph<'_>, progress: &mut dyn FnMut(Progress<'_>)) -> Result<()> {
+    let mut q = graph.queue.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = q.failed.take() {
+        return Err(e);
+    }
+    let done = q.finished.len() + q.remote_finished;
+    progress(Progress::Scenario {
+        done,
+        total: done,
+        key: "",
+    });
+    if q.outstanding != 0 {
+        return Err(anyhow!("{} tasks were not run", q.outstanding));
+    }
+    Ok(())
+}
+
+/// The workers as threads of this process: the calling thread and forks of its engine.
+fn run_threads<'s>(
+    client: &mut BenchClient<'_>,
+    start: &State,
+    exec: &Exec,
+    graph: &Graph<'s>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    let canister = client.canister;
+    let recorder = graph.recorder;
     let mut forks: Vec<Box<dyn Engine + Send>> = Vec::new();
     if exec.jobs > 1 {
         let (made, _) = recorder.unit(Kind::Snapshot, "fork the workers' engines", &[], || {
@@ -499,23 +679,7 @@ pub fn run<'s>(
         });
         forks = made?;
     }
-    let graph = Graph {
-        queue: Mutex::new(Queue {
-            ready: BinaryHeap::new(),
-            outstanding: 0,
-            spawned: 0,
-            finished: Vec::new(),
-            failed: None,
-        }),
-        wake: Condvar::new(),
-        recorder,
-        profile: exec.profile,
-        start: start.clone(),
-        canister,
-    };
-    graph.push(tasks.into_iter());
     let (executed, spawn_error) = std::thread::scope(|scope| {
-        let graph = &graph;
         let mut workers = Vec::new();
         let mut spawn_error = None;
         for (i, mut engine) in forks.into_iter().enumerate() {
@@ -577,19 +741,6 @@ pub fn run<'s>(
         eprintln!("warning: a worker thread could not start ({e}); its work ran on the others");
     }
     client.executed_instructions += executed;
-    let mut q = graph.queue.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(e) = q.failed.take() {
-        return Err(e);
-    }
-    let done = q.finished.len();
-    progress(Progress::Scenario {
-        done,
-        total: done,
-        key: "",
-    });
-    if q.outstanding != 0 {
-        return Err(anyhow!("{} tasks were not run", q.outstanding));
-    }
     Ok(())
 }
 
@@ -761,5 +912,208 @@ mod tests {
             let ran = ran.load(std::sync::atomic::Ordering::Relaxed);
             assert!(panics || ran <= jobs + 1, "jobs {jobs}: {ran}");
         }
+    }
+
+    /// Runs the test `name` of this binary alone, on the harness's main thread, in a new
+    /// process: a test that forks must not copy other tests' threads in the middle of
+    /// their work (a lock one of them held would stay held in the copy).
+    fn alone_in_a_process(name: &str) -> bool {
+        const ALONE: &str = "ICBENCH_TEST_ALONE";
+        if std::env::var_os(ALONE).is_some() {
+            return false;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--test-threads=1"])
+            .env(ALONE, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.contains("1 passed"),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        true
+    }
+
+    /// Tasks of the counter canister: top-level task `i` adds `i`, keeps the state and
+    /// spawns a task that adds 100 to it; each hands in (i, sum), and task `fail` fails.
+    /// With `started` (a count every process sees), task 1 waits until another task has
+    /// started: another process runs it, since task 1 holds its own.
+    fn counter_tasks<'s>(
+        start: &'s State,
+        sums: &'s Mutex<Vec<(u8, u32)>>,
+        fail: Option<u8>,
+        started: Option<&'s std::sync::atomic::AtomicU32>,
+    ) -> Vec<Task<'s>> {
+        (1..=6u8)
+            .map(|i| {
+                Task::new(Kind::Fill, format!("add {i}"), move |lane| {
+                    if let Some(started) = started {
+                        started.fetch_add(1, Ordering::SeqCst);
+                        let waited = std::time::Instant::now();
+                        while i == 1 && started.load(Ordering::SeqCst) < 2 {
+                            if waited.elapsed().as_secs() > 30 {
+                                return Err(anyhow!("no other process took a task"));
+                            }
+                            std::thread::sleep(std::time::Duration::from_millis(1));
+                        }
+                    }
+                    if Some(i) == fail {
+                        return Err(anyhow!("task {i} failed on purpose"));
+                    }
+                    lane.restore(start)?;
+                    add(lane, i)?;
+                    let state = lane.snapshot()?;
+                    lane.spawn(Task::new(
+                        Kind::Scenario,
+                        format!("then 100 after {i}"),
+                        move |lane| {
+                            lane.restore(&state)?;
+                            let sum = add(lane, 100)?;
+                            sums.lock().unwrap().push((i, sum));
+                            Ok(())
+                        },
+                    ));
+                    Ok(())
+                })
+            })
+            .collect()
+    }
+
+    /// What [`counter_in_processes`] gives: the tasks' (i, sum), instructions, units.
+    type CounterRun = (Vec<(u8, u32)>, u64, Vec<crate::report::work::Unit>);
+
+    /// Runs [`counter_tasks`] on `jobs` workers as processes: what they handed in, the
+    /// instructions executed, the units recorded (or the error).
+    fn counter_in_processes(
+        jobs: usize,
+        fail: Option<u8>,
+    ) -> Result<CounterRun> {
+        let (mut engine, canister) = counter_installed();
+        let mut client = BenchClient::attach(&mut engine, canister);
+        let start = snapshot(client.engine, canister)?;
+        let rec = Recorder::new(jobs);
+        let sums: Mutex<Vec<(u8, u32)>> = Mutex::new(Vec::new());
+        let export = || Ok(serde_json::to_value(&*sums.lock().unwrap())?);
+        let import = |value: serde_json::Value| {
+            let theirs: Vec<(u8, u32)> = serde_json::from_value(value)?;
+            sums.lock().unwrap().extend(theirs);
+            Ok(())
+        };
+        let carry = Carry {
+            export: &export,
+            import: &import,
+        };
+        let exec = Exec {
+            jobs,
+            shard: Shard::WHOLE,
+            profile: false,
+        };
+        // A count in memory the processes share.
+        let shared = if jobs > 1 {
+            // SAFETY: a new shared anonymous mapping of one zeroed u32, unmapped below.
+            let base = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    4,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            assert_ne!(base, libc::MAP_FAILED);
+            Some(base)
+        } else {
+            None
+        };
+        // SAFETY: the mapping holds one zeroed u32 and outlives the tasks.
+        let started = shared.map(|base| unsafe { &*(base as *const std::sync::atomic::AtomicU32) });
+        let tasks = counter_tasks(&start, &sums, fail, started);
+        let ran = run_carried(
+            &mut client,
+            &start,
+            &exec,
+            &rec,
+            &mut |_| {},
+            tasks,
+            Some(&carry),
+        );
+        if let Some(base) = shared {
+            // SAFETY: the mapping made above; no task runs any more.
+            unsafe { libc::munmap(base, 4) };
+        }
+        ran?;
+        let mut sums = sums.into_inner().unwrap();
+        sums.sort();
+        Ok((sums, client.executed_instructions, rec.log().units))
+    }
+
+    /// Worker processes: every task runs once, in one process, with what it spawned; their
+    /// results, instructions and units of work come back as one process's would (the
+    /// heap's write log works in the copy: the sums and counts are those of one worker).
+    #[test]
+    fn worker_processes_hand_back_what_their_tasks_did() {
+        if alone_in_a_process(
+            "suites::pool::graph::tests::worker_processes_hand_back_what_their_tasks_did",
+        ) {
+            return;
+        }
+        let (one, executed_one, _) = counter_in_processes(1, None).unwrap();
+        let expected: Vec<(u8, u32)> = (1..=6).map(|i| (i, i as u32 + 100)).collect();
+        assert_eq!(one, expected);
+        for jobs in [2, 3] {
+            let (sums, executed, units) = counter_in_processes(jobs, None).unwrap();
+            assert_eq!(sums, expected, "jobs {jobs}");
+            assert_eq!(executed, executed_one, "jobs {jobs}");
+            // 6 tasks and the 6 they spawned, each once, numbered in order, each after
+            // the task that spawned it.
+            let ids: Vec<usize> = units.iter().map(|u| u.id).collect();
+            assert_eq!(ids, (0..units.len()).collect::<Vec<_>>(), "jobs {jobs}");
+            for i in 1..=6 {
+                let named = |n: String| units.iter().filter(|u| u.name == n).collect::<Vec<_>>();
+                let (parent, child) = (
+                    named(format!("add {i}")),
+                    named(format!("then 100 after {i}")),
+                );
+                assert_eq!((parent.len(), child.len()), (1, 1), "jobs {jobs}, task {i}");
+                assert_eq!(child[0].after, vec![parent[0].id], "jobs {jobs}, task {i}");
+                assert_eq!(child[0].lane, parent[0].lane, "jobs {jobs}, task {i}");
+            }
+            let add_1 = units.iter().find(|u| u.name == "add 1").unwrap();
+            assert!(
+                units.iter().any(|u| u.lane != add_1.lane),
+                "jobs {jobs}: one process ran everything"
+            );
+        }
+        // A task that fails fails the run, whichever process ran it.
+        for jobs in [1, 2] {
+            let err = counter_in_processes(jobs, Some(4)).unwrap_err();
+            assert_eq!(
+                format!("{err:#}"),
+                "task 4 failed on purpose",
+                "jobs {jobs}"
+            );
+        }
+    }
+
+    /// The shared flags: a task goes to the first worker that takes it; a worker takes a new
+    /// one only while it has no more tasks of its own than any other; after a failure nobody
+    /// takes any.
+    #[test]
+    fn claims_go_to_the_first_taker_and_to_the_least_loaded() {
+        let claims = processes::Claims::new(3, 2).unwrap();
+        assert!(claims.take(0, 1));
+        assert!(!claims.take(0, 0));
+        assert!(claims.take(0, 1), "a worker's own claim stays its own");
+        claims.set_own(0, 5);
+        claims.set_own(1, 2);
+        assert!(!claims.may_claim(0));
+        assert!(claims.may_claim(1));
+        claims.set_own(1, 5);
+        assert!(claims.may_claim(0) && claims.may_claim(1));
+        claims.fail();
+        assert!(!claims.take(1, 0) && !claims.take(2, 1));
     }
 }

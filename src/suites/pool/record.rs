@@ -303,6 +303,33 @@ impl Recorder {
         IN_UNIT.with(|n| n.set(open.nested));
     }
 
+    /// How many units have begun: [`Recorder::units_since`] of it are those begun after now.
+    pub fn count(&self) -> usize {
+        self.units.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    /// The units begun at or after `first` (a [`Recorder::count`]), as a worker process
+    /// hands them to its parent.
+    pub fn units_since(&self, first: usize) -> Vec<Unit> {
+        let units = self.units.lock().unwrap_or_else(|e| e.into_inner());
+        units.get(first..).unwrap_or_default().to_vec()
+    }
+
+    /// Takes in the units a worker process recorded after it forked from this recorder's
+    /// process, when it had `first` units: they are numbered after this log's own (so a
+    /// unit still comes after every unit it waited for), their clock is this one's (both
+    /// processes started it at the same instant).
+    pub fn adopt(&self, first: usize, theirs: Vec<Unit>) {
+        let mut units = self.units.lock().unwrap_or_else(|e| e.into_inner());
+        let offset = units.len() - first;
+        for mut unit in theirs {
+            let renumber = |id: usize| if id >= first { id + offset } else { id };
+            unit.id = renumber(unit.id);
+            unit.after = unit.after.iter().map(|&a| renumber(a)).collect();
+            units.push(unit);
+        }
+    }
+
     /// The log so far, with the wall time since the recorder started.
     pub fn log(&self) -> WorkLog {
         WorkLog {

@@ -215,7 +215,29 @@ pub fn run_points(
             }
         }
     }
-    pool::graph::run(&mut client, base, exec, work, run.progress, tasks)?;
+    // With worker processes (not with `after`, which needs every store's start state in
+    // this process), what their tasks leave: the scenarios' outcomes and the setup's
+    // instructions.
+    let setup_at_start = starts.setup.load(Ordering::Relaxed);
+    let export = || -> Result<serde_json::Value> {
+        Ok(serde_json::json!({
+            "outcomes": slots.export()?,
+            "setup": starts.setup.load(Ordering::Relaxed) - setup_at_start,
+        }))
+    };
+    let import = |value: serde_json::Value| -> Result<()> {
+        let setup = value["setup"]
+            .as_u64()
+            .ok_or_else(|| anyhow::anyhow!("a worker process handed in no setup count"))?;
+        starts.setup.fetch_add(setup, Ordering::Relaxed);
+        slots.import(value["outcomes"].clone())
+    };
+    let carry = pool::graph::Carry {
+        export: &export,
+        import: &import,
+    };
+    let carry = after.is_none().then_some(&carry);
+    pool::graph::run_carried(&mut client, base, exec, work, run.progress, tasks, carry)?;
     let outcomes = slots.take(indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,

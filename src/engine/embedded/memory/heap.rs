@@ -83,9 +83,10 @@ pub struct HeapRegion {
     /// How written pages are found. With the kernel's log, `written` marks the Wasm pages
     /// made writable in this message under every replica vintage.
     writes: HeapWrites,
-    /// The mapping changed (created, or a file mapped over it): the kernel's log must be
-    /// set up on it again before the next message.
-    needs_log_setup: AtomicBool,
+    /// The kernel log's generation the mapping was registered under; 0 when the mapping
+    /// changed (created, or a file mapped over it): the log must be set up on it again
+    /// before the next message, as after the process forked.
+    log_set_up_at: AtomicU64,
     /// Reservation bytes the heap can grow into (the log covers all of them).
     capacity: usize,
     /// Undo pages filled in this message (their memory stays until [`UNDO_KEPT_PAGES`]).
@@ -137,7 +138,7 @@ impl HeapRegion {
             accessed_order: wasm_order(),
             written_order: wasm_order(),
             writes,
-            needs_log_setup: AtomicBool::new(true),
+            log_set_up_at: AtomicU64::new(0),
             capacity,
             undo_copied: AtomicUsize::new(0),
         }
@@ -165,7 +166,7 @@ impl HeapRegion {
     pub fn set_view_of(&self, view: u64, own: impl Iterator<Item = u32>) {
         self.view_of.store(view, Ordering::Release);
         // A view is a file mapped over the heap: a mapping the kernel's log does not know.
-        self.needs_log_setup.store(true, Ordering::Release);
+        self.log_set_up_at.store(0, Ordering::Release);
         let pages = self.len() / OS_PAGE;
         for (page, flag) in self.clean.iter().enumerate() {
             flag.store((view != 0 && page < pages) as u8, Ordering::Relaxed);
@@ -203,7 +204,8 @@ impl HeapRegion {
         self.accessed_count.store(0, Ordering::Release);
         self.written_count.store(0, Ordering::Release);
         if let HeapWrites::Logged(log) = self.writes {
-            if self.needs_log_setup.swap(false, Ordering::AcqRel) {
+            let generation = log.generation();
+            if self.log_set_up_at.swap(generation, Ordering::AcqRel) != generation {
                 let base = self.base.load(Ordering::Acquire);
                 log.prepare(base..base + self.capacity)
                     .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;

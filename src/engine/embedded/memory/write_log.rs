@@ -18,6 +18,7 @@ use std::fs::File;
 use std::io;
 use std::ops::Range;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use super::OS_PAGE;
@@ -120,6 +121,10 @@ impl HeapWrites {
     }
 }
 
+/// Bumped when a forked child takes descriptors of its own ([`WriteLog::reopen_in_child`]);
+/// starts at 1, so that 0 can mean "never registered".
+static GENERATION: AtomicU64 = AtomicU64::new(1);
+
 /// The process's userfaultfd in asynchronous write-protect mode and its pagemap.
 pub struct WriteLog {
     uffd: OwnedFd,
@@ -140,6 +145,16 @@ impl WriteLog {
 
     #[cfg(target_os = "linux")]
     fn open() -> io::Result<WriteLog> {
+        let (uffd, pagemap) = Self::open_fds()?;
+        let log = WriteLog { uffd, pagemap };
+        log.probe()?;
+        Ok(log)
+    }
+
+    /// A userfaultfd in asynchronous write-protect mode and `/proc/self/pagemap`: both
+    /// belong to the calling process's address space.
+    #[cfg(target_os = "linux")]
+    fn open_fds() -> io::Result<(OwnedFd, File)> {
         // SAFETY: a plain system call; the result is a new descriptor or -1.
         let fd = unsafe {
             libc::syscall(
@@ -161,12 +176,39 @@ impl WriteLog {
         if unsafe { libc::ioctl(uffd.as_raw_fd(), UFFDIO_API, &mut api) } != 0 {
             return Err(io::Error::last_os_error());
         }
-        let log = WriteLog {
-            uffd,
-            pagemap: File::open("/proc/self/pagemap")?,
-        };
-        log.probe()?;
-        Ok(log)
+        Ok((uffd, File::open("/proc/self/pagemap")?))
+    }
+
+    /// Which set of descriptors the log uses: a heap registered under another must be
+    /// registered again ([`WriteLog::reopen_in_child`]).
+    pub fn generation(&self) -> u64 {
+        GENERATION.load(Ordering::Acquire)
+    }
+
+    /// In a child process just forked (one thread): the inherited userfaultfd and pagemap
+    /// are the parent's address space's, and the child's mappings lost their registration,
+    /// so the log takes descriptors of the child's own, under the same numbers, and every
+    /// heap registers again before its next message.
+    #[cfg(target_os = "linux")]
+    pub fn reopen_in_child(&self) -> io::Result<()> {
+        let (uffd, pagemap) = Self::open_fds()?;
+        for (new, old) in [
+            (uffd.as_raw_fd(), self.uffd.as_raw_fd()),
+            (pagemap.as_raw_fd(), self.pagemap.as_raw_fd()),
+        ] {
+            // SAFETY: both descriptors are open; `old` now names what `new` names (the
+            // log's own descriptors stay valid), and `new` is closed when dropped below.
+            if unsafe { libc::dup3(new, old, libc::O_CLOEXEC) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        GENERATION.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn reopen_in_child(&self) -> io::Result<()> {
+        Ok(())
     }
 
     /// Checks on a scratch mapping that a write is logged and a read is not (a kernel

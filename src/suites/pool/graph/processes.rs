@@ -1,0 +1,470 @@
+//! A graph's workers as processes ([`super::run_carried`]): the calling thread stays the
+//! first worker; every other worker is a copy of this process made with
+//! [`crate::engine::Engine::fork_process`] once the tasks are queued. Each process goes
+//! through the same queue; a task handed to the graph runs in the process that claims it
+//! first (a flag in memory the processes share) and everything it spawns runs there too,
+//! on the states it made. A worker process tells its parent its progress, then, as JSON
+//! lines on a pipe, the instructions it executed, the units of work it recorded and what its
+//! tasks left for the suite ([`super::Carry`]); then it ends without running anything of
+//! the parent's again.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+
+use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{Carry, Ctl, Graph, Lane};
+use crate::bench_canister::BenchClient;
+use crate::engine::{ProcessSide, Profiling};
+use crate::report::work::Unit;
+use crate::suites::pool::record::set_lane;
+use crate::suites::Progress;
+
+/// One flag per task handed to the graph, in memory every worker process shares: 0 while
+/// no process has taken the task, else the taking worker's lane plus one. One more flag
+/// says the run failed: no process takes another task then. Then one count per worker:
+/// the tasks it has that no other can take.
+pub struct Claims {
+    flags: *mut AtomicU32,
+    tasks: usize,
+    len: usize,
+}
+
+// SAFETY: the flags are atomics in a mapping that lives as long as the value.
+unsafe impl Send for Claims {}
+// SAFETY: as above; every access is atomic.
+unsafe impl Sync for Claims {}
+
+impl Claims {
+    pub fn new(tasks: usize, workers: usize) -> Result<Claims> {
+        let len = tasks + 1 + workers;
+        let bytes = len * std::mem::size_of::<AtomicU32>();
+        // SAFETY: a new shared anonymous mapping (zeroed: every task free); nothing else
+        // refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(anyhow!(
+                "mapping the worker processes' task flags: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(Claims {
+            flags: base.cast(),
+            tasks,
+            len,
+        })
+    }
+
+    fn flag(&self, i: usize) -> &AtomicU32 {
+        assert!(i < self.len);
+        // SAFETY: `i` is within the mapping, which holds `len` zero-initialised atomics.
+        unsafe { &*self.flags.add(i) }
+    }
+
+    /// Whether the worker `lane` runs task `task`: it does if it takes it first.
+    pub fn take(&self, task: usize, lane: usize) -> bool {
+        if self.failed() {
+            return false;
+        }
+        let me = lane as u32 + 1;
+        match self
+            .flag(task)
+            .compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => true,
+            Err(owner) => owner == me,
+        }
+    }
+
+    /// A worker failed: the others take no new task.
+    pub fn fail(&self) {
+        self.flag(self.tasks).store(1, Ordering::Release);
+    }
+
+    fn failed(&self) -> bool {
+        self.flag(self.tasks).load(Ordering::Acquire) != 0
+    }
+
+    /// Worker `lane` has `own` tasks no other can take.
+    pub fn set_own(&self, lane: usize, own: usize) {
+        self.flag(self.tasks + 1 + lane)
+            .store(own.min(u32::MAX as usize) as u32, Ordering::Release);
+    }
+
+    /// Whether worker `lane` has no more tasks of its own than any other worker.
+    pub fn may_claim(&self, lane: usize) -> bool {
+        let workers = self.len - self.tasks - 1;
+        let own = |l: usize| self.flag(self.tasks + 1 + l).load(Ordering::Acquire);
+        let mine = own(lane);
+        (0..workers).filter(|&l| l != lane).all(|l| mine <= own(l))
+    }
+}
+
+impl Drop for Claims {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `new` made, unmapped once.
+        unsafe {
+            libc::munmap(
+                self.flags.cast(),
+                self.len * std::mem::size_of::<AtomicU32>(),
+            );
+        }
+    }
+}
+
+/// What a worker process says on its pipe.
+#[derive(Serialize, Deserialize)]
+enum Frame {
+    /// Tasks it finished and has to run so far, and the last one finished.
+    Progress {
+        done: usize,
+        total: usize,
+        key: String,
+    },
+    /// Its work is over (or failed: `error`).
+    Done {
+        executed: u64,
+        units: Vec<Unit>,
+        error: Option<String>,
+        carried: Option<serde_json::Value>,
+    },
+}
+
+/// How [`run`] went.
+pub enum Ran {
+    /// Every task ran, in this process or a worker process; errors are the graph's.
+    Done,
+    /// The engine cannot fork its process: nothing ran.
+    NotForked,
+}
+
+struct Child {
+    lane: usize,
+    pid: libc::pid_t,
+}
+
+/// What the worker processes said so far.
+struct Heard {
+    /// Each worker's tasks finished and to run, as it last said (this process's: unused).
+    progress: Vec<(usize, usize)>,
+    /// Each worker's last frame.
+    done: Vec<Option<Frame>>,
+    /// Workers whose pipe is still open.
+    open: usize,
+    last_key: String,
+    shown: usize,
+}
+
+impl Heard {
+    fn take(&mut self, lane: usize, frame: Option<Frame>) {
+        match frame {
+            Some(Frame::Progress { done, total, key }) => {
+                self.progress[lane] = (done, total);
+                self.last_key = key;
+            }
+            // Its last word: the process may still be tearing down its memory, which this
+            // one need not wait for.
+            Some(done @ Frame::Done { .. }) => {
+                self.done[lane] = Some(done);
+                self.open -= 1;
+            }
+            None if self.done[lane].is_none() => self.open -= 1,
+            None => {}
+        }
+    }
+
+    /// The progress of this process and the workers together.
+    fn show(&mut self, graph: &Graph<'_>, progress: &mut dyn FnMut(Progress<'_>)) {
+        let (done, total, key) = graph.done_of_total();
+        let done = done + self.progress.iter().map(|t| t.0).sum::<usize>();
+        let total = total + self.progress.iter().map(|t| t.1).sum::<usize>();
+        if done > self.shown {
+            self.shown = done;
+            let key = if key.is_empty() { &self.last_key } else { &key };
+            progress(Progress::Scenario { done, total, key });
+        }
+    }
+}
+
+/// Runs the graph on this thread and `jobs - 1` worker processes.
+pub fn run<'s>(
+    client: &mut BenchClient<'_>,
+    graph: &Graph<'s>,
+    jobs: usize,
+    carry: &Carry<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Ran> {
+    let first_unit = graph.recorder.count();
+    graph.process_lane.store(0, Ordering::Relaxed);
+    let (tx, rx) = mpsc::channel::<(usize, Option<Frame>)>();
+    let mut children: Vec<Child> = Vec::new();
+    let mut readers: Vec<OwnedFd> = Vec::new();
+    for lane in 1..jobs {
+        let (read, write) = pipe()?;
+        match client.engine.fork_process() {
+            Ok(Some(ProcessSide::Child)) => {
+                drop(read);
+                drop(std::mem::take(&mut readers));
+                child(client, graph, lane, carry, first_unit, write);
+            }
+            Ok(Some(ProcessSide::Parent(pid))) => {
+                drop(write);
+                children.push(Child {
+                    lane,
+                    pid: pid as libc::pid_t,
+                });
+                readers.push(read);
+            }
+            Ok(None) if children.is_empty() => return Ok(Ran::NotForked),
+            Ok(None) => break,
+            // The workers that started and this one do the work.
+            Err(e) => {
+                eprintln!(
+                    "warning: a worker process could not start ({e:#}); its work ran on the others"
+                );
+                break;
+            }
+        }
+    }
+    for (child, read) in children.iter().zip(readers) {
+        let (tx, lane) = (tx.clone(), child.lane);
+        std::thread::Builder::new()
+            .name(format!("icbench-worker-{lane}-pipe"))
+            .spawn(move || {
+                let lines = BufReader::new(std::fs::File::from(read)).lines();
+                for line in lines.map_while(|l| l.ok()) {
+                    match serde_json::from_str::<Frame>(&line) {
+                        Ok(frame) => {
+                            let _ = tx.send((lane, Some(frame)));
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let _ = tx.send((lane, None));
+            })?;
+    }
+    drop(tx);
+
+    let mut heard = Heard {
+        progress: vec![(0, 0); jobs],
+        done: (0..jobs).map(|_| None).collect(),
+        open: children.len(),
+        last_key: String::new(),
+        shown: 0,
+    };
+
+    set_lane(0);
+    let mut lane = Lane {
+        index: 0,
+        client: BenchClient::attach(&mut *client.engine, graph.canister),
+        ctl: Ctl::new(graph),
+        adopted: Vec::new(),
+        profiling: Profiling::Off,
+    };
+    graph.work(&mut lane, &mut |g| {
+        while let Ok((l, frame)) = rx.try_recv() {
+            heard.take(l, frame);
+        }
+        heard.show(g, progress);
+    });
+    let _ = lane.client.engine.set_profiling(Profiling::Off);
+    let mut executed = lane.client.executed_instructions;
+    if graph
+        .queue
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .failed
+        .is_some()
+    {
+        if let Some(claims) = &graph.claims {
+            claims.fail();
+        }
+    }
+    while heard.open > 0 {
+        let Ok((l, frame)) = rx.recv() else { break };
+        heard.take(l, frame);
+        heard.show(graph, progress);
+    }
+
+    let mut remote_done = 0;
+    for child in &children {
+        let fail = |e: anyhow::Error| {
+            let mut q = graph.queue.lock().unwrap_or_else(|e| e.into_inner());
+            q.failed.get_or_insert(e);
+        };
+        match heard.done[child.lane].take() {
+            Some(Frame::Done {
+                executed: theirs_executed,
+                units,
+                error,
+                carried,
+            }) => {
+                executed += theirs_executed;
+                graph.recorder.adopt(first_unit, units);
+                remote_done += heard.progress[child.lane].0;
+                if let Some(e) = error {
+                    fail(anyhow!(e));
+                } else if let Some(value) = carried {
+                    if let Err(e) = (carry.import)(value) {
+                        fail(e);
+                    }
+                }
+            }
+            _ => {
+                let mut status = 0;
+                // SAFETY: waits for our own child, which closed its pipe: it has ended.
+                unsafe { libc::waitpid(child.pid, &mut status, 0) };
+                fail(anyhow!(
+                    "worker process {} (pid {}) ended without handing in its results ({})",
+                    child.lane,
+                    child.pid,
+                    describe_status(status)
+                ));
+                continue;
+            }
+        }
+        // It has said everything: it is ending. Collected beside, so that its exit status
+        // does not linger, and without waiting for it to give back its memory.
+        let pid = child.pid;
+        let _ = std::thread::Builder::new()
+            .name(format!("icbench-worker-{}-exit", child.lane))
+            .spawn(move || {
+                let mut status = 0;
+                // SAFETY: waits for our own child, which has handed in everything.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+            });
+    }
+    client.executed_instructions += executed;
+    graph
+        .queue
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remote_finished += remote_done;
+    Ok(Ran::Done)
+}
+
+/// The worker process `lane`: runs what it claims, hands in what it did on `out`, ends.
+fn child(
+    client: &mut BenchClient<'_>,
+    graph: &Graph<'_>,
+    lane_index: usize,
+    carry: &Carry<'_>,
+    first_unit: usize,
+    out: OwnedFd,
+) -> ! {
+    let mut out = std::fs::File::from(out);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        set_lane(lane_index);
+        graph.process_lane.store(lane_index, Ordering::Relaxed);
+        if let Some(claims) = &graph.claims {
+            claims.set_own(lane_index, 0);
+        }
+        let mut lane = Lane {
+            index: lane_index,
+            client: BenchClient::attach(&mut *client.engine, graph.canister),
+            ctl: Ctl::new(graph),
+            adopted: Vec::new(),
+            profiling: Profiling::Off,
+        };
+        let mut shown = 0;
+        graph.work(&mut lane, &mut |g| {
+            let (done, total, key) = g.done_of_total();
+            if done > shown {
+                shown = done;
+                send(&mut out, &Frame::Progress { done, total, key });
+            }
+        });
+        let _ = lane.client.engine.set_profiling(Profiling::Off);
+        let (done, total, key) = graph.done_of_total();
+        send(&mut out, &Frame::Progress { done, total, key });
+        let mut error = graph
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failed
+            .take()
+            .map(|e| format!("{e:#}"));
+        let mut carried = None;
+        if error.is_none() {
+            match (carry.export)() {
+                Ok(value) => carried = Some(value),
+                Err(e) => error = Some(format!("{e:#}")),
+            }
+        }
+        if error.is_some() {
+            if let Some(claims) = &graph.claims {
+                claims.fail();
+            }
+        }
+        Frame::Done {
+            executed: lane.client.executed_instructions,
+            units: graph.recorder.units_since(first_unit),
+            error,
+            carried,
+        }
+    }));
+    let frame = outcome.unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Frame::Done {
+            executed: 0,
+            units: Vec::new(),
+            error: Some(format!(
+                "internal error: worker process {lane_index} panicked: {what}"
+            )),
+            carried: None,
+        }
+    });
+    let ok = send(&mut out, &frame);
+    drop(out);
+    // SAFETY: ends the worker process now: it must not return into the suite, whose work
+    // is the parent's, nor run the parent's exit handlers and destructors a second time.
+    unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+}
+
+/// Writes one frame as a line; false if the parent is gone.
+fn send(out: &mut std::fs::File, frame: &Frame) -> bool {
+    let Ok(mut line) = serde_json::to_string(frame) else {
+        return false;
+    };
+    line.push('\n');
+    out.write_all(line.as_bytes()).is_ok()
+}
+
+fn pipe() -> Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into `fds` or fails.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(anyhow!(
+            "a pipe for a worker process: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: both descriptors were just made and belong to nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn describe_status(status: libc::c_int) -> String {
+    if libc::WIFEXITED(status) {
+        format!("exit status {}", libc::WEXITSTATUS(status))
+    } else if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("status {status}")
+    }
+}
