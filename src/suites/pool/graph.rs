@@ -986,10 +986,7 @@ mod tests {
 
     /// Runs [`counter_tasks`] on `jobs` workers as processes: what they handed in, the
     /// instructions executed, the units recorded (or the error).
-    fn counter_in_processes(
-        jobs: usize,
-        fail: Option<u8>,
-    ) -> Result<CounterRun> {
+    fn counter_in_processes(jobs: usize, fail: Option<u8>) -> Result<CounterRun> {
         let (mut engine, canister) = counter_installed();
         let mut client = BenchClient::attach(&mut engine, canister);
         let start = snapshot(client.engine, canister)?;

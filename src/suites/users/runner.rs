@@ -147,14 +147,22 @@ pub fn run_points(
                 .iter()
                 .any(|p| p.scenario.store == store && p.scenario.cache == CacheState::Warm);
             if warm {
-                tasks.push(warm_start_task(
+                let task = warm_start_task(
                     store,
                     start,
                     starts,
                     cfg,
                     caches[canister].as_ref(),
                     scenarios_in,
-                ));
+                );
+                // Another module's store: its warm start is handed to the graph, not spawned
+                // by a journal mode's start; it opens a subtree as large, and goes as early,
+                // so that worker processes (which cannot share a subtree) even out behind it.
+                tasks.push(if canister == 0 {
+                    task
+                } else {
+                    task.priority(MODE_START)
+                });
             }
             tasks
         };
