@@ -207,6 +207,7 @@ pub fn run<'s>(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Ran> {
     let first_unit = graph.recorder.count();
+    let parent = std::process::id();
     graph.process_lane.store(0, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel::<(usize, Option<Frame>)>();
     let mut children: Vec<Child> = Vec::new();
@@ -217,7 +218,7 @@ pub fn run<'s>(
             Ok(Some(ProcessSide::Child)) => {
                 drop(read);
                 drop(std::mem::take(&mut readers));
-                child(client, graph, lane, carry, first_unit, write);
+                child(client, graph, lane, carry, first_unit, write, parent);
             }
             Ok(Some(ProcessSide::Parent(pid))) => {
                 drop(write);
@@ -363,8 +364,10 @@ fn child(
     carry: &Carry<'_>,
     first_unit: usize,
     out: OwnedFd,
+    parent: u32,
 ) -> ! {
     let mut out = std::fs::File::from(out);
+    end_with_parent(parent);
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         set_lane(lane_index);
         graph.process_lane.store(lane_index, Ordering::Relaxed);
@@ -435,6 +438,24 @@ fn child(
     // SAFETY: ends the worker process now: it must not return into the suite, whose work
     // is the parent's, nor run the parent's exit handlers and destructors a second time.
     unsafe { libc::_exit(if ok { 0 } else { 1 }) }
+}
+
+/// A worker process ends with the run: Ctrl-C and SIGTERM end it at once (the parent's
+/// handler, which removes the parent's temporary files and says what was not written, runs
+/// in the parent's thread, which the copy does not have), and so does its parent's end,
+/// however it came.
+fn end_with_parent(parent: u32) {
+    // SAFETY: resets two signals to their default action and asks the kernel to kill this
+    // process when its parent ends; then checks the parent did not end before that.
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_DFL);
+        libc::signal(libc::SIGTERM, libc::SIG_DFL);
+        #[cfg(target_os = "linux")]
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        if libc::getppid() as u32 != parent {
+            libc::_exit(1);
+        }
+    }
 }
 
 /// Writes one frame as a line; false if the parent is gone.
