@@ -2,7 +2,9 @@
 //! worker can restore), sends its messages, and may take snapshots and spawn the tasks that
 //! start from them, so that a store's fill goes on while what was measured on the way runs
 //! beside it. Each worker runs on its own engine: the suite's for the calling thread, forks
-//! of it for the others; free workers take the ready task of the highest priority.
+//! of it for the others (threads), or, where the suite carries its tasks' results across
+//! ([`run_carried`]), a copy of the whole process each ([`processes`]); free workers take
+//! the ready task of the highest priority.
 //!
 //! Every task is a unit of work in the suite's [`Recorder`] (a task may split itself into
 //! several with [`Lane::step`]), so report.md can say where the wall time went.
