@@ -67,8 +67,9 @@ impl Kind {
 /// One unit of work as it ran.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Unit {
-    /// Its place in the log: units are numbered as they start, so every unit it waited
-    /// for has a smaller id.
+    /// Its place in the log: units are numbered as they start (a worker process's after
+    /// those of the process it was forked from), so every unit it waited for has a
+    /// smaller id.
     pub id: usize,
     pub kind: Kind,
     /// What it was: `fill sqlite to 300,000 rows`, `scenario btree/middle/insert/1`.
