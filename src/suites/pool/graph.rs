@@ -511,14 +511,10 @@ impl<'s> Graph<'s> {
                 let body = task.body;
                 out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(lane)))
                     .unwrap_or_else(|panic| {
-                        let what = panic
-                            .downcast_ref::<&str>()
-                            .map(|s| s.to_string())
-                            .or_else(|| panic.downcast_ref::<String>().cloned())
-                            .unwrap_or_default();
                         Err(anyhow!(
-                            "internal error: task {:?} panicked: {what}",
-                            task.name
+                            "internal error: task {:?} panicked: {}",
+                            task.name,
+                            panic_message(panic.as_ref())
                         ))
                     });
             }
@@ -544,6 +540,15 @@ impl<'s> Graph<'s> {
             between(self);
         }
     }
+}
+
+/// What a panic said (its `&str` or `String` payload), for the error it becomes.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 /// What the tasks of a suite leave behind for it (results in slots, setup counts), carried

@@ -419,11 +419,7 @@ fn child(
         }
     }));
     let frame = outcome.unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
+        let what = super::panic_message(panic.as_ref());
         Frame::Done {
             executed: 0,
             units: Vec::new(),
@@ -469,8 +465,9 @@ fn send(out: &mut std::fs::File, frame: &Frame) -> bool {
 
 fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two new descriptors into `fds` or fails.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    // SAFETY: pipe writes two new descriptors into `fds` or fails. (Nothing here execs,
+    // so they need no close-on-exec.)
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
         return Err(anyhow!(
             "a pipe for a worker process: {}",
             std::io::Error::last_os_error()
