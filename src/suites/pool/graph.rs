@@ -224,6 +224,17 @@ impl<'a, 's> Ctl<'a, 's> {
 }
 
 impl<'a, 's> Lane<'a, 's> {
+    /// Worker `index` of `graph`, on `engine`, calling the graph's canister.
+    fn new(index: usize, engine: &'a mut dyn Engine, graph: &'a Graph<'s>) -> Lane<'a, 's> {
+        Lane {
+            index,
+            client: BenchClient::attach(engine, graph.canister),
+            ctl: Ctl::new(graph),
+            adopted: Vec::new(),
+            profiling: Profiling::Off,
+        }
+    }
+
     /// The unit running now.
     pub fn current(&self) -> UnitId {
         self.ctl.current()
@@ -695,13 +706,7 @@ fn run_threads<'s>(
                 &format!("icbench-worker-{}", i + 1),
                 move || {
                     set_lane(i + 1);
-                    let mut lane = Lane {
-                        index: i + 1,
-                        client: BenchClient::attach(engine.as_mut(), canister),
-                        ctl: Ctl::new(graph),
-                        adopted: Vec::new(),
-                        profiling: Profiling::Off,
-                    };
+                    let mut lane = Lane::new(i + 1, engine.as_mut(), graph);
                     graph.work(&mut lane, &mut |_| {});
                     let _ = lane.client.engine.set_profiling(Profiling::Off);
                     lane.client.executed_instructions
@@ -716,13 +721,7 @@ fn run_threads<'s>(
             }
         }
         set_lane(0);
-        let mut lane = Lane {
-            index: 0,
-            client: BenchClient::attach(&mut *client.engine, canister),
-            ctl: Ctl::new(graph),
-            adopted: Vec::new(),
-            profiling: Profiling::Off,
-        };
+        let mut lane = Lane::new(0, &mut *client.engine, graph);
         let mut shown = 0;
         graph.work(&mut lane, &mut |g| {
             let q = g.queue.lock().unwrap_or_else(|e| e.into_inner());

@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Carry, Ctl, Graph, Lane};
+use super::{Carry, Graph, Lane};
 use crate::bench_canister::BenchClient;
 use crate::engine::{ProcessSide, Profiling};
 use crate::report::work::Unit;
@@ -267,13 +267,7 @@ pub fn run<'s>(
     };
 
     set_lane(0);
-    let mut lane = Lane {
-        index: 0,
-        client: BenchClient::attach(&mut *client.engine, graph.canister),
-        ctl: Ctl::new(graph),
-        adopted: Vec::new(),
-        profiling: Profiling::Off,
-    };
+    let mut lane = Lane::new(0, &mut *client.engine, graph);
     graph.work(&mut lane, &mut |g| {
         while let Ok((l, frame)) = rx.try_recv() {
             heard.take(l, frame);
@@ -374,13 +368,7 @@ fn child(
         if let Some(claims) = &graph.claims {
             claims.set_own(lane_index, 0);
         }
-        let mut lane = Lane {
-            index: lane_index,
-            client: BenchClient::attach(&mut *client.engine, graph.canister),
-            ctl: Ctl::new(graph),
-            adopted: Vec::new(),
-            profiling: Profiling::Off,
-        };
+        let mut lane = Lane::new(lane_index, &mut *client.engine, graph);
         let mut shown = 0;
         graph.work(&mut lane, &mut |g| {
             let (done, total, key) = g.done_of_total();
