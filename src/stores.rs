@@ -7,7 +7,8 @@
 //!
 //! Here: the table and the record-level label and parse-back; `stores/kind.rs` the values
 //! that name a row ([`StoreKind`], [`Store`]: a row and its journal mode), `stores/memory.rs`
-//! the memory figures, `stores/schema.rs` the schemas of dbbench, keys and sysbench,
+//! the memory figures, `stores/layout.rs` where a run fills them (a canister each, or seed
+//! 003's one per module), `stores/schema.rs` the schemas of dbbench, keys and sysbench,
 //! `stores/setup.rs` setting a store up on a canister (SQLite's journal mode, in one place),
 //! `stores/modules.rs` the canister modules a run holds.
 
@@ -20,6 +21,7 @@ use crate::engine::same_str as same;
 use bench_types::names::{self, DbBenchStore, HeapEncoding, KeysStore, SysbenchStore};
 
 mod kind;
+mod layout;
 mod memory;
 mod modules;
 mod schema;
@@ -27,6 +29,7 @@ mod setup;
 
 pub use bench_types::JournalMode;
 pub use kind::{Store, StoreKind};
+pub use layout::Layout;
 pub use memory::{Memory, UpgradeMemory};
 pub use modules::{
     check_module, module_name, needs, read_module, required_exports, wasm_flag_value, ModuleFile,

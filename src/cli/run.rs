@@ -61,11 +61,39 @@ fn check_payload_size(size: u64) -> Result<()> {
     Ok(())
 }
 
+/// `--layout`, given, must choose something for a suite of the run: the suites without a
+/// layout fill each store in a canister of their own whatever it says.
+fn check_layout(
+    selected: &[&'static dyn suites::Suite],
+    layout: icbench::stores::Layout,
+    matches: &ArgMatches,
+) -> Result<()> {
+    let given = matches.value_source("layout") == Some(clap::parser::ValueSource::CommandLine);
+    if !given || selected.iter().any(|s| s.has_layout()) {
+        return Ok(());
+    }
+    let with: Vec<&str> = suites::REGISTRY
+        .iter()
+        .filter(|s| s.has_layout())
+        .map(|s| s.name())
+        .collect();
+    let names: Vec<&str> = selected.iter().map(|s| s.name()).collect();
+    Err(anyhow!(
+        "--layout {layout}: the {} suite{} fill{} each store in a canister of its own, whatever \
+         --layout says; it chooses the layout of the suites {}",
+        names.join(", "),
+        if names.len() > 1 { "s" } else { "" },
+        if names.len() > 1 { "" } else { "s" },
+        with.join(", ")
+    ))
+}
+
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
 /// (sysbench's ceilings) failed. `matches` holds the suites' own flags.
 pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     check_payload_size(args.common.payload_size)?;
     let selected = suites::select(&args.suite)?;
+    check_layout(&selected, args.common.layout, matches)?;
     // Every plan is made, so every flag checked, before any work starts.
     let plans = selected
         .iter()

@@ -41,11 +41,13 @@ pub const STATES: &str = "states";
 pub const WARM: &str = "warm";
 
 /// How many entries of each kind ([`KINDS`] order) the cache keeps: writing one more
-/// removes the least recently used. A compiled bench canister is tens of MB, a default
-/// run's post-prefill state about 450 MB, and every edit of the engine or of a suite makes
-/// new keys, so without a bound a development machine's cache only grows. A warm start
-/// state is about 130 MB, one per SQLite journal mode and post-prefill state.
-pub const KEEP: [usize; 3] = [32, 3, 14];
+/// removes the least recently used. A compiled bench canister is tens of MB; a post-prefill
+/// state is one canister's, a store's alone 100 to 250 MB at 1,000,000 rows (the seed
+/// layout's bench canister about 450 MB), and a default run keeps one per store; every edit
+/// of the engine or of a suite makes new keys, so without a bound a development machine's
+/// cache only grows. A warm start state is about 130 MB, one per SQLite journal mode and
+/// post-prefill state.
+pub const KEEP: [usize; 3] = [32, 8, 14];
 
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);
@@ -630,31 +632,38 @@ mod tests {
                 .set_modified(t0 + Duration::from_secs(secs))
                 .unwrap();
         };
+        let bound = KEEP[kind_index(STATES)] as u8;
         let present = || -> Vec<u8> {
-            (1..=5u8)
+            (1..=bound + 2)
                 .filter(|k| entry_path(&dir, STATES, &[*k; 32]).is_file())
                 .collect()
         };
-        // Three states, the cache's bound: nothing goes.
-        for key in 1..=3u8 {
+        // As many states as the cache's bound: nothing goes.
+        for key in 1..=bound {
             write(&dir, STATES, &[key; 32], b"", b"state").unwrap();
             age(key, key as u64);
         }
-        assert_eq!(present(), vec![1, 2, 3]);
-        // Entry 1 is read (so used most recently); a fourth state then evicts entry 2.
+        assert_eq!(present(), (1..=bound).collect::<Vec<u8>>());
+        // Entry 1 is read (so used most recently); one more state then evicts entry 2.
         assert!(matches!(
             read(&dir, STATES, &[1; 32]).unwrap(),
             Lookup::Found(_)
         ));
-        write(&dir, STATES, &[4; 32], b"", b"state").unwrap();
-        assert_eq!(present(), vec![1, 3, 4]);
+        let last = bound + 1;
+        write(&dir, STATES, &[last; 32], b"", b"state").unwrap();
+        let mut kept = vec![1];
+        kept.extend(3..=last);
+        assert_eq!(present(), kept);
         // The entry just written stays even when it is the oldest by its time stamp.
-        age(4, 0);
-        assert_eq!(prune(&dir, STATES, 1, &[4; 32]).unwrap(), 2);
-        assert_eq!(present(), vec![4]);
+        age(last, 0);
+        assert_eq!(
+            prune(&dir, STATES, 1, &[last; 32]).unwrap(),
+            bound as usize - 1
+        );
+        assert_eq!(present(), vec![last]);
         // Modules are bounded apart: states never evict them.
         write(&dir, MODULES, &[9; 32], b"", b"module").unwrap();
-        assert_eq!(prune(&dir, STATES, 1, &[5; 32]).unwrap(), 1);
+        assert_eq!(prune(&dir, STATES, 1, &[last + 1; 32]).unwrap(), 1);
         assert!(entry_path(&dir, MODULES, &[9; 32]).is_file());
         std::fs::remove_dir_all(&dir).unwrap();
     }

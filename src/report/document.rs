@@ -109,6 +109,12 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             report.host().os_page_size() / 1024
         ));
     }
+    if let Some(layout) = report.layout() {
+        out.push_str(&format!(
+            "- Layout: `{layout}` (`--layout`): {}\n",
+            layout.describe()
+        ));
+    }
     if let Some(per_page) = report.wasm_page_charge() {
         out.push_str(&format!(
             "- Memory pages: the deterministic memory tracker's charge, {} instructions for each 64 KiB page of heap or stable memory a message first touches and as much again for each it first writes (queries: the touch only), is in every figure, `ic0.performance_counter` included\n",
@@ -179,12 +185,19 @@ pub fn rules_line(report: &Report) -> String {
             r.name,
             Replica::NEWEST.name
         ),
-        (None, _) => return "Charged by the PocketIC server's own replica.\n".to_string(),
+        (None, _) => "Charged by the PocketIC server's own replica.\n".to_string(),
     };
-    match report.extra::<String>(super::HOST) {
+    let line = match report.extra::<String>(super::HOST) {
         Some(host) => format!(
             "{line}Host: {host} (`--host`): pages are counted in its {} KiB OS pages, not Linux's 4 KiB.\n",
             report.host().os_page_size() / 1024
+        ),
+        None => line,
+    };
+    match report.layout() {
+        Some(layout) => format!(
+            "{line}Layout: {layout} (`--layout`): {}.\n",
+            layout.describe()
         ),
         None => line,
     }

@@ -75,6 +75,10 @@ pub struct Report {
 
 /// The results.json field naming the replica rules a run charged by.
 pub const REPLICA: &str = "replica";
+/// The results.json field naming where a users suite's run filled its stores (`--layout`):
+/// absent for the other suites, which fill each store in a canister of its own, and in the
+/// runs of those suites before the option, which filled them as `shared` does.
+pub const LAYOUT: &str = "layout";
 /// The results.json field naming the host whose OS pages a run's charges counted
 /// (`--host`); absent for the default, Linux, as in every run before the option.
 pub const HOST: &str = "host";
@@ -94,6 +98,12 @@ impl Report {
     pub fn replica(&self) -> Option<crate::engine::cost::Replica> {
         self.extra::<String>(REPLICA)
             .and_then(|name| crate::engine::cost::Replica::by_name(&name).ok())
+    }
+
+    /// Where the run filled its stores, when it says (a users suite's run).
+    pub fn layout(&self) -> Option<crate::stores::Layout> {
+        self.extra::<String>(LAYOUT)
+            .and_then(|name| crate::stores::Layout::by_name(&name))
     }
 
     /// The run was charged by the deterministic memory tracker (replica vintage `2026-07`

@@ -85,7 +85,7 @@ impl Default for Config {
         let common = users::Config::default();
         Self {
             users: users::Config {
-                stores: prefilled_with(&common.stores),
+                stores: prefilled_with(&common.stores, common.layout),
                 ..common
             },
             warm_ups: WARM_UPS.to_vec(),
@@ -97,18 +97,20 @@ impl Default for Config {
     }
 }
 
-/// The stores of `stores` the suite measures (those with a page cache), and the
-/// StableBTreeMap where ic-rusqlite is one of them: the default run prefills both in one
-/// canister, and a canister without it has another heap layout (and other counts).
-fn prefilled_with(stores: &[Store]) -> Vec<Store> {
+/// The stores of `stores` the suite measures (those with a page cache), and in the seed
+/// layout the StableBTreeMap where ic-rusqlite is one of them: that layout's default run
+/// prefills both in one canister, and a canister without it has another heap layout (and
+/// other counts).
+fn prefilled_with(stores: &[Store], layout: users::Layout) -> Vec<Store> {
     let measured: Vec<Store> = stores
         .iter()
         .copied()
         .filter(|s| s.store_kind().measured_by(SUITE))
         .collect();
-    let beside_sqlite = measured
-        .iter()
-        .any(|s| s.store_kind().module() == StoreKind::Btree.module());
+    let beside_sqlite = layout == users::Layout::Shared
+        && measured
+            .iter()
+            .any(|s| s.store_kind().module() == StoreKind::Btree.module());
     let mut out = Vec::new();
     if beside_sqlite {
         out.push(Store::BTree);
@@ -173,12 +175,16 @@ impl Define for Cache {
         positions.sort();
         let users = users::Config {
             rows: common.rows,
-            stores: prefilled_with(&users::stores_of(&common.stores, &common.journal_modes)),
+            stores: prefilled_with(
+                &users::stores_of(&common.stores, &common.journal_modes),
+                common.layout,
+            ),
             payload_size: common.payload_size,
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
             // The sweep starts cold; its `full+1` point is the warm scenario's.
             caches: CacheState::ALL.to_vec(),
+            layout: common.layout,
         };
         Ok(Config {
             users,
@@ -195,6 +201,7 @@ impl Define for Cache {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document::document;
+    const HAS_LAYOUT: bool = true;
 }
 
 impl Measure for Config {

@@ -74,6 +74,7 @@ impl Define for Lookups {
     }
 
     const DOCUMENT: fn(&Report) -> Document = super::grid::document;
+    const HAS_LAYOUT: bool = true;
 }
 
 impl Measure for Config {

@@ -65,6 +65,9 @@ pub trait Suite: Sync {
     /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
     /// every file). Most suites have none.
     fn gate(&self, report: &Report) -> Vec<String>;
+    /// Whether `--layout` chooses where its stores are filled (the users suites'; the
+    /// others fill each store in a canister of its own).
+    fn has_layout(&self) -> bool;
 }
 
 /// A configured suite, ready to run. `Debug` shows every setting: shards of one plan must
@@ -203,6 +206,10 @@ pub struct CommonArgs {
     /// without a page cache are measured once either way.
     #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = CacheState::ALL)]
     pub page_cache: Vec<CacheState>,
+    /// Where the stores are filled (seed003, lookups, cache; the other suites always fill
+    /// each store in a canister of its own).
+    #[arg(long, value_enum, default_value_t = users::Layout::Alone)]
+    pub layout: users::Layout,
 }
 
 impl CommonArgs {

@@ -117,6 +117,8 @@ impl Config {
             usd_per_xdr: self.usd_per_xdr,
             // Scaling measures a newly opened connection at every size.
             caches: vec![CacheState::Cold],
+            // Each store grows in a canister of its own.
+            layout: users::Layout::Alone,
         }
     }
 }

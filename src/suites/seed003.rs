@@ -187,6 +187,7 @@ impl Define for Seed003 {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const HAS_LAYOUT: bool = true;
 }
 
 impl Measure for Config {

@@ -16,12 +16,14 @@ use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Status};
 use crate::stores::{self, ModuleNeed};
 
+mod canister;
 mod prefill;
 mod runner;
 mod warm;
 
+pub use crate::stores::Layout;
 pub(super) use prefill::fill;
-pub use prefill::{fill_name, prefill};
+pub use prefill::fill_name;
 pub use runner::{run, run_points, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
@@ -45,6 +47,9 @@ pub struct Config {
     /// The page cache states measured for the stores that have one (a store without one is
     /// measured in its one state whatever this says).
     pub caches: Vec<CacheState>,
+    /// Where the stores are filled: each in a canister of its own, or seed 003's one
+    /// canister per module.
+    pub layout: Layout,
 }
 
 impl Default for Config {
@@ -57,6 +62,7 @@ impl Default for Config {
             seed: 2026,
             usd_per_xdr: DEFAULT_USD_PER_XDR,
             caches: CacheState::ALL.to_vec(),
+            layout: Layout::Alone,
         }
     }
 }
@@ -142,6 +148,7 @@ impl Config {
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
             caches,
+            layout: common.layout,
         };
         cfg.validate()?;
         Ok(cfg)

@@ -162,21 +162,28 @@ fn load_kept(
     profile: bool,
     dir: Option<&Path>,
 ) -> Result<Arc<LoadedModule>> {
-    type Cache = HashMap<([u8; 32], Counter, bool), Arc<LoadedModule>>;
+    // A slot per module: threads that load the same module at once (canisters made side
+    // by side) wait for the one compile instead of each compiling it.
+    type Slot = Arc<Mutex<Option<Arc<LoadedModule>>>>;
+    type Cache = HashMap<([u8; 32], Counter, bool), Slot>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let hash: [u8; 32] = Sha256::digest(raw).into();
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(m) = cache.lock().unwrap().get(&(hash, counter, profile)) {
+    let slot = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry((hash, counter, profile))
+        .or_default()
+        .clone();
+    let mut slot = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(m) = slot.as_ref() {
         return Ok(m.clone());
     }
     let loaded = match dir {
         Some(dir) => load_through(dir, raw, hash, counter, profile)?.0,
         None => Arc::new(link(compile(raw, counter, profile)?, raw, hash, counter)?),
     };
-    cache
-        .lock()
-        .unwrap()
-        .insert((hash, counter, profile), loaded.clone());
+    *slot = Some(loaded.clone());
     Ok(loaded)
 }
 

@@ -35,6 +35,8 @@ pub trait Define: Sync {
     fn out_dir(base: &Path) -> PathBuf {
         base.join(Self::Plan::SUITE)
     }
+    /// As [`Suite::has_layout`].
+    const HAS_LAYOUT: bool = false;
 }
 
 impl<T: Define> Suite for T {
@@ -69,6 +71,10 @@ impl<T: Define> Suite for T {
 
     fn gate(&self, report: &Report) -> Vec<String> {
         T::gate(report)
+    }
+
+    fn has_layout(&self) -> bool {
+        T::HAS_LAYOUT
     }
 }
 

@@ -1,5 +1,5 @@
-//! A users suite's run: the prefilled canister, then each store's scenarios from its
-//! starting state, side by side on the run's workers, and the report.
+//! A users suite's run: its canisters made (`users/canister.rs`), then each store's
+//! scenarios from its starting state, side by side on the run's workers, and the report.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -7,17 +7,19 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use super::prefill::{fill, fill_name, prefilled, store_prefill, Keep, Prefilled};
+use super::canister::{self, Made};
+use super::prefill::{fill, fill_name, store_prefill, Keep};
 use super::{
     check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
     PREFILL_CHUNK,
 };
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::MemoryTracker;
+use crate::engine::Engine;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
-use crate::stores::{self, Prefill};
+use crate::stores::{self, Layout, Prefill};
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
 use crate::suites::scenario::{CacheState, Scenario, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
@@ -43,13 +45,14 @@ const WARM_START: i64 = 40;
 const KEEP_STATE: i64 = 25;
 const SCENARIO: i64 = 0;
 
-/// Prefills the stores, then runs `scenarios` (the suite's plan, in report order) each from
-/// the post-prefill state of its store, and returns the report; `notes` follow the shared ones.
+/// Fills the stores, then runs `scenarios` (the suite's plan, in report order) each from
+/// its store's start, and returns the report; `notes` follow the shared ones.
 ///
-/// The work: the module compiled while the cached post-prefill state is read, the state
-/// loaded (or the prefill run and kept), then on `exec.jobs` workers side by side: the heap
-/// map's fill and its scenarios, each SQLite journal mode set on a fresh connection and its
-/// scenarios, and the StableBTreeMap's scenarios.
+/// The work: each canister of the layout made (its module compiled while its cached
+/// post-prefill state is read, the state loaded, or the prefill run and kept), the
+/// canisters side by side; then on `exec.jobs` workers each store's start (its journal
+/// mode set on a fresh connection, its warm start, the seed layout's heap map filled) and
+/// its scenarios.
 pub fn run(
     run: Run<'_>,
     cfg: &Config,
@@ -72,156 +75,46 @@ pub fn run_points(
 ) -> Result<Report> {
     cfg.validate()?;
     let (session, exec) = (run.session, run.exec);
-    let suite = session.suite();
     let work = &session.work;
-    let engine_replica = run.engine.replica();
-    let engine_host = run.engine.host().unwrap_or_default();
-    let Prefilled {
-        mut client,
-        base,
-        units: prefilled,
-        source,
-        keep,
-        cache,
-        mut beside,
-    } = prefilled(
+    let tracker = run.engine.replica().and_then(|r| {
+        r.memory_tracker
+            .map(|t| t.on(run.engine.host().unwrap_or_default()))
+    });
+    let modules = run.modules;
+    let mut made = canister::make_all(
         run.engine,
-        run.wasm,
-        &other_modules(run.modules, cfg)?,
+        &canister::canisters(cfg),
+        &|module| modules.get(module),
         cfg,
+        exec.jobs,
         work,
         run.progress,
     )?;
-    for b in &beside {
-        client.executed_instructions += b.executed;
-    }
+    let mut client = attach(run.engine, &made)?;
     let setup_before = client.executed_instructions;
-
-    let indices = &exec.indices(scenarios.len());
-    let plan = scenarios.iter().map(|s| s.key() + "\n").collect::<String>();
-    let slots = pool::Slots::new(scenarios.len());
-    let slots = &slots;
-    let starts = Starts::default();
-    let engine_name = session.engine_name.as_str();
-    let starts = &starts;
-    // Each canister's cache directory and post-prefill key, which its stores' warm starts
-    // are kept under: the default module's, then those of `beside`, in order.
-    let caches: Vec<Option<(PathBuf, [u8; 32])>> = std::iter::once(cache)
-        .chain(beside.iter_mut().map(|b| b.cache.take()))
-        .collect();
-    let caches = &caches;
-    // The scenarios of `store` in the cache state `cache`, from `start`.
-    let scenarios_in =
-        move |store: Store, cache: CacheState, start: Result<State, String>| -> Vec<Task<'_>> {
-            indices
-                .iter()
-                .filter(|&&i| {
-                    let s = &scenarios[i].scenario;
-                    s.store == store && s.cache == cache
-                })
-                .map(|&i| {
-                    let start = start.clone();
-                    Task::new(
-                        Kind::Scenario,
-                        format!("scenario {}", scenarios[i].key()),
-                        move |lane: &mut Lane<'_, '_>| {
-                            let r = measure(lane, cfg, suite, engine_name, &scenarios[i], start)?;
-                            slots.put(i, r);
-                            Ok(())
-                        },
-                    )
-                    .priority(SCENARIO)
-                    .profiled()
-                })
-                .collect()
-        };
-    let scenarios_in = &scenarios_in;
-    // From a store's (cold) start in the canister `canister` (of `caches`):
-    // its cold scenarios, and the task that makes its warm start (when the plan has warm
-    // scenarios of it, in this shard or not: every shard counts the same setup), which then
-    // spawns them.
-    let measure_in =
-        move |store: Store, start: Result<State, String>, canister: usize| -> Vec<Task<'_>> {
-            let mut tasks = scenarios_in(store, CacheState::Cold, start.clone());
-            let warm = scenarios
-                .iter()
-                .any(|p| p.scenario.store == store && p.scenario.cache == CacheState::Warm);
-            if warm {
-                let task = warm_start_task(
-                    store,
-                    start,
-                    starts,
-                    cfg,
-                    caches[canister].as_ref(),
-                    scenarios_in,
-                );
-                // Another module's store: its warm start is handed to the graph, not spawned
-                // by a journal mode's start; it opens a subtree as large, and goes as early,
-                // so that worker processes (which cannot share a subtree) even out behind it.
-                tasks.push(if canister == 0 {
-                    task
-                } else {
-                    task.priority(MODE_START)
-                });
-            }
-            tasks
-        };
-    // The same in the default module's canister.
-    let measure_from = move |store: Store, start: Result<State, String>| -> Vec<Task<'_>> {
-        measure_in(store, start, 0)
+    let keeps: Vec<Option<Keep>> = made.iter_mut().map(|m| m.keep.take()).collect();
+    let start = made[0].snapshot.clone();
+    let (indices, slots, starts) = (
+        exec.indices(scenarios.len()),
+        pool::Slots::new(scenarios.len()),
+        Starts::default(),
+    );
+    let plan = Plan {
+        cfg,
+        scenarios,
+        indices: &indices,
+        slots: &slots,
+        starts: &starts,
+        suite: session.suite(),
+        engine_name: &session.engine_name,
     };
-    let base = &base;
     let mut tasks: Vec<Task<'_>> = Vec::new();
-    if let Some(keep) = keep {
-        tasks.push(keep_task(keep, "the post-prefill state", &prefilled));
-    }
-    for (canister, b) in (1..).zip(beside) {
-        if let Some(keep) = b.keep {
-            let what = format!("the {} module's post-prefill state", b.module.name);
-            tasks.push(keep_task(keep, &what, &b.units));
+    for (m, keep) in made.iter().zip(keeps) {
+        if let Some(keep) = keep {
+            let what = format!("the {} canister's post-prefill state", m.canister.name);
+            tasks.push(keep_task(keep, &what, &m.units));
         }
-        for &store in cfg
-            .stores
-            .iter()
-            .filter(|s| s.store_kind().module() == b.module)
-        {
-            starts.record(store, b.state.clone());
-            let from = measure_in(store, b.state.clone(), canister);
-            tasks.extend(from.into_iter().map(|t| t.after(&b.units)));
-        }
-    }
-    for &store in &cfg.stores {
-        if store.store_kind().module() != Module::DEFAULT {
-            continue;
-        }
-        let prefill = store.store_kind().def().prefill;
-        match (prefill, store.journal_mode()) {
-            (Prefill::Alone, _) => {
-                let name = fill_name(store.stem(), cfg.rows.min(PREFILL_CHUNK));
-                let start = start_task(name, store, base, starts, &measure_from, move |lane| {
-                    starts.set_up(lane, |lane| fill_alone(lane, cfg, store))?;
-                    let noun = store.store_kind().def().noun;
-                    lane.step(Kind::Snapshot, format!("snapshot of {noun}"));
-                    Ok(Ok(lane.snapshot()?))
-                });
-                tasks.push(start.after(&prefilled).priority(ALONE_FILL_FIRST));
-            }
-            (Prefill::Shared, None) => {
-                starts.record(store, Ok(base.clone()));
-                tasks.extend(
-                    measure_from(store, Ok(base.clone()))
-                        .into_iter()
-                        .map(|t| t.after(&prefilled)),
-                );
-            }
-            (Prefill::Shared, Some(mode)) => {
-                let name = format!("set SQLite's journal mode to {mode}");
-                let start = start_task(name, store, base, starts, &measure_from, move |lane| {
-                    starts.set_up(lane, |lane| mode_start(lane, store))
-                });
-                tasks.push(start.after(&prefilled).priority(MODE_START));
-            }
-        }
+        tasks.extend(plan.canister(m));
     }
     // With worker processes (not with `after`, which needs every store's start state in
     // this process), what their tasks leave: the scenarios' outcomes and the setup's
@@ -245,12 +138,18 @@ pub fn run_points(
         import: &import,
     };
     let carry = after.is_none().then_some(&carry);
-    pool::graph::run_carried(&mut client, base, exec, work, run.progress, tasks, carry)?;
-    let outcomes = slots.take(indices, &|i| scenarios[i].key())?;
+    pool::graph::run_carried(&mut client, &start, exec, work, run.progress, tasks, carry)?;
+    let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,
         scenarios.len(),
-        pool::sha256_hex(plan.as_bytes()),
+        pool::sha256_hex(
+            scenarios
+                .iter()
+                .map(|s| s.key() + "\n")
+                .collect::<String>()
+                .as_bytes(),
+        ),
         exec.shard,
         setup_before + starts.setup.load(Ordering::Relaxed),
     );
@@ -258,14 +157,11 @@ pub fn run_points(
         rows_before: cfg.rows,
         seed: cfg.seed,
         payload_size: cfg.payload_size,
-        prefill: Some(source.into()),
-        notes: shared_notes(
-            cfg,
-            engine_replica.and_then(|r| r.memory_tracker.map(|t| t.on(engine_host))),
-            notes,
-        ),
+        prefill: Some(prefill_source(&made)),
+        notes: shared_notes(cfg, tracker, notes),
     };
     let mut report = session.report(&client, header, measured);
+    report.set_extra(crate::report::LAYOUT, &cfg.layout.name());
     if let Some(after) = after {
         let executed = client.executed_instructions;
         let mut starts = std::mem::take(&mut *starts.lock());
@@ -279,16 +175,207 @@ pub fn run_points(
     Ok(report)
 }
 
-/// The modules other than the default that `cfg`'s stores live in, with their bytes.
-fn other_modules<'m>(
-    modules: &'m stores::Modules<'_>,
-    cfg: &Config,
-) -> Result<Vec<(Module, &'m [u8])>> {
-    cfg.modules()
-        .into_iter()
-        .filter(|need| need.module != Module::DEFAULT)
-        .map(|need| Ok((need.module, modules.get(need.module)?)))
-        .collect()
+/// A client of the run's engine on the first canister made, its instructions those of
+/// every canister's making: the graph's workers start from that canister's snapshot. A
+/// canister made on an engine of its own is taken in.
+fn attach<'e>(engine: &'e mut dyn Engine, made: &[Made]) -> Result<BenchClient<'e>> {
+    let first = made
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("internal error: a users run without a canister"))?;
+    let canister = first.snapshot.canister();
+    if let State::Shared(_) = first.snapshot {
+        let id = pool::graph::local(engine, &first.snapshot)?;
+        engine.restore(canister, id)?;
+        engine.forget(id)?;
+    }
+    let mut client = BenchClient::attach(engine, canister);
+    client.executed_instructions = made.iter().map(|m| m.executed).sum();
+    Ok(client)
+}
+
+/// Where the post-prefill states came from, for the report: `run`, `loaded from the
+/// cache`, or how many of the canisters' were loaded.
+fn prefill_source(made: &[Made]) -> String {
+    let loaded = made.iter().filter(|m| m.loaded).count();
+    match loaded {
+        0 => "run".to_string(),
+        n if n == made.len() => "loaded from the cache".to_string(),
+        n => format!(
+            "run ({n} of {} canisters loaded from the cache)",
+            made.len()
+        ),
+    }
+}
+
+/// What the tasks of a run share: the plan, where its outcomes go, the stores' starts.
+#[derive(Clone, Copy)]
+struct Plan<'s> {
+    cfg: &'s Config,
+    scenarios: &'s [Point],
+    /// The scenarios this shard measures.
+    indices: &'s [usize],
+    slots: &'s pool::Slots,
+    starts: &'s Starts,
+    suite: &'s str,
+    engine_name: &'s str,
+}
+
+impl<'s> Plan<'s> {
+    /// The work of one canister made: each of its stores from its start (the seed layout's
+    /// heap map filled first, a SQLite store set to its journal mode first), after the
+    /// canister's units.
+    fn canister(self, made: &'s Made) -> Vec<Task<'s>> {
+        let cache = made.cache.as_ref();
+        let mut tasks = Vec::new();
+        for &store in self.cfg.stores.iter() {
+            let kind = store.store_kind();
+            if !made.canister.holds(kind) {
+                continue;
+            }
+            let start = made.start();
+            let task = if made.canister.after.contains(&kind) {
+                let name = fill_name(store.stem(), self.cfg.rows.min(PREFILL_CHUNK));
+                self.start_task(name, store, start, cache, move |lane| {
+                    self.starts
+                        .set_up(lane, |lane| fill_alone(lane, self.cfg, store))?;
+                    let noun = store.store_kind().def().noun;
+                    lane.step(Kind::Snapshot, format!("snapshot of {noun}"));
+                    Ok(Ok(lane.snapshot()?))
+                })
+                .priority(ALONE_FILL_FIRST)
+            } else if let Some(mode) = store.journal_mode() {
+                let name = format!("set SQLite's journal mode to {mode}");
+                self.start_task(name, store, start, cache, move |lane| {
+                    self.starts.set_up(lane, |lane| mode_start(lane, store))
+                })
+                .priority(MODE_START)
+            } else {
+                self.starts.record(store, start.clone());
+                tasks.extend(
+                    self.measure_from(store, start, cache, false)
+                        .into_iter()
+                        .map(|t| t.after(&made.units)),
+                );
+                continue;
+            };
+            tasks.push(task.after(&made.units));
+        }
+        tasks
+    }
+
+    /// The scenarios of `store` in the cache state `cache`, from `start`.
+    fn scenarios_in(
+        self,
+        store: Store,
+        cache: CacheState,
+        start: Result<State, String>,
+    ) -> Vec<Task<'s>> {
+        self.indices
+            .iter()
+            .filter(|&&i| {
+                let s = &self.scenarios[i].scenario;
+                s.store == store && s.cache == cache
+            })
+            .map(|&i| {
+                let start = start.clone();
+                let point = &self.scenarios[i];
+                Task::new(
+                    Kind::Scenario,
+                    format!("scenario {}", point.key()),
+                    move |lane: &mut Lane<'_, '_>| {
+                        let r =
+                            measure(lane, self.cfg, self.suite, self.engine_name, point, start)?;
+                        self.slots.put(i, r);
+                        Ok(())
+                    },
+                )
+                .priority(SCENARIO)
+                .profiled()
+            })
+            .collect()
+    }
+
+    /// From a store's (cold) start: its cold scenarios, and the task that makes its warm
+    /// start (when the plan has warm scenarios of it, in this shard or not: every shard
+    /// counts the same setup), which then spawns them. A warm start handed to the graph
+    /// (`spawned` false) opens a subtree as large as a journal mode's start, and goes as
+    /// early, so that worker processes (which cannot share a subtree) even out behind it.
+    fn measure_from(
+        self,
+        store: Store,
+        start: Result<State, String>,
+        cache: Option<&'s (PathBuf, [u8; 32])>,
+        spawned: bool,
+    ) -> Vec<Task<'s>> {
+        let mut tasks = self.scenarios_in(store, CacheState::Cold, start.clone());
+        let warm = self
+            .scenarios
+            .iter()
+            .any(|p| p.scenario.store == store && p.scenario.cache == CacheState::Warm);
+        if warm {
+            let task = self.warm_start_task(store, start, cache);
+            tasks.push(if spawned {
+                task
+            } else {
+                task.priority(MODE_START)
+            });
+        }
+        tasks
+    }
+
+    /// The scenarios of a store that start from a state of their own, as a task: `make`
+    /// makes the state (or finds why the canister refuses the store) from the canister's
+    /// `start`.
+    fn start_task(
+        self,
+        name: String,
+        store: Store,
+        start: Result<State, String>,
+        cache: Option<&'s (PathBuf, [u8; 32])>,
+        make: impl FnOnce(&mut Lane<'_, 's>) -> Result<Result<State, String>> + Send + 's,
+    ) -> Task<'s> {
+        Task::new(Kind::Fill, name, move |lane| {
+            let own = match start {
+                Ok(start) => {
+                    lane.restore(&start)?;
+                    make(lane)?
+                }
+                Err(reason) => Err(reason),
+            };
+            self.starts.record(store, own.clone());
+            for task in self.measure_from(store, own, cache, true) {
+                lane.spawn(task);
+            }
+            Ok(())
+        })
+    }
+
+    /// The task that makes `store`'s warm start state from its cold one `cold`
+    /// ([`warm::warm_start`]) and then spawns its warm scenarios; a store refused cold is
+    /// refused warm.
+    fn warm_start_task(
+        self,
+        store: Store,
+        cold: Result<State, String>,
+        cache: Option<&'s (PathBuf, [u8; 32])>,
+    ) -> Task<'s> {
+        let name = format!("warm start of {}: the whole table read", store.label());
+        Task::new(Kind::Fill, name, move |lane| {
+            let warm = match cold {
+                Ok(cold) => {
+                    let (warm, executed) = warm::warm_start(lane, self.cfg, store, &cold, cache)?;
+                    self.starts.setup.fetch_add(executed, Ordering::Relaxed);
+                    Ok(warm)
+                }
+                Err(reason) => Err(reason),
+            };
+            for task in self.scenarios_in(store, CacheState::Warm, warm) {
+                lane.spawn(task);
+            }
+            Ok(())
+        })
+        .priority(WARM_START)
+    }
 }
 
 /// Writing a post-prefill state (`what`) into the cache, after `after`.
@@ -304,55 +391,6 @@ fn keep_task<'s>(keep: Keep, what: &str, after: &[UnitId]) -> Task<'s> {
     )
     .after(after)
     .priority(KEEP_STATE)
-}
-
-/// The scenarios of a store that start from a state of its own, as a task: `start` makes
-/// the state (or finds why the canister refuses the store) from the post-prefill `base`.
-fn start_task<'s>(
-    name: String,
-    store: Store,
-    base: &'s State,
-    starts: &'s Starts,
-    scenarios_from: &'s (dyn Fn(Store, Result<State, String>) -> Vec<Task<'s>> + Sync),
-    start: impl FnOnce(&mut Lane<'_, 's>) -> Result<Result<State, String>> + Send + 's,
-) -> Task<'s> {
-    Task::new(Kind::Fill, name, move |lane| {
-        lane.restore(base)?;
-        let start = start(lane)?;
-        starts.record(store, start.clone());
-        for task in scenarios_from(store, start) {
-            lane.spawn(task);
-        }
-        Ok(())
-    })
-}
-
-/// The task that makes `store`'s warm start state from its cold one `cold` ([`warm::warm_start`])
-/// and then spawns its warm scenarios (`scenarios_in`); a store refused cold is refused warm.
-fn warm_start_task<'s>(
-    store: Store,
-    cold: Result<State, String>,
-    starts: &'s Starts,
-    cfg: &'s Config,
-    cache: Option<&'s (PathBuf, [u8; 32])>,
-    scenarios_in: &'s (dyn Fn(Store, CacheState, Result<State, String>) -> Vec<Task<'s>> + Sync),
-) -> Task<'s> {
-    let name = format!("warm start of {}: the whole table read", store.label());
-    Task::new(Kind::Fill, name, move |lane| {
-        let warm = match cold {
-            Ok(cold) => {
-                let (warm, executed) = warm::warm_start(lane, cfg, store, &cold, cache)?;
-                starts.setup.fetch_add(executed, Ordering::Relaxed);
-                Ok(warm)
-            }
-            Err(reason) => Err(reason),
-        };
-        for task in scenarios_in(store, CacheState::Warm, warm) {
-            lane.spawn(task);
-        }
-        Ok(())
-    })
-    .priority(WARM_START)
 }
 
 /// Each store's starting state (or why the canister refused the store), for `after`, and
@@ -434,12 +472,44 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         ),
         None => "1,000 instructions per heap page dirtied".to_string(),
     };
+    let last = (cfg.rows - 1) * ID_STEP;
+    let prefill = match cfg.layout {
+        Layout::Alone => format!("Prefill: each store in a canister of its own (`--layout alone`), only that store filled, with ids 0, {ID_STEP}, 20, ..., {last}, {PREFILL_CHUNK} rows per message; every scenario of a store starts from its canister's snapshot, so a store's counts are the same whichever other stores a run measures (`--layout shared` fills every store of a module in one canister, as seed 003 did)."),
+        Layout::Shared => format!("Prefill: ids 0, {ID_STEP}, 20, ..., {last} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot."),
+    };
     let mut all_notes = vec![
-            format!("Prefill: ids 0, {ID_STEP}, 20, ..., {} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot.", (cfg.rows - 1) * ID_STEP),
+            prefill,
             format!("Store instructions: ic0.performance_counter(0) around the store work inside the canister (what seed 003 reports). Charged: the whole message as the replica bills it, including {page_charge}."),
             format!("Cycles: 13-node application subnet, 5,000,000 per update + 1 per instruction; USD at {} per XDR (1 XDR = 10^12 cycles; an assumption). Queries are free when not replicated.", cfg.usd_per_xdr),
             format!("Random positions: ids drawn with seed {}; SQLite journal modes are set on a fresh connection after the prefill.", cfg.seed),
         ];
+    if cfg.layout == Layout::Shared {
+        shared_layout_notes(cfg, &mut all_notes);
+    } else if cfg
+        .stores
+        .iter()
+        .any(|s| s.store_kind().def().sql && !s.store_kind().def().journal_modes)
+    {
+        all_notes.push("A SQLite store without journal modes (its binding fixes them) is measured on a newly opened connection, reopened after its fill.".into());
+    }
+    let cached: Vec<&str> = cfg
+        .stores
+        .iter()
+        .filter(|s| s.store_kind().def().page_cache)
+        .map(|s| s.store_kind().def().label)
+        .collect();
+    if cfg.measures(CacheState::Warm) && !cached.is_empty() {
+        let mut kinds = cached;
+        kinds.dedup();
+        all_notes.push(format!("Warm (`--page-cache`, {}): the store's cold start after one update message that reads the whole table (`scan_users_{{stem}}_update(0, {})`), so that every page of the table is in the page cache, as in a live canister whose traffic has reached every page; each warm scenario then sends one message of its workload (the window of ids just below the measured one for middle and end positions, ids of a draw of its own at random; reads as their `_update` twins, since a query's heap changes are discarded) and measures the next. Cold: a fresh connection, the first message after an upgrade or a reopen. Stores without a page cache have one state, in both tables.", kinds.join(", "), thousands(2 * cfg.rows)));
+    }
+    all_notes.extend_from_slice(notes);
+    all_notes
+}
+
+/// The seed layout's notes: which store is filled after the shared snapshot, which live in
+/// a canister of their own (another module's).
+fn shared_layout_notes(cfg: &Config, all_notes: &mut Vec<String>) {
     let mut alone: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
     alone.retain(|k| k.def().prefill == Prefill::Alone);
     alone.dedup();
@@ -460,19 +530,6 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         };
         all_notes.push(format!("{noun} (`{}`) lives in a canister of its own, prefilled the same way; its scenarios start from that canister's snapshot{connection}.", kind.name()));
     }
-    let cached: Vec<&str> = cfg
-        .stores
-        .iter()
-        .filter(|s| s.store_kind().def().page_cache)
-        .map(|s| s.store_kind().def().label)
-        .collect();
-    if cfg.measures(CacheState::Warm) && !cached.is_empty() {
-        let mut kinds = cached;
-        kinds.dedup();
-        all_notes.push(format!("Warm (`--page-cache`, {}): the store's cold start after one update message that reads the whole table (`scan_users_{{stem}}_update(0, {})`), so that every page of the table is in the page cache, as in a live canister whose traffic has reached every page; each warm scenario then sends one message of its workload (the window of ids just below the measured one for middle and end positions, ids of a draw of its own at random; reads as their `_update` twins, since a query's heap changes are discarded) and measures the next. Cold: a fresh connection, the first message after an upgrade or a reopen. Stores without a page cache have one state, in both tables.", kinds.join(", "), thousands(2 * cfg.rows)));
-    }
-    all_notes.extend_from_slice(notes);
-    all_notes
 }
 
 /// One point from its store's starting state (or the reason the store was refused).

@@ -1,0 +1,383 @@
+//! The canisters the users suites fill, and which stores each holds: the layout. A canister
+//! is one unit of a run: made once (its module compiled while its cached post-prefill state
+//! is read, then that state loaded, or the canister installed and its stores filled), on an
+//! engine of its own where the run's engine can make one, the canisters side by side on the
+//! run's workers; then each store measured from it (`users/runner.rs`).
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use anyhow::{anyhow, Result};
+
+use super::prefill::{cache_of, compile_and_read, fill, fill_name, import_prefill, take_prefill};
+use super::{Config, PREFILL_CHUNK};
+use crate::bench_canister::{BenchClient, Module};
+use crate::engine::Engine;
+use crate::report::work::Kind;
+use crate::stores::{self, Layout, Prefill};
+use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
+use crate::suites::scenario::StoreKind;
+use crate::suites::Progress;
+
+/// A canister of a users suite's run: its module and the stores it holds.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Canister {
+    pub module: Module,
+    /// The stores its prefill fills, in table order.
+    pub filled: Vec<StoreKind>,
+    /// The stores filled after its snapshot, each in a copy of its own (the seed layout's
+    /// heap map: see [`Prefill::Alone`]).
+    pub after: Vec<StoreKind>,
+    /// How the work log names it: the store a canister of its own holds, else its module.
+    pub name: &'static str,
+}
+
+impl Canister {
+    /// Whether `kind` is measured from this canister.
+    pub fn holds(&self, kind: StoreKind) -> bool {
+        self.filled.contains(&kind) || self.after.contains(&kind)
+    }
+
+    /// What its fill costs, for the order canisters are made in (the longest first).
+    fn fill_cost(&self) -> i64 {
+        self.filled.iter().map(|k| k.def().memory.fill_cost).sum()
+    }
+}
+
+/// The canisters of `cfg`'s run in its layout, in the order they are made: the longest fill
+/// first. Alone, one per store measured; shared, one per module its stores live in (the
+/// default module's always, as seed 003's run installed it), each with the stores of that
+/// module.
+pub(super) fn canisters(cfg: &Config) -> Vec<Canister> {
+    let mut kinds: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
+    kinds.sort();
+    kinds.dedup();
+    let mut out: Vec<Canister> = match cfg.layout {
+        Layout::Alone => kinds
+            .iter()
+            .map(|&kind| Canister {
+                module: kind.module(),
+                filled: vec![kind],
+                after: Vec::new(),
+                name: kind.name(),
+            })
+            .collect(),
+        Layout::Shared => cfg
+            .modules()
+            .into_iter()
+            .map(|need| {
+                let of = |prefill| -> Vec<StoreKind> {
+                    kinds
+                        .iter()
+                        .copied()
+                        .filter(|k| k.module() == need.module && k.def().prefill == prefill)
+                        .collect()
+                };
+                Canister {
+                    module: need.module,
+                    filled: of(Prefill::Shared),
+                    after: of(Prefill::Alone),
+                    name: need.module.name,
+                }
+            })
+            .collect(),
+    };
+    // Stable: canisters of equal cost stay in table order.
+    out.sort_by_key(|c| std::cmp::Reverse(c.fill_cost()));
+    out
+}
+
+/// A canister made: its state after the prefill, and what the run needs to know of it.
+pub(super) struct Made {
+    pub canister: Canister,
+    /// Its snapshot after the prefill.
+    pub snapshot: State,
+    /// Whether its stores can be measured from the snapshot: the reason when the canister
+    /// refused to reopen a SQLite connection.
+    pub usable: Result<(), String>,
+    /// The units its stores' work follows.
+    pub units: Vec<UnitId>,
+    /// The instructions of its install and prefill (or of its cached prefill).
+    pub executed: u64,
+    /// Whether its post-prefill state came from the cache.
+    pub loaded: bool,
+    /// Its post-prefill state, to write into the cache (a task beside the scenarios).
+    pub keep: Option<super::prefill::Keep>,
+    /// Its cache directory and post-prefill key, when the engine keeps states: its stores'
+    /// warm starts are kept under keys made from it.
+    pub cache: Option<(PathBuf, [u8; 32])>,
+}
+
+impl Made {
+    /// The state its stores start from, or why the canister refused them.
+    pub fn start(&self) -> Result<State, String> {
+        self.usable.clone().map(|()| self.snapshot.clone())
+    }
+}
+
+/// Makes every canister of `canisters` (`module` gives each one's bytes). Each on a fresh
+/// engine of its own where `engine` can make one (every canister then has the same id, the
+/// first, as a run of its store alone gives it), side by side on up to `jobs` threads, the
+/// calling thread reporting its fills' progress; else one after another on `engine`. The
+/// results are in the order of `canisters`.
+pub(super) fn make_all<'m>(
+    engine: &mut dyn Engine,
+    canisters: &[Canister],
+    module: &dyn Fn(Module) -> Result<&'m [u8]>,
+    cfg: &Config,
+    jobs: usize,
+    work: &Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Vec<Made>> {
+    let fresh: Option<Vec<Box<dyn Engine + Send>>> =
+        canisters.iter().map(|_| engine.fresh()).collect();
+    let Some(fresh) = fresh else {
+        return canisters
+            .iter()
+            .map(|c| make(engine, c, module(c.module)?, cfg, work, progress))
+            .collect();
+    };
+    let wasms: Vec<&[u8]> = canisters
+        .iter()
+        .map(|c| module(c.module))
+        .collect::<Result<_>>()?;
+    let engines: Vec<Mutex<Option<Box<dyn Engine + Send>>>> =
+        fresh.into_iter().map(|e| Mutex::new(Some(e))).collect();
+    let take = |i: usize| {
+        engines[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("each canister is made once")
+    };
+    let made_on = |i: usize, progress: &mut dyn FnMut(Progress<'_>)| -> Result<Made> {
+        let mut own = take(i);
+        make(own.as_mut(), &canisters[i], wasms[i], cfg, work, progress)
+    };
+    let mut workers: Vec<usize> = (1..jobs.clamp(1, canisters.len().max(1))).collect();
+    let indices: Vec<usize> = (0..canisters.len()).collect();
+    let reported = Mutex::new(Vec::new());
+    let made = pool::in_parallel(
+        &mut workers,
+        &mut |i| made_on(i, progress),
+        &indices,
+        &|&mut lane, i| {
+            pool::record::set_lane(lane);
+            let made = made_on(i, &mut |_| {});
+            reported.lock().unwrap_or_else(|e| e.into_inner()).push(i);
+            made
+        },
+        &mut |_| {},
+    )?;
+    // The fills of the other threads, as done.
+    for i in reported.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        for kind in &canisters[i].filled {
+            progress(Progress::Prefill {
+                store: kind.stem(),
+                done: cfg.rows,
+                total: cfg.rows,
+            });
+        }
+    }
+    Ok(made)
+}
+
+/// `canister` on `engine`: its module compiled while its cached post-prefill state is
+/// read, then that state loaded, or the canister installed, its payload size set, its
+/// stores filled (ids 0, 10, 20, ..., `PREFILL_CHUNK` rows per message) and its SQLite
+/// connections without journal modes reopened (their scenarios start on a newly opened
+/// connection, as the bench canister's SQLite in a journal mode does), and its state taken
+/// for the cache; then snapshotted.
+fn make(
+    engine: &mut dyn Engine,
+    canister: &Canister,
+    wasm: &[u8],
+    cfg: &Config,
+    work: &Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Made> {
+    let name = canister.name;
+    let cache = cache_of(engine, wasm, cfg, canister)?;
+    let (compiled, entry, read_unit) = compile_and_read(
+        cache.as_ref(),
+        work,
+        &format!("read the cached post-prefill state of the {name} canister"),
+        || {
+            let module = match canister.module == Module::DEFAULT {
+                true => "the module".to_string(),
+                false => format!("the {} module", canister.module.name),
+            };
+            let (ready, compiled) =
+                work.unit(Kind::Compile, format!("compile {module}"), &[], || {
+                    engine.prepare(wasm)
+                });
+            ready.map(|()| compiled)
+        },
+    )?;
+    let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
+    let loaded = entry.and_then(|entry| {
+        let (loaded, _) = work.unit(
+            Kind::Install,
+            format!("load the cached state of the {name} canister"),
+            &after,
+            || import_prefill(engine, wasm, &entry, cache.as_ref()),
+        );
+        loaded
+    });
+    let mut chain = Chain::new(work, &after);
+    let mut keep = None;
+    let (client, usable) = match &loaded {
+        Some((id, executed)) => {
+            let mut client = BenchClient::attach(engine, *id);
+            client.executed_instructions = *executed;
+            (client, Ok(()))
+        }
+        None => {
+            chain.step(Kind::Install, format!("install the {name} canister"));
+            let mut client = BenchClient::install(engine, wasm)?;
+            chain.step(
+                Kind::Fill,
+                format!("set the {name} canister's payload size"),
+            );
+            client
+                .set_payload_size(cfg.payload_size)?
+                .value
+                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+            for kind in &canister.filled {
+                let stem = kind.stem();
+                fill(
+                    &mut client,
+                    stem,
+                    0,
+                    cfg.rows,
+                    PREFILL_CHUNK,
+                    &mut |to| {
+                        chain.step(Kind::Fill, fill_name(stem, to));
+                    },
+                    &mut |done| {
+                        progress(Progress::Prefill {
+                            store: stem,
+                            done,
+                            total: cfg.rows,
+                        })
+                    },
+                )?;
+            }
+            chain.stop();
+            let usable = reopen(&mut client, canister, &mut chain)?;
+            if usable.is_ok() && cache.is_some() {
+                chain.step(
+                    Kind::Snapshot,
+                    format!("take the post-prefill state of the {name} canister for the cache"),
+                );
+                keep = take_prefill(&mut client);
+            }
+            (client, usable)
+        }
+    };
+    if loaded.is_some() {
+        for kind in &canister.filled {
+            progress(Progress::Prefill {
+                store: kind.stem(),
+                done: cfg.rows,
+                total: cfg.rows,
+            });
+        }
+    }
+    chain.step(Kind::Snapshot, format!("snapshot of the {name} canister"));
+    let snapshot = pool::graph::snapshot(client.engine, client.canister)?;
+    Ok(Made {
+        canister: canister.clone(),
+        snapshot,
+        usable,
+        units: chain.end(),
+        executed: client.executed_instructions,
+        loaded: loaded.is_some(),
+        cache: cache.clone(),
+        keep: keep
+            .zip(cache)
+            .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
+    })
+}
+
+/// Reopens the connections of the canister's SQLite stores without journal modes, so that
+/// their next call is the first on a newly opened connection; the reason, when the
+/// canister refuses.
+fn reopen(
+    client: &mut BenchClient<'_>,
+    canister: &Canister,
+    chain: &mut Chain<'_>,
+) -> Result<Result<(), String>> {
+    for kind in &canister.filled {
+        if kind.def().sql && !kind.def().journal_modes {
+            let noun = kind.def().noun;
+            chain.step(Kind::Snapshot, format!("reopen the connection of {noun}"));
+            if let Err(reason) = stores::reopen_sqlite(client, *kind)? {
+                return Ok(Err(reason));
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suites::scenario::Store;
+
+    #[test]
+    fn alone_a_canister_per_store_shared_one_per_module() {
+        let cfg = Config {
+            rows: 2_000,
+            ..Config::default()
+        };
+        let names = |layout| -> Vec<(&str, Vec<&str>, Vec<&str>)> {
+            let cfg = Config {
+                layout,
+                ..cfg.clone()
+            };
+            canisters(&cfg)
+                .into_iter()
+                .map(|c| {
+                    let stems = |kinds: &[StoreKind]| kinds.iter().map(|k| k.name()).collect();
+                    (c.name, stems(&c.filled), stems(&c.after))
+                })
+                .collect()
+        };
+        // The longest fill first: the StableBTreeMap's, then SQLite's two bindings.
+        assert_eq!(
+            names(Layout::Alone),
+            [
+                ("btree", vec!["btree"], vec![]),
+                ("sqlite", vec!["sqlite"], vec![]),
+                ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
+                ("heap", vec!["heap"], vec![]),
+            ]
+        );
+        assert_eq!(
+            names(Layout::Shared),
+            [
+                ("bench", vec!["btree", "sqlite"], vec!["heap"]),
+                ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
+            ]
+        );
+        // Seed 003's run installed the bench canister whatever the stores.
+        let vfs = Config {
+            stores: vec![Store::new(StoreKind::SqliteVfs, None)],
+            layout: Layout::Shared,
+            ..cfg.clone()
+        };
+        let shared: Vec<&str> = canisters(&vfs).iter().map(|c| c.name).collect();
+        assert_eq!(shared, ["sqlite-vfs", "bench"]);
+        let alone: Vec<&str> = canisters(&Config {
+            layout: Layout::Alone,
+            ..vfs
+        })
+        .iter()
+        .map(|c| c.name)
+        .collect();
+        assert_eq!(alone, ["sqlite-vfs"]);
+        assert_eq!(Layout::by_name("shared"), Some(Layout::Shared));
+        assert_eq!(Layout::by_name("seed"), None);
+    }
+}
