@@ -177,6 +177,11 @@ pub(crate) struct CompareArgs {
     /// Changes within this many percent are noise.
     #[arg(long, default_value_t = 2.0)]
     pub(crate) noise: f64,
+    /// Compare runs of different rules or settings (replica, host, rows, payload size,
+    /// seed, layout, the stores of a shared canister), which are refused otherwise: the
+    /// table and the comment then say so in their first line.
+    #[arg(long)]
+    pub(crate) cross_rules: bool,
     /// What to print: a table of the changes, or a pull-request comment.
     #[arg(long, value_enum, default_value_t = CompareFormat::Text)]
     pub(crate) format: CompareFormat,

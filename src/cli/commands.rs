@@ -105,8 +105,17 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<bool> {
     };
     gate.check().map_err(anyhow::Error::msg)?;
     args.comment.check().map_err(anyhow::Error::msg)?;
-    let mut comparison =
-        report::compare::compare(&read(&args.base)?, &read(&args.new)?, args.noise);
+    let (base, new) = (read(&args.base)?, read(&args.new)?);
+    let unlike = report::compare::unlike(&base, &new);
+    if !unlike.is_empty() && !args.cross_rules {
+        let each: Vec<String> = unlike.iter().map(|u| u.to_string()).collect();
+        return Err(anyhow!(
+            "the runs are not alike: {}; their counts differ by that whatever the code did \
+             (--cross-rules compares them anyway)",
+            each.join("; ")
+        ));
+    }
+    let mut comparison = report::compare::compare(&base, &new, args.noise);
     let dir = |p: &PathBuf| p.parent().map(PathBuf::from).unwrap_or_default();
     let (base_dir, new_dir) = (dir(&args.base), dir(&args.new));
     let graphs = args

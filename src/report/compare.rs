@@ -75,6 +75,9 @@ pub struct Comparison {
     /// costs under the memory tracker ([`super::tracker_page_charge`]) depends on it.
     pub base_host: Host,
     pub new_host: Host,
+    /// How the runs differ in their rules and settings ([`unlike`]): empty unless they
+    /// were compared across them.
+    pub unlike: Vec<Unlike>,
     /// In report order (position, operation, batch, store).
     pub entries: Vec<ComparisonEntry>,
 }
@@ -110,6 +113,80 @@ fn key_text(k: &Key) -> String {
         (state, _) => format!("/{state}"),
     };
     format!("{}/{}/{}/{}/{}/{}{cache}", k.0, k.1, mode, k.3, k.4, k.5)
+}
+
+/// One way two runs differ that moves their counts: what, the base's value, the new one's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unlike {
+    pub what: &'static str,
+    pub base: String,
+    pub new: String,
+}
+
+impl std::fmt::Display for Unlike {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} (base) against {} (new)",
+            self.what, self.base, self.new
+        )
+    }
+}
+
+/// How `base` and `new` differ in what charges a scenario or sets its state, so that the
+/// same scenario would count otherwise whatever the code did: the charging rules (replica
+/// vintage, host), the rows, payload size and seed, the layout, and in the seed layout (a
+/// canister holding several stores) the stores filled. Empty when they are alike. The
+/// engine is not among them: an embedded run is compared with PocketIC on purpose.
+pub fn unlike(base: &Report, new: &Report) -> Vec<Unlike> {
+    let text = |value: Option<String>, absent: &str| value.unwrap_or_else(|| absent.to_string());
+    let layout = |r: &Report| text(r.extra::<String>(super::LAYOUT), "(none recorded)");
+    // The stores a run filled, as its records name them.
+    let stores = |r: &Report| -> String {
+        let names = first_seen(r.results.iter().map(|x| x.store.clone()));
+        names.join(",")
+    };
+    let mut checks: Vec<(&'static str, String, String)> = vec![
+        (
+            "replica rules",
+            text(base.extra::<String>(super::REPLICA), "(none recorded)"),
+            text(new.extra::<String>(super::REPLICA), "(none recorded)"),
+        ),
+        (
+            "host",
+            base.host().name().to_string(),
+            new.host().name().to_string(),
+        ),
+        (
+            "rows",
+            thousands(base.rows_before),
+            thousands(new.rows_before),
+        ),
+        (
+            "payload size",
+            thousands(base.payload_size),
+            thousands(new.payload_size),
+        ),
+        ("seed", base.seed.to_string(), new.seed.to_string()),
+        ("layout", layout(base), layout(new)),
+    ];
+    if base.layout() == Some(crate::stores::Layout::Shared)
+        && new.layout() == Some(crate::stores::Layout::Shared)
+    {
+        checks.push(("stores in the shared canister", stores(base), stores(new)));
+    }
+    checks
+        .into_iter()
+        .filter(|(_, b, n)| b != n)
+        .map(|(what, base, new)| Unlike { what, base, new })
+        .collect()
+}
+
+/// The differences of runs compared across rules, for the first line of the table and of
+/// the comment.
+fn across(unlike: &[Unlike]) -> String {
+    let each: Vec<String> = unlike.iter().map(Unlike::to_string).collect();
+    each.join("; ")
 }
 
 /// Compares `new` against `base`. A change counts when |Δ%| ≥ `noise_pct` (canbench's rule:
@@ -163,6 +240,7 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
         new_engine: new.engine.clone(),
         base_host: base.host(),
         new_host: new.host(),
+        unlike: unlike(base, new),
         entries,
     }
 }
@@ -431,8 +509,15 @@ impl Comparison {
         ];
         shown.extend(self.listed_sections(&rows));
         shown.retain(|s| !s.rows.is_empty());
+        let title = match self.unlike.is_empty() {
+            true => title.to_string(),
+            false => format!(
+                "{title} across rules and settings ({})",
+                across(&self.unlike)
+            ),
+        };
         let headline = comment::headline(
-            title,
+            &title,
             self.count(Change::Regression),
             self.count(Change::Improvement),
             self.noise_pct,
@@ -662,6 +747,12 @@ impl Comparison {
     /// A table of every scenario that changed (regressions first) and a summary line.
     pub fn render(&self) -> String {
         let mut out = String::new();
+        if !self.unlike.is_empty() {
+            out.push_str(&format!(
+                "Across rules and settings (`--cross-rules`): {}; every change below includes what that moves.\n\n",
+                across(&self.unlike)
+            ));
+        }
         if self.base_engine != self.new_engine {
             out.push_str(&format!(
                 "Comparing engine `{}` (base) with `{}` (new).\n\n",

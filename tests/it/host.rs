@@ -271,23 +271,33 @@ fn a_run_on_a_mac_host_says_so_in_every_output_and_charges_by_its_pages() {
         "{map}"
     );
     assert!(!map.contains("80,000"), "{map}");
-    // So does a comparison whose new run is the Mac's, and it says the hosts differ.
+    // So does a comparison whose new run is the Mac's, asked for across the hosts (refused
+    // otherwise), and it says the hosts differ from its first line on.
     let (base, new) = (
         linux.join("lookups/results.json"),
         out.join("lookups/results.json"),
     );
-    let (code, comment, stderr) = crate::support::run_icbench(&[
-        "compare",
-        "--format",
-        "markdown",
-        base.to_str().unwrap(),
-        new.to_str().unwrap(),
-    ]);
+    let compare = |across: &[&str]| {
+        let args = [&["compare", "--format", "markdown"], across].concat();
+        crate::support::run_icbench(
+            &[&args[..], &[base.to_str().unwrap(), new.to_str().unwrap()]].concat(),
+        )
+    };
+    let (code, _, stderr) = compare(&[]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        "error: the runs are not alike: host linux (base) against macos-arm64 (new); their \
+         counts differ by that whatever the code did (--cross-rules compares them anyway)\n"
+    );
+    let (code, comment, stderr) = compare(&["--cross-rules"]);
     // Every scenario is cheaper on the Mac: improvements, the gate passes.
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        comment
-            .starts_with("### icbench: 0 regressions, 10 improvements beyond ±2%, 0 unchanged\n"),
+        comment.starts_with(
+            "### icbench across rules and settings (host linux (base) against macos-arm64 \
+             (new)): 0 regressions, 10 improvements beyond ±2%, 0 unchanged\n"
+        ),
         "{comment}"
     );
     assert!(

@@ -443,3 +443,123 @@ fn compare_matches_across_engines() {
         .render()
         .contains("`embedded` (base) with `pocket-ic` (new)"));
 }
+
+#[test]
+fn unlike_names_each_rule_and_setting_that_moves_the_counts() {
+    let like = |change: &dyn Fn(&mut Report)| {
+        let mut new = sample();
+        change(&mut new);
+        compare::unlike(&sample(), &new)
+            .iter()
+            .map(|u| u.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(like(&|_| {}).is_empty());
+    // The engine and the notes are not rules: an embedded run is checked against PocketIC.
+    assert!(like(&|r| {
+        r.engine = "pocket-ic".into();
+        r.notes.clear();
+    })
+    .is_empty());
+    let mut base_rules = sample();
+    base_rules.set_extra(report::REPLICA, &"2026-07");
+    let mut old_rules = sample();
+    old_rules.set_extra(report::REPLICA, &"2024");
+    old_rules.set_extra(report::HOST, &"macos-arm64");
+    let rules: Vec<String> = compare::unlike(&base_rules, &old_rules)
+        .iter()
+        .map(|u| u.to_string())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "replica rules 2026-07 (base) against 2024 (new)",
+            "host linux (base) against macos-arm64 (new)"
+        ]
+    );
+    assert_eq!(
+        like(&|r| {
+            r.rows_before = 2_000;
+            r.payload_size = 1_000;
+            r.seed = 7;
+            r.set_extra(report::LAYOUT, &"alone");
+        }),
+        [
+            "rows 1,000,000 (base) against 2,000 (new)",
+            "payload size 100 (base) against 1,000 (new)",
+            "seed 42 (base) against 7 (new)",
+            "layout (none recorded) (base) against alone (new)"
+        ]
+    );
+    // In a shared canister the stores filled beside each other move each other's counts;
+    // alone, another selection only adds or removes scenarios.
+    let mut base = sample();
+    let mut fewer = sample();
+    fewer.results.retain(|r| r.store != "btree");
+    for layout in ["alone", "shared"] {
+        base.set_extra(report::LAYOUT, &layout);
+        fewer.set_extra(report::LAYOUT, &layout);
+        let unlike: Vec<String> = compare::unlike(&base, &fewer)
+            .iter()
+            .map(|u| u.to_string())
+            .collect();
+        match layout {
+            "alone" => assert!(unlike.is_empty(), "{unlike:?}"),
+            _ => assert_eq!(
+                unlike,
+                ["stores in the shared canister btree,sqlite (base) against sqlite (new)"]
+            ),
+        }
+    }
+    let c = compare::compare(&base, &fewer, 2.0);
+    assert_eq!(c.count(Change::Missing), 7);
+    assert!(!c.has_regressions());
+}
+
+#[test]
+fn compare_refuses_runs_of_other_rules_unless_asked_and_then_says_so_first() {
+    let dir = std::env::temp_dir().join(format!("icbench-unlike-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, replica: &str| {
+        let mut r = sample();
+        r.set_extra(report::REPLICA, &replica);
+        let path = dir.join(name);
+        std::fs::write(&path, report::json(&r)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let (now, old) = (write("now.json", "2026-07"), write("old.json", "2024"));
+    let (code, stdout, stderr) = crate::support::run_icbench(&["compare", &now, &old]);
+    assert_eq!(code, 2);
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        "error: the runs are not alike: replica rules 2026-07 (base) against 2024 (new); their \
+         counts differ by that whatever the code did (--cross-rules compares them anyway)\n"
+    );
+    let (code, stdout, _) = crate::support::run_icbench(&["compare", "--cross-rules", &now, &old]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().next(),
+        Some(
+            "Across rules and settings (`--cross-rules`): replica rules 2026-07 (base) against \
+             2024 (new); every change below includes what that moves."
+        )
+    );
+    let (code, comment, _) = crate::support::run_icbench(&[
+        "compare",
+        "--cross-rules",
+        "--format",
+        "markdown",
+        &now,
+        &old,
+    ]);
+    assert_eq!(code, 0);
+    assert!(
+        comment.starts_with(
+            "### icbench across rules and settings (replica rules 2026-07 (base) against 2024 \
+             (new)): 0 regressions"
+        ),
+        "{comment}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
