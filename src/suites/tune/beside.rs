@@ -26,7 +26,10 @@ enum At {
 /// The empty states of one other value size (`run::empty_at_value_sizes`).
 pub(super) struct Sized {
     pub(super) size: u64,
-    /// The default module's, as a run at that `--payload-size` starts.
+    /// The default module's before SQLite is opened, where its other stores start alone.
+    pub(super) alone: State,
+    /// The default module's, as a run at that `--payload-size` starts (SQLite's defaults
+    /// read).
     pub(super) default: State,
     /// The tune variant's, where a store of it with a bounded value is measured at that
     /// size.
@@ -89,20 +92,22 @@ impl Config {
     }
 
     /// Every store beside the search: first those at the run's payload size (the default
-    /// module's from `empty`, then the tune variant's from `variant`, when given), then
+    /// module's from `alone`, each filled alone as the users suites fill it, SQLite at its
+    /// defaults from `empty`, then the tune variant's from `variant`, when given), then
     /// every store at every other value size from that size's empty states (`sized`),
     /// sizes ascending. With how many are at the run's size.
     pub(super) fn besides<'a>(
         &self,
         defaults: Setting,
+        alone: &'a State,
         empty: &'a State,
         variant: Option<&'a State>,
         sized: &'a [Sized],
     ) -> (Vec<Beside<'a>>, usize) {
         let beside = |at: At, size: Option<&'a Sized>| {
-            let (empty, variant) = match size {
-                Some(s) => (&s.default, s.bounded.as_ref()),
-                None => (empty, variant),
+            let (alone, empty, variant) = match size {
+                Some(s) => (&s.alone, &s.default, s.bounded.as_ref()),
+                None => (alone, empty, variant),
             };
             let size = size.map(|s| s.size);
             let (store, method_store, record_store, label, start, sqlite) = match at {
@@ -111,7 +116,7 @@ impl Config {
                     store.kind(),
                     store.kind().to_string(),
                     store.label(),
-                    empty,
+                    alone,
                     None,
                 ),
                 At::Variant(v) => (

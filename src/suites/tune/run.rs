@@ -66,6 +66,9 @@ impl Measure for Config {
             .set_payload_size(cfg.users.payload_size)?
             .value
             .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.users.payload_size))?;
+        // The stores beside the search start here, each alone in its canister as the users
+        // suites fill them: SQLite not yet opened.
+        let alone = pool::graph::snapshot(client.engine, client.canister)?;
         let defaults = client
             .configure_sqlite(&SqliteConfig::default())?
             .value
@@ -184,7 +187,8 @@ impl Measure for Config {
                 warm_records[*w].extend(old);
             }
         }
-        let (besides, at_run_size) = cfg.besides(defaults, &empty, empty_variant.as_ref(), &sized);
+        let (besides, at_run_size) =
+            cfg.besides(defaults, &alone, &empty, empty_variant.as_ref(), &sized);
         // The stages below start after the searches and the warm stage.
         let env_after = StageEnv {
             after: &after,
@@ -317,7 +321,7 @@ pub(super) fn install_variant(
         "set the tune variant's payload size",
         "snapshot of the tune variant's empty stores",
     ];
-    let state = install_empty(
+    let (state, _) = install_empty(
         client,
         variant,
         cfg.users.payload_size,
@@ -356,18 +360,17 @@ fn empty_at_value_sizes(
     };
     for &size in &cfg.value_sizes {
         let default = names("the canister", size);
-        let default = install_empty(client, wasm, size, true, work, after, default)?;
+        let (alone, default) = install_empty(client, wasm, size, true, work, after, default)?;
         let bounded = match &variant {
             Some(variant) if cfg.bounded_at(size) => {
                 let what = names("the tune variant", size);
-                Some(install_empty(
-                    client, variant, size, false, work, after, what,
-                )?)
+                Some(install_empty(client, variant, size, false, work, after, what)?.0)
             }
             _ => None,
         };
         out.push(Sized {
             size,
+            alone,
             default,
             bounded,
         });
@@ -375,9 +378,11 @@ fn empty_at_value_sizes(
     Ok(out)
 }
 
-/// `wasm` installed over the canister, its payload size set (and SQLite's settings read,
-/// when `read_sqlite`, as the run's own install does), and its empty stores snapshotted,
-/// after `after` (then the install's units, named `names`).
+/// `wasm` installed over the canister, its payload size set and its empty stores
+/// snapshotted; when `read_sqlite`, SQLite's settings then read, as the run's own install
+/// does, and snapshotted again; after `after` (then the install's units, named `names`).
+/// The states: SQLite unopened (where a store other than SQLite starts, alone), and after
+/// the read (where SQLite at its defaults starts).
 fn install_empty(
     client: &mut BenchClient<'_>,
     wasm: &[u8],
@@ -386,7 +391,7 @@ fn install_empty(
     work: &Recorder,
     after: &mut Vec<UnitId>,
     names: [String; 3],
-) -> Result<State> {
+) -> Result<(State, State)> {
     let canister = client.canister;
     let [install, set, snapshot] = names;
     let mut chain = Chain::new(work, after);
@@ -401,16 +406,19 @@ fn install_empty(
         .set_payload_size(payload_size)?
         .value
         .map_err(|e| anyhow!("set_payload_size({payload_size}) failed: {e}"))?;
-    if read_sqlite {
+    chain.step(Kind::Snapshot, snapshot);
+    let alone = pool::graph::snapshot(client.engine, canister)?;
+    let read = if read_sqlite {
         client
             .configure_sqlite(&SqliteConfig::default())?
             .value
             .map_err(|e| anyhow!("reading SQLite's default settings failed: {e}"))?;
-    }
-    chain.step(Kind::Snapshot, snapshot);
-    let state = pool::graph::snapshot(client.engine, canister)?;
+        pool::graph::snapshot(client.engine, canister)?
+    } else {
+        alone.clone()
+    };
     *after = chain.end();
-    Ok(state)
+    Ok((alone, read))
 }
 
 /// Per workload, the search's records in the order it measured them (each under the
