@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Regenerates the real output in README.md's default-run block from two runs of the
+default suite: the default vintage's and `--replica 2026-05`'s.
+
+    cargo build --release && scripts/update-readme.py         # runs both, rewrites README.md
+    scripts/update-readme.py --runs NEW_DIR OLD_DIR           # from runs already made
+    scripts/update-readme.py --check                          # exit 1 if it would change
+
+What it rewrites, each from the runs' own files (this only arranges them):
+- the provenance line ("Real output of `cargo run --release`, measured on DATE at COMMIT
+  on MACHINE"), from `git rev-parse --short HEAD`, today's date and --machine;
+- the decision table (the fenced block after that line), the default run's last table as
+  it prints it;
+- the bindings' table (`| Workload | ic-rusqlite cold | ...`): charged instructions of
+  the rows ROWS lists, from results.json;
+- the July 2026 table (`| Workload | before (`2026-05`) | ...`): the cold columns of the
+  two runs' decision tables.
+The prose around them is not touched: check it against the diff.
+"""
+
+import argparse
+import datetime
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+MACHINE = "the project's 2-core machine"
+DECISION = "## Which store is cheapest"
+
+# The bindings' table: (label, position, operation, batch) per row; `2026-05` rows take the
+# old run's records.
+ROWS = [
+    ("1 row in the middle", "middle", "insert", 1, False),
+    ("1 row in the middle, `2026-05`", "middle", "insert", 1, True),
+    ("100 rows in the middle", "middle", "insert", 100, False),
+    ("1,000 rows in the middle", "middle", "insert", 1000, False),
+    ("1 row at random", "random", "insert", 1, False),
+    ("1,000 rows at random", "random", "insert", 1000, False),
+    ("point read, 1 key (middle)", "middle", "point_lookup", 1, False),
+    ("100 keys at random", "random", "point_lookup", 100, False),
+    ("scan, 1,000 rows", "middle", "range_scan", 1000, False),
+]
+# Its columns: (header, store, journal mode, cache state).
+COLUMNS = [
+    ("ic-rusqlite cold", "sqlite", "PERSIST", "cold"),
+    ("ic-sqlite-vfs cold", "sqlite-vfs", "", "cold"),
+    ("ic-rusqlite warm", "sqlite", "PERSIST", "warm"),
+    ("ic-sqlite-vfs warm", "sqlite-vfs", "", "warm"),
+    ("StableBTreeMap", "btree", "", "cold"),
+    ("heap map", "heap", "", "cold"),
+]
+# Records written before the store column said `sqlite-vfs`.
+FORMERLY = {"sqlite_vfs": "sqlite-vfs"}
+
+
+def short(n):
+    """1,067M, 152.3M, 3.44M, 444K."""
+    if n >= 1e9:
+        return f"{n / 1e6:,.0f}M"
+    if n >= 1e7:
+        return f"{n / 1e6:.1f}M"
+    if n >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    return f"{n / 1e3:.0f}K"
+
+
+def run(args, out):
+    binary = ROOT / "target" / "release" / "icbench"
+    subprocess.run([str(binary), "--quiet", "--out", str(out), *args], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def decision_table(directory):
+    """The decision table's lines as report.md has them (heading, table)."""
+    lines = (pathlib.Path(directory) / "report.md").read_text().split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith(DECISION))
+    table = []
+    for line in lines[start + 1:]:
+        if line.startswith("|"):
+            table.append(line)
+        elif table:
+            break
+    return lines[start][3:], table
+
+
+def cells(row):
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def records(directory):
+    report = json.loads((pathlib.Path(directory) / "results.json").read_text())
+    if report.get("suite") != "seed003":
+        sys.exit(f"{directory}: a default (seed003) run is needed")
+    out = {}
+    for r in report["results"]:
+        store = FORMERLY.get(r["store"], r["store"])
+        key = (store, r["journal_mode"], r.get("cache", "cold"), r["position"], r["operation"],
+               r["batch"])
+        out[key] = r["instructions"]
+    return report, out
+
+
+def bindings(new, old):
+    header = "| Workload | " + " | ".join(c[0] for c in COLUMNS) + " |"
+    lines = [header, "| :-- |" + " --: |" * len(COLUMNS)]
+    for label, position, operation, batch, before in ROWS:
+        run = old if before else new
+        row = []
+        for _, store, mode, cache in COLUMNS:
+            # The stores without a page cache have one state: their record says cold.
+            value = run.get((store, mode, cache, position, operation, batch))
+            if value is None:
+                value = run.get((store, mode, "cold", position, operation, batch))
+            if value is None:
+                sys.exit(f"no record of {store} {mode} {cache} {position} {operation}/{batch}")
+            row.append(short(value))
+        lines.append(f"| {label} | " + " | ".join(row) + " |")
+    return lines
+
+
+def july(new_dir, old_dir):
+    """The cold columns of the two decision tables, a verdict that changed in bold."""
+    _, new = decision_table(new_dir)
+    _, old = decision_table(old_dir)
+    lines = ["| Workload | before (`2026-05`) | since July 2026 (`2026-07`) |",
+             "| :-- | :-- | :-- |"]
+    for a, b in zip(old[2:], new[2:]):
+        a, b = cells(a), cells(b)
+        if a[0] != b[0]:
+            sys.exit(f"the decision tables' rows differ: {a[0]} / {b[0]}")
+        was, now = a[3], b[3]
+        moved = f"**{now}**" if now != was else now
+        lines.append(f"| {a[0]} | {was}, {a[4]} | {moved}, {b[4]} |")
+    return lines
+
+
+def replace_table(text, first_cells, new_lines):
+    """Replaces the markdown table whose header starts with `first_cells`."""
+    lines = text.split("\n")
+    start = next((i for i, l in enumerate(lines) if l.startswith(first_cells)), None)
+    if start is None:
+        sys.exit(f"README.md has no table starting {first_cells!r}")
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    return "\n".join(lines[:start] + new_lines + lines[end:])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", nargs=2, metavar=("NEW", "OLD"),
+                        help="the default run's directory and the --replica 2026-05 run's")
+    parser.add_argument("--check", action="store_true")
+    parser.add_argument("--machine", default=MACHINE)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.runs:
+            new_dir, old_dir = args.runs
+        else:
+            new_dir, old_dir = pathlib.Path(tmp) / "new", pathlib.Path(tmp) / "old"
+            run([], new_dir)
+            run(["--replica", "2026-05"], old_dir)
+        new_report, new = records(new_dir)
+        old_report, old = records(old_dir)
+        for field in ("rows_before", "seed", "payload_size", "layout"):
+            if new_report.get(field) != old_report.get(field):
+                sys.exit(f"the runs differ in {field}")
+        title, table = decision_table(new_dir)
+        text = README.read_text()
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                                capture_output=True, text=True).stdout.strip()
+        today = datetime.date.today().isoformat()
+        updated, n = re.subn(
+            r"Real output of `cargo run --release`, measured on \S+ at \S+ on [^(]*?"
+            r"(?=\s\(the counts)",
+            f"Real output of `cargo run --release`, measured on {today} at {commit} on "
+            f"{args.machine}", text, count=1)
+        if n != 1:
+            sys.exit("README.md has no provenance line of the default run")
+        updated = re.sub(r"```\nWhich store is cheapest[^\n]*\n(\|[^\n]*\n)+```",
+                         lambda _: "```\n" + title + "\n" + "\n".join(table) + "\n```",
+                         updated, count=1)
+        updated = replace_table(updated, "| Workload | ic-rusqlite cold |", bindings(new, old))
+        updated = replace_table(updated, "| Workload | before (`2026-05`) |",
+                                july(new_dir, old_dir))
+    if args.check:
+        # The provenance line names today and HEAD: only the tables count.
+        strip = lambda t: re.sub(r"measured on \S+ at \S+ on [^(]*", "", t)
+        if strip(updated) != strip(text):
+            print("README.md's default-run tables are not those of this build", file=sys.stderr)
+            sys.exit(1)
+        return
+    README.write_text(updated)
+
+
+if __name__ == "__main__":
+    main()
