@@ -33,8 +33,32 @@ pub(crate) fn cache(action: &CacheAction) -> Result<bool> {
     Ok(true)
 }
 
+/// Refuses an `--out` that is one of the merged directories (by any spelling: the paths
+/// are compared canonicalized): the joined files would overwrite that shard's and leave the
+/// files of its own (work.csv) beside them.
+fn refuse_out_among_dirs(args: &MergeArgs) -> Result<()> {
+    // An --out not made yet is none of the directories, which exist.
+    let Ok(out) = args.out.canonicalize() else {
+        return Ok(());
+    };
+    match args
+        .dirs
+        .iter()
+        .find(|d| d.canonicalize().is_ok_and(|d| d == out))
+    {
+        Some(dir) => Err(anyhow!(
+            "--out {} is the directory of the shard {}: the merged files would overwrite that \
+             shard's and leave its work.csv beside them; give --out a directory of its own",
+            args.out.display(),
+            dir.display()
+        )),
+        None => Ok(()),
+    }
+}
+
 pub(crate) fn merge(args: &MergeArgs) -> Result<bool> {
     use icbench::canbench::shard;
+    refuse_out_among_dirs(args)?;
     // canbench parts and suite shards are told apart by their files; never mixed.
     let canbench: Vec<&PathBuf> = args.dirs.iter().filter(|d| shard::is_part(d)).collect();
     if canbench.len() == args.dirs.len() {

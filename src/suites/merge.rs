@@ -26,8 +26,10 @@ pub struct Merged {
 /// One directory's parts, a suite each.
 type SuiteParts = Vec<(&'static dyn Suite, Part)>;
 
-/// A part as read: where from, its report and its shard facts.
+/// A part as read: where from (the directory as given, and its results.json), its report
+/// and its shard facts.
 struct Part {
+    dir: PathBuf,
     path: PathBuf,
     report: Report,
     info: ShardInfo,
@@ -47,7 +49,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Merged>> {
             if !path.is_file() {
                 continue;
             }
-            found.push((suite, read_part(&path, suite)?));
+            found.push((suite, read_part(dir, &path, suite)?));
         }
         if found.is_empty() {
             bail!(
@@ -102,7 +104,7 @@ pub fn merge(dirs: &[PathBuf]) -> Result<Vec<Merged>> {
         .collect()
 }
 
-fn read_part(path: &Path, suite: &dyn Suite) -> Result<Part> {
+fn read_part(dir: &Path, path: &Path, suite: &dyn Suite) -> Result<Part> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let report = report::from_json(&text).map_err(|e| anyhow!("{}: {e}", path.display()))?;
@@ -123,6 +125,7 @@ fn read_part(path: &Path, suite: &dyn Suite) -> Result<Part> {
             .map_err(|e| anyhow!("{}: its shard record is damaged: {e}", path.display()))?,
     };
     Ok(Part {
+        dir: dir.to_path_buf(),
         path: path.to_path_buf(),
         report,
         info,
@@ -170,10 +173,68 @@ fn common_facts(part: &Part, lists: &BTreeSet<String>) -> Vec<(&'static str, Val
     ]
 }
 
+/// The settings a part's report shows, by name: what a person reads to tell two runs apart
+/// (the hashes of [`common_facts`] say only that something differs). Those of every report
+/// first, then the suite's data (replica, host, layout, ...) by name.
+fn visible_settings(part: &Part, lists: &BTreeSet<String>) -> Vec<(String, Value)> {
+    let r = &part.report;
+    let thousands = |n: u64| Value::from(report::format::thousands(n));
+    let mut settings = vec![
+        ("rows".to_string(), thousands(r.rows_before)),
+        ("seed".to_string(), Value::from(r.seed)),
+        ("payload size".to_string(), thousands(r.payload_size)),
+        ("engine".to_string(), Value::from(r.engine.clone())),
+        ("shard count".to_string(), Value::from(part.info.count)),
+    ];
+    settings.extend(
+        r.extra
+            .iter()
+            .filter(|(k, _)| *k != SHARD && !lists.contains(*k))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    settings
+}
+
+/// How `b` differs from `a` in the settings they show, one phrase each
+/// (`rows 2,000 (part1) against 4,000 (part2)`); empty when they show the same.
+fn visible_differences(a: &Part, b: &Part, lists: &BTreeSet<String>) -> Vec<String> {
+    let (sa, sb) = (visible_settings(a, lists), visible_settings(b, lists));
+    let get = |s: &[(String, Value)], name: &str| -> Option<Value> {
+        s.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone())
+    };
+    let mut names: Vec<&String> = sa.iter().map(|(n, _)| n).collect();
+    names.extend(sb.iter().map(|(n, _)| n).filter(|n| get(&sa, n).is_none()));
+    let (da, db) = (a.dir.display(), b.dir.display());
+    let shown = |v: &Option<Value>| match v {
+        None => Some("(none)".to_string()),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => Some(v.to_string()),
+        Some(_) => None,
+    };
+    names
+        .into_iter()
+        .filter_map(|n| {
+            let (va, vb) = (get(&sa, n), get(&sb, n));
+            (va != vb).then(|| match (shown(&va), shown(&vb)) {
+                (Some(va), Some(vb)) => format!("{n} {va} ({da}) against {vb} ({db})"),
+                _ => format!("{n} (see the results.json of {da} and {db})"),
+            })
+        })
+        .collect()
+}
+
 fn join(mut parts: Vec<Part>) -> Result<Report> {
     let lists = list_names(&parts);
     let reference = common_facts(&parts[0], &lists);
     for p in &parts[1..] {
+        let differences = visible_differences(&parts[0], p, &lists);
+        if !differences.is_empty() {
+            bail!(
+                "the shards are of different runs: {}",
+                differences.join("; ")
+            );
+        }
+        // Nothing shown differs: name what does, if only by its hash.
         for ((what, a), (_, b)) in reference.iter().zip(common_facts(p, &lists)) {
             if *a != b {
                 let shown = |v: &Value| match v {

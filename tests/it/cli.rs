@@ -451,3 +451,89 @@ fn version_names_the_commit_and_the_default_replica_rules() {
         )
     );
 }
+
+/// `icbench merge --out DIR` where DIR is one of the shards, by any spelling: refused, naming
+/// it, before anything is read or written.
+#[test]
+fn merge_refuses_an_out_that_is_one_of_its_shards() {
+    let dir = crate::support::scratch_dir("merge-into-shard");
+    let (one, two) = (dir.join("part1"), dir.join("part2"));
+    for d in [&one, &two] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    for (out, shard) in [(one.clone(), &one), (dir.join("part2/../part2/."), &two)] {
+        let (code, stdout, stderr) = crate::support::run_icbench(&[
+            "merge",
+            "--out",
+            out.to_str().unwrap(),
+            one.to_str().unwrap(),
+            two.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(
+            stderr,
+            format!(
+                "error: --out {} is the directory of the shard {}: the merged files would overwrite that shard's and leave its work.csv beside them; give --out a directory of its own\n",
+                out.display(),
+                shard.display()
+            )
+        );
+        assert!(stdout.is_empty());
+    }
+    for d in [&one, &two] {
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0, "{}", d.display());
+    }
+}
+
+/// A shard's results.json as a `--shard K/2` run of seed003 writes it, with no scenarios:
+/// `rows` rows, and `settings` the hash of its plan's settings.
+fn shard_results(index: usize, rows: u64, settings: &str) -> String {
+    format!(
+        r#"{{"suite": "seed003", "engine": "embedded", "rows_before": {rows}, "seed": 2026,
+            "payload_size": 100, "wall_seconds": 1.0, "results": [], "notes": [],
+            "replica": "2026-07", "layout": "alone",
+            "shard": {{"index": {index}, "count": 2, "scenarios": 0, "plan": "p",
+                       "settings": "{settings}", "module": "m", "setup_instructions": 0,
+                       "parts": []}}}}"#
+    )
+}
+
+/// Shards of runs with other settings: refused naming the setting that differs, as their
+/// reports show it, and naming the hashes only when no shown setting differs.
+#[test]
+fn merge_of_shards_of_different_runs_names_the_setting_that_differs() {
+    let dir = crate::support::scratch_dir("merge-other-run");
+    let (one, two, out) = (dir.join("part1"), dir.join("part2"), dir.join("merged"));
+    let merge = |rows: u64, settings: &str| {
+        for (d, index, rows, settings) in [(&one, 1, 2_000, "s1"), (&two, 2, rows, settings)] {
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("results.json"), shard_results(index, rows, settings)).unwrap();
+        }
+        let (code, _, stderr) = crate::support::run_icbench(&[
+            "merge",
+            "--out",
+            out.to_str().unwrap(),
+            one.to_str().unwrap(),
+            two.to_str().unwrap(),
+        ]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(!out.exists());
+        stderr
+    };
+    assert_eq!(
+        merge(4_000, "s2"),
+        format!(
+            "error: the shards are of different runs: rows 2,000 ({}) against 4,000 ({})\n",
+            one.display(),
+            two.display()
+        )
+    );
+    assert_eq!(
+        merge(2_000, "s2"),
+        format!(
+            "error: {} and {} are not shards of one run: they differ in the settings (s1 vs s2)\n",
+            one.join("results.json").display(),
+            two.join("results.json").display()
+        )
+    );
+}

@@ -863,7 +863,14 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
         ]
         .concat(),
     );
-    refused(&[&lookups_one, &seeded], "differ in the settings");
+    refused(
+        &[&lookups_one, &seeded],
+        &format!(
+            "error: the shards are of different runs: seed 2026 ({}) against 7 ({})\n",
+            lookups_one.display(),
+            seeded.display()
+        ),
+    );
 }
 
 // ---- dbbench (seed 000) ------------------------------------------------------------
