@@ -32,8 +32,8 @@ pub use kind::{Store, StoreKind};
 pub use layout::Layout;
 pub use memory::{Memory, UpgradeMemory};
 pub use modules::{
-    check_module, module_name, needs, read_module, required_exports, wasm_flag_value, ModuleFile,
-    ModuleNeed, Modules,
+    check_module, module_name, needs, read_module, refuse_named_twice, required_exports,
+    wasm_flag_value, GivenModule, ModuleFile, ModuleNeed, Modules,
 };
 pub use schema::{Schema, SchemaStore};
 pub use setup::{reopen_sqlite, set_journal_mode};

@@ -199,9 +199,11 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     }
     // The server first: without one this fails at once, before any build or run.
     let mut pocket_ic = pocket_ic_engine("crosscheck")?;
-    let wasm = args.module.read(args.quiet)?;
     let cfg = crosscheck::config();
-    let modules = args.module.modules(&wasm, &[cfg.modules()], args.quiet)?;
+    let needs = [cfg.modules()];
+    let named = args.module.read_named(&needs)?;
+    let wasm = named.default_module(args.module.build_canister, args.quiet)?;
+    let modules = named.modules(&wasm, &needs, args.quiet)?;
     let replica = args
         .replica
         .as_deref()

@@ -136,6 +136,12 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
         check_memory(&plans, &exec)?;
     }
+    // What can refuse the run comes first, before an output directory is made or anything
+    // is printed: the engine's flags, and every module --wasm names (read and checked).
+    let mut engine = make_engine(args.engine, args.replica.as_deref(), args.host.as_deref())?;
+    // Each plan's modules: the default one, and those of its other stores.
+    let needs: Vec<_> = plans.iter().map(|p| p.modules()).collect();
+    let named = args.module.read_named(&needs)?;
     // Every output directory is made and tried before any build, compile or prefill: a run
     // must not end, after minutes of work, in a directory it cannot write.
     for suite in &selected {
@@ -145,11 +151,8 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             format!("the {} suite's results in {}", suite.name(), dir.display()),
         );
     }
-    let mut engine = make_engine(args.engine, args.replica.as_deref(), args.host.as_deref())?;
-    let wasm = args.module.read(args.quiet)?;
-    // Each plan's modules: the default one, and those of its other stores.
-    let needs: Vec<_> = plans.iter().map(|p| p.modules()).collect();
-    let modules = args.module.modules(&wasm, &needs, args.quiet)?;
+    let wasm = named.default_module(args.module.build_canister, args.quiet)?;
+    let modules = named.modules(&wasm, &needs, args.quiet)?;
     let mut gate_ok = true;
     let mut profiled = profiles::Selected::default();
     let mut all_ids = Vec::new();

@@ -13,7 +13,7 @@ use icbench::engine::disk_cache;
 use icbench::engine::pocket_ic::PocketIcEngine;
 use icbench::engine::Engine;
 use icbench::report::{self};
-use icbench::stores::{self, ModuleNeed, Modules};
+use icbench::stores::{self, GivenModule, ModuleNeed, Modules};
 use icbench::suites::{self};
 
 /// A PocketIC engine for `what` (the flag or command asking for it).
@@ -59,13 +59,22 @@ pub(crate) fn eprint_written(written: &[std::path::PathBuf]) {
     eprintln!("wrote {}", paths.join(", "));
 }
 
+/// The modules `--wasm` names, read and checked: what can refuse them is done before any
+/// output directory is made or anything is built ([`ModuleArgs::read_named`]).
+pub(crate) struct NamedModules {
+    /// The default module's, when `--wasm` names it.
+    default: Option<Vec<u8>>,
+    /// The other modules'.
+    others: Vec<GivenModule>,
+}
+
 impl ModuleArgs {
     /// The `--wasm` values, each with the module it replaces (`NAME=PATH`; a path alone is
     /// the default module's); a module named twice is refused.
     fn named(&self) -> Result<Vec<(Module, PathBuf)>> {
         let mut named: Vec<(Module, PathBuf)> = Vec::new();
         for value in &self.wasm {
-            let (module, path) = stores::wasm_flag_value(value);
+            let (module, path) = stores::wasm_flag_value(value)?;
             if let Some((_, first)) = named.iter().find(|(m, _)| *m == module) {
                 return Err(anyhow!(
                     "--wasm names the {} module twice ({} and {}): give it once",
@@ -79,46 +88,58 @@ impl ModuleArgs {
         Ok(named)
     }
 
-    /// The default module `--wasm` names, checked (a one-line error naming the file and
+    /// Every module `--wasm` names, read and checked (a one-line error naming the file and
     /// what is wrong with it: not Wasm, truncated, invalid, not a bench canister, rather
-    /// than a failure after the prefill); else the one `--build-canister` builds, else the
-    /// bench canister icbench embeds (or builds, when its sources moved on).
-    pub(crate) fn read(&self, quiet: bool) -> Result<Vec<u8>> {
-        let named = self.named()?;
-        match named.iter().find(|(m, _)| *m == Module::DEFAULT) {
-            Some((module, path)) => stores::read_module("--wasm", *module, path),
-            None if self.build_canister => bench_canister::build_from_sources(quiet),
+    /// than a failure after the prefill), for the plans whose modules are `needs` (a list
+    /// per plan): a module no plan runs is refused, as one a plan's own flag names too.
+    /// Nothing is built or printed.
+    pub(crate) fn read_named(&self, needs: &[Vec<ModuleNeed>]) -> Result<NamedModules> {
+        let mut default = None;
+        let mut others = Vec::new();
+        for (module, path) in self.named()? {
+            if module == Module::DEFAULT {
+                default = Some(stores::read_module("--wasm", module, &path)?);
+                continue;
+            }
+            if !needs.iter().flatten().any(|n| n.module == module) {
+                let name = stores::module_name(module);
+                return Err(anyhow!(
+                    "--wasm {name}={}: no store the selected suites measure lives in the {name} module",
+                    path.display()
+                ));
+            }
+            others.push(GivenModule::read(module, &path)?);
+        }
+        for needs in needs {
+            stores::refuse_named_twice(needs, &others)?;
+        }
+        Ok(NamedModules { default, others })
+    }
+}
+
+impl NamedModules {
+    /// The default module: the one `--wasm` names, else the one `--build-canister` builds,
+    /// else the bench canister icbench embeds (or builds, when its sources moved on).
+    pub(crate) fn default_module(&self, build_canister: bool, quiet: bool) -> Result<Vec<u8>> {
+        match &self.default {
+            Some(wasm) => Ok(wasm.clone()),
+            None if build_canister => bench_canister::build_from_sources(quiet),
             None => bench_canister::ensure_built(quiet),
         }
     }
 
     /// Each plan's modules (`needs`, a list per plan), `default` the default module: those
     /// `--wasm NAME=PATH` names, else those a plan's own flag names, else those of the
-    /// current sources. A module `--wasm` names that no plan runs is refused.
+    /// current sources (built if they moved on).
     pub(crate) fn modules<'a>(
         &self,
         default: &'a [u8],
         needs: &[Vec<ModuleNeed>],
         quiet: bool,
     ) -> Result<Vec<Modules<'a>>> {
-        let named: Vec<(Module, PathBuf)> = self
-            .named()?
-            .into_iter()
-            .filter(|(m, _)| *m != Module::DEFAULT)
-            .collect();
-        if let Some((module, path)) = named
-            .iter()
-            .find(|(m, _)| !needs.iter().flatten().any(|n| n.module == *m))
-        {
-            let name = stores::module_name(*module);
-            return Err(anyhow!(
-                "--wasm {name}={}: no store the selected suites measure lives in the {name} module",
-                path.display()
-            ));
-        }
         needs
             .iter()
-            .map(|needs| Modules::resolve(default, needs, &named, quiet))
+            .map(|needs| Modules::resolve(default, needs, &self.others, quiet))
             .collect()
     }
 }

@@ -18,15 +18,44 @@ pub fn module_name(module: Module) -> &'static str {
 
 /// A `--wasm` value: `NAME=PATH` for the module called NAME, else a path for the default
 /// module (so a path with `=` in it still names a file, unless it starts with a module's
-/// name).
-pub fn wasm_flag_value(value: &Path) -> (Module, PathBuf) {
+/// name). Refused: `NAME=` with an empty path, and `NAME=PATH` where NAME looks like a name
+/// (letters, digits, `-`, `_`) but no module is called so, unless the whole value is a file
+/// (read as a path, a misspelt module's file would fail as "No such file").
+pub fn wasm_flag_value(value: &Path) -> Result<(Module, PathBuf)> {
     let text = value.to_string_lossy();
     for module in Module::ALL {
         if let Some(path) = text.strip_prefix(&format!("{}=", module.name)) {
-            return (module, PathBuf::from(path));
+            if path.is_empty() {
+                bail!(
+                    "--wasm {text}: the path after {}= is empty; give the module's file: --wasm {}=PATH",
+                    module.name,
+                    module.name
+                );
+            }
+            return Ok((module, PathBuf::from(path)));
         }
     }
-    (Module::DEFAULT, value.to_path_buf())
+    let named = text.split_once('=').map(|(name, _)| name).filter(|name| {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    });
+    if let Some(name) = named.filter(|_| !value.is_file()) {
+        let known: Vec<&str> = Module::ALL.iter().map(|m| m.name).collect();
+        let spelt = name.replace('_', "-").to_ascii_lowercase();
+        let hint = match Module::named(&spelt) {
+            Some(m) => format!(" (did you mean {}?)", m.name),
+            None => String::new(),
+        };
+        bail!(
+            "--wasm {text}: no module is called {name}{hint}; the modules are {} (--wasm NAME=PATH), \
+             or give a path alone for the {} module",
+            known.join(", "),
+            Module::DEFAULT.name
+        );
+    }
+    Ok((Module::DEFAULT, value.to_path_buf()))
 }
 
 /// The users insert of each store of the table that lives in `module`
@@ -123,6 +152,44 @@ pub struct ModuleFile {
     pub path: PathBuf,
 }
 
+/// A module `--wasm NAME=PATH` names (a module other than the default), read and checked.
+#[derive(Clone, Debug)]
+pub struct GivenModule {
+    pub module: Module,
+    pub path: PathBuf,
+    pub wasm: Vec<u8>,
+}
+
+impl GivenModule {
+    /// `--wasm NAME=PATH`'s module, read and checked: the error is one line naming the
+    /// flag, its value and what is wrong.
+    pub fn read(module: Module, path: &Path) -> Result<GivenModule> {
+        let shown = format!("--wasm {}={}", module_name(module), path.display());
+        Ok(GivenModule {
+            module,
+            path: path.to_path_buf(),
+            wasm: read_as("--wasm", &shown, module, path)?,
+        })
+    }
+}
+
+/// Refuses a module that both a plan's flag (`--tune-wasm`) and `--wasm NAME=PATH` name.
+pub fn refuse_named_twice(needs: &[ModuleNeed], given: &[GivenModule]) -> Result<()> {
+    for need in needs {
+        let named = given.iter().find(|g| g.module == need.module);
+        if let (Some(file), Some(given)) = (&need.file, named) {
+            let name = module_name(need.module);
+            bail!(
+                "{} {} and --wasm {name}={} both name the {name} module: give one",
+                file.flag,
+                file.path.display(),
+                given.path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The modules of one plan's run: the default module, and the others its stores live in.
 #[derive(Clone, Debug)]
 pub struct Modules<'a> {
@@ -140,34 +207,25 @@ impl<'a> Modules<'a> {
     }
 
     /// The default module and every other module of `needs`: the file its plan's flag
-    /// names, else the one `given` names (`--wasm NAME=PATH`), else the module of the
-    /// current sources (built if they moved on, quietly when `quiet`). A module named both
-    /// ways is refused.
+    /// names, else the one `given` holds (`--wasm NAME=PATH`, read and checked), else the
+    /// module of the current sources (built if they moved on, quietly when `quiet`). A
+    /// module named both ways is refused ([`refuse_named_twice`]).
     pub fn resolve(
         default: &'a [u8],
         needs: &[ModuleNeed],
-        given: &[(Module, PathBuf)],
+        given: &[GivenModule],
         quiet: bool,
     ) -> Result<Modules<'a>> {
+        refuse_named_twice(needs, given)?;
         let mut modules = Modules::new(default);
         for need in needs {
             if need.module == Module::DEFAULT || modules.held(need.module).is_some() {
                 continue;
             }
-            let name = module_name(need.module);
-            let named = given.iter().find(|(m, _)| *m == need.module);
+            let named = given.iter().find(|g| g.module == need.module);
             let wasm = match (&need.file, named) {
-                (Some(file), Some((_, path))) => bail!(
-                    "{} {} and --wasm {name}={} both name the {name} module: give one",
-                    file.flag,
-                    file.path.display(),
-                    path.display()
-                ),
-                (Some(file), None) => read_module(file.flag, need.module, &file.path)?,
-                (None, Some((_, path))) => {
-                    let shown = format!("--wasm {name}={}", path.display());
-                    read_as("--wasm", &shown, need.module, path)?
-                }
+                (Some(file), _) => read_module(file.flag, need.module, &file.path)?,
+                (None, Some(given)) => given.wasm.clone(),
                 (None, None) => need.module.ensure_built(quiet)?,
             };
             modules.others.push((need.module, wasm));

@@ -186,11 +186,33 @@ fn a_module_must_export_what_the_list_and_its_stores_need() {
     }
     assert_eq!(module_name(Module::DEFAULT), "bench");
     assert_eq!(module_name(Module::TUNE), "tune");
-    let value = |v: &str| wasm_flag_value(std::path::Path::new(v));
-    assert_eq!(value("tune=t.wasm"), (Module::TUNE, "t.wasm".into()));
-    assert_eq!(value("bench=b.wasm"), (Module::DEFAULT, "b.wasm".into()));
-    assert_eq!(value("a=b.wasm"), (Module::DEFAULT, "a=b.wasm".into()));
-    assert_eq!(value("b.wasm"), (Module::DEFAULT, "b.wasm".into()));
+    let value = |v: &str| wasm_flag_value(std::path::Path::new(v)).map_err(|e| e.to_string());
+    assert_eq!(value("tune=t.wasm"), Ok((Module::TUNE, "t.wasm".into())));
+    assert_eq!(
+        value("bench=b.wasm"),
+        Ok((Module::DEFAULT, "b.wasm".into()))
+    );
+    assert_eq!(value("b.wasm"), Ok((Module::DEFAULT, "b.wasm".into())));
+    // A path whose part before `=` is not a name is a path.
+    assert_eq!(
+        value("./a=b.wasm"),
+        Ok((Module::DEFAULT, "./a=b.wasm".into()))
+    );
+    assert_eq!(
+        value("a=b.wasm"),
+        Err("--wasm a=b.wasm: no module is called a; the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module".into())
+    );
+    assert_eq!(
+        value("sqlite_vfs=v.wasm"),
+        Err("--wasm sqlite_vfs=v.wasm: no module is called sqlite_vfs (did you mean sqlite-vfs?); the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module".into())
+    );
+    assert_eq!(
+        value("tune="),
+        Err(
+            "--wasm tune=: the path after tune= is empty; give the module's file: --wasm tune=PATH"
+                .into()
+        )
+    );
 }
 
 #[test]

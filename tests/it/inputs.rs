@@ -141,3 +141,82 @@ fn a_host_is_for_the_embedded_engine() {
         "error: --host macos-arm64 selects the OS pages the embedded engine counts; a PocketIC server counts those of the machine it runs on"
     );
 }
+
+/// `--wasm NAME=PATH` with a NAME no module has, and `NAME=` with no path: refused naming
+/// the modules (and the one meant, spelt with `_` for `-`), not read as a path that then
+/// "does not exist" although the file is there.
+#[test]
+fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
+    let dir = crate::support::scratch_dir("wasm-names");
+    let file = dir.join("m.wasm");
+    std::fs::write(&file, b"\0asm").unwrap();
+    let file = file.display();
+    let modules = "the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module";
+    refused(
+        "wasm-foo",
+        &["--wasm", &format!("foo={file}")],
+        &format!("--wasm foo={file}: no module is called foo; {modules}"),
+    );
+    refused(
+        "wasm-underscore",
+        &["--wasm", &format!("sqlite_vfs={file}")],
+        &format!(
+            "--wasm sqlite_vfs={file}: no module is called sqlite_vfs (did you mean sqlite-vfs?); {modules}"
+        ),
+    );
+    refused(
+        "wasm-empty",
+        &["--wasm", "bench="],
+        "--wasm bench=: the path after bench= is empty; give the module's file: --wasm bench=PATH",
+    );
+    // A file whose name has `=` in it is still a file: read (and here refused as no module).
+    std::fs::write(dir.join("a=b.wasm"), b"hello").unwrap();
+    let out = dir.join("out");
+    let o = crate::support::icbench_command()
+        .current_dir(&dir)
+        .args(["--wasm", "a=b.wasm", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "error: --wasm a=b.wasm: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]\n"
+    );
+    assert!(!out.exists());
+}
+
+/// A refused `--wasm` or engine flag is the first thing said (not after "bench canister:
+/// ..." of the default module's build), and leaves no output directory behind.
+#[test]
+fn refused_modules_and_engine_flags_come_before_any_output_directory_or_line() {
+    let dir = crate::support::scratch_dir("refused-first");
+    let text = dir.join("text.wasm");
+    std::fs::write(&text, b"hello, world").unwrap();
+    let text = text.display();
+    refused(
+        "first-tune-unneeded",
+        &["--wasm", "tune=/nonexistent.wasm"],
+        "--wasm tune=/nonexistent.wasm: no store the selected suites measure lives in the tune module",
+    );
+    refused(
+        "first-tune-bad",
+        &["--suite", "tune", "--wasm", &format!("tune={text}")],
+        &format!("--wasm tune={text}: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]"),
+    );
+    refused(
+        "first-vfs-missing",
+        &["--wasm", "sqlite-vfs=/nonexistent.wasm"],
+        "--wasm sqlite-vfs=/nonexistent.wasm: cannot read it: No such file or directory (os error 2)",
+    );
+    refused(
+        "first-host",
+        &["--engine", "pocket-ic", "--host", "macos-arm64"],
+        "--host macos-arm64 selects the OS pages the embedded engine counts; a PocketIC server counts those of the machine it runs on",
+    );
+    refused(
+        "first-replica",
+        &["--engine", "pocket-ic", "--replica", "2024"],
+        "--replica 2024 selects the rules of the embedded engine; a PocketIC server charges by the replica it was built from",
+    );
+}
