@@ -164,6 +164,38 @@ impl Config {
     }
 }
 
+/// Refuses a store `--stores` names that the suite does not measure (one without a page
+/// cache) when no other suite of the run measures it: the run would drop it without a word.
+fn refuse_unmeasured(stores: &[StoreKind], matches: &ArgMatches) -> Result<()> {
+    let names: Vec<String> = matches
+        .get_many::<String>("suite")
+        .map(|v| v.cloned().collect())
+        .unwrap_or_default();
+    let others: Vec<&str> = super::select(&names)?
+        .iter()
+        .map(|s| s.name())
+        .filter(|&s| s != SUITE)
+        .collect();
+    let Some(kind) = stores
+        .iter()
+        .find(|k| !k.measured_by(SUITE) && !others.iter().any(|&s| k.measured_by(s)))
+    else {
+        return Ok(());
+    };
+    let given: Vec<&str> = stores.iter().map(|k| k.name()).collect();
+    let measured: Vec<&str> = StoreKind::ALL
+        .iter()
+        .filter(|k| k.measured_by(SUITE))
+        .map(|k| k.name())
+        .collect();
+    Err(anyhow!(
+        "--stores {}: the cache suite measures only the stores with a page cache ({}); {kind} has \
+         none and no other suite of the run measures it: leave it out",
+        given.join(","),
+        measured.join(", ")
+    ))
+}
+
 impl Define for Cache {
     type Args = CacheArgs;
     type Plan = Config;
@@ -171,6 +203,18 @@ impl Define for Cache {
     fn plan(args: CacheArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
         common.validate()?;
         store_selected(&common.stores, SUITE)?;
+        let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        if args.cache_no_lookups && given("cache_lookups") {
+            let sizes: Vec<String> = args.cache_lookups.iter().map(u64::to_string).collect();
+            return Err(anyhow!(
+                "--cache-lookups {} and --cache-no-lookups contradict each other: give \
+                 --cache-lookups to measure those lookups, or --cache-no-lookups to skip them",
+                sizes.join(",")
+            ));
+        }
+        if given("stores") {
+            refuse_unmeasured(&common.stores, matches)?;
+        }
         let mut positions = args.cache_positions;
         positions.sort();
         let users = users::Config {

@@ -220,3 +220,27 @@ fn refused_modules_and_engine_flags_come_before_any_output_directory_or_line() {
         "--replica 2024 selects the rules of the embedded engine; a PocketIC server charges by the replica it was built from",
     );
 }
+
+#[test]
+fn the_cache_suite_refuses_flags_it_would_drop() {
+    refused(
+        "cache-lookups",
+        &["--suite", "cache", "--cache-lookups", "1,10", "--cache-no-lookups"],
+        "--cache-lookups 1,10 and --cache-no-lookups contradict each other: give --cache-lookups to measure those lookups, or --cache-no-lookups to skip them",
+    );
+    refused(
+        "cache-btree",
+        &["--suite", "cache", "--stores", "btree,sqlite"],
+        "--stores btree,sqlite: the cache suite measures only the stores with a page cache (sqlite, sqlite-vfs); btree has none and no other suite of the run measures it: leave it out",
+    );
+    // The default --stores (every store), and a store another suite of the run measures,
+    // are taken.
+    for args in [
+        &["--suite", "cache"][..],
+        &["--suite", "cache,seed003", "--stores", "btree,sqlite"],
+    ] {
+        let (code, _, stderr) =
+            crate::support::run_icbench(&[args, &["--list-scenarios"]].concat());
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+    }
+}
