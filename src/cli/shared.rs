@@ -36,6 +36,18 @@ pub(crate) fn pocket_ic_engine(what: &str) -> Result<Box<dyn Engine>> {
 /// Makes `suite`'s directory under `out` and tries writing into it; returns it.
 pub(crate) fn prepare_out(suite: &dyn suites::Suite, out: &std::path::Path) -> Result<PathBuf> {
     let dir = suite.out_dir(out);
+    // A file where a directory must be says so (the OS would say "File exists").
+    if let Some(file) = dir.ancestors().find(|p| p.exists()).filter(|p| !p.is_dir()) {
+        return Err(if file == out {
+            anyhow!("--out {} names a file, not a directory", out.display())
+        } else {
+            anyhow!(
+                "--out {}: {} is a file, not a directory",
+                out.display(),
+                file.display()
+            )
+        });
+    }
     report::prepare_dir(&dir).map_err(|e| {
         anyhow!(
             "--out {}: cannot write into {}: {e}",

@@ -162,7 +162,7 @@ pub const DEFAULT_USD_PER_XDR: f64 = 1.36;
 
 /// The values of `--replica` (the suites' and `icbench canbench`'s): every vintage, with what
 /// it changed.
-pub fn replica_value_parser() -> clap::builder::PossibleValuesParser {
+pub fn replica_value_parser() -> ReplicaValueParser {
     use crate::engine::cost::{Replica, POCKET_IC_RELEASES};
     use clap::builder::PossibleValue;
     let vintages = Replica::ALL.map(|r| PossibleValue::new(r.name).help(r.summary));
@@ -174,7 +174,47 @@ pub fn replica_value_parser() -> clap::builder::PossibleValuesParser {
             r.replica.name
         ))
     });
-    clap::builder::PossibleValuesParser::new(vintages.into_iter().chain(releases))
+    ReplicaValueParser(clap::builder::PossibleValuesParser::new(
+        vintages.into_iter().chain(releases),
+    ))
+}
+
+/// [`replica_value_parser`]: clap's possible values, whose "a similar value exists" for a
+/// value that looks like a PocketIC release is the release
+/// [`PocketIcRelease::suggest`](crate::engine::cost::PocketIcRelease::suggest) names (by
+/// spelling alone clap would suggest an older release than the newest).
+#[derive(Clone)]
+pub struct ReplicaValueParser(clap::builder::PossibleValuesParser);
+
+impl clap::builder::TypedValueParser for ReplicaValueParser {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<String, clap::Error> {
+        use clap::error::{ContextKind, ContextValue};
+        self.0.parse_ref(cmd, arg, value).map_err(|mut e| {
+            let release = value
+                .to_str()
+                .and_then(crate::engine::cost::PocketIcRelease::suggest);
+            if let Some(release) = release {
+                e.insert(
+                    ContextKind::SuggestedValue,
+                    ContextValue::String(release.name.to_string()),
+                );
+            }
+            e
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        self.0.possible_values()
+    }
 }
 
 /// Options that more than one suite reads; each says which.
@@ -214,10 +254,19 @@ pub struct CommonArgs {
 
 impl CommonArgs {
     pub fn validate(&self) -> Result<()> {
-        if !(self.usd_per_xdr.is_finite() && self.usd_per_xdr > 0.0) {
-            return Err(anyhow!("--usd-per-xdr must be a positive number"));
-        }
-        Ok(())
+        let usd = self.usd_per_xdr;
+        let what = if usd.is_nan() {
+            "is not a number"
+        } else if usd.is_infinite() {
+            "is infinite"
+        } else if usd <= 0.0 {
+            "is not positive"
+        } else {
+            return Ok(());
+        };
+        Err(anyhow!(
+            "--usd-per-xdr {usd} {what}: it must be a finite positive number"
+        ))
     }
 
     pub fn has(&self, kind: StoreKind) -> bool {

@@ -137,6 +137,13 @@ pub fn variants() -> Vec<StoreKind> {
 
 /// The `--tune-variants` value `name` (any case, spaces around it ignored).
 fn parse_variant(name: &str) -> Result<StoreKind> {
+    // `none` alone is taken before any variant is parsed: here it is beside variants.
+    if name.trim() == "none" {
+        return Err(anyhow!(
+            "--tune-variants: none stands alone (it measures no variant), so it cannot be \
+             combined with variants: give none, or the variants"
+        ));
+    }
     let all = variants();
     all.iter()
         .copied()

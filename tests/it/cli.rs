@@ -35,7 +35,7 @@ fn bad_values_list_the_accepted_ones() {
         ),
         (
             &["--usd-per-xdr=-1"],
-            &["--usd-per-xdr must be a positive number"],
+            &["--usd-per-xdr -1 is not positive: it must be a finite positive number"],
         ),
         (&["--jobs", "0"], &["'0' for '--jobs <JOBS>'", "1..=1024"]),
         (&["--jobs", "two"], &["'two' for '--jobs <JOBS>'"]),
@@ -228,13 +228,28 @@ fn unwritable_outputs_are_refused_before_any_work() {
             vec!["--suite", "lookups,scaling", "--out", "/proc/x"],
             "--out /proc/x: cannot write into /proc/x/lookups".into(),
         ),
+        // A file where the directory must be says so (not "File exists").
         (
             vec!["--out", file.to_str().unwrap()],
-            format!("cannot write into {}", file.display()),
+            format!(
+                "error: --out {} names a file, not a directory",
+                file.display()
+            ),
+        ),
+        (
+            vec!["--suite", "lookups", "--out", file.to_str().unwrap()],
+            format!(
+                "error: --out {} names a file, not a directory",
+                file.display()
+            ),
         ),
         (
             vec!["run", "--out", under_file.to_str().unwrap()],
-            format!("cannot write into {}", under_file.display()),
+            format!(
+                "error: --out {}: {} is a file, not a directory",
+                under_file.display(),
+                file.display()
+            ),
         ),
     ];
     for (args, expected) in cases {
@@ -449,6 +464,32 @@ fn version_names_the_commit_and_the_default_replica_rules() {
             " default replica rules {})\n",
             icbench::engine::cost::Replica::NEWEST.name
         )
+    );
+}
+
+#[test]
+fn an_unknown_pocket_ic_release_suggests_the_newest_of_its_major_version() {
+    // By spelling alone clap suggests pocket-ic-16.0.0 for it.
+    let (code, _, stderr) = crate::support::run_icbench(&["--replica", "pocket-ic-17.0.0"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.starts_with("error: invalid value 'pocket-ic-17.0.0' for '--replica <VINTAGE>'\n"),
+        "{stderr}"
+    );
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == "  tip: a similar value exists: 'pocket-ic-16.1.0'"),
+        "{stderr}"
+    );
+    // A vintage misspelt keeps clap's suggestion.
+    let (code, _, stderr) = crate::support::run_icbench(&["--replica", "2026-7"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l == "  tip: a similar value exists: '2026-07'"),
+        "{stderr}"
     );
 }
 

@@ -244,3 +244,23 @@ fn the_cache_suite_refuses_flags_it_would_drop() {
         assert_eq!(code, 0, "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn values_said_wrongly_before_are_named_for_what_they_are() {
+    refused(
+        "tune-none",
+        &["--suite", "tune", "--tune-variants", "none,heap-talc"],
+        "--tune-variants: none stands alone (it measures no variant), so it cannot be combined with variants: give none, or the variants",
+    );
+    for (value, what) in [
+        ("inf", "inf is infinite"),
+        ("NaN", "NaN is not a number"),
+        ("0", "0 is not positive"),
+    ] {
+        refused(
+            &format!("usd-{value}"),
+            &["--usd-per-xdr", value],
+            &format!("--usd-per-xdr {what}: it must be a finite positive number"),
+        );
+    }
+}

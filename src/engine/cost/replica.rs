@@ -167,8 +167,10 @@ impl Replica {
                 .map(|r| r.replica)
                 .ok_or_else(|| {
                     let known: Vec<&str> = POCKET_IC_RELEASES.iter().map(|r| r.name).collect();
+                    let hint = PocketIcRelease::suggest(name)
+                        .map_or_else(String::new, |r| format!(" (did you mean {}?)", r.name));
                     format!(
-                        "unknown PocketIC release '{name}': known releases are {}",
+                        "unknown PocketIC release '{name}'{hint}: known releases are {}",
                         known.join(", ")
                     )
                 });
@@ -230,6 +232,30 @@ impl PocketIcRelease {
     /// The server's version (`13.0.0`).
     pub fn version(&self) -> &'static str {
         self.name.strip_prefix(Self::PREFIX).unwrap_or(self.name)
+    }
+
+    /// The release to suggest for `value` when it looks like a PocketIC release
+    /// (`pocket-ic-17.0.0`, `pocketic-16`, `pocket_ic`) but is not one of
+    /// [`POCKET_IC_RELEASES`]: the one of the nearest major version, the newest among
+    /// equally near ones (so never an older release where a newer one is as near); the
+    /// newest release when `value` has no major version. By spelling alone, 17.0.0 would be
+    /// nearer 16.0.0 than 16.1.0.
+    pub fn suggest(value: &str) -> Option<&'static PocketIcRelease> {
+        let value = value.to_ascii_lowercase().replace('_', "-");
+        let version = ["pocket-ic", "pocketic"]
+            .iter()
+            .find_map(|p| value.strip_prefix(p))?
+            .trim_start_matches(['-', 'v']);
+        let major = |v: &str| -> Option<u64> { v.split('.').next()?.parse().ok() };
+        let newest = POCKET_IC_RELEASES.last();
+        let Some(wanted) = major(version) else {
+            return newest;
+        };
+        // `min_by_key` keeps the first of equals: search newest first.
+        POCKET_IC_RELEASES
+            .iter()
+            .rev()
+            .min_by_key(|r| major(r.version()).map_or(u64::MAX, |m| m.abs_diff(wanted)))
     }
 }
 
@@ -342,7 +368,7 @@ mod tests {
         assert_eq!(Replica::by_name("pocket-ic-13.0.0"), Ok(Replica::R2025_03));
         assert_eq!(
             Replica::by_name("pocket-ic-17.0.0"),
-            Err("unknown PocketIC release 'pocket-ic-17.0.0': known releases are pocket-ic-9.0.1, pocket-ic-10.0.0, pocket-ic-11.0.0, pocket-ic-12.0.0, pocket-ic-13.0.0, pocket-ic-14.0.0, pocket-ic-15.0.0, pocket-ic-16.0.0, pocket-ic-16.1.0".into())
+            Err("unknown PocketIC release 'pocket-ic-17.0.0' (did you mean pocket-ic-16.1.0?): known releases are pocket-ic-9.0.1, pocket-ic-10.0.0, pocket-ic-11.0.0, pocket-ic-12.0.0, pocket-ic-13.0.0, pocket-ic-14.0.0, pocket-ic-15.0.0, pocket-ic-16.0.0, pocket-ic-16.1.0".into())
         );
         // Oldest first, each on or after the vintage's own date (its name is its month).
         for pair in POCKET_IC_RELEASES.windows(2) {
@@ -359,5 +385,20 @@ mod tests {
         assert_eq!(names.first(), Some(&"pocket-ic-9.0.1"));
         assert_eq!(names.last(), Some(&"pocket-ic-13.0.0"));
         assert!(Replica::R2024.pocket_ic_releases().is_empty());
+    }
+
+    #[test]
+    fn a_misspelt_release_suggests_the_newest_of_the_nearest_major_version() {
+        let suggest = |v: &str| PocketIcRelease::suggest(v).map(|r| r.name);
+        // By spelling alone 16.0.0 is nearer; the newest of the same major is suggested.
+        assert_eq!(suggest("pocket-ic-17.0.0"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("pocket-ic-16.2"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("pocket-ic-18"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("pocket_ic_16"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("PocketIC-v15.1.0"), Some("pocket-ic-15.0.0"));
+        assert_eq!(suggest("pocket-ic-9.0.0"), Some("pocket-ic-9.0.1"));
+        assert_eq!(suggest("pocket-ic"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("pocket-ic-latest"), Some("pocket-ic-16.1.0"));
+        assert_eq!(suggest("2027"), None);
     }
 }
