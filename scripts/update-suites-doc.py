@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates the real output quoted in docs/suites.md from the current canister module.
 
-Every "Real output of `icbench ARGS`" in docs/suites.md is followed by a fenced block that
+Every "Real output of `icbench ARGS`" (or of `cargo run --release`, the default run) in
+docs/suites.md is followed by a fenced block that
 quotes some of the paragraphs (blank-line separated: a heading and its table, or a section of
 db_bench lines), and some of their lines, that `icbench --quiet ARGS` prints. This script runs
 each command with the built binary and the committed canister module, and replaces every
@@ -16,6 +17,8 @@ against the diff. Rerun after every change to the canister (scripts/update-prebu
 
     cargo build --release && scripts/update-suites-doc.py          # rewrites docs/suites.md
     scripts/update-suites-doc.py --check                            # exit 1 if it would change
+    scripts/update-suites-doc.py --doc docs/tuning.md --only '--suite tune' --stdout OUT
+                                  # docs/tuning.md's blocks from a tune run's saved output
 
 Uses ICBENCH_CACHE_DIR like any run. Options: --bin PATH (default target/release/icbench),
 --wasm PATH (default canisters/prebuilt/bench.wasm).
@@ -30,7 +33,8 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "suites.md"
-MARKER = re.compile(r"Real\s+output\s+of\s+`icbench\s+([^`]*)`")
+# `icbench ARGS`, or `cargo run --release` alone (the default run: no ARGS).
+MARKER = re.compile(r"Real\s+output\s+of\s+`(?:icbench\s+([^`]*)|cargo\s+run\s+--release)`")
 
 
 def paragraphs(text):
@@ -79,7 +83,11 @@ def keys(lines):
 
 
 def excerpt(quoted, fresh, command):
-    """`fresh` cut to the lines `quoted` shows (the doc quotes some rows of a table)."""
+    """`fresh` cut to the lines `quoted` shows (the doc quotes some rows of a table). A
+    paragraph quoted whole (as many lines as the new one: a decision table, whose rows are
+    named by their verdicts) is the new one whole."""
+    if len(quoted) == len(fresh):
+        return fresh
     wanted = keys(quoted[1:])
     have = {key(l): l for l in fresh[1:]}
     have.update(zip(keys(fresh[1:]), fresh[1:]))
@@ -112,24 +120,37 @@ def main():
     ap.add_argument("--check", action="store_true", help="only say whether the doc is current (exit 1 if not)")
     ap.add_argument("--bin", default=str(ROOT / "target" / "release" / "icbench"))
     ap.add_argument("--wasm", default=str(ROOT / "canisters" / "prebuilt" / "bench.wasm"))
+    ap.add_argument("--only", metavar="ARGS", help="only the blocks of `icbench ARGS` ('': the default run)")
+    ap.add_argument("--doc", default=str(DOC), help="the document (docs/suites.md)")
+    ap.add_argument("--stdout", metavar="FILE",
+                    help="with --only: what that command printed (`--quiet`), instead of running it")
     args = ap.parse_args()
+    if args.stdout and args.only is None:
+        ap.error("--stdout needs --only (the command it is the output of)")
+    doc = pathlib.Path(args.doc)
 
-    text = DOC.read_text()
+    text = doc.read_text()
     pieces, pos, changed = [], 0, []
     for m in MARKER.finditer(text):
         start = text.index("```\n", m.end()) + len("```\n")
         end = text.index("```", start)
-        command = " ".join(m.group(1).split())
-        with tempfile.TemporaryDirectory() as out:
-            run = subprocess.run(
-                [args.bin, "--quiet", "--wasm", args.wasm, *command.split(), "--out", out],
-                capture_output=True,
-                text=True,
-            )
-        if run.returncode != 0:
-            sys.exit(f"update-suites-doc: `icbench {command}` failed ({run.returncode}):\n{run.stderr}")
+        command = " ".join((m.group(1) or "").split())
+        if args.only is not None and args.only != command:
+            continue
+        if args.stdout:
+            stdout = pathlib.Path(args.stdout).read_text()
+        else:
+            with tempfile.TemporaryDirectory() as out:
+                run = subprocess.run(
+                    [args.bin, "--quiet", "--wasm", args.wasm, *command.split(), "--out", out],
+                    capture_output=True,
+                    text=True,
+                )
+            if run.returncode != 0:
+                sys.exit(f"update-suites-doc: `icbench {command}` failed ({run.returncode}):\n{run.stderr}")
+            stdout = run.stdout
         block = text[start:end]
-        new = regenerate(block, run.stdout, command)
+        new = regenerate(block, stdout, command)
         if new != block:
             changed.append(command)
         pieces.append(text[pos:start] + new)
@@ -139,7 +160,7 @@ def main():
     if args.check:
         sys.exit(1 if changed else 0)
     if changed:
-        DOC.write_text("".join(pieces))
+        doc.write_text("".join(pieces))
 
 
 if __name__ == "__main__":

@@ -207,7 +207,13 @@ pub fn terminal(document: &Document) -> String {
     let mut out = String::new();
     for block in &document.terminal {
         match block {
-            Block::Heading { text, .. } => out.push_str(&format!("{text}\n")),
+            Block::Heading { text, .. } => {
+                // A heading starts a paragraph, also after a text that ends in one newline.
+                if !out.is_empty() && !out.ends_with("\n\n") {
+                    out.push('\n');
+                }
+                out.push_str(&format!("{text}\n"))
+            }
             Block::Table(table) => out.push_str(&format!("{}\n", table.render())),
             Block::Image { .. } => {}
             Block::Code(text) => out.push_str(&format!("{text}\n")),
