@@ -51,6 +51,9 @@ pub struct StoreDef {
     pub stem: &'static str,
     /// The records' `store` column.
     pub record: &'static str,
+    /// What older versions wrote in the `store` column for it: their results.json still
+    /// parse as this store.
+    pub formerly: &'static [&'static str],
     /// Its label in tables and plots; a store with journal modes is followed by the mode.
     pub label: &'static str,
     /// Its label in narrow tables; a store with journal modes is named by its mode alone.
@@ -175,6 +178,7 @@ const HEAP: StoreDef = StoreDef {
     module: Module::DEFAULT,
     stem: names::HEAP,
     record: names::HEAP,
+    formerly: &[],
     label: "heap BTreeMap",
     short_label: "Heap",
     noun: "the heap map",
@@ -225,6 +229,7 @@ const BTREE: StoreDef = StoreDef {
     module: Module::DEFAULT,
     stem: names::BTREE,
     record: names::BTREE,
+    formerly: &[],
     label: "StableBTreeMap",
     short_label: "BTreeMap",
     noun: "the StableBTreeMap",
@@ -275,6 +280,7 @@ const SQLITE: StoreDef = StoreDef {
     module: Module::DEFAULT,
     stem: names::SQLITE,
     record: names::SQLITE,
+    formerly: &[],
     label: "SQLite",
     short_label: "SQLite",
     noun: "SQLite",
@@ -355,7 +361,10 @@ const SQLITE_VFS: StoreDef = StoreDef {
     },
     module: Module::SQLITE_VFS,
     stem: "sqlite_vfs",
-    record: "sqlite_vfs",
+    // Its --stores name, as in scenario ids and --profile patterns; the Candid stem keeps
+    // the `_` of a method name.
+    record: "sqlite-vfs",
+    formerly: &["sqlite_vfs"],
     label: "SQLite (ic-sqlite-vfs)",
     short_label: "ic-sqlite-vfs",
     noun: "SQLite on ic-sqlite-vfs",
@@ -452,6 +461,7 @@ const fn tune_variant(
         module: Module::TUNE,
         stem,
         record,
+        formerly: &[],
         label,
         noun,
         suites: &["tune"],
@@ -537,11 +547,29 @@ pub fn check_journal_modes(suite: &str, kinds: &[StoreKind], modes: &[JournalMod
     Ok(())
 }
 
+/// The row whose records' `store` column is `store`, as this version or an older one
+/// ([`StoreDef::formerly`]) wrote it.
+fn of_record(store: &str) -> Option<StoreKind> {
+    StoreKind::every().find(|k| k.def().record == store || k.def().formerly.contains(&store))
+}
+
+/// A record's `store` column as this version writes it: a former spelling of a store's
+/// record, alone or before settings (`sqlite_vfs`, `sqlite_vfs cache_size=-32768`), becomes
+/// the current one; any other column is returned as it is. For keying records of runs of
+/// different versions alike.
+pub fn current_record(store: &str) -> std::borrow::Cow<'_, str> {
+    let (head, rest) = store.split_at(store.find(' ').unwrap_or(store.len()));
+    match of_record(head) {
+        Some(kind) if kind.def().record != head => format!("{}{rest}", kind.def().record).into(),
+        _ => store.into(),
+    }
+}
+
 /// The store a record names (its `store` and `journal_mode` columns), back as a value;
 /// `None` for a store or journal mode this version does not know. A store without journal
 /// modes ignores the column.
 pub fn parse(store: &str, journal_mode: &str) -> Option<Store> {
-    let kind = StoreKind::every().find(|k| k.def().record == store)?;
+    let kind = of_record(store)?;
     if !kind.def().journal_modes {
         return Some(Store::new(kind, None));
     }
@@ -552,7 +580,7 @@ pub fn parse(store: &str, journal_mode: &str) -> Option<Store> {
 /// (no mode), `heap BTreeMap (cbor)` (another column in the mode's place); a store this
 /// version does not know by its columns.
 pub fn label(store: &str, journal_mode: &str) -> String {
-    match StoreKind::every().find(|k| k.def().record == store) {
+    match of_record(store) {
         Some(kind) if journal_mode.is_empty() => kind.label().to_string(),
         Some(kind) if kind.def().journal_modes => format!("{} {journal_mode}", kind.label()),
         Some(kind) => format!("{} ({journal_mode})", kind.label()),

@@ -206,7 +206,8 @@ impl Store {
         }
     }
 
-    /// `heap`, `btree` or `sqlite`: the records' `store`, as in the canister's method names.
+    /// `heap`, `btree`, `sqlite`, `sqlite-vfs`: the records' `store` (the `--stores` name;
+    /// the canister's method names take [`Store::stem`]).
     pub fn kind(self) -> &'static str {
         self.kind.def().record
     }

@@ -75,6 +75,40 @@ fn every_store_s_record_parses_back_to_it_with_its_label() {
 }
 
 #[test]
+fn a_store_s_record_is_its_stores_name_and_a_former_one_still_parses() {
+    // One spelling in ids, columns, --profile patterns and --wasm names: the --stores name.
+    let vfs = StoreKind::named("sqlite-vfs");
+    assert_eq!(vfs.def().record, "sqlite-vfs");
+    assert_eq!(vfs.stem(), "sqlite_vfs");
+    assert_eq!(vfs.module().name, "sqlite-vfs");
+    // The results.json of older versions say sqlite_vfs.
+    let store = Some(Store::new(vfs, None));
+    assert_eq!(parse("sqlite_vfs", ""), store);
+    assert_eq!(parse("sqlite-vfs", ""), store);
+    assert_eq!(label("sqlite_vfs", ""), "SQLite (ic-sqlite-vfs)");
+    assert_eq!(current_record("sqlite_vfs"), "sqlite-vfs");
+    assert_eq!(
+        current_record("sqlite_vfs cache_size=-32768"),
+        "sqlite-vfs cache_size=-32768"
+    );
+    assert_eq!(current_record("sqlite-vfs"), "sqlite-vfs");
+    assert_eq!(
+        current_record("sqlite page_size=4096"),
+        "sqlite page_size=4096"
+    );
+    assert_eq!(current_record("redis"), "redis");
+    // No former spelling is another store's record.
+    for kind in StoreKind::every() {
+        for former in kind.def().formerly {
+            assert!(
+                StoreKind::every().all(|k| k.def().record != *former),
+                "{former}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_record_s_label_says_what_its_columns_hold() {
     assert_eq!(label("sqlite", "WAL"), "SQLite WAL");
     assert_eq!(label("sqlite", ""), "SQLite");

@@ -39,7 +39,7 @@ const SWEEP: [Cell; 32] = [
         "sqlite", "PERSIST", "middle", "insert", 1, "full+1", 2_228_093, 1_274_357, 14, 2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "insert",
@@ -51,7 +51,7 @@ const SWEEP: [Cell; 32] = [
         4,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "insert",
@@ -63,7 +63,7 @@ const SWEEP: [Cell; 32] = [
         2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "insert",
@@ -75,7 +75,7 @@ const SWEEP: [Cell; 32] = [
         2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "insert",
@@ -135,7 +135,7 @@ const SWEEP: [Cell; 32] = [
         0,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "point_lookup",
@@ -147,7 +147,7 @@ const SWEEP: [Cell; 32] = [
         2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "point_lookup",
@@ -159,7 +159,7 @@ const SWEEP: [Cell; 32] = [
         0,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "point_lookup",
@@ -171,7 +171,7 @@ const SWEEP: [Cell; 32] = [
         0,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "middle",
         "point_lookup",
@@ -195,7 +195,7 @@ const SWEEP: [Cell; 32] = [
         "sqlite", "PERSIST", "random", "insert", 1, "full+1", 2_743_914, 1_622_306, 14, 4,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "insert",
@@ -207,7 +207,7 @@ const SWEEP: [Cell; 32] = [
         4,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "insert",
@@ -219,7 +219,7 @@ const SWEEP: [Cell; 32] = [
         4,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "insert",
@@ -231,7 +231,7 @@ const SWEEP: [Cell; 32] = [
         2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "insert",
@@ -291,7 +291,7 @@ const SWEEP: [Cell; 32] = [
         0,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "point_lookup",
@@ -303,7 +303,7 @@ const SWEEP: [Cell; 32] = [
         2,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "point_lookup",
@@ -315,7 +315,7 @@ const SWEEP: [Cell; 32] = [
         1,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "point_lookup",
@@ -327,7 +327,7 @@ const SWEEP: [Cell; 32] = [
         1,
     ),
     (
-        "sqlite_vfs",
+        "sqlite-vfs",
         "",
         "random",
         "point_lookup",

@@ -77,7 +77,7 @@ const EXPECTED: [(&str, &str, u64, Option<u64>); 5] = [
     ("btree", "", 7_150, Some(466)),
     ("sqlite", "PERSIST", 44_000, Some(953)),
     ("sqlite", "OFF", 44_500, Some(953)),
-    ("sqlite_vfs", "", 43_700, Some(814)),
+    ("sqlite-vfs", "", 43_700, Some(814)),
 ];
 
 #[test]

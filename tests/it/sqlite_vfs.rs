@@ -19,7 +19,10 @@ use wasmparser::{Parser, Payload};
 
 mod at_scale;
 
+/// Its Candid method stem (`add_users_sqlite_vfs`).
 const STORE: &str = "sqlite_vfs";
+/// Its records' `store` column: its --stores name.
+const RECORD: &str = "sqlite-vfs";
 const DID: &str = "canisters/sqlite-vfs/sqlite-vfs.did";
 
 fn root() -> &'static Path {
@@ -553,7 +556,7 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("seed003\tsqlite_vfs/middle/insert/1\n"),
+        stdout.contains("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"
     );
     let args = [
@@ -566,7 +569,7 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
     let (code, stdout, stderr) = crate::support::run_icbench(&args);
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stdout.starts_with("seed003\tsqlite_vfs/middle/insert/1\n"),
+        stdout.starts_with("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"
     );
 }
@@ -577,7 +580,7 @@ type Row = (u64, u64, [u64; 4], u64);
 
 /// The default run's middle calls on a 2,000-row store, measured by the seed003 suite
 /// (`--stores sqlite-vfs`) under `replica` with the page cache `cache` (`cold`, `warm`):
-/// its results.csv rows of sqlite_vfs, in order.
+/// its results.csv rows of sqlite-vfs, in order.
 fn suite_rows(replica: &str, cache: &str) -> Vec<Row> {
     let dir = crate::support::scratch_dir(&format!("vfs-suite-{replica}-{cache}"));
     let out = dir.join("out");
@@ -616,7 +619,7 @@ fn suite_rows(replica: &str, cache: &str) -> Vec<Row> {
     ]
     .map(col);
     lines
-        .filter(|l| l.contains(",sqlite_vfs,"))
+        .filter(|l| l.contains(",sqlite-vfs,"))
         .map(|line| {
             // The args column is quoted and holds commas: the counts come after it.
             let (_, tail) = line.rsplit_once('"').unwrap();
@@ -881,7 +884,7 @@ fn the_upgrade_suite_measures_its_upgrade_and_the_first_calls_exactly_under_both
     };
     for replica in [Replica::R2026_07, Replica::R2026_05] {
         let report = run_plan(&plan, replica);
-        assert!(report.results.iter().all(|r| r.store == STORE));
+        assert!(report.results.iter().all(|r| r.store == RECORD));
         let (direct, rows) = upgrade_direct(replica);
         assert_eq!(rows, 1_000, "{}", replica.name);
         let suite: Vec<(&str, Pair)> = direct

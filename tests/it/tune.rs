@@ -421,7 +421,7 @@ fn only_the_tune_variant_has_the_bounded_store() {
 
 /// Its records' store at `cache_size`.
 fn vfs(cache_size: i64) -> String {
-    format!("sqlite_vfs cache_size={cache_size}")
+    format!("sqlite-vfs cache_size={cache_size}")
 }
 
 /// (charged instructions, [heap accessed, heap written, stable accessed, stable written]).
@@ -552,7 +552,7 @@ fn ic_sqlite_vfs_beside_the_search_leaves_every_other_record_as_it_was() {
     let (theirs, others): (Vec<&ScenarioResult>, Vec<&ScenarioResult>) = with
         .results
         .iter()
-        .partition(|r| r.store.starts_with("sqlite_vfs "));
+        .partition(|r| r.store.starts_with("sqlite-vfs "));
     assert_eq!(others.len(), alone.results.len());
     for (a, b) in others.into_iter().zip(&alone.results) {
         same_but_the_store(a, a.store.clone(), b);
@@ -568,10 +568,10 @@ fn ic_sqlite_vfs_beside_the_search_leaves_every_other_record_as_it_was() {
         assert_eq!(
             stores,
             [
-                ("sqlite_vfs cache_size=-32768", true),
-                ("sqlite_vfs cache_size=-32768 replica=2026-05", true),
-                ("sqlite_vfs cache_size=-32768", false),
-                ("sqlite_vfs cache_size=-32768 replica=2026-05", false),
+                ("sqlite-vfs cache_size=-32768", true),
+                ("sqlite-vfs cache_size=-32768 replica=2026-05", true),
+                ("sqlite-vfs cache_size=-32768", false),
+                ("sqlite-vfs cache_size=-32768 replica=2026-05", false),
             ],
             "{}",
             workload.name
