@@ -96,7 +96,8 @@ type Key = (
 fn key(r: &ScenarioResult) -> Key {
     (
         r.suite.clone(),
-        r.store.clone(),
+        // A run of an older version may spell a store otherwise (`sqlite_vfs`).
+        crate::stores::current_record(&r.store).into_owned(),
         r.journal_mode.clone(),
         r.position.clone(),
         r.operation.clone(),
@@ -143,7 +144,11 @@ pub fn unlike(base: &Report, new: &Report) -> Vec<Unlike> {
     let layout = |r: &Report| text(r.extra::<String>(super::LAYOUT), "(none recorded)");
     // The stores a run filled, as its records name them.
     let stores = |r: &Report| -> String {
-        let names = first_seen(r.results.iter().map(|x| x.store.clone()));
+        let names = first_seen(
+            r.results
+                .iter()
+                .map(|x| crate::stores::current_record(&x.store).into_owned()),
+        );
         names.join(",")
     };
     let mut checks: Vec<(&'static str, String, String)> = vec![

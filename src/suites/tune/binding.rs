@@ -105,7 +105,7 @@ struct Setting {
 }
 
 impl Setting {
-    /// The record's `store`: `sqlite_vfs cache_size=-32768`.
+    /// The record's `store`: `sqlite-vfs cache_size=-32768`.
     fn store_label(&self) -> String {
         format!("{} cache_size={}", self.kind.def().record, self.cache_size)
     }
@@ -122,7 +122,7 @@ impl Setting {
 /// What the report keeps of a binding's search, for the document.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Binding {
-    /// Its records' store, before the settings (`sqlite_vfs`).
+    /// Its records' store, before the settings (`sqlite-vfs`).
     pub record: String,
     /// Its label in narrow tables (`ic-sqlite-vfs`).
     pub label: String,
@@ -392,9 +392,10 @@ fn measure_one(
 
 // ---- the report --------------------------------------------------------------------
 
-/// The binding a record's store names (`sqlite_vfs cache_size=N`, under the vintage beside
-/// too), if it is a binding's search record.
+/// The binding a record's store names (`sqlite-vfs cache_size=N`, under the vintage beside
+/// too; a former spelling of the store too), if it is a binding's search record.
 pub(super) fn of_record(store: &str) -> Option<StoreKind> {
+    let store = crate::stores::current_record(store);
     all().find(|k| {
         store
             .strip_prefix(k.def().record)
@@ -738,10 +739,12 @@ mod tests {
         // that left more would need them searched too).
         assert_eq!(searchable(vfs[0]), [Knob::CacheSize]);
         assert_eq!(
-            of_record("sqlite_vfs cache_size=-32768 replica=2026-05"),
+            of_record("sqlite-vfs cache_size=-32768 replica=2026-05"),
             Some(vfs[0])
         );
         assert_eq!(of_record("sqlite page_size=4096 cache_size=500000"), None);
-        assert_eq!(of_record("sqlite_vfs"), None);
+        assert_eq!(of_record("sqlite-vfs"), None);
+        // A record of a run before the store column said sqlite-vfs.
+        assert_eq!(of_record("sqlite_vfs cache_size=-32768"), Some(vfs[0]));
     }
 }

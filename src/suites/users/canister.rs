@@ -173,7 +173,7 @@ pub(super) fn make_all<'m>(
     for i in reported.into_inner().unwrap_or_else(|e| e.into_inner()) {
         for kind in &canisters[i].filled {
             progress(Progress::Prefill {
-                store: kind.stem(),
+                store: kind.name(),
                 done: cfg.rows,
                 total: cfg.rows,
             });
@@ -244,19 +244,20 @@ fn make(
                 .value
                 .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
             for kind in &canister.filled {
-                let stem = kind.stem();
+                // Sent to its methods' stem, named as `--stores` names it.
+                let name = kind.name();
                 fill(
                     &mut client,
-                    stem,
+                    kind.stem(),
                     0,
                     cfg.rows,
                     PREFILL_CHUNK,
                     &mut |to| {
-                        chain.step(Kind::Fill, fill_name(stem, to));
+                        chain.step(Kind::Fill, fill_name(name, to));
                     },
                     &mut |done| {
                         progress(Progress::Prefill {
-                            store: stem,
+                            store: name,
                             done,
                             total: cfg.rows,
                         })
@@ -278,7 +279,7 @@ fn make(
     if loaded.is_some() {
         for kind in &canister.filled {
             progress(Progress::Prefill {
-                store: kind.stem(),
+                store: kind.name(),
                 done: cfg.rows,
                 total: cfg.rows,
             });
