@@ -135,7 +135,8 @@ pub struct Encoding {
     pub label: &'static str,
 }
 
-/// How the users suites (seed003, lookups) fill a store.
+/// How the users suites fill a store in the seed's layout (`--layout shared`, one canister per
+/// module); alone, every store is its canister's only one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefill {
     /// In the shared prefill of its module's canister: its scenarios start from that

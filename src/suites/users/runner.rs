@@ -34,10 +34,11 @@ pub type AfterScenarios<'a> = dyn Fn(
     ) -> Result<()>
     + 'a;
 
-/// Task priorities: the fill of a store filled alone (the heap map's) is the longest chain,
-/// then each SQLite mode's start (24 scenarios wait for each), its warm start (a scan of the
-/// whole table, which the warm scenarios wait for), then the scenarios.
-const ALONE_FILL_FIRST: i64 = 100;
+/// Task priorities: the fill of a store filled after its canister's snapshot (the seed
+/// layout's heap map) is the longest chain, then each SQLite mode's start (24 scenarios wait
+/// for each), its warm start (a scan of the whole table, which the warm scenarios wait for),
+/// then the scenarios.
+const FILL_AFTER_SNAPSHOT: i64 = 100;
 const MODE_START: i64 = 50;
 const WARM_START: i64 = 40;
 /// Writing the post-prefill state into the cache: no scenario waits for it, but it is one
@@ -234,7 +235,7 @@ impl<'s> Plan<'s> {
             }
             let start = made.start();
             let task = if made.canister.after.contains(&kind) {
-                let name = fill_name(store.stem(), self.cfg.rows.min(PREFILL_CHUNK));
+                let name = fill_name(kind.name(), self.cfg.rows.min(PREFILL_CHUNK));
                 self.start_task(name, store, start, cache, move |lane| {
                     self.starts
                         .set_up(lane, |lane| fill_alone(lane, self.cfg, store))?;
@@ -242,7 +243,7 @@ impl<'s> Plan<'s> {
                     lane.step(Kind::Snapshot, format!("snapshot of {noun}"));
                     Ok(Ok(lane.snapshot()?))
                 })
-                .priority(ALONE_FILL_FIRST)
+                .priority(FILL_AFTER_SNAPSHOT)
             } else if let Some(mode) = store.journal_mode() {
                 let name = format!("set SQLite's journal mode to {mode}");
                 self.start_task(name, store, start, cache, move |lane| {
@@ -427,21 +428,21 @@ impl Starts {
     }
 }
 
-/// Fills a store filled alone on the lane's state, each message after the first a unit of
-/// its own (the first is the task's).
+/// Fills a store filled after its canister's snapshot (the seed layout's heap map) on the
+/// lane's state, each message after the first a unit of its own (the first is the task's).
 fn fill_alone(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store) -> Result<()> {
     let (client, ctl) = (&mut lane.client, &lane.ctl);
     let mut first = true;
-    let stem = store.stem();
+    let name = store.store_kind().name();
     fill(
         client,
-        stem,
+        store.stem(),
         0,
         cfg.rows,
         PREFILL_CHUNK,
         &mut |to| {
             if !std::mem::take(&mut first) {
-                ctl.step(Kind::Fill, fill_name(stem, to));
+                ctl.step(Kind::Fill, fill_name(name, to));
             }
         },
         &mut |_| {},
