@@ -608,4 +608,4 @@ pub fn schema_label(store: &str, journal_mode: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

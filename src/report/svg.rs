@@ -427,6 +427,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_store_colour_is_a_slot_of_the_palette() {
+        let slots = crate::stores::tests::colour_slots();
+        assert!(!slots.is_empty());
+        assert!(slots.iter().all(|&s| s < SLOTS.len()), "{slots:?}");
+    }
+
+    #[test]
     fn axis_covers_whole_decades() {
         let axis = LogAxis::spanning([1.0, 10_000.0].into_iter(), 0.0, 400.0);
         assert_eq!((axis.min_exp, axis.max_exp), (0, 4));

@@ -197,7 +197,7 @@ fn make(
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Made> {
     let name = canister.name;
-    let cache = cache_of(engine, wasm, cfg, canister)?;
+    let cache = cache_of(engine, wasm, cfg, canister.module, &canister.filled)?;
     let (compiled, entry, read_unit) = compile_and_read(
         cache.as_ref(),
         work,

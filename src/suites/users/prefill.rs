@@ -8,7 +8,6 @@ use anyhow::{anyhow, Result};
 use candid::Principal;
 use sha2::{Digest, Sha256};
 
-use super::canister::Canister;
 use super::{Config, ID_STEP, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::disk_cache::{self, Lookup, STATES};
@@ -16,6 +15,7 @@ use crate::engine::{Engine, ExportedState};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::suites::pool::{self, Recorder, UnitId};
+use crate::suites::scenario::StoreKind;
 
 /// The module compiled (by `compile`) while the cached post-prefill state is read from
 /// `cache` (a unit named `read`): the compile's unit, the entry if there is one, and the
@@ -89,16 +89,21 @@ pub(in crate::suites) fn fill(
     Ok(())
 }
 
-/// Where `canister`'s post-prefill state is kept: the cache's folder and the state's key,
-/// when there is a cache and the engine can keep states.
+/// Where the post-prefill state of a canister of `module` with the stores `filled` is kept:
+/// the cache's folder and the state's key, when there is a cache and the engine can keep
+/// states.
 pub(super) fn cache_of(
     engine: &dyn Engine,
     wasm: &[u8],
     cfg: &Config,
-    canister: &Canister,
+    module: Module,
+    filled: &[StoreKind],
 ) -> Result<Option<(PathBuf, [u8; 32])>> {
     Ok(
-        match (disk_cache::dir(), prefill_key(engine, wasm, cfg, canister)?) {
+        match (
+            disk_cache::dir(),
+            prefill_key(engine, wasm, cfg, module, filled)?,
+        ) {
             (Some(dir), Some(key)) => Some((dir, key)),
             _ => None,
         },
@@ -116,12 +121,13 @@ fn prefill_key(
     engine: &dyn Engine,
     wasm: &[u8],
     cfg: &Config,
-    canister: &Canister,
+    module: Module,
+    filled: &[StoreKind],
 ) -> Result<Option<[u8; 32]>> {
     let Some(engine_key) = engine.state_key(wasm)? else {
         return Ok(None);
     };
-    let filled: Vec<&str> = canister.filled.iter().map(|k| k.stem()).collect();
+    let filled: Vec<&str> = filled.iter().map(|k| k.stem()).collect();
     let mut h = Sha256::new();
     h.update(b"icbench users prefill\0");
     h.update(engine_key);
@@ -132,8 +138,8 @@ fn prefill_key(
         "\0stores={filled:?} rows={} payload_size={} id_step={ID_STEP} chunk={PREFILL_CHUNK}",
         cfg.rows, cfg.payload_size
     ));
-    if canister.module != Module::DEFAULT {
-        h.update(format!("\0module={} reopened", canister.module.name));
+    if module != Module::DEFAULT {
+        h.update(format!("\0module={} reopened", module.name));
     }
     Ok(Some(h.finalize().into()))
 }
