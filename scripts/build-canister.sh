@@ -7,7 +7,9 @@
 #   scripts/build-canister.sh NAME     the module NAME; `tune`: canisters/bench with the
 #                                      cargo feature `tune`, target/canister/bench-tune.wasm;
 #                                      `sqlite-vfs`: canisters/sqlite-vfs for
-#                                      wasm32-unknown-unknown, target/canister/sqlite-vfs.wasm
+#                                      wasm32-unknown-unknown, target/canister/sqlite-vfs.wasm;
+#                                      `motoko`: canisters/motoko/main.mo with moc (npm),
+#                                      target/canister/motoko.wasm
 #   scripts/build-canister.sh --list   the list as this script reads it, a module a line:
 #                                      name crate target features rewire did, the committed
 #                                      module and the built one
@@ -73,6 +75,34 @@ if [ -z "$line" ]; then
     exit 2
 fi
 read -r NAME CRATE TARGET FEATURES REWIRE DID _ BUILT <<<"$line"
+OUT="$ROOT/$BUILT"
+
+# A Motoko module (`target moc`): the crate folder's build.js runs moc from the npm package
+# `motoko` its package-lock.json pins (npm ci installs it there), with mo:core bundled in
+# that package; moc embeds the did (build.js checks it is moc's interface of main.mo).
+if [ "$TARGET" = moc ]; then
+    for tool in node npm; do
+        if ! command -v "$tool" >/dev/null 2>&1; then
+            echo "build-canister: module $NAME is Motoko: building it needs $tool (Node.js 18 or newer), which is not on PATH" >&2
+            exit 1
+        fi
+    done
+    started=$(date +%s)
+    echo "build-canister: installing moc ($CRATE/package-lock.json) and compiling $CRATE/main.mo" >&2
+    npm ci --prefix "$ROOT/$CRATE" --no-audit --no-fund --silent >&2
+    mkdir -p "$(dirname "$OUT")"
+    tmp="$(mktemp "$OUT.XXXXXX")"
+    trap 'rm -f "$tmp"' EXIT
+    node "$ROOT/$CRATE/build.js" "$tmp" "$ROOT/$DID" >&2
+    chmod 644 "$tmp"
+    mv -f "$tmp" "$OUT"
+    echo "build-canister: done in $(($(date +%s) - started)) s"
+    echo "$OUT"
+    echo "size: $(wc -c <"$OUT") bytes"
+    echo "sha256: $(sha256sum "$OUT" | cut -d' ' -f1)"
+    exit 0
+fi
+
 FEATURE_ARGS=()
 [ "$FEATURES" = - ] || FEATURE_ARGS=(--features "$FEATURES")
 # A target dir of the module's own, so that two builds never overwrite each other's output.
@@ -89,7 +119,6 @@ case "$REWIRE" in
     *) echo "build-canister: module $NAME: rewire \"$REWIRE\" is neither wasi nor none" >&2; exit 2 ;;
 esac
 TOOL_DIR="$ROOT/target/wasi2ic-post"
-OUT="$ROOT/$BUILT"
 OUT_DIR="$(dirname "$OUT")"
 CARGO_HOME_DIR="$(cd "${CARGO_HOME:-$HOME/.cargo}" && pwd -P)"
 started=$(date +%s)

@@ -8,9 +8,11 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-/// Directory entries the source walk skips: build output and dotfiles (editor and VCS files).
+/// Directory entries the source walk skips: build output, the Motoko module's installed
+/// compiler (npm's node_modules: its package-lock.json is the source) and dotfiles (editor
+/// and VCS files).
 pub fn skipped(name: &std::ffi::OsStr) -> bool {
-    name == "target" || name.to_string_lossy().starts_with('.')
+    name == "target" || name == "node_modules" || name.to_string_lossy().starts_with('.')
 }
 
 /// Every source file under `rel` (a file or a directory), as paths relative to `root` with

@@ -117,6 +117,21 @@ pub fn build_from_sources(quiet: bool) -> Result<Vec<u8>> {
     Module::DEFAULT.build_from_sources(quiet)
 }
 
+/// The version string of the Motoko compiler that built `wasm` (its `motoko:compiler`
+/// metadata), for a Motoko module's record: moc.js reports a build hash, not a release.
+pub fn motoko_compiler(wasm: &[u8]) -> Option<String> {
+    wasmparser::Parser::new(0)
+        .parse_all(wasm)
+        .find_map(|payload| match payload {
+            Ok(wasmparser::Payload::CustomSection(s))
+                if s.name().ends_with("motoko:compiler") =>
+            {
+                Some(String::from_utf8_lossy(s.data()).into_owned())
+            }
+            _ => None,
+        })
+}
+
 fn current_icbench() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok();
     exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"))
@@ -167,6 +182,9 @@ impl Module {
     /// The ic-sqlite-vfs canister (canisters/sqlite-vfs): the users table on the other
     /// SQLite binding, the store `sqlite-vfs`.
     pub const SQLITE_VFS: Module = Module::listed("sqlite-vfs");
+    /// The Motoko canister (canisters/motoko, built by moc): the stores `mo-map`,
+    /// `mo-pure-map` and `mo-region`.
+    pub const MOTOKO: Module = Module::listed("motoko");
 
     const fn at(index: usize) -> Module {
         let m = &MODULES[index];
@@ -274,11 +292,14 @@ impl Module {
     /// `sources`.
     fn record(&self, sources: &str, wasm: &[u8]) -> String {
         use sha2::{Digest, Sha256};
+        let compiler = motoko_compiler(wasm)
+            .map(|version| format!("moc {version}\n"))
+            .unwrap_or_default();
         format!(
             "# The sources {} is built from; written by\n\
              # scripts/update-prebuilt-canister.sh, checked by the tests and .ci/run.\n\
              sources-sha256 {sources}\n\
-             module-sha256 {}\n",
+             module-sha256 {}\n{compiler}",
             self.prebuilt_wasm,
             hex::encode(Sha256::digest(wasm))
         )

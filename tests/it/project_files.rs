@@ -1,5 +1,5 @@
-//! dfx.json and icp.yaml build and install the same canisters (the bench canister and the
-//! ic-sqlite-vfs canister): both parse, name paths that exist, and their build commands
+//! dfx.json and icp.yaml build and install the same canisters (the bench canister, the
+//! ic-sqlite-vfs canister and the Motoko canister): both parse, name paths that exist, and their build commands
 //! really produce each IC module, the committed one. Each runs the wasm32
 //! build, which the rest of `cargo test` no longer needs (the committed module is used), so
 //! they are ignored there and run by .ci/run (`cargo test --release --test it --
@@ -14,7 +14,7 @@ fn root() -> PathBuf {
 
 /// The canisters both files list, in their order: name, built module, interface, and the
 /// committed module the build must reproduce.
-const CANISTERS: [(&str, &str, &str, &str); 2] = [
+const CANISTERS: [(&str, &str, &str, &str); 3] = [
     (
         "bench",
         "target/canister/bench.wasm",
@@ -26,6 +26,12 @@ const CANISTERS: [(&str, &str, &str, &str); 2] = [
         "target/canister/sqlite-vfs.wasm",
         "canisters/sqlite-vfs/sqlite-vfs.did",
         "canisters/prebuilt/sqlite-vfs.wasm",
+    ),
+    (
+        "motoko",
+        "target/canister/motoko.wasm",
+        "canisters/motoko/motoko.did",
+        "canisters/prebuilt/motoko.wasm",
     ),
 ];
 const WASM: &str = CANISTERS[0].1;

@@ -15,6 +15,11 @@ pub const BUILD_SOURCES: [&str; 2] = ["scripts/build-canister.sh", "rust-toolcha
 /// The converter, a source of every module the build runs it on (`rewire wasi`, or a did).
 pub const CONVERTER: &str = "scripts/wasi2ic-post";
 
+/// The `target` of a module the Motoko compiler builds (moc from npm, run by the crate
+/// folder's build.js), not cargo: it has no features, embeds its did itself and needs no
+/// converter.
+pub const MOC: &str = "moc";
+
 /// The keys of a module.
 const KEYS: [&str; 8] = [
     "crate", "target", "features", "rewire", "did", "wasm", "sources", "requires",
@@ -87,9 +92,14 @@ impl Entry<'_> {
         format!("{}.sources", self.wasm.trim_end_matches(".wasm"))
     }
 
-    /// Whether the build runs the converter on it.
+    /// Whether the Motoko compiler builds it (`target moc`), not cargo.
+    pub fn moc(&self) -> bool {
+        self.target == MOC
+    }
+
+    /// Whether the build runs the converter on it: moc embeds a Motoko module's did itself.
     pub fn converted(&self) -> bool {
-        self.rewire_wasi || self.did.is_some()
+        self.rewire_wasi || (self.did.is_some() && !self.moc())
     }
 }
 
@@ -256,6 +266,12 @@ fn entry<'a>(Block { name, line, keys }: Block<'a>) -> Result<Entry<'a>, String>
             })
             .collect::<Result<_, _>>()?,
     };
+    if target == MOC && (!features.is_empty() || rewire_wasi || did.is_none()) {
+        return Err(format!(
+            "{at}: a Motoko module (target {MOC}) has no features, rewire none and a did (moc's \
+             interface of it)"
+        ));
+    }
     let entry = Entry {
         name,
         crate_dir,
