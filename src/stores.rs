@@ -36,7 +36,7 @@ pub use modules::{
     wasm_flag_value, GivenModule, ModuleFile, ModuleNeed, Modules,
 };
 pub use schema::{Schema, SchemaStore};
-pub use setup::{reopen_sqlite, set_journal_mode};
+pub use setup::{reopen_sqlite, set_journal_mode, settle_collector};
 
 /// One store: a row of [`TABLE`].
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +80,11 @@ pub struct StoreDef {
     pub rows_on_heap: bool,
     /// How the users suites fill it.
     pub prefill: Prefill,
+    /// Whether its canister's runtime collects garbage after update messages (Motoko's
+    /// incremental collector): a message then pays for an increment when a collection is
+    /// under way or due, and a filled canister is sent empty messages until none is, before
+    /// its snapshot, so that every scenario starts with the collector idle.
+    pub collected: bool,
     /// The suites that measure it (`--suite` names).
     pub suites: &'static [&'static str],
     /// Its schemas in the suites that measure schemas (dbbench, keys, sysbench).
@@ -152,11 +157,14 @@ pub enum Prefill {
 
 /// The modules' stores, in the order reports show them: `--stores`' values first (its
 /// possible values and defaults, in this order), then the tune variant's.
-const ROWS: [StoreDef; 7] = [
+const ROWS: [StoreDef; 10] = [
     HEAP,
     BTREE,
     SQLITE,
     SQLITE_VFS,
+    MO_MAP,
+    MO_PURE_MAP,
+    MO_REGION,
     HEAP_TALC,
     BTREE_TALC,
     BTREE_BOUNDED,
@@ -199,6 +207,7 @@ const HEAP: StoreDef = StoreDef {
     ]),
     rows_on_heap: true,
     prefill: Prefill::Alone,
+    collected: false,
     suites: &["seed003", "lookups", "upgrade", "scaling", "tune"],
     schemas: &[],
     memory: Memory {
@@ -241,6 +250,7 @@ const BTREE: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
+    collected: false,
     suites: EVERY_SUITE,
     schemas: &[Schema {
         record: names::BTREE,
@@ -292,6 +302,7 @@ const SQLITE: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
+    collected: false,
     // Every suite, and the cache suite's sweep of its page cache.
     suites: &[
         "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune", "cache",
@@ -404,6 +415,7 @@ const SQLITE_VFS: StoreDef = StoreDef {
     on_upgrade: OnUpgrade::InPlace,
     rows_on_heap: false,
     prefill: Prefill::Shared,
+    collected: false,
     // The suites that make a canister per module (the users suites, the cache suite's sweep
     // over the warm-ups, upgrade, scaling) and tune, which searches its settings in a
     // canister of its own (suites/tune/binding.rs); dbbench, keys and sysbench send their
@@ -442,6 +454,123 @@ const SQLITE_VFS: StoreDef = StoreDef {
     rows: |client| Ok(client.stats()?.sqlite_rows),
     variant_of: None,
     max_value_size: None,
+};
+
+/// The Motoko canister's stores (canisters/motoko, built by moc): a persistent actor under
+/// enhanced orthogonal persistence, whose heap is kept across upgrades (nothing is
+/// serialized) and tended by the incremental collector. Each row's value is a Text of its
+/// own, as a decoded argument would be.
+const fn motoko(
+    name: &'static str,
+    stem: &'static str,
+    help: &'static str,
+    label: &'static str,
+    short_label: &'static str,
+    noun: &'static str,
+    users_tenths: u64,
+    fill_cost: i64,
+    colour: usize,
+    rows: fn(&mut BenchClient<'_>) -> Result<u64>,
+) -> StoreDef {
+    StoreDef {
+        name,
+        selected_by: SelectedBy::Stores { help },
+        module: Module::MOTOKO,
+        stem,
+        record: name,
+        formerly: &[],
+        label,
+        short_label,
+        noun,
+        journal_modes: false,
+        fixed: &[],
+        sql: false,
+        page_cache: false,
+        // The heap is kept as it is: the upgrade's work does not grow with the rows.
+        on_upgrade: OnUpgrade::InPlace,
+        rows_on_heap: true,
+        prefill: Prefill::Shared,
+        collected: true,
+        suites: &["seed003", "lookups"],
+        schemas: &[],
+        // Each alone (`--stores NAME`, an empty cache, 2026-11-26) the default run peaked at
+        // 1.05 GB (mo-map: a 537 MiB Wasm memory at 1,000,000 rows), 2.83 GB (mo-pure-map,
+        // whose fill leaves the most garbage) and 0.67 GB (mo-region), the heap map's at
+        // 0.29 GB; all twelve stores together at 3.9 GB, 1.95 GB above the Rust stores'
+        // run, as the canisters' peaks do not coincide. 40, 120 and 25 tenths of 150 bytes a
+        // row keep the default run's estimate (5.5 GB) above its peak; mo-pure-map alone
+        // peaks 0.5 GB above its own (2.3 GB).
+        memory: Memory {
+            users_tenths,
+            users_tenths_per_mode: 0,
+            // Not read: the upgrade and scaling suites do not measure these stores (yet).
+            upgrade: UpgradeMemory {
+                upgrade_tenths: 0,
+                held_tenths: 0,
+                overhead: 0,
+            },
+            scaling_per_row: 0,
+            capacity_search: 0,
+            fill_cost,
+        },
+        colour: Some(colour),
+        // A map's rows are on the heap; the region's size is the canister's stable memory
+        // (its values, and the region manager's own pages).
+        stable_bytes: |_| 0,
+        rows,
+        variant_of: None,
+        max_value_size: None,
+    }
+}
+
+/// mo:core's `Map<Nat64, Text>`: a B-tree of mutable nodes on the heap.
+const MO_MAP: StoreDef = motoko(
+    "mo-map",
+    "mo_map",
+    "Motoko: mo:core's Map (a B-tree on the 64-bit persistent heap), a canister of its own",
+    "Motoko Map",
+    "mo Map",
+    "mo:core's Map",
+    40,
+    // Its fill of 1,000,000 rows executes 22.8B instructions (with the collector's).
+    3,
+    11,
+    |client| Ok(client.motoko_stats()?.map_rows),
+);
+
+/// mo:core's `pure/Map<Nat64, Text>`: an immutable red-black tree in a `var` field, a new
+/// version of the path to each inserted row.
+const MO_PURE_MAP: StoreDef = motoko(
+    "mo-pure-map",
+    "mo_pure_map",
+    "Motoko: mo:core's pure/Map (an immutable red-black tree on the heap), a canister of its own",
+    "Motoko pure/Map",
+    "mo pure/Map",
+    "mo:core's pure/Map",
+    120,
+    // 67B: the longest fill of all.
+    5,
+    12,
+    |client| Ok(client.motoko_stats()?.pure_map_rows),
+);
+
+/// The values in a `Region` of stable memory, appended after their length, and a
+/// `Map<Nat64, Nat64>` on the heap from id to offset.
+const MO_REGION: StoreDef = StoreDef {
+    stable_bytes: |stats| stats.stable_pages * WASM_PAGE_SIZE,
+    ..motoko(
+        "mo-region",
+        "mo_region",
+        "Motoko: the values in a Region (stable memory), a Map from id to offset on the heap",
+        "Motoko Region",
+        "mo Region",
+        "the Motoko region",
+        25,
+        // 19B.
+        3,
+        13,
+        |client| Ok(client.motoko_stats()?.region_rows),
+    )
 };
 
 /// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
@@ -520,11 +649,22 @@ pub fn measured_by(suite: &str, kinds: &[StoreKind]) -> Vec<StoreKind> {
 
 /// A `--journal-modes` list given on the command line, checked against the stores `kinds`
 /// that `suite` measures: when none of them is measured per journal mode, a mode other than
-/// the one a SQLite store's binding fixes is refused, naming why.
+/// the one a SQLite store's binding fixes is refused, naming why; when none is SQLite, the
+/// list is refused, as it would change nothing.
 pub fn check_journal_modes(suite: &str, kinds: &[StoreKind], modes: &[JournalMode]) -> Result<()> {
     let measured = measured_by(suite, kinds);
     if measured.iter().any(|k| k.def().journal_modes) {
         return Ok(());
+    }
+    if !measured.is_empty() && measured.iter().all(|k| !k.def().sql) {
+        let names: Vec<&str> = measured.iter().map(|k| k.name()).collect();
+        let modes: Vec<&str> = modes.iter().map(|m| m.as_str()).collect();
+        anyhow::bail!(
+            "--journal-modes {}: no store this run measures is SQLite ({}), so there is no journal \
+             mode to choose; leave --journal-modes out, or add --stores sqlite",
+            modes.join(","),
+            names.join(",")
+        );
     }
     for kind in measured {
         let Some(fixed) = kind.fixed("journal_mode") else {

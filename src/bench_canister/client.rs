@@ -356,4 +356,38 @@ impl<'e> BenchClient<'e> {
     pub fn upgrade_stats(&mut self) -> Result<UpgradeStats> {
         self.uncounted_query("upgrade_stats", &Encode!()?)
     }
+
+    /// The Motoko canister's stores and its runtime's figures.
+    pub fn motoko_stats(&mut self) -> Result<MotokoStats> {
+        self.uncounted_query("motoko_stats", &Encode!()?)
+    }
+
+    /// An update message of the Motoko canister that does nothing: what it costs is the
+    /// collector's increment after it, if one is due.
+    pub fn tick(&mut self) -> Result<Measured<u64>> {
+        self.update("tick", Encode!()?)
+    }
+}
+
+/// `motoko_stats`'s result (canisters/motoko/motoko.did): the rows of the Motoko canister's
+/// stores and what its runtime reports (`Prim.rts_*`). Only the host reads it, so it lives
+/// here, not in the crate the Rust canisters share.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct MotokoStats {
+    pub map_rows: u64,
+    pub pure_map_rows: u64,
+    pub region_rows: u64,
+    /// The region's pages (64 KiB) of stable memory.
+    pub region_pages: u64,
+    /// The heap's bytes, live and not yet collected.
+    pub heap_size: u64,
+    /// The Wasm memory's bytes.
+    pub memory_size: u64,
+    pub max_live_size: u64,
+    pub total_allocation: u64,
+    pub reclaimed: u64,
+    /// The instructions of the last update message: its own (the mutator's), and those of
+    /// the collector's increment after it.
+    pub mutator_instructions: u64,
+    pub collector_instructions: u64,
 }

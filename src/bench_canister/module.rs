@@ -123,9 +123,7 @@ pub fn motoko_compiler(wasm: &[u8]) -> Option<String> {
     wasmparser::Parser::new(0)
         .parse_all(wasm)
         .find_map(|payload| match payload {
-            Ok(wasmparser::Payload::CustomSection(s))
-                if s.name().ends_with("motoko:compiler") =>
-            {
+            Ok(wasmparser::Payload::CustomSection(s)) if s.name().ends_with("motoko:compiler") => {
                 Some(String::from_utf8_lossy(s.data()).into_owned())
             }
             _ => None,

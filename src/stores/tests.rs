@@ -3,7 +3,18 @@ use super::*;
 #[test]
 fn the_stores_values_are_the_table_s_stores_rows_each_with_its_help() {
     let names: Vec<&str> = StoreKind::ALL.iter().map(|k| k.name()).collect();
-    assert_eq!(names, ["heap", "btree", "sqlite", "sqlite-vfs"]);
+    assert_eq!(
+        names,
+        [
+            "heap",
+            "btree",
+            "sqlite",
+            "sqlite-vfs",
+            "mo-map",
+            "mo-pure-map",
+            "mo-region"
+        ]
+    );
     for k in StoreKind::ALL {
         let value = clap::ValueEnum::to_possible_value(&k).expect("a --stores value");
         assert_eq!(value.get_name(), k.name());
@@ -59,9 +70,9 @@ fn every_store_s_record_parses_back_to_it_with_its_label() {
             all.push(store);
         }
     }
-    // Heap, the StableBTreeMap, SQLite's six modes, SQLite on ic-sqlite-vfs and the three
-    // variants.
-    assert_eq!(all.len(), 12);
+    // Heap, the StableBTreeMap, SQLite's six modes, SQLite on ic-sqlite-vfs, Motoko's three
+    // and the three variants.
+    assert_eq!(all.len(), 15);
     let ranks: Vec<usize> = all.iter().map(|s| s.rank()).collect();
     assert_eq!(ranks, (0..all.len()).collect::<Vec<_>>());
     assert_eq!(parse("sqlite", ""), None);
@@ -121,7 +132,18 @@ fn a_record_s_label_says_what_its_columns_hold() {
         .flat_map(|k| k.stores(&[JournalMode::Wal]))
         .map(Store::short_label)
         .collect();
-    assert_eq!(short, ["Heap", "BTreeMap", "WAL", "ic-sqlite-vfs"]);
+    assert_eq!(
+        short,
+        [
+            "Heap",
+            "BTreeMap",
+            "WAL",
+            "ic-sqlite-vfs",
+            "mo Map",
+            "mo pure/Map",
+            "mo Region"
+        ]
+    );
 }
 
 /// Every colour the table gives (each store in each journal mode, each schema's own).
@@ -239,11 +261,11 @@ fn a_module_must_export_what_the_list_and_its_stores_need() {
     );
     assert_eq!(
         value("a=b.wasm"),
-        Err("--wasm a=b.wasm: no module is called a; the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module".into())
+        Err("--wasm a=b.wasm: no module is called a; the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module".into())
     );
     assert_eq!(
         value("sqlite_vfs=v.wasm"),
-        Err("--wasm sqlite_vfs=v.wasm: no module is called sqlite_vfs (did you mean sqlite-vfs?); the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module".into())
+        Err("--wasm sqlite_vfs=v.wasm: no module is called sqlite_vfs (did you mean sqlite-vfs?); the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module".into())
     );
     assert_eq!(
         value("tune="),

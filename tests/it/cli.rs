@@ -392,7 +392,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let stderr = icbench_with("6000000000", &["--rows", "10000000"]);
     assert_eq!(
         stderr.trim_end(),
-        "error: the seed003 suite with 10,000,000 rows in 9 stores needs about 22.6 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--rows 1000000` (about 2.7 GB), `--rows 100000` (about 0.7 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the seed003 suite with 10,000,000 rows in 12 stores needs about 50.3 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--rows 1000000` (about 5.5 GB), `--rows 100000` (about 1.0 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // A shard counts only its own stores (`--shard` splits the scaling suite by store).
     let stderr = run("4000000000", &["--shard", "3/3"]);

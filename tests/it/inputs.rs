@@ -151,7 +151,7 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
     let file = dir.join("m.wasm");
     std::fs::write(&file, b"\0asm").unwrap();
     let file = file.display();
-    let modules = "the modules are bench, tune, sqlite-vfs (--wasm NAME=PATH), or give a path alone for the bench module";
+    let modules = "the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module";
     refused(
         "wasm-foo",
         &["--wasm", &format!("foo={file}")],
@@ -263,4 +263,24 @@ fn values_said_wrongly_before_are_named_for_what_they_are() {
             &format!("--usd-per-xdr {what}: it must be a finite positive number"),
         );
     }
+}
+
+/// Motoko's stores: a journal mode (they are not SQLite) and a name the table does not have
+/// are refused in one line before any work.
+#[test]
+fn motoko_stores_refuse_journal_modes_and_unknown_names() {
+    refused(
+        "motoko_journal_modes",
+        &["--stores", "mo-map,mo-region", "--journal-modes", "WAL"],
+        "--journal-modes WAL: no store this run measures is SQLite (mo-map,mo-region), so there is \
+         no journal mode to choose; leave --journal-modes out, or add --stores sqlite",
+    );
+    let (code, stderr, made) = icbench("motoko_unknown", &["--stores", "mo-btree"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.starts_with("error: invalid value 'mo-btree' for '--stores <STORES>'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mo-map"), "{stderr}");
+    assert!(!made);
 }

@@ -76,6 +76,8 @@ fn the_script_the_parser_and_the_library_read_the_same_list() {
             "sqlite-vfs canisters/sqlite-vfs wasm32-unknown-unknown - none \
              canisters/sqlite-vfs/sqlite-vfs.did canisters/prebuilt/sqlite-vfs.wasm \
              target/canister/sqlite-vfs.wasm",
+            "motoko canisters/motoko moc - none canisters/motoko/motoko.did \
+             canisters/prebuilt/motoko.wasm target/canister/motoko.wasm",
         ]
     );
     // The stores' methods come from the store table, not the list.

@@ -110,3 +110,5 @@ fn a_motoko_canister_runs_and_upgrades_as_on_the_replica_deterministically() {
     let first = scenario();
     assert_eq!(first, scenario());
 }
+
+mod stores;

@@ -46,6 +46,12 @@ fn all_stores() -> Vec<Store> {
     let mut stores = vec![Store::Heap, Store::BTree];
     stores.extend(JournalMode::ALL.map(Store::Sqlite));
     stores.push(Store::SqliteVfs);
+    stores.extend(["mo-map", "mo-pure-map", "mo-region"].map(|name| {
+        Store::new(
+            icbench::stores::find(name).expect("a store of the table"),
+            None,
+        )
+    }));
     stores
 }
 
@@ -54,12 +60,12 @@ fn seed003_matrix_is_unchanged_by_the_suites() {
     let cfg = seed003::Config::default();
     assert_eq!(cfg.positions, Position::SEED003);
     let matrix = cfg.matrix();
-    // 3 positions x 9 stores x (5 insert batches + 3 reads): docs/suites.md's 216, cold;
-    // then the 7 SQLite stores (6 journal modes, ic-sqlite-vfs) warm, but for the 10,000-row
-    // batches (--warm-max-batch).
-    assert_eq!(matrix.len(), 216 + 3 * 7 * (4 + 3));
-    assert!(matrix[..216].iter().all(|s| s.cache == CacheState::Cold));
-    assert!(matrix[216..].iter().all(|s| s.cache == CacheState::Warm
+    // 3 positions x 12 stores x (5 insert batches + 3 reads), cold; then the 7 SQLite stores
+    // (6 journal modes, ic-sqlite-vfs) warm, but for the 10,000-row batches
+    // (--warm-max-batch).
+    assert_eq!(matrix.len(), 288 + 3 * 7 * (4 + 3));
+    assert!(matrix[..288].iter().all(|s| s.cache == CacheState::Cold));
+    assert!(matrix[288..].iter().all(|s| s.cache == CacheState::Warm
         && s.store.store_kind().def().page_cache
         && s.operation.rows() <= 1_000));
     assert!(matrix.iter().all(|s| s.position != Position::Sorted));
@@ -114,16 +120,17 @@ fn lookups_matrix_is_every_store_order_and_batch_once() {
         }
     }
     assert_eq!(cfg.matrix(), expected);
-    assert_eq!(expected.len(), 90 + 70);
+    assert_eq!(expected.len(), 120 + 70);
     assert_eq!(
-        expected[90].key(),
+        expected[120].key(),
         "sqlite/DELETE/random/point_lookup/1/warm"
     );
     // Drawn keys go to the id-list methods.
     assert_eq!(expected[0].method(), "get_users_heap_ids");
     assert_eq!(expected[5].method(), "get_users_btree_ids");
-    assert_eq!(expected[79].method(), "get_users_sqlite_ids");
-    assert_eq!(expected[89].method(), "get_users_sqlite_vfs_ids");
+    assert_eq!(expected[94].method(), "get_users_sqlite_ids");
+    assert_eq!(expected[104].method(), "get_users_sqlite_vfs_ids");
+    assert_eq!(expected[105].method(), "get_users_mo_map_ids");
 }
 
 #[test]
@@ -206,11 +213,11 @@ fn bad_suite_selections_are_refused_before_any_work() {
         ),
         (
             &["--stores", "btree,x"],
-            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite, sqlite-vfs]",
+            "invalid value 'x' for '--stores <STORES>'\n  [possible values: heap, btree, sqlite, sqlite-vfs, mo-map, mo-pure-map, mo-region]",
         ),
         (
             &["--suite", "keys", "--stores", "heap"],
-            "no store of the keys suite selected (--stores btree,sqlite; it has no heap or sqlite-vfs store)",
+            "no store of the keys suite selected (--stores btree,sqlite; it has no heap, sqlite-vfs, mo-map, mo-pure-map or mo-region store)",
         ),
         (
             &["--positions", "top"],
@@ -462,9 +469,9 @@ fn lookups_end_to_end_is_deterministic() {
     let a = read_report(&dir.join("results.json"));
     same_numbers(&a, &read_report(&second.join("lookups/results.json")));
     assert_eq!(a.suite, "lookups");
-    // 2 key orders x 4 stores (heap, btree, SQLite DELETE, SQLite on ic-sqlite-vfs) x 3
-    // batches, every one measured, and the two SQLite stores warm.
-    assert_eq!(a.results.len(), 24 + 2 * 2 * 3);
+    // 2 key orders x 7 stores (heap, btree, SQLite DELETE, SQLite on ic-sqlite-vfs,
+    // Motoko's three) x 3 batches, every one measured, and the two SQLite stores warm.
+    assert_eq!(a.results.len(), 42 + 2 * 2 * 3);
     for r in &a.results {
         assert_eq!(r.suite, "lookups");
         assert_eq!(r.status, icbench::report::Status::Ok, "{r:?}");
@@ -504,11 +511,11 @@ fn lookups_end_to_end_is_deterministic() {
 fn seed003_gives_the_same_files_whatever_the_jobs() {
     let args = ["--batches", "1,10", "--journal-modes", "DELETE,WAL"];
     let (first, _, _) = same_files_whatever_the_jobs("seed003", &args, "3");
-    // 3 positions x 5 stores (heap, btree, DELETE, WAL, ic-sqlite-vfs) x (2 insert batches
-    // + 3 reads), and the three SQLite stores warm.
+    // 3 positions x 8 stores (heap, btree, DELETE, WAL, ic-sqlite-vfs, Motoko's three) x
+    // (2 insert batches + 3 reads), and the three SQLite stores warm.
     assert_eq!(
         read_report(&first.join("results.json")).results.len(),
-        75 + 3 * 3 * 5
+        120 + 3 * 3 * 5
     );
 }
 
@@ -716,12 +723,12 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let stdout = run_into(&out, &SMALL_ALL);
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
-    // 3 positions x 4 stores (heap, btree, SQLite OFF, ic-sqlite-vfs) x (1 insert batch + 3
-    // reads), and the two SQLite stores warm.
-    assert_eq!(seed003.results.len(), 48 + 2 * 3 * 4);
+    // 3 positions x 7 stores (heap, btree, SQLite OFF, ic-sqlite-vfs, Motoko's three) x (1
+    // insert batch + 3 reads), and the two SQLite stores warm.
+    assert_eq!(seed003.results.len(), 84 + 2 * 3 * 4);
     let lookups = read_report(&out.join("lookups/results.json"));
-    // 2 key orders x 4 stores x 2 batches, and the two SQLite stores warm.
-    assert_eq!(lookups.results.len(), 16 + 2 * 2 * 2);
+    // 2 key orders x 7 stores x 2 batches, and the two SQLite stores warm.
+    assert_eq!(lookups.results.len(), 28 + 2 * 2 * 2);
     let dbbench = read_report(&out.join("dbbench/results.json"));
     // The map, SQLite rowid and WITHOUT ROWID, x 12 benchmarks.
     assert_eq!(dbbench.results.len(), 36);
@@ -1817,11 +1824,9 @@ fn scaling_refuses_a_store_too_small_for_its_scan() {
 // ---- interrupted runs ------------------------------------------------------------------
 
 /// The interrupted runs' settings: one store, a prefill of some seconds, four scenarios.
-const SIGNALLED_RUN: [&str; 10] = [
+const SIGNALLED_RUN: [&str; 8] = [
     "--stores",
     "btree",
-    "--journal-modes",
-    "OFF",
     "--positions",
     "end",
     "--batches",

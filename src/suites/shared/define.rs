@@ -85,10 +85,14 @@ pub fn store_selected(stores: &[StoreKind], suite: &str) -> Result<()> {
         let (theirs, others): (Vec<StoreKind>, Vec<StoreKind>) =
             StoreKind::ALL.iter().partition(|k| k.measured_by(suite));
         let names = |kinds: &[StoreKind]| -> Vec<&str> { kinds.iter().map(|k| k.name()).collect() };
+        let others = names(&others);
+        let others = match others.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => others.join(""),
+        };
         return Err(anyhow!(
-            "no store of the {suite} suite selected (--stores {}; it has no {} store)",
+            "no store of the {suite} suite selected (--stores {}; it has no {others} store)",
             names(&theirs).join(","),
-            names(&others).join(" or ")
         ));
     }
     Ok(())

@@ -184,7 +184,8 @@ pub(super) fn make_all<'m>(
 
 /// `canister` on `engine`: its module compiled while its cached post-prefill state is
 /// read, then that state loaded, or the canister installed, its payload size set, its
-/// stores filled (ids 0, 10, 20, ..., `PREFILL_CHUNK` rows per message) and its SQLite
+/// stores filled (ids 0, 10, 20, ..., `PREFILL_CHUNK` rows per message), its collector
+/// left with no collection under way (a garbage-collected store's), and its SQLite
 /// connections without journal modes reopened (their scenarios start on a newly opened
 /// connection, as the bench canister's SQLite in a journal mode does), and its state taken
 /// for the cache; then snapshotted.
@@ -263,6 +264,13 @@ fn make(
                         })
                     },
                 )?;
+            }
+            if canister.filled.iter().any(|k| k.def().collected) {
+                chain.step(
+                    Kind::Fill,
+                    format!("let the {name} canister's collector finish"),
+                );
+                stores::settle_collector(&mut client)?;
             }
             chain.stop();
             let usable = reopen(&mut client, canister, &mut chain)?;
@@ -345,11 +353,15 @@ mod tests {
                 })
                 .collect()
         };
-        // The longest fill first: the StableBTreeMap's, then SQLite's two bindings.
+        // The longest fill first: Motoko's pure/Map, the StableBTreeMap's, Motoko's other
+        // two, then SQLite's two bindings.
         assert_eq!(
             names(Layout::Alone),
             [
+                ("mo-pure-map", vec!["mo-pure-map"], vec![]),
                 ("btree", vec!["btree"], vec![]),
+                ("mo-map", vec!["mo-map"], vec![]),
+                ("mo-region", vec!["mo-region"], vec![]),
                 ("sqlite", vec!["sqlite"], vec![]),
                 ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
                 ("heap", vec!["heap"], vec![]),
@@ -358,6 +370,7 @@ mod tests {
         assert_eq!(
             names(Layout::Shared),
             [
+                ("motoko", vec!["mo-map", "mo-pure-map", "mo-region"], vec![]),
                 ("bench", vec!["btree", "sqlite"], vec!["heap"]),
                 ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
             ]

@@ -1,0 +1,300 @@
+//! icbench's Motoko canister (canisters/motoko, built by moc from npm): the committed
+//! module is of its sources and embeds its interface; its three stores count exactly under
+//! both vintages; an upgrade that keeps the heap keeps every row; and the collector's
+//! increments land in known messages.
+//!
+//! Its calls are the bench canister's users calls with the stems `mo_map`, `mo_pure_map`
+//! and `mo_region`, so the bench canister's client drives it.
+
+use candid::Encode;
+use icbench::bench_canister::{BenchClient, Module};
+use icbench::engine::cost::Replica;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::{Engine, PageCounts, UpgradeOptions, WasmMemoryPersistence};
+use wasmparser::{Parser, Payload};
+
+const STEMS: [&str; 3] = ["mo_map", "mo_pure_map", "mo_region"];
+const DID: &str = "canisters/motoko/motoko.did";
+
+fn read(rel: &str) -> Vec<u8> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("reading {rel}: {e}"))
+}
+
+fn wasm() -> &'static [u8] {
+    Module::MOTOKO
+        .embedded()
+        .expect("the committed motoko module is of its sources")
+}
+
+#[test]
+fn the_module_list_builds_it_with_moc_and_its_record_names_the_compiler() {
+    let m = Module::named("motoko").expect("the list has motoko");
+    assert_eq!(m, Module::MOTOKO);
+    assert_eq!(
+        m.listing().recipe,
+        "canisters/motoko moc - none canisters/motoko/motoko.did"
+    );
+    assert_eq!(wasm(), &read(m.prebuilt_wasm)[..]);
+    for (name, stem) in [
+        ("mo-map", "mo_map"),
+        ("mo-pure-map", "mo_pure_map"),
+        ("mo-region", "mo_region"),
+    ] {
+        let kind = icbench::stores::find(name).expect("a store of the table");
+        assert_eq!((kind.module(), kind.stem()), (Module::MOTOKO, stem));
+    }
+    // The compiler's version string, in the module and in its record.
+    let mut compiler = None;
+    let mut service = None;
+    for payload in Parser::new(0).parse_all(wasm()) {
+        if let Payload::CustomSection(s) = payload.unwrap() {
+            match s.name() {
+                "icp:private motoko:compiler" => compiler = Some(s.data().to_vec()),
+                "icp:public candid:service" => service = Some(s.data().to_vec()),
+                _ => {}
+            }
+        }
+    }
+    let compiler = String::from_utf8(compiler.expect("moc records itself")).unwrap();
+    let record = String::from_utf8(read("canisters/prebuilt/motoko.sources")).unwrap();
+    assert!(
+        record.lines().any(|l| l == format!("moc {compiler}")),
+        "{record}"
+    );
+    // The interface moc embeds, public as dfx makes it, is the committed did.
+    assert_eq!(service.expect("a public candid:service"), read(DID));
+}
+
+#[derive(PartialEq)]
+struct Counts {
+    store: u64,
+    message: u64,
+    pages: PageCounts,
+}
+
+impl std::fmt::Debug for Counts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = &self.pages;
+        write!(
+            f,
+            "({}, {}, ({}, {}), ({}, {}), {})",
+            self.store,
+            self.message,
+            p.heap_wasm_pages_accessed,
+            p.heap_wasm_pages_written,
+            p.stable_wasm_pages_accessed,
+            p.stable_wasm_pages_written,
+            p.page_charge_instructions
+        )
+    }
+}
+
+fn counts(store: u64, message: &icbench::engine::MessageReport) -> Counts {
+    Counts {
+        store,
+        message: message.instructions,
+        pages: message.pages.expect("the embedded engine counts pages"),
+    }
+}
+
+/// 2,000 rows (ids 0, 10, ..., 19,990) in one message, then the default run's calls in the
+/// middle: one row inserted, one key and 100 keys read and 1,000 rows scanned (queries).
+fn small_store(replica: Replica, stem: &str) -> Vec<Counts> {
+    let mut engine = EmbeddedEngine::default().with_replica(replica);
+    let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
+    let mut out = Vec::new();
+    let r = c.add_users(stem, 0, 10, 2_000).unwrap();
+    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 2_000);
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    let r = c.add_users(stem, 10_001, 10, 1).unwrap();
+    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 1);
+    out.push(counts(r.value.unwrap().instructions, &r.message));
+    for keys in [1, 100] {
+        let r = c.get_users(stem, 10_000, 10, keys, false).unwrap();
+        let v = r.value.unwrap();
+        assert_eq!((v.rows_found, v.bytes_read), (keys, keys * 100));
+        out.push(counts(v.instructions, &r.message));
+    }
+    let r = c.scan_users(stem, 10_000, 1_000, false).unwrap();
+    let v = r.value.unwrap();
+    assert_eq!((v.rows_found, v.bytes_read), (1_000, 100_000));
+    out.push(counts(v.instructions, &r.message));
+    out
+}
+
+/// Each store's small-store calls (fill, insert, 1 and 100 keys, scan), as (store
+/// instructions, message instructions, heap pages (accessed, written), stable pages, page
+/// charge). Since the memory tracker (2026-07) a call pays 80,000 instructions per Wasm page
+/// it touches and as much again per page it writes, queries included (a Motoko query
+/// allocates: it writes pages); before it (2026-05) 1,000 per 4 KiB heap page an update
+/// writes. The pages are the same under both.
+#[test]
+fn each_store_counts_exactly_under_both_vintages() {
+    type Row = (u64, u64, (u64, u64), (u64, u64), u64);
+    let check = |replica: Replica, stem: &str, expected: [Row; 5]| {
+        let expected: Vec<Counts> = expected
+            .into_iter()
+            .map(|(store, message, heap, stable, charge)| Counts {
+                store,
+                message,
+                pages: PageCounts {
+                    heap_wasm_pages_accessed: heap.0,
+                    heap_wasm_pages_written: heap.1,
+                    stable_wasm_pages_accessed: stable.0,
+                    stable_wasm_pages_written: stable.1,
+                    page_charge_instructions: charge,
+                },
+            })
+            .collect();
+        assert_eq!(
+            small_store(replica, stem),
+            expected,
+            "{} {stem}",
+            replica.name
+        );
+    };
+    let r = Replica::R2026_07;
+    check(
+        r,
+        "mo_map",
+        [
+            (17_838_588, 18_513_366, (15, 15), (0, 0), 2_400_000),
+            (488_771, 1_303_141, (10, 6), (0, 0), 1_280_000),
+            (407_629, 821_356, (10, 5), (0, 0), 800_000),
+            (1_056_758, 1_470_485, (10, 5), (0, 0), 800_000),
+            (3_754_459, 4_166_332, (15, 7), (0, 0), 1_200_000),
+        ],
+    );
+    check(
+        r,
+        "mo_pure_map",
+        [
+            (36_788_585, 37_463_363, (71, 71), (0, 0), 11_360_000),
+            (571_502, 1_385_872, (12, 5), (0, 0), 1_360_000),
+            (84_284, 498_011, (6, 5), (0, 0), 480_000),
+            (1_072_898, 1_486_625, (14, 5), (0, 0), 1_120_000),
+            (10_489_625, 10_901_498, (79, 13), (0, 0), 6_320_000),
+        ],
+    );
+    check(
+        r,
+        "mo_region",
+        [
+            (19_480_890, 20_155_668, (12, 12), (10, 10), 3_520_000),
+            (568_886, 1_383_256, (9, 6), (1, 1), 1_360_000),
+            (407_049, 820_776, (9, 5), (1, 0), 800_000),
+            (1_074_317, 1_488_044, (10, 6), (1, 0), 880_000),
+            (3_307_129, 3_719_002, (14, 9), (3, 0), 1_360_000),
+        ],
+    );
+    let r = Replica::R2026_05;
+    check(
+        r,
+        "mo_map",
+        [
+            (16_078_588, 16_861_366, (15, 15), (0, 0), 748_000),
+            (8_771, 55_141, (10, 6), (0, 0), 32_000),
+            (7_629, 21_356, (10, 5), (0, 0), 0),
+            (656_758, 670_485, (10, 5), (0, 0), 0),
+            (2_954_459, 2_966_332, (15, 7), (0, 0), 0),
+        ],
+    );
+    check(
+        r,
+        "mo_pure_map",
+        [
+            (26_068_585, 30_447_363, (71, 71), (0, 0), 4_344_000),
+            (11_502, 49_872, (12, 5), (0, 0), 24_000),
+            (4_284, 18_011, (6, 5), (0, 0), 0),
+            (352_898, 366_625, (14, 5), (0, 0), 0),
+            (4_569_625, 4_581_498, (79, 13), (0, 0), 0),
+        ],
+    );
+    check(
+        r,
+        "mo_region",
+        [
+            (16_747_890, 17_346_668, (12, 12), (10, 10), 711_000),
+            (9_886, 60_256, (9, 6), (1, 1), 37_000),
+            (7_049, 20_776, (9, 5), (1, 0), 0),
+            (594_317, 608_044, (10, 6), (1, 0), 0),
+            (2_347_129, 2_359_002, (14, 9), (3, 0), 0),
+        ],
+    );
+}
+
+/// Enhanced orthogonal persistence: an upgrade with `wasm_memory_persistence = keep` keeps
+/// the heap, so every store keeps its rows with nothing serialized; the replica refuses an
+/// upgrade without it, and the rows stay.
+#[test]
+fn an_upgrade_that_keeps_the_heap_keeps_every_store_s_rows() {
+    let mut engine = EmbeddedEngine::default();
+    let id = {
+        let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
+        for stem in STEMS {
+            assert_eq!(
+                c.add_users(stem, 0, 10, 100)
+                    .unwrap()
+                    .value
+                    .unwrap()
+                    .rows_inserted,
+                100
+            );
+        }
+        c.canister
+    };
+    let rows = |engine: &mut EmbeddedEngine| {
+        let s = BenchClient::attach(engine, id).motoko_stats().unwrap();
+        (s.map_rows, s.pure_map_rows, s.region_rows)
+    };
+    let refused = engine.upgrade(id, wasm(), &Encode!().unwrap()).unwrap();
+    assert!(refused.result.is_err());
+    assert_eq!(rows(&mut engine), (100, 100, 100));
+    let options = UpgradeOptions {
+        skip_pre_upgrade: false,
+        wasm_memory_persistence: Some(WasmMemoryPersistence::Keep),
+    };
+    let kept = engine
+        .upgrade_with(id, wasm(), &Encode!().unwrap(), options)
+        .unwrap();
+    kept.result.unwrap();
+    assert_eq!(rows(&mut engine), (100, 100, 100));
+    let mut c = BenchClient::attach(&mut engine, id);
+    for stem in STEMS {
+        let v = c.scan_users(stem, 0, 1_000, false).unwrap().value.unwrap();
+        assert_eq!((v.rows_found, v.bytes_read), (100, 10_000), "{stem}");
+    }
+}
+
+/// The collector runs after update messages, never inside one: filling the map 10,000 rows
+/// a message from an empty canister, the first collection starts after the 14th message
+/// and ends in that message's increment (603,850,966 instructions beside the message's own
+/// 128,592,464); the other messages' cleanup, with no collection under way or due, costs
+/// 330. Then one empty message finds the collector idle.
+#[test]
+fn the_collector_s_increments_land_in_known_messages() {
+    let mut engine = EmbeddedEngine::default();
+    let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
+    let mut collector = Vec::new();
+    for i in 0..20 {
+        let r = c.add_users("mo_map", i * 100_000, 10, 10_000).unwrap();
+        r.value.unwrap();
+        let s = c.motoko_stats().unwrap();
+        // What the message was charged is its own work, the increment after it and the 19
+        // instructions of the cleanup after its last reading of the counter.
+        assert_eq!(
+            r.message.instructions,
+            s.mutator_instructions + s.collector_instructions + 19,
+            "message {i}"
+        );
+        collector.push(s.collector_instructions);
+        if i == 13 {
+            assert_eq!(s.mutator_instructions, 128_592_464);
+        }
+    }
+    let mut expected = [330; 20];
+    expected[13] = 603_850_966;
+    assert_eq!(collector, expected);
+    assert_eq!(icbench::stores::settle_collector(&mut c).unwrap(), 1);
+}
