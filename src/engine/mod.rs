@@ -189,6 +189,10 @@ pub struct MessageReport {
     pub heap_bytes_after: u64,
     pub stable_bytes_before: u64,
     pub stable_bytes_after: u64,
+    /// Whether the canister's module has a 64-bit memory: the replica charges its
+    /// instructions at the Wasm64 rate ([`cost::CyclesFees::execution_cost`]). False where
+    /// the engine cannot see the module (PocketIC).
+    pub wasm64: bool,
     /// For `install_code` (install, upgrade, reinstall): each stage's own report, in the
     /// order they ran, so hooks can be told apart from compilation (whose report has only
     /// instructions); empty for messages and for engines that cannot tell (PocketIC).
@@ -338,6 +342,19 @@ pub struct UpgradeOptions {
     /// must say: the replica refuses its upgrade without this option rather than lose the
     /// heap, where its state lives.
     pub wasm_memory_persistence: Option<WasmMemoryPersistence>,
+}
+
+impl UpgradeOptions {
+    /// What dfx and icp-cli pass when they upgrade a canister to `wasm` (raw): `keep` for a
+    /// module with enhanced orthogonal persistence, whose state is its heap; nothing else.
+    pub fn for_module(wasm: &[u8]) -> UpgradeOptions {
+        use embedded::module::{has_metadata, ENHANCED_ORTHOGONAL_PERSISTENCE};
+        UpgradeOptions {
+            skip_pre_upgrade: false,
+            wasm_memory_persistence: has_metadata(wasm, ENHANCED_ORTHOGONAL_PERSISTENCE)
+                .then_some(WasmMemoryPersistence::Keep),
+        }
+    }
 }
 
 /// `wasm_memory_persistence` of an upgrade.

@@ -724,7 +724,7 @@ pub(super) fn record_reply(
             result.instructions = message.instructions;
             result.instructions_per_row = message.instructions as f64 / n;
             if matches!(operation, Operation::Insert { .. }) {
-                let cycles = fees.execution_cost(message.instructions, false);
+                let cycles = fees.execution_cost(message.instructions, message.wasm64);
                 result.cycles = cycles as u64;
                 result.usd = cycles as f64 / 1e12 * usd_per_xdr;
                 result.ingress_cycles = fees.ingress_cost(request_bytes) as u64;

@@ -116,6 +116,7 @@ impl EmbeddedEngine {
             .as_ref()
             .is_some_and(|m| m.fresh_instance_per_message);
         let stale_at_heap_traps = module.as_ref().is_some_and(|m| m.stale_at_heap_traps);
+        let wasm64 = module.as_ref().is_some_and(|m| m.wasm64);
         // The replica multiplies the heap's (not stable memory's) page charge for wasm64.
         let heap_page_overhead = match &module {
             Some(m) if m.wasm64 => overhead * cost::WASM64_DIRTY_PAGE_OVERHEAD_MULTIPLIER,
@@ -195,6 +196,7 @@ impl EmbeddedEngine {
                 heap_bytes_after: heap_after,
                 stable_bytes_before: stable_before,
                 stable_bytes_after: stable_after,
+                wasm64,
                 stages: Vec::new(),
                 profile: measured.profile,
             },

@@ -337,5 +337,7 @@ fn add_report(total: &mut MessageReport, part: &MessageReport) {
     }
     total.heap_bytes_after = part.heap_bytes_after;
     total.stable_bytes_after = part.stable_bytes_after;
+    // The module that ran last: post_upgrade's, the new one.
+    total.wasm64 = part.wasm64;
     total.stages.extend_from_slice(&part.stages);
 }

@@ -16,7 +16,7 @@ mod install;
 mod instance;
 #[doc(hidden)] // for the tests and benchmarks (the library's surface: lib.rs)
 pub mod memory;
-mod module;
+pub(crate) mod module;
 mod process;
 mod profiler;
 mod snapshot;

@@ -491,11 +491,11 @@ pub(super) fn variant(
 
 /// The replica's name for the metadata of enhanced orthogonal persistence (its upgrade
 /// code's `ENHANCED_ORTHOGONAL_PERSISTENCE_SECTION`).
-const ENHANCED_ORTHOGONAL_PERSISTENCE: &str = "enhanced-orthogonal-persistence";
+pub(crate) const ENHANCED_ORTHOGONAL_PERSISTENCE: &str = "enhanced-orthogonal-persistence";
 
 /// Whether the module has the metadata `name`: a custom section `icp:public NAME` or
 /// `icp:private NAME`, as the replica reads canister metadata.
-fn has_metadata(wasm: &[u8], name: &str) -> bool {
+pub(crate) fn has_metadata(wasm: &[u8], name: &str) -> bool {
     wasmparser::Parser::new(0)
         .parse_all(wasm)
         .map_while(|payload| payload.ok())

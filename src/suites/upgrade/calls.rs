@@ -143,7 +143,8 @@ pub(super) fn calls(
         Ok(v) if v.rows_inserted == 1 => {
             r.store_instructions = v.instructions;
             r.store_instructions_per_row = v.instructions as f64;
-            let cycles = CyclesFees::APPLICATION_13.execution_cost(u.message.instructions, false);
+            let cycles =
+                CyclesFees::APPLICATION_13.execution_cost(u.message.instructions, u.message.wasm64);
             r.cycles = cycles as u64;
             r.usd = cycles as f64 / 1e12 * usd_per_xdr;
         }

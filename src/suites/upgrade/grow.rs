@@ -153,6 +153,14 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> pool:
         fill(client, store, cfg.payload_size, filled, n, &mut |to| {
             ctl.step(Kind::Fill, users::fill_name(&store.label(), to))
         })?;
+        // As the users suites do: every size starts with the collector idle.
+        if store.store.store_kind().def().collected {
+            ctl.step(
+                Kind::Fill,
+                format!("let {}'s collector finish", store.label()),
+            );
+            crate::stores::settle_collector(client)?;
+        }
         let at_n = steps::snapshot(lane, &store.label(), n)?;
         if size + 1 < cfg.sizes.len() {
             let next = Step {

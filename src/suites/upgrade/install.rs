@@ -9,7 +9,7 @@ use super::calls::{fill_message, record};
 use super::{Point, UpgradeStore};
 use crate::bench_canister::{BenchClient, UpgradeStats};
 use crate::engine::cost::CyclesFees;
-use crate::engine::{CallOutcome, InstallStage, MessageReport, Reject};
+use crate::engine::{CallOutcome, InstallStage, MessageReport, Reject, UpgradeOptions};
 use crate::report::{ScenarioResult, Status};
 
 /// The name of the custom section [`new_build`] adds.
@@ -48,9 +48,10 @@ pub(in crate::suites) fn upgrade(
 ) -> Result<(Vec<ScenarioResult>, Point, Option<Reject>)> {
     // Whatever was installed before was installed at least a checkpoint ago.
     client.engine.checkpoint();
+    let options = UpgradeOptions::for_module(new_build);
     let out = client
         .engine
-        .upgrade(client.canister, new_build, &Encode!()?)?;
+        .upgrade_with(client.canister, new_build, &Encode!()?, options)?;
     client.executed_instructions += out.report.instructions;
     let m = &out.report;
     // After a failed upgrade the canister's counts are the old ones: none are this upgrade's.
@@ -126,6 +127,7 @@ pub(in crate::suites) fn upgrade(
         heap_bytes_after: m.heap_bytes_after,
         stable_bytes_after: m.stable_bytes_after,
         encoded_bytes: stats.encoded_bytes,
+        wasm64: m.wasm64,
     };
     Ok((records, point, out.result.err()))
 }
@@ -150,7 +152,8 @@ fn install_code_record(
         }
     );
     fill_message(&mut r, &out.report);
-    let cycles = CyclesFees::APPLICATION_13.execution_cost(out.report.instructions, false);
+    let cycles =
+        CyclesFees::APPLICATION_13.execution_cost(out.report.instructions, out.report.wasm64);
     r.cycles = cycles as u64;
     r.usd = cycles as f64 / 1e12 * usd_per_xdr;
     r.status = match &out.result {
@@ -177,9 +180,10 @@ pub(super) fn upgrade_same_module(
     new_build: &[u8],
     usd_per_xdr: f64,
 ) -> Result<ScenarioResult> {
+    let options = UpgradeOptions::for_module(new_build);
     let out = client
         .engine
-        .upgrade(client.canister, new_build, &Encode!()?)?;
+        .upgrade_with(client.canister, new_build, &Encode!()?, options)?;
     client.executed_instructions += out.report.instructions;
     Ok(install_code_record(
         engine,

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::MAX_HEAP_BYTES;
+use super::{MAX_HEAP_BYTES, MAX_WASM64_HEAP_BYTES};
 use crate::engine::cost::Limits;
 
 /// One measured upgrade, for the limits: kept in results.json.
@@ -31,6 +31,10 @@ pub struct Point {
     pub stable_bytes_after: u64,
     /// The heap store's encoded size, as the canister reports it (0 for other stores).
     pub encoded_bytes: u64,
+    /// Whether the module has a 64-bit heap (Motoko's enhanced orthogonal persistence): its
+    /// maximum is then 6 GiB, not 4.
+    #[serde(default)]
+    pub wasm64: bool,
 }
 
 /// The limit run: the prediction it was made from and what happened.
@@ -63,8 +67,8 @@ pub struct Predicted {
     /// wasm_memory_limit (3 GiB by default): the heap while it holds the rows, and the new
     /// heap after post_upgrade.
     pub wasm_memory_limit: Option<u64>,
-    /// The 4 GiB wasm32 heap during pre_upgrade (exempt from wasm_memory_limit), map and
-    /// encoded copy together.
+    /// The heap's maximum during pre_upgrade (exempt from wasm_memory_limit), map and
+    /// encoded copy together: 4 GiB in wasm32, 6 GiB in wasm64.
     pub heap_4gib: Option<u64>,
 }
 
@@ -114,7 +118,13 @@ pub fn predict(points: &[&Point], limits: &Limits) -> Predicted {
             &line(&|p| p.heap_bytes_before.max(p.heap_bytes_after)),
             memory_limit,
         ),
-        heap_4gib: largest_within(&line(&|p| p.heap_bytes_pre_upgrade), MAX_HEAP_BYTES),
+        heap_4gib: largest_within(
+            &line(&|p| p.heap_bytes_pre_upgrade),
+            match points.first().is_some_and(|p| p.wasm64) {
+                true => MAX_WASM64_HEAP_BYTES,
+                false => MAX_HEAP_BYTES,
+            },
+        ),
     }
 }
 

@@ -111,7 +111,7 @@ pub fn document(report: &Report) -> Document {
         Block::Heading {
             level: 2,
             text: format!(
-                "Limits at {} bytes per row (largest N predicted from a straight line through the two largest sizes measured)",
+                "Limits at {} bytes per row (largest N predicted from a straight line through the two largest sizes measured; the heap maximum is 4 GiB in wasm32 and 6 GiB in wasm64, the Motoko stores)",
                 thousands(report.payload_size)
             ),
         },
@@ -302,7 +302,7 @@ fn limit_table(labels: &[String], points: &[Point], runs: &[LimitRun]) -> Table 
         "Store",
         "install_code 300B",
         "wasm_memory_limit 3 GiB",
-        "4 GiB heap (pre_upgrade)",
+        "heap maximum (pre_upgrade)",
         "first failing N",
         "real run",
     ]);
@@ -353,7 +353,7 @@ fn run_cell(r: &LimitRun) -> String {
 fn limit_run_text(r: &LimitRun) -> String {
     let p = &r.predicted;
     let mut t = format!(
-        "Predicted at {} bytes per row from upgrades at {} rows: install_code 300B {}, wasm_memory_limit {}, 4 GiB heap {}.\n",
+        "Predicted at {} bytes per row from upgrades at {} rows: install_code 300B {}, wasm_memory_limit {}, heap maximum {}.\n",
         thousands(r.payload_size),
         CALIBRATION_SIZES.map(thousands).join(" and "),
         limit_cell(p.instructions),
