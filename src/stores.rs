@@ -469,6 +469,7 @@ const fn motoko(
     noun: &'static str,
     users_tenths: u64,
     upgrade: UpgradeMemory,
+    scaling_per_row: u64,
     fill_cost: i64,
     colour: usize,
     rows: fn(&mut BenchClient<'_>) -> Result<u64>,
@@ -492,7 +493,7 @@ const fn motoko(
         rows_on_heap: true,
         prefill: Prefill::Shared,
         collected: true,
-        suites: &["seed003", "lookups", "upgrade"],
+        suites: &["seed003", "lookups", "upgrade", "scaling"],
         schemas: &[],
         // Each alone (`--stores NAME`, an empty cache, 2026-11-26) the default run peaked at
         // 1.05 GB (mo-map: a 537 MiB Wasm memory at 1,000,000 rows), 2.83 GB (mo-pure-map,
@@ -505,9 +506,9 @@ const fn motoko(
             users_tenths,
             users_tenths_per_mode: 0,
             upgrade,
-            // Not read: the scaling suite does not measure these stores (yet).
-            scaling_per_row: 0,
-            capacity_search: 0,
+            scaling_per_row,
+            // Its largest insert grows the heap up to wasm_memory_limit (3 GiB).
+            capacity_search: 3_000_000_000,
             fill_cost,
         },
         colour: Some(colour),
@@ -543,6 +544,7 @@ const MO_MAP: StoreDef = motoko(
     "mo:core's Map",
     40,
     motoko_upgrade(75, 40),
+    1_200,
     // Its fill of 1,000,000 rows executes 22.8B instructions (with the collector's).
     3,
     11,
@@ -560,6 +562,7 @@ const MO_PURE_MAP: StoreDef = motoko(
     "mo:core's pure/Map",
     120,
     motoko_upgrade(200, 105),
+    4_000,
     // 67B: the longest fill of all.
     5,
     12,
@@ -579,6 +582,7 @@ const MO_REGION: StoreDef = StoreDef {
         "the Motoko region",
         25,
         motoko_upgrade(55, 30),
+        900,
         // 19B.
         3,
         13,

@@ -58,6 +58,9 @@ pub const OPERATIONS: [(Position, Operation); 7] = [
 /// canister) on the heap and in stable memory, and the storage cycles of the whole canister.
 pub const HEAP_BYTES: &str = "heap_bytes";
 pub const STABLE_BYTES: &str = "stable_bytes";
+/// The record of a fill a limit stopped: `batch` the rows it reached, its reason the
+/// replica's reject.
+pub const FILL_STOPPED: &str = "fill_stopped";
 pub const STORAGE_30_DAYS: &str = "storage_30_days";
 /// `operation` of the record of the whole install_code that upgrades a store at the largest
 /// size (with its `pre_upgrade` and `post_upgrade` records, as the upgrade suite writes them).

@@ -4,7 +4,7 @@
 
 use anyhow::{anyhow, Result};
 
-use super::measure::{measure, memory_records};
+use super::measure::{fill_stopped, measure, memory_records};
 use super::report::operation_title;
 use super::{Config, OPERATIONS};
 use crate::bench_canister::{BenchClient, Stats};
@@ -150,18 +150,30 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
             }
             (Some(_), None) => return Err(anyhow!("a fill step without its base stats")),
         };
-        drop(from);
         let stores = stores_of(kind, &base)?;
         let (client, ctl) = (&mut lane.client, &lane.ctl);
-        users::fill(
-            client,
-            kind.stem(),
-            filled,
-            n,
-            PREFILL_CHUNK,
-            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.stem(), to)),
-            &mut |_| {},
-        )?;
+        let stopped = fill_until_stopped(client, kind, filled, n, &mut |to| {
+            ctl.step(Kind::Fill, users::fill_name(kind.stem(), to))
+        })?;
+        if let Some((reached, reject)) = stopped {
+            // A limit stopped the store short of `n` rows: that is its answer at `n`, and its
+            // largest size is the last it reached, upgraded from there.
+            let record = fill_stopped(ctx.engine, stores[0], n, reached, reject);
+            out.put((size, MEMORY, 0), vec![record]);
+            if let (Some(from), Some(last)) = (from, size.checked_sub(1)) {
+                let at = cfg.sizes[last];
+                lane.spawn(upgrade_task(
+                    ctx, out, kind, stores[0], at, from, priority, band,
+                ));
+            }
+            return Ok(());
+        }
+        drop(from);
+        // As the users suites do: every size starts with the collector idle.
+        if kind.def().collected {
+            ctl.step(Kind::Fill, format!("let {kind}'s collector finish"));
+            crate::stores::settle_collector(client)?;
+        }
         let at_n = steps::snapshot(lane, kind.as_str(), n)?;
         let (stats, beyond) = steps::stats_at(lane, &at_n)?;
         if beyond {
@@ -212,27 +224,75 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
             };
             lane.spawn(grow(ctx, next, out));
         } else {
-            let name = format!("upgrade {} at {} rows", kind.as_str(), thousands(n));
-            let store = stores[0];
-            lane.spawn(
-                Task::new(Kind::Upgrade, name, move |lane| {
-                    // From the snapshot: the canister as a worker that measured it first
-                    // left it, its heap a view of the snapshot's.
-                    lane.restore(&at_n)?;
-                    let new_build = &ctx.empties.of(kind).new_build;
-                    let records =
-                        upgrade_at(&mut lane.client, cfg, ctx.engine, store, n, new_build)?;
-                    out.put((cfg.sizes.len(), MEMORY, 0), records);
-                    Ok(())
-                })
-                .priority(priority.max(band + UPGRADE_LAST))
-                .profiled()
-                .park(),
-            );
+            lane.spawn(upgrade_task(
+                ctx, out, kind, stores[0], n, at_n, priority, band,
+            ));
         }
         Ok(())
     })
     .priority(priority)
+}
+
+/// The upgrade of the store at its largest size `n`, from the snapshot `at_n`: the
+/// canister as a worker that measured it first left it, its heap a view of the snapshot's.
+#[allow(clippy::too_many_arguments)]
+fn upgrade_task<'s>(
+    ctx: &'s Shared<'s>,
+    out: &'s Grown,
+    kind: StoreKind,
+    store: Store,
+    n: u64,
+    at_n: State,
+    priority: i64,
+    band: i64,
+) -> Task<'s> {
+    let cfg = ctx.cfg;
+    let name = format!("upgrade {} at {} rows", kind.as_str(), thousands(n));
+    Task::new(Kind::Upgrade, name, move |lane| {
+        lane.restore(&at_n)?;
+        let new_build = &ctx.empties.of(kind).new_build;
+        let records = upgrade_at(&mut lane.client, cfg, ctx.engine, store, n, new_build)?;
+        out.put((cfg.sizes.len(), MEMORY, 0), records);
+        Ok(())
+    })
+    .priority(priority.max(band + UPGRADE_LAST))
+    .profiled()
+    .park()
+}
+
+/// Fills the store of `kind` from `from` to `to` rows as the users suites do
+/// (`PREFILL_CHUNK` rows a message); a message the replica rejects (a limit: the heap's
+/// `wasm_memory_limit`, the message's instructions) stops it: the rows it reached and the
+/// reject, which leave the canister as it was before that message.
+fn fill_until_stopped(
+    client: &mut BenchClient<'_>,
+    kind: StoreKind,
+    from: u64,
+    to: u64,
+    before: &mut dyn FnMut(u64),
+) -> Result<Option<(u64, String)>> {
+    let mut done = from;
+    while done < to {
+        let count = PREFILL_CHUNK.min(to - done);
+        before(done + count);
+        let stem = kind.stem();
+        match client.try_add_users(stem, done * users::ID_STEP, users::ID_STEP, count)? {
+            Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
+            Ok(reply) => {
+                let report = reply
+                    .value
+                    .map_err(|e| anyhow!("filling {kind} failed at row {done}: {e}"))?;
+                if report.rows_inserted != count {
+                    return Err(anyhow!(
+                        "filling {kind} inserted {} rows instead of {count}",
+                        report.rows_inserted
+                    ));
+                }
+            }
+        }
+        done += count;
+    }
+    Ok(None)
 }
 
 /// The stores a store kind is measured as: in its default journal mode (read from the

@@ -4,7 +4,9 @@
 
 use anyhow::Result;
 
-use super::{Config, HEAP_BYTES, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, THIRTY_DAYS};
+use super::{
+    Config, FILL_STOPPED, HEAP_BYTES, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, THIRTY_DAYS,
+};
 use crate::bench_canister::Stats;
 use crate::engine::cost::{Replica, WASM_PAGE_SIZE};
 use crate::report::ScenarioResult;
@@ -131,6 +133,21 @@ pub(super) fn memory_records(
         out.push(r);
     }
     out
+}
+
+/// The record of a fill to `n` rows that a limit stopped at `reached` rows: the message
+/// the replica rejected, and why.
+pub(super) fn fill_stopped(
+    engine_name: &str,
+    store: Store,
+    n: u64,
+    reached: u64,
+    reject: String,
+) -> ScenarioResult {
+    let mut r = base_record(engine_name, store, n, "-", FILL_STOPPED);
+    r.batch = reached;
+    r.status = crate::report::Status::Failed(reject);
+    r
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! a table and plot per operation by store size, the bulk-insert costs, memory per row and
 //! storage, and the upgrade at the largest size.
 
-use super::{HEAP_BYTES, OPERATIONS, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, UPGRADE};
+use super::{
+    FILL_STOPPED, HEAP_BYTES, OPERATIONS, STABLE_BYTES, STORAGE_30_DAYS, SUBNETS, UPGRADE,
+};
 use crate::report::format::{per_row, thousands, usd};
 use crate::report::svg::{Axes, LinePlot, Series};
 use crate::report::{Block, Document, Plot, PlotKind, Report, ScenarioResult, Table};
@@ -120,6 +122,7 @@ fn file_stem(position: Position, operation: Operation) -> String {
 pub fn document(report: &Report) -> Document {
     let mut doc = Document::default();
     decision_section(report, &mut doc);
+    stops_section(report, &mut doc);
     capacity_section(report, &mut doc);
     doc.markdown.push(Block::Text(
         "Cells are store instructions for one message (`ic0.performance_counter(0)` around the store work) at each store size N; every operation at N starts from the same snapshot.\n".into(),
@@ -286,6 +289,44 @@ fn operation_sections(
             });
         }
     }
+}
+
+/// The stores a limit stopped short of a size: where, and the replica's reject (its code and
+/// first sentence, which name the limit).
+fn stops_section(report: &Report, doc: &mut Document) {
+    let stops: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| r.operation == FILL_STOPPED)
+        .collect();
+    if stops.is_empty() {
+        return;
+    }
+    let mut table = Table::new(vec![
+        "Store".into(),
+        "Filling to".into(),
+        "Rows when stopped".into(),
+        "Why (the replica's reject)".into(),
+    ]);
+    for r in stops {
+        let reject = match &r.status {
+            crate::report::Status::Failed(e) | crate::report::Status::Refused(e) => e.as_str(),
+            crate::report::Status::Ok => "",
+        };
+        let code = reject.split(':').next().unwrap_or("");
+        let why = reject
+            .split(": ")
+            .nth(2)
+            .and_then(|rest| rest.split(". ").next())
+            .unwrap_or(reject);
+        table.push(vec![
+            crate::stores::label(&r.store, &r.journal_mode),
+            thousands(r.rows_before),
+            format!("{} rows", thousands(r.batch)),
+            format!("{code}: {why}"),
+        ]);
+    }
+    doc.push_table("Where a limit stops a store's fill", table);
 }
 
 /// Memory per row and storage, a column per store kind, and the bytes per row to plot.
