@@ -32,6 +32,10 @@ pub struct Memory {
     /// e88694c, 2026-11-24) peaked at 3.47 GB (heap map), 2.15 GB (StableBTreeMap) and
     /// 3.64 GB (SQLite), the process's own memory included, which `MEMORY_BASE` covers.
     pub scaling_per_row: u64,
+    /// The scaling suite's peak for this store whatever its largest size, where a limit
+    /// bounds it (0: none): a Motoko store's heap stops at wasm_memory_limit (3 GiB), so
+    /// its peak stops growing with the rows there (measured: see the store's row).
+    pub scaling_cap: u64,
     /// The scaling suite's capacity search at 1,000,000 rows: the heap map's largest insert
     /// grows the heap by about 2.2 GB in one message (`--scaling-max-rows 1000000` peaked at
     /// 2.72 GB); the stable stores' searches write far less (0.6 GB).

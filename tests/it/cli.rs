@@ -377,7 +377,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let stderr = run("6000000000", &[]);
     assert_eq!(
         stderr.trim_end(),
-        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 6.4 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--jobs 1` (about 4.3 GB), `--scaling-max-rows 1000000` (about 3.3 GB), `--scaling-max-rows 1000000 --jobs 1` (about 2.7 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the scaling suite to 10,000,000 rows on 2 jobs needs about 16.5 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--scaling-max-rows 1000000 --jobs 1` (about 4.5 GB), `--scaling-max-rows 100000` (about 1.0 GB), `--scaling-max-rows 100000 --jobs 1` (about 0.9 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The upgrade suite: its limit run (8 GB, the heap near 4 GiB) beside the heap map's
     // upgrade at 1,000,000 rows (0.9 GB), with every store's states held (1.5 GB, 0.2 of
