@@ -397,13 +397,13 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     // A shard counts only its own stores (`--shard` splits the scaling suite by store).
     let stderr = run("4000000000", &["--shard", "3/3"]);
     assert!(
-        stderr.starts_with("error: the scaling suite to 10,000,000 rows on 1 job (shard 3/3: sqlite) needs about 4.3 GB"),
+        stderr.starts_with("error: the scaling suite to 10,000,000 rows on 2 jobs (shard 3/3: sqlite, mo-pure-map) needs about 10.8 GB"),
         "{stderr}"
     );
     let stderr = run("1000000000", &[]);
     assert!(
         stderr.contains(
-            "and 1.0 GB is available; these fit: `--scaling-max-rows 100000` (about 0.6 GB)"
+            "and 1.0 GB is available; these fit: `--scaling-max-rows 100000 --jobs 1` (about 0.9 GB)"
         ),
         "{stderr}"
     );
@@ -431,7 +431,14 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     // The shard that fits goes on too.
     let stderr = run(
         "6000000000",
-        &["--shard", "3/3", "--wasm", "/nonexistent.wasm"],
+        &[
+            "--shard",
+            "3/3",
+            "--scaling-max-rows",
+            "1000000",
+            "--wasm",
+            "/nonexistent.wasm",
+        ],
     );
     assert!(
         stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
