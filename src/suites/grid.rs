@@ -196,7 +196,7 @@ fn views_legend(views: &[CacheState], terminal: bool) -> Option<Block> {
             "Warm: SQLite's page cache in a live canister, the whole table cached, then one \
              message of the workload sent before the measured one; cold: a newly opened \
              connection, the first message after an upgrade or a reopen (docs/suites.md). The \
-             heap map and the StableBTreeMap have no page cache: their one state is in both \
+             stores without a page cache (all but SQLite's) have one state, in both \
              tables.\n{}",
             if terminal { "\n" } else { "" }
         ))
