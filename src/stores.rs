@@ -463,143 +463,132 @@ const SQLITE_VFS: StoreDef = StoreDef {
 /// The Motoko canister's stores (canisters/motoko, built by moc): a persistent actor under
 /// enhanced orthogonal persistence, whose heap is kept across upgrades (nothing is
 /// serialized) and tended by the incremental collector. Each row's value is a Text of its
-/// own, as a decoded argument would be.
-const fn motoko(
-    name: &'static str,
-    stem: &'static str,
-    help: &'static str,
-    label: &'static str,
-    short_label: &'static str,
-    noun: &'static str,
+/// own, as a decoded argument would be. Each store gives its labels, memory, colour and
+/// row count over this.
+const MOTOKO: StoreDef = StoreDef {
+    name: "",
+    selected_by: SelectedBy::Stores { help: "" },
+    module: Module::MOTOKO,
+    stem: "",
+    record: "",
+    formerly: &[],
+    label: "",
+    short_label: "",
+    noun: "",
+    journal_modes: false,
+    fixed: &[],
+    sql: false,
+    page_cache: false,
+    // The heap is kept as it is: the upgrade's work does not grow with the rows.
+    on_upgrade: OnUpgrade::InPlace,
+    rows_on_heap: true,
+    prefill: Prefill::Shared,
+    collected: true,
+    suites: &["seed003", "lookups", "upgrade", "scaling"],
+    schemas: &[],
+    memory: motoko_memory(0, (0, 0), 0, 0, 0),
+    colour: None,
+    // A map's rows are on the heap.
+    stable_bytes: |_| 0,
+    rows: |_| Ok(0),
+    variant_of: None,
+    max_value_size: None,
+};
+
+/// A Motoko store's memory figures (see [`Memory`]), from runs of 2026-11-26:
+/// - users: each alone (`--stores NAME`, an empty cache) the default run peaked at 1.05 GB
+///   (mo-map: a 537 MiB Wasm memory at 1,000,000 rows), 2.83 GB (mo-pure-map, whose fill
+///   leaves the most garbage) and 0.67 GB (mo-region), the heap map's at 0.29 GB; all
+///   twelve stores together at 3.9 GB, 1.95 GB above the Rust stores' run, as the
+///   canisters' peaks do not coincide. 40, 120 and 25 tenths of 150 bytes a row keep the
+///   default run's estimate (5.5 GB) above its peak; mo-pure-map alone peaks 0.5 GB above
+///   its own (2.3 GB);
+/// - upgrade, in tenths of 150 bytes a row: its heap at 1,000,000 rows (mo-map 537 MiB,
+///   mo-pure-map 1.44 GiB, mo-region 384 MiB) held by its snapshot while it waits, and
+///   about twice that while it is upgraded (the heap kept, and frozen for the rollback); the
+///   three to 1,000,000 rows (`--suite upgrade`) peaked at 4.76 GB;
+/// - scaling: alone to 10,000,000 rows (`--jobs 1`) mo-map peaked at 8.9 GB, mo-region at
+///   6.1 GB, mo-pure-map at 6.2 GB (stopped short by wasm_memory_limit), which the caps
+///   cover;
+/// - the capacity search's largest insert grows the heap up to wasm_memory_limit (3 GiB);
+/// - fill cost: instructions per row of the fill with the collector's (mo-map 22.8B for
+///   1,000,000 rows, mo-pure-map 67B, the longest of all, mo-region 19B).
+const fn motoko_memory(
     users_tenths: u64,
-    upgrade: UpgradeMemory,
+    (upgrade_tenths, held_tenths): (u64, u64),
     scaling_per_row: u64,
     scaling_cap: u64,
     fill_cost: i64,
-    colour: usize,
-    rows: fn(&mut BenchClient<'_>) -> Result<u64>,
-) -> StoreDef {
-    StoreDef {
-        name,
-        selected_by: SelectedBy::Stores { help },
-        module: Module::MOTOKO,
-        stem,
-        record: name,
-        formerly: &[],
-        label,
-        short_label,
-        noun,
-        journal_modes: false,
-        fixed: &[],
-        sql: false,
-        page_cache: false,
-        // The heap is kept as it is: the upgrade's work does not grow with the rows.
-        on_upgrade: OnUpgrade::InPlace,
-        rows_on_heap: true,
-        prefill: Prefill::Shared,
-        collected: true,
-        suites: &["seed003", "lookups", "upgrade", "scaling"],
-        schemas: &[],
-        // Each alone (`--stores NAME`, an empty cache, 2026-11-26) the default run peaked at
-        // 1.05 GB (mo-map: a 537 MiB Wasm memory at 1,000,000 rows), 2.83 GB (mo-pure-map,
-        // whose fill leaves the most garbage) and 0.67 GB (mo-region), the heap map's at
-        // 0.29 GB; all twelve stores together at 3.9 GB, 1.95 GB above the Rust stores'
-        // run, as the canisters' peaks do not coincide. 40, 120 and 25 tenths of 150 bytes a
-        // row keep the default run's estimate (5.5 GB) above its peak; mo-pure-map alone
-        // peaks 0.5 GB above its own (2.3 GB).
-        memory: Memory {
-            users_tenths,
-            users_tenths_per_mode: 0,
-            upgrade,
-            scaling_per_row,
-            scaling_cap,
-            // Its largest insert grows the heap up to wasm_memory_limit (3 GiB).
-            capacity_search: 3_000_000_000,
-            fill_cost,
+) -> Memory {
+    Memory {
+        users_tenths,
+        users_tenths_per_mode: 0,
+        upgrade: UpgradeMemory {
+            upgrade_tenths,
+            held_tenths,
+            overhead: 50,
         },
-        colour: Some(colour),
-        // A map's rows are on the heap; the region's size is the canister's stable memory
-        // (its values, and the region manager's own pages).
-        stable_bytes: |_| 0,
-        rows,
-        variant_of: None,
-        max_value_size: None,
-    }
-}
-
-/// A Motoko store's upgrade figures, in tenths of 150 bytes a row: its heap at the largest
-/// size (at 1,000,000 rows mo-map 537 MiB, mo-pure-map 1.44 GiB, mo-region 384 MiB, the
-/// upgrade suite of 2026-11-26), held by its snapshot while it waits, and about twice that
-/// while it is upgraded (the heap kept, and frozen for the rollback). The three to 1,000,000
-/// rows (`--suite upgrade --stores mo-map,mo-pure-map,mo-region`) peaked at 4.76 GB.
-const fn motoko_upgrade(upgrade_tenths: u64, held_tenths: u64) -> UpgradeMemory {
-    UpgradeMemory {
-        upgrade_tenths,
-        held_tenths,
-        overhead: 50,
+        scaling_per_row,
+        scaling_cap,
+        capacity_search: 3_000_000_000,
+        fill_cost,
     }
 }
 
 /// mo:core's `Map<Nat64, Text>`: a B-tree of mutable nodes on the heap.
-const MO_MAP: StoreDef = motoko(
-    "mo-map",
-    "mo_map",
-    "Motoko: mo:core's Map (a B-tree on the 64-bit persistent heap), a canister of its own",
-    "Motoko Map",
-    "mo Map",
-    "mo:core's Map",
-    40,
-    motoko_upgrade(75, 40),
-    // To 10,000,000 rows alone: 8.9 GB.
-    1_200,
-    9_500_000_000,
-    // Its fill of 1,000,000 rows executes 22.8B instructions (with the collector's).
-    3,
-    11,
-    |client| Ok(client.motoko_stats()?.map_rows),
-);
+const MO_MAP: StoreDef = StoreDef {
+    name: "mo-map",
+    selected_by: SelectedBy::Stores {
+        help:
+            "Motoko: mo:core's Map (a B-tree on the 64-bit persistent heap), a canister of its own",
+    },
+    stem: "mo_map",
+    record: "mo-map",
+    label: "Motoko Map",
+    short_label: "mo Map",
+    noun: "mo:core's Map",
+    memory: motoko_memory(40, (75, 40), 1_200, 9_500_000_000, 3),
+    colour: Some(11),
+    rows: |client| Ok(client.motoko_stats()?.map_rows),
+    ..MOTOKO
+};
 
 /// mo:core's `pure/Map<Nat64, Text>`: an immutable red-black tree in a `var` field, a new
 /// version of the path to each inserted row.
-const MO_PURE_MAP: StoreDef = motoko(
-    "mo-pure-map",
-    "mo_pure_map",
-    "Motoko: mo:core's pure/Map (an immutable red-black tree on the heap), a canister of its own",
-    "Motoko pure/Map",
-    "mo pure/Map",
-    "mo:core's pure/Map",
-    120,
-    motoko_upgrade(200, 105),
-    // Stopped by wasm_memory_limit short of 10,000,000 rows: 6.2 GB.
-    4_000,
-    6_500_000_000,
-    // 67B: the longest fill of all.
-    5,
-    12,
-    |client| Ok(client.motoko_stats()?.pure_map_rows),
-);
+const MO_PURE_MAP: StoreDef = StoreDef {
+    name: "mo-pure-map",
+    selected_by: SelectedBy::Stores {
+        help: "Motoko: mo:core's pure/Map (an immutable red-black tree on the heap), a canister of its own",
+    },
+    stem: "mo_pure_map",
+    record: "mo-pure-map",
+    label: "Motoko pure/Map",
+    short_label: "mo pure/Map",
+    noun: "mo:core's pure/Map",
+    memory: motoko_memory(120, (200, 105), 4_000, 6_500_000_000, 5),
+    colour: Some(12),
+    rows: |client| Ok(client.motoko_stats()?.pure_map_rows),
+    ..MOTOKO
+};
 
 /// The values in a `Region` of stable memory, appended after their length, and a
 /// `Map<Nat64, Nat64>` on the heap from id to offset.
 const MO_REGION: StoreDef = StoreDef {
+    name: "mo-region",
+    selected_by: SelectedBy::Stores {
+        help: "Motoko: the values in a Region (stable memory), a Map from id to offset on the heap",
+    },
+    stem: "mo_region",
+    record: "mo-region",
+    label: "Motoko Region",
+    short_label: "mo Region",
+    noun: "the Motoko region",
+    memory: motoko_memory(25, (55, 30), 900, 6_500_000_000, 3),
+    colour: Some(13),
+    // The canister's stable memory: the region's values and the region manager's pages.
     stable_bytes: |stats| stats.stable_pages * WASM_PAGE_SIZE,
-    ..motoko(
-        "mo-region",
-        "mo_region",
-        "Motoko: the values in a Region (stable memory), a Map from id to offset on the heap",
-        "Motoko Region",
-        "mo Region",
-        "the Motoko region",
-        25,
-        motoko_upgrade(55, 30),
-        // To 10,000,000 rows alone: 6.1 GB.
-        900,
-        6_500_000_000,
-        // 19B.
-        3,
-        13,
-        |client| Ok(client.motoko_stats()?.region_rows),
-    )
+    rows: |client| Ok(client.motoko_stats()?.region_rows),
+    ..MOTOKO
 };
 
 /// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
