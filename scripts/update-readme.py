@@ -14,7 +14,9 @@ What it rewrites, each from the runs' own files (this only arranges them):
 - the bindings' table (`| Workload | ic-rusqlite cold | ...`): charged instructions of
   the rows ROWS lists, from results.json;
 - the July 2026 table (`| Workload | before (`2026-05`) | ...`): the cold columns of the
-  two runs' decision tables.
+  two runs' decision tables;
+- Motoko's table (`| Workload | heap map | StableBTreeMap | ...`): charged instructions of
+  the rows MOTOKO_ROWS lists, under both vintages.
 The prose around them is not touched: check it against the diff.
 """
 
@@ -53,6 +55,23 @@ COLUMNS = [
     ("ic-sqlite-vfs warm", "sqlite-vfs", "", "warm"),
     ("StableBTreeMap", "btree", "", "cold"),
     ("heap map", "heap", "", "cold"),
+]
+# Motoko's stores against Rust's (`| Workload | heap map | ...`): charged instructions, both
+# vintages, each store in its one state (cold: Motoko's and the maps have no page cache).
+MOTOKO_ROWS = [
+    ("1 row in the middle", "middle", "insert", 1),
+    ("1,000 rows in the middle", "middle", "insert", 1000),
+    ("1 row at random", "random", "insert", 1),
+    ("point read, 1 key (middle)", "middle", "point_lookup", 1),
+    ("100 keys at random", "random", "point_lookup", 100),
+    ("scan, 1,000 rows", "middle", "range_scan", 1000),
+]
+MOTOKO_COLUMNS = [
+    ("heap map", "heap", ""),
+    ("StableBTreeMap", "btree", ""),
+    ("Motoko Map", "mo-map", ""),
+    ("Motoko pure/Map", "mo-pure-map", ""),
+    ("Motoko Region", "mo-region", ""),
 ]
 # Records written before the store column said `sqlite-vfs`.
 FORMERLY = {"sqlite_vfs": "sqlite-vfs"}
@@ -105,13 +124,14 @@ def records(directory):
     return report, out
 
 
-def bindings(new, old):
-    header = "| Workload | " + " | ".join(c[0] for c in COLUMNS) + " |"
-    lines = [header, "| :-- |" + " --: |" * len(COLUMNS)]
-    for label, position, operation, batch, before in ROWS:
-        run = old if before else new
+def charged_table(columns, rows):
+    """A table of charged instructions: `columns` (header, store, mode, cache), `rows`
+    (label, run's records, position, operation, batch)."""
+    header = "| Workload | " + " | ".join(c[0] for c in columns) + " |"
+    lines = [header, "| :-- |" + " --: |" * len(columns)]
+    for label, run, position, operation, batch in rows:
         row = []
-        for _, store, mode, cache in COLUMNS:
+        for _, store, mode, cache in columns:
             # The stores without a page cache have one state: their record says cold.
             value = run.get((store, mode, cache, position, operation, batch))
             if value is None:
@@ -121,6 +141,19 @@ def bindings(new, old):
             row.append(short(value))
         lines.append(f"| {label} | " + " | ".join(row) + " |")
     return lines
+
+
+def bindings(new, old):
+    return charged_table(COLUMNS, [(label, old if before else new, position, operation, batch)
+                                   for label, position, operation, batch, before in ROWS])
+
+
+def motoko(new, old):
+    """Each workload's charged instructions per store: `2026-07`, then `2026-05` below."""
+    columns = [(header, store, mode, "cold") for header, store, mode in MOTOKO_COLUMNS]
+    return charged_table(columns, [(label + vintage, run, position, operation, batch)
+                                   for run, vintage in ((new, ""), (old, ", `2026-05`"))
+                                   for label, position, operation, batch in MOTOKO_ROWS])
 
 
 def july(new_dir, old_dir):
@@ -188,6 +221,8 @@ def main():
         updated = replace_table(updated, "| Workload | ic-rusqlite cold |", bindings(new, old))
         updated = replace_table(updated, "| Workload | before (`2026-05`) |",
                                 july(new_dir, old_dir))
+        updated = replace_table(updated, "| Workload | heap map | StableBTreeMap |",
+                                motoko(new, old))
     if args.check:
         # The provenance line names today and HEAD: only the tables count.
         strip = lambda t: re.sub(r"measured on \S+ at \S+ on [^(]*", "", t)
