@@ -22,8 +22,8 @@ mod runner;
 mod warm;
 
 pub use crate::stores::Layout;
-pub(super) use prefill::fill;
 pub use prefill::fill_name;
+pub(super) use prefill::{fill, fill_until_rejected};
 pub use runner::{run, run_points, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end

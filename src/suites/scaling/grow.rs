@@ -152,9 +152,15 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
         };
         let stores = stores_of(kind, &base)?;
         let (client, ctl) = (&mut lane.client, &lane.ctl);
-        let stopped = fill_until_stopped(client, kind, filled, n, &mut |to| {
-            ctl.step(Kind::Fill, users::fill_name(kind.stem(), to))
-        })?;
+        let stopped = users::fill_until_rejected(
+            client,
+            kind.stem(),
+            filled,
+            n,
+            PREFILL_CHUNK,
+            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.stem(), to)),
+            &mut |_| {},
+        )?;
         if let Some((reached, reject)) = stopped {
             // A limit stopped the store short of `n` rows: that is its answer at `n`, and its
             // largest size is the last it reached, upgraded from there.
@@ -258,41 +264,6 @@ fn upgrade_task<'s>(
     .priority(priority.max(band + UPGRADE_LAST))
     .profiled()
     .park()
-}
-
-/// Fills the store of `kind` from `from` to `to` rows as the users suites do
-/// (`PREFILL_CHUNK` rows a message); a message the replica rejects (a limit: the heap's
-/// `wasm_memory_limit`, the message's instructions) stops it: the rows it reached and the
-/// reject, which leave the canister as it was before that message.
-fn fill_until_stopped(
-    client: &mut BenchClient<'_>,
-    kind: StoreKind,
-    from: u64,
-    to: u64,
-    before: &mut dyn FnMut(u64),
-) -> Result<Option<(u64, String)>> {
-    let mut done = from;
-    while done < to {
-        let count = PREFILL_CHUNK.min(to - done);
-        before(done + count);
-        let stem = kind.stem();
-        match client.try_add_users(stem, done * users::ID_STEP, users::ID_STEP, count)? {
-            Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
-            Ok(reply) => {
-                let report = reply
-                    .value
-                    .map_err(|e| anyhow!("filling {kind} failed at row {done}: {e}"))?;
-                if report.rows_inserted != count {
-                    return Err(anyhow!(
-                        "filling {kind} inserted {} rows instead of {count}",
-                        report.rows_inserted
-                    ));
-                }
-            }
-        }
-        done += count;
-    }
-    Ok(None)
 }
 
 /// The stores a store kind is measured as: in its default journal mode (read from the

@@ -59,7 +59,7 @@ pub fn fill_name(store: &str, to: u64) -> String {
 /// Inserts rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk`
 /// rows per message, and checks that each message inserted all of its rows; `before(to)`
 /// precedes the message that fills to `to` rows, `after(done)` follows every message. Every
-/// suite that grows a users store fills it here.
+/// suite that grows a users store fills it here. A message the replica rejects is an error.
 pub(in crate::suites) fn fill(
     client: &mut BenchClient<'_>,
     store: &str,
@@ -69,11 +69,32 @@ pub(in crate::suites) fn fill(
     before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<()> {
+    match fill_until_rejected(client, store, from, to, chunk, before, after)? {
+        None => Ok(()),
+        Some((_, reject)) => Err(anyhow!("add_users_{store} was rejected: {reject}")),
+    }
+}
+
+/// [`fill`], where a message the replica rejects (a limit: the heap's `wasm_memory_limit`,
+/// the message's instructions) stops the fill: the rows reached and the reject, the canister
+/// left as it was before that message.
+pub(in crate::suites) fn fill_until_rejected(
+    client: &mut BenchClient<'_>,
+    store: &str,
+    from: u64,
+    to: u64,
+    chunk: u64,
+    before: &mut dyn FnMut(u64),
+    after: &mut dyn FnMut(u64),
+) -> Result<Option<(u64, String)>> {
     let mut done = from;
     while done < to {
         let count = chunk.min(to - done);
         before(done + count);
-        let out = client.add_users(store, done * ID_STEP, ID_STEP, count)?;
+        let out = match client.try_add_users(store, done * ID_STEP, ID_STEP, count)? {
+            Ok(out) => out,
+            Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
+        };
         let report = out
             .value
             .map_err(|e| anyhow!("filling {store} failed at row {done}: {e}"))?;
@@ -86,7 +107,7 @@ pub(in crate::suites) fn fill(
         done += count;
         after(done);
     }
-    Ok(())
+    Ok(None)
 }
 
 /// Where the post-prefill state of a canister of `module` with the stores `filled` is kept:
