@@ -265,8 +265,8 @@ fn values_said_wrongly_before_are_named_for_what_they_are() {
     }
 }
 
-/// Motoko's stores: a journal mode (they are not SQLite) and a name the table does not have
-/// are refused in one line before any work.
+/// Motoko's stores: a journal mode (they are not SQLite), the tune suite (no SQLite settings)
+/// and a name the table does not have are refused in one line before any work.
 #[test]
 fn motoko_stores_refuse_journal_modes_and_unknown_names() {
     refused(
@@ -274,6 +274,20 @@ fn motoko_stores_refuse_journal_modes_and_unknown_names() {
         &["--stores", "mo-map,mo-region", "--journal-modes", "WAL"],
         "--journal-modes WAL: no store this run measures is SQLite (mo-map,mo-region), so there is \
          no journal mode to choose; leave --journal-modes out, or add --stores sqlite",
+    );
+    refused(
+        "motoko_tune",
+        &[
+            "--suite",
+            "tune",
+            "--stores",
+            "sqlite,mo-map",
+            "--tune-page-sizes",
+            "4096",
+        ],
+        "--stores mo-map: the tune suite does not measure it (mo:core's Map has no SQLite \
+         settings to search, and moc's flags are not searched); leave it out of --stores for \
+         --suite tune",
     );
     let (code, stderr, made) = icbench("motoko_unknown", &["--stores", "mo-btree"]);
     assert_eq!(code, 2, "{stderr}");

@@ -213,6 +213,21 @@ impl Define for Tune {
                 names.join(" or ")
             ));
         }
+        // A store the suite cannot tune or measure beside (Motoko's: no SQLite settings, and
+        // moc's own are not searched) is refused, not dropped.
+        let stores_given = matches.value_source("stores") == Some(ValueSource::CommandLine);
+        if let Some(kind) = common
+            .stores
+            .iter()
+            .find(|k| stores_given && !k.measured_by("tune"))
+        {
+            return Err(anyhow!(
+                "--stores {kind}: the tune suite does not measure it ({} has no SQLite \
+                 settings to search, and moc's flags are not searched); leave it out of \
+                 --stores for --suite tune",
+                kind.def().noun
+            ));
+        }
         let mut knobs = args
             .tune_settings
             .iter()
