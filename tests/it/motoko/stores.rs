@@ -298,3 +298,45 @@ fn the_collector_s_increments_land_in_known_messages() {
     assert_eq!(collector, expected);
     assert_eq!(icbench::stores::settle_collector(&mut c).unwrap(), 1);
 }
+
+/// The upgrade suite upgrades a Motoko store with `keep` (nothing serialized: the hooks do
+/// not grow with the rows) and charges its instructions at the Wasm64 rate: 2 cycles per
+/// instruction beside the 5,000,000 of the message.
+#[test]
+fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
+    let out = crate::support::scratch_dir("motoko_upgrade_suite");
+    let run = crate::support::icbench_command()
+        .args(["--quiet", "--suite", "upgrade", "--stores", "mo-map"])
+        .args([
+            "--upgrade-sizes",
+            "1000,2000",
+            "--no-limit-run",
+            "--jobs",
+            "1",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("icbench runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
+    let report = icbench::report::from_json(&text).unwrap();
+    let of = |rows: u64, operation: &str| {
+        let r = report
+            .results
+            .iter()
+            .find(|r| r.store == "mo-map" && r.rows_before == rows && r.operation == operation)
+            .unwrap_or_else(|| panic!("no {operation} at {rows}"));
+        (r.instructions, r.cycles)
+    };
+    for rows in [1_000, 2_000] {
+        assert_eq!(of(rows, "pre_upgrade").0, 561_657, "{rows}");
+        let (upgrade, cycles) = of(rows, "upgrade");
+        assert_eq!(cycles, 5_000_000 + 2 * upgrade, "{rows}");
+    }
+    assert_eq!(of(1_000, "upgrade").0, 1_097_531_183);
+}
