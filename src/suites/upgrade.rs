@@ -53,8 +53,9 @@ pub const CALIBRATION_SIZES: [u64; 2] = [1_000, 10_000];
 pub const INSTALL_CODE_RATE_LIMIT: u64 = 2_000_000_000;
 /// The wasm32 heap maximum.
 pub const MAX_HEAP_BYTES: u64 = 4 << 30;
-/// The wasm64 heap maximum (the engine's, `MAX_WASM64_MEMORY_IN_BYTES`).
-pub const MAX_WASM64_HEAP_BYTES: u64 = 6 << 30;
+/// The wasm64 heap maximum: the engine's (`MAX_WASM64_MEMORY_IN_BYTES`).
+pub const MAX_WASM64_HEAP_BYTES: u64 =
+    crate::engine::embedded::memory::heap::MAX_WASM64_HEAP_BYTES as u64;
 /// Bytes of payload written per fill message at most, so large payloads fill in messages
 /// far below the update instruction limit (at 100 bytes this is the canister's 100,000).
 const FILL_BYTES_PER_MESSAGE: u64 = 10_000_000;
