@@ -89,11 +89,16 @@ if [ "$TARGET" = moc ]; then
     done
     started=$(date +%s)
     echo "build-canister: installing moc ($CRATE/package-lock.json) and compiling $CRATE/main.mo" >&2
-    npm ci --prefix "$ROOT/$CRATE" --no-audit --no-fund --silent >&2
-    mkdir -p "$(dirname "$OUT")"
+    mkdir -p "$(dirname "$OUT")" "$ROOT/target/canister-build"
     tmp="$(mktemp "$OUT.XXXXXX")"
     trap 'rm -f "$tmp"' EXIT
+    # npm ci empties node_modules first: two builds at once (dfx and a test, two tests) would
+    # pull moc.js from under each other, so one installs and compiles at a time.
+    exec 9>"$ROOT/target/canister-build/$NAME.lock"
+    flock 9
+    npm ci --prefix "$ROOT/$CRATE" --no-audit --no-fund --silent >&2
     node "$ROOT/$CRATE/build.js" "$tmp" "$ROOT/$DID" >&2
+    flock -u 9
     chmod 644 "$tmp"
     mv -f "$tmp" "$OUT"
     echo "build-canister: done in $(($(date +%s) - started)) s"
