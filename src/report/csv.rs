@@ -2,14 +2,14 @@
 //! the CSV and results.json read the same.
 
 use super::Report;
-use super::{ScenarioResult, Status};
+use super::{ScenarioResult, Sequence, Status};
 use crate::engine::PageCounts;
 
 /// `ScenarioResult`'s fields in declaration order; the flattened status is two columns.
 /// `cache` is written only by a report that has a warm record, so the files of cold runs
 /// stay as they were before the column; `warm_ups` only by one with a record of the cache
-/// suite's sweep.
-pub(crate) const HEADER: [&str; 32] = [
+/// suite's sweep; the sequence's columns only by one with a sustained record.
+pub(crate) const HEADER: [&str; 41] = [
     "suite",
     "engine",
     "store",
@@ -41,6 +41,15 @@ pub(crate) const HEADER: [&str; 32] = [
     "page_charge_instructions",
     "bytes",
     "ingress_cycles",
+    "messages",
+    "charged_mean",
+    "charged_median",
+    "charged_p99",
+    "charged_max",
+    "pages_mean",
+    "pages_max",
+    "collector_instructions",
+    "allocated_bytes",
     "profile",
 ];
 
@@ -50,16 +59,20 @@ const CACHE_COLUMN: usize = 4;
 /// The column of W, the warm-up messages before the measured one, and where it goes.
 const WARM_UPS: &str = "warm_ups";
 const WARM_UPS_COLUMN: usize = 5;
+/// The columns of a sustained record's sequence.
+const SEQUENCE_COLUMNS: std::ops::Range<usize> = 31..40;
 
 /// results.csv with RFC 4180 quoting and CRLF line ends.
 pub fn csv(report: &Report) -> String {
     let with_cache = report.results.iter().any(|r| !r.cache.is_cold());
     let with_warm_ups = report.results.iter().any(|r| !r.warm_ups.is_empty());
-    let columns = |row: [String; 32]| {
+    let with_sequence = report.results.iter().any(|r| r.sequence.is_some());
+    let columns = |row: [String; 41]| {
         row.into_iter()
             .enumerate()
             .filter(move |&(i, _)| with_cache || i != CACHE_COLUMN)
             .filter(move |&(i, _)| with_warm_ups || i != WARM_UPS_COLUMN)
+            .filter(move |&(i, _)| with_sequence || !SEQUENCE_COLUMNS.contains(&i))
             .map(|(_, f)| f)
     };
     let mut out = line(columns(HEADER.map(String::from)));
@@ -69,7 +82,7 @@ pub fn csv(report: &Report) -> String {
     out
 }
 
-fn fields(r: &ScenarioResult) -> [String; 32] {
+fn fields(r: &ScenarioResult) -> [String; 41] {
     let (status, reason) = match &r.status {
         Status::Ok => ("ok", ""),
         Status::Refused(reason) => ("refused", reason.as_str()),
@@ -104,6 +117,7 @@ fn fields(r: &ScenarioResult) -> [String; 32] {
         pages,
         bytes,
         ingress_cycles,
+        sequence,
         profile,
         profile_data: _,
         page_map_data: _,
@@ -111,6 +125,8 @@ fn fields(r: &ScenarioResult) -> [String; 32] {
     // Pages the engine could not see are empty cells, not zeros.
     let page =
         |f: fn(&PageCounts) -> u64| pages.as_ref().map(|p| f(p).to_string()).unwrap_or_default();
+    let of_sequence =
+        |f: fn(&Sequence) -> Option<String>| sequence.as_ref().and_then(f).unwrap_or_default();
     [
         suite.clone(),
         engine.clone(),
@@ -144,6 +160,15 @@ fn fields(r: &ScenarioResult) -> [String; 32] {
         page(|p| p.page_charge_instructions),
         bytes.to_string(),
         ingress_cycles.to_string(),
+        of_sequence(|s| Some(s.messages.to_string())),
+        of_sequence(|s| Some(s.charged_mean.to_string())),
+        of_sequence(|s| Some(s.charged_median.to_string())),
+        of_sequence(|s| Some(s.charged_p99.to_string())),
+        of_sequence(|s| Some(s.charged_max.to_string())),
+        of_sequence(|s| s.pages_mean.map(|p| p.to_string())),
+        of_sequence(|s| s.pages_max.map(|p| p.to_string())),
+        of_sequence(|s| s.collector_instructions.map(|c| c.to_string())),
+        of_sequence(|s| s.allocated_bytes.map(|b| b.to_string())),
         profile.clone(),
     ]
 }
@@ -173,6 +198,13 @@ mod tests {
         r.status = Status::Refused("x".into());
         r.cache = crate::report::CacheState::Warm;
         r.warm_ups = "10".into();
+        r.sequence = Some(Sequence {
+            pages_mean: Some(1.5),
+            pages_max: Some(2),
+            collector_instructions: Some(3),
+            allocated_bytes: Some(4),
+            ..Sequence::default()
+        });
         let value = serde_json::to_value(&r).unwrap();
         let mut keys: Vec<&str> = value
             .as_object()
@@ -229,6 +261,27 @@ mod tests {
         assert!(lines[0].starts_with("suite,engine,store,journal_mode,cache,warm_ups,position,"));
         assert!(lines[1].starts_with("unit,embedded,sqlite,OFF,cold,,middle,insert,1,"));
         assert!(lines[2].starts_with("unit,embedded,sqlite,OFF,warm,full+1,middle,insert,1,"));
+    }
+
+    #[test]
+    fn the_sequence_columns_come_with_the_first_sustained_record() {
+        let alone = result("mo_map", "", "middle", "insert", 1, 1);
+        let text = csv(&report(vec![alone.clone()]));
+        assert!(!text.contains("charged_p99"), "{text}");
+        let mut sustained = alone.clone();
+        sustained.sequence = Some(Sequence::of(&[5, 1, 3, 2, 4], Some(&[2, 2, 2, 2, 7])));
+        let text = csv(&report(vec![alone, sustained]));
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = |line: &str| {
+            let fields: Vec<&str> = line.split(',').collect();
+            fields[fields.len() - 11..].join(",")
+        };
+        assert_eq!(
+            tail(lines[0]),
+            "ingress_cycles,messages,charged_mean,charged_median,charged_p99,charged_max,pages_mean,pages_max,collector_instructions,allocated_bytes,profile"
+        );
+        assert_eq!(tail(lines[1]), "1280000,,,,,,,,,,");
+        assert_eq!(tail(lines[2]), "1280000,5,3,3,5,5,3,7,,,");
     }
 
     #[test]

@@ -134,6 +134,11 @@ pub struct ScenarioResult {
     /// (the users suites do).
     #[serde(default)]
     pub ingress_cycles: u64,
+    /// A sustained record's sequence (the `sustained` suite): the record's own columns are
+    /// then those of the sequence's median message. None for every other record, and then
+    /// left out of results.json and results.csv.
+    #[serde(flatten, default)]
+    pub sequence: Option<Sequence>,
     /// The scenario's instruction profile, a folded-stack file relative to the run's
     /// directory (`profiles/ID.folded`, an SVG flame graph beside it); empty when the
     /// scenario was not profiled (`--profile`).
@@ -149,10 +154,79 @@ pub struct ScenarioResult {
     pub page_map_data: Option<PageMap>,
 }
 
+/// N messages of one workload sent one after the other from a store's start, summed up:
+/// what a store costs when it keeps serving (a garbage collector's increments, an
+/// allocator's and a page cache's state move between messages), rather than one message
+/// from one snapshot.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Sequence {
+    /// N, the messages sent.
+    pub messages: u64,
+    /// Charged instructions per message: mean, median, 99th percentile (nearest rank) and
+    /// the largest.
+    pub charged_mean: f64,
+    pub charged_median: u64,
+    pub charged_p99: u64,
+    pub charged_max: u64,
+    /// 64 KiB pages the memory tracker counted per message (accessed plus written, heap and
+    /// stable memory): mean and largest. None where the engine cannot see pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_mean: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_max: Option<u64>,
+    /// The garbage collector's instructions over the whole sequence, where the canister's
+    /// runtime reports them (Motoko's `rts_collector_instructions`), part of the charged ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collector_instructions: Option<u64>,
+    /// The heap bytes the runtime allocated over the sequence, where it reports them
+    /// (Motoko's `rts_total_allocation`): what brings the next collection closer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_bytes: Option<u64>,
+}
+
+impl Sequence {
+    /// The figures of `charged` (each message's charged instructions, in order) and
+    /// `pages` (each message's counted pages, where seen).
+    pub fn of(charged: &[u64], pages: Option<&[u64]>) -> Sequence {
+        let n = charged.len().max(1) as f64;
+        let mut sorted = charged.to_vec();
+        sorted.sort_unstable();
+        Sequence {
+            messages: charged.len() as u64,
+            charged_mean: charged.iter().sum::<u64>() as f64 / n,
+            charged_median: nearest_rank(&sorted, 50),
+            charged_p99: nearest_rank(&sorted, 99),
+            charged_max: sorted.last().copied().unwrap_or(0),
+            pages_mean: pages.map(|p| p.iter().sum::<u64>() as f64 / n),
+            pages_max: pages.map(|p| p.iter().copied().max().unwrap_or(0)),
+            collector_instructions: None,
+            allocated_bytes: None,
+        }
+    }
+
+    /// The collector's share of the sequence's charged instructions.
+    pub fn collector_share(&self) -> Option<f64> {
+        let total = self.charged_mean * self.messages as f64;
+        self.collector_instructions
+            .filter(|_| total > 0.0)
+            .map(|c| c as f64 / total)
+    }
+}
+
+/// The `percent`-th percentile of `sorted` by nearest rank: the smallest value with at
+/// least `percent`% of the values at or below it (0 for none).
+pub fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (sorted.len() * percent).div_ceil(100).max(1);
+    sorted[rank - 1]
+}
+
 impl ScenarioResult {
     /// The id `--profile PATTERN` matches and profiles are named by: the store (with its
     /// journal mode), position, operation and batch, e.g. `sqlite-wal/middle/insert/1`,
-    /// then `/warm` for a warm record (`/wW` for a record of W warm-ups), lower case, in characters a file name can take.
+    /// then `/warm` for a warm record (`/wW` for a record of W warm-ups, `/nN` for a sequence of N messages), lower case, in characters a file name can take.
     /// [`scenario_ids`] makes them unique.
     pub fn base_id(&self) -> String {
         let store = if self.journal_mode.is_empty() {
@@ -164,7 +238,9 @@ impl ScenarioResult {
             "{store}/{}/{}/{}",
             self.position, self.operation, self.batch
         );
-        if !self.warm_ups.is_empty() {
+        if let Some(sequence) = &self.sequence {
+            id = format!("{id}/n{}", sequence.messages);
+        } else if !self.warm_ups.is_empty() {
             id = format!("{id}/w{}", self.warm_ups);
         } else if !self.cache.is_cold() {
             id = format!("{id}/{}", self.cache);
