@@ -175,7 +175,15 @@ pub static TABLE: [StoreDef; ROWS.len()] = ROWS;
 
 /// The suites that measure every store of the default module.
 const EVERY_SUITE: &[&str] = &[
-    "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
+    "seed003",
+    "lookups",
+    "sustained",
+    "dbbench",
+    "keys",
+    "sysbench",
+    "upgrade",
+    "scaling",
+    "tune",
 ];
 
 const HEAP: StoreDef = StoreDef {
@@ -208,7 +216,14 @@ const HEAP: StoreDef = StoreDef {
     rows_on_heap: true,
     prefill: Prefill::Alone,
     collected: false,
-    suites: &["seed003", "lookups", "upgrade", "scaling", "tune"],
+    suites: &[
+        "seed003",
+        "lookups",
+        "sustained",
+        "upgrade",
+        "scaling",
+        "tune",
+    ],
     schemas: &[],
     memory: Memory {
         users_tenths: 30,
@@ -307,7 +322,16 @@ const SQLITE: StoreDef = StoreDef {
     collected: false,
     // Every suite, and the cache suite's sweep of its page cache.
     suites: &[
-        "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune", "cache",
+        "seed003",
+        "lookups",
+        "sustained",
+        "dbbench",
+        "keys",
+        "sysbench",
+        "upgrade",
+        "scaling",
+        "tune",
+        "cache",
     ],
     schemas: &[
         // `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on the key
@@ -423,7 +447,15 @@ const SQLITE_VFS: StoreDef = StoreDef {
     // over the warm-ups, upgrade, scaling) and tune, which searches its settings in a
     // canister of its own (suites/tune/binding.rs); dbbench, keys and sysbench send their
     // SQL to the bench canister's methods (docs/suites.md).
-    suites: &["seed003", "lookups", "upgrade", "scaling", "tune", "cache"],
+    suites: &[
+        "seed003",
+        "lookups",
+        "sustained",
+        "upgrade",
+        "scaling",
+        "tune",
+        "cache",
+    ],
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest
@@ -484,7 +516,7 @@ const MOTOKO: StoreDef = StoreDef {
     rows_on_heap: true,
     prefill: Prefill::Shared,
     collected: true,
-    suites: &["seed003", "lookups", "upgrade", "scaling"],
+    suites: &["seed003", "lookups", "sustained", "upgrade", "scaling"],
     schemas: &[],
     memory: motoko_memory(0, (0, 0), 0, 0, 0),
     colour: None,

@@ -28,6 +28,7 @@ pub mod scenario;
 pub mod seed003;
 pub mod shared;
 mod steps;
+pub mod sustained;
 pub mod sysbench;
 pub mod tune;
 pub mod upgrade;
@@ -37,7 +38,7 @@ pub use pool::{Exec, Shard};
 use scenario::{CacheState, JournalMode, StoreKind};
 
 /// Every suite, in the order `--suite all` runs them. The first one is the default.
-pub static REGISTRY: [&dyn Suite; 9] = [
+pub static REGISTRY: [&dyn Suite; 10] = [
     &seed003::Seed003,
     &lookups::Lookups,
     &dbbench::DbBench,
@@ -47,6 +48,7 @@ pub static REGISTRY: [&dyn Suite; 9] = [
     &scaling::Scaling,
     &tune::Tune,
     &cache::Cache,
+    &sustained::Sustained,
 ];
 
 /// A suite as the CLI sees it: a name, its flags, and a plan made from them.
@@ -327,8 +329,16 @@ mod tests {
         assert_eq!(
             names,
             [
-                "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
-                "cache"
+                "seed003",
+                "lookups",
+                "dbbench",
+                "keys",
+                "sysbench",
+                "upgrade",
+                "scaling",
+                "tune",
+                "cache",
+                "sustained"
             ]
         );
         let picked = select(&["keys".into(), "ALL".into()]).unwrap();
@@ -336,8 +346,16 @@ mod tests {
         assert_eq!(
             picked,
             [
-                "keys", "seed003", "lookups", "dbbench", "sysbench", "upgrade", "scaling", "tune",
-                "cache"
+                "keys",
+                "seed003",
+                "lookups",
+                "dbbench",
+                "sysbench",
+                "upgrade",
+                "scaling",
+                "tune",
+                "cache",
+                "sustained"
             ]
         );
         let err = select(&["nope".into()]).err().unwrap().to_string();

@@ -147,6 +147,7 @@ fn document(report: &Report) -> Document {
                 thousands(report.rows_before)
             );
             doc.push_table(&title, decision::short_table_beside(&decisions));
+            push_judged_state(&mut doc);
         }
         return doc;
     }
@@ -160,8 +161,16 @@ fn document(report: &Report) -> Document {
             thousands(report.rows_before)
         );
         doc.push_table(&title, decision::short_table(&decisions));
+        push_judged_state(&mut doc);
     }
     doc
+}
+
+/// What state the decision table judges, and where the other one is measured.
+fn push_judged_state(doc: &mut Document) {
+    let text = "Each figure is one message from the store's start: the filled table, and a garbage-collected store's collector with nothing to do, as between collections. `--suite sustained` sends sequences of messages, the collector's increments included.\n";
+    doc.markdown.push(Block::Text(text.into()));
+    doc.terminal.push(Block::Text(text.into()));
 }
 
 impl Define for Seed003 {

@@ -13,12 +13,13 @@ use super::{CommonArgs, MemoryEstimate, DEFAULT_USD_PER_XDR, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
-use crate::report::{ScenarioResult, Status};
+use crate::report::{ScenarioResult, Sequence, Status};
 use crate::stores::{self, ModuleNeed};
 
 mod canister;
 mod prefill;
 mod runner;
+mod sequence;
 mod warm;
 
 pub use crate::stores::Layout;
@@ -566,6 +567,9 @@ pub struct Point {
     pub warm_ups: u64,
     /// Whether the record names W (the cache suite's sweep).
     pub swept: bool,
+    /// Whether the record sums up the whole sequence, the warm-ups and the measured message
+    /// (the sustained suite's), rather than the measured message alone.
+    pub sequence: bool,
 }
 
 impl Point {
@@ -576,6 +580,7 @@ impl Point {
             scenario,
             warm_ups: default_warm_ups(scenario.cache),
             swept: false,
+            sequence: false,
         }
     }
 
@@ -585,7 +590,25 @@ impl Point {
             scenario,
             warm_ups,
             swept: true,
+            sequence: false,
         }
+    }
+
+    /// `messages` update messages of `scenario`'s workload from its store's start, the
+    /// record their sequence's figures: the last one is the scenario's own call, the others
+    /// its warm-ups.
+    pub fn sequence(scenario: Scenario, messages: u64) -> Point {
+        Point {
+            scenario,
+            warm_ups: messages.saturating_sub(1),
+            swept: false,
+            sequence: true,
+        }
+    }
+
+    /// The messages a sequence point sends.
+    pub fn messages(&self) -> u64 {
+        self.warm_ups + 1
     }
 
     /// W as the `warm_ups` column writes it: the count, `full+W` from the warm start.
@@ -596,8 +619,12 @@ impl Point {
         }
     }
 
-    /// The scenario's key, and a swept point's W after it (`.../w10`, `.../wfull+1`).
+    /// The scenario's key, and a swept point's W after it (`.../w10`, `.../wfull+1`), a
+    /// sequence's N (`.../n1000`).
     pub fn key(&self) -> String {
+        if self.sequence {
+            return format!("{}/n{}", self.scenario.key(), self.messages());
+        }
         if !self.swept {
             return self.scenario.key();
         }
@@ -630,6 +657,10 @@ fn record_of(point: &Point, cfg: &Config) -> ScenarioResult {
         operation: scenario.operation.kind().into(),
         batch: scenario.operation.rows(),
         rows_before: cfg.rows,
+        sequence: point.sequence.then(|| Sequence {
+            messages: point.messages(),
+            ..Sequence::default()
+        }),
         ..ScenarioResult::default()
     }
 }

@@ -298,3 +298,43 @@ fn motoko_stores_refuse_journal_modes_and_unknown_names() {
     assert!(stderr.contains("mo-map"), "{stderr}");
     assert!(!made);
 }
+
+#[test]
+fn the_sustained_suite_refuses_sequences_it_cannot_send() {
+    refused(
+        "sustained_fit",
+        &[
+            "--suite",
+            "sustained",
+            "--rows",
+            "2000",
+            "--sustained-workloads",
+            "100x100",
+        ],
+        "--sustained-workloads 100x100 (a sequence is its last message after N - 1 warm-ups): 99 \
+         warm-ups of a middle insert/100 do not fit in 2,000 rows (they take the W windows of ids just below \
+         the middle one: W x batch <= rows / 2)",
+    );
+    refused(
+        "sustained_many",
+        &["--suite", "sustained", "--sustained-workloads", "20000x1"],
+        "--sustained-workloads 20000x1: at most 10,000 messages a sequence (each is a message of \
+         its own)",
+    );
+    refused(
+        "sustained_cache",
+        &["--suite", "sustained", "--page-cache", "warm"],
+        "--page-cache: the sustained suite starts every sequence cold (the store's start) and \
+         lets the messages warm it; leave --page-cache out",
+    );
+    let (code, stderr, made) = icbench(
+        "sustained_spelling",
+        &["--suite", "sustained", "--sustained-workloads", "1000"],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("`1000` is not a sequence: give MESSAGESxROWS"),
+        "{stderr}"
+    );
+    assert!(!made);
+}

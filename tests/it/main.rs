@@ -37,6 +37,7 @@ mod report;
 mod self_contained;
 mod sqlite_vfs;
 mod suites;
+mod sustained;
 mod timer;
 mod tune;
 mod upgrade_suite;

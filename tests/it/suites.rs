@@ -20,8 +20,16 @@ fn suite_selection_parses_names_lists_and_all() {
     assert_eq!(
         REGISTRY.map(|s| s.name()),
         [
-            "seed003", "lookups", "dbbench", "keys", "sysbench", "upgrade", "scaling", "tune",
-            "cache"
+            "seed003",
+            "lookups",
+            "dbbench",
+            "keys",
+            "sysbench",
+            "upgrade",
+            "scaling",
+            "tune",
+            "cache",
+            "sustained"
         ]
     );
     let select =

@@ -556,6 +556,10 @@ fn measure(
         Err(reason) => result.status = Status::Refused(reason),
         Ok(state) => {
             lane.restore(&state)?;
+            if point.sequence {
+                super::sequence::measure(&mut lane.client, cfg, point, &mut result)?;
+                return Ok(result);
+            }
             let stem = scenario.store.stem();
             let mut warmed = Ok(());
             for (k, warm_up) in (1..).zip(Call::warm_ups(scenario, cfg, point.warm_ups)) {
