@@ -51,8 +51,9 @@ def paragraphs(text):
     return out
 
 
-# A measured cell: 54,630 / 1.3K / 0.45 / 59,020 (116 B) / 1.48x / -- / -.
-NUMBER = re.compile(r"[\d,.]+[KMB]?( \([\d,.]+ B\))?x?|--|-")
+# A measured cell: 54,630 / 1.3K / 0.45 / 59,020 (116 B) / 1.48x / 0.02% / 1.2K B /
+# 29.3 / 32 / -- / -.
+NUMBER = re.compile(r"[\d,.]+[KMB]?( \([\d,.]+ B\))?x?%?( B)?( / [\d,.]+)?|--|-")
 
 
 def key(line):

@@ -168,7 +168,8 @@ fn document(report: &Report) -> Document {
 
 /// What state the decision table judges, and where the other one is measured.
 fn push_judged_state(doc: &mut Document) {
-    let text = "Each figure is one message from the store's start: the filled table, and a garbage-collected store's collector with nothing to do, as between collections. `--suite sustained` sends sequences of messages, the collector's increments included.\n";
+    // Broken for the terminal (its lines stay within 120 characters); one paragraph in markdown.
+    let text = "Each figure is one message from the store's start: the filled table, and a garbage-collected\nstore's collector with nothing to do, as between collections. `--suite sustained` sends\nsequences of messages, the collector's increments included.\n";
     doc.markdown.push(Block::Text(text.into()));
     doc.terminal.push(Block::Text(text.into()));
 }

@@ -97,6 +97,9 @@ pub struct Config {
     pub users: users::Config,
     pub workloads: Vec<Workload>,
     pub positions: Vec<Position>,
+    /// Whether the sequences were given on the command line (then every one must fit the
+    /// table; a default one that does not is refused, with the reason, in the report).
+    pub workloads_given: bool,
 }
 
 impl Default for Config {
@@ -108,6 +111,7 @@ impl Default for Config {
             },
             workloads: WORKLOADS.to_vec(),
             positions: POSITIONS.to_vec(),
+            workloads_given: false,
         }
     }
 }
@@ -162,6 +166,7 @@ impl Define for Sustained {
             },
             workloads,
             positions,
+            workloads_given: given("sustained_workloads"),
         })
     }
 
@@ -194,7 +199,7 @@ impl Measure for Config {
                 ));
             }
         }
-        for point in self.points() {
+        for point in self.points().iter().filter(|_| self.workloads_given) {
             let s = point.scenario;
             users::Call::warm_ups_fit(&s, self.users.rows, point.warm_ups).map_err(|e| {
                 anyhow!(

@@ -45,7 +45,7 @@ fn suite_selection_parses_names_lists_and_all() {
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
-        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, all"
+        "unknown suite \"tpcc\"; accepted: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, sustained, all"
     );
     assert!(select(&[""]).is_err());
 }
@@ -180,7 +180,7 @@ fn bad_suite_selections_are_refused_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
-            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, all]",
+            "invalid value 'ycsb' for '--suite <SUITE>'\n  [possible values: seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune, cache, sustained, all]",
         ),
         (
             &["--suite", "all", "--format", "json"],
@@ -598,7 +598,7 @@ fn each_stores_rows_are_the_same_alone_and_beside_every_other_store() {
     assert_eq!(charged(&shared, "btree", "middle", "insert", 1), 1_543_063);
 }
 
-const SMALL_ALL: [&str; 30] = [
+const SMALL_ALL: [&str; 34] = [
     "--suite",
     "all",
     "--cache-warmups",
@@ -629,6 +629,10 @@ const SMALL_ALL: [&str; 30] = [
     "500000",
     "--tune-synchronous",
     "OFF",
+    "--sustained-workloads",
+    "3x1",
+    "--sustained-positions",
+    "end",
 ];
 
 /// The legend of a plot's SVG: (label, colour) per entry, in order. A legend entry is the
@@ -811,6 +815,13 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let cache = read_report(&out.join("cache/results.json"));
     // 3 positions x the two SQLite stores x one-row inserts at W = 0, 2 and full+1.
     assert_eq!(cache.results.len(), 3 * 2 * 3);
+    let sustained = read_report(&out.join("sustained/results.json"));
+    // One position x one sequence x the 7 stores, each a sequence of 3 messages.
+    assert_eq!(sustained.results.len(), 7);
+    assert!(sustained
+        .results
+        .iter()
+        .all(|r| r.sequence.as_ref().map(|s| s.messages) == Some(3)));
     one_colour_per_series(&out);
 
     // Two shards (one on two cores), merged in any order: the unsharded files.

@@ -2,7 +2,7 @@
 //! Counts on the embedded engine are exact; these pin them for a Rust store and a Motoko
 //! store whose collector runs within the sequence.
 
-use icbench::report::{from_json, ScenarioResult};
+use icbench::report::{from_json, ScenarioResult, Status};
 
 fn run(name: &str, args: &[&str]) -> Vec<ScenarioResult> {
     let out = crate::support::scratch_dir(name);
@@ -93,4 +93,37 @@ fn a_sequence_counts_every_message_and_the_collector_s_share() {
     let btree = figures("btree", 1);
     assert_eq!((btree.0, btree.6, btree.7), (20, None, None));
     assert_eq!(btree.2, 1_645_020);
+}
+
+/// A default sequence that does not fit the table is refused in the report, with the reason,
+/// and the others run (a sequence given on the command line is refused before any work:
+/// tests/it/inputs.rs).
+#[test]
+fn a_default_sequence_too_long_for_the_table_is_refused_in_the_report() {
+    let results = run(
+        "sustained_default_fit",
+        &[
+            "--stores",
+            "btree",
+            "--rows",
+            "2000",
+            "--sustained-positions",
+            "middle",
+        ],
+    );
+    let status = |batch: u64| {
+        let r = results.iter().find(|r| r.batch == batch).unwrap();
+        (r.status.clone(), r.sequence.as_ref().map(|s| s.messages))
+    };
+    assert_eq!(status(1), (Status::Ok, Some(1_000)));
+    let (refused, messages) = status(100);
+    assert_eq!(messages, Some(100));
+    assert_eq!(
+        refused,
+        Status::Refused(
+            "99 warm-ups of a middle insert/100 do not fit in 2,000 rows (they take the W \
+             windows of ids just below the middle one: W x batch <= rows / 2)"
+                .into()
+        )
+    );
 }
