@@ -260,6 +260,16 @@ impl Footnotes {
     pub fn is_empty(&self) -> bool {
         self.reasons.is_empty()
     }
+
+    /// `[1] refused: reason`, a line each, for the terminal and a plain markdown paragraph;
+    /// `None` when no cell was marked.
+    pub fn text(&self) -> Option<String> {
+        let lines: Vec<String> = self
+            .entries()
+            .map(|(n, word, reason)| format!("[{n}] {word}: {reason}\n"))
+            .collect();
+        (!lines.is_empty()).then(|| lines.concat())
+    }
 }
 
 #[cfg(test)]

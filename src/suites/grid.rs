@@ -555,12 +555,8 @@ fn terminal(report: &Report) -> Vec<Block> {
             }
         }
     }
-    let lines: Vec<String> = notes
-        .entries()
-        .map(|(n, word, reason)| format!("[{n}] {word}: {reason}\n"))
-        .collect();
-    if !lines.is_empty() {
-        out.push(Block::Text(lines.concat()));
+    if let Some(text) = notes.text() {
+        out.push(Block::Text(text));
     }
     out
 }

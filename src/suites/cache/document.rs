@@ -87,12 +87,7 @@ pub(super) fn document(report: &Report) -> Document {
         );
         doc.push_table(&title, table);
     }
-    let reasons: Vec<String> = footnotes
-        .entries()
-        .map(|(n, word, reason)| format!("[{n}] {word}: {reason}"))
-        .collect();
-    if !reasons.is_empty() {
-        let text = reasons.join("\n") + "\n";
+    if let Some(text) = footnotes.text() {
         doc.markdown.push(Block::Text(text.clone()));
         doc.terminal.push(Block::Text(text));
     }
