@@ -34,7 +34,7 @@ pub use document::{
 };
 pub use flame::{differential_graph, Folded};
 pub use json::{from_json, json};
-pub use record::{nearest_rank, scenario_ids, CacheState, ScenarioResult, Sequence, Status};
+pub use record::{scenario_ids, CacheState, ScenarioResult, Sequence, Status};
 pub use svg::{DotPlot, DotPoint, LinePlot, Series};
 pub use table::{Align, Table};
 

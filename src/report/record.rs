@@ -215,7 +215,7 @@ impl Sequence {
 
 /// The `percent`-th percentile of `sorted` by nearest rank: the smallest value with at
 /// least `percent`% of the values at or below it (0 for none).
-pub fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
+fn nearest_rank(sorted: &[u64], percent: usize) -> u64 {
     if sorted.is_empty() {
         return 0;
     }

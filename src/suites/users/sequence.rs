@@ -5,7 +5,7 @@ use anyhow::Result;
 
 use super::{record_reply, run_update, Call, Config, Point};
 use crate::bench_canister::BenchClient;
-use crate::report::{nearest_rank, ScenarioResult, Sequence, Status};
+use crate::report::{ScenarioResult, Sequence, Status};
 
 /// Sends `point`'s messages (its warm-ups, then its call, all as updates) on `client` from
 /// the state it is in, and fills `result`: its own columns those of the median message (by
@@ -66,10 +66,7 @@ pub(super) fn measure(
         ),
         None => (None, None),
     };
-    let mut sorted = charged.clone();
-    sorted.sort_unstable();
-    let median = nearest_rank(&sorted, 50);
-    if let Some(i) = charged.iter().position(|&c| c == median) {
+    if let Some(i) = charged.iter().position(|&c| c == sequence.charged_median) {
         *result = records.swap_remove(i);
     }
     result.sequence = Some(sequence);
