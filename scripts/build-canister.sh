@@ -9,7 +9,9 @@
 #                                      `sqlite-vfs`: canisters/sqlite-vfs for
 #                                      wasm32-unknown-unknown, target/canister/sqlite-vfs.wasm;
 #                                      `motoko`: canisters/motoko/main.mo with moc (npm),
-#                                      target/canister/motoko.wasm
+#                                      target/canister/motoko.wasm; `motoko-classic`: the
+#                                      same with moc's --legacy-persistence,
+#                                      target/canister/motoko-classic.wasm
 #   scripts/build-canister.sh --list   the list as this script reads it, a module a line:
 #                                      name crate target features rewire did, the committed
 #                                      module and the built one
@@ -79,7 +81,9 @@ OUT="$ROOT/$BUILT"
 
 # A Motoko module (`target moc`): the crate folder's build.js runs moc from the npm package
 # `motoko` its package-lock.json pins (npm ci installs it there), with mo:core bundled in
-# that package; moc embeds the did (build.js checks it is moc's interface of main.mo).
+# that package; moc embeds the did (build.js checks it is moc's interface of main.mo). Its
+# features are moc's options, given to build.js as flags (`legacy-persistence`:
+# --legacy-persistence).
 if [ "$TARGET" = moc ]; then
     for tool in node npm; do
         if ! command -v "$tool" >/dev/null 2>&1; then
@@ -92,12 +96,18 @@ if [ "$TARGET" = moc ]; then
     mkdir -p "$(dirname "$OUT")" "$ROOT/target/canister-build"
     tmp="$(mktemp "$OUT.XXXXXX")"
     trap 'rm -f "$tmp"' EXIT
-    # npm ci empties node_modules first: two builds at once (dfx and a test, two tests) would
-    # pull moc.js from under each other, so one installs and compiles at a time.
-    exec 9>"$ROOT/target/canister-build/$NAME.lock"
+    MOC_FLAGS=()
+    if [ "$FEATURES" != - ]; then
+        IFS=, read -ra options <<<"$FEATURES"
+        for option in "${options[@]}"; do MOC_FLAGS+=("--$option"); done
+    fi
+    # npm ci empties node_modules first: two builds at once from one folder (dfx and a test,
+    # two tests, the folder's two modules) would pull moc.js from under each other, so one
+    # installs and compiles at a time (a lock per folder).
+    exec 9>"$ROOT/target/canister-build/moc-${CRATE//\//-}.lock"
     flock 9
     npm ci --prefix "$ROOT/$CRATE" --no-audit --no-fund --silent >&2
-    node "$ROOT/$CRATE/build.js" "$tmp" "$ROOT/$DID" >&2
+    node "$ROOT/$CRATE/build.js" "$tmp" "$ROOT/$DID" ${MOC_FLAGS[@]+"${MOC_FLAGS[@]}"} >&2
     flock -u 9
     chmod 644 "$tmp"
     mv -f "$tmp" "$OUT"

@@ -183,6 +183,9 @@ impl Module {
     /// The Motoko canister (canisters/motoko, built by moc): the stores `mo-map`,
     /// `mo-pure-map` and `mo-region`.
     pub const MOTOKO: Module = Module::listed("motoko");
+    /// The Motoko canister built with classical persistence (moc's --legacy-persistence):
+    /// the store `mo-map-classic`.
+    pub const MOTOKO_CLASSIC: Module = Module::listed("motoko-classic");
 
     const fn at(index: usize) -> Module {
         let m = &MODULES[index];

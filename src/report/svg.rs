@@ -18,9 +18,9 @@ const BOTTOM: f64 = HEIGHT - 60.0;
 /// The colours of the palette slots a suite gives its series (a store has one slot, so it
 /// has the same colour in every plot of every suite); the suites' slot table is
 /// `suites::grid::StoreColumn::color_slot`.
-pub const SLOTS: [&str; 14] = [
+pub const SLOTS: [&str; 15] = [
     "#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#2ca02c", "#8c564b", "#17becf", "#393b79",
-    "#e377c2", "#bcbd22", "#b8860b", "#1b9e77", "#c51b7d", "#5e3c99",
+    "#e377c2", "#bcbd22", "#b8860b", "#1b9e77", "#c51b7d", "#5e3c99", "#252525",
 ];
 /// Colours for series without a slot (or whose slot's colour another series of the plot
 /// already has), in order; none of them is a slot's.

@@ -120,8 +120,14 @@ impl StoreKind {
     pub fn encodings(self) -> &'static [Encoding] {
         match self.def().on_upgrade {
             OnUpgrade::Serialized(encodings) => encodings,
-            OnUpgrade::InPlace => &[],
+            OnUpgrade::InPlace | OnUpgrade::ByRuntime => &[],
         }
+    }
+
+    /// Whether an upgrade serializes its rows (its work then grows with them), in encodings
+    /// of the canister's or the runtime's one.
+    pub fn saved_on_upgrade(self) -> bool {
+        self.def().on_upgrade != OnUpgrade::InPlace
     }
 
     /// The stores a run measures of it: one per journal mode of `modes` (in SQLite's order)

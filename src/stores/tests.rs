@@ -12,7 +12,8 @@ fn the_stores_values_are_the_table_s_stores_rows_each_with_its_help() {
             "sqlite-vfs",
             "mo-map",
             "mo-pure-map",
-            "mo-region"
+            "mo-region",
+            "mo-map-classic"
         ]
     );
     for k in StoreKind::ALL {
@@ -70,9 +71,9 @@ fn every_store_s_record_parses_back_to_it_with_its_label() {
             all.push(store);
         }
     }
-    // Heap, the StableBTreeMap, SQLite's six modes, SQLite on ic-sqlite-vfs, Motoko's three
-    // and the three variants.
-    assert_eq!(all.len(), 15);
+    // Heap, the StableBTreeMap, SQLite's six modes, SQLite on ic-sqlite-vfs, Motoko's three,
+    // the classical Map and the three variants.
+    assert_eq!(all.len(), 16);
     let ranks: Vec<usize> = all.iter().map(|s| s.rank()).collect();
     assert_eq!(ranks, (0..all.len()).collect::<Vec<_>>());
     assert_eq!(parse("sqlite", ""), None);
@@ -141,7 +142,8 @@ fn a_record_s_label_says_what_its_columns_hold() {
             "ic-sqlite-vfs",
             "mo Map",
             "mo pure/Map",
-            "mo Region"
+            "mo Region",
+            "mo Map classical"
         ]
     );
 }
@@ -261,11 +263,11 @@ fn a_module_must_export_what_the_list_and_its_stores_need() {
     );
     assert_eq!(
         value("a=b.wasm"),
-        Err("--wasm a=b.wasm: no module is called a; the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module".into())
+        Err("--wasm a=b.wasm: no module is called a; the modules are bench, tune, sqlite-vfs, motoko, motoko-classic (--wasm NAME=PATH), or give a path alone for the bench module".into())
     );
     assert_eq!(
         value("sqlite_vfs=v.wasm"),
-        Err("--wasm sqlite_vfs=v.wasm: no module is called sqlite_vfs (did you mean sqlite-vfs?); the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module".into())
+        Err("--wasm sqlite_vfs=v.wasm: no module is called sqlite_vfs (did you mean sqlite-vfs?); the modules are bench, tune, sqlite-vfs, motoko, motoko-classic (--wasm NAME=PATH), or give a path alone for the bench module".into())
     );
     assert_eq!(
         value("tune="),

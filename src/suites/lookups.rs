@@ -68,7 +68,7 @@ impl Define for Lookups {
 
     fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         Ok(Config {
-            users: users::Config::from_args(common)?,
+            users: users::Config::from_args(common, <Config as Measure>::SUITE)?,
             batches: sorted(args.lookup_batches),
         })
     }

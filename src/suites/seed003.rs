@@ -182,7 +182,7 @@ impl Define for Seed003 {
         let mut positions = args.positions;
         positions.sort();
         Ok(Config {
-            users: users::Config::from_args(common)?,
+            users: users::Config::from_args(common, <Config as Measure>::SUITE)?,
             batches: sorted(args.batches),
             positions,
             reads: !args.no_reads,

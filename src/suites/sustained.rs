@@ -162,7 +162,7 @@ impl Define for Sustained {
         Ok(Config {
             users: users::Config {
                 caches: vec![CacheState::Cold],
-                ..users::Config::from_args(common)?
+                ..users::Config::from_args(common, <Config as Measure>::SUITE)?
             },
             workloads,
             positions,

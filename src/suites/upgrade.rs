@@ -180,10 +180,10 @@ impl UpgradeStore {
     pub fn journal_mode(self) -> Option<JournalMode> {
         self.store.journal_mode()
     }
-    /// Whether pre_upgrade serializes the rows (the heap store): the stores in stable memory
-    /// keep them where they are.
+    /// Whether pre_upgrade serializes the rows (the heap store, Motoko's classical
+    /// persistence): the stores in stable memory keep them where they are.
     pub fn saved_on_upgrade(self) -> bool {
-        !self.store_kind().encodings().is_empty()
+        self.store_kind().saved_on_upgrade()
     }
     /// What tells two stores of one kind apart besides the journal mode (the encoding), in
     /// the record's `position` column.

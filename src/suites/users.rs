@@ -135,9 +135,11 @@ impl Config {
         }
     }
 
-    /// From the shared flags: each store selected, SQLite once per journal mode.
-    pub fn from_args(common: &CommonArgs) -> Result<Config> {
+    /// From the shared flags: each store selected, SQLite once per journal mode; `suite`
+    /// (seed003, lookups, sustained, tune) refuses a `--stores` that names none of its stores.
+    pub fn from_args(common: &CommonArgs, suite: &str) -> Result<Config> {
         common.validate()?;
+        super::shared::store_selected(&common.stores, suite)?;
         let stores = stores(common);
         let mut caches = common.page_cache.clone();
         caches.sort();

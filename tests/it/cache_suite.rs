@@ -504,7 +504,7 @@ fn bad_cache_settings_exit_2_with_one_line_before_any_work() {
         ),
         (
             &["--suite", "cache", "--stores", "heap,btree"],
-            "no store of the cache suite selected (--stores sqlite,sqlite-vfs; it has no heap, btree, mo-map, mo-pure-map or mo-region store)",
+            "no store of the cache suite selected (--stores sqlite,sqlite-vfs; it has no heap, btree, mo-map, mo-pure-map, mo-region or mo-map-classic store)",
         ),
         (
             &["--suite", "cache", "--stores", "sqlite-vfs", "--journal-modes", "WAL"],

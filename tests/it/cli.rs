@@ -385,7 +385,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
     let stderr = icbench_with("6000000000", &["--suite", "upgrade", "--jobs", "2"]);
     assert_eq!(
         stderr.trim_end(),
-        "error: the upgrade suite to 1,000,000 rows with the limit run on 2 jobs needs about 15.6 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--no-limit-run --jobs 1` (about 3.5 GB), `--upgrade-sizes 1000,10000,100000 --no-limit-run` (about 1.3 GB); or pass --ignore-memory-estimate to run anyway"
+        "error: the upgrade suite to 1,000,000 rows with the limit run on 2 jobs needs about 16.2 GB of memory at its peak (an estimate), and 6.0 GB is available; these fit: `--no-limit-run --jobs 1` (about 3.5 GB), `--upgrade-sizes 1000,10000,100000 --no-limit-run` (about 1.4 GB); or pass --ignore-memory-estimate to run anyway"
     );
     // The default suite at 10,000,000 rows: 1,800 B a row in its eight stores of the bench
     // canister, 405 B more in ic-sqlite-vfs's canister.

@@ -151,7 +151,7 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
     let file = dir.join("m.wasm");
     std::fs::write(&file, b"\0asm").unwrap();
     let file = file.display();
-    let modules = "the modules are bench, tune, sqlite-vfs, motoko (--wasm NAME=PATH), or give a path alone for the bench module";
+    let modules = "the modules are bench, tune, sqlite-vfs, motoko, motoko-classic (--wasm NAME=PATH), or give a path alone for the bench module";
     refused(
         "wasm-foo",
         &["--wasm", &format!("foo={file}")],

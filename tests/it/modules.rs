@@ -78,6 +78,9 @@ fn the_script_the_parser_and_the_library_read_the_same_list() {
              target/canister/sqlite-vfs.wasm",
             "motoko canisters/motoko moc - none canisters/motoko/motoko.did \
              canisters/prebuilt/motoko.wasm target/canister/motoko.wasm",
+            "motoko-classic canisters/motoko moc legacy-persistence none \
+             canisters/motoko/motoko.did canisters/prebuilt/motoko-classic.wasm \
+             target/canister/motoko-classic.wasm",
         ]
     );
     // The stores' methods come from the store table, not the list.
@@ -179,7 +182,7 @@ fn a_module_of_another_crate_and_target_without_rewiring_is_one_block() {
 #[test]
 fn a_bad_list_is_refused_in_one_line_naming_where() {
     let good = WITH_A_MODULE_FOR_ANOTHER_TARGET;
-    let cases: [(String, &str); 14] = [
+    let cases: [(String, &str); 16] = [
         (String::new(), "modules.txt lists no module"),
         (
             "crate x\n".to_string(),
@@ -228,6 +231,15 @@ fn a_bad_list_is_refused_in_one_line_naming_where() {
         (
             good.replace("canisters/sqlite-vfs scripts", "canisters/sqlite scripts"),
             "modules.txt line 13: module `sqlite-vfs`: its sources do not cover canisters/sqlite-vfs, which its build reads",
+        ),
+        // A Motoko module's features are moc's options; it embeds its did itself.
+        (
+            good.replace("wasm32-unknown-unknown", "moc"),
+            "modules.txt line 13: module `sqlite-vfs`: a Motoko module's features are moc's options (legacy-persistence), not `a`",
+        ),
+        (
+            good.replace("wasm32-unknown-unknown\nfeatures  a,b\nrewire    none", "moc\nfeatures  legacy-persistence\nrewire    wasi"),
+            "modules.txt line 13: module `sqlite-vfs`: a Motoko module (target moc) has rewire none and a did (moc's interface of it)",
         ),
         (
             good.replace(" scripts/wasi2ic-post rust-toolchain.toml\nrequires  -", " rust-toolchain.toml\nrequires  -"),

@@ -16,9 +16,12 @@ pub const BUILD_SOURCES: [&str; 2] = ["scripts/build-canister.sh", "rust-toolcha
 pub const CONVERTER: &str = "scripts/wasi2ic-post";
 
 /// The `target` of a module the Motoko compiler builds (moc from npm, run by the crate
-/// folder's build.js), not cargo: it has no features, embeds its did itself and needs no
-/// converter.
+/// folder's build.js), not cargo: its features are moc's options of [`MOC_FEATURES`], it
+/// embeds its did itself and needs no converter.
 pub const MOC: &str = "moc";
+/// The features a Motoko module may have: moc's options, each given to build.js as
+/// `--NAME` (`legacy-persistence`: classical persistence, `moc --legacy-persistence`).
+pub const MOC_FEATURES: [&str; 1] = ["legacy-persistence"];
 
 /// The keys of a module.
 const KEYS: [&str; 8] = [
@@ -266,10 +269,18 @@ fn entry<'a>(Block { name, line, keys }: Block<'a>) -> Result<Entry<'a>, String>
             })
             .collect::<Result<_, _>>()?,
     };
-    if target == MOC && (!features.is_empty() || rewire_wasi || did.is_none()) {
+    if target == MOC && (rewire_wasi || did.is_none()) {
         return Err(format!(
-            "{at}: a Motoko module (target {MOC}) has no features, rewire none and a did (moc's \
-             interface of it)"
+            "{at}: a Motoko module (target {MOC}) has rewire none and a did (moc's interface of it)"
+        ));
+    }
+    if let Some(f) = features
+        .iter()
+        .find(|f| target == MOC && !MOC_FEATURES.contains(f))
+    {
+        return Err(format!(
+            "{at}: a Motoko module's features are moc's options ({}), not `{f}`",
+            MOC_FEATURES.join(", ")
         ));
     }
     let entry = Entry {

@@ -78,8 +78,8 @@ impl<T: Define> Suite for T {
     }
 }
 
-/// The check of the suites that do not measure every store (dbbench, keys, sysbench):
-/// `--stores` must name one they measure.
+/// The check of a suite that does not measure every store: `--stores` must name one it
+/// measures.
 pub fn store_selected(stores: &[StoreKind], suite: &str) -> Result<()> {
     if crate::stores::measured_by(suite, stores).is_empty() {
         let (theirs, others): (Vec<StoreKind>, Vec<StoreKind>) =

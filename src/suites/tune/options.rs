@@ -254,7 +254,7 @@ impl Define for Tune {
         page_sizes.sort_unstable();
         let mut cache_sizes = args.tune_cache_sizes;
         cache_sizes.sort_unstable();
-        let mut users = users::Config::from_args(common)?;
+        let mut users = users::Config::from_args(common, "tune")?;
         let all = users::stores(common);
         // The stores without journal modes that the tune suite measures beside the search
         // (another binding's SQLite, as ic-sqlite-vfs's, is searched on its own).

@@ -1,7 +1,8 @@
 //! icbench's Motoko canister (canisters/motoko, built by moc from npm): the committed
 //! module is of its sources and embeds its interface; its three stores count exactly under
 //! both vintages; an upgrade that keeps the heap keeps every row; and the collector's
-//! increments land in known messages.
+//! increments land in known messages. The same canister with classical persistence
+//! serializes its Map on upgrade, and the upgrade suite counts that exactly.
 //!
 //! Its calls are the bench canister's users calls with the stems `mo_map`, `mo_pure_map`
 //! and `mo_region`, so the bench canister's client drives it.
@@ -64,6 +65,90 @@ fn the_module_list_builds_it_with_moc_and_its_record_names_the_compiler() {
     );
     // The interface moc embeds, public as dfx makes it, is the committed did.
     assert_eq!(service.expect("a public candid:service"), read(DID));
+}
+
+/// The classical module: main.mo again, built with moc's --legacy-persistence (its one
+/// feature), a 32-bit memory; the store `mo-map-classic` is its Map, measured by the suites
+/// where the persistence differs.
+#[test]
+fn the_classical_module_is_main_mo_with_legacy_persistence_in_32_bits() {
+    let m = Module::named("motoko-classic").expect("the list has motoko-classic");
+    assert_eq!(m, Module::MOTOKO_CLASSIC);
+    assert_eq!(
+        m.listing().recipe,
+        "canisters/motoko moc legacy-persistence none canisters/motoko/motoko.did"
+    );
+    let wasm = classic_wasm();
+    assert_eq!(wasm, &read(m.prebuilt_wasm)[..]);
+    let memories: Vec<bool> = Parser::new(0)
+        .parse_all(wasm)
+        .filter_map(|p| match p.unwrap() {
+            Payload::MemorySection(r) => Some(
+                r.into_iter()
+                    .map(|m| m.unwrap().memory64)
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(memories, [false]);
+    assert_ne!(wasm, self::wasm());
+    let kind = icbench::stores::find("mo-map-classic").expect("a store of the table");
+    assert_eq!(
+        (kind.module(), kind.stem()),
+        (Module::MOTOKO_CLASSIC, "mo_map")
+    );
+    assert!(kind.saved_on_upgrade() && kind.encodings().is_empty());
+    let suites: Vec<&str> = [
+        "seed003",
+        "lookups",
+        "sustained",
+        "upgrade",
+        "scaling",
+        "tune",
+    ]
+    .into_iter()
+    .filter(|s| kind.measured_by(s))
+    .collect();
+    assert_eq!(suites, ["upgrade", "scaling"]);
+}
+
+fn classic_wasm() -> &'static [u8] {
+    Module::MOTOKO_CLASSIC
+        .embedded()
+        .expect("the committed motoko-classic module is of its sources")
+}
+
+/// Classical persistence: a plain upgrade (no `keep`) serializes the Map into stable memory
+/// and reads it back, so the rows stay; the 32-bit heap after it is a new one.
+#[test]
+fn a_classical_upgrade_serializes_the_map_and_keeps_its_rows() {
+    let mut engine = EmbeddedEngine::default();
+    let id = {
+        let mut c = BenchClient::install(&mut engine, classic_wasm()).unwrap();
+        let added = c.add_users("mo_map", 0, 10, 100).unwrap();
+        assert_eq!(added.value.unwrap().rows_inserted, 100);
+        assert!(!added.message.wasm64);
+        c.canister
+    };
+    let stable_before = BenchClient::attach(&mut engine, id)
+        .stats()
+        .unwrap()
+        .stable_pages;
+    let out = engine
+        .upgrade(id, classic_wasm(), &Encode!().unwrap())
+        .unwrap();
+    out.result.unwrap();
+    let mut c = BenchClient::attach(&mut engine, id);
+    assert_eq!(c.motoko_stats().unwrap().map_rows, 100);
+    let v = c
+        .scan_users("mo_map", 0, 1_000, false)
+        .unwrap()
+        .value
+        .unwrap();
+    assert_eq!((v.rows_found, v.bytes_read), (100, 10_000));
+    assert!(c.stats().unwrap().stable_pages > stable_before);
 }
 
 #[derive(PartialEq)]
@@ -339,4 +424,65 @@ fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
         assert_eq!(cycles, 5_000_000 + 2 * upgrade, "{rows}");
     }
     assert_eq!(of(1_000, "upgrade").0, 1_097_531_183);
+}
+
+/// The upgrade suite upgrades the classical Map by serializing it: pre_upgrade and
+/// post_upgrade grow with the rows (exact counts at 1,000 and 10,000 rows), the whole
+/// install_code is charged at the Wasm32 rate (1 cycle per instruction), and the first calls
+/// after it find the rows.
+#[test]
+fn the_upgrade_suite_counts_the_classical_serialization() {
+    let out = crate::support::scratch_dir("motoko_classic_upgrade_suite");
+    let run = crate::support::icbench_command()
+        .args([
+            "--quiet",
+            "--suite",
+            "upgrade",
+            "--stores",
+            "mo-map-classic",
+        ])
+        .args([
+            "--upgrade-sizes",
+            "1000,10000",
+            "--no-limit-run",
+            "--jobs",
+            "1",
+        ])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("icbench runs");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
+    let report = icbench::report::from_json(&text).unwrap();
+    let of = |rows: u64, operation: &str| {
+        let r = report
+            .results
+            .iter()
+            .find(|r| {
+                r.store == "mo-map-classic" && r.rows_before == rows && r.operation == operation
+            })
+            .unwrap_or_else(|| panic!("no {operation} at {rows}"));
+        assert_eq!(
+            r.status,
+            icbench::report::Status::Ok,
+            "{operation} at {rows}"
+        );
+        (r.instructions, r.cycles)
+    };
+    assert_eq!(of(1_000, "pre_upgrade").0, 2_158_559);
+    assert_eq!(of(10_000, "pre_upgrade").0, 15_417_848);
+    assert_eq!(of(1_000, "post_upgrade").0, 5_008_967);
+    assert_eq!(of(10_000, "post_upgrade").0, 60_416_842);
+    for rows in [1_000, 10_000] {
+        let (upgrade, cycles) = of(rows, "upgrade");
+        assert_eq!(cycles, 5_000_000 + upgrade, "{rows}");
+        of(rows, "first_query");
+        of(rows, "first_update");
+    }
+    assert_eq!(of(10_000, "upgrade").0, 1_105_633_072);
 }
