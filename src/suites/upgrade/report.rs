@@ -111,7 +111,7 @@ pub fn document(report: &Report) -> Document {
         Block::Heading {
             level: 2,
             text: format!(
-                "Limits at {} bytes per row (largest N predicted from a straight line through the two largest sizes measured; the heap maximum is 4 GiB in wasm32 and 6 GiB in wasm64, the Motoko stores)",
+                "Limits at {} bytes per row (largest N predicted from a straight line through the two largest sizes measured; the heap maximum is 4 GiB in wasm32 and 6 GiB in wasm64, a Motoko canister under enhanced orthogonal persistence)",
                 thousands(report.payload_size)
             ),
         },
