@@ -265,8 +265,9 @@ fn values_said_wrongly_before_are_named_for_what_they_are() {
     }
 }
 
-/// Motoko's stores: a journal mode (they are not SQLite), the tune suite (no SQLite settings)
-/// and a name the table does not have are refused in one line before any work.
+/// Motoko's stores: a journal mode (they are not SQLite), the tune suite (no SQLite settings),
+/// the classical Map in a users suite and a name the table does not have are refused in one
+/// line before any work.
 #[test]
 fn motoko_stores_refuse_journal_modes_and_unknown_names() {
     refused(
@@ -289,6 +290,17 @@ fn motoko_stores_refuse_journal_modes_and_unknown_names() {
          settings to search, and moc's flags are not searched); leave it out of --stores for \
          --suite tune",
     );
+    // The classical Map is measured by the upgrade and scaling suites alone.
+    for suite in ["seed003", "lookups", "sustained"] {
+        refused(
+            &format!("motoko_classic_{suite}"),
+            &["--suite", suite, "--stores", "mo-map-classic"],
+            &format!(
+                "no store of the {suite} suite selected (--stores heap,btree,sqlite,sqlite-vfs,\
+                 mo-map,mo-pure-map,mo-region; it has no mo-map-classic store)"
+            ),
+        );
+    }
     let (code, stderr, made) = icbench("motoko_unknown", &["--stores", "mo-btree"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
