@@ -109,6 +109,66 @@ pub fn sizes_up_to(max: u64) -> Vec<u64> {
 }
 
 impl Config {
+    /// The report's notes: how the stores were filled and measured, the storage fee's
+    /// terms (with the modules' sizes), the upgrade at the largest size, and the stores
+    /// whose `stats` was read with an update's limit (`beyond`: store and rows).
+    fn notes(&self, empties: &Empties<'_>, mut beyond: Vec<(StoreKind, u64)>) -> Vec<String> {
+        // The modules of the stores measured, for the storage note.
+        let measured: Vec<&Empty> = empties
+            .0
+            .iter()
+            .filter(|e| self.kinds.iter().any(|k| k.module() == e.module))
+            .collect();
+        let module_bytes: Vec<String> = measured
+            .iter()
+            .map(|e| match measured.len() {
+                1 => format!("the {}-byte module", thousands(e.wasm.len() as u64)),
+                _ => format!(
+                    "the {}-byte module ({})",
+                    thousands(e.wasm.len() as u64),
+                    e.module.name
+                ),
+            })
+            .collect();
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let mut notes = vec![
+            format!(
+                "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
+                thousands(PREFILL_CHUNK)
+            ),
+            "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
+            "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
+            format!(
+                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and {}) for 30 days at 127,000 cycles per GiB per second, plus, from replica vintage 2026-05, 10,000 cycles per second for the canister (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
+                module_bytes.join(" or "),
+                self.usd_per_xdr
+            ),
+            format!(
+                "Upgrade: at {} rows each store's canister, as filled, is upgraded to a new build of its module (the same code, another module hash) after a checkpoint, as `--suite upgrade` does it and as a real upgrade ships one: one install_code (pre_upgrade, creating the execution state with the module's whole compilation, post_upgrade, one 300B budget), charged instructions and 5,000,000 + 1 cycle per instruction on 13 nodes. SQLite is upgraded once, filed under the journal mode it was filled in. A failed upgrade (a replica limit) is recorded with the replica's error and does not compete in the decision table.",
+                thousands(largest)
+            ),
+        ];
+        if let Some(note) = steps::other_modules_note(&self.kinds) {
+            notes.push(note);
+        }
+        if self
+            .kinds
+            .iter()
+            .any(|k| k.def().page_cache && !k.def().journal_modes)
+        {
+            notes.push("A SQLite store without journal modes is measured at each size on a newly opened connection (its connections reopened after the fill: a cold page cache, as a journal mode set on a fresh connection leaves the other SQLite).".into());
+        }
+        beyond.sort();
+        if !beyond.is_empty() {
+            let at: Vec<String> = beyond
+                .iter()
+                .map(|(k, n)| format!("{} at {} rows", k.def().noun, thousands(*n)))
+                .collect();
+            notes.push(format!("The canister's `stats` query (which counts the rows) touches more stable memory than a query may ({}): the replica refuses it (IC0524), so its sizes were read by the same query with an update's limit, on an engine that only reads them.", at.join(", ")));
+        }
+        notes
+    }
+
     /// The usual users-suite settings for a store of `rows` rows: the ids and arguments
     /// every users scenario draws are the ones seed003 would draw at that size.
     fn users_at(&self, rows: u64) -> users::Config {
@@ -207,24 +267,6 @@ impl Measure for Config {
         }];
         empties.extend(others);
         let empties = Empties(empties);
-        // The modules of the stores measured, for the storage note.
-        let measured: Vec<&Empty> = empties
-            .0
-            .iter()
-            .filter(|e| self.kinds.iter().any(|k| k.module() == e.module))
-            .collect();
-        let module_bytes: Vec<String> = measured
-            .iter()
-            .map(|e| match measured.len() {
-                1 => format!("the {}-byte module", thousands(e.wasm.len() as u64)),
-                _ => format!(
-                    "the {}-byte module ({})",
-                    thousands(e.wasm.len() as u64),
-                    e.module.name
-                ),
-            })
-            .collect();
-        let largest = self.sizes.last().copied().unwrap_or_default();
         // One store per scenario of the plan: each fills its own copy of the empty canister
         // (`--shard` splits by store). The fills run side by side, and what is measured at
         // each size runs beside the fill going on.
@@ -292,47 +334,13 @@ impl Measure for Config {
             exec.shard,
             setup,
         );
-        let mut notes = vec![
-            format!(
-                "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
-                thousands(PREFILL_CHUNK)
-            ),
-            "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
-            "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
-            format!(
-                "Memory per row: heap bytes are the canister's heap at N over the same canister empty. The heap is Wasm memory, which never shrinks: a high-water mark (SQLite's grows with its page cache and file system). Stable bytes are the store's own size: the StableBTreeMap's virtual memory (its pages, as the memory manager counts them), SQLite's database file (page_count × page_size), 0 for the heap map (its rows live on the heap between upgrades). The canister's stable memory itself grows in the memory manager's buckets of 128 pages (8 MiB), which is what the storage fee charges: storage is the whole canister (heap, stable memory in whole buckets and {}) for 30 days at 127,000 cycles per GiB per second, plus, from replica vintage 2026-05, 10,000 cycles per second for the canister (13 nodes; 34 nodes scaled by 34/13); USD at {} per XDR.",
-                module_bytes.join(" or "),
-                self.usd_per_xdr
-            ),
-            format!(
-                "Upgrade: at {} rows each store's canister, as filled, is upgraded to a new build of its module (the same code, another module hash) after a checkpoint, as `--suite upgrade` does it and as a real upgrade ships one: one install_code (pre_upgrade, creating the execution state with the module's whole compilation, post_upgrade, one 300B budget), charged instructions and 5,000,000 + 1 cycle per instruction on 13 nodes. SQLite is upgraded once, filed under the journal mode it was filled in. A failed upgrade (a replica limit) is recorded with the replica's error and does not compete in the decision table.",
-                thousands(largest)
-            ),
-        ];
-        if let Some(note) = steps::other_modules_note(&self.kinds) {
-            notes.push(note);
-        }
-        if self
-            .kinds
-            .iter()
-            .any(|k| k.def().page_cache && !k.def().journal_modes)
-        {
-            notes.push("A SQLite store without journal modes is measured at each size on a newly opened connection (its connections reopened after the fill: a cold page cache, as a journal mode set on a fresh connection leaves the other SQLite).".into());
-        }
-        let mut beyond = std::mem::take(
+        let beyond = std::mem::take(
             &mut *ctx
                 .stats_beyond_query_limit
                 .lock()
                 .unwrap_or_else(|e| e.into_inner()),
         );
-        beyond.sort();
-        if !beyond.is_empty() {
-            let at: Vec<String> = beyond
-                .iter()
-                .map(|(k, n)| format!("{} at {} rows", k.def().noun, thousands(*n)))
-                .collect();
-            notes.push(format!("The canister's `stats` query (which counts the rows) touches more stable memory than a query may ({}): the replica refuses it (IC0524), so its sizes were read by the same query with an update's limit, on an engine that only reads them.", at.join(", ")));
-        }
+        let notes = self.notes(&empties, beyond);
         let header = Header {
             rows_before: self.sizes.last().copied().unwrap_or_default(),
             seed: self.seed,

@@ -21,7 +21,7 @@ use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::scenario::CacheState;
 use crate::suites::shared::{Header, Measure, Run};
 use crate::suites::users::{self, PREFILL_CHUNK};
-use crate::suites::{Exec, MemoryEstimate};
+use crate::suites::{Exec, MemoryEstimate, Progress};
 
 impl Measure for Config {
     const SUITE: &'static str = "tune";
@@ -95,8 +95,6 @@ impl Measure for Config {
             empty_at_value_sizes(&mut client, cfg, run.modules, work, &mut after)?
         };
         let mut filled: BTreeMap<u32, State> = BTreeMap::new();
-        let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
-        let mut best = vec![defaults; WORKLOADS.len()];
         let setup = AtomicU64::new(client.executed_instructions);
         let env = StageEnv {
             cfg,
@@ -108,85 +106,26 @@ impl Measure for Config {
             beside,
             setup: &setup,
         };
-        for (i, knobs) in cfg.stages().iter().enumerate() {
-            let mut candidates: Vec<(usize, Setting)> = Vec::new();
-            for &w in &workloads {
-                for s in cfg.around(best[w], knobs) {
-                    if !candidates.contains(&(w, s)) && !measured[w].iter().any(|m| m.0 == s) {
-                        candidates.push((w, s));
-                    }
-                }
-            }
-            let stage_env = StageEnv {
-                after: &after,
-                ..env
-            };
-            let ran = run_stage(
-                &mut client,
-                &empty,
-                &mut filled,
-                &candidates,
-                CacheState::Cold,
-                &stage_env,
-                run.progress,
-            )?;
-            if !ran.units.is_empty() {
-                after = ran.units;
-            }
-            for ((w, setting), (now, old)) in candidates.iter().zip(ran.measured) {
-                measured[*w].push((*setting, now, old));
-            }
-            let (chosen, unit) = work.unit(
-                Kind::Other,
-                format!("choose each workload's best after stage {}", i + 1),
-                &after,
-                || {
-                    measured
-                        .iter()
-                        .map(|m| cheapest(m, defaults))
-                        .collect::<Vec<_>>()
-                },
-            );
-            best = chosen;
-            after = vec![unit];
-        }
-
-        // cache_size warm, at each workload's cheapest settings: a cache that pays for itself
-        // cold may cost warm (docs/suites.md). Its records follow all the others.
-        let mut warm_records: Vec<Vec<ScenarioResult>> = vec![Vec::new(); WORKLOADS.len()];
-        let warm_measured = cfg.knobs.contains(&Knob::CacheSize)
-            && !cfg.users.stores.is_empty()
-            && cfg.users.measures(CacheState::Warm)
-            && !workloads.is_empty();
-        if warm_measured {
-            let candidates: Vec<(usize, Setting)> = workloads
-                .iter()
-                .flat_map(|&w| {
-                    cfg.around(best[w], &[Knob::CacheSize])
-                        .into_iter()
-                        .map(move |s| (w, s))
-                })
-                .collect();
-            let ran = run_stage(
-                &mut client,
-                &empty,
-                &mut filled,
-                &candidates,
-                CacheState::Warm,
-                &StageEnv {
-                    after: &after,
-                    ..env
-                },
-                run.progress,
-            )?;
-            if !ran.units.is_empty() {
-                after = ran.units;
-            }
-            for ((w, _), (now, old)) in candidates.iter().zip(ran.measured) {
-                warm_records[*w].push(now);
-                warm_records[*w].extend(old);
-            }
-        }
+        let (measured, best) = search(
+            &mut client,
+            &empty,
+            &mut filled,
+            &workloads,
+            defaults,
+            &env,
+            &mut after,
+            run.progress,
+        )?;
+        let (warm_records, warm_measured) = warm_stage(
+            &mut client,
+            &empty,
+            &mut filled,
+            &workloads,
+            &best,
+            &env,
+            &mut after,
+            run.progress,
+        )?;
         let (besides, at_run_size) =
             cfg.besides(defaults, &alone, &empty, empty_variant.as_ref(), &sized);
         // The stages below start after the searches and the warm stage.
@@ -303,6 +242,114 @@ impl Measure for Config {
             smaller,
         })
     }
+}
+
+/// The search, stage by stage: each workload's settings around its best so far, measured
+/// cold; returns what each workload measured, in order, and its cheapest settings. `after`
+/// is the units the next work waits for.
+#[allow(clippy::too_many_arguments)]
+fn search(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    filled: &mut BTreeMap<u32, State>,
+    workloads: &[usize],
+    defaults: Setting,
+    env: &StageEnv<'_>,
+    after: &mut Vec<UnitId>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Vec<Vec<Measured>>, Vec<Setting>)> {
+    let cfg = env.cfg;
+    let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
+    let mut best = vec![defaults; WORKLOADS.len()];
+    for (i, knobs) in cfg.stages().iter().enumerate() {
+        let mut candidates: Vec<(usize, Setting)> = Vec::new();
+        for &w in workloads {
+            for s in cfg.around(best[w], knobs) {
+                if !candidates.contains(&(w, s)) && !measured[w].iter().any(|m| m.0 == s) {
+                    candidates.push((w, s));
+                }
+            }
+        }
+        let stage_env = StageEnv { after, ..*env };
+        let ran = run_stage(
+            client,
+            empty,
+            filled,
+            &candidates,
+            CacheState::Cold,
+            &stage_env,
+            progress,
+        )?;
+        if !ran.units.is_empty() {
+            *after = ran.units;
+        }
+        for ((w, setting), (now, old)) in candidates.iter().zip(ran.measured) {
+            measured[*w].push((*setting, now, old));
+        }
+        let (chosen, unit) = env.work.unit(
+            Kind::Other,
+            format!("choose each workload's best after stage {}", i + 1),
+            after,
+            || {
+                measured
+                    .iter()
+                    .map(|m| cheapest(m, defaults))
+                    .collect::<Vec<_>>()
+            },
+        );
+        best = chosen;
+        *after = vec![unit];
+    }
+    Ok((measured, best))
+}
+
+/// cache_size warm, at each workload's cheapest settings (`best`): a cache that pays for
+/// itself cold may cost warm (docs/suites.md). Returns each workload's records, which follow
+/// all the others, and whether the stage ran.
+#[allow(clippy::too_many_arguments)]
+fn warm_stage(
+    client: &mut BenchClient<'_>,
+    empty: &State,
+    filled: &mut BTreeMap<u32, State>,
+    workloads: &[usize],
+    best: &[Setting],
+    env: &StageEnv<'_>,
+    after: &mut Vec<UnitId>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<(Vec<Vec<ScenarioResult>>, bool)> {
+    let cfg = env.cfg;
+    let mut warm_records: Vec<Vec<ScenarioResult>> = vec![Vec::new(); WORKLOADS.len()];
+    let warm_measured = cfg.knobs.contains(&Knob::CacheSize)
+        && !cfg.users.stores.is_empty()
+        && cfg.users.measures(CacheState::Warm)
+        && !workloads.is_empty();
+    if warm_measured {
+        let candidates: Vec<(usize, Setting)> = workloads
+            .iter()
+            .flat_map(|&w| {
+                cfg.around(best[w], &[Knob::CacheSize])
+                    .into_iter()
+                    .map(move |s| (w, s))
+            })
+            .collect();
+        let ran = run_stage(
+            client,
+            empty,
+            filled,
+            &candidates,
+            CacheState::Warm,
+            &StageEnv { after, ..*env },
+            progress,
+        )?;
+        if !ran.units.is_empty() {
+            *after = ran.units;
+        }
+        for ((w, _), (now, old)) in candidates.iter().zip(ran.measured) {
+            warm_records[*w].push(now);
+            warm_records[*w].extend(old);
+        }
+    }
+    Ok((warm_records, warm_measured))
 }
 
 /// The tune variant module installed over the canister and its empty stores snapshotted,
