@@ -100,17 +100,11 @@ fn the_classical_module_is_main_mo_with_legacy_persistence_in_32_bits() {
         (Module::MOTOKO_CLASSIC, "mo_map")
     );
     assert!(kind.saved_on_upgrade() && kind.encodings().is_empty());
-    let suites: Vec<&str> = [
-        "seed003",
-        "lookups",
-        "sustained",
-        "upgrade",
-        "scaling",
-        "tune",
-    ]
-    .into_iter()
-    .filter(|s| kind.measured_by(s))
-    .collect();
+    let suites: Vec<&str> = icbench::suites::REGISTRY
+        .iter()
+        .map(|s| s.name())
+        .filter(|s| kind.measured_by(s))
+        .collect();
     assert_eq!(suites, ["upgrade", "scaling"]);
 }
 
@@ -384,21 +378,13 @@ fn the_collector_s_increments_land_in_known_messages() {
     assert_eq!(icbench::stores::settle_collector(&mut c).unwrap(), 1);
 }
 
-/// The upgrade suite upgrades a Motoko store with `keep` (nothing serialized: the hooks do
-/// not grow with the rows) and charges its instructions at the Wasm64 rate: 2 cycles per
-/// instruction beside the 5,000,000 of the message.
-#[test]
-fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
-    let out = crate::support::scratch_dir("motoko_upgrade_suite");
+/// `--suite upgrade` of one store at two sizes, without the limit run: its records by
+/// rows and operation, each ok (instructions, cycles).
+fn upgrade_suite(store: &str, sizes: &str) -> impl Fn(u64, &str) -> (u64, u64) {
+    let out = crate::support::scratch_dir(&format!("motoko_upgrade_suite_{store}"));
     let run = crate::support::icbench_command()
-        .args(["--quiet", "--suite", "upgrade", "--stores", "mo-map"])
-        .args([
-            "--upgrade-sizes",
-            "1000,2000",
-            "--no-limit-run",
-            "--jobs",
-            "1",
-        ])
+        .args(["--quiet", "--suite", "upgrade", "--stores", store])
+        .args(["--upgrade-sizes", sizes, "--no-limit-run", "--jobs", "1"])
         .arg("--out")
         .arg(&out)
         .output()
@@ -410,14 +396,28 @@ fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
     );
     let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
     let report = icbench::report::from_json(&text).unwrap();
-    let of = |rows: u64, operation: &str| {
+    let store = store.to_string();
+    move |rows, operation| {
         let r = report
             .results
             .iter()
-            .find(|r| r.store == "mo-map" && r.rows_before == rows && r.operation == operation)
+            .find(|r| r.store == store && r.rows_before == rows && r.operation == operation)
             .unwrap_or_else(|| panic!("no {operation} at {rows}"));
+        assert_eq!(
+            r.status,
+            icbench::report::Status::Ok,
+            "{operation} at {rows}"
+        );
         (r.instructions, r.cycles)
-    };
+    }
+}
+
+/// The upgrade suite upgrades a Motoko store with `keep` (nothing serialized: the hooks do
+/// not grow with the rows) and charges its instructions at the Wasm64 rate: 2 cycles per
+/// instruction beside the 5,000,000 of the message.
+#[test]
+fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
+    let of = upgrade_suite("mo-map", "1000,2000");
     for rows in [1_000, 2_000] {
         assert_eq!(of(rows, "pre_upgrade").0, 561_657, "{rows}");
         let (upgrade, cycles) = of(rows, "upgrade");
@@ -432,48 +432,7 @@ fn the_upgrade_suite_keeps_the_heap_and_charges_the_wasm64_rate() {
 /// after it find the rows.
 #[test]
 fn the_upgrade_suite_counts_the_classical_serialization() {
-    let out = crate::support::scratch_dir("motoko_classic_upgrade_suite");
-    let run = crate::support::icbench_command()
-        .args([
-            "--quiet",
-            "--suite",
-            "upgrade",
-            "--stores",
-            "mo-map-classic",
-        ])
-        .args([
-            "--upgrade-sizes",
-            "1000,10000",
-            "--no-limit-run",
-            "--jobs",
-            "1",
-        ])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("icbench runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
-    let report = icbench::report::from_json(&text).unwrap();
-    let of = |rows: u64, operation: &str| {
-        let r = report
-            .results
-            .iter()
-            .find(|r| {
-                r.store == "mo-map-classic" && r.rows_before == rows && r.operation == operation
-            })
-            .unwrap_or_else(|| panic!("no {operation} at {rows}"));
-        assert_eq!(
-            r.status,
-            icbench::report::Status::Ok,
-            "{operation} at {rows}"
-        );
-        (r.instructions, r.cycles)
-    };
+    let of = upgrade_suite("mo-map-classic", "1000,10000");
     assert_eq!(of(1_000, "pre_upgrade").0, 2_158_559);
     assert_eq!(of(10_000, "pre_upgrade").0, 15_417_848);
     assert_eq!(of(1_000, "post_upgrade").0, 5_008_967);
