@@ -33,6 +33,7 @@ mod pr_comment;
 mod profile;
 mod profile_cli;
 mod project_files;
+mod readme;
 mod report;
 mod self_contained;
 mod sqlite_vfs;
