@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""Regenerates the real output in README.md's default-run block from two runs of the
-default suite: the default vintage's and `--replica 2026-05`'s.
+"""Regenerates the real output of README.md's default-run block and docs/findings.md's tables
+from two runs of the default suite: the default vintage's and `--replica 2026-05`'s.
 
-    cargo build --release && scripts/update-readme.py         # runs both, rewrites README.md
+    cargo build --release && scripts/update-readme.py         # runs both, rewrites both files
     scripts/update-readme.py --runs NEW_DIR OLD_DIR           # from runs already made
     scripts/update-readme.py --check                          # exit 1 if it would change
 
 What it rewrites, each from the runs' own files (this only arranges them):
-- the provenance line ("Real output of `cargo run --release`, measured on DATE at COMMIT
-  on MACHINE"), from `git rev-parse --short HEAD`, today's date and --machine;
-- the decision table (the fenced block after that line), the default run's last table as
-  it prints it;
+- each file's provenance line ("Real output of `cargo run --release`, measured on DATE at
+  COMMIT on MACHINE"), from `git rev-parse --short HEAD`, today's date and --machine;
+- README.md's decision table (the fenced block after that line), the default run's last
+  table as it prints it; in docs/findings.md:
 - the bindings' table (`| Workload | ic-rusqlite cold | ...`): charged instructions of
   the rows ROWS lists, from results.json;
 - the July 2026 table (`| Workload | before (`2026-05`) | ...`): the cold columns of the
@@ -31,6 +31,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+FINDINGS = ROOT / "docs" / "findings.md"
 MACHINE = "the project's 2-core machine"
 DECISION = "## Which store is cheapest"
 
@@ -207,33 +208,44 @@ def main():
             if new_report.get(field) != old_report.get(field):
                 sys.exit(f"the runs differ in {field}")
         title, table = decision_table(new_dir)
-        text = README.read_text()
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                                 capture_output=True, text=True).stdout.strip()
-        today = datetime.date.today().isoformat()
-        updated, n = re.subn(
-            r"Real output of `cargo run --release`, measured on \S+ at \S+ on [^(]*?"
-            r"(?=\s\(the counts)",
-            f"Real output of `cargo run --release`, measured on {today} at {commit} on "
-            f"{args.machine}", text, count=1)
-        if n != 1:
-            sys.exit("README.md has no provenance line of the default run")
-        updated = re.sub(r"```\nWhich store is cheapest[^\n]*\n(\|[^\n]*\n)+```",
-                         lambda _: "```\n" + title + "\n" + "\n".join(table) + "\n```",
-                         updated, count=1)
-        updated = replace_table(updated, "| Workload | ic-rusqlite cold |", bindings(new, old))
-        updated = replace_table(updated, "| Workload | before (`2026-05`) |",
-                                july(new_dir, old_dir))
-        updated = replace_table(updated, "| Workload | heap map | StableBTreeMap |",
-                                motoko(new, old))
+        provenance = (f"Real output of `cargo run --release`, measured on "
+                      f"{datetime.date.today().isoformat()} at {commit} on {args.machine}")
+        texts = {path: path.read_text() for path in (README, FINDINGS)}
+        updated = {path: with_provenance(path, text, provenance) for path, text in texts.items()}
+        updated[README] = re.sub(
+            r"```\nWhich store is cheapest[^\n]*\n(\|[^\n]*\n)+```",
+            lambda _: "```\n" + title + "\n" + "\n".join(table) + "\n```",
+            updated[README], count=1)
+        findings = updated[FINDINGS]
+        findings = replace_table(findings, "| Workload | ic-rusqlite cold |", bindings(new, old))
+        findings = replace_table(findings, "| Workload | before (`2026-05`) |",
+                                 july(new_dir, old_dir))
+        findings = replace_table(findings, "| Workload | heap map | StableBTreeMap |",
+                                 motoko(new, old))
+        updated[FINDINGS] = findings
     if args.check:
         # The provenance line names today and HEAD: only the tables count.
         strip = lambda t: re.sub(r"measured on \S+ at \S+ on [^(]*", "", t)
-        if strip(updated) != strip(text):
-            print("README.md's default-run tables are not those of this build", file=sys.stderr)
+        stale = [p.name for p in texts if strip(updated[p]) != strip(texts[p])]
+        if stale:
+            print(f"{', '.join(stale)}: the default-run tables are not those of this build",
+                  file=sys.stderr)
             sys.exit(1)
         return
-    README.write_text(updated)
+    for path, text in updated.items():
+        path.write_text(text)
+
+
+def with_provenance(path, text, provenance):
+    """`text` with its line saying which run made its tables replaced by `provenance`."""
+    updated, n = re.subn(
+        r"Real output of `cargo run --release`, measured on \S+ at \S+ on [^(]*?"
+        r"(?=\s\(the counts)", provenance, text, count=1)
+    if n != 1:
+        sys.exit(f"{path.name} has no provenance line of the default run")
+    return updated
 
 
 if __name__ == "__main__":
