@@ -6,8 +6,10 @@
 #
 #   scripts/side-by-side.sh A_BIN B_BIN cold|warm ROUNDS [icbench arguments...]
 #
-# Prints one line per run (binary, round, wall s, user s, sys s, peak RSS MB) and the median
-# wall time of each binary. Example, the default run from the cache, five rounds:
+# Prints one line per run (binary, round, wall s, user s, sys s, peak RSS MB of the largest
+# process, minor page faults, scenarios, faults per scenario) and per binary the medians of
+# wall time, of the system's share of the CPU and of faults per scenario (the figures issue
+# 64 bounds). Example, the default run from the cache, five rounds:
 #   scripts/side-by-side.sh /tmp/icbench-main target/release/icbench warm 5
 set -euo pipefail
 
@@ -42,11 +44,16 @@ run() { # label bin round
     shift 3
     if [ "$mode" = cold ]; then rm -rf "$cache"; fi
     mkdir -p "$cache"
-    ICBENCH_CACHE_DIR="$cache" /usr/bin/time -f "%e %U %S %M" -o "$work/time" \
+    ICBENCH_CACHE_DIR="$cache" /usr/bin/time -f "%e %U %S %M %R" -o "$work/time" \
         "$bin" --quiet --out "$out" "$@" >/dev/null
-    read -r wall user sys rss <"$work/time"
-    printf '%s %s %s %s %s %d\n' "$label" "$round" "$wall" "$user" "$sys" $((rss / 1024))
+    read -r wall user sys rss faults <"$work/time"
+    # A scenario is a record: a line of a results.csv below its header.
+    scenarios=$(find "$out" -name results.csv -exec sh -c 'tail -n +2 "$1"' _ {} \; | grep -c . || true)
+    printf '%s %s %s %s %s %d %d %d %d\n' "$label" "$round" "$wall" "$user" "$sys" \
+        $((rss / 1024)) "$faults" "$scenarios" $((faults / (scenarios > 0 ? scenarios : 1)))
     echo "$wall" >>"$work/walls-$label"
+    awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f\n", (u + s > 0 ? s / (u + s) : 0) }' >>"$work/sys-$label"
+    echo $((faults / (scenarios > 0 ? scenarios : 1))) >>"$work/faults-$label"
 }
 
 # Every results.csv a run wrote (one per suite), with its checksum.
@@ -55,10 +62,9 @@ sums() { (cd "$1" && find . -name results.csv -exec sha256sum {} + | sort -k2); 
 if [ "$mode" = warm ]; then
     run A "$a" 0 "$@" >/dev/null
     run B "$b" 0 "$@" >/dev/null
-    : >"$work/walls-A"
-    : >"$work/walls-B"
+    for file in walls-A walls-B sys-A sys-B faults-A faults-B; do : >"$work/$file"; done
 fi
-echo "binary round wall_s user_s sys_s peak_rss_mb"
+echo "binary round wall_s user_s sys_s peak_rss_mb minor_faults scenarios faults_per_scenario"
 for round in $(seq 1 "$rounds"); do
     run A "$a" "$round" "$@"
     run B "$b" "$round" "$@"
@@ -68,4 +74,7 @@ for round in $(seq 1 "$rounds"); do
     fi
 done
 median() { sort -n "$1" | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-echo "median wall: A $(median "$work/walls-A") s, B $(median "$work/walls-B") s; results.csv identical in every round"
+for label in A B; do
+    echo "$label: median wall $(median "$work/walls-$label") s, system $(median "$work/sys-$label") of the CPU, $(median "$work/faults-$label") minor faults per scenario"
+done
+echo "results.csv identical in every round"
