@@ -639,7 +639,6 @@ const MO_MAP_CLASSIC: StoreDef = StoreDef {
                on upgrade), a canister of its own (upgrade, scaling)",
     },
     module: Module::MOTOKO_CLASSIC,
-    stem: "mo_map",
     record: "mo-map-classic",
     label: "Motoko Map (classical)",
     short_label: "mo Map classical",
@@ -651,8 +650,8 @@ const MO_MAP_CLASSIC: StoreDef = StoreDef {
     // 5.4 GB, its heap 2.6 GB.
     memory: motoko_memory(40, (75, 40), 600, 6_000_000_000, 3),
     colour: Some(14),
-    rows: |client| Ok(client.motoko_stats()?.map_rows),
-    ..MOTOKO
+    // Its stem and row count are the EOP Map's: the same main.mo.
+    ..MO_MAP
 };
 
 /// A store of the tune variant module (`canisters/prebuilt/bench-tune.wasm`, the canister
