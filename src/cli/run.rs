@@ -220,7 +220,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         // How the heap's written pages were found: the counts are the same either way,
         // the speed is not.
         if let Ok(writes) = HeapWrites::configured() {
-            eprintln!("heap writes found by: {}", writes.name());
+            eprintln!("heap writes found by: {}", writes.said());
         }
     }
     Ok(gate_ok)

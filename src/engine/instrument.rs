@@ -52,6 +52,7 @@
 mod calls;
 mod emitter;
 mod global_counter;
+mod heap_marks;
 mod injected;
 mod local_counter;
 mod native_stable;
@@ -66,6 +67,10 @@ use std::fmt;
 use wasmparser::WasmFeatures;
 
 use emitter::Emitter;
+pub use heap_marks::{
+    HEAP_MARKS_EXPORT, HEAP_TOUCH_IMPORT, MAILBOX, MAILBOX_KIND, MAILBOX_LENGTH, MAILBOX_SOURCE,
+    MARK_ACCESSED, MARK_WRITTEN as HEAP_MARK_WRITTEN, TOUCH_COPY, TOUCH_READ, TOUCH_WRITE,
+};
 use native_stable::{native_access, NativeStable};
 pub use native_stable::{
     MARK_CACHED, MARK_SEEN, MARK_WRITTEN, STABLE_BYTES_EXPORT, STABLE_CACHE_BYTES,
@@ -191,6 +196,12 @@ pub struct Instrumented {
     /// the local counter, unprofiled, with a memory of its own, that imports them with
     /// their System API type.
     pub native_stable: bool,
+    /// Whether the module's own code finds its first touches of each heap page
+    /// ([`HEAP_MARKS_EXPORT`]): a module with the local counter and a memory of its own whose
+    /// code touches the heap only with scalar loads and stores, `memory.copy` and
+    /// `memory.fill`. Its instances run with the heap readable and writable; every other
+    /// module's with the kernel's faults.
+    pub heap_marks: bool,
 }
 
 /// Why a module could not be instrumented.
@@ -275,7 +286,7 @@ pub fn instrument(wasm: &[u8]) -> Result<Instrumented, InstrumentError> {
 /// Instruments `wasm` with the counter placement `counter` (or [`Counter::Global`] when the
 /// module cannot use the local one).
 pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
-    instrument_options(wasm, counter, false)
+    instrument_options(wasm, counter, false, true)
 }
 
 /// [`instrument_with`] plus the profiling probes: the module calls
@@ -286,13 +297,17 @@ pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, In
 /// the compilation cost are those of the unprofiled module, and the probes read the counter
 /// exactly where the metering left it.
 pub fn instrument_profiled(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
-    instrument_options(wasm, counter, true)
+    instrument_options(wasm, counter, true, true)
 }
 
-fn instrument_options(
+/// The module as the engine runs it: with the profiling probes or not, with heap marks
+/// where the module allows them and `heap_marks` asks for them (else the kernel's faults
+/// find its first touches).
+pub fn instrument_options(
     wasm: &[u8],
     counter: Counter,
     profile: bool,
+    heap_marks: bool,
 ) -> Result<Instrumented, InstrumentError> {
     let info = validate_and_scan(wasm)?;
     let counter = match counter {
@@ -314,7 +329,14 @@ fn instrument_options(
             write: native_access(&info, info.stable64_write, "stable64_write"),
         })
         .filter(|n| n.read.is_some() || n.write.is_some());
-    let mut emitter = Emitter::new(wasm, &info, counter, profile, native);
+    let heap_marks = heap_marks
+        && counter == Counter::Local
+        && !info.memory_imported
+        && !info.icbench_prefix_exported
+        && info.memories64.len() == 1
+        && !info.heap_marks_blocked
+        && info.data_lengths.len() as u64 <= heap_marks::MAX_SEGMENTS;
+    let mut emitter = Emitter::new(wasm, &info, counter, profile, native, heap_marks);
     emitter.run()?;
     let wasm_instruction_count = emitter.op_count
         + DECREMENT_HELPER_OPS
@@ -329,5 +351,6 @@ fn instrument_options(
         counter,
         mutates_instance: emitter.mutates_instance,
         native_stable: native.is_some(),
+        heap_marks,
     })
 }

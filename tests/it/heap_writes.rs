@@ -1,6 +1,7 @@
-//! The heap's written pages found two ways: by the kernel's write log (userfaultfd, one
-//! fault per Wasm page) and by a protection fault per 4 KiB page. Every count, and so every
-//! results.csv, must be the same; only the speed differs.
+//! The heap's first touches found three ways: by heap marks in the module (no fault), by the
+//! kernel's write log (userfaultfd, one fault per Wasm page) and by a protection fault per
+//! 4 KiB page. Every count, and so every results.csv, must be the same; only the speed
+//! differs.
 
 use crate::support::{icbench_command, scratch_dir};
 
@@ -57,19 +58,22 @@ fn run(mode: &str) -> (Vec<(String, String)>, String) {
 fn the_kernel_write_log_finds_the_pages_faults_find() {
     let (faults, said) = run("faults");
     assert!(said.contains("heap writes found by: faults"), "{said}");
-    let (logged, said) = run("auto");
+    let (logged, said) = run("kernel");
     if kernel_has_write_log() {
         assert!(
             said.contains("heap writes found by: kernel write log"),
             "{said}"
         );
     }
-    for ((file, a), (_, b)) in faults.iter().zip(&logged) {
+    let (marked, said) = run("auto");
+    assert!(said.contains("heap writes found by: heap marks"), "{said}");
+    for (((file, a), (_, b)), (_, c)) in faults.iter().zip(&logged).zip(&marked) {
         assert!(a.lines().count() > 2, "{file} has no rows");
         assert!(
             a == b,
             "{file} differs between faults and the kernel's write log"
         );
+        assert!(a == c, "{file} differs between faults and heap marks");
     }
 }
 
@@ -84,7 +88,13 @@ fn a_bad_heap_writes_value_is_refused_before_any_work() {
         .expect("icbench runs");
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    for needle in ["ICBENCH_HEAP_WRITES", "sometimes", "\"auto\"", "\"faults\""] {
+    for needle in [
+        "ICBENCH_HEAP_WRITES",
+        "sometimes",
+        "\"auto\"",
+        "\"kernel\"",
+        "\"faults\"",
+    ] {
         assert!(stderr.contains(needle), "{needle} missing from: {stderr}");
     }
 }

@@ -51,7 +51,8 @@ pub(super) fn instantiate(module: &LoadedModule, state: HostState) -> Result<Ins
     for (name, ext) in exports {
         match ext {
             // The native stable accesses' memories and global are the host's business only.
-            _ if module.native_stable && name.starts_with(instrument::ICBENCH_EXPORT_PREFIX) => {}
+            _ if (module.native_stable || module.heap_marks)
+                && name.starts_with(instrument::ICBENCH_EXPORT_PREFIX) => {}
             Extern::Global(g)
                 if name != instrument::INSTRUCTION_COUNTER_EXPORT
                     && name != instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT
@@ -62,6 +63,12 @@ pub(super) fn instantiate(module: &LoadedModule, state: HostState) -> Result<Ins
             Extern::Memory(m) if memory.is_none() => memory = Some(m),
             _ => {}
         }
+    }
+    if let (Some(region), true) = (&heap, module.heap_marks) {
+        let marks = instance
+            .get_memory(&mut store, instrument::HEAP_MARKS_EXPORT)
+            .ok_or_else(|| anyhow!("the instrumented module lacks its heap marks"))?;
+        region.use_marks(marks.data_ptr(&store))?;
     }
     if let Some(region) = &heap {
         let region = region.clone();

@@ -9,6 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
+
+use super::memory::write_log::heap_marks_configured;
 use wasmtime::{InstancePre, Linker, Module};
 
 use super::memory::heap::{self, HeapCreator};
@@ -71,6 +73,8 @@ pub struct LoadedModule {
     /// Its instances answer some stable memory accesses natively
     /// (`instrument::STABLE_CACHE_EXPORT`).
     pub(super) native_stable: bool,
+    /// Its code finds its first touches of heap pages itself (`instrument::HEAP_MARKS_EXPORT`).
+    pub(super) heap_marks: bool,
     /// The heap is a 64-bit memory.
     pub wasm64: bool,
     /// The module declares Motoko's enhanced orthogonal persistence (the metadata section
@@ -230,6 +234,8 @@ struct Compiled {
     mutates_instance: bool,
     /// Calls to `stable64_read`/`write` go to the injected native accesses.
     native_stable: bool,
+    /// The code checks heap marks.
+    heap_marks: bool,
     /// Where the code keeps the counter: the requested placement unless the module forced
     /// the fallback, which decides the System API's signatures.
     counter: Counter,
@@ -238,13 +244,14 @@ struct Compiled {
 }
 
 impl Compiled {
-    /// The entry's meta part: the instruction count, the three flags as bytes 0/1, then the
+    /// The entry's meta part: the instruction count, the four flags as bytes 0/1, then the
     /// counter placement (0 global, 1 local).
     fn meta(&self) -> Vec<u8> {
         let mut m = self.wasm_instruction_count.to_le_bytes().to_vec();
         m.push(self.memory64 as u8);
         m.push(self.mutates_instance as u8);
         m.push(self.native_stable as u8);
+        m.push(self.heap_marks as u8);
         m.push(match self.counter {
             Counter::Global => 0,
             Counter::Local => 1,
@@ -258,12 +265,12 @@ impl Compiled {
             1 => Ok(true),
             _ => Err(anyhow!("a flag byte is {b}, not 0 or 1")),
         };
-        let [n @ .., memory64, mutates, native, counter] = meta else {
-            bail!("the meta part is {} bytes, not 12", meta.len());
+        let [n @ .., memory64, mutates, native, marks, counter] = meta else {
+            bail!("the meta part is {} bytes, not 13", meta.len());
         };
         let n: [u8; 8] = n
             .try_into()
-            .map_err(|_| anyhow!("the meta part is {} bytes, not 12", meta.len()))?;
+            .map_err(|_| anyhow!("the meta part is {} bytes, not 13", meta.len()))?;
         let counter = match counter {
             0 => Counter::Global,
             1 => Counter::Local,
@@ -275,6 +282,7 @@ impl Compiled {
             memory64: flag(*memory64)?,
             mutates_instance: flag(*mutates)?,
             native_stable: flag(*native)?,
+            heap_marks: flag(*marks)?,
             counter,
             profiled,
         })
@@ -285,12 +293,9 @@ fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
     if super::process::in_worker() {
         bail!("internal error: a worker process was asked to compile a module (modules are compiled before the workers fork)");
     }
-    let instrumented = if profiled {
-        instrument::instrument_profiled(raw, counter)
-    } else {
-        instrument::instrument_with(raw, counter)
-    }
-    .map_err(|e| anyhow!("{e}"))?;
+    let instrumented =
+        instrument::instrument_options(raw, counter, profiled, heap_marks_configured())
+            .map_err(|e| anyhow!("{e}"))?;
     let module = Module::new(wasmtime_engine(), &instrumented.wasm)
         .map_err(|e| anyhow!("invalid module: {e:#}"))?;
     Ok(Compiled {
@@ -299,6 +304,7 @@ fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
         memory64: instrumented.memory64,
         mutates_instance: instrumented.mutates_instance,
         native_stable: instrumented.native_stable,
+        heap_marks: instrumented.heap_marks,
         counter: instrumented.counter,
         profiled,
     })
@@ -319,6 +325,9 @@ pub(super) fn module_key(hash: &[u8; 32], counter: Counter, profiled: bool) -> [
     h.0.update(format!("\0{counter:?}\0").as_bytes());
     if profiled {
         h.0.update(b"profiled\0");
+    }
+    if !heap_marks_configured() {
+        h.0.update(b"no heap marks\0");
     }
     wasmtime_engine()
         .precompile_compatibility_hash()
@@ -397,6 +406,7 @@ fn link(
         memory64,
         mutates_instance,
         native_stable,
+        heap_marks,
         counter,
         profiled,
     } = compiled;
@@ -407,6 +417,17 @@ fn link(
         instrument::OUT_OF_INSTRUCTIONS_IMPORT,
         || -> wasmtime::Result<()> { Err(wasmtime::Error::new(HostTrap::OutOfInstructions)) },
     )?;
+    if heap_marks {
+        linker.func_wrap(
+            instrument::SYSTEM_MODULE,
+            instrument::HEAP_TOUCH_IMPORT,
+            |c: wasmtime::Caller<'_, HostState>| {
+                if let Some(heap) = &c.data().heap {
+                    heap.touch_from_mailbox();
+                }
+            },
+        )?;
+    }
     if profiled {
         // Only profiled modules import these: an unprofiled run executes no probe at all.
         linker.func_wrap(
@@ -466,6 +487,7 @@ fn link(
         compile_instructions: wasm_instruction_count * cost::COST_TO_COMPILE_WASM_INSTRUCTION,
         fresh_instance_per_message: mutates_instance,
         native_stable,
+        heap_marks,
         wasm64: memory64,
         enhanced_orthogonal_persistence: has_metadata(raw, ENHANCED_ORTHOGONAL_PERSISTENCE),
         wasm_hash: hash,

@@ -20,11 +20,12 @@ use wasmparser::{
 };
 
 use super::calls::widened;
+use super::heap_marks::{add_heap_marks_memory, Marks};
 use super::native_stable::{add_native_stable_memories, NativeStable};
 use super::scan::{ModuleInfo, Signature};
 use super::segments::{compute_points, replica_injected_ops, Point};
 use super::{invalid, reencode_error, Counter, InstrumentError, OUT_OF_INSTRUCTIONS_IMPORT};
-use super::{PROFILE_ENTER_IMPORT, PROFILE_EXIT_IMPORT};
+use super::{HEAP_TOUCH_IMPORT, PROFILE_ENTER_IMPORT, PROFILE_EXIT_IMPORT};
 
 /// Re-encoder that moves defined functions up past the injected imports, which come after
 /// the original function imports.
@@ -173,6 +174,8 @@ pub(super) struct Emitter<'a, 'i> {
     pub(super) native: Option<NativeStable>,
     pub(super) native_func: u32,
     pub(super) stable_bytes_global: u32,
+    /// Heap marks, when the module gets them: the checks' memory and import.
+    pub(super) marks: Option<Marks>,
     /// Index (among defined functions) of the body being instrumented.
     pub(super) body_index: usize,
 
@@ -195,8 +198,10 @@ impl<'a, 'i> Emitter<'a, 'i> {
         counter: Counter,
         profile: bool,
         native: Option<NativeStable>,
+        heap_marks: bool,
     ) -> Self {
-        let injected = if profile { 3 } else { 1 };
+        let probes = if profile { 2 } else { 0 };
+        let injected = 1 + probes + heap_marks as u32;
         let decrement_func = info.num_func_imports + injected + info.num_defined_funcs;
         Emitter {
             wasm,
@@ -236,6 +241,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
             native,
             native_func: decrement_func + 1 + info.entry_funcs.len() as u32,
             stable_bytes_global: info.num_globals + 2,
+            marks: heap_marks.then_some(Marks {
+                memory: if native.is_some() { 3 } else { 1 },
+                touch: info.num_func_imports + 1 + probes,
+                heap64: info.mem64,
+            }),
             body_index: 0,
             op_count: 0,
             memory_grow_count: 0,
@@ -274,11 +284,16 @@ impl<'a, 'i> Emitter<'a, 'i> {
                 })?;
                 self.module.section(&tables);
             }
-            Payload::MemorySection(reader) if self.native.is_some() => {
+            Payload::MemorySection(reader) if self.native.is_some() || self.marks.is_some() => {
                 let mut memories = self.reencoded(SectionId::Memory, |_, memories| {
                     RoundtripReencoder.parse_memory_section(memories, reader)
                 })?;
-                add_native_stable_memories(&mut memories);
+                if self.native.is_some() {
+                    add_native_stable_memories(&mut memories);
+                }
+                if self.marks.is_some() {
+                    add_heap_marks_memory(&mut memories);
+                }
                 self.module.section(&memories);
             }
             Payload::MemorySection(reader) => self.raw(SectionId::Memory, reader.range()),
@@ -576,6 +591,9 @@ impl<'a, 'i> Emitter<'a, 'i> {
         if self.profile {
             names.append(self.enter_func, PROFILE_ENTER_IMPORT);
             names.append(self.exit_func, PROFILE_EXIT_IMPORT);
+        }
+        if let Some(marks) = self.marks {
+            names.append(marks.touch, HEAP_TOUCH_IMPORT);
         }
     }
 

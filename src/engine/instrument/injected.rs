@@ -11,10 +11,10 @@ use super::calls::{call_params, widened};
 use super::emitter::{Emitter, Synth};
 use super::native_stable::native_access_function;
 use super::{
-    Counter, CANISTER_START_EXPORT, INSTRUCTION_COUNTER_EXPORT, OUT_OF_INSTRUCTIONS_FLAG_EXPORT,
-    OUT_OF_INSTRUCTIONS_IMPORT, PERSISTENT_GLOBAL_PREFIX, PROFILE_ENTER_IMPORT,
-    PROFILE_EXIT_IMPORT, STABLE_BYTES_EXPORT, STABLE_CACHE_EXPORT, STABLE_MARKS_EXPORT,
-    SYSTEM_MODULE,
+    Counter, CANISTER_START_EXPORT, HEAP_MARKS_EXPORT, HEAP_TOUCH_IMPORT,
+    INSTRUCTION_COUNTER_EXPORT, OUT_OF_INSTRUCTIONS_FLAG_EXPORT, OUT_OF_INSTRUCTIONS_IMPORT,
+    PERSISTENT_GLOBAL_PREFIX, PROFILE_ENTER_IMPORT, PROFILE_EXIT_IMPORT, STABLE_BYTES_EXPORT,
+    STABLE_CACHE_EXPORT, STABLE_MARKS_EXPORT, SYSTEM_MODULE,
 };
 
 impl Emitter<'_, '_> {
@@ -61,6 +61,13 @@ impl Emitter<'_, '_> {
                 SYSTEM_MODULE,
                 PROFILE_EXIT_IMPORT,
                 EntityType::Function(self.exit_type),
+            );
+        }
+        if self.marks.is_some() {
+            imports.import(
+                SYSTEM_MODULE,
+                HEAP_TOUCH_IMPORT,
+                EntityType::Function(self.ooi_type),
             );
         }
     }
@@ -141,6 +148,9 @@ impl Emitter<'_, '_> {
                 self.stable_bytes_global,
             );
         }
+        if let Some(marks) = self.marks {
+            exports.export(HEAP_MARKS_EXPORT, ExportKind::Memory, marks.memory);
+        }
     }
 
     /// Appends the decrement helper and emits the code section.
@@ -161,6 +171,7 @@ impl Emitter<'_, '_> {
                         write,
                         self.info.mem64,
                         self.stable_bytes_global,
+                        self.marks,
                     ));
                 }
             }

@@ -13,6 +13,7 @@ use wasmparser::{FunctionBody, Operator};
 use super::calls::call_params;
 use super::calls::widened;
 use super::emitter::{sink, Emitter};
+use super::heap_marks::{scalar_access, Bulk, MarkLocals};
 use super::probes::CounterIn;
 use super::segments::{Injection, Scope, SizeOperand};
 use super::traps::{cannot_trap, stale_at_heap_traps};
@@ -44,6 +45,8 @@ struct Locals {
     shadows: Vec<Option<u32>>,
     /// Per type: the first of the locals calls to widened signatures set arguments aside in.
     aside: Vec<(ValType, u32)>,
+    /// The heap marks' scratch locals, when the module has them.
+    marks: Option<MarkLocals>,
 }
 
 impl Locals {
@@ -155,6 +158,11 @@ impl<'a> Emitter<'a, '_> {
                 (ty, next_local - n)
             })
             .collect();
+        let marks = self.marks.map(|marks| {
+            let (locals, types) = MarkLocals::declare(next_local, marks.heap64);
+            groups.extend(types.map(|ty| (1, ty)));
+            locals
+        });
         let locals = Locals {
             counter: params,
             params,
@@ -162,6 +170,7 @@ impl<'a> Emitter<'a, '_> {
             scratch64,
             shadows,
             aside,
+            marks,
         };
         Ok((locals, groups))
     }
@@ -317,6 +326,9 @@ impl LocalBody<'_, '_, '_> {
         let nfi = em.info.num_func_imports;
         let c = self.locals.counter;
         let op = &em.ops[i];
+        if self.mark_checked(out, i) {
+            return;
+        }
         let moved = |local| self.locals.moved(local);
         match *op {
             Operator::Call { .. }
@@ -355,6 +367,45 @@ impl LocalBody<'_, '_, '_> {
             }
             _ => {}
         }
+    }
+
+    /// Heap marks: the check before a load, store, `memory.copy` or `memory.fill` (after the
+    /// global is brought up to date where the operator's trap needs it), the operator itself
+    /// kept verbatim. False for any other operator.
+    fn mark_checked(&mut self, out: &mut Vec<u8>, i: usize) -> bool {
+        let em = self.emitter;
+        let (Some(marks), Some(locals)) = (em.marks, self.locals.marks) else {
+            return false;
+        };
+        let op = &em.ops[i];
+        let scalar = scalar_access(op);
+        let bulk = match *op {
+            Operator::MemoryCopy { .. } => Some(Bulk::Copy),
+            Operator::MemoryFill { .. } => Some(Bulk::Fill),
+            Operator::MemoryInit { data_index, .. } => Some(Bulk::Init {
+                segment: data_index,
+                length: em.info.data_lengths[data_index as usize],
+            }),
+            Operator::DataDrop { data_index } => {
+                // Noted, then the operator as without marks.
+                self.copy_to(out, em.offsets[i]);
+                marks.drop_segment(&mut sink(out), data_index);
+                return false;
+            }
+            _ if scalar.is_some() => None,
+            _ => return false,
+        };
+        self.copy_to(out, em.offsets[i]);
+        if self.dirty && !(self.heap_traps_stale && scalar.is_some()) {
+            self.flush(out);
+        }
+        let mut sink = sink(out);
+        match (scalar, bulk) {
+            (Some(access), _) => marks.scalar(&mut sink, &locals, &access),
+            (None, Some(bulk)) => marks.bulk(&mut sink, &locals, bulk),
+            (None, None) => unreachable!("an operator with neither check"),
+        }
+        true
     }
 
     /// Call operator `i`: the counter goes in as the last argument and comes back as the

@@ -4,6 +4,7 @@
 
 use wasm_encoder::{BlockType, Function, InstructionSink, MemArg, ValType};
 
+use super::heap_marks::{Marks, MARK_ACCESSED, MARK_WRITTEN as HEAP_MARK_WRITTEN};
 use super::scan::{ModuleInfo, WASM_PAGE};
 use crate::engine::cost::{system_api_fee, ApiFee};
 
@@ -117,6 +118,7 @@ pub(super) fn native_access_function(
     write: bool,
     heap64: bool,
     stable_bytes: u32,
+    marks: Option<Marks>,
 ) -> Function {
     let locals = AccessLocals::new(write);
     let mut f = Function::new([(4, ValType::I64)]);
@@ -125,6 +127,9 @@ pub(super) fn native_access_function(
     sink.block(BlockType::Empty);
     locals.check_bounds(&mut sink, native.fee, heap64, stable_bytes);
     locals.check_marks(&mut sink, write);
+    if let Some(marks) = marks {
+        locals.check_heap_marks(&mut sink, write, marks.memory);
+    }
     locals.copy(&mut sink, write, heap64);
     sink.end()
         .local_get(0)
@@ -247,6 +252,50 @@ impl AccessLocals {
             .i32_load8_u(marks)
             .i32_const(needed_mark)
             .i32_lt_u()
+            .br_if(1)
+            .local_get(page)
+            .i64_const(1)
+            .i64_add()
+            .local_tee(page)
+            .local_get(last)
+            .i64_le_u()
+            .br_if(0)
+            .end();
+    }
+
+    /// Branches out unless every 4 KiB heap page of the range has the heap mark the copy
+    /// needs: written for a read (it writes the heap), accessed for a write.
+    fn check_heap_marks(&self, sink: &mut InstructionSink<'_>, write: bool, memory: u32) {
+        let needed = if write {
+            MARK_ACCESSED
+        } else {
+            HEAP_MARK_WRITTEN
+        };
+        let marks = MemArg {
+            offset: 0,
+            align: 0,
+            memory_index: memory,
+        };
+        let (page, last) = (self.page, self.last);
+        sink.local_get(self.dst)
+            .i64_const(12)
+            .i64_shr_u()
+            .local_set(page)
+            .local_get(self.dst)
+            .local_get(self.size)
+            .i64_add()
+            .i64_const(1)
+            .i64_sub()
+            .i64_const(12)
+            .i64_shr_u()
+            .local_set(last)
+            .loop_(BlockType::Empty)
+            .local_get(page)
+            .i32_wrap_i64()
+            .i32_load8_u(marks)
+            .i32_const(needed as i32)
+            .i32_and()
+            .i32_eqz()
             .br_if(1)
             .local_get(page)
             .i64_const(1)

@@ -52,6 +52,11 @@ pub(super) struct ModuleInfo {
     pub(super) memory_imported: bool,
     /// The module exports a name with [`ICBENCH_EXPORT_PREFIX`].
     pub(super) icbench_prefix_exported: bool,
+    /// A function body touches the heap in a way heap marks do not cover
+    /// ([`super::heap_marks::covered`]).
+    pub(super) heap_marks_blocked: bool,
+    /// Per data segment, the bytes `memory.init` can copy from it before any `data.drop`.
+    pub(super) data_lengths: Vec<u64>,
 }
 
 /// A function type in the encoder's terms.
@@ -149,6 +154,15 @@ pub(super) fn validate_and_scan(wasm: &[u8]) -> Result<ModuleInfo, InstrumentErr
             let mut func = func.into_validator(std::mem::take(&mut allocs));
             func.validate(&body).map_err(classify)?;
             allocs = func.into_allocations();
+            if !info.heap_marks_blocked {
+                let mut ops = body.get_operators_reader().map_err(invalid)?;
+                while !ops.eof() {
+                    if !super::heap_marks::covered(&ops.read().map_err(invalid)?) {
+                        info.heap_marks_blocked = true;
+                        break;
+                    }
+                }
+            }
         }
         info.scan(payload)?;
     }
@@ -207,6 +221,10 @@ impl ModuleInfo {
                 for data in reader {
                     let data = data.map_err(invalid)?;
                     check_data_segment(self, &data)?;
+                    // An active segment is dropped once instantiation has copied it.
+                    let passive = matches!(data.kind, wasmparser::DataKind::Passive);
+                    self.data_lengths
+                        .push(if passive { data.data.len() as u64 } else { 0 });
                 }
             }
             Payload::GlobalSection(reader) => {

@@ -25,6 +25,11 @@
 //! of all its 4 KiB pages and makes all of them writable, and the log names the 4 KiB pages
 //! written when the message ends. The same pages, the same counts, at the same moments;
 //! one write fault per Wasm page instead of up to sixteen.
+//!
+//! A module with heap marks (`instrument::HEAP_MARKS_EXPORT`) needs none of that: its code
+//! checks a byte per 4 KiB page before each access and calls [`HeapRegion::touch`] at a
+//! first touch, which counts, keeps the old bytes and marks as the fault handler would; the
+//! heap stays readable and writable, and the host's own accesses call `touch` too.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -35,6 +40,7 @@ use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 use super::write_log::{HeapWrites, WriteLog};
 pub use super::OS_PAGE;
+use crate::engine::instrument;
 /// The Wasm page, which the deterministic memory tracker maps and counts as one.
 pub const WASM_PAGE: usize = 65536;
 const OS_PAGES_PER_WASM_PAGE: usize = WASM_PAGE / OS_PAGE;
@@ -91,6 +97,14 @@ pub struct HeapRegion {
     capacity: usize,
     /// Undo pages filled in this message (their memory stays until [`UNDO_KEPT_PAGES`]).
     undo_copied: AtomicUsize,
+    /// The instance's heap marks (`instrument::HEAP_MARKS_EXPORT`), 0 without: then the
+    /// module's code finds its first touches and calls [`HeapRegion::touch`], and the heap
+    /// stays readable and writable; without, the kernel's faults find them.
+    marks: AtomicUsize,
+    /// With marks: the Wasm pages marked in this message, in order (their marks are
+    /// cleared when it ends), and how many.
+    marked_order: Box<[AtomicU32]>,
+    marked_count: AtomicUsize,
 }
 
 /// Undo pages stay allocated between messages (a message that writes the pages the last
@@ -141,7 +155,24 @@ impl HeapRegion {
             log_set_up_at: AtomicU64::new(0),
             capacity,
             undo_copied: AtomicUsize::new(0),
+            marks: AtomicUsize::new(0),
+            marked_order: wasm_order(),
+            marked_count: AtomicUsize::new(0),
         }
+    }
+
+    /// The instance's code finds its first touches in `marks` (the marks memory's bytes,
+    /// all zero; they live as long as the instance, and so as this heap): from now on the
+    /// heap is never protected.
+    pub fn use_marks(&self, marks: *mut u8) -> Result<()> {
+        debug_assert!(!self.armed.load(Ordering::Acquire));
+        self.marks.store(marks as usize, Ordering::Release);
+        protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)
+    }
+
+    fn marks(&self) -> Option<*mut u8> {
+        let marks = self.marks.load(Ordering::Acquire);
+        (marks != 0).then_some(marks as *mut u8)
     }
 
     pub fn base(&self) -> *mut u8 {
@@ -203,6 +234,10 @@ impl HeapRegion {
         self.track_access.store(track_access, Ordering::Release);
         self.accessed_count.store(0, Ordering::Release);
         self.written_count.store(0, Ordering::Release);
+        if self.marks().is_some() {
+            self.armed.store(true, Ordering::Release);
+            return Ok(());
+        }
         if let HeapWrites::Logged(log) = self.writes {
             let generation = log.generation();
             if self.log_set_up_at.swap(generation, Ordering::AcqRel) != generation {
@@ -259,11 +294,17 @@ impl HeapRegion {
     /// The Wasm page counts stay readable until the next [`HeapRegion::arm`].
     pub fn disarm(&self) -> Result<Vec<u32>> {
         self.armed.store(false, Ordering::Release);
-        protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
+        let marks = self.marks();
+        if marks.is_none() {
+            protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
+        }
         let pages = self.len() / OS_PAGE;
         let mut written = Vec::new();
         let tracked = self.track_access.swap(false, Ordering::AcqRel);
-        if let HeapWrites::Logged(log) = self.writes {
+        if let Some(marks) = marks {
+            self.clear_marks(marks);
+        }
+        if let (HeapWrites::Logged(log), None) = (self.writes, marks) {
             // Only the Wasm pages made writable can hold written pages; the log is read
             // once per run of them.
             let base = self.base.load(Ordering::Acquire);
@@ -439,6 +480,99 @@ impl HeapRegion {
             && protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE).is_ok()
     }
 
+    /// A first touch the module's code found (heap marks): `bytes` of the heap read, or
+    /// written. Counts what the kernel's faults would have counted, in the order they would
+    /// have come (a Wasm page's access before its first write), keeps the old bytes of the
+    /// pages first written and marks them. Nothing for a range past the heap: the access
+    /// traps without touching a page.
+    pub fn touch(&self, bytes: Range<u64>, write: bool) {
+        let Some(marks) = self.marks() else {
+            return;
+        };
+        if !self.armed.load(Ordering::Acquire)
+            || bytes.is_empty()
+            || bytes.end > self.len.load(Ordering::Acquire) as u64
+        {
+            return;
+        }
+        let first = (bytes.start / OS_PAGE as u64) as usize;
+        let last = ((bytes.end - 1) / OS_PAGE as u64) as usize;
+        let tracked = self.track_access.load(Ordering::Acquire);
+        for page in first..=last {
+            let wasm_page = page / OS_PAGES_PER_WASM_PAGE;
+            // SAFETY: the marks memory has a byte for every page of the largest heap.
+            let mark = unsafe { &mut *marks.add(page) };
+            if *mark & instrument::MARK_ACCESSED == 0 {
+                self.mark_accessed(marks, wasm_page, tracked);
+            }
+            if write && *mark & instrument::HEAP_MARK_WRITTEN == 0 {
+                *mark |= instrument::HEAP_MARK_WRITTEN;
+                self.dirty[page].store(1, Ordering::Relaxed);
+                if tracked && self.written[wasm_page].swap(1, Ordering::AcqRel) == 0 {
+                    let n = self.written_count.fetch_add(1, Ordering::AcqRel);
+                    self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
+                }
+                if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
+                    && self.clean[page].load(Ordering::Acquire) == 0
+                {
+                    self.keep_old_bytes(page);
+                }
+            }
+        }
+    }
+
+    /// `wasm_page`'s first access in this message: counted (`tracked`), and all of its
+    /// pages marked accessed.
+    fn mark_accessed(&self, marks: *mut u8, wasm_page: usize, tracked: bool) {
+        let first = wasm_page * OS_PAGES_PER_WASM_PAGE;
+        for page in first..first + OS_PAGES_PER_WASM_PAGE {
+            // SAFETY: as in `touch`: a Wasm page of the heap has its 16 bytes of marks.
+            unsafe { *marks.add(page) |= instrument::MARK_ACCESSED };
+        }
+        let n = self.marked_count.fetch_add(1, Ordering::AcqRel);
+        self.marked_order[n].store(wasm_page as u32, Ordering::Release);
+        if tracked {
+            self.accessed[wasm_page].store(1, Ordering::Release);
+            let n = self.accessed_count.fetch_add(1, Ordering::AcqRel);
+            self.accessed_order[n as usize].store(wasm_page as u32, Ordering::Release);
+        }
+    }
+
+    /// The message ended: the marks of every Wasm page it marked are cleared.
+    fn clear_marks(&self, marks: *mut u8) {
+        let n = self.marked_count.swap(0, Ordering::AcqRel);
+        for slot in &self.marked_order[..n] {
+            let first = slot.load(Ordering::Acquire) as usize * OS_PAGES_PER_WASM_PAGE;
+            // SAFETY: the marks of a Wasm page the message marked.
+            unsafe { std::ptr::write_bytes(marks.add(first), 0, OS_PAGES_PER_WASM_PAGE) };
+        }
+    }
+
+    /// The range and kind the module's code left in the marks memory's mailbox before it
+    /// called `instrument::HEAP_TOUCH_IMPORT`, touched.
+    pub fn touch_from_mailbox(&self) {
+        let Some(marks) = self.marks() else {
+            return;
+        };
+        // SAFETY: the mailbox lies in the marks memory, past the marks.
+        let read = |at: u64| unsafe { (marks.add(at as usize) as *const u64).read_unaligned() };
+        let (start, len) = (read(instrument::MAILBOX), read(instrument::MAILBOX_LENGTH));
+        let range = |start: u64| start..start.saturating_add(len);
+        match read(instrument::MAILBOX_KIND) as i64 {
+            instrument::TOUCH_READ => self.touch(range(start), false),
+            instrument::TOUCH_WRITE => self.touch(range(start), true),
+            _ => {
+                // `memory.copy`: nothing unless both ranges lie in the heap.
+                let source = range(read(instrument::MAILBOX_SOURCE));
+                let heap = self.len.load(Ordering::Acquire) as u64;
+                if source.end <= heap && range(start).end <= heap {
+                    self.touch(source, false);
+                    self.touch(range(start), true);
+                }
+            }
+        }
+    }
+
     /// Copies `page`'s bytes into its undo page, before the message first writes it.
     fn keep_old_bytes(&self, page: usize) {
         let at = page * OS_PAGE;
@@ -456,7 +590,7 @@ impl HeapRegion {
     }
 
     fn grown(&self, old_len: usize, new_len: usize) -> Result<()> {
-        let prot = if self.armed.load(Ordering::Acquire) {
+        let prot = if self.armed.load(Ordering::Acquire) && self.marks().is_none() {
             self.armed_protection()
         } else {
             libc::PROT_READ | libc::PROT_WRITE

@@ -615,12 +615,25 @@ impl StableMemory {
     }
 
     pub fn read(&mut self, offset: u64, out: &mut [u8]) -> Result<(), StableError> {
+        self.read_after(offset, out, || {})
+    }
+
+    /// [`Self::read`], calling `before_copy` once the read is known to succeed, before `out`
+    /// is written.
+    #[inline]
+    pub fn read_after(
+        &mut self,
+        offset: u64,
+        out: &mut [u8],
+        before_copy: impl FnOnce(),
+    ) -> Result<(), StableError> {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
         self.touch(Self::pages_of(offset, len))?;
         if let Some(w) = &mut self.log.wasm_pages {
             w.access(Self::wasm_pages_of(offset, len));
         }
+        before_copy();
         let in_page = (offset % OS_PAGE as u64) as usize;
         if in_page + out.len() <= OS_PAGE {
             // Within one page, as most of a StableBTreeMap's reads are: no iterator (a

@@ -23,8 +23,18 @@ use std::sync::OnceLock;
 
 use super::OS_PAGE;
 
-/// The environment variable that chooses how written heap pages are found: `auto` (the
-/// kernel's write log where the kernel has it) or `faults` (a protection fault per page).
+/// Whether modules get heap marks where they allow them (`auto`, the default).
+pub fn heap_marks_configured() -> bool {
+    matches!(
+        std::env::var(HEAP_WRITES_ENV).unwrap_or_default().as_str(),
+        "" | "auto"
+    )
+}
+
+/// The environment variable that chooses how a message's first touches of heap pages are
+/// found: `auto` (the module's own heap marks where it allows them, else as `kernel`),
+/// `kernel` (protection faults, the written pages from the kernel's write log where the
+/// kernel has it) or `faults` (a protection fault per written page too).
 pub const HEAP_WRITES_ENV: &str = "ICBENCH_HEAP_WRITES";
 
 // The kernel's ABI (include/uapi/linux/userfaultfd.h and fs.h), not in every libc yet.
@@ -100,17 +110,26 @@ impl HeapWrites {
             .get_or_init(|| {
                 let value = std::env::var(HEAP_WRITES_ENV).unwrap_or_default();
                 match value.as_str() {
-                    "" | "auto" => Ok(match WriteLog::shared() {
+                    "" | "auto" | "kernel" => Ok(match WriteLog::shared() {
                         Some(log) => HeapWrites::Logged(log),
                         None => HeapWrites::Faults,
                     }),
                     "faults" => Ok(HeapWrites::Faults),
                     other => Err(format!(
-                        "{HEAP_WRITES_ENV}={other:?}: expected \"auto\" (the kernel's write log where it has one) or \"faults\" (a protection fault per written page)"
+                        "{HEAP_WRITES_ENV}={other:?}: expected \"auto\" (heap marks in the module where it allows them, else as \"kernel\"), \"kernel\" (protection faults, the kernel's write log where it has one) or \"faults\" (a protection fault per written page)"
                     )),
                 }
             })
             .clone()
+    }
+
+    /// What a run says found its heap writes.
+    pub fn said(self) -> String {
+        if heap_marks_configured() {
+            format!("heap marks (modules without them: {})", self.name())
+        } else {
+            self.name().to_string()
+        }
     }
 
     pub fn name(self) -> &'static str {

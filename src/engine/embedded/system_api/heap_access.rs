@@ -42,15 +42,26 @@ pub(super) fn heap_and_state<'a>(
     Ok(memory.data_and_store_mut(caller))
 }
 
+/// The host is about to read (`write`: write) `r` of the heap: where the module's code finds
+/// its first touches (heap marks), the host's touches are counted here, as the kernel's
+/// faults would count them.
+pub(super) fn host_touch(state: &HostState, r: &std::ops::Range<usize>, write: bool) {
+    if let Some(heap) = &state.heap {
+        heap.touch(r.start as u64..r.end as u64, write);
+    }
+}
+
 pub(super) fn read_heap(caller: &mut C<'_>, api: &str, ptr: u64, len: u64) -> Result<Vec<u8>> {
-    let (data, _) = heap_and_state(caller, api)?;
+    let (data, state) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, ptr, len)?;
+    host_touch(state, &r, false);
     Ok(data[r].to_vec())
 }
 
 pub(super) fn write_heap(caller: &mut C<'_>, api: &str, ptr: u64, bytes: &[u8]) -> Result<()> {
-    let (data, _) = heap_and_state(caller, api)?;
+    let (data, state) = heap_and_state(caller, api)?;
     let r = heap_range(data.len(), api, ptr, bytes.len() as u64)?;
+    host_touch(state, &r, true);
     data[r].copy_from_slice(bytes);
     Ok(())
 }

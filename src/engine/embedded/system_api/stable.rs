@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use wasmtime::{Error, Result};
 
-use super::heap_access::{heap_and_state, heap_range};
+use super::heap_access::{heap_and_state, heap_range, host_touch};
 use super::native_stable::sync_native_size;
 use super::registration::{charge, violation, Addr, Def, C};
 use super::{HostState, HostTrap};
@@ -119,9 +119,15 @@ fn read(
     size: u64,
 ) -> Result<()> {
     let (data, state, r) = begin_access(caller, api, fee, dst, offset, size)?;
+    let heap = state.heap.as_deref();
+    let touched = r.start as u64..r.end as u64;
     state
         .stable
-        .read(offset, &mut data[r])
+        .read_after(offset, &mut data[r], || {
+            if let Some(heap) = heap {
+                heap.touch(touched, true)
+            }
+        })
         .map_err(|e| stable_err(e, api, &state.limits))?;
     if let Some(native) = &mut state.native_stable {
         native.note(&state.stable, offset, size, None);
@@ -145,6 +151,8 @@ fn write(
         .stable
         .write(offset, &data[r.clone()])
         .map_err(|e| stable_err(e, api, &state.limits))?;
+    // A read of the heap needs no old bytes: counted after the copy that made it.
+    host_touch(state, &r, false);
     if let Some(native) = &mut state.native_stable {
         native.note(&state.stable, offset, size, Some(&data[r]));
     }
