@@ -61,6 +61,36 @@ pub fn is_scalar_load_or_store(op: &Operator) -> bool {
     )
 }
 
+/// SIMD's loads and stores: priced as scalar ones, and not covered by heap marks.
+pub fn is_simd_load_or_store(op: &Operator) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        V128Load { .. }
+            | V128Load8x8S { .. }
+            | V128Load8x8U { .. }
+            | V128Load16x4S { .. }
+            | V128Load16x4U { .. }
+            | V128Load32x2S { .. }
+            | V128Load32x2U { .. }
+            | V128Load8Splat { .. }
+            | V128Load16Splat { .. }
+            | V128Load32Splat { .. }
+            | V128Load64Splat { .. }
+            | V128Load32Zero { .. }
+            | V128Load64Zero { .. }
+            | V128Store { .. }
+            | V128Load8Lane { .. }
+            | V128Load16Lane { .. }
+            | V128Load32Lane { .. }
+            | V128Load64Lane { .. }
+            | V128Store8Lane { .. }
+            | V128Store16Lane { .. }
+            | V128Store32Lane { .. }
+            | V128Store64Lane { .. }
+    )
+}
+
 /// Static cost of one Wasm operator, exactly as the replica's `instruction_to_cost`.
 ///
 /// `mem64` is true when the module's (first) memory is a 64-bit memory; it only
@@ -145,28 +175,7 @@ pub fn instruction_cost(op: &Operator, mem64: bool) -> u64 {
         RefFunc { .. } => 130,
 
         // ---- SIMD: loads and stores ------------------------------------------------------
-        V128Load { .. }
-        | V128Load8x8S { .. }
-        | V128Load8x8U { .. }
-        | V128Load16x4S { .. }
-        | V128Load16x4U { .. }
-        | V128Load32x2S { .. }
-        | V128Load32x2U { .. }
-        | V128Load8Splat { .. }
-        | V128Load16Splat { .. }
-        | V128Load32Splat { .. }
-        | V128Load64Splat { .. }
-        | V128Load32Zero { .. }
-        | V128Load64Zero { .. }
-        | V128Store { .. }
-        | V128Load8Lane { .. }
-        | V128Load16Lane { .. }
-        | V128Load32Lane { .. }
-        | V128Load64Lane { .. }
-        | V128Store8Lane { .. }
-        | V128Store16Lane { .. }
-        | V128Store32Lane { .. }
-        | V128Store64Lane { .. } => load_store,
+        op if is_simd_load_or_store(op) => load_store,
 
         // ---- SIMD: the operators that cost more than 1 (everything else SIMD costs 1) ----
         I8x16Shuffle { .. } | I8x16Popcnt | I8x16Shl | I8x16ShrS => 3,

@@ -12,6 +12,8 @@
 use wasm_encoder::{BlockType, InstructionSink, MemArg, ValType};
 use wasmparser::Operator;
 
+use crate::engine::cost::is_simd_load_or_store;
+
 /// One byte per 4 KiB heap page, then the mailbox ([`MAILBOX`]).
 pub const HEAP_MARKS_EXPORT: &str = "__icbench heap marks";
 /// `(import "__" "heap_touch" (func))`: the host reads the range from the mailbox.
@@ -46,33 +48,7 @@ const MARKS_MEMORY_PAGES: u64 = (MAILBOX >> 16) + 1;
 /// and stores, `memory.copy`, `memory.fill` and `memory.init`. Anything else (SIMD loads and
 /// stores) leaves the module to the kernel's faults.
 pub(super) fn covered(op: &Operator) -> bool {
-    use Operator::*;
-    !matches!(
-        op,
-        MemoryDiscard { .. }
-            | V128Load { .. }
-            | V128Load8x8S { .. }
-            | V128Load8x8U { .. }
-            | V128Load16x4S { .. }
-            | V128Load16x4U { .. }
-            | V128Load32x2S { .. }
-            | V128Load32x2U { .. }
-            | V128Load8Splat { .. }
-            | V128Load16Splat { .. }
-            | V128Load32Splat { .. }
-            | V128Load64Splat { .. }
-            | V128Load32Zero { .. }
-            | V128Load64Zero { .. }
-            | V128Store { .. }
-            | V128Load8Lane { .. }
-            | V128Load16Lane { .. }
-            | V128Load32Lane { .. }
-            | V128Load64Lane { .. }
-            | V128Store8Lane { .. }
-            | V128Store16Lane { .. }
-            | V128Store32Lane { .. }
-            | V128Store64Lane { .. }
-    )
+    !is_simd_load_or_store(op) && !matches!(op, Operator::MemoryDiscard { .. })
 }
 
 pub(super) fn add_heap_marks_memory(memories: &mut wasm_encoder::MemorySection) {

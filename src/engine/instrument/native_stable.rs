@@ -112,7 +112,9 @@ pub(super) fn add_native_stable_memories(memories: &mut wasm_encoder::MemorySect
 /// answers the access from the cache when it can (see [`STABLE_CACHE_EXPORT`]; a write
 /// needs every page marked written) and returns the counter charged with the host
 /// function's fee, or calls the import with the same arguments and returns what it
-/// returns. `heap64`: memory 0 is 64-bit.
+/// returns. `heap64`: memory 0 is 64-bit. With heap marks, every heap page of the range
+/// needs the mark the copy needs too (a read writes the heap), else the host copies and
+/// counts.
 pub(super) fn native_access_function(
     native: Access,
     write: bool,
@@ -230,37 +232,12 @@ impl AccessLocals {
     /// write).
     fn check_marks(&self, sink: &mut InstructionSink<'_>, write: bool) {
         let needed_mark = if write { MARK_WRITTEN } else { MARK_CACHED };
-        let marks = MemArg {
-            offset: 0,
-            align: 0,
-            memory_index: MARKS_MEMORY,
+        let end = |sink: &mut InstructionSink<'_>| {
+            sink.local_get(self.end);
         };
-        let (page, last) = (self.page, self.last);
-        sink.local_get(self.offset)
-            .i64_const(12)
-            .i64_shr_u()
-            .local_set(page)
-            .local_get(self.end)
-            .i64_const(1)
-            .i64_sub()
-            .i64_const(12)
-            .i64_shr_u()
-            .local_set(last)
-            .loop_(BlockType::Empty)
-            .local_get(page)
-            .i32_wrap_i64()
-            .i32_load8_u(marks)
-            .i32_const(needed_mark)
-            .i32_lt_u()
-            .br_if(1)
-            .local_get(page)
-            .i64_const(1)
-            .i64_add()
-            .local_tee(page)
-            .local_get(last)
-            .i64_le_u()
-            .br_if(0)
-            .end();
+        self.each_page(sink, self.offset, end, MARKS_MEMORY, |sink| {
+            sink.i32_const(needed_mark).i32_lt_u();
+        });
     }
 
     /// Branches out unless every 4 KiB heap page of the range has the heap mark the copy
@@ -271,20 +248,37 @@ impl AccessLocals {
         } else {
             HEAP_MARK_WRITTEN
         };
+        let end = |sink: &mut InstructionSink<'_>| {
+            sink.local_get(self.dst).local_get(self.size).i64_add();
+        };
+        self.each_page(sink, self.dst, end, memory, |sink| {
+            sink.i32_const(needed as i32).i32_and().i32_eqz();
+        });
+    }
+
+    /// Branches out of the block around the loop when `lacks` (the page's mark on the stack,
+    /// leaving an i32) is true for any 4 KiB page from local `start` to the byte before `end`
+    /// (which pushes it) in marks memory `memory`.
+    fn each_page(
+        &self,
+        sink: &mut InstructionSink<'_>,
+        start: u32,
+        end: impl Fn(&mut InstructionSink<'_>),
+        memory: u32,
+        lacks: impl Fn(&mut InstructionSink<'_>),
+    ) {
         let marks = MemArg {
             offset: 0,
             align: 0,
             memory_index: memory,
         };
         let (page, last) = (self.page, self.last);
-        sink.local_get(self.dst)
+        sink.local_get(start)
             .i64_const(12)
             .i64_shr_u()
-            .local_set(page)
-            .local_get(self.dst)
-            .local_get(self.size)
-            .i64_add()
-            .i64_const(1)
+            .local_set(page);
+        end(sink);
+        sink.i64_const(1)
             .i64_sub()
             .i64_const(12)
             .i64_shr_u()
@@ -292,11 +286,9 @@ impl AccessLocals {
             .loop_(BlockType::Empty)
             .local_get(page)
             .i32_wrap_i64()
-            .i32_load8_u(marks)
-            .i32_const(needed as i32)
-            .i32_and()
-            .i32_eqz()
-            .br_if(1)
+            .i32_load8_u(marks);
+        lacks(sink);
+        sink.br_if(1)
             .local_get(page)
             .i64_const(1)
             .i64_add()
