@@ -23,18 +23,18 @@ use std::sync::OnceLock;
 
 use super::OS_PAGE;
 
-/// Whether modules get heap marks where they allow them (`auto`, the default).
+/// Whether modules get heap marks where they allow them (`marks`). Not the default: the
+/// checks make a module several times slower to compile and memory-bound code up to twice as
+/// slow to run, which the signals they save pay back only in a run from the cache
+/// (docs/performance.md).
 pub fn heap_marks_configured() -> bool {
-    matches!(
-        std::env::var(HEAP_WRITES_ENV).unwrap_or_default().as_str(),
-        "" | "auto"
-    )
+    std::env::var(HEAP_WRITES_ENV).is_ok_and(|v| v == "marks")
 }
 
 /// The environment variable that chooses how a message's first touches of heap pages are
-/// found: `auto` (the module's own heap marks where it allows them, else as `kernel`),
-/// `kernel` (protection faults, the written pages from the kernel's write log where the
-/// kernel has it) or `faults` (a protection fault per written page too).
+/// found: `auto` (protection faults, the written pages from the kernel's write log where the
+/// kernel has it), `marks` (the module's own heap marks where it allows them, else as
+/// `auto`) or `faults` (a protection fault per written page too).
 pub const HEAP_WRITES_ENV: &str = "ICBENCH_HEAP_WRITES";
 
 // The kernel's ABI (include/uapi/linux/userfaultfd.h and fs.h), not in every libc yet.
@@ -110,13 +110,13 @@ impl HeapWrites {
             .get_or_init(|| {
                 let value = std::env::var(HEAP_WRITES_ENV).unwrap_or_default();
                 match value.as_str() {
-                    "" | "auto" | "kernel" => Ok(match WriteLog::shared() {
+                    "" | "auto" | "marks" => Ok(match WriteLog::shared() {
                         Some(log) => HeapWrites::Logged(log),
                         None => HeapWrites::Faults,
                     }),
                     "faults" => Ok(HeapWrites::Faults),
                     other => Err(format!(
-                        "{HEAP_WRITES_ENV}={other:?}: expected \"auto\" (heap marks in the module where it allows them, else as \"kernel\"), \"kernel\" (protection faults, the kernel's write log where it has one) or \"faults\" (a protection fault per written page)"
+                        "{HEAP_WRITES_ENV}={other:?}: expected \"auto\" (the kernel's write log where it has one), \"marks\" (heap marks in the module where it allows them, else as \"auto\") or \"faults\" (a protection fault per written page)"
                     )),
                 }
             })
