@@ -167,7 +167,8 @@ fn require_table(conn: &Connection, store: Store) -> Result<(), String> {
     }
 }
 
-fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
+/// The reply of a measured call (the keys suite's too).
+pub fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
     DbBenchReport {
         ops,
         found,
