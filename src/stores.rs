@@ -442,12 +442,6 @@ const SQLITE_VFS: StoreDef = StoreDef {
                   one writer)",
         },
     ],
-    sql: true,
-    page_cache: true,
-    on_upgrade: OnUpgrade::InPlace,
-    rows_on_heap: false,
-    prefill: Prefill::Shared,
-    collected: false,
     // The suites that make a canister per module (the users suites, the cache suite's sweep
     // over the warm-ups, upgrade, scaling) and tune, which searches its settings in a
     // canister of its own (suites/tune/binding.rs); dbbench, keys and sysbench send their
@@ -491,10 +485,8 @@ const SQLITE_VFS: StoreDef = StoreDef {
         fill_cost: 2,
     },
     colour: Some(10),
-    stable_bytes: |stats| stats.sqlite_page_count * stats.sqlite_page_size,
-    rows: |client| Ok(client.stats()?.sqlite_rows),
-    variant_of: None,
-    max_value_size: None,
+    // An SQL store with a page cache, upgraded in place, its size and rows SQLite's.
+    ..SQLITE
 };
 
 /// The Motoko canister's stores (canisters/motoko, built by moc): a persistent actor under

@@ -371,12 +371,11 @@ impl<'a, 'i> Emitter<'a, 'i> {
         self.reencode_extended(Synth::Function, reencode, Self::add_functions)
     }
 
-    /// The export section: with [`Counter::Local`], the host calls the wrappers.
+    /// The export section: with [`Counter::Local`], the host calls the wrappers. Functions
+    /// are exported as [`Self::entry`] (the wrapper, or the function shifted as
+    /// [`Shift`] re-encodes it); other exports keep their index, as [`Shift`] keeps it.
     fn exports(&mut self, reader: ExportSectionReader<'_>) -> Result<(), InstrumentError> {
         let reencode = |em: &mut Self, exports: &mut ExportSection| {
-            if em.counter == Counter::Global {
-                return em.shift.parse_export_section(exports, reader);
-            }
             for export in reader {
                 let export = export?;
                 let kind = em.shift.export_kind(export.kind)?;

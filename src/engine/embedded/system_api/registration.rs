@@ -130,27 +130,23 @@ pub(super) trait Raw: Copy + Send + Sync + 'static {
     fn raw(self) -> ValRaw;
 }
 
-impl Raw for i32 {
-    const TY: ValType = ValType::I32;
-    unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
-        // SAFETY: the caller passes an initialised i32 slot.
-        unsafe { v.assume_init_ref() }.get_i32()
-    }
-    fn raw(self) -> ValRaw {
-        ValRaw::i32(self)
-    }
+/// [`Raw`] for `$int`, of Wasm type `ValType::$ty`, read from a slot with `ValRaw::$get`.
+macro_rules! raw {
+    ($int:ident, $ty:ident, $get:ident) => {
+        impl Raw for $int {
+            const TY: ValType = ValType::$ty;
+            unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
+                // SAFETY: the caller passes an initialised slot of this type.
+                unsafe { v.assume_init_ref() }.$get()
+            }
+            fn raw(self) -> ValRaw {
+                ValRaw::$int(self)
+            }
+        }
+    };
 }
-
-impl Raw for i64 {
-    const TY: ValType = ValType::I64;
-    unsafe fn read(v: &MaybeUninit<ValRaw>) -> Self {
-        // SAFETY: the caller passes an initialised i64 slot.
-        unsafe { v.assume_init_ref() }.get_i64()
-    }
-    fn raw(self) -> ValRaw {
-        ValRaw::i64(self)
-    }
-}
+raw!(i32, I32, get_i32);
+raw!(i64, I64, get_i64);
 
 /// What a System API function returns: nothing or one value.
 pub(super) trait Results: Sized {
