@@ -23,6 +23,15 @@ pub(crate) fn table_of(columns: &[(&str, Align)]) -> Table {
     Table::with_aligns(headers, aligns)
 }
 
+/// The reasons of the tables' refused / failed cells, under them in report.md and on the
+/// terminal alike (none: nothing).
+pub(crate) fn push_footnotes(doc: &mut Document, footnotes: &Footnotes) {
+    if let Some(text) = footnotes.text() {
+        doc.markdown.push(Block::Text(text.clone()));
+        doc.terminal.push(Block::Text(text));
+    }
+}
+
 /// A table with these headers, every column aligned left.
 pub(crate) fn table_headed(headers: &[&str]) -> Table {
     Table::new(headers.iter().map(|h| h.to_string()).collect())

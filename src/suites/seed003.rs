@@ -129,8 +129,9 @@ fn document(report: &Report) -> Document {
             "The message's instruction limit (an application subnet's: 40B per update, 5B per query) over the instructions charged per row by the largest middle insert and the largest middle lookup measured here. Instructions only: the heap map's memory, and how the cost per row moves with the batch, are for the real calls of `--suite scaling` (its capacity table), since SQLite's fixed cost per call spreads over more rows and a B-tree's does not, the real answer can be half or more than twice the estimate.\n".into(),
         ));
     }
-    if super::grid::views(report).len() > 1 {
-        // A live canister's state (warm) is what the table judges; cold beside it.
+    // A live canister's state (warm) is what the table judges when both are measured; cold
+    // beside it.
+    let decisions = if super::grid::views(report).len() > 1 {
         let decisions: Vec<(Option<decision::Decision>, Option<decision::Decision>)> =
             decision::MESSAGE_WORKLOADS
                 .iter()
@@ -141,26 +142,21 @@ fn document(report: &Report) -> Document {
                 })
                 .filter(|(warm, cold)| warm.is_some() || cold.is_some())
                 .collect();
-        if !decisions.is_empty() {
-            let title = format!(
-                "Which store is cheapest at {} rows in a live canister (warm: SQLite's page cache holds the table; cold beside it: the first message after an upgrade; charged instructions; `--suite scaling` for every size, storage and upgrades)",
-                thousands(report.rows_before)
-            );
-            doc.push_table(&title, decision::short_table_beside(&decisions));
-            push_judged_state(&mut doc);
-        }
-        return doc;
-    }
-    let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
-        .iter()
-        .filter_map(|w| decision::decide(report, w, report.rows_before))
-        .collect();
-    if !decisions.is_empty() {
+        let states = "in a live canister (warm: SQLite's page cache holds the table; cold beside it: the first message after an upgrade; ";
+        (!decisions.is_empty()).then(|| (states, decision::short_table_beside(&decisions)))
+    } else {
+        let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
+            .iter()
+            .filter_map(|w| decision::decide(report, w, report.rows_before))
+            .collect();
+        (!decisions.is_empty()).then(|| ("(", decision::short_table(&decisions)))
+    };
+    if let Some((states, table)) = decisions {
         let title = format!(
-            "Which store is cheapest at {} rows (charged instructions; `--suite scaling` for every size, storage and upgrades)",
+            "Which store is cheapest at {} rows {states}charged instructions; `--suite scaling` for every size, storage and upgrades)",
             thousands(report.rows_before)
         );
-        doc.push_table(&title, decision::short_table(&decisions));
+        doc.push_table(&title, table);
         push_judged_state(&mut doc);
     }
     doc

@@ -17,21 +17,6 @@ fn suite_selection_parses_names_lists_and_all() {
     let names = |picked: Vec<&'static dyn registry::Suite>| -> Vec<&str> {
         picked.iter().map(|s| s.name()).collect()
     };
-    assert_eq!(
-        REGISTRY.map(|s| s.name()),
-        [
-            "seed003",
-            "lookups",
-            "dbbench",
-            "keys",
-            "sysbench",
-            "upgrade",
-            "scaling",
-            "tune",
-            "cache",
-            "sustained"
-        ]
-    );
     let select =
         |names: &[&str]| registry::select(&names.iter().map(|n| n.to_string()).collect::<Vec<_>>());
     assert_eq!(names(select(&["seed003"]).unwrap()), ["seed003"]);
@@ -42,6 +27,7 @@ fn suite_selection_parses_names_lists_and_all() {
         names(select(&["lookups", "seed003", "lookups"]).unwrap()),
         ["lookups", "seed003"]
     );
+    // The accepted names are the registry's, in order.
     let err = select(&["seed003", "tpcc"]).err().unwrap().to_string();
     assert_eq!(
         err,
@@ -918,24 +904,9 @@ use icbench::suites::dbbench::{self, Bench, KvStore, LevelDbRandom};
 fn dbbench_keys_follow_db_bench_sqlite3_draw_order() {
     let num = 2_000;
     let keys = dbbench::keys(num);
-    let names: Vec<&str> = keys.iter().map(|(b, _)| b.name()).collect();
-    assert_eq!(
-        names,
-        [
-            "fillseq",
-            "fillseqbatch",
-            "fillrandom",
-            "fillrandbatch",
-            "overwrite",
-            "overwritebatch",
-            "readrandom",
-            "readseq",
-            "fillrand100K",
-            "fillseq100K",
-            "readseq100K",
-            "readrand100K"
-        ]
-    );
+    // In benchmark order (the unit tests pin its names).
+    let benches: Vec<Bench> = keys.iter().map(|(b, _)| *b).collect();
+    assert_eq!(benches, Bench::ALL);
     let of = |b: Bench| keys.iter().find(|(x, _)| *x == b).unwrap().1.clone();
     assert_eq!(of(Bench::FillSeq), (0..num).collect::<Vec<_>>());
     assert_eq!(of(Bench::FillSeq100K), [0, 1]);

@@ -87,10 +87,7 @@ pub(super) fn document(report: &Report) -> Document {
         );
         doc.push_table(&title, table);
     }
-    if let Some(text) = footnotes.text() {
-        doc.markdown.push(Block::Text(text.clone()));
-        doc.terminal.push(Block::Text(text));
-    }
+    grid::push_footnotes(&mut doc, &footnotes);
     plots(report, &mut doc);
     doc
 }

@@ -291,14 +291,19 @@ fn operation_sections(
     }
 }
 
+/// The report's records of `operation`, in report order.
+fn records_of<'r>(report: &'r Report, operation: &str) -> Vec<&'r ScenarioResult> {
+    report
+        .results
+        .iter()
+        .filter(|r| r.operation == operation)
+        .collect()
+}
+
 /// The stores a limit stopped short of a size: where, and the replica's reject (its code and
 /// first sentence, which name the limit).
 fn stops_section(report: &Report, doc: &mut Document) {
-    let stops: Vec<&ScenarioResult> = report
-        .results
-        .iter()
-        .filter(|r| r.operation == FILL_STOPPED)
-        .collect();
+    let stops = records_of(report, FILL_STOPPED);
     if stops.is_empty() {
         return;
     }
@@ -456,11 +461,7 @@ fn bulk_section(
 /// The upgrade of each store at the largest size: the hooks and the whole install_code.
 fn upgrade_section(report: &Report, doc: &mut Document) {
     use crate::report::Status;
-    let upgrades: Vec<&ScenarioResult> = report
-        .results
-        .iter()
-        .filter(|r| r.operation == UPGRADE)
-        .collect();
+    let upgrades = records_of(report, UPGRADE);
     if upgrades.is_empty() {
         return;
     }

@@ -4,8 +4,9 @@
 
 use crate::report::format::{compact, thousands};
 use crate::report::table::first_seen;
-use crate::report::{Align, Block, Document, Footnotes, Report, ScenarioResult, Sequence, Table};
-use crate::suites::grid::StoreColumn;
+use crate::report::Align::{Left, Right};
+use crate::report::{Block, Document, Footnotes, Report, ScenarioResult, Sequence};
+use crate::suites::grid::{push_footnotes, table_of, StoreColumn};
 
 /// The records of sequences.
 fn sequences(report: &Report) -> impl Iterator<Item = (&ScenarioResult, &Sequence)> {
@@ -25,20 +26,17 @@ pub(super) fn document(report: &Report) -> Document {
         let records: Vec<(&ScenarioResult, &Sequence)> = sequences(report)
             .filter(|(r, _)| r.position == position)
             .collect();
-        let headers = [
-            "sequence",
-            "store",
-            "mean",
-            "median",
-            "p99",
-            "max",
-            "pages",
-            "allocated",
-            "collector",
-        ];
-        let mut aligns = vec![Align::Left, Align::Left];
-        aligns.extend([Align::Right; 7]);
-        let mut table = Table::with_aligns(headers.map(String::from).to_vec(), aligns);
+        let mut table = table_of(&[
+            ("sequence", Left),
+            ("store", Left),
+            ("mean", Right),
+            ("median", Right),
+            ("p99", Right),
+            ("max", Right),
+            ("pages", Right),
+            ("allocated", Right),
+            ("collector", Right),
+        ]);
         for (r, s) in records {
             let sequence = format!("{} x {}", thousands(s.messages), rows(r.batch));
             let store = StoreColumn::of(r).label();
@@ -69,10 +67,7 @@ pub(super) fn document(report: &Report) -> Document {
         );
         doc.push_table(&title, table);
     }
-    if let Some(text) = footnotes.text() {
-        doc.markdown.push(Block::Text(text.clone()));
-        doc.terminal.push(Block::Text(text));
-    }
+    push_footnotes(&mut doc, &footnotes);
     doc
 }
 

@@ -14,7 +14,9 @@ use std::sync::Mutex;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use super::measure::{fill_and_snapshot, now_and_beside, record, send, warm_up, StageEnv};
+use super::measure::{
+    fill_and_snapshot, now_and_beside, record, send, unit_noter, warm_up, Slot, StageEnv,
+};
 use super::{gain, pages_cell, signed, Knob, Search, Workload, SEARCH, WORKLOADS};
 use crate::bench_canister::{BenchClient, SqliteConfig};
 use crate::engine::Engine;
@@ -270,17 +272,11 @@ fn search(
                 .flat_map(move |&c| settings.iter().map(move |&s| (w, c, s)))
         })
         .collect();
-    type Slot = Mutex<Option<(ScenarioResult, Option<ScenarioResult>)>>;
     let slots: Vec<Slot> = cells.iter().map(|_| Mutex::new(None)).collect();
     let units: Mutex<Vec<UnitId>> = Mutex::new(Vec::new());
     {
-        let (slots, units, cells) = (&slots, &units, &cells);
-        let note_unit = move |lane: &Lane<'_, '_>| {
-            units
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(lane.current())
-        };
+        let (slots, cells) = (&slots, &cells);
+        let note_unit = unit_noter(&units);
         let noun = kind.def().noun;
         let fill = Task::new(
             Kind::Fill,

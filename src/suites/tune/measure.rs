@@ -40,6 +40,21 @@ pub(super) struct Ran {
     pub(super) units: Vec<UnitId>,
 }
 
+/// One measurement's results: under the engine's replica, and under the one beside it.
+pub(super) type Slot = Mutex<Option<(ScenarioResult, Option<ScenarioResult>)>>;
+
+/// Adds the unit a task runs in to `units`: what comes after the stage waits for them.
+pub(super) fn unit_noter(
+    units: &Mutex<Vec<UnitId>>,
+) -> impl Fn(&Lane<'_, '_>) + Copy + Send + Sync + '_ {
+    move |lane: &Lane<'_, '_>| {
+        units
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(lane.current())
+    }
+}
+
 /// Measures each (workload, setting) of `candidates`, filling the page sizes not filled yet
 /// (each fill a task whose measurements follow it).
 pub(super) fn run_stage(
@@ -57,18 +72,12 @@ pub(super) fn run_stage(
             units: Vec::new(),
         });
     }
-    type Slot = Mutex<Option<(ScenarioResult, Option<ScenarioResult>)>>;
     let slots: Vec<Slot> = candidates.iter().map(|_| Mutex::new(None)).collect();
     let units: Mutex<Vec<UnitId>> = Mutex::new(Vec::new());
     let new_fills: Mutex<Vec<(u32, State)>> = Mutex::new(Vec::new());
     {
-        let (slots, units, new_fills) = (&slots, &units, &new_fills);
-        let note_unit = move |lane: &Lane<'_, '_>| {
-            units
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(lane.current())
-        };
+        let (slots, new_fills) = (&slots, &new_fills);
+        let note_unit = unit_noter(&units);
         let measure = move |page_size: u32, state: State| -> Vec<Task<'_>> {
             let mut tasks = Vec::new();
             for (c, &(w, setting)) in candidates.iter().enumerate() {

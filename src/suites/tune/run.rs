@@ -94,7 +94,6 @@ impl Measure for Config {
         } else {
             empty_at_value_sizes(&mut client, cfg, run.modules, work, &mut after)?
         };
-        let mut filled: BTreeMap<u32, State> = BTreeMap::new();
         let setup = AtomicU64::new(client.executed_instructions);
         let env = StageEnv {
             cfg,
@@ -106,26 +105,16 @@ impl Measure for Config {
             beside,
             setup: &setup,
         };
-        let (measured, best) = search(
-            &mut client,
-            &empty,
-            &mut filled,
-            &workloads,
-            defaults,
-            &env,
-            &mut after,
-            run.progress,
-        )?;
-        let (warm_records, warm_measured) = warm_stage(
-            &mut client,
-            &empty,
-            &mut filled,
-            &workloads,
-            &best,
-            &env,
-            &mut after,
-            run.progress,
-        )?;
+        let mut stages = Stages {
+            client: &mut client,
+            empty: &empty,
+            filled: BTreeMap::new(),
+            env: &env,
+            after: &mut after,
+            progress: &mut *run.progress,
+        };
+        let (measured, best) = search(&mut stages, &workloads, defaults)?;
+        let (warm_records, warm_measured) = warm_stage(&mut stages, &workloads, &best)?;
         let (besides, at_run_size) =
             cfg.besides(defaults, &alone, &empty, empty_variant.as_ref(), &sized);
         // The stages below start after the searches and the warm stage.
@@ -244,20 +233,52 @@ impl Measure for Config {
     }
 }
 
+/// What the search's stages and the warm stage share: the canister and its empty store, the
+/// filled store of each page size measured so far, and the units the next work waits for.
+struct Stages<'a, 'e> {
+    client: &'a mut BenchClient<'e>,
+    empty: &'a State,
+    filled: BTreeMap<u32, State>,
+    env: &'a StageEnv<'a>,
+    after: &'a mut Vec<UnitId>,
+    progress: &'a mut dyn FnMut(Progress<'_>),
+}
+
+impl Stages<'_, '_> {
+    /// Measures `candidates` in `cache` after the work before; the work after waits for
+    /// this stage's units. In the order of the candidates.
+    fn run(
+        &mut self,
+        candidates: &[(usize, Setting)],
+        cache: CacheState,
+    ) -> Result<Vec<(ScenarioResult, Option<ScenarioResult>)>> {
+        let ran = run_stage(
+            self.client,
+            self.empty,
+            &mut self.filled,
+            candidates,
+            cache,
+            &StageEnv {
+                after: self.after,
+                ..*self.env
+            },
+            self.progress,
+        )?;
+        if !ran.units.is_empty() {
+            *self.after = ran.units;
+        }
+        Ok(ran.measured)
+    }
+}
+
 /// The search, stage by stage: each workload's settings around its best so far, measured
-/// cold; returns what each workload measured, in order, and its cheapest settings. `after`
-/// is the units the next work waits for.
-#[allow(clippy::too_many_arguments)]
+/// cold; returns what each workload measured, in order, and its cheapest settings.
 fn search(
-    client: &mut BenchClient<'_>,
-    empty: &State,
-    filled: &mut BTreeMap<u32, State>,
+    stages: &mut Stages<'_, '_>,
     workloads: &[usize],
     defaults: Setting,
-    env: &StageEnv<'_>,
-    after: &mut Vec<UnitId>,
-    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(Vec<Vec<Measured>>, Vec<Setting>)> {
+    let env = stages.env;
     let cfg = env.cfg;
     let mut measured: Vec<Vec<Measured>> = vec![Vec::new(); WORKLOADS.len()];
     let mut best = vec![defaults; WORKLOADS.len()];
@@ -270,26 +291,14 @@ fn search(
                 }
             }
         }
-        let stage_env = StageEnv { after, ..*env };
-        let ran = run_stage(
-            client,
-            empty,
-            filled,
-            &candidates,
-            CacheState::Cold,
-            &stage_env,
-            progress,
-        )?;
-        if !ran.units.is_empty() {
-            *after = ran.units;
-        }
-        for ((w, setting), (now, old)) in candidates.iter().zip(ran.measured) {
+        let ran = stages.run(&candidates, CacheState::Cold)?;
+        for ((w, setting), (now, old)) in candidates.iter().zip(ran) {
             measured[*w].push((*setting, now, old));
         }
         let (chosen, unit) = env.work.unit(
             Kind::Other,
             format!("choose each workload's best after stage {}", i + 1),
-            after,
+            stages.after,
             || {
                 measured
                     .iter()
@@ -298,7 +307,7 @@ fn search(
             },
         );
         best = chosen;
-        *after = vec![unit];
+        *stages.after = vec![unit];
     }
     Ok((measured, best))
 }
@@ -306,18 +315,12 @@ fn search(
 /// cache_size warm, at each workload's cheapest settings (`best`): a cache that pays for
 /// itself cold may cost warm (docs/suites.md). Returns each workload's records, which follow
 /// all the others, and whether the stage ran.
-#[allow(clippy::too_many_arguments)]
 fn warm_stage(
-    client: &mut BenchClient<'_>,
-    empty: &State,
-    filled: &mut BTreeMap<u32, State>,
+    stages: &mut Stages<'_, '_>,
     workloads: &[usize],
     best: &[Setting],
-    env: &StageEnv<'_>,
-    after: &mut Vec<UnitId>,
-    progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<(Vec<Vec<ScenarioResult>>, bool)> {
-    let cfg = env.cfg;
+    let cfg = stages.env.cfg;
     let mut warm_records: Vec<Vec<ScenarioResult>> = vec![Vec::new(); WORKLOADS.len()];
     let warm_measured = cfg.knobs.contains(&Knob::CacheSize)
         && !cfg.users.stores.is_empty()
@@ -332,19 +335,8 @@ fn warm_stage(
                     .map(move |s| (w, s))
             })
             .collect();
-        let ran = run_stage(
-            client,
-            empty,
-            filled,
-            &candidates,
-            CacheState::Warm,
-            &StageEnv { after, ..*env },
-            progress,
-        )?;
-        if !ran.units.is_empty() {
-            *after = ran.units;
-        }
-        for ((w, _), (now, old)) in candidates.iter().zip(ran.measured) {
+        let ran = stages.run(&candidates, CacheState::Warm)?;
+        for ((w, _), (now, old)) in candidates.iter().zip(ran) {
             warm_records[*w].push(now);
             warm_records[*w].extend(old);
         }
