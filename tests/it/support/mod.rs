@@ -6,10 +6,10 @@ pub mod canbench_fixture;
 pub mod scenario;
 pub mod wat;
 
-use icbench::report::ScenarioResult;
+use icbench::report::{Report, ScenarioResult, Status};
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 /// The icbench binary of this build: scripts/build-canister.sh converts the canister with it
@@ -53,6 +53,32 @@ pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Runs the icbench binary with `args`, asserts it succeeded and returns its stdout.
+pub fn run_icbench_ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = run_icbench(args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    stdout
+}
+
+/// Runs `cmd`, asserts it succeeded (showing its stderr when not) and returns its output.
+pub fn output_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cmd`, asserts it exited with `code` and returns its stderr.
+pub fn stderr_of_exit(cmd: &mut Command, code: i32) -> String {
+    let out = cmd.output().expect("the command runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    stderr
 }
 
 /// The bench canister's module: the one icbench embeds, or built once for the test run if
@@ -107,9 +133,26 @@ pub fn run_bench_into(out: &Path, args: &[&str]) -> String {
         out.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    let (code, stdout, stderr) = run_icbench(&all);
-    assert_eq!(code, 0, "{all:?}: {stderr}");
-    stdout
+    run_icbench_ok(&all)
+}
+
+/// Each of the report's results as `row` makes it, each asserted to have run (status ok):
+/// what the exact-count tests compare with their tables.
+pub fn ok_rows<T>(report: &Report, row: impl Fn(&ScenarioResult) -> T) -> Vec<T> {
+    report
+        .results
+        .iter()
+        .map(|r| {
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            row(r)
+        })
+        .collect()
+}
+
+/// `s` for the life of the test process, for rows of `&'static str` compared with a
+/// table's.
+pub fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
 }
 
 /// Asserts `err` is the replica's IC0539 for `canister`: its message says the canister
@@ -127,6 +170,16 @@ pub fn assert_wasm_memory_limit_exceeded(
         "Error from Canister {canister}: Canister exceeded its current Wasm memory limit of {rest}"
     );
     assert!(err.message.starts_with(&start), "{}", err.message);
+}
+
+/// Asserts `err` is a reject with `code` whose message contains `part`.
+pub fn assert_rejected(
+    err: &icbench::engine::Reject,
+    code: icbench::engine::ErrorCode,
+    part: &str,
+) {
+    assert_eq!(err.error_code, code);
+    assert!(err.message.contains(part), "{}", err.message);
 }
 
 /// Sends `method` (no argument) to `canister` once: a query when `query`, else an update.
