@@ -11,6 +11,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, PageCounts};
 use icbench::report::Report;
 
+use crate::support::assert_rejected;
 use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
 
 /// Writes one byte every 4 KiB across Wasm page 1 of the heap (`heap`), or across Wasm page
@@ -178,13 +179,11 @@ fn the_stable_page_limit_allows_the_same_bytes_counted_in_the_hosts_pages() {
         1 + 7 + 100 + 87 + 5 + 500 + 3_000
     );
     let mac = run(Host::MacosArm64).result.unwrap_err();
-    assert_eq!(mac.error_code, ErrorCode::CanisterMemoryAccessLimitExceeded);
     // The limit is stated in bytes, the same on every host.
-    assert!(
-        mac.message
-            .contains("modified pages in the stable memory in a single execution: limit 32 KB"),
-        "{}",
-        mac.message
+    assert_rejected(
+        &mac,
+        ErrorCode::CanisterMemoryAccessLimitExceeded,
+        "modified pages in the stable memory in a single execution: limit 32 KB",
     );
 }
 

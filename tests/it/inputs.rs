@@ -172,15 +172,15 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
     // A file whose name has `=` in it is still a file: read (and here refused as no module).
     std::fs::write(dir.join("a=b.wasm"), b"hello").unwrap();
     let out = dir.join("out");
-    let o = crate::support::icbench_command()
-        .current_dir(&dir)
-        .args(["--wasm", "a=b.wasm", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    let stderr = crate::support::stderr_of_exit(
+        crate::support::icbench_command()
+            .current_dir(&dir)
+            .args(["--wasm", "a=b.wasm", "--out"])
+            .arg(&out),
+        2,
+    );
     assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
+        stderr,
         "error: --wasm a=b.wasm: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]\n"
     );
     assert!(!out.exists());

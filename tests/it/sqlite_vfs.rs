@@ -542,15 +542,13 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
         );
     }
     // With SQLite on ic-rusqlite beside it, the modes are that store's.
-    let args = [
+    let stdout = crate::support::run_icbench_ok(&[
         "--stores",
         "sqlite,sqlite-vfs",
         "--journal-modes",
         "WAL",
         "--list-scenarios",
-    ];
-    let (code, stdout, stderr) = crate::support::run_icbench(&args);
-    assert_eq!(code, 0, "{stderr}");
+    ]);
     assert!(
         stdout.contains("seed003\tsqlite-wal/middle/insert/1\n"),
         "{stdout}"
@@ -559,15 +557,13 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
         stdout.contains("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"
     );
-    let args = [
+    let stdout = crate::support::run_icbench_ok(&[
         "--stores",
         "sqlite-vfs",
         "--journal-modes",
         "MEMORY",
         "--list-scenarios",
-    ];
-    let (code, stdout, stderr) = crate::support::run_icbench(&args);
-    assert_eq!(code, 0, "{stderr}");
+    ]);
     assert!(
         stdout.starts_with("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"

@@ -382,17 +382,12 @@ fn the_collector_s_increments_land_in_known_messages() {
 /// rows and operation, each ok (instructions, cycles).
 fn upgrade_suite(store: &str, sizes: &str) -> impl Fn(u64, &str) -> (u64, u64) {
     let out = crate::support::scratch_dir(&format!("motoko_upgrade_suite_{store}"));
-    let run = crate::support::icbench_command()
-        .args(["--quiet", "--suite", "upgrade", "--stores", store])
-        .args(["--upgrade-sizes", sizes, "--no-limit-run", "--jobs", "1"])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("icbench runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    crate::support::output_ok(
+        crate::support::icbench_command()
+            .args(["--quiet", "--suite", "upgrade", "--stores", store])
+            .args(["--upgrade-sizes", sizes, "--no-limit-run", "--jobs", "1"])
+            .arg("--out")
+            .arg(&out),
     );
     let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
     let report = icbench::report::from_json(&text).unwrap();
