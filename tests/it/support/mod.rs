@@ -4,6 +4,7 @@ pub mod canbench_fixture;
 /// The report's sample result, from the crate's unit tests (the published crate has no tests/).
 #[path = "../../../src/report/sample.rs"]
 pub mod scenario;
+pub mod small_store;
 pub mod wat;
 
 use icbench::report::{Report, ScenarioResult, Status};
@@ -170,6 +171,21 @@ pub fn assert_wasm_memory_limit_exceeded(
         "Error from Canister {canister}: Canister exceeded its current Wasm memory limit of {rest}"
     );
     assert!(err.message.starts_with(&start), "{}", err.message);
+}
+
+/// The upgrade suite of `stores` at one size: 1,000 rows of 100 bytes, seed 1, no limit run.
+pub fn upgrade_at_1_000(
+    stores: Vec<icbench::suites::upgrade::UpgradeStore>,
+) -> icbench::suites::upgrade::Config {
+    icbench::suites::upgrade::Config {
+        stores,
+        sizes: vec![1_000],
+        rows: 1_000,
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        limit_run: None,
+    }
 }
 
 /// Asserts `err` is a reject with `code` whose message contains `part`.
