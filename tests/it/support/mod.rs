@@ -13,6 +13,17 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// The tune suite's flags for a search of seconds: two page sizes, one cache size and one
+/// synchronous setting.
+pub const SMALL_TUNE_SEARCH: [&str; 6] = [
+    "--tune-page-sizes",
+    "4096,65536",
+    "--tune-cache-sizes",
+    "500000",
+    "--tune-synchronous",
+    "OFF",
+];
+
 /// The icbench binary of this build: scripts/build-canister.sh converts the canister with it
 /// (ICBENCH_BIN), so no test makes the script build a converter.
 pub fn icbench_bin() -> &'static Path {
