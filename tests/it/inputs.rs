@@ -180,7 +180,7 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
     let out = dir.join("out");
     let stderr = crate::support::stderr_of_exit(
         crate::support::icbench_command()
-            .current_dir(&dir)
+            .current_dir(dir)
             .args(["--wasm", "a=b.wasm", "--out"])
             .arg(&out),
         2,

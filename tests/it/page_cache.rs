@@ -12,9 +12,18 @@ use crate::support::{leak, ok_rows};
 /// (cache, position, operation, batch, charged instructions, store instructions).
 type Cell = (&'static str, &'static str, &'static str, u64, u64, u64);
 
-/// Each cell's (charged, store) instructions under `--replica 2026-07` (the memory tracker)
-/// and `--replica 2026-05` (before it).
-const CELLS: [(&str, &str, &str, u64, [u64; 2], [u64; 2]); 30] = [
+/// (cache, position, operation, batch, [charged, store] instructions under `--replica
+/// 2026-07` (the memory tracker), the same under `--replica 2026-05` (before it)).
+type Both = (
+    &'static str,
+    &'static str,
+    &'static str,
+    u64,
+    [u64; 2],
+    [u64; 2],
+);
+
+const CELLS: [Both; 30] = [
     (
         "cold",
         "middle",
