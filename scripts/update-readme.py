@@ -29,11 +29,13 @@ import subprocess
 import sys
 import tempfile
 
+from report_md import section
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 FINDINGS = ROOT / "docs" / "findings.md"
 MACHINE = "the project's 2-core machine"
-DECISION = "## Which store is cheapest"
+DECISION = "Which store is cheapest"
 
 # The bindings' table: (label, position, operation, batch) per row; `2026-05` rows take the
 # old run's records.
@@ -100,15 +102,7 @@ def run(args, out):
 
 def decision_table(directory):
     """The decision table's lines as report.md has them (heading, table)."""
-    lines = (pathlib.Path(directory) / "report.md").read_text().split("\n")
-    start = next(i for i, l in enumerate(lines) if l.startswith(DECISION))
-    table = []
-    for line in lines[start + 1:]:
-        if line.startswith("|"):
-            table.append(line)
-        elif table:
-            break
-    return lines[start][3:], table
+    return section(directory, DECISION)
 
 
 def cells(row):

@@ -17,6 +17,8 @@ import json
 import pathlib
 import sys
 
+from report_md import section
+
 
 def load(directory):
     report = json.loads((pathlib.Path(directory) / "results.json").read_text())
@@ -87,21 +89,6 @@ def grid(old, new, field, title):
             if any(cells):
                 out.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(out)
-
-
-def section(directory, heading_start):
-    """The markdown table under the report.md heading that starts with `heading_start`."""
-    lines = (pathlib.Path(directory) / "report.md").read_text().splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("## " + heading_start):
-            table = []
-            for row in lines[i + 1 :]:
-                if row.startswith("|"):
-                    table.append(row)
-                elif table:
-                    break
-            return line[3:], table
-    sys.exit(f"{directory}/report.md has no section '{heading_start}'")
 
 
 def cells(row):

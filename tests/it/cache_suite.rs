@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use icbench::report::{self, CacheState, Report, ScenarioResult, Status};
+use icbench::report::{self, CacheState, Report, ScenarioResult};
+
+use crate::support::{leak, ok_rows};
 
 /// (store, journal mode, position, operation, batch, W, charged instructions, store
 /// instructions, heap pages accessed, stable pages accessed).
@@ -346,27 +348,21 @@ fn read(dir: &Path) -> Report {
 }
 
 fn cells(report: &Report) -> Vec<Cell> {
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-    report
-        .results
-        .iter()
-        .map(|r| {
-            assert_eq!(r.status, Status::Ok, "{r:?}");
-            let pages = r.pages.unwrap();
-            (
-                leak(&r.store),
-                leak(&r.journal_mode),
-                leak(&r.position),
-                leak(&r.operation),
-                r.batch,
-                leak(&r.warm_ups),
-                r.instructions,
-                r.store_instructions,
-                pages.heap_wasm_pages_accessed,
-                pages.stable_wasm_pages_accessed,
-            )
-        })
-        .collect()
+    ok_rows(report, |r| {
+        let pages = r.pages.unwrap();
+        (
+            leak(&r.store),
+            leak(&r.journal_mode),
+            leak(&r.position),
+            leak(&r.operation),
+            r.batch,
+            leak(&r.warm_ups),
+            r.instructions,
+            r.store_instructions,
+            pages.heap_wasm_pages_accessed,
+            pages.stable_wasm_pages_accessed,
+        )
+    })
 }
 
 #[test]

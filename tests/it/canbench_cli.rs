@@ -660,42 +660,29 @@ fn replica_selects_the_rules_and_parts_of_other_rules_do_not_merge() {
         "{}",
         stderr(&o)
     );
-    // Parts charged by different rules are not one run.
-    for (k, replica) in [("1", "2025-03"), ("2", "2026-07")] {
-        let (shard, out) = (format!("{k}/2"), format!("part{k}"));
-        let o = s.run(&[
-            "--wasm",
-            &w,
-            "--shard",
-            &shard,
-            "--out",
-            &out,
-            "--replica",
-            replica,
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    }
-    let o = s.merge(&["part1", "part2", "--out", "."]);
-    assert_ne!(o.status.code(), Some(0));
-    assert!(
-        stderr(&o).contains("they differ in the replica rules (--replica) (2025-03 vs 2026-07)"),
-        "{}",
+    // Two parts run with `flag` at its two `values` into `{stem}1` and `{stem}2`, then
+    // merged: refused, and what it said.
+    let merge_of_parts = |stem: &str, flag: &str, values: [&str; 2]| {
+        for (k, value) in (1..).zip(values) {
+            let (shard, out) = (format!("{k}/2"), format!("{stem}{k}"));
+            let o = s.run(&["--wasm", &w, "--shard", &shard, "--out", &out, flag, value]);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        }
+        let o = s.merge(&[&format!("{stem}1"), &format!("{stem}2"), "--out", "."]);
+        assert_ne!(o.status.code(), Some(0));
         stderr(&o)
+    };
+    // Parts charged by different rules are not one run.
+    let err = merge_of_parts("part", "--replica", ["2025-03", "2026-07"]);
+    assert!(
+        err.contains("they differ in the replica rules (--replica) (2025-03 vs 2026-07)"),
+        "{err}"
     );
     // So are parts counted on different hosts.
-    for (k, host) in [("1", "linux"), ("2", "macos-arm64")] {
-        let (shard, out) = (format!("{k}/2"), format!("host{k}"));
-        let o = s.run(&[
-            "--wasm", &w, "--shard", &shard, "--out", &out, "--host", host,
-        ]);
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    }
-    let o = s.merge(&["host1", "host2", "--out", "."]);
-    assert_ne!(o.status.code(), Some(0));
+    let err = merge_of_parts("host", "--host", ["linux", "macos-arm64"]);
     assert!(
-        stderr(&o).contains("they differ in the host (--host) (linux vs macos-arm64)"),
-        "{}",
-        stderr(&o)
+        err.contains("they differ in the host (--host) (linux vs macos-arm64)"),
+        "{err}"
     );
 }
 

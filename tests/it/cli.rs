@@ -500,6 +500,16 @@ fn an_unknown_pocket_ic_release_suggests_the_newest_of_its_major_version() {
     );
 }
 
+/// `icbench merge --out OUT SHARD SHARD`, asserted refused as bad input: its stdout and
+/// stderr.
+fn refused_merge(out: &std::path::Path, shards: [&std::path::Path; 2]) -> (String, String) {
+    let mut args = vec!["merge", "--out", out.to_str().unwrap()];
+    args.extend(shards.map(|s| s.to_str().unwrap()));
+    let (code, stdout, stderr) = crate::support::run_icbench(&args);
+    assert_eq!(code, 2, "{stderr}");
+    (stdout, stderr)
+}
+
 /// `icbench merge --out DIR` where DIR is one of the shards, by any spelling: refused, naming
 /// it, before anything is read or written.
 #[test]
@@ -510,14 +520,7 @@ fn merge_refuses_an_out_that_is_one_of_its_shards() {
         std::fs::create_dir_all(d).unwrap();
     }
     for (out, shard) in [(one.clone(), &one), (dir.join("part2/../part2/."), &two)] {
-        let (code, stdout, stderr) = crate::support::run_icbench(&[
-            "merge",
-            "--out",
-            out.to_str().unwrap(),
-            one.to_str().unwrap(),
-            two.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 2, "{stderr}");
+        let (stdout, stderr) = refused_merge(&out, [&one, &two]);
         assert_eq!(
             stderr,
             format!(
@@ -557,14 +560,7 @@ fn merge_of_shards_of_different_runs_names_the_setting_that_differs() {
             std::fs::create_dir_all(d).unwrap();
             std::fs::write(d.join("results.json"), shard_results(index, rows, settings)).unwrap();
         }
-        let (code, _, stderr) = crate::support::run_icbench(&[
-            "merge",
-            "--out",
-            out.to_str().unwrap(),
-            one.to_str().unwrap(),
-            two.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 2, "{stderr}");
+        let (_, stderr) = refused_merge(&out, [&one, &two]);
         assert!(!out.exists());
         stderr
     };

@@ -236,6 +236,29 @@ fn stepped(steps: usize) -> (Vec<u8>, EmbeddedEngine, candid::Principal) {
     (wasm, engine, id)
 }
 
+/// Asserts `id` has the same state on `a` and on `b` and that its next two messages cost the
+/// same and leave the same state on both: `a`'s two messages.
+fn steps_alike(
+    a: &mut EmbeddedEngine,
+    b: &mut EmbeddedEngine,
+    id: candid::Principal,
+) -> Vec<icbench::engine::CallOutcome> {
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    let steps = (0..2)
+        .map(|_| {
+            let (x, y) = (
+                a.update(id, "step", &[]).unwrap(),
+                b.update(id, "step", &[]).unwrap(),
+            );
+            assert_eq!(x.report, y.report);
+            assert_eq!(x.result, y.result);
+            x
+        })
+        .collect();
+    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    steps
+}
+
 #[test]
 fn an_imported_state_continues_as_the_exported_one() {
     let (wasm, mut a, id) = stepped(3);
@@ -265,19 +288,11 @@ fn an_imported_state_continues_as_the_exported_one() {
     );
 
     assert_eq!(b.import_state(&wasm, &state).unwrap(), id);
-    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
-    // The next messages cost the same and leave the same state (time included: the
-    // engine's clock was carried over).
-    for _ in 0..2 {
-        let (x, y) = (
-            a.update(id, "step", &[]).unwrap(),
-            b.update(id, "step", &[]).unwrap(),
-        );
-        assert_eq!(x.report, y.report);
-        assert_eq!(x.result, y.result);
-        assert!(x.report.stable_dirty_pages > 0 && x.report.heap_dirty_pages > 0);
+    // The next messages cost the same and leave the same state, time included: the
+    // engine's clock was carried over.
+    for step in steps_alike(&mut a, &mut b, id) {
+        assert!(step.report.stable_dirty_pages > 0 && step.report.heap_dirty_pages > 0);
     }
-    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
     assert_eq!(
         b.export_state(id).unwrap().into_bytes(),
         a.export_state(id).unwrap().into_bytes()
@@ -526,14 +541,5 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
     let c = b.import_state_delta(b_base, &delta).unwrap();
     b.restore(id, c).unwrap();
     a.restore(id, later).unwrap();
-    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
-    for _ in 0..2 {
-        let (x, y) = (
-            a.update(id, "step", &[]).unwrap(),
-            b.update(id, "step", &[]).unwrap(),
-        );
-        assert_eq!(x.report, y.report);
-        assert_eq!(x.result, y.result);
-    }
-    assert_eq!(b.state_hash(id).unwrap(), a.state_hash(id).unwrap());
+    steps_alike(&mut a, &mut b, id);
 }

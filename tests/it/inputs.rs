@@ -142,14 +142,20 @@ fn a_host_is_for_the_embedded_engine() {
     );
 }
 
+/// A file `name` holding `bytes`, in a new scratch directory `dir`.
+fn scratch_file(dir: &str, name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let file = crate::support::scratch_dir(dir).join(name);
+    std::fs::write(&file, bytes).unwrap();
+    file
+}
+
 /// `--wasm NAME=PATH` with a NAME no module has, and `NAME=` with no path: refused naming
 /// the modules (and the one meant, spelt with `_` for `-`), not read as a path that then
 /// "does not exist" although the file is there.
 #[test]
 fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
-    let dir = crate::support::scratch_dir("wasm-names");
-    let file = dir.join("m.wasm");
-    std::fs::write(&file, b"\0asm").unwrap();
+    let file = scratch_file("wasm-names", "m.wasm", b"\0asm");
+    let dir = file.parent().unwrap();
     let file = file.display();
     let modules = "the modules are bench, tune, sqlite-vfs, motoko, motoko-classic (--wasm NAME=PATH), or give a path alone for the bench module";
     refused(
@@ -172,15 +178,15 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
     // A file whose name has `=` in it is still a file: read (and here refused as no module).
     std::fs::write(dir.join("a=b.wasm"), b"hello").unwrap();
     let out = dir.join("out");
-    let o = crate::support::icbench_command()
-        .current_dir(&dir)
-        .args(["--wasm", "a=b.wasm", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    let stderr = crate::support::stderr_of_exit(
+        crate::support::icbench_command()
+            .current_dir(dir)
+            .args(["--wasm", "a=b.wasm", "--out"])
+            .arg(&out),
+        2,
+    );
     assert_eq!(
-        String::from_utf8_lossy(&o.stderr),
+        stderr,
         "error: --wasm a=b.wasm: invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [68, 65, 6c, 6c]\n"
     );
     assert!(!out.exists());
@@ -190,9 +196,7 @@ fn a_wasm_value_naming_no_module_is_refused_naming_the_modules() {
 /// ..." of the default module's build), and leaves no output directory behind.
 #[test]
 fn refused_modules_and_engine_flags_come_before_any_output_directory_or_line() {
-    let dir = crate::support::scratch_dir("refused-first");
-    let text = dir.join("text.wasm");
-    std::fs::write(&text, b"hello, world").unwrap();
+    let text = scratch_file("refused-first", "text.wasm", b"hello, world");
     let text = text.display();
     refused(
         "first-tune-unneeded",

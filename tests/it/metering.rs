@@ -205,6 +205,12 @@ impl Harness {
         ((LIMIT - self.counter()) as u64, results)
     }
 
+    /// [`Self::run`] of a function with one i32 result: the instructions used and it.
+    fn run_i32(&mut self, name: &str, args: &[Val]) -> (u64, i32) {
+        let (used, results) = self.run(name, args);
+        (used, i32v(&results))
+    }
+
     fn used(&mut self, name: &str, args: &[Val]) -> u64 {
         self.run(name, args).0
     }
@@ -261,11 +267,9 @@ fn if_else_arms() {
     // entry segment: 1 + local.get 1 + if 2 = 4
     // then arm (non-reentrant): i32.const 1 + else 0 = 1; the segment after the inner end
     // holds only the final end (0) and is not injected.
-    let (used, r) = h.run("f", &[Val::I32(1)]);
-    assert_eq!((used, i32v(&r)), (4 + 1, 10));
+    assert_eq!(h.run_i32("f", &[Val::I32(1)]), (4 + 1, 10));
     // else arm (starts after `else`): i32.const 1 + i32.const 1 + i32.add 1 + end 0 = 3
-    let (used, r) = h.run("f", &[Val::I32(0)]);
-    assert_eq!((used, i32v(&r)), (4 + 3, 21));
+    assert_eq!(h.run_i32("f", &[Val::I32(0)]), (4 + 3, 21));
 }
 
 #[test]
@@ -324,11 +328,9 @@ fn calls_charge_the_callee_entry() {
     );
     // callee: entry 1 + i32.const 1 + end 0 = 2
     // direct: entry 1 + call 5 + end 0 = 6, + callee 2 = 8
-    let (used, r) = h.run("direct", &[]);
-    assert_eq!((used, i32v(&r)), (8, 7));
+    assert_eq!(h.run_i32("direct", &[]), (8, 7));
     // indirect: entry 1 + i32.const 1 + call_indirect 10 + end 0 = 12, + callee 2 = 14
-    let (used, r) = h.run("indirect", &[]);
-    assert_eq!((used, i32v(&r)), (14, 7));
+    assert_eq!(h.run_i32("indirect", &[]), (14, 7));
 }
 
 #[test]
@@ -386,8 +388,7 @@ fn float_operators_with_special_costs() {
     //   + f64.add 2 = 58
     assert_eq!(h.used("arith", &[]), 58);
     // entry 1 + i64.const 1 + f64.convert_i64_u 16 + i32.trunc_f64_s 20 = 38
-    let (used, r) = h.run("conv", &[]);
-    assert_eq!((used, i32v(&r)), (38, 5));
+    assert_eq!(h.run_i32("conv", &[]), (38, 5));
     // entry 1 + f32.const 1 + f32.const 1 + f32.lt 3 = 6
     assert_eq!(h.used("cmp", &[]), 6);
 }
@@ -557,12 +558,10 @@ fn function_indices_are_shifted() {
     // via_ref: entry 1 + i32.const 1 + ref.func 130 + table.set 5 + local.get 1
     //   + i32.const 1 + call_indirect 10 = 149; quad: 1 + local.get 1 + i32.const 1
     //   + i32.mul 1 = 4
-    let (used, r) = h.run("via_ref", &[Val::I32(5)]);
-    assert_eq!((used, i32v(&r)), (149 + 4, 20));
+    assert_eq!(h.run_i32("via_ref", &[Val::I32(5)]), (149 + 4, 20));
     // via_import: entry 1 + local.get 1 + call 5 + call 5 = 12 (the host add1 is free here);
     // double: 4
-    let (used, r) = h.run("via_import", &[Val::I32(5)]);
-    assert_eq!((used, i32v(&r)), (12 + 4, 12));
+    assert_eq!(h.run_i32("via_import", &[Val::I32(5)]), (12 + 4, 12));
 }
 
 #[test]
@@ -609,24 +608,12 @@ fn name_section_follows_the_shift() {
 
 /// Appends a custom section to a binary module.
 fn with_custom_section(mut wasm: Vec<u8>, name: &str, data: &[u8]) -> Vec<u8> {
-    fn leb(mut v: usize, out: &mut Vec<u8>) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                break;
-            }
-            out.push(byte | 0x80);
-        }
+    use wasm_encoder::Section;
+    wasm_encoder::CustomSection {
+        name: name.into(),
+        data: data.into(),
     }
-    let mut payload = Vec::new();
-    leb(name.len(), &mut payload);
-    payload.extend_from_slice(name.as_bytes());
-    payload.extend_from_slice(data);
-    wasm.push(0);
-    leb(payload.len(), &mut wasm);
-    wasm.extend_from_slice(&payload);
+    .append_to(&mut wasm);
     wasm
 }
 
@@ -679,8 +666,7 @@ fn memory_grow_and_size() {
               i32.const 1 memory.grow drop memory.size))"#,
     );
     // entry 1 + i32.const 1 + memory.grow 300 + drop 1 + memory.size 20 = 323
-    let (used, r) = h.run("f", &[]);
-    assert_eq!((used, i32v(&r)), (323, 2));
+    assert_eq!(h.run_i32("f", &[]), (323, 2));
 }
 
 #[test]
@@ -900,8 +886,7 @@ fn counter_at_a_wasm_trap_is_exact() {
     let err = h.call_with(LIMIT, "div", &[Val::I32(0)]).unwrap_err();
     assert!(!is_out_of_instructions(&err), "{err:?}");
     assert_eq!(LIMIT - h.counter(), 13);
-    let (used, r) = h.run("div", &[Val::I32(1)]);
-    assert_eq!((used, i32v(&r)), (13, 1));
+    assert_eq!(h.run_i32("div", &[Val::I32(1)]), (13, 1));
 }
 
 #[test]
@@ -931,8 +916,7 @@ fn indirect_calls_and_tail_calls_carry_the_counter() {
     // f: entry 1 + local.get 1 + i32.const 1 + call_indirect 10 = 13; $tail's segment up to
     // its return_call: 1 + call 5 + local.get 1 + return_call 3 = 10, charged before the host
     // call sees the counter; $inc: 1 + local.get 1 + i32.const 1 + i32.add 1 = 4.
-    let (used, r) = h.run("f", &[Val::I32(41)]);
-    assert_eq!((used, i32v(&r)), (13 + 10 + 4, 42));
+    assert_eq!(h.run_i32("f", &[Val::I32(41)]), (13 + 10 + 4, 42));
     assert_eq!(h.seen(), vec![LIMIT - 23]);
 }
 

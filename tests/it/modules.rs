@@ -21,15 +21,10 @@ fn committed_list() -> String {
 /// `scripts/build-canister.sh --list` of the script under `root`, which reads the list
 /// beside it.
 fn script_list(root: &Path) -> Vec<String> {
-    let out = Command::new("bash")
-        .arg(root.join("scripts/build-canister.sh"))
-        .arg("--list")
-        .output()
-        .expect("bash runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::support::output_ok(
+        Command::new("bash")
+            .arg(root.join("scripts/build-canister.sh"))
+            .arg("--list"),
     );
     String::from_utf8(out.stdout)
         .unwrap()
@@ -166,14 +161,14 @@ fn a_module_of_another_crate_and_target_without_rewiring_is_one_block() {
     let lines: Vec<String> = parsed.iter().map(list::Entry::list_line).collect();
     assert_eq!(script_list(&dir), lines);
     // An unknown name is refused with the names the list has.
-    let out = Command::new("bash")
-        .arg(dir.join("scripts/build-canister.sh"))
-        .arg("nope")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let stderr = crate::support::stderr_of_exit(
+        Command::new("bash")
+            .arg(dir.join("scripts/build-canister.sh"))
+            .arg("nope"),
+        2,
+    );
     assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
+        stderr,
         "build-canister: unknown module \"nope\"; accepted: bench sqlite-vfs (or none: the default module, bench)\n"
     );
     std::fs::remove_dir_all(&dir).unwrap();

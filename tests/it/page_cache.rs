@@ -5,7 +5,9 @@
 
 use std::path::PathBuf;
 
-use icbench::report::{self, Report, Status};
+use icbench::report::{self, Report};
+
+use crate::support::{leak, ok_rows};
 
 /// (cache, position, operation, batch, charged instructions, store instructions).
 type Cell = (&'static str, &'static str, &'static str, u64, u64, u64);
@@ -109,22 +111,16 @@ fn run(replica: &str) -> Report {
 }
 
 fn cells(report: &Report) -> Vec<Cell> {
-    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
-    report
-        .results
-        .iter()
-        .map(|r| {
-            assert_eq!(r.status, Status::Ok, "{r:?}");
-            (
-                r.cache.as_str(),
-                leak(&r.position),
-                leak(&r.operation),
-                r.batch,
-                r.instructions,
-                r.store_instructions,
-            )
-        })
-        .collect()
+    ok_rows(report, |r| {
+        (
+            r.cache.as_str(),
+            leak(&r.position),
+            leak(&r.operation),
+            r.batch,
+            r.instructions,
+            r.store_instructions,
+        )
+    })
 }
 
 fn charged(cells: &[Cell], cache: &str, position: &str, operation: &str, batch: u64) -> u64 {

@@ -543,7 +543,7 @@ mod suites {
     use icbench::engine::embedded::EmbeddedEngine;
     use icbench::report::{self, profiles, Report, ScenarioResult};
     use icbench::suites::scenario::{JournalMode, Store};
-    use icbench::suites::upgrade::{Config, UpgradeStore};
+    use icbench::suites::upgrade::UpgradeStore;
     use icbench::suites::{Exec, Plan, Shard};
 
     use crate::support::bench_wasm_path as wasm_path;
@@ -721,19 +721,11 @@ mod suites {
 
     #[test]
     fn an_upgrade_s_profile_explains_its_compilation_and_each_hook() {
-        let cfg = Config {
-            stores: vec![
-                UpgradeStore::Heap(bench_types::names::HeapEncoding::Candid),
-                UpgradeStore::Heap(bench_types::names::HeapEncoding::Cbor),
-                UpgradeStore::Users(Store::Sqlite(JournalMode::Off)),
-            ],
-            sizes: vec![1_000],
-            rows: 1_000,
-            payload_size: 100,
-            seed: 1,
-            usd_per_xdr: 1.0,
-            limit_run: None,
-        };
+        let cfg = crate::support::upgrade_at_1_000(vec![
+            UpgradeStore::Heap(bench_types::names::HeapEncoding::Candid),
+            UpgradeStore::Heap(bench_types::names::HeapEncoding::Cbor),
+            UpgradeStore::Users(Store::Sqlite(JournalMode::Off)),
+        ]);
         let wasm = std::fs::read(wasm_path()).unwrap();
         let run = |profile: bool| {
             let exec = Exec {

@@ -43,24 +43,13 @@ const NOT_RUN: [(&str, &str); 11] = [
 ];
 
 /// What a run of each suite gets besides its own arguments, so that it takes seconds: the
-/// same kind of store, fewer rows.
+/// same kind of store, fewer rows ([`SMALL_ROWS`] and these).
 const SMALL: [(&str, &[&str]); 3] = [
-    ("seed003", &["--rows", "2000", "--batches", "1,100"]),
-    ("scaling", &["--rows", "2000", "--scaling-max-rows", "2000"]),
-    (
-        "tune",
-        &[
-            "--rows",
-            "2000",
-            "--tune-page-sizes",
-            "4096,65536",
-            "--tune-cache-sizes",
-            "500000",
-            "--tune-synchronous",
-            "OFF",
-        ],
-    ),
+    ("seed003", &["--batches", "1,100"]),
+    ("scaling", &["--scaling-max-rows", "2000"]),
+    ("tune", &crate::support::SMALL_TUNE_SEARCH),
 ];
+const SMALL_ROWS: [&str; 2] = ["--rows", "2000"];
 
 /// icbench's subcommands the README shows (any other first word is a flag of a run).
 const SUBCOMMANDS: [&str; 5] = ["canbench", "compare", "merge", "profile-top", "cache"];
@@ -166,7 +155,7 @@ fn small(args: &[String]) -> Vec<String> {
         .find(|(s, _)| *s == suite)
         .unwrap_or_else(|| panic!("README.md runs --suite {suite}: give it a SMALL entry"));
     let mut out = args.to_vec();
-    for pair in extra.chunks(2) {
+    for pair in [&SMALL_ROWS[..], extra].concat().chunks(2) {
         if !args.iter().any(|a| a == pair[0]) {
             out.extend(pair.iter().map(|s| s.to_string()));
         }

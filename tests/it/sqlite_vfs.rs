@@ -14,8 +14,10 @@ use candid::{Decode, Encode, Principal};
 use icbench::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, PageCounts};
+use icbench::engine::Engine;
 use wasmparser::{Parser, Payload};
+
+use crate::support::small_store::{default_calls, Counts};
 
 mod at_scale;
 
@@ -145,64 +147,19 @@ fn binding_settings(cache_size: i64, autoincrement: bool) -> SqliteSettings {
     }
 }
 
-/// A call's counts: the store's instructions, the message's, and its pages.
-#[derive(Debug, PartialEq, Eq)]
-struct Counts {
-    store: u64,
-    message: u64,
-    pages: PageCounts,
-}
-
-fn counts(store: u64, message: &icbench::engine::MessageReport) -> Counts {
-    Counts {
-        store,
-        message: message.instructions,
-        pages: message.pages.expect("the embedded engine counts pages"),
-    }
-}
-
-fn pages(heap: (u64, u64), stable: (u64, u64), charge: u64) -> PageCounts {
-    PageCounts {
-        heap_wasm_pages_accessed: heap.0,
-        heap_wasm_pages_written: heap.1,
-        stable_wasm_pages_accessed: stable.0,
-        stable_wasm_pages_written: stable.1,
-        page_charge_instructions: charge,
-    }
-}
-
-/// 2,000 rows (ids 0, 10, ..., 19,990) in one message, then the default run's calls in the
-/// middle: one row inserted, one key and 100 keys read, 1,000 rows scanned (queries), each
-/// the first of its kind since the fill; then a one-row insert and a point read warm: each
+/// [`default_calls`] on a new canister, then a one-row insert and a point read warm: each
 /// call's counts.
 fn small_store(replica: Replica) -> Vec<Counts> {
     let mut engine = EmbeddedEngine::default().with_replica(replica);
     let mut c = install(&mut engine);
-    let mut out = Vec::new();
-    let r = c.add_users(STORE, 0, 10, 2_000).unwrap();
-    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 2_000);
-    out.push(counts(r.value.unwrap().instructions, &r.message));
-    let r = c.add_users(STORE, 10_001, 10, 1).unwrap();
-    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 1);
-    out.push(counts(r.value.unwrap().instructions, &r.message));
-    for keys in [1, 100] {
-        let r = c.get_users(STORE, 10_000, 10, keys, false).unwrap();
-        let v = r.value.unwrap();
-        assert_eq!((v.rows_found, v.bytes_read), (keys, keys * 100));
-        out.push(counts(v.instructions, &r.message));
-    }
-    let r = c.scan_users(STORE, 10_000, 1_000, false).unwrap();
-    let v = r.value.unwrap();
-    // 10,000..=19,990 (1,000 rows) and the inserted 10,001.
-    assert_eq!((v.rows_found, v.bytes_read), (1_000, 100_000));
-    out.push(counts(v.instructions, &r.message));
+    let mut out = default_calls(&mut c, STORE);
     // Warm: the update connection after 10 one-row inserts beside the first (its page cache
     // kept from message to message), the read connection after 10 `_update` reads of the key.
     for id in (10_002..=10_009).chain([10_012, 10_013]) {
         c.add_users(STORE, id, 10, 1).unwrap().value.unwrap();
     }
     let r = c.add_users(STORE, 10_014, 10, 1).unwrap();
-    out.push(counts(r.value.unwrap().instructions, &r.message));
+    out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
     for _ in 0..10 {
         c.get_users(STORE, 10_000, 10, 1, true)
             .unwrap()
@@ -210,7 +167,7 @@ fn small_store(replica: Replica) -> Vec<Counts> {
             .unwrap();
     }
     let r = c.get_users(STORE, 10_000, 10, 1, false).unwrap();
-    out.push(counts(r.value.unwrap().instructions, &r.message));
+    out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
     out
 }
 
@@ -219,11 +176,7 @@ fn small_store(replica: Replica) -> Vec<Counts> {
 /// 1,000 per 4 KiB heap page written, after an update. The pages are the same under both.
 #[test]
 fn a_small_store_counts_exactly_under_both_vintages() {
-    let c = |store, message, heap, stable, charge| Counts {
-        store,
-        message,
-        pages: pages(heap, stable, charge),
-    };
+    let c = Counts::of;
     assert_eq!(
         small_store(Replica::R2026_07),
         [
@@ -264,14 +217,10 @@ fn a_thousand_rows_into_an_empty_table_cost_both_bindings_about_the_same() {
         let r = c.add_users(store, 0, 1, 1_000).unwrap();
         let v = r.value.unwrap();
         assert_eq!(v.rows_inserted, 1_000);
-        counts(v.instructions, &r.message)
+        Counts::measured(v.instructions, &r.message)
     };
     let bench = crate::support::bench_wasm();
-    let c = |store, message, heap, stable, charge| Counts {
-        store,
-        message,
-        pages: pages(heap, stable, charge),
-    };
+    let c = Counts::of;
     assert_eq!(
         fill(Replica::R2026_07, wasm(), STORE),
         c(9_539_031, 10_320_316, (14, 12), (5, 5), 2_880_000)
@@ -542,15 +491,13 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
         );
     }
     // With SQLite on ic-rusqlite beside it, the modes are that store's.
-    let args = [
+    let stdout = crate::support::run_icbench_ok(&[
         "--stores",
         "sqlite,sqlite-vfs",
         "--journal-modes",
         "WAL",
         "--list-scenarios",
-    ];
-    let (code, stdout, stderr) = crate::support::run_icbench(&args);
-    assert_eq!(code, 0, "{stderr}");
+    ]);
     assert!(
         stdout.contains("seed003\tsqlite-wal/middle/insert/1\n"),
         "{stdout}"
@@ -559,15 +506,13 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
         stdout.contains("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"
     );
-    let args = [
+    let stdout = crate::support::run_icbench_ok(&[
         "--stores",
         "sqlite-vfs",
         "--journal-modes",
         "MEMORY",
         "--list-scenarios",
-    ];
-    let (code, stdout, stderr) = crate::support::run_icbench(&args);
-    assert_eq!(code, 0, "{stderr}");
+    ]);
     assert!(
         stdout.starts_with("seed003\tsqlite-vfs/middle/insert/1\n"),
         "{stdout}"
@@ -842,16 +787,8 @@ fn upgrade_direct(replica: Replica) -> (Vec<(&'static str, Pair)>, u64) {
 #[test]
 fn the_upgrade_suite_measures_its_upgrade_and_the_first_calls_exactly_under_both_vintages() {
     use icbench::suites::scenario::Store;
-    use icbench::suites::upgrade::{Config, UpgradeStore};
-    let plan = Config {
-        stores: vec![UpgradeStore::of(Store::SqliteVfs)],
-        sizes: vec![1_000],
-        rows: 1_000,
-        payload_size: 100,
-        seed: 1,
-        usd_per_xdr: 1.0,
-        limit_run: None,
-    };
+    use icbench::suites::upgrade::UpgradeStore;
+    let plan = crate::support::upgrade_at_1_000(vec![UpgradeStore::of(Store::SqliteVfs)]);
     // (store, message) instructions: the warm query and update, post_upgrade, the whole
     // install_code (the new build's compilation paid in full), the first query and update
     // after it; then the same install_code again before a checkpoint (1/100 of the

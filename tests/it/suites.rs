@@ -587,42 +587,45 @@ fn each_stores_rows_are_the_same_alone_and_beside_every_other_store() {
     assert_eq!(charged(&shared, "btree", "middle", "insert", 1), 1_543_063);
 }
 
-const SMALL_ALL: [&str; 34] = [
-    "--suite",
-    "all",
-    "--cache-warmups",
-    "0,2",
-    "--cache-batches",
-    "1",
-    "--cache-no-lookups",
-    "--journal-modes",
-    "OFF",
-    "--batches",
-    "1",
-    "--lookup-batches",
-    "1,10",
-    "--dbbench-num",
-    "1000",
-    "--keys-rows",
-    "1000",
-    "--sysbench-rows",
-    "2000",
-    "--upgrade-sizes",
-    "1000,2000",
-    "--no-limit-run",
-    "--scaling-max-rows",
-    "2000",
-    "--tune-page-sizes",
-    "4096,65536",
-    "--tune-cache-sizes",
-    "500000",
-    "--tune-synchronous",
-    "OFF",
-    "--sustained-workloads",
-    "3x1",
-    "--sustained-positions",
-    "end",
-];
+/// Every suite, small.
+fn small_all() -> Vec<&'static str> {
+    [
+        &[
+            "--suite",
+            "all",
+            "--cache-warmups",
+            "0,2",
+            "--cache-batches",
+            "1",
+            "--cache-no-lookups",
+            "--journal-modes",
+            "OFF",
+            "--batches",
+            "1",
+            "--lookup-batches",
+            "1,10",
+            "--dbbench-num",
+            "1000",
+            "--keys-rows",
+            "1000",
+            "--sysbench-rows",
+            "2000",
+            "--upgrade-sizes",
+            "1000,2000",
+            "--no-limit-run",
+            "--scaling-max-rows",
+            "2000",
+        ][..],
+        &crate::support::SMALL_TUNE_SEARCH,
+        &[
+            "--sustained-workloads",
+            "3x1",
+            "--sustained-positions",
+            "end",
+        ],
+    ]
+    .concat()
+}
 
 /// The legend of a plot's SVG: (label, colour) per entry, in order. A legend entry is the
 /// marker (a line segment of stroke width 2, or in a dot plot a circle without a tooltip)
@@ -722,7 +725,7 @@ fn one_colour_per_series(out: &Path) {
 #[test]
 fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let out = temp_dir("all");
-    let stdout = run_into(&out, &SMALL_ALL);
+    let stdout = run_into(&out, &small_all());
     let seed003 = read_report(&out.join("results.json"));
     assert_eq!(seed003.suite, "seed003");
     // 3 positions x 7 stores (heap, btree, SQLite OFF, ic-sqlite-vfs, Motoko's three) x (1
@@ -818,11 +821,11 @@ fn all_runs_every_suite_into_its_own_files_and_shards_merge_into_the_same() {
     let (one, two, merged) = (temp_dir("shard-1"), temp_dir("shard-2"), temp_dir("merged"));
     run_into(
         &one,
-        &[&SMALL_ALL[..], &["--shard", "1/2", "--jobs", "2"]].concat(),
+        &[&small_all()[..], &["--shard", "1/2", "--jobs", "2"]].concat(),
     );
     run_into(
         &two,
-        &[&SMALL_ALL[..], &["--shard", "2/2", "--jobs", "1"]].concat(),
+        &[&small_all()[..], &["--shard", "2/2", "--jobs", "1"]].concat(),
     );
     let shard = read_report(&two.join("keys/results.json"));
     assert_eq!(shard.results.len(), 24, "every other scenario, 3 rows each");

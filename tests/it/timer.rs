@@ -11,6 +11,7 @@ use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CanisterTask, Engine, ErrorCode};
 
+use crate::support::assert_rejected;
 use crate::support::wat::REPLY_IMPORTS;
 
 const TIMER_IMPORTS: &str = r#"
@@ -230,12 +231,10 @@ fn queries_cannot_set_the_timer_and_tasks_cannot_reply() {
     let replying = r#"(func (export "canister_heartbeat") (call $reply))"#;
     let (mut e, id) = installed(Replica::NEWEST, &canister(replying));
     let err = e.query(id, "q_set", &[]).unwrap().result.unwrap_err();
-    assert_eq!(err.error_code, ErrorCode::CanisterContractViolation);
-    assert!(
-        err.message
-            .contains("\"ic0.global_timer_set\" cannot be executed in query mode"),
-        "{}",
-        err.message
+    assert_rejected(
+        &err,
+        ErrorCode::CanisterContractViolation,
+        "\"ic0.global_timer_set\" cannot be executed in query mode",
     );
     // An update call of a query method runs it replicated: still a query.
     let err = e.update(id, "q_set", &[]).unwrap().result.unwrap_err();

@@ -11,8 +11,10 @@ use candid::Encode;
 use icbench::bench_canister::{BenchClient, Module};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::{Engine, PageCounts, UpgradeOptions, WasmMemoryPersistence};
+use icbench::engine::{Engine, UpgradeOptions, WasmMemoryPersistence};
 use wasmparser::{Parser, Payload};
+
+use crate::support::small_store::{default_calls, Counts};
 
 const STEMS: [&str; 3] = ["mo_map", "mo_pure_map", "mo_region"];
 const DID: &str = "canisters/motoko/motoko.did";
@@ -145,61 +147,11 @@ fn a_classical_upgrade_serializes_the_map_and_keeps_its_rows() {
     assert!(c.stats().unwrap().stable_pages > stable_before);
 }
 
-#[derive(PartialEq)]
-struct Counts {
-    store: u64,
-    message: u64,
-    pages: PageCounts,
-}
-
-impl std::fmt::Debug for Counts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let p = &self.pages;
-        write!(
-            f,
-            "({}, {}, ({}, {}), ({}, {}), {})",
-            self.store,
-            self.message,
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written,
-            p.page_charge_instructions
-        )
-    }
-}
-
-fn counts(store: u64, message: &icbench::engine::MessageReport) -> Counts {
-    Counts {
-        store,
-        message: message.instructions,
-        pages: message.pages.expect("the embedded engine counts pages"),
-    }
-}
-
-/// 2,000 rows (ids 0, 10, ..., 19,990) in one message, then the default run's calls in the
-/// middle: one row inserted, one key and 100 keys read and 1,000 rows scanned (queries).
+/// [`default_calls`] of the store of `stem`, on a new canister.
 fn small_store(replica: Replica, stem: &str) -> Vec<Counts> {
     let mut engine = EmbeddedEngine::default().with_replica(replica);
     let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
-    let mut out = Vec::new();
-    let r = c.add_users(stem, 0, 10, 2_000).unwrap();
-    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 2_000);
-    out.push(counts(r.value.unwrap().instructions, &r.message));
-    let r = c.add_users(stem, 10_001, 10, 1).unwrap();
-    assert_eq!(r.value.as_ref().unwrap().rows_inserted, 1);
-    out.push(counts(r.value.unwrap().instructions, &r.message));
-    for keys in [1, 100] {
-        let r = c.get_users(stem, 10_000, 10, keys, false).unwrap();
-        let v = r.value.unwrap();
-        assert_eq!((v.rows_found, v.bytes_read), (keys, keys * 100));
-        out.push(counts(v.instructions, &r.message));
-    }
-    let r = c.scan_users(stem, 10_000, 1_000, false).unwrap();
-    let v = r.value.unwrap();
-    assert_eq!((v.rows_found, v.bytes_read), (1_000, 100_000));
-    out.push(counts(v.instructions, &r.message));
-    out
+    default_calls(&mut c, stem)
 }
 
 /// Each store's small-store calls (fill, insert, 1 and 100 keys, scan), as (store
@@ -214,16 +166,8 @@ fn each_store_counts_exactly_under_both_vintages() {
     let check = |replica: Replica, stem: &str, expected: [Row; 5]| {
         let expected: Vec<Counts> = expected
             .into_iter()
-            .map(|(store, message, heap, stable, charge)| Counts {
-                store,
-                message,
-                pages: PageCounts {
-                    heap_wasm_pages_accessed: heap.0,
-                    heap_wasm_pages_written: heap.1,
-                    stable_wasm_pages_accessed: stable.0,
-                    stable_wasm_pages_written: stable.1,
-                    page_charge_instructions: charge,
-                },
+            .map(|(store, message, heap, stable, charge)| {
+                Counts::of(store, message, heap, stable, charge)
             })
             .collect();
         assert_eq!(
@@ -382,17 +326,12 @@ fn the_collector_s_increments_land_in_known_messages() {
 /// rows and operation, each ok (instructions, cycles).
 fn upgrade_suite(store: &str, sizes: &str) -> impl Fn(u64, &str) -> (u64, u64) {
     let out = crate::support::scratch_dir(&format!("motoko_upgrade_suite_{store}"));
-    let run = crate::support::icbench_command()
-        .args(["--quiet", "--suite", "upgrade", "--stores", store])
-        .args(["--upgrade-sizes", sizes, "--no-limit-run", "--jobs", "1"])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("icbench runs");
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    crate::support::output_ok(
+        crate::support::icbench_command()
+            .args(["--quiet", "--suite", "upgrade", "--stores", store])
+            .args(["--upgrade-sizes", sizes, "--no-limit-run", "--jobs", "1"])
+            .arg("--out")
+            .arg(&out),
     );
     let text = std::fs::read_to_string(out.join("upgrade/results.json")).unwrap();
     let report = icbench::report::from_json(&text).unwrap();

@@ -4,13 +4,25 @@ pub mod canbench_fixture;
 /// The report's sample result, from the crate's unit tests (the published crate has no tests/).
 #[path = "../../../src/report/sample.rs"]
 pub mod scenario;
+pub mod small_store;
 pub mod wat;
 
-use icbench::report::ScenarioResult;
+use icbench::report::{Report, ScenarioResult, Status};
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::OnceLock;
+
+/// The tune suite's flags for a search of seconds: two page sizes, one cache size and one
+/// synchronous setting.
+pub const SMALL_TUNE_SEARCH: [&str; 6] = [
+    "--tune-page-sizes",
+    "4096,65536",
+    "--tune-cache-sizes",
+    "500000",
+    "--tune-synchronous",
+    "OFF",
+];
 
 /// The icbench binary of this build: scripts/build-canister.sh converts the canister with it
 /// (ICBENCH_BIN), so no test makes the script build a converter.
@@ -53,6 +65,32 @@ pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Runs the icbench binary with `args`, asserts it succeeded and returns its stdout.
+pub fn run_icbench_ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = run_icbench(args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    stdout
+}
+
+/// Runs `cmd`, asserts it succeeded (showing its stderr when not) and returns its output.
+pub fn output_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().expect("the command runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Runs `cmd`, asserts it exited with `code` and returns its stderr.
+pub fn stderr_of_exit(cmd: &mut Command, code: i32) -> String {
+    let out = cmd.output().expect("the command runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{stderr}");
+    stderr
 }
 
 /// The bench canister's module: the one icbench embeds, or built once for the test run if
@@ -107,9 +145,26 @@ pub fn run_bench_into(out: &Path, args: &[&str]) -> String {
         out.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    let (code, stdout, stderr) = run_icbench(&all);
-    assert_eq!(code, 0, "{all:?}: {stderr}");
-    stdout
+    run_icbench_ok(&all)
+}
+
+/// Each of the report's results as `row` makes it, each asserted to have run (status ok):
+/// what the exact-count tests compare with their tables.
+pub fn ok_rows<T>(report: &Report, row: impl Fn(&ScenarioResult) -> T) -> Vec<T> {
+    report
+        .results
+        .iter()
+        .map(|r| {
+            assert_eq!(r.status, Status::Ok, "{r:?}");
+            row(r)
+        })
+        .collect()
+}
+
+/// `s` for the life of the test process, for rows of `&'static str` compared with a
+/// table's.
+pub fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
 }
 
 /// Asserts `err` is the replica's IC0539 for `canister`: its message says the canister
@@ -127,6 +182,31 @@ pub fn assert_wasm_memory_limit_exceeded(
         "Error from Canister {canister}: Canister exceeded its current Wasm memory limit of {rest}"
     );
     assert!(err.message.starts_with(&start), "{}", err.message);
+}
+
+/// The upgrade suite of `stores` at one size: 1,000 rows of 100 bytes, seed 1, no limit run.
+pub fn upgrade_at_1_000(
+    stores: Vec<icbench::suites::upgrade::UpgradeStore>,
+) -> icbench::suites::upgrade::Config {
+    icbench::suites::upgrade::Config {
+        stores,
+        sizes: vec![1_000],
+        rows: 1_000,
+        payload_size: 100,
+        seed: 1,
+        usd_per_xdr: 1.0,
+        limit_run: None,
+    }
+}
+
+/// Asserts `err` is a reject with `code` whose message contains `part`.
+pub fn assert_rejected(
+    err: &icbench::engine::Reject,
+    code: icbench::engine::ErrorCode,
+    part: &str,
+) {
+    assert_eq!(err.error_code, code);
+    assert!(err.message.contains(part), "{}", err.message);
 }
 
 /// Sends `method` (no argument) to `canister` once: a query when `query`, else an update.
