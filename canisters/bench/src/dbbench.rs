@@ -167,8 +167,7 @@ fn require_table(conn: &Connection, store: Store) -> Result<(), String> {
     }
 }
 
-/// The reply of a measured call (the keys suite's too).
-pub fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
+fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
     DbBenchReport {
         ops,
         found,

@@ -1,6 +1,6 @@
 //! What every measured call returns, and how it is measured.
 
-use bench_types::{InsertReport, ReadReport, Stats};
+use bench_types::{InsertReport, ReadReport};
 
 /// Row counts of one store operation, before the counters are attached.
 #[derive(Default, Clone, Copy, Debug)]
@@ -66,43 +66,5 @@ pub fn read_report(rows: Read, instructions: u64) -> ReadReport {
         instructions,
         heap_pages: heap_pages(),
         stable_pages: stable_pages(),
-    }
-}
-
-/// The SQLite store's numbers for `stats`.
-pub struct SqliteStats {
-    pub rows: u64,
-    pub page_count: u64,
-    pub page_size: u64,
-    pub freelist_count: u64,
-    pub journal_mode: String,
-}
-
-/// The `stats` reply. It has no Err case: a SQLite store that cannot say gives zeros, and
-/// the reason where the journal mode would be. `btree` is the StableBTreeMap's rows and
-/// pages, in a canister that has one.
-pub fn stats(
-    sqlite: Result<SqliteStats, String>,
-    btree: Option<(u64, u64)>,
-    payload_size: u64,
-) -> Stats {
-    let sqlite = sqlite.unwrap_or_else(|e| SqliteStats {
-        rows: 0,
-        page_count: 0,
-        page_size: 0,
-        freelist_count: 0,
-        journal_mode: format!("unavailable: {e}"),
-    });
-    Stats {
-        btree_rows: btree.map_or(0, |(rows, _)| rows),
-        sqlite_rows: sqlite.rows,
-        heap_pages: heap_pages(),
-        stable_pages: stable_pages(),
-        btree_stable_pages: btree.map(|(_, pages)| pages),
-        sqlite_page_count: sqlite.page_count,
-        sqlite_page_size: sqlite.page_size,
-        sqlite_freelist_count: sqlite.freelist_count,
-        journal_mode: sqlite.journal_mode,
-        payload_size,
     }
 }

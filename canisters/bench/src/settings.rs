@@ -3,7 +3,9 @@
 use bench_types::{SqliteConfig, SqliteSettings};
 
 pub use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
-use bench_types::pragma::{check_cache_size, check_page_size};
+
+pub const MIN_PAGE_SIZE: u32 = 512;
+pub const MAX_PAGE_SIZE: u32 = 65_536;
 
 /// Every connection is opened with these settings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,10 +49,19 @@ impl Settings {
             next.locking_mode = LockingMode::parse(mode)?;
         }
         if let Some(size) = request.page_size {
-            next.page_size = check_page_size(size)?;
+            check_page_size(size)?;
+            next.page_size = size;
         }
         if let Some(size) = request.cache_size {
-            next.cache_size = check_cache_size(size)?;
+            // SQLite parses the value into a C int.
+            if i32::try_from(size).is_err() {
+                return Err(format!(
+                    "cache_size {size} is outside SQLite's range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+            next.cache_size = size;
         }
         if let Some(flag) = request.autoincrement {
             next.autoincrement = flag;
@@ -108,5 +119,15 @@ impl Settings {
             actual.autoincrement.to_string(),
         );
         out
+    }
+}
+
+fn check_page_size(size: u32) -> Result<(), String> {
+    if size.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&size) {
+        Ok(())
+    } else {
+        Err(format!(
+            "page_size {size} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}"
+        ))
     }
 }

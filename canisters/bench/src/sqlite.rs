@@ -14,7 +14,7 @@ use ic_rusqlite::rusqlite::{self, Connection, OptionalExtension, ffi};
 
 use crate::ids::{Ids, Scan};
 use crate::memory;
-use crate::report::{self, Inserted, Read, SqliteStats};
+use crate::report::{self, Inserted, Read};
 use crate::settings::{JournalMode, LockingMode, Settings, Synchronous};
 use crate::state;
 
@@ -404,6 +404,15 @@ fn rebuild(conn: &Connection, before: &Settings, wanted: &Settings) -> Result<()
         )))?;
     }
     Ok(())
+}
+
+/// Numbers for `stats`.
+pub struct SqliteStats {
+    pub rows: u64,
+    pub page_count: u64,
+    pub page_size: u64,
+    pub freelist_count: u64,
+    pub journal_mode: String,
 }
 
 /// `count(*)` walks the whole table: O(rows), fine for a query, but slow at 1M rows.

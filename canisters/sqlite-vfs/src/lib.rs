@@ -13,11 +13,8 @@ compile_error!(
     "the sqlite-vfs canister only builds for wasm32-unknown-unknown: run scripts/build-canister-vfs.sh"
 );
 
-// The bench canister's users methods, id checks and reports, compiled here from its own
-// files so the two canisters answer, check and report alike.
-#[path = "../../bench/src/endpoints.rs"]
-#[macro_use]
-mod endpoints;
+// The bench canister's id checks and reports, compiled here from its own files so the two
+// canisters check and report alike.
 #[path = "../../bench/src/ids.rs"]
 mod ids;
 #[path = "../../bench/src/report.rs"]
@@ -26,7 +23,8 @@ mod settings;
 mod state;
 mod store;
 
-use bench_types::{SqliteConfig, SqliteSettings, Stats};
+use bench_types::{InsertReport, ReadReport, SqliteConfig, SqliteSettings, Stats};
+use ids::{Ids, Scan};
 
 // ---- lifecycle ----------------------------------------------------------------------
 
@@ -51,9 +49,73 @@ fn post_upgrade() {
     start();
 }
 
-// ---- the users store: inserts, reads and scans -----------------------------------
+// ---- inserts --------------------------------------------------------------------------
 
-users_methods!(sqlite_vfs, store);
+#[ic_cdk::update]
+fn add_users_sqlite_vfs(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
+    let ids = Ids::sequence(offset, step, count, store::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| store::insert(&ids, payload))?;
+    Ok(report::insert_report(rows, instructions))
+}
+
+/// Inserts at explicit ids (random positions): the caller draws them, so drawing is not
+/// part of the measurement.
+#[ic_cdk::update]
+fn add_users_sqlite_vfs_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
+    let ids = Ids::list(ids, store::MAX_ID)?;
+    let (rows, instructions) = state::with_payload(|payload| store::insert(&ids, payload))?;
+    Ok(report::insert_report(rows, instructions))
+}
+
+// ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
+
+fn get(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    let ids = Ids::sequence(offset, step, count, store::MAX_ID)?;
+    let (rows, instructions) = store::get(&ids)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+fn get_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    let ids = Ids::list(ids, store::MAX_ID)?;
+    let (rows, instructions) = store::get(&ids)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+fn scan(offset: u64, count: u64) -> Result<ReadReport, String> {
+    let scan = Scan::new(offset, count, store::MAX_ID)?;
+    let (rows, instructions) = store::scan(&scan)?;
+    Ok(report::read_report(rows, instructions))
+}
+
+#[ic_cdk::query]
+fn get_users_sqlite_vfs(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get(offset, step, count)
+}
+
+#[ic_cdk::update]
+fn get_users_sqlite_vfs_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
+    get(offset, step, count)
+}
+
+#[ic_cdk::query]
+fn get_users_sqlite_vfs_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_ids(ids)
+}
+
+#[ic_cdk::update]
+fn get_users_sqlite_vfs_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
+    get_ids(ids)
+}
+
+#[ic_cdk::query]
+fn scan_users_sqlite_vfs(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan(offset, count)
+}
+
+#[ic_cdk::update]
+fn scan_users_sqlite_vfs_update(offset: u64, count: u64) -> Result<ReadReport, String> {
+    scan(offset, count)
+}
 
 // ---- configuration and housekeeping -------------------------------------------------
 
@@ -69,7 +131,30 @@ fn set_payload_size(size: u64) -> Result<u64, String> {
 
 #[ic_cdk::query]
 fn stats() -> Stats {
-    report::stats(store::stats(), None, state::persisted().payload_size)
+    let (sqlite_rows, page_count, page_size, freelist_count, journal_mode) = match store::stats() {
+        Ok(s) => (
+            s.rows,
+            s.page_count,
+            s.page_size,
+            s.freelist_count,
+            s.journal_mode,
+        ),
+        // stats has no Err case: zeros, and the reason where the journal mode would be.
+        Err(e) => (0, 0, 0, 0, format!("unavailable: {e}")),
+    };
+    Stats {
+        btree_rows: 0,
+        sqlite_rows,
+        heap_pages: report::heap_pages(),
+        stable_pages: report::stable_pages(),
+        // This canister has no StableBTreeMap.
+        btree_stable_pages: None,
+        sqlite_page_count: page_count,
+        sqlite_page_size: page_size,
+        sqlite_freelist_count: freelist_count,
+        journal_mode,
+        payload_size: state::persisted().payload_size,
+    }
 }
 
 #[ic_cdk::update]

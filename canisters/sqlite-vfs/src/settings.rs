@@ -7,7 +7,7 @@
 //! on a connection; the rest is the binding's.
 
 use bench_types::SqliteConfig;
-use bench_types::pragma::{JournalMode, LockingMode, Synchronous, check_cache_size};
+use bench_types::pragma::{JournalMode, LockingMode, Synchronous};
 
 /// ic-sqlite-vfs 2.1.0's `config::SQLITE_PAGE_SIZE`: the page size it sets on an empty
 /// image, its VFS's sector size and the unit its overlay stages and commits.
@@ -81,7 +81,15 @@ impl Settings {
         }
         let mut next = self;
         if let Some(size) = request.cache_size {
-            next.cache_size = check_cache_size(size)?;
+            // SQLite parses the value into a C int.
+            if i32::try_from(size).is_err() {
+                return Err(format!(
+                    "cache_size {size} is outside SQLite's range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+            next.cache_size = size;
         }
         if let Some(flag) = request.autoincrement {
             next.autoincrement = flag;

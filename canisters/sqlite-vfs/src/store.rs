@@ -18,7 +18,7 @@ use ic_sqlite_vfs::db::connection::Connection;
 use ic_sqlite_vfs::{Db, DbError, DefaultMemoryImpl, MemoryId, MemoryManager, params};
 
 use crate::ids::{Ids, Scan};
-use crate::report::{self, Inserted, Read, SqliteStats};
+use crate::report::{self, Inserted, Read};
 use crate::settings::{self, Settings};
 use crate::state::{self, Persisted};
 
@@ -361,6 +361,15 @@ pub fn configure(config: &bench_types::SqliteConfig) -> Result<SqliteSettings, S
     // The read connection was dropped by the read-back.
     ready_reader()?;
     Ok(actual)
+}
+
+/// Numbers for `stats`.
+pub struct SqliteStats {
+    pub rows: u64,
+    pub page_count: u64,
+    pub page_size: u64,
+    pub freelist_count: u64,
+    pub journal_mode: String,
 }
 
 /// `count(*)` walks the whole table: O(rows), fine for a query, but slow at 1M rows.

@@ -7,34 +7,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// `PRAGMA page_size`'s values: a power of two in this range.
-pub const MIN_PAGE_SIZE: u32 = 512;
-pub const MAX_PAGE_SIZE: u32 = 65_536;
-
-/// A `page_size` SQLite takes, or why not.
-pub fn check_page_size(size: u32) -> Result<u32, String> {
-    if size.is_power_of_two() && (MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&size) {
-        Ok(size)
-    } else {
-        Err(format!(
-            "page_size {size} is not a power of two between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}"
-        ))
-    }
-}
-
-/// A `cache_size` SQLite takes (it parses the value into a C int), or why not.
-pub fn check_cache_size(size: i64) -> Result<i64, String> {
-    if i32::try_from(size).is_ok() {
-        Ok(size)
-    } else {
-        Err(format!(
-            "cache_size {size} is outside SQLite's range {}..={}",
-            i32::MIN,
-            i32::MAX
-        ))
-    }
-}
-
 /// A pragma whose value is one of a few upper-case names; `code` is its persisted byte.
 macro_rules! named_values {
     ($(#[$meta:meta])* $name:ident, $pragma:literal {
