@@ -98,3 +98,193 @@ fn a_bad_heap_writes_value_is_refused_before_any_work() {
         assert!(stderr.contains(needle), "{needle} missing from: {stderr}");
     }
 }
+
+/// Set in the child processes of the sweep below: run the sweep and print it.
+const SWEEP_CHILD: &str = "ICBENCH_TEST_MID_PAGE_SWEEP";
+
+/// Touches heap pages 0 and 1 (written), reads page 2 and then writes it, writes pages 3 and
+/// 4 with one store across their boundary, fills page 5 word by word in a loop, copies a
+/// 64 KiB block into pages 6 and 7 and reads stable page 0 into page 8; `peek` reads page 5.
+const MID_PAGE: &str = r#"
+  (memory 10)
+  (func (export "canister_update touch") (local $i i32)
+    (drop (call $sgrow (i64.const 1)))
+    (i32.store (i32.const 0) (i32.const 1))
+    (i32.store (i32.const 65536) (i32.const 1))
+    (drop (i32.load (i32.const 131072)))
+    (i32.store (i32.const 131076) (i32.const 1))
+    (i64.store (i32.const 262140) (i64.const -1))
+    (local.set $i (i32.const 327680))
+    (loop $fill
+      (i32.store (local.get $i) (local.get $i))
+      (local.set $i (i32.add (local.get $i) (i32.const 4)))
+      (br_if $fill (i32.lt_u (local.get $i) (i32.const 393216))))
+    (memory.copy (i32.const 425984) (i32.const 0) (i32.const 65536))
+    (call $sread (i64.const 524288) (i64.const 0) (i64.const 8))
+    (call $reply))
+  (func (export "canister_query peek")
+    (i64.store (i32.const 0) (i64.load (i32.const 393212)))
+    (call $append (i32.const 0) (i32.const 8))
+    (call $reply))
+"#;
+
+/// Steps of the sweep's limits: several to each 4 KiB page the loop fills.
+const SWEEP_STEP: u64 = 2_500;
+
+/// How `touch` ended under a limit: the reject code or `ok`, the instructions charged, the
+/// pages accessed and written and their charge, the dirty 4 KiB pages, and the last word of
+/// page 5 as a query reads it afterwards (0, unless the update completed).
+fn touch_under(wasm: &[u8], limit: u64) -> String {
+    use icbench::engine::cost::{Limits, Replica};
+    use icbench::engine::embedded::EmbeddedEngine;
+    use icbench::engine::Engine;
+
+    let limits = Limits {
+        max_instructions_per_update: limit,
+        ..Limits::APPLICATION
+    };
+    let mut e = EmbeddedEngine::new(limits).with_replica(Replica::R2026_07);
+    let (id, install) = e.install(wasm, &[]).unwrap();
+    install.result.unwrap();
+    let out = e.update(id, "touch", &[]).unwrap();
+    let ended = match &out.result {
+        Ok(_) => "ok".to_string(),
+        Err(reject) => format!("{:?}", reject.error_code),
+    };
+    let peek = e.query(id, "peek", &[]).unwrap().result.unwrap();
+    format!(
+        "limit {limit}: {ended}, {} instructions, {:?}, heap dirty {}, stable dirty {}, last word {:?}",
+        out.report.instructions,
+        out.report.pages.expect("the embedded engine counts pages"),
+        out.report.heap_dirty_pages,
+        out.report.stable_dirty_pages,
+        &peek[..8],
+    )
+}
+
+/// The sweep: what found the pages, then `touch` under every multiple of the step below
+/// what it takes in full, at one below and at its full count.
+fn sweep() -> Vec<String> {
+    use icbench::engine::embedded::memory::write_log::HeapWrites;
+
+    let wasm = wat::parse_str(format!(
+        "(module {} {} {MID_PAGE})",
+        crate::support::wat::REPLY_IMPORTS,
+        crate::support::wat::STABLE64_IMPORTS,
+    ))
+    .expect("test WAT is valid");
+    let full = icbench::engine::cost::Limits::APPLICATION.max_instructions_per_update;
+    let whole = touch_under(&wasm, full);
+    let needed: u64 = whole
+        .split(", ")
+        .nth(1)
+        .and_then(|s| s.strip_suffix(" instructions"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{whole}"));
+    let mut limits: Vec<u64> = (1..)
+        .map(|k| k * SWEEP_STEP)
+        .take_while(|&limit| limit < needed - 1)
+        .collect();
+    limits.extend([needed - 1, needed]);
+    let found_by = HeapWrites::configured().unwrap().said();
+    std::iter::once(format!("found by {found_by}"))
+        .chain(limits.into_iter().map(|limit| touch_under(&wasm, limit)))
+        .collect()
+}
+
+/// The sweep in a process of its own whose `ICBENCH_HEAP_WRITES` is `mode` (it is read
+/// when a module is compiled, and once per process for the heap): what found the pages,
+/// and a line per limit.
+fn sweep_in_child(mode: &str) -> (String, Vec<String>) {
+    let o = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "heap_writes::running_out_of_instructions_mid_page_stops_alike_whoever_finds_the_pages",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(SWEEP_CHILD, "1")
+        .env("ICBENCH_HEAP_WRITES", mode)
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{mode}: {stdout}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The harness prints the test's name before the first line, on the same line.
+    let found_by = stdout
+        .lines()
+        .find_map(|l| l.find("found by ").map(|at| l[at..].to_string()))
+        .unwrap_or_else(|| panic!("{mode}: {stdout}"));
+    let lines = stdout
+        .lines()
+        .filter_map(|l| l.find("limit ").map(|at| l[at..].to_string()))
+        .collect();
+    (found_by, lines)
+}
+
+/// A message that runs out of instructions anywhere in its work on its pages (inside a
+/// page's loop, a store across two pages, a copy, a stable read) stops at the same
+/// instruction, charged the same, having touched and dirtied the same pages, whether heap
+/// marks in the module, the kernel's write log or protection faults find them. (Page charges
+/// that take the counter below zero stop it at its next host call or its end under every
+/// mechanism: docs/engine.md, "In-band".)
+#[test]
+fn running_out_of_instructions_mid_page_stops_alike_whoever_finds_the_pages() {
+    if std::env::var_os(SWEEP_CHILD).is_some() {
+        for line in sweep() {
+            println!("{line}");
+        }
+        return;
+    }
+    let (by, marks) = sweep_in_child("marks");
+    assert!(by.starts_with("found by heap marks"), "{by}");
+    let (_, auto) = sweep_in_child("auto");
+    let (by, faults) = sweep_in_child("faults");
+    assert_eq!(by, "found by faults");
+    assert_eq!(marks.len(), faults.len());
+    assert_eq!(auto.len(), faults.len());
+    for ((m, a), f) in marks.iter().zip(&auto).zip(&faults) {
+        assert_eq!(m, f, "heap marks against protection faults");
+        assert_eq!(a, f, "the kernel's write log against protection faults");
+    }
+    // The sweep stops the message inside each part of its work: before the loop ends (page
+    // 5's 16 dirty 4 KiB pages appear one by one), before the copy's pages and before the
+    // stable read; only the full count completes, and only then does page 5 keep its words.
+    let (last, stopped) = faults.split_last().unwrap();
+    // 19 pages charged (9 heap pages accessed and written, stable page 0 read); 38 dirty
+    // 4 KiB pages: 1 each in pages 0, 1, 2 and 8, 2 across pages 3 and 4, 16 in page 5, 16
+    // copied into pages 6 and 7.
+    assert!(last.contains(": ok, "), "{last}");
+    assert!(
+        last.contains("PageCounts { heap_wasm_pages_accessed: 9, heap_wasm_pages_written: 9, stable_wasm_pages_accessed: 1, stable_wasm_pages_written: 0, page_charge_instructions: 1520000 }, heap dirty 38, stable dirty 0"),
+        "{last}"
+    );
+    assert!(
+        last.ends_with("last word [252, 255, 5, 0, 0, 0, 0, 0]"),
+        "{last}"
+    );
+    for line in stopped {
+        assert!(
+            line.contains(": CanisterInstructionLimitExceeded, "),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("last word [0, 0, 0, 0, 0, 0, 0, 0]"),
+            "{line}"
+        );
+    }
+    let states = |part: &str| {
+        let mut seen: Vec<&str> = stopped
+            .iter()
+            .map(|l| l.split(part).nth(1).unwrap().split(',').next().unwrap())
+            .collect();
+        seen.dedup();
+        seen.len()
+    };
+    assert!(states("heap dirty ") >= 16 + 2, "{stopped:#?}");
+    assert_eq!(states("heap_wasm_pages_accessed: "), 3, "{stopped:#?}");
+    assert_eq!(states("stable_wasm_pages_accessed: "), 2, "{stopped:#?}");
+}
