@@ -68,8 +68,8 @@ use wasmparser::WasmFeatures;
 
 use emitter::Emitter;
 pub use heap_marks::{
-    HEAP_MARKS_EXPORT, HEAP_TOUCH_IMPORT, MAILBOX, MAILBOX_KIND, MAILBOX_LENGTH, MAILBOX_SOURCE,
-    MARK_ACCESSED, MARK_WRITTEN as HEAP_MARK_WRITTEN, TOUCH_COPY, TOUCH_READ, TOUCH_WRITE,
+    HEAP_MARKS_EXPORT, HEAP_TOUCH_IMPORT, MARK_ACCESSED, MARK_WRITTEN as HEAP_MARK_WRITTEN,
+    TOUCH_COPY, TOUCH_READ, TOUCH_WRITE,
 };
 use native_stable::{native_access, NativeStable};
 pub use native_stable::{

@@ -63,7 +63,11 @@ impl Run {
             .unwrap();
         // The heap marks' host call: these modules count instructions, not pages.
         linker
-            .func_wrap("__", icbench::engine::instrument::HEAP_TOUCH_IMPORT, || {})
+            .func_wrap(
+                "__",
+                icbench::engine::instrument::HEAP_TOUCH_IMPORT,
+                |_: u64, _: u64, _: i32, _: u64| {},
+            )
             .unwrap();
         match counter {
             Counter::Global => {

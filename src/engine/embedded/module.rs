@@ -421,9 +421,9 @@ fn link(
         linker.func_wrap(
             instrument::SYSTEM_MODULE,
             instrument::HEAP_TOUCH_IMPORT,
-            |c: wasmtime::Caller<'_, HostState>| {
+            |c: wasmtime::Caller<'_, HostState>, start: u64, len: u64, kind: i32, source: u64| {
                 if let Some(heap) = &c.data().heap {
-                    heap.touch_from_mailbox();
+                    heap.touch_request(start, len, kind, source);
                 }
             },
         )?;

@@ -158,6 +158,8 @@ pub(super) struct Emitter<'a, 'i> {
     pub(super) exit_func: u32,
     pub(super) enter_type: u32,
     pub(super) exit_type: u32,
+    /// The heap marks' import's type (after the probes' types).
+    pub(super) touch_type: u32,
     /// [`Counter::Local`]: type `t` with the counter added is `local_types + t` (imports and
     /// what replaces them), the type `[] -> results of t` is `result_types + t`, and `t` as
     /// defined functions have it, [`call_params`] and the counter's result, `call_types + t`.
@@ -226,6 +228,7 @@ impl<'a, 'i> Emitter<'a, 'i> {
             exit_func: info.num_func_imports + 2,
             enter_type: 4 * info.num_types + 2,
             exit_type: 4 * info.num_types + 3,
+            touch_type: 4 * info.num_types + 2 + probes,
             local_types: info.num_types + 2,
             result_types: 2 * info.num_types + 2,
             call_types: 3 * info.num_types + 2,

@@ -4,7 +4,8 @@
 //! than the canister's code that touched it. Where the module allows it (see
 //! [`Instrumented::heap_marks`](super::Instrumented::heap_marks)), every load, store and bulk
 //! operation on the heap first reads one byte per 4 KiB page in [`HEAP_MARKS_EXPORT`], and
-//! calls the host ([`HEAP_TOUCH_IMPORT`]) only when the page lacks the mark it needs: the host
+//! calls the host ([`HEAP_TOUCH_IMPORT`] with the range) only when the page lacks the mark it
+//! needs: the host
 //! then counts, keeps the old bytes and sets the marks, as its fault handler would, and the
 //! heap stays readable and writable throughout. The checks are not metered (the replica has
 //! no such code): every count is the kernel's, at the same instruction.
@@ -14,35 +15,30 @@ use wasmparser::Operator;
 
 use crate::engine::cost::is_simd_load_or_store;
 
-/// One byte per 4 KiB heap page, then the mailbox ([`MAILBOX`]).
+/// One byte per 4 KiB heap page, then a byte per data segment ([`DROPPED_SEGMENTS`]).
 pub const HEAP_MARKS_EXPORT: &str = "__icbench heap marks";
-/// `(import "__" "heap_touch" (func))`: the host reads the range from the mailbox.
+/// `(import "__" "heap_touch" (func (param $start i64) (param $length i64) (param $kind i32)
+/// (param $source i64)))`: [`TOUCH_READ`], [`TOUCH_WRITE`] or [`TOUCH_COPY`] of the range;
+/// a copy's source starts at `$source` (0 otherwise).
 pub const HEAP_TOUCH_IMPORT: &str = "heap_touch";
 /// A page's mark: its Wasm page was accessed in this message (set on all 16 of its pages).
 pub const MARK_ACCESSED: u8 = 1;
 /// A page's mark: the 4 KiB page was written in this message (its old bytes are kept).
 pub const MARK_WRITTEN: u8 = 2;
-/// Where the mailbox starts: past a byte for every page a 32-bit address plus a 32-bit
-/// offset can reach (2^33 bytes). A 64-bit heap's page numbers wrap at 2^32: an address
-/// past the largest heap traps anyway, whatever mark its wrapped page has.
-pub const MAILBOX: u64 = 1 << 21;
-/// Mailbox: the range's start (u64), its length (u64), and [`TOUCH_READ`], [`TOUCH_WRITE`]
-/// or [`TOUCH_COPY`] (u64); a copy's source is at `MAILBOX_SOURCE`.
-pub const MAILBOX_LENGTH: u64 = MAILBOX + 8;
-pub const MAILBOX_KIND: u64 = MAILBOX + 16;
-pub const MAILBOX_SOURCE: u64 = MAILBOX + 24;
-/// One byte per data segment: 1 once `data.drop` dropped it (a `memory.init` of it then
-/// traps unless empty).
-pub const MAILBOX_DROPPED: u64 = MAILBOX + 64;
+/// One byte per data segment, past a mark for every page a 32-bit address plus a 32-bit
+/// offset can reach (2^33 bytes): 1 once `data.drop` dropped it (a `memory.init` of it then
+/// traps unless empty). A 64-bit heap's page numbers wrap at 2^32: an address past the
+/// largest heap traps anyway, whatever mark its wrapped page has.
+pub const DROPPED_SEGMENTS: u64 = 1 << 21;
 /// The most data segments a module with heap marks may have.
-pub(super) const MAX_SEGMENTS: u64 = (1 << 16) - 64;
-pub const TOUCH_READ: i64 = 0;
-pub const TOUCH_WRITE: i64 = 1;
+pub(super) const MAX_SEGMENTS: u64 = 1 << 16;
+pub const TOUCH_READ: i32 = 0;
+pub const TOUCH_WRITE: i32 = 1;
 /// `memory.copy`: the source read and the destination written, neither if either range is
 /// out of bounds (the copy traps before it touches anything).
-pub const TOUCH_COPY: i64 = 2;
-/// The marks memory's size in Wasm pages: the marks and one page of mailbox.
-const MARKS_MEMORY_PAGES: u64 = (MAILBOX >> 16) + 1;
+pub const TOUCH_COPY: i32 = 2;
+/// The marks memory's size in Wasm pages: the marks and a page of segments.
+const MARKS_MEMORY_PAGES: u64 = (DROPPED_SEGMENTS >> 16) + 1;
 
 /// Whether the module's code touches the heap only in ways the marks cover: scalar loads
 /// and stores, `memory.copy`, `memory.fill` and `memory.init`. Anything else (SIMD loads and
@@ -173,14 +169,6 @@ impl Marks {
         MemArg {
             offset: 0,
             align: 0,
-            memory_index: self.memory,
-        }
-    }
-
-    fn mailbox(&self, at: u64) -> MemArg {
-        MemArg {
-            offset: at,
-            align: 3,
             memory_index: self.memory,
         }
     }
@@ -371,33 +359,29 @@ impl Marks {
 
     fn dropped(&self, segment: u32) -> MemArg {
         MemArg {
-            offset: MAILBOX_DROPPED + segment as u64,
+            offset: DROPPED_SEGMENTS + segment as u64,
             align: 0,
             memory_index: self.memory,
         }
     }
 
-    /// Writes the mailbox and calls the host.
+    /// Calls the host with the range, the kind and a copy's source.
     fn call_touch(
         &self,
         sink: &mut InstructionSink<'_>,
         start: impl Fn(&mut InstructionSink<'_>),
         length: impl Fn(&mut InstructionSink<'_>),
-        kind: i64,
+        kind: i32,
         source: Option<&dyn Fn(&mut InstructionSink<'_>)>,
     ) {
-        sink.i32_const(0);
         start(sink);
-        sink.i64_store(self.mailbox(MAILBOX)).i32_const(0);
         length(sink);
-        sink.i64_store(self.mailbox(MAILBOX_LENGTH))
-            .i32_const(0)
-            .i64_const(kind)
-            .i64_store(self.mailbox(MAILBOX_KIND));
-        if let Some(source) = source {
-            sink.i32_const(0);
-            source(sink);
-            sink.i64_store(self.mailbox(MAILBOX_SOURCE));
+        sink.i32_const(kind);
+        match source {
+            Some(source) => source(sink),
+            None => {
+                sink.i64_const(0);
+            }
         }
         sink.call(self.touch);
     }

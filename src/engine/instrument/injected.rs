@@ -43,6 +43,12 @@ impl Emitter<'_, '_> {
             types.ty().function([ValType::I32, ValType::I64], []);
             types.ty().function([ValType::I64], []);
         }
+        if self.marks.is_some() {
+            // Heap marks come with the local counter only: the counted types are there.
+            debug_assert_eq!(self.counter, Counter::Local);
+            let range = [ValType::I64, ValType::I64, ValType::I32, ValType::I64];
+            types.ty().function(range, []);
+        }
     }
 
     pub(super) fn add_imports(&self, imports: &mut ImportSection) {
@@ -67,7 +73,7 @@ impl Emitter<'_, '_> {
             imports.import(
                 SYSTEM_MODULE,
                 HEAP_TOUCH_IMPORT,
-                EntityType::Function(self.ooi_type),
+                EntityType::Function(self.touch_type),
             );
         }
     }

@@ -548,25 +548,19 @@ impl HeapRegion {
         }
     }
 
-    /// The range and kind the module's code left in the marks memory's mailbox before it
-    /// called `instrument::HEAP_TOUCH_IMPORT`, touched.
-    pub fn touch_from_mailbox(&self) {
-        let Some(marks) = self.marks() else {
-            return;
-        };
-        // SAFETY: the mailbox lies in the marks memory, past the marks.
-        let read = |at: u64| unsafe { (marks.add(at as usize) as *const u64).read_unaligned() };
-        let (start, len) = (read(instrument::MAILBOX), read(instrument::MAILBOX_LENGTH));
+    /// What the module's code asked for when it called `instrument::HEAP_TOUCH_IMPORT`:
+    /// `len` bytes from `start` read or written (`kind`), or for a copy also `len` bytes from
+    /// `source` read, touched.
+    pub fn touch_request(&self, start: u64, len: u64, kind: i32, source: u64) {
         let range = |start: u64| start..start.saturating_add(len);
-        match read(instrument::MAILBOX_KIND) as i64 {
+        match kind {
             instrument::TOUCH_READ => self.touch(range(start), false),
             instrument::TOUCH_WRITE => self.touch(range(start), true),
             _ => {
                 // `memory.copy`: nothing unless both ranges lie in the heap.
-                let source = range(read(instrument::MAILBOX_SOURCE));
                 let heap = self.len.load(Ordering::Acquire) as u64;
-                if source.end <= heap && range(start).end <= heap {
-                    self.touch(source, false);
+                if range(source).end <= heap && range(start).end <= heap {
+                    self.touch(range(source), false);
                     self.touch(range(start), true);
                 }
             }
