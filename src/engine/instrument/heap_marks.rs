@@ -24,6 +24,7 @@ pub const HEAP_TOUCH_IMPORT: &str = "heap_touch";
 /// A page's mark: its Wasm page was accessed in this message (set on all 16 of its pages).
 pub const MARK_ACCESSED: u8 = 1;
 /// A page's mark: the 4 KiB page was written in this message (its old bytes are kept).
+/// Always beside [`MARK_ACCESSED`]: a page's mark is 0, 1 or 3.
 pub const MARK_WRITTEN: u8 = 2;
 /// One byte per data segment, past a mark for every page a 32-bit address plus a 32-bit
 /// offset can reach (2^33 bytes): 1 once `data.drop` dropped it (a `memory.init` of it then
@@ -186,20 +187,24 @@ impl Marks {
         if access.offset != 0 {
             sink.i64_const(access.offset as i64).i64_add();
         }
-        let (need, kind) = match access.store {
-            Some(_) => (MARK_WRITTEN, TOUCH_WRITE),
-            None => (MARK_ACCESSED, TOUCH_READ),
-        };
         // Slow path: the page lacks the mark, or the access runs into the next page (a
-        // byte cannot).
+        // byte cannot). A written page is an accessed one too, so a load needs any mark
+        // and a store both.
         sink.local_tee(l.effective)
             .i64_const(12)
             .i64_shr_u()
             .i32_wrap_i64()
-            .i32_load8_u(self.mark_arg())
-            .i32_const(need as i32)
-            .i32_and()
-            .i32_eqz();
+            .i32_load8_u(self.mark_arg());
+        let kind = match access.store {
+            Some(_) => {
+                sink.i32_const((MARK_ACCESSED | MARK_WRITTEN) as i32).i32_ne();
+                TOUCH_WRITE
+            }
+            None => {
+                sink.i32_eqz();
+                TOUCH_READ
+            }
+        };
         if access.bytes > 1 {
             sink.local_get(l.effective)
                 .i32_wrap_i64()
