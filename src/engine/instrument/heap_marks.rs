@@ -197,7 +197,8 @@ impl Marks {
             .i32_load8_u(self.mark_arg());
         let kind = match access.store {
             Some(_) => {
-                sink.i32_const((MARK_ACCESSED | MARK_WRITTEN) as i32).i32_ne();
+                sink.i32_const((MARK_ACCESSED | MARK_WRITTEN) as i32)
+                    .i32_ne();
                 TOUCH_WRITE
             }
             None => {
