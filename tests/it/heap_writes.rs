@@ -133,8 +133,9 @@ const SWEEP_STEP: u64 = 2_500;
 
 /// How `touch` ended under a limit: the reject code or `ok`, the instructions charged, the
 /// pages accessed and written and their charge, the dirty 4 KiB pages, and the last word of
-/// page 5 as a query reads it afterwards (0, unless the update completed).
-fn touch_under(wasm: &[u8], limit: u64) -> String {
+/// page 5 as a query reads it afterwards (0, unless the update completed); and the
+/// instructions alone.
+fn touch_under(wasm: &[u8], limit: u64) -> (String, u64) {
     use icbench::engine::cost::{Limits, Replica};
     use icbench::engine::embedded::EmbeddedEngine;
     use icbench::engine::Engine;
@@ -152,14 +153,15 @@ fn touch_under(wasm: &[u8], limit: u64) -> String {
         Err(reject) => format!("{:?}", reject.error_code),
     };
     let peek = e.query(id, "peek", &[]).unwrap().result.unwrap();
-    format!(
+    let line = format!(
         "limit {limit}: {ended}, {} instructions, {:?}, heap dirty {}, stable dirty {}, last word {:?}",
         out.report.instructions,
         out.report.pages.expect("the embedded engine counts pages"),
         out.report.heap_dirty_pages,
         out.report.stable_dirty_pages,
         &peek[..8],
-    )
+    );
+    (line, out.report.instructions)
 }
 
 /// The sweep: what found the pages, then `touch` under every multiple of the step below
@@ -174,13 +176,7 @@ fn sweep() -> Vec<String> {
     ))
     .expect("test WAT is valid");
     let full = icbench::engine::cost::Limits::APPLICATION.max_instructions_per_update;
-    let whole = touch_under(&wasm, full);
-    let needed: u64 = whole
-        .split(", ")
-        .nth(1)
-        .and_then(|s| s.strip_suffix(" instructions"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{whole}"));
+    let (_, needed) = touch_under(&wasm, full);
     let mut limits: Vec<u64> = (1..)
         .map(|k| k * SWEEP_STEP)
         .take_while(|&limit| limit < needed - 1)
@@ -188,7 +184,7 @@ fn sweep() -> Vec<String> {
     limits.extend([needed - 1, needed]);
     let found_by = HeapWrites::configured().unwrap().said();
     std::iter::once(format!("found by {found_by}"))
-        .chain(limits.into_iter().map(|limit| touch_under(&wasm, limit)))
+        .chain(limits.into_iter().map(|limit| touch_under(&wasm, limit).0))
         .collect()
 }
 
