@@ -36,7 +36,7 @@ pub use modules::{
     wasm_flag_value, GivenModule, ModuleFile, ModuleNeed, Modules,
 };
 pub use schema::{Schema, SchemaStore};
-pub use setup::{reopen_sqlite, set_journal_mode, settle_collector};
+pub use setup::{journal_mode_config, reopen_sqlite, set_journal_mode, settle_collector};
 
 /// One store: a row of [`TABLE`].
 #[derive(Clone, Copy, Debug)]

@@ -36,8 +36,10 @@ pub const KINDS: [&str; 3] = [MODULES, STATES, WARM];
 pub const MODULES: &str = "modules";
 /// Canister states after a suite's prefill (see `suites::users`).
 pub const STATES: &str = "states";
-/// SQLite's warm start states (the whole table in the page cache), each kept as its
-/// changes to the cold start state it is made from (see `suites::users::runner`).
+/// The starts the users suites make from a post-prefill state (SQLite in a journal mode,
+/// SQLite's warm start: the whole table in the page cache), each kept as its changes to the
+/// state it is made from (see `suites::users::kept`). The directory keeps the name it had
+/// when it held warm starts alone.
 pub const WARM: &str = "warm";
 
 /// How many entries of each kind ([`KINDS`] order) the cache keeps: writing one more
@@ -45,9 +47,9 @@ pub const WARM: &str = "warm";
 /// state is one canister's, a store's alone 100 to 250 MB at 1,000,000 rows (the seed
 /// layout's bench canister about 450 MB), and a default run keeps one per store; every edit
 /// of the engine or of a suite makes new keys, so without a bound a development machine's
-/// cache only grows. A warm start state is about 130 MB, one per SQLite journal mode and
-/// post-prefill state.
-pub const KEEP: [usize; 3] = [32, 8, 14];
+/// cache only grows. A start made from one is about 120 MB at 1,000,000 rows: a default run
+/// keeps 13 (each SQLite journal mode's start and warm start, ic-sqlite-vfs's warm start).
+pub const KEEP: [usize; 3] = [32, 8, 28];
 
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);

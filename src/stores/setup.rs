@@ -16,18 +16,24 @@ pub fn set_journal_mode(
     client: &mut BenchClient<'_>,
     mode: JournalMode,
 ) -> Result<Result<(), String>> {
-    let config = SqliteConfig {
+    Ok(
+        match client.configure_sqlite(&journal_mode_config(mode))?.value {
+            Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(()),
+            Ok(settings) => Err(format!(
+                "asked for {mode}, SQLite uses {}",
+                settings.journal_mode
+            )),
+            Err(e) => Err(e),
+        },
+    )
+}
+
+/// The settings [`set_journal_mode`] asks for: `mode` on a fresh connection.
+pub fn journal_mode_config(mode: JournalMode) -> SqliteConfig {
+    SqliteConfig {
         journal_mode: Some(mode.to_string()),
         ..SqliteConfig::default()
-    };
-    Ok(match client.configure_sqlite(&config)?.value {
-        Ok(settings) if settings.journal_mode.eq_ignore_ascii_case(mode.as_str()) => Ok(()),
-        Ok(settings) => Err(format!(
-            "asked for {mode}, SQLite uses {}",
-            settings.journal_mode
-        )),
-        Err(e) => Err(e),
-    })
+    }
 }
 
 /// Reopens the connections of `kind`, a SQLite store without journal modes (its

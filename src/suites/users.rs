@@ -17,6 +17,7 @@ use crate::report::{ScenarioResult, Sequence, Status};
 use crate::stores::{self, ModuleNeed};
 
 mod canister;
+mod kept;
 mod prefill;
 mod runner;
 mod sequence;

@@ -487,6 +487,68 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     std::fs::remove_dir_all(&scratch).unwrap();
 }
 
+/// SQLite's journal-mode start and warm start, made by the first run and kept as changes to
+/// the post-prefill state, come back in the next run with the same results and the same
+/// setup instructions; damaged, they are made again.
+#[test]
+fn a_journal_modes_start_and_warm_start_come_back_from_the_cache() {
+    let scratch = scratch_dir("kept-starts");
+    let cache = scratch.join("cache");
+    let sqlite_run = |name: &str| {
+        let out = scratch.join(name);
+        let mut args = tiny_args(&out);
+        let stores = args.iter().position(|a| a == "--stores").unwrap();
+        args[stores + 1] = "sqlite".into();
+        args.extend(["--journal-modes", "DELETE"].map(String::from));
+        let o = run(&cache, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let work = std::fs::read_to_string(out.join("work.csv")).unwrap();
+        (stderr(&o), work, tiny_results(&out))
+    };
+    let (_, work, csv) = sqlite_run("1");
+    for made in [
+        "set SQLite's journal mode to DELETE",
+        "snapshot of SQLite DELETE\"",
+        "snapshot of SQLite DELETE, warm",
+        "keep SQLite DELETE's start in the cache",
+        "keep the warm start of SQLite DELETE in the cache",
+    ] {
+        assert!(work.contains(made), "{made}: {work}");
+    }
+    assert!(csv.contains(",warm,"), "{csv}");
+    let kept: Vec<PathBuf> = std::fs::read_dir(cache.join(disk_cache::WARM))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+
+    let (err, work, again) = sqlite_run("2");
+    assert!(!err.contains("warning"), "{err}");
+    assert_eq!(again, csv, "loaded starts give the results of made ones");
+    for loaded in [
+        "load SQLite DELETE's start",
+        "load the warm start of SQLite DELETE",
+    ] {
+        assert!(work.contains(loaded), "{loaded}: {work}");
+    }
+    assert!(!work.contains("snapshot of SQLite DELETE"), "{work}");
+
+    for entry in &kept {
+        let mut bytes = std::fs::read(entry).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 1;
+        std::fs::write(entry, &bytes).unwrap();
+    }
+    let (err, work, damaged) = sqlite_run("3");
+    assert!(
+        err.contains("checksum mismatch; making SQLite DELETE's start again"),
+        "{err}"
+    );
+    assert!(work.contains("snapshot of SQLite DELETE, warm"), "{work}");
+    assert_eq!(damaged, csv);
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
 /// Every test that runs the binary goes through `support::icbench_command`, which points
 /// the compile cache at the test run's own directory.
 #[test]

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 
 use super::canister::{self, Made};
+use super::kept::{self, Recipe};
 use super::prefill::{fill, fill_name, store_prefill, Keep};
 use super::{
     check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
@@ -236,7 +237,8 @@ impl<'s> Plan<'s> {
             let start = made.start();
             let task = if made.canister.after.contains(&kind) {
                 let name = fill_name(kind.name(), self.cfg.rows.min(PREFILL_CHUNK));
-                self.start_task(name, store, start, cache, move |lane| {
+                self.start_task(name, store, start, cache, move |lane, start| {
+                    lane.restore(start)?;
                     self.starts
                         .set_up(lane, |lane| fill_alone(lane, self.cfg, store))?;
                     let noun = store.store_kind().def().noun;
@@ -246,8 +248,9 @@ impl<'s> Plan<'s> {
                 .priority(FILL_AFTER_SNAPSHOT)
             } else if let Some(mode) = store.journal_mode() {
                 let name = format!("set SQLite's journal mode to {mode}");
-                self.start_task(name, store, start, cache, move |lane| {
-                    self.starts.set_up(lane, |lane| mode_start(lane, store))
+                self.start_task(name, store, start, cache, move |lane, start| {
+                    self.starts
+                        .set_up(lane, |lane| mode_start(lane, store, start, cache))
                 })
                 .priority(MODE_START)
             } else {
@@ -333,14 +336,11 @@ impl<'s> Plan<'s> {
         store: Store,
         start: Result<State, String>,
         cache: Option<&'s (PathBuf, [u8; 32])>,
-        make: impl FnOnce(&mut Lane<'_, 's>) -> Result<Result<State, String>> + Send + 's,
+        make: impl FnOnce(&mut Lane<'_, 's>, &State) -> Result<Result<State, String>> + Send + 's,
     ) -> Task<'s> {
         Task::new(Kind::Fill, name, move |lane| {
             let own = match start {
-                Ok(start) => {
-                    lane.restore(&start)?;
-                    make(lane)?
-                }
+                Ok(start) => make(lane, &start)?,
                 Err(reason) => Err(reason),
             };
             self.starts.record(store, own.clone());
@@ -449,17 +449,35 @@ fn fill_alone(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store) -> Result<()>
     )
 }
 
-/// `store` in its journal mode on a fresh connection, snapshotted; the reason when the
+/// `store` in its journal mode on a fresh connection from `start`, snapshotted (loaded from
+/// the cache at `cache` when a run with the same inputs kept it); the reason when the
 /// canister refuses it.
-fn mode_start(lane: &mut Lane<'_, '_>, store: Store) -> Result<Result<State, String>> {
+fn mode_start(
+    lane: &mut Lane<'_, '_>,
+    store: Store,
+    start: &State,
+    cache: Option<&(PathBuf, [u8; 32])>,
+) -> Result<Result<State, String>> {
     let mode = store.journal_mode().expect("a store in a journal mode");
-    Ok(match stores::set_journal_mode(&mut lane.client, mode)? {
-        Ok(()) => {
-            lane.step(Kind::Snapshot, format!("snapshot of {}", store.label()));
-            Ok(lane.snapshot()?)
-        }
-        Err(reason) => Err(reason),
-    })
+    let recipe = Recipe {
+        label: format!("{}'s start", store.label()),
+        key: format!(
+            "journal mode\0{}\0{:?}",
+            store.label(),
+            stores::journal_mode_config(mode)
+        ),
+    };
+    let (state, _) = kept::start(lane, start, cache, &recipe, |lane| {
+        lane.restore(start)?;
+        Ok(match stores::set_journal_mode(&mut lane.client, mode)? {
+            Ok(()) => {
+                lane.step(Kind::Snapshot, format!("snapshot of {}", store.label()));
+                Ok(lane.snapshot()?)
+            }
+            Err(reason) => Err(reason),
+        })
+    })?;
+    Ok(state)
 }
 
 /// The notes every users suite's report starts with; the suite's `notes` follow.
