@@ -410,6 +410,30 @@ impl fmt::Debug for SharedSnapshot {
 #[allow(clippy::type_complexity)]
 pub struct ExportedState(Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>);
 
+/// The bytes of an exported state, and the file they lie in when they are a cache entry's:
+/// an engine may then map the state's heap pages from the file instead of copying them.
+#[derive(Clone, Copy, Debug)]
+pub struct StateBytes<'a> {
+    pub bytes: &'a [u8],
+    /// The file and where `bytes` starts in it.
+    pub file: Option<(&'a std::fs::File, u64)>,
+}
+
+impl<'a> From<&'a [u8]> for StateBytes<'a> {
+    fn from(bytes: &'a [u8]) -> Self {
+        Self { bytes, file: None }
+    }
+}
+
+impl<'a> From<&'a disk_cache::Entry> for StateBytes<'a> {
+    fn from(entry: &'a disk_cache::Entry) -> Self {
+        Self {
+            bytes: entry.payload(),
+            file: Some(entry.payload_file()),
+        }
+    }
+}
+
 impl ExportedState {
     pub fn new(
         write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send + 'static,
@@ -532,7 +556,7 @@ pub trait Engine {
 
     /// Makes a fresh engine what it was when `state` was exported, with `wasm` (the module
     /// the state was made with) installed; returns the canister. On an error nothing changed.
-    fn import_state(&mut self, _wasm: &[u8], _state: &[u8]) -> Result<Principal> {
+    fn import_state(&mut self, _wasm: &[u8], _state: StateBytes<'_>) -> Result<Principal> {
         anyhow::bail!("the {} engine cannot import canister states", self.name())
     }
 

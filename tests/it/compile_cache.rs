@@ -267,27 +267,27 @@ fn an_imported_state_continues_as_the_exported_one() {
     let mut b = EmbeddedEngine::default();
     // Refused, and the engine left fresh: a cut state, another module.
     let cut = b
-        .import_state(&wasm, &state[..state.len() - 1])
+        .import_state(&wasm, state[..state.len() - 1].into())
         .unwrap_err();
     assert!(
         format!("{cut:#}").contains("the state ends early"),
         "{cut:#}"
     );
     let other = wat::parse_str(PLAIN).unwrap();
-    let wrong = b.import_state(&other, &state).unwrap_err();
+    let wrong = b.import_state(&other, state[..].into()).unwrap_err();
     assert!(
         format!("{wrong:#}").contains("made with another module"),
         "{wrong:#}"
     );
     let long = b
-        .import_state(&wasm, &[&state[..], b"x"].concat())
+        .import_state(&wasm, [&state[..], b"x"].concat()[..].into())
         .unwrap_err();
     assert!(
         format!("{long:#}").contains("1 bytes after the state"),
         "{long:#}"
     );
 
-    assert_eq!(b.import_state(&wasm, &state).unwrap(), id);
+    assert_eq!(b.import_state(&wasm, state[..].into()).unwrap(), id);
     // The next messages cost the same and leave the same state, time included: the
     // engine's clock was carried over.
     for step in steps_alike(&mut a, &mut b, id) {
@@ -299,11 +299,33 @@ fn an_imported_state_continues_as_the_exported_one() {
     );
 
     // Only into a fresh engine.
-    let busy = b.import_state(&wasm, &state).unwrap_err();
+    let busy = b.import_state(&wasm, state[..].into()).unwrap_err();
     assert!(
         format!("{busy:#}").contains("only be imported into a fresh engine"),
         "{busy:#}"
     );
+
+    // Read from a cache entry, the heap's pages are mapped from the entry's file (no copy),
+    // and the state continues alike.
+    let dir = scratch_dir("state-entry");
+    let key = [1; 32];
+    disk_cache::write(&dir, disk_cache::STATES, &key, b"", &state).unwrap();
+    let disk_cache::Lookup::Found(entry) =
+        disk_cache::read(&dir, disk_cache::STATES, &key).unwrap()
+    else {
+        panic!("the entry just written")
+    };
+    let mut c = EmbeddedEngine::default();
+    assert_eq!(c.import_state(&wasm, (&entry).into()).unwrap(), id);
+    drop(entry);
+    if cfg!(target_os = "linux") {
+        let path = disk_cache::entry_path(&dir, disk_cache::STATES, &key);
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        assert!(maps.contains(path.to_str().unwrap()), "{maps}");
+    }
+    let (_, mut a, _) = stepped(3);
+    steps_alike(&mut a, &mut c, id);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn bench_wasm() -> &'static Path {
@@ -586,7 +608,7 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
     );
 
     let mut b = EmbeddedEngine::default();
-    assert_eq!(b.import_state(&wasm, &full).unwrap(), id);
+    assert_eq!(b.import_state(&wasm, full[..].into()).unwrap(), id);
     let b_base = b.snapshot(id).unwrap();
     for (what, bytes, error) in [
         ("cut", &delta[..delta.len() - 1], "ends early"),

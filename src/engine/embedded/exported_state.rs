@@ -1,6 +1,8 @@
 //! A canister's state exported to bytes and imported into a fresh engine (the disk cache
 //! of installed canisters), keyed by what decides the state.
 
+use std::io::Write;
+
 use super::memory::heap::page_range;
 use super::*;
 
@@ -48,13 +50,20 @@ impl EmbeddedEngine {
         put(&mut tail, saved.global_timer);
         let (heap, stable) = (saved.heap, saved.stable);
         Ok(ExportedState::new(move |w| {
+            let w = &mut Counted { w, n: 0 };
             let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
             w.write_all(&head)?;
             put(w, heap.len() as u64)?;
             let pages: Vec<u32> = heap.written_pages().collect();
             put(w, pages.len() as u64)?;
-            for p in pages {
+            for &p in &pages {
                 put(w, p as u64)?;
+            }
+            // The pages start on a page boundary of the state (a cache entry's payload starts
+            // on one of its file), so that an import can map them instead of copying them.
+            let pad = w.n.next_multiple_of(OS_PAGE as u64) - w.n;
+            w.write_all(&vec![0; pad as usize])?;
+            for p in pages {
                 w.write_all(heap.page(p))?;
             }
             w.write_all(&globals)?;
@@ -71,12 +80,12 @@ impl EmbeddedEngine {
         }))
     }
 
-    pub(super) fn import(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
+    pub(super) fn import(&mut self, wasm: &[u8], state: StateBytes<'_>) -> Result<Principal> {
         if !self.is_fresh() {
             bail!("a state can only be imported into a fresh engine");
         }
         let module = self.module_of(wasm)?;
-        let mut r = StateReader(state);
+        let mut r = StateReader(state.bytes);
         if r.bytes(STATE_FORMAT.len())? != STATE_FORMAT {
             bail!("not a canister state of this format");
         }
@@ -91,17 +100,26 @@ impl EmbeddedEngine {
         // side by side below (a default run's state is 420 MB).
         let heap_len = usize::try_from(r.u64()?)?;
         let heap_pages = (heap_len / OS_PAGE) as u64;
-        let mut heap = Vec::new();
+        let mut numbers: Vec<u32> = Vec::new();
         for _ in 0..r.u64()? {
             let p = r.u64()?;
             if p >= heap_pages {
                 bail!("heap page {p} is past the heap's {heap_pages} pages");
             }
-            if heap.last().is_some_and(|&(last, _)| last >= p as u32) {
+            if numbers.last().is_some_and(|&last| last >= p as u32) {
                 bail!("heap page {p} is out of order");
             }
-            heap.push((p as u32, r.bytes(OS_PAGE)?));
+            numbers.push(p as u32);
         }
+        let at = state.bytes.len() - r.0.len();
+        if r.bytes(at.next_multiple_of(OS_PAGE) - at)?
+            .iter()
+            .any(|&b| b != 0)
+        {
+            bail!("the heap's pages are not where the state's layout puts them");
+        }
+        let pages_at = state.bytes.len() - r.0.len();
+        let bytes = r.bytes(numbers.len() * OS_PAGE)?;
         let globals = decode_globals(&mut r)?;
         let stable_size = r.u64()?;
         let mut stable_pages = Vec::new();
@@ -111,7 +129,20 @@ impl EmbeddedEngine {
         }
         let (heap, stable) = std::thread::scope(|scope| {
             let stable = scope.spawn(|| StableImage::from_pages(stable_size, &stable_pages));
-            let heap = FrozenHeap::from_pages(heap_len, heap.into_iter());
+            // From the cache entry's file where it can be: no copy.
+            let mapped = match state.file {
+                Some((file, offset)) => {
+                    FrozenHeap::in_file(file, offset + pages_at as u64, heap_len, &numbers)
+                }
+                None => Ok(None),
+            };
+            let heap = mapped.and_then(|mapped| match mapped {
+                Some(heap) => Ok(heap),
+                None => FrozenHeap::from_pages(
+                    heap_len,
+                    numbers.iter().copied().zip(bytes.chunks(OS_PAGE)),
+                ),
+            });
             let stable = stable
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -360,7 +391,24 @@ fn decode_globals(r: &mut StateReader<'_>) -> Result<Vec<Val>> {
 const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 1";
 
 /// The first bytes of an exported canister state; the number changes with the layout.
-const STATE_FORMAT: &[u8; 24] = b"icbench canister state 1";
+const STATE_FORMAT: &[u8; 24] = b"icbench canister state 2";
+
+/// A writer that counts the bytes written through it.
+struct Counted<'a> {
+    w: &'a mut dyn std::io::Write,
+    n: u64,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.w.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.w.flush()
+    }
+}
 
 /// Reads an exported state, refusing to read past its end.
 struct StateReader<'a>(&'a [u8]);

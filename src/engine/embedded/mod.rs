@@ -58,7 +58,8 @@ use super::page_map::{MemoryPages, PageMap};
 use super::profile::{self, Profile};
 use super::{
     CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, PageCounts,
-    Profiling, Reject, SharedSnapshot, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
+    Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
+    WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -386,7 +387,7 @@ impl Engine for EmbeddedEngine {
         self.export(id)
     }
 
-    fn import_state(&mut self, wasm: &[u8], state: &[u8]) -> Result<Principal> {
+    fn import_state(&mut self, wasm: &[u8], state: StateBytes<'_>) -> Result<Principal> {
         self.import(wasm, state)
     }
 

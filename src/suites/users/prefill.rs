@@ -194,7 +194,7 @@ pub(super) fn import_prefill(
     let imported = <[u8; 8]>::try_from(entry.meta())
         .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
         .and_then(|executed| {
-            let canister = engine.import_state(wasm, entry.payload())?;
+            let canister = engine.import_state(wasm, entry.into())?;
             Ok((canister, u64::from_le_bytes(executed)))
         });
     match imported {

@@ -1,6 +1,6 @@
-//! The frozen heap of a saved state: on Linux a memfd that every engine loading the state
-//! maps copy-on-write, or a layer of changed pages over another frozen heap; elsewhere a
-//! plain copy.
+//! The frozen heap of a saved state: on Linux a memfd (or the cache entry the state was
+//! read from) that every engine loading the state maps copy-on-write, or a layer of changed
+//! pages over another frozen heap; elsewhere a plain copy.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -23,10 +23,30 @@ pub struct FrozenHeap {
     /// None for an empty heap (nothing to map).
     #[cfg(target_os = "linux")]
     file: Option<std::os::fd::OwnedFd>,
+    /// Where the written pages lie in `file` when it is not the heap itself (page `p` at
+    /// byte `p * OS_PAGE`, a memfd) but a cache entry holding them one run after another.
+    #[cfg(target_os = "linux")]
+    runs: Option<Box<[FileRun]>>,
     /// A frozen heap kept as another one plus the pages that differ (see
     /// [`FrozenHeap::layered`]); `image` is then empty.
     layer: Option<Layer>,
 }
+
+/// Consecutive written pages of a frozen heap stored consecutively in its file.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileRun {
+    first: u32,
+    pages: u32,
+    /// Where the first of them starts in the file (a multiple of `OS_PAGE`).
+    offset: u64,
+}
+
+/// The most runs of pages a heap is mapped from a cache entry in: a view maps each (and the
+/// gaps between), and a heap scattered further is copied into a memfd instead. The states
+/// of a default run have 3 to 41.
+#[cfg(target_os = "linux")]
+const MAX_FILE_RUNS: usize = 1024;
 
 /// The pages of a layered [`FrozenHeap`] that differ from its base, which is never itself
 /// layered.
@@ -71,6 +91,7 @@ impl FrozenHeap {
                 image: HeapImage::default(),
                 id: 0,
                 file: None,
+                runs: None,
                 layer: None,
             });
         }
@@ -118,8 +139,83 @@ impl FrozenHeap {
             image,
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
             file: Some(file),
+            runs: None,
             layer: None,
         })
+    }
+
+    /// A heap of `len` bytes whose written pages, `pages` (ascending), lie one after another
+    /// in `file` from byte `offset` on (a cache entry's state), every other page zero:
+    /// frozen without a copy, the file mapped where a memfd would be. None where that cannot
+    /// be (the pages not on a page boundary of the file, or in more than [`MAX_FILE_RUNS`]
+    /// runs, or not on Linux): the caller copies them.
+    #[cfg(target_os = "linux")]
+    pub fn in_file(
+        file: &std::fs::File,
+        offset: u64,
+        len: usize,
+        pages: &[u32],
+    ) -> Result<Option<FrozenHeap>> {
+        use std::os::fd::AsRawFd;
+        if len == 0 || !offset.is_multiple_of(OS_PAGE as u64) {
+            return Ok(None);
+        }
+        let mut runs: Vec<FileRun> = Vec::new();
+        for (i, &page) in pages.iter().enumerate() {
+            check_fits(page, &[0; OS_PAGE], len)?;
+            match runs.last_mut() {
+                Some(run) if run.first as u64 + run.pages as u64 == page as u64 => run.pages += 1,
+                Some(run) if run.first as u64 + run.pages as u64 > page as u64 => {
+                    bail!("heap page {page} is out of order")
+                }
+                _ => runs.push(FileRun {
+                    first: page,
+                    pages: 1,
+                    offset: offset + (i * OS_PAGE) as u64,
+                }),
+            }
+            if runs.len() > MAX_FILE_RUNS {
+                return Ok(None);
+            }
+        }
+        let file: std::os::fd::OwnedFd = file.try_clone()?.into();
+        let mut image = HeapImage::default();
+        image.set_len(len)?;
+        // Read-only, as a memfd's shared view: a stray write would change every fork's heap.
+        image.protect(0..len, libc::PROT_READ)?;
+        for run in &runs {
+            // SAFETY: inside the fresh reservation (`check_fits` above); the file's bytes
+            // there are the run's pages.
+            unsafe {
+                map_fixed_at(
+                    image.base.add(page_range(run.first).start),
+                    run.pages as usize * OS_PAGE,
+                    libc::PROT_READ,
+                    libc::MAP_SHARED,
+                    file.as_raw_fd(),
+                    run.offset as usize,
+                )?
+            };
+        }
+        image.written = pages.iter().copied().collect();
+        Ok(Some(FrozenHeap {
+            image,
+            id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
+            file: Some(file),
+            runs: Some(runs.into_boxed_slice()),
+            layer: None,
+        }))
+    }
+
+    /// Elsewhere the pages are always copied.
+    #[cfg(not(target_os = "linux"))]
+    pub fn in_file(
+        _file: &std::fs::File,
+        _offset: u64,
+        _len: usize,
+        _pages: &[u32],
+    ) -> Result<Option<FrozenHeap>> {
+        Ok(None)
     }
 
     /// `live` (a canister's heap, whose other pages than `written` are zero) frozen, and
@@ -233,6 +329,8 @@ impl FrozenHeap {
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
             #[cfg(target_os = "linux")]
             file: None,
+            #[cfg(target_os = "linux")]
+            runs: None,
             layer: Some(Layer {
                 base,
                 pages: pages
@@ -318,16 +416,41 @@ impl FrozenHeap {
             if !(live.as_ptr() as usize).is_multiple_of(OS_PAGE) {
                 bail!("a heap that does not start on a page boundary cannot be mapped");
             }
-            // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
+            let rw = libc::PROT_READ | libc::PROT_WRITE;
+            let Some(runs) = &self.runs else {
+                // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
+                unsafe {
+                    map_fixed(
+                        live.as_mut_ptr(),
+                        self.len(),
+                        rw,
+                        libc::MAP_PRIVATE,
+                        file.as_raw_fd(),
+                    )?
+                };
+                return Ok(self.id);
+            };
+            // Zero, then each run from the file over it.
+            // SAFETY: as above; every run lies inside `len` (checked by `in_file`).
             unsafe {
                 map_fixed(
                     live.as_mut_ptr(),
                     self.len(),
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE,
-                    file.as_raw_fd(),
-                )?
-            };
+                    rw,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                )?;
+                for run in runs.iter() {
+                    map_fixed_at(
+                        live.as_mut_ptr().add(page_range(run.first).start),
+                        run.pages as usize * OS_PAGE,
+                        rw,
+                        libc::MAP_PRIVATE,
+                        file.as_raw_fd(),
+                        run.offset as usize,
+                    )?;
+                }
+            }
             return Ok(self.id);
         }
         self.image.restore_into(live, zero_from)?;
@@ -572,6 +695,51 @@ mod tests {
             assert_eq!(private_kb(a.base), 2 * OS_PAGE / 1024);
             assert_eq!(private_kb(b.base), 0);
         }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_heap_in_a_file_is_mapped_from_it_with_zeros_between_its_runs() {
+        use std::io::Write;
+        // Pages 2, 3 and 7 of a 10-page heap, one after another from byte 4096 of a file.
+        let path = std::env::temp_dir().join(format!("icbench-in-file-{}", std::process::id()));
+        let mut file = std::fs::File::create(&path).unwrap();
+        file.write_all(&[0xEE; OS_PAGE]).unwrap();
+        for p in [2u8, 3, 7] {
+            file.write_all(&[p; OS_PAGE]).unwrap();
+        }
+        let file = std::fs::File::open(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let len = 10 * OS_PAGE;
+        let at = OS_PAGE as u64;
+        assert!(FrozenHeap::in_file(&file, at + 1, len, &[2, 3, 7])
+            .unwrap()
+            .is_none());
+        let e = FrozenHeap::in_file(&file, at, len, &[3, 2]).err().unwrap();
+        assert!(e.to_string().contains("out of order"), "{e}");
+        assert!(FrozenHeap::in_file(&file, at, len, &[2, 3, 10]).is_err());
+
+        let frozen = FrozenHeap::in_file(&file, at, len, &[2, 3, 7])
+            .unwrap()
+            .unwrap();
+        assert_eq!(frozen.written_pages().collect::<Vec<_>>(), vec![2, 3, 7]);
+        let want: Vec<u8> = (0..10u8)
+            .flat_map(|p| [if [2, 3, 7].contains(&p) { p } else { 0 }; OS_PAGE])
+            .collect();
+        for p in 0..10 {
+            assert_eq!(frozen.page(p), &want[page_range(p)]);
+        }
+        let mut live = Live::new(10);
+        live.bytes()[5 * OS_PAGE] = 1;
+        let view = live.load(&frozen);
+        assert_eq!(live.bytes(), &want[..]);
+        live.bytes()[3 * OS_PAGE] = 9;
+        live.bytes()[5 * OS_PAGE] = 9;
+        assert_eq!(frozen.page(3)[0], 3);
+        // SAFETY: our own mapping; `view` is what map_into returned for it.
+        assert!(unsafe { frozen.revert_live(live.bytes(), view, &[3, 5]).unwrap() });
+        assert_eq!(live.bytes(), &want[..]);
+        assert_eq!(private_kb(live.base), 0);
     }
 
     #[test]
