@@ -575,7 +575,11 @@ pub trait Engine {
     /// A new snapshot: `base` with the differences of [`Engine::export_state_delta`]'s
     /// bytes made. `base` must be the state they were taken against (the same bytes, in
     /// this engine or another); on an error nothing changed.
-    fn import_state_delta(&mut self, _base: SnapshotId, _delta: &[u8]) -> Result<SnapshotId> {
+    fn import_state_delta(
+        &mut self,
+        _base: SnapshotId,
+        _delta: StateBytes<'_>,
+    ) -> Result<SnapshotId> {
         anyhow::bail!("the {} engine cannot import canister states", self.name())
     }
 

@@ -619,11 +619,39 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
         ),
         ("foreign", &full[..], "not a canister state delta"),
     ] {
-        let e = b.import_state_delta(b_base, bytes).unwrap_err();
+        let e = b.import_state_delta(b_base, bytes.into()).unwrap_err();
         assert!(format!("{e:#}").contains(error), "{what}: {e:#}");
     }
-    let c = b.import_state_delta(b_base, &delta).unwrap();
+    let c = b.import_state_delta(b_base, delta[..].into()).unwrap();
     b.restore(id, c).unwrap();
     a.restore(id, later).unwrap();
     steps_alike(&mut a, &mut b, id);
+
+    // Both read from cache entries: the heap is mapped from the state's file and the
+    // delta's, and continues alike.
+    let dir = scratch_dir("delta-entry");
+    let entry = |key: [u8; 32], payload: &[u8]| {
+        disk_cache::write(&dir, disk_cache::WARM, &key, b"", payload).unwrap();
+        match disk_cache::read(&dir, disk_cache::WARM, &key).unwrap() {
+            disk_cache::Lookup::Found(entry) => entry,
+            other => panic!("{other:?}"),
+        }
+    };
+    let (full_entry, delta_entry) = (entry([1; 32], &full), entry([2; 32], &delta));
+    let mut d = EmbeddedEngine::default();
+    assert_eq!(d.import_state(&wasm, (&full_entry).into()).unwrap(), id);
+    let d_base = d.snapshot(id).unwrap();
+    let e = d.import_state_delta(d_base, (&delta_entry).into()).unwrap();
+    drop((full_entry, delta_entry));
+    d.restore(id, e).unwrap();
+    if cfg!(target_os = "linux") {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for key in [[1; 32], [2; 32]] {
+            let path = disk_cache::entry_path(&dir, disk_cache::WARM, &key);
+            assert!(maps.contains(path.to_str().unwrap()), "{maps}");
+        }
+    }
+    a.restore(id, later).unwrap();
+    steps_alike(&mut a, &mut d, id);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

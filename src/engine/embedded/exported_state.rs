@@ -59,10 +59,7 @@ impl EmbeddedEngine {
             for &p in &pages {
                 put(w, p as u64)?;
             }
-            // The pages start on a page boundary of the state (a cache entry's payload starts
-            // on one of its file), so that an import can map them instead of copying them.
-            let pad = w.n.next_multiple_of(OS_PAGE as u64) - w.n;
-            w.write_all(&vec![0; pad as usize])?;
+            pad_to_page(w)?;
             for p in pages {
                 w.write_all(heap.page(p))?;
             }
@@ -111,14 +108,7 @@ impl EmbeddedEngine {
             }
             numbers.push(p as u32);
         }
-        let at = state.bytes.len() - r.0.len();
-        if r.bytes(at.next_multiple_of(OS_PAGE) - at)?
-            .iter()
-            .any(|&b| b != 0)
-        {
-            bail!("the heap's pages are not where the state's layout puts them");
-        }
-        let pages_at = state.bytes.len() - r.0.len();
+        let pages_at = r.skip_to_page(state.bytes.len())?;
         let bytes = r.bytes(numbers.len() * OS_PAGE)?;
         let globals = decode_globals(&mut r)?;
         let stable_size = r.u64()?;
@@ -218,6 +208,7 @@ impl EmbeddedEngine {
         tail.extend_from_slice(&saved.certified_data);
         tail.extend_from_slice(&saved.global_timer.to_le_bytes());
         Ok(ExportedState::new(move |w| {
+            let w = &mut Counted { w, n: 0 };
             let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
             w.write_all(&head)?;
             let (heap, base_heap) = (&saved.heap, &base.heap);
@@ -238,13 +229,17 @@ impl EmbeddedEngine {
                 .collect();
             put(w, len as u64)?;
             put(w, changed.len() as u64)?;
-            for p in changed {
+            for &p in &changed {
                 put(w, p as u64)?;
-                w.write_all(heap.page(p))?;
             }
             put(w, dropped.len() as u64)?;
             for p in dropped {
                 put(w, p as u64)?;
+            }
+            // The changed pages start on a page boundary, as a state's pages do.
+            pad_to_page(w)?;
+            for p in changed {
+                w.write_all(heap.page(p))?;
             }
             w.write_all(&globals)?;
             let stable = saved.stable.changes_from(&base.stable);
@@ -266,9 +261,13 @@ impl EmbeddedEngine {
 
     /// A snapshot of `base`'s canister: `base` with the differences [`Self::export_delta`]
     /// wrote. On an error nothing changed.
-    pub(super) fn import_delta(&mut self, base: SnapshotId, delta: &[u8]) -> Result<SnapshotId> {
+    pub(super) fn import_delta(
+        &mut self,
+        base: SnapshotId,
+        delta: StateBytes<'_>,
+    ) -> Result<SnapshotId> {
         let (owner, base) = self.snapshot_state(base)?;
-        let mut r = StateReader(delta);
+        let mut r = StateReader(delta.bytes);
         if r.bytes(DELTA_FORMAT.len())? != DELTA_FORMAT {
             bail!("not a canister state delta of this format");
         }
@@ -277,20 +276,27 @@ impl EmbeddedEngine {
         }
         let len = usize::try_from(r.u64()?)?;
         let pages = (len / OS_PAGE) as u64;
-        let mut changed = std::collections::BTreeMap::new();
+        let mut numbers: Vec<u32> = Vec::new();
         for _ in 0..r.u64()? {
             let p = r.u64()?;
             if p >= pages {
                 bail!("heap page {p} is past the heap's {pages} pages");
             }
-            if changed.insert(p as u32, r.bytes(OS_PAGE)?).is_some() {
-                bail!("heap page {p} is given twice");
+            if numbers.last().is_some_and(|&last| last >= p as u32) {
+                bail!("heap page {p} is out of order or given twice");
             }
+            numbers.push(p as u32);
         }
         let mut dropped = std::collections::BTreeSet::new();
         for _ in 0..r.u64()? {
             dropped.insert(r.u64()? as u32);
         }
+        let pages_at = r.skip_to_page(delta.bytes.len())?;
+        let changed: std::collections::BTreeMap<u32, &[u8]> = numbers
+            .iter()
+            .copied()
+            .zip(r.bytes(numbers.len() * OS_PAGE)?.chunks(OS_PAGE))
+            .collect();
         let globals = decode_globals(&mut r)?;
         let stable_size = r.u64()?;
         let mut stable = Vec::new();
@@ -316,12 +322,22 @@ impl EmbeddedEngine {
                 page_range(p).end <= len && !changed.contains_key(&p) && !dropped.contains(&p)
             })
             .collect();
-        let mut all: Vec<(u32, &[u8])> = kept.iter().map(|&p| (p, base.heap.page(p))).collect();
-        all.extend(changed.iter().map(|(&p, &bytes)| (p, bytes)));
-        all.sort_by_key(|&(p, _)| p);
         let (heap, stable) = std::thread::scope(|scope| {
             let stable = scope.spawn(|| base.stable.with_changes(stable_size, &stable));
-            let heap = FrozenHeap::from_pages(len, all.into_iter());
+            // The base's pages from its files and the changed ones from the delta's where
+            // both are files: no copy.
+            let heap = mapped_delta(&base.heap, &kept, delta, pages_at, &numbers, len).and_then(
+                |mapped| match mapped {
+                    Some(heap) => Ok(heap),
+                    None => {
+                        let mut all: Vec<(u32, &[u8])> =
+                            kept.iter().map(|&p| (p, base.heap.page(p))).collect();
+                        all.extend(changed.iter().map(|(&p, &bytes)| (p, bytes)));
+                        all.sort_by_key(|&(p, _)| p);
+                        FrozenHeap::from_pages(len, all.into_iter())
+                    }
+                },
+            );
             let stable = stable
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -388,10 +404,56 @@ fn decode_globals(r: &mut StateReader<'_>) -> Result<Vec<Val>> {
 }
 
 /// The first bytes of a state kept as changes to another ([`EmbeddedEngine::export_delta`]).
-const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 1";
+const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 2";
 
 /// The first bytes of an exported canister state; the number changes with the layout.
 const STATE_FORMAT: &[u8; 24] = b"icbench canister state 2";
+
+/// Zeros up to the next page boundary of what `w` wrote: the pages that follow can be
+/// mapped from a cache entry's file (whose payload starts on a page boundary).
+fn pad_to_page(w: &mut Counted<'_>) -> std::io::Result<()> {
+    let pad = w.n.next_multiple_of(OS_PAGE as u64) - w.n;
+    w.write_all(&vec![0; pad as usize])
+}
+
+/// `base`'s pages `kept` and the delta's pages `changed`, which lie one after another from
+/// byte `pages_at` of `delta`, as a heap of `len` bytes mapped from their files: None when
+/// either is not in a file (the caller copies them).
+#[cfg(target_os = "linux")]
+fn mapped_delta(
+    base: &FrozenHeap,
+    kept: &[u32],
+    delta: StateBytes<'_>,
+    pages_at: usize,
+    changed: &[u32],
+    len: usize,
+) -> Result<Option<FrozenHeap>> {
+    let (Some((file, offset)), Some(mut all)) = (delta.file, base.sources(kept)) else {
+        return Ok(None);
+    };
+    let file: std::sync::Arc<std::os::fd::OwnedFd> = std::sync::Arc::new(file.try_clone()?.into());
+    let at = offset + pages_at as u64;
+    all.extend(
+        changed
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p, file.clone(), at + (i * OS_PAGE) as u64)),
+    );
+    all.sort_unstable_by_key(|s| s.0);
+    FrozenHeap::from_sources(len, all)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn mapped_delta(
+    _base: &FrozenHeap,
+    _kept: &[u32],
+    _delta: StateBytes<'_>,
+    _pages_at: usize,
+    _changed: &[u32],
+    _len: usize,
+) -> Result<Option<FrozenHeap>> {
+    Ok(None)
+}
 
 /// A writer that counts the bytes written through it.
 struct Counted<'a> {
@@ -424,5 +486,18 @@ impl<'a> StateReader<'a> {
     }
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
+    }
+    /// Skips the zeros [`pad_to_page`] wrote, of a state or delta `total` bytes long;
+    /// returns where the pages after them start.
+    fn skip_to_page(&mut self, total: usize) -> Result<usize> {
+        let at = total - self.0.len();
+        if self
+            .bytes(at.next_multiple_of(OS_PAGE) - at)?
+            .iter()
+            .any(|&b| b != 0)
+        {
+            bail!("the heap's pages are not where the layout puts them");
+        }
+        Ok(total - self.0.len())
     }
 }

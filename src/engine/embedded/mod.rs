@@ -395,7 +395,11 @@ impl Engine for EmbeddedEngine {
         self.export_delta(state, base)
     }
 
-    fn import_state_delta(&mut self, base: SnapshotId, delta: &[u8]) -> Result<SnapshotId> {
+    fn import_state_delta(
+        &mut self,
+        base: SnapshotId,
+        delta: StateBytes<'_>,
+    ) -> Result<SnapshotId> {
         self.import_delta(base, delta)
     }
 

@@ -127,7 +127,7 @@ fn load(
             let id = lane
                 .client
                 .engine
-                .import_state_delta(local, entry.payload())?;
+                .import_state_delta(local, (&entry).into())?;
             Ok((id, u64::from_le_bytes(executed)))
         });
     match imported {

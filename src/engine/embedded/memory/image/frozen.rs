@@ -20,27 +20,42 @@ pub struct FrozenHeap {
     image: HeapImage,
     /// Unique per frozen file (0: no file), to recognise the views mapped from it.
     id: u64,
-    /// None for an empty heap (nothing to map).
+    /// Where a view maps its bytes from; None for an empty heap (nothing to map) or a
+    /// layered one.
     #[cfg(target_os = "linux")]
-    file: Option<std::os::fd::OwnedFd>,
-    /// Where the written pages lie in `file` when it is not the heap itself (page `p` at
-    /// byte `p * OS_PAGE`, a memfd) but a cache entry holding them one run after another.
-    #[cfg(target_os = "linux")]
-    runs: Option<Box<[FileRun]>>,
+    file: Option<Backing>,
     /// A frozen heap kept as another one plus the pages that differ (see
     /// [`FrozenHeap::layered`]); `image` is then empty.
     layer: Option<Layer>,
 }
 
-/// Consecutive written pages of a frozen heap stored consecutively in its file.
+/// A shared, open file a frozen heap's pages lie in.
 #[cfg(target_os = "linux")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+type SharedFd = std::sync::Arc<std::os::fd::OwnedFd>;
+
+/// The file or files a frozen heap's bytes are in.
+#[cfg(target_os = "linux")]
+enum Backing {
+    /// A memfd that is the heap: page `p` at byte `p * OS_PAGE`.
+    Whole(SharedFd),
+    /// Runs of its written pages in files (cache entries: a state's, a start's changes to
+    /// it), ascending; every other page zero.
+    Runs(Box<[FileRun]>),
+}
+
+/// Consecutive written pages of a frozen heap stored consecutively in a file.
+#[cfg(target_os = "linux")]
 struct FileRun {
     first: u32,
     pages: u32,
+    file: SharedFd,
     /// Where the first of them starts in the file (a multiple of `OS_PAGE`).
     offset: u64,
 }
+
+/// Where one page of a frozen heap lies: its number, its file and its offset there.
+#[cfg(target_os = "linux")]
+pub type PageSource = (u32, SharedFd, u64);
 
 /// The most runs of pages a heap is mapped from a cache entry in: a view maps each (and the
 /// gaps between), and a heap scattered further is copied into a memfd instead. The states
@@ -91,7 +106,6 @@ impl FrozenHeap {
                 image: HeapImage::default(),
                 id: 0,
                 file: None,
-                runs: None,
                 layer: None,
             });
         }
@@ -138,17 +152,15 @@ impl FrozenHeap {
         Ok(FrozenHeap {
             image,
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
-            file: Some(file),
-            runs: None,
+            file: Some(Backing::Whole(std::sync::Arc::new(file))),
             layer: None,
         })
     }
 
     /// A heap of `len` bytes whose written pages, `pages` (ascending), lie one after another
     /// in `file` from byte `offset` on (a cache entry's state), every other page zero:
-    /// frozen without a copy, the file mapped where a memfd would be. None where that cannot
-    /// be (the pages not on a page boundary of the file, or in more than [`MAX_FILE_RUNS`]
-    /// runs, or not on Linux): the caller copies them.
+    /// frozen without a copy (see [`FrozenHeap::from_sources`]). None where that cannot be:
+    /// the caller copies them.
     #[cfg(target_os = "linux")]
     pub fn in_file(
         file: &std::fs::File,
@@ -156,29 +168,61 @@ impl FrozenHeap {
         len: usize,
         pages: &[u32],
     ) -> Result<Option<FrozenHeap>> {
+        let file: SharedFd = std::sync::Arc::new(file.try_clone()?.into());
+        let at = |i: usize| offset + (i * OS_PAGE) as u64;
+        Self::from_sources(
+            len,
+            pages
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (p, file.clone(), at(i))),
+        )
+    }
+
+    /// A heap of `len` bytes whose written pages lie where `sources` says (numbers
+    /// ascending), every other page zero: frozen without a copy, each run of pages
+    /// consecutive in one file mapped from it where a memfd would be. None where that
+    /// cannot be (a page not on a page boundary of its file, or more than
+    /// [`MAX_FILE_RUNS`] runs): the caller copies the pages.
+    #[cfg(target_os = "linux")]
+    pub fn from_sources(
+        len: usize,
+        sources: impl IntoIterator<Item = PageSource>,
+    ) -> Result<Option<FrozenHeap>> {
         use std::os::fd::AsRawFd;
-        if len == 0 || !offset.is_multiple_of(OS_PAGE as u64) {
+        if len == 0 {
             return Ok(None);
         }
         let mut runs: Vec<FileRun> = Vec::new();
-        for (i, &page) in pages.iter().enumerate() {
+        let mut written = PageSet::default();
+        for (page, file, offset) in sources {
             check_fits(page, &[0; OS_PAGE], len)?;
+            if !offset.is_multiple_of(OS_PAGE as u64) {
+                return Ok(None);
+            }
             match runs.last_mut() {
-                Some(run) if run.first as u64 + run.pages as u64 == page as u64 => run.pages += 1,
                 Some(run) if run.first as u64 + run.pages as u64 > page as u64 => {
                     bail!("heap page {page} is out of order")
+                }
+                Some(run)
+                    if run.first as u64 + run.pages as u64 == page as u64
+                        && std::sync::Arc::ptr_eq(&run.file, &file)
+                        && run.offset + (run.pages as usize * OS_PAGE) as u64 == offset =>
+                {
+                    run.pages += 1
                 }
                 _ => runs.push(FileRun {
                     first: page,
                     pages: 1,
-                    offset: offset + (i * OS_PAGE) as u64,
+                    file,
+                    offset,
                 }),
             }
             if runs.len() > MAX_FILE_RUNS {
                 return Ok(None);
             }
+            written.insert(page);
         }
-        let file: std::os::fd::OwnedFd = file.try_clone()?.into();
         let mut image = HeapImage::default();
         image.set_len(len)?;
         // Read-only, as a memfd's shared view: a stray write would change every fork's heap.
@@ -192,19 +236,47 @@ impl FrozenHeap {
                     run.pages as usize * OS_PAGE,
                     libc::PROT_READ,
                     libc::MAP_SHARED,
-                    file.as_raw_fd(),
+                    run.file.as_raw_fd(),
                     run.offset as usize,
                 )?
             };
         }
-        image.written = pages.iter().copied().collect();
+        image.written = written;
         Ok(Some(FrozenHeap {
             image,
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
-            file: Some(file),
-            runs: Some(runs.into_boxed_slice()),
+            file: Some(Backing::Runs(runs.into_boxed_slice())),
             layer: None,
         }))
+    }
+
+    /// Where `pages` (written pages of this heap, ascending) lie in its files; None for a
+    /// heap not in files (a copy, a layered one).
+    #[cfg(target_os = "linux")]
+    pub fn sources(&self, pages: &[u32]) -> Option<Vec<PageSource>> {
+        match self.file.as_ref()? {
+            Backing::Whole(file) => Some(
+                pages
+                    .iter()
+                    .map(|&p| (p, file.clone(), page_range(p).start as u64))
+                    .collect(),
+            ),
+            Backing::Runs(runs) => pages
+                .iter()
+                .map(|&p| {
+                    let i = runs.partition_point(|r| r.first <= p).checked_sub(1)?;
+                    let run = &runs[i];
+                    let n = p - run.first;
+                    (n < run.pages).then(|| {
+                        (
+                            p,
+                            run.file.clone(),
+                            run.offset + (n as usize * OS_PAGE) as u64,
+                        )
+                    })
+                })
+                .collect(),
+        }
     }
 
     /// Elsewhere the pages are always copied.
@@ -329,8 +401,6 @@ impl FrozenHeap {
             id: NEXT_FROZEN_ID.fetch_add(1, Ordering::Relaxed),
             #[cfg(target_os = "linux")]
             file: None,
-            #[cfg(target_os = "linux")]
-            runs: None,
             layer: Some(Layer {
                 base,
                 pages: pages
@@ -417,21 +487,24 @@ impl FrozenHeap {
                 bail!("a heap that does not start on a page boundary cannot be mapped");
             }
             let rw = libc::PROT_READ | libc::PROT_WRITE;
-            let Some(runs) = &self.runs else {
-                // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
-                unsafe {
-                    map_fixed(
-                        live.as_mut_ptr(),
-                        self.len(),
-                        rw,
-                        libc::MAP_PRIVATE,
-                        file.as_raw_fd(),
-                    )?
-                };
-                return Ok(self.id);
+            let runs = match file {
+                Backing::Whole(file) => {
+                    // SAFETY: the caller hands us the heap's own mapping, `len` bytes of it.
+                    unsafe {
+                        map_fixed(
+                            live.as_mut_ptr(),
+                            self.len(),
+                            rw,
+                            libc::MAP_PRIVATE,
+                            file.as_raw_fd(),
+                        )?
+                    };
+                    return Ok(self.id);
+                }
+                Backing::Runs(runs) => runs,
             };
-            // Zero, then each run from the file over it.
-            // SAFETY: as above; every run lies inside `len` (checked by `in_file`).
+            // Zero, then each run from its file over it.
+            // SAFETY: as above; every run lies inside `len` (checked by `from_sources`).
             unsafe {
                 map_fixed(
                     live.as_mut_ptr(),
@@ -446,7 +519,7 @@ impl FrozenHeap {
                         run.pages as usize * OS_PAGE,
                         rw,
                         libc::MAP_PRIVATE,
-                        file.as_raw_fd(),
+                        run.file.as_raw_fd(),
                         run.offset as usize,
                     )?;
                 }
