@@ -230,7 +230,7 @@ impl FrozenHeap {
         for run in &runs {
             // SAFETY: inside the fresh reservation (`check_fits` above); the file's bytes
             // there are the run's pages.
-            unsafe {
+            let mapped = unsafe {
                 map_fixed_at(
                     image.base.add(page_range(run.first).start),
                     run.pages as usize * OS_PAGE,
@@ -238,8 +238,13 @@ impl FrozenHeap {
                     libc::MAP_SHARED,
                     run.file.as_raw_fd(),
                     run.offset as usize,
-                )?
+                )
             };
+            if mapped.is_err() {
+                // A file system that cannot map its files: the pages are copied (the
+                // image and its mappings go with it).
+                return Ok(None);
+            }
         }
         image.written = written;
         Ok(Some(FrozenHeap {
