@@ -418,8 +418,7 @@ fn pad_to_page(w: &mut Counted<'_>) -> std::io::Result<()> {
 
 /// `base`'s pages `kept` and the delta's pages `changed`, which lie one after another from
 /// byte `pages_at` of `delta`, as a heap of `len` bytes mapped from their files: None when
-/// either is not in a file (the caller copies them).
-#[cfg(target_os = "linux")]
+/// either is not in a file, or off Linux (the caller copies them).
 fn mapped_delta(
     base: &FrozenHeap,
     kept: &[u32],
@@ -428,30 +427,21 @@ fn mapped_delta(
     changed: &[u32],
     len: usize,
 ) -> Result<Option<FrozenHeap>> {
-    let (Some((file, offset)), Some(mut all)) = (delta.file, base.sources(kept)) else {
-        return Ok(None);
-    };
-    let file: std::sync::Arc<std::os::fd::OwnedFd> = std::sync::Arc::new(file.try_clone()?.into());
-    let at = offset + pages_at as u64;
-    all.extend(
-        changed
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| (p, file.clone(), at + (i * OS_PAGE) as u64)),
-    );
-    all.sort_unstable_by_key(|s| s.0);
-    FrozenHeap::from_sources(len, all)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn mapped_delta(
-    _base: &FrozenHeap,
-    _kept: &[u32],
-    _delta: StateBytes<'_>,
-    _pages_at: usize,
-    _changed: &[u32],
-    _len: usize,
-) -> Result<Option<FrozenHeap>> {
+    #[cfg(target_os = "linux")]
+    if let (Some((file, offset)), Some(mut all)) = (delta.file, base.sources(kept)) {
+        let file = std::sync::Arc::new(std::os::fd::OwnedFd::from(file.try_clone()?));
+        let at = offset + pages_at as u64;
+        all.extend(
+            changed
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (p, file.clone(), at + (i * OS_PAGE) as u64)),
+        );
+        all.sort_unstable_by_key(|s| s.0);
+        return FrozenHeap::from_sources(len, all);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (base, kept, delta, pages_at, changed, len);
     Ok(None)
 }
 

@@ -159,24 +159,31 @@ impl FrozenHeap {
 
     /// A heap of `len` bytes whose written pages, `pages` (ascending), lie one after another
     /// in `file` from byte `offset` on (a cache entry's state), every other page zero:
-    /// frozen without a copy (see [`FrozenHeap::from_sources`]). None where that cannot be:
-    /// the caller copies them.
-    #[cfg(target_os = "linux")]
+    /// frozen without a copy (see [`FrozenHeap::from_sources`]). None where that cannot be,
+    /// and off Linux: the caller copies them.
     pub fn in_file(
         file: &std::fs::File,
         offset: u64,
         len: usize,
         pages: &[u32],
     ) -> Result<Option<FrozenHeap>> {
-        let file: SharedFd = std::sync::Arc::new(file.try_clone()?.into());
-        let at = |i: usize| offset + (i * OS_PAGE) as u64;
-        Self::from_sources(
-            len,
-            pages
-                .iter()
-                .enumerate()
-                .map(|(i, &p)| (p, file.clone(), at(i))),
-        )
+        #[cfg(target_os = "linux")]
+        {
+            let file: SharedFd = std::sync::Arc::new(file.try_clone()?.into());
+            let at = |i: usize| offset + (i * OS_PAGE) as u64;
+            Self::from_sources(
+                len,
+                pages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &p)| (p, file.clone(), at(i))),
+            )
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (file, offset, len, pages);
+            Ok(None)
+        }
     }
 
     /// A heap of `len` bytes whose written pages lie where `sources` says (numbers
@@ -282,17 +289,6 @@ impl FrozenHeap {
                 })
                 .collect(),
         }
-    }
-
-    /// Elsewhere the pages are always copied.
-    #[cfg(not(target_os = "linux"))]
-    pub fn in_file(
-        _file: &std::fs::File,
-        _offset: u64,
-        _len: usize,
-        _pages: &[u32],
-    ) -> Result<Option<FrozenHeap>> {
-        Ok(None)
     }
 
     /// `live` (a canister's heap, whose other pages than `written` are zero) frozen, and
