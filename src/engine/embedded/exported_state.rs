@@ -96,18 +96,7 @@ impl EmbeddedEngine {
         // The pages are only located here; the heap's and stable memory's copies are made
         // side by side below (a default run's state is 420 MB).
         let heap_len = usize::try_from(r.u64()?)?;
-        let heap_pages = (heap_len / OS_PAGE) as u64;
-        let mut numbers: Vec<u32> = Vec::new();
-        for _ in 0..r.u64()? {
-            let p = r.u64()?;
-            if p >= heap_pages {
-                bail!("heap page {p} is past the heap's {heap_pages} pages");
-            }
-            if numbers.last().is_some_and(|&last| last >= p as u32) {
-                bail!("heap page {p} is out of order");
-            }
-            numbers.push(p as u32);
-        }
+        let numbers = r.page_numbers(heap_len)?;
         let pages_at = r.skip_to_page(state.bytes.len())?;
         let bytes = r.bytes(numbers.len() * OS_PAGE)?;
         let globals = decode_globals(&mut r)?;
@@ -275,18 +264,7 @@ impl EmbeddedEngine {
             bail!("the delta was made with another module");
         }
         let len = usize::try_from(r.u64()?)?;
-        let pages = (len / OS_PAGE) as u64;
-        let mut numbers: Vec<u32> = Vec::new();
-        for _ in 0..r.u64()? {
-            let p = r.u64()?;
-            if p >= pages {
-                bail!("heap page {p} is past the heap's {pages} pages");
-            }
-            if numbers.last().is_some_and(|&last| last >= p as u32) {
-                bail!("heap page {p} is out of order or given twice");
-            }
-            numbers.push(p as u32);
-        }
+        let numbers = r.page_numbers(len)?;
         let mut dropped = std::collections::BTreeSet::new();
         for _ in 0..r.u64()? {
             dropped.insert(r.u64()? as u32);
@@ -476,6 +454,23 @@ impl<'a> StateReader<'a> {
     }
     fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.bytes(8)?.try_into().unwrap()))
+    }
+    /// A count and as many heap page numbers, each inside a heap of `len` bytes and above
+    /// the one before.
+    fn page_numbers(&mut self, len: usize) -> Result<Vec<u32>> {
+        let pages = (len / OS_PAGE) as u64;
+        let mut numbers: Vec<u32> = Vec::new();
+        for _ in 0..self.u64()? {
+            let p = self.u64()?;
+            if p >= pages {
+                bail!("heap page {p} is past the heap's {pages} pages");
+            }
+            if numbers.last().is_some_and(|&last| last >= p as u32) {
+                bail!("heap page {p} is out of order");
+            }
+            numbers.push(p as u32);
+        }
+        Ok(numbers)
     }
     /// Skips the zeros [`pad_to_page`] wrote, of a state or delta `total` bytes long;
     /// returns where the pages after them start.
