@@ -93,8 +93,8 @@ impl EmbeddedEngine {
         if next_canister != 1 {
             bail!("the state holds {next_canister} canisters, not 1");
         }
-        // The pages are only located here; the heap's and stable memory's copies are made
-        // side by side below (a default run's state is 420 MB).
+        // The pages are only located here; the heap (mapped from a cache entry, or copied)
+        // and stable memory's copy are made side by side below.
         let heap_len = usize::try_from(r.u64()?)?;
         let numbers = r.page_numbers(heap_len)?;
         let pages_at = r.skip_to_page(state.bytes.len())?;

@@ -329,7 +329,7 @@ impl<'s> Plan<'s> {
 
     /// The scenarios of a store that start from a state of their own, as a task: `make`
     /// makes the state (or finds why the canister refuses the store) from the canister's
-    /// `start`.
+    /// `start`, which it restores itself (a state loaded from the cache needs no restore).
     fn start_task(
         self,
         name: String,

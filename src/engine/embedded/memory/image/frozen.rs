@@ -203,7 +203,9 @@ impl FrozenHeap {
         let mut runs: Vec<FileRun> = Vec::new();
         let mut written = PageSet::default();
         for (page, file, offset) in sources {
-            check_fits(page, &[0; OS_PAGE], len)?;
+            if page_range(page).end > len {
+                bail!("heap page {page} does not fit a {len}-byte heap");
+            }
             if !offset.is_multiple_of(OS_PAGE as u64) {
                 return Ok(None);
             }
@@ -235,8 +237,8 @@ impl FrozenHeap {
         // Read-only, as a memfd's shared view: a stray write would change every fork's heap.
         image.protect(0..len, libc::PROT_READ)?;
         for run in &runs {
-            // SAFETY: inside the fresh reservation (`check_fits` above); the file's bytes
-            // there are the run's pages.
+            // SAFETY: inside the fresh reservation (checked above); the file's bytes there
+            // are the run's pages.
             let mapped = unsafe {
                 map_fixed_at(
                     image.base.add(page_range(run.first).start),
