@@ -38,12 +38,12 @@ impl EmbeddedEngine {
                 let zero_from = grow_heap(&mut inst, kept.len())?;
                 if let Some(h) = &inst.heap {
                     // SAFETY: no Wasm is running.
-                    kept.restore_into(unsafe { h.bytes_mut() }, zero_from)?;
+                    kept.restore_into(unsafe { h.bytes_mut()? }, zero_from)?;
                 }
                 kept.written().clone()
             }
             // The data segments: SAFETY: no Wasm is running.
-            (None, Some(h)) => PageSet::nonzero_pages(unsafe { h.bytes_mut() }),
+            (None, Some(h)) => PageSet::nonzero_pages(unsafe { h.bytes_mut()? }),
             (None, None) => PageSet::default(),
         };
         let c = self.canister(id)?;
@@ -213,7 +213,7 @@ impl EmbeddedEngine {
             heap: if keep_heap {
                 Some(match c.live.as_ref().and_then(|i| i.heap.as_ref()) {
                     // SAFETY: no Wasm runs while we copy.
-                    Some(h) => HeapImage::from_pages(unsafe { h.bytes_mut() }, &c.heap_written)?,
+                    Some(h) => HeapImage::from_pages(unsafe { h.bytes_mut()? }, &c.heap_written)?,
                     None => HeapImage::default(),
                 })
             } else {

@@ -294,7 +294,7 @@ impl EmbeddedEngine {
         let mut h = Sha256::new();
         if let Some(heap) = c.live.as_ref().and_then(|i| i.heap.as_ref()) {
             // SAFETY: no Wasm runs while we read.
-            h.update(unsafe { heap.bytes_mut() });
+            h.update(unsafe { heap.bytes_mut()? });
         }
         if let Some(inst) = &mut c.live {
             for g in &inst.globals {

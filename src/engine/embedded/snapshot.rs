@@ -33,7 +33,7 @@ impl EmbeddedEngine {
             (None, Some(h)) if !module.fresh_instance_per_message => {
                 // SAFETY: between messages the live heap is the committed one, not armed.
                 let (frozen, view) =
-                    unsafe { FrozenHeap::moved_from(h.bytes_mut(), &c.heap_written)? };
+                    unsafe { FrozenHeap::moved_from(h.bytes_mut()?, &c.heap_written)? };
                 let frozen = Arc::new(frozen);
                 if view != 0 {
                     // As after a restore: the live heap is a view of the state saved.
@@ -45,7 +45,7 @@ impl EmbeddedEngine {
                 }
                 frozen
             }
-            (None, _) => Arc::new(FrozenHeap::of(committed(inst, len), &c.heap_written)?),
+            (None, _) => Arc::new(FrozenHeap::of(committed(inst, len)?, &c.heap_written)?),
         };
         let data = inst.store.data();
         Ok(SavedState {
@@ -105,9 +105,17 @@ impl EmbeddedEngine {
         let mut pages: Vec<u32> = since.pages.drain().collect();
         pages.sort_unstable();
         if let Some(h) = &inst.heap {
+            // Dropping a view's copies touches no byte: the heap may stay closed.
+            let live = if saved.heap.reverts_by_dropping(h.view_of()) {
+                // SAFETY: no Wasm is running, and only `madvise` reaches these bytes.
+                unsafe { h.bytes_as_they_are() }
+            } else {
+                // SAFETY: no Wasm is running.
+                unsafe { h.bytes_mut()? }
+            };
             // SAFETY: no Wasm is running; the heap has the saved length (checked above),
             // and its view id is the one `map_into` gave when it was loaded.
-            if unsafe { saved.heap.revert_live(h.bytes_mut(), h.view_of(), &pages)? } {
+            if unsafe { saved.heap.revert_live(live, h.view_of(), &pages)? } {
                 h.mark_clean(
                     pages
                         .iter()
@@ -234,17 +242,17 @@ pub(super) fn frozen_committed(
     if let Some(heap) = shared_or_layered(since_load, inst, len)? {
         return Ok(heap);
     }
-    Ok(Arc::new(FrozenHeap::of(committed(inst, len), written)?))
+    Ok(Arc::new(FrozenHeap::of(committed(inst, len)?, written)?))
 }
 
 /// The live heap's first `len` bytes: between messages (or rolled back, up to `len`: a
 /// failed message that grew the heap) the committed heap.
-fn committed(inst: &Instance, len: usize) -> &[u8] {
-    match &inst.heap {
+fn committed(inst: &Instance, len: usize) -> Result<&[u8]> {
+    Ok(match &inst.heap {
         // SAFETY: no Wasm runs while the caller reads (between messages).
-        Some(h) => unsafe { &h.bytes_mut()[..len] },
+        Some(h) => unsafe { &h.bytes_mut()?[..len] },
         None => &[],
-    }
+    })
 }
 
 /// [`frozen_committed`]'s forms that share the loaded state's frozen heap, when one
@@ -270,7 +278,7 @@ fn shared_or_layered(
         changed.sort_unstable();
         return Ok(Some(Arc::new(FrozenHeap::layered(
             &since.heap,
-            committed(inst, len),
+            committed(inst, len)?,
             changed.into_iter(),
         )?)));
     }
@@ -286,7 +294,7 @@ fn restore_instance(
     let zero_from = grow_heap(&mut inst, saved.heap.len())?;
     if let Some(h) = &inst.heap {
         // SAFETY: the slice is the instance's own heap mapping, not armed; no Wasm runs.
-        let view = unsafe { saved.heap.map_into(h.bytes_mut(), zero_from)? };
+        let view = unsafe { saved.heap.map_into(h.bytes_mut()?, zero_from)? };
         h.set_view_of(view, saved.heap.own_pages());
     }
     for (g, v) in inst.globals.clone().iter().zip(&saved.globals) {

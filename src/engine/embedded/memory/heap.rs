@@ -105,6 +105,10 @@ pub struct HeapRegion {
     /// cleared when it ends), and how many.
     marked_order: Box<[AtomicU32]>,
     marked_count: AtomicUsize,
+    /// The last message's protection is still on: its end left the pages it did not open
+    /// inaccessible (or read-only) instead of opening the whole heap, since the next
+    /// message's start closes it all again; [`HeapRegion::bytes_mut`] opens it first.
+    closed: AtomicBool,
 }
 
 /// Undo pages stay allocated between messages (a message that writes the pages the last
@@ -158,6 +162,7 @@ impl HeapRegion {
             marks: AtomicUsize::new(0),
             marked_order: wasm_order(),
             marked_count: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
         }
     }
 
@@ -214,14 +219,30 @@ impl HeapRegion {
         }
     }
 
-    /// The accessible heap bytes. Callers must not hold the slice across Wasm execution.
+    /// The heap bytes, readable and writable (opened if the last message left them
+    /// closed). Callers must not hold the slice across Wasm execution.
     ///
     /// # Safety
     /// No Wasm code of this memory's store may run while the slice is alive.
     #[allow(clippy::mut_from_ref)] // the bytes are the mmap's, not `self`'s
-    pub unsafe fn bytes_mut(&self) -> &mut [u8] {
-        // SAFETY: `len` bytes from `base` are the mapping's accessible part, and the caller
-        // keeps Wasm code, the only other writer, from running while the slice lives.
+    pub unsafe fn bytes_mut(&self) -> Result<&mut [u8]> {
+        if self.closed.swap(false, Ordering::AcqRel) {
+            protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
+        }
+        // SAFETY: as for `bytes_as_they_are`.
+        Ok(unsafe { self.bytes_as_they_are() })
+    }
+
+    /// The heap bytes without opening them: only for what needs no access to them
+    /// (`madvise`, mapping over them).
+    ///
+    /// # Safety
+    /// As for [`HeapRegion::bytes_mut`]; nothing may read or write the bytes unless the heap
+    /// is open.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn bytes_as_they_are(&self) -> &mut [u8] {
+        // SAFETY: `len` bytes from `base` are the mapping's, and the caller keeps Wasm code,
+        // the only other writer, from running while the slice lives.
         unsafe { std::slice::from_raw_parts_mut(self.base(), self.len()) }
     }
 
@@ -247,6 +268,7 @@ impl HeapRegion {
             }
         }
         self.armed.store(true, Ordering::Release);
+        self.closed.store(false, Ordering::Release);
         protect(self.base(), self.len(), self.armed_protection())
     }
 
@@ -290,13 +312,15 @@ impl HeapRegion {
         self.wasm_pages_accessed() + self.wasm_pages_written()
     }
 
-    /// Ends a message: returns the written pages (sorted) and makes the heap writable again.
-    /// The Wasm page counts stay readable until the next [`HeapRegion::arm`].
+    /// Ends a message: returns the written pages (sorted). The heap stays as the message
+    /// left it (closed where it did not open it) until [`HeapRegion::bytes_mut`] opens it
+    /// or the next message's [`HeapRegion::arm`] closes it all. The Wasm page counts stay
+    /// readable until then.
     pub fn disarm(&self) -> Result<Vec<u32>> {
         self.armed.store(false, Ordering::Release);
         let marks = self.marks();
         if marks.is_none() {
-            protect(self.base(), self.len(), libc::PROT_READ | libc::PROT_WRITE)?;
+            self.closed.store(true, Ordering::Release);
         }
         let pages = self.len() / OS_PAGE;
         let mut written = Vec::new();
@@ -368,7 +392,7 @@ impl HeapRegion {
         unsafe { drop_private(self.base(), self.len(), &clean)? };
         for page in kept {
             let at = page as usize * OS_PAGE;
-            // SAFETY: both ranges lie in our own mappings (the heap is disarmed, so
+            // SAFETY: both ranges lie in our own mappings (a page the message wrote is
             // writable); the undo page was filled by this message's first write to it.
             unsafe {
                 std::ptr::copy_nonoverlapping(

@@ -558,6 +558,12 @@ impl FrozenHeap {
         Ok(false)
     }
 
+    /// Whether [`FrozenHeap::revert_live`] reverts a heap that is the view `view` (of this
+    /// heap's length) by dropping its copies alone, touching none of its bytes.
+    pub fn reverts_by_dropping(&self, view: u64) -> bool {
+        self.id != 0 && view == self.id && self.layer.is_none()
+    }
+
     /// The pages a layered heap keeps of its own (none for a whole one): a view of it
     /// holds copies of them, not the file's bytes.
     pub fn own_pages(&self) -> impl Iterator<Item = u32> + '_ {
