@@ -474,6 +474,19 @@ const UPDATE_K: &str = "UPDATE sysbench_sbtest1 SET k = k + 1 WHERE id = ?1";
 const UPDATE_C: &str = "UPDATE sysbench_sbtest1 SET c = ?1 WHERE id = ?2";
 const DELETE: &str = "DELETE FROM sysbench_sbtest1 WHERE id = ?1";
 const INSERT: &str = "INSERT INTO sysbench_sbtest1 (id, k, c, pad) VALUES (?1, ?2, ?3, ?4)";
+const INDEX_SCAN: &str = "SELECT id, c FROM sysbench_sbtest1 WHERE k = ?1";
+const RANDOM_POINTS: &str = "SELECT id, k, c, pad FROM sysbench_sbtest1 WHERE id IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+const RANDOM_RANGE: &str = "SELECT count(k) FROM sysbench_sbtest1 WHERE id BETWEEN ?1 AND ?2";
+const COVERING_SCAN: &str = "SELECT count(k) FROM sysbench_sbtest1 WHERE k BETWEEN ?1 AND ?2";
+const GROUP_BY: &str =
+    "SELECT k, count(*) FROM sysbench_sbtest1 WHERE id BETWEEN ?1 AND ?2 GROUP BY k ORDER BY k";
+const JOIN: &str = "SELECT a.id, b.id FROM sysbench_sbtest1 a JOIN sysbench_sbtest2 b ON a.k = b.k WHERE a.id BETWEEN ?1 AND ?2";
+const JOIN_SCAN: &str = "SELECT count(*) FROM sysbench_sbtest1 a JOIN sysbench_sbtest2 b ON a.k = b.k WHERE b.id BETWEEN ?1 AND ?2";
+const TYPES_LIKE: &str = "SELECT count(*) FROM sysbench_types WHERE tval LIKE ?1";
+const C_LIKE: &str = "SELECT count(*) FROM sysbench_sbtest1 WHERE c LIKE ?1";
+const BULK_INSERT: &str = "INSERT INTO sysbench_bulk (k, c, pad) VALUES (?1, ?2, ?3)";
+const TYPES_DELETE: &str = "DELETE FROM sysbench_types WHERE id = ?1";
+const TYPES_REPLACE: &str = "INSERT OR REPLACE INTO sysbench_types VALUES (?1, ?2, ?3, ?4)";
 
 /// Runs `sql` with integer parameters, reading every column of every row.
 fn query(conn: &Connection, sql: &str, args: &[i64], d: &mut Done) -> Result<(), String> {
@@ -512,6 +525,21 @@ fn exec(
     Ok(())
 }
 
+/// The SQLite workloads that write, and so run in a transaction: a pattern (a macro, so
+/// that `run_sql`'s match compiles as it always has).
+macro_rules! writing_workloads {
+    () => {
+        "oltp_bulk_insert"
+            | "oltp_insert"
+            | "oltp_update_index"
+            | "oltp_update_non_index"
+            | "oltp_delete_insert"
+            | "oltp_write_only"
+            | "types_delete_insert"
+            | "oltp_read_write"
+    };
+}
+
 fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), String> {
     let fresh: Vec<(u64, String, String)> = p.iter().map(|&x| new_row(x, 0x5EED)).collect();
     let i = |x: u64| x as i64;
@@ -527,17 +555,7 @@ fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), Stri
         }
         Ok::<(), String>(())
     };
-    let write = matches!(
-        name,
-        "oltp_bulk_insert"
-            | "oltp_insert"
-            | "oltp_update_index"
-            | "oltp_update_non_index"
-            | "oltp_delete_insert"
-            | "oltp_write_only"
-            | "types_delete_insert"
-            | "oltp_read_write"
-    );
+    let write = matches!(name, writing_workloads!());
     let delete_insert = |conn: &Connection, d: &mut Done, id: u64, row: &(u64, String, String)| {
         exec(conn, DELETE, [i(id)], d)?;
         exec(conn, INSERT, params![i(id), i(row.0), row.1, row.2], d)
@@ -561,56 +579,21 @@ fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), Stri
                 "oltp_distinct_range" => query(conn, DISTINCT, &[i(p[0]), i(p[0] + 99)], d)?,
                 "oltp_index_scan" => {
                     for &k in p {
-                        query(
-                            conn,
-                            "SELECT id, c FROM sysbench_sbtest1 WHERE k = ?1",
-                            &[i(k)],
-                            d,
-                        )?;
+                        query(conn, INDEX_SCAN, &[i(k)], d)?;
                     }
                 }
                 "select_random_points" => {
                     let args: Vec<i64> = p.iter().map(|&x| i(x)).collect();
-                    query(
-                        conn,
-                        "SELECT id, k, c, pad FROM sysbench_sbtest1 WHERE id IN (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                        &args,
-                        d,
-                    )?
+                    query(conn, RANDOM_POINTS, &args, d)?
                 }
-                "select_random_ranges" => query(
-                    conn,
-                    "SELECT count(k) FROM sysbench_sbtest1 WHERE id BETWEEN ?1 AND ?2",
-                    &[i(p[0]), i(p[0] + 9)],
-                    d,
-                )?,
-                "covering_index_scan" => query(
-                    conn,
-                    "SELECT count(k) FROM sysbench_sbtest1 WHERE k BETWEEN ?1 AND ?2",
-                    &[i(p[0]), i(p[0] + 99)],
-                    d,
-                )?,
-                "groupby_scan" => query(
-                    conn,
-                    "SELECT k, count(*) FROM sysbench_sbtest1 WHERE id BETWEEN ?1 AND ?2 GROUP BY k ORDER BY k",
-                    &[i(p[0]), i(p[0] + 999)],
-                    d,
-                )?,
-                "index_join" => query(
-                    conn,
-                    "SELECT a.id, b.id FROM sysbench_sbtest1 a JOIN sysbench_sbtest2 b ON a.k = b.k WHERE a.id BETWEEN ?1 AND ?2",
-                    &[i(p[0]), i(p[0] + 9)],
-                    d,
-                )?,
-                "index_join_scan" => query(
-                    conn,
-                    "SELECT count(*) FROM sysbench_sbtest1 a JOIN sysbench_sbtest2 b ON a.k = b.k WHERE b.id BETWEEN ?1 AND ?2",
-                    &[i(p[0]), i(p[0] + 49)],
-                    d,
-                )?,
+                "select_random_ranges" => query(conn, RANDOM_RANGE, &[i(p[0]), i(p[0] + 9)], d)?,
+                "covering_index_scan" => query(conn, COVERING_SCAN, &[i(p[0]), i(p[0] + 99)], d)?,
+                "groupby_scan" => query(conn, GROUP_BY, &[i(p[0]), i(p[0] + 999)], d)?,
+                "index_join" => query(conn, JOIN, &[i(p[0]), i(p[0] + 9)], d)?,
+                "index_join_scan" => query(conn, JOIN_SCAN, &[i(p[0]), i(p[0] + 49)], d)?,
                 "types_table_scan" => {
                     let mut st = conn
-                        .prepare_cached("SELECT count(*) FROM sysbench_types WHERE tval LIKE ?1")
+                        .prepare_cached(TYPES_LIKE)
                         .map_err(sql("preparing types_table_scan"))?;
                     let n: i64 = st
                         .query_row([&like], |r| r.get(0))
@@ -620,7 +603,7 @@ fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), Stri
                 }
                 "table_scan" => {
                     let mut st = conn
-                        .prepare_cached("SELECT count(*) FROM sysbench_sbtest1 WHERE c LIKE ?1")
+                        .prepare_cached(C_LIKE)
                         .map_err(sql("preparing table_scan"))?;
                     let n: i64 = st
                         .query_row([&like], |r| r.get(0))
@@ -636,12 +619,7 @@ fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), Stri
                 }
                 "oltp_bulk_insert" => {
                     for row in &bulk {
-                        exec(
-                            conn,
-                            "INSERT INTO sysbench_bulk (k, c, pad) VALUES (?1, ?2, ?3)",
-                            params![i(row.0), row.1, row.2],
-                            d,
-                        )?;
+                        exec(conn, BULK_INSERT, params![i(row.0), row.1, row.2], d)?;
                     }
                 }
                 "oltp_insert" => {
@@ -674,10 +652,10 @@ fn run_sql(conn: &Connection, name: &str, p: &[u64]) -> Result<(Done, u64), Stri
                     for &id in p {
                         let id = (id - 1) % SIDE_ROWS + 1;
                         let r = mix(id ^ 0x7D);
-                        exec(conn, "DELETE FROM sysbench_types WHERE id = ?1", [i(id)], d)?;
+                        exec(conn, TYPES_DELETE, [i(id)], d)?;
                         exec(
                             conn,
-                            "INSERT OR REPLACE INTO sysbench_types VALUES (?1, ?2, ?3, ?4)",
+                            TYPES_REPLACE,
                             params![
                                 i(id),
                                 (r % 2_000_001) as i64 - 1_000_000,
