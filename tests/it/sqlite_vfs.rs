@@ -638,30 +638,29 @@ fn canister_rows(replica: Replica, warm: bool) -> Vec<Row> {
 /// the middle, under both vintages, exactly.
 #[test]
 fn the_suite_measures_a_small_store_exactly_under_both_vintages() {
-    for (replica, expected) in [
-        (
-            Replica::R2026_07,
-            [
-                (2_708_026, 3_652_655, [14, 12, 4, 4], 2_720_000),
-                (529_015, 1_070_911, [10, 8, 2, 0], 960_000),
-                (1_577_847, 2_119_743, [10, 8, 2, 0], 960_000),
-                (5_811_184, 6_351_204, [11, 9, 4, 0], 1_200_000),
-            ],
-        ),
-        (
-            Replica::R2026_05,
-            [
-                (893_026, 1_072_655, [14, 12, 4, 4], 140_000),
-                (49_015, 110_911, [10, 8, 2, 0], 0),
-                (1_097_847, 1_159_743, [10, 8, 2, 0], 0),
-                (5_091_184, 5_151_204, [11, 9, 4, 0], 0),
-            ],
-        ),
-    ] {
-        let suite = suite_rows(replica.name, "cold");
-        assert_eq!(suite, canister_rows(replica, false), "{}", replica.name);
-        assert_eq!(suite, expected, "{}", replica.name);
-    }
+    measures_as_the_canister_counts(
+        false,
+        [
+            (
+                Replica::R2026_07,
+                [
+                    (2_708_026, 3_652_655, [14, 12, 4, 4], 2_720_000),
+                    (529_015, 1_070_911, [10, 8, 2, 0], 960_000),
+                    (1_577_847, 2_119_743, [10, 8, 2, 0], 960_000),
+                    (5_811_184, 6_351_204, [11, 9, 4, 0], 1_200_000),
+                ],
+            ),
+            (
+                Replica::R2026_05,
+                [
+                    (893_026, 1_072_655, [14, 12, 4, 4], 140_000),
+                    (49_015, 110_911, [10, 8, 2, 0], 0),
+                    (1_097_847, 1_159_743, [10, 8, 2, 0], 0),
+                    (5_091_184, 5_151_204, [11, 9, 4, 0], 0),
+                ],
+            ),
+        ],
+    );
 }
 
 /// Warm (the whole table read, then one message of the workload), the suite measures the
@@ -669,28 +668,37 @@ fn the_suite_measures_a_small_store_exactly_under_both_vintages() {
 /// each cheaper here (no stable pages read for the reads).
 #[test]
 fn the_suite_measures_a_small_store_warm_exactly_under_both_vintages() {
-    for (replica, expected) in [
-        (
-            Replica::R2026_07,
-            [
-                (1_038_592, 1_987_752, [10, 8, 2, 2], 1_760_000),
-                (412_593, 957_909, [11, 9, 0, 0], 880_000),
-                (1_444_044, 1_989_360, [11, 9, 0, 0], 880_000),
-                (5_412_874, 5_956_314, [12, 10, 0, 0], 960_000),
-            ],
-        ),
-        (
-            Replica::R2026_05,
-            [
-                (163_592, 277_752, [10, 8, 2, 2], 50_000),
-                (12_593, 77_909, [11, 9, 0, 0], 0),
-                (1_044_044, 1_109_360, [11, 9, 0, 0], 0),
-                (4_932_874, 4_996_314, [12, 10, 0, 0], 0),
-            ],
-        ),
-    ] {
-        let suite = suite_rows(replica.name, "warm");
-        assert_eq!(suite, canister_rows(replica, true), "{}", replica.name);
+    measures_as_the_canister_counts(
+        true,
+        [
+            (
+                Replica::R2026_07,
+                [
+                    (1_038_592, 1_987_752, [10, 8, 2, 2], 1_760_000),
+                    (412_593, 957_909, [11, 9, 0, 0], 880_000),
+                    (1_444_044, 1_989_360, [11, 9, 0, 0], 880_000),
+                    (5_412_874, 5_956_314, [12, 10, 0, 0], 960_000),
+                ],
+            ),
+            (
+                Replica::R2026_05,
+                [
+                    (163_592, 277_752, [10, 8, 2, 2], 50_000),
+                    (12_593, 77_909, [11, 9, 0, 0], 0),
+                    (1_044_044, 1_109_360, [11, 9, 0, 0], 0),
+                    (4_932_874, 4_996_314, [12, 10, 0, 0], 0),
+                ],
+            ),
+        ],
+    );
+}
+
+/// Under each vintage, the suite's rows for the store cold or `warm` are the canister's own
+/// counts of the same calls, and `expected`.
+fn measures_as_the_canister_counts(warm: bool, expected: [(Replica, [Row; 4]); 2]) {
+    for (replica, expected) in expected {
+        let suite = suite_rows(replica.name, if warm { "warm" } else { "cold" });
+        assert_eq!(suite, canister_rows(replica, warm), "{}", replica.name);
         assert_eq!(suite, expected, "{}", replica.name);
     }
 }

@@ -919,6 +919,12 @@ fn shards_merge_into_the_same(out: &Path) {
     );
 }
 
+/// The users stores that seed 003 measures are untouched by another suite's methods.
+fn users_stores_untouched(c: &mut BenchClient<'_>) {
+    let stats = c.stats().unwrap();
+    assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+}
+
 /// A fresh bench canister on the embedded engine, for the suites' method contracts.
 fn with_canister<R>(f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
     let wasm = std::fs::read(wasm_path()).unwrap();

@@ -149,9 +149,7 @@ fn dbbench_methods_contract() {
             assert_eq!(r.found, 1, "{store}: the first key >= 4 is 7");
             assert_eq!(c.dbbench_reset(store).unwrap().value, Ok(3), "{store}");
         }
-        // The users stores that seed 003 measures are untouched.
-        let stats = c.stats().unwrap();
-        assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+        users_stores_untouched(c);
     });
 }
 

@@ -307,9 +307,7 @@ fn sysbench_methods_contract() {
             let r = c.sysbench_run("sqlite", w.name, &p).unwrap().value;
             assert!(r.is_ok(), "{}: {r:?}", w.name);
         }
-        // The users stores that seed 003 measures are untouched.
-        let stats = c.stats().unwrap();
-        assert_eq!((stats.btree_rows, stats.sqlite_rows), (0, 0));
+        users_stores_untouched(c);
     });
 }
 
