@@ -89,11 +89,20 @@ pub struct HeapRegion {
     /// How written pages are found. With the kernel's log, `written` marks the Wasm pages
     /// made writable in this message under every replica vintage.
     writes: HeapWrites,
-    /// The kernel log's generation the mapping was registered under; 0 when the mapping
+    /// The kernel log's generation the mapping was set up under; 0 when the mapping
     /// changed (created, or a file mapped over it): the log must be set up on it again
     /// before the next message, as after the process forked.
     log_set_up_at: AtomicU64,
-    /// Reservation bytes the heap can grow into (the log covers all of them).
+    /// One byte per Wasm page: 1 = registered with the kernel's log (under the generation
+    /// of `log_set_up_at`). A Wasm page is registered at its first write, not before: a
+    /// read fault in a registered range maps one 4 KiB page, elsewhere the kernel maps the
+    /// neighbouring ones too (a warm SQLite insert reading 1,800 Wasm pages took 28,000
+    /// faults with the whole heap registered, 2,200 without).
+    registered: Box<[AtomicU8]>,
+    /// Wasm pages registered one by one since the whole heap last was: past
+    /// [`MAX_REGISTERED_ONE_BY_ONE`] the next message's start registers it all.
+    registered_count: AtomicUsize,
+    /// Reservation bytes the heap can grow into (kept out of huge pages for the log).
     capacity: usize,
     /// Undo pages filled in this message (their memory stays until [`UNDO_KEPT_PAGES`]).
     undo_copied: AtomicUsize,
@@ -116,6 +125,12 @@ pub struct HeapRegion {
 /// then they are all given back. 16,384 pages: 64 MiB per canister at most, plus what one
 /// message writes.
 const UNDO_KEPT_PAGES: usize = 16_384;
+
+/// At most how many Wasm pages of a heap are registered with the kernel's log one by one
+/// (each at its first write) before the whole heap is: 2,048 scattered ranges keep the
+/// heap's mappings a few thousand, far below the kernel's limit (`vm.max_map_count`,
+/// 65,530 by default).
+const MAX_REGISTERED_ONE_BY_ONE: usize = 2_048;
 
 impl HeapRegion {
     fn new(base: usize, len: usize, capacity: usize, undo: usize, writes: HeapWrites) -> Self {
@@ -157,6 +172,8 @@ impl HeapRegion {
             written_order: wasm_order(),
             writes,
             log_set_up_at: AtomicU64::new(0),
+            registered: wasm_flags(),
+            registered_count: AtomicUsize::new(0),
             capacity,
             undo_copied: AtomicUsize::new(0),
             marks: AtomicUsize::new(0),
@@ -263,8 +280,22 @@ impl HeapRegion {
             let generation = log.generation();
             if self.log_set_up_at.swap(generation, Ordering::AcqRel) != generation {
                 let base = self.base.load(Ordering::Acquire);
-                log.prepare(base..base + self.capacity)
+                log.keep_out_of_huge_pages(base..base + self.capacity)
                     .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;
+                for flag in self.registered.iter() {
+                    flag.store(0, Ordering::Relaxed);
+                }
+                self.registered_count.store(0, Ordering::Release);
+            } else if self.registered_count.load(Ordering::Acquire) > MAX_REGISTERED_ONE_BY_ONE {
+                // Registered ranges do not merge with the others: so many scattered ones
+                // would split the mapping towards the kernel's limit on mappings.
+                let base = self.base.load(Ordering::Acquire);
+                log.register(base..base + self.capacity)
+                    .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;
+                for flag in self.registered.iter() {
+                    flag.store(1, Ordering::Relaxed);
+                }
+                self.registered_count.store(0, Ordering::Release);
             }
         }
         self.armed.store(true, Ordering::Release);
@@ -500,8 +531,21 @@ impl HeapRegion {
         let addr = self.base.load(Ordering::Acquire) + start;
         // The log starts for this Wasm page now (a page the message only read must not
         // read as written, and one written in an earlier message is logged again).
-        log.protect(addr..addr + bytes).is_ok()
+        self.register(log, wasm_page, addr..addr + bytes)
+            && log.protect(addr..addr + bytes).is_ok()
             && protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE).is_ok()
+    }
+
+    /// Registers `wasm_page` (its `bytes`) with the kernel's log unless it is already.
+    /// Signal handler context, as [`HeapRegion::handle_fault`].
+    fn register(&self, log: &WriteLog, wasm_page: usize, bytes: Range<usize>) -> bool {
+        if self.registered[wasm_page].load(Ordering::Acquire) == 1 {
+            return true;
+        }
+        let done = log.register(bytes).is_ok();
+        self.registered[wasm_page].store(done as u8, Ordering::Release);
+        self.registered_count.fetch_add(1, Ordering::AcqRel);
+        done
     }
 
     /// A first touch the module's code found (heap marks): `bytes` of the heap read, or

@@ -248,9 +248,15 @@ impl WriteLog {
     }
 
     /// Registers `range` (page-aligned, mapped) for write protection and keeps it out of
-    /// transparent huge pages, whose writes the log would report 2 MiB at a time. Needed
-    /// again after anything is mapped over part of it.
+    /// transparent huge pages ([`WriteLog::keep_out_of_huge_pages`], [`WriteLog::register`]).
     pub fn prepare(&self, range: Range<usize>) -> io::Result<()> {
+        self.keep_out_of_huge_pages(range.clone())?;
+        self.register(range)
+    }
+
+    /// Keeps `range` out of transparent huge pages, whose writes the log would report 2 MiB
+    /// at a time.
+    pub fn keep_out_of_huge_pages(&self, range: Range<usize>) -> io::Result<()> {
         if range.is_empty() {
             return Ok(());
         }
@@ -259,6 +265,17 @@ impl WriteLog {
         if unsafe { libc::madvise(range.start as *mut _, range.len(), libc::MADV_NOHUGEPAGE) } != 0
         {
             return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Registers `range` (page-aligned, mapped) for write protection. Needed again after
+    /// anything is mapped over part of it. The kernel maps no neighbouring pages on a read
+    /// fault in a registered range (no fault-around): a heap registers only what it writes.
+    /// A plain system call: safe in a signal handler.
+    pub fn register(&self, range: Range<usize>) -> io::Result<()> {
+        if range.is_empty() {
+            return Ok(());
         }
         let mut reg = UffdioRegister {
             start: range.start as u64,
