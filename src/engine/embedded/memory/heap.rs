@@ -278,24 +278,17 @@ impl HeapRegion {
         }
         if let HeapWrites::Logged(log) = self.writes {
             let generation = log.generation();
+            let base = self.base.load(Ordering::Acquire);
+            let whole = base..base + self.capacity;
+            let set_up = |e| wasmtime::format_err!("setting up the heap's write log: {e}");
             if self.log_set_up_at.swap(generation, Ordering::AcqRel) != generation {
-                let base = self.base.load(Ordering::Acquire);
-                log.keep_out_of_huge_pages(base..base + self.capacity)
-                    .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;
-                for flag in self.registered.iter() {
-                    flag.store(0, Ordering::Relaxed);
-                }
-                self.registered_count.store(0, Ordering::Release);
+                log.keep_out_of_huge_pages(whole).map_err(set_up)?;
+                self.mark_registered(false);
             } else if self.registered_count.load(Ordering::Acquire) > MAX_REGISTERED_ONE_BY_ONE {
                 // Registered ranges do not merge with the others: so many scattered ones
                 // would split the mapping towards the kernel's limit on mappings.
-                let base = self.base.load(Ordering::Acquire);
-                log.register(base..base + self.capacity)
-                    .map_err(|e| wasmtime::format_err!("setting up the heap's write log: {e}"))?;
-                for flag in self.registered.iter() {
-                    flag.store(1, Ordering::Relaxed);
-                }
-                self.registered_count.store(0, Ordering::Release);
+                log.register(whole).map_err(set_up)?;
+                self.mark_registered(true);
             }
         }
         self.armed.store(true, Ordering::Release);
@@ -534,6 +527,14 @@ impl HeapRegion {
         self.register(log, wasm_page, addr..addr + bytes)
             && log.protect(addr..addr + bytes).is_ok()
             && protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE).is_ok()
+    }
+
+    /// Every Wasm page registered with the kernel's log, or none; none one by one.
+    fn mark_registered(&self, registered: bool) {
+        for flag in self.registered.iter() {
+            flag.store(registered as u8, Ordering::Relaxed);
+        }
+        self.registered_count.store(0, Ordering::Release);
     }
 
     /// Registers `wasm_page` (its `bytes`) with the kernel's log unless it is already.
