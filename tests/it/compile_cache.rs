@@ -15,7 +15,7 @@ use icbench::engine::instrument::Counter;
 use icbench::engine::Engine;
 use icbench::report;
 
-use crate::support::{icbench_command, scratch_dir};
+use crate::support::{cache_entry, icbench_command, scratch_dir};
 
 /// Two update methods and a query over a heap with data and a mutable global.
 const PLAIN: &str = r#"(module
@@ -309,12 +309,7 @@ fn an_imported_state_continues_as_the_exported_one() {
     // and the state continues alike.
     let dir = scratch_dir("state-entry");
     let key = [1; 32];
-    disk_cache::write(&dir, disk_cache::STATES, &key, b"", &state).unwrap();
-    let disk_cache::Lookup::Found(entry) =
-        disk_cache::read(&dir, disk_cache::STATES, &key).unwrap()
-    else {
-        panic!("the entry just written")
-    };
+    let entry = cache_entry(&dir, disk_cache::STATES, key, &state);
     let mut c = EmbeddedEngine::default();
     assert_eq!(c.import_state(&wasm, (&entry).into()).unwrap(), id);
     drop(entry);
@@ -630,13 +625,7 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
     // Both read from cache entries: the heap is mapped from the state's file and the
     // delta's, and continues alike.
     let dir = scratch_dir("delta-entry");
-    let entry = |key: [u8; 32], payload: &[u8]| {
-        disk_cache::write(&dir, disk_cache::WARM, &key, b"", payload).unwrap();
-        match disk_cache::read(&dir, disk_cache::WARM, &key).unwrap() {
-            disk_cache::Lookup::Found(entry) => entry,
-            other => panic!("{other:?}"),
-        }
-    };
+    let entry = |key: [u8; 32], payload: &[u8]| cache_entry(&dir, disk_cache::WARM, key, payload);
     let (full_entry, delta_entry) = (entry([1; 32], &full), entry([2; 32], &delta));
     let mut d = EmbeddedEngine::default();
     assert_eq!(d.import_state(&wasm, (&full_entry).into()).unwrap(), id);

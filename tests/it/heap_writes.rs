@@ -284,3 +284,86 @@ fn running_out_of_instructions_mid_page_stops_alike_whoever_finds_the_pages() {
     assert_eq!(states("heap_wasm_pages_accessed: "), 3, "{stopped:#?}");
     assert_eq!(states("stable_wasm_pages_accessed: "), 2, "{stopped:#?}");
 }
+
+/// The kernel's write log registers a Wasm page at a message's first write to it, not the
+/// whole heap: a read fault in a registered range maps one 4 KiB page, elsewhere the kernel
+/// maps the neighbouring ones too. A heap mapped from a cache entry's file shows which of its
+/// mappings are registered in /proc/self/smaps (`VmFlags: ... uw`).
+#[test]
+fn the_write_log_registers_only_the_wasm_pages_a_message_writes() {
+    use icbench::engine::disk_cache;
+    use icbench::engine::embedded::EmbeddedEngine;
+    use icbench::engine::Engine;
+    let mode = std::env::var("ICBENCH_HEAP_WRITES").unwrap_or_default();
+    if !kernel_has_write_log() || !(mode.is_empty() || mode == "auto") {
+        eprintln!("no kernel write log in use here: nothing to check");
+        return;
+    }
+    // Four Wasm pages, every byte of them written at install: the state keeps them all, and
+    // a heap read from the cache maps all of them from the entry's file.
+    let page = "x".repeat(65_536);
+    let data: String = (0..4)
+        .map(|p| format!("(data (i32.const {}) \"{page}\")", p * 65_536))
+        .collect();
+    let wat = format!(
+        r#"(module {imports} (memory 4) {data}
+          (func (export "canister_update read") (local $at i32)
+            (loop $next
+              (drop (i32.load8_u (local.get $at)))
+              (local.set $at (i32.add (local.get $at) (i32.const 4096)))
+              (br_if $next (i32.lt_u (local.get $at) (i32.const 262144))))
+            (call $reply))
+          (func (export "canister_update write") (i32.store8 (i32.const 131072) (i32.const 1))
+            (call $reply)))"#,
+        imports = crate::support::wat::REPLY_IMPORTS
+    );
+    let wasm = wat::parse_str(wat).unwrap();
+    let mut made = EmbeddedEngine::default();
+    let (id, _) = made.install(&wasm, &[]).unwrap();
+    let state = made.export_state(id).unwrap().into_bytes();
+    let dir = scratch_dir("write-log-registers");
+    let key = [7; 32];
+    let entry = crate::support::cache_entry(&dir, disk_cache::STATES, key, &state);
+    let mut engine = EmbeddedEngine::default();
+    assert_eq!(engine.import_state(&wasm, (&entry).into()).unwrap(), id);
+    drop(entry);
+    let path = disk_cache::entry_path(&dir, disk_cache::STATES, &key);
+    let path = path.to_str().unwrap();
+    // (bytes of the heap mapped from the entry, of them registered with the log)
+    let mapped = || {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let (mut bytes, mut registered, mut size) = (0, 0, None);
+        for line in smaps.lines() {
+            let first = line.split_whitespace().next().unwrap_or("");
+            let range = first.split_once('-').and_then(|(start, end)| {
+                Some((
+                    u64::from_str_radix(start, 16).ok()?,
+                    u64::from_str_radix(end, 16).ok()?,
+                ))
+            });
+            if let Some((start, end)) = range {
+                // A mapping's first line: its range, its permissions, ..., the file it maps;
+                // the heap's are private (the frozen heap maps the file shared as well).
+                let private = line
+                    .split_whitespace()
+                    .nth(1)
+                    .is_some_and(|p| p.ends_with('p'));
+                size = (private && line.ends_with(path)).then_some(end - start);
+                bytes += size.unwrap_or(0);
+            } else if first == "VmFlags:" && line.split_whitespace().any(|f| f == "uw") {
+                registered += size.unwrap_or(0);
+            }
+        }
+        (bytes, registered)
+    };
+    assert_eq!(mapped(), (262_144, 0));
+    engine.update(id, "read", &[]).unwrap();
+    assert_eq!(
+        mapped(),
+        (262_144, 0),
+        "a message that only reads registers nothing"
+    );
+    engine.update(id, "write", &[]).unwrap();
+    assert_eq!(mapped(), (262_144, 65_536), "the one Wasm page written");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -57,6 +57,22 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `payload` written as the cache entry `key` of `kind` under `dir` and read back, as a run
+/// reads a state it kept.
+pub fn cache_entry(
+    dir: &Path,
+    kind: &str,
+    key: [u8; 32],
+    payload: &[u8],
+) -> icbench::engine::disk_cache::Entry {
+    use icbench::engine::disk_cache;
+    disk_cache::write(dir, kind, &key, b"", payload).unwrap();
+    match disk_cache::read(dir, kind, &key).unwrap() {
+        disk_cache::Lookup::Found(entry) => entry,
+        other => panic!("the entry just written: {other:?}"),
+    }
+}
+
 /// Runs the icbench binary with `args`: its exit status (-1 when killed), stdout and stderr.
 pub fn run_icbench(args: &[&str]) -> (i32, String, String) {
     let out = icbench_command().args(args).output().expect("icbench runs");
