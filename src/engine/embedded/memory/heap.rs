@@ -543,10 +543,12 @@ impl HeapRegion {
         if self.registered[wasm_page].load(Ordering::Acquire) == 1 {
             return true;
         }
-        let done = log.register(bytes).is_ok();
-        self.registered[wasm_page].store(done as u8, Ordering::Release);
+        if log.register(bytes).is_err() {
+            return false;
+        }
+        self.registered[wasm_page].store(1, Ordering::Release);
         self.registered_count.fetch_add(1, Ordering::AcqRel);
-        done
+        true
     }
 
     /// A first touch the module's code found (heap marks): `bytes` of the heap read, or
