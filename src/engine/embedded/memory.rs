@@ -19,3 +19,28 @@ pub mod write_log;
 
 /// The OS page the replica tracks (`ic_sys::PAGE_SIZE`).
 pub const OS_PAGE: usize = 4096;
+
+/// A fresh anonymous mapping of `len` zeroed bytes, `flags` beside `MAP_ANONYMOUS`
+/// (`MAP_PRIVATE`, or `MAP_SHARED` for memory that worker processes share across `fork`;
+/// `MAP_NORESERVE` for a reservation). The caller owns it and unmaps it.
+pub fn map_anonymous(
+    len: usize,
+    prot: libc::c_int,
+    flags: libc::c_int,
+) -> std::io::Result<*mut u8> {
+    // SAFETY: a new mapping at an address the kernel picks: nothing else refers to it.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            prot,
+            flags | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if base == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(base.cast())
+}

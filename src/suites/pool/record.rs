@@ -385,6 +385,7 @@ impl<'r> Chain<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::embedded::memory::map_anonymous;
 
     /// The CPU time of the calling thread.
     fn own_cpu() -> f64 {
@@ -428,19 +429,12 @@ mod tests {
         let tid = unsafe { libc::syscall(libc::SYS_gettid) };
         let before = usage(RUSAGE_THREAD);
         // One fault for certain: the first write to a fresh page.
-        // SAFETY: a new private anonymous page, written once and unmapped.
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let page = map_anonymous(4096, prot, libc::MAP_PRIVATE).expect("a fresh page");
+        // SAFETY: our own page, written once and unmapped.
         unsafe {
-            let page = libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            );
-            assert_ne!(page, libc::MAP_FAILED);
-            std::ptr::write_volatile(page as *mut u8, 1);
-            libc::munmap(page, 4096);
+            std::ptr::write_volatile(page, 1);
+            libc::munmap(page.cast(), 4096);
         }
         let read = task_usage(tid);
         let after = usage(RUSAGE_THREAD);

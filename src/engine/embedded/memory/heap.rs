@@ -670,21 +670,11 @@ impl HeapRegion {
 /// Reserves `len` bytes of address space, inaccessible until [`protect`]ed: the heap and
 /// its copies are reservations of the largest heap that cost memory only where used.
 pub(super) fn reserve(len: usize) -> std::io::Result<*mut u8> {
-    // SAFETY: a fresh private anonymous reservation; nothing else refers to it.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_NONE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(base.cast())
+    super::map_anonymous(
+        len,
+        libc::PROT_NONE,
+        libc::MAP_PRIVATE | libc::MAP_NORESERVE,
+    )
 }
 
 /// Gives the whole reservation one anonymous-memory identity (Linux's anon_vma) before it

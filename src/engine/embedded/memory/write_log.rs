@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use super::OS_PAGE;
+use super::{map_anonymous, OS_PAGE};
 
 /// Whether modules get heap marks where they allow them (`marks`). Not the default: the
 /// checks make a module several times slower to compile and memory-bound code up to twice as
@@ -355,20 +355,8 @@ struct Scratch {
 impl Scratch {
     fn new(log: &WriteLog, pages: usize) -> io::Result<Scratch> {
         let len = pages * OS_PAGE;
-        // SAFETY: a fresh private anonymous mapping, unmapped on drop.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
+        // Unmapped on drop.
+        let base = map_anonymous(len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE)?;
         let scratch = Scratch {
             base: base as usize,
             len,

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Carry, Graph, Lane};
 use crate::bench_canister::BenchClient;
+use crate::engine::embedded::memory::map_anonymous;
 use crate::engine::{ProcessSide, Profiling};
 use crate::report::work::Unit;
 use crate::suites::pool::record::set_lane;
@@ -42,24 +43,9 @@ impl Claims {
     pub fn new(tasks: usize, workers: usize) -> Result<Claims> {
         let len = tasks + 1 + workers;
         let bytes = len * std::mem::size_of::<AtomicU32>();
-        // SAFETY: a new shared anonymous mapping (zeroed: every task free); nothing else
-        // refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(anyhow!(
-                "mapping the worker processes' task flags: {}",
-                std::io::Error::last_os_error()
-            ));
-        }
+        // Shared with the worker processes, zeroed: every task free.
+        let base = map_anonymous(bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)
+            .map_err(|e| anyhow!("mapping the worker processes' task flags: {e}"))?;
         Ok(Claims {
             flags: base.cast(),
             tasks,

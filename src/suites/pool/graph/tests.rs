@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::embedded::memory::map_anonymous;
 use crate::engine::embedded::EmbeddedEngine;
 use crate::suites::Shard;
 
@@ -261,19 +262,9 @@ fn counter_in_processes(jobs: usize, fail: Option<u8>) -> Result<CounterRun> {
     };
     // A count in memory the processes share.
     let shared = if jobs > 1 {
-        // SAFETY: a new shared anonymous mapping of one zeroed u32, unmapped below.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        Some(base)
+        // One zeroed u32, unmapped below.
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        Some(map_anonymous(4, prot, libc::MAP_SHARED).expect("a shared page"))
     } else {
         None
     };
@@ -291,7 +282,7 @@ fn counter_in_processes(jobs: usize, fail: Option<u8>) -> Result<CounterRun> {
     );
     if let Some(base) = shared {
         // SAFETY: the mapping made above; no task runs any more.
-        unsafe { libc::munmap(base, 4) };
+        unsafe { libc::munmap(base.cast(), 4) };
     }
     ran?;
     let mut sums = sums.into_inner().unwrap();

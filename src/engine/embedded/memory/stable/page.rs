@@ -12,7 +12,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU32, Ordering};
 use std::sync::Mutex;
 
-use super::super::OS_PAGE;
+use super::super::{map_anonymous, OS_PAGE};
 
 pub type Page = [u8; OS_PAGE];
 
@@ -199,22 +199,12 @@ impl FreeLists {
 /// ends cut off.
 fn map_block() -> usize {
     let length = 2 * BLOCK_BYTES;
-    // SAFETY: a new private anonymous mapping; nothing else refers to its range.
-    let mapped = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            length,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if mapped == libc::MAP_FAILED {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let Ok(mapped) = map_anonymous(length, prot, libc::MAP_PRIVATE | libc::MAP_NORESERVE) else {
         let layout = std::alloc::Layout::from_size_align(BLOCK_BYTES, BLOCK_BYTES)
             .expect("the block's layout is valid");
         std::alloc::handle_alloc_error(layout);
-    }
+    };
     let start = mapped as usize;
     let block = (start + BLOCK_BYTES - 1) & !(BLOCK_BYTES - 1);
     let (head, tail) = (block - start, start + length - (block + BLOCK_BYTES));
@@ -222,7 +212,7 @@ fn map_block() -> usize {
     // costs address space.
     unsafe {
         if head > 0 {
-            libc::munmap(mapped, head);
+            libc::munmap(mapped.cast(), head);
         }
         if tail > 0 {
             libc::munmap((block + BLOCK_BYTES) as *mut libc::c_void, tail);
