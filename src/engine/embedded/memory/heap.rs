@@ -71,7 +71,10 @@ pub struct HeapRegion {
     /// A reservation as large as the heap's: the old bytes of a page the message wrote
     /// first lie at the page's own offset in it.
     undo: usize,
-    /// At most how many undo pages hold memory (see [`UNDO_KEPT_PAGES`]).
+    /// One byte per OS page: 1 = its undo page holds memory (filled since the undo pages
+    /// were last given back).
+    undo_resident: Box<[AtomicU8]>,
+    /// How many undo pages hold memory (see [`UNDO_KEPT_PAGES`]).
     undo_used: AtomicUsize,
     /// The message counts accessed and written Wasm pages (the deterministic memory
     /// tracker): the heap starts it inaccessible.
@@ -104,7 +107,7 @@ pub struct HeapRegion {
     registered_count: AtomicUsize,
     /// Reservation bytes the heap can grow into (kept out of huge pages for the log).
     capacity: usize,
-    /// Undo pages filled in this message (their memory stays until [`UNDO_KEPT_PAGES`]).
+    /// Undo pages filled in this message.
     undo_copied: AtomicUsize,
     /// The instance's heap marks (`instrument::HEAP_MARKS_EXPORT`), 0 without: then the
     /// module's code finds its first touches and calls [`HeapRegion::touch`], and the heap
@@ -120,10 +123,11 @@ pub struct HeapRegion {
     closed: AtomicBool,
 }
 
-/// Undo pages stay allocated between messages (a message that writes the pages the last
-/// one wrote reuses them, as the committed copy did) until about this many were used;
-/// then they are all given back. 16,384 pages: 64 MiB per canister at most, plus what one
-/// message writes.
+/// Undo pages stay allocated between messages: a message that writes the pages the last
+/// one wrote reuses them, where pages given back would each cost a fault and a page of
+/// zeros before the copy (a Motoko store's collector rewrites much of a 1.4 GiB heap in
+/// every message of its fill). Past this many (64 MiB), they are all given back after a
+/// message that filled fewer than half of them: the rest are another message's.
 const UNDO_KEPT_PAGES: usize = 16_384;
 
 /// At most how many Wasm pages of a heap are registered with the kernel's log one by one
@@ -162,6 +166,7 @@ impl HeapRegion {
             clean: flags(),
             armed_len: AtomicUsize::new(0),
             undo,
+            undo_resident: flags(),
             undo_used: AtomicUsize::new(0),
             track_access: AtomicBool::new(false),
             accessed: wasm_flags(),
@@ -430,14 +435,16 @@ impl HeapRegion {
     }
 
     fn forget_undo(&self) -> Result<()> {
-        let used =
-            self.undo_used.load(Ordering::Acquire) + self.undo_copied.swap(0, Ordering::AcqRel);
-        if used <= UNDO_KEPT_PAGES {
-            self.undo_used.store(used, Ordering::Release);
+        let used = self.undo_used.load(Ordering::Acquire);
+        let copied = self.undo_copied.swap(0, Ordering::AcqRel);
+        if used <= UNDO_KEPT_PAGES || copied * 2 >= used {
             return Ok(());
         }
         self.undo_used.store(0, Ordering::Release);
         let len = self.len();
+        for resident in &self.undo_resident[..len / OS_PAGE] {
+            resident.store(0, Ordering::Relaxed);
+        }
         // SAFETY: the undo reservation's first `len` bytes, which nothing refers to between
         // messages; they read as zero afterwards.
         if len > 0 && unsafe { libc::madvise(self.undo as *mut _, len, libc::MADV_DONTNEED) } != 0 {
@@ -652,6 +659,9 @@ impl HeapRegion {
             )
         };
         self.undo_copied.fetch_add(1, Ordering::AcqRel);
+        if self.undo_resident[page].swap(1, Ordering::Relaxed) == 0 {
+            self.undo_used.fetch_add(1, Ordering::AcqRel);
+        }
     }
 
     fn grown(&self, old_len: usize, new_len: usize) -> Result<()> {
@@ -940,3 +950,6 @@ pub fn page_range(page: u32) -> Range<usize> {
     let start = page as usize * OS_PAGE;
     start..start + OS_PAGE
 }
+
+#[cfg(test)]
+mod tests;
