@@ -72,6 +72,16 @@ fn decode_attempt<T: Reply>(method: &str, arg: &[u8], out: CallOutcome) -> Resul
 }
 
 impl<'e> BenchClient<'e> {
+    /// Sends `f`'s messages with the heap's written pages counted only as exactly as their
+    /// charges need ([`Engine::set_exact_heap_dirty_pages`]): for messages whose
+    /// `heap_dirty_pages` nobody reads, such as a store's fill and its collector's.
+    pub fn unmeasured<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.engine.set_exact_heap_dirty_pages(false);
+        let out = f(self);
+        self.engine.set_exact_heap_dirty_pages(true);
+        out
+    }
+
     /// Installs the bench canister on `engine`.
     pub fn install(engine: &'e mut dyn Engine, wasm: &[u8]) -> Result<Self> {
         let (canister, out) = engine.install(wasm, &Encode!().expect("empty args encode"))?;

@@ -635,6 +635,13 @@ pub trait Engine {
         anyhow::bail!("the {} engine cannot take in shared snapshots", self.name())
     }
 
+    /// Whether the messages from now on report their heap's written 4 KiB pages
+    /// (`heap_dirty_pages`) exactly; true until set. With false, an engine whose replica
+    /// vintage charges by the memory tracker, so that no count depends on them, may count
+    /// every 4 KiB page of a Wasm page written (the report's figure then an upper bound):
+    /// for messages nobody reads the figure of, such as a store's fill.
+    fn set_exact_heap_dirty_pages(&mut self, _exact: bool) {}
+
     /// Attributes the instructions of the messages from now on (and of forks taken from
     /// now on) to the call stacks that spent them, in [`MessageReport::profile`]. Counts
     /// do not change. An error when the engine cannot (PocketIC's counter is not ours).

@@ -62,7 +62,7 @@ pub fn settle_collector(client: &mut BenchClient<'_>) -> Result<u64> {
     let mut last = 0;
     for sent in 1..=MAX_TICKS {
         client
-            .tick()?
+            .unmeasured(|c| c.tick())?
             .value
             .map_err(|e| anyhow::anyhow!("tick failed: {e}"))?;
         last = client.motoko_stats()?.collector_instructions;

@@ -367,3 +367,57 @@ fn the_write_log_registers_only_the_wasm_pages_a_message_writes() {
     assert_eq!(mapped(), (262_144, 65_536), "the one Wasm page written");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A message sent with `set_exact_heap_dirty_pages(false)` (a store's fill) under a vintage
+/// that charges by the memory tracker counts each Wasm page it writes as all its 4 KiB pages
+/// where the kernel's log would name them: the same instructions, the same state, the same
+/// rollback; under a vintage that charges the 4 KiB pages, the engine counts them exactly.
+#[test]
+fn an_unmeasured_message_counts_whole_wasm_pages_only_where_no_charge_depends_on_them() {
+    use icbench::engine::cost::Replica;
+    use icbench::engine::embedded::EmbeddedEngine;
+    use icbench::engine::Engine;
+    let mode = std::env::var("ICBENCH_HEAP_WRITES").unwrap_or_default();
+    let logged = kernel_has_write_log() && (mode.is_empty() || mode == "auto");
+    // Three 4 KiB pages in two Wasm pages.
+    let writes = "(i32.store8 (i32.const 65546) (i32.const 1))
+                  (i32.store8 (i32.const 70000) (i32.const 2))
+                  (i32.store8 (i32.const 131073) (i32.const 3))";
+    let wat = format!(
+        r#"(module {imports} (memory 3)
+          (func (export "canister_update write") {writes} (call $reply))
+          (func (export "canister_update write_then_trap") {writes} (unreachable)))"#,
+        imports = crate::support::wat::REPLY_IMPORTS
+    );
+    let wasm = wat::parse_str(wat).unwrap();
+    // (instructions, heap_dirty_pages, the state before the message, the state after it)
+    let send = |replica: Replica, exact: bool, method: &str| {
+        let mut e = EmbeddedEngine::default().with_replica(replica);
+        let (id, _) = e.install(&wasm, &[]).unwrap();
+        e.set_exact_heap_dirty_pages(exact);
+        let before = e.state_hash(id).unwrap();
+        let report = e.update(id, method, &[]).unwrap().report;
+        let after = e.state_hash(id).unwrap();
+        (report.instructions, report.heap_dirty_pages, before, after)
+    };
+    for replica in [Replica::R2026_07, Replica::R2026_05] {
+        let whole = if logged && replica.memory_tracker.is_some() {
+            32
+        } else {
+            3
+        };
+        let (instructions, dirty, before, after) = send(replica, true, "write");
+        assert_eq!(dirty, 3);
+        assert_ne!(before, after);
+        assert_eq!(
+            send(replica, false, "write"),
+            (instructions, whole, before, after)
+        );
+        let (instructions, dirty, before, after) = send(replica, true, "write_then_trap");
+        assert_eq!((dirty, after), (3, before), "rolled back");
+        assert_eq!(
+            send(replica, false, "write_then_trap"),
+            (instructions, whole, before, before)
+        );
+    }
+}

@@ -107,6 +107,8 @@ impl EmbeddedEngine {
             profiling: self.profiling,
             counter_reads: self.counter_reads.clone(),
             time_ns: self.time_ns,
+            // Only where no count depends on the 4 KiB pages: the tracker charges Wasm pages.
+            whole_wasm_pages: !self.exact_heap_dirty_pages && self.page_rule().is_some(),
         };
         let c = self.canister(id)?;
         // The module stays the same while the message runs; a handle of our own leaves the
@@ -257,6 +259,9 @@ struct Setup {
     profiling: Profiling,
     counter_reads: CounterReads,
     time_ns: u64,
+    /// The heap's written pages may be counted by whole Wasm pages
+    /// ([`HeapRegion::arm`](crate::engine::embedded::memory::heap::HeapRegion::arm)).
+    whole_wasm_pages: bool,
 }
 
 /// The host's OS pages (of `1 << shift` 4 KiB pages) among the heap's written 4 KiB `pages`.
@@ -336,7 +341,7 @@ fn begin_message(
     };
     inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
     if let Some(h) = &inst.heap {
-        h.arm(true)?;
+        h.arm(true, setup.whole_wasm_pages)?;
     }
     Ok(before)
 }

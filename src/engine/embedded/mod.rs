@@ -151,6 +151,8 @@ pub struct EmbeddedEngine {
     /// reads of the last message.
     counter_reads: CounterReads,
     last_counter_reads: Vec<CounterRead>,
+    /// [`Engine::set_exact_heap_dirty_pages`].
+    exact_heap_dirty_pages: bool,
     /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
     /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
     /// canister's: restoring a snapshot leaves it alone.
@@ -178,6 +180,7 @@ impl EmbeddedEngine {
             host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
+            exact_heap_dirty_pages: true,
             expected_compiled_wasms: HashSet::new(),
         }
     }
@@ -443,6 +446,10 @@ impl Engine for EmbeddedEngine {
 
     fn restore(&mut self, id: Principal, snapshot: SnapshotId) -> Result<()> {
         self.restore_snapshot(id, snapshot)
+    }
+
+    fn set_exact_heap_dirty_pages(&mut self, exact: bool) {
+        self.exact_heap_dirty_pages = exact;
     }
 
     fn set_profiling(&mut self, profiling: Profiling) -> Result<()> {

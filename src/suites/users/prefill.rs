@@ -91,7 +91,8 @@ pub(in crate::suites) fn fill_until_rejected(
     while done < to {
         let count = chunk.min(to - done);
         before(done + count);
-        let out = match client.try_add_users(store, done * ID_STEP, ID_STEP, count)? {
+        let sent = client.unmeasured(|c| c.try_add_users(store, done * ID_STEP, ID_STEP, count));
+        let out = match sent? {
             Ok(out) => out,
             Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
         };

@@ -109,6 +109,10 @@ pub struct HeapRegion {
     capacity: usize,
     /// Undo pages filled in this message.
     undo_copied: AtomicUsize,
+    /// This message counts every 4 KiB page of a Wasm page it writes as written, without
+    /// the kernel's log (which costs a fault per 4 KiB page written): its caller needs no
+    /// exact count ([`HeapRegion::arm`]).
+    whole_wasm_pages: AtomicBool,
     /// The instance's heap marks (`instrument::HEAP_MARKS_EXPORT`), 0 without: then the
     /// module's code finds its first touches and calls [`HeapRegion::touch`], and the heap
     /// stays readable and writable; without, the kernel's faults find them.
@@ -181,6 +185,7 @@ impl HeapRegion {
             registered_count: AtomicUsize::new(0),
             capacity,
             undo_copied: AtomicUsize::new(0),
+            whole_wasm_pages: AtomicBool::new(false),
             marks: AtomicUsize::new(0),
             marked_order: wasm_order(),
             marked_count: AtomicUsize::new(0),
@@ -270,11 +275,15 @@ impl HeapRegion {
 
     /// Starts a message: every accessible page becomes read-only until first written, or,
     /// with `track_access` (the deterministic memory tracker), inaccessible until first
-    /// accessed.
-    pub fn arm(&self, track_access: bool) -> Result<()> {
+    /// accessed. With `whole_wasm_pages`, the pages [`HeapRegion::disarm`] says written are
+    /// all those of each Wasm page written, where the kernel's log would name the 4 KiB
+    /// pages: the same Wasm page counts, and the state is the same.
+    pub fn arm(&self, track_access: bool, whole_wasm_pages: bool) -> Result<()> {
         debug_assert!(!self.armed.load(Ordering::Acquire));
         self.armed_len.store(self.len(), Ordering::Release);
         self.track_access.store(track_access, Ordering::Release);
+        self.whole_wasm_pages
+            .store(whole_wasm_pages, Ordering::Release);
         self.accessed_count.store(0, Ordering::Release);
         self.written_count.store(0, Ordering::Release);
         if self.marks().is_some() {
@@ -371,7 +380,13 @@ impl HeapRegion {
                     }
                 }
             }
+            let whole = self.whole_wasm_pages.load(Ordering::Acquire);
             for run in runs {
+                if whole {
+                    let end = (run.end * OS_PAGES_PER_WASM_PAGE).min(pages);
+                    written.extend((run.start * OS_PAGES_PER_WASM_PAGE..end).map(|p| p as u32));
+                    continue;
+                }
                 let bytes = run.start * WASM_PAGE..(run.end * WASM_PAGE).min(self.len());
                 let first = written.len();
                 log.written(base + bytes.start..base + bytes.end, &mut written)
@@ -529,11 +544,15 @@ impl HeapRegion {
         let start = wasm_page * WASM_PAGE;
         let bytes = WASM_PAGE.min(self.len.load(Ordering::Acquire) - start);
         let addr = self.base.load(Ordering::Acquire) + start;
+        let writable = || protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE);
+        if self.whole_wasm_pages.load(Ordering::Acquire) {
+            return writable().is_ok();
+        }
         // The log starts for this Wasm page now (a page the message only read must not
         // read as written, and one written in an earlier message is logged again).
         self.register(log, wasm_page, addr..addr + bytes)
             && log.protect(addr..addr + bytes).is_ok()
-            && protect(addr as *mut u8, bytes, libc::PROT_READ | libc::PROT_WRITE).is_ok()
+            && writable().is_ok()
     }
 
     /// Every Wasm page registered with the kernel's log, or none; none one by one.
