@@ -225,14 +225,15 @@ impl FileBytes {
         use std::os::fd::AsRawFd;
         let len = file.metadata()?.len() as usize;
         if len > 0 {
-            // SAFETY: a fresh read-only private mapping of a file we opened; the pages are
-            // read in by the kernel up front (MAP_POPULATE), not fault by fault.
+            // SAFETY: a fresh read-only private mapping of a file we opened. Not populated:
+            // the pages a reader uses are faulted in, and [`FileBytes::sum`] gives back the
+            // ones it read.
             let ptr = unsafe {
                 libc::mmap(
                     std::ptr::null_mut(),
                     len,
                     libc::PROT_READ,
-                    libc::MAP_PRIVATE | populate(),
+                    libc::MAP_PRIVATE,
                     file.as_raw_fd(),
                     0,
                 )
@@ -256,6 +257,38 @@ impl FileBytes {
             FileBytes::Mapped { ptr, len } => unsafe { std::slice::from_raw_parts(*ptr, *len) },
         }
     }
+
+    /// Adds the bytes `range` to `sum`. A mapping's pages are read in a chunk at a time and
+    /// unmapped from the process after it (they stay in the page cache): checking a 1.5 GB
+    /// state does not make it all resident in the process, where the run uses a few pages.
+    fn sum(&self, range: std::ops::Range<usize>, sum: &mut crc32fast::Hasher) {
+        let bytes = &self.as_slice()[range];
+        for chunk in bytes.chunks(SUM_CHUNK) {
+            if let FileBytes::Mapped { .. } = self {
+                advise(chunk, populate_read());
+            }
+            sum.update(chunk);
+            if let FileBytes::Mapped { .. } = self {
+                advise(chunk, libc::MADV_DONTNEED);
+            }
+        }
+    }
+}
+
+/// Bytes summed between two gives-back of [`FileBytes::sum`].
+const SUM_CHUNK: usize = 16 << 20;
+
+/// `madvise` over the pages that hold `bytes`, a part of a read-only file mapping that
+/// nothing writes: the mapping starts on a page and covers its last page whole, and on it
+/// either advice only maps or unmaps the file's bytes (a refusal changes nothing but speed).
+fn advise(bytes: &[u8], advice: libc::c_int) {
+    let start = bytes.as_ptr() as usize & !(PAYLOAD_ALIGN - 1);
+    let end = (bytes.as_ptr() as usize + bytes.len()).next_multiple_of(PAYLOAD_ALIGN);
+    if advice != 0 && start < end {
+        // SAFETY: whole pages of our own read-only file mapping (above); MADV_DONTNEED only
+        // drops their page-table entries, and the next read maps the file's bytes again.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, advice) };
+    }
 }
 
 impl Drop for FileBytes {
@@ -267,13 +300,15 @@ impl Drop for FileBytes {
     }
 }
 
+/// Maps a chunk's pages in one call rather than a fault per 64 KiB (Linux 5.14 and later;
+/// 0, no advice, elsewhere).
 #[cfg(target_os = "linux")]
-fn populate() -> libc::c_int {
-    libc::MAP_POPULATE
+fn populate_read() -> libc::c_int {
+    libc::MADV_POPULATE_READ
 }
 
 #[cfg(not(target_os = "linux"))]
-fn populate() -> libc::c_int {
+fn populate_read() -> libc::c_int {
     0
 }
 
@@ -296,7 +331,7 @@ pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
-    Ok(match check(bytes.as_slice(), key) {
+    Ok(match check(&bytes, key) {
         Ok(meta_len) => {
             // Recently used, for [`prune`]; an entry that stays old only costs a recompute.
             let _ = std::fs::File::options()
@@ -317,7 +352,8 @@ pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
 }
 
 /// Checks an entry file; returns the length of its meta part.
-fn check(bytes: &[u8], key: &[u8; 32]) -> Result<usize> {
+fn check(file: &FileBytes, key: &[u8; 32]) -> Result<usize> {
+    let bytes = file.as_slice();
     if bytes.len() < HEADER {
         bail!("truncated: {} bytes, shorter than the header", bytes.len());
     }
@@ -352,7 +388,7 @@ fn check(bytes: &[u8], key: &[u8; 32]) -> Result<usize> {
     }
     let mut sum = crc32fast::Hasher::new();
     sum.update(meta);
-    sum.update(&bytes[start..]);
+    file.sum(start..bytes.len(), &mut sum);
     if sum.finalize().to_le_bytes() != bytes[60..64] {
         bail!("checksum mismatch");
     }
@@ -619,6 +655,51 @@ mod tests {
         assert!(dir.join(MODULES).join("user-file").is_file());
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(clear(&dir).unwrap(), 0);
+    }
+
+    /// The process's resident bytes of the mapping that starts at `start` (/proc/self/smaps).
+    #[cfg(target_os = "linux")]
+    fn resident_bytes_of_mapping(start: *const u8) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{:x}-", start as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping starts at {start:?}");
+        let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
+        let kb: u64 = rss.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn checking_a_large_entry_leaves_none_of_its_payload_resident_and_finds_damage_in_any_chunk() {
+        let dir = temp("large");
+        let key = [5u8; 32];
+        // Three chunks of the checksum's walk, the last one partial.
+        let payload: Vec<u8> = (0..2 * SUM_CHUNK + 12_345)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        write(&dir, STATES, &key, b"meta", &payload).unwrap();
+        let Lookup::Found(entry) = read(&dir, STATES, &key).unwrap() else {
+            panic!("the entry just written")
+        };
+        let FileBytes::Mapped { ptr, .. } = entry.bytes else {
+            panic!("a file is mapped on Linux")
+        };
+        // The header and meta page, read by the check; none of the summed payload.
+        assert_eq!(resident_bytes_of_mapping(ptr), PAYLOAD_ALIGN as u64);
+        assert!(entry.payload() == &payload[..]);
+        drop(entry);
+
+        let path = entry_path(&dir, STATES, &key);
+        let good = std::fs::read(&path).unwrap();
+        let mut flipped = good.clone();
+        flipped[PAYLOAD_ALIGN + SUM_CHUNK + 7] ^= 0x10;
+        std::fs::write(&path, &flipped).unwrap();
+        match read(&dir, STATES, &key).unwrap() {
+            Lookup::Damaged(e) => assert!(format!("{e:#}").contains("checksum mismatch"), "{e:#}"),
+            other => panic!("{other:?}"),
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
