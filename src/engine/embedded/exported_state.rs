@@ -66,10 +66,17 @@ impl EmbeddedEngine {
             w.write_all(&globals)?;
             put(w, stable.size_wasm_pages())?;
             put(w, stable.stored_pages() as u64)?;
+            let mut numbers = Vec::with_capacity(stable.stored_pages());
+            stable.for_each_page(|n, _| numbers.push(n));
+            for n in numbers {
+                put(w, n)?;
+            }
+            // Stable pages start on a page boundary too, so that they can be mapped.
+            pad_to_page(w)?;
             let mut written = Ok(());
-            stable.for_each_page(|n, bytes| {
+            stable.for_each_page(|_, bytes| {
                 if written.is_ok() {
-                    written = put(w, n).and_then(|()| w.write_all(bytes));
+                    written = w.write_all(bytes);
                 }
             });
             written?;
@@ -93,21 +100,23 @@ impl EmbeddedEngine {
         if next_canister != 1 {
             bail!("the state holds {next_canister} canisters, not 1");
         }
-        // The pages are only located here; the heap (mapped from a cache entry, or copied)
-        // and stable memory's copy are made side by side below.
+        // The pages are only located here; the heap and stable memory (each mapped from a
+        // cache entry, or copied) are made side by side below.
         let heap_len = usize::try_from(r.u64()?)?;
         let numbers = r.page_numbers(heap_len)?;
         let pages_at = r.skip_to_page(state.bytes.len())?;
         let bytes = r.bytes(numbers.len() * OS_PAGE)?;
         let globals = decode_globals(&mut r)?;
         let stable_size = r.u64()?;
-        let mut stable_pages = Vec::new();
-        for _ in 0..r.u64()? {
-            let n = r.u64()?;
-            stable_pages.push((n, r.bytes(OS_PAGE)?));
-        }
+        let stable_numbers = r.stable_page_numbers()?;
+        let stable_at = r.skip_to_page(state.bytes.len())?;
+        let stable_bytes = r.bytes(stable_numbers.len() * OS_PAGE)?;
+        let stable_file = state
+            .file
+            .map(|(file, offset)| (file, offset + stable_at as u64));
         let (heap, stable) = std::thread::scope(|scope| {
-            let stable = scope.spawn(|| StableImage::from_pages(stable_size, &stable_pages));
+            let stable = scope
+                .spawn(|| stable_image(stable_size, &stable_numbers, stable_bytes, stable_file));
             // From the cache entry's file where it can be: no copy.
             let mapped = match state.file {
                 Some((file, offset)) => {
@@ -385,13 +394,32 @@ fn decode_globals(r: &mut StateReader<'_>) -> Result<Vec<Val>> {
 const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 2";
 
 /// The first bytes of an exported canister state; the number changes with the layout.
-const STATE_FORMAT: &[u8; 24] = b"icbench canister state 2";
+const STATE_FORMAT: &[u8; 24] = b"icbench canister state 3";
 
 /// Zeros up to the next page boundary of what `w` wrote: the pages that follow can be
 /// mapped from a cache entry's file (whose payload starts on a page boundary).
 fn pad_to_page(w: &mut Counted<'_>) -> std::io::Result<()> {
     let pad = w.n.next_multiple_of(OS_PAGE as u64) - w.n;
     w.write_all(&vec![0; pad as usize])
+}
+
+/// A state's stable pages `numbers`, whose bytes are `bytes` and lie in `file` from the
+/// offset given with it when the state is a cache entry's file: mapped from the file on
+/// Linux (no copy), else copied.
+fn stable_image(
+    size_wasm_pages: u64,
+    numbers: &[u64],
+    bytes: &[u8],
+    file: Option<(&std::fs::File, u64)>,
+) -> Result<StableImage> {
+    #[cfg(target_os = "linux")]
+    if let Some((file, at)) = file {
+        return StableImage::in_file(size_wasm_pages, numbers, file, at);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = file;
+    let pages: Vec<(u64, &[u8])> = numbers.iter().copied().zip(bytes.chunks(OS_PAGE)).collect();
+    StableImage::from_pages(size_wasm_pages, &pages)
 }
 
 /// `base`'s pages `kept` and the delta's pages `changed`, which lie one after another from
@@ -472,6 +500,18 @@ impl<'a> StateReader<'a> {
         }
         Ok(numbers)
     }
+    /// A count and as many stable page numbers, each above the one before.
+    fn stable_page_numbers(&mut self) -> Result<Vec<u64>> {
+        let mut numbers: Vec<u64> = Vec::new();
+        for _ in 0..self.u64()? {
+            let n = self.u64()?;
+            if numbers.last().is_some_and(|&last| last >= n) {
+                bail!("stable page {n} is out of order");
+            }
+            numbers.push(n);
+        }
+        Ok(numbers)
+    }
     /// Skips the zeros [`pad_to_page`] wrote, of a state or delta `total` bytes long;
     /// returns where the pages after them start.
     fn skip_to_page(&mut self, total: usize) -> Result<usize> {
@@ -481,7 +521,7 @@ impl<'a> StateReader<'a> {
             .iter()
             .any(|&b| b != 0)
         {
-            bail!("the heap's pages are not where the layout puts them");
+            bail!("the pages are not where the layout puts them");
         }
         Ok(total - self.0.len())
     }

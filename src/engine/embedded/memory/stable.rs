@@ -249,6 +249,28 @@ impl StableImage {
         Ok(image)
     }
 
+    /// An image of `size_wasm_pages` whose pages `numbers` lie one after another in `file`
+    /// from byte `offset` (a multiple of the page), mapped from it, not copied: see
+    /// [`SharedPage::mapped`]. The file must not change while the image or a copy of it
+    /// lives (cache entries never do: a new one is renamed over the name).
+    #[cfg(target_os = "linux")]
+    pub fn in_file(
+        size_wasm_pages: u64,
+        numbers: &[u64],
+        file: &std::fs::File,
+        offset: u64,
+    ) -> anyhow::Result<Self> {
+        let mut image = Self::with_size(size_wasm_pages);
+        for &n in numbers {
+            image.check_page_number(n)?;
+        }
+        let pages = SharedPage::mapped(file, offset, numbers.len())?;
+        for (&n, page) in numbers.iter().zip(pages) {
+            image.pages.insert(n, page);
+        }
+        Ok(image)
+    }
+
     fn check_page_number(&self, n: u64) -> anyhow::Result<()> {
         if n >= self.size_wasm_pages * OS_PAGES_PER_WASM_PAGE {
             anyhow::bail!(

@@ -56,6 +56,18 @@ impl SharedPage {
         SharedPage(page)
     }
 
+    /// The `count` pages of `file` from byte `offset` (a multiple of the page), mapped
+    /// copy-on-write instead of copied: a state read from the cache holds only the pages
+    /// its messages read, in the page cache, and the ones they write in memory of its own.
+    #[cfg(target_os = "linux")]
+    pub fn mapped(
+        file: &std::fs::File,
+        offset: u64,
+        count: usize,
+    ) -> std::io::Result<Vec<SharedPage>> {
+        POOL.map_file(file, offset, count)
+    }
+
     fn count(&self) -> &AtomicU32 {
         count_of(self.0)
     }
@@ -111,6 +123,13 @@ fn count_of(page: NonNull<Page>) -> &'static AtomicU32 {
     // SAFETY: `page` was handed out by the pool, so it lies in a block whose first page is
     // the counts, which live as long as the process (blocks are never unmapped).
     unsafe { &*(block as *const AtomicU32).add(index) }
+}
+
+/// A block's first count, which no page uses (the counts' own page has none): 1 when the
+/// block's pages are a file's, mapped copy-on-write ([`Pool::map_file`]).
+fn file_flag(block: usize) -> &'static AtomicU32 {
+    // SAFETY: as in `count_of`: the block's counts live as long as the process.
+    unsafe { &*(block as *const AtomicU32) }
 }
 
 struct Pool {
@@ -181,6 +200,58 @@ impl Pool {
         lists.zero.extend(zeroed);
         lists.resident.extend(kept);
     }
+
+    /// [`SharedPage::mapped`]: blocks of their own, each page's count one. A freed page of
+    /// such a block is reused as any other; given back, it becomes anonymous zeros again
+    /// (`give_back`), not the file's bytes.
+    #[cfg(target_os = "linux")]
+    fn map_file(
+        &self,
+        file: &std::fs::File,
+        offset: u64,
+        count: usize,
+    ) -> std::io::Result<Vec<SharedPage>> {
+        use std::os::fd::AsRawFd;
+        let mut pages = Vec::with_capacity(count);
+        while pages.len() < count {
+            let n = (count - pages.len()).min(PAGES_PER_BLOCK - 1);
+            let block = map_block();
+            let at = offset + (pages.len() * OS_PAGE) as u64;
+            // SAFETY: the pages after the counts' of a block just mapped, which nothing
+            // refers to; a private mapping of a file the caller keeps unchanged.
+            let mapped = unsafe {
+                libc::mmap(
+                    (block + OS_PAGE) as *mut libc::c_void,
+                    n * OS_PAGE,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_FIXED,
+                    file.as_raw_fd(),
+                    at as libc::off_t,
+                )
+            };
+            let mut lists = self.lists();
+            if mapped == libc::MAP_FAILED {
+                let error = std::io::Error::last_os_error();
+                // The block stays anonymous: its pages serve as new ones.
+                lists
+                    .zero
+                    .extend((1..PAGES_PER_BLOCK).rev().map(|i| block + i * OS_PAGE));
+                return Err(error);
+            }
+            file_flag(block).store(1, Ordering::Relaxed);
+            lists
+                .zero
+                .extend((n + 1..PAGES_PER_BLOCK).rev().map(|i| block + i * OS_PAGE));
+            drop(lists);
+            pages.extend((1..=n).map(|i| {
+                let page = NonNull::new((block + i * OS_PAGE) as *mut Page)
+                    .expect("pool pages are not null");
+                count_of(page).store(1, Ordering::Relaxed);
+                SharedPage(page)
+            }));
+        }
+        Ok(pages)
+    }
 }
 
 impl FreeLists {
@@ -237,9 +308,31 @@ fn give_back(mut addresses: Vec<usize>) -> (Vec<usize>, Vec<usize>) {
             i += 1;
         }
         let start = addresses[first];
-        // SAFETY: free pages of our blocks, which nothing refers to.
-        let rc =
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) };
+        // A run never crosses into another block: each block starts with its counts' page,
+        // which is never free.
+        let rc = if file_flag(start & !(BLOCK_BYTES - 1)).load(Ordering::Relaxed) == 1 {
+            // Dropped, a file's page would read as the file again: fresh anonymous memory
+            // in its place reads as zeros.
+            // SAFETY: as below; MAP_FIXED replaces only these free pages.
+            let at = unsafe {
+                libc::mmap(
+                    start as *mut libc::c_void,
+                    end - start,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED,
+                    -1,
+                    0,
+                )
+            };
+            if at == libc::MAP_FAILED {
+                -1
+            } else {
+                0
+            }
+        } else {
+            // SAFETY: free pages of our blocks, which nothing refers to.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED) }
+        };
         let run = &addresses[first..i];
         if rc == 0 { &mut zeroed } else { &mut kept }.extend_from_slice(run);
     }
@@ -287,6 +380,71 @@ mod tests {
             }
         });
         assert!(page.is_unique());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn pages_mapped_from_a_file_hold_its_bytes_are_written_privately_and_go_back_as_zeros() {
+        use std::io::Write;
+        let count = PAGES_PER_BLOCK + 10; // two blocks
+        let bytes: Vec<u8> = (0..count * OS_PAGE)
+            .map(|i| (i / OS_PAGE + i) as u8)
+            .collect();
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[0xee; OS_PAGE]).unwrap();
+        file.write_all(&bytes).unwrap();
+        let pool = Pool::new(8, 4);
+        let mut pages = pool.map_file(&file, OS_PAGE as u64, count).unwrap();
+        for (i, page) in pages.iter().enumerate() {
+            assert!(
+                page[..] == bytes[i * OS_PAGE..(i + 1) * OS_PAGE],
+                "page {i}"
+            );
+            assert!(page.is_unique());
+        }
+        // The one reference writes in place, into the process's copy, not the file.
+        SharedPage::make_mut(&mut pages[3])[0] ^= 0xff;
+        assert_eq!(pages[3][0], bytes[3 * OS_PAGE] ^ 0xff);
+        let mut on_disk = vec![0; OS_PAGE];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut on_disk, 4 * OS_PAGE as u64).unwrap();
+        assert!(on_disk[..] == bytes[3 * OS_PAGE..4 * OS_PAGE]);
+        // Freed into this pool (not the process's): past the limit they are given back and
+        // read as zeros, as any page on the zero list must.
+        let raw: Vec<NonNull<Page>> = pages
+            .into_iter()
+            .map(|page| {
+                let raw = page.0;
+                std::mem::forget(page);
+                raw
+            })
+            .collect();
+        for &page in &raw {
+            pool.free(page);
+        }
+        let (resident, zero) = {
+            let lists = pool.lists();
+            (lists.resident.clone(), lists.zero.clone())
+        };
+        assert!(resident.len() <= 8);
+        let given_back: Vec<usize> = raw
+            .iter()
+            .map(|p| p.as_ptr() as usize)
+            .filter(|a| zero.contains(a))
+            .collect();
+        assert_eq!(given_back.len() + resident.len(), count);
+        for address in given_back {
+            // SAFETY: a free page of the test's pool, mapped for the process's life.
+            let page = unsafe { &*(address as *const Page) };
+            assert!(
+                page.iter().all(|&b| b == 0),
+                "a page given back reads as zeros"
+            );
+        }
+        // The second block's slots past the file's pages are free and zero.
+        assert_eq!(
+            zero.len() - (count - resident.len()),
+            2 * (PAGES_PER_BLOCK - 1) - count
+        );
     }
 
     #[test]
