@@ -67,4 +67,17 @@ pub(crate) mod testing {
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }
+
+    /// The kB that `/proc/self/smaps` gives under `field` (`Rss`, `Anonymous`, ...) for
+    /// the mapping that starts at `start`.
+    #[cfg(target_os = "linux")]
+    pub(crate) fn mapping_kb(start: *const u8, field: &str) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{:x}-", start as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        assert!(lines.next().is_some(), "no mapping starts at {head}");
+        let field = format!("{field}:");
+        let line = lines.find(|l| l.starts_with(&field)).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
 }

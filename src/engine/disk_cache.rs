@@ -657,18 +657,6 @@ mod tests {
         assert_eq!(clear(&dir).unwrap(), 0);
     }
 
-    /// The process's resident bytes of the mapping that starts at `start` (/proc/self/smaps).
-    #[cfg(target_os = "linux")]
-    fn resident_bytes_of_mapping(start: *const u8) -> u64 {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let head = format!("{:x}-", start as usize);
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
-        assert!(lines.next().is_some(), "no mapping starts at {start:?}");
-        let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
-        let kb: u64 = rss.split_whitespace().nth(1).unwrap().parse().unwrap();
-        kb * 1024
-    }
-
     #[cfg(target_os = "linux")]
     #[test]
     fn checking_a_large_entry_leaves_none_of_its_payload_resident_and_finds_damage_in_any_chunk() {
@@ -686,7 +674,7 @@ mod tests {
             panic!("a file is mapped on Linux")
         };
         // The header and meta page, read by the check; none of the summed payload.
-        assert_eq!(resident_bytes_of_mapping(ptr), PAYLOAD_ALIGN as u64);
+        assert_eq!(crate::testing::mapping_kb(ptr, "Rss"), PAYLOAD_ALIGN / 1024);
         assert!(entry.payload() == &payload[..]);
         drop(entry);
 

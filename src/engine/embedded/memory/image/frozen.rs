@@ -702,16 +702,11 @@ mod tests {
     use crate::engine::embedded::memory::heap::{protect, reserve};
     use crate::engine::embedded::memory::image::tests::image_of;
 
-    /// Anonymous (private, written) kB of the mapping that starts at `addr`, from smaps:
-    /// what a copy-on-write view of a frozen heap costs on its own.
+    /// Anonymous (private, written) kB of the mapping that starts at `addr`: what a
+    /// copy-on-write view of a frozen heap costs on its own.
     #[cfg(target_os = "linux")]
     fn private_kb(addr: *const u8) -> usize {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let head = format!("{:x}-", addr as usize);
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
-        assert!(lines.next().is_some(), "no mapping at {head}");
-        let line = lines.find(|l| l.starts_with("Anonymous:")).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+        crate::testing::mapping_kb(addr, "Anonymous")
     }
 
     /// A live heap: an accessible mapping of our own, as the engine's heaps are.

@@ -382,6 +382,15 @@ mod tests {
         assert!(page.is_unique());
     }
 
+    /// Frees `pages` into `pool`; its free lists after, resident then zero.
+    fn free_all(pool: &Pool, pages: &[NonNull<Page>]) -> (Vec<usize>, Vec<usize>) {
+        for &page in pages {
+            pool.free(page);
+        }
+        let lists = pool.lists();
+        (lists.resident.clone(), lists.zero.clone())
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn pages_mapped_from_a_file_hold_its_bytes_are_written_privately_and_go_back_as_zeros() {
@@ -418,13 +427,7 @@ mod tests {
                 raw
             })
             .collect();
-        for &page in &raw {
-            pool.free(page);
-        }
-        let (resident, zero) = {
-            let lists = pool.lists();
-            (lists.resident.clone(), lists.zero.clone())
-        };
+        let (resident, zero) = free_all(&pool, &raw);
         assert!(resident.len() <= 8);
         let given_back: Vec<usize> = raw
             .iter()
@@ -464,13 +467,7 @@ mod tests {
                 page
             })
             .collect();
-        for &page in &pages {
-            pool.free(page);
-        }
-        let (resident, zero) = {
-            let lists = pool.lists();
-            (lists.resident.clone(), lists.zero.clone())
-        };
+        let (resident, zero) = free_all(&pool, &pages);
         // The 9th free gave back 5 (down to 4), the 14th and the 19th 5 each: 4 + 1 left.
         assert_eq!(resident.len(), 5);
         let given_back: Vec<&usize> = zero
