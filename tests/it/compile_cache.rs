@@ -305,8 +305,8 @@ fn an_imported_state_continues_as_the_exported_one() {
         "{busy:#}"
     );
 
-    // Read from a cache entry, the heap's pages are mapped from the entry's file (no copy),
-    // and the state continues alike.
+    // Read from a cache entry, the heap's and stable memory's pages are mapped from the
+    // entry's file (no copy), and the state continues alike.
     let dir = scratch_dir("state-entry");
     let key = [1; 32];
     let entry = cache_entry(&dir, disk_cache::STATES, key, &state);
@@ -316,7 +316,16 @@ fn an_imported_state_continues_as_the_exported_one() {
     if cfg!(target_os = "linux") {
         let path = disk_cache::entry_path(&dir, disk_cache::STATES, &key);
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
-        assert!(maps.contains(path.to_str().unwrap()), "{maps}");
+        let of_entry: Vec<&str> = maps
+            .lines()
+            .filter(|l| l.ends_with(path.to_str().unwrap()))
+            .collect();
+        // At two offsets of the file: the heap's pages, and after them the stable pages'.
+        let offsets: std::collections::BTreeSet<&str> = of_entry
+            .iter()
+            .map(|l| l.split_whitespace().nth(2).unwrap())
+            .collect();
+        assert_eq!(offsets.len(), 2, "{of_entry:#?}");
     }
     let (_, mut a, _) = stepped(3);
     steps_alike(&mut a, &mut c, id);
