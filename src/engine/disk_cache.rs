@@ -262,13 +262,13 @@ impl FileBytes {
     /// unmapped from the process after it (they stay in the page cache): checking a 1.5 GB
     /// state does not make it all resident in the process, where the run uses a few pages.
     fn sum(&self, range: std::ops::Range<usize>, sum: &mut crc32fast::Hasher) {
-        let bytes = &self.as_slice()[range];
-        for chunk in bytes.chunks(SUM_CHUNK) {
-            if let FileBytes::Mapped { .. } = self {
+        let mapped = matches!(self, FileBytes::Mapped { .. });
+        for chunk in self.as_slice()[range].chunks(SUM_CHUNK) {
+            if mapped {
                 advise(chunk, populate_read());
             }
             sum.update(chunk);
-            if let FileBytes::Mapped { .. } = self {
+            if mapped {
                 advise(chunk, libc::MADV_DONTNEED);
             }
         }
