@@ -167,7 +167,8 @@ fn require_table(conn: &Connection, store: Store) -> Result<(), String> {
     }
 }
 
-fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
+/// A db_bench-shaped reply (the keys suite's too): the counts and the canister's sizes.
+pub fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
     DbBenchReport {
         ops,
         found,

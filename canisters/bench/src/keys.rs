@@ -19,6 +19,7 @@ use ic_rusqlite::rusqlite::types::Value;
 use ic_rusqlite::rusqlite::{Connection, OptionalExtension};
 use ic_stable_structures::{Memory as _, StableBTreeMap, Storable};
 
+use crate::dbbench::finish;
 use crate::memory::{self, Memory};
 use crate::report;
 use crate::sqlite;
@@ -328,17 +329,6 @@ pub fn lookup(store: &str, key_type: &str, keys: Vec<Vec<u8>>) -> Result<DbBench
         })?
     };
     Ok(finish(ops, found, bytes, instructions))
-}
-
-fn finish(ops: u64, found: u64, bytes: u64, instructions: u64) -> DbBenchReport {
-    DbBenchReport {
-        ops,
-        found,
-        bytes,
-        instructions,
-        heap_pages: report::heap_pages(),
-        stable_pages: report::stable_pages(),
-    }
 }
 
 /// Rows, stable bytes, and (SQLite) the pages of each B-tree of the table from `dbstat`

@@ -11,6 +11,8 @@ compile_error!("the bench canister only builds for wasm32-wasip1: run scripts/bu
 
 mod btree;
 mod dbbench;
+#[macro_use]
+mod endpoints;
 mod heap;
 mod ids;
 mod keys;
@@ -20,6 +22,7 @@ mod settings;
 mod sqlite;
 mod state;
 mod sysbench;
+mod users_sql;
 
 use std::cell::Cell;
 
@@ -84,197 +87,23 @@ fn post_upgrade() {
     POST_UPGRADE_INSTRUCTIONS.set(report::instruction_counter());
 }
 
-// ---- inserts --------------------------------------------------------------------------
+// ---- the stores' inserts and reads --------------------------------------------------
 
-#[ic_cdk::update]
-fn add_users_heap(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = Ids::sequence(offset, step, count, heap::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| heap::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-#[ic_cdk::update]
-fn add_users_heap_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
-    let ids = Ids::list(ids, heap::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| heap::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-#[ic_cdk::update]
-fn add_users_btree(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-#[ic_cdk::update]
-fn add_users_sqlite(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-/// Inserts at explicit ids (random positions): the caller draws them, so drawing is not
-/// part of the measurement.
-#[ic_cdk::update]
-fn add_users_btree_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
-    let ids = Ids::list(ids, btree::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| btree::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-#[ic_cdk::update]
-fn add_users_sqlite_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
-    let ids = Ids::list(ids, sqlite::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| sqlite::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-// ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
-
-fn get_heap(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = Ids::sequence(offset, step, count, heap::MAX_ID)?;
-    let (rows, instructions) = heap::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn get_heap_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    let ids = Ids::list(ids, heap::MAX_ID)?;
-    let (rows, instructions) = heap::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn scan_heap(offset: u64, count: u64) -> Result<ReadReport, String> {
-    let scan = Scan::new(offset, count, heap::MAX_ID)?;
-    let (rows, instructions) = heap::scan(&scan)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_heap(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_heap(offset, step, count)
-}
-
-#[ic_cdk::update]
-fn get_users_heap_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_heap(offset, step, count)
-}
-
-#[ic_cdk::query]
-fn get_users_heap_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_heap_ids(ids)
-}
-
-#[ic_cdk::update]
-fn get_users_heap_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_heap_ids(ids)
-}
-
-#[ic_cdk::query]
-fn scan_users_heap(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_heap(offset, count)
-}
-
-#[ic_cdk::update]
-fn scan_users_heap_update(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_heap(offset, count)
-}
-
-fn get_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = Ids::sequence(offset, step, count, btree::MAX_ID)?;
-    let (rows, instructions) = btree::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn get_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = Ids::sequence(offset, step, count, sqlite::MAX_ID)?;
-    let (rows, instructions) = sqlite::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn scan_btree(offset: u64, count: u64) -> Result<ReadReport, String> {
-    let scan = Scan::new(offset, count, btree::MAX_ID)?;
-    let (rows, instructions) = btree::scan(&scan)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn scan_sqlite(offset: u64, count: u64) -> Result<ReadReport, String> {
-    let scan = Scan::new(offset, count, sqlite::MAX_ID)?;
-    let (rows, instructions) = sqlite::scan(&scan)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_btree(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_btree(offset, step, count)
-}
-
-#[ic_cdk::update]
-fn get_users_btree_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_btree(offset, step, count)
-}
-
-#[ic_cdk::query]
-fn get_users_sqlite(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_sqlite(offset, step, count)
-}
-
-#[ic_cdk::update]
-fn get_users_sqlite_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_sqlite(offset, step, count)
-}
-
-fn get_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    let ids = Ids::list(ids, btree::MAX_ID)?;
-    let (rows, instructions) = btree::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_btree_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_btree_ids(ids)
-}
-
-#[ic_cdk::update]
-fn get_users_btree_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_btree_ids(ids)
-}
-
-fn get_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    let ids = Ids::list(ids, sqlite::MAX_ID)?;
-    let (rows, instructions) = sqlite::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_sqlite_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_sqlite_ids(ids)
-}
-
-#[ic_cdk::update]
-fn get_users_sqlite_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_sqlite_ids(ids)
-}
-
-#[ic_cdk::query]
-fn scan_users_btree(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_btree(offset, count)
-}
-
-#[ic_cdk::update]
-fn scan_users_btree_update(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_btree(offset, count)
-}
-
-#[ic_cdk::query]
-fn scan_users_sqlite(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_sqlite(offset, count)
-}
-
-#[ic_cdk::update]
-fn scan_users_sqlite_update(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_sqlite(offset, count)
-}
+store_endpoints!(heap:
+    add_users_heap, add_users_heap_ids,
+    get_users_heap, get_users_heap_update, get_users_heap_ids, get_users_heap_ids_update,
+    scan_users_heap, scan_users_heap_update;
+    get_heap, get_heap_ids, scan_heap);
+store_endpoints!(btree:
+    add_users_btree, add_users_btree_ids,
+    get_users_btree, get_users_btree_update, get_users_btree_ids, get_users_btree_ids_update,
+    scan_users_btree, scan_users_btree_update;
+    get_btree, get_btree_ids, scan_btree);
+store_endpoints!(sqlite:
+    add_users_sqlite, add_users_sqlite_ids,
+    get_users_sqlite, get_users_sqlite_update, get_users_sqlite_ids, get_users_sqlite_ids_update,
+    scan_users_sqlite, scan_users_sqlite_update;
+    get_sqlite, get_sqlite_ids, scan_sqlite);
 
 // ---- configuration and housekeeping -------------------------------------------------
 
@@ -291,29 +120,12 @@ fn set_payload_size(size: u64) -> Result<u64, String> {
 
 #[ic_cdk::query]
 fn stats() -> Stats {
-    let (sqlite_rows, page_count, page_size, freelist_count, journal_mode) = match sqlite::stats() {
-        Ok(s) => (
-            s.rows,
-            s.page_count,
-            s.page_size,
-            s.freelist_count,
-            s.journal_mode,
-        ),
-        // stats has no Err case: zeros, and the reason where the journal mode would be.
-        Err(e) => (0, 0, 0, 0, format!("unavailable: {e}")),
-    };
-    Stats {
-        btree_rows: btree::len(),
-        sqlite_rows,
-        heap_pages: report::heap_pages(),
-        stable_pages: report::stable_pages(),
-        btree_stable_pages: Some(btree::stable_pages()),
-        sqlite_page_count: page_count,
-        sqlite_page_size: page_size,
-        sqlite_freelist_count: freelist_count,
-        journal_mode,
-        payload_size: state::payload_size(),
-    }
+    users_sql::stats_reply(
+        sqlite::stats(),
+        btree::len(),
+        Some(btree::stable_pages()),
+        state::payload_size(),
+    )
 }
 
 #[ic_cdk::update]

@@ -45,51 +45,42 @@ const WASI_FS_IDS: core::ops::Range<u8> = 101..119;
 /// ic-rusqlite canister would put it.
 const SQLITE_DB_ID: u8 = 120;
 
-const fn collides_with_sqlite(id: u8) -> bool {
-    (id >= WASI_FS_IDS.start && id < WASI_FS_IDS.end) || id == SQLITE_DB_ID
-}
-const _: () = assert!(!collides_with_sqlite(BTREE_ID));
-const _: () = assert!(!collides_with_sqlite(SETTINGS_ID));
-const _: () = assert!(!collides_with_sqlite(DBBENCH_BTREE_ID));
-const _: () = assert!(BTREE_ID != SETTINGS_ID);
-const _: () = assert!(DBBENCH_BTREE_ID != BTREE_ID && DBBENCH_BTREE_ID != SETTINGS_ID);
-const _: () = {
-    let mut i = 0;
-    while i < KEYS_IDS.len() {
-        let id = KEYS_IDS[i];
-        assert!(!collides_with_sqlite(id));
-        assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
-        i += 1;
+/// Every id the stores above own, the tune variant's aside.
+const OWNED_IDS: [u8; 10] = [
+    BTREE_ID,
+    SETTINGS_ID,
+    DBBENCH_BTREE_ID,
+    KEYS_IDS[0],
+    KEYS_IDS[1],
+    KEYS_IDS[2],
+    KEYS_IDS[3],
+    SYSBENCH_IDS[0],
+    SYSBENCH_IDS[1],
+    HEAP_UPGRADE_ID,
+];
+
+/// Whether `id` is free for a store: neither SQLite's (its file system's or its database's)
+/// nor one of the first `owned` ids of [`OWNED_IDS`].
+const fn is_free(id: u8, owned: usize) -> bool {
+    if (id >= WASI_FS_IDS.start && id < WASI_FS_IDS.end) || id == SQLITE_DB_ID {
+        return false;
     }
-};
-const _: () = {
     let mut i = 0;
-    while i < SYSBENCH_IDS.len() {
-        let id = SYSBENCH_IDS[i];
-        assert!(!collides_with_sqlite(id));
-        assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
-        let mut j = 0;
-        while j < KEYS_IDS.len() {
-            assert!(id != KEYS_IDS[j]);
-            j += 1;
+    while i < owned {
+        if OWNED_IDS[i] == id {
+            return false;
         }
         i += 1;
     }
-    assert!(SYSBENCH_IDS[0] != SYSBENCH_IDS[1]);
-};
+    true
+}
+
+// Each owned id is free of SQLite and of the ids before it: no two stores share a memory.
 const _: () = {
-    let id = HEAP_UPGRADE_ID;
-    assert!(!collides_with_sqlite(id));
-    assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
     let mut i = 0;
-    while i < KEYS_IDS.len() {
-        assert!(id != KEYS_IDS[i]);
+    while i < OWNED_IDS.len() {
+        assert!(is_free(OWNED_IDS[i], i));
         i += 1;
-    }
-    let mut j = 0;
-    while j < SYSBENCH_IDS.len() {
-        assert!(id != SYSBENCH_IDS[j]);
-        j += 1;
     }
 };
 
@@ -129,21 +120,6 @@ pub fn init() {
 #[cfg(feature = "tune")]
 const BTREE_BOUNDED_ID: u8 = 10;
 #[cfg(feature = "tune")]
-const _: () = {
-    let id = BTREE_BOUNDED_ID;
-    assert!(!collides_with_sqlite(id));
-    assert!(id != BTREE_ID && id != SETTINGS_ID && id != DBBENCH_BTREE_ID);
-    assert!(id != HEAP_UPGRADE_ID);
-    let mut i = 0;
-    while i < KEYS_IDS.len() {
-        assert!(id != KEYS_IDS[i]);
-        i += 1;
-    }
-    let mut j = 0;
-    while j < SYSBENCH_IDS.len() {
-        assert!(id != SYSBENCH_IDS[j]);
-        j += 1;
-    }
-};
+const _: () = assert!(is_free(BTREE_BOUNDED_ID, OWNED_IDS.len()));
 #[cfg(feature = "tune")]
 pub const BTREE_BOUNDED: MemoryId = MemoryId::new(BTREE_BOUNDED_ID);

@@ -17,9 +17,10 @@ use crate::memory;
 use crate::report::{self, Inserted, Read};
 use crate::settings::{JournalMode, LockingMode, Settings, Synchronous};
 use crate::state;
-
-/// SQLite's INTEGER is an i64, and our ids are never negative.
-pub const MAX_ID: u64 = i64::MAX as u64;
+pub use crate::users_sql::MAX_ID;
+use crate::users_sql::{
+    CREATE_TABLE, CREATE_TABLE_AUTOINCREMENT, GET_USER, INSERT_USER, SCAN_USERS, SqliteStats,
+};
 
 /// ic-rusqlite 0.5's `DEFAULT_DB_FILE_NAME`.
 const DB_FILE: &str = "./DB/main.db";
@@ -27,13 +28,6 @@ const DB_DIR: &str = "./DB";
 /// SQLite's lock on the WASI file system is a directory next to the file (as
 /// ic-rusqlite assumes when it removes it before opening).
 const DB_LOCK_DIR: &str = "./DB/main.db.lock";
-
-const CREATE_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, username TEXT NOT NULL)";
-const CREATE_TABLE_AUTOINCREMENT: &str = "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY AUTOINCREMENT, username TEXT NOT NULL)";
-const INSERT_USER: &str = "INSERT INTO users (id, username) VALUES (?1, ?2)";
-const GET_USER: &str = "SELECT username FROM users WHERE id = ?1";
-const SCAN_USERS: &str = "SELECT username FROM users WHERE id >= ?1 ORDER BY id LIMIT ?2";
 
 thread_local! {
     /// `None` until first use after install/upgrade, or after a failed (re)open.
@@ -404,15 +398,6 @@ fn rebuild(conn: &Connection, before: &Settings, wanted: &Settings) -> Result<()
         )))?;
     }
     Ok(())
-}
-
-/// Numbers for `stats`.
-pub struct SqliteStats {
-    pub rows: u64,
-    pub page_count: u64,
-    pub page_size: u64,
-    pub freelist_count: u64,
-    pub journal_mode: String,
 }
 
 /// `count(*)` walks the whole table: O(rows), fine for a query, but slow at 1M rows.

@@ -121,71 +121,12 @@ fn scan(scan: &Scan) -> Result<(Read, u64), String> {
     })
 }
 
-#[ic_cdk::update]
-fn add_users_btree_bounded(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = Ids::sequence(offset, step, count, MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-#[ic_cdk::update]
-fn add_users_btree_bounded_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
-    let ids = Ids::list(ids, MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-fn get_sequence(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = Ids::sequence(offset, step, count, MAX_ID)?;
-    let (rows, instructions) = get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn get_list(ids: Vec<u64>) -> Result<ReadReport, String> {
-    let ids = Ids::list(ids, MAX_ID)?;
-    let (rows, instructions) = get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn scan_from(offset: u64, count: u64) -> Result<ReadReport, String> {
-    let scan_ = Scan::new(offset, count, MAX_ID)?;
-    let (rows, instructions) = scan(&scan_)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_btree_bounded(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get_sequence(offset, step, count)
-}
-
-#[ic_cdk::update]
-fn get_users_btree_bounded_update(
-    offset: u64,
-    step: u64,
-    count: u64,
-) -> Result<ReadReport, String> {
-    get_sequence(offset, step, count)
-}
-
-#[ic_cdk::query]
-fn get_users_btree_bounded_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_list(ids)
-}
-
-#[ic_cdk::update]
-fn get_users_btree_bounded_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_list(ids)
-}
-
-#[ic_cdk::query]
-fn scan_users_btree_bounded(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_from(offset, count)
-}
-
-#[ic_cdk::update]
-fn scan_users_btree_bounded_update(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan_from(offset, count)
-}
+store_endpoints!(self:
+    add_users_btree_bounded, add_users_btree_bounded_ids,
+    get_users_btree_bounded, get_users_btree_bounded_update,
+    get_users_btree_bounded_ids, get_users_btree_bounded_ids_update,
+    scan_users_btree_bounded, scan_users_btree_bounded_update;
+    get_sequence, get_list, scan_from);
 
 /// Empties the map; returns the number of rows removed.
 #[ic_cdk::update]

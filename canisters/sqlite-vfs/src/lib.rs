@@ -13,8 +13,11 @@ compile_error!(
     "the sqlite-vfs canister only builds for wasm32-unknown-unknown: run scripts/build-canister-vfs.sh"
 );
 
-// The bench canister's id checks and reports, compiled here from its own files so the two
-// canisters check and report alike.
+// The bench canister's id checks, reports, store methods and SQLite users table, compiled
+// here from its own files so the two canisters check, report, answer and query alike.
+#[macro_use]
+#[path = "../../bench/src/endpoints.rs"]
+mod endpoints;
 #[path = "../../bench/src/ids.rs"]
 mod ids;
 #[path = "../../bench/src/report.rs"]
@@ -22,6 +25,8 @@ mod report;
 mod settings;
 mod state;
 mod store;
+#[path = "../../bench/src/users_sql.rs"]
+mod users_sql;
 
 use bench_types::{InsertReport, ReadReport, SqliteConfig, SqliteSettings, Stats};
 use ids::{Ids, Scan};
@@ -49,73 +54,14 @@ fn post_upgrade() {
     start();
 }
 
-// ---- inserts --------------------------------------------------------------------------
+// ---- inserts and reads ----------------------------------------------------------------
 
-#[ic_cdk::update]
-fn add_users_sqlite_vfs(offset: u64, step: u64, count: u64) -> Result<InsertReport, String> {
-    let ids = Ids::sequence(offset, step, count, store::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| store::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-/// Inserts at explicit ids (random positions): the caller draws them, so drawing is not
-/// part of the measurement.
-#[ic_cdk::update]
-fn add_users_sqlite_vfs_ids(ids: Vec<u64>) -> Result<InsertReport, String> {
-    let ids = Ids::list(ids, store::MAX_ID)?;
-    let (rows, instructions) = state::with_payload(|payload| store::insert(&ids, payload))?;
-    Ok(report::insert_report(rows, instructions))
-}
-
-// ---- reads: queries, and `_update` twins since replicated reads are what costs cycles --
-
-fn get(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    let ids = Ids::sequence(offset, step, count, store::MAX_ID)?;
-    let (rows, instructions) = store::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn get_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    let ids = Ids::list(ids, store::MAX_ID)?;
-    let (rows, instructions) = store::get(&ids)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-fn scan(offset: u64, count: u64) -> Result<ReadReport, String> {
-    let scan = Scan::new(offset, count, store::MAX_ID)?;
-    let (rows, instructions) = store::scan(&scan)?;
-    Ok(report::read_report(rows, instructions))
-}
-
-#[ic_cdk::query]
-fn get_users_sqlite_vfs(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get(offset, step, count)
-}
-
-#[ic_cdk::update]
-fn get_users_sqlite_vfs_update(offset: u64, step: u64, count: u64) -> Result<ReadReport, String> {
-    get(offset, step, count)
-}
-
-#[ic_cdk::query]
-fn get_users_sqlite_vfs_ids(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_ids(ids)
-}
-
-#[ic_cdk::update]
-fn get_users_sqlite_vfs_ids_update(ids: Vec<u64>) -> Result<ReadReport, String> {
-    get_ids(ids)
-}
-
-#[ic_cdk::query]
-fn scan_users_sqlite_vfs(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan(offset, count)
-}
-
-#[ic_cdk::update]
-fn scan_users_sqlite_vfs_update(offset: u64, count: u64) -> Result<ReadReport, String> {
-    scan(offset, count)
-}
+store_endpoints!(store:
+    add_users_sqlite_vfs, add_users_sqlite_vfs_ids,
+    get_users_sqlite_vfs, get_users_sqlite_vfs_update,
+    get_users_sqlite_vfs_ids, get_users_sqlite_vfs_ids_update,
+    scan_users_sqlite_vfs, scan_users_sqlite_vfs_update;
+    get, get_ids, scan);
 
 // ---- configuration and housekeeping -------------------------------------------------
 
@@ -131,30 +77,8 @@ fn set_payload_size(size: u64) -> Result<u64, String> {
 
 #[ic_cdk::query]
 fn stats() -> Stats {
-    let (sqlite_rows, page_count, page_size, freelist_count, journal_mode) = match store::stats() {
-        Ok(s) => (
-            s.rows,
-            s.page_count,
-            s.page_size,
-            s.freelist_count,
-            s.journal_mode,
-        ),
-        // stats has no Err case: zeros, and the reason where the journal mode would be.
-        Err(e) => (0, 0, 0, 0, format!("unavailable: {e}")),
-    };
-    Stats {
-        btree_rows: 0,
-        sqlite_rows,
-        heap_pages: report::heap_pages(),
-        stable_pages: report::stable_pages(),
-        // This canister has no StableBTreeMap.
-        btree_stable_pages: None,
-        sqlite_page_count: page_count,
-        sqlite_page_size: page_size,
-        sqlite_freelist_count: freelist_count,
-        journal_mode,
-        payload_size: state::persisted().payload_size,
-    }
+    // This canister has no StableBTreeMap.
+    users_sql::stats_reply(store::stats(), 0, None, state::persisted().payload_size)
 }
 
 #[ic_cdk::update]

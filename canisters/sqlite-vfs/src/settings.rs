@@ -80,20 +80,7 @@ impl Settings {
             ));
         }
         let mut next = self;
-        if let Some(size) = request.cache_size {
-            // SQLite parses the value into a C int.
-            if i32::try_from(size).is_err() {
-                return Err(format!(
-                    "cache_size {size} is outside SQLite's range {}..={}",
-                    i32::MIN,
-                    i32::MAX
-                ));
-            }
-            next.cache_size = size;
-        }
-        if let Some(flag) = request.autoincrement {
-            next.autoincrement = flag;
-        }
+        request.apply_cache_and_schema(&mut next.cache_size, &mut next.autoincrement)?;
         Ok(next)
     }
 }

@@ -21,19 +21,13 @@ use crate::ids::{Ids, Scan};
 use crate::report::{self, Inserted, Read};
 use crate::settings::{self, Settings};
 use crate::state::{self, Persisted};
-
-/// SQLite's INTEGER is an i64, and our ids are never negative.
-pub const MAX_ID: u64 = i64::MAX as u64;
+pub use crate::users_sql::MAX_ID;
+use crate::users_sql::{
+    CREATE_TABLE, CREATE_TABLE_AUTOINCREMENT, GET_USER, INSERT_USER, SCAN_USERS, SqliteStats,
+};
 
 /// The binding's convention for a canister's one database (ic-rusqlite's mount id too).
 const SQLITE_MEMORY: MemoryId = MemoryId::new(120);
-
-const CREATE_TABLE: &str =
-    "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, username TEXT NOT NULL)";
-const CREATE_TABLE_AUTOINCREMENT: &str = "CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY AUTOINCREMENT, username TEXT NOT NULL)";
-const INSERT_USER: &str = "INSERT INTO users (id, username) VALUES (?1, ?2)";
-const GET_USER: &str = "SELECT username FROM users WHERE id = ?1";
-const SCAN_USERS: &str = "SELECT username FROM users WHERE id >= ?1 ORDER BY id LIMIT ?2";
 
 /// The settings that must survive an upgrade live in the database itself: the binding's
 /// MemoryManager gives a canister no other stable memory it can write (its `Memory` trait is
@@ -361,15 +355,6 @@ pub fn configure(config: &bench_types::SqliteConfig) -> Result<SqliteSettings, S
     // The read connection was dropped by the read-back.
     ready_reader()?;
     Ok(actual)
-}
-
-/// Numbers for `stats`.
-pub struct SqliteStats {
-    pub rows: u64,
-    pub page_count: u64,
-    pub page_size: u64,
-    pub freelist_count: u64,
-    pub journal_mode: String,
 }
 
 /// `count(*)` walks the whole table: O(rows), fine for a query, but slow at 1M rows.

@@ -57,6 +57,32 @@ pub struct SqliteConfig {
     pub autoincrement: Option<bool>,
 }
 
+impl SqliteConfig {
+    /// Applies the request's `cache_size` and `autoincrement`, where it gives them, to a
+    /// canister's settings: the two every SQLite canister takes as asked (cache_size within
+    /// the C int SQLite parses it into).
+    pub fn apply_cache_and_schema(
+        &self,
+        cache_size: &mut i64,
+        autoincrement: &mut bool,
+    ) -> Result<(), String> {
+        if let Some(size) = self.cache_size {
+            if i32::try_from(size).is_err() {
+                return Err(format!(
+                    "cache_size {size} is outside SQLite's range {}..={}",
+                    i32::MIN,
+                    i32::MAX
+                ));
+            }
+            *cache_size = size;
+        }
+        if let Some(flag) = self.autoincrement {
+            *autoincrement = flag;
+        }
+        Ok(())
+    }
+}
+
 /// The settings in force, as read back from SQLite.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct SqliteSettings {
