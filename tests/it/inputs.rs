@@ -21,66 +21,12 @@ fn icbench(name: &str, args: &[&str]) -> (i32, String, bool) {
 }
 
 #[track_caller]
-fn refused(name: &str, args: &[&str], expected: &str) {
+pub(crate) fn refused(name: &str, args: &[&str], expected: &str) {
     let (code, stderr, made) = icbench(name, args);
     assert_eq!(code, 2, "{args:?}: {stderr}");
     assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
     assert_eq!(stderr.trim_end(), format!("error: {expected}"), "{args:?}");
     assert!(!made, "{args:?} made the output directory");
-}
-
-#[test]
-fn a_value_repeated_in_a_list_flag_is_refused_in_one_line_before_any_work() {
-    let cases: &[(&[&str], &str)] = &[
-        (
-            &["--journal-modes", "WAL,WAL"],
-            "--journal-modes WAL,WAL: WAL is given twice; each value is run once, so name it once",
-        ),
-        // The same value in another case, where the flag ignores case.
-        (
-            &["--journal-modes", "wal,OFF,WAL"],
-            "--journal-modes wal,OFF,WAL: WAL is given twice; each value is run once, so name it once",
-        ),
-        (
-            &["--stores", "btree", "--stores", "sqlite,btree"],
-            "--stores btree,sqlite,btree: btree is given twice; each value is run once, so name it once",
-        ),
-        // The same number spelled twice.
-        (
-            &["--batches", "10,010"],
-            "--batches 10,010: 010 is given twice; each value is run once, so name it once",
-        ),
-        (
-            &["--positions", "end,middle,end"],
-            "--positions end,middle,end: end is given twice; each value is run once, so name it once",
-        ),
-        (
-            &["--suite", "upgrade", "--upgrade-sizes", "1000,2000,1000"],
-            "--upgrade-sizes 1000,2000,1000: 1000 is given twice; each value is run once, so name it once",
-        ),
-        (
-            &["--suite", "tune", "--tune-cache-sizes", "-2000,500,-2000"],
-            "--tune-cache-sizes -2000,500,-2000: -2000 is given twice; each value is run once, so name it once",
-        ),
-        (
-            &["--suite", "tune", "--tune-synchronous", "OFF,off"],
-            "--tune-synchronous OFF,off: off is given twice; each value is run once, so name it once",
-        ),
-        // A suite named twice is a slip too; `all` beside a named suite is an overlap
-        // (below).
-        (
-            &["--suite", "seed003,lookups,seed003"],
-            "--suite seed003,lookups,seed003: seed003 is given twice; each value is run once, so name it once",
-        ),
-        // Under `run` as at the top level.
-        (
-            &["run", "--sysbench-journal-modes", "PERSIST,persist"],
-            "--sysbench-journal-modes PERSIST,persist: persist is given twice; each value is run once, so name it once",
-        ),
-    ];
-    for (i, (args, expected)) in cases.iter().enumerate() {
-        refused(&format!("lists-{i}"), args, expected);
-    }
 }
 
 #[test]

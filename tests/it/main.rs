@@ -34,6 +34,7 @@ mod profile;
 mod profile_cli;
 mod project_files;
 mod readme;
+mod refused;
 mod report;
 mod self_contained;
 mod sqlite_vfs;
