@@ -12,12 +12,11 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
 use super::scenario::{CacheState, Operation, Position, Scenario, Store, StoreKind};
-use super::shared::{store_selected, Define, Measure, Run};
-use super::users::{self, Point};
-use super::{sorted, CommonArgs, Exec, MemoryEstimate};
+use super::shared::{store_selected, Define, Run};
+use super::users::{self, Point, UsersPlan};
+use super::{sorted, CommonArgs};
 use crate::report::format::thousands;
 use crate::report::{Document, Report};
-use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 mod document;
@@ -137,31 +136,6 @@ impl Config {
             .map(|&keys| Operation::PointLookups { keys });
         inserts.chain(lookups).collect()
     }
-
-    /// Per position, per operation, per store: the point at each W from the cold start,
-    /// then the tables' warm state.
-    pub fn points(&self) -> Vec<Point> {
-        let mut out = Vec::new();
-        for &position in &self.positions {
-            for operation in self.operations() {
-                for store in self.measured() {
-                    let at = |cache| Scenario {
-                        store,
-                        position,
-                        operation,
-                        cache,
-                    };
-                    out.extend(
-                        self.warm_ups
-                            .iter()
-                            .map(|&w| Point::swept(at(CacheState::Cold), w)),
-                    );
-                    out.push(Point::swept(at(CacheState::Warm), users::WARM_UP_MESSAGES));
-                }
-            }
-        }
-        out
-    }
 }
 
 /// Refuses a store `--stores` names that the suite does not measure (one without a page
@@ -248,11 +222,10 @@ impl Define for Cache {
     const HAS_LAYOUT: bool = true;
 }
 
-impl Measure for Config {
+impl UsersPlan for Config {
     const SUITE: &'static str = SUITE;
 
     fn validate(&self) -> Result<()> {
-        self.users.validate()?;
         if self.measured().next().is_none() {
             return Err(anyhow!(
                 "no store of the cache suite selected (--stores sqlite,sqlite-vfs and at least one --journal-modes)"
@@ -314,15 +287,32 @@ impl Measure for Config {
         users::run_points(run, &self.users, &self.points(), &notes, None)
     }
 
-    fn modules(&self) -> Vec<ModuleNeed> {
-        self.users.modules()
+    /// Per position, per operation, per store: the point at each W from the cold start,
+    /// then the tables' warm state.
+    fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for &position in &self.positions {
+            for operation in self.operations() {
+                for store in self.measured() {
+                    let at = |cache| Scenario {
+                        store,
+                        position,
+                        operation,
+                        cache,
+                    };
+                    out.extend(
+                        self.warm_ups
+                            .iter()
+                            .map(|&w| Point::swept(at(CacheState::Cold), w)),
+                    );
+                    out.push(Point::swept(at(CacheState::Warm), users::WARM_UP_MESSAGES));
+                }
+            }
+        }
+        out
     }
 
-    fn scenario_ids(&self) -> Option<Vec<String>> {
-        Some(users::point_ids(&self.points(), &self.users))
-    }
-
-    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
-        Some(self.users.memory_estimate(SUITE))
+    fn users(&self) -> &users::Config {
+        &self.users
     }
 }

@@ -5,11 +5,10 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::shared::{Define, Measure, Run};
-use super::users;
-use super::{sorted, CommonArgs, Exec, MemoryEstimate};
+use super::shared::{Define, Run};
+use super::users::{self, Point, UsersPlan};
+use super::{sorted, CommonArgs};
 use crate::report::{Document, Report};
-use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Keys per query (seed 001's batch sizes).
@@ -68,7 +67,7 @@ impl Define for Lookups {
 
     fn plan(args: LookupsArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
         Ok(Config {
-            users: users::Config::from_args(common, <Config as Measure>::SUITE)?,
+            users: users::Config::from_args(common, <Config as UsersPlan>::SUITE)?,
             batches: sorted(args.lookup_batches),
         })
     }
@@ -77,11 +76,10 @@ impl Define for Lookups {
     const HAS_LAYOUT: bool = true;
 }
 
-impl Measure for Config {
+impl UsersPlan for Config {
     const SUITE: &'static str = "lookups";
 
     fn validate(&self) -> Result<()> {
-        self.users.validate()?;
         if self.batches.is_empty() {
             return Err(anyhow!("--lookup-batches needs at least one batch size"));
         }
@@ -97,19 +95,14 @@ impl Measure for Config {
 
     fn measure(&self, run: Run<'_>) -> Result<Report> {
         let note = "Lookups (seed 001): each cell is one query reading B prefilled keys drawn uniformly (get_users_{heap,btree,sqlite}_ids). \"random\" sends them in draw order, \"sorted\" sends the same keys in ascending order; the per-key figure is the cell divided by B.";
-        users::run(run, &self.users, &self.matrix(), &[note.to_string()], None)
+        users::run_points(run, &self.users, &self.points(), &[note.to_string()], None)
     }
 
-    fn modules(&self) -> Vec<ModuleNeed> {
-        self.users.modules()
+    fn points(&self) -> Vec<Point> {
+        self.matrix().into_iter().map(Point::of).collect()
     }
 
-    fn scenario_ids(&self) -> Option<Vec<String>> {
-        Some(users::scenario_ids(&self.matrix(), &self.users))
-    }
-
-    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
-        // Every part of a `--shard` run does the whole prefill.
-        Some(self.users.memory_estimate("lookups"))
+    fn users(&self) -> &users::Config {
+        &self.users
     }
 }

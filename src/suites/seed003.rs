@@ -10,14 +10,13 @@ use clap::{ArgMatches, Args};
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{CacheState, Operation, Position, Scenario, Store};
-use super::shared::{Define, Measure, Run};
-use super::users;
-use super::{decision, sorted, CommonArgs, Exec, MemoryEstimate};
+use super::shared::{Define, Run};
+use super::users::{self, Point, UsersPlan};
+use super::{decision, sorted, CommonArgs};
 use crate::bench_canister::BenchClient;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Block, Document, Report, ScenarioResult};
-use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 /// Read operations measured per store and position.
@@ -178,7 +177,7 @@ impl Define for Seed003 {
         let mut positions = args.positions;
         positions.sort();
         Ok(Config {
-            users: users::Config::from_args(common, <Config as Measure>::SUITE)?,
+            users: users::Config::from_args(common, <Config as UsersPlan>::SUITE)?,
             batches: sorted(args.batches),
             positions,
             reads: !args.no_reads,
@@ -196,11 +195,10 @@ impl Define for Seed003 {
     const HAS_LAYOUT: bool = true;
 }
 
-impl Measure for Config {
+impl UsersPlan for Config {
     const SUITE: &'static str = "seed003";
 
     fn validate(&self) -> Result<()> {
-        self.users.validate()?;
         // Random positions send their ids as a list.
         if let Some(b) = self
             .batches
@@ -239,20 +237,15 @@ impl Measure for Config {
                 thousands(cfg.warm_max_batch)
             ));
         }
-        users::run(run, &cfg.users, &cfg.matrix(), &notes, after)
+        users::run_points(run, &cfg.users, &cfg.points(), &notes, after)
     }
 
-    fn modules(&self) -> Vec<ModuleNeed> {
-        self.users.modules()
+    fn points(&self) -> Vec<Point> {
+        self.matrix().into_iter().map(Point::of).collect()
     }
 
-    fn scenario_ids(&self) -> Option<Vec<String>> {
-        Some(users::scenario_ids(&self.matrix(), &self.users))
-    }
-
-    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
-        // Every part of a `--shard` run does the whole prefill.
-        Some(self.users.memory_estimate("seed003"))
+    fn users(&self) -> &users::Config {
+        &self.users
     }
 }
 

@@ -13,12 +13,11 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{CacheState, Operation, Position, Scenario};
-use super::shared::{Define, Measure, Run};
-use super::users::{self, Point};
-use super::{CommonArgs, Exec, MemoryEstimate};
+use super::shared::{Define, Run};
+use super::users::{self, Point, UsersPlan};
+use super::CommonArgs;
 use crate::report::format::thousands;
 use crate::report::{Document, Report};
-use crate::stores::ModuleNeed;
 use bench_types::limits::users::MAX_IDS_PER_CALL;
 
 mod document;
@@ -116,30 +115,6 @@ impl Default for Config {
     }
 }
 
-impl Config {
-    /// Per position, per workload, per store: the sequence's point.
-    pub fn points(&self) -> Vec<Point> {
-        let mut out = Vec::new();
-        for &position in &self.positions {
-            for workload in &self.workloads {
-                let operation = Operation::Insert {
-                    rows: workload.rows,
-                };
-                out.extend(self.users.stores.iter().map(|&store| {
-                    let scenario = Scenario {
-                        store,
-                        position,
-                        operation,
-                        cache: CacheState::Cold,
-                    };
-                    Point::sequence(scenario, workload.messages)
-                }));
-            }
-        }
-        out
-    }
-}
-
 impl Define for Sustained {
     type Args = SustainedArgs;
     type Plan = Config;
@@ -162,7 +137,7 @@ impl Define for Sustained {
         Ok(Config {
             users: users::Config {
                 caches: vec![CacheState::Cold],
-                ..users::Config::from_args(common, <Config as Measure>::SUITE)?
+                ..users::Config::from_args(common, <Config as UsersPlan>::SUITE)?
             },
             workloads,
             positions,
@@ -174,11 +149,10 @@ impl Define for Sustained {
     const HAS_LAYOUT: bool = true;
 }
 
-impl Measure for Config {
+impl UsersPlan for Config {
     const SUITE: &'static str = SUITE;
 
     fn validate(&self) -> Result<()> {
-        self.users.validate()?;
         if self.workloads.is_empty() {
             return Err(anyhow!("--sustained-workloads needs at least one sequence"));
         }
@@ -217,16 +191,30 @@ impl Measure for Config {
         users::run_points(run, &self.users, &self.points(), &[note.to_string()], None)
     }
 
-    fn modules(&self) -> Vec<ModuleNeed> {
-        self.users.modules()
+    /// Per position, per workload, per store: the sequence's point.
+    fn points(&self) -> Vec<Point> {
+        let mut out = Vec::new();
+        for &position in &self.positions {
+            for workload in &self.workloads {
+                let operation = Operation::Insert {
+                    rows: workload.rows,
+                };
+                out.extend(self.users.stores.iter().map(|&store| {
+                    let scenario = Scenario {
+                        store,
+                        position,
+                        operation,
+                        cache: CacheState::Cold,
+                    };
+                    Point::sequence(scenario, workload.messages)
+                }));
+            }
+        }
+        out
     }
 
-    fn scenario_ids(&self) -> Option<Vec<String>> {
-        Some(users::point_ids(&self.points(), &self.users))
-    }
-
-    fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
-        Some(self.users.memory_estimate(SUITE))
+    fn users(&self) -> &users::Config {
+        &self.users
     }
 }
 

@@ -18,15 +18,17 @@ use crate::stores::{self, ModuleNeed};
 
 mod canister;
 mod kept;
+mod plan;
 mod prefill;
 mod runner;
 mod sequence;
 mod warm;
 
 pub use crate::stores::Layout;
+pub(super) use plan::UsersPlan;
 pub use prefill::fill_name;
 pub(super) use prefill::{fill, fill_until_rejected};
-pub use runner::{run, run_points, AfterScenarios};
+pub use runner::{run_points, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
 /// decides the heap layout every later count starts from (and the cached states' keys).
@@ -709,13 +711,7 @@ pub fn matrix(
     out
 }
 
-/// The ids of the records `matrix` will give, in order (what `--profile` matches).
-pub fn scenario_ids(matrix: &[Scenario], cfg: &Config) -> Vec<String> {
-    let points: Vec<Point> = matrix.iter().copied().map(Point::of).collect();
-    point_ids(&points, cfg)
-}
-
-/// The ids of the records `points` will give, in order.
+/// The ids of the records `points` will give, in order (what `--profile` matches).
 pub fn point_ids(points: &[Point], cfg: &Config) -> Vec<String> {
     let records: Vec<ScenarioResult> = points.iter().map(|p| record_of(p, cfg)).collect();
     crate::report::scenario_ids(&records)

@@ -22,7 +22,7 @@ use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Layout, Prefill};
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
-use crate::suites::scenario::{CacheState, Scenario, Store, StoreKind};
+use crate::suites::scenario::{CacheState, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
 
 /// Work a suite adds after its scenarios, on the same canister: each store's starting
@@ -47,27 +47,15 @@ const WARM_START: i64 = 40;
 const KEEP_STATE: i64 = 25;
 const SCENARIO: i64 = 0;
 
-/// Fills the stores, then runs `scenarios` (the suite's plan, in report order) each from
-/// its store's start, and returns the report; `notes` follow the shared ones.
+/// Fills the stores, then runs `scenarios` (the suite's plan, in report order) each after
+/// the warm-up messages its point says, from its store's start in its cache state, and
+/// returns the report; `notes` follow the shared ones.
 ///
 /// The work: each canister of the layout made (its module compiled while its cached
 /// post-prefill state is read, the state loaded, or the prefill run and kept), the
 /// canisters side by side; then on `exec.jobs` workers each store's start (its journal
 /// mode set on a fresh connection, its warm start, the seed layout's heap map filled) and
 /// its scenarios.
-pub fn run(
-    run: Run<'_>,
-    cfg: &Config,
-    scenarios: &[Scenario],
-    notes: &[String],
-    after: Option<&AfterScenarios<'_>>,
-) -> Result<Report> {
-    let points: Vec<Point> = scenarios.iter().copied().map(Point::of).collect();
-    run_points(run, cfg, &points, notes, after)
-}
-
-/// [`run`] for points: each scenario after the warm-up messages its point says, from its
-/// store's start in its cache state.
 pub fn run_points(
     run: Run<'_>,
     cfg: &Config,
