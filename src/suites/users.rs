@@ -27,7 +27,7 @@ mod warm;
 pub use crate::stores::Layout;
 pub(super) use plan::UsersPlan;
 pub use prefill::fill_name;
-pub(super) use prefill::{fill, fill_until_rejected};
+pub(super) use prefill::{fill, fill_until_rejected, Fill};
 pub use runner::{run_points, AfterScenarios};
 
 /// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end

@@ -154,10 +154,12 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
         let (client, ctl) = (&mut lane.client, &lane.ctl);
         let stopped = users::fill_until_rejected(
             client,
-            kind.stem(),
-            filled,
-            n,
-            PREFILL_CHUNK,
+            users::Fill {
+                store: kind.stem(),
+                from: filled,
+                to: n,
+                chunk: PREFILL_CHUNK,
+            },
             &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.stem(), to)),
             &mut |_| {},
         )?;

@@ -236,10 +236,12 @@ pub(super) fn fill_and_snapshot(
 ) -> Result<State> {
     users::fill(
         &mut lane.client,
-        store,
-        0,
-        env.cfg.users.rows,
-        PREFILL_CHUNK,
+        users::Fill {
+            store,
+            from: 0,
+            to: env.cfg.users.rows,
+            chunk: PREFILL_CHUNK,
+        },
         &mut |_| {},
         &mut |_| {},
     )?;

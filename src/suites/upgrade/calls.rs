@@ -64,10 +64,12 @@ pub(super) fn fill(
     let chunk = fill_chunk(payload_size);
     users::fill(
         client,
-        store.store.stem(),
-        from,
-        to,
-        chunk,
+        users::Fill {
+            store: store.store.stem(),
+            from,
+            to,
+            chunk,
+        },
         before,
         &mut |_| {},
     )

@@ -9,7 +9,9 @@ use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 
-use super::prefill::{cache_of, compile_and_read, fill, fill_name, import_prefill, take_prefill};
+use super::prefill::{
+    cache_of, compile_and_read, fill, fill_name, import_prefill, take_prefill, Fill,
+};
 use super::{Config, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::Engine;
@@ -249,10 +251,12 @@ fn make(
                 let name = kind.name();
                 fill(
                     &mut client,
-                    kind.stem(),
-                    0,
-                    cfg.rows,
-                    PREFILL_CHUNK,
+                    Fill {
+                        store: kind.stem(),
+                        from: 0,
+                        to: cfg.rows,
+                        chunk: PREFILL_CHUNK,
+                    },
                     &mut |to| {
                         chain.step(Kind::Fill, fill_name(name, to));
                     },

@@ -56,20 +56,27 @@ pub fn fill_name(store: &str, to: u64) -> String {
     format!("fill {store} to {} rows", thousands(to))
 }
 
-/// Inserts rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk`
-/// rows per message, and checks that each message inserted all of its rows; `before(to)`
-/// precedes the message that fills to `to` rows, `after(done)` follows every message. Every
-/// suite that grows a users store fills it here. A message the replica rejects is an error.
+/// Rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk` rows per
+/// message: what [`fill`] and [`fill_until_rejected`] insert.
+pub(in crate::suites) struct Fill<'a> {
+    pub store: &'a str,
+    pub from: u64,
+    pub to: u64,
+    pub chunk: u64,
+}
+
+/// Inserts the rows of `rows` and checks that each message inserted all of its rows;
+/// `before(to)` precedes the message that fills to `to` rows, `after(done)` follows every
+/// message. Every suite that grows a users store fills it here. A message the replica
+/// rejects is an error.
 pub(in crate::suites) fn fill(
     client: &mut BenchClient<'_>,
-    store: &str,
-    from: u64,
-    to: u64,
-    chunk: u64,
+    rows: Fill<'_>,
     before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<()> {
-    match fill_until_rejected(client, store, from, to, chunk, before, after)? {
+    let store = rows.store;
+    match fill_until_rejected(client, rows, before, after)? {
         None => Ok(()),
         Some((_, reject)) => Err(anyhow!("add_users_{store} was rejected: {reject}")),
     }
@@ -80,13 +87,16 @@ pub(in crate::suites) fn fill(
 /// left as it was before that message.
 pub(in crate::suites) fn fill_until_rejected(
     client: &mut BenchClient<'_>,
-    store: &str,
-    from: u64,
-    to: u64,
-    chunk: u64,
+    rows: Fill<'_>,
     before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<Option<(u64, String)>> {
+    let Fill {
+        store,
+        from,
+        to,
+        chunk,
+    } = rows;
     let mut done = from;
     while done < to {
         let count = chunk.min(to - done);

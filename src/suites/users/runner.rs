@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use super::canister::{self, Made};
 use super::kept::{self, Recipe};
-use super::prefill::{fill, fill_name, store_prefill, Keep};
+use super::prefill::{fill, fill_name, store_prefill, Fill, Keep};
 use super::{
     check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
     PREFILL_CHUNK,
@@ -424,10 +424,12 @@ fn fill_alone(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store) -> Result<()>
     let name = store.store_kind().name();
     fill(
         client,
-        store.stem(),
-        0,
-        cfg.rows,
-        PREFILL_CHUNK,
+        Fill {
+            store: store.stem(),
+            from: 0,
+            to: cfg.rows,
+            chunk: PREFILL_CHUNK,
+        },
         &mut |to| {
             if !std::mem::take(&mut first) {
                 ctl.step(Kind::Fill, fill_name(name, to));
