@@ -33,6 +33,21 @@ fn add(lane: &mut Lane<'_, '_>, n: u8) -> Result<u32> {
     Ok(u32::from_le_bytes(reply[..4].try_into().unwrap()))
 }
 
+/// A scenario task called `name`: from `state`, `add(n)`, then `done` with the sum.
+fn add_from<'s>(
+    state: State,
+    name: String,
+    n: u8,
+    done: impl FnOnce(&mut Lane<'_, 's>, u32) + Send + 's,
+) -> Task<'s> {
+    Task::new(Kind::Scenario, name, move |lane| {
+        lane.restore(&state)?;
+        let sum = add(lane, n)?;
+        done(lane, sum);
+        Ok(())
+    })
+}
+
 /// A chain of two steps, each spawning readers of the state it left, and a join after
 /// every reader: results, units and their order of dependence, whatever the jobs.
 #[test]
@@ -64,17 +79,11 @@ fn spawned_tasks_start_from_shared_states_and_joins_wait_for_all() {
                 let state = lane.snapshot()?;
                 for reader in 0..2u8 {
                     let (state, join) = (state.clone(), join.clone());
-                    lane.spawn(Task::new(
-                        Kind::Scenario,
-                        format!("read {step}.{reader}"),
-                        move |lane| {
-                            lane.restore(&state)?;
-                            let sum = add(lane, 10)?;
-                            seen.lock().unwrap().push((step, sum));
-                            join.arrive(&lane.ctl);
-                            Ok(())
-                        },
-                    ));
+                    let name = format!("read {step}.{reader}");
+                    lane.spawn(add_from(state, name, 10, move |lane, sum| {
+                        seen.lock().unwrap().push((step, sum));
+                        join.arrive(&lane.ctl);
+                    }));
                 }
             }
             Ok(())
@@ -218,16 +227,10 @@ fn counter_tasks<'s>(
                 lane.restore(start)?;
                 add(lane, i)?;
                 let state = lane.snapshot()?;
-                lane.spawn(Task::new(
-                    Kind::Scenario,
-                    format!("then 100 after {i}"),
-                    move |lane| {
-                        lane.restore(&state)?;
-                        let sum = add(lane, 100)?;
-                        sums.lock().unwrap().push((i, sum));
-                        Ok(())
-                    },
-                ));
+                let name = format!("then 100 after {i}");
+                lane.spawn(add_from(state, name, 100, move |_, sum| {
+                    sums.lock().unwrap().push((i, sum));
+                }));
                 Ok(())
             })
         })
