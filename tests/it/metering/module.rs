@@ -25,6 +25,11 @@ const INDICES: &str = r#"(module
       local.get 0 call $add1 call $double)
     (func (export "started") (result i32) global.get $started))"#;
 
+/// The module `wat` describes, instrumented.
+fn instrument_wat(wat: &str) -> Result<Instrumented, InstrumentError> {
+    instrument(&wat::parse_str(wat).unwrap())
+}
+
 #[test]
 fn function_indices_are_shifted() {
     let mut h = Harness::new(INDICES);
@@ -168,8 +173,7 @@ fn sections_the_input_lacks_are_created_in_order() {
 
 #[test]
 fn compile_cost_instruction_count() {
-    let wasm = wat::parse_str(r#"(module (func (export "f")))"#).unwrap();
-    let out = instrument(&wasm).unwrap();
+    let out = instrument_wat(r#"(module (func (export "f")))"#).unwrap();
     // body: end 1 + entry injection 10 = 11; our decrement helper 20; the replica's
     // count_clean_pages helper 46; 2 × (0 globals + the replica's 3 injected globals) = 6
     assert_eq!(out.wasm_instruction_count, 11 + 20 + 46 + 6);
@@ -188,9 +192,8 @@ fn invalid_modules_are_rejected_with_a_reason() {
         other => panic!("unexpected {other:?}"),
     }
     // A type error is invalid, not unsupported.
-    let bad = wat::parse_str(r#"(module (func (result i32) i64.const 1))"#).unwrap();
     assert!(matches!(
-        instrument(&bad),
+        instrument_wat(r#"(module (func (result i32) i64.const 1))"#),
         Err(InstrumentError::InvalidModule { .. })
     ));
 }
@@ -199,8 +202,7 @@ fn invalid_modules_are_rejected_with_a_reason() {
 fn data_segments_must_fit_the_initial_memory() {
     // The replica applies data segments at install and refuses one that ends past the
     // initial memory, with this wording.
-    let past = wat::parse_str(r#"(module (memory 1) (data (i32.const 65535) "ab"))"#).unwrap();
-    let err = instrument(&past).unwrap_err();
+    let err = instrument_wat(r#"(module (memory 1) (data (i32.const 65535) "ab"))"#).unwrap_err();
     assert_eq!(
         err,
         InstrumentError::InvalidDataSegment {
@@ -213,59 +215,50 @@ fn data_segments_must_fit_the_initial_memory() {
         "Wasm module has invalid data segment of 2 bytes at 65535"
     );
     // A negative i32 offset is a large unsigned one.
-    let negative = wat::parse_str(r#"(module (memory 1) (data (i32.const -1) "a"))"#).unwrap();
     assert_eq!(
-        instrument(&negative).unwrap_err(),
+        instrument_wat(r#"(module (memory 1) (data (i32.const -1) "a"))"#).unwrap_err(),
         InstrumentError::InvalidDataSegment {
             offset: u32::MAX as u64,
             len: 1
         }
     );
     // Ending exactly at the boundary is fine.
-    let fits = wat::parse_str(r#"(module (memory 1) (data (i32.const 65534) "ab"))"#).unwrap();
-    assert!(instrument(&fits).is_ok());
+    assert!(instrument_wat(r#"(module (memory 1) (data (i32.const 65534) "ab"))"#).is_ok());
 }
 
 #[test]
 fn mutable_reference_globals_are_refused() {
     // The replica cannot save them between messages; immutable ones are fine.
-    let mutable = wat::parse_str(
+    let err = instrument_wat(
         r#"(module (global i32 (i32.const 0)) (global (mut funcref) (ref.null func)))"#,
     )
-    .unwrap();
-    let err = instrument(&mutable).unwrap_err();
+    .unwrap_err();
     assert_eq!(err, InstrumentError::MutableReferenceGlobal { index: 1 });
     assert!(
         err.to_string().contains("Unexpected global value type"),
         "{err}"
     );
-    let immutable = wat::parse_str(r#"(module (global externref (ref.null extern)))"#).unwrap();
-    assert!(instrument(&immutable).is_ok());
+    assert!(instrument_wat(r#"(module (global externref (ref.null extern)))"#).is_ok());
 }
 
 #[test]
 fn unsupported_features_are_named() {
-    let shared = wat::parse_str(r#"(module (memory 1 1 shared))"#).unwrap();
-    let err = instrument(&shared).unwrap_err();
+    let err = instrument_wat(r#"(module (memory 1 1 shared))"#).unwrap_err();
     assert!(
         matches!(err, InstrumentError::UnsupportedFeature { .. }),
         "{err:?}"
     );
     assert!(err.to_string().contains("threads"), "{err}");
 
-    let atomics = wat::parse_str(
-        r#"(module (memory 1 1 shared)
-             (func (drop (i32.atomic.load (i32.const 0)))))"#,
-    )
-    .unwrap();
+    let atomics = r#"(module (memory 1 1 shared)
+             (func (drop (i32.atomic.load (i32.const 0)))))"#;
     assert!(matches!(
-        instrument(&atomics),
+        instrument_wat(atomics),
         Err(InstrumentError::UnsupportedFeature { .. })
     ));
 
-    let multi = wat::parse_str(r#"(module (memory 1) (memory 1))"#).unwrap();
     assert!(matches!(
-        instrument(&multi),
+        instrument_wat(r#"(module (memory 1) (memory 1))"#),
         Err(InstrumentError::UnsupportedFeature { .. })
     ));
 }
@@ -274,7 +267,7 @@ fn unsupported_features_are_named() {
 fn reserved_exports_are_rejected() {
     for name in [INSTRUCTION_COUNTER_EXPORT, CANISTER_START_EXPORT] {
         let wat = format!(r#"(module (func (export "{name}")))"#);
-        let err = instrument(&wat::parse_str(&wat).unwrap()).unwrap_err();
+        let err = instrument_wat(&wat).unwrap_err();
         assert_eq!(
             err,
             InstrumentError::ReservedExport {
