@@ -125,10 +125,7 @@ impl EmbeddedEngine {
             _ => overhead,
         };
         let names = module.as_ref().and_then(|m| m.profile_names.as_ref());
-        let inst = c
-            .live
-            .as_mut()
-            .ok_or_else(|| anyhow!("canister {id} has no instance"))?;
+        let inst = c.instance(id)?;
         let func = inst
             .instance
             .get_typed_func::<(), ()>(&mut inst.store, export)

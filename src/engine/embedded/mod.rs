@@ -115,6 +115,14 @@ impl Canister {
             since_load: None,
         }
     }
+
+    /// Its live instance, to run a message on or set its timer; `id` is its own, named in
+    /// the error.
+    fn instance(&mut self, id: Principal) -> Result<&mut Instance> {
+        self.live
+            .as_mut()
+            .ok_or_else(|| anyhow!("canister {id} has no instance"))
+    }
 }
 
 /// `heap` identifies the saved state (snapshots and their clones share it, module included).

@@ -95,11 +95,7 @@ impl EmbeddedEngine {
     }
 
     fn set_timer(&mut self, id: Principal, deadline: u64) -> Result<()> {
-        let live = self
-            .canister(id)?
-            .live
-            .as_mut()
-            .ok_or_else(|| anyhow!("canister {id} has no instance"))?;
+        let live = self.canister(id)?.instance(id)?;
         live.store.data_mut().global_timer = deadline;
         Ok(())
     }
