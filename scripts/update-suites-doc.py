@@ -51,9 +51,12 @@ def paragraphs(text):
     return out
 
 
-# A measured cell: 54,630 / 1.3K / 0.45 / 59,020 (116 B) / 1.48x / 0.02% / 1.2K B /
-# 29.3 / 32 / -- / -.
-NUMBER = re.compile(r"[\d,.]+[KMB]?( \([\d,.]+ B\))?x?%?( B)?( / [\d,.]+)?|--|-")
+# A measured cell: 54,630 / 1.3K / 0.45 / 59,020 (116 B) / 6,682,969 (22/8) / 1.48x /
+# 0.02% / 1.2K B / 256 MB / 29.3 / 32 / 19/13 + 0/0 / -- / -.
+NUMBER = re.compile(
+    r"[\d,.]+[KMB]?( \([\d,.]+ B\))?( \(\d+/\d+\))?x?%?( [KMG]?B)?( / [\d,.]+)?"
+    r"|\d+/\d+ \+ \d+/\d+|--|-"
+)
 
 
 def key(line):
