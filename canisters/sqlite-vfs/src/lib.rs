@@ -6,11 +6,11 @@
 //! work (payload, open connection, prepared statements), and then counts
 //! `ic0.performance_counter(0)` around the store work alone, as the bench canister does.
 //! The interface is `sqlite-vfs.did`, embedded into the built wasm as the
-//! `icp:public candid:service` section by scripts/build-canister-vfs.sh.
+//! `icp:public candid:service` section by `scripts/build-canister.sh sqlite-vfs`.
 
 #[cfg(not(target_arch = "wasm32"))]
 compile_error!(
-    "the sqlite-vfs canister only builds for wasm32-unknown-unknown: run scripts/build-canister-vfs.sh"
+    "the sqlite-vfs canister only builds for wasm32-unknown-unknown: run scripts/build-canister.sh sqlite-vfs"
 );
 
 // The bench canister's id checks, reports, store methods and SQLite users table, compiled
