@@ -14,10 +14,10 @@ use candid::{Decode, Encode, Principal};
 use icbench::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
-use icbench::engine::Engine;
+use icbench::engine::{Engine, PageCounts};
 use wasmparser::{Parser, Payload};
 
-use crate::support::small_store::{default_calls, Counts};
+use crate::support::small_store::{default_calls, table, Counts, CALLS};
 
 mod at_scale;
 
@@ -176,31 +176,19 @@ fn small_store(replica: Replica) -> Vec<Counts> {
 /// 1,000 per 4 KiB heap page written, after an update. The pages are the same under both.
 #[test]
 fn a_small_store_counts_exactly_under_both_vintages() {
-    let c = Counts::of;
-    assert_eq!(
-        small_store(Replica::R2026_07),
-        [
-            c(17_817_230, 18_598_515, (17, 15), (7, 7), 3_680_000),
-            c(2_595_434, 3_380_237, (14, 12), (4, 4), 2_720_000),
-            c(128_784, 1_827_422, (14, 12), (2, 0), 1_280_000),
-            c(1_176_019, 2_874_657, (14, 12), (2, 0), 1_280_000),
-            c(5_327_076, 7_023_871, (14, 12), (4, 0), 1_440_000),
-            c(1_357_222, 2_144_472, (11, 9), (2, 2), 1_920_000),
-            c(412_593, 955_214, (11, 8), (0, 0), 880_000),
-        ]
-    );
-    assert_eq!(
-        small_store(Replica::R2026_05),
-        [
-            c(14_923_230, 15_151_515, (17, 15), (7, 7), 233_000),
-            c(620_434, 778_237, (14, 12), (4, 4), 118_000),
-            c(48_784, 547_422, (14, 12), (2, 0), 0),
-            c(1_096_019, 1_594_657, (14, 12), (2, 0), 0),
-            c(5_087_076, 5_583_871, (14, 12), (4, 0), 0),
-            c(162_222, 271_472, (11, 9), (2, 2), 47_000),
-            c(12_593, 75_214, (11, 8), (0, 0), 0),
-        ]
-    );
+    let vintages = [Replica::R2026_07, Replica::R2026_05];
+    let [now, before] = vintages.map(small_store);
+    for (now, before) in now.iter().zip(&before) {
+        assert_eq!(now.touched(), before.touched());
+    }
+    let calls = CALLS.iter().chain(&["warm insert 1", "warm get 1"]);
+    let mut counts = table(&["vintage", "call"]);
+    for (replica, measured) in vintages.iter().zip([now, before]) {
+        for (call, c) in calls.clone().zip(&measured) {
+            counts.row(c.row(&[replica.name, call]));
+        }
+    }
+    insta::assert_snapshot!(counts.to_string());
 }
 
 /// The workload of ic-sqlite-vfs's README comparison ("insert only into empty table, 1000
@@ -220,23 +208,19 @@ fn a_thousand_rows_into_an_empty_table_cost_both_bindings_about_the_same() {
         Counts::measured(v.instructions, &r.message)
     };
     let bench = crate::support::bench_wasm();
-    let c = Counts::of;
-    assert_eq!(
-        fill(Replica::R2026_07, wasm(), STORE),
-        c(9_539_031, 10_320_316, (14, 12), (5, 5), 2_880_000)
-    );
-    assert_eq!(
-        fill(Replica::R2026_07, bench, "sqlite"),
-        c(8_753_228, 9_616_296, (14, 9), (4, 4), 2_480_000)
-    );
-    assert_eq!(
-        fill(Replica::R2026_05, wasm(), STORE),
-        c(7_417_031, 7_589_316, (14, 12), (5, 5), 149_000)
-    );
-    assert_eq!(
-        fill(Replica::R2026_05, bench, "sqlite"),
-        c(7_109_228, 7_223_296, (14, 9), (4, 4), 87_000)
-    );
+    let mut counts = table(&["vintage", "binding"]);
+    for replica in [Replica::R2026_07, Replica::R2026_05] {
+        let vfs = fill(replica, wasm(), STORE);
+        let rusqlite = fill(replica, bench, "sqlite");
+        // About the same: within a tenth of each other.
+        assert!(
+            vfs.message.abs_diff(rusqlite.message) * 10 < rusqlite.message,
+            "{vfs:?} {rusqlite:?}"
+        );
+        counts.row(vfs.row(&[replica.name, "ic-sqlite-vfs"]));
+        counts.row(rusqlite.row(&[replica.name, "ic-rusqlite"]));
+    }
+    insta::assert_snapshot!(counts.to_string());
 }
 
 #[test]
@@ -370,41 +354,39 @@ fn what_the_binding_fixes_is_refused_naming_why() {
             ))
         );
     }
-    let e = configure(
-        &mut c,
-        SqliteConfig {
-            synchronous: Some("FULL".into()),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
-    assert!(e.starts_with("synchronous FULL refused: "), "{e}");
-    let e = configure(
-        &mut c,
-        SqliteConfig {
-            locking_mode: Some("normal".into()),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
-    assert!(e.starts_with("locking_mode NORMAL refused: "), "{e}");
-    let e = configure(
-        &mut c,
-        SqliteConfig {
-            cache_size: Some(1 << 40),
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
-    assert!(e.contains("outside SQLite's range"), "{e}");
-    assert_eq!(
-        configure(
-            &mut c,
+    let d = SqliteConfig::default;
+    for (config, refusal) in [
+        (
             SqliteConfig {
-                autoincrement: Some(true),
-                ..Default::default()
-            }
+                synchronous: Some("FULL".into()),
+                ..d()
+            },
+            "synchronous FULL refused: ",
         ),
+        (
+            SqliteConfig {
+                locking_mode: Some("normal".into()),
+                ..d()
+            },
+            "locking_mode NORMAL refused: ",
+        ),
+        (
+            SqliteConfig {
+                cache_size: Some(1 << 40),
+                ..d()
+            },
+            "cache_size 1099511627776 is outside SQLite's range ",
+        ),
+    ] {
+        let e = configure(&mut c, config).unwrap_err();
+        assert!(e.starts_with(refusal), "{e}");
+    }
+    let autoincrement = SqliteConfig {
+        autoincrement: Some(true),
+        ..d()
+    };
+    assert_eq!(
+        configure(&mut c, autoincrement.clone()),
         Err("changing autoincrement (false -> true) needs an empty users table; call clear_sqlite_vfs first".into())
     );
     // Nothing refused changed anything; the binding's own values are accepted.
@@ -429,13 +411,7 @@ fn what_the_binding_fixes_is_refused_naming_why() {
     let cleared = Decode!(&cleared.unwrap().result.unwrap(), Result<u64, String>).unwrap();
     assert_eq!(cleared, Ok(10));
     assert_eq!(
-        configure(
-            &mut c,
-            SqliteConfig {
-                autoincrement: Some(true),
-                ..Default::default()
-            }
-        ),
+        configure(&mut c, autoincrement),
         Ok(binding_settings(-32_768, true))
     );
 }
@@ -519,14 +495,10 @@ fn a_journal_mode_its_binding_cannot_take_is_refused_before_any_work() {
     );
 }
 
-/// One call's counts as a results.csv row gives them: (store instructions, the message's
-/// instructions, its heap and stable pages touched and written, its page charge).
-type Row = (u64, u64, [u64; 4], u64);
-
 /// The default run's middle calls on a 2,000-row store, measured by the seed003 suite
 /// (`--stores sqlite-vfs`) under `replica` with the page cache `cache` (`cold`, `warm`):
 /// its results.csv rows of sqlite-vfs, in order.
-fn suite_rows(replica: &str, cache: &str) -> Vec<Row> {
+fn suite_rows(replica: &str, cache: &str) -> Vec<Counts> {
     let dir = crate::support::scratch_dir(&format!("vfs-suite-{replica}-{cache}"));
     let out = dir.join("out");
     let args = [
@@ -571,12 +543,17 @@ fn suite_rows(replica: &str, cache: &str) -> Vec<Row> {
             let fields: Vec<&str> = tail.split(',').collect();
             let shift = header.len() - fields.len();
             let n = |c: usize| fields[c - shift].parse::<u64>().unwrap();
-            (
-                n(cols[0]),
-                n(cols[1]),
-                [cols[2], cols[3], cols[4], cols[5]].map(n),
-                n(cols[6]),
-            )
+            Counts {
+                store: n(cols[0]),
+                message: n(cols[1]),
+                pages: PageCounts {
+                    heap_wasm_pages_accessed: n(cols[2]),
+                    heap_wasm_pages_written: n(cols[3]),
+                    stable_wasm_pages_accessed: n(cols[4]),
+                    stable_wasm_pages_written: n(cols[5]),
+                    page_charge_instructions: n(cols[6]),
+                },
+            }
         })
         .collect()
 }
@@ -585,7 +562,7 @@ fn suite_rows(replica: &str, cache: &str) -> Vec<Row> {
 /// in one message of 100-byte rows, its connection reopened, then each call from that state;
 /// `warm`, from that state after one update that reads the whole table and one message of
 /// the call's workload just below its ids (as docs/suites.md defines warm).
-fn canister_rows(replica: Replica, warm: bool) -> Vec<Row> {
+fn canister_rows(replica: Replica, warm: bool) -> Vec<Counts> {
     let mut engine = EmbeddedEngine::default().with_replica(replica);
     let mut c = install(&mut engine);
     assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
@@ -597,16 +574,7 @@ fn canister_rows(replica: Replica, warm: bool) -> Vec<Row> {
         assert_eq!(read.value.unwrap().rows_found, 2_000);
         at = c.engine.snapshot(c.canister).unwrap();
     }
-    let row = |store: u64, m: &icbench::engine::MessageReport| {
-        let p = m.pages.unwrap();
-        let pages = [
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written,
-        ];
-        (store, m.instructions, pages, p.page_charge_instructions)
-    };
+    let row = Counts::measured;
     let mut rows = Vec::new();
     c.engine.restore(c.canister, at).unwrap();
     if warm {
@@ -638,29 +606,7 @@ fn canister_rows(replica: Replica, warm: bool) -> Vec<Row> {
 /// the middle, under both vintages, exactly.
 #[test]
 fn the_suite_measures_a_small_store_exactly_under_both_vintages() {
-    measures_as_the_canister_counts(
-        false,
-        [
-            (
-                Replica::R2026_07,
-                [
-                    (2_708_026, 3_652_655, [14, 12, 4, 4], 2_720_000),
-                    (529_015, 1_070_911, [10, 8, 2, 0], 960_000),
-                    (1_577_847, 2_119_743, [10, 8, 2, 0], 960_000),
-                    (5_811_184, 6_351_204, [11, 9, 4, 0], 1_200_000),
-                ],
-            ),
-            (
-                Replica::R2026_05,
-                [
-                    (893_026, 1_072_655, [14, 12, 4, 4], 140_000),
-                    (49_015, 110_911, [10, 8, 2, 0], 0),
-                    (1_097_847, 1_159_743, [10, 8, 2, 0], 0),
-                    (5_091_184, 5_151_204, [11, 9, 4, 0], 0),
-                ],
-            ),
-        ],
-    );
+    insta::assert_snapshot!(measures_as_the_canister_counts(false));
 }
 
 /// Warm (the whole table read, then one message of the workload), the suite measures the
@@ -668,39 +614,23 @@ fn the_suite_measures_a_small_store_exactly_under_both_vintages() {
 /// each cheaper here (no stable pages read for the reads).
 #[test]
 fn the_suite_measures_a_small_store_warm_exactly_under_both_vintages() {
-    measures_as_the_canister_counts(
-        true,
-        [
-            (
-                Replica::R2026_07,
-                [
-                    (1_038_592, 1_987_752, [10, 8, 2, 2], 1_760_000),
-                    (412_593, 957_909, [11, 9, 0, 0], 880_000),
-                    (1_444_044, 1_989_360, [11, 9, 0, 0], 880_000),
-                    (5_412_874, 5_956_314, [12, 10, 0, 0], 960_000),
-                ],
-            ),
-            (
-                Replica::R2026_05,
-                [
-                    (163_592, 277_752, [10, 8, 2, 2], 50_000),
-                    (12_593, 77_909, [11, 9, 0, 0], 0),
-                    (1_044_044, 1_109_360, [11, 9, 0, 0], 0),
-                    (4_932_874, 4_996_314, [12, 10, 0, 0], 0),
-                ],
-            ),
-        ],
-    );
+    insta::assert_snapshot!(measures_as_the_canister_counts(true));
 }
 
-/// Under each vintage, the suite's rows for the store cold or `warm` are the canister's own
-/// counts of the same calls, and `expected`.
-fn measures_as_the_canister_counts(warm: bool, expected: [(Replica, [Row; 4]); 2]) {
-    for (replica, expected) in expected {
+/// Under each vintage, the suite's rows for the store cold or `warm`, checked to be the
+/// canister's own counts of the same calls: as a table.
+fn measures_as_the_canister_counts(warm: bool) -> String {
+    let mut counts = table(&["vintage", "call"]);
+    for replica in [Replica::R2026_07, Replica::R2026_05] {
         let suite = suite_rows(replica.name, if warm { "warm" } else { "cold" });
         assert_eq!(suite, canister_rows(replica, warm), "{}", replica.name);
-        assert_eq!(suite, expected, "{}", replica.name);
+        let calls = ["insert 1", "get 1", "get 100", "scan 1000"];
+        assert_eq!(suite.len(), calls.len());
+        for (call, c) in calls.into_iter().zip(&suite) {
+            counts.row(c.row(&[replica.name, call]));
+        }
     }
+    counts.to_string()
 }
 
 // ---- the upgrade and scaling suites ---------------------------------------------------------

@@ -14,7 +14,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, UpgradeOptions, WasmMemoryPersistence};
 use wasmparser::{Parser, Payload};
 
-use crate::support::small_store::{default_calls, Counts};
+use crate::support::small_store::{default_calls, table, Counts, CALLS};
 
 const STEMS: [&str; 3] = ["mo_map", "mo_pure_map", "mo_region"];
 const DID: &str = "canisters/motoko/motoko.did";
@@ -154,97 +154,28 @@ fn small_store(replica: Replica, stem: &str) -> Vec<Counts> {
     default_calls(&mut c, stem)
 }
 
-/// Each store's small-store calls (fill, insert, 1 and 100 keys, scan), as (store
-/// instructions, message instructions, heap pages (accessed, written), stable pages, page
-/// charge). Since the memory tracker (2026-07) a call pays 80,000 instructions per Wasm page
-/// it touches and as much again per page it writes, queries included (a Motoko query
-/// allocates: it writes pages); before it (2026-05) 1,000 per 4 KiB heap page an update
-/// writes. The pages are the same under both.
+/// Each store's small-store calls (fill, insert, 1 and 100 keys, scan). Since the memory
+/// tracker (2026-07) a call pays 80,000 instructions per Wasm page it touches and as much
+/// again per page it writes, queries included (a Motoko query allocates: it writes pages);
+/// before it (2026-05) 1,000 per 4 KiB heap page an update writes. The pages are the same
+/// under both.
 #[test]
 fn each_store_counts_exactly_under_both_vintages() {
-    type Row = (u64, u64, (u64, u64), (u64, u64), u64);
-    let check = |replica: Replica, stem: &str, expected: [Row; 5]| {
-        let expected: Vec<Counts> = expected
-            .into_iter()
-            .map(|(store, message, heap, stable, charge)| {
-                Counts::of(store, message, heap, stable, charge)
-            })
-            .collect();
-        assert_eq!(
-            small_store(replica, stem),
-            expected,
-            "{} {stem}",
-            replica.name
-        );
-    };
-    let r = Replica::R2026_07;
-    check(
-        r,
-        "mo_map",
-        [
-            (17_838_588, 18_513_366, (15, 15), (0, 0), 2_400_000),
-            (488_771, 1_303_141, (10, 6), (0, 0), 1_280_000),
-            (407_629, 821_356, (10, 5), (0, 0), 800_000),
-            (1_056_758, 1_470_485, (10, 5), (0, 0), 800_000),
-            (3_754_459, 4_166_332, (15, 7), (0, 0), 1_200_000),
-        ],
-    );
-    check(
-        r,
-        "mo_pure_map",
-        [
-            (36_788_585, 37_463_363, (71, 71), (0, 0), 11_360_000),
-            (571_502, 1_385_872, (12, 5), (0, 0), 1_360_000),
-            (84_284, 498_011, (6, 5), (0, 0), 480_000),
-            (1_072_898, 1_486_625, (14, 5), (0, 0), 1_120_000),
-            (10_489_625, 10_901_498, (79, 13), (0, 0), 6_320_000),
-        ],
-    );
-    check(
-        r,
-        "mo_region",
-        [
-            (19_480_890, 20_155_668, (12, 12), (10, 10), 3_520_000),
-            (568_886, 1_383_256, (9, 6), (1, 1), 1_360_000),
-            (407_049, 820_776, (9, 5), (1, 0), 800_000),
-            (1_074_317, 1_488_044, (10, 6), (1, 0), 880_000),
-            (3_307_129, 3_719_002, (14, 9), (3, 0), 1_360_000),
-        ],
-    );
-    let r = Replica::R2026_05;
-    check(
-        r,
-        "mo_map",
-        [
-            (16_078_588, 16_861_366, (15, 15), (0, 0), 748_000),
-            (8_771, 55_141, (10, 6), (0, 0), 32_000),
-            (7_629, 21_356, (10, 5), (0, 0), 0),
-            (656_758, 670_485, (10, 5), (0, 0), 0),
-            (2_954_459, 2_966_332, (15, 7), (0, 0), 0),
-        ],
-    );
-    check(
-        r,
-        "mo_pure_map",
-        [
-            (26_068_585, 30_447_363, (71, 71), (0, 0), 4_344_000),
-            (11_502, 49_872, (12, 5), (0, 0), 24_000),
-            (4_284, 18_011, (6, 5), (0, 0), 0),
-            (352_898, 366_625, (14, 5), (0, 0), 0),
-            (4_569_625, 4_581_498, (79, 13), (0, 0), 0),
-        ],
-    );
-    check(
-        r,
-        "mo_region",
-        [
-            (16_747_890, 17_346_668, (12, 12), (10, 10), 711_000),
-            (9_886, 60_256, (9, 6), (1, 1), 37_000),
-            (7_049, 20_776, (9, 5), (1, 0), 0),
-            (594_317, 608_044, (10, 6), (1, 0), 0),
-            (2_347_129, 2_359_002, (14, 9), (3, 0), 0),
-        ],
-    );
+    let vintages = [Replica::R2026_07, Replica::R2026_05];
+    let measured = vintages.map(|r| STEMS.map(|stem| small_store(r, stem)));
+    let [now, before] = &measured;
+    for (now, before) in now.iter().flatten().zip(before.iter().flatten()) {
+        assert_eq!(now.touched(), before.touched());
+    }
+    let mut counts = table(&["vintage", "store", "call"]);
+    for (replica, stores) in vintages.iter().zip(&measured) {
+        for (stem, calls) in STEMS.iter().zip(stores) {
+            for (call, c) in CALLS.iter().zip(calls) {
+                counts.row(c.row(&[replica.name, stem, call]));
+            }
+        }
+    }
+    insta::assert_snapshot!(counts.to_string());
 }
 
 /// Enhanced orthogonal persistence: an upgrade with `wasm_memory_persistence = keep` keeps

@@ -5,6 +5,7 @@ pub mod canbench_fixture;
 #[path = "../../../src/report/sample.rs"]
 pub mod scenario;
 pub mod small_store;
+pub mod table;
 pub mod wat;
 
 use icbench::report::{Report, ScenarioResult, Status};
@@ -175,12 +176,6 @@ pub fn ok_rows<T>(report: &Report, row: impl Fn(&ScenarioResult) -> T) -> Vec<T>
             row(r)
         })
         .collect()
-}
-
-/// `s` for the life of the test process, for rows of `&'static str` compared with a
-/// table's.
-pub fn leak(s: &str) -> &'static str {
-    Box::leak(s.to_string().into_boxed_str())
 }
 
 /// Asserts `err` is the replica's IC0539 for `canister`: its message says the canister

@@ -5,31 +5,31 @@
 use icbench::bench_canister::BenchClient;
 use icbench::engine::{MessageReport, PageCounts};
 
+use super::table::Table;
+
 /// A call's counts: the store's instructions, the message's, and its pages.
-#[derive(PartialEq)]
+#[derive(Debug, PartialEq)]
 pub struct Counts {
     pub store: u64,
     pub message: u64,
     pub pages: PageCounts,
 }
 
-impl Counts {
-    /// A table's row: store and message instructions, heap and stable pages (accessed,
-    /// written), page charge.
-    pub fn of(store: u64, message: u64, heap: (u64, u64), stable: (u64, u64), charge: u64) -> Self {
-        Counts {
-            store,
-            message,
-            pages: PageCounts {
-                heap_wasm_pages_accessed: heap.0,
-                heap_wasm_pages_written: heap.1,
-                stable_wasm_pages_accessed: stable.0,
-                stable_wasm_pages_written: stable.1,
-                page_charge_instructions: charge,
-            },
-        }
-    }
+/// The columns of [`Counts::row`] after its labels.
+pub const COLUMNS: [&str; 7] = [
+    "store",
+    "message",
+    "heap accessed",
+    "heap written",
+    "stable accessed",
+    "stable written",
+    "page charge",
+];
 
+/// The calls of [`default_calls`], in order.
+pub const CALLS: [&str; 5] = ["fill 2000", "insert 1", "get 1", "get 100", "scan 1000"];
+
+impl Counts {
     /// The counts of a call whose store counted `store` instructions.
     pub fn measured(store: u64, message: &MessageReport) -> Self {
         Counts {
@@ -38,24 +38,38 @@ impl Counts {
             pages: message.pages.expect("the embedded engine counts pages"),
         }
     }
-}
 
-/// As the tables write it: (store, message, (heap), (stable), charge).
-impl std::fmt::Debug for Counts {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    /// The Wasm pages it touched: heap accessed and written, stable accessed and written.
+    pub fn touched(&self) -> [u64; 4] {
         let p = &self.pages;
-        write!(
-            f,
-            "({}, {}, ({}, {}), ({}, {}), {})",
-            self.store,
-            self.message,
+        [
             p.heap_wasm_pages_accessed,
             p.heap_wasm_pages_written,
             p.stable_wasm_pages_accessed,
             p.stable_wasm_pages_written,
-            p.page_charge_instructions
-        )
+        ]
     }
+
+    /// A row of a table of counts: `labels`, then the [`COLUMNS`].
+    pub fn row(&self, labels: &[&str]) -> Vec<String> {
+        let [heap_accessed, heap_written, stable_accessed, stable_written] = self.touched();
+        let counts = [
+            self.store,
+            self.message,
+            heap_accessed,
+            heap_written,
+            stable_accessed,
+            stable_written,
+            self.pages.page_charge_instructions,
+        ];
+        let labels = labels.iter().map(|l| l.to_string());
+        labels.chain(counts.map(|n| n.to_string())).collect()
+    }
+}
+
+/// A table of counts whose rows start with the labels `labels`.
+pub fn table(labels: &[&str]) -> Table {
+    Table::new(&[labels, &COLUMNS[..]].concat())
 }
 
 /// 2,000 rows (ids 0, 10, ..., 19,990) in one message into the store of `stem`, then the
