@@ -15,6 +15,8 @@ use std::sync::RwLock;
 use anyhow::{anyhow, bail, Context, Result};
 use sha2::{Digest, Sha256};
 
+mod stamp;
+
 /// The environment variable naming the cache directory.
 pub const ENV: &str = "ICBENCH_CACHE_DIR";
 
@@ -35,7 +37,8 @@ pub const PAYLOAD_ALIGN: usize = 4096;
 fn payload_start(meta_len: usize) -> usize {
     (HEADER + meta_len).next_multiple_of(PAYLOAD_ALIGN)
 }
-/// Suffix of entry files and prefix of temporary files: `clear` removes only these.
+/// Suffix of entry files and prefix of temporary files: `clear` removes only these and
+/// stamps ([`stamp::SUFFIX`]).
 const ENTRY_SUFFIX: &str = ".entry";
 const TEMP_PREFIX: &str = ".tmp-";
 
@@ -220,10 +223,9 @@ unsafe impl Send for FileBytes {}
 unsafe impl Sync for FileBytes {}
 
 impl FileBytes {
-    /// `file`: mapped, or read if it cannot be.
-    fn open(file: &std::fs::File) -> std::io::Result<FileBytes> {
+    /// `file`, `len` bytes long: mapped, or read if it cannot be.
+    fn open(file: &std::fs::File, len: usize) -> std::io::Result<FileBytes> {
         use std::os::fd::AsRawFd;
-        let len = file.metadata()?.len() as usize;
         if len > 0 {
             // SAFETY: a fresh read-only private mapping of a file we opened. Not populated:
             // the pages a reader uses are faulted in, and [`FileBytes::sum`] gives back the
@@ -324,20 +326,35 @@ pub enum Lookup {
 
 /// Reads the entry `key`; `Err` when the cache cannot be read at all.
 pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
+    read_settled(dir, kind, key, stamp::SETTLE)
+}
+
+/// [`read`], where an entry whose file last changed at least `settle` ago gets a stamp that
+/// spares later reads its sum (modules excepted: wasmtime trusts their bytes).
+fn read_settled(
+    dir: &Path,
+    kind: &str,
+    key: &[u8; 32],
+    settle: std::time::Duration,
+) -> Result<Lookup> {
     let path = entry_path(dir, kind, key);
-    let opened = std::fs::File::open(&path).and_then(|f| Ok((FileBytes::open(&f)?, f)));
-    let (bytes, file) = match opened {
+    let opened = std::fs::File::open(&path).and_then(|f| {
+        let meta = f.metadata()?;
+        Ok((FileBytes::open(&f, meta.len() as usize)?, f, meta))
+    });
+    let (bytes, file, meta) = match opened {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Lookup::Missing),
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
-    Ok(match check(&bytes, key) {
-        Ok(meta_len) => {
-            // Recently used, for [`prune`]; an entry that stays old only costs a recompute.
-            let _ = std::fs::File::options()
-                .write(true)
-                .open(&path)
-                .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    let identity = stamp::Identity::of(&meta);
+    let known = stamp::read(&path).filter(|_| kind != MODULES);
+    let vouched = |crc| known.is_some_and(|s| s.vouches_for(&identity, crc));
+    Ok(match check(&bytes, key, vouched) {
+        Ok((meta_len, crc)) => {
+            // The last use, for [`prune`]; a stamp that cannot be written costs a sum and at
+            // worst a recompute. The entry itself is never written after its rename.
+            let _ = stamp::write(&path, &stamp::Stamp::new(identity, crc, settle));
             Lookup::Found(Entry {
                 bytes,
                 meta_len,
@@ -351,8 +368,13 @@ pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
     })
 }
 
-/// Checks an entry file; returns the length of its meta part.
-fn check(file: &FileBytes, key: &[u8; 32]) -> Result<usize> {
+/// Checks an entry file, its checksum unless `vouched` for the one its header holds; returns
+/// the length of its meta part and that checksum.
+fn check(
+    file: &FileBytes,
+    key: &[u8; 32],
+    vouched: impl FnOnce([u8; 4]) -> bool,
+) -> Result<(usize, [u8; 4])> {
     let bytes = file.as_slice();
     if bytes.len() < HEADER {
         bail!("truncated: {} bytes, shorter than the header", bytes.len());
@@ -386,13 +408,17 @@ fn check(file: &FileBytes, key: &[u8; 32]) -> Result<usize> {
     if bytes[HEADER + meta.len()..start].iter().any(|&b| b != 0) {
         bail!("nonzero bytes before the payload");
     }
+    let crc: [u8; 4] = bytes[60..64].try_into().unwrap();
+    if vouched(crc) {
+        return Ok((meta.len(), crc));
+    }
     let mut sum = crc32fast::Hasher::new();
     sum.update(meta);
     file.sum(start..bytes.len(), &mut sum);
-    if sum.finalize().to_le_bytes() != bytes[60..64] {
+    if sum.finalize().to_le_bytes() != crc {
         bail!("checksum mismatch");
     }
-    Ok(meta_len as usize)
+    Ok((meta.len(), crc))
 }
 
 /// Writes the entry `key` atomically: a temporary file in the same directory, renamed over
@@ -478,27 +504,54 @@ impl<W: Write> Write for Summed<W> {
     }
 }
 
-/// Removes the least recently used entries of `kind` (by modification time, which [`read`]
-/// refreshes) until `keep` are left, never the entry `newest`. Returns how many it removed.
+/// Removes the least recently used entries of `kind` (the later of an entry's modification
+/// time and its stamp's, which [`read`] writes) until `keep` are left, never the entry
+/// `newest`, and the stamps of entries no longer there. Returns how many entries it removed.
 pub fn prune(dir: &Path, kind: &str, keep: usize, newest: &[u8; 32]) -> Result<usize> {
     let newest = entry_path(dir, kind, newest);
-    let mut others: Vec<(std::time::SystemTime, PathBuf)> = files(dir, kind)?
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let (mut entries, mut stamps) = (Vec::new(), Vec::new());
+    for path in files(dir, kind)? {
+        let name = path.to_string_lossy();
+        if name.ends_with(ENTRY_SUFFIX) {
+            entries.push(path);
+        } else if name.ends_with(stamp::SUFFIX) {
+            stamps.push(path);
+        }
+    }
+    let used = |entry: &Path| {
+        let stamped = modified(&stamp::path(entry)).unwrap_or(std::time::UNIX_EPOCH);
+        Some(modified(entry)?.max(stamped))
+    };
+    let mut others: Vec<(std::time::SystemTime, PathBuf)> = entries
         .into_iter()
-        .filter(|p| p.to_string_lossy().ends_with(ENTRY_SUFFIX) && *p != newest)
-        .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+        .filter(|p| *p != newest)
+        .filter_map(|p| Some((used(&p)?, p)))
         .collect();
     // Newest first; the path breaks ties so the outcome does not depend on listing order.
     others.sort_by(|a, b| b.cmp(a));
     let mut removed = 0;
     for (_, path) in others.iter().skip(keep.saturating_sub(1)) {
-        match std::fs::remove_file(path) {
-            Ok(()) => removed += 1,
-            // A concurrent run removed it first.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(anyhow!(e).context(format!("removing {}", path.display()))),
+        if remove(path)? {
+            removed += 1;
+        }
+        remove(&stamp::path(path))?;
+    }
+    for stamp in stamps {
+        if !stamp::entry_of(&stamp).exists() {
+            remove(&stamp)?;
         }
     }
     Ok(removed)
+}
+
+/// Removes a file of the cache; false if it was not there (a concurrent run removed it).
+fn remove(path: &Path) -> Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(anyhow!(e).context(format!("removing {}", path.display()))),
+    }
 }
 
 /// Entries and their bytes, per kind.
@@ -523,20 +576,15 @@ pub fn usage(dir: &Path) -> Result<Usage> {
     Ok(usage)
 }
 
-/// Removes every entry and leftover temporary file from `dir`, and the kinds' directories
+/// Removes every entry, stamp and leftover temporary file from `dir`, and the kinds' directories
 /// when that empties them; nothing else (`ICBENCH_CACHE_DIR` may name a directory that
 /// holds other files). Returns how many files were removed.
 pub fn clear(dir: &Path) -> Result<u64> {
     let mut removed = 0;
     for kind in KINDS {
         for path in files(dir, kind)? {
-            std::fs::remove_file(&path)
-                .or_else(|e| match e.kind() {
-                    // A concurrent run renamed or cleared it: gone is what we want.
-                    std::io::ErrorKind::NotFound => Ok(()),
-                    _ => Err(e),
-                })
-                .with_context(|| format!("removing {}", path.display()))?;
+            // Gone already (a concurrent run renamed or cleared it) is what we want.
+            remove(&path)?;
             removed += 1;
         }
         // Fails if something else lives there; then the directory stays.
@@ -545,7 +593,7 @@ pub fn clear(dir: &Path) -> Result<u64> {
     Ok(removed)
 }
 
-/// The cache's own files of `kind`: entries and temporary files.
+/// The cache's own files of `kind`: entries, stamps and temporary files.
 fn files(dir: &Path, kind: &str) -> Result<Vec<PathBuf>> {
     let sub = dir.join(kind);
     let entries = match std::fs::read_dir(&sub) {
@@ -557,9 +605,10 @@ fn files(dir: &Path, kind: &str) -> Result<Vec<PathBuf>> {
     for entry in entries {
         let entry = entry.with_context(|| format!("listing {}", sub.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if (name.ends_with(ENTRY_SUFFIX) || name.starts_with(TEMP_PREFIX))
-            && entry.file_type().is_ok_and(|t| t.is_file())
-        {
+        let ours = [ENTRY_SUFFIX, stamp::SUFFIX]
+            .iter()
+            .any(|s| name.ends_with(s));
+        if (ours || name.starts_with(TEMP_PREFIX)) && entry.file_type().is_ok_and(|t| t.is_file()) {
             out.push(entry.path());
         }
     }
@@ -646,8 +695,10 @@ mod tests {
                 (WARM, 0, 0)
             ]
         );
-        // The two entries and the temporary file; the user's file stays.
-        assert_eq!(clear(&dir).unwrap(), 3);
+        // The two entries, the stamp of the one read and the temporary file; the user's
+        // file stays.
+        assert!(stamp::path(&path).is_file());
+        assert_eq!(clear(&dir).unwrap(), 4);
         assert_eq!(
             usage(&dir).unwrap().kinds,
             vec![(MODULES, 0, 0), (STATES, 0, 0), (WARM, 0, 0)]
@@ -691,6 +742,61 @@ mod tests {
     }
 
     #[test]
+    fn a_stamp_spares_the_sum_of_an_unchanged_state_and_no_more() {
+        use std::time::Duration;
+        let dir = temp("stamp");
+        let key = [6u8; 32];
+        let read_now = |kind| read_settled(&dir, kind, &key, Duration::ZERO).unwrap();
+        let found = |kind| match read_now(kind) {
+            Lookup::Found(entry) => entry.payload().to_vec(),
+            other => panic!("{other:?}"),
+        };
+        let damaged = |kind| match read_now(kind) {
+            Lookup::Damaged(e) => assert!(format!("{e:#}").contains("checksum mismatch"), "{e:#}"),
+            other => panic!("{other:?}"),
+        };
+        // A change one tick of the kernel's coarse clock after the stamp's `stat`, as a real
+        // one is at least [`stamp::SETTLE`] after it.
+        let flip = |path: &Path| {
+            std::thread::sleep(Duration::from_millis(50));
+            let mut bytes = std::fs::read(path).unwrap();
+            *bytes.last_mut().unwrap() ^= 1;
+            std::fs::write(path, bytes).unwrap();
+        };
+        // What a stamp of the file as it is now would say, as if the sum had passed.
+        let forge = |path: &Path| {
+            let crc = std::fs::read(path).unwrap()[60..64].try_into().unwrap();
+            let identity = stamp::Identity::of(&std::fs::metadata(path).unwrap());
+            stamp::write(path, &stamp::Stamp::new(identity, crc, Duration::ZERO)).unwrap();
+        };
+        for kind in [STATES, MODULES] {
+            write(&dir, kind, &key, b"meta", b"payload").unwrap();
+            let path = entry_path(&dir, kind, &key);
+            // A file that just changed is summed, and its stamp does not vouch for it yet.
+            assert!(matches!(read(&dir, kind, &key).unwrap(), Lookup::Found(_)));
+            assert!(!stamp::read(&path).unwrap().checked);
+            assert_eq!(found(kind), b"payload");
+            assert!(stamp::read(&path).unwrap().checked);
+            // Any change through the file system moves ctime: the stamp no longer matches.
+            flip(&path);
+            damaged(kind);
+            // A new file under the entry's name is another inode: summed again.
+            write(&dir, kind, &key, b"meta", b"payload").unwrap();
+            assert_eq!(found(kind), b"payload");
+            // Damage a stamp vouches for (one a disk could cause below the file system) is
+            // not summed for a state; a module is summed at every read.
+            flip(&path);
+            forge(&path);
+            if kind == STATES {
+                assert_eq!(found(kind), b"payloae");
+            } else {
+                damaged(kind);
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_streamed_entry_is_the_written_one_and_a_failed_stream_leaves_nothing() {
         let dir = temp("streamed");
         let key = [3u8; 32];
@@ -729,8 +835,11 @@ mod tests {
             read(&dir, STATES, &other).unwrap(),
             Lookup::Missing
         ));
-        let left: Vec<_> = std::fs::read_dir(dir.join(STATES)).unwrap().collect();
-        assert_eq!(left.len(), 1, "only the first entry stays: {left:?}");
+        // Only the first entry stays, with the stamp its read left.
+        let first = entry_path(&dir, STATES, &key);
+        assert_eq!(files(&dir, STATES).unwrap(), [stamp::path(&first), first]);
+        let all = std::fs::read_dir(dir.join(STATES)).unwrap().count();
+        assert_eq!(all, 2, "nothing else is left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -776,6 +885,12 @@ mod tests {
             bound as usize - 1
         );
         assert_eq!(present(), vec![last]);
+        // With their stamps, and a stamp whose entry is gone.
+        let stamp_of = |key: u8| stamp::path(&entry_path(&dir, STATES, &[key; 32]));
+        assert!(!stamp_of(1).exists());
+        std::fs::write(stamp_of(2), b"left over").unwrap();
+        prune(&dir, STATES, 1, &[last; 32]).unwrap();
+        assert!(!stamp_of(2).exists());
         // Modules are bounded apart: states never evict them.
         write(&dir, MODULES, &[9; 32], b"", b"module").unwrap();
         assert_eq!(prune(&dir, STATES, 1, &[last + 1; 32]).unwrap(), 1);
