@@ -338,6 +338,8 @@ fn read_settled(
     settle: std::time::Duration,
 ) -> Result<Lookup> {
     let path = entry_path(dir, kind, key);
+    // Before the `stat`: a change after it is stamped with a later ctime than this.
+    let opened_at = std::time::SystemTime::now();
     let opened = std::fs::File::open(&path).and_then(|f| {
         let meta = f.metadata()?;
         Ok((FileBytes::open(&f, meta.len() as usize)?, f, meta))
@@ -348,13 +350,13 @@ fn read_settled(
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
     let identity = stamp::Identity::of(&meta);
-    let known = stamp::read(&path).filter(|_| kind != MODULES);
+    let known = (kind != MODULES).then(|| stamp::read(&path)).flatten();
     let vouched = |crc| known.is_some_and(|s| s.vouches_for(&identity, crc));
     Ok(match check(&bytes, key, vouched) {
         Ok((meta_len, crc)) => {
             // The last use, for [`prune`]; a stamp that cannot be written costs a sum and at
             // worst a recompute. The entry itself is never written after its rename.
-            let _ = stamp::write(&path, &stamp::Stamp::new(identity, crc, settle));
+            let _ = stamp::write(&path, &stamp::Stamp::new(identity, crc, opened_at, settle));
             Lookup::Found(Entry {
                 bytes,
                 meta_len,
@@ -767,7 +769,9 @@ mod tests {
         let forge = |path: &Path| {
             let crc = std::fs::read(path).unwrap()[60..64].try_into().unwrap();
             let identity = stamp::Identity::of(&std::fs::metadata(path).unwrap());
-            stamp::write(path, &stamp::Stamp::new(identity, crc, Duration::ZERO)).unwrap();
+            let stamp =
+                stamp::Stamp::new(identity, crc, std::time::SystemTime::now(), Duration::ZERO);
+            stamp::write(path, &stamp).unwrap();
         };
         for kind in [STATES, MODULES] {
             write(&dir, kind, &key, b"meta", b"payload").unwrap();

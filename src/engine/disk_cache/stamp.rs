@@ -71,13 +71,20 @@ pub(super) struct Stamp {
 }
 
 impl Stamp {
-    /// A stamp for an entry whose checksum just passed (or a matching stamp vouched for it);
-    /// it vouches for the file only once the file has settled.
-    pub(super) fn new(identity: Identity, crc: [u8; 4], settle: Duration) -> Stamp {
+    /// A stamp for an entry whose checksum just passed (or a matching stamp vouched for it),
+    /// `identity` as the file system reported it after `seen`; it vouches for the file if the
+    /// file had settled by then (a sum can take seconds: a change during it must not share
+    /// the ctime recorded).
+    pub(super) fn new(
+        identity: Identity,
+        crc: [u8; 4],
+        seen: SystemTime,
+        settle: Duration,
+    ) -> Stamp {
         Stamp {
             identity,
             crc,
-            checked: identity.settled(SystemTime::now(), settle),
+            checked: identity.settled(seen, settle),
         }
     }
 
