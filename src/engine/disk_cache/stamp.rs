@@ -18,11 +18,12 @@ use std::time::{Duration, SystemTime};
 /// Suffix of stamp files; the entry's name with [`super::ENTRY_SUFFIX`] replaced.
 pub(super) const SUFFIX: &str = ".checked";
 
-/// How long ago an entry must have last changed for its sum to be recorded. The kernel sets
-/// ctime from a clock that ticks every few milliseconds; before Linux 6.13 a change in the
-/// same tick as the `stat` a stamp records leaves ctime as it was, so a stamp of a file that
-/// just changed could vouch for bytes it never saw. Entries are read from one run to the next,
-/// seconds to days apart; an entry read within this long of its writing is summed again.
+/// How long before a read's `stat` an entry must have last changed for its sum to be
+/// recorded. Linux sets ctime from a clock that ticks every few milliseconds (before 6.13 a
+/// change in the same tick as a `stat` leaves ctime as it was), some file systems keep whole
+/// seconds: a stamp of a file that had just changed could vouch for bytes it never saw.
+/// Entries are read from one run to the next, seconds to days apart; one read within this
+/// long of its writing is summed again at the next read.
 pub(super) const SETTLE: Duration = Duration::from_secs(2);
 
 /// Starts a stamp file; the version changes whenever the layout below does.
