@@ -9,10 +9,7 @@
 //! `add_users_btree`: plain wasmtime runs the uninstrumented module on the engine's own
 //! System API host functions (stable memory included, without metering), the engine runs
 //! it as an installed canister. Every timed run inserts the next block of ids, the same on
-//! both sides; its target is a ratio of at least 0.8. Since the engine answers most stable
-//! memory accesses in Wasm (engine.md), the bench also runs the prototype of Wasm-native
-//! stable memory on plain wasmtime and gives the metered engine's speed against it, the
-//! like-for-like ratio.
+//! both sides; its target is a ratio of at least 0.8.
 //!
 //! Besides the table, the results go to `target/engine_speed.json`:
 //! `{"workloads": [{"name", "plain_ms", "metered_ms", "ratio"}, ...]}`.
@@ -20,8 +17,8 @@
 //! Run with `cargo bench --bench engine_speed`
 //! (`ENGINE_SPEED_WORKLOADS=bench-canister-btree-insert` for one workload,
 //! `ICBENCH_PERF_MAP=1` to name every engine's compiled functions for `perf`,
-//! `ENGINE_SPEED_SIDE=metered` or `native` to run one side of the bench canister's workload
-//! alone, so that `perf` sees that side only: it prints the total only). Times are
+//! `ENGINE_SPEED_SIDE=metered` to run the metered side of the bench canister's workload
+//! alone, so that `perf` sees it only: it prints the total only). Times are
 //! the process's CPU time (so that other processes on a shared machine do not count). Reports the best of 5 timed runs after one
 //! warm-up (plain and metered runs alternate, so both see the same machine load), the
 //! metered instruction count, the speed ratio (plain time / metered time; the target is
@@ -32,8 +29,6 @@
 
 use std::time::Duration;
 
-#[path = "engine_speed/native_stable.rs"]
-mod native_stable;
 #[path = "shared/plain_wasmtime.rs"]
 mod plain_wasmtime;
 
@@ -259,28 +254,15 @@ type CanisterReply = Result<bench_types::InsertReport, String>;
 struct PlainCanister {
     store: wasmtime::Store<HostState>,
     instance: wasmtime::Instance,
-    /// With Wasm-native stable memory ([`native_stable`]): its bytemap, cleared for every
-    /// message.
-    bytemap: Option<wasmtime::Memory>,
 }
 
 impl PlainCanister {
-    /// `native_stable`: run the module as [`native_stable::transform`] rewrites it.
-    fn new(wasm: &[u8], native_stable: bool) -> Self {
+    fn new(wasm: &[u8]) -> Self {
         let mut config = wasmtime::Config::new();
         // The replica's Wasm stack limit, which the engine uses too (wasmtime checks it
         // against the async stack size even for sync calls).
         config.async_stack_size(6 << 20).max_wasm_stack(5 << 20);
         icbench::engine::embedded::perf_map_if_asked(&mut config);
-        let transformed;
-        let wasm = if native_stable {
-            config.wasm_multi_memory(true).wasm_memory64(true);
-            transformed = native_stable::transform(wasm)
-                .unwrap_or_else(|e| panic!("native stable memory prototype: {e}"));
-            &transformed[..]
-        } else {
-            wasm
-        };
         let engine = wasmtime::Engine::new(&config).expect("plain wasmtime config");
         let module = wasmtime::Module::new(&engine, wasm).expect("the bench canister compiles");
         let mut linker = wasmtime::Linker::new(&engine);
@@ -314,12 +296,7 @@ impl PlainCanister {
             .expect("the bench canister instantiates");
         let memory = instance.get_memory(&mut store, "memory");
         store.data_mut().memory = memory;
-        let bytemap = instance.get_memory(&mut store, native_stable::BYTEMAP_EXPORT);
-        let mut canister = PlainCanister {
-            store,
-            instance,
-            bytemap,
-        };
+        let mut canister = PlainCanister { store, instance };
         canister.call(ApiType::Init, "canister_init", "", Encode!().unwrap());
         canister
     }
@@ -330,9 +307,6 @@ impl PlainCanister {
         let state = self.store.data_mut();
         state.msg = Message::new(api, method, arg, limit);
         state.stable.begin(u64::MAX, u64::MAX, false);
-        if let Some(bytemap) = self.bytemap {
-            bytemap.data_mut(&mut self.store).fill(0);
-        }
         let func = self
             .instance
             .get_typed_func::<(), ()>(&mut self.store, export)
@@ -370,37 +344,31 @@ fn inserted(reply: &CanisterReply) -> u64 {
     }
 }
 
-/// `ENGINE_SPEED_SIDE=metered|native`: only that side of the bench canister's workload runs,
-/// `runs` inserts after a warm-up, for `perf record` to see one side alone; nothing timed.
-fn profiled_side() -> Option<String> {
-    let side = std::env::var("ENGINE_SPEED_SIDE").ok()?;
-    match side.as_str() {
-        "metered" | "native" => Some(side),
-        _ => panic!("ENGINE_SPEED_SIDE is metered or native, not {side:?}"),
+/// `ENGINE_SPEED_SIDE=metered`: only the metered side of the bench canister's workload
+/// runs, `runs` inserts after a warm-up, for `perf record` to see it alone; nothing timed.
+fn metered_side_alone() -> bool {
+    match std::env::var("ENGINE_SPEED_SIDE") {
+        Ok(side) if side == "metered" => true,
+        Ok(side) => panic!("ENGINE_SPEED_SIDE is metered, not {side:?}"),
+        Err(_) => false,
     }
 }
 
-/// One side of the bench canister's workload alone ([`profiled_side`]).
-fn run_one_side(wasm: &[u8], side: &str, runs: usize) {
-    let mut run: Box<dyn FnMut(u64) -> CanisterReply> = if side == "native" {
-        let mut native = PlainCanister::new(wasm, true);
-        Box::new(move |offset| native.insert(offset))
-    } else {
-        let mut metered = Metered::new(wasm, &Encode!().unwrap(), Counter::Local);
-        Box::new(move |offset| metered.insert(offset).0)
-    };
+/// The metered side of the bench canister's workload alone ([`metered_side_alone`]).
+fn run_metered_side(wasm: &[u8], runs: usize) {
+    let mut metered = Metered::new(wasm, &Encode!().unwrap(), Counter::Local);
     let (time, _) = timed(|| {
         for run_index in 0..=runs as u64 {
-            let reply = run(run_index * CANISTER_ROWS_PER_RUN);
+            let reply = metered.insert(run_index * CANISTER_ROWS_PER_RUN).0;
             assert_eq!(
                 inserted(&reply),
                 CANISTER_ROWS_PER_RUN,
-                "{side} run {run_index}"
+                "metered run {run_index}"
             );
         }
     });
     println!(
-        "{side} side alone: {} inserts of {CANISTER_ROWS_PER_RUN} rows, {:.2} ms of CPU in all",
+        "metered side alone: {} inserts of {CANISTER_ROWS_PER_RUN} rows, {:.2} ms of CPU in all",
         runs + 1,
         time.as_secs_f64() * 1e3
     );
@@ -410,17 +378,15 @@ fn run_one_side(wasm: &[u8], side: &str, runs: usize) {
 fn canister_workload(runs: usize) -> Measured {
     let wasm = icbench::bench_canister::ensure_built(true)
         .expect("the bench canister (target/canister/bench.wasm) builds");
-    if let Some(side) = profiled_side() {
-        run_one_side(&wasm, &side, runs);
+    if metered_side_alone() {
+        run_metered_side(&wasm, runs);
         std::process::exit(0);
     }
-    let mut plain = PlainCanister::new(&wasm, false);
-    let mut native = PlainCanister::new(&wasm, true);
+    let mut plain = PlainCanister::new(&wasm);
     let mut metered = Metered::new(&wasm, &Encode!().unwrap(), Counter::Local);
     let mut replica_code = Metered::new(&wasm, &Encode!().unwrap(), Counter::Global);
     let (mut plain_time, mut metered_time, mut replica_time) =
         (Duration::MAX, Duration::MAX, Duration::MAX);
-    let mut native_time = Duration::MAX;
     let mut instructions = 0;
     // Run 0 is the warm-up; every run inserts the next block of ids on all three.
     for run in 0..=runs as u64 {
@@ -428,11 +394,6 @@ fn canister_workload(runs: usize) -> Measured {
         let (t, p) = timed(|| plain.insert(offset));
         let (tm, (m, n)) = timed(|| metered.insert(offset));
         let (tr, (r, nr)) = timed(|| replica_code.insert(offset));
-        let (tn, n_reply) = timed(|| native.insert(offset));
-        assert_eq!(
-            n_reply, p,
-            "run {run}: native stable memory replies otherwise"
-        );
         assert_eq!(inserted(&p), CANISTER_ROWS_PER_RUN, "plain run {run}");
         assert_eq!(inserted(&m), CANISTER_ROWS_PER_RUN, "metered run {run}");
         assert_eq!(
@@ -448,7 +409,6 @@ fn canister_workload(runs: usize) -> Measured {
             plain_time = plain_time.min(t);
             metered_time = metered_time.min(tm);
             replica_time = replica_time.min(tr);
-            native_time = native_time.min(tn);
             instructions = n;
         }
     }
@@ -456,7 +416,6 @@ fn canister_workload(runs: usize) -> Measured {
         plain: plain_time,
         metered: metered_time,
         replica: replica_time,
-        native_stable: Some(native_time),
         instructions,
     }
 }
@@ -486,8 +445,6 @@ struct Measured {
     plain: Duration,
     metered: Duration,
     replica: Duration,
-    /// The plain run with Wasm-native stable memory (the bench canister only).
-    native_stable: Option<Duration>,
     instructions: u64,
 }
 
@@ -550,7 +507,6 @@ fn module_workload(w: &Workload, runs: usize) -> Measured {
         plain: plain_time,
         metered: metered_time,
         replica: replica_time,
-        native_stable: None,
         instructions,
     }
 }
@@ -610,7 +566,6 @@ fn run_all() {
     println!("{}", "-".repeat(134));
     let mut below = Vec::new();
     let mut json = Vec::new();
-    let mut native_line = None;
     let measured = workloads
         .iter()
         .map(|w| (w.name, TARGET_RATIO, module_workload(w, runs)))
@@ -640,34 +595,15 @@ fn run_all() {
             m.plain.as_secs_f64() / m.replica.as_secs_f64(),
             if ok { "ok" } else { "BELOW" }
         );
-        let mut entry = serde_json::json!({
+        json.push(serde_json::json!({
             "name": name,
             "plain_ms": plain_ms,
             "metered_ms": metered_ms,
             "ratio": ratio,
-        });
-        if let Some(native) = m.native_stable {
-            let native_ms = native.as_secs_f64() * 1e3;
-            // The engine answers most stable accesses in Wasm too, so the like-for-like
-            // baseline is this one, not the plain run with host calls.
-            native_line = Some(format!(
-                "{name}, plain wasmtime with Wasm-native stable memory (a prototype, see \
-                 benches/engine_speed/native_stable.rs): {native_ms:.2} ms against {plain_ms:.2} ms \
-                 with ic0.stable64_* as host calls ({:.2}x as fast); the metered engine, which \
-                 answers most stable accesses in Wasm as well, runs at {:.3} of its speed",
-                plain_ms / native_ms,
-                native_ms / metered_ms
-            ));
-            entry["plain_native_stable_ms"] = serde_json::json!(native_ms);
-            entry["ratio_to_native_stable"] = serde_json::json!(native_ms / metered_ms);
-        }
-        json.push(entry);
+        }));
     }
     println!();
     println!("* ratio with the replica's own counter code (Counter::Global): same counts, slower");
-    if let Some(line) = native_line {
-        println!("{line}");
-    }
     if below.is_empty() {
         println!("all workloads meet their target (metered speed / plain speed)");
     } else {
