@@ -147,6 +147,14 @@ mod tests {
         assert_eq!(step_for(12_345_678), 100_000);
     }
 
+    fn fit(rows: u64, instructions: u64, heap_growth: u64) -> Fit {
+        Fit {
+            rows,
+            instructions,
+            heap_growth,
+        }
+    }
+
     /// Bounds of the instruction limit alone.
     fn limit(instruction_limit: u64) -> Bounds {
         Bounds {
@@ -172,11 +180,7 @@ mod tests {
             let heap_growth = heap_per_row * rows;
             let fits = instructions <= bounds.instruction_limit
                 && bounds.heap_room.is_none_or(|room| heap_growth <= room);
-            Ok(fits.then_some(Fit {
-                rows,
-                instructions,
-                heap_growth,
-            }))
+            Ok(fits.then_some(fit(rows, instructions, heap_growth)))
         })
         .unwrap();
         (found, calls)
@@ -186,11 +190,7 @@ mod tests {
     fn finds_the_instruction_limit_to_one_step() {
         let bounds = limit(40_000_000_000);
         // 61,234 instructions per row and 2M fixed: 653,199 rows fit.
-        let known = Fit {
-            rows: 1_000,
-            instructions: 2_000_000 + 61_234_000,
-            heap_growth: 0,
-        };
+        let known = fit(1_000, 2_000_000 + 61_234_000, 0);
         let estimate = predict(&bounds, &known, None);
         let (found, calls) = search_linear(bounds, known, estimate, (2_000_000, 61_234, 0));
         assert_eq!(found.step, 1_000);
@@ -207,11 +207,7 @@ mod tests {
             heap_room: Some(3_000_000_000),
             ..limit(40_000_000_000)
         };
-        let known = Fit {
-            rows: 1_000,
-            instructions: 1_500_000,
-            heap_growth: 131_072,
-        };
+        let known = fit(1_000, 1_500_000, 131_072);
         // The batch's heap growth is page-rounded (131 B/row against 150 real): the first
         // guess overshoots and is rejected; the search still ends one step apart.
         let estimate = predict(&bounds, &known, None);
@@ -227,11 +223,7 @@ mod tests {
             max_rows: Some(1_000_000),
             ..limit(5_000_000_000)
         };
-        let known = Fit {
-            rows: 100,
-            instructions: 100_000,
-            heap_growth: 0,
-        };
+        let known = fit(100, 100_000, 0);
         let estimate = predict(&bounds, &known, None);
         let (found, calls) = search_linear(bounds, known, estimate, (0, 1_000, 0));
         assert_eq!((found.fits.rows, found.fails), (1_000_000, None));
@@ -241,11 +233,7 @@ mod tests {
 
     #[test]
     fn a_batch_already_at_the_limit_needs_only_the_call_above() {
-        let known = Fit {
-            rows: 100,
-            instructions: 1_000_000,
-            heap_growth: 0,
-        };
+        let known = fit(100, 1_000_000, 0);
         let (found, calls) = search_linear(limit(1_000_000), known, 100, (0, 10_000, 0));
         assert_eq!((found.fits.rows, found.fails), (100, Some(101)));
         assert_eq!(calls, vec![101]);

@@ -30,15 +30,25 @@ fn wasm() -> &'static [u8] {
         .expect("the committed motoko module is of its sources")
 }
 
+/// The module list's entry `name` is `module`, built by `recipe`, and its committed file is
+/// the module the binary embeds.
+fn listed(name: &str, module: Module, recipe: &str) {
+    let m = Module::named(name).unwrap_or_else(|| panic!("the list has {name}"));
+    assert_eq!(m, module);
+    assert_eq!(m.listing().recipe, recipe);
+    let embedded = m.embedded();
+    let embedded =
+        embedded.unwrap_or_else(|| panic!("the committed {name} module is of its sources"));
+    assert_eq!(embedded, &read(m.prebuilt_wasm)[..]);
+}
+
 #[test]
 fn the_module_list_builds_it_with_moc_and_its_record_names_the_compiler() {
-    let m = Module::named("motoko").expect("the list has motoko");
-    assert_eq!(m, Module::MOTOKO);
-    assert_eq!(
-        m.listing().recipe,
-        "canisters/motoko moc - none canisters/motoko/motoko.did"
+    listed(
+        "motoko",
+        Module::MOTOKO,
+        "canisters/motoko moc - none canisters/motoko/motoko.did",
     );
-    assert_eq!(wasm(), &read(m.prebuilt_wasm)[..]);
     for (name, stem) in [
         ("mo-map", "mo_map"),
         ("mo-pure-map", "mo_pure_map"),
@@ -74,14 +84,12 @@ fn the_module_list_builds_it_with_moc_and_its_record_names_the_compiler() {
 /// where the persistence differs.
 #[test]
 fn the_classical_module_is_main_mo_with_legacy_persistence_in_32_bits() {
-    let m = Module::named("motoko-classic").expect("the list has motoko-classic");
-    assert_eq!(m, Module::MOTOKO_CLASSIC);
-    assert_eq!(
-        m.listing().recipe,
-        "canisters/motoko moc legacy-persistence none canisters/motoko/motoko.did"
+    listed(
+        "motoko-classic",
+        Module::MOTOKO_CLASSIC,
+        "canisters/motoko moc legacy-persistence none canisters/motoko/motoko.did",
     );
     let wasm = classic_wasm();
-    assert_eq!(wasm, &read(m.prebuilt_wasm)[..]);
     let memories: Vec<bool> = Parser::new(0)
         .parse_all(wasm)
         .filter_map(|p| match p.unwrap() {
