@@ -353,8 +353,10 @@ fn read_settled(
     let identity = stamp::Identity::of(&meta);
     let known = (kind != MODULES).then(|| stamp::read(&path)).flatten();
     let vouched = |crc| known.is_some_and(|s| s.vouches_for(&identity, crc));
-    // A state's pages come in as a run touches them: its sum reads past the page cache.
-    let direct = (kind != MODULES).then_some(path.as_path());
+    // A mapped state's pages come in as a run touches them: its sum reads past the page
+    // cache.
+    let mapped = matches!(bytes, FileBytes::Mapped { .. });
+    let direct = (kind != MODULES && mapped).then_some(path.as_path());
     Ok(match check(&bytes, key, vouched, direct) {
         Ok((meta_len, crc)) => {
             // The last use, for [`prune`]; a stamp that cannot be written costs a sum and at
