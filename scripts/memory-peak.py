@@ -13,7 +13,13 @@ memfd whose pages count in RSS only while they are mapped. So besides the peak R
   the machine has to lend the run: what has to fit on a laptop.
 
 Each is the largest sample of the run; footprint's largest sample is given with its parts.
-Only the command's own process is sampled (icbench runs its jobs as threads).
+These are of the command's own process. The users suites run their workers as processes of
+its own (forked), so the whole tree is sampled too:
+
+- processes, and the largest RSS of one of them;
+- tree footprint: each process's proportional share of its anonymous memory and mapped files
+  (Pss_Anon + Pss_File: a page a fork still shares with its parent counts once in all) plus
+  every memfd of the tree once, mapped or not.
 """
 
 import argparse
@@ -57,6 +63,57 @@ def memfd_bytes(pid):
     return total
 
 
+def descendants(pid):
+    """`pid` and every process below it."""
+    pids = [pid]
+    i = 0
+    while i < len(pids):
+        p = pids[i]
+        i += 1
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    pids.extend(int(c) for c in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def memfds(pid):
+    """The process's memfds: (device, inode) -> bytes allocated."""
+    out = {}
+    fd_dir = f"/proc/{pid}/fd"
+    try:
+        fds = os.listdir(fd_dir)
+    except OSError:
+        return out
+    for fd in fds:
+        path = os.path.join(fd_dir, fd)
+        try:
+            if not os.readlink(path).startswith("/memfd:"):
+                continue
+            st = os.stat(path)
+            out[(st.st_dev, st.st_ino)] = st.st_blocks * 512
+        except OSError:
+            continue
+    return out
+
+
+def sample_tree(pid):
+    """Processes, the largest RSS of one and the tree's footprint (see the module's doc)."""
+    processes, largest, shared, fds = 0, 0, 0, {}
+    for p in descendants(pid):
+        rss = kb_fields(f"/proc/{p}/status", {"VmRSS"}).get("VmRSS")
+        if rss is None:
+            continue
+        rollup = kb_fields(f"/proc/{p}/smaps_rollup", {"Pss_Anon", "Pss_File"})
+        processes += 1
+        largest = max(largest, rss)
+        shared += rollup.get("Pss_Anon", 0) + rollup.get("Pss_File", 0)
+        fds.update(memfds(p))
+    return {"processes": processes, "largest_rss": largest, "tree_footprint": shared + sum(fds.values())}
+
+
 def sample(pid):
     status = kb_fields(f"/proc/{pid}/status", {"VmRSS", "RssFile"})
     rollup = kb_fields(f"/proc/{pid}/smaps_rollup", {"Anonymous", "Pss"})
@@ -90,7 +147,7 @@ def main():
     proc = subprocess.Popen(command)
     log = open(args.log, "w") if args.log else None
     if log:
-        log.write("seconds,rss,pss,anon,memfd,footprint\n")
+        log.write("seconds,rss,pss,anon,memfd,footprint,processes,largest_rss,tree_footprint\n")
     peak = {}
     at_peak = None
     code, maxrss = None, 0
@@ -102,13 +159,15 @@ def main():
             break
         s = sample(proc.pid)
         if s:
+            s.update(sample_tree(proc.pid))
             for key, value in s.items():
                 peak[key] = max(peak.get(key, 0), value)
             if at_peak is None or s["footprint"] >= at_peak["footprint"]:
                 at_peak = dict(s, seconds=time.time() - start)
             if log:
                 log.write(
-                    f"{time.time() - start:.1f},{s['rss']},{s['pss']},{s['anon']},{s['memfd']},{s['footprint']}\n"
+                    f"{time.time() - start:.1f},{s['rss']},{s['pss']},{s['anon']},{s['memfd']},{s['footprint']},"
+                    f"{s['processes']},{s['largest_rss']},{s['tree_footprint']}\n"
                 )
                 log.flush()
         time.sleep(args.every)
@@ -134,6 +193,12 @@ def main():
     print(
         "memory-peak: at the footprint's peak ({:.0f} s): anon {:.2f}, memfd {:.2f}, RSS {:.2f} GB".format(
             at_peak["seconds"], at_peak["anon"] / GB, at_peak["memfd"] / GB, at_peak["rss"] / GB
+        ),
+        file=sys.stderr,
+    )
+    print(
+        "memory-peak: the process tree: up to {} processes, the largest RSS {:.2f} GB, footprint {:.2f} GB".format(
+            peak["processes"], peak["largest_rss"] / GB, peak["tree_footprint"] / GB
         ),
         file=sys.stderr,
     )

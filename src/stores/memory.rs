@@ -12,9 +12,8 @@ pub struct Memory {
     /// StableBTreeMap's 300 MB of stable memory, shared by its snapshots (20); the heap
     /// map's 156 MB heap, live, frozen in its snapshot and mapped by a worker (30); SQLite's
     /// 210 MB file in stable memory and 122 MB page cache on the heap (22). Checked against
-    /// runs at 1,000,000 and 3,000,000 rows (docs/performance.md, "Memory"): the default run
-    /// measured 1.79 GB on one job, 2.10 GB on two and 5.12 GB at 3,000,000 rows, against
-    /// 2.3 and 5.9 GB estimated.
+    /// the default run (docs/performance.md, "Memory"): its process tree measured 5.29 GB on
+    /// one job and 5.64 GB on two (2026-11-27), against 5.5 GB estimated.
     pub users_tenths: u64,
     /// And per journal mode measured: that mode's snapshot, whose fresh connection rewrites
     /// most of the page cache (SQLite: 8).

@@ -74,7 +74,7 @@ impl Default for Config {
 impl Config {
     /// The expected peak footprint of a run with these stores and rows. It does not depend
     /// on `--jobs`: every journal mode's state is counted, and the workers' copies of what
-    /// their scenarios touch are small (the default run: 1.79 GB on one job, 2.10 on two).
+    /// their scenarios touch are small (the default run: 5.29 GB on one job, 5.64 on two).
     pub fn peak_memory(&self) -> u64 {
         // Each store measured (its file and page cache, for SQLite), and each journal mode
         // of it measured (its snapshot's page cache): the store table's figures.
