@@ -46,21 +46,7 @@ def kb_fields(path, names):
 
 def memfd_bytes(pid):
     """Bytes allocated to the process's memfds (st_blocks counts the pages a shmem file holds)."""
-    total = 0
-    fd_dir = f"/proc/{pid}/fd"
-    try:
-        fds = os.listdir(fd_dir)
-    except OSError:
-        return 0
-    for fd in fds:
-        path = os.path.join(fd_dir, fd)
-        try:
-            if not os.readlink(path).startswith("/memfd:"):
-                continue
-            total += os.stat(path).st_blocks * 512
-        except OSError:
-            continue
-    return total
+    return sum(memfds(pid).values())
 
 
 def descendants(pid):

@@ -735,8 +735,8 @@ mod tests {
             panic!("a file is mapped on Linux")
         };
         // The header and meta page, read by the check, and at most what the kernel maps
-        // around a fault (64 KiB by default; the file was written past the page cache, so
-        // what the check read is cached now): none of the rest of the summed payload.
+        // around that page's fault (64 KiB by default, of what its readahead brought in):
+        // none of the rest of the summed payload.
         let resident = crate::testing::mapping_kb(ptr, "Rss");
         assert!(
             (PAYLOAD_ALIGN / 1024..=64).contains(&resident),

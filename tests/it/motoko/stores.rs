@@ -36,9 +36,9 @@ fn listed(name: &str, module: Module, recipe: &str) {
     let m = Module::named(name).unwrap_or_else(|| panic!("the list has {name}"));
     assert_eq!(m, module);
     assert_eq!(m.listing().recipe, recipe);
-    let embedded = m.embedded();
-    let embedded =
-        embedded.unwrap_or_else(|| panic!("the committed {name} module is of its sources"));
+    let embedded = m
+        .embedded()
+        .unwrap_or_else(|| panic!("the committed {name} module is of its sources"));
     assert_eq!(embedded, &read(m.prebuilt_wasm)[..]);
 }
 
