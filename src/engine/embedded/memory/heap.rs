@@ -32,7 +32,7 @@
 //! heap stays readable and writable, and the host's own accesses call `touch` too.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use wasmtime::{bail, Result};
@@ -41,6 +41,7 @@ use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 use super::write_log::{HeapWrites, WriteLog};
 pub use super::OS_PAGE;
 use crate::engine::instrument;
+use touched::{PageOrder, Touched};
 /// The Wasm page, which the deterministic memory tracker maps and counts as one.
 pub const WASM_PAGE: usize = 65536;
 const OS_PAGES_PER_WASM_PAGE: usize = WASM_PAGE / OS_PAGE;
@@ -79,18 +80,13 @@ pub struct HeapRegion {
     /// The message counts accessed and written Wasm pages (the deterministic memory
     /// tracker): the heap starts it inaccessible.
     track_access: AtomicBool,
-    /// One byte per Wasm page: 1 = accessed in this message (tracker only).
-    accessed: Box<[AtomicU8]>,
-    /// One byte per Wasm page: 1 = written in this message (tracker only).
-    written: Box<[AtomicU8]>,
-    accessed_count: AtomicU64,
-    written_count: AtomicU64,
-    /// The Wasm pages in the order the message first accessed and first wrote them: entry
-    /// `i` is the page whose touch made the count `i + 1` (for the page map).
-    accessed_order: Box<[AtomicU32]>,
-    written_order: Box<[AtomicU32]>,
-    /// How written pages are found. With the kernel's log, `written` marks the Wasm pages
-    /// made writable in this message under every replica vintage.
+    /// The Wasm pages accessed in this message, in order (tracker only).
+    accessed: Touched,
+    /// The Wasm pages written in this message, in order (counted by the tracker only).
+    /// With the kernel's log, the flags are the Wasm pages made writable in this message
+    /// under every replica vintage.
+    written: Touched,
+    /// How written pages are found.
     writes: HeapWrites,
     /// The kernel log's generation the mapping was set up under; 0 when the mapping
     /// changed (created, or a file mapped over it): the log must be set up on it again
@@ -118,9 +114,8 @@ pub struct HeapRegion {
     /// stays readable and writable; without, the kernel's faults find them.
     marks: AtomicUsize,
     /// With marks: the Wasm pages marked in this message, in order (their marks are
-    /// cleared when it ends), and how many.
-    marked_order: Box<[AtomicU32]>,
-    marked_count: AtomicUsize,
+    /// cleared when it ends).
+    marked: PageOrder,
     /// The last message's protection is still on: its end left the pages it did not open
     /// inaccessible (or read-only) instead of opening the whole heap, since the next
     /// message's start closes it all again; [`HeapRegion::bytes_mut`] opens it first.
@@ -142,53 +137,33 @@ const MAX_REGISTERED_ONE_BY_ONE: usize = 2_048;
 
 impl HeapRegion {
     fn new(base: usize, len: usize, capacity: usize, undo: usize, writes: HeapWrites) -> Self {
-        let flags = || {
-            (0..capacity / OS_PAGE)
-                .map(|_| AtomicU8::new(0))
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-        };
-        let dirty = flags();
-        let wasm_flags = || {
-            (0..capacity.div_ceil(WASM_PAGE))
-                .map(|_| AtomicU8::new(0))
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-        };
-        let wasm_order = || {
-            (0..capacity.div_ceil(WASM_PAGE))
-                .map(|_| AtomicU32::new(0))
-                .collect::<Vec<_>>()
-                .into_boxed_slice()
-        };
+        let flags = |n: usize| (0..n).map(|_| AtomicU8::new(0)).collect::<Box<[_]>>();
+        let os_pages = capacity / OS_PAGE;
+        let wasm_pages = capacity.div_ceil(WASM_PAGE);
+        let dirty = flags(os_pages);
         Self {
             base: AtomicUsize::new(base),
             len: AtomicUsize::new(len),
             armed: AtomicBool::new(false),
             dirty,
             view_of: AtomicU64::new(0),
-            clean: flags(),
+            clean: flags(os_pages),
             armed_len: AtomicUsize::new(0),
             undo,
-            undo_resident: flags(),
+            undo_resident: flags(os_pages),
             undo_used: AtomicUsize::new(0),
             track_access: AtomicBool::new(false),
-            accessed: wasm_flags(),
-            written: wasm_flags(),
-            accessed_count: AtomicU64::new(0),
-            written_count: AtomicU64::new(0),
-            accessed_order: wasm_order(),
-            written_order: wasm_order(),
+            accessed: Touched::new(wasm_pages),
+            written: Touched::new(wasm_pages),
             writes,
             log_set_up_at: AtomicU64::new(0),
-            registered: wasm_flags(),
+            registered: flags(wasm_pages),
             registered_count: AtomicUsize::new(0),
             capacity,
             undo_copied: AtomicUsize::new(0),
             whole_wasm_pages: AtomicBool::new(false),
             marks: AtomicUsize::new(0),
-            marked_order: wasm_order(),
-            marked_count: AtomicUsize::new(0),
+            marked: PageOrder::new(wasm_pages),
             closed: AtomicBool::new(false),
         }
     }
@@ -284,8 +259,8 @@ impl HeapRegion {
         self.track_access.store(track_access, Ordering::Release);
         self.whole_wasm_pages
             .store(whole_wasm_pages, Ordering::Release);
-        self.accessed_count.store(0, Ordering::Release);
-        self.written_count.store(0, Ordering::Release);
+        self.accessed.order.clear();
+        self.written.order.clear();
         if self.marks().is_some() {
             self.armed.store(true, Ordering::Release);
             return Ok(());
@@ -320,27 +295,18 @@ impl HeapRegion {
 
     /// Wasm pages accessed so far in this message (0 without access tracking).
     pub fn wasm_pages_accessed(&self) -> u64 {
-        self.accessed_count.load(Ordering::Acquire)
+        self.accessed.count()
     }
 
     /// Wasm pages written so far in this message (0 without access tracking).
     pub fn wasm_pages_written(&self) -> u64 {
-        self.written_count.load(Ordering::Acquire)
+        self.written.count()
     }
 
     /// The Wasm pages accessed and written so far in this message, each in the order of
     /// its first access (first write).
     pub fn wasm_pages_in_order(&self) -> (Vec<u64>, Vec<u64>) {
-        let take = |order: &[AtomicU32], count: u64| {
-            order[..count as usize]
-                .iter()
-                .map(|p| p.load(Ordering::Acquire) as u64)
-                .collect()
-        };
-        (
-            take(&self.accessed_order, self.wasm_pages_accessed()),
-            take(&self.written_order, self.wasm_pages_written()),
-        )
+        (self.accessed.order.to_vec(), self.written.order.to_vec())
     }
 
     /// Wasm pages accessed plus Wasm pages written so far in this message: counts only
@@ -372,7 +338,7 @@ impl HeapRegion {
             let base = self.base.load(Ordering::Acquire);
             let wasm_pages = pages.div_ceil(OS_PAGES_PER_WASM_PAGE);
             let mut runs: Vec<Range<usize>> = Vec::new();
-            for (page, flag) in self.written[..wasm_pages].iter().enumerate() {
+            for (page, flag) in self.written.flags(wasm_pages).iter().enumerate() {
                 if flag.swap(0, Ordering::Relaxed) == 1 {
                     match runs.last_mut() {
                         Some(run) if run.end == page => run.end = page + 1,
@@ -405,9 +371,11 @@ impl HeapRegion {
         }
         if tracked {
             let wasm_pages = pages.div_ceil(OS_PAGES_PER_WASM_PAGE);
-            for flag in self.accessed[..wasm_pages]
+            for flag in self
+                .accessed
+                .flags(wasm_pages)
                 .iter()
-                .chain(&self.written[..wasm_pages])
+                .chain(self.written.flags(wasm_pages))
             {
                 flag.store(0, Ordering::Relaxed);
             }
@@ -486,11 +454,10 @@ impl HeapRegion {
         let page = (addr - base) / OS_PAGE;
         let tracked = self.track_access.load(Ordering::Acquire);
         let wasm_page = page / OS_PAGES_PER_WASM_PAGE;
-        if tracked && self.accessed[wasm_page].swap(1, Ordering::AcqRel) == 0 {
+        if tracked && self.accessed.flag(wasm_page) {
             // The first access to this Wasm page: it becomes readable as a whole. A write
             // faults again (on its 4 KiB page; with the kernel's log, once per Wasm page).
-            let n = self.accessed_count.fetch_add(1, Ordering::AcqRel);
-            self.accessed_order[n as usize].store(wasm_page as u32, Ordering::Release);
+            self.accessed.order.push(wasm_page);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
             return protect(
                 wasm_addr,
@@ -506,9 +473,8 @@ impl HeapRegion {
             // Already writable: this fault is not ours (e.g. a real protection error).
             return false;
         }
-        if tracked && self.written[wasm_page].swap(1, Ordering::AcqRel) == 0 {
-            let n = self.written_count.fetch_add(1, Ordering::AcqRel);
-            self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
+        if tracked {
+            self.written.touch(wasm_page);
         }
         let page_addr = (base + page * OS_PAGE) as *mut u8;
         if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
@@ -526,13 +492,12 @@ impl HeapRegion {
     /// the 4 KiB pages written): all of the Wasm page becomes writable, with the old bytes
     /// of each of its pages kept. Signal handler context, as [`HeapRegion::handle_fault`].
     fn open_wasm_page(&self, log: &WriteLog, wasm_page: usize, tracked: bool) -> bool {
-        if self.written[wasm_page].swap(1, Ordering::AcqRel) == 1 {
+        if !self.written.flag(wasm_page) {
             // Already writable: this fault is not ours (e.g. a real protection error).
             return false;
         }
         if tracked {
-            let n = self.written_count.fetch_add(1, Ordering::AcqRel);
-            self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
+            self.written.order.push(wasm_page);
         }
         let first = wasm_page * OS_PAGES_PER_WASM_PAGE;
         let had = self.armed_len.load(Ordering::Acquire) / OS_PAGE;
@@ -605,9 +570,8 @@ impl HeapRegion {
             if write && *mark & instrument::HEAP_MARK_WRITTEN == 0 {
                 *mark |= instrument::HEAP_MARK_WRITTEN;
                 self.dirty[page].store(1, Ordering::Relaxed);
-                if tracked && self.written[wasm_page].swap(1, Ordering::AcqRel) == 0 {
-                    let n = self.written_count.fetch_add(1, Ordering::AcqRel);
-                    self.written_order[n as usize].store(wasm_page as u32, Ordering::Release);
+                if tracked {
+                    self.written.touch(wasm_page);
                 }
                 if (page + 1) * OS_PAGE <= self.armed_len.load(Ordering::Acquire)
                     && self.clean[page].load(Ordering::Acquire) == 0
@@ -626,20 +590,16 @@ impl HeapRegion {
             // SAFETY: as in `touch`: a Wasm page of the heap has its 16 bytes of marks.
             unsafe { *marks.add(page) |= instrument::MARK_ACCESSED };
         }
-        let n = self.marked_count.fetch_add(1, Ordering::AcqRel);
-        self.marked_order[n].store(wasm_page as u32, Ordering::Release);
+        self.marked.push(wasm_page);
         if tracked {
-            self.accessed[wasm_page].store(1, Ordering::Release);
-            let n = self.accessed_count.fetch_add(1, Ordering::AcqRel);
-            self.accessed_order[n as usize].store(wasm_page as u32, Ordering::Release);
+            self.accessed.touch(wasm_page);
         }
     }
 
     /// The message ended: the marks of every Wasm page it marked are cleared.
     fn clear_marks(&self, marks: *mut u8) {
-        let n = self.marked_count.swap(0, Ordering::AcqRel);
-        for slot in &self.marked_order[..n] {
-            let first = slot.load(Ordering::Acquire) as usize * OS_PAGES_PER_WASM_PAGE;
+        for wasm_page in self.marked.take() {
+            let first = wasm_page * OS_PAGES_PER_WASM_PAGE;
             // SAFETY: the marks of a Wasm page the message marked.
             unsafe { std::ptr::write_bytes(marks.add(first), 0, OS_PAGES_PER_WASM_PAGE) };
         }
@@ -972,3 +932,4 @@ pub fn page_range(page: u32) -> Range<usize> {
 
 #[cfg(test)]
 mod tests;
+mod touched;
