@@ -407,6 +407,7 @@ pub fn run_scenarios(
         recorder,
         progress,
         tasks,
+        None,
     )?;
     let outcomes = slots.take(&indices, key)?;
     Ok(Outcomes {

@@ -323,7 +323,7 @@ impl Measure for Config {
             };
             tasks.push(grow(&ctx, step, &grown[i]).after(made));
         }
-        pool::graph::run(&mut client, &empty, exec, work, run.progress, tasks)?;
+        pool::graph::run(&mut client, &empty, exec, work, run.progress, tasks, None)?;
         let outcomes = pool::Outcomes::new(
             indices
                 .iter()

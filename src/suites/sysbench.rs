@@ -569,6 +569,7 @@ impl Measure for Config {
             work,
             run.progress,
             tasks,
+            None,
         )?;
         let outcomes = slots.take(&indices, &|i| key(&scenarios[i]))?;
         let measured = pool::Outcomes::new(

@@ -393,7 +393,7 @@ impl Measure for Config {
             };
             tasks.push(task.after(made));
         }
-        pool::graph::run(&mut client, &base, exec, work, run.progress, tasks)?;
+        pool::graph::run(&mut client, &base, exec, work, run.progress, tasks, None)?;
         let measured = pool::Outcomes::new(
             indices
                 .iter()

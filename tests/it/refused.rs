@@ -1,13 +1,11 @@
-//! Arguments the CLI refuses before any work, one table per area: the suites' selections,
-//! the cache suite's settings and a value repeated in a list flag. Each table is checked by
-//! one loop, by what its area promises (the exit status and the message; for the cache
-//! suite one line and nothing on stdout; for a repeated value the whole line and no output
-//! directory).
+//! Arguments the CLI refuses before any work, in two tables: the suites' selections and
+//! settings (the exit status, the message in one line, nothing on stdout), and a value
+//! repeated in a list flag (the whole line and no output directory).
 
 use crate::support::run_icbench;
 
 #[test]
-fn bad_suite_selections_are_refused_before_any_work() {
+fn bad_suite_selections_and_settings_exit_2_with_one_line_before_any_work() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "ycsb"],
@@ -130,17 +128,6 @@ fn bad_suite_selections_are_refused_before_any_work() {
             &["--suite", "tune", "--stores", "sqlite,heap", "--tune-value-sizes", "10"],
             "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)",
         ),
-    ];
-    for (args, expected) in cases {
-        let (code, _, stderr) = run_icbench(args);
-        assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(stderr.contains(expected), "{args:?}: {stderr}");
-    }
-}
-
-#[test]
-fn bad_cache_settings_exit_2_with_one_line_before_any_work() {
-    let cases: &[(&[&str], &str)] = &[
         (
             &["--suite", "cache", "--rows", "2000", "--cache-warmups", "0,600"],
             "--cache-warmups 600: 600 warm-ups of a middle insert/100 do not fit in 2,000 rows (they take the W windows of ids just below the middle one: W x batch <= rows / 2)",

@@ -3,7 +3,7 @@
 //! start from them, so that a store's fill goes on while what was measured on the way runs
 //! beside it. Each worker runs on its own engine: the suite's for the calling thread, forks
 //! of it for the others (threads), or, where the suite carries its tasks' results across
-//! ([`run_carried`]), a copy of the whole process each ([`processes`]); free workers take
+//! ([`run`]), a copy of the whole process each ([`processes`]); free workers take
 //! the ready task of the highest priority.
 //!
 //! Every task is a unit of work in the suite's [`Recorder`] (a task may split itself into
@@ -563,7 +563,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// What the tasks of a suite leave behind for it (results in slots, setup counts), carried
-/// from a worker process to the suite's: what [`run_carried`] needs to run workers as
+/// from a worker process to the suite's: what [`run`] needs to run workers as
 /// processes.
 pub struct Carry<'a> {
     /// In a worker process once its work is done: what its tasks handed in.
@@ -577,25 +577,15 @@ pub struct Carry<'a> {
 /// cannot fork). Instructions executed on every worker are added to
 /// `client.executed_instructions`. The first error stops the workers before their next
 /// task and is returned.
-pub fn run<'s>(
-    client: &mut BenchClient<'_>,
-    start: &State,
-    exec: &Exec,
-    recorder: &'s Recorder,
-    progress: &mut dyn FnMut(Progress<'_>),
-    tasks: Vec<Task<'s>>,
-) -> Result<()> {
-    run_carried(client, start, exec, recorder, progress, tasks, None)
-}
-
-/// [`run`], with the workers other than the calling thread's as processes of their own when
-/// `carry` says how their tasks' results come back and the engine can fork its process
+///
+/// With `carry`, which says how their tasks' results come back, the workers other than the
+/// calling thread's are processes of their own when the engine can fork its process
 /// ([`crate::engine::Engine::fork_process`]): each task handed in here runs in the first
 /// process to take it, with everything it spawns. Threads of one process share its page
 /// tables, and the memory tracker changes them all the time: every change on one core
 /// interrupts the other (a TLB shootdown), which took a quarter of the default run's CPU on
 /// two cores. Results are the same either way.
-pub fn run_carried<'s>(
+pub fn run<'s>(
     client: &mut BenchClient<'_>,
     start: &State,
     exec: &Exec,

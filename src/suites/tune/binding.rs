@@ -325,7 +325,15 @@ fn search(
         )
         .after(env.after)
         .priority(1);
-        pool::graph::run(client, empty, env.exec, env.work, progress, vec![fill])?;
+        pool::graph::run(
+            client,
+            empty,
+            env.exec,
+            env.work,
+            progress,
+            vec![fill],
+            None,
+        )?;
     }
     let mut out = vec![Vec::new(); WORKLOADS.len()];
     for (slot, (w, cache, setting)) in slots.into_iter().zip(&cells) {

@@ -151,7 +151,7 @@ pub(super) fn run_stage(
                 .priority(1),
             );
         }
-        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks, None)?;
     }
     for (page_size, state) in new_fills.into_inner().unwrap_or_else(|e| e.into_inner()) {
         filled.insert(page_size, state);
@@ -371,7 +371,7 @@ pub(super) fn measure_others(
                 .priority(2),
             );
         }
-        pool::graph::run(client, empty, env.exec, env.work, progress, tasks)?;
+        pool::graph::run(client, empty, env.exec, env.work, progress, tasks, None)?;
     }
     let mut slots = slots
         .into_iter()

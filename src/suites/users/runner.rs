@@ -128,7 +128,7 @@ pub fn run_points(
         import: &import,
     };
     let carry = after.is_none().then_some(&carry);
-    pool::graph::run_carried(&mut client, &start, exec, work, run.progress, tasks, carry)?;
+    pool::graph::run(&mut client, &start, exec, work, run.progress, tasks, carry)?;
     let outcomes = slots.take(&indices, &|i| scenarios[i].key())?;
     let measured = pool::Outcomes::new(
         outcomes,

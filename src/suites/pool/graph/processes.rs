@@ -1,4 +1,4 @@
-//! A graph's workers as processes ([`super::run_carried`]): the calling thread stays the
+//! A graph's workers as processes ([`super::run`]): the calling thread stays the
 //! first worker; every other worker is a copy of this process made with
 //! [`crate::engine::Engine::fork_process`] once the tasks are queued. Each process goes
 //! through the same queue; a task handed to the graph runs in the process that claims it

@@ -94,7 +94,16 @@ fn spawned_tasks_start_from_shared_states_and_joins_wait_for_all() {
             shard: Shard::WHOLE,
             profile: false,
         };
-        run(&mut client, &start, &exec, &rec, &mut |_| {}, vec![chain]).unwrap();
+        run(
+            &mut client,
+            &start,
+            &exec,
+            &rec,
+            &mut |_| {},
+            vec![chain],
+            None,
+        )
+        .unwrap();
         let mut seen = seen.lock().unwrap().clone();
         seen.sort();
         // Each reader saw the state of its step: 1 + 10, 2 + 10.
@@ -159,7 +168,7 @@ fn an_error_or_a_panic_stops_the_graph_and_is_returned() {
             shard: Shard::WHOLE,
             profile: false,
         };
-        let err = run(&mut client, &start, &exec, &rec, &mut |_| {}, tasks).unwrap_err();
+        let err = run(&mut client, &start, &exec, &rec, &mut |_| {}, tasks, None).unwrap_err();
         let text = err.to_string();
         if panics {
             assert!(
@@ -274,7 +283,7 @@ fn counter_in_processes(jobs: usize, fail: Option<u8>) -> Result<CounterRun> {
     // SAFETY: the mapping holds one zeroed u32 and outlives the tasks.
     let started = shared.map(|base| unsafe { &*(base as *const std::sync::atomic::AtomicU32) });
     let tasks = counter_tasks(&start, &sums, fail, started);
-    let ran = run_carried(
+    let ran = run(
         &mut client,
         &start,
         &exec,
