@@ -103,6 +103,8 @@ pub struct StoreDef {
     pub variant_of: Option<&'static str>,
     /// The largest value (payload) its value type holds, if bounded.
     pub max_value_size: Option<u64>,
+    /// The smallest value (payload) it holds: 0 but where an empty value fails.
+    pub min_value_size: u64,
 }
 
 /// A SQLite setting a store's binding fixes: its pragma's name, the value it keeps, and why
@@ -250,6 +252,7 @@ const HEAP: StoreDef = StoreDef {
     rows: |client| Ok(client.heap_stats()?.rows),
     variant_of: None,
     max_value_size: None,
+    min_value_size: 0,
 };
 
 const BTREE: StoreDef = StoreDef {
@@ -303,6 +306,7 @@ const BTREE: StoreDef = StoreDef {
     rows: |client| Ok(client.stats()?.btree_rows),
     variant_of: None,
     max_value_size: None,
+    min_value_size: 0,
 };
 
 const SQLITE: StoreDef = StoreDef {
@@ -391,6 +395,7 @@ const SQLITE: StoreDef = StoreDef {
     rows: |client| Ok(client.stats()?.sqlite_rows),
     variant_of: None,
     max_value_size: None,
+    min_value_size: 0,
 };
 
 /// SQLite on the other binding, ic-sqlite-vfs, in a canister of its own
@@ -522,6 +527,7 @@ const MOTOKO: StoreDef = StoreDef {
     rows: |_| Ok(0),
     variant_of: None,
     max_value_size: None,
+    min_value_size: 0,
 };
 
 /// A Motoko store's memory figures (see [`Memory`]), from runs of 2026-11-26:
@@ -617,6 +623,9 @@ const MO_REGION: StoreDef = StoreDef {
     // The canister's stable memory: the region's values and the region manager's pages.
     stable_bytes: |stats| stats.stable_pages * WASM_PAGE_SIZE,
     rows: |client| Ok(client.motoko_stats()?.region_rows),
+    // An empty value stored where the region ends traps ("Region error: offset out of
+    // bounds"): 20,000 rows of `--payload-size 0` do, at the 16,384th.
+    min_value_size: 1,
     ..MOTOKO
 };
 
@@ -710,6 +719,22 @@ const BTREE_BOUNDED: StoreDef = StoreDef {
 /// The row called `name` (`--stores` or `--tune-variants` value), if any.
 pub fn find(name: &str) -> Option<StoreKind> {
     StoreKind::every().find(|k| k.name() == name)
+}
+
+/// Refuses `--payload-size size` where one of `kinds` cannot hold a value that small.
+pub fn refuse_value_size(kinds: impl IntoIterator<Item = StoreKind>, size: u64) -> Result<()> {
+    for kind in kinds {
+        let min = kind.def().min_value_size;
+        if size < min {
+            anyhow::bail!(
+                "--payload-size {size}: the store {name} holds values of at least {min} byte{s}; \
+                 give {min} or more, or leave {name} out of --stores",
+                name = kind.name(),
+                s = if min == 1 { "" } else { "s" },
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The stores the `--stores` values `kinds` select that `suite` measures, in table order.

@@ -221,6 +221,7 @@ impl Measure for Config {
         if self.kinds.is_empty() {
             return Err(anyhow!("no store selected (--stores)"));
         }
+        stores::refuse_value_size(self.kinds.iter().copied(), self.payload_size)?;
         match self.sizes.first() {
             Some(&n) if n >= MIN_ROWS => Ok(()),
             first => Err(anyhow!(

@@ -189,7 +189,10 @@ impl Config {
                 self.rows
             ));
         }
-        Ok(())
+        stores::refuse_value_size(
+            self.stores.iter().map(|s| s.store_kind()),
+            self.payload_size,
+        )
     }
 }
 

@@ -129,6 +129,14 @@ fn bad_suite_selections_and_settings_exit_2_with_one_line_before_any_work() {
             "--tune-value-sizes: it measures the StableBTreeMap (`--stores` must include btree)",
         ),
         (
+            &["--payload-size", "0", "--stores", "btree,mo-region"],
+            "--payload-size 0: the store mo-region holds values of at least 1 byte; give 1 or more, or leave mo-region out of --stores",
+        ),
+        (
+            &["--suite", "scaling", "--payload-size", "0", "--stores", "mo-region"],
+            "--payload-size 0: the store mo-region holds values of at least 1 byte; give 1 or more, or leave mo-region out of --stores",
+        ),
+        (
             &["--suite", "cache", "--rows", "2000", "--cache-warmups", "0,600"],
             "--cache-warmups 600: 600 warm-ups of a middle insert/100 do not fit in 2,000 rows (they take the W windows of ids just below the middle one: W x batch <= rows / 2)",
         ),

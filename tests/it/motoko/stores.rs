@@ -1,8 +1,9 @@
 //! icbench's Motoko canister (canisters/motoko, built by moc from npm): the committed
 //! module is of its sources and embeds its interface; its three stores count exactly under
-//! both vintages; an upgrade that keeps the heap keeps every row; and the collector's
-//! increments land in known messages. The same canister with classical persistence
-//! serializes its Map on upgrade, and the upgrade suite counts that exactly.
+//! both vintages; the region store takes no empty value at the region's end; an upgrade that
+//! keeps the heap keeps every row; and the collector's increments land in known messages.
+//! The same canister with classical persistence serializes its Map on upgrade, and the
+//! upgrade suite counts that exactly.
 //!
 //! Its calls are the bench canister's users calls with the stems `mo_map`, `mo_pure_map`
 //! and `mo_region`, so the bench canister's client drives it.
@@ -184,6 +185,28 @@ fn each_store_counts_exactly_under_both_vintages() {
         }
     }
     insta::assert_snapshot!(counts.to_string());
+}
+
+/// Why the store table gives mo-region values of at least one byte (`min_value_size`): an
+/// empty value stored where the region ends traps. Each row takes its 4 length bytes, so the
+/// 16,384th fills the first 64 KiB page and its empty value lands at the region's end.
+#[test]
+fn the_region_store_refuses_an_empty_value_at_the_region_s_end() {
+    let mut engine = EmbeddedEngine::default();
+    let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
+    assert_eq!(c.set_payload_size(0).unwrap().value, Ok(0));
+    c.add_users("mo_region", 0, 1, 16_383)
+        .unwrap()
+        .value
+        .unwrap();
+    let err = c.add_users("mo_region", 16_383, 1, 1).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("Region error: offset out of bounds"),
+        "{err}"
+    );
+    let region = icbench::stores::find("mo-region").unwrap();
+    assert_eq!(region.def().min_value_size, 1);
 }
 
 /// Enhanced orthogonal persistence: an upgrade with `wasm_memory_persistence = keep` keeps
