@@ -14,8 +14,9 @@ use crate::engine::disk_cache::{self, Lookup, WARM};
 use crate::report::work::Kind;
 use crate::suites::pool::{Lane, State, Task};
 
-/// Priority of writing a start into the cache: no scenario waits for it.
-const KEEP_START: i64 = 20;
+/// Priority of writing a start into the cache: no scenario waits for it, but it holds the
+/// state until it ran, and goes before the next start ([`super::runner::SPAWNED`]).
+const KEEP_START: i64 = super::runner::SPAWNED + 20;
 
 /// A start made from another state.
 pub(super) struct Recipe {
