@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 
 use super::canister::{self, Made};
-use super::kept::{self, Recipe};
+use super::kept::{self, Recipe, SPAWNED};
 use super::prefill::{fill, fill_name, store_prefill, Fill, Keep};
 use super::{
     check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
@@ -46,11 +46,6 @@ const WARM_START: i64 = 40;
 /// long unit (0.2 s for the default run's 420 MB), better started early than left to the end.
 const KEEP_STATE: i64 = 25;
 const SCENARIO: i64 = 0;
-/// What a start's task spawns (its warm start, its scenarios, writing it into the cache)
-/// goes before the next start: a worker finishes one start's work, and lets its state go,
-/// before it makes another (each SQLite mode's start and warm start is 119 MB at 1,000,000
-/// rows; made all first, they were all alive at once). Its order within stays.
-pub(super) const SPAWNED: i64 = 100;
 
 /// Fills the stores, then runs `scenarios` (the suite's plan, in report order) each after
 /// the warm-up messages its point says, from its store's start in its cache state, and
