@@ -52,6 +52,10 @@ const PAGEMAP_SCAN: libc::c_ulong = 0xc060_6610;
 const PM_SCAN_WP_MATCHING: u64 = 1 << 0;
 const PM_SCAN_CHECK_WPASYNC: u64 = 1 << 1;
 const PAGE_IS_WRITTEN: u64 = 1 << 1;
+const PAGE_IS_FILE: u64 = 1 << 2;
+const PAGE_IS_PRESENT: u64 = 1 << 3;
+const PAGE_IS_SWAPPED: u64 = 1 << 4;
+const PAGE_IS_PFNZERO: u64 = 1 << 5;
 
 #[repr(C)]
 struct UffdioApi {
@@ -290,21 +294,34 @@ impl WriteLog {
         Ok(())
     }
 
-    /// Write-protects every page of `range` (a registered range), unpopulated ones too:
-    /// the log starts empty.
+    /// Write-protects the pages of `range` (a registered range) that are mapped: the log
+    /// starts empty. An unmapped page is left without a marker, so a first write to it
+    /// maps it writable at once (one fault, not a fault and then a write-protect fault),
+    /// and [`WriteLog::written`] tells it from a page only read by what the read mapped.
     pub fn protect(&self, range: Range<usize>) -> io::Result<()> {
         let mut arg = PmScanArg {
             flags: PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+            category_anyof_mask: PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+            return_mask: PAGE_IS_PRESENT,
             ..PmScanArg::default()
         };
-        self.scan(range, &mut arg, &mut [], |_| {})
+        // With nowhere to list pages the kernel protects every page, unmapped ones too
+        // (its fast path skips the categories).
+        let mut regions = [PageRegion::default(); 64];
+        self.scan(range, &mut arg, &mut regions, |_| {})
     }
 
     /// Appends the pages of `range` written since [`WriteLog::protect`], as page numbers
-    /// counted from `range.start`, in order.
+    /// counted from `range.start`, in order. A page unmapped at the protection is not
+    /// write-protected: a read maps it unwritten (the file's page of a private file
+    /// mapping, the zero page of an anonymous one), a write gives it a page of its own.
+    /// The heaps are private mappings: a write never leaves a file's page in place.
     pub fn written(&self, range: Range<usize>, out: &mut Vec<u32>) -> io::Result<()> {
         let mut arg = PmScanArg {
-            category_mask: PAGE_IS_WRITTEN,
+            category_inverted: PAGE_IS_FILE | PAGE_IS_PFNZERO,
+            category_mask: PAGE_IS_WRITTEN | PAGE_IS_FILE | PAGE_IS_PFNZERO,
+            // An unmapped page without a marker counts as written: not one.
+            category_anyof_mask: PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
             return_mask: PAGE_IS_WRITTEN,
             ..PmScanArg::default()
         };
@@ -414,6 +431,48 @@ mod tests {
         assert_eq!(written(log, &s), [3, 7, 39]);
         log.protect(s.range()).unwrap();
         assert_eq!(written(log, &s), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn a_private_file_mapping_logs_its_writes_not_its_reads() {
+        use std::io::Write;
+        let Some(log) = WriteLog::shared() else {
+            return;
+        };
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[5; 8 * OS_PAGE]).unwrap();
+        // SAFETY: a fresh private mapping of our own file, unmapped below.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                8 * OS_PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let s = Scratch {
+            base: base as usize,
+            len: 8 * OS_PAGE,
+        };
+        log.prepare(s.range()).unwrap();
+        assert_eq!(s.read(1), 5); // mapped before the protection
+        s.write(6, 5); // a page of its own before the protection
+        log.protect(s.range()).unwrap();
+        assert_eq!(s.read(1) + s.read(2) + s.read(6), 15); // the file's pages, and its own
+        s.write(3, 5); // unmapped until now
+        s.write(1, 5);
+        s.write(4, 5);
+        assert_eq!(s.read(4) + s.read(5), 10);
+        assert_eq!(written(log, &s), [1, 3, 4]);
+        log.protect(s.range()).unwrap();
+        assert_eq!(s.read(3) + s.read(7), 10);
+        assert_eq!(written(log, &s), Vec::<u32>::new());
+        s.write(3, 5);
+        s.write(7, 5);
+        assert_eq!(written(log, &s), [3, 7]);
     }
 
     #[test]
