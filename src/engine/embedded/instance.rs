@@ -74,10 +74,10 @@ pub(super) fn instantiate(module: &LoadedModule, state: HostState) -> Result<Ins
         let region = region.clone();
         // SAFETY: the handler only does atomics and mprotect (async-signal-safe).
         unsafe {
-            store.set_signal_handler(move |_signum, info, _ctx| {
-                // The kernel hands the handler a valid siginfo for SIGSEGV/SIGBUS.
+            store.set_signal_handler(move |_signum, info, context| {
+                // The kernel hands the handler a valid siginfo and context for SIGSEGV/SIGBUS.
                 let addr = (*info).si_addr() as usize;
-                region.handle_fault(addr)
+                region.handle_fault(addr, heap::fault_was_write(context))
             });
         }
     }

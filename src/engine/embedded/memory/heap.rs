@@ -16,9 +16,9 @@
 //! 64 KiB Wasm page faults, is counted and makes the Wasm page readable; writes then fault
 //! per 4 KiB page as before, and the first one in a Wasm page counts it as written. The
 //! host turns the counts into the tracker's charge ([`HeapRegion::wasm_pages_accessed`]).
-//! Without the access kind of a fault, a first write to an untouched page faults twice
-//! (access, then write): the replica's own rule for platforms without it, with the same
-//! counts.
+//! A first write to an untouched page counts its access, then its write: in one fault
+//! where the fault says it is a write (x86-64 Linux, [`fault_was_write`]), else in two.
+//! The same counts either way.
 //!
 //! Where the kernel keeps a log of written pages ([`super::write_log`]), a write faults
 //! only once per Wasm page: the fault counts the Wasm page as written, keeps the old bytes
@@ -441,8 +441,9 @@ impl HeapRegion {
 
     /// Called from the signal handler: atomics, a page copy into our own mapping and
     /// mprotect only (async-signal-safe). Returns true when the fault was a first write
-    /// to a tracked page and is resolved.
-    pub fn handle_fault(&self, addr: usize) -> bool {
+    /// to a tracked page and is resolved. `write`: the fault is known to be a write's
+    /// ([`fault_was_write`]).
+    pub fn handle_fault(&self, addr: usize, write: bool) -> bool {
         if !self.armed.load(Ordering::Acquire) {
             return false;
         }
@@ -459,12 +460,17 @@ impl HeapRegion {
             // faults again (on its 4 KiB page; with the kernel's log, once per Wasm page).
             self.accessed.order.push(wasm_page);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
-            return protect(
+            let readable = protect(
                 wasm_addr,
                 WASM_PAGE.min(len - wasm_page * WASM_PAGE),
                 libc::PROT_READ,
             )
             .is_ok();
+            if !readable || !write {
+                return readable;
+            }
+            // A write goes on as its second fault would, without taking it (the old bytes
+            // it keeps are read from the page, readable now).
         }
         if let HeapWrites::Logged(log) = self.writes {
             return self.open_wasm_page(log, wasm_page, tracked);
@@ -680,6 +686,27 @@ fn share_one_anon_vma(base: *mut u8, len: usize) -> Result<()> {
     // SAFETY: the first byte of our own reservation, just made writable.
     unsafe { std::ptr::write_volatile(base, 0) };
     protect(base, len, libc::PROT_NONE)
+}
+
+/// Whether the fault a signal handler's `context` describes was a write: on x86-64 Linux
+/// the page fault's error code says so (bit 1); elsewhere false, and a first write to an
+/// inaccessible page faults twice, access then write (the same counts).
+///
+/// # Safety
+/// `context` is the `ucontext_t` the kernel handed a SIGSEGV or SIGBUS handler.
+pub unsafe fn fault_was_write(context: *const libc::c_void) -> bool {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        const WRITE: libc::greg_t = 1 << 1;
+        // SAFETY: the caller's contract.
+        let context = unsafe { &*context.cast::<libc::ucontext_t>() };
+        context.uc_mcontext.gregs[libc::REG_ERR as usize] & WRITE != 0
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        let _ = context;
+        false
+    }
 }
 
 pub(super) fn protect(addr: *mut u8, len: usize, prot: libc::c_int) -> Result<()> {
