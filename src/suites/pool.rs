@@ -504,7 +504,10 @@ pub fn in_parallel<W: Send, R: Send>(
         for worker in workers.iter_mut() {
             let tx = tx.clone();
             let (next, stop) = (&next, &stop);
-            scope.spawn(move || loop {
+            // A worker runs Wasm on its own stack (else each message gets a thread, whose
+            // CPU time the worker's clock does not see); one that cannot be spawned leaves
+            // its items to the others.
+            let _ = crate::engine::embedded::spawn_scoped(scope, "icbench-worker", move || loop {
                 if stop.load(Ordering::Relaxed) {
                     break;
                 }
