@@ -456,8 +456,9 @@ impl HeapRegion {
         let tracked = self.track_access.load(Ordering::Acquire);
         let wasm_page = page / OS_PAGES_PER_WASM_PAGE;
         if tracked && self.accessed.flag(wasm_page) {
-            // The first access to this Wasm page: it becomes readable as a whole. A write
-            // faults again (on its 4 KiB page; with the kernel's log, once per Wasm page).
+            // The first access to this Wasm page: it becomes readable as a whole. A later
+            // write faults again (on its 4 KiB page; with the kernel's log, once per Wasm
+            // page).
             self.accessed.order.push(wasm_page);
             let wasm_addr = (base + wasm_page * WASM_PAGE) as *mut u8;
             let readable = protect(

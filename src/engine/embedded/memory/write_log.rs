@@ -320,7 +320,7 @@ impl WriteLog {
         let mut arg = PmScanArg {
             category_inverted: PAGE_IS_FILE | PAGE_IS_PFNZERO,
             category_mask: PAGE_IS_WRITTEN | PAGE_IS_FILE | PAGE_IS_PFNZERO,
-            // An unmapped page without a marker counts as written: not one.
+            // The kernel counts an unmapped page without a marker as written.
             category_anyof_mask: PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
             return_mask: PAGE_IS_WRITTEN,
             ..PmScanArg::default()
