@@ -570,63 +570,72 @@ const fn motoko_memory(
     }
 }
 
+/// A store of the Motoko canister: its name (its record's too), method stem, `--stores`
+/// help, label, short label and noun, memory, colour and row count over [`MOTOKO`].
+const fn motoko_store(
+    name: &'static str,
+    stem: &'static str,
+    help: &'static str,
+    (label, short_label, noun): (&'static str, &'static str, &'static str),
+    memory: Memory,
+    colour: usize,
+    rows: fn(&mut BenchClient<'_>) -> Result<u64>,
+) -> StoreDef {
+    StoreDef {
+        name,
+        selected_by: SelectedBy::Stores { help },
+        stem,
+        record: name,
+        label,
+        short_label,
+        noun,
+        memory,
+        colour: Some(colour),
+        rows,
+        ..MOTOKO
+    }
+}
+
 /// mo:core's `Map<Nat64, Text>`: a B-tree of mutable nodes on the heap.
-const MO_MAP: StoreDef = StoreDef {
-    name: "mo-map",
-    selected_by: SelectedBy::Stores {
-        help:
-            "Motoko: mo:core's Map (a B-tree on the 64-bit persistent heap), a canister of its own",
-    },
-    stem: "mo_map",
-    record: "mo-map",
-    label: "Motoko Map",
-    short_label: "mo Map",
-    noun: "mo:core's Map",
-    memory: motoko_memory(40, (75, 40), 1_200, 9_500_000_000, 3),
-    colour: Some(11),
-    rows: |client| Ok(client.motoko_stats()?.map_rows),
-    ..MOTOKO
-};
+const MO_MAP: StoreDef = motoko_store(
+    "mo-map",
+    "mo_map",
+    "Motoko: mo:core's Map (a B-tree on the 64-bit persistent heap), a canister of its own",
+    ("Motoko Map", "mo Map", "mo:core's Map"),
+    motoko_memory(40, (75, 40), 1_200, 9_500_000_000, 3),
+    11,
+    |client| Ok(client.motoko_stats()?.map_rows),
+);
 
 /// mo:core's `pure/Map<Nat64, Text>`: an immutable red-black tree in a `var` field, a new
 /// version of the path to each inserted row.
-const MO_PURE_MAP: StoreDef = StoreDef {
-    name: "mo-pure-map",
-    selected_by: SelectedBy::Stores {
-        help: "Motoko: mo:core's pure/Map (an immutable red-black tree on the heap), a canister of its own",
-    },
-    stem: "mo_pure_map",
-    record: "mo-pure-map",
-    label: "Motoko pure/Map",
-    short_label: "mo pure/Map",
-    noun: "mo:core's pure/Map",
-    memory: motoko_memory(120, (200, 105), 4_000, 6_500_000_000, 5),
-    colour: Some(12),
-    rows: |client| Ok(client.motoko_stats()?.pure_map_rows),
-    ..MOTOKO
-};
+const MO_PURE_MAP: StoreDef = motoko_store(
+    "mo-pure-map",
+    "mo_pure_map",
+    "Motoko: mo:core's pure/Map (an immutable red-black tree on the heap), a canister of its own",
+    ("Motoko pure/Map", "mo pure/Map", "mo:core's pure/Map"),
+    motoko_memory(120, (200, 105), 4_000, 6_500_000_000, 5),
+    12,
+    |client| Ok(client.motoko_stats()?.pure_map_rows),
+);
 
 /// The values in a `Region` of stable memory, appended after their length, and a
 /// `Map<Nat64, Nat64>` on the heap from id to offset.
 const MO_REGION: StoreDef = StoreDef {
-    name: "mo-region",
-    selected_by: SelectedBy::Stores {
-        help: "Motoko: the values in a Region (stable memory), a Map from id to offset on the heap",
-    },
-    stem: "mo_region",
-    record: "mo-region",
-    label: "Motoko Region",
-    short_label: "mo Region",
-    noun: "the Motoko region",
-    memory: motoko_memory(25, (55, 30), 900, 6_500_000_000, 3),
-    colour: Some(13),
     // The canister's stable memory: the region's values and the region manager's pages.
     stable_bytes: |stats| stats.stable_pages * WASM_PAGE_SIZE,
-    rows: |client| Ok(client.motoko_stats()?.region_rows),
     // An empty value stored where the region ends traps ("Region error: offset out of
     // bounds"): 20,000 rows of `--payload-size 0` do, at the 16,384th.
     min_value_size: 1,
-    ..MOTOKO
+    ..motoko_store(
+        "mo-region",
+        "mo_region",
+        "Motoko: the values in a Region (stable memory), a Map from id to offset on the heap",
+        ("Motoko Region", "mo Region", "the Motoko region"),
+        motoko_memory(25, (55, 30), 900, 6_500_000_000, 3),
+        13,
+        |client| Ok(client.motoko_stats()?.region_rows),
+    )
 };
 
 /// mo:core's `Map<Nat64, Text>` in the canister built with classical persistence (moc's
