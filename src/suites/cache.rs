@@ -12,7 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
 use super::scenario::{CacheState, Operation, Position, Scenario, Store, StoreKind};
-use super::shared::{store_selected, Define, Run};
+use super::shared::{default_from_flags, store_selected, Define, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{sorted, CommonArgs};
 use crate::report::format::thousands;
@@ -79,22 +79,7 @@ pub struct Config {
     pub warm_ups_given: bool,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        let common = users::Config::default();
-        Self {
-            users: users::Config {
-                stores: prefilled_with(&common.stores, common.layout),
-                ..common
-            },
-            warm_ups: WARM_UPS.to_vec(),
-            batches: BATCHES.to_vec(),
-            lookups: LOOKUPS.to_vec(),
-            positions: Position::SEED003.to_vec(),
-            warm_ups_given: false,
-        }
-    }
-}
+default_from_flags!(Cache => Config);
 
 /// The stores of `stores` the suite measures (those with a page cache), and in the seed
 /// layout the StableBTreeMap where ic-rusqlite is one of them: that layout's default run
@@ -175,7 +160,6 @@ impl Define for Cache {
     type Plan = Config;
 
     fn plan(args: CacheArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
-        common.validate()?;
         store_selected(&common.stores, SUITE)?;
         let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
         if args.cache_no_lookups && given("cache_lookups") {

@@ -17,8 +17,8 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{store_selected, Define, Measure, Run};
-use super::{CommonArgs, DEFAULT_USD_PER_XDR};
+use super::shared::{default_from_flags, store_selected, Define, Measure, Run};
+use super::CommonArgs;
 use crate::report::{Document, Report};
 use crate::stores::{self, ModuleNeed};
 
@@ -91,16 +91,7 @@ pub struct Config {
     pub usd_per_xdr: f64,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            stores: StoreKind::ALL.to_vec(),
-            num: DEFAULT_NUM,
-            journal_mode: JournalMode::Wal,
-            usd_per_xdr: DEFAULT_USD_PER_XDR,
-        }
-    }
-}
+default_from_flags!(DbBench => Config);
 
 impl Config {
     /// The stores measured: the store table's schemas of this suite (the map, then SQLite
@@ -124,7 +115,6 @@ impl Define for DbBench {
     type Plan = Config;
 
     fn plan(args: DbBenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
-        common.validate()?;
         Ok(Config {
             stores: common.stores.clone(),
             num: args.dbbench_num,

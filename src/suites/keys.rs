@@ -15,9 +15,9 @@ use super::dbbench::Totals;
 use super::grid::{dot_plot_file, store_dot, StoreColumn};
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{store_selected, Define, Header, Measure, Run};
+use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{CommonArgs, DEFAULT_USD_PER_XDR};
+use super::CommonArgs;
 use crate::bench_canister::BenchClient;
 use crate::engine::SnapshotId;
 use crate::report::format::{per_row, thousands};
@@ -119,17 +119,7 @@ pub struct Config {
     pub usd_per_xdr: f64,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            stores: StoreKind::ALL.to_vec(),
-            rows: DEFAULT_ROWS,
-            journal_mode: JournalMode::Wal,
-            seed: 2026,
-            usd_per_xdr: DEFAULT_USD_PER_XDR,
-        }
-    }
-}
+default_from_flags!(Keys => Config);
 
 impl Config {
     /// Per key type, the store table's schemas of this suite that `stores` selects: the map
@@ -363,7 +353,6 @@ impl Define for Keys {
     type Plan = Config;
 
     fn plan(args: KeysArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
-        common.validate()?;
         Ok(Config {
             stores: common.stores.clone(),
             rows: args.keys_rows,

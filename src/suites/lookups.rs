@@ -5,7 +5,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::shared::{Define, Run};
+use super::shared::{default_from_flags, Define, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{sorted, CommonArgs};
 use crate::report::{Document, Report};
@@ -32,14 +32,7 @@ pub struct Config {
     pub batches: Vec<u64>,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            users: users::Config::default(),
-            batches: LOOKUP_BATCHES.to_vec(),
-        }
-    }
-}
+default_from_flags!(Lookups => Config);
 
 impl Config {
     /// Per key order (draw order, then ascending), per store, every batch. Both orders read

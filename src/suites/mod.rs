@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
-use clap::{ArgMatches, Args, Command};
+use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use crate::engine::Engine;
 use crate::report::{Document, Report};
@@ -255,6 +255,14 @@ pub struct CommonArgs {
 }
 
 impl CommonArgs {
+    /// The flags' defaults, as an empty command line gives them.
+    pub fn defaults() -> CommonArgs {
+        let matches = CommonArgs::augment_args(Command::new("icbench"))
+            .try_get_matches_from(["icbench"])
+            .expect("every shared flag has a default");
+        CommonArgs::from_arg_matches(&matches).expect("the defaults parse")
+    }
+
     pub fn validate(&self) -> Result<()> {
         let usd = self.usd_per_xdr;
         let what = if usd.is_nan() {

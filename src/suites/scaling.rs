@@ -191,7 +191,6 @@ impl Define for Scaling {
     type Plan = Config;
 
     fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
-        common.validate()?;
         super::shared::store_selected(&common.stores, <Config as Measure>::SUITE)?;
         let kinds = stores::measured_by(<Config as Measure>::SUITE, &common.stores);
         let sizes = sizes_up_to(args.scaling_max_rows);

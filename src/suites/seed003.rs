@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args};
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{CacheState, Operation, Position, Scenario, Store};
-use super::shared::{Define, Run};
+use super::shared::{default_from_flags, Define, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{decision, sorted, CommonArgs};
 use crate::bench_canister::BenchClient;
@@ -69,18 +69,7 @@ pub struct Config {
     pub warm_max_batch: u64,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            users: users::Config::default(),
-            batches: vec![1, 10, 100, 1_000, 10_000],
-            positions: Position::SEED003.to_vec(),
-            reads: true,
-            confirm_capacity: false,
-            warm_max_batch: WARM_MAX_BATCH,
-        }
-    }
-}
+default_from_flags!(Seed003 => Config);
 
 impl Config {
     /// Per position, per store: every insert batch, then the reads.

@@ -8,6 +8,7 @@ mod define;
 mod measure;
 mod session;
 
-pub use define::{store_selected, Define};
+pub(crate) use define::default_from_flags;
+pub use define::{default_plan, store_selected, Define};
 pub use measure::{Measure, Run};
 pub use session::{Header, Session};

@@ -13,7 +13,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{CacheState, Operation, Position, Scenario};
-use super::shared::{Define, Run};
+use super::shared::{default_from_flags, Define, Run};
 use super::users::{self, Point, UsersPlan};
 use super::CommonArgs;
 use crate::report::format::thousands;
@@ -101,19 +101,7 @@ pub struct Config {
     pub workloads_given: bool,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            users: users::Config {
-                caches: vec![CacheState::Cold],
-                ..users::Config::default()
-            },
-            workloads: WORKLOADS.to_vec(),
-            positions: POSITIONS.to_vec(),
-            workloads_given: false,
-        }
-    }
-}
+default_from_flags!(Sustained => Config);
 
 impl Define for Sustained {
     type Args = SustainedArgs;

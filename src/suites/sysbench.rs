@@ -16,9 +16,9 @@ use super::dbbench::Totals;
 use super::grid::{store_dot, store_dot_plot, table_headed};
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{store_selected, Define, Header, Measure, Run};
+use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Run};
 use super::users::SplitMix64;
-use super::{pool, CommonArgs, DEFAULT_USD_PER_XDR};
+use super::{pool, CommonArgs};
 use crate::bench_canister::BenchClient;
 use crate::engine::SnapshotId;
 use crate::report::format::thousands;
@@ -93,21 +93,7 @@ pub struct Config {
     pub usd_per_xdr: f64,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            stores: StoreKind::ALL.to_vec(),
-            rows: DEFAULT_ROWS,
-            journal_modes: vec![JournalMode::Persist],
-            ceilings: Ceilings {
-                max: DEFAULT_MAX_RATIO,
-                max_section: DEFAULT_MAX_SECTION_RATIO,
-            },
-            seed: 2026,
-            usd_per_xdr: DEFAULT_USD_PER_XDR,
-        }
-    }
-}
+default_from_flags!(Sysbench => Config);
 
 impl Config {
     /// Per store table schema of this suite that `stores` selects: the map (no SQL) runs
@@ -441,7 +427,6 @@ impl Define for Sysbench {
     type Plan = Config;
 
     fn plan(args: SysbenchArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
-        common.validate()?;
         Ok(Config {
             stores: common.stores.clone(),
             rows: args.sysbench_rows,

@@ -232,7 +232,6 @@ impl Define for Upgrade {
         if matches.value_source("journal_modes") != Some(clap::parser::ValueSource::CommandLine) {
             common.journal_modes = vec![JournalMode::Persist, JournalMode::Off];
         }
-        common.validate()?;
         super::shared::store_selected(&common.stores, <Config as Measure>::SUITE)?;
         // Each store in table order: a serialized one once per --heap-encodings, the
         // others once (SQLite per journal mode).

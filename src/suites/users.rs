@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use anyhow::{anyhow, Result};
 
 use super::scenario::{CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind};
-use super::{CommonArgs, MemoryEstimate, DEFAULT_USD_PER_XDR, MEMORY_BASE};
+use super::{CommonArgs, MemoryEstimate, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
@@ -58,16 +58,7 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        let stores = stores_of(&StoreKind::ALL, &JournalMode::ALL);
-        Self {
-            rows: 1_000_000,
-            stores,
-            payload_size: 100,
-            seed: 2026,
-            usd_per_xdr: DEFAULT_USD_PER_XDR,
-            caches: CacheState::ALL.to_vec(),
-            layout: Layout::Alone,
-        }
+        Config::from_args(&CommonArgs::defaults(), "seed003").expect("the defaults make a plan")
     }
 }
 
@@ -141,7 +132,6 @@ impl Config {
     /// From the shared flags: each store selected, SQLite once per journal mode; `suite`
     /// (seed003, lookups, sustained, tune) refuses a `--stores` that names none of its stores.
     pub fn from_args(common: &CommonArgs, suite: &str) -> Result<Config> {
-        common.validate()?;
         super::shared::store_selected(&common.stores, suite)?;
         let stores = stores(common);
         let mut caches = common.page_cache.clone();

@@ -213,6 +213,14 @@ fn values_said_wrongly_before_are_named_for_what_they_are() {
             &format!("--usd-per-xdr {what}: it must be a finite positive number"),
         );
     }
+    // Every suite refuses it, before any work.
+    for suite in icbench::suites::REGISTRY.map(|s| s.name()) {
+        refused(
+            &format!("usd-{suite}"),
+            &["--suite", suite, "--usd-per-xdr", "0"],
+            "--usd-per-xdr 0 is not positive: it must be a finite positive number",
+        );
+    }
 }
 
 /// Motoko's stores: a journal mode (they are not SQLite), the tune suite (no SQLite settings),

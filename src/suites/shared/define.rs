@@ -21,9 +21,8 @@ pub trait Define: Sync {
     /// The plan the flags make.
     type Plan: Measure + 'static;
     /// The plan from the suite's flags and the shared ones; `matches` tells which flags were
-    /// given on the command line. The suite checks the shared ones (`CommonArgs::validate`)
-    /// where its first error should come from; the blanket impl then checks the plan
-    /// ([`Measure::validate`]).
+    /// given on the command line. The blanket impl has checked the shared ones
+    /// ([`CommonArgs::validate`]) before, and checks the plan ([`Measure::validate`]) after.
     fn plan(args: Self::Args, common: &CommonArgs, matches: &ArgMatches) -> Result<Self::Plan>;
     /// As [`Suite::document`].
     const DOCUMENT: fn(&Report) -> Document;
@@ -56,6 +55,7 @@ impl<T: Define> Suite for T {
                 &common.journal_modes,
             )?;
         }
+        common.validate()?;
         let plan = T::plan(T::Args::from_arg_matches(matches)?, common, matches)?;
         plan.validate()?;
         Ok(Box::new(plan))
@@ -77,6 +77,30 @@ impl<T: Define> Suite for T {
         T::HAS_LAYOUT
     }
 }
+
+/// The plan an empty command line makes: the suite's defaults, from its flags' own (the
+/// one place they are written).
+pub fn default_plan<T: Define>() -> T::Plan {
+    // The shared flags too: a plan asks `matches` whether they were given.
+    let matches = T::Args::augment_args(CommonArgs::augment_args(Command::new("icbench")))
+        .try_get_matches_from(["icbench"])
+        .expect("every flag has a default");
+    let common = CommonArgs::from_arg_matches(&matches).expect("the defaults parse");
+    let args = T::Args::from_arg_matches(&matches).expect("the defaults parse");
+    T::plan(args, &common, &matches).expect("the defaults make a plan")
+}
+
+/// `impl Default` for a suite's plan: [`default_plan`].
+macro_rules! default_from_flags {
+    ($suite:ty => $plan:ty) => {
+        impl Default for $plan {
+            fn default() -> Self {
+                $crate::suites::shared::default_plan::<$suite>()
+            }
+        }
+    };
+}
+pub(crate) use default_from_flags;
 
 /// The check of a suite that does not measure every store: `--stores` must name one it
 /// measures.
