@@ -27,52 +27,71 @@ pub fn stable_pages() -> u64 {
     memory::get(memory::BTREE).size()
 }
 
-/// Inserts one row per id; an existing id is overwritten and counted as replaced.
-/// Returns the rows and the instructions of the inserts alone.
-pub fn insert(ids: &Ids, payload: &str) -> Result<(Inserted, u64), String> {
-    MAP.with_borrow_mut(|map| {
-        report::measure(|| {
-            let mut rows = Inserted::default();
-            for id in ids.iter() {
-                // The map takes ownership of each value, as in the forum benchmark.
-                match map.insert(id, payload.to_owned()) {
-                    Some(_) => rows.replaced += 1,
-                    None => rows.inserted += 1,
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
+// The map stores' insert, get and scan (this one's, the heap map's and the tune variant's
+// bounded map's): one body for a map `MAP` in the calling module, whose value is made from the
+// payload by `new`, measured by `len` and read in id order from `scan.offset` by `scan`;
+// `check` first refuses a payload. A macro, not a generic function, so that each
+// store's code is what it was when it was written out.
+macro_rules! map_store_fns {
+    ($vis:vis new |$payload:ident| $new:expr, len |$value:ident| $len:expr,
+     scan |$map:ident, $scan:ident| $values:expr $(, check $check:block)?) => {
+        /// Inserts one row per id; an existing id is overwritten and counted as replaced.
+        /// Returns the rows and the instructions of the inserts alone.
+        $vis fn insert(ids: &Ids, $payload: &str) -> Result<(Inserted, u64), String> {
+            $($check)?
+            MAP.with_borrow_mut(|map| {
+                report::measure(|| {
+                    let mut rows = Inserted::default();
+                    for id in ids.iter() {
+                        // The map takes ownership of each value, as in the forum benchmark.
+                        match map.insert(id, $new) {
+                            Some(_) => rows.replaced += 1,
+                            None => rows.inserted += 1,
+                        }
+                    }
+                    Ok(rows)
+                })
+            })
+        }
 
-/// Point lookups, decoding each value found.
-pub fn get(ids: &Ids) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            for id in ids.iter() {
-                if let Some(value) = map.get(&id) {
-                    rows.add_row(value.len());
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
+        /// Point lookups, measuring each value found.
+        $vis fn get(ids: &Ids) -> Result<(Read, u64), String> {
+            MAP.with_borrow(|map| {
+                report::measure(|| {
+                    let mut rows = Read::default();
+                    for id in ids.iter() {
+                        if let Some($value) = map.get(&id) {
+                            rows.add_row($len);
+                        }
+                    }
+                    Ok(rows)
+                })
+            })
+        }
 
-/// Up to `scan.count` values with id >= `scan.offset`, in id order.
-pub fn scan(scan: &Scan) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            // `count` <= MAX_ROWS_PER_CALL, so it fits a usize.
-            for value in map.values_range(scan.offset..).take(scan.count as usize) {
-                rows.add_row(value.len());
-            }
-            Ok(rows)
-        })
-    })
+        /// Up to `scan.count` values with id >= `scan.offset`, in id order.
+        $vis fn scan($scan: &Scan) -> Result<(Read, u64), String> {
+            MAP.with_borrow(|$map| {
+                report::measure(|| {
+                    let mut rows = Read::default();
+                    // `count` <= MAX_ROWS_PER_CALL, so it fits a usize.
+                    for $value in $values.take($scan.count as usize) {
+                        rows.add_row($len);
+                    }
+                    Ok(rows)
+                })
+            })
+        }
+    };
 }
+pub(crate) use map_store_fns;
+
+// Each value found is decoded from stable memory.
+map_store_fns!(
+    pub new |payload| payload.to_owned(),
+    len |value| value.len(),
+    scan |map, scan| map.values_range(scan.offset..)
+);
 
 pub fn len() -> u64 {
     MAP.with_borrow(|map| map.len())

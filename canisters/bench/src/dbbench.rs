@@ -24,7 +24,7 @@ use ic_stable_structures::StableBTreeMap;
 
 use crate::memory::{self, Memory};
 use crate::report;
-use crate::sqlite;
+use crate::sqlite::{self, measured_statement};
 
 /// Parsed by the shared macro in this module's own function: the canister's counts depend
 /// on where the code is compiled (see `bench_types::names`).
@@ -270,13 +270,9 @@ pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String>
                 Ok((found, bytes))
             })
         })?,
-        _ => sqlite::with_connection(|conn| {
-            require_table(conn, store)?;
-            let sql = get_sql(table_of(store));
-            report::measure(|| {
-                let mut stmt = conn
-                    .prepare_cached(&sql)
-                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+        _ => measured_statement!(
+            |conn| require_table(conn, store),
+            stmt = get_sql(table_of(store)) => {
                 let (mut found, mut bytes) = (0u64, 0u64);
                 for key in &keys {
                     let row: Option<(Vec<u8>, Vec<u8>)> = stmt
@@ -289,8 +285,8 @@ pub fn read_random(store: &str, keys: Vec<u64>) -> Result<DbBenchReport, String>
                     }
                 }
                 Ok((found, bytes))
-            })
-        })?,
+            }
+        )?,
     };
     Ok(finish(keys.len() as u64, found, bytes, instructions))
 }
@@ -319,13 +315,9 @@ pub fn read_seq(store: &str, start: u64, count: u64) -> Result<DbBenchReport, St
                 Ok((found, bytes))
             })
         })?,
-        _ => sqlite::with_connection(|conn| {
-            require_table(conn, store)?;
-            let sql = seq_sql(table_of(store));
-            report::measure(|| {
-                let mut stmt = conn
-                    .prepare_cached(&sql)
-                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+        _ => measured_statement!(
+            |conn| require_table(conn, store),
+            stmt = seq_sql(table_of(store)) => {
                 let mut rows = stmt
                     .query((&start[..], count as i64))
                     .map_err(|e| format!("reading in key order: {e}"))?;
@@ -337,8 +329,8 @@ pub fn read_seq(store: &str, start: u64, count: u64) -> Result<DbBenchReport, St
                     bytes += (k.len() + v.len()) as u64;
                 }
                 Ok((found, bytes))
-            })
-        })?,
+            }
+        )?,
     };
     Ok(finish(found, found, bytes, instructions))
 }

@@ -30,56 +30,12 @@ thread_local! {
     static MAP: RefCell<Map> = const { RefCell::new(BTreeMap::new()) };
 }
 
-/// Inserts one row per id; an existing id is overwritten and counted as replaced.
-/// Returns the rows and the instructions of the inserts alone.
-pub fn insert(ids: &Ids, payload: &str) -> Result<(Inserted, u64), String> {
-    MAP.with_borrow_mut(|map| {
-        report::measure(|| {
-            let mut rows = Inserted::default();
-            for id in ids.iter() {
-                // The map owns each value, as the B-tree store's does.
-                match map.insert(id, payload.to_owned()) {
-                    Some(_) => rows.replaced += 1,
-                    None => rows.inserted += 1,
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
-
-/// Point lookups. The values are on the heap already: nothing is decoded.
-pub fn get(ids: &Ids) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            for id in ids.iter() {
-                if let Some(value) = map.get(&id) {
-                    rows.add_row(value.len());
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
-
-/// Up to `scan.count` values with id >= `scan.offset`, in id order.
-pub fn scan(scan: &Scan) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            // `count` <= MAX_ROWS_PER_CALL, so it fits a usize.
-            for value in map
-                .range(scan.offset..)
-                .map(|(_, v)| v)
-                .take(scan.count as usize)
-            {
-                rows.add_row(value.len());
-            }
-            Ok(rows)
-        })
-    })
-}
+// The values are on the heap already: a lookup decodes nothing.
+crate::btree::map_store_fns!(
+    pub new |payload| payload.to_owned(),
+    len |value| value.len(),
+    scan |map, scan| map.range(scan.offset..).map(|(_, v)| v)
+);
 
 pub fn len() -> u64 {
     MAP.with_borrow(|map| map.len() as u64)

@@ -22,7 +22,7 @@ use ic_stable_structures::{Memory as _, StableBTreeMap, Storable};
 use crate::dbbench::finish;
 use crate::memory::{self, Memory};
 use crate::report;
-use crate::sqlite;
+use crate::sqlite::{self, measured_statement};
 
 /// Parsed by the shared macro in this module's own function: the canister's counts depend
 /// on where the code is compiled (see `bench_types::names`).
@@ -306,13 +306,9 @@ pub fn lookup(store: &str, key_type: &str, keys: Vec<Vec<u8>>) -> Result<DbBench
     } else {
         let values: Vec<Value> = keys.iter().map(|k| sql_value(key, k)).collect();
         let t = table(store, key);
-        sqlite::with_connection(|conn| {
-            require_table(conn, &t)?;
-            let sql = get_sql(&t);
-            report::measure(|| {
-                let mut stmt = conn
-                    .prepare_cached(&sql)
-                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+        measured_statement!(
+            |conn| require_table(conn, &t),
+            stmt = get_sql(&t) => {
                 let (mut found, mut bytes) = (0u64, 0u64);
                 for v in &values {
                     let row: Option<Vec<u8>> = stmt
@@ -325,8 +321,8 @@ pub fn lookup(store: &str, key_type: &str, keys: Vec<Vec<u8>>) -> Result<DbBench
                     }
                 }
                 Ok((found, bytes))
-            })
-        })?
+            }
+        )?
     };
     Ok(finish(ops, found, bytes, instructions))
 }

@@ -421,3 +421,22 @@ pub fn stats() -> Result<SqliteStats, String> {
         })
     })
 }
+
+/// A measured statement of a suite's own table (dbbench, keys): on the connection `$conn`,
+/// `$require` checks the table before the measurement; then the cached statement `$sql`,
+/// prepared as `$stmt`, and `$body` are measured. Replies `(value, instructions)`.
+macro_rules! measured_statement {
+    (|$conn:ident| $require:expr, $stmt:ident = $sql:expr => $body:block) => {
+        $crate::sqlite::with_connection(|$conn| {
+            $require?;
+            let sql = $sql;
+            $crate::report::measure(|| {
+                let mut $stmt = $conn
+                    .prepare_cached(&sql)
+                    .map_err(|e| format!("preparing {sql}: {e}"))?;
+                $body
+            })
+        })
+    };
+}
+pub(crate) use measured_statement;

@@ -74,52 +74,19 @@ thread_local! {
 /// Every u64 is a valid key.
 const MAX_ID: u64 = u64::MAX;
 
-fn insert(ids: &Ids, payload: &str) -> Result<(Inserted, u64), String> {
-    if payload.len() > NAME_MAX_SIZE as usize {
-        return Err(format!(
-            "the payload ({} bytes) is larger than the bounded value type's max_size ({NAME_MAX_SIZE} bytes)",
-            payload.len()
-        ));
+crate::btree::map_store_fns!(
+    new |payload| Name(payload.to_owned()),
+    len |value| value.0.len(),
+    scan |map, scan| map.values_range(scan.offset..),
+    check {
+        if payload.len() > NAME_MAX_SIZE as usize {
+            return Err(format!(
+                "the payload ({} bytes) is larger than the bounded value type's max_size ({NAME_MAX_SIZE} bytes)",
+                payload.len()
+            ));
+        }
     }
-    MAP.with_borrow_mut(|map| {
-        report::measure(|| {
-            let mut rows = Inserted::default();
-            for id in ids.iter() {
-                match map.insert(id, Name(payload.to_owned())) {
-                    Some(_) => rows.replaced += 1,
-                    None => rows.inserted += 1,
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
-
-fn get(ids: &Ids) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            for id in ids.iter() {
-                if let Some(value) = map.get(&id) {
-                    rows.add_row(value.0.len());
-                }
-            }
-            Ok(rows)
-        })
-    })
-}
-
-fn scan(scan: &Scan) -> Result<(Read, u64), String> {
-    MAP.with_borrow(|map| {
-        report::measure(|| {
-            let mut rows = Read::default();
-            for value in map.values_range(scan.offset..).take(scan.count as usize) {
-                rows.add_row(value.0.len());
-            }
-            Ok(rows)
-        })
-    })
-}
+);
 
 store_endpoints!(self:
     add_users_btree_bounded, add_users_btree_bounded_ids,

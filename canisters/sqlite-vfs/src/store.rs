@@ -127,38 +127,47 @@ fn apply_cache_size(conn: &Connection) -> Result<(), DbError> {
     Ok(())
 }
 
+/// `$open` unless the flag `$ready` says it ran since the connection was last dropped; the
+/// function's reply.
+macro_rules! ready_once {
+    ($ready:ident, $what:literal, $open:expr) => {{
+        if $ready.get() {
+            return Ok(());
+        }
+        $open.map_err(db_error($what))?;
+        $ready.set(true);
+        Ok(())
+    }};
+}
+
 /// Opens the update connection if it is not open (an empty transaction: the binding opens
 /// it inside `Db::update`) and readies it as a served canister has it: cache_size applied,
 /// schema loaded, the insert statement compiled and cached, no page of the table cached.
 fn ready_writer() -> Result<(), String> {
-    if WRITER_READY.get() {
-        return Ok(());
-    }
-    update(|tx| {
-        apply_cache_size(tx)?;
-        drop(tx.prepare_cached(INSERT_USER)?);
-        Ok(())
-    })
-    .map_err(db_error("opening the SQLite update connection"))?;
-    WRITER_READY.set(true);
-    Ok(())
+    ready_once!(
+        WRITER_READY,
+        "opening the SQLite update connection",
+        update(|tx| {
+            apply_cache_size(tx)?;
+            drop(tx.prepare_cached(INSERT_USER)?);
+            Ok(())
+        })
+    )
 }
 
 /// The same for the read connection and the read statements.
 fn ready_reader() -> Result<(), String> {
-    if READER_READY.get() {
-        return Ok(());
-    }
-    Db::query(|conn| {
-        apply_cache_size(conn)?;
-        for sql in [GET_USER, SCAN_USERS] {
-            drop(conn.prepare_cached(sql)?);
-        }
-        Ok(())
-    })
-    .map_err(db_error("opening the SQLite read connection"))?;
-    READER_READY.set(true);
-    Ok(())
+    ready_once!(
+        READER_READY,
+        "opening the SQLite read connection",
+        Db::query(|conn| {
+            apply_cache_size(conn)?;
+            for sql in [GET_USER, SCAN_USERS] {
+                drop(conn.prepare_cached(sql)?);
+            }
+            Ok(())
+        })
+    )
 }
 
 /// The binding has no close: an update whose closure fails drops its update connection
