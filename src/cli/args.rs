@@ -127,16 +127,8 @@ pub(crate) struct RunArgs {
     /// Print the ids of the selected suites' scenarios (what --profile matches) and exit.
     #[arg(long)]
     pub(crate) list_scenarios: bool,
-    /// The replica whose charging rules the embedded engine models, by the month its
-    /// newest modelled rule was merged (default: the newest; docs/engine.md lists each
-    /// vintage's rules and sources). Reports name the vintage.
-    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
-    pub(crate) replica: Option<String>,
-    /// The machine whose OS pages the charges count, as the server that recorded the
-    /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet).
-    /// Reports name a host other than linux.
-    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
-    pub(crate) host: Option<String>,
+    #[command(flatten)]
+    pub(crate) rules: RulesArgs,
     /// Run even when the suites' estimated peak memory exceeds the memory available (by
     /// default such a run is refused before it starts, naming the flags that fit).
     #[arg(long)]
@@ -224,6 +216,23 @@ pub(crate) struct MergeArgs {
     pub(crate) quiet: bool,
 }
 
+/// The embedded engine's rules, for a run and for crosscheck's embedded side (a PocketIC
+/// server charges by its own replica, on the machine it runs on).
+#[derive(Args, Clone)]
+pub(crate) struct RulesArgs {
+    /// The replica whose charging rules the embedded engine models, by the month its
+    /// newest modelled rule was merged (default: the newest; docs/engine.md lists each
+    /// vintage's rules and sources; PocketIC servers before 16.0.0 predate the memory
+    /// tracker: 2026-05). Reports name the vintage.
+    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
+    pub(crate) replica: Option<String>,
+    /// The machine whose OS pages the charges count, as the server that recorded the
+    /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet).
+    /// Reports name a host other than linux.
+    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
+    pub(crate) host: Option<String>,
+}
+
 #[derive(Args)]
 pub(crate) struct CrosscheckArgs {
     /// Largest accepted deviation, in percent of the PocketIC count.
@@ -235,14 +244,8 @@ pub(crate) struct CrosscheckArgs {
     pub(crate) metric: MetricKind,
     #[command(flatten)]
     pub(crate) module: ModuleArgs,
-    /// The replica rules of the embedded side, to match the server's (default: the newest;
-    /// PocketIC servers before 16.0.0 predate the memory tracker: 2026-05).
-    #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
-    pub(crate) replica: Option<String>,
-    /// The machine whose OS pages the embedded side counts, to match the server's
-    /// (default: linux).
-    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
-    pub(crate) host: Option<String>,
+    #[command(flatten)]
+    pub(crate) rules: RulesArgs,
     /// No progress output on stderr.
     #[arg(long)]
     pub(crate) quiet: bool,

@@ -8,9 +8,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Context, Result};
 
-use icbench::engine::cost::{Host, Replica};
 use icbench::engine::disk_cache;
-use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 use icbench::report::{self, Folded, Report};
 use icbench::suites::{self, Exec, Plan};
@@ -204,21 +202,9 @@ pub(crate) fn crosscheck(args: &CrosscheckArgs) -> Result<bool> {
     let named = args.module.read_named(&needs)?;
     let wasm = named.default_module(args.module.build_canister, args.quiet)?;
     let modules = named.modules(&wasm, &needs, args.quiet)?;
-    let replica = args
-        .replica
-        .as_deref()
-        .map_or(Ok(Replica::NEWEST), Replica::by_name)
-        .map_err(|e| anyhow!(e))?;
-    let host = args
-        .host
-        .as_deref()
-        .map_or(Ok(Host::default()), Host::by_name)
-        .map_err(|e| anyhow!(e))?;
     let mut reports = Vec::new();
     for engine in [
-        &mut EmbeddedEngine::default()
-            .with_replica(replica)
-            .with_host(host) as &mut dyn Engine,
+        &mut args.rules.embedded_engine()? as &mut dyn Engine,
         pocket_ic.as_mut(),
     ] {
         if !args.quiet {

@@ -18,23 +18,28 @@ use icbench::interrupt;
 use icbench::report::{self, profiles, Report};
 use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
 
+impl RulesArgs {
+    /// The embedded engine under the vintage and host named (default: the newest, linux).
+    pub(crate) fn embedded_engine(&self) -> Result<EmbeddedEngine> {
+        let replica = self
+            .replica
+            .as_deref()
+            .map_or(Ok(Replica::NEWEST), Replica::by_name);
+        let host = self
+            .host
+            .as_deref()
+            .map_or(Ok(Host::default()), Host::by_name);
+        Ok(EmbeddedEngine::default()
+            .with_replica(replica.map_err(|e| anyhow!(e))?)
+            .with_host(host.map_err(|e| anyhow!(e))?))
+    }
+}
+
 /// The engine `kind` with the embedded engine's `--replica` and `--host`, which a PocketIC
 /// server refuses: it charges by its own replica, on the machine it runs on.
-pub(crate) fn make_engine(
-    kind: EngineKind,
-    replica: Option<&str>,
-    host: Option<&str>,
-) -> Result<Box<dyn Engine>> {
-    match (kind, replica, host) {
-        (EngineKind::Embedded, replica, host) => {
-            let replica = replica.map_or(Ok(Replica::NEWEST), Replica::by_name);
-            let host = host.map_or(Ok(Host::default()), Host::by_name);
-            Ok(Box::new(
-                EmbeddedEngine::default()
-                    .with_replica(replica.map_err(|e| anyhow!(e))?)
-                    .with_host(host.map_err(|e| anyhow!(e))?),
-            ))
-        }
+pub(crate) fn make_engine(kind: EngineKind, rules: &RulesArgs) -> Result<Box<dyn Engine>> {
+    match (kind, &rules.replica, &rules.host) {
+        (EngineKind::Embedded, _, _) => Ok(Box::new(rules.embedded_engine()?)),
         (EngineKind::PocketIc, Some(name), _) => Err(anyhow!(
             "--replica {name} selects the rules of the embedded engine; a PocketIC server \
              charges by the replica it was built from"
@@ -138,7 +143,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     }
     // What can refuse the run comes first, before an output directory is made or anything
     // is printed: the engine's flags, and every module --wasm names (read and checked).
-    let mut engine = make_engine(args.engine, args.replica.as_deref(), args.host.as_deref())?;
+    let mut engine = make_engine(args.engine, &args.rules)?;
     // Each plan's modules: the default one, and those of its other stores.
     let needs: Vec<_> = plans.iter().map(|p| p.modules()).collect();
     let named = args.module.read_named(&needs)?;
