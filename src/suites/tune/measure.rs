@@ -92,7 +92,12 @@ pub(super) fn run_stage(
                         format!("tune {}: {}, {cache}", workload.name, setting.describe()),
                         move |lane: &mut Lane<'_, '_>| {
                             note_unit(lane);
-                            let out = measure_one(lane, env, setting, workload, &state, cache)?;
+                            let out = now_and_beside(env, |vintage| {
+                                let label = setting.store_label();
+                                measure_under(
+                                    lane, env, setting, label, workload, &state, vintage, cache,
+                                )
+                            })?;
                             *slots[c].lock().unwrap_or_else(|e| e.into_inner()) = Some(out);
                             Ok(())
                         },
@@ -188,30 +193,6 @@ fn set_page_size(client: &mut BenchClient<'_>, page_size: u32) -> Result<()> {
         .value
         .map_err(|e| anyhow!("setting SQLite's page_size to {page_size} failed: {e}"))?;
     Ok(())
-}
-
-/// One workload of one setting, from its page size's filled `state`: under the engine's
-/// replica, and again under the one beside it.
-pub(super) fn measure_one(
-    lane: &mut Lane<'_, '_>,
-    env: &StageEnv<'_>,
-    setting: Setting,
-    workload: &Workload,
-    state: &State,
-    cache: CacheState,
-) -> Result<(ScenarioResult, Option<ScenarioResult>)> {
-    now_and_beside(env, |vintage| {
-        measure_under(
-            lane,
-            env,
-            setting,
-            setting.store_label(),
-            workload,
-            state,
-            vintage,
-            cache,
-        )
-    })
 }
 
 /// `measure` under the engine's replica, then under the vintage beside it, if any.
