@@ -90,6 +90,15 @@ impl Document {
             blocks.push(Block::Table(table.clone()));
         }
     }
+
+    /// A plot written beside report.md and shown in it here, as `alt`.
+    pub fn push_plot(&mut self, alt: impl Into<String>, plot: Plot) {
+        self.markdown.push(Block::Image {
+            alt: alt.into(),
+            file: plot.file.clone(),
+        });
+        self.plots.push(plot);
+    }
 }
 
 /// report.md: the run's settings and notes, then the suite's blocks.

@@ -327,25 +327,21 @@ pub fn document(report: &Report) -> Document {
             per_row(r.store_instructions_per_row)
         }))
     };
-    let mut markdown = vec![
-        message_cells_legend(report),
-        heading("store instructions per insert"),
-    ];
-    if let Some(plot) = &plot {
-        markdown.push(Block::Image {
-            alt: "Key types: instructions per row".into(),
-            file: plot.file.clone(),
-        });
+    let mut doc = Document {
+        markdown: vec![
+            message_cells_legend(report),
+            heading("store instructions per insert"),
+        ],
+        terminal: vec![heading("store instructions per insert"), inserts()],
+        plots: Vec::new(),
+    };
+    if let Some(plot) = plot {
+        doc.push_plot("Key types: instructions per row", plot);
     }
-    markdown.push(inserts());
-    markdown.extend(sections());
-    let mut terminal = vec![heading("store instructions per insert"), inserts()];
-    terminal.extend(sections());
-    Document {
-        markdown,
-        terminal,
-        plots: plot.into_iter().collect(),
-    }
+    doc.markdown.push(inserts());
+    doc.markdown.extend(sections());
+    doc.terminal.extend(sections());
+    doc
 }
 
 impl Define for Keys {

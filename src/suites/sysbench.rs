@@ -402,24 +402,20 @@ fn blocks(report: &Report) -> Vec<Block> {
 }
 
 pub fn document(report: &Report) -> Document {
-    let plot = plot(report);
-    let mut markdown = vec![message_cells_legend(report)];
-    if let Some(plot) = &plot {
-        markdown.push(Block::Heading {
+    let mut doc = Document {
+        markdown: vec![message_cells_legend(report)],
+        terminal: blocks(report),
+        plots: Vec::new(),
+    };
+    if let Some(plot) = plot(report) {
+        doc.markdown.push(Block::Heading {
             level: 2,
             text: "sysbench".into(),
         });
-        markdown.push(Block::Image {
-            alt: "sysbench: store instructions per event".into(),
-            file: plot.file.clone(),
-        });
+        doc.push_plot("sysbench: store instructions per event", plot);
     }
-    markdown.extend(blocks(report));
-    Document {
-        markdown,
-        terminal: blocks(report),
-        plots: plot.into_iter().collect(),
-    }
+    doc.markdown.extend(blocks(report));
+    doc
 }
 
 impl Define for Sysbench {

@@ -154,13 +154,12 @@ fn plots(report: &Report, doc: &mut Document) {
             continue;
         }
         let file = format!("plot-{position}-{operation}-{batch}.svg");
-        doc.markdown.push(Block::Image {
-            alt: title,
-            file: file.clone(),
-        });
-        doc.plots.push(Plot {
-            file,
-            kind: PlotKind::Lines(plot),
-        });
+        doc.push_plot(
+            title,
+            Plot {
+                file,
+                kind: PlotKind::Lines(plot),
+            },
+        );
     }
 }

@@ -117,29 +117,26 @@ pub fn document(report: &Report) -> Document {
         level: 2,
         text: text.into(),
     };
-    let mut markdown = vec![message_cells_legend(report), heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")];
-    if let Some(plot) = &plot {
-        markdown.push(Block::Image {
-            alt: "db_bench: store instructions per op".into(),
-            file: plot.file.clone(),
-        });
+    let mut doc = Document {
+        markdown: vec![message_cells_legend(report), heading("db_bench lines (instructions/op in place of micros/op: store work, ic0.performance_counter)")],
+        terminal: vec![
+            Block::Code(lines(report)),
+            heading("store instructions per op (key + value bytes per op)"),
+            Block::Table(table(report, false)),
+        ],
+        plots: Vec::new(),
+    };
+    if let Some(plot) = plot {
+        doc.push_plot("db_bench: store instructions per op", plot);
     }
-    markdown.extend([
+    doc.markdown.extend([
         Block::Code(lines(report)),
         heading("store instructions per op (key + value bytes per op)"),
         Block::Table(table(report, false)),
         heading("instructions charged per op (whole messages)"),
         Block::Table(table(report, true)),
     ]);
-    Document {
-        markdown,
-        terminal: vec![
-            Block::Code(lines(report)),
-            heading("store instructions per op (key + value bytes per op)"),
-            Block::Table(table(report, false)),
-        ],
-        plots: plot.into_iter().collect(),
-    }
+    doc
 }
 
 #[cfg(test)]

@@ -153,14 +153,13 @@ pub fn document(report: &Report) -> Document {
         series: bytes_series,
     };
     if !bytes_plot.svg().is_empty() {
-        doc.markdown.push(Block::Image {
-            alt: memory_title.into(),
-            file: "plot-bytes-per-row.svg".into(),
-        });
-        doc.plots.push(Plot {
-            file: "plot-bytes-per-row.svg".into(),
-            kind: PlotKind::Lines(bytes_plot),
-        });
+        doc.push_plot(
+            memory_title,
+            Plot {
+                file: "plot-bytes-per-row.svg".into(),
+                kind: PlotKind::Lines(bytes_plot),
+            },
+        );
     }
     doc
 }
@@ -279,14 +278,13 @@ fn operation_sections(
         let file = format!("{}.svg", file_stem(position, operation));
         doc.push_table(&title, table);
         if !plot.svg().is_empty() {
-            doc.markdown.push(Block::Image {
-                alt: title.clone(),
-                file: file.clone(),
-            });
-            doc.plots.push(Plot {
-                file,
-                kind: PlotKind::Lines(plot),
-            });
+            doc.push_plot(
+                title,
+                Plot {
+                    file,
+                    kind: PlotKind::Lines(plot),
+                },
+            );
         }
     }
 }
