@@ -44,3 +44,46 @@ pub fn map_anonymous(
     }
     Ok(base.cast())
 }
+
+/// An anonymous mapping this value owns ([`map_anonymous`]): unmapped when it is dropped.
+pub struct Mapping {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the value owns the address range only; what is stored there, and who touches it
+// when, is its owner's to rule (through the raw pointer, in unsafe code).
+unsafe impl Send for Mapping {}
+// SAFETY: as for Send: `&Mapping` gives the address and the length, nothing else.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub fn anonymous(len: usize, prot: libc::c_int, flags: libc::c_int) -> std::io::Result<Self> {
+        let base = map_anonymous(len, prot, flags)?;
+        Ok(Mapping { base, len })
+    }
+
+    /// Owns the mapping of `len` bytes at `base` (made otherwise: a file's, say).
+    ///
+    /// # Safety
+    /// `base..base + len` is a mapping that nothing else unmaps.
+    pub unsafe fn adopt(base: *mut u8, len: usize) -> Self {
+        Mapping { base, len }
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Its length in bytes.
+    pub fn size(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping `anonymous` made, which this value alone owns.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}

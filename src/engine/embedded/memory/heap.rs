@@ -39,6 +39,7 @@ use wasmtime::{bail, Result};
 use wasmtime::{LinearMemory, MemoryCreator, MemoryType};
 
 use super::write_log::{HeapWrites, WriteLog};
+use super::Mapping;
 pub use super::OS_PAGE;
 use crate::engine::instrument;
 use touched::{PageOrder, Touched};
@@ -666,12 +667,16 @@ impl HeapRegion {
 /// Reserves `len` bytes of address space, inaccessible until [`protect`]ed: the heap and
 /// its copies are reservations of the largest heap that cost memory only where used.
 pub(super) fn reserve(len: usize) -> std::io::Result<*mut u8> {
-    super::map_anonymous(
-        len,
-        libc::PROT_NONE,
-        libc::MAP_PRIVATE | libc::MAP_NORESERVE,
-    )
+    super::map_anonymous(len, libc::PROT_NONE, RESERVATION)
 }
+
+/// [`reserve`], owned.
+fn reserved(len: usize) -> std::io::Result<Mapping> {
+    Mapping::anonymous(len, libc::PROT_NONE, RESERVATION)
+}
+
+/// A reservation: private, nothing accessible, no memory committed.
+const RESERVATION: libc::c_int = libc::MAP_PRIVATE | libc::MAP_NORESERVE;
 
 /// Gives the whole reservation one anonymous-memory identity (Linux's anon_vma) before it
 /// is ever split. Dirty tracking splits the heap's mapping page by page in every message;
@@ -779,15 +784,9 @@ pub const MEMORY_RESERVATION: usize = 4 << 30;
 /// instrumentation declares its own memories with their maximum as their minimum, so they
 /// never grow. Untouched pages cost no host memory.
 struct PlainMemory {
-    base: *mut u8,
+    mapping: Mapping,
     len: usize,
-    mapping_len: usize,
 }
-
-// SAFETY: the mapping is owned by this value and never moves.
-unsafe impl Send for PlainMemory {}
-// SAFETY: as for Send; through `&self` only the fixed fields are read.
-unsafe impl Sync for PlainMemory {}
 
 impl PlainMemory {
     fn new(len: usize, guard: usize) -> std::result::Result<Self, String> {
@@ -795,15 +794,11 @@ impl PlainMemory {
         // memory's own (`wasm_fault`), so those addresses must be this memory's: another
         // memory there would be a second owner.
         let mapping_len = len.max(MEMORY_RESERVATION) + guard;
-        let base = reserve(mapping_len)
+        let mapping = reserved(mapping_len)
             .map_err(|e| format!("cannot reserve {mapping_len} bytes for a memory: {e}"))?;
-        let memory = PlainMemory {
-            base,
-            len,
-            mapping_len,
-        };
-        protect(base, len, libc::PROT_READ | libc::PROT_WRITE).map_err(|e| e.to_string())?;
-        Ok(memory)
+        protect(mapping.as_ptr(), len, libc::PROT_READ | libc::PROT_WRITE)
+            .map_err(|e| e.to_string())?;
+        Ok(PlainMemory { mapping, len })
     }
 }
 
@@ -825,14 +820,7 @@ unsafe impl LinearMemory for PlainMemory {
     }
 
     fn as_ptr(&self) -> *mut u8 {
-        self.base
-    }
-}
-
-impl Drop for PlainMemory {
-    fn drop(&mut self) {
-        // SAFETY: our own reservation, which wasmtime no longer uses.
-        unsafe { libc::munmap(self.base.cast(), self.mapping_len) };
+        self.mapping.as_ptr()
     }
 }
 

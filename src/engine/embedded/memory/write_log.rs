@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use super::{map_anonymous, OS_PAGE};
+use super::{Mapping, OS_PAGE};
 
 /// Whether modules get heap marks where they allow them (`marks`). Not the default: the
 /// checks make a module several times slower to compile and memory-bound code up to twice as
@@ -365,42 +365,34 @@ impl WriteLog {
 /// A private anonymous mapping registered with the log, unmapped on drop: the probe's, and
 /// the tests'.
 struct Scratch {
-    base: usize,
-    len: usize,
+    mapping: Mapping,
 }
 
 impl Scratch {
     fn new(log: &WriteLog, pages: usize) -> io::Result<Scratch> {
         let len = pages * OS_PAGE;
-        // Unmapped on drop.
-        let base = map_anonymous(len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE)?;
-        let scratch = Scratch {
-            base: base as usize,
-            len,
-        };
+        let mapping =
+            Mapping::anonymous(len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE)?;
+        let scratch = Scratch { mapping };
         log.prepare(scratch.range())?;
         Ok(scratch)
     }
 
     fn range(&self) -> Range<usize> {
-        self.base..self.base + self.len
+        let base = self.mapping.as_ptr() as usize;
+        base..base + self.mapping.size()
     }
 
     fn write(&self, page: usize, value: u8) {
         // SAFETY: inside the mapping.
-        unsafe { std::ptr::write_volatile((self.base + page * OS_PAGE + 7) as *mut u8, value) }
+        unsafe {
+            std::ptr::write_volatile((self.range().start + page * OS_PAGE + 7) as *mut u8, value)
+        }
     }
 
     fn read(&self, page: usize) -> u8 {
         // SAFETY: inside the mapping.
-        unsafe { std::ptr::read_volatile((self.base + page * OS_PAGE + 7) as *const u8) }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping, which nothing refers to any more.
-        unsafe { libc::munmap(self.base as *mut _, self.len) };
+        unsafe { std::ptr::read_volatile((self.range().start + page * OS_PAGE + 7) as *const u8) }
     }
 }
 
@@ -441,7 +433,7 @@ mod tests {
         };
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&[5; 8 * OS_PAGE]).unwrap();
-        // SAFETY: a fresh private mapping of our own file, unmapped below.
+        // SAFETY: a fresh private mapping of our own file, unmapped by the Scratch.
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -453,10 +445,9 @@ mod tests {
             )
         };
         assert_ne!(base, libc::MAP_FAILED);
-        let s = Scratch {
-            base: base as usize,
-            len: 8 * OS_PAGE,
-        };
+        // SAFETY: the mapping just made, which nothing else owns.
+        let mapping = unsafe { Mapping::adopt(base.cast(), 8 * OS_PAGE) };
+        let s = Scratch { mapping };
         log.prepare(s.range()).unwrap();
         assert_eq!(s.read(1), 5); // mapped before the protection
         s.write(6, 5); // a page of its own before the protection
@@ -484,7 +475,7 @@ mod tests {
         log.protect(s.range()).unwrap();
         let prot = |pages: Range<usize>, p| {
             super::super::heap::protect(
-                (s.base + pages.start * OS_PAGE) as *mut u8,
+                (s.range().start + pages.start * OS_PAGE) as *mut u8,
                 pages.len() * OS_PAGE,
                 p,
             )

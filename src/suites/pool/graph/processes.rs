@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Carry, Graph, Lane};
 use crate::bench_canister::BenchClient;
-use crate::engine::embedded::memory::map_anonymous;
+use crate::engine::embedded::memory::Mapping;
 use crate::engine::{ProcessSide, Profiling};
 use crate::report::work::Unit;
 use crate::suites::pool::record::set_lane;
@@ -29,34 +29,26 @@ use crate::suites::Progress;
 /// says the run failed: no process takes another task then. Then one count per worker:
 /// the tasks it has that no other can take.
 pub struct Claims {
-    flags: *mut AtomicU32,
+    flags: Mapping,
     tasks: usize,
     len: usize,
 }
-
-// SAFETY: the flags are atomics in a mapping that lives as long as the value.
-unsafe impl Send for Claims {}
-// SAFETY: as above; every access is atomic.
-unsafe impl Sync for Claims {}
 
 impl Claims {
     pub fn new(tasks: usize, workers: usize) -> Result<Claims> {
         let len = tasks + 1 + workers;
         let bytes = len * std::mem::size_of::<AtomicU32>();
         // Shared with the worker processes, zeroed: every task free.
-        let base = map_anonymous(bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)
+        let flags = Mapping::anonymous(bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED)
             .map_err(|e| anyhow!("mapping the worker processes' task flags: {e}"))?;
-        Ok(Claims {
-            flags: base.cast(),
-            tasks,
-            len,
-        })
+        Ok(Claims { flags, tasks, len })
     }
 
     fn flag(&self, i: usize) -> &AtomicU32 {
         assert!(i < self.len);
-        // SAFETY: `i` is within the mapping, which holds `len` zero-initialised atomics.
-        unsafe { &*self.flags.add(i) }
+        // SAFETY: `i` is within the mapping, which holds `len` zero-initialised atomics
+        // (only ever accessed atomically) and lives as long as `self`.
+        unsafe { &*self.flags.as_ptr().cast::<AtomicU32>().add(i) }
     }
 
     /// Whether the worker `lane` runs task `task`: it does if it takes it first.
@@ -95,18 +87,6 @@ impl Claims {
         let own = |l: usize| self.flag(self.tasks + 1 + l).load(Ordering::Acquire);
         let mine = own(lane);
         (0..workers).filter(|&l| l != lane).all(|l| mine <= own(l))
-    }
-}
-
-impl Drop for Claims {
-    fn drop(&mut self) {
-        // SAFETY: the mapping `new` made, unmapped once.
-        unsafe {
-            libc::munmap(
-                self.flags.cast(),
-                self.len * std::mem::size_of::<AtomicU32>(),
-            );
-        }
     }
 }
 
