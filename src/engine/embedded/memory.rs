@@ -83,7 +83,8 @@ impl Mapping {
 
 impl Drop for Mapping {
     fn drop(&mut self) {
-        // SAFETY: the mapping `anonymous` made, which this value alone owns.
+        // SAFETY: the mapping `anonymous` made or `adopt` was given, which this value alone
+        // owns and unmaps once.
         unsafe { libc::munmap(self.base.cast(), self.len) };
     }
 }
