@@ -31,6 +31,9 @@ use crate::stores::Modules;
 // reads its CPU clock and resource usage (clock_gettime, getrusage, gettid: record.rs).
 #[allow(unsafe_code)]
 pub mod graph;
+// Shared memory, pipes, fork's signals and exit statuses of worker processes.
+#[allow(unsafe_code)]
+pub mod process;
 #[allow(unsafe_code)]
 pub mod record;
 

@@ -390,6 +390,38 @@ fn tiny_run(cache: &Path, out: &Path) -> (String, String) {
     (stderr(&o), tiny_results(out))
 }
 
+/// Canisters the cache lacks are filled on worker processes beside this one (each writes
+/// its state into the cache, which this process loads): the same results as one job, the
+/// states counted as prefilled, each fill in the work log once.
+#[test]
+fn fills_in_worker_processes_give_the_results_of_one_job() {
+    let scratch = scratch_dir("fills-in-processes");
+    let results = |jobs: &str| {
+        let out = scratch.join(format!("jobs-{jobs}"));
+        let mut args = tiny_args(&out);
+        let stores = args.iter().position(|a| a == "btree").unwrap();
+        args[stores] = "heap,btree".to_string();
+        args.extend(["--jobs".to_string(), jobs.to_string()]);
+        // The module compiled once; the states made again by each run.
+        let cache = scratch.join("cache");
+        let _ = std::fs::remove_dir_all(cache.join(disk_cache::STATES));
+        let o = run(&cache, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("; post-prefill states: 0 loaded, 2 prefilled\n"),
+            "{}",
+            stderr(&o)
+        );
+        let work = std::fs::read_to_string(out.join("work.csv")).unwrap();
+        for store in ["heap", "btree"] {
+            let fill = format!("\"fill {store} to 2,000 rows\"");
+            assert_eq!(work.matches(&fill).count(), 1, "{work}");
+        }
+        tiny_results(&out)
+    };
+    assert_eq!(results("2"), results("1"));
+}
+
 #[test]
 fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     let scratch = scratch_dir("cli-cache");

@@ -340,7 +340,7 @@ pub struct Graph<'s> {
     /// state.
     canister: candid::Principal,
     /// With worker processes: who runs each task handed to [`run`].
-    claims: Option<processes::Claims>,
+    claims: Option<super::process::Claims>,
     /// With worker processes: the worker this process is.
     process_lane: AtomicUsize,
 }
@@ -554,7 +554,7 @@ impl<'s> Graph<'s> {
 }
 
 /// What a panic said (its `&str` or `String` payload), for the error it becomes.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(in crate::suites) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -602,7 +602,7 @@ pub fn run<'s>(
             for (i, task) in tasks.iter_mut().enumerate() {
                 task.claim = Some(i);
             }
-            Some((carry, processes::Claims::new(tasks.len(), exec.jobs)?))
+            Some((carry, super::process::Claims::new(tasks.len(), exec.jobs)?))
         }
         _ => None,
     };

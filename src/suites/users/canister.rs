@@ -14,12 +14,14 @@ use super::prefill::{
 };
 use super::{Config, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, Module};
-use crate::engine::Engine;
+use crate::engine::{Engine, ExportedState};
 use crate::report::work::Kind;
 use crate::stores::{self, Layout, Prefill};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::scenario::StoreKind;
 use crate::suites::Progress;
+
+mod forked;
 
 /// A canister of a users suite's run: its module and the stores it holds.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,8 +121,9 @@ impl Made {
 
 /// Makes every canister of `canisters` (`module` gives each one's bytes). Each on a fresh
 /// engine of its own where `engine` can make one (every canister then has the same id, the
-/// first, as a run of its store alone gives it), side by side on up to `jobs` threads, the
-/// calling thread reporting its fills' progress; else one after another on `engine`. The
+/// first, as a run of its store alone gives it), side by side on up to `jobs` workers, the
+/// calling thread reporting its fills' progress: fills in worker processes where they can
+/// run there ([`forked`]), the rest on threads. Else one after another on `engine`. The
 /// results are in the order of `canisters`.
 pub(super) fn make_all<'m>(
     engine: &mut dyn Engine,
@@ -136,7 +139,7 @@ pub(super) fn make_all<'m>(
     let Some(fresh) = fresh else {
         return canisters
             .iter()
-            .map(|c| make(engine, c, module(c.module)?, cfg, work, progress))
+            .map(|c| make(engine, c, module(c.module)?, cfg, work, progress, false))
             .collect();
     };
     let wasms: Vec<&[u8]> = canisters
@@ -145,6 +148,18 @@ pub(super) fn make_all<'m>(
         .collect::<Result<_>>()?;
     let engines: Vec<Mutex<Option<Box<dyn Engine + Send>>>> =
         fresh.into_iter().map(|e| Mutex::new(Some(e))).collect();
+    let mut made: Vec<Option<Made>> = canisters.iter().map(|_| None).collect();
+    let mut elsewhere = vec![false; canisters.len()];
+    if let Some(split) = forked::fill(
+        engine, &engines, canisters, &wasms, cfg, jobs, work, progress,
+    )? {
+        for (i, m) in split.made {
+            made[i] = Some(m);
+        }
+        for i in split.elsewhere {
+            elsewhere[i] = true;
+        }
+    }
     let take = |i: usize| {
         engines[i]
             .lock()
@@ -154,12 +169,22 @@ pub(super) fn make_all<'m>(
     };
     let made_on = |i: usize, progress: &mut dyn FnMut(Progress<'_>)| -> Result<Made> {
         let mut own = take(i);
-        make(own.as_mut(), &canisters[i], wasms[i], cfg, work, progress)
+        make(
+            own.as_mut(),
+            &canisters[i],
+            wasms[i],
+            cfg,
+            work,
+            progress,
+            elsewhere[i],
+        )
     };
-    let mut workers: Vec<usize> = (1..jobs.clamp(1, canisters.len().max(1))).collect();
-    let indices: Vec<usize> = (0..canisters.len()).collect();
+    let indices: Vec<usize> = (0..canisters.len())
+        .filter(|&i| made[i].is_none())
+        .collect();
+    let mut workers: Vec<usize> = (1..jobs.clamp(1, indices.len().max(1))).collect();
     let reported = Mutex::new(Vec::new());
-    let made = pool::in_parallel(
+    let rest = pool::in_parallel(
         &mut workers,
         &mut |i| made_on(i, progress),
         &indices,
@@ -181,16 +206,18 @@ pub(super) fn make_all<'m>(
             });
         }
     }
-    Ok(made)
+    for (i, m) in indices.into_iter().zip(rest) {
+        made[i] = Some(m);
+    }
+    made.into_iter()
+        .map(|m| m.ok_or_else(|| anyhow!("internal error: a canister was not made")))
+        .collect()
 }
 
 /// `canister` on `engine`: its module compiled while its cached post-prefill state is
-/// read, then that state loaded, or the canister installed, its payload size set, its
-/// stores filled (ids 0, 10, 20, ..., `PREFILL_CHUNK` rows per message), its collector
-/// left with no collection under way (a garbage-collected store's), and its SQLite
-/// connections without journal modes reopened (their scenarios start on a newly opened
-/// connection, as the bench canister's SQLite in a journal mode does), and its state taken
-/// for the cache; then snapshotted.
+/// read, then that state loaded, or the canister installed and filled
+/// ([`install_and_fill`]); then snapshotted. `filled_elsewhere`: a worker process filled it
+/// and kept its state in the cache for this one to load (it counts as run, not loaded).
 fn make(
     engine: &mut dyn Engine,
     canister: &Canister,
@@ -198,6 +225,7 @@ fn make(
     cfg: &Config,
     work: &Recorder,
     progress: &mut dyn FnMut(Progress<'_>),
+    filled_elsewhere: bool,
 ) -> Result<Made> {
     let name = canister.name;
     let cache = cache_of(engine, wasm, cfg, canister.module, &canister.filled)?;
@@ -205,17 +233,7 @@ fn make(
         cache.as_ref(),
         work,
         &format!("read the cached post-prefill state of the {name} canister"),
-        || {
-            let module = match canister.module == Module::DEFAULT {
-                true => "the module".to_string(),
-                false => format!("the {} module", canister.module.name),
-            };
-            let (ready, compiled) =
-                work.unit(Kind::Compile, format!("compile {module}"), &[], || {
-                    engine.prepare(wasm)
-                });
-            ready.map(|()| compiled)
-        },
+        || compile(engine, canister, wasm, work),
     )?;
     let after: Vec<UnitId> = [compiled].into_iter().chain(read_unit).collect();
     let loaded = entry.and_then(|entry| {
@@ -223,69 +241,28 @@ fn make(
             Kind::Install,
             format!("load the cached state of the {name} canister"),
             &after,
-            || import_prefill(engine, wasm, &entry, cache.as_ref()),
+            || import_prefill(engine, wasm, &entry, cache.as_ref(), filled_elsewhere),
         );
         loaded
     });
     let mut chain = Chain::new(work, &after);
-    let mut keep = None;
-    let (client, usable) = match &loaded {
+    let (client, usable, keep) = match &loaded {
         Some((id, executed)) => {
             let mut client = BenchClient::attach(engine, *id);
             client.executed_instructions = *executed;
-            (client, Ok(()))
+            (client, Ok(()), None)
         }
         None => {
-            chain.step(Kind::Install, format!("install the {name} canister"));
-            let mut client = BenchClient::install(engine, wasm)?;
-            chain.step(
-                Kind::Fill,
-                format!("set the {name} canister's payload size"),
-            );
-            client
-                .set_payload_size(cfg.payload_size)?
-                .value
-                .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
-            for kind in &canister.filled {
-                // Sent to its methods' stem, named as `--stores` names it.
-                let name = kind.name();
-                fill(
-                    &mut client,
-                    Fill {
-                        store: kind.stem(),
-                        from: 0,
-                        to: cfg.rows,
-                        chunk: PREFILL_CHUNK,
-                    },
-                    &mut |to| {
-                        chain.step(Kind::Fill, fill_name(name, to));
-                    },
-                    &mut |done| {
-                        progress(Progress::Prefill {
-                            store: name,
-                            done,
-                            total: cfg.rows,
-                        })
-                    },
-                )?;
-            }
-            if canister.filled.iter().any(|k| k.def().collected) {
-                chain.step(
-                    Kind::Fill,
-                    format!("let the {name} canister's collector finish"),
-                );
-                stores::settle_collector(&mut client)?;
-            }
-            chain.stop();
-            let usable = reopen(&mut client, canister, &mut chain)?;
-            if usable.is_ok() && cache.is_some() {
-                chain.step(
-                    Kind::Snapshot,
-                    format!("take the post-prefill state of the {name} canister for the cache"),
-                );
-                keep = take_prefill(&mut client);
-            }
-            (client, usable)
+            let filled = install_and_fill(
+                engine,
+                canister,
+                wasm,
+                cfg,
+                cache.is_some(),
+                &mut chain,
+                progress,
+            )?;
+            (filled.client, filled.usable, filled.keep)
         }
     };
     if loaded.is_some() {
@@ -305,12 +282,111 @@ fn make(
         usable,
         units: chain.end(),
         executed: client.executed_instructions,
-        loaded: loaded.is_some(),
+        loaded: loaded.is_some() && !filled_elsewhere,
         cache: cache.clone(),
         keep: keep
             .zip(cache)
             .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
     })
+}
+
+/// Compiles `canister`'s module on `engine` (a unit of `work`).
+fn compile(
+    engine: &mut dyn Engine,
+    canister: &Canister,
+    wasm: &[u8],
+    work: &Recorder,
+) -> Result<UnitId> {
+    let module = match canister.module == Module::DEFAULT {
+        true => "the module".to_string(),
+        false => format!("the {} module", canister.module.name),
+    };
+    let (ready, compiled) = work.unit(Kind::Compile, format!("compile {module}"), &[], || {
+        engine.prepare(wasm)
+    });
+    ready.map(|()| compiled)
+}
+
+/// `canister` installed on `engine`, its payload size set, its stores filled (ids 0, 10,
+/// 20, ..., `PREFILL_CHUNK` rows per message), its collector left with no collection under
+/// way (a garbage-collected store's), and its SQLite connections without journal modes
+/// reopened (their scenarios start on a newly opened connection, as the bench canister's
+/// SQLite in a journal mode does); its state taken for the cache when `for_cache`. Each
+/// step a unit of `chain`.
+fn install_and_fill<'e>(
+    engine: &'e mut dyn Engine,
+    canister: &Canister,
+    wasm: &[u8],
+    cfg: &Config,
+    for_cache: bool,
+    chain: &mut Chain<'_>,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Filled<'e>> {
+    let name = canister.name;
+    chain.step(Kind::Install, format!("install the {name} canister"));
+    let mut client = BenchClient::install(engine, wasm)?;
+    chain.step(
+        Kind::Fill,
+        format!("set the {name} canister's payload size"),
+    );
+    client
+        .set_payload_size(cfg.payload_size)?
+        .value
+        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+    for kind in &canister.filled {
+        // Sent to its methods' stem, named as `--stores` names it.
+        let name = kind.name();
+        fill(
+            &mut client,
+            Fill {
+                store: kind.stem(),
+                from: 0,
+                to: cfg.rows,
+                chunk: PREFILL_CHUNK,
+            },
+            &mut |to| {
+                chain.step(Kind::Fill, fill_name(name, to));
+            },
+            &mut |done| {
+                progress(Progress::Prefill {
+                    store: name,
+                    done,
+                    total: cfg.rows,
+                })
+            },
+        )?;
+    }
+    if canister.filled.iter().any(|k| k.def().collected) {
+        chain.step(
+            Kind::Fill,
+            format!("let the {name} canister's collector finish"),
+        );
+        stores::settle_collector(&mut client)?;
+    }
+    chain.stop();
+    let usable = reopen(&mut client, canister, chain)?;
+    let mut keep = None;
+    if usable.is_ok() && for_cache {
+        chain.step(
+            Kind::Snapshot,
+            format!("take the post-prefill state of the {name} canister for the cache"),
+        );
+        keep = take_prefill(&mut client);
+    }
+    Ok(Filled {
+        client,
+        usable,
+        keep,
+    })
+}
+
+/// A canister [`install_and_fill`] filled: its client, whether its stores can be measured
+/// (the reason when the canister refused to reopen a SQLite connection), its state taken
+/// for the cache with the prefill's instructions.
+struct Filled<'e> {
+    client: BenchClient<'e>,
+    usable: Result<(), String>,
+    keep: Option<(ExportedState, u64)>,
 }
 
 /// Reopens the connections of the canister's SQLite stores without journal modes, so that

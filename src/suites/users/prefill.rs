@@ -195,12 +195,14 @@ fn read_prefill(dir: &Path, key: &[u8; 32]) -> Option<disk_cache::Entry> {
 
 /// The cached post-prefill state `entry`, imported into the (fresh) engine: the canister and
 /// the instructions the prefill executed. None (after saying why) when the entry does not
-/// load and the prefill must run.
+/// load and the prefill must run. `filled_this_run`: a worker process of this run filled
+/// it, so the cache's count has it as prefilled, not loaded.
 pub(super) fn import_prefill(
     engine: &mut dyn Engine,
     wasm: &[u8],
     entry: &disk_cache::Entry,
     cache: Option<&(PathBuf, [u8; 32])>,
+    filled_this_run: bool,
 ) -> Option<(Principal, u64)> {
     let imported = <[u8; 8]>::try_from(entry.meta())
         .map_err(|_| anyhow!("a meta part of {} bytes, not 8", entry.meta().len()))
@@ -210,7 +212,10 @@ pub(super) fn import_prefill(
         });
     match imported {
         Ok(loaded) => {
-            disk_cache::count_hit(STATES);
+            match filled_this_run {
+                true => disk_cache::count_miss(STATES),
+                false => disk_cache::count_hit(STATES),
+            }
             Some(loaded)
         }
         Err(e) => {

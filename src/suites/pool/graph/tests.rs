@@ -355,7 +355,7 @@ fn worker_processes_hand_back_what_their_tasks_did() {
 /// takes any.
 #[test]
 fn claims_go_to_the_first_taker_and_to_the_least_loaded() {
-    let claims = processes::Claims::new(3, 2).unwrap();
+    let claims = crate::suites::pool::process::Claims::new(3, 2).unwrap();
     assert!(claims.take(0, 1));
     assert!(!claims.take(0, 0));
     assert!(claims.take(0, 1), "a worker's own claim stays its own");

@@ -1,0 +1,264 @@
+//! The fills of a run's canisters in worker processes. Two fills on threads of one process
+//! slow each other down: each protects and unprotects its heap page by page, and every
+//! change to the process's page tables stops the other thread for a TLB flush (a default
+//! run's fills took a third more CPU on two threads than on one). So where the cache lacks
+//! two or more post-prefill states, this process compiles their modules (a worker process
+//! cannot compile), forks `jobs - 1` worker processes, and each process takes the canisters
+//! in turn, the longest fill first and here: a worker fills its canister, writes the state
+//! into the cache and ends; this process then loads those states as a cached run would.
+
+use std::io::{BufRead, BufReader};
+use std::sync::Mutex;
+
+use anyhow::{anyhow, Result};
+use serde::{Deserialize, Serialize};
+
+use super::{compile, install_and_fill, make, Canister, Made};
+use crate::engine::disk_cache::{self, STATES};
+use crate::engine::{Engine, ProcessSide};
+use crate::report::work::{Kind, Unit};
+use crate::suites::pool::graph::panic_message;
+use crate::suites::pool::process::{
+    describe_status, end_with_parent, exit_worker, kill, pipe, send, wait_for, Claims,
+};
+use crate::suites::pool::record::set_lane;
+use crate::suites::pool::{Chain, Recorder};
+use crate::suites::users::prefill::{cache_of, store_prefill};
+use crate::suites::users::Config;
+use crate::suites::Progress;
+
+/// What a worker process hands in: the units of work it recorded, and what stopped it.
+#[derive(Serialize, Deserialize)]
+struct Handed {
+    units: Vec<Unit>,
+    error: Option<String>,
+}
+
+/// The canisters this process made, and those a worker process filled (to load from the
+/// cache, or to fill here if the worker could not keep the state).
+pub(super) struct Split {
+    pub made: Vec<(usize, Made)>,
+    pub elsewhere: Vec<usize>,
+}
+
+/// The fresh engine each canister is made on, taken out once.
+pub(super) type Engines = [Mutex<Option<Box<dyn Engine + Send>>>];
+
+/// Fills the canisters of `canisters` the cache has no post-prefill state for, on this
+/// process and worker processes (forked from `engine`); None, with nothing made, when
+/// there are fewer than two to fill, one job, no cache or no fork.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn fill(
+    engine: &mut dyn Engine,
+    engines: &Engines,
+    canisters: &[Canister],
+    wasms: &[&[u8]],
+    cfg: &Config,
+    jobs: usize,
+    work: &Recorder,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<Option<Split>> {
+    if jobs < 2 {
+        return Ok(None);
+    }
+    let mut unfilled = Vec::new();
+    for (i, canister) in canisters.iter().enumerate() {
+        let engine = lock(engines, i);
+        let Some(engine) = engine.as_deref() else {
+            continue;
+        };
+        let cache = cache_of(engine, wasms[i], cfg, canister.module, &canister.filled)?;
+        if let Some((dir, key)) = cache {
+            if !disk_cache::entry_path(&dir, STATES, &key).exists() {
+                unfilled.push(i);
+            }
+        }
+    }
+    if unfilled.len() < 2 {
+        return Ok(None);
+    }
+    for &i in &unfilled {
+        let mut engine = lock(engines, i);
+        let engine = engine.as_deref_mut().expect("not taken yet");
+        compile(engine, &canisters[i], wasms[i], work)?;
+    }
+    let claims = Claims::new(unfilled.len(), jobs)?;
+    // The longest fill stays here: its state need not go through the cache.
+    claims.take(0, 0);
+    let first_unit = work.count();
+    let parent = std::process::id();
+    let mut children = Vec::new();
+    for lane in 1..jobs.min(unfilled.len()) {
+        let (read, write) = pipe()?;
+        match engine.fork_process() {
+            Ok(Some(ProcessSide::Child)) => {
+                drop(read);
+                drop(children);
+                end_with_parent(parent);
+                let worker = Worker {
+                    lane,
+                    claims: &claims,
+                    unfilled: &unfilled,
+                    engines,
+                    canisters,
+                    wasms,
+                    cfg,
+                    work,
+                };
+                let ok = send(&mut std::fs::File::from(write), &worker.run(first_unit));
+                exit_worker(ok)
+            }
+            Ok(Some(ProcessSide::Parent(pid))) => {
+                drop(write);
+                children.push((lane, pid as libc::pid_t, read));
+            }
+            Ok(None) if children.is_empty() => return Ok(None),
+            Ok(None) => break,
+            Err(e) => {
+                eprintln!(
+                    "warning: a worker process could not start ({e:#}); its canisters are filled here"
+                );
+                break;
+            }
+        }
+    }
+
+    let mut made = Vec::new();
+    let mut failed = None;
+    for (task, &i) in unfilled.iter().enumerate() {
+        if !claims.take(task, 0) {
+            continue;
+        }
+        let mut own = lock(engines, i).take().expect("each canister is made once");
+        match make(
+            own.as_mut(),
+            &canisters[i],
+            wasms[i],
+            cfg,
+            work,
+            progress,
+            false,
+        ) {
+            Ok(m) => made.push((i, m)),
+            Err(e) => {
+                claims.fail();
+                failed = Some(e);
+                break;
+            }
+        }
+    }
+    for (lane, pid, read) in children {
+        if failed.is_some() {
+            kill(pid);
+        }
+        let mut line = String::new();
+        let _ = BufReader::new(std::fs::File::from(read)).read_line(&mut line);
+        let status = wait_for(pid);
+        match serde_json::from_str::<Handed>(&line) {
+            Ok(handed) => {
+                work.adopt(first_unit, handed.units);
+                if let Some(e) = handed.error {
+                    failed.get_or_insert(anyhow!(e));
+                }
+            }
+            Err(_) if failed.is_none() => eprintln!(
+                "warning: worker process {lane} (pid {pid}) ended without handing in its fills ({}); they run here",
+                describe_status(status)
+            ),
+            Err(_) => {}
+        }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let elsewhere = unfilled
+        .into_iter()
+        .filter(|i| made.iter().all(|(m, _)| m != i))
+        .collect();
+    Ok(Some(Split { made, elsewhere }))
+}
+
+fn lock(engines: &Engines, i: usize) -> std::sync::MutexGuard<'_, Option<Box<dyn Engine + Send>>> {
+    engines[i].lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A worker process: what it may fill, and where.
+struct Worker<'a> {
+    lane: usize,
+    claims: &'a Claims,
+    unfilled: &'a [usize],
+    engines: &'a Engines,
+    canisters: &'a [Canister],
+    wasms: &'a [&'a [u8]],
+    cfg: &'a Config,
+    work: &'a Recorder,
+}
+
+impl Worker<'_> {
+    /// Fills the canisters it takes, each kept in the cache; what it hands in.
+    fn run(&self, first_unit: usize) -> Handed {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            set_lane(self.lane);
+            for (task, &i) in self.unfilled.iter().enumerate() {
+                if !self.claims.take(task, self.lane) {
+                    continue;
+                }
+                if let Err(e) = self.fill_one(i) {
+                    self.claims.fail();
+                    return Some(format!("{e:#}"));
+                }
+            }
+            None
+        }));
+        let error = outcome.unwrap_or_else(|panic| {
+            Some(format!(
+                "internal error: worker process {} panicked: {}",
+                self.lane,
+                panic_message(panic.as_ref())
+            ))
+        });
+        Handed {
+            units: self.work.units_since(first_unit),
+            error,
+        }
+    }
+
+    /// Canister `i` installed and filled, its state written into the cache.
+    fn fill_one(&self, i: usize) -> Result<()> {
+        let (canister, wasm) = (&self.canisters[i], self.wasms[i]);
+        let mut engine = lock(self.engines, i)
+            .take()
+            .expect("each canister is made once");
+        let engine = engine.as_mut();
+        let Some((dir, key)) = cache_of(engine, wasm, self.cfg, canister.module, &canister.filled)?
+        else {
+            return Ok(());
+        };
+        // Compiled before the fork: found, not compiled again.
+        let compiled = compile(engine, canister, wasm, self.work)?;
+        let mut chain = Chain::new(self.work, &[compiled]);
+        let keep = install_and_fill(
+            engine,
+            canister,
+            wasm,
+            self.cfg,
+            true,
+            &mut chain,
+            &mut |_| {},
+        )?
+        .keep;
+        let filled = chain.end();
+        if let Some((state, executed)) = keep {
+            self.work.unit(
+                Kind::Other,
+                format!(
+                    "keep the {} canister's post-prefill state in the cache",
+                    canister.name
+                ),
+                &filled,
+                || store_prefill(state, executed, &dir, &key),
+            );
+        }
+        Ok(())
+    }
+}
