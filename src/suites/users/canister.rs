@@ -146,13 +146,16 @@ pub(super) fn make_all<'m>(
         .iter()
         .map(|c| module(c.module))
         .collect::<Result<_>>()?;
-    let engines: Vec<Mutex<Option<Box<dyn Engine + Send>>>> =
-        fresh.into_iter().map(|e| Mutex::new(Some(e))).collect();
+    let makes = Makes {
+        canisters,
+        wasms,
+        engines: fresh.into_iter().map(|e| Mutex::new(Some(e))).collect(),
+        cfg,
+        work,
+    };
     let mut made: Vec<Option<Made>> = canisters.iter().map(|_| None).collect();
     let mut elsewhere = vec![false; canisters.len()];
-    if let Some(split) = forked::fill(
-        engine, &engines, canisters, &wasms, cfg, jobs, work, progress,
-    )? {
+    if let Some(split) = forked::fill(engine, &makes, jobs, progress)? {
         for (i, m) in split.made {
             made[i] = Some(m);
         }
@@ -160,25 +163,6 @@ pub(super) fn make_all<'m>(
             elsewhere[i] = true;
         }
     }
-    let take = |i: usize| {
-        engines[i]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("each canister is made once")
-    };
-    let made_on = |i: usize, progress: &mut dyn FnMut(Progress<'_>)| -> Result<Made> {
-        let mut own = take(i);
-        make(
-            own.as_mut(),
-            &canisters[i],
-            wasms[i],
-            cfg,
-            work,
-            progress,
-            elsewhere[i],
-        )
-    };
     let indices: Vec<usize> = (0..canisters.len())
         .filter(|&i| made[i].is_none())
         .collect();
@@ -186,11 +170,11 @@ pub(super) fn make_all<'m>(
     let reported = Mutex::new(Vec::new());
     let rest = pool::in_parallel(
         &mut workers,
-        &mut |i| made_on(i, progress),
+        &mut |i| makes.make(i, progress, elsewhere[i]),
         &indices,
         &|&mut lane, i| {
             pool::record::set_lane(lane);
-            let made = made_on(i, &mut |_| {});
+            let made = makes.make(i, &mut |_| {}, elsewhere[i]);
             reported.lock().unwrap_or_else(|e| e.into_inner()).push(i);
             made
         },
@@ -212,6 +196,47 @@ pub(super) fn make_all<'m>(
     made.into_iter()
         .map(|m| m.ok_or_else(|| anyhow!("internal error: a canister was not made")))
         .collect()
+}
+
+/// The canisters of a run, each with its module's bytes and a fresh engine of its own,
+/// taken by the one process or thread that makes the canister.
+struct Makes<'a> {
+    canisters: &'a [Canister],
+    wasms: Vec<&'a [u8]>,
+    engines: Vec<Mutex<Option<Box<dyn Engine + Send>>>>,
+    cfg: &'a Config,
+    work: &'a Recorder,
+}
+
+impl Makes<'_> {
+    /// Canister `i`'s engine, while no one has taken it.
+    fn engine(&self, i: usize) -> std::sync::MutexGuard<'_, Option<Box<dyn Engine + Send>>> {
+        self.engines[i].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn take(&self, i: usize) -> Box<dyn Engine + Send> {
+        self.engine(i).take().expect("each canister is made once")
+    }
+
+    /// Canister `i` made on its engine ([`make`]).
+    fn make(
+        &self,
+        i: usize,
+        progress: &mut dyn FnMut(Progress<'_>),
+        filled_elsewhere: bool,
+    ) -> Result<Made> {
+        let mut own = self.take(i);
+        let (canister, wasm) = (&self.canisters[i], self.wasms[i]);
+        make(
+            own.as_mut(),
+            canister,
+            wasm,
+            self.cfg,
+            self.work,
+            progress,
+            filled_elsewhere,
+        )
+    }
 }
 
 /// `canister` on `engine`: its module compiled while its cached post-prefill state is

@@ -1,19 +1,19 @@
 //! The fills of a run's canisters in worker processes. Two fills on threads of one process
 //! slow each other down: each protects and unprotects its heap page by page, and every
 //! change to the process's page tables stops the other thread for a TLB flush (a default
-//! run's fills took a third more CPU on two threads than on one). So where the cache lacks
-//! two or more post-prefill states, this process compiles their modules (a worker process
-//! cannot compile), forks `jobs - 1` worker processes, and each process takes the canisters
-//! in turn, the longest fill first and here: a worker fills its canister, writes the state
-//! into the cache and ends; this process then loads those states as a cached run would.
+//! run's fills took 35% more CPU on two threads than on one). So where the cache lacks two
+//! or more post-prefill states, this process compiles their modules (a worker process
+//! cannot compile) and forks `jobs - 1` worker processes; each process takes the next
+//! canister left, this one the longest fill first. A worker fills its canister, writes the
+//! state into the cache and ends; this process then loads those states as a cached run
+//! would.
 
 use std::io::{BufRead, BufReader};
-use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{compile, install_and_fill, make, Canister, Made};
+use super::{compile, install_and_fill, Made, Makes};
 use crate::engine::disk_cache::{self, STATES};
 use crate::engine::{Engine, ProcessSide};
 use crate::report::work::{Kind, Unit};
@@ -22,9 +22,8 @@ use crate::suites::pool::process::{
     describe_status, end_with_parent, exit_worker, kill, pipe, send, wait_for, Claims,
 };
 use crate::suites::pool::record::set_lane;
-use crate::suites::pool::{Chain, Recorder};
+use crate::suites::pool::Chain;
 use crate::suites::users::prefill::{cache_of, store_prefill};
-use crate::suites::users::Config;
 use crate::suites::Progress;
 
 /// What a worker process hands in: the units of work it recorded, and what stopped it.
@@ -41,33 +40,32 @@ pub(super) struct Split {
     pub elsewhere: Vec<usize>,
 }
 
-/// The fresh engine each canister is made on, taken out once.
-pub(super) type Engines = [Mutex<Option<Box<dyn Engine + Send>>>];
-
-/// Fills the canisters of `canisters` the cache has no post-prefill state for, on this
-/// process and worker processes (forked from `engine`); None, with nothing made, when
-/// there are fewer than two to fill, one job, no cache or no fork.
-#[allow(clippy::too_many_arguments)]
+/// Fills the canisters of `makes` the cache has no post-prefill state for, on this process
+/// and worker processes (forked from `engine`); None, with nothing made, when there are
+/// fewer than two to fill, one job, no cache or no fork.
 pub(super) fn fill(
     engine: &mut dyn Engine,
-    engines: &Engines,
-    canisters: &[Canister],
-    wasms: &[&[u8]],
-    cfg: &Config,
+    makes: &Makes<'_>,
     jobs: usize,
-    work: &Recorder,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<Option<Split>> {
     if jobs < 2 {
         return Ok(None);
     }
+    let (canisters, wasms, work) = (makes.canisters, &makes.wasms, makes.work);
     let mut unfilled = Vec::new();
     for (i, canister) in canisters.iter().enumerate() {
-        let engine = lock(engines, i);
+        let engine = makes.engine(i);
         let Some(engine) = engine.as_deref() else {
             continue;
         };
-        let cache = cache_of(engine, wasms[i], cfg, canister.module, &canister.filled)?;
+        let cache = cache_of(
+            engine,
+            wasms[i],
+            makes.cfg,
+            canister.module,
+            &canister.filled,
+        )?;
         if let Some((dir, key)) = cache {
             if !disk_cache::entry_path(&dir, STATES, &key).exists() {
                 unfilled.push(i);
@@ -78,7 +76,7 @@ pub(super) fn fill(
         return Ok(None);
     }
     for &i in &unfilled {
-        let mut engine = lock(engines, i);
+        let mut engine = makes.engine(i);
         let engine = engine.as_deref_mut().expect("not taken yet");
         compile(engine, &canisters[i], wasms[i], work)?;
     }
@@ -99,11 +97,7 @@ pub(super) fn fill(
                     lane,
                     claims: &claims,
                     unfilled: &unfilled,
-                    engines,
-                    canisters,
-                    wasms,
-                    cfg,
-                    work,
+                    makes,
                 };
                 let ok = send(&mut std::fs::File::from(write), &worker.run(first_unit));
                 exit_worker(ok)
@@ -129,16 +123,7 @@ pub(super) fn fill(
         if !claims.take(task, 0) {
             continue;
         }
-        let mut own = lock(engines, i).take().expect("each canister is made once");
-        match make(
-            own.as_mut(),
-            &canisters[i],
-            wasms[i],
-            cfg,
-            work,
-            progress,
-            false,
-        ) {
+        match makes.make(i, progress, false) {
             Ok(m) => made.push((i, m)),
             Err(e) => {
                 claims.fail();
@@ -178,20 +163,12 @@ pub(super) fn fill(
     Ok(Some(Split { made, elsewhere }))
 }
 
-fn lock(engines: &Engines, i: usize) -> std::sync::MutexGuard<'_, Option<Box<dyn Engine + Send>>> {
-    engines[i].lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// A worker process: what it may fill, and where.
 struct Worker<'a> {
     lane: usize,
     claims: &'a Claims,
     unfilled: &'a [usize],
-    engines: &'a Engines,
-    canisters: &'a [Canister],
-    wasms: &'a [&'a [u8]],
-    cfg: &'a Config,
-    work: &'a Recorder,
+    makes: &'a Makes<'a>,
 }
 
 impl Worker<'_> {
@@ -218,43 +195,32 @@ impl Worker<'_> {
             ))
         });
         Handed {
-            units: self.work.units_since(first_unit),
+            units: self.makes.work.units_since(first_unit),
             error,
         }
     }
 
     /// Canister `i` installed and filled, its state written into the cache.
     fn fill_one(&self, i: usize) -> Result<()> {
-        let (canister, wasm) = (&self.canisters[i], self.wasms[i]);
-        let mut engine = lock(self.engines, i)
-            .take()
-            .expect("each canister is made once");
+        let m = self.makes;
+        let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
+        let mut engine = m.take(i);
         let engine = engine.as_mut();
-        let Some((dir, key)) = cache_of(engine, wasm, self.cfg, canister.module, &canister.filled)?
+        let Some((dir, key)) = cache_of(engine, wasm, m.cfg, canister.module, &canister.filled)?
         else {
             return Ok(());
         };
         // Compiled before the fork: found, not compiled again.
-        let compiled = compile(engine, canister, wasm, self.work)?;
-        let mut chain = Chain::new(self.work, &[compiled]);
-        let keep = install_and_fill(
-            engine,
-            canister,
-            wasm,
-            self.cfg,
-            true,
-            &mut chain,
-            &mut |_| {},
-        )?
-        .keep;
+        let compiled = compile(engine, canister, wasm, work)?;
+        let mut chain = Chain::new(work, &[compiled]);
+        let keep =
+            install_and_fill(engine, canister, wasm, m.cfg, true, &mut chain, &mut |_| {})?.keep;
         let filled = chain.end();
         if let Some((state, executed)) = keep {
-            self.work.unit(
+            let name = canister.name;
+            work.unit(
                 Kind::Other,
-                format!(
-                    "keep the {} canister's post-prefill state in the cache",
-                    canister.name
-                ),
+                format!("keep the {name} canister's post-prefill state in the cache"),
                 &filled,
                 || store_prefill(state, executed, &dir, &key),
             );
