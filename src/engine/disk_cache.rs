@@ -360,8 +360,13 @@ fn read_settled(
     Ok(match check(&bytes, key, vouched, direct) {
         Ok((meta_len, crc)) => {
             // The last use, for [`prune`]; a stamp that cannot be written costs a sum and at
-            // worst a recompute. The entry itself is never written after its rename.
-            let _ = stamp::write(&path, &stamp::Stamp::new(identity, crc, opened_at, settle));
+            // worst a recompute. The entry itself is never written after its rename. A stamp
+            // that vouched for it still does, however recent the file.
+            let stamp = match known.filter(|s| s.vouches_for(&identity, crc)) {
+                Some(known) => known,
+                None => stamp::Stamp::new(identity, crc, opened_at, settle),
+            };
+            let _ = stamp::write(&path, &stamp);
             Lookup::Found(Entry {
                 bytes,
                 meta_len,
@@ -463,7 +468,7 @@ pub fn write_streamed(
     ));
     // A signal removes the half-written file (an interrupted 450 MB state must not stay).
     let _guard = crate::interrupt::TempGuard::new(&temp);
-    let written = (|| -> std::io::Result<()> {
+    let written = (|| -> std::io::Result<u32> {
         let start = payload_start(meta.len());
         let mut body = Summed {
             out: direct::Appender::create(&temp, start)?,
@@ -480,17 +485,38 @@ pub fn write_streamed(
         head.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         head.extend_from_slice(key);
         head.extend_from_slice(&(meta.len() as u64).to_le_bytes());
+        let crc = sum.finalize();
         head.extend_from_slice(&(len - meta.len() as u64).to_le_bytes());
-        head.extend_from_slice(&sum.finalize().to_le_bytes());
+        head.extend_from_slice(&crc.to_le_bytes());
         head.extend_from_slice(meta);
         // The padding up to the payload's start is not summed.
         head.resize(start, 0);
-        out.finish(&head)
+        out.finish(&head)?;
+        Ok(crc)
     })();
-    let renamed = written.and_then(|()| std::fs::rename(&temp, entry_path(dir, kind, key)));
-    if let Err(e) = renamed {
-        let _ = std::fs::remove_file(&temp);
-        return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
+    let path = entry_path(dir, kind, key);
+    // Opened before the rename: the stamp describes this file, even if another process
+    // renames its own over the name.
+    let renamed = written.and_then(|crc| {
+        let ours = std::fs::File::open(&temp)?;
+        std::fs::rename(&temp, &path)?;
+        Ok((ours, crc))
+    });
+    let (ours, crc) = match renamed {
+        Ok(done) => done,
+        Err(e) => {
+            let _ = std::fs::remove_file(&temp);
+            return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
+        }
+    };
+    if kind != MODULES {
+        // Its first read need not sum what was summed as it was written (a state is read
+        // from the disk, past the page cache, to be summed). One that cannot be written
+        // costs that sum.
+        if let Ok(written) = ours.metadata() {
+            let stamp = stamp::Stamp::written(stamp::Identity::of(&written), crc.to_le_bytes());
+            let _ = stamp::write(&path, &stamp);
+        }
     }
     prune(dir, kind, KEEP[kind_index(kind)], key).map(|_| ())
 }
@@ -790,7 +816,15 @@ mod tests {
         for kind in [STATES, MODULES] {
             write(&dir, kind, &key, b"meta", b"payload").unwrap();
             let path = entry_path(&dir, kind, &key);
-            // A file that just changed is summed, and its stamp does not vouch for it yet.
+            if kind == STATES {
+                // Its writer summed it: the stamp vouches at once, and a read keeps it so.
+                assert!(stamp::read(&path).unwrap().checked);
+                assert!(matches!(read(&dir, kind, &key).unwrap(), Lookup::Found(_)));
+                assert!(stamp::read(&path).unwrap().checked);
+                std::fs::remove_file(stamp::path(&path)).unwrap();
+            }
+            // Without the writer's stamp, a file that just changed is summed, and its stamp
+            // does not vouch for it yet.
             assert!(matches!(read(&dir, kind, &key).unwrap(), Lookup::Found(_)));
             assert!(!stamp::read(&path).unwrap().checked);
             assert_eq!(found(kind), b"payload");

@@ -6,7 +6,8 @@
 //! "Unchanged" is what the file system reports: the same device, inode and size, and the same
 //! change time (ctime), which every write, truncation or rename of the file moves and no
 //! program can set back. An entry is never written after it is renamed into place (a new one
-//! is a new file), so a stamp that matches describes the very bytes that were summed. What a
+//! is a new file), so a stamp that matches describes the very bytes that were summed, by the
+//! read that stamped it or by the writer as it wrote them. What a
 //! stamp cannot see is damage below the file system (a disk returning other bytes); modules,
 //! which wasmtime deserializes without checks of its own, are summed at every read anyway.
 
@@ -86,6 +87,17 @@ impl Stamp {
             identity,
             crc,
             checked: identity.settled(seen, settle),
+        }
+    }
+
+    /// A stamp for an entry file this process summed as it wrote it and then renamed into
+    /// place (`identity` as the file system reported it after the rename): it vouches for
+    /// the file at once, since nothing writes an entry after its rename.
+    pub(super) fn written(identity: Identity, crc: [u8; 4]) -> Stamp {
+        Stamp {
+            identity,
+            crc,
+            checked: true,
         }
     }
 
