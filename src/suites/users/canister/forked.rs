@@ -9,6 +9,7 @@
 //! would.
 
 use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,7 @@ use crate::suites::pool::process::{
     describe_status, end_with_parent, exit_worker, kill, pipe, send, wait_for, Claims,
 };
 use crate::suites::pool::record::set_lane;
-use crate::suites::pool::Chain;
+use crate::suites::pool::{Chain, UnitId};
 use crate::suites::users::prefill::{cache_of, store_prefill};
 use crate::suites::Progress;
 
@@ -38,6 +39,14 @@ struct Handed {
 pub(super) struct Split {
     pub made: Vec<(usize, Made)>,
     pub elsewhere: Vec<usize>,
+}
+
+/// A canister to fill: its index, where its state goes in the cache, and its module's
+/// compile (done before the fork).
+struct Unfilled {
+    index: usize,
+    cache: (PathBuf, [u8; 32]),
+    compiled: UnitId,
 }
 
 /// Fills the canisters of `makes` the cache has no post-prefill state for, on this process
@@ -68,18 +77,26 @@ pub(super) fn fill(
         )?;
         if let Some((dir, key)) = cache {
             if !disk_cache::entry_path(&dir, STATES, &key).exists() {
-                unfilled.push(i);
+                unfilled.push((i, (dir, key)));
             }
         }
     }
     if unfilled.len() < 2 {
         return Ok(None);
     }
-    for &i in &unfilled {
-        let mut engine = makes.engine(i);
-        let engine = engine.as_deref_mut().expect("not taken yet");
-        compile(engine, &canisters[i], wasms[i], work)?;
-    }
+    let unfilled = unfilled
+        .into_iter()
+        .map(|(index, cache)| {
+            let mut engine = makes.engine(index);
+            let engine = engine.as_deref_mut().expect("not taken yet");
+            let compiled = compile(engine, &canisters[index], wasms[index], work)?;
+            Ok(Unfilled {
+                index,
+                cache,
+                compiled,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let claims = Claims::new(unfilled.len(), jobs)?;
     // The longest fill stays here: its state need not go through the cache.
     claims.take(0, 0);
@@ -119,7 +136,8 @@ pub(super) fn fill(
 
     let mut made = Vec::new();
     let mut failed = None;
-    for (task, &i) in unfilled.iter().enumerate() {
+    for (task, u) in unfilled.iter().enumerate() {
+        let i = u.index;
         if !claims.take(task, 0) {
             continue;
         }
@@ -157,7 +175,8 @@ pub(super) fn fill(
         return Err(e);
     }
     let elsewhere = unfilled
-        .into_iter()
+        .iter()
+        .map(|u| u.index)
         .filter(|i| made.iter().all(|(m, _)| m != i))
         .collect();
     Ok(Some(Split { made, elsewhere }))
@@ -167,7 +186,7 @@ pub(super) fn fill(
 struct Worker<'a> {
     lane: usize,
     claims: &'a Claims,
-    unfilled: &'a [usize],
+    unfilled: &'a [Unfilled],
     makes: &'a Makes<'a>,
 }
 
@@ -176,11 +195,11 @@ impl Worker<'_> {
     fn run(&self, first_unit: usize) -> Handed {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             set_lane(self.lane);
-            for (task, &i) in self.unfilled.iter().enumerate() {
+            for (task, unfilled) in self.unfilled.iter().enumerate() {
                 if !self.claims.take(task, self.lane) {
                     continue;
                 }
-                if let Err(e) = self.fill_one(i) {
+                if let Err(e) = self.fill_one(unfilled) {
                     self.claims.fail();
                     return Some(format!("{e:#}"));
                 }
@@ -200,21 +219,23 @@ impl Worker<'_> {
         }
     }
 
-    /// Canister `i` installed and filled, its state written into the cache.
-    fn fill_one(&self, i: usize) -> Result<()> {
-        let m = self.makes;
+    /// The canister installed and filled, its state written into the cache.
+    fn fill_one(&self, unfilled: &Unfilled) -> Result<()> {
+        let (m, i) = (self.makes, unfilled.index);
         let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
+        let (dir, key) = &unfilled.cache;
         let mut engine = m.take(i);
-        let engine = engine.as_mut();
-        let Some((dir, key)) = cache_of(engine, wasm, m.cfg, canister.module, &canister.filled)?
-        else {
-            return Ok(());
-        };
-        // Compiled before the fork: found, not compiled again.
-        let compiled = compile(engine, canister, wasm, work)?;
-        let mut chain = Chain::new(work, &[compiled]);
-        let keep =
-            install_and_fill(engine, canister, wasm, m.cfg, true, &mut chain, &mut |_| {})?.keep;
+        let mut chain = Chain::new(work, &[unfilled.compiled]);
+        let keep = install_and_fill(
+            engine.as_mut(),
+            canister,
+            wasm,
+            m.cfg,
+            true,
+            &mut chain,
+            &mut |_| {},
+        )?
+        .keep;
         let filled = chain.end();
         if let Some((state, executed)) = keep {
             let name = canister.name;
@@ -222,7 +243,7 @@ impl Worker<'_> {
                 Kind::Other,
                 format!("keep the {name} canister's post-prefill state in the cache"),
                 &filled,
-                || store_prefill(state, executed, &dir, &key),
+                || store_prefill(state, executed, dir, key),
             );
         }
         Ok(())
