@@ -128,6 +128,9 @@ pub(crate) fn compare(args: &CompareArgs) -> Result<bool> {
     gate.check().map_err(anyhow::Error::msg)?;
     args.comment.check().map_err(anyhow::Error::msg)?;
     let (base, new) = (read(&args.base)?, read(&args.new)?);
+    if let Some(why) = report::compare::incomparable(&base, &new) {
+        return Err(anyhow!("{why}"));
+    }
     let unlike = report::compare::unlike(&base, &new);
     if !unlike.is_empty() && !args.cross_rules {
         let each: Vec<String> = unlike.iter().map(|u| u.to_string()).collect();

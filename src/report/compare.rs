@@ -187,6 +187,36 @@ pub fn unlike(base: &Report, new: &Report) -> Vec<Unlike> {
         .collect()
 }
 
+/// Why `base` and `new` cannot be compared at all, whatever `--cross-rules` says: runs of
+/// different suites, or runs with no scenario in common (every scenario would be new or
+/// missing, and the gate would pass on nothing).
+pub fn incomparable(base: &Report, new: &Report) -> Option<String> {
+    if base.suite != new.suite {
+        return Some(format!(
+            "the runs are of different suites: {} (base) against {} (new); compare two runs of \
+             one suite",
+            base.suite, new.suite
+        ));
+    }
+    let keys: std::collections::HashSet<Key> = base.results.iter().map(key).collect();
+    if new.results.iter().any(|r| keys.contains(&key(r))) {
+        return None;
+    }
+    let one = |r: &Report| {
+        r.results.first().map_or("none".to_string(), |x| {
+            format!("e.g. {}", key_text(&key(x)))
+        })
+    };
+    Some(format!(
+        "the runs have no scenario in common: {} in the base ({}), {} in the new run ({}); \
+         nothing would be compared",
+        thousands(base.results.len() as u64),
+        one(base),
+        thousands(new.results.len() as u64),
+        one(new)
+    ))
+}
+
 /// The differences of runs compared across rules, for the first line of the table and of
 /// the comment.
 fn across(unlike: &[Unlike]) -> String {

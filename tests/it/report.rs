@@ -563,3 +563,51 @@ fn compare_refuses_runs_of_other_rules_unless_asked_and_then_says_so_first() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs of different suites, or of one suite with no scenario in common, are refused in one
+/// line, `--cross-rules` or not: the gate would pass on nothing.
+#[test]
+fn compare_refuses_runs_of_other_suites_and_runs_with_nothing_in_common() {
+    let dir = crate::support::scratch_dir("incomparable");
+    let write = |name: &str, change: &dyn Fn(&mut Report)| {
+        let mut r = sample();
+        change(&mut r);
+        let path = dir.join(name);
+        std::fs::write(&path, report::json(&r)).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let base = write("base.json", &|_| {});
+    let lookups = write("lookups.json", &|r| {
+        r.suite = "lookups".into();
+        for x in &mut r.results {
+            x.suite = "lookups".into();
+        }
+    });
+    let apart = write("apart.json", &|r| {
+        for x in &mut r.results {
+            x.position = "random".into();
+        }
+    });
+    for extra in [&[][..], &["--cross-rules"]] {
+        let (code, stdout, stderr) =
+            crate::support::run_icbench(&[&["compare"], extra, &[&base, &lookups]].concat());
+        assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+        assert_eq!(
+            stderr,
+            "error: the runs are of different suites: storage (base) against lookups (new); \
+             compare two runs of one suite\n"
+        );
+        let (code, stdout, stderr) =
+            crate::support::run_icbench(&[&["compare"], extra, &[&base, &apart]].concat());
+        assert_eq!((code, stdout.as_str()), (2, ""), "{stderr}");
+        assert_eq!(
+            stderr,
+            "error: the runs have no scenario in common: 19 in the base (e.g. \
+             storage/btree/-/end/insert/1), 19 in the new run (e.g. \
+             storage/btree/-/random/insert/1); nothing would be compared\n"
+        );
+    }
+    // One scenario in common is enough.
+    let (code, _, stderr) = crate::support::run_icbench(&["compare", &base, &base]);
+    assert_eq!(code, 0, "{stderr}");
+}
