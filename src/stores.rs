@@ -197,7 +197,7 @@ const HEAP: StoreDef = StoreDef {
     name: names::HEAP,
     selected_by: SelectedBy::Stores {
         help: "A `std::collections::BTreeMap` on the Wasm heap, saved to stable memory only \
-               across upgrades (seed003, lookups; the other suites have no heap store)",
+               across upgrades",
     },
     module: Module::DEFAULT,
     stem: names::HEAP,
@@ -646,7 +646,7 @@ const MO_MAP_CLASSIC: StoreDef = StoreDef {
     name: "mo-map-classic",
     selected_by: SelectedBy::Stores {
         help: "Motoko: mo:core's Map with classical persistence (a 32-bit heap serialized \
-               on upgrade), a canister of its own (upgrade, scaling)",
+               on upgrade), a canister of its own",
     },
     module: Module::MOTOKO_CLASSIC,
     record: "mo-map-classic",

@@ -92,7 +92,7 @@ pub(crate) fn suite_names() -> clap::builder::PossibleValuesParser {
 pub(crate) struct RunArgs {
     /// Suites to run, comma-separated, or all. seed003 writes into --out, every other suite
     /// into --out/NAME.
-    #[arg(long, value_delimiter = ',', default_value = "seed003", value_parser = suite_names(), ignore_case = true)]
+    #[arg(long, value_delimiter = ',', default_value = "seed003", value_parser = suite_names())]
     pub(crate) suite: Vec<String>,
     /// Engine that runs the canister.
     #[arg(long, value_enum, default_value_t = EngineKind::Embedded)]
@@ -138,12 +138,77 @@ pub(crate) struct RunArgs {
     pub(crate) common: CommonArgs,
 }
 
-/// The CLI with every registered suite's flags, at the top level and under `run`.
+/// The CLI with every registered suite's flags, at the top level and under `run`, each
+/// shared flag's help naming the suites that read it; every value of a list taken in any
+/// case.
 pub(crate) fn command() -> clap::Command {
-    let with_suites = |cmd: clap::Command| REGISTRY.iter().fold(cmd, |cmd, s| s.args(cmd));
-    with_suites(Cli::command())
+    let with_suites = |cmd: clap::Command| {
+        let cmd = REGISTRY.iter().fold(cmd, |cmd, s| s.args(cmd));
+        let cmd = CommonArgs::augment_args(clap::Command::new("icbench"))
+            .get_arguments()
+            .fold(cmd, |cmd, arg| {
+                cmd.mut_arg(arg.get_id(), |a| {
+                    let readers = readers(a.get_id().as_str());
+                    // clap takes a doc comment's last period off.
+                    let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                    let end = if help.ends_with('.') { "" } else { "." };
+                    a.help(format!("{help}{end} Read by {readers}."))
+                })
+            });
+        wasm_help(cmd)
+    };
+    let cli = with_suites(Cli::command())
         .mut_subcommand("run", with_suites)
-        .version(version().as_str())
+        .mut_subcommand("crosscheck", wasm_help);
+    any_case(cli).version(version().as_str())
+}
+
+/// `--wasm`'s help, with the modules' names.
+fn wasm_help(cmd: clap::Command) -> clap::Command {
+    let modules: Vec<&str> = icbench::bench_canister::Module::ALL
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    cmd.mut_arg("wasm", |a| {
+        a.help(format!(
+            "Use this canister module instead of the bench canister icbench embeds; NAME=PATH \
+             replaces the module NAME instead ({}), the flag given once per module",
+            modules.join(", ")
+        ))
+    })
+}
+
+/// The suites that read the flag `id`: `every suite`, or their names.
+fn readers(id: &str) -> String {
+    let names: Vec<&str> = REGISTRY
+        .iter()
+        .filter(|s| s.reads(id))
+        .map(|s| s.name())
+        .collect();
+    match names.len() == REGISTRY.len() {
+        true => "every suite".into(),
+        false => names.join(", "),
+    }
+}
+
+/// One case rule for every value: a value of a list (`--suite Lookups`, `--stores BTree`,
+/// `--layout Alone`, `--journal-modes wal`) is taken in any case, in every subcommand.
+fn any_case(cmd: clap::Command) -> clap::Command {
+    let listed: Vec<clap::Id> = cmd
+        .get_arguments()
+        .filter(|a| !a.get_possible_values().is_empty())
+        .map(|a| a.get_id().clone())
+        .collect();
+    let cmd = listed
+        .into_iter()
+        .fold(cmd, |cmd, id| cmd.mut_arg(id, |a| a.ignore_case(true)));
+    let subcommands: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    subcommands
+        .into_iter()
+        .fold(cmd, |cmd, name| cmd.mut_subcommand(name, any_case))
 }
 
 /// `--version`: the crate's version, the commit it was built from and the replica rules it
@@ -254,9 +319,8 @@ pub(crate) struct CrosscheckArgs {
 /// Which bench canister modules a run or a crosscheck installs (see `ModuleArgs::read`).
 #[derive(Args, Clone)]
 pub(crate) struct ModuleArgs {
-    /// Use this canister module instead of the bench canister icbench embeds.
-    // `NAME=PATH` replaces the module called NAME instead (`tune=PATH`: the tune
-    // variant's, as `--tune-wasm` does); the flag is given once per module.
+    /// Use this canister module instead of the bench canister icbench embeds (`command`
+    /// adds `NAME=PATH`, with the modules' names).
     #[arg(long, conflicts_with = "build_canister")]
     pub(crate) wasm: Vec<PathBuf>,
     /// Build the bench canister from the checkout icbench was built from

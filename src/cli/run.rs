@@ -7,6 +7,7 @@ use crate::shared::*;
 use std::io::IsTerminal;
 
 use anyhow::{anyhow, Context, Result};
+use clap::parser::ValueSource;
 use clap::ArgMatches;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -16,6 +17,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 use icbench::interrupt;
 use icbench::report::{self, profiles, Report};
+use icbench::stores::StoreKind;
 use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
 
 impl RulesArgs {
@@ -66,31 +68,86 @@ fn check_payload_size(size: u64) -> Result<()> {
     Ok(())
 }
 
-/// `--layout`, given, must choose something for a suite of the run: the suites without a
-/// layout fill each store in a canister of their own whatever it says.
-fn check_layout(
+/// The flags given on the command line: each suite flag (one of a suite's own, or a shared
+/// one some suite reads) must be read by a suite of the run, else it is refused, naming the
+/// suites that read it: the run would drop it without a word.
+fn check_flags_read(selected: &[&'static dyn suites::Suite], matches: &ArgMatches) -> Result<()> {
+    let given = matches
+        .ids()
+        .filter(|id| matches.value_source(id.as_str()) == Some(ValueSource::CommandLine));
+    for id in given {
+        let readers: Vec<&str> = suites::REGISTRY
+            .iter()
+            .filter(|s| s.reads(id.as_str()))
+            .map(|s| s.name())
+            .collect();
+        // A flag of the run, not of a suite.
+        if readers.is_empty() || selected.iter().any(|s| s.reads(id.as_str())) {
+            continue;
+        }
+        return Err(anyhow!(
+            "--{}: {} {} not read it ({} {} it): leave it out",
+            id.as_str().replace('_', "-"),
+            the_suites(selected),
+            if selected.len() == 1 { "does" } else { "do" },
+            listed(&readers),
+            if readers.len() == 1 { "reads" } else { "read" },
+        ));
+    }
+    Ok(())
+}
+
+/// `--stores`, given: every store it names must be measured by a suite of the run, else it
+/// is refused (the run would drop it without a word), naming the suites that measure it.
+fn check_stores_measured(
     selected: &[&'static dyn suites::Suite],
-    layout: icbench::stores::Layout,
+    stores: &[StoreKind],
     matches: &ArgMatches,
 ) -> Result<()> {
-    let given = matches.value_source("layout") == Some(clap::parser::ValueSource::CommandLine);
-    if !given || selected.iter().any(|s| s.has_layout()) {
+    if matches.value_source("stores") != Some(ValueSource::CommandLine) {
         return Ok(());
     }
-    let with: Vec<&str> = suites::REGISTRY
+    let Some(kind) = stores
         .iter()
-        .filter(|s| s.has_layout())
+        .find(|k| !selected.iter().any(|s| k.measured_by(s.name())))
+    else {
+        return Ok(());
+    };
+    let measuring: Vec<&str> = suites::REGISTRY
+        .iter()
         .map(|s| s.name())
+        .filter(|&s| kind.measured_by(s))
         .collect();
-    let names: Vec<&str> = selected.iter().map(|s| s.name()).collect();
+    let given: Vec<&str> = stores.iter().map(|k| k.name()).collect();
     Err(anyhow!(
-        "--layout {layout}: the {} suite{} fill{} each store in a canister of its own, whatever \
-         --layout says; it chooses the layout of the suites {}",
-        names.join(", "),
-        if names.len() > 1 { "s" } else { "" },
-        if names.len() > 1 { "" } else { "s" },
-        with.join(", ")
+        "--stores {}: {} {} not measure {kind} ({} {} it): leave it out",
+        given.join(","),
+        the_suites(selected),
+        if selected.len() == 1 { "does" } else { "do" },
+        listed(&measuring),
+        if measuring.len() == 1 {
+            "measures"
+        } else {
+            "measure"
+        },
     ))
+}
+
+/// `the dbbench suite`, `the dbbench and keys suites`.
+fn the_suites(selected: &[&'static dyn suites::Suite]) -> String {
+    let names: Vec<&str> = selected.iter().map(|s| s.name()).collect();
+    match names.len() {
+        1 => format!("the {} suite", names[0]),
+        _ => format!("the {} suites", listed(&names)),
+    }
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(names: &[&str]) -> String {
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
 }
 
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
@@ -98,7 +155,8 @@ fn check_layout(
 pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     check_payload_size(args.common.payload_size)?;
     let selected = suites::select(&args.suite)?;
-    check_layout(&selected, args.common.layout, matches)?;
+    check_flags_read(&selected, matches)?;
+    check_stores_measured(&selected, &args.common.stores, matches)?;
     // Every plan is made, so every flag checked, before any work starts.
     let plans = selected
         .iter()

@@ -156,7 +156,8 @@ impl fmt::Debug for StoreKind {
     }
 }
 
-/// `--stores`: the table's `--stores` rows, each with its help line.
+/// `--stores`: the table's `--stores` rows, each with its help line and the suites that
+/// measure it.
 impl ValueEnum for StoreKind {
     fn value_variants<'a>() -> &'a [Self] {
         &Self::ALL
@@ -164,7 +165,10 @@ impl ValueEnum for StoreKind {
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
         match self.def().selected_by {
-            SelectedBy::Stores { help } => Some(PossibleValue::new(self.name()).help(help)),
+            SelectedBy::Stores { help } => Some(PossibleValue::new(self.name()).help(format!(
+                "{help}; measured by {}",
+                self.def().suites.join(", ")
+            ))),
             SelectedBy::TuneVariants => None,
         }
     }

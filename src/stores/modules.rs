@@ -24,7 +24,12 @@ pub fn module_name(module: Module) -> &'static str {
 pub fn wasm_flag_value(value: &Path) -> Result<(Module, PathBuf)> {
     let text = value.to_string_lossy();
     for module in Module::ALL {
-        if let Some(path) = text.strip_prefix(&format!("{}=", module.name)) {
+        // The name in any case, as every value of the CLI.
+        let prefix = format!("{}=", module.name);
+        let named = text
+            .get(..prefix.len())
+            .filter(|p| p.eq_ignore_ascii_case(&prefix));
+        if let Some(path) = named.map(|p| &text[p.len()..]) {
             if path.is_empty() {
                 bail!(
                     "--wasm {text}: the path after {}= is empty; give the module's file: --wasm {}=PATH",

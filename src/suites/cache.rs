@@ -12,7 +12,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
 use super::scenario::{CacheState, Operation, Position, Scenario, Store, StoreKind};
-use super::shared::{default_from_flags, store_selected, Define, Run};
+use super::shared::{default_from_flags, store_selected, Define, Reads, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{sorted, CommonArgs};
 use crate::report::format::thousands;
@@ -58,7 +58,7 @@ pub struct CacheArgs {
     cache_no_lookups: bool,
     /// Where the workload's ids go, comma-separated (sorted: random ids sent in ascending
     /// order).
-    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = Position::SEED003)]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Position::SEED003)]
     cache_positions: Vec<Position>,
 }
 
@@ -123,38 +123,6 @@ impl Config {
     }
 }
 
-/// Refuses a store `--stores` names that the suite does not measure (one without a page
-/// cache) when no other suite of the run measures it: the run would drop it without a word.
-fn refuse_unmeasured(stores: &[StoreKind], matches: &ArgMatches) -> Result<()> {
-    let names: Vec<String> = matches
-        .get_many::<String>("suite")
-        .map(|v| v.cloned().collect())
-        .unwrap_or_default();
-    let others: Vec<&str> = super::select(&names)?
-        .iter()
-        .map(|s| s.name())
-        .filter(|&s| s != SUITE)
-        .collect();
-    let Some(kind) = stores
-        .iter()
-        .find(|k| !k.measured_by(SUITE) && !others.iter().any(|&s| k.measured_by(s)))
-    else {
-        return Ok(());
-    };
-    let given: Vec<&str> = stores.iter().map(|k| k.name()).collect();
-    let measured: Vec<&str> = StoreKind::ALL
-        .iter()
-        .filter(|k| k.measured_by(SUITE))
-        .map(|k| k.name())
-        .collect();
-    Err(anyhow!(
-        "--stores {}: the cache suite measures only the stores with a page cache ({}); {kind} has \
-         none and no other suite of the run measures it: leave it out",
-        given.join(","),
-        measured.join(", ")
-    ))
-}
-
 impl Define for Cache {
     type Args = CacheArgs;
     type Plan = Config;
@@ -169,9 +137,6 @@ impl Define for Cache {
                  --cache-lookups to measure those lookups, or --cache-no-lookups to skip them",
                 sizes.join(",")
             ));
-        }
-        if given("stores") {
-            refuse_unmeasured(&common.stores, matches)?;
         }
         let mut positions = args.cache_positions;
         positions.sort();
@@ -203,7 +168,8 @@ impl Define for Cache {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document::document;
-    const HAS_LAYOUT: bool = true;
+    // It sweeps the warm-ups itself: no --page-cache.
+    const READS: Reads = Reads::Except(&["page_cache"]);
 }
 
 impl UsersPlan for Config {

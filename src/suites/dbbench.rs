@@ -17,7 +17,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{default_from_flags, store_selected, Define, Measure, Run};
+use super::shared::{default_from_flags, store_selected, Define, Measure, Reads, Run};
 use super::CommonArgs;
 use crate::report::{Document, Report};
 use crate::stores::{self, ModuleNeed};
@@ -75,7 +75,7 @@ pub struct DbBenchArgs {
     #[arg(long, default_value_t = DEFAULT_NUM)]
     dbbench_num: u64,
     /// SQLite journal mode (db_bench_sqlite3 uses WAL).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = JournalMode::Wal)]
+    #[arg(long, value_enum, default_value_t = JournalMode::Wal)]
     dbbench_journal_mode: JournalMode,
 }
 
@@ -124,6 +124,8 @@ impl Define for DbBench {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    // db_bench's own sizes, journal mode and seed.
+    const READS: Reads = Reads::Only(&["stores", "usd_per_xdr"]);
 }
 
 impl Measure for Config {

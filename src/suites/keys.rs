@@ -15,7 +15,7 @@ use super::dbbench::Totals;
 use super::grid::{dot_plot_file, store_dot, StoreColumn};
 use super::pool::{self, Outcome};
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Run};
+use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Reads, Run};
 use super::users::SplitMix64;
 use super::CommonArgs;
 use crate::bench_canister::BenchClient;
@@ -102,7 +102,7 @@ pub struct KeysArgs {
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     keys_rows: u64,
     /// SQLite journal mode (seed 002 used WAL).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = JournalMode::Wal)]
+    #[arg(long, value_enum, default_value_t = JournalMode::Wal)]
     keys_journal_mode: JournalMode,
 }
 
@@ -359,6 +359,7 @@ impl Define for Keys {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const READS: Reads = Reads::Only(&["stores", "seed", "usd_per_xdr"]);
 }
 
 impl Measure for Config {

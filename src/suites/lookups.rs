@@ -5,7 +5,7 @@ use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{Operation, Position, Scenario};
-use super::shared::{default_from_flags, Define, Run};
+use super::shared::{default_from_flags, Define, Reads, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{sorted, CommonArgs};
 use crate::report::{Document, Report};
@@ -66,7 +66,7 @@ impl Define for Lookups {
     }
 
     const DOCUMENT: fn(&Report) -> Document = super::grid::document;
-    const HAS_LAYOUT: bool = true;
+    const READS: Reads = Reads::Except(&[]);
 }
 
 impl UsersPlan for Config {

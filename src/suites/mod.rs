@@ -67,9 +67,10 @@ pub trait Suite: Sync {
     /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
     /// every file). Most suites have none.
     fn gate(&self, report: &Report) -> Vec<String>;
-    /// Whether `--layout` chooses where its stores are filled (the users suites'; the
-    /// others fill each store in a canister of its own).
-    fn has_layout(&self) -> bool;
+    /// Whether it reads the flag `id` (clap's id: `rows`, `tune_wasm`): one of its own
+    /// flags, or one of the shared flags it declares ([`shared::Define::READS`]). A flag no
+    /// suite of a run reads is refused when given.
+    fn reads(&self, id: &str) -> bool;
 }
 
 /// A configured suite, ready to run. `Debug` shows every setting: shards of one plan must
@@ -198,7 +199,7 @@ impl clap::builder::TypedValueParser for ReplicaValueParser {
         value: &std::ffi::OsStr,
     ) -> std::result::Result<String, clap::Error> {
         use clap::error::{ContextKind, ContextValue};
-        self.0.parse_ref(cmd, arg, value).map_err(|mut e| {
+        let typed = self.0.parse_ref(cmd, arg, value).map_err(|mut e| {
             let release = value
                 .to_str()
                 .and_then(crate::engine::cost::PocketIcRelease::suggest);
@@ -209,7 +210,15 @@ impl clap::builder::TypedValueParser for ReplicaValueParser {
                 );
             }
             e
-        })
+        })?;
+        // Taken in any case (the CLI's rule), named as the list spells it.
+        Ok(self
+            .0
+            .possible_values()
+            .into_iter()
+            .flatten()
+            .find(|p| p.matches(&typed, true))
+            .map_or(typed, |p| p.get_name().to_string()))
     }
 
     fn possible_values(
@@ -219,37 +228,37 @@ impl clap::builder::TypedValueParser for ReplicaValueParser {
     }
 }
 
-/// Options that more than one suite reads; each says which.
+/// Options that more than one suite reads: `--help` adds to each the suites that read it
+/// ([`Suite::reads`]).
 #[derive(Args, Clone, Debug)]
 #[command(next_help_heading = "Options of several suites")]
 pub struct CommonArgs {
-    /// Rows prefilled into each store, ids 0, 10, 20, ... (seed003, lookups).
+    /// Rows prefilled into each store, ids 0, 10, 20, ...
     #[arg(long, default_value_t = 1_000_000)]
     pub rows: u64,
-    /// Stores to measure, comma-separated (every suite).
+    /// Stores to measure, comma-separated.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = StoreKind::ALL)]
     pub stores: Vec<StoreKind>,
-    /// SQLite journal modes, comma-separated (seed003, lookups).
-    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = JournalMode::ALL)]
+    /// SQLite journal modes, comma-separated.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = JournalMode::ALL)]
     pub journal_modes: Vec<JournalMode>,
-    /// Bytes of the username payload per row (seed003, lookups; seed 003 used 100).
+    /// Bytes of the username payload per row (seed 003 used 100).
     #[arg(long, default_value_t = 100)]
     pub payload_size: u64,
-    /// Seed of the random draws, printed in the report (every suite but dbbench, which
-    /// uses db_bench's own).
+    /// Seed of the random draws, printed in the report.
     #[arg(long, default_value_t = 2026)]
     pub seed: u64,
     /// USD per XDR for the price column (1 XDR = 10^12 cycles).
     #[arg(long, default_value_t = DEFAULT_USD_PER_XDR)]
     pub usd_per_xdr: f64,
-    /// States of SQLite's page cache to measure, comma-separated (seed003, lookups): cold,
-    /// a newly opened connection (the first message after an upgrade or a reopen); warm, a
-    /// live canister's (the whole table cached, then one message of the workload). Stores
-    /// without a page cache are measured once either way.
-    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = CacheState::ALL)]
+    /// States of SQLite's page cache to measure, comma-separated: cold, a newly opened
+    /// connection (the first message after an upgrade or a reopen); warm, a live canister's
+    /// (the whole table cached, then one message of the workload). Stores without a page
+    /// cache are measured once either way.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = CacheState::ALL)]
     pub page_cache: Vec<CacheState>,
-    /// Where the stores are filled (seed003, lookups, cache; the other suites always fill
-    /// each store in a canister of its own).
+    /// Where the stores are filled (the other suites fill each store in a canister of its
+    /// own).
     #[arg(long, value_enum, default_value_t = users::Layout::Alone)]
     pub layout: users::Layout,
 }
@@ -277,6 +286,13 @@ impl CommonArgs {
         Err(anyhow!(
             "--usd-per-xdr {usd} {what}: it must be a finite positive number"
         ))
+    }
+
+    /// Whether `id` is one of these flags' clap ids.
+    pub fn has_flag(id: &str) -> bool {
+        CommonArgs::augment_args(Command::new("icbench"))
+            .get_arguments()
+            .any(|a| a.get_id() == id)
     }
 
     pub fn has(&self, kind: StoreKind) -> bool {
@@ -328,6 +344,53 @@ mod tests {
                 !crate::stores::measured_by(suite, &StoreKind::ALL).is_empty(),
                 "{suite}"
             );
+        }
+    }
+
+    /// Each suite's [`shared::Define::READS`] is what its plan reads: a shared flag it
+    /// declares changes its plan, one it does not declare leaves the plan as it is.
+    #[test]
+    fn each_suite_reads_the_shared_flags_it_declares() {
+        let probes: [(&str, &[&str]); 8] = [
+            ("rows", &["--rows", "20000"]),
+            ("stores", &["--stores", "btree,sqlite"]),
+            ("journal_modes", &["--journal-modes", "WAL"]),
+            ("payload_size", &["--payload-size", "50"]),
+            ("seed", &["--seed", "7"]),
+            ("usd_per_xdr", &["--usd-per-xdr", "2"]),
+            ("page_cache", &["--page-cache", "cold"]),
+            ("layout", &["--layout", "shared"]),
+        ];
+        let shared: Vec<String> = CommonArgs::augment_args(Command::new("icbench"))
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert_eq!(
+            shared,
+            probes.map(|p| p.0.to_string()),
+            "a probe per shared flag"
+        );
+        let plan = |suite: &dyn Suite, args: &[&str]| -> String {
+            let cmd = REGISTRY.iter().fold(
+                CommonArgs::augment_args(Command::new("icbench")),
+                |cmd, s| s.args(cmd),
+            );
+            let matches = cmd
+                .try_get_matches_from(std::iter::once("icbench").chain(args.iter().copied()))
+                .unwrap();
+            let common = CommonArgs::from_arg_matches(&matches).unwrap();
+            let plan = suite.plan(&matches, &common);
+            format!(
+                "{:?}",
+                plan.unwrap_or_else(|e| panic!("{} {args:?}: {e}", suite.name()))
+            )
+        };
+        for suite in REGISTRY {
+            let defaults = plan(suite, &[]);
+            for (id, args) in probes {
+                let changed = plan(suite, args) != defaults;
+                assert_eq!(changed, suite.reads(id), "{} and --{id}", suite.name());
+            }
         }
     }
 

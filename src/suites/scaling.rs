@@ -13,7 +13,7 @@ use clap::{ArgMatches, Args};
 
 use super::capacity;
 use super::scenario::{CacheState, Operation, Position, StoreKind};
-use super::shared::{Define, Header, Measure, Run};
+use super::shared::{Define, Header, Measure, Reads, Run};
 use super::steps::{Empties, Empty};
 use super::users::{self, ID_STEP, PREFILL_CHUNK};
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
@@ -206,6 +206,8 @@ impl Define for Scaling {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    // Its sizes are its own (--scaling-max-rows); SQLite runs in its own journal mode.
+    const READS: Reads = Reads::Only(&["stores", "payload_size", "seed", "usd_per_xdr"]);
 }
 
 impl Measure for Config {

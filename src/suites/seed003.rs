@@ -10,7 +10,7 @@ use clap::{ArgMatches, Args};
 use super::capacity;
 use super::pool::{self, Recorder, State};
 use super::scenario::{CacheState, Operation, Position, Scenario, Store};
-use super::shared::{default_from_flags, Define, Run};
+use super::shared::{default_from_flags, Define, Reads, Run};
 use super::users::{self, Point, UsersPlan};
 use super::{decision, sorted, CommonArgs};
 use crate::bench_canister::BenchClient;
@@ -35,7 +35,7 @@ pub struct Seed003Args {
     #[arg(long, value_delimiter = ',', default_values_t = [1u64, 10, 100, 1_000, 10_000])]
     batches: Vec<u64>,
     /// Where new rows go, comma-separated (sorted: random ids sent in ascending order).
-    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = Position::SEED003)]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Position::SEED003)]
     positions: Vec<Position>,
     /// Skip the read scenarios (point lookups, range scan).
     #[arg(long)]
@@ -181,7 +181,7 @@ impl Define for Seed003 {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
-    const HAS_LAYOUT: bool = true;
+    const READS: Reads = Reads::Except(&[]);
 }
 
 impl UsersPlan for Config {

@@ -9,6 +9,6 @@ mod measure;
 mod session;
 
 pub(crate) use define::default_from_flags;
-pub use define::{default_plan, store_selected, Define};
+pub use define::{default_plan, store_selected, Define, Reads};
 pub use measure::{Measure, Run};
 pub use session::{Header, Session};

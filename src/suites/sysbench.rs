@@ -16,7 +16,7 @@ use super::dbbench::Totals;
 use super::grid::{store_dot, store_dot_plot, table_headed};
 use super::pool::Task;
 use super::scenario::{JournalMode, StoreKind};
-use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Run};
+use super::shared::{default_from_flags, store_selected, Define, Header, Measure, Reads, Run};
 use super::users::SplitMix64;
 use super::{pool, CommonArgs};
 use crate::bench_canister::BenchClient;
@@ -68,7 +68,7 @@ pub struct SysbenchArgs {
     #[arg(long, default_value_t = DEFAULT_ROWS)]
     sysbench_rows: u64,
     /// SQLite journal modes, comma-separated (default: the canister's own, PERSIST).
-    #[arg(long, value_enum, value_delimiter = ',', ignore_case = true, default_values_t = [JournalMode::Persist])]
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [JournalMode::Persist])]
     sysbench_journal_modes: Vec<JournalMode>,
     /// The gate: most SQLite ÷ map multiplier per workload (seed 004: 6).
     #[arg(long, default_value_t = DEFAULT_MAX_RATIO)]
@@ -442,6 +442,7 @@ impl Define for Sysbench {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const READS: Reads = Reads::Only(&["stores", "seed", "usd_per_xdr"]);
 }
 
 impl Measure for Config {

@@ -138,7 +138,7 @@ pub fn variants() -> Vec<StoreKind> {
 /// The `--tune-variants` value `name` (any case, spaces around it ignored).
 fn parse_variant(name: &str) -> Result<StoreKind> {
     // `none` alone is taken before any variant is parsed: here it is beside variants.
-    if name.trim() == "none" {
+    if name.trim().eq_ignore_ascii_case("none") {
         return Err(anyhow!(
             "--tune-variants: none stands alone (it measures no variant), so it cannot be \
              combined with variants: give none, or the variants"

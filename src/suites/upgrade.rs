@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{ArgMatches, Args};
 
 use super::scenario::{JournalMode, Store, StoreKind};
-use super::shared::{Define, Header, Measure, Run};
+use super::shared::{Define, Header, Measure, Reads, Run};
 use super::steps::{Empties, Empty};
 use super::users::ID_STEP;
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
@@ -92,7 +92,11 @@ pub struct UpgradeArgs {
 fn sorted_encodings(names: &[String]) -> Result<Vec<HeapEncoding>> {
     let picked = names
         .iter()
-        .map(|name| HeapEncoding::parse(name).map_err(|e| anyhow!("--heap-encodings: {e}")))
+        // In any case, as every value of the CLI (the names are lower case).
+        .map(|name| {
+            HeapEncoding::parse(&name.to_ascii_lowercase())
+                .map_err(|e| anyhow!("--heap-encodings: {e}"))
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(HeapEncoding::ALL
         .into_iter()
@@ -271,6 +275,7 @@ impl Define for Upgrade {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const READS: Reads = Reads::Except(&["page_cache", "layout"]);
 }
 
 /// The store the limit run shows: the first whose upgrade work grows with its rows (the

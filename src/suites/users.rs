@@ -35,6 +35,7 @@ pub use runner::{run_points, AfterScenarios};
 pub const PREFILL_CHUNK: u64 = 100_000;
 /// Prefilled ids are multiples of this, so every other id is free for new rows.
 pub const ID_STEP: u64 = 10;
+
 /// The state both suites share: the stores and their rows.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {

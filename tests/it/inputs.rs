@@ -181,7 +181,7 @@ fn the_cache_suite_refuses_flags_it_would_drop() {
     refused(
         "cache-btree",
         &["--suite", "cache", "--stores", "btree,sqlite"],
-        "--stores btree,sqlite: the cache suite measures only the stores with a page cache (sqlite, sqlite-vfs); btree has none and no other suite of the run measures it: leave it out",
+        "--stores btree,sqlite: the cache suite does not measure btree (seed003, lookups, dbbench, keys, sysbench, upgrade, scaling, tune and sustained measure it): leave it out",
     );
     // The default --stores (every store), and a store another suite of the run measures,
     // are taken.
@@ -244,9 +244,8 @@ fn motoko_stores_refuse_journal_modes_and_unknown_names() {
             "--tune-page-sizes",
             "4096",
         ],
-        "--stores mo-map: the tune suite does not measure it (mo:core's Map has no SQLite \
-         settings to search, and moc's flags are not searched); leave it out of --stores for \
-         --suite tune",
+        "--stores sqlite,mo-map: the tune suite does not measure mo-map (seed003, lookups, \
+         upgrade, scaling and sustained measure it): leave it out",
     );
     // The classical Map is measured by the upgrade and scaling suites alone.
     for suite in ["seed003", "lookups", "sustained"] {
@@ -254,8 +253,8 @@ fn motoko_stores_refuse_journal_modes_and_unknown_names() {
             &format!("motoko_classic_{suite}"),
             &["--suite", suite, "--stores", "mo-map-classic"],
             &format!(
-                "no store of the {suite} suite selected (--stores heap,btree,sqlite,sqlite-vfs,\
-                 mo-map,mo-pure-map,mo-region; it has no mo-map-classic store)"
+                "--stores mo-map-classic: the {suite} suite does not measure mo-map-classic \
+                 (upgrade and scaling measure it): leave it out"
             ),
         );
     }
@@ -294,8 +293,8 @@ fn the_sustained_suite_refuses_sequences_it_cannot_send() {
     refused(
         "sustained_cache",
         &["--suite", "sustained", "--page-cache", "warm"],
-        "--page-cache: the sustained suite starts every sequence cold (the store's start) and \
-         lets the messages warm it; leave --page-cache out",
+        "--page-cache: the sustained suite does not read it (seed003, lookups and tune read \
+         it): leave it out",
     );
     let (code, stderr, made) = icbench(
         "sustained_spelling",

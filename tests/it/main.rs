@@ -19,6 +19,7 @@ mod capacity;
 mod cli;
 mod compile_cache;
 mod engine;
+mod flag_rules;
 mod fuzz_engine;
 mod heap_writes;
 mod host;

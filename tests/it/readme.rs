@@ -43,7 +43,8 @@ const NOT_RUN: [(&str, &str); 11] = [
 ];
 
 /// What a run of each suite gets besides its own arguments, so that it takes seconds: the
-/// same kind of store, fewer rows ([`SMALL_ROWS`] and these).
+/// same kind of store, fewer rows ([`SMALL_ROWS`] where the suite reads `--rows`, and
+/// these).
 const SMALL: [(&str, &[&str]); 3] = [
     ("seed003", &["--batches", "1,100"]),
     ("scaling", &["--scaling-max-rows", "2000"]),
@@ -155,7 +156,9 @@ fn small(args: &[String]) -> Vec<String> {
         .find(|(s, _)| *s == suite)
         .unwrap_or_else(|| panic!("README.md runs --suite {suite}: give it a SMALL entry"));
     let mut out = args.to_vec();
-    for pair in [&SMALL_ROWS[..], extra].concat().chunks(2) {
+    let rows = icbench::suites::find(suite).is_some_and(|s| s.reads("rows"));
+    let rows: &[&str] = if rows { &SMALL_ROWS } else { &[] };
+    for pair in [rows, extra].concat().chunks(2) {
         if !args.iter().any(|a| a == pair[0]) {
             out.extend(pair.iter().map(|s| s.to_string()));
         }

@@ -88,11 +88,19 @@ impl Host {
     }
 }
 
-/// The values of `--host` (a run's, `icbench canbench`'s), each with what it is.
-pub fn value_parser() -> clap::builder::PossibleValuesParser {
+/// The values of `--host` (a run's, `icbench canbench`'s), each with what it is; one given in
+/// another case (the CLI takes any) comes out as the list spells it.
+pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(
         Host::ALL.map(|h| clap::builder::PossibleValue::new(h.name()).help(h.summary())),
     )
+    .map(|typed| {
+        Host::ALL
+            .into_iter()
+            .find(|h| h.name().eq_ignore_ascii_case(&typed))
+            .map_or(typed, |h| h.name().to_string())
+    })
 }
 
 #[cfg(test)]

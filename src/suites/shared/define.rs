@@ -34,8 +34,18 @@ pub trait Define: Sync {
     fn out_dir(base: &Path) -> PathBuf {
         base.join(Self::Plan::SUITE)
     }
-    /// As [`Suite::has_layout`].
-    const HAS_LAYOUT: bool = false;
+    /// The shared flags ([`CommonArgs`]) its plan reads; `--layout` among them says it fills
+    /// its stores where the flag says (the others fill each in a canister of its own). The
+    /// unit tests check it against the plan the flags make.
+    const READS: Reads;
+}
+
+/// Shared flags, by clap id (`rows`, `page_cache`).
+pub enum Reads {
+    /// These.
+    Only(&'static [&'static str]),
+    /// All but these.
+    Except(&'static [&'static str]),
 }
 
 impl<T: Define> Suite for T {
@@ -73,8 +83,15 @@ impl<T: Define> Suite for T {
         T::gate(report)
     }
 
-    fn has_layout(&self) -> bool {
-        T::HAS_LAYOUT
+    fn reads(&self, id: &str) -> bool {
+        let shared = match T::READS {
+            Reads::Only(ids) => ids.contains(&id),
+            Reads::Except(ids) => !ids.contains(&id) && CommonArgs::has_flag(id),
+        };
+        shared
+            || T::Args::augment_args(Command::new("icbench"))
+                .get_arguments()
+                .any(|a| a.get_id() == id)
     }
 }
 

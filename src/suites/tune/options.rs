@@ -17,7 +17,7 @@ use crate::bench_canister::Module;
 use crate::report::{Document, Report};
 use crate::stores;
 use crate::suites::scenario::{JournalMode, Store};
-use crate::suites::shared::Define;
+use crate::suites::shared::{Define, Reads};
 use crate::suites::users::{self};
 use crate::suites::{CommonArgs, MEMORY_BASE};
 use bench_types::pragma::Synchronous;
@@ -213,21 +213,6 @@ impl Define for Tune {
                 names.join(" or ")
             ));
         }
-        // A store the suite cannot tune or measure beside (Motoko's: no SQLite settings, and
-        // moc's own are not searched) is refused, not dropped.
-        let stores_given = matches.value_source("stores") == Some(ValueSource::CommandLine);
-        if let Some(kind) = common
-            .stores
-            .iter()
-            .find(|k| stores_given && !k.measured_by("tune"))
-        {
-            return Err(anyhow!(
-                "--stores {kind}: the tune suite does not measure it ({} has no SQLite \
-                 settings to search, and moc's flags are not searched); leave it out of \
-                 --stores for --suite tune",
-                kind.def().noun
-            ));
-        }
         let mut knobs = args
             .tune_settings
             .iter()
@@ -255,6 +240,8 @@ impl Define for Tune {
         let mut cache_sizes = args.tune_cache_sizes;
         cache_sizes.sort_unstable();
         let mut users = users::Config::from_args(common, "tune")?;
+        // Its stores fill canisters of their own, whatever --layout says (it does not read it).
+        users.layout = users::Layout::default();
         let all = users::stores(common);
         // The stores without journal modes that the tune suite measures beside the search
         // (another binding's SQLite, as ic-sqlite-vfs's, is searched on its own).
@@ -273,7 +260,9 @@ impl Define for Tune {
             .collect();
         let others: Vec<Store> = others;
         let mut variants = Vec::new();
-        if !(args.tune_variants.len() == 1 && args.tune_variants[0].trim() == "none") {
+        if !(args.tune_variants.len() == 1
+            && args.tune_variants[0].trim().eq_ignore_ascii_case("none"))
+        {
             for name in &args.tune_variants {
                 variants.push(parse_variant(name)?);
             }
@@ -328,6 +317,8 @@ impl Define for Tune {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    // Its stores are filled in canisters of their own: no --layout.
+    const READS: Reads = Reads::Except(&["layout"]);
 }
 
 /// A size `set_payload_size` takes, other than an empty payload.
@@ -348,7 +339,7 @@ pub fn check_value_size(size: u64) -> Result<()> {
 /// `--tune-value-sizes`: ascending, without the run's `payload_size` (its rows
 /// are the run's others); none when `skip` (the default list without the StableBTreeMap).
 fn value_sizes(list: &[String], payload_size: u64, skip: bool) -> Result<Vec<u64>> {
-    if skip || (list.len() == 1 && list[0].trim() == "none") {
+    if skip || (list.len() == 1 && list[0].trim().eq_ignore_ascii_case("none")) {
         return Ok(Vec::new());
     }
     let mut sizes = Vec::new();
