@@ -41,6 +41,30 @@ pub struct Rejected {
 /// batch that fits expects rejects, every other caller treats them as errors.
 pub type Attempt<T> = std::result::Result<Measured<T>, Rejected>;
 
+/// The error of a call the replica rejected, when its caller treats a reject as an error:
+/// a measurement can tell it from a fault of the run ([`RejectedCall::of`]) and record the
+/// scenario as failed with the replica's reason.
+#[derive(Clone, Debug)]
+pub struct RejectedCall {
+    pub method: String,
+    pub reject: Reject,
+}
+
+impl std::fmt::Display for RejectedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} was rejected: {}", self.method, self.reject)
+    }
+}
+
+impl std::error::Error for RejectedCall {}
+
+impl RejectedCall {
+    /// The reject `error` is, if it is one.
+    pub fn of(error: &anyhow::Error) -> Option<&RejectedCall> {
+        error.downcast_ref::<RejectedCall>()
+    }
+}
+
 /// How a message is sent: replicated (its changes kept) or as a query.
 #[derive(Clone, Copy)]
 enum MessageKind {
@@ -123,8 +147,12 @@ impl<'e> BenchClient<'e> {
         method: &str,
         arg: &[u8],
     ) -> Result<Measured<T>> {
-        self.send(how, method, arg)?
-            .map_err(|r| anyhow!("{method} was rejected: {}", r.reject))
+        self.send(how, method, arg)?.map_err(|r| {
+            anyhow::Error::new(RejectedCall {
+                method: method.to_string(),
+                reject: r.reject,
+            })
+        })
     }
 
     fn update<T: Reply>(&mut self, method: &str, arg: Vec<u8>) -> Result<Measured<T>> {

@@ -105,6 +105,9 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<bool> {
             gate_ok = false;
             eprint_gate_failures(m.suite.name(), &failures);
         }
+        if !eprint_failed(m.suite.name(), &m.suite.failed(&m.report)) {
+            gate_ok = false;
+        }
         if !args.quiet {
             eprint_written(&written);
         }

@@ -151,7 +151,7 @@ fn listed(names: &[&str]) -> String {
 }
 
 /// Runs the selected suites and writes all their outputs; `Ok(false)` when a suite's gate
-/// (sysbench's ceilings) failed. `matches` holds the suites' own flags.
+/// (sysbench's ceilings) failed or a scenario could not be measured ([`suites::Suite::failed`]). `matches` holds the suites' own flags.
 pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     check_payload_size(args.common.payload_size)?;
     let selected = suites::select(&args.suite)?;
@@ -250,6 +250,9 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         if !failures.is_empty() {
             gate_ok = false;
             eprint_gate_failures(suite.name(), &failures);
+        }
+        if !eprint_failed(suite.name(), &suite.failed(&report)) {
+            gate_ok = false;
         }
         let stdout = match args.format {
             Format::Table => format!(

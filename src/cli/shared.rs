@@ -66,6 +66,20 @@ pub(crate) fn eprint_gate_failures(suite: &str, failures: &[String]) {
     );
 }
 
+/// Says which scenarios of `suite` could not be measured (`failed`, one line each), if
+/// any; true when none.
+pub(crate) fn eprint_failed(suite: &str, failed: &[String]) -> bool {
+    if !failed.is_empty() {
+        eprintln!(
+            "{suite}: {} scenario{} failed (status `failed` in results.csv; every file written):\n  {}",
+            failed.len(),
+            if failed.len() == 1 { "" } else { "s" },
+            failed.join("\n  ")
+        );
+    }
+    failed.is_empty()
+}
+
 pub(crate) fn eprint_written(written: &[std::path::PathBuf]) {
     let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     eprintln!("wrote {}", paths.join(", "));

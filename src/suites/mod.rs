@@ -67,6 +67,11 @@ pub trait Suite: Sync {
     /// The suite's gate: one line per failed check (the CLI then exits 1 after writing
     /// every file). Most suites have none.
     fn gate(&self, report: &Report) -> Vec<String>;
+    /// The scenarios of `report` it could not measure: one line each, id and reason (the CLI
+    /// then exits 1 after writing every file). A record `failed` is one, unless the failure
+    /// is what it measures: a capacity probe's call one step above the largest batch that
+    /// fits, and every limit the upgrade and scaling suites reach.
+    fn failed(&self, report: &Report) -> Vec<String>;
     /// Whether it reads the flag `id` (clap's id: `rows`, `tune_wasm`): one of its own
     /// flags, or one of the shared flags it declares ([`shared::Define::READS`]). A flag no
     /// suite of a run reads is refused when given.

@@ -206,6 +206,7 @@ impl Define for Scaling {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const LIMITS_ARE_FINDINGS: bool = true;
     // Its sizes are its own (--scaling-max-rows); SQLite runs in its own journal mode.
     const READS: Reads = Reads::Only(&["stores", "payload_size", "seed", "usd_per_xdr"]);
 }

@@ -275,6 +275,7 @@ impl Define for Upgrade {
     }
 
     const DOCUMENT: fn(&Report) -> Document = document;
+    const LIMITS_ARE_FINDINGS: bool = true;
     const READS: Reads = Reads::Except(&["page_cache", "layout"]);
 }
 

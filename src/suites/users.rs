@@ -10,7 +10,7 @@ use anyhow::{anyhow, Result};
 
 use super::scenario::{CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::{CommonArgs, MemoryEstimate, MEMORY_BASE};
-use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport};
+use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, RejectedCall};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Sequence, Status};
@@ -709,6 +709,24 @@ pub fn matrix(
 pub fn point_ids(points: &[Point], cfg: &Config) -> Vec<String> {
     let records: Vec<ScenarioResult> = points.iter().map(|p| record_of(p, cfg)).collect();
     crate::report::scenario_ids(&records)
+}
+
+/// [`record_reply`] for a reply the replica may have rejected (a limit, a trap): then the
+/// scenario failed, with the replica's reason; any other error is the run's.
+pub(super) fn record_sent(
+    result: &mut ScenarioResult,
+    reply: Result<Reply>,
+    operation: Operation,
+    usd_per_xdr: f64,
+) -> Result<()> {
+    match reply {
+        Ok(reply) => record_reply(result, reply, operation, usd_per_xdr),
+        Err(e) => match RejectedCall::of(&e) {
+            Some(rejected) => result.status = Status::Failed(rejected.to_string()),
+            None => return Err(e),
+        },
+    }
+    Ok(())
 }
 
 /// Fills `result` from the canister's reply to `operation`: the store's own count, the

@@ -37,6 +37,7 @@ mod project_files;
 mod readme;
 mod refused;
 mod report;
+mod run_faults;
 mod self_contained;
 mod sqlite_vfs;
 mod suites;

@@ -13,7 +13,7 @@ use crate::report::ScenarioResult;
 use crate::suites::pool::{Lane, State};
 use crate::suites::scenario::{CacheState, Operation, Position, Scenario, Store};
 use crate::suites::steps;
-use crate::suites::users::{record_reply, run_call, Call, ID_STEP};
+use crate::suites::users::{record_sent, run_call, Call, ID_STEP};
 
 /// The operation's call at size `n`: seed003's at that size, but the range scan reads the
 /// 1,000 rows around the middle (at N = 1,000, all of them).
@@ -80,8 +80,8 @@ pub(super) fn measure(
         Err(reason) => result.status = crate::report::Status::Refused(reason.clone()),
         Ok(state) => {
             lane.restore(state)?;
-            let reply = run_call(&mut lane.client, store.stem(), &call)?;
-            record_reply(&mut result, reply, operation, cfg.usd_per_xdr);
+            let reply = run_call(&mut lane.client, store.stem(), &call);
+            record_sent(&mut result, reply, operation, cfg.usd_per_xdr)?;
         }
     }
     Ok(result)

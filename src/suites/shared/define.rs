@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches};
 
 use super::Measure;
-use crate::report::{Document, Report};
+use crate::report::{Document, Report, Status};
 use crate::suites::scenario::StoreKind;
 use crate::suites::{CommonArgs, Plan, Suite};
 
@@ -34,6 +34,9 @@ pub trait Define: Sync {
     fn out_dir(base: &Path) -> PathBuf {
         base.join(Self::Plan::SUITE)
     }
+    /// Whether a message the replica rejects is one of its findings (the limit a store
+    /// reaches) rather than a scenario it could not measure ([`Suite::failed`]).
+    const LIMITS_ARE_FINDINGS: bool = false;
     /// The shared flags ([`CommonArgs`]) its plan reads; `--layout` among them says it fills
     /// its stores where the flag says (the others fill each in a canister of its own). The
     /// unit tests check it against the plan the flags make.
@@ -81,6 +84,22 @@ impl<T: Define> Suite for T {
 
     fn gate(&self, report: &Report) -> Vec<String> {
         T::gate(report)
+    }
+
+    fn failed(&self, report: &Report) -> Vec<String> {
+        if T::LIMITS_ARE_FINDINGS {
+            return Vec::new();
+        }
+        let ids = crate::report::scenario_ids(&report.results);
+        ids.into_iter()
+            .zip(&report.results)
+            .filter_map(|(id, r)| match &r.status {
+                Status::Failed(reason) if r.position != crate::suites::capacity::ABOVE => {
+                    Some(format!("{id}: {reason}"))
+                }
+                _ => None,
+            })
+            .collect()
     }
 
     fn reads(&self, id: &str) -> bool {

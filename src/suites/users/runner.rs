@@ -11,10 +11,10 @@ use super::canister::{self, Made};
 use super::kept::{self, Recipe, SPAWNED};
 use super::prefill::{fill, fill_name, store_prefill, Fill, Keep};
 use super::{
-    check_rows, record_of, record_reply, run_call, run_update, warm, Call, Config, Point, ID_STEP,
+    check_rows, record_of, record_sent, run_call, run_update, warm, Call, Config, Point, ID_STEP,
     PREFILL_CHUNK,
 };
-use crate::bench_canister::{BenchClient, Module};
+use crate::bench_canister::{BenchClient, Module, RejectedCall};
 use crate::engine::cost::MemoryTracker;
 use crate::engine::Engine;
 use crate::report::format::thousands;
@@ -580,8 +580,13 @@ fn measure(
             let stem = scenario.store.stem();
             let mut warmed = Ok(());
             for (k, warm_up) in (1..).zip(Call::warm_ups(scenario, cfg, point.warm_ups)) {
-                let reply = run_update(&mut lane.client, stem, &warm_up)?;
-                warmed = check_rows(reply, warm_up.rows(), &warm_up);
+                warmed = match run_update(&mut lane.client, stem, &warm_up) {
+                    Ok(reply) => check_rows(reply, warm_up.rows(), &warm_up),
+                    Err(e) => match RejectedCall::of(&e) {
+                        Some(rejected) => Err(rejected.to_string()),
+                        None => return Err(e),
+                    },
+                };
                 if let Err(e) = &mut warmed {
                     if point.warm_ups > 1 {
                         *e = format!("{k} of {}: {e}", point.warm_ups);
@@ -591,8 +596,8 @@ fn measure(
             }
             match warmed {
                 Ok(()) => {
-                    let reply = run_call(&mut lane.client, stem, &call)?;
-                    record_reply(&mut result, reply, scenario.operation, cfg.usd_per_xdr);
+                    let reply = run_call(&mut lane.client, stem, &call);
+                    record_sent(&mut result, reply, scenario.operation, cfg.usd_per_xdr)?;
                 }
                 Err(e) => result.status = Status::Failed(format!("the warm-up message: {e}")),
             }

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use super::{record_reply, run_update, Call, Config, Point};
+use super::{record_sent, run_update, Call, Config, Point};
 use crate::bench_canister::BenchClient;
 use crate::report::{ScenarioResult, Sequence, Status};
 
@@ -32,12 +32,8 @@ pub(super) fn measure(
     };
     for (k, call) in (1..).zip(&calls) {
         let mut record = result.clone();
-        record_reply(
-            &mut record,
-            run_update(client, stem, call)?,
-            scenario.operation,
-            cfg.usd_per_xdr,
-        );
+        let reply = run_update(client, stem, call);
+        record_sent(&mut record, reply, scenario.operation, cfg.usd_per_xdr)?;
         if let Status::Failed(e) = &record.status {
             result.status = Status::Failed(format!("message {k} of {n}: {e}"));
             return Ok(());
