@@ -3,8 +3,10 @@
 //! what it did not write. Outputs are made in two steps: a temporary file, then a rename
 //! into place ([`crate::report::write_all`], the cache). So on a signal the process:
 //! waits for a rename in progress to end ([`writing`]), removes the temporary files being
-//! written ([`TempGuard`]), prints the outputs still [`expect`]ed, and exits at once with
-//! 128 + the signal's number, as a shell reports a process killed by it.
+//! written ([`TempGuard`]), removes the directories it made that are still empty
+//! ([`create_dir_all`]), prints the outputs still [`expect`]ed, and exits at once with 128 +
+//! the signal's number, as a shell reports a process killed by it. A run that fails after it
+//! started removes those directories too ([`remove_made_dirs`]): a stopped run leaves nothing.
 //!
 //! Nothing here runs until the CLI calls [`install`]: a library user keeps its own signal
 //! handling.
@@ -15,9 +17,11 @@ use std::sync::{Mutex, MutexGuard};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-/// What the run has yet to write: (the output's path, a line saying what it is), in the
-/// order announced.
-static EXPECTED: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+/// What the run has yet to write: (the output's path, a line saying what it is, whether an
+/// earlier run's output is there), in the order announced.
+static EXPECTED: Mutex<Vec<(PathBuf, String, bool)>> = Mutex::new(Vec::new());
+/// The directories this run made, in the order made.
+static MADE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Temporary files being written right now: removed on a signal.
 static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 /// Held while outputs are renamed into place, so a signal never splits a set of files.
@@ -37,9 +41,31 @@ pub fn install() -> std::io::Result<()> {
 }
 
 /// Announces an output the run will write at `path` (`what`, e.g. "the scaling suite's
-/// results in results/scaling"), until [`written`] is called with the same path.
-pub fn expect(path: &Path, what: impl Into<String>) {
-    lock(&EXPECTED).push((path.to_path_buf(), what.into()));
+/// results in results/scaling"), until [`written`] is called with the same path; `earlier`:
+/// an earlier run's output is there (a stopped run leaves it as it was, and says so).
+pub fn expect(path: &Path, what: impl Into<String>, earlier: bool) {
+    lock(&EXPECTED).push((path.to_path_buf(), what.into(), earlier));
+}
+
+/// `std::fs::create_dir_all`, each directory it makes remembered: a signal, or a run that
+/// fails ([`remove_made_dirs`]), removes those still empty.
+pub fn create_dir_all(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(dir)?;
+    lock(&MADE).extend(missing.into_iter().rev());
+    Ok(())
+}
+
+/// Removes the directories this run made that are still empty, the last made first (a
+/// directory holding anything, an output or a file of the user's, stays).
+pub fn remove_made_dirs() {
+    for dir in lock(&MADE).iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// The output at `path` is written; call it while holding [`writing`].
@@ -90,21 +116,30 @@ fn stop(signal: i32) -> ! {
     } else {
         "SIGTERM"
     };
-    let expected: Vec<String> = lock(&EXPECTED).iter().map(|e| e.1.clone()).collect();
+    remove_made_dirs();
+    let expected: Vec<(String, bool)> =
+        lock(&EXPECTED).iter().map(|e| (e.1.clone(), e.2)).collect();
     eprintln!("\n{}", message(name, &expected));
     std::process::exit(128 + signal);
 }
 
-/// The line printed on a signal.
-fn message(signal: &str, expected: &[String]) -> String {
+/// The line printed on a signal: each output not written, and whether what is there is an
+/// earlier run's.
+fn message(signal: &str, expected: &[(String, bool)]) -> String {
     if expected.is_empty() {
-        format!("interrupted by {signal}: stopped; nothing was left half written")
-    } else {
-        format!(
-            "interrupted by {signal}: stopped; not written (files already there are from an earlier run): {}",
-            expected.join("; ")
-        )
+        return format!("interrupted by {signal}: stopped; nothing was left half written");
     }
+    let each: Vec<String> = expected
+        .iter()
+        .map(|(what, earlier)| match earlier {
+            true => format!("{what} (the files there are an earlier run's)"),
+            false => what.clone(),
+        })
+        .collect();
+    format!(
+        "interrupted by {signal}: stopped; not written: {}",
+        each.join("; ")
+    )
 }
 
 #[cfg(test)]
@@ -118,8 +153,12 @@ mod tests {
             "interrupted by SIGINT: stopped; nothing was left half written"
         );
         assert_eq!(
-            message("SIGTERM", &["a in x".into(), "b in y".into()]),
-            "interrupted by SIGTERM: stopped; not written (files already there are from an earlier run): a in x; b in y"
+            message(
+                "SIGTERM",
+                &[("a in x".into(), false), ("b in y".into(), true)]
+            ),
+            "interrupted by SIGTERM: stopped; not written: a in x; b in y (the files there are \
+             an earlier run's)"
         );
     }
 }

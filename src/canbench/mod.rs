@@ -545,11 +545,13 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
 /// and comment files it was asked for) before the build and the benches.
 fn prepare_outputs(args: &CanbenchArgs, plan: &Plan, shard: Shard) -> Result<()> {
     if let (false, Some(dir)) = (shard.is_whole(), &args.out) {
+        let earlier = dir.join(shard::PART_FILE).is_file();
         crate::report::prepare_dir(dir)
             .map_err(|e| anyhow!("--out {}: cannot write into it: {e}", dir.display()))?;
         crate::interrupt::expect(
             dir,
             format!("the part of shard {shard} in {}", dir.display()),
+            earlier,
         );
         return Ok(());
     }
@@ -560,9 +562,10 @@ fn prepare_outputs(args: &CanbenchArgs, plan: &Plan, shard: Shard) -> Result<()>
         (args.markdown.is_some(), &markdown, "--markdown"),
     ] {
         if wanted {
+            let earlier = path.is_file();
             crate::report::prepare_file(path)
                 .map_err(|e| anyhow!("{flag}: cannot write {}: {e}", path.display()))?;
-            crate::interrupt::expect(path, path.display().to_string());
+            crate::interrupt::expect(path, path.display().to_string(), earlier);
         }
     }
     Ok(())

@@ -83,23 +83,25 @@ pub(crate) fn merge(args: &MergeArgs) -> Result<bool> {
     for m in merged {
         let document = m.suite.document(&m.report);
         let dir = m.suite.out_dir(&args.out);
-        let mut written = report::write_all(&m.report, &document, &dir)
-            .with_context(|| format!("writing results to {}", dir.display()))?;
+        // The shards' profiles, written with the merged files (and as a run's, so that
+        // an earlier run's left there go).
+        let mut profiles = Vec::new();
         for (from, file) in &m.profiles {
             for from in [from.clone(), from.with_extension("svg")] {
                 let to = dir
                     .join(file)
                     .with_extension(from.extension().unwrap_or_default());
                 if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent)
+                    icbench::interrupt::create_dir_all(parent)
                         .with_context(|| format!("creating {}", parent.display()))?;
                 }
-                std::fs::copy(&from, &to).with_context(|| {
-                    format!("copying the profile {} to {}", from.display(), to.display())
-                })?;
-                written.push(to);
+                let text = std::fs::read_to_string(&from)
+                    .with_context(|| format!("reading the profile {}", from.display()))?;
+                profiles.push((to, text));
             }
         }
+        let written = report::write_all(&m.report, &document, &dir, profiles)
+            .with_context(|| format!("writing results to {}", dir.display()))?;
         let failures = m.suite.gate(&m.report);
         if !failures.is_empty() {
             gate_ok = false;

@@ -112,6 +112,8 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
+            // A run that stops after it started leaves no directory it made empty.
+            interrupt::remove_made_dirs();
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }

@@ -208,10 +208,12 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     // Every output directory is made and tried before any build, compile or prefill: a run
     // must not end, after minutes of work, in a directory it cannot write.
     for suite in &selected {
+        let earlier = suite.out_dir(&args.out).join("results.json").is_file();
         let dir = prepare_out(*suite, &args.out)?;
         interrupt::expect(
             &dir,
             format!("the {} suite's results in {}", suite.name(), dir.display()),
+            earlier,
         );
     }
     let wasm = named.default_module(args.module.build_canister, args.quiet)?;
@@ -239,7 +241,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         }
         let document = suite.document(&report);
         let dir = suite.out_dir(&args.out);
-        let written = report::write_all(&report, &document, &dir)
+        let written = report::write_all(&report, &document, &dir, Vec::new())
             .with_context(|| format!("writing results to {}", dir.display()))?;
         // A shard has only part of the checks' inputs: `icbench merge` applies the gate.
         let failures = if exec.shard.is_whole() {

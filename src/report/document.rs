@@ -27,7 +27,8 @@ pub enum Block {
 
 /// A plot file of the report.
 pub struct Plot {
-    /// `plot-middle.svg`: the name the markdown's image block links to.
+    /// `plot-middle.svg`: the name the markdown's image block links to. Always `plot-*.svg`:
+    /// a run removes the files of that name it did not write ([`super::write_all`]).
     pub file: String,
     pub kind: PlotKind,
 }

@@ -166,7 +166,7 @@ pub fn tracker_page_charge(host: crate::engine::cost::Host) -> u64 {
 /// it for every output directory before any work starts, so a run never ends in an
 /// unwritable directory with its results lost.
 pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
+    crate::interrupt::create_dir_all(dir)?;
     if !dir.is_dir() {
         return Err(std::io::Error::other("not a directory"));
     }
@@ -192,17 +192,25 @@ pub fn prepare_file(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Writes report.md, results.csv, results.json and the document's plots into `dir`,
-/// creating it; returns the paths written (see [`write_files`]).
 /// The file of a run's units of work, beside report.md.
 pub const WORK_CSV: &str = "work.csv";
 
+/// The files a run writes in a suite's directory besides its plots (`plot-*.svg`) and
+/// profiles (under `profiles/`).
+const OUTPUTS: [&str; 4] = ["report.md", "results.csv", "results.json", WORK_CSV];
+
+/// Writes report.md, results.csv, results.json, work.csv, the document's plots, the
+/// profiles and the `extra` files (a merge's profiles, as (path, text)) into `dir`, creating
+/// it, and removes the outputs of an earlier run or merge there that this one does not
+/// write (see [`stale_outputs`]): the directory holds this run's files, and any other files
+/// it held. Returns the paths written (see [`write_files`]).
 pub fn write_all(
     report: &Report,
     document: &Document,
     dir: &Path,
+    extra: Vec<(PathBuf, String)>,
 ) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
+    crate::interrupt::create_dir_all(dir)?;
     let mut files = vec![
         ("report.md".to_string(), markdown(report, document)),
         ("results.csv".to_string(), csv(report)),
@@ -219,7 +227,55 @@ pub fn write_all(
         .map(|(name, text)| (dir.join(name), text))
         .collect();
     files.extend(profiles::files(report, dir)?);
-    write_files(dir, files)
+    files.extend(extra);
+    write_replacing(dir, files, Some(dir))
+}
+
+/// The files in `dir` (and under its `profiles/`) of the names a run writes there that are
+/// not among `written`: report.md, results.csv, results.json, work.csv, `plot-*.svg`, and
+/// under `profiles/` (a folder per `/` of a scenario id) `*.folded` and `*.svg`. Other
+/// files, and other directories (another suite's under `--out`), are not a run's.
+fn stale_outputs(dir: &Path, written: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for (path, name) in entries(dir).0 {
+        if OUTPUTS.contains(&name.as_str()) || (name.starts_with("plot-") && name.ends_with(".svg"))
+        {
+            found.push(path);
+        }
+    }
+    let mut folders = vec![dir.join(profiles::DIR)];
+    while let Some(folder) = folders.pop() {
+        let (files, subfolders) = entries(&folder);
+        folders.extend(subfolders);
+        let profile = |name: &str| name.ends_with(".folded") || name.ends_with(".svg");
+        found.extend(files.into_iter().filter(|f| profile(&f.1)).map(|f| f.0));
+    }
+    found.retain(|path| !written.contains(path));
+    found
+}
+
+/// The files (path and name) and the folders in `dir`; none when it cannot be read.
+fn entries(dir: &Path) -> (Vec<(PathBuf, String)>, Vec<PathBuf>) {
+    let (mut files, mut folders) = (Vec::new(), Vec::new());
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match entry.file_type() {
+            Ok(t) if t.is_file() => files.push((
+                entry.path(),
+                entry.file_name().to_string_lossy().into_owned(),
+            )),
+            Ok(t) if t.is_dir() => folders.push(entry.path()),
+            _ => {}
+        }
+    }
+    (files, folders)
+}
+
+/// Removes the folders under `dir` left empty, then `dir` if it is.
+fn remove_empty_folders(dir: &Path) {
+    for folder in entries(dir).1 {
+        remove_empty_folders(&folder);
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 /// Writes each `(path, text)` under a temporary name in its directory first, then renames
@@ -228,6 +284,15 @@ pub fn write_all(
 /// and a stopped run never leaves a set of new and old files that passes for one run.
 /// Files get the permissions `std::fs::write` would give them.
 pub fn write_files(output: &Path, files: Vec<(PathBuf, String)>) -> std::io::Result<Vec<PathBuf>> {
+    write_replacing(output, files, None)
+}
+
+/// [`write_files`], and, with the renames, the [`stale_outputs`] of `run_dir` removed.
+fn write_replacing(
+    output: &Path,
+    files: Vec<(PathBuf, String)>,
+    run_dir: Option<&Path>,
+) -> std::io::Result<Vec<PathBuf>> {
     use std::io::Write;
     use std::os::unix::fs::PermissionsExt;
     let mut temps = Vec::with_capacity(files.len());
@@ -251,6 +316,13 @@ pub fn write_files(output: &Path, files: Vec<(PathBuf, String)>) -> std::io::Res
     for (path, temp, _guard) in temps {
         temp.persist(&path).map_err(|e| e.error)?;
         written.push(path);
+    }
+    if let Some(dir) = run_dir {
+        for stale in stale_outputs(dir, &written) {
+            std::fs::remove_file(&stale)?;
+        }
+        // Gone when they held only an earlier run's profiles.
+        remove_empty_folders(&dir.join(profiles::DIR));
     }
     crate::interrupt::written(output);
     Ok(written)

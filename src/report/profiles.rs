@@ -183,7 +183,7 @@ pub fn files(report: &Report, dir: &Path) -> std::io::Result<Vec<(PathBuf, Strin
     for (id, file, profile) in kept(report) {
         let folded = dir.join(file);
         if let Some(parent) = folded.parent() {
-            std::fs::create_dir_all(parent)?;
+            crate::interrupt::create_dir_all(parent)?;
         }
         let (folded_text, svg_text) = render(id, profile).map_err(std::io::Error::other)?;
         let svg = folded.with_extension("svg");

@@ -331,7 +331,7 @@ fn svg_plot_is_a_deterministic_log_log_chart() {
 #[test]
 fn write_all_writes_every_file() {
     let dir = std::env::temp_dir().join(format!("icbench-report-test-{}", std::process::id()));
-    let paths = report::write_all(&sample(), &document(&sample()), &dir).unwrap();
+    let paths = report::write_all(&sample(), &document(&sample()), &dir, Vec::new()).unwrap();
     let names: Vec<String> = paths
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

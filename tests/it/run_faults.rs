@@ -1,16 +1,27 @@
 //! Runs that go wrong after they start: a scenario the replica rejects is recorded as failed
-//! with the replica's reason, the rest of the run is written and the exit status is 1.
+//! with the replica's reason, the rest of the run is written and the exit status is 1; a run
+//! that stops (an error, SIGINT) leaves no directory it made; `--out` holds the files of
+//! its last run or merge only, and nothing else of icbench's.
 
 use std::path::Path;
 
 use candid::Encode;
 use icbench::bench_canister::{InsertReport, MotokoStats};
 
-/// A stand-in for the Motoko module, whose `add_users_mo_map` traps on a batch of one row
-/// and answers any other with that many rows inserted: the calls of a run of `--stores
-/// mo-map` at 2,000 rows, in milliseconds. Its replies are Candid encoded here; the insert's
-/// template carries a sentinel where the count goes.
-fn trapping_motoko() -> Vec<u8> {
+/// What the stand-in module's insert does with a batch of this many rows: traps, or loops
+/// until the instruction limit.
+#[derive(Clone, Copy)]
+enum Fault {
+    None,
+    Trap(u64),
+    Loop(u64),
+}
+
+/// A stand-in for the Motoko module, whose `add_users_mo_map` answers a batch with that many
+/// rows inserted, unless `fault` says otherwise: the calls of a run of `--stores mo-map` at
+/// 2,000 rows, in milliseconds. Its replies are Candid encoded here; the insert's template
+/// carries a sentinel where the count goes.
+fn motoko_module(fault: Fault) -> Vec<u8> {
     const SENTINEL: u64 = 0x5e57_1e15_5e57_1e15;
     let stats = MotokoStats {
         map_rows: 2_000,
@@ -60,8 +71,7 @@ fn trapping_motoko() -> Vec<u8> {
   ;; (offset, step, count): DIDL, no types, three nat64s; the count is at 25.
   (func $insert
     (call $arg (i32.const 512) (i32.const 0) (i32.const 33))
-    (if (i64.eq (i64.load (i32.const 537)) (i64.const 1))
-      (then (call $trap (i32.const 0) (i32.const 7))))
+    {fault}
     (i64.store (i32.const {count_at}) (i64.load (i32.const 537)))
     (call $send (i32.const 1024) (i32.const {insert_len})))
   (export "canister_update set_payload_size" (func $payload))
@@ -78,8 +88,43 @@ fn trapping_motoko() -> Vec<u8> {
         stats_len = stats.len(),
         insert_len = insert.len(),
         count_at = 1024 + at,
+        fault = match fault {
+            Fault::None => String::new(),
+            Fault::Trap(rows) => format!(
+                "(if (i64.eq (i64.load (i32.const 537)) (i64.const {rows})) \
+                 (then (call $trap (i32.const 0) (i32.const 7))))"
+            ),
+            Fault::Loop(rows) => format!(
+                "(if (i64.eq (i64.load (i32.const 537)) (i64.const {rows})) \
+                 (then (loop $forever (br $forever))))"
+            ),
+        },
     );
     wat::parse_str(wat).unwrap()
+}
+
+/// The module of `fault` in a file under `dir`, as the value of `--wasm`.
+fn module_file(dir: &Path, fault: Fault) -> String {
+    let wasm = dir.join("motoko.wasm");
+    std::fs::write(&wasm, motoko_module(fault)).unwrap();
+    format!("motoko={}", wasm.display())
+}
+
+/// A small run of the mo-map store on the stand-in module `wasm`, with `args`.
+fn small<'a>(wasm: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let small = [
+        "--stores",
+        "mo-map",
+        "--rows",
+        "2000",
+        "--batches",
+        "1,10",
+        "--no-reads",
+        "--quiet",
+        "--wasm",
+        wasm,
+    ];
+    [&small[..], args].concat()
 }
 
 /// icbench with `args` and `--out` `out`: exit status and stderr.
@@ -99,8 +144,7 @@ fn run(args: &[&str], out: &Path) -> (i32, String) {
 #[test]
 fn a_scenario_the_replica_rejects_is_recorded_failed_and_the_rest_written() {
     let dir = crate::support::scratch_dir("rejected-scenario");
-    let wasm = dir.join("motoko.wasm");
-    std::fs::write(&wasm, trapping_motoko()).unwrap();
+    let wasm = module_file(&dir, Fault::Trap(1));
     let out = dir.join("out");
     let (code, stderr) = run(
         &[
@@ -115,7 +159,7 @@ fn a_scenario_the_replica_rejects_is_recorded_failed_and_the_rest_written() {
             "--no-reads",
             "--quiet",
             "--wasm",
-            &format!("motoko={}", wasm.display()),
+            &wasm,
         ],
         &out,
     );
@@ -151,4 +195,170 @@ fn a_scenario_the_replica_rejects_is_recorded_failed_and_the_rest_written() {
     for file in ["report.md", "results.json", "plot-end.svg"] {
         assert!(out.join(file).is_file(), "{file}");
     }
+}
+
+/// The files directly in `dir`, by name, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_run_that_fails_after_it_started_leaves_no_directory_it_made() {
+    let dir = crate::support::scratch_dir("failed-run-dirs");
+    let wasm = module_file(&dir, Fault::Trap(2_000));
+    let out = dir.join("new/out");
+    let args = small(
+        &wasm,
+        &["--suite", "seed003,scaling", "--scaling-max-rows", "2000"],
+    );
+    let (code, stderr) = run(&args, &out);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("'one row'"), "{stderr}");
+    // Neither --out, its parent, nor --out/scaling: all made by the run, all empty.
+    assert_eq!(names(&dir), ["motoko.wasm"]);
+}
+
+#[test]
+fn sigint_leaves_no_directory_the_run_made_and_says_whose_files_are_there() {
+    let dir = crate::support::scratch_dir("interrupted-dirs");
+    let wasm = module_file(&dir, Fault::Loop(2_000));
+    let interrupted = |out: &Path| -> (i32, String) {
+        let child = crate::support::icbench_command()
+            .args(small(
+                &wasm,
+                &["--suite", "seed003,scaling", "--scaling-max-rows", "2000"],
+            ))
+            .arg("--out")
+            .arg(out)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The directories are made before any work; the fill then loops for seconds.
+        let started = std::time::Instant::now();
+        while !out.join("scaling").is_dir() {
+            assert!(started.elapsed().as_secs() < 60, "no --out/scaling");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let pid = child.id().to_string();
+        let kill = std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status();
+        assert!(kill.unwrap().success());
+        let o = child.wait_with_output().unwrap();
+        (
+            o.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let out = dir.join("new");
+    let (code, stderr) = interrupted(&out);
+    assert_eq!(code, 130, "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "interrupted by SIGINT: stopped; not written: the seed003 suite's results in {}; \
+             the scaling suite's results in {}",
+            out.display(),
+            out.join("scaling").display()
+        )
+    );
+    assert!(!out.exists());
+    // Into an earlier run's directory: its files stay, and the line says whose they are.
+    let earlier = dir.join("earlier");
+    std::fs::create_dir_all(&earlier).unwrap();
+    std::fs::write(earlier.join("results.json"), "{}").unwrap();
+    let (code, stderr) = interrupted(&earlier);
+    assert_eq!(code, 130, "{stderr}");
+    assert_eq!(
+        stderr.trim(),
+        format!(
+            "interrupted by SIGINT: stopped; not written: the seed003 suite's results in {} \
+             (the files there are an earlier run's); the scaling suite's results in {}",
+            earlier.display(),
+            earlier.join("scaling").display()
+        )
+    );
+    assert_eq!(names(&earlier), ["results.json"]);
+}
+
+#[test]
+fn out_holds_this_runs_files_only_and_keeps_the_users() {
+    let dir = crate::support::scratch_dir("out-this-run");
+    let wasm = module_file(&dir, Fault::None);
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), "mine").unwrap();
+    let (code, stderr) = run(
+        &small(
+            &wasm,
+            &["--positions", "middle,end", "--profile", "*/insert/1"],
+        ),
+        &out,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let first = names(&out);
+    assert_eq!(
+        first,
+        [
+            "notes.txt",
+            "plot-end.svg",
+            "plot-middle.svg",
+            "profiles",
+            "report.md",
+            "results.csv",
+            "results.json",
+            "work.csv"
+        ]
+    );
+    // Fewer positions, no profiles: the earlier plot and profiles go, the user's file stays.
+    let (code, stderr) = run(&small(&wasm, &["--positions", "middle"]), &out);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        names(&out),
+        [
+            "notes.txt",
+            "plot-middle.svg",
+            "report.md",
+            "results.csv",
+            "results.json",
+            "work.csv"
+        ]
+    );
+    // A merge into it: a merged run has no work.csv, and leaves none of the run's.
+    let shards: Vec<std::path::PathBuf> = ["1/2", "2/2"]
+        .iter()
+        .enumerate()
+        .map(|(i, shard)| {
+            let part = dir.join(format!("part{i}"));
+            let args = ["--positions", "middle,end", "--shard", shard];
+            let (code, stderr) = run(&small(&wasm, &args), &part);
+            assert_eq!(code, 0, "{stderr}");
+            part
+        })
+        .collect();
+    let (code, _, stderr) = crate::support::run_icbench(&[
+        "merge",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+        shards[0].to_str().unwrap(),
+        shards[1].to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        names(&out),
+        [
+            "notes.txt",
+            "plot-end.svg",
+            "plot-middle.svg",
+            "report.md",
+            "results.csv",
+            "results.json"
+        ]
+    );
 }
