@@ -6,6 +6,8 @@
 use std::path::Path;
 
 use candid::Encode;
+
+use crate::suites::interrupted::names_in;
 use icbench::bench_canister::{InsertReport, MotokoStats};
 
 /// What the stand-in module's insert does with a batch of this many rows: traps, or loops
@@ -129,16 +131,9 @@ fn small<'a>(wasm: &'a str, args: &[&'a str]) -> Vec<&'a str> {
 
 /// icbench with `args` and `--out` `out`: exit status and stderr.
 fn run(args: &[&str], out: &Path) -> (i32, String) {
-    let o = crate::support::icbench_command()
-        .args(args)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("icbench runs");
-    (
-        o.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let (code, _, stderr) =
+        crate::support::run_icbench(&[args, &["--out", out.to_str().unwrap()]].concat());
+    (code, stderr)
 }
 
 #[test]
@@ -146,23 +141,7 @@ fn a_scenario_the_replica_rejects_is_recorded_failed_and_the_rest_written() {
     let dir = crate::support::scratch_dir("rejected-scenario");
     let wasm = module_file(&dir, Fault::Trap(1));
     let out = dir.join("out");
-    let (code, stderr) = run(
-        &[
-            "--stores",
-            "mo-map",
-            "--rows",
-            "2000",
-            "--batches",
-            "1,10",
-            "--positions",
-            "end",
-            "--no-reads",
-            "--quiet",
-            "--wasm",
-            &wasm,
-        ],
-        &out,
-    );
+    let (code, stderr) = run(&small(&wasm, &["--positions", "end"]), &out);
     assert_eq!(code, 1, "{stderr}");
     let reason = "add_users_mo_map was rejected: IC0503: Error from Canister \
                   lxzze-o7777-77777-aaaaa-cai: Canister called `ic0.trap` with message: 'one row'.";
@@ -197,16 +176,6 @@ fn a_scenario_the_replica_rejects_is_recorded_failed_and_the_rest_written() {
     }
 }
 
-/// The files directly in `dir`, by name, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn a_run_that_fails_after_it_started_leaves_no_directory_it_made() {
     let dir = crate::support::scratch_dir("failed-run-dirs");
@@ -220,7 +189,7 @@ fn a_run_that_fails_after_it_started_leaves_no_directory_it_made() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("'one row'"), "{stderr}");
     // Neither --out, its parent, nor --out/scaling: all made by the run, all empty.
-    assert_eq!(names(&dir), ["motoko.wasm"]);
+    assert_eq!(names_in(&dir), ["motoko.wasm"]);
 }
 
 #[test]
@@ -283,7 +252,7 @@ fn sigint_leaves_no_directory_the_run_made_and_says_whose_files_are_there() {
             earlier.join("scaling").display()
         )
     );
-    assert_eq!(names(&earlier), ["results.json"]);
+    assert_eq!(names_in(&earlier), ["results.json"]);
 }
 
 #[test]
@@ -301,34 +270,19 @@ fn out_holds_this_runs_files_only_and_keeps_the_users() {
         &out,
     );
     assert_eq!(code, 0, "{stderr}");
-    let first = names(&out);
-    assert_eq!(
-        first,
-        [
-            "notes.txt",
-            "plot-end.svg",
-            "plot-middle.svg",
-            "profiles",
-            "report.md",
-            "results.csv",
-            "results.json",
-            "work.csv"
-        ]
-    );
+    let first = names_in(&out);
+    let of_the_run = ["report.md", "results.csv", "results.json", "work.csv"];
+    let without = |gone: &[&str]| -> Vec<String> {
+        let mut left = first.clone();
+        left.retain(|n| !gone.contains(&n.as_str()));
+        left
+    };
+    let both = ["notes.txt", "plot-end.svg", "plot-middle.svg", "profiles"];
+    assert_eq!(first, [&both[..], &of_the_run].concat());
     // Fewer positions, no profiles: the earlier plot and profiles go, the user's file stays.
     let (code, stderr) = run(&small(&wasm, &["--positions", "middle"]), &out);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        names(&out),
-        [
-            "notes.txt",
-            "plot-middle.svg",
-            "report.md",
-            "results.csv",
-            "results.json",
-            "work.csv"
-        ]
-    );
+    assert_eq!(names_in(&out), without(&["plot-end.svg", "profiles"]));
     // A merge into it: a merged run has no work.csv, and leaves none of the run's.
     let shards: Vec<std::path::PathBuf> = ["1/2", "2/2"]
         .iter()
@@ -350,15 +304,5 @@ fn out_holds_this_runs_files_only_and_keeps_the_users() {
         shards[1].to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{stderr}");
-    assert_eq!(
-        names(&out),
-        [
-            "notes.txt",
-            "plot-end.svg",
-            "plot-middle.svg",
-            "report.md",
-            "results.csv",
-            "results.json"
-        ]
-    );
+    assert_eq!(names_in(&out), without(&["profiles", "work.csv"]));
 }

@@ -15,7 +15,7 @@ use icbench::suites::shared::Measure;
 use icbench::suites::{self as registry, seed003, users, REGISTRY};
 
 mod dbbench;
-mod interrupted;
+pub(crate) mod interrupted;
 mod keys;
 mod scaling;
 mod sysbench;
