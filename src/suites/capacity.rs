@@ -136,10 +136,11 @@ impl Message {
     }
 }
 
-/// `position` of the capacity records.
+/// `position` of the capacity records (the one above the largest batch lives beside the
+/// scenarios: a suite's failures leave it out, `Suite::failed`).
 pub const ESTIMATE: &str = "estimate";
 pub const FITS: &str = "fits";
-pub const ABOVE: &str = "one step above";
+pub use super::scenario::ABOVE;
 
 /// Real calls one search may make: each runs up to the limit (an update's is ~13 s).
 pub const MAX_CALLS: u32 = 10;

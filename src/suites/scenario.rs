@@ -16,6 +16,10 @@ pub use crate::stores::{JournalMode, Store, StoreKind};
 /// The state of a store's page cache a scenario is measured in (the records' `cache`).
 pub use crate::report::CacheState;
 
+/// The `position` of a capacity probe's record of the call one step above the largest batch
+/// that fits: `failed` with the replica's reject, which is what it measures.
+pub const ABOVE: &str = "one step above";
+
 /// Where new rows go relative to the prefilled ids 0, 10, 20, ..., 10 (rows - 1).
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ValueEnum,

@@ -94,7 +94,7 @@ impl<T: Define> Suite for T {
         ids.into_iter()
             .zip(&report.results)
             .filter_map(|(id, r)| match &r.status {
-                Status::Failed(reason) if r.position != crate::suites::capacity::ABOVE => {
+                Status::Failed(reason) if r.position != crate::suites::scenario::ABOVE => {
                     Some(format!("{id}: {reason}"))
                 }
                 _ => None,
