@@ -19,9 +19,15 @@ pub(crate) fn cache(action: &CacheAction) -> Result<bool> {
         CacheAction::Dir => println!("{}", dir.display()),
         CacheAction::Info => {
             println!("{}", dir.display());
-            for (kind, n, bytes) in disk_cache::usage(&dir)?.kinds {
+            let usage = disk_cache::usage(&dir)?;
+            for (kind, n, bytes) in usage.kinds {
                 println!("{kind}: {n} entries, {:.1} MB", bytes as f64 / 1e6);
             }
+            let (n, bytes) = usage.leftovers;
+            println!(
+                "left by stopped runs: {n} temporary files, {:.1} MB (the next run removes them)",
+                bytes as f64 / 1e6
+            );
         }
         CacheAction::Clear => {
             let removed = disk_cache::clear(&dir)?;

@@ -17,6 +17,7 @@ use sha2::{Digest, Sha256};
 
 mod direct;
 mod stamp;
+mod temp;
 
 /// The environment variable naming the cache directory.
 pub const ENV: &str = "ICBENCH_CACHE_DIR";
@@ -91,7 +92,8 @@ pub fn dir_from_env() -> Result<PathBuf> {
 }
 
 /// Creates the cache directory and its kinds' subdirectories and checks that entries can
-/// be written there, before a run starts.
+/// be written there, before a run starts; removes the temporary files stopped writers left
+/// there ([`temp`]).
 pub fn prepare(dir: &Path) -> Result<()> {
     for kind in KINDS {
         let sub = dir.join(kind);
@@ -110,6 +112,15 @@ pub fn prepare(dir: &Path) -> Result<()> {
                 };
                 anyhow!("{by}: cannot write into {}: {e}", sub.display())
             })?;
+        remove_leftovers(dir, kind)?;
+    }
+    Ok(())
+}
+
+/// Removes the temporary files of `kind` that stopped writers left ([`temp`]).
+fn remove_leftovers(dir: &Path, kind: &str) -> Result<()> {
+    for path in temp::leftovers(&files(dir, kind)?) {
+        remove(&path)?;
     }
     Ok(())
 }
@@ -460,24 +471,26 @@ pub fn write_streamed(
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let sub = dir.join(kind);
     std::fs::create_dir_all(&sub).with_context(|| format!("creating {}", sub.display()))?;
-    let temp = sub.join(format!(
-        "{TEMP_PREFIX}{}-{}-{}",
-        hex::encode(&key[..8]),
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    // A signal removes the half-written file (an interrupted 450 MB state must not stay).
+    let temp = sub.join(temp::name(key, SEQ.fetch_add(1, Ordering::Relaxed)));
+    // A signal removes the half-written file (an interrupted 450 MB state must not stay);
+    // one that ends a worker process leaves it to the next run (the lock says it is
+    // written).
     let _guard = crate::interrupt::TempGuard::new(&temp);
-    let written = (|| -> std::io::Result<u32> {
+    let written = (|| -> std::io::Result<(u32, std::fs::File)> {
         let start = payload_start(meta.len());
+        let out = direct::Appender::create(&temp, start)?;
+        let lock = temp::lock(&temp)?;
         let mut body = Summed {
-            out: direct::Appender::create(&temp, start)?,
+            out,
             sum: crc32fast::Hasher::new(),
             len: meta.len() as u64,
         };
         // The meta part lies before the payload, in the head written last.
         body.sum.update(meta);
         payload(&mut body)?;
+        if kind == STATES {
+            temp::pause_for_test();
+        }
         let Summed { out, sum, len } = body;
         // The lengths and the checksum are known at the end: the head goes in last.
         let mut head = Vec::with_capacity(start);
@@ -492,12 +505,12 @@ pub fn write_streamed(
         // The padding up to the payload's start is not summed.
         head.resize(start, 0);
         out.finish(&head)?;
-        Ok(crc)
+        Ok((crc, lock))
     })();
     let path = entry_path(dir, kind, key);
     // Opened before the rename: the stamp describes this file, even if another process
     // renames its own over the name.
-    let renamed = written.and_then(|crc| {
+    let renamed = written.and_then(|(crc, _lock)| {
         let ours = std::fs::File::open(&temp)?;
         std::fs::rename(&temp, &path)?;
         Ok((ours, crc))
@@ -542,8 +555,10 @@ impl<W: Write> Write for Summed<W> {
 
 /// Removes the least recently used entries of `kind` (the later of an entry's modification
 /// time and its stamp's, which [`read`] writes) until `keep` are left, never the entry
-/// `newest`, and the stamps of entries no longer there. Returns how many entries it removed.
+/// `newest`, the stamps of entries no longer there, and the temporary files stopped writers
+/// left ([`temp`]). Returns how many entries it removed.
 pub fn prune(dir: &Path, kind: &str, keep: usize, newest: &[u8; 32]) -> Result<usize> {
+    remove_leftovers(dir, kind)?;
     let newest = entry_path(dir, kind, newest);
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let (mut entries, mut stamps) = (Vec::new(), Vec::new());
@@ -590,24 +605,30 @@ fn remove(path: &Path) -> Result<bool> {
     }
 }
 
-/// Entries and their bytes, per kind.
+/// Entries and their bytes, per kind; the temporary files stopped writers left, and theirs
+/// (the next run removes them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub kinds: Vec<(&'static str, u64, u64)>,
+    pub leftovers: (u64, u64),
 }
 
 /// What the cache in `dir` holds (a missing directory holds nothing).
 pub fn usage(dir: &Path) -> Result<Usage> {
     let mut usage = Usage::default();
+    let size = |p: &Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     for kind in KINDS {
-        let (mut n, mut bytes) = (0, 0);
-        for path in files(dir, kind)? {
-            if path.to_string_lossy().ends_with(ENTRY_SUFFIX) {
-                n += 1;
-                bytes += std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            }
+        let files = files(dir, kind)?;
+        let entries: Vec<&PathBuf> = files
+            .iter()
+            .filter(|p| p.to_string_lossy().ends_with(ENTRY_SUFFIX))
+            .collect();
+        let bytes = entries.iter().map(|p| size(p)).sum();
+        usage.kinds.push((kind, entries.len() as u64, bytes));
+        for path in temp::leftovers(&files) {
+            usage.leftovers.0 += 1;
+            usage.leftovers.1 += size(&path);
         }
-        usage.kinds.push((kind, n, bytes));
     }
     Ok(usage)
 }

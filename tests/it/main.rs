@@ -11,6 +11,7 @@
 mod support;
 
 mod bucket_size;
+mod cache_leftovers;
 mod cache_suite;
 mod canbench_baseline;
 mod canbench_cli;
@@ -37,7 +38,7 @@ mod project_files;
 mod readme;
 mod refused;
 mod report;
-mod run_faults;
+pub(crate) mod run_faults;
 mod self_contained;
 mod sqlite_vfs;
 mod suites;

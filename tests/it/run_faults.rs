@@ -13,21 +13,21 @@ use icbench::bench_canister::{InsertReport, MotokoStats};
 /// What the stand-in module's insert does with a batch of this many rows: traps, or loops
 /// until the instruction limit.
 #[derive(Clone, Copy)]
-enum Fault {
+pub(crate) enum Fault {
     None,
     Trap(u64),
     Loop(u64),
 }
 
 /// A stand-in for the Motoko module, whose `add_users_mo_map` answers a batch with that many
-/// rows inserted, unless `fault` says otherwise: the calls of a run of `--stores mo-map` at
-/// 2,000 rows, in milliseconds. Its replies are Candid encoded here; the insert's template
+/// rows inserted, unless `fault` says otherwise: the calls of a run of `--stores mo-map` (or
+/// mo-pure-map) at 2,000 rows, in milliseconds. Its replies are Candid encoded here; the insert's template
 /// carries a sentinel where the count goes.
 fn motoko_module(fault: Fault) -> Vec<u8> {
     const SENTINEL: u64 = 0x5e57_1e15_5e57_1e15;
     let stats = MotokoStats {
         map_rows: 2_000,
-        pure_map_rows: 0,
+        pure_map_rows: 2_000,
         region_rows: 0,
         region_pages: 0,
         heap_size: 0,
@@ -106,7 +106,7 @@ fn motoko_module(fault: Fault) -> Vec<u8> {
 }
 
 /// The module of `fault` in a file under `dir`, as the value of `--wasm`.
-fn module_file(dir: &Path, fault: Fault) -> String {
+pub(crate) fn module_file(dir: &Path, fault: Fault) -> String {
     let wasm = dir.join("motoko.wasm");
     std::fs::write(&wasm, motoko_module(fault)).unwrap();
     format!("motoko={}", wasm.display())

@@ -20,7 +20,7 @@ use crate::engine::ProcessSide;
 static IN_WORKER: AtomicBool = AtomicBool::new(false);
 
 /// Whether this process is a copy [`fork`] made.
-pub(super) fn in_worker() -> bool {
+pub(crate) fn in_worker() -> bool {
     IN_WORKER.load(Ordering::Relaxed)
 }
 
