@@ -10,9 +10,9 @@ mod module;
 
 pub use client::{Attempt, BenchClient, Measured, MotokoStats, Rejected, RejectedCall};
 pub use module::{
-    build_from_sources, canister_sources_sha256, embedded_module, ensure_built, ensure_built_with,
-    prebuilt_for_current_sources, project_root, update_prebuilt, Module, EMBEDDED_STATE,
-    PREBUILT_SOURCES, PREBUILT_WASM,
+    build_from_sources, canister_sources_sha256, committed, compiler, embedded_module,
+    ensure_built, ensure_built_with, prebuilt_for_current_sources, project_root, update_prebuilt,
+    Module, EMBEDDED_STATE, PREBUILT_SOURCES, PREBUILT_WASM,
 };
 
 // The Candid records live in canisters/types, shared with the canister; re-exported so

@@ -130,6 +130,47 @@ pub fn motoko_compiler(wasm: &[u8]) -> Option<String> {
         })
 }
 
+/// The compiler that built `wasm` (raw or gzipped), where the module or its committed record
+/// says: Motoko's `motoko:compiler` metadata (`moc HASH`: moc.js reports a build hash, not a
+/// release), else the `producers` section's rustc (`rustc 1.95.0 (59807616e 2026-04-14)`),
+/// else the `moc` line of the record of the committed module it is. A module converted by
+/// wasi2ic (the bench canister) has no producers section, and its record no compiler.
+pub fn compiler(wasm: &[u8]) -> Option<String> {
+    let raw = crate::engine::embedded::decompress(wasm).ok()?;
+    if let Some(moc) = motoko_compiler(&raw) {
+        return Some(format!("moc {moc}"));
+    }
+    let rustc = wasmparser::Parser::new(0)
+        .parse_all(&raw)
+        .find_map(|payload| match payload.ok()? {
+            wasmparser::Payload::CustomSection(s) => match s.as_known() {
+                wasmparser::KnownCustom::Producers(fields) => fields
+                    .into_iter()
+                    .flatten()
+                    .filter(|f| f.name == "processed-by")
+                    .flat_map(|f| f.values.into_iter().flatten())
+                    .find(|v| v.name == "rustc")
+                    .map(|v| format!("rustc {}", v.version)),
+                _ => None,
+            },
+            _ => None,
+        });
+    rustc.or_else(|| {
+        let record = committed(wasm)?.listing().record;
+        canister_sources::record_field(record, "moc").map(|moc| format!("moc {moc}"))
+    })
+}
+
+/// The committed module (canisters/prebuilt) whose bytes `wasm` are, by its record's
+/// `module-sha256`.
+pub fn committed(wasm: &[u8]) -> Option<Module> {
+    use sha2::{Digest, Sha256};
+    let sha256 = hex::encode(Sha256::digest(wasm));
+    Module::ALL.into_iter().find(|m| {
+        canister_sources::record_field(m.listing().record, "module-sha256") == Some(&sha256)
+    })
+}
+
 fn current_icbench() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok();
     exe.filter(|p| p.file_stem().is_some_and(|s| s == "icbench"))

@@ -16,7 +16,7 @@ use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 use icbench::interrupt;
-use icbench::report::{self, profiles, Report};
+use icbench::report::{self, profiles, Provenance, Report};
 use icbench::stores::StoreKind;
 use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
 
@@ -231,6 +231,8 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             plan.run_modules(engine.as_mut(), modules, &exec, &mut |p| bar.update(p))?;
         report.set_replica(engine.replica());
         report.set_host(engine.host());
+        let embedded = args.engine == EngineKind::Embedded;
+        report.set_provenance(&Provenance::of(modules.each(), embedded));
         pool::sign_shard(&mut report, &format!("{plan:?}"), modules);
         bar.finish();
         if let Some(pattern) = &args.profile {

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
+use super::provenance::{self, Provenance};
 use super::table::{first_seen, Align, Table};
 use super::{CacheState, Report, ScenarioResult, Status};
 use crate::engine::cost::Host;
@@ -80,6 +81,10 @@ pub struct Comparison {
     pub unlike: Vec<Unlike>,
     /// In report order (position, operation, batch, store).
     pub entries: Vec<ComparisonEntry>,
+    /// What the new run ran (its modules and machine), when it says.
+    pub provenance: Option<Provenance>,
+    /// How the runs differ in it ([`provenance::differences`]): said, never gated.
+    pub ran_otherwise: Vec<String>,
 }
 
 /// What identifies a scenario across runs; the engine is left out on purpose.
@@ -277,6 +282,8 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
         new_host: new.host(),
         unlike: unlike(base, new),
         entries,
+        provenance: new.provenance(),
+        ran_otherwise: provenance::differences(base, new),
     }
 }
 
@@ -576,7 +583,11 @@ impl Comparison {
         );
         Comment {
             headline,
-            paragraphs: vec![self.about(), verdict],
+            paragraphs: [self.about()]
+                .into_iter()
+                .chain(provenance::paragraph(self.provenance.as_ref(), &self.ran_otherwise))
+                .chain([verdict])
+                .collect(),
             shown,
             details_summary: "Every scenario by section, with its multiplier (new ÷ base charged instructions) and each section's average".into(),
             details: self.detail_sections(&rows),
@@ -794,6 +805,9 @@ impl Comparison {
                 self.base_engine, self.new_engine
             ));
         }
+        if let Some(line) = provenance::differences_line(&self.ran_otherwise) {
+            out.push_str(&format!("{line}\n\n"));
+        }
         let mut changed: Vec<&ComparisonEntry> = self
             .entries
             .iter()
@@ -944,52 +958,4 @@ fn status_word(status: &Status) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pct_handles_zero_base() {
-        assert_eq!(pct(100, 105), 5.0);
-        assert_eq!(pct(0, 0), 0.0);
-        assert_eq!(pct(0, 1), f64::INFINITY);
-    }
-
-    #[test]
-    fn exactly_the_noise_counts_as_a_change() {
-        let mut b = super::super::fixture::result("btree", "", "middle", "insert", 1, 1_000);
-        b.instructions = 1_000;
-        let mut n = b.clone();
-        n.instructions = 1_020;
-        assert_eq!(
-            entry("k".into(), Some(b), Some(n), 2.0).change,
-            Change::Regression
-        );
-    }
-
-    #[test]
-    fn the_pages_are_priced_on_the_new_runs_host() {
-        use super::super::fixture::{report, result};
-        let base = report(vec![result("btree", "", "middle", "insert", 1, 1_000)]);
-        let linux = compare(&base, &base, 2.0).about();
-        assert!(
-            linux.contains("(each costs 80,000 instructions under the memory tracker). "),
-            "{linux}"
-        );
-        assert!(!linux.contains("Hosts:"), "{linux}");
-        let mut mac = base.clone();
-        mac.set_host(Some(Host::MacosArm64));
-        let about = compare(&base, &mac, 2.0).about();
-        assert!(
-            about.contains(
-                "(each costs 20,000 instructions under the memory tracker on this run's host, `macos-arm64`). "
-            ),
-            "{about}"
-        );
-        assert!(
-            about.ends_with(
-                " Hosts: `linux` (base), `macos-arm64` (new): their page charges differ."
-            ),
-            "{about}"
-        );
-    }
-}
+mod tests;

@@ -20,6 +20,7 @@ pub mod format;
 mod json;
 pub(crate) mod page_map;
 pub mod profiles;
+pub mod provenance;
 mod record;
 pub(crate) mod svg;
 pub(crate) mod table;
@@ -34,6 +35,7 @@ pub use document::{
 };
 pub use flame::{differential_graph, Folded};
 pub use json::{from_json, json};
+pub use provenance::{Machine, ModuleRun, Provenance, PROVENANCE};
 pub use record::{scenario_ids, CacheState, ScenarioResult, Sequence, Status};
 pub use svg::{DotPlot, DotPoint, LinePlot, Series};
 pub use table::{Align, Table};
@@ -336,6 +338,18 @@ mod sample;
 #[cfg(test)]
 pub(crate) mod fixture {
     use super::*;
+
+    /// A machine that differs from another by its kernel alone.
+    pub fn machine(kernel: &str) -> Machine {
+        Machine {
+            cpu: "AMD EPYC".into(),
+            cpu_features: "sse2 avx2 erms".into(),
+            glibc_tunables: None,
+            kernel: kernel.into(),
+            transparent_hugepages: "madvise".into(),
+            heap_writes: Some("kernel write log".into()),
+        }
+    }
 
     pub fn result(
         store: &str,

@@ -270,10 +270,18 @@ impl<'a> Modules<'a> {
         if self.others.is_empty() {
             return hex::encode(Sha256::digest(self.default));
         }
-        let lines: String = std::iter::once((Module::DEFAULT, self.default))
-            .chain(self.others.iter().map(|(m, w)| (*m, w.as_slice())))
-            .map(|(m, w)| format!("{} {}\n", module_name(m), hex::encode(Sha256::digest(w))))
+        let lines: String = self
+            .each()
+            .map(|(name, w)| format!("{name} {}\n", hex::encode(Sha256::digest(w))))
             .collect();
         hex::encode(Sha256::digest(lines.as_bytes()))
+    }
+
+    /// Each module the run holds, by name, the default first.
+    pub fn each(&self) -> impl Iterator<Item = (&'static str, &[u8])> {
+        let others = self.others.iter().map(|(m, w)| (*m, w.as_slice()));
+        std::iter::once((Module::DEFAULT, self.default))
+            .chain(others)
+            .map(|(m, w)| (module_name(m), w))
     }
 }

@@ -35,6 +35,7 @@ mod pr_comment;
 mod profile;
 mod profile_cli;
 mod project_files;
+mod provenance;
 mod readme;
 mod refused;
 mod report;

@@ -24,11 +24,12 @@ mod snapshot;
 pub mod system_api;
 mod tasks;
 
+pub(crate) use module::decompress;
 pub use module::{
     check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
     LoadedModule, ModuleFacts, Origin,
 };
-use module::{decompress, load_variant, module_key, variant, wasmtime_engine};
+use module::{load_variant, module_key, variant, wasmtime_engine};
 
 use self::execute::{reject, Entry};
 use self::instance::{grow_heap, heap_bytes, instantiate, on_large_stack, Instance};

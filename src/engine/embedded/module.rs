@@ -574,7 +574,8 @@ pub fn check_module(wasm: &[u8]) -> Result<Vec<String>> {
     Ok(exports)
 }
 
-pub(super) fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
+/// A module's bytes, gunzipped when gzipped; an error for bytes that are neither.
+pub(crate) fn decompress(wasm: &[u8]) -> Result<Vec<u8>> {
     if wasm.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(wasm)
