@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::pool::{self, ShardInfo, SHARD};
 use super::{Suite, REGISTRY};
-use crate::report::{self, Report};
+use crate::report::{self, Provenance, Report, PROVENANCE};
 
 /// One suite's joined report.
 pub struct Merged {
@@ -132,6 +132,13 @@ fn read_part(dir: &Path, path: &Path, suite: &dyn Suite) -> Result<Part> {
     })
 }
 
+/// A field of `Report::extra` that is one run's setting, which every shard must share: not
+/// its shard record, nor a per-scenario list, nor its provenance (shards may run on
+/// different machines; their modules are in the shard record).
+fn shared_field(name: &str, lists: &BTreeSet<String>) -> bool {
+    name != SHARD && name != PROVENANCE && !lists.contains(name)
+}
+
 /// The names of `Report::extra` that hold per-scenario lists in these parts.
 fn list_names(parts: &[Part]) -> BTreeSet<String> {
     parts
@@ -147,7 +154,7 @@ fn common_facts(part: &Part, lists: &BTreeSet<String>) -> Vec<(&'static str, Val
     let extra: BTreeMap<&String, &Value> = r
         .extra
         .iter()
-        .filter(|(k, _)| *k != SHARD && !lists.contains(*k))
+        .filter(|(k, _)| shared_field(k, lists))
         .collect();
     vec![
         (
@@ -189,7 +196,7 @@ fn visible_settings(part: &Part, lists: &BTreeSet<String>) -> Vec<(String, Value
     settings.extend(
         r.extra
             .iter()
-            .filter(|(k, _)| *k != SHARD && !lists.contains(*k))
+            .filter(|(k, _)| shared_field(k, lists))
             .map(|(k, v)| (k.clone(), v.clone())),
     );
     settings
@@ -313,6 +320,11 @@ fn join(mut parts: Vec<Part>) -> Result<Report> {
 
     let mut merged = parts[0].report.clone();
     merged.extra.remove(SHARD);
+    merged.extra.remove(PROVENANCE);
+    let provenance: Vec<_> = parts.iter().map(|p| p.report.provenance()).collect();
+    if let Some(joined) = Provenance::joined(&provenance) {
+        merged.set_provenance(&joined);
+    }
     for name in &lists {
         merged.extra.remove(name);
     }

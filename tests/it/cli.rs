@@ -581,3 +581,37 @@ fn merge_of_shards_of_different_runs_names_the_setting_that_differs() {
         )
     );
 }
+
+/// Shards run on other machines are shards of one run: the merged results.json keeps each
+/// machine once, in shard order.
+#[test]
+fn merge_of_shards_run_on_other_machines_keeps_each_machine_once() {
+    let dir = crate::support::scratch_dir("merge-machines");
+    let (one, two, out) = (dir.join("part1"), dir.join("part2"), dir.join("merged"));
+    let merged = |kernels: [&str; 2]| -> Vec<String> {
+        for (d, index, kernel) in [(&one, 1, kernels[0]), (&two, 2, kernels[1])] {
+            let mut json: serde_json::Value =
+                serde_json::from_str(&shard_results(index, 2_000, "s1")).unwrap();
+            json["provenance"] = serde_json::json!({"modules": [], "machines": [
+                {"cpu": "c", "cpu_features": "f", "kernel": kernel,
+                 "transparent_hugepages": "never"}]});
+            std::fs::create_dir_all(d).unwrap();
+            std::fs::write(d.join("results.json"), json.to_string()).unwrap();
+        }
+        let (out, one, two) = (
+            out.to_str().unwrap(),
+            one.to_str().unwrap(),
+            two.to_str().unwrap(),
+        );
+        crate::support::run_icbench_ok(&["merge", "--out", out, one, two]);
+        let json = std::fs::read_to_string(dir.join("merged/results.json")).unwrap();
+        let provenance = icbench::report::from_json(&json)
+            .unwrap()
+            .provenance()
+            .unwrap();
+        provenance.machines.into_iter().map(|m| m.kernel).collect()
+    };
+    assert_eq!(merged(["6.1", "6.18"]), ["6.1", "6.18"]);
+    assert_eq!(merged(["6.1", "6.1"]), ["6.1"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
