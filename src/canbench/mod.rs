@@ -21,7 +21,7 @@ use crate::engine::cost::{Host, Limits, Replica, POCKET_IC_RELEASES};
 use crate::engine::counter_reads::CounterReads;
 use crate::engine::embedded::EmbeddedEngine;
 use crate::engine::{Engine, Profile, Profiling};
-use crate::report::Folded;
+use crate::report::{Folded, Provenance};
 use crate::suites::pool::{in_parallel, Exec, Shard};
 
 use self::compare::BenchPages;
@@ -237,6 +237,17 @@ pub fn read_wasm(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// What the run ran: the module at `path` (its bytes as given; `wasm` when they cannot be
+/// read again), named by its file, on this machine.
+fn provenance(path: &Path, wasm: &[u8]) -> Provenance {
+    let given = std::fs::read(path).unwrap_or_else(|_| wasm.to_vec());
+    let name = path
+        .file_name()
+        .unwrap_or(path.as_os_str())
+        .to_string_lossy();
+    Provenance::of([(name.as_ref(), given.as_slice())], true)
+}
+
 /// Benchmark names in export-section order.
 pub fn discover(wasm: &[u8]) -> Result<Vec<String>> {
     let mut names = Vec::new();
@@ -438,6 +449,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let old = results::read(&plan.results_path)?;
     let old_pages = previous_pages::previous(args.pages, &plan.csv_path, &old);
     let wasm = read_wasm(&plan.wasm_path)?;
+    let provenance = provenance(&plan.wasm_path, &wasm);
     crate::engine::embedded::check_module(&wasm)
         .map_err(|e| anyhow!("{}: {e:#}", plan.wasm_path.display()))?;
     let all = discover(&wasm).with_context(|| plan.wasm_path.display().to_string())?;
@@ -500,6 +512,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             previous,
             &output,
             None,
+            Some(&provenance),
         );
     }
     let dir = args
@@ -526,6 +539,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
             .zip(&pages)
             .map(|((&i, o), p)| shard::PartOutcome::new(i, &names[i], o, p))
             .collect(),
+        provenance: Some(provenance),
     };
     let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
     let ok = print_sections(&mine, outcomes, &pages, &[], (&old, &old_pages), &output)
@@ -889,8 +903,12 @@ pub fn finish(
     previous: Previous<'_>,
     o: &Output,
     under: Option<&Path>,
+    provenance: Option<&Provenance>,
 ) -> Result<bool> {
     eprintln!("{}", pocket_ic_line(rules));
+    if let Some(p) = provenance {
+        eprintln!("{}", p.line());
+    }
     let (new, failed) = print_sections(names, outcomes, pages, traces, previous, o);
     let old = previous.0;
     let mut entries = compare::entries(&new, old);
@@ -929,6 +947,9 @@ pub fn finish(
             &c.gate,
         );
         comment.marker = c.marker.clone();
+        comment
+            .paragraphs
+            .splice(1..1, provenance.map(Provenance::line));
         let text = comment.render(c.max_chars).map_err(|e| anyhow!(e))?;
         let path = place(file);
         crate::report::write_files(&path, vec![(path.clone(), text)])

@@ -16,6 +16,7 @@ use super::results::{BenchResult, Results};
 use super::{BenchOutcome, Output};
 use crate::engine::cost::{Host, Replica};
 use crate::engine::PageCounts;
+use crate::report::Provenance;
 
 /// The part's file in a shard's --out directory.
 pub const PART_FILE: &str = "canbench_part.json";
@@ -52,6 +53,10 @@ pub struct Part {
     pub output: Output,
     /// This part's benches, in run order.
     pub outcomes: Vec<PartOutcome>,
+    /// The module as given and the machine that ran the part (absent in the parts of older
+    /// versions); parts may run on different machines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
 }
 
 /// One bench's outcome and its place in the whole run.
@@ -213,6 +218,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     let names = first.benches.clone();
     let (baseline, output) = (first.baseline.clone(), first.output.clone());
     let baseline_pages = first.baseline_pages.clone();
+    let provenance: Vec<_> = parts.iter().map(|(_, p)| p.provenance.clone()).collect();
     let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
     let mut pages: Vec<BenchPages> = names.iter().map(|_| BenchPages::default()).collect();
     for (path, p) in &parts {
@@ -272,6 +278,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
         baseline,
         baseline_pages,
         output,
+        provenance: Provenance::joined(&provenance),
     })
 }
 
@@ -286,6 +293,7 @@ pub struct Joined {
     pub baseline: Results,
     pub baseline_pages: BTreeMap<String, BenchPages>,
     pub output: Output,
+    pub provenance: Option<Provenance>,
 }
 
 /// `icbench merge` of canbench parts: prints the report and writes the files of the
@@ -306,6 +314,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
         (&joined.baseline, &joined.baseline_pages),
         &joined.output,
         under,
+        joined.provenance.as_ref(),
     )
 }
 
@@ -362,6 +371,11 @@ mod tests {
                 comment: Default::default(),
                 pages: false,
             },
+            // Each part on a machine of its own.
+            provenance: Some(Provenance {
+                modules: Vec::new(),
+                machines: vec![crate::report::fixture::machine(&format!("6.{index}"))],
+            }),
         }
     }
 
@@ -376,9 +390,17 @@ mod tests {
             outcomes,
             pages,
             output,
+            provenance,
             ..
         } = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
         assert_eq!(names, ["a", "b", "c"]);
+        let kernels: Vec<String> = provenance
+            .unwrap()
+            .machines
+            .into_iter()
+            .map(|m| m.kernel)
+            .collect();
+        assert_eq!(kernels, ["6.1", "6.2"]);
         let touched: Vec<(u64, u64)> = pages
             .iter()
             .map(|p| {

@@ -181,6 +181,13 @@ fn canbench_writes_the_golden_comment_with_its_failed_bench() {
         "{stderr}"
     );
     let text = std::fs::read_to_string(dir.join("comment.md")).unwrap();
+    // The provenance paragraph names this machine: the golden file has `MACHINE` there.
+    let machine = icbench::report::Machine::this(true).line();
+    assert!(
+        stderr.contains(&format!(". Machine: {machine}.\n")),
+        "{stderr}"
+    );
+    let text = text.replacen(&format!("Machine: {machine}."), "Machine: MACHINE.", 1);
     assert_golden(&text, "canbench/comment.md");
     check_markdown(&text);
     std::fs::remove_dir_all(&dir).unwrap();
