@@ -107,8 +107,7 @@ impl EmbeddedEngine {
             profiling: self.profiling,
             counter_reads: self.counter_reads.clone(),
             time_ns: self.time_ns,
-            // Only where no count depends on the 4 KiB pages: the tracker charges Wasm pages.
-            whole_wasm_pages: !self.exact_heap_dirty_pages && self.page_rule().is_some(),
+            arming: arming(self.metering, self.page_rule().is_some(), api),
         };
         let c = self.canister(id)?;
         // The module stays the same while the message runs; a handle of our own leaves the
@@ -145,8 +144,10 @@ impl EmbeddedEngine {
         );
         let counter_reads = std::mem::take(&mut inst.store.data_mut().reads);
         let response = inst.store.data_mut().msg.response.take();
-        // The count at a load or store that trapped is in no global: the message runs again.
+        // The count at a load or store that trapped is in no global: the message runs again
+        // from the state before it, unless that state is gone.
         let count_again = (stale_at_heap_traps
+            && setup.arming.undo
             && matches!(&result, Err(e) if e.downcast_ref::<wasmtime::Trap>()
                 == Some(&wasmtime::Trap::MemoryOutOfBounds)))
         .then(|| std::mem::take(&mut inst.store.data_mut().msg.arg));
@@ -156,6 +157,17 @@ impl EmbeddedEngine {
         };
         let persist = result.is_ok() && !api.discards_state();
         let (heap_before, stable_before) = (before.heap, before.stable);
+        if let (false, false, Err(reject)) = (persist, setup.arming.undo, &outcome) {
+            // A failed message that kept nothing to roll back with: the canister is given up.
+            c.live = None;
+            c.lost = Some(format!(
+                "{method} failed ({reject}) with nothing kept to roll back"
+            ));
+            return Ok(CallOutcome {
+                result: outcome,
+                report: MessageReport::default(),
+            });
+        }
         let (heap_after, mut restart) = end_message(c, persist, &dirty, before)?;
         if restart.is_none() && fresh_instance {
             restart = Some(self.save(id)?);
@@ -256,9 +268,29 @@ struct Setup {
     profiling: Profiling,
     counter_reads: CounterReads,
     time_ns: u64,
-    /// The heap's written pages may be counted by whole Wasm pages
-    /// ([`HeapRegion::arm`](crate::engine::embedded::memory::heap::HeapRegion::arm)).
-    whole_wasm_pages: bool,
+    /// How the heap tracks the message ([`Metering`]).
+    arming: Arming,
+}
+
+/// How the heap tracks a message sent for `metering` under a vintage that charges by the
+/// memory tracker (`tracker`) or not. Wasm pages are counted under every vintage for the
+/// reports' page columns, but the state depends on them only where the tracker charges them
+/// (its charges are in what `ic0.performance_counter` returns); 4 KiB pages only where no
+/// tracker charges Wasm pages (before it the heap's written pages are charged after the
+/// message, and the written pages the state keeps are the 4 KiB pages whatever the mode).
+fn arming(metering: Metering, tracker: bool, api: ApiType) -> Arming {
+    match metering {
+        Metering::Exact => Arming::EXACT,
+        Metering::Rollback => Arming {
+            whole_wasm_pages: tracker,
+            ..Arming::EXACT
+        },
+        Metering::StateOnly => Arming {
+            track_access: tracker,
+            whole_wasm_pages: tracker,
+            undo: api.discards_state(),
+        },
+    }
 }
 
 /// The host's OS pages (of `1 << shift` 4 KiB pages) among the heap's written 4 KiB `pages`.
@@ -338,7 +370,7 @@ fn begin_message(
     };
     inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
     if let Some(h) = &inst.heap {
-        h.arm(true, setup.whole_wasm_pages)?;
+        h.arm(setup.arming)?;
     }
     Ok(before)
 }

@@ -45,7 +45,7 @@ use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, Memory, Mutability, Store, Val};
 
 use self::memory::charges::Tracker;
-use self::memory::heap::{self, HeapRegion};
+use self::memory::heap::{self, Arming, HeapRegion};
 use self::memory::image::{FrozenHeap, HeapImage, PageSet};
 use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
@@ -57,8 +57,8 @@ use super::instrument::{self, Counter};
 use super::page_map::{MemoryPages, PageMap};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, PageCounts,
-    Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
+    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, Metering,
+    PageCounts, Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
     WasmMemoryPersistence,
 };
 
@@ -102,6 +102,9 @@ struct Canister {
     /// The saved state the live instance was last loaded from, and the heap pages
     /// committed since: restoring the same state again copies back only those pages.
     since_load: Option<SinceLoad>,
+    /// Why its state is gone: a message failed that had nothing to roll back with
+    /// ([`Metering::StateOnly`]); it has no instance from then on.
+    lost: Option<String>,
 }
 
 impl Canister {
@@ -113,15 +116,25 @@ impl Canister {
             heap_written: PageSet::default(),
             version,
             since_load: None,
+            lost: None,
         }
     }
 
     /// Its live instance, to run a message on or set its timer; `id` is its own, named in
     /// the error.
     fn instance(&mut self, id: Principal) -> Result<&mut Instance> {
-        self.live
-            .as_mut()
-            .ok_or_else(|| anyhow!("canister {id} has no instance"))
+        match self.live.as_mut() {
+            Some(inst) => Ok(inst),
+            None => Err(no_instance(id, &self.lost)),
+        }
+    }
+}
+
+/// Why canister `id` has no instance: it lost its state (`lost` says how), or it has none.
+fn no_instance(id: Principal, lost: &Option<String>) -> anyhow::Error {
+    match lost {
+        Some(why) => anyhow!("canister {id} lost its state: {why}"),
+        None => anyhow!("canister {id} has no module installed"),
     }
 }
 
@@ -159,8 +172,8 @@ pub struct EmbeddedEngine {
     /// reads of the last message.
     counter_reads: CounterReads,
     last_counter_reads: Vec<CounterRead>,
-    /// [`Engine::set_exact_heap_dirty_pages`].
-    exact_heap_dirty_pages: bool,
+    /// [`Engine::set_metering`].
+    metering: Metering,
     /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
     /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
     /// canister's: restoring a snapshot leaves it alone.
@@ -188,7 +201,7 @@ impl EmbeddedEngine {
             host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
-            exact_heap_dirty_pages: true,
+            metering: Metering::Exact,
             expected_compiled_wasms: HashSet::new(),
         }
     }
@@ -302,6 +315,9 @@ impl EmbeddedEngine {
     /// checking determinism.
     pub fn state_hash(&mut self, id: Principal) -> Result<[u8; 32]> {
         let c = self.canister(id)?;
+        if c.lost.is_some() {
+            return Err(no_instance(id, &c.lost));
+        }
         let mut h = Sha256::new();
         if let Some(heap) = c.live.as_ref().and_then(|i| i.heap.as_ref()) {
             // SAFETY: no Wasm runs while we read.
@@ -456,8 +472,8 @@ impl Engine for EmbeddedEngine {
         self.restore_snapshot(id, snapshot)
     }
 
-    fn set_exact_heap_dirty_pages(&mut self, exact: bool) {
-        self.exact_heap_dirty_pages = exact;
+    fn set_metering(&mut self, metering: Metering) {
+        self.metering = metering;
     }
 
     fn set_profiling(&mut self, profiling: Profiling) -> Result<()> {

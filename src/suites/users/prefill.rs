@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::{Config, ID_STEP, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::disk_cache::{self, Lookup, STATES};
-use crate::engine::{Engine, ExportedState};
+use crate::engine::{Engine, ExportedState, Metering};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::suites::pool::{self, Recorder, UnitId};
@@ -68,7 +68,8 @@ pub(in crate::suites) struct Fill<'a> {
 /// Inserts the rows of `rows` and checks that each message inserted all of its rows;
 /// `before(to)` precedes the message that fills to `to` rows, `after(done)` follows every
 /// message. Every suite that grows a users store fills it here. A message the replica
-/// rejects is an error.
+/// rejects is an error, and the canister is lost with it: nothing is kept to roll back
+/// with ([`Metering::StateOnly`]).
 pub(in crate::suites) fn fill(
     client: &mut BenchClient<'_>,
     rows: Fill<'_>,
@@ -76,9 +77,23 @@ pub(in crate::suites) fn fill(
     after: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let store = rows.store;
-    match fill_until_rejected(client, rows, before, after)? {
+    match send(client, rows, fill_metering(), before, after)? {
         None => Ok(()),
         Some((_, reject)) => Err(anyhow!("add_users_{store} was rejected: {reject}")),
+    }
+}
+
+/// The environment variable that sends fills as the messages of a run that may go on after
+/// a rejected one ([`Metering::Rollback`]) when set to `rollback`: the state must be the
+/// same byte for byte (scripts/fill-check.sh compares them).
+pub const FILL_METERING_ENV: &str = "ICBENCH_FILL_METERING";
+
+/// How [`fill`] sends its messages: [`Metering::StateOnly`] unless [`FILL_METERING_ENV`]
+/// says otherwise.
+fn fill_metering() -> Metering {
+    match std::env::var(FILL_METERING_ENV).as_deref() {
+        Ok("rollback") => Metering::Rollback,
+        _ => Metering::StateOnly,
     }
 }
 
@@ -88,6 +103,18 @@ pub(in crate::suites) fn fill(
 pub(in crate::suites) fn fill_until_rejected(
     client: &mut BenchClient<'_>,
     rows: Fill<'_>,
+    before: &mut dyn FnMut(u64),
+    after: &mut dyn FnMut(u64),
+) -> Result<Option<(u64, String)>> {
+    send(client, rows, Metering::Rollback, before, after)
+}
+
+/// The messages of [`fill`] sent for `metering`: the rows reached and the reject of the
+/// message the replica rejected, if one was.
+fn send(
+    client: &mut BenchClient<'_>,
+    rows: Fill<'_>,
+    metering: Metering,
     before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<Option<(u64, String)>> {
@@ -101,7 +128,9 @@ pub(in crate::suites) fn fill_until_rejected(
     while done < to {
         let count = chunk.min(to - done);
         before(done + count);
-        let sent = client.unmeasured(|c| c.try_add_users(store, done * ID_STEP, ID_STEP, count));
+        let sent = client.unmeasured(metering, |c| {
+            c.try_add_users(store, done * ID_STEP, ID_STEP, count)
+        });
         let out = match sent? {
             Ok(out) => out,
             Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
