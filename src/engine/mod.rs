@@ -575,6 +575,13 @@ pub trait Engine {
         anyhow::bail!("the {} engine cannot export canister states", self.name())
     }
 
+    /// The bytes [`Engine::export_state`] gives, written to `w` now: nothing is kept to
+    /// write later, so an engine may write them from the live canister without a copy
+    /// (a process that keeps a state and ends).
+    fn write_state(&mut self, canister: Principal, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(self.export_state(canister)?.write_to(w)?)
+    }
+
     /// Makes a fresh engine what it was when `state` was exported, with `wasm` (the module
     /// the state was made with) installed; returns the canister. On an error nothing changed.
     fn import_state(&mut self, _wasm: &[u8], _state: StateBytes<'_>) -> Result<Principal> {

@@ -414,6 +414,10 @@ impl Engine for EmbeddedEngine {
         self.export(id)
     }
 
+    fn write_state(&mut self, id: Principal, w: &mut dyn std::io::Write) -> Result<()> {
+        self.write_live(id, w)
+    }
+
     fn import_state(&mut self, wasm: &[u8], state: StateBytes<'_>) -> Result<Principal> {
         self.import(wasm, state)
     }

@@ -277,9 +277,33 @@ pub(super) fn take_prefill(client: &mut BenchClient<'_>) -> Option<(ExportedStat
 
 /// Keeps the post-prefill state; a cache that cannot take it costs one warning.
 pub(super) fn store_prefill(state: ExportedState, executed: u64, dir: &Path, key: &[u8; 32]) {
+    keep_prefill(executed, dir, key, |w| state.write_to(w));
+}
+
+/// Keeps the post-prefill state of `canister` on `engine` as it is now, written from the
+/// live canister ([`Engine::write_state`]); a cache that cannot take it costs one warning.
+pub(super) fn write_prefill(
+    engine: &mut dyn Engine,
+    canister: Principal,
+    executed: u64,
+    dir: &Path,
+    key: &[u8; 32],
+) {
+    keep_prefill(executed, dir, key, |w| {
+        engine
+            .write_state(canister, w)
+            .map_err(std::io::Error::other)
+    });
+}
+
+fn keep_prefill(
+    executed: u64,
+    dir: &Path,
+    key: &[u8; 32],
+    payload: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) {
     let meta = executed.to_le_bytes();
-    let stored = disk_cache::write_streamed(dir, STATES, key, &meta, |w| state.write_to(w));
-    if let Err(e) = stored {
+    if let Err(e) = disk_cache::write_streamed(dir, STATES, key, &meta, payload) {
         disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
     }
 }

@@ -24,7 +24,7 @@ use crate::suites::pool::process::{
 };
 use crate::suites::pool::record::set_lane;
 use crate::suites::pool::{Chain, UnitId};
-use crate::suites::users::prefill::{cache_of, store_prefill};
+use crate::suites::users::prefill::{cache_of, write_prefill};
 use crate::suites::Progress;
 
 /// What a worker process hands in: the units of work it recorded, and what stopped it.
@@ -219,31 +219,33 @@ impl Worker<'_> {
         }
     }
 
-    /// The canister installed and filled, its state written into the cache.
+    /// The canister installed and filled, its state written into the cache from the live
+    /// canister (this process ends after it: no copy of the state is kept).
     fn fill_one(&self, unfilled: &Unfilled) -> Result<()> {
         let (m, i) = (self.makes, unfilled.index);
         let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
         let (dir, key) = &unfilled.cache;
         let mut engine = m.take(i);
         let mut chain = Chain::new(work, &[unfilled.compiled]);
-        let keep = install_and_fill(
+        let filled = install_and_fill(
             engine.as_mut(),
             canister,
             wasm,
             m.cfg,
-            true,
+            false,
             &mut chain,
             &mut |_| {},
-        )?
-        .keep;
-        let filled = chain.end();
-        if let Some((state, executed)) = keep {
+        )?;
+        let after = chain.end();
+        if filled.usable.is_ok() {
             let name = canister.name;
+            let client = filled.client;
+            let executed = client.executed_instructions;
             work.unit(
                 Kind::Other,
                 format!("keep the {name} canister's post-prefill state in the cache"),
-                &filled,
-                || store_prefill(state, executed, dir, key),
+                &after,
+                || write_prefill(client.engine, client.canister, executed, dir, key),
             );
         }
         Ok(())
