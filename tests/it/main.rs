@@ -19,6 +19,7 @@ mod capacity;
 mod cli;
 mod compile_cache;
 mod engine;
+mod fill_state;
 mod fuzz_engine;
 mod heap_writes;
 mod host;
