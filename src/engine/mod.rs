@@ -252,24 +252,20 @@ impl PageCounts {
     }
 }
 
-/// What messages are sent for ([`Engine::set_metering`]). Whatever it is, a message
-/// executes the same instructions, is charged the same and reads the same
-/// `ic0.performance_counter`, so it leaves the same state: what differs is which figures of
-/// its report are exact and what a failed message leaves.
+/// What messages are sent for ([`Engine::set_metering`]). Either way a message executes
+/// the same instructions, is charged the same and reads the same `ic0.performance_counter`,
+/// so it leaves the same state: what differs is which figures of its report are exact and
+/// what a failed message leaves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Metering {
     /// A measurement: every figure of the report exact; a failed message rolled back.
     #[default]
     Exact,
-    /// The state only, where a message may fail and its caller goes on from the state
-    /// before it (a store grown until the replica refuses): rolled back as a measured
-    /// one, but `heap_dirty_pages` may count every 4 KiB page of each Wasm page written
-    /// where the vintage charges by the memory tracker (no charge depends on them).
-    Rollback,
-    /// The state only, where a failed message stops its caller (a store's fill): as
-    /// [`Metering::Rollback`], and nothing is kept to roll back with, so a failed update
-    /// leaves its canister lost (its calls fail from then on) and its report names the
-    /// replica's error only. Queries still leave nothing behind.
+    /// The state alone (a store's fill): `heap_dirty_pages` may count every 4 KiB page of
+    /// each Wasm page written where the vintage charges by the memory tracker (no charge
+    /// depends on them), and nothing is kept to roll back with, so a failed update leaves
+    /// its canister lost (its calls fail from then on, until a snapshot is restored) and
+    /// its report names the replica's error only. Queries still leave nothing behind.
     StateOnly,
 }
 

@@ -272,19 +272,15 @@ struct Setup {
     arming: Arming,
 }
 
-/// How the heap tracks a message sent for `metering` under a vintage that charges by the
-/// memory tracker (`tracker`) or not. Wasm pages are counted under every vintage for the
-/// reports' page columns, but the state depends on them only where the tracker charges them
-/// (its charges are in what `ic0.performance_counter` returns); 4 KiB pages only where no
-/// tracker charges Wasm pages (before it the heap's written pages are charged after the
-/// message, and the written pages the state keeps are the 4 KiB pages whatever the mode).
+/// How the heap tracks a message sent for `metering`, under a vintage that charges by the
+/// memory tracker (`tracker`) or not. Sent for its state alone, a message tracks the Wasm
+/// pages it accesses only where the tracker charges them (its charges are in what
+/// `ic0.performance_counter` returns, which the state may keep); names every 4 KiB page of
+/// each Wasm page it writes as written there (no charge depends on them); and an update
+/// keeps no old bytes.
 fn arming(metering: Metering, tracker: bool, api: ApiType) -> Arming {
     match metering {
         Metering::Exact => Arming::EXACT,
-        Metering::Rollback => Arming {
-            whole_wasm_pages: tracker,
-            ..Arming::EXACT
-        },
         Metering::StateOnly => Arming {
             track_access: tracker,
             whole_wasm_pages: tracker,

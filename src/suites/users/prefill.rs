@@ -68,8 +68,7 @@ pub(in crate::suites) struct Fill<'a> {
 /// Inserts the rows of `rows` and checks that each message inserted all of its rows;
 /// `before(to)` precedes the message that fills to `to` rows, `after(done)` follows every
 /// message. Every suite that grows a users store fills it here. A message the replica
-/// rejects is an error, and the canister is lost with it: nothing is kept to roll back
-/// with ([`Metering::StateOnly`]).
+/// rejects is an error.
 pub(in crate::suites) fn fill(
     client: &mut BenchClient<'_>,
     rows: Fill<'_>,
@@ -77,44 +76,20 @@ pub(in crate::suites) fn fill(
     after: &mut dyn FnMut(u64),
 ) -> Result<()> {
     let store = rows.store;
-    match send(client, rows, fill_metering(), before, after)? {
+    match fill_until_rejected(client, rows, before, after)? {
         None => Ok(()),
         Some((_, reject)) => Err(anyhow!("add_users_{store} was rejected: {reject}")),
     }
 }
 
-/// The environment variable that sends fills as the messages of a run that may go on after
-/// a rejected one ([`Metering::Rollback`]) when set to `rollback`: the state must be the
-/// same byte for byte (scripts/fill-check.sh compares them).
-pub const FILL_METERING_ENV: &str = "ICBENCH_FILL_METERING";
-
-/// How [`fill`] sends its messages: [`Metering::StateOnly`] unless [`FILL_METERING_ENV`]
-/// says otherwise.
-fn fill_metering() -> Metering {
-    match std::env::var(FILL_METERING_ENV).as_deref() {
-        Ok("rollback") => Metering::Rollback,
-        _ => Metering::StateOnly,
-    }
-}
-
 /// [`fill`], where a message the replica rejects (a limit: the heap's `wasm_memory_limit`,
-/// the message's instructions) stops the fill: the rows reached and the reject, the canister
-/// left as it was before that message.
+/// the message's instructions) stops the fill: the rows reached and the reject. The
+/// messages are sent for the state they leave ([`Metering::StateOnly`]), which keeps no old
+/// bytes to roll back with: the canister is lost with a rejected message, and its caller
+/// goes on from a state of its own.
 pub(in crate::suites) fn fill_until_rejected(
     client: &mut BenchClient<'_>,
     rows: Fill<'_>,
-    before: &mut dyn FnMut(u64),
-    after: &mut dyn FnMut(u64),
-) -> Result<Option<(u64, String)>> {
-    send(client, rows, Metering::Rollback, before, after)
-}
-
-/// The messages of [`fill`] sent for `metering`: the rows reached and the reject of the
-/// message the replica rejected, if one was.
-fn send(
-    client: &mut BenchClient<'_>,
-    rows: Fill<'_>,
-    metering: Metering,
     before: &mut dyn FnMut(u64),
     after: &mut dyn FnMut(u64),
 ) -> Result<Option<(u64, String)>> {
@@ -128,7 +103,7 @@ fn send(
     while done < to {
         let count = chunk.min(to - done);
         before(done + count);
-        let sent = client.unmeasured(metering, |c| {
+        let sent = client.unmeasured(Metering::StateOnly, |c| {
             c.try_add_users(store, done * ID_STEP, ID_STEP, count)
         });
         let out = match sent? {
