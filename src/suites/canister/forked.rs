@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use super::state::{cache_of, write_prefill};
 use super::{compile, install_and_fill, Made, Makes};
 use crate::engine::disk_cache::{self, STATES};
 use crate::engine::{Engine, ProcessSide};
@@ -24,7 +25,6 @@ use crate::suites::pool::process::{
 };
 use crate::suites::pool::record::set_lane;
 use crate::suites::pool::{Chain, UnitId};
-use crate::suites::users::prefill::{cache_of, write_prefill};
 use crate::suites::Progress;
 
 /// What a worker process hands in: the units of work it recorded, and what stopped it.
@@ -71,7 +71,7 @@ pub(super) fn fill(
         let cache = cache_of(
             engine,
             wasms[i],
-            makes.cfg,
+            makes.filling,
             canister.module,
             &canister.filled,
         )?;
@@ -231,7 +231,7 @@ impl Worker<'_> {
             engine.as_mut(),
             canister,
             wasm,
-            m.cfg,
+            m.filling,
             false,
             &mut chain,
             &mut |_| {},
