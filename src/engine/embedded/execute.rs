@@ -440,7 +440,7 @@ fn run(inst: &mut Instance, target: Target) -> Result<(wasmtime::Result<()>, Vec
             let left = counter.get(&mut *store);
             let mut out = [Val::I64(0)];
             func.call(&mut *store, &[env, left], &mut out)?;
-            counter.set(&mut *store, out[0].clone())
+            counter.set(&mut *store, out[0])
         }
     });
     {

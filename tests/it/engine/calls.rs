@@ -90,7 +90,10 @@ fn a_reject_runs_the_reject_callback_with_its_code() {
     let (id, _) = e.install(&caller(), &[]).unwrap();
     // No such method: IC0536, a canister error (reject code 5), as the replica's.
     let missing = e.update(id, "go_missing", &[]).unwrap().result.unwrap();
-    assert_eq!(missing, [ErrorCode::CanisterMethodNotFound.reject_code() as u8]);
+    assert_eq!(
+        missing,
+        [ErrorCode::CanisterMethodNotFound.reject_code() as u8]
+    );
     // A trap in the callee: a canister error, 5.
     let boom = e.update(id, "go_boom", &[]).unwrap().result.unwrap();
     assert_eq!(boom, [5]);
