@@ -14,18 +14,24 @@ fn fixture_source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mops_fixture")
 }
 
-/// tests/mops_fixture's node_modules, installed from its lock file when missing.
+/// tests/mops_fixture's node_modules, installed from its lock file when missing (once: the
+/// tests that start side by side wait for it).
 fn node_modules() -> PathBuf {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
     let src = fixture_source();
+    INSTALLED.get_or_init(|| install_node_modules(&src));
+    src.join("node_modules")
+}
+
+fn install_node_modules(src: &Path) {
     if !src.join("node_modules/motoko/package.json").is_file() {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&src)
+            .arg(src)
             .status()
             .expect("npm runs");
         assert!(status.success(), "npm ci in {}", src.display());
     }
-    src.join("node_modules")
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -260,4 +266,44 @@ fn no_project_is_one_line() {
     assert_eq!(code, 2);
     assert!(stderr.starts_with("error: no mops.toml in "), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn ci_form_flame_graphs_and_the_comment() {
+    let dir = project();
+    let out = icbench_command()
+        .args(["mops", "--profile", "--markdown", "mops-comment.md", "sum"])
+        .current_dir(dir)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // mops' CI form: its heading, then a <details> block per file with LaTeX colours.
+    assert!(
+        stdout.starts_with("# Benchmark Results\n\n\n\n<details>\n\n<summary>bench/sum.bench.mo $({\\color{gray}0\\%})$</summary>\n\n### Sum\n\n_Adds the numbers up to n_\n\n\nInstructions: ${\\color{gray}0\\\\%}$\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("**Instructions**\n\n|      |    10 |    1000 |\n| :--- | ----: | ------: |\n| loop | 1_646 | 108_560 |"), "{stdout}");
+    for cell in ["loop-10", "loop-1000"] {
+        let svg = dir.join(".bench/sum.bench").join(format!("{cell}.svg"));
+        assert!(
+            std::fs::read_to_string(&svg).unwrap().contains("<svg"),
+            "{}",
+            svg.display()
+        );
+    }
+    let comment = std::fs::read_to_string(dir.join("mops-comment.md")).unwrap();
+    let row = |cell: &str| {
+        comment
+            .lines()
+            .find(|l| l.contains(&format!(" {cell} ")))
+            .unwrap_or("")
+    };
+    assert!(row("loop:10").contains(" 1_646 "), "{comment}");
+    assert!(row("loop:1000").contains(" 108_560 "), "{comment}");
 }
