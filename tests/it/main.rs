@@ -27,6 +27,7 @@ mod inputs;
 mod memory_tracker;
 mod metering;
 mod modules;
+mod mops;
 mod motoko;
 mod native_stable;
 mod page_cache;

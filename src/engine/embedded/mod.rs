@@ -10,6 +10,7 @@
 //! beneath them [`memory`] is the memory tracker, [`system_api`] the System API and
 //! [`profiler`] the instruction profiles.
 
+mod calls;
 mod execute;
 mod exported_state;
 mod install;
@@ -24,6 +25,7 @@ mod snapshot;
 pub mod system_api;
 mod tasks;
 
+pub use calls::{TreeKind, TreeMessage};
 pub use module::{
     check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
     LoadedModule, ModuleFacts, Origin,
@@ -172,6 +174,13 @@ pub struct EmbeddedEngine {
     /// reads of the last message.
     counter_reads: CounterReads,
     last_counter_reads: Vec<CounterRead>,
+    /// The calls the last message sent (none when it trapped), its answer and whether it
+    /// trapped, for the call tree ([`calls`]) to deliver.
+    sent: Vec<system_api::OutCall>,
+    answer: Option<system_api::Response>,
+    trapped: bool,
+    /// The messages of the last update's call tree.
+    tree: Vec<calls::TreeMessage>,
     /// [`Engine::set_metering`].
     metering: Metering,
     /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
@@ -201,6 +210,10 @@ impl EmbeddedEngine {
             host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
+            sent: Vec::new(),
+            answer: None,
+            trapped: false,
+            tree: Vec::new(),
             metering: Metering::Exact,
             expected_compiled_wasms: HashSet::new(),
         }
@@ -453,7 +466,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
-        self.call(id, ApiType::Update, method, arg)
+        self.update_tree(id, method, arg)
     }
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {

@@ -220,6 +220,10 @@ impl EmbeddedEngine {
             host: self.host,
             counter_reads: self.counter_reads.clone(),
             last_counter_reads: Vec::new(),
+            sent: Vec::new(),
+            answer: None,
+            trapped: false,
+            tree: Vec::new(),
             metering: self.metering,
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
