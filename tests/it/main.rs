@@ -21,6 +21,7 @@ mod compile_cache;
 mod engine;
 mod fill_state;
 mod fuzz_engine;
+mod golden;
 mod heap_writes;
 mod host;
 mod inputs;
