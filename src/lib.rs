@@ -48,6 +48,8 @@ pub mod engine;
 pub mod interrupt;
 #[doc(hidden)]
 pub mod memory;
+#[doc(hidden)]
+pub mod mops;
 pub mod report;
 #[doc(hidden)]
 pub mod stores;

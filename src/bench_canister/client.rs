@@ -8,7 +8,7 @@ use super::{
     DbBenchReport, DbBenchWrite, HeapConfig, HeapSettings, HeapStats, InsertReport, KeysStats,
     ReadReport, SqliteConfig, SqliteSettings, Stats, UpgradeStats,
 };
-use crate::engine::{CallOutcome, Engine, MessageReport, Reject};
+use crate::engine::{CallOutcome, Engine, MessageReport, Metering, Reject};
 
 type CanisterResult<T> = std::result::Result<T, String>;
 
@@ -96,13 +96,12 @@ fn decode_attempt<T: Reply>(method: &str, arg: &[u8], out: CallOutcome) -> Resul
 }
 
 impl<'e> BenchClient<'e> {
-    /// Sends `f`'s messages with the heap's written pages counted only as exactly as their
-    /// charges need ([`Engine::set_exact_heap_dirty_pages`]): for messages whose
-    /// `heap_dirty_pages` nobody reads, such as a store's fill and its collector's.
-    pub fn unmeasured<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        self.engine.set_exact_heap_dirty_pages(false);
+    /// Sends `f`'s messages for `metering` ([`Engine::set_metering`]): for messages whose
+    /// state alone counts, such as a store's fill and its collector's; then measures again.
+    pub fn unmeasured<T>(&mut self, metering: Metering, f: impl FnOnce(&mut Self) -> T) -> T {
+        self.engine.set_metering(metering);
         let out = f(self);
-        self.engine.set_exact_heap_dirty_pages(true);
+        self.engine.set_metering(Metering::Exact);
         out
     }
 

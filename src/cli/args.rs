@@ -31,6 +31,9 @@ pub(crate) enum Command {
     Compare(CompareArgs),
     /// Run a canbench suite offline on the embedded engine; exit status 1 if a bench failed.
     Canbench(icbench::canbench::CanbenchArgs),
+    /// Run a Motoko project's `mops bench` suite offline on the embedded engine; exit status
+    /// 1 if a cell trapped or a bench failed.
+    Mops(icbench::mops::MopsArgs),
     /// Join the --out directories of `--shard K/N` runs (of the suites or of `icbench
     /// canbench`) into the files one unsharded run writes; exit status 1 if a suite's gate
     /// fails or a bench failed.

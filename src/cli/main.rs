@@ -77,7 +77,9 @@ fn main() -> ExitCode {
     // none): they get the compile cache.
     let runs_canisters = matches!(
         cli.command,
-        None | Some(Command::Run(_) | Command::Canbench(_) | Command::Crosscheck(_))
+        None | Some(
+            Command::Run(_) | Command::Canbench(_) | Command::Mops(_) | Command::Crosscheck(_)
+        )
     );
     if runs_canisters {
         if let Err(e) = HeapWrites::configured() {
@@ -132,6 +134,7 @@ fn dispatch(cli: &Cli, matches: &ArgMatches) -> Result<bool> {
         ),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
+        Some(Command::Mops(args)) => icbench::mops::run(args),
         Some(Command::Merge(args)) => merge(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),
         Some(Command::ProfileDiff(args)) => profile_diff(args),

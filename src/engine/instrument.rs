@@ -81,6 +81,9 @@ pub use traps::stale_at_heap_traps;
 
 /// Export name of the injected instruction counter global.
 pub const INSTRUCTION_COUNTER_EXPORT: &str = "canister counter_instructions";
+/// Export name of table 0 when the module does not export it: where the host finds the
+/// callbacks of the module's calls.
+pub const TABLE_EXPORT: &str = "__icbench table";
 /// Export name under which the module's start function is exposed.
 pub const CANISTER_START_EXPORT: &str = "canister_start";
 /// Prefix of the exports that expose the module's mutable globals (the replica's name).

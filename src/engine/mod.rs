@@ -252,6 +252,23 @@ impl PageCounts {
     }
 }
 
+/// What messages are sent for ([`Engine::set_metering`]). Either way a message executes
+/// the same instructions, is charged the same and reads the same `ic0.performance_counter`,
+/// so it leaves the same state: what differs is which figures of its report are exact and
+/// what a failed message leaves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Metering {
+    /// A measurement: every figure of the report exact; a failed message rolled back.
+    #[default]
+    Exact,
+    /// The state alone (a store's fill): `heap_dirty_pages` may count every 4 KiB page of
+    /// each Wasm page written where the vintage charges by the memory tracker (no charge
+    /// depends on them), and nothing is kept to roll back with, so a failed update leaves
+    /// its canister lost (its calls fail from then on, until a snapshot is restored) and
+    /// its report names the replica's error only. Queries still leave nothing behind.
+    StateOnly,
+}
+
 /// What [`Engine::set_profiling`] asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Profiling {
@@ -554,6 +571,13 @@ pub trait Engine {
         anyhow::bail!("the {} engine cannot export canister states", self.name())
     }
 
+    /// The bytes [`Engine::export_state`] gives, written to `w` now: nothing is kept to
+    /// write later, so an engine may write them from the live canister without a copy
+    /// (a process that keeps a state and ends).
+    fn write_state(&mut self, canister: Principal, w: &mut dyn std::io::Write) -> Result<()> {
+        Ok(self.export_state(canister)?.write_to(w)?)
+    }
+
     /// Makes a fresh engine what it was when `state` was exported, with `wasm` (the module
     /// the state was made with) installed; returns the canister. On an error nothing changed.
     fn import_state(&mut self, _wasm: &[u8], _state: StateBytes<'_>) -> Result<Principal> {
@@ -635,12 +659,9 @@ pub trait Engine {
         anyhow::bail!("the {} engine cannot take in shared snapshots", self.name())
     }
 
-    /// Whether the messages from now on report their heap's written 4 KiB pages
-    /// (`heap_dirty_pages`) exactly; true until set. With false, an engine whose replica
-    /// vintage charges by the memory tracker, so that no count depends on them, may count
-    /// every 4 KiB page of a Wasm page written (the report's figure then an upper bound):
-    /// for messages nobody reads the figure of, such as a store's fill.
-    fn set_exact_heap_dirty_pages(&mut self, _exact: bool) {}
+    /// What the messages from now on are sent for ([`Metering`]); [`Metering::Exact`]
+    /// until set. An engine that can do no less than measure ignores it.
+    fn set_metering(&mut self, _metering: Metering) {}
 
     /// Attributes the instructions of the messages from now on (and of forks taken from
     /// now on) to the call stacks that spent them, in [`MessageReport::profile`]. Counts

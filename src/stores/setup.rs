@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::JournalMode;
 use super::StoreKind;
 use crate::bench_canister::{BenchClient, SqliteConfig};
+use crate::engine::Metering;
 
 /// Sets SQLite's journal `mode` on a fresh connection, on the canister's state now; the
 /// reason, when the canister refuses it or SQLite keeps another mode, as the inner error.
@@ -62,7 +63,7 @@ pub fn settle_collector(client: &mut BenchClient<'_>) -> Result<u64> {
     let mut last = 0;
     for sent in 1..=MAX_TICKS {
         client
-            .unmeasured(|c| c.tick())?
+            .unmeasured(Metering::StateOnly, |c| c.tick())?
             .value
             .map_err(|e| anyhow::anyhow!("tick failed: {e}"))?;
         last = client.motoko_stats()?.collector_instructions;

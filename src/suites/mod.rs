@@ -15,6 +15,7 @@ use crate::report::{Document, Report};
 use crate::stores::{ModuleNeed, Modules};
 
 pub mod cache;
+mod canister;
 pub mod capacity;
 pub mod dbbench;
 pub mod decision;

@@ -11,11 +11,12 @@
 use anyhow::{anyhow, Result};
 use clap::{ArgMatches, Args};
 
+use super::canister::empty::{self, Empties, Empty};
+use super::canister::{rows_per_message, ID_STEP};
 use super::capacity;
 use super::scenario::{CacheState, Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Reads, Run};
-use super::steps::{Empties, Empty};
-use super::users::{self, ID_STEP, PREFILL_CHUNK};
+use super::users;
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::CyclesFees;
@@ -134,7 +135,7 @@ impl Config {
         let mut notes = vec![
             format!(
                 "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
-                thousands(PREFILL_CHUNK)
+                thousands(rows_per_message(self.payload_size))
             ),
             "SQLite is filled in the journal mode the canister opens it with (its default) and measured in that mode and in OFF, each set on a fresh connection at each size (a cold page cache, as in seed003).".into(),
             "Store instructions: ic0.performance_counter(0) around the store work inside the canister. Inserts are updates, reads are queries.".into(),
@@ -253,7 +254,7 @@ impl Measure for Config {
         });
         let empty = empty?;
         // The canister of each other module the stores live in, its payload size set too.
-        let (others, other_units, other_setup) = steps::other_empties(
+        let (others, other_units, other_setup) = empty::other_empties(
             &mut client,
             run.modules,
             &self.kinds,

@@ -1,8 +1,7 @@
-//! What the upgrade and scaling suites' tasks both do: make the empty canister of each module
-//! their stores live in (each store then grows in a copy of its module's), compile the new
-//! build the upgrades install ahead of them, snapshot a store at a size (a step of the work
-//! log), start a record of a store, and hand their parts of a scenario's outcome into one
-//! map, in any order.
+//! What the upgrade and scaling suites' tasks both do: compile the new build the upgrades
+//! install ahead of them, snapshot a store at a size (a step of the work log), start a
+//! record of a store, and hand their parts of a scenario's outcome into one map, in any
+//! order. Their empty canisters are made where every canister is (`suites/canister.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
@@ -10,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 use anyhow::{anyhow, Result};
 use candid::{Decode, Encode};
 
-use super::pool::{self, Lane, Recorder, State, Task, UnitId};
+use super::pool::{Lane, State, Task};
 use super::scenario::{JournalMode, StoreKind};
 use crate::bench_canister::{BenchClient, Module, Stats};
 use crate::engine::cost::Limits;
@@ -18,89 +17,6 @@ use crate::engine::{Engine, ErrorCode};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::ScenarioResult;
-use crate::stores::Modules;
-
-/// The empty canister of one module, set up, which the stores of that module start from.
-pub(super) struct Empty<'m> {
-    pub(super) module: Module,
-    pub(super) wasm: &'m [u8],
-    /// What the upgrades install: a new build of `wasm` (the upgrade suite's `new_build`).
-    pub(super) new_build: Vec<u8>,
-    pub(super) state: State,
-}
-
-/// The empty canisters of a run, one per module: the default module's first.
-pub(super) struct Empties<'m>(pub(super) Vec<Empty<'m>>);
-
-impl<'m> Empties<'m> {
-    /// The empty canister `kind`'s store starts from: its module's.
-    pub(super) fn of(&self, kind: StoreKind) -> &Empty<'m> {
-        self.0
-            .iter()
-            .find(|e| e.module == kind.module())
-            .expect("a run makes the canister of every module its stores live in")
-    }
-}
-
-/// The empty canisters of the modules `kinds` live in besides the default one, each set up
-/// by `setup` and snapshotted, as the users suites make theirs: on a fresh engine of its own
-/// where the run's engine can make one (`Engine::fresh`: the canister is then its
-/// engine's first, as in the users suites), else beside the default canister on the run's
-/// engine (`client`'s). Each is a unit of `work` after `after`, with the new build
-/// `new_build` makes of its module; returns them, their units and the instructions their
-/// setup executed.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn other_empties<'m>(
-    client: &mut BenchClient<'_>,
-    modules: &'m Modules<'_>,
-    kinds: &[StoreKind],
-    work: &Recorder,
-    after: &[UnitId],
-    setup: &dyn Fn(&mut BenchClient<'_>) -> Result<()>,
-    new_build: fn(&[u8]) -> Result<Vec<u8>>,
-) -> Result<(Vec<Empty<'m>>, Vec<UnitId>, u64)> {
-    let (mut empties, mut units, mut executed) = (Vec::new(), Vec::new(), 0);
-    for need in crate::stores::needs(kinds.iter().copied()) {
-        let module = need.module;
-        if module == Module::DEFAULT {
-            continue;
-        }
-        let (wasm, name) = (modules.get(module)?, module.name);
-        let mut fresh = client.engine.fresh();
-        let engine = match fresh.as_mut() {
-            Some(own) => own.as_mut() as &mut dyn crate::engine::Engine,
-            None => &mut *client.engine,
-        };
-        let (ready, compiled) = work.unit(
-            Kind::Compile,
-            format!("compile the {name} module"),
-            after,
-            || engine.prepare(wasm),
-        );
-        ready?;
-        let (made, unit) = work.unit(
-            Kind::Install,
-            format!("install the {name} canister"),
-            &[compiled],
-            || -> Result<(State, u64)> {
-                let mut own = BenchClient::install(engine, wasm)?;
-                setup(&mut own)?;
-                let state = pool::graph::snapshot(own.engine, own.canister)?;
-                Ok((state, own.executed_instructions))
-            },
-        );
-        let (state, ran) = made?;
-        empties.push(Empty {
-            module,
-            wasm,
-            new_build: new_build(wasm)?,
-            state,
-        });
-        units.push(unit);
-        executed += ran;
-    }
-    Ok((empties, units, executed))
-}
 
 /// The canister's `stats` at `state`, which the lane's canister is in, and whether the
 /// replica would refuse it there. A `stats` query that touches more stable memory than a

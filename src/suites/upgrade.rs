@@ -13,9 +13,9 @@
 use anyhow::{anyhow, bail, Result};
 use clap::{ArgMatches, Args};
 
+use super::canister::empty::{self, Empties, Empty};
 use super::scenario::{JournalMode, Store, StoreKind};
 use super::shared::{Define, Header, Measure, Reads, Run};
-use super::steps::{Empties, Empty};
 use super::users::ID_STEP;
 use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
 use crate::bench_canister::Module;
@@ -56,9 +56,6 @@ pub const MAX_HEAP_BYTES: u64 = 4 << 30;
 /// The wasm64 heap maximum: the engine's (`MAX_WASM64_MEMORY_IN_BYTES`).
 pub const MAX_WASM64_HEAP_BYTES: u64 =
     crate::engine::embedded::memory::heap::MAX_WASM64_HEAP_BYTES as u64;
-/// Bytes of payload written per fill message at most, so large payloads fill in messages
-/// far below the update instruction limit (at 100 bytes this is the canister's 100,000).
-const FILL_BYTES_PER_MESSAGE: u64 = 10_000_000;
 /// While the limit run's upgrade succeeds, it fills this much more (in parts per thousand)
 /// and tries again.
 const LIMIT_RUN_STEP_PERMILLE: u64 = 50;
@@ -329,7 +326,7 @@ impl Measure for Config {
         // The canister of each other module the stores live in (each store set up in its
         // own copy, as the default module's are).
         let kinds: Vec<StoreKind> = self.stores.iter().map(|s| s.store_kind()).collect();
-        let (others, other_units, other_setup) = steps::other_empties(
+        let (others, other_units, other_setup) = empty::other_empties(
             &mut client,
             run.modules,
             &kinds,

@@ -1,8 +1,8 @@
 //! The users stores that seed003 and lookups measure: prefill each store with `rows` rows
 //! (ids 0, 10, 20, ...), snapshot, then run every scenario of the suite's plan from that
 //! identical state. Here: the settings, the calls a scenario makes and how a reply becomes
-//! a record; `users/prefill.rs` fills the stores (or loads them from the cache),
-//! `users/runner.rs` runs the scenarios.
+//! a record; `users/layout.rs` says which canisters a run fills (`suites/canister.rs`
+//! makes them), `users/runner.rs` runs the scenarios.
 
 use std::collections::HashSet;
 
@@ -16,25 +16,17 @@ use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Sequence, Status};
 use crate::stores::{self, ModuleNeed};
 
-mod canister;
 mod kept;
+mod layout;
 mod plan;
-mod prefill;
 mod runner;
 mod sequence;
 mod warm;
 
+pub use super::canister::fill::{fill_name, ID_STEP};
 pub use crate::stores::Layout;
 pub(super) use plan::UsersPlan;
-pub use prefill::fill_name;
-pub(super) use prefill::{fill, fill_until_rejected, Fill};
 pub use runner::{run_points, AfterScenarios};
-
-/// Rows per prefill message. Fixed, not the canister's cap: where the fill's messages end
-/// decides the heap layout every later count starts from (and the cached states' keys).
-pub const PREFILL_CHUNK: u64 = 100_000;
-/// Prefilled ids are multiples of this, so every other id is free for new rows.
-pub const ID_STEP: u64 = 10;
 
 /// The state both suites share: the stores and their rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,6 +56,14 @@ impl Default for Config {
 }
 
 impl Config {
+    /// What its canisters' stores are filled with.
+    pub(super) fn filling(&self) -> super::canister::Filling {
+        super::canister::Filling {
+            rows: self.rows,
+            payload_size: self.payload_size,
+        }
+    }
+
     /// The expected peak footprint of a run with these stores and rows. It does not depend
     /// on `--jobs`: every journal mode's state is counted, and the workers' copies of what
     /// their scenarios touch are small (the default run: 5.29 GB on one job, 5.64 on two).

@@ -12,6 +12,7 @@ use icbench::engine::{
 use crate::support::assert_wasm_memory_limit_exceeded;
 use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
 
+mod calls;
 mod snapshots;
 mod upgrades;
 
@@ -641,8 +642,8 @@ fn bad_modules_are_rejected_with_the_reason() {
 fn unsupported_calls_link_and_trap_when_called() {
     let wasm = wat::parse_str(
         r#"(module
-             (import "ic0" "call_perform" (func $perform (result i32)))
-             (func (export "canister_update call") (drop (call $perform))))"#,
+             (import "ic0" "msg_deadline" (func $deadline (result i64)))
+             (func (export "canister_update call") (drop (call $deadline))))"#,
     )
     .unwrap();
     let mut e = EmbeddedEngine::default();
@@ -651,7 +652,7 @@ fn unsupported_calls_link_and_trap_when_called() {
     let err = update_error(&mut e, id, "call");
     assert!(
         err.message
-            .contains("ic0.call_perform is not supported by the embedded engine"),
+            .contains("ic0.msg_deadline is not supported by the embedded engine"),
         "{}",
         err.message
     );

@@ -45,8 +45,8 @@ fn limits() -> Limits {
 
 /// The `ic0` functions generated code may import, with the System API's signatures;
 /// `ADDR` (addresses and sizes) is `i32` in a wasm32 module and `i64` in a wasm64 one.
-/// `call_new` and `msg_reject_code` are in the API but not implemented by the engine:
-/// they must trap cleanly (IC0504), never crash.
+/// `call_new` outside a call's context and `msg_reject_code` outside a reject callback must
+/// trap cleanly (IC0504), never crash.
 const IC0_IMPORTS: &str = r#"(module
   (import "ic0" "msg_arg_data_size" (func (result ADDR)))
   (import "ic0" "msg_arg_data_copy" (func (param ADDR ADDR ADDR)))

@@ -368,15 +368,17 @@ fn the_write_log_registers_only_the_wasm_pages_a_message_writes() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// A message sent with `set_exact_heap_dirty_pages(false)` (a store's fill) under a vintage
-/// that charges by the memory tracker counts each Wasm page it writes as all its 4 KiB pages
-/// where the kernel's log would name them: the same instructions, the same state, the same
-/// rollback; under a vintage that charges the 4 KiB pages, the engine counts them exactly.
+/// A message sent for its state alone (a store's fill, `Metering::StateOnly`) under a
+/// vintage that charges by the memory tracker counts each Wasm page it writes as all its
+/// 4 KiB pages where the kernel's log would name them: the same instructions, the same
+/// state; under a vintage that charges the 4 KiB pages, the engine counts them exactly. It
+/// keeps nothing to roll back with: a failed one leaves its canister lost.
 #[test]
-fn an_unmeasured_message_counts_whole_wasm_pages_only_where_no_charge_depends_on_them() {
+fn a_message_sent_for_its_state_leaves_the_measured_state_and_counts_whole_wasm_pages_only_where_no_charge_depends_on_them(
+) {
     use icbench::engine::cost::Replica;
     use icbench::engine::embedded::EmbeddedEngine;
-    use icbench::engine::Engine;
+    use icbench::engine::{Engine, Metering};
     let mode = std::env::var("ICBENCH_HEAP_WRITES").unwrap_or_default();
     let logged = kernel_has_write_log() && (mode.is_empty() || mode == "auto");
     // Three 4 KiB pages in two Wasm pages.
@@ -390,14 +392,19 @@ fn an_unmeasured_message_counts_whole_wasm_pages_only_where_no_charge_depends_on
         imports = crate::support::wat::REPLY_IMPORTS
     );
     let wasm = wat::parse_str(wat).unwrap();
-    // (instructions, heap_dirty_pages, the state before the message, the state after it)
-    let send = |replica: Replica, exact: bool, method: &str| {
+    // (instructions, heap_dirty_pages, the state before the message, the state after it or
+    // why there is none)
+    let send = |replica: Replica, metering: Metering, method: &str| {
         let mut e = EmbeddedEngine::default().with_replica(replica);
         let (id, _) = e.install(&wasm, &[]).unwrap();
-        e.set_exact_heap_dirty_pages(exact);
+        e.set_metering(metering);
         let before = e.state_hash(id).unwrap();
+        let snapshot = e.snapshot(id).unwrap();
         let report = e.update(id, method, &[]).unwrap().report;
-        let after = e.state_hash(id).unwrap();
+        let after = e.state_hash(id).map_err(|e| e.to_string());
+        // A snapshot restored brings any canister back, a lost one too.
+        e.restore(id, snapshot).unwrap();
+        assert_eq!(e.state_hash(id).unwrap(), before);
         (report.instructions, report.heap_dirty_pages, before, after)
     };
     for replica in [Replica::R2026_07, Replica::R2026_05] {
@@ -406,18 +413,24 @@ fn an_unmeasured_message_counts_whole_wasm_pages_only_where_no_charge_depends_on
         } else {
             3
         };
-        let (instructions, dirty, before, after) = send(replica, true, "write");
+        let (instructions, dirty, before, after) = send(replica, Metering::Exact, "write");
         assert_eq!(dirty, 3);
-        assert_ne!(before, after);
+        assert_ne!(Ok(before), after);
         assert_eq!(
-            send(replica, false, "write"),
+            send(replica, Metering::StateOnly, "write"),
             (instructions, whole, before, after)
         );
-        let (instructions, dirty, before, after) = send(replica, true, "write_then_trap");
-        assert_eq!((dirty, after), (3, before), "rolled back");
+        let (_, dirty, before, after) = send(replica, Metering::Exact, "write_then_trap");
+        assert_eq!((dirty, after), (3, Ok(before)), "rolled back");
+        let (_, _, _, lost) = send(replica, Metering::StateOnly, "write_then_trap");
         assert_eq!(
-            send(replica, false, "write_then_trap"),
-            (instructions, whole, before, before)
+            lost,
+            Err(
+                "canister lxzze-o7777-77777-aaaaa-cai lost its state: write_then_trap failed \
+                 (IC0502: Error from Canister lxzze-o7777-77777-aaaaa-cai: Canister trapped: \
+                 unreachable.) with nothing kept to roll back"
+                    .to_string()
+            )
         );
     }
 }

@@ -225,6 +225,8 @@ fn every_command_the_readme_shows_runs_as_written() {
         let args = &words[1..];
         match args.first().map(String::as_str) {
             Some("canbench") => run(&project, args, None),
+            // `icbench mops` in a Motoko project: the mops tests' fixture.
+            Some("mops") => run(crate::mops::project(), args, None),
             Some("cache") => run(&dir, args, Some(&cache)),
             Some(sub) if SUBCOMMANDS.contains(&sub) => run(&dir, args, None),
             Some("--help" | "--version") => run(&dir, args, None),

@@ -3,11 +3,11 @@
 //! page map it asks for, then committed or rolled back); the replica's second count of a
 //! trap at a load or store; which export a call runs, and the replica's rejects.
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use candid::Principal;
 
 use super::profiler::{FrameNames, Profiler, Reading};
-use super::system_api::{ApiType, HostTrap, Message, Response};
+use super::system_api::{ApiType, Closure, HostTrap, Message, Response};
 use super::*;
 use crate::engine::cost::MemoryTracker;
 
@@ -61,7 +61,10 @@ impl EmbeddedEngine {
             ApiType::Update
             | ApiType::ReplicatedQuery
             | ApiType::Heartbeat
-            | ApiType::GlobalTimer => (
+            | ApiType::GlobalTimer
+            | ApiType::ReplyCallback
+            | ApiType::RejectCallback
+            | ApiType::Cleanup => (
                 l.max_instructions_per_update,
                 l.stable_dirty_pages_update,
                 l.stable_accessed_pages_update,
@@ -93,6 +96,7 @@ impl EmbeddedEngine {
             export,
             method,
             arg,
+            part,
         } = entry;
         let (reported_limit, dirty_limit, accessed_limit) = self.page_limits(api);
         let overhead = self.limits.dirty_page_overhead;
@@ -107,8 +111,7 @@ impl EmbeddedEngine {
             profiling: self.profiling,
             counter_reads: self.counter_reads.clone(),
             time_ns: self.time_ns,
-            // Only where no count depends on the 4 KiB pages: the tracker charges Wasm pages.
-            whole_wasm_pages: !self.exact_heap_dirty_pages && self.page_rule().is_some(),
+            arming: arming(self.metering, self.page_rule().is_some(), api),
         };
         let c = self.canister(id)?;
         // The module stays the same while the message runs; a handle of our own leaves the
@@ -126,14 +129,11 @@ impl EmbeddedEngine {
         };
         let names = module.as_ref().and_then(|m| m.profile_names.as_ref());
         let inst = c.instance(id)?;
-        let func = inst
-            .instance
-            .get_typed_func::<(), ()>(&mut inst.store, export)
-            .map_err(|e| {
-                anyhow!("export {export:?} is not a function without parameters and results: {e}")
-            })?;
-        let before = begin_message(inst, &setup, method, arg, names)?;
-        let (mut result, dirty) = run(inst, func)?;
+        let target = Target::of(inst, export, part.callback)?;
+        // Kept for running the message again, which needs its part as it was.
+        let again_part = stale_at_heap_traps.then(|| part.clone());
+        let before = begin_message(inst, &setup, method, arg, part, names)?;
+        let (mut result, dirty) = run(inst, target)?;
         let measured = measure(
             inst,
             &setup,
@@ -145,17 +145,35 @@ impl EmbeddedEngine {
         );
         let counter_reads = std::mem::take(&mut inst.store.data_mut().reads);
         let response = inst.store.data_mut().msg.response.take();
-        // The count at a load or store that trapped is in no global: the message runs again.
+        let sent = std::mem::take(&mut inst.store.data_mut().msg.calls);
+        // The count at a load or store that trapped is in no global: the message runs again
+        // from the state before it, unless that state is gone.
         let count_again = (stale_at_heap_traps
+            && setup.arming.undo
             && matches!(&result, Err(e) if e.downcast_ref::<wasmtime::Trap>()
                 == Some(&wasmtime::Trap::MemoryOutOfBounds)))
         .then(|| std::mem::take(&mut inst.store.data_mut().msg.arg));
+        let (answer, trapped) = (response.clone(), result.is_err());
         let outcome = match &result {
             Ok(()) => reply_of(id, api, response),
             Err(e) => Err(trap_to_reject(id, e, reported_limit)),
         };
         let persist = result.is_ok() && !api.discards_state();
         let (heap_before, stable_before) = (before.heap, before.stable);
+        if let (false, false, Err(reject)) = (persist, setup.arming.undo, &outcome) {
+            // A failed message that kept nothing to roll back with: the canister is given up.
+            c.live = None;
+            c.lost = Some(format!(
+                "{method} failed ({reject}) with nothing kept to roll back"
+            ));
+            self.last_counter_reads = counter_reads;
+            self.sent = Vec::new();
+            (self.answer, self.trapped) = (answer, trapped);
+            return Ok(CallOutcome {
+                result: outcome,
+                report: MessageReport::default(),
+            });
+        }
         let (heap_after, mut restart) = end_message(c, persist, &dirty, before)?;
         if restart.is_none() && fresh_instance {
             restart = Some(self.save(id)?);
@@ -164,6 +182,9 @@ impl EmbeddedEngine {
             self.load_keeping_log(id, &saved)?;
         }
         self.last_counter_reads = counter_reads;
+        // A trapped message's calls are never sent; its cycles return with the rollback.
+        self.sent = if persist { sent } else { Vec::new() };
+        (self.answer, self.trapped) = (answer, trapped);
         let (instructions, outcome) = match count_again {
             Some(arg) => {
                 let entry = Entry {
@@ -171,6 +192,7 @@ impl EmbeddedEngine {
                     export,
                     method,
                     arg,
+                    part: again_part.unwrap_or_default(),
                 };
                 let again = self.count_with_global_counter(id, entry, budget, setup.time_ns)?;
                 (again.report.instructions, again.result)
@@ -232,13 +254,77 @@ impl EmbeddedEngine {
     }
 }
 
-/// An entry point run as one message: its kind, its export, the method it serves (empty
-/// for the install stages) and its argument.
+/// An entry point run as one message: its kind, its export (for a callback, the name its
+/// profile's root frame gets), the method it serves (empty for the install stages), its
+/// argument, and where it stands in a call tree.
 pub(super) struct Entry<'a> {
     pub api: ApiType,
     pub export: &'a str,
     pub method: &'a str,
     pub arg: Vec<u8>,
+    pub part: Part,
+}
+
+/// What a message that is part of a call tree sees beyond its argument: who called, the
+/// closure a callback runs, the reject a reject callback reads, and whether its call context
+/// was already answered. The default is an ingress message's.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Part {
+    pub caller: Option<Vec<u8>>,
+    pub callback: Option<Closure>,
+    pub reject: Option<(u32, String)>,
+    pub replied: bool,
+}
+
+/// What a message calls: an export without parameters and results, or a callback, a
+/// function of the module's table called with its closure's value (with the local counter,
+/// the counter passed in and returned as the export wrappers do).
+enum Target {
+    Export(wasmtime::TypedFunc<(), ()>),
+    Callback {
+        func: wasmtime::Func,
+        env: Val,
+        local_counter: bool,
+    },
+}
+
+impl Target {
+    fn of(inst: &mut Instance, export: &str, callback: Option<Closure>) -> Result<Target> {
+        let Some(closure) = callback else {
+            let func = inst
+                .instance
+                .get_typed_func::<(), ()>(&mut inst.store, export)
+                .map_err(|e| {
+                    anyhow!(
+                        "export {export:?} is not a function without parameters and results: {e}"
+                    )
+                })?;
+            return Ok(Target::Export(func));
+        };
+        let table = inst
+            .instance
+            .exports(&mut inst.store)
+            .find_map(|e| e.into_table())
+            .ok_or_else(|| anyhow!("a callback, but the module has no table"))?;
+        let func = table
+            .get(&mut inst.store, u64::from(closure.func))
+            .and_then(|r| r.as_func().flatten().copied())
+            .ok_or_else(|| anyhow!("callback {} is not a function of the table", closure.func))?;
+        let params: Vec<wasmtime::ValType> = func.ty(&inst.store).params().collect();
+        let env = match params.first() {
+            Some(wasmtime::ValType::I64) => Val::I64(closure.env as i64),
+            Some(wasmtime::ValType::I32) => Val::I32(closure.env as u32 as i32),
+            _ => bail!(
+                "callback {} does not take its closure's value",
+                closure.func
+            ),
+        };
+        Ok(Target::Callback {
+            func,
+            env,
+            local_counter: params.len() == 2,
+        })
+    }
 }
 
 /// What a message runs under, read off the engine before it starts.
@@ -256,9 +342,25 @@ struct Setup {
     profiling: Profiling,
     counter_reads: CounterReads,
     time_ns: u64,
-    /// The heap's written pages may be counted by whole Wasm pages
-    /// ([`HeapRegion::arm`](crate::engine::embedded::memory::heap::HeapRegion::arm)).
-    whole_wasm_pages: bool,
+    /// How the heap tracks the message ([`Metering`]).
+    arming: Arming,
+}
+
+/// How the heap tracks a message sent for `metering`, under a vintage that charges by the
+/// memory tracker (`tracker`) or not. Sent for its state alone, a message tracks the Wasm
+/// pages it accesses only where the tracker charges them (its charges are in what
+/// `ic0.performance_counter` returns, which the state may keep); names every 4 KiB page of
+/// each Wasm page it writes as written there (no charge depends on them); and an update
+/// keeps no old bytes.
+fn arming(metering: Metering, tracker: bool, api: ApiType) -> Arming {
+    match metering {
+        Metering::Exact => Arming::EXACT,
+        Metering::StateOnly => Arming {
+            track_access: tracker,
+            whole_wasm_pages: tracker,
+            undo: api.discards_state(),
+        },
+    }
 }
 
 /// The host's OS pages (of `1 << shift` 4 KiB pages) among the heap's written 4 KiB `pages`.
@@ -289,6 +391,7 @@ fn begin_message(
     setup: &Setup,
     method: &str,
     arg: Vec<u8>,
+    part: Part,
     names: Option<&FrameNames>,
 ) -> Result<Before> {
     let (api, limit) = (setup.api, setup.limit);
@@ -297,6 +400,11 @@ fn begin_message(
     {
         let state = inst.store.data_mut();
         state.msg = Message::new(api, method, arg, limit);
+        if let Some(caller) = part.caller {
+            state.msg.caller = caller;
+        }
+        state.msg.reject = part.reject;
+        state.msg.replied = part.replied;
         state.log.clear();
         state.time_ns = setup.time_ns;
         // Wasm pages are counted under every vintage (the results' page columns);
@@ -338,19 +446,34 @@ fn begin_message(
     };
     inst.counter.set(&mut inst.store, Val::I64(limit as i64))?;
     if let Some(h) = &inst.heap {
-        h.arm(true, setup.whole_wasm_pages)?;
+        h.arm(setup.arming)?;
     }
     Ok(before)
 }
 
 /// Runs `func` on a large enough stack; gives how it ended (a failed instruction check as
 /// [`HostTrap::OutOfInstructions`]) and the heap pages it wrote.
-fn run(
-    inst: &mut Instance,
-    func: wasmtime::TypedFunc<(), ()>,
-) -> Result<(wasmtime::Result<()>, Vec<u32>)> {
+fn run(inst: &mut Instance, target: Target) -> Result<(wasmtime::Result<()>, Vec<u32>)> {
     let store = &mut inst.store;
-    let mut result = on_large_stack(move || func.call(store, ()));
+    let counter = inst.counter;
+    let mut result = on_large_stack(move || match target {
+        Target::Export(func) => func.call(store, ()),
+        Target::Callback {
+            func,
+            env,
+            local_counter: false,
+        } => func.call(store, &[env], &mut []),
+        Target::Callback {
+            func,
+            env,
+            local_counter: true,
+        } => {
+            let left = counter.get(&mut *store);
+            let mut out = [Val::I64(0)];
+            func.call(&mut *store, &[env, left], &mut out)?;
+            counter.set(&mut *store, out[0])
+        }
+    });
     {
         // Stable memory as the injected functions left it in their cache.
         let state = inst.store.data_mut();
@@ -567,11 +690,12 @@ impl EmbeddedEngine {
             export: &export,
             method,
             arg: arg.to_vec(),
+            part: Part::default(),
         };
         self.execute(id, entry)
     }
 
-    fn method_export(
+    pub(super) fn method_export(
         &mut self,
         id: Principal,
         method: &str,

@@ -29,59 +29,83 @@ impl EmbeddedEngine {
     }
 
     pub(super) fn export(&mut self, id: Principal) -> Result<ExportedState> {
+        self.check_exportable(id)?;
+        let version = self.canister(id)?.version;
+        let saved = self.save(id)?;
+        // Everything that can fail, and everything the engine must give, is taken here;
+        // the pages are shared with the engine (frozen) and written out later.
+        let parts = Parts::new(
+            self,
+            &saved.module,
+            version,
+            &saved.globals,
+            &saved.certified_data,
+            saved.global_timer,
+        )?;
+        let (heap, stable) = (saved.heap, saved.stable);
+        Ok(ExportedState::new(move |w| {
+            let pages: Vec<u32> = heap.written_pages().collect();
+            parts.write(w, heap.len(), &pages, &|p| heap.page(p), &stable)
+        }))
+    }
+
+    /// [`Self::export`]'s bytes written now from the live canister, with no frozen copy
+    /// of its heap to share (a 1.44 GiB heap's copy costs a second of CPU and its memory):
+    /// for a process that writes the state and ends. Where the live heap is a view of a
+    /// loaded state, or its module needs a fresh instance per message, the state is
+    /// exported and written as `export` gives it.
+    pub(super) fn write_live(&mut self, id: Principal, w: &mut dyn std::io::Write) -> Result<()> {
+        self.check_exportable(id)?;
+        let c = self.canister(id)?;
+        let plain = c.since_load.is_none()
+            && c.module
+                .as_ref()
+                .is_some_and(|m| !m.fresh_instance_per_message);
+        if !plain {
+            return Ok(self.export(id)?.write_to(w)?);
+        }
+        let version = c.version;
+        let module = c.module.clone().ok_or_else(|| no_instance(id, &c.lost))?;
+        let inst = match c.live.as_mut() {
+            Some(inst) => inst,
+            None => return Err(no_instance(id, &c.lost)),
+        };
+        let globals = inst.global_values();
+        let len = heap_bytes(inst) as usize;
+        let data = inst.store.data();
+        let (certified_data, global_timer) = (data.certified_data.clone(), data.global_timer);
+        let c = &self.canisters[&id];
+        let inst = c.live.as_ref().expect("checked above");
+        let parts = Parts::new(
+            self,
+            &module,
+            version,
+            &globals,
+            &certified_data,
+            global_timer,
+        )?;
+        let heap: &[u8] = match &inst.heap {
+            // SAFETY: between messages the live heap is the committed one and no Wasm runs
+            // while it is read.
+            Some(h) => unsafe { &h.bytes_mut()?[..len] },
+            None => &[],
+        };
+        let pages: Vec<u32> = c
+            .heap_written
+            .iter()
+            .take_while(|&p| page_range(p).end <= len)
+            .collect();
+        let stable = inst.store.data().stable.image();
+        parts.write(w, len, &pages, &|p| &heap[page_range(p)], stable)?;
+        Ok(())
+    }
+
+    /// Only a fresh engine's one canister can be exported: its state is the engine's.
+    fn check_exportable(&self, id: Principal) -> Result<()> {
         if self.canisters.len() != 1 || id != canister_id(0) {
             bail!("only the first and only canister of an engine can be exported");
         }
-        let version = self.canister(id)?.version;
-        let saved = self.save(id)?;
-        let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
-        // Everything that can fail, and everything the engine must give, is taken here;
-        // the pages are shared with the engine (frozen) and written out later.
-        let mut head = Vec::new();
-        head.extend_from_slice(STATE_FORMAT);
-        head.extend_from_slice(&saved.module.wasm_hash);
-        put(&mut head, self.time_ns);
-        put(&mut head, self.next_canister);
-        put(&mut head, version);
-        let globals = encode_globals(&saved.globals)?;
-        let mut tail = Vec::new();
-        put(&mut tail, saved.certified_data.len() as u64);
-        tail.extend_from_slice(&saved.certified_data);
-        put(&mut tail, saved.global_timer);
-        let (heap, stable) = (saved.heap, saved.stable);
-        Ok(ExportedState::new(move |w| {
-            let w = &mut Counted { w, n: 0 };
-            let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
-            w.write_all(&head)?;
-            put(w, heap.len() as u64)?;
-            let pages: Vec<u32> = heap.written_pages().collect();
-            put(w, pages.len() as u64)?;
-            for &p in &pages {
-                put(w, p as u64)?;
-            }
-            pad_to_page(w)?;
-            for p in pages {
-                w.write_all(heap.page(p))?;
-            }
-            w.write_all(&globals)?;
-            put(w, stable.size_wasm_pages())?;
-            put(w, stable.stored_pages() as u64)?;
-            let mut numbers = Vec::with_capacity(stable.stored_pages());
-            stable.for_each_page(|n, _| numbers.push(n));
-            for n in numbers {
-                put(w, n)?;
-            }
-            // Stable pages start on a page boundary too, so that they can be mapped.
-            pad_to_page(w)?;
-            let mut written = Ok(());
-            stable.for_each_page(|_, bytes| {
-                if written.is_ok() {
-                    written = w.write_all(bytes);
-                }
-            });
-            written?;
-            w.write_all(&tail)
-        }))
+        Ok(())
     }
 
     pub(super) fn import(&mut self, wasm: &[u8], state: StateBytes<'_>) -> Result<Principal> {
@@ -354,6 +378,85 @@ impl EmbeddedEngine {
 
 /// The mutable globals as exported states write them: their count, then a tag and 16 bytes
 /// each.
+/// What an exported state holds besides its heap's pages and stable memory, encoded:
+/// the engine's and the canister's own values before the heap, its mutable globals, and
+/// its certified data and timer after stable memory.
+struct Parts {
+    head: Vec<u8>,
+    globals: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+impl Parts {
+    fn new(
+        engine: &EmbeddedEngine,
+        module: &LoadedModule,
+        version: u64,
+        globals: &[Val],
+        certified_data: &[u8],
+        global_timer: u64,
+    ) -> Result<Parts> {
+        let put = |w: &mut Vec<u8>, n: u64| w.extend_from_slice(&n.to_le_bytes());
+        let mut head = Vec::new();
+        head.extend_from_slice(STATE_FORMAT);
+        head.extend_from_slice(&module.wasm_hash);
+        put(&mut head, engine.time_ns);
+        put(&mut head, engine.next_canister);
+        put(&mut head, version);
+        let mut tail = Vec::new();
+        put(&mut tail, certified_data.len() as u64);
+        tail.extend_from_slice(certified_data);
+        put(&mut tail, global_timer);
+        Ok(Parts {
+            head,
+            globals: encode_globals(globals)?,
+            tail,
+        })
+    }
+
+    /// The state's bytes: these parts around a heap of `heap_len` bytes whose `pages`
+    /// (every other page zero) are `page(p)`, and `stable`.
+    fn write<'h>(
+        &self,
+        w: &mut dyn std::io::Write,
+        heap_len: usize,
+        pages: &[u32],
+        page: &dyn Fn(u32) -> &'h [u8],
+        stable: &StableImage,
+    ) -> std::io::Result<()> {
+        let w = &mut Counted { w, n: 0 };
+        let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
+        w.write_all(&self.head)?;
+        put(w, heap_len as u64)?;
+        put(w, pages.len() as u64)?;
+        for &p in pages {
+            put(w, p as u64)?;
+        }
+        pad_to_page(w)?;
+        for &p in pages {
+            w.write_all(page(p))?;
+        }
+        w.write_all(&self.globals)?;
+        put(w, stable.size_wasm_pages())?;
+        put(w, stable.stored_pages() as u64)?;
+        let mut numbers = Vec::with_capacity(stable.stored_pages());
+        stable.for_each_page(|n, _| numbers.push(n));
+        for n in numbers {
+            put(w, n)?;
+        }
+        // Stable pages start on a page boundary too, so that they can be mapped.
+        pad_to_page(w)?;
+        let mut written = Ok(());
+        stable.for_each_page(|_, bytes| {
+            if written.is_ok() {
+                written = w.write_all(bytes);
+            }
+        });
+        written?;
+        w.write_all(&self.tail)
+    }
+}
+
 fn encode_globals(globals: &[Val]) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     out.extend_from_slice(&(globals.len() as u64).to_le_bytes());

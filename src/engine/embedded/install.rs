@@ -97,6 +97,7 @@ impl EmbeddedEngine {
                 } else {
                     arg.to_vec()
                 },
+                part: Default::default(),
             };
             let out = self.execute_within(id, entry, Some(limit - used))?;
             let stage = match kind {
@@ -171,6 +172,7 @@ impl EmbeddedEngine {
                 export: "canister_pre_upgrade",
                 method: "",
                 arg: Vec::new(),
+                part: Default::default(),
             };
             let out = self.execute(id, entry)?;
             add_stage(&mut total.report, InstallStage::PreUpgrade, &out.report);

@@ -10,6 +10,7 @@
 //! beneath them [`memory`] is the memory tracker, [`system_api`] the System API and
 //! [`profiler`] the instruction profiles.
 
+mod calls;
 mod execute;
 mod exported_state;
 mod install;
@@ -24,6 +25,7 @@ mod snapshot;
 pub mod system_api;
 mod tasks;
 
+pub use calls::{TreeKind, TreeMessage};
 pub(crate) use module::decompress;
 pub use module::{
     check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
@@ -47,7 +49,7 @@ use wasmtime::unix::StoreExt;
 use wasmtime::{Extern, Global, Memory, Mutability, Store, Val};
 
 use self::memory::charges::Tracker;
-use self::memory::heap::{self, HeapRegion};
+use self::memory::heap::{self, Arming, HeapRegion};
 use self::memory::image::{FrozenHeap, HeapImage, PageSet};
 use self::memory::stable::{StableImage, StableMemory, WASM_PAGE};
 use self::memory::OS_PAGE;
@@ -59,8 +61,8 @@ use super::instrument::{self, Counter};
 use super::page_map::{MemoryPages, PageMap};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, PageCounts,
-    Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
+    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, Metering,
+    PageCounts, Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
     WasmMemoryPersistence,
 };
 
@@ -104,6 +106,9 @@ struct Canister {
     /// The saved state the live instance was last loaded from, and the heap pages
     /// committed since: restoring the same state again copies back only those pages.
     since_load: Option<SinceLoad>,
+    /// Why its state is gone: a message failed that had nothing to roll back with
+    /// ([`Metering::StateOnly`]); it has no instance from then on.
+    lost: Option<String>,
 }
 
 impl Canister {
@@ -115,15 +120,25 @@ impl Canister {
             heap_written: PageSet::default(),
             version,
             since_load: None,
+            lost: None,
         }
     }
 
     /// Its live instance, to run a message on or set its timer; `id` is its own, named in
     /// the error.
     fn instance(&mut self, id: Principal) -> Result<&mut Instance> {
-        self.live
-            .as_mut()
-            .ok_or_else(|| anyhow!("canister {id} has no instance"))
+        match self.live.as_mut() {
+            Some(inst) => Ok(inst),
+            None => Err(no_instance(id, &self.lost)),
+        }
+    }
+}
+
+/// Why canister `id` has no instance: it lost its state (`lost` says how), or it has none.
+fn no_instance(id: Principal, lost: &Option<String>) -> anyhow::Error {
+    match lost {
+        Some(why) => anyhow!("canister {id} lost its state: {why}"),
+        None => anyhow!("canister {id} has no module installed"),
     }
 }
 
@@ -161,8 +176,15 @@ pub struct EmbeddedEngine {
     /// reads of the last message.
     counter_reads: CounterReads,
     last_counter_reads: Vec<CounterRead>,
-    /// [`Engine::set_exact_heap_dirty_pages`].
-    exact_heap_dirty_pages: bool,
+    /// The calls the last message sent (none when it trapped), its answer and whether it
+    /// trapped, for the call tree ([`calls`]) to deliver.
+    sent: Vec<system_api::OutCall>,
+    answer: Option<system_api::Response>,
+    trapped: bool,
+    /// The messages of the last update's call tree.
+    tree: Vec<calls::TreeMessage>,
+    /// [`Engine::set_metering`].
+    metering: Metering,
     /// The subnet's `expected_compiled_wasms`: the hash of every module a successful
     /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
     /// canister's: restoring a snapshot leaves it alone.
@@ -190,7 +212,11 @@ impl EmbeddedEngine {
             host: Host::default(),
             counter_reads: CounterReads::Off,
             last_counter_reads: Vec::new(),
-            exact_heap_dirty_pages: true,
+            sent: Vec::new(),
+            answer: None,
+            trapped: false,
+            tree: Vec::new(),
+            metering: Metering::Exact,
             expected_compiled_wasms: HashSet::new(),
         }
     }
@@ -304,6 +330,9 @@ impl EmbeddedEngine {
     /// checking determinism.
     pub fn state_hash(&mut self, id: Principal) -> Result<[u8; 32]> {
         let c = self.canister(id)?;
+        if c.lost.is_some() {
+            return Err(no_instance(id, &c.lost));
+        }
         let mut h = Sha256::new();
         if let Some(heap) = c.live.as_ref().and_then(|i| i.heap.as_ref()) {
             // SAFETY: no Wasm runs while we read.
@@ -400,6 +429,10 @@ impl Engine for EmbeddedEngine {
         self.export(id)
     }
 
+    fn write_state(&mut self, id: Principal, w: &mut dyn std::io::Write) -> Result<()> {
+        self.write_live(id, w)
+    }
+
     fn import_state(&mut self, wasm: &[u8], state: StateBytes<'_>) -> Result<Principal> {
         self.import(wasm, state)
     }
@@ -435,7 +468,7 @@ impl Engine for EmbeddedEngine {
     }
 
     fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
-        self.call(id, ApiType::Update, method, arg)
+        self.update_tree(id, method, arg)
     }
 
     fn query(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
@@ -458,8 +491,8 @@ impl Engine for EmbeddedEngine {
         self.restore_snapshot(id, snapshot)
     }
 
-    fn set_exact_heap_dirty_pages(&mut self, exact: bool) {
-        self.exact_heap_dirty_pages = exact;
+    fn set_metering(&mut self, metering: Metering) {
+        self.metering = metering;
     }
 
     fn set_profiling(&mut self, profiling: Profiling) -> Result<()> {

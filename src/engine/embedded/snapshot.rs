@@ -22,10 +22,10 @@ impl EmbeddedEngine {
             .module
             .clone()
             .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
-        let inst = c
-            .live
-            .as_mut()
-            .ok_or_else(|| anyhow!("canister {id} has no module installed"))?;
+        let inst = match c.live.as_mut() {
+            Some(inst) => inst,
+            None => return Err(no_instance(id, &c.lost)),
+        };
         let globals = inst.global_values();
         let len = heap_bytes(inst) as usize;
         let heap = match (shared_or_layered(&c.since_load, inst, len)?, &inst.heap) {
@@ -70,6 +70,7 @@ impl EmbeddedEngine {
         c.heap_written = saved.heap.written_pages().collect();
         c.module = Some(module);
         c.live = Some(inst);
+        c.lost = None;
         c.since_load = Some(SinceLoad {
             heap: saved.heap.clone(),
             pages: HashSet::new(),
@@ -219,7 +220,11 @@ impl EmbeddedEngine {
             host: self.host,
             counter_reads: self.counter_reads.clone(),
             last_counter_reads: Vec::new(),
-            exact_heap_dirty_pages: self.exact_heap_dirty_pages,
+            sent: Vec::new(),
+            answer: None,
+            trapped: false,
+            tree: Vec::new(),
+            metering: self.metering,
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
         };
         fork.canisters.insert(id, Canister::empty(version));

@@ -14,6 +14,7 @@
 //!
 //! [`cost::SYSTEM_API_FEES`]: crate::engine::cost::SYSTEM_API_FEES
 
+mod calls;
 mod canister;
 mod counters;
 mod cycles;
@@ -39,6 +40,7 @@ use crate::engine::counter_reads::{CounterRead, CounterReads};
 use crate::engine::instrument::{self, Counter};
 use crate::engine::PageCounts;
 
+pub use self::calls::{Closure, OutCall};
 pub use self::message::MAX_RESPONSE_BYTES;
 pub use self::native_stable::{sync_native_size, NativeStable};
 
@@ -63,6 +65,13 @@ pub enum ApiType {
     /// `canister_global_timer`, run in the first round at or past the deadline the
     /// canister set with `ic0.global_timer_set`: a system task as the heartbeat.
     GlobalTimer,
+    /// The reply callback of a call the canister made: an update's part, its argument the
+    /// reply.
+    ReplyCallback,
+    /// The reject callback of a call the canister made: the reject's code and message.
+    RejectCallback,
+    /// The cleanup closure of a call whose callback trapped: it may only clean up.
+    Cleanup,
 }
 
 impl ApiType {
@@ -79,6 +88,9 @@ impl ApiType {
             // The replica's `ApiType::as_str` for its system tasks.
             ApiType::Heartbeat => "heartbeat",
             ApiType::GlobalTimer => "global timer",
+            ApiType::ReplyCallback => "reply callback",
+            ApiType::RejectCallback => "reject callback",
+            ApiType::Cleanup => "cleanup",
         }
     }
     /// Whether `ic0.global_timer_set` may run: not in start, nor in a query of any kind
@@ -88,14 +100,27 @@ impl ApiType {
     fn can_set_timer(self) -> bool {
         !matches!(
             self,
-            ApiType::Start | ApiType::ReplicatedQuery | ApiType::Query | ApiType::CompositeQuery
+            ApiType::Start
+                | ApiType::ReplicatedQuery
+                | ApiType::Query
+                | ApiType::CompositeQuery
+                | ApiType::Cleanup
         )
     }
     fn can_reply(self) -> bool {
         matches!(
             self,
-            ApiType::Update | ApiType::ReplicatedQuery | ApiType::Query | ApiType::CompositeQuery
+            ApiType::Update
+                | ApiType::ReplicatedQuery
+                | ApiType::Query
+                | ApiType::CompositeQuery
+                | ApiType::ReplyCallback
+                | ApiType::RejectCallback
         )
+    }
+    /// A response's callback (reply or reject), run in its call's context.
+    pub fn is_callback(self) -> bool {
+        matches!(self, ApiType::ReplyCallback | ApiType::RejectCallback)
     }
     /// Whether growing the heap past `wasm_memory_limit` traps (the replica exempts
     /// queries, so data can still be read out, pre_upgrade, so a canister can still be
@@ -104,7 +129,12 @@ impl ApiType {
     fn enforces_wasm_memory_limit(self) -> bool {
         matches!(
             self,
-            ApiType::Start | ApiType::Init | ApiType::PostUpgrade | ApiType::Update
+            ApiType::Start
+                | ApiType::Init
+                | ApiType::PostUpgrade
+                | ApiType::Update
+                | ApiType::ReplyCallback
+                | ApiType::RejectCallback
         )
     }
     /// The replica runs these without modification tracking
@@ -132,6 +162,7 @@ impl ApiType {
                 | ApiType::ReplicatedQuery
                 | ApiType::Query
                 | ApiType::CompositeQuery
+                | ApiType::ReplyCallback
         )
     }
 }
@@ -152,6 +183,14 @@ pub struct Message {
     pub limit: u64,
     pub reply_buf: Vec<u8>,
     pub response: Option<Response>,
+    /// The call context was answered by an earlier part (a callback may not answer again).
+    pub replied: bool,
+    /// The call being assembled, and the calls sent, which the engine delivers once the
+    /// message has committed.
+    pub building: Option<OutCall>,
+    pub calls: Vec<OutCall>,
+    /// In a reject callback, the reject's code and message.
+    pub reject: Option<(u32, String)>,
     pub logged_bytes: u64,
 }
 
@@ -167,6 +206,10 @@ impl Message {
             limit,
             reply_buf: Vec::new(),
             response: None,
+            replied: false,
+            building: None,
+            calls: Vec::new(),
+            reject: None,
             logged_bytes: 0,
         }
     }
@@ -328,9 +371,6 @@ impl wasmtime::ResourceLimiter for HostState {
 
 /// The rest of the IC System API: linked, and trapping when called.
 const UNSUPPORTED: &[&str] = &[
-    "msg_reject_code",
-    "msg_reject_msg_size",
-    "msg_reject_msg_copy",
     "msg_deadline",
     "msg_cycles_available",
     "msg_cycles_refunded",
@@ -338,13 +378,7 @@ const UNSUPPORTED: &[&str] = &[
     "cycles_burn128",
     "subnet_self_size",
     "subnet_self_copy",
-    "call_new",
-    "call_on_cleanup",
-    "call_data_append",
     "call_with_best_effort_response",
-    "call_cycles_add",
-    "call_cycles_add128",
-    "call_perform",
     "root_key_size",
     "root_key_copy",
     "data_certificate_size",
@@ -405,6 +439,15 @@ pub const SUPPORTED: &[&str] = &[
     "debug_print",
     "trap",
     "accept_message",
+    "msg_reject_code",
+    "msg_reject_msg_size",
+    "msg_reject_msg_copy",
+    "call_new",
+    "call_on_cleanup",
+    "call_data_append",
+    "call_cycles_add",
+    "call_cycles_add128",
+    "call_perform",
 ];
 
 /// Defines every import of `module` in `linker`, or says which import cannot be provided.
@@ -482,8 +525,9 @@ fn link_with(
 
 /// Defines the supported function `d` names, by the area that has it.
 fn define<A: Addr>(d: &mut Def<'_>) -> Result<()> {
-    let areas: [fn(&mut Def<'_>) -> Result<bool>; 6] = [
+    let areas: [fn(&mut Def<'_>) -> Result<bool>; 7] = [
         message::define::<A>,
+        calls::define::<A>,
         canister::define::<A>,
         cycles::define::<A>,
         stable::define,

@@ -55,6 +55,7 @@ impl EmbeddedEngine {
                     export: task.export(),
                     method: "",
                     arg: Vec::new(),
+                    part: Default::default(),
                 };
                 let outcome = self.execute(id, entry)?;
                 ran.push(TaskOutcome {

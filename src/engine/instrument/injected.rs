@@ -14,7 +14,7 @@ use super::{
     Counter, CANISTER_START_EXPORT, HEAP_MARKS_EXPORT, HEAP_TOUCH_IMPORT,
     INSTRUCTION_COUNTER_EXPORT, OUT_OF_INSTRUCTIONS_FLAG_EXPORT, OUT_OF_INSTRUCTIONS_IMPORT,
     PERSISTENT_GLOBAL_PREFIX, PROFILE_ENTER_IMPORT, PROFILE_EXIT_IMPORT, STABLE_BYTES_EXPORT,
-    STABLE_CACHE_EXPORT, STABLE_MARKS_EXPORT, SYSTEM_MODULE,
+    STABLE_CACHE_EXPORT, STABLE_MARKS_EXPORT, SYSTEM_MODULE, TABLE_EXPORT,
 };
 
 impl Emitter<'_, '_> {
@@ -134,6 +134,14 @@ impl Emitter<'_, '_> {
                 "memory"
             };
             exports.export(name, ExportKind::Memory, 0);
+        }
+        // The host calls a response's callback through the table, like the replica, which
+        // exports table 0 of every canister (`export_table` in its instrumentation).
+        if !self.info.table_exported
+            && !self.info.tables64.is_empty()
+            && !self.info.export_names.iter().any(|n| n == TABLE_EXPORT)
+        {
+            exports.export(TABLE_EXPORT, ExportKind::Table, 0);
         }
         for &g in &self.info.mutable_globals {
             exports.export(

@@ -32,6 +32,8 @@ pub(super) struct ModuleInfo {
     pub(super) mutable_globals: Vec<u32>,
     /// Whether memory 0 is already exported, and every export name (to pick a free one).
     pub(super) memory_exported: bool,
+    /// Whether table 0 is already exported (the host finds it by any export name).
+    pub(super) table_exported: bool,
     pub(super) export_names: Vec<String>,
     /// Every type, `None` for a non-function type (none pass validation with our features).
     pub(super) types: Vec<Option<Signature>>,
@@ -293,6 +295,9 @@ impl ModuleInfo {
         self.export_names.push(export.name.to_string());
         if export.kind == wasmparser::ExternalKind::Memory && export.index == 0 {
             self.memory_exported = true;
+        }
+        if export.kind == wasmparser::ExternalKind::Table && export.index == 0 {
+            self.table_exported = true;
         }
         if matches!(
             export.kind,

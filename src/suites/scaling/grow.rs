@@ -13,12 +13,12 @@ use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::ScenarioResult;
 use crate::stores;
+use crate::suites::canister::{self, empty::Empties};
 use crate::suites::capacity;
 use crate::suites::pool::{Join, State, Task};
 use crate::suites::scenario::{JournalMode, Store, StoreKind};
-use crate::suites::steps::{self, Empties, Parts};
+use crate::suites::steps::{self, Parts};
 use crate::suites::upgrade::{self, UpgradeStore};
-use crate::suites::users::{self, PREFILL_CHUNK};
 
 /// The journal modes a SQLite store is measured in at each size: the one it was filled in
 /// (the canister's default), then OFF.
@@ -152,15 +152,15 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
         };
         let stores = stores_of(kind, &base)?;
         let (client, ctl) = (&mut lane.client, &lane.ctl);
-        let stopped = users::fill_until_rejected(
+        let stopped = canister::fill_until_rejected(
             client,
-            users::Fill {
+            canister::Fill {
                 store: kind.stem(),
                 from: filled,
                 to: n,
-                chunk: PREFILL_CHUNK,
+                payload_size: cfg.payload_size,
             },
-            &mut |to| ctl.step(Kind::Fill, users::fill_name(kind.stem(), to)),
+            &mut |to| ctl.step(Kind::Fill, canister::fill_name(kind.stem(), to)),
             &mut |_| {},
         )?;
         if let Some((reached, reject)) = stopped {

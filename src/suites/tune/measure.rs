@@ -14,9 +14,10 @@ use crate::engine::cost::Replica;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{ScenarioResult, Status};
+use crate::suites::canister;
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
 use crate::suites::scenario::{CacheState, Scenario, Store};
-use crate::suites::users::{self, Call, PREFILL_CHUNK};
+use crate::suites::users::{self, Call};
 use crate::suites::{Exec, Progress};
 
 /// What every stage shares.
@@ -215,13 +216,13 @@ pub(super) fn fill_and_snapshot(
     before: u64,
     what: String,
 ) -> Result<State> {
-    users::fill(
+    canister::fill(
         &mut lane.client,
-        users::Fill {
+        canister::Fill {
             store,
             from: 0,
             to: env.cfg.users.rows,
-            chunk: PREFILL_CHUNK,
+            payload_size: env.cfg.users.payload_size,
         },
         &mut |_| {},
         &mut |_| {},

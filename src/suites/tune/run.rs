@@ -17,10 +17,11 @@ use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult};
 use crate::stores::{self, ModuleFile, ModuleNeed, Modules};
+use crate::suites::canister::{rows_per_message, ID_STEP};
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::scenario::CacheState;
 use crate::suites::shared::{Header, Measure, Run};
-use crate::suites::users::{self, PREFILL_CHUNK};
+use crate::suites::users;
 use crate::suites::{Exec, MemoryEstimate, Progress};
 
 impl Measure for Config {
@@ -516,8 +517,8 @@ pub(super) fn notes(cfg: &Config, beside: Option<Replica>, host: Host) -> Vec<St
     let mut notes = vec![
         format!(
             "Each page size is a store of its own: an empty SQLite database set to that page size, then filled with ids 0, 10, 20, ..., {} ({} rows per message). Every measurement starts from its page size's store: `configure_sqlite` sets the other settings on a fresh connection, and the workload's one message follows.",
-            (cfg.users.rows - 1) * users::ID_STEP,
-            thousands(PREFILL_CHUNK)
+            (cfg.users.rows - 1) * ID_STEP,
+            thousands(rows_per_message(cfg.users.payload_size))
         ),
         "Each workload is searched on its own, one coordinate at a time from the canister's defaults: page_size; then cache_size at its best page size; then journal_mode and synchronous together at its best page size and cache. The best is the lowest charge; combinations the stages did not reach were not measured.".to_string(),
         "Charged: the whole message as the replica bills it (the page charges included); store work: ic0.performance_counter(0) around the SQLite calls in the canister; pages: the 64 KiB Wasm pages of the heap and of stable memory the message accessed and wrote; bytes: the heap and stable memory the canister holds after it.".to_string(),

@@ -4,14 +4,14 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 
-use super::{UpgradeStore, FILL_BYTES_PER_MESSAGE};
+use super::UpgradeStore;
 use crate::bench_canister::{BenchClient, HeapConfig};
 use crate::engine::cost::CyclesFees;
 use crate::engine::MessageReport;
 use crate::report::{ScenarioResult, Status};
 use crate::stores;
+use crate::suites::canister::{self, ID_STEP};
 use crate::suites::steps;
-use crate::suites::users::{self, ID_STEP, PREFILL_CHUNK};
 
 /// Sets the store up on a fresh canister (payload size, SQLite's journal mode).
 pub(super) fn configure(
@@ -46,12 +46,6 @@ pub(super) fn configure(
     Ok(())
 }
 
-/// Rows per fill message at `payload_size` bytes a row: at most [`FILL_BYTES_PER_MESSAGE`]
-/// of payload, at most [`PREFILL_CHUNK`] rows.
-pub(super) fn fill_chunk(payload_size: u64) -> u64 {
-    (FILL_BYTES_PER_MESSAGE / payload_size).clamp(1, PREFILL_CHUNK)
-}
-
 /// Fills the store from `from` to `to` rows (ids 0, 10, 20, ...).
 pub(super) fn fill(
     client: &mut BenchClient<'_>,
@@ -61,14 +55,13 @@ pub(super) fn fill(
     to: u64,
     before: &mut dyn FnMut(u64),
 ) -> Result<()> {
-    let chunk = fill_chunk(payload_size);
-    users::fill(
+    canister::fill(
         client,
-        users::Fill {
+        canister::Fill {
             store: store.store.stem(),
             from,
             to,
-            chunk,
+            payload_size,
         },
         before,
         &mut |_| {},

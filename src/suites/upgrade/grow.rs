@@ -10,7 +10,8 @@ use super::{Config, UpgradeStore, POINTS};
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::Status;
-use crate::suites::steps::{self, Empties, Empty, Parts};
+use crate::suites::canister::empty::{Empties, Empty};
+use crate::suites::steps::{self, Parts};
 use crate::suites::{pool, users};
 
 /// Which ready task a free worker takes first.

@@ -6,7 +6,7 @@
 use anyhow::{bail, Result};
 use serde_json::Value;
 
-use super::calls::{calls, configure, fill, fill_chunk, store_rows};
+use super::calls::{calls, configure, fill, store_rows};
 use super::grow::{Grown, Shared};
 use super::install::upgrade;
 use super::{
@@ -18,6 +18,7 @@ use crate::engine::cost::Limits;
 use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{ScenarioResult, Status};
+use crate::suites::canister::rows_per_message;
 use crate::suites::pool::{self, Task};
 
 /// The limit run's task, from the installed, empty canister. It is parked: when it is
@@ -150,7 +151,7 @@ fn until_it_fails(
     run: &mut LimitRun,
 ) -> Result<(Vec<Point>, Vec<ScenarioResult>)> {
     let usd_per_xdr = ctx.cfg.usd_per_xdr;
-    let chunk = fill_chunk(payload);
+    let chunk = rows_per_message(payload);
     let mut points = Vec::new();
     let mut results = Vec::new();
     // The heap grows in steps (a Vec doubles, memory grows by pages), so the line can be

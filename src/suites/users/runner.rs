@@ -7,12 +7,9 @@ use std::sync::Mutex;
 
 use anyhow::Result;
 
-use super::canister::{self, Made};
 use super::kept::{self, Recipe, SPAWNED};
-use super::prefill::{fill, fill_name, store_prefill, Fill, Keep};
 use super::{
-    check_rows, record_of, record_sent, run_call, run_update, warm, Call, Config, Point, ID_STEP,
-    PREFILL_CHUNK,
+    check_rows, layout, record_of, record_sent, run_call, run_update, warm, Call, Config, Point,
 };
 use crate::bench_canister::{BenchClient, Module, RejectedCall};
 use crate::engine::cost::MemoryTracker;
@@ -21,6 +18,9 @@ use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::report::{Report, ScenarioResult, Status};
 use crate::stores::{self, Layout, Prefill};
+use crate::suites::canister::{
+    self, fill, fill_name, rows_per_message, store_prefill, Fill, Keep, Made, ID_STEP,
+};
 use crate::suites::pool::{self, Lane, Recorder, State, Task, UnitId};
 use crate::suites::scenario::{CacheState, Store, StoreKind};
 use crate::suites::shared::{Header, Run};
@@ -73,9 +73,9 @@ pub fn run_points(
     let modules = run.modules;
     let mut made = canister::make_all(
         run.engine,
-        &canister::canisters(cfg),
+        &layout::canisters(cfg),
         &|module| modules.get(module),
-        cfg,
+        cfg.filling(),
         exec.jobs,
         work,
         run.progress,
@@ -227,7 +227,10 @@ impl<'s> Plan<'s> {
             }
             let start = made.start();
             let task = if made.canister.after.contains(&kind) {
-                let name = fill_name(kind.name(), self.cfg.rows.min(PREFILL_CHUNK));
+                let name = fill_name(
+                    kind.name(),
+                    self.cfg.rows.min(rows_per_message(self.cfg.payload_size)),
+                );
                 self.start_task(name, store, start, cache, move |lane, start| {
                     lane.restore(start)?;
                     self.starts
@@ -437,7 +440,7 @@ fn fill_alone(lane: &mut Lane<'_, '_>, cfg: &Config, store: Store) -> Result<()>
             store: store.stem(),
             from: 0,
             to: cfg.rows,
-            chunk: PREFILL_CHUNK,
+            payload_size: cfg.payload_size,
         },
         &mut |to| {
             if !std::mem::take(&mut first) {
@@ -491,9 +494,10 @@ fn shared_notes(cfg: &Config, tracker: Option<MemoryTracker>, notes: &[String]) 
         None => "1,000 instructions per heap page dirtied".to_string(),
     };
     let last = (cfg.rows - 1) * ID_STEP;
+    let per_message = rows_per_message(cfg.payload_size);
     let prefill = match cfg.layout {
-        Layout::Alone => format!("Prefill: each store in a canister of its own (`--layout alone`), only that store filled, with ids 0, {ID_STEP}, 20, ..., {last}, {PREFILL_CHUNK} rows per message; every scenario of a store starts from its canister's snapshot, so a store's counts are the same whichever other stores a run measures (`--layout shared` fills every store of a module in one canister, as seed 003 did)."),
-        Layout::Shared => format!("Prefill: ids 0, {ID_STEP}, 20, ..., {last} in each store, {PREFILL_CHUNK} rows per message; every scenario starts from the same snapshot."),
+        Layout::Alone => format!("Prefill: each store in a canister of its own (`--layout alone`), only that store filled, with ids 0, {ID_STEP}, 20, ..., {last}, {per_message} rows per message; every scenario of a store starts from its canister's snapshot, so a store's counts are the same whichever other stores a run measures (`--layout shared` fills every store of a module in one canister, as seed 003 did)."),
+        Layout::Shared => format!("Prefill: ids 0, {ID_STEP}, 20, ..., {last} in each store, {per_message} rows per message; every scenario starts from the same snapshot."),
     };
     let mut all_notes = vec![
             prefill,

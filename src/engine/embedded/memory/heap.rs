@@ -110,6 +110,9 @@ pub struct HeapRegion {
     /// the kernel's log (which costs a fault per 4 KiB page written): its caller needs no
     /// exact count ([`HeapRegion::arm`]).
     whole_wasm_pages: AtomicBool,
+    /// This message keeps the old bytes of the pages it writes, to roll back if it fails
+    /// ([`Arming::undo`]).
+    undo_kept: AtomicBool,
     /// The instance's heap marks (`instrument::HEAP_MARKS_EXPORT`), 0 without: then the
     /// module's code finds its first touches and calls [`HeapRegion::touch`], and the heap
     /// stays readable and writable; without, the kernel's faults find them.
@@ -135,6 +138,31 @@ const UNDO_KEPT_PAGES: usize = 16_384;
 /// heap's mappings a few thousand, far below the kernel's limit (`vm.max_map_count`,
 /// 65,530 by default).
 const MAX_REGISTERED_ONE_BY_ONE: usize = 2_048;
+
+/// What a message's start sets up ([`HeapRegion::arm`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arming {
+    /// The heap starts inaccessible: each Wasm page's first access faults and is counted.
+    pub track_access: bool,
+    /// [`HeapRegion::disarm`] names every 4 KiB page of each Wasm page written, where the
+    /// kernel's log would name the 4 KiB pages: the same Wasm page counts and the same
+    /// state, for a caller that reads no count of 4 KiB pages.
+    pub whole_wasm_pages: bool,
+    /// The old bytes of each page the message writes are kept, so that it can roll back.
+    /// Without, a failed message leaves the heap as it stopped: for a message whose caller
+    /// gives the canister up if it fails (a store's fill), it saves a copy of every page
+    /// written and the memory that holds it.
+    pub undo: bool,
+}
+
+impl Arming {
+    /// A measured message's: accesses tracked, the 4 KiB pages written exact, old bytes kept.
+    pub const EXACT: Arming = Arming {
+        track_access: true,
+        whole_wasm_pages: false,
+        undo: true,
+    };
+}
 
 impl HeapRegion {
     fn new(base: usize, len: usize, capacity: usize, undo: usize, writes: HeapWrites) -> Self {
@@ -163,6 +191,7 @@ impl HeapRegion {
             capacity,
             undo_copied: AtomicUsize::new(0),
             whole_wasm_pages: AtomicBool::new(false),
+            undo_kept: AtomicBool::new(true),
             marks: AtomicUsize::new(0),
             marked: PageOrder::new(wasm_pages),
             closed: AtomicBool::new(false),
@@ -250,16 +279,19 @@ impl HeapRegion {
     }
 
     /// Starts a message: every accessible page becomes read-only until first written, or,
-    /// with `track_access` (the deterministic memory tracker), inaccessible until first
-    /// accessed. With `whole_wasm_pages`, the pages [`HeapRegion::disarm`] says written are
-    /// all those of each Wasm page written, where the kernel's log would name the 4 KiB
-    /// pages: the same Wasm page counts, and the state is the same.
-    pub fn arm(&self, track_access: bool, whole_wasm_pages: bool) -> Result<()> {
+    /// with [`Arming::track_access`], inaccessible until first accessed.
+    pub fn arm(&self, arming: Arming) -> Result<()> {
+        let Arming {
+            track_access,
+            whole_wasm_pages,
+            undo,
+        } = arming;
         debug_assert!(!self.armed.load(Ordering::Acquire));
         self.armed_len.store(self.len(), Ordering::Release);
         self.track_access.store(track_access, Ordering::Release);
         self.whole_wasm_pages
             .store(whole_wasm_pages, Ordering::Release);
+        self.undo_kept.store(undo, Ordering::Release);
         self.accessed.order.clear();
         self.written.order.clear();
         if self.marks().is_some() {
@@ -395,7 +427,11 @@ impl HeapRegion {
 
     /// The message failed: its `pages` (what [`HeapRegion::disarm`] returned) get their
     /// old bytes back, those the heap had when it started; pages it grew are left alone.
+    /// An error when the message kept no old bytes ([`Arming::undo`]).
     pub fn roll_back(&self, pages: &[u32]) -> Result<()> {
+        if !self.undo_kept.load(Ordering::Acquire) {
+            bail!("the message kept no old bytes to roll back to");
+        }
         let had = self.armed_len.load(Ordering::Acquire) / OS_PAGE;
         let (clean, kept): (Vec<u32>, Vec<u32>) = pages
             .iter()
@@ -632,8 +668,12 @@ impl HeapRegion {
         }
     }
 
-    /// Copies `page`'s bytes into its undo page, before the message first writes it.
+    /// Copies `page`'s bytes into its undo page, before the message first writes it, when
+    /// the message keeps them.
     fn keep_old_bytes(&self, page: usize) {
+        if !self.undo_kept.load(Ordering::Acquire) {
+            return;
+        }
         let at = page * OS_PAGE;
         // SAFETY: the page lies in the heap as it was at arming and is readable (armed);
         // the undo reservation is as large as the heap's and writable, and nothing else

@@ -80,7 +80,7 @@ pub(super) fn define<A: Addr>(d: &mut Def<'_>) -> Result<bool> {
 /// The reply functions need an entry point that can reply and a call not yet answered.
 fn require_open_reply(caller: &C<'_>, api: &str) -> Result<()> {
     require(caller, api, caller.data().msg.api.can_reply())?;
-    if caller.data().msg.response.is_some() {
+    if caller.data().msg.response.is_some() || caller.data().msg.replied {
         return Err(violation(format!("ic0.{api}: the call is already replied")));
     }
     Ok(())

@@ -205,6 +205,8 @@ host_fn!();
 host_fn!(A0 0);
 host_fn!(A0 0, A1 1);
 host_fn!(A0 0, A1 1, A2 2);
+host_fn!(A0 0, A1 1, A2 2, A3 3);
+host_fn!(A0 0, A1 1, A2 2, A3 3, A4 4, A5 5, A6 6, A7 7);
 
 /// How the instrumented code hands the instruction counter to System API functions (see
 /// [`crate::engine::instrument::Counter`]).

@@ -1,36 +1,54 @@
-//! The canisters the users suites fill, and which stores each holds: the layout. A canister
-//! is one unit of a run: made once (its module compiled while its cached post-prefill state
-//! is read, then that state loaded, or the canister installed and its stores filled), on an
-//! engine of its own where the run's engine can make one, the canisters side by side on the
-//! run's workers; then each store measured from it (`users/runner.rs`).
+//! The one place that makes a canister: its module compiled, the canister installed, its
+//! stores filled ([`fill`]: every suite that grows a users store fills it there, each
+//! message sent for the state it leaves), its post-prefill state kept in the cache and
+//! loaded from it by the next run with the same inputs ([`state`]), its SQLite connections
+//! reopened, and the canister snapshotted. [`make_all`] makes a run's canisters, each on an
+//! engine of its own where the run's engine can make one, side by side on the run's
+//! workers, the fills the cache lacks in worker processes ([`forked`]); the users suites
+//! say which canisters their layout holds (`users/layout.rs`). The upgrade and scaling
+//! suites start each store from its module's empty canister ([`empty`]) and grow it with
+//! [`fill`] on their own tasks, a snapshot at each size.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{anyhow, Result};
 
-use super::prefill::{
-    cache_of, compile_and_read, fill, fill_name, import_prefill, take_prefill, Fill,
-};
-use super::{Config, PREFILL_CHUNK};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::{Engine, ExportedState};
 use crate::report::work::Kind;
-use crate::stores::{self, Layout, Prefill};
+use crate::stores;
 use crate::suites::pool::{self, Chain, Recorder, State, UnitId};
 use crate::suites::scenario::StoreKind;
 use crate::suites::Progress;
 
+pub(super) mod empty;
+pub(super) mod fill;
 mod forked;
+pub(super) mod state;
 
-/// A canister of a users suite's run: its module and the stores it holds.
+pub(in crate::suites) use fill::{
+    fill, fill_name, fill_until_rejected, rows_per_message, Fill, ID_STEP,
+};
+use state::{cache_of, compile_and_read, import_prefill, take_prefill};
+pub(in crate::suites) use state::{store_prefill, Keep};
+
+/// What a canister's stores are filled with: `rows` rows each (ids 0, 10, 20, ...) of
+/// `payload_size` bytes. It decides the state, and so the cached state's key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::suites) struct Filling {
+    pub rows: u64,
+    pub payload_size: u64,
+}
+
+/// A canister to make: its module and the stores it holds.
 #[derive(Clone, Debug, PartialEq)]
-pub(super) struct Canister {
+pub(in crate::suites) struct Canister {
     pub module: Module,
     /// The stores its prefill fills, in table order.
     pub filled: Vec<StoreKind>,
     /// The stores filled after its snapshot, each in a copy of its own (the seed layout's
-    /// heap map: see [`Prefill::Alone`]).
+    /// heap map: see [`stores::Prefill::Alone`]).
     pub after: Vec<StoreKind>,
     /// How the work log names it: the store a canister of its own holds, else its module.
     pub name: &'static str,
@@ -43,56 +61,13 @@ impl Canister {
     }
 
     /// What its fill costs, for the order canisters are made in (the longest first).
-    fn fill_cost(&self) -> i64 {
+    pub fn fill_cost(&self) -> i64 {
         self.filled.iter().map(|k| k.def().memory.fill_cost).sum()
     }
 }
 
-/// The canisters of `cfg`'s run in its layout, in the order they are made: the longest fill
-/// first. Alone, one per store measured; shared, one per module its stores live in (the
-/// default module's always, as seed 003's run installed it), each with the stores of that
-/// module.
-pub(super) fn canisters(cfg: &Config) -> Vec<Canister> {
-    let mut kinds: Vec<StoreKind> = cfg.stores.iter().map(|s| s.store_kind()).collect();
-    kinds.sort();
-    kinds.dedup();
-    let mut out: Vec<Canister> = match cfg.layout {
-        Layout::Alone => kinds
-            .iter()
-            .map(|&kind| Canister {
-                module: kind.module(),
-                filled: vec![kind],
-                after: Vec::new(),
-                name: kind.name(),
-            })
-            .collect(),
-        Layout::Shared => cfg
-            .modules()
-            .into_iter()
-            .map(|need| {
-                let of = |prefill| -> Vec<StoreKind> {
-                    kinds
-                        .iter()
-                        .copied()
-                        .filter(|k| k.module() == need.module && k.def().prefill == prefill)
-                        .collect()
-                };
-                Canister {
-                    module: need.module,
-                    filled: of(Prefill::Shared),
-                    after: of(Prefill::Alone),
-                    name: need.module.name,
-                }
-            })
-            .collect(),
-    };
-    // Stable: canisters of equal cost stay in table order.
-    out.sort_by_key(|c| std::cmp::Reverse(c.fill_cost()));
-    out
-}
-
 /// A canister made: its state after the prefill, and what the run needs to know of it.
-pub(super) struct Made {
+pub(in crate::suites) struct Made {
     pub canister: Canister,
     /// Its snapshot after the prefill.
     pub snapshot: State,
@@ -106,7 +81,7 @@ pub(super) struct Made {
     /// Whether its post-prefill state came from the cache.
     pub loaded: bool,
     /// Its post-prefill state, to write into the cache (a task beside the scenarios).
-    pub keep: Option<super::prefill::Keep>,
+    pub keep: Option<Keep>,
     /// Its cache directory and post-prefill key, when the engine keeps states: its stores'
     /// warm starts are kept under keys made from it.
     pub cache: Option<(PathBuf, [u8; 32])>,
@@ -125,11 +100,11 @@ impl Made {
 /// calling thread reporting its fills' progress: fills in worker processes where they can
 /// run there ([`forked`]), the rest on threads. Else one after another on `engine`. The
 /// results are in the order of `canisters`.
-pub(super) fn make_all<'m>(
+pub(in crate::suites) fn make_all<'m>(
     engine: &mut dyn Engine,
     canisters: &[Canister],
     module: &dyn Fn(Module) -> Result<&'m [u8]>,
-    cfg: &Config,
+    filling: Filling,
     jobs: usize,
     work: &Recorder,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -139,7 +114,7 @@ pub(super) fn make_all<'m>(
     let Some(fresh) = fresh else {
         return canisters
             .iter()
-            .map(|c| make(engine, c, module(c.module)?, cfg, work, progress, false))
+            .map(|c| make(engine, c, module(c.module)?, filling, work, progress, false))
             .collect();
     };
     let wasms: Vec<&[u8]> = canisters
@@ -150,7 +125,7 @@ pub(super) fn make_all<'m>(
         canisters,
         wasms,
         engines: fresh.into_iter().map(|e| Mutex::new(Some(e))).collect(),
-        cfg,
+        filling,
         work,
     };
     let mut made: Vec<Option<Made>> = canisters.iter().map(|_| None).collect();
@@ -185,8 +160,8 @@ pub(super) fn make_all<'m>(
         for kind in &canisters[i].filled {
             progress(Progress::Prefill {
                 store: kind.name(),
-                done: cfg.rows,
-                total: cfg.rows,
+                done: filling.rows,
+                total: filling.rows,
             });
         }
     }
@@ -204,7 +179,7 @@ struct Makes<'a> {
     canisters: &'a [Canister],
     wasms: Vec<&'a [u8]>,
     engines: Vec<Mutex<Option<Box<dyn Engine + Send>>>>,
-    cfg: &'a Config,
+    filling: Filling,
     work: &'a Recorder,
 }
 
@@ -231,7 +206,7 @@ impl Makes<'_> {
             own.as_mut(),
             canister,
             wasm,
-            self.cfg,
+            self.filling,
             self.work,
             progress,
             filled_elsewhere,
@@ -247,13 +222,13 @@ fn make(
     engine: &mut dyn Engine,
     canister: &Canister,
     wasm: &[u8],
-    cfg: &Config,
+    filling: Filling,
     work: &Recorder,
     progress: &mut dyn FnMut(Progress<'_>),
     filled_elsewhere: bool,
 ) -> Result<Made> {
     let name = canister.name;
-    let cache = cache_of(engine, wasm, cfg, canister.module, &canister.filled)?;
+    let cache = cache_of(engine, wasm, filling, canister.module, &canister.filled)?;
     let (compiled, entry, read_unit) = compile_and_read(
         cache.as_ref(),
         work,
@@ -282,7 +257,7 @@ fn make(
                 engine,
                 canister,
                 wasm,
-                cfg,
+                filling,
                 cache.is_some(),
                 &mut chain,
                 progress,
@@ -294,8 +269,8 @@ fn make(
         for kind in &canister.filled {
             progress(Progress::Prefill {
                 store: kind.name(),
-                done: cfg.rows,
-                total: cfg.rows,
+                done: filling.rows,
+                total: filling.rows,
             });
         }
     }
@@ -333,7 +308,7 @@ fn compile(
 }
 
 /// `canister` installed on `engine`, its payload size set, its stores filled (ids 0, 10,
-/// 20, ..., `PREFILL_CHUNK` rows per message), its collector left with no collection under
+/// 20, ..., [`rows_per_message`] a message), its collector left with no collection under
 /// way (a garbage-collected store's), and its SQLite connections without journal modes
 /// reopened (their scenarios start on a newly opened connection, as the bench canister's
 /// SQLite in a journal mode does); its state taken for the cache when `for_cache`. Each
@@ -342,7 +317,7 @@ fn install_and_fill<'e>(
     engine: &'e mut dyn Engine,
     canister: &Canister,
     wasm: &[u8],
-    cfg: &Config,
+    filling: Filling,
     for_cache: bool,
     chain: &mut Chain<'_>,
     progress: &mut dyn FnMut(Progress<'_>),
@@ -355,9 +330,9 @@ fn install_and_fill<'e>(
         format!("set the {name} canister's payload size"),
     );
     client
-        .set_payload_size(cfg.payload_size)?
+        .set_payload_size(filling.payload_size)?
         .value
-        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", cfg.payload_size))?;
+        .map_err(|e| anyhow!("set_payload_size({}) failed: {e}", filling.payload_size))?;
     for kind in &canister.filled {
         // Sent to its methods' stem, named as `--stores` names it.
         let name = kind.name();
@@ -366,8 +341,8 @@ fn install_and_fill<'e>(
             Fill {
                 store: kind.stem(),
                 from: 0,
-                to: cfg.rows,
-                chunk: PREFILL_CHUNK,
+                to: filling.rows,
+                payload_size: filling.payload_size,
             },
             &mut |to| {
                 chain.step(Kind::Fill, fill_name(name, to));
@@ -376,7 +351,7 @@ fn install_and_fill<'e>(
                 progress(Progress::Prefill {
                     store: name,
                     done,
-                    total: cfg.rows,
+                    total: filling.rows,
                 })
             },
         )?;
@@ -432,71 +407,4 @@ fn reopen(
         }
     }
     Ok(Ok(()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::suites::scenario::Store;
-
-    #[test]
-    fn alone_a_canister_per_store_shared_one_per_module() {
-        let cfg = Config {
-            rows: 2_000,
-            ..Config::default()
-        };
-        let names = |layout| -> Vec<(&str, Vec<&str>, Vec<&str>)> {
-            let cfg = Config {
-                layout,
-                ..cfg.clone()
-            };
-            canisters(&cfg)
-                .into_iter()
-                .map(|c| {
-                    let stems = |kinds: &[StoreKind]| kinds.iter().map(|k| k.name()).collect();
-                    (c.name, stems(&c.filled), stems(&c.after))
-                })
-                .collect()
-        };
-        // The longest fill first: Motoko's pure/Map, the StableBTreeMap's, Motoko's other
-        // two, then SQLite's two bindings.
-        assert_eq!(
-            names(Layout::Alone),
-            [
-                ("mo-pure-map", vec!["mo-pure-map"], vec![]),
-                ("btree", vec!["btree"], vec![]),
-                ("mo-map", vec!["mo-map"], vec![]),
-                ("mo-region", vec!["mo-region"], vec![]),
-                ("sqlite", vec!["sqlite"], vec![]),
-                ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
-                ("heap", vec!["heap"], vec![]),
-            ]
-        );
-        assert_eq!(
-            names(Layout::Shared),
-            [
-                ("motoko", vec!["mo-map", "mo-pure-map", "mo-region"], vec![]),
-                ("bench", vec!["btree", "sqlite"], vec!["heap"]),
-                ("sqlite-vfs", vec!["sqlite-vfs"], vec![]),
-            ]
-        );
-        // Seed 003's run installed the bench canister whatever the stores.
-        let vfs = Config {
-            stores: vec![Store::new(StoreKind::SqliteVfs, None)],
-            layout: Layout::Shared,
-            ..cfg.clone()
-        };
-        let shared: Vec<&str> = canisters(&vfs).iter().map(|c| c.name).collect();
-        assert_eq!(shared, ["sqlite-vfs", "bench"]);
-        let alone: Vec<&str> = canisters(&Config {
-            layout: Layout::Alone,
-            ..vfs
-        })
-        .iter()
-        .map(|c| c.name)
-        .collect();
-        assert_eq!(alone, ["sqlite-vfs"]);
-        assert_eq!(Layout::by_name("shared"), Some(Layout::Shared));
-        assert_eq!(Layout::by_name("seed"), None);
-    }
 }

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
+use super::state::{cache_of, write_prefill};
 use super::{compile, install_and_fill, Made, Makes};
 use crate::engine::disk_cache::{self, STATES};
 use crate::engine::{Engine, ProcessSide};
@@ -24,7 +25,6 @@ use crate::suites::pool::process::{
 };
 use crate::suites::pool::record::set_lane;
 use crate::suites::pool::{Chain, UnitId};
-use crate::suites::users::prefill::{cache_of, store_prefill};
 use crate::suites::Progress;
 
 /// What a worker process hands in: the units of work it recorded, and what stopped it.
@@ -71,7 +71,7 @@ pub(super) fn fill(
         let cache = cache_of(
             engine,
             wasms[i],
-            makes.cfg,
+            makes.filling,
             canister.module,
             &canister.filled,
         )?;
@@ -219,31 +219,33 @@ impl Worker<'_> {
         }
     }
 
-    /// The canister installed and filled, its state written into the cache.
+    /// The canister installed and filled, its state written into the cache from the live
+    /// canister (this process ends after it: no copy of the state is kept).
     fn fill_one(&self, unfilled: &Unfilled) -> Result<()> {
         let (m, i) = (self.makes, unfilled.index);
         let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
         let (dir, key) = &unfilled.cache;
         let mut engine = m.take(i);
         let mut chain = Chain::new(work, &[unfilled.compiled]);
-        let keep = install_and_fill(
+        let filled = install_and_fill(
             engine.as_mut(),
             canister,
             wasm,
-            m.cfg,
-            true,
+            m.filling,
+            false,
             &mut chain,
             &mut |_| {},
-        )?
-        .keep;
-        let filled = chain.end();
-        if let Some((state, executed)) = keep {
+        )?;
+        let after = chain.end();
+        if filled.usable.is_ok() {
             let name = canister.name;
+            let client = filled.client;
+            let executed = client.executed_instructions;
             work.unit(
                 Kind::Other,
                 format!("keep the {name} canister's post-prefill state in the cache"),
-                &filled,
-                || store_prefill(state, executed, dir, key),
+                &after,
+                || write_prefill(client.engine, client.canister, executed, dir, key),
             );
         }
         Ok(())

@@ -1,6 +1,5 @@
-//! The users stores' prefill: a store filled with `rows` rows (ids 0, 10, 20, ...), and a
-//! canister's post-prefill state kept in the cache and loaded by the next run with the same
-//! inputs.
+//! A canister's post-prefill state kept in the cache and loaded by the next run with the
+//! same inputs.
 
 use std::path::{Path, PathBuf};
 
@@ -8,11 +7,11 @@ use anyhow::{anyhow, Result};
 use candid::Principal;
 use sha2::{Digest, Sha256};
 
-use super::{Config, ID_STEP, PREFILL_CHUNK};
+use super::fill::{rows_per_message, ID_STEP};
+use super::Filling;
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::disk_cache::{self, Lookup, STATES};
 use crate::engine::{Engine, ExportedState};
-use crate::report::format::thousands;
 use crate::report::work::Kind;
 use crate::suites::pool::{self, Recorder, UnitId};
 use crate::suites::scenario::StoreKind;
@@ -49,77 +48,7 @@ pub(super) fn compile_and_read(
 
 /// A post-prefill state to write into the cache, with the prefill's instructions, at
 /// `(dir, key)`.
-pub(super) type Keep = (ExportedState, u64, PathBuf, [u8; 32]);
-
-/// The unit of the fill message that brings `store` to `to` rows.
-pub fn fill_name(store: &str, to: u64) -> String {
-    format!("fill {store} to {} rows", thousands(to))
-}
-
-/// Rows `from..to` of `store` (ids `from * ID_STEP`, then every `ID_STEP`), `chunk` rows per
-/// message: what [`fill`] and [`fill_until_rejected`] insert.
-pub(in crate::suites) struct Fill<'a> {
-    pub store: &'a str,
-    pub from: u64,
-    pub to: u64,
-    pub chunk: u64,
-}
-
-/// Inserts the rows of `rows` and checks that each message inserted all of its rows;
-/// `before(to)` precedes the message that fills to `to` rows, `after(done)` follows every
-/// message. Every suite that grows a users store fills it here. A message the replica
-/// rejects is an error.
-pub(in crate::suites) fn fill(
-    client: &mut BenchClient<'_>,
-    rows: Fill<'_>,
-    before: &mut dyn FnMut(u64),
-    after: &mut dyn FnMut(u64),
-) -> Result<()> {
-    let store = rows.store;
-    match fill_until_rejected(client, rows, before, after)? {
-        None => Ok(()),
-        Some((_, reject)) => Err(anyhow!("add_users_{store} was rejected: {reject}")),
-    }
-}
-
-/// [`fill`], where a message the replica rejects (a limit: the heap's `wasm_memory_limit`,
-/// the message's instructions) stops the fill: the rows reached and the reject, the canister
-/// left as it was before that message.
-pub(in crate::suites) fn fill_until_rejected(
-    client: &mut BenchClient<'_>,
-    rows: Fill<'_>,
-    before: &mut dyn FnMut(u64),
-    after: &mut dyn FnMut(u64),
-) -> Result<Option<(u64, String)>> {
-    let Fill {
-        store,
-        from,
-        to,
-        chunk,
-    } = rows;
-    let mut done = from;
-    while done < to {
-        let count = chunk.min(to - done);
-        before(done + count);
-        let sent = client.unmeasured(|c| c.try_add_users(store, done * ID_STEP, ID_STEP, count));
-        let out = match sent? {
-            Ok(out) => out,
-            Err(rejected) => return Ok(Some((done, rejected.reject.to_string()))),
-        };
-        let report = out
-            .value
-            .map_err(|e| anyhow!("filling {store} failed at row {done}: {e}"))?;
-        if report.rows_inserted != count {
-            return Err(anyhow!(
-                "filling {store} inserted {} rows instead of {count}",
-                report.rows_inserted
-            ));
-        }
-        done += count;
-        after(done);
-    }
-    Ok(None)
-}
+pub(in crate::suites) type Keep = (ExportedState, u64, PathBuf, [u8; 32]);
 
 /// Where the post-prefill state of a canister of `module` with the stores `filled` is kept:
 /// the cache's folder and the state's key, when there is a cache and the engine can keep
@@ -127,14 +56,14 @@ pub(in crate::suites) fn fill_until_rejected(
 pub(super) fn cache_of(
     engine: &dyn Engine,
     wasm: &[u8],
-    cfg: &Config,
+    filling: Filling,
     module: Module,
     filled: &[StoreKind],
 ) -> Result<Option<(PathBuf, [u8; 32])>> {
     Ok(
         match (
             disk_cache::dir(),
-            prefill_key(engine, wasm, cfg, module, filled)?,
+            prefill_key(engine, wasm, filling, module, filled)?,
         ) {
             (Some(dir), Some(key)) => Some((dir, key)),
             _ => None,
@@ -152,7 +81,7 @@ pub(super) fn cache_of(
 fn prefill_key(
     engine: &dyn Engine,
     wasm: &[u8],
-    cfg: &Config,
+    filling: Filling,
     module: Module,
     filled: &[StoreKind],
 ) -> Result<Option<[u8; 32]>> {
@@ -167,8 +96,10 @@ fn prefill_key(
     h.update(b"\0");
     h.update(env!("ICBENCH_SOURCE_FINGERPRINT"));
     h.update(format!(
-        "\0stores={filled:?} rows={} payload_size={} id_step={ID_STEP} chunk={PREFILL_CHUNK}",
-        cfg.rows, cfg.payload_size
+        "\0stores={filled:?} rows={} payload_size={} id_step={ID_STEP} chunk={}",
+        filling.rows,
+        filling.payload_size,
+        rows_per_message(filling.payload_size)
     ));
     if module != Module::DEFAULT {
         h.update(format!("\0module={} reopened", module.name));
@@ -247,10 +178,39 @@ pub(super) fn take_prefill(client: &mut BenchClient<'_>) -> Option<(ExportedStat
 }
 
 /// Keeps the post-prefill state; a cache that cannot take it costs one warning.
-pub(super) fn store_prefill(state: ExportedState, executed: u64, dir: &Path, key: &[u8; 32]) {
+pub(in crate::suites) fn store_prefill(
+    state: ExportedState,
+    executed: u64,
+    dir: &Path,
+    key: &[u8; 32],
+) {
+    keep_prefill(executed, dir, key, |w| state.write_to(w));
+}
+
+/// Keeps the post-prefill state of `canister` on `engine` as it is now, written from the
+/// live canister ([`Engine::write_state`]); a cache that cannot take it costs one warning.
+pub(super) fn write_prefill(
+    engine: &mut dyn Engine,
+    canister: Principal,
+    executed: u64,
+    dir: &Path,
+    key: &[u8; 32],
+) {
+    keep_prefill(executed, dir, key, |w| {
+        engine
+            .write_state(canister, w)
+            .map_err(std::io::Error::other)
+    });
+}
+
+fn keep_prefill(
+    executed: u64,
+    dir: &Path,
+    key: &[u8; 32],
+    payload: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) {
     let meta = executed.to_le_bytes();
-    let stored = disk_cache::write_streamed(dir, STATES, key, &meta, |w| state.write_to(w));
-    if let Err(e) = stored {
+    if let Err(e) = disk_cache::write_streamed(dir, STATES, key, &meta, payload) {
         disk_cache::warn_once("the post-prefill state cannot be kept in the cache", &e);
     }
 }

@@ -1,0 +1,309 @@
+//! `icbench mops` on the fixture project (tests/mops_fixture: mops.toml, a `bench` library of
+//! our own in `.mops/`, bench files), compiled with moc.js of the npm package `motoko` that
+//! its package-lock.json pins (`npm ci` there when node_modules lacks it) and mo:core from
+//! that package, laid out as `.mops/core@2.5.0` in a scratch copy. The runs share one copy
+//! and the test run's compile cache, so each bench file is compiled once.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::support::{icbench_command, scratch_dir};
+
+fn fixture_source() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mops_fixture")
+}
+
+/// tests/mops_fixture's node_modules, installed from its lock file when missing (once: the
+/// tests that start side by side wait for it).
+fn node_modules() -> PathBuf {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    let src = fixture_source();
+    INSTALLED.get_or_init(|| install_node_modules(&src));
+    src.join("node_modules")
+}
+
+fn install_node_modules(src: &Path) {
+    if !src.join("node_modules/motoko/package.json").is_file() {
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+            .arg(src)
+            .status()
+            .expect("npm runs");
+        assert!(status.success(), "npm ci in {}", src.display());
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "node_modules" {
+            continue;
+        }
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// A copy of the fixture project named `name`, with `.mops/core@2.5.0` from the npm
+/// package's bundled mo:core and node_modules linked.
+fn project_copy(name: &str) -> PathBuf {
+    let modules = node_modules();
+    let dir = scratch_dir(name);
+    copy_dir(&fixture_source(), &dir);
+    std::os::unix::fs::symlink(&modules, dir.join("node_modules")).unwrap();
+    let core: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(modules.join("motoko/packages/latest/core.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(core["version"], "v2.5.0", "the npm package's mo:core");
+    let src = dir.join(".mops/core@2.5.0/src");
+    for (file, body) in core["files"].as_object().unwrap() {
+        let path = src.join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body["content"].as_str().unwrap()).unwrap();
+    }
+    dir
+}
+
+/// The shared copy, its bench files compiled once (into the test run's cache).
+pub fn project() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = project_copy("mops");
+        let (code, _, stderr) = mops(&dir, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        dir
+    })
+}
+
+/// `icbench mops ARGS` in `dir` (with `CI` unset: mops' terminal form): exit status,
+/// stdout, stderr.
+fn mops(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = icbench_command()
+        .arg("mops")
+        .args(args)
+        .current_dir(dir)
+        .env_remove("CI")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn prints_mops_tables_with_mops_figures() {
+    let (code, stdout, stderr) = mops(project(), &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("Replica rules 2026-05 (as PocketIC 14.0.0 to 15.0.0)"),
+        "{stderr}"
+    );
+    insta::assert_snapshot!("mops_default", stdout);
+}
+
+#[test]
+fn saves_mops_results_file_and_compares_with_it() {
+    let dir = project();
+    let (code, stdout, stderr) = mops(dir, &["--save", "sum"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.ends_with("Saving results to .bench/sum.bench.json\n"),
+        "{stdout}"
+    );
+    let saved = std::fs::read_to_string(dir.join(".bench/sum.bench.json")).unwrap();
+    insta::assert_snapshot!("mops_saved_sum", saved);
+    let (code, stdout, stderr) = mops(dir, &["--compare", "sum"]);
+    assert_eq!(code, 0, "{stderr}");
+    // Every figure as saved: no change.
+    assert_eq!(stdout.matches("(0%)").count(), 6, "{stdout}");
+}
+
+#[test]
+fn today_charges_and_pages() {
+    let (code, stdout, stderr) = mops(project(), &["--replica", "2026-07", "--pages", "map"]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("mops_2026_07_pages", stdout);
+}
+
+#[test]
+fn query_cells_collect_no_garbage() {
+    let (code, stdout, stderr) = mops(project(), &["--query", "sum"]);
+    assert_eq!(code, 0, "{stderr}");
+    insta::assert_snapshot!("mops_query", stdout);
+}
+
+#[test]
+fn a_trapping_cell_shows_in_the_table_and_fails_the_run() {
+    let (code, stdout, stderr) = mops(project(), &["trap"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("| ok   |"), "{stdout}");
+    assert!(stdout.contains("| trap | trap |"), "{stdout}");
+    assert!(
+        stderr.contains("error: bench/trap.mo: cell trap:x trapped: ")
+            && stderr.contains("the cell traps"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bench_moc_rejects_shows_moc_message() {
+    let (code, stdout, stderr) = mops(project(), &["broken"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("error: moc rejected the bench canister:\nbench/broken.mo:7."),
+        "{stderr}"
+    );
+}
+
+/// A copy of the project changed by `change`, run with `args`: the one line of its error
+/// (exit status 2, nothing on stdout).
+fn refused(name: &str, change: impl FnOnce(&Path), args: &[&str]) -> String {
+    let dir = project_copy(name);
+    change(&dir);
+    let (code, stdout, stderr) = mops(&dir, args);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr.trim_end().to_string()
+}
+
+fn edit_toml(dir: &Path, from: &str, to: &str) {
+    let path = dir.join("mops.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from));
+    std::fs::write(path, text.replace(from, to)).unwrap();
+}
+
+#[test]
+fn bad_inputs_are_one_line_before_any_work() {
+    let no_bench = refused(
+        "mops-no-bench",
+        |d| std::fs::remove_dir_all(d.join("bench")).unwrap(),
+        &[],
+    );
+    assert!(
+        no_bench.starts_with("error: no *.bench.mo files under bench/ or benchmark/ in "),
+        "{no_bench}"
+    );
+    let filter = refused("mops-filter", |_| {}, &["nosuch"]);
+    assert_eq!(
+        filter,
+        "error: no bench file matches the filter 'nosuch' (mops' glob `**/bench?(mark)/**/*nosuch*.mo`); the bench files are: bench/map.bench.mo, bench/sum.bench.mo"
+    );
+    let no_mops = refused(
+        "mops-no-dir",
+        |d| std::fs::remove_dir_all(d.join(".mops")).unwrap(),
+        &[],
+    );
+    assert!(
+        no_mops.contains(
+            ".mops is missing: the packages of mops.toml are not installed (run `mops install` in "
+        ),
+        "{no_mops}"
+    );
+    let version = refused(
+        "mops-version",
+        |d| edit_toml(d, "core = \"2.5.0\"", "core = \"2.6.1\""),
+        &[],
+    );
+    assert!(
+        version.starts_with("error: package core 2.6.1 is not installed: ")
+            && version.ends_with(".mops/core@2.6.1 does not exist (run `mops install`)"),
+        "{version}"
+    );
+    let moc = refused(
+        "mops-moc",
+        |d| edit_toml(d, "moc = \"1.10.1\"", "moc = \"0.14.11\""),
+        &[],
+    );
+    assert!(moc.starts_with("error: mops.toml names moc 0.14.11, but ") && moc.ends_with("is motoko@4.10.0 (moc.js 1.10.1): install motoko@3.13.0, whose moc.js is moc 0.14.11"), "{moc}");
+    let unknown = refused(
+        "mops-pocket",
+        |d| edit_toml(d, "[toolchain]\n", "[toolchain]\npocket-ic = \"4.0.0\"\n"),
+        &[],
+    );
+    assert!(unknown.starts_with("error: mops.toml pins PocketIC 4.0.0, whose replica rules icbench does not know: pass --replica"), "{unknown}");
+    let optimize = refused(
+        "mops-optimize",
+        |d| edit_toml(d, "[toolchain]\n", "[optimize]\nlevel = 3\n\n[toolchain]\n"),
+        &[],
+    );
+    assert!(optimize.contains("[optimize] runs wasm-opt"), "{optimize}");
+}
+
+#[test]
+fn node_missing_is_one_line() {
+    let dir = project_copy("mops-node");
+    let out = icbench_command()
+        .arg("mops")
+        .current_dir(&dir)
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: node is not on PATH: moc.js (npm motoko@4.10.0, "),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn no_project_is_one_line() {
+    let dir = scratch_dir("mops-empty");
+    let (code, _, stderr) = mops(&dir, &[]);
+    assert_eq!(code, 2);
+    assert!(stderr.starts_with("error: no mops.toml in "), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn ci_form_flame_graphs_and_the_comment() {
+    let dir = project();
+    let out = icbench_command()
+        .args(["mops", "--profile", "--markdown", "mops-comment.md", "sum"])
+        .current_dir(dir)
+        .env("CI", "true")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // mops' CI form: its heading, then a <details> block per file with LaTeX colours.
+    assert!(
+        stdout.starts_with("# Benchmark Results\n\n\n\n<details>\n\n<summary>bench/sum.bench.mo $({\\color{gray}0\\%})$</summary>\n\n### Sum\n\n_Adds the numbers up to n_\n\n\nInstructions: ${\\color{gray}0\\\\%}$\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("**Instructions**\n\n|      |    10 |    1000 |\n| :--- | ----: | ------: |\n| loop | 1_646 | 108_560 |"), "{stdout}");
+    for cell in ["loop-10", "loop-1000"] {
+        let svg = dir.join(".bench/sum.bench").join(format!("{cell}.svg"));
+        assert!(
+            std::fs::read_to_string(&svg).unwrap().contains("<svg"),
+            "{}",
+            svg.display()
+        );
+    }
+    let comment = std::fs::read_to_string(dir.join("mops-comment.md")).unwrap();
+    let row = |cell: &str| {
+        comment
+            .lines()
+            .find(|l| l.contains(&format!(" {cell} ")))
+            .unwrap_or("")
+    };
+    assert!(row("loop:10").contains(" 1_646 "), "{comment}");
+    assert!(row("loop:1000").contains(" 108_560 "), "{comment}");
+}
