@@ -163,6 +163,15 @@ impl Machine {
             ("heap writes", or_none(&self.heap_writes)),
         ]
     }
+
+    /// Each fact `new` differs from this machine in: `kernel 6.1 (base) against 6.18 (new)`.
+    pub fn differences(&self, new: &Machine) -> Vec<String> {
+        let facts = self.facts().into_iter().zip(new.facts());
+        facts
+            .filter(|((_, b), (_, n))| b != n)
+            .map(|((what, b), (_, n))| format!("{what} {b} (base) against {n} (new)"))
+            .collect()
+    }
 }
 
 impl Provenance {
@@ -244,11 +253,7 @@ pub fn differences(base: &Report, new: &Report) -> Vec<String> {
         }
     }
     if let (Some(bm), Some(nm)) = (b.machines.first(), n.machines.first()) {
-        for ((what, bv), (_, nv)) in bm.facts().into_iter().zip(nm.facts()) {
-            if bv != nv {
-                out.push(format!("{what} {bv} (base) against {nv} (new)"));
-            }
-        }
+        out.extend(bm.differences(nm));
     }
     out
 }
