@@ -63,6 +63,15 @@ fn wasm() -> String {
     support::fixture_wasm_path().display().to_string()
 }
 
+/// The line after the replica rules' on a run's stderr: the fixture module (its file's
+/// sha256 and the rustc its producers section names) and this machine.
+fn provenance_line() -> String {
+    format!(
+        "Module: canbench_fixture.wasm 237b5370 (rustc 1.95.0 (59807616e 2026-04-14)). Machine: {}.\n",
+        icbench::report::Machine::this(true).line()
+    )
+}
+
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
@@ -416,7 +425,8 @@ fn shards_merged_equal_the_unsharded_run() {
     // Which PocketIC servers give these figures: canbench's own 13.0.0 among them.
     assert_eq!(
         expected_stderr,
-        "Replica rules 2025-03: the figures PocketIC 9.0.1 to 13.0.0 give (canbench 0.5.0 to 0.7.0 run PocketIC 13.0.0); `--replica pocket-ic-VERSION` names another server's.\n"
+        "Replica rules 2025-03: the figures PocketIC 9.0.1 to 13.0.0 give (canbench 0.5.0 to 0.7.0 run PocketIC 13.0.0); `--replica pocket-ic-VERSION` names another server's.\n".to_string()
+            + &provenance_line()
     );
 
     let s = Scratch::new("shard_parts");
@@ -704,7 +714,8 @@ fn a_pocket_ic_release_by_name_charges_by_its_vintage() {
     assert_eq!(stdout(&by_release), stdout(&by_vintage));
     assert_eq!(
         stderr(&by_release),
-        "Replica rules 2026-07: the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n"
+        "Replica rules 2026-07: the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n".to_string()
+            + &provenance_line()
     );
     // 16.1.0 charges as 16.0.0 did.
     let newer = s.run(&[
@@ -731,7 +742,8 @@ fn a_pocket_ic_release_by_name_charges_by_its_vintage() {
     assert!(stdout(&mac).contains("60.34 K"), "{}", stdout(&mac));
     assert_eq!(
         stderr(&mac),
-        "Replica rules 2026-07 on host macos-arm64 (`--host`: 16 KiB OS pages, a native arm64-darwin server's): the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n"
+        "Replica rules 2026-07 on host macos-arm64 (`--host`: 16 KiB OS pages, a native arm64-darwin server's): the figures PocketIC 16.0.0 to 16.1.0 give; `--replica pocket-ic-VERSION` names another server's.\n".to_string()
+            + &provenance_line()
     );
     let o = s.run(&["--wasm", &w, "--host", "macos"]);
     fails_with(&o, 2, "invalid value 'macos' for '--host <HOST>'");
