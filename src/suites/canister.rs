@@ -128,19 +128,11 @@ pub(in crate::suites) fn make_all<'m>(
         filling,
         work,
     };
-    let mut made: Vec<Option<Made>> = canisters.iter().map(|_| None).collect();
     let mut elsewhere = vec![false; canisters.len()];
-    if let Some(split) = forked::fill(engine, &makes, jobs, progress)? {
-        for (i, m) in split.made {
-            made[i] = Some(m);
-        }
-        for i in split.elsewhere {
-            elsewhere[i] = true;
-        }
+    for i in forked::fill(engine, &makes, jobs, progress)?.unwrap_or_default() {
+        elsewhere[i] = true;
     }
-    let indices: Vec<usize> = (0..canisters.len())
-        .filter(|&i| made[i].is_none())
-        .collect();
+    let indices: Vec<usize> = (0..canisters.len()).collect();
     let mut workers: Vec<usize> = (1..jobs.clamp(1, indices.len().max(1))).collect();
     let reported = Mutex::new(Vec::new());
     let rest = pool::in_parallel(
@@ -165,12 +157,7 @@ pub(in crate::suites) fn make_all<'m>(
             });
         }
     }
-    for (i, m) in indices.into_iter().zip(rest) {
-        made[i] = Some(m);
-    }
-    made.into_iter()
-        .map(|m| m.ok_or_else(|| anyhow!("internal error: a canister was not made")))
-        .collect()
+    Ok(rest)
 }
 
 /// The canisters of a run, each with its module's bytes and a fresh engine of its own,

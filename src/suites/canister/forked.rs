@@ -4,9 +4,10 @@
 //! run's fills took 35% more CPU on two threads than on one). So where the cache lacks two
 //! or more post-prefill states, this process compiles their modules (a worker process
 //! cannot compile) and forks `jobs - 1` worker processes; each process takes the next
-//! canister left, this one the longest fill first. A worker fills its canister, writes the
-//! state into the cache and ends; this process then loads those states as a cached run
-//! would.
+//! canister left, this one the longest fill first. Each process fills its canister and
+//! writes the state into the cache from the live heap; this process then loads every state
+//! as a cached run would, so it holds no filled heap and no frozen copy of one (a default
+//! run's parent peaked at 2.5 GB holding mo:core pure/Map's).
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -15,7 +16,7 @@ use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
 use super::state::{cache_of, write_prefill};
-use super::{compile, install_and_fill, Made, Makes};
+use super::{compile, install_and_fill, Makes};
 use crate::engine::disk_cache::{self, STATES};
 use crate::engine::{Engine, ProcessSide};
 use crate::report::work::{Kind, Unit};
@@ -34,13 +35,6 @@ struct Handed {
     error: Option<String>,
 }
 
-/// The canisters this process made, and those a worker process filled (to load from the
-/// cache, or to fill here if the worker could not keep the state).
-pub(super) struct Split {
-    pub made: Vec<(usize, Made)>,
-    pub elsewhere: Vec<usize>,
-}
-
 /// A canister to fill: its index, where its state goes in the cache, and its module's
 /// compile (done before the fork).
 struct Unfilled {
@@ -50,14 +44,16 @@ struct Unfilled {
 }
 
 /// Fills the canisters of `makes` the cache has no post-prefill state for, on this process
-/// and worker processes (forked from `engine`); None, with nothing made, when there are
-/// fewer than two to fill, one job, no cache or no fork.
+/// and worker processes (forked from `engine`), each state kept in the cache: the indices
+/// of those canisters, to load from the cache (or to fill again where a state could not be
+/// kept). None, with nothing filled, when there are fewer than two to fill, one job, no
+/// cache or no fork.
 pub(super) fn fill(
     engine: &mut dyn Engine,
     makes: &Makes<'_>,
     jobs: usize,
     progress: &mut dyn FnMut(Progress<'_>),
-) -> Result<Option<Split>> {
+) -> Result<Option<Vec<usize>>> {
     if jobs < 2 {
         return Ok(None);
     }
@@ -98,7 +94,7 @@ pub(super) fn fill(
         })
         .collect::<Result<Vec<_>>>()?;
     let claims = Claims::new(unfilled.len(), jobs)?;
-    // The longest fill stays here: its state need not go through the cache.
+    // The longest fill starts here.
     claims.take(0, 0);
     let first_unit = work.count();
     let parent = std::process::id();
@@ -134,20 +130,15 @@ pub(super) fn fill(
         }
     }
 
-    let mut made = Vec::new();
     let mut failed = None;
     for (task, u) in unfilled.iter().enumerate() {
-        let i = u.index;
         if !claims.take(task, 0) {
             continue;
         }
-        match makes.make(i, progress, false) {
-            Ok(m) => made.push((i, m)),
-            Err(e) => {
-                claims.fail();
-                failed = Some(e);
-                break;
-            }
+        if let Err(e) = fill_and_keep(makes, u, progress) {
+            claims.fail();
+            failed = Some(e);
+            break;
         }
     }
     for (lane, pid, read) in children {
@@ -174,12 +165,7 @@ pub(super) fn fill(
     if let Some(e) = failed {
         return Err(e);
     }
-    let elsewhere = unfilled
-        .iter()
-        .map(|u| u.index)
-        .filter(|i| made.iter().all(|(m, _)| m != i))
-        .collect();
-    Ok(Some(Split { made, elsewhere }))
+    Ok(Some(unfilled.iter().map(|u| u.index).collect()))
 }
 
 /// A worker process: what it may fill, and where.
@@ -199,7 +185,7 @@ impl Worker<'_> {
                 if !self.claims.take(task, self.lane) {
                     continue;
                 }
-                if let Err(e) = self.fill_one(unfilled) {
+                if let Err(e) = fill_and_keep(self.makes, unfilled, &mut |_| {}) {
                     self.claims.fail();
                     return Some(format!("{e:#}"));
                 }
@@ -218,36 +204,44 @@ impl Worker<'_> {
             error,
         }
     }
+}
 
-    /// The canister installed and filled, its state written into the cache from the live
-    /// canister (this process ends after it: no copy of the state is kept).
-    fn fill_one(&self, unfilled: &Unfilled) -> Result<()> {
-        let (m, i) = (self.makes, unfilled.index);
-        let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
-        let (dir, key) = &unfilled.cache;
-        let mut engine = m.take(i);
-        let mut chain = Chain::new(work, &[unfilled.compiled]);
-        let filled = install_and_fill(
-            engine.as_mut(),
-            canister,
-            wasm,
-            m.filling,
-            false,
-            &mut chain,
-            &mut |_| {},
-        )?;
-        let after = chain.end();
-        if filled.usable.is_ok() {
-            let name = canister.name;
-            let client = filled.client;
-            let executed = client.executed_instructions;
-            work.unit(
-                Kind::Other,
-                format!("keep the {name} canister's post-prefill state in the cache"),
-                &after,
-                || write_prefill(client.engine, client.canister, executed, dir, key),
-            );
-        }
-        Ok(())
+/// The canister installed and filled, its state written into the cache from the live
+/// canister, which is then dropped with its engine (a fresh one takes its place): the
+/// process that made the run loads the state from there.
+fn fill_and_keep(
+    m: &Makes<'_>,
+    unfilled: &Unfilled,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<()> {
+    let i = unfilled.index;
+    let (canister, wasm, work) = (&m.canisters[i], m.wasms[i], m.work);
+    let (dir, key) = &unfilled.cache;
+    let mut engine = m.take(i);
+    let fresh = engine.fresh();
+    let mut chain = Chain::new(work, &[unfilled.compiled]);
+    let filled = install_and_fill(
+        engine.as_mut(),
+        canister,
+        wasm,
+        m.filling,
+        false,
+        &mut chain,
+        progress,
+    )?;
+    let after = chain.end();
+    if filled.usable.is_ok() {
+        let name = canister.name;
+        let client = filled.client;
+        let executed = client.executed_instructions;
+        work.unit(
+            Kind::Other,
+            format!("keep the {name} canister's post-prefill state in the cache"),
+            &after,
+            || write_prefill(client.engine, client.canister, executed, dir, key),
+        );
     }
+    drop(engine);
+    *m.engine(i) = fresh;
+    Ok(())
 }
