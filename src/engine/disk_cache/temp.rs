@@ -45,10 +45,20 @@ fn leftover(path: &Path) -> bool {
     File::open(path).is_ok_and(|f| f.try_lock().is_ok())
 }
 
-/// Whether the process `pid` exists, as this process sees it.
+/// Whether the process `pid` exists, as this process sees it, and is not a zombie: a
+/// stopped run's worker outlives its parent as one until init reaps it, which a container's
+/// init may never do, and a zombie writes nothing and holds no lock.
 fn alive(pid: libc::pid_t) -> bool {
     if pid <= 0 {
         return false;
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // `PID (COMMAND) STATE ...`: the state follows the command's closing parenthesis.
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        if state.is_some_and(|s| s.starts_with(['Z', 'X'])) {
+            return false;
+        }
     }
     // SAFETY: signal 0 sends nothing; it only checks that the process exists (EPERM: it
     // does, and is another user's).
@@ -91,6 +101,32 @@ pub(super) fn pause_for_test() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_zombie_writer_is_gone() {
+        // SAFETY: the child only exits; the parent reaps it below.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            // SAFETY: the forked child ends at once, touching nothing of the test's.
+            unsafe { libc::_exit(0) };
+        }
+        assert!(child > 0);
+        let zombie = |pid: libc::pid_t| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+                s.rsplit_once(')')
+                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+            })
+        };
+        while !zombie(child) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(!alive(child));
+        assert!(alive(std::process::id() as libc::pid_t));
+        let mut status = 0;
+        // SAFETY: reaps the child forked above.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+    }
 
     #[test]
     fn a_file_is_a_leftover_when_its_writer_is_gone_and_no_one_holds_it() {
