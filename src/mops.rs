@@ -517,15 +517,7 @@ fn comment_row(c: &Cell, prev: Option<&Saved>) -> Vec<String> {
         Some(_) => "0%".into(),
         None => "new".into(),
     };
-    let pages = c.pages.map_or_else(String::new, |p| {
-        format!(
-            "{}/{} · {}/{}",
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written
-        )
-    });
+    let pages = c.pages.as_ref().map(report::touched).unwrap_or_default();
     vec![
         c.key(),
         report::number(s.instructions),

@@ -365,6 +365,17 @@ pub fn output(
     )
 }
 
+/// A cell's Wasm pages: heap accessed/written · stable accessed/written.
+pub fn touched(p: &PageCounts) -> String {
+    format!(
+        "{}/{} · {}/{}",
+        p.heap_wasm_pages_accessed,
+        p.heap_wasm_pages_written,
+        p.stable_wasm_pages_accessed,
+        p.stable_wasm_pages_written
+    )
+}
+
 /// icbench's tables under mops' (`--pages`): the Wasm pages each cell first touched inside
 /// `countInstructions`, and what the rules charged for them (part of Instructions).
 pub fn pages(schema: &Schema, cells: &[Cell], rules: &str) -> String {
@@ -388,15 +399,7 @@ pub fn pages(schema: &Schema, cells: &[Cell], rules: &str) -> String {
         }
         markdown_table(&rows)
     };
-    let touched = grid(&|p| {
-        format!(
-            "{}/{} · {}/{}",
-            p.heap_wasm_pages_accessed,
-            p.heap_wasm_pages_written,
-            p.stable_wasm_pages_accessed,
-            p.stable_wasm_pages_written
-        )
-    });
+    let touched = grid(&touched);
     let charge = grid(&|p| number(p.page_charge_instructions as i64));
     format!(
         "\nWasm Pages (heap accessed/written · stable accessed/written, 64 KiB each)\n\n{touched}\n\nPage Charge (instructions, replica rules {rules})\n\n{charge}\n"
