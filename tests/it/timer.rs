@@ -167,6 +167,29 @@ fn advancing_the_clock_reaches_the_deadline() {
 }
 
 #[test]
+fn a_restore_brings_back_the_snapshots_clock() {
+    // What a restored state's messages see must not depend on what the engine ran since:
+    // a pool's worker restores states in whatever order its tasks come.
+    let (mut e, id) = installed(Replica::NEWEST, &canister(TIMER));
+    let t = e.time_ns();
+    set(&mut e, id, t + 1_000);
+    let snap = e.snapshot(id).unwrap();
+    let run_from_snapshot = |e: &mut EmbeddedEngine| {
+        e.restore(id, snap).unwrap();
+        assert_eq!(e.time_ns(), t + 1);
+        e.advance_time(Duration::from_nanos(998)).unwrap();
+        assert_eq!(tasks(&e.tick().unwrap()), [CanisterTask::GlobalTimer]);
+        state(e, id)
+    };
+    let first = run_from_snapshot(&mut e);
+    assert_eq!(first[..2], [1, t + 1_000]);
+    // Time passes and messages run; the state restored runs its timer as before.
+    e.advance_time(Duration::from_secs(3_600)).unwrap();
+    set(&mut e, id, 5);
+    assert_eq!(run_from_snapshot(&mut e), first);
+}
+
+#[test]
 fn a_timer_that_re_arms_runs_again_at_its_new_deadline() {
     // Sets the next deadline 10 ns after the time it runs at: a periodic timer.
     let periodic = r#"

@@ -174,7 +174,7 @@ impl EmbeddedEngine {
                 report: MessageReport::default(),
             });
         }
-        let (heap_after, mut restart) = end_message(c, persist, &dirty, before)?;
+        let (heap_after, mut restart) = end_message(c, persist, &dirty, before, setup.time_ns)?;
         if restart.is_none() && fresh_instance {
             restart = Some(self.save(id)?);
         }
@@ -608,13 +608,15 @@ fn reply_of(id: Principal, api: ApiType, response: Option<Response>) -> Result<V
 }
 
 /// Commits the message's effects on `c` (`persist`) or rolls them back to `before`; the
-/// heap's `dirty` pages are those it wrote. Gives the heap's size after, and the state to
-/// load again when the instance cannot be rolled back in place (its heap grew).
+/// heap's `dirty` pages are those it wrote, at the clock's `time_ns`. Gives the heap's size
+/// after, and the state to load again when the instance cannot be rolled back in place (its
+/// heap grew).
 fn end_message(
     c: &mut Canister,
     persist: bool,
     dirty: &[u32],
     before: Before,
+    time_ns: u64,
 ) -> Result<(u64, Option<SavedState>)> {
     let inst = c
         .live
@@ -655,6 +657,7 @@ fn end_message(
         stable: data.stable.image().clone(),
         certified_data: data.certified_data.clone(),
         global_timer: data.global_timer,
+        time_ns,
     };
     Ok((before.heap, Some(restart)))
 }

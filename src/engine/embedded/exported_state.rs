@@ -174,6 +174,7 @@ impl EmbeddedEngine {
             stable,
             certified_data,
             global_timer,
+            time_ns,
         };
         let id = canister_id(0);
         self.canisters.insert(
@@ -209,7 +210,7 @@ impl EmbeddedEngine {
 impl EmbeddedEngine {
     /// The snapshot `state` as its differences from the snapshot `base` of the same
     /// canister and module: the heap pages and stable pages that differ, the mutable
-    /// globals, certified data and timer; [`Self::import_delta`] makes it a snapshot again
+    /// globals, certified data, timer and clock; [`Self::import_delta`] makes it a snapshot again
     /// on top of the same `base` (a warm start state kept beside the cold one it came from).
     pub(super) fn export_delta(
         &mut self,
@@ -229,6 +230,7 @@ impl EmbeddedEngine {
         tail.extend_from_slice(&(saved.certified_data.len() as u64).to_le_bytes());
         tail.extend_from_slice(&saved.certified_data);
         tail.extend_from_slice(&saved.global_timer.to_le_bytes());
+        tail.extend_from_slice(&saved.time_ns.to_le_bytes());
         Ok(ExportedState::new(move |w| {
             let w = &mut Counted { w, n: 0 };
             let put = |w: &mut dyn std::io::Write, n: u64| w.write_all(&n.to_le_bytes());
@@ -322,6 +324,7 @@ impl EmbeddedEngine {
         let certified_len = usize::try_from(r.u64()?)?;
         let certified_data = r.bytes(certified_len)?.to_vec();
         let global_timer = r.u64()?;
+        let time_ns = r.u64()?;
         if !r.0.is_empty() {
             bail!("{} bytes after the delta", r.0.len());
         }
@@ -361,6 +364,7 @@ impl EmbeddedEngine {
             stable: stable?,
             certified_data,
             global_timer,
+            time_ns,
         };
         self.snapshots.push(Some((owner, Arc::new(saved))));
         Ok(SnapshotId(self.snapshots.len() as u64 - 1))
@@ -494,7 +498,7 @@ fn decode_globals(r: &mut StateReader<'_>) -> Result<Vec<Val>> {
 }
 
 /// The first bytes of a state kept as changes to another ([`EmbeddedEngine::export_delta`]).
-const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 2";
+const DELTA_FORMAT: &[u8; 24] = b"icbench canister delta 3";
 
 /// The first bytes of an exported canister state; the number changes with the layout.
 const STATE_FORMAT: &[u8; 24] = b"icbench canister state 3";

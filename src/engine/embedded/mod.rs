@@ -93,6 +93,11 @@ struct SavedState {
     stable: StableImage,
     certified_data: Vec<u8>,
     global_timer: u64,
+    /// The engine's clock when the state was saved. Restoring a snapshot sets the clock
+    /// back to it, so that what a restored canister's messages see (`ic0.time`, its timer)
+    /// does not depend on what the engine ran in between: a pool's worker runs tasks in
+    /// the order the scheduler hands them out.
+    time_ns: u64,
 }
 
 struct Canister {

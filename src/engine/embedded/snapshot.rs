@@ -55,6 +55,7 @@ impl EmbeddedEngine {
             stable: data.stable.image().clone(),
             certified_data: data.certified_data.clone(),
             global_timer: data.global_timer,
+            time_ns: self.time_ns,
         })
     }
 
@@ -159,7 +160,9 @@ impl EmbeddedEngine {
                 snapshot.0
             );
         }
-        self.load(id, &saved)
+        self.load(id, &saved)?;
+        self.time_ns = saved.time_ns;
+        Ok(())
     }
 
     pub(super) fn share_snapshot(
