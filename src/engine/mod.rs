@@ -548,7 +548,7 @@ pub trait Engine {
     fn tick(&mut self) -> Result<Vec<TaskOutcome>>;
     /// Saves the canister's whole state.
     fn snapshot(&mut self, canister: Principal) -> Result<SnapshotId>;
-    /// Puts the canister back to a saved state.
+    /// Puts the canister back to a saved state (on the embedded engine, the clock too).
     fn restore(&mut self, canister: Principal, snapshot: SnapshotId) -> Result<()>;
     /// Releases a snapshot the caller no longer needs: its memory goes once no fork and no
     /// canister loaded from it holds it, and restoring it is an error from now on. Other

@@ -608,7 +608,7 @@ fn reply_of(id: Principal, api: ApiType, response: Option<Response>) -> Result<V
 }
 
 /// Commits the message's effects on `c` (`persist`) or rolls them back to `before`; the
-/// heap's `dirty` pages are those it wrote, at the clock's `time_ns`. Gives the heap's size
+/// heap's `dirty` pages are those it wrote, and `time_ns` its time. Gives the heap's size
 /// after, and the state to load again when the instance cannot be rolled back in place (its
 /// heap grew).
 fn end_message(
