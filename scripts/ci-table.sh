@@ -67,5 +67,5 @@ echo
 echo "| test | s |"
 echo "|---|---:|"
 sed -n 's/^test \([^ ]*\) \.\.\. ok <\([0-9.]*\)s>$/\2 \1/p' "$work/times.txt" |
-    sort -rn | head -n "$slowest" | awk '{ printf "| `%s` | %.1f |\n", $2, $1 }'
+    sort -rn | awk -v n="$slowest" 'NR <= n { printf "| `%s` | %.1f |\n", $2, $1 }'
 sed -n 's/^test result: .* finished in \([0-9.]*\)s$/\nAll of them: \1 s on the harness'"'"'s threads./p' "$work/times.txt" | tail -n 2
