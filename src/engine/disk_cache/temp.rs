@@ -53,17 +53,22 @@ fn alive(pid: libc::pid_t) -> bool {
         return false;
     }
     #[cfg(target_os = "linux")]
-    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // `PID (COMMAND) STATE ...`: the state follows the command's closing parenthesis.
-        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-        if state.is_some_and(|s| s.starts_with(['Z', 'X'])) {
-            return false;
-        }
+    if state(pid).is_some_and(|s| matches!(s, 'Z' | 'X')) {
+        return false;
     }
     // SAFETY: signal 0 sends nothing; it only checks that the process exists (EPERM: it
     // does, and is another user's).
     let sent = unsafe { libc::kill(pid, 0) };
     sent == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// The state letter of process `pid` in `/proc/PID/stat` (`R`, `S`, `Z`, ...), if it exists.
+#[cfg(target_os = "linux")]
+fn state(pid: libc::pid_t) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `PID (COMMAND) STATE ...`: the state follows the command's closing parenthesis.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
 }
 
 /// The leftover temporary files among `files` (a kind's files of the cache).
@@ -112,13 +117,7 @@ mod tests {
             unsafe { libc::_exit(0) };
         }
         assert!(child > 0);
-        let zombie = |pid: libc::pid_t| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-                s.rsplit_once(')')
-                    .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-            })
-        };
-        while !zombie(child) {
+        while state(child) != Some('Z') {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         assert!(!alive(child));
