@@ -33,7 +33,7 @@ mod report;
 pub use measure::store_stable_bytes;
 pub use report::document;
 
-use grow::{fill_cost, grow, Grown, Shared, Step, BAND, COMPILE, CRITICAL_FILL, FILL, SERIAL_FILL};
+use grow::{fill_cost, grow, Grown, Shared, Step, BAND, COMPILE, CRITICAL_FILL, FILL};
 
 /// The sizes measured, up to `--scaling-max-rows`.
 pub const SIZES: [u64; 5] = [1_000, 10_000, 100_000, 1_000_000, 10_000_000];
@@ -299,26 +299,16 @@ impl Measure for Config {
             }
         }
         let costliest = indices.iter().map(|&i| fill_cost(kinds[i])).max();
-        let serial = exec.jobs <= 1;
-        for (rank, &i) in indices.iter().enumerate() {
-            let band = if serial {
-                (indices.len() - rank) as i64 * BAND
-            } else {
-                0
-            };
+        let critical = |i: usize| exec.jobs > 1 && Some(fill_cost(kinds[i])) == costliest;
+        for (rank, i) in self.band_order(&indices, critical).into_iter().enumerate() {
+            let band = (indices.len() - rank) as i64 * BAND;
             let step = Step {
                 kind: kinds[i],
                 size: 0,
                 filled: 0,
                 from: None,
                 base: None,
-                priority: if serial {
-                    band + SERIAL_FILL
-                } else if Some(fill_cost(kinds[i])) == costliest {
-                    CRITICAL_FILL
-                } else {
-                    FILL + fill_cost(kinds[i])
-                },
+                priority: band + if critical(i) { CRITICAL_FILL } else { FILL },
                 band,
             };
             let made = match kinds[i].module() == Module::DEFAULT {

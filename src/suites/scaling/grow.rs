@@ -69,26 +69,42 @@ impl Grown {
     }
 }
 
-/// Priorities. The longest fill (the critical path) goes first and never waits. Then what
-/// lets go of memory before what makes more: the operations on a state (the state goes with
-/// the last of them), a mode's start; then the other stores' fills, so that their largest
-/// states come while the longest fill's is still small; then the capacity searches and the
-/// upgrades.
+/// Priorities. Each store's tasks run in a band of their own (see [`BAND`]), so that a store
+/// is done (each size measured, its largest upgraded, its states let go) before the next
+/// store's fills make more: beside the costliest fill, each other worker holds one store's
+/// states, as the estimate has it ([`Config::peak_memory`]). Within a band: the operations
+/// on a state first (the state goes with the last of them), then a mode's start, the
+/// capacity searches, the fill on to the next size and the upgrade. With more than one
+/// worker the costliest fill (the critical path) goes first and never waits.
 pub(super) const CRITICAL_FILL: i64 = 100;
 pub(super) const COMPILE: i64 = 90;
 const OPERATION: i64 = 60;
 const MODE_START: i64 = 50;
-pub(super) const FILL: i64 = 40;
 const SEARCH: i64 = 30;
-/// On one worker nothing runs beside the fill, so nothing is gained by filling first: each
-/// size is measured (capacity searches included) before the fill goes on, and a store is
-/// done before the next one starts (its tasks' priorities are raised by a band of their
-/// own), so that only one store's states are held at a time, as the estimate has it.
-pub(super) const SERIAL_FILL: i64 = 25;
+pub(super) const FILL: i64 = 25;
 const UPGRADE_LAST: i64 = 20;
-/// The priorities of one store's tasks on one worker: the first store's band is the
-/// highest.
+/// The priorities of one store's tasks: the first store's band is the highest.
 pub(super) const BAND: i64 = 1_000;
+
+impl Config {
+    /// The order of the stores' bands (`indices` into the config's stores): the `critical`
+    /// ones first, then the largest peak first, while the critical fills' states are
+    /// still small.
+    pub(super) fn band_order(
+        &self,
+        indices: &[usize],
+        critical: impl Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        let mut order = indices.to_vec();
+        order.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(critical(i)),
+                std::cmp::Reverse(self.store_peak(self.kinds[i])),
+            )
+        });
+        order
+    }
+}
 
 /// What a store's fill costs per row, relative to the others' (the store table's): the
 /// costliest selected store's fill is the run's critical path.
@@ -105,8 +121,8 @@ pub(super) struct Step {
     pub(super) from: Option<State>,
     /// The empty canister's stats (its heap and journal mode), once known.
     pub(super) base: Option<Stats>,
-    /// The fill's priority: [`CRITICAL_FILL`] for the costliest store's, else [`FILL`] (on
-    /// one worker: [`SERIAL_FILL`] in the store's band).
+    /// The fill's priority in the store's band: [`CRITICAL_FILL`] for the costliest store's
+    /// beside other workers, else [`FILL`].
     pub(super) priority: i64,
     /// Added to the priority of every other task of the store (see [`BAND`]).
     pub(super) band: i64,
@@ -439,6 +455,27 @@ fn upgrade_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_critical_fill_comes_first_then_the_largest_peaks() {
+        let cfg = Config {
+            sizes: super::super::sizes_up_to(10_000_000),
+            kinds: ["heap", "btree", "mo-map", "mo-pure-map", "mo-region"]
+                .map(|n| crate::stores::find(n).unwrap())
+                .to_vec(),
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            capacity_at: Some(super::super::CAPACITY_ROWS),
+        };
+        // mo-pure-map's fill is the costliest; then mo-map (9.5 GB), mo-region (6.5 GB),
+        // the heap map (3.5 GB), the StableBTreeMap (2.1 GB).
+        assert_eq!(
+            cfg.band_order(&[0, 1, 2, 3, 4], |i| i == 3),
+            [3, 2, 4, 0, 1]
+        );
+        assert_eq!(cfg.band_order(&[0, 1, 4], |_| false), [4, 0, 1]);
+    }
 
     #[test]
     fn sqlite_is_measured_in_its_default_mode_then_off() {

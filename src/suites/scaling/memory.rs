@@ -66,22 +66,7 @@ impl Config {
     /// come one after the other.
     pub fn peak_memory(&self, jobs: usize) -> u64 {
         let jobs = jobs.max(1);
-        let largest = self.sizes.last().copied().unwrap_or_default();
-        // The store table's figures: bytes per row at the largest size, and the capacity
-        // search's peak.
-        let peak = |kind: StoreKind| {
-            let memory = kind.def().memory;
-            let search = match self.capacity_at {
-                None => 0,
-                Some(_) => memory.capacity_search,
-            };
-            let held = memory.scaling_per_row * largest;
-            let held = match memory.scaling_cap {
-                0 => held,
-                cap => held.min(cap),
-            };
-            held.max(search)
-        };
+        let peak = |kind| self.store_peak(kind);
         let critical = self.kinds.iter().copied().max_by_key(|&k| fill_cost(k));
         let mut others: Vec<u64> = self
             .kinds
@@ -96,6 +81,22 @@ impl Config {
             (_, Some(k)) => peak(k) + others.iter().take(jobs - 1).sum::<u64>(),
         };
         MEMORY_BASE + peaks
+    }
+
+    /// The peak of one store's tasks, from the store table's figures: its bytes per row at
+    /// the largest size (up to its cap), or its capacity search's peak if that is larger.
+    pub(super) fn store_peak(&self, kind: StoreKind) -> u64 {
+        let memory = kind.def().memory;
+        let largest = self.sizes.last().copied().unwrap_or_default();
+        let held = memory.scaling_per_row * largest;
+        let held = match memory.scaling_cap {
+            0 => held,
+            cap => held.min(cap),
+        };
+        match self.capacity_at {
+            None => held,
+            Some(_) => held.max(memory.capacity_search),
+        }
     }
 
     /// `scaling_max_rows`'s sizes up to `max`, with this config's other settings.
