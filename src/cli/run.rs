@@ -191,13 +191,13 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
             return Err(anyhow!("{}", profiles::no_match(pattern, &ids)));
         }
     }
-    let exec = Exec {
+    let mut exec = Exec {
         jobs: args.jobs.map_or_else(Exec::default_jobs, |n| n as usize),
         shard: args.shard.unwrap_or(Shard::WHOLE),
         profile: args.profile.is_some(),
     };
     if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
-        check_memory(&plans, &exec)?;
+        exec = fit_memory(&plans, exec, args.jobs.is_some())?;
     }
     // What can refuse the run comes first, before an output directory is made or anything
     // is printed: the engine's flags, and every module --wasm names (read and checked).
@@ -333,23 +333,47 @@ pub(crate) fn eprint_profiles(report: &Report, dir: &std::path::Path) {
 /// Refuses a run whose suites are expected to need more memory than is available (the
 /// suites run one after another: the largest estimate counts), naming the estimate, what
 /// is available and the settings that fit, instead of being killed by the OOM killer after
-/// minutes of work.
-pub(crate) fn check_memory(plans: &[Box<dyn Plan>], exec: &Exec) -> Result<()> {
-    let available = icbench::memory::available()?;
-    let Some(estimate) = plans
-        .iter()
-        .filter_map(|p| p.memory_estimate(exec))
-        .max_by_key(|e| e.bytes)
-    else {
-        return Ok(());
+/// minutes of work. Without `--jobs` (`jobs_given` false), fewer workers than the machine's
+/// cores are taken instead where they fit, and a line says so: the counts are the same on
+/// any number of workers.
+pub(crate) fn fit_memory(plans: &[Box<dyn Plan>], exec: Exec, jobs_given: bool) -> Result<Exec> {
+    let peak = |exec: &Exec| {
+        plans
+            .iter()
+            .filter_map(|p| p.memory_estimate(exec))
+            .max_by_key(|e| e.bytes)
     };
-    let Some(available) = available else {
-        return Ok(());
+    let Some(estimate) = peak(&exec) else {
+        return Ok(exec);
+    };
+    let Some(available) = icbench::memory::available()? else {
+        return Ok(exec);
     };
     if estimate.bytes <= available {
-        return Ok(());
+        return Ok(exec);
     }
     let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
+    if !jobs_given {
+        let fewer = (1..exec.jobs).rev().find_map(|jobs| {
+            let fewer = Exec { jobs, ..exec };
+            let bytes = peak(&fewer).map_or(0, |e| e.bytes);
+            (bytes <= available).then_some((fewer, bytes))
+        });
+        if let Some((fewer, bytes)) = fewer {
+            let jobs = |n: usize| format!("{n} job{}", if n == 1 { "" } else { "s" });
+            eprintln!(
+                "icbench: {} instead of {}: {} needs about {} of memory at its peak (an estimate), and {} is available; on {} about {}",
+                jobs(fewer.jobs),
+                exec.jobs,
+                estimate.what,
+                gb(estimate.bytes),
+                gb(available),
+                jobs(fewer.jobs),
+                gb(bytes)
+            );
+            return Ok(fewer);
+        }
+    }
     let fitting: Vec<String> = estimate
         .smaller
         .iter()

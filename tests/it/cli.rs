@@ -444,6 +444,24 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
         "{stderr}"
     );
+    // Without --jobs, fewer workers where they fit (mo-map alone on 1 job), and a line
+    // says so.
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let stderr = icbench_with(
+        "12000000000",
+        &["--suite", "scaling", "--wasm", "/nonexistent.wasm"],
+    );
+    let fewer = format!("icbench: 1 job instead of {cores}: the scaling suite to 10,000,000 rows on {cores} jobs needs about ");
+    assert_eq!(stderr.contains(&fewer), cores > 1, "{stderr}");
+    assert_eq!(
+        stderr.contains("and 12.0 GB is available; on 1 job about 10.0 GB\n"),
+        cores > 1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
+        "{stderr}"
+    );
 }
 
 #[test]
