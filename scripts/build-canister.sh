@@ -159,7 +159,14 @@ echo "build-canister: compiling $CRATE${FEATURE_ARGS[*]:+ (${FEATURE_ARGS[*]})} 
 mkdir -p "$ROOT/target/canister-build"
 exec 8>"$BUILD_DIR.lock"
 flock 8
-env -u RUSTFLAGS CARGO_ENCODED_RUSTFLAGS="$rustflags" \
+# Nor may the caller's environment change the module: crates turn on nightly code under
+# RUSTC_BOOTSTRAP (a test binary run with `-Z` flags passes it down: bench.wasm grew by
+# 77 KB), and CARGO_PROFILE_* would override the canister's profile.
+clean_env=(-u RUSTFLAGS -u RUSTC_BOOTSTRAP)
+while read -r var; do
+    clean_env+=(-u "$var")
+done < <(compgen -e | grep '^CARGO_PROFILE_' || true)
+env "${clean_env[@]}" CARGO_ENCODED_RUSTFLAGS="$rustflags" \
     cargo build --release --locked \
     --manifest-path "$ROOT/$CRATE/Cargo.toml" \
     --target "$TARGET" \
