@@ -112,7 +112,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) module: ModuleArgs,
     /// Scenarios run at once, each on its own copy of the post-prefill state (default: the
-    /// machine's cores). Results do not depend on it. PocketIC runs one at a time.
+    /// machine's cores, fewer if the memory estimate needs it). Results do not depend on it.
+    /// PocketIC runs one at a time.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) jobs: Option<u32>,
     /// Run only the K-th of N disjoint parts of each suite's plan (e.g. 2/4), each part
