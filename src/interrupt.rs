@@ -86,9 +86,17 @@ pub fn writing() -> MutexGuard<'static, ()> {
 pub struct TempGuard(PathBuf);
 
 impl TempGuard {
-    pub fn new(path: &Path) -> TempGuard {
-        lock(&TEMPS).push(path.to_path_buf());
-        TempGuard(path.to_path_buf())
+    /// Makes a temporary file with `make` (the file's handle and its path) and registers
+    /// it, both under the list's lock, which a signal's handler holds until the process
+    /// exits: a signal removes the file or comes before it is made (a file made after the
+    /// handler's sweep was left behind).
+    pub fn make<T>(
+        make: impl FnOnce() -> std::io::Result<(T, PathBuf)>,
+    ) -> std::io::Result<(T, TempGuard)> {
+        let mut temps = lock(&TEMPS);
+        let (made, path) = make()?;
+        temps.push(path.clone());
+        Ok((made, TempGuard(path)))
     }
 }
 
@@ -108,7 +116,9 @@ fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
 
 fn stop(signal: i32) -> ! {
     let _renaming = lock(&WRITING);
-    for path in lock(&TEMPS).iter() {
+    // Held until the exit: no temporary file is made after this sweep.
+    let temps = lock(&TEMPS);
+    for path in temps.iter() {
         let _ = std::fs::remove_file(path);
     }
     let name = if signal == SIGINT {

@@ -475,10 +475,12 @@ pub fn write_streamed(
     // A signal removes the half-written file (an interrupted 450 MB state must not stay);
     // one that ends a worker process leaves it to the next run (the lock says it is
     // written).
-    let _guard = crate::interrupt::TempGuard::new(&temp);
+    let start = payload_start(meta.len());
+    let made = crate::interrupt::TempGuard::make(|| {
+        Ok((direct::Appender::create(&temp, start)?, temp.clone()))
+    });
+    let (out, _guard) = made.with_context(|| format!("writing an entry into {}", sub.display()))?;
     let written = (|| -> std::io::Result<(u32, std::fs::File)> {
-        let start = payload_start(meta.len());
-        let out = direct::Appender::create(&temp, start)?;
         let lock = temp::lock(&temp)?;
         let mut body = Summed {
             out,

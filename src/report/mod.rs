@@ -304,12 +304,15 @@ fn write_replacing(
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
-        let mut temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".tmp")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(parent)?;
-        let guard = crate::interrupt::TempGuard::new(temp.path());
+        let (mut temp, guard) = crate::interrupt::TempGuard::make(|| {
+            let temp = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".tmp")
+                .permissions(std::fs::Permissions::from_mode(0o666))
+                .tempfile_in(parent)?;
+            let path = temp.path().to_path_buf();
+            Ok((temp, path))
+        })?;
         temp.write_all(text.as_bytes())?;
         temps.push((path, temp, guard));
     }

@@ -39,13 +39,16 @@ fn a_state_a_stopped_worker_was_writing_is_counted_and_removed_by_the_next_run()
     let dir = crate::support::scratch_dir("cache-leftovers");
     let (cache, paused) = (dir.join("cache"), dir.join("paused"));
     let wasm = module_file(&dir, Fault::None);
-    // Two canisters to fill and two jobs: one fill in a worker process.
+    // Three canisters to fill and two jobs: this process takes the longest fill first and
+    // the next one left when it is done, so with two, a worker process slow to start under
+    // load found none left and the run ended without a pause; and with three, this process
+    // is making its next state when the signal comes.
     let run = crate::support::icbench_command()
         .env("ICBENCH_CACHE_DIR", &cache)
         .env("ICBENCH_TEST_PAUSE_STATE_WRITE", &paused)
         .args([
             "--stores",
-            "mo-map,mo-pure-map",
+            "mo-map,mo-pure-map,mo-region",
             "--rows",
             "2000",
             "--batches",
