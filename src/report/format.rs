@@ -135,6 +135,11 @@ pub fn duration(seconds: f64) -> String {
     format!("{minutes:.0} min {:.1} s", seconds - minutes * 60.0)
 }
 
+/// Memory: `9.5 GB` (decimal gigabytes, one decimal: the estimates are no finer).
+pub fn gigabytes(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
 /// Checks `f` on each input against its expected text, for the tests of formatters.
 #[cfg(test)]
 pub(crate) fn cases<T: Copy + std::fmt::Display>(f: fn(T) -> String, cases: &[(T, &str)]) {

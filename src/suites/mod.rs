@@ -118,6 +118,11 @@ pub trait Plan: std::fmt::Debug {
     /// with what smaller settings would need; `None` for plans that fit any machine that
     /// runs icbench. The CLI compares it with the memory available before anything starts.
     fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate>;
+
+    /// The plan fitted to `available` bytes when it does not fit on one worker: what needs
+    /// more alone than is available left out, and a line for each thing left out saying
+    /// what and why; `None` for plans that cannot shrink so, or whose sizes the user gave.
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)>;
 }
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report

@@ -17,10 +17,10 @@ use super::capacity;
 use super::scenario::{CacheState, Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Reads, Run};
 use super::users;
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate};
+use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::CyclesFees;
-use crate::report::format::thousands;
+use crate::report::format::{gigabytes, thousands};
 use crate::report::work::Kind;
 use crate::report::{Document, Report};
 use crate::stores::{self, ModuleNeed};
@@ -98,6 +98,22 @@ pub struct Config {
     /// The size at which each store's capacity is searched (real calls up to the
     /// per-message limits), if any.
     pub capacity_at: Option<u64>,
+    /// What each store leaves out because it needs more memory alone than the machine has
+    /// (see `Config::fit`): empty unless the run was fitted.
+    pub skipped: Vec<Skipped>,
+    /// `--scaling-max-rows` was given: its sizes are the user's, so a run they do not fit
+    /// is refused rather than fitted.
+    pub sizes_given: bool,
+}
+
+/// What one store of a run fitted to the machine's memory leaves out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Skipped {
+    pub kind: StoreKind,
+    /// Its largest sizes, those its peak alone does not fit at (possibly none).
+    pub sizes: Vec<u64>,
+    /// Its capacity search, at a size it is measured at.
+    pub capacity: bool,
 }
 
 /// 1,000, 10,000, ... up to `max`, and `max` itself.
@@ -110,6 +126,37 @@ pub fn sizes_up_to(max: u64) -> Vec<u64> {
 }
 
 impl Config {
+    /// The sizes `kind` is measured at: the run's, less those it leaves out.
+    pub fn sizes_of(&self, kind: StoreKind) -> Vec<u64> {
+        let skipped = self.skipped_of(kind);
+        self.sizes
+            .iter()
+            .copied()
+            .filter(|n| !skipped.is_some_and(|s| s.sizes.contains(n)))
+            .collect()
+    }
+
+    /// The size `kind`'s capacity is searched at, if it is.
+    pub fn capacity_of(&self, kind: StoreKind) -> Option<u64> {
+        let skipped = self.skipped_of(kind).is_some_and(|s| s.capacity);
+        self.capacity_at
+            .filter(|n| !skipped && self.sizes_of(kind).contains(n))
+    }
+
+    /// The largest size a store is measured at.
+    pub fn largest(&self) -> u64 {
+        let largest = |&k| self.sizes_of(k).last().copied();
+        self.kinds
+            .iter()
+            .filter_map(largest)
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn skipped_of(&self, kind: StoreKind) -> Option<&Skipped> {
+        self.skipped.iter().find(|s| s.kind == kind)
+    }
+
     /// The report's notes: how the stores were filled and measured, the storage fee's
     /// terms (with the modules' sizes), the upgrade at the largest size, and the stores
     /// whose `stats` was read with an update's limit (`beyond`: store and rows).
@@ -131,7 +178,7 @@ impl Config {
                 ),
             })
             .collect();
-        let largest = self.sizes.last().copied().unwrap_or_default();
+        let largest = self.largest();
         let mut notes = vec![
             format!(
                 "Each store is filled once, in a canister of its own: ids 0, {ID_STEP}, 20, ... up to each size N in turn ({} rows per message), and every operation at N starts from the snapshot taken at N.",
@@ -158,6 +205,18 @@ impl Config {
             .any(|k| k.def().page_cache && !k.def().journal_modes)
         {
             notes.push("A SQLite store without journal modes is measured at each size on a newly opened connection (its connections reopened after the fill: a cold page cache, as a journal mode set on a fresh connection leaves the other SQLite).".into());
+        }
+        if !self.skipped.is_empty() {
+            let left_out: Vec<String> = self
+                .skipped
+                .iter()
+                .map(|s| format!("{} {}", s.kind.def().noun, self.skipped_needs(s)))
+                .collect();
+            notes.push(format!(
+                "Left out for want of memory: {}. Each figure, the {} every run needs included, is more than the run had available; `--ignore-memory-estimate` measures them. Such a store is upgraded at the largest size it was measured at.",
+                left_out.join("; "),
+                gigabytes(MEMORY_BASE)
+            ));
         }
         beyond.sort();
         if !beyond.is_empty() {
@@ -191,7 +250,7 @@ impl Define for Scaling {
     type Args = ScalingArgs;
     type Plan = Config;
 
-    fn plan(args: ScalingArgs, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
+    fn plan(args: ScalingArgs, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
         super::shared::store_selected(&common.stores, <Config as Measure>::SUITE)?;
         let kinds = stores::measured_by(<Config as Measure>::SUITE, &common.stores);
         let sizes = sizes_up_to(args.scaling_max_rows);
@@ -203,6 +262,9 @@ impl Define for Scaling {
             seed: common.seed,
             usd_per_xdr: common.usd_per_xdr,
             capacity_at,
+            skipped: Vec::new(),
+            sizes_given: matches.value_source("scaling_max_rows")
+                == Some(clap::parser::ValueSource::CommandLine),
         })
     }
 
@@ -336,7 +398,7 @@ impl Measure for Config {
         );
         let notes = self.notes(&empties, beyond);
         let header = Header {
-            rows_before: self.sizes.last().copied().unwrap_or_default(),
+            rows_before: self.largest(),
             seed: self.seed,
             payload_size: self.payload_size,
             prefill: None,
@@ -354,6 +416,11 @@ impl Measure for Config {
 
     fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
         self.estimate(exec)
+    }
+
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+        let (fitted, lines) = self.fit(available, exec)?;
+        Some((Box::new(fitted), lines))
     }
 }
 

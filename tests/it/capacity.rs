@@ -26,6 +26,8 @@ fn run(limits: Limits, jobs: usize) -> Report {
         seed: 1,
         usd_per_xdr: 1.0,
         capacity_at: Some(2_000),
+        skipped: Vec::new(),
+        sizes_given: false,
     };
     let mut engine = EmbeddedEngine::new(limits);
     let exec = Exec {
@@ -151,6 +153,8 @@ fn the_heap_map_can_meet_the_wasm_memory_limit_first() {
         seed: 1,
         usd_per_xdr: 1.0,
         capacity_at: Some(2_000),
+        skipped: Vec::new(),
+        sizes_given: false,
     };
     let mut engine = EmbeddedEngine::new(limits);
     let report = cfg

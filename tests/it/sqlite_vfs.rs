@@ -781,6 +781,8 @@ fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
         seed: 1,
         usd_per_xdr: 1.0,
         capacity_at: None,
+        skipped: Vec::new(),
+        sizes_given: false,
     };
     let report = run_plan(&plan, Replica::R2026_07);
     // 2 sizes x (7 operations, heap and stable bytes, storage on 2 subnets), the upgrade's

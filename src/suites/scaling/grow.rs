@@ -113,7 +113,7 @@ pub(super) fn fill_cost(kind: StoreKind) -> i64 {
 }
 
 /// How a store's fill goes: after the state `from` (None: the empty canister), on to size
-/// `size` of the run's sizes.
+/// `size` of its sizes ([`Config::sizes_of`]).
 pub(super) struct Step {
     pub(super) kind: StoreKind,
     pub(super) size: usize,
@@ -143,7 +143,9 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
         priority,
         band,
     } = step;
-    let n = cfg.sizes[size];
+    // Its own sizes: a run fitted to the machine's memory leaves some out.
+    let sizes = cfg.sizes_of(kind);
+    let n = sizes[size];
     let first = format!(
         "{} {} to {} rows",
         if from.is_none() {
@@ -185,7 +187,7 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
             let record = fill_stopped(ctx.engine, stores[0], n, reached, reject);
             out.put((size, MEMORY, 0), vec![record]);
             if let (Some(from), Some(last)) = (from, size.checked_sub(1)) {
-                let at = cfg.sizes[last];
+                let at = sizes[last];
                 lane.spawn(upgrade_task(
                     ctx, out, kind, stores[0], at, from, priority, band,
                 ));
@@ -236,7 +238,7 @@ pub(super) fn grow<'s>(ctx: &'s Shared<'s>, step: Step, out: &'s Grown) -> Task<
             };
             lane.spawn(measure_at(ctx, out, at, at_n.clone()));
         }
-        if size + 1 < cfg.sizes.len() {
+        if size + 1 < sizes.len() {
             let next = Step {
                 kind,
                 size: size + 1,
@@ -347,7 +349,7 @@ fn measure_at<'s>(ctx: &'s Shared<'s>, out: &'s Grown, at: Place, at_n: State) -
             Some(Err(reason)) => Err(reason),
             None => Ok(at_n),
         };
-        let search = match (&start, cfg.capacity_at) {
+        let search = match (&start, cfg.capacity_of(kind)) {
             (Ok(start), Some(c)) if c == at.n => Some(Join::new(
                 OPERATIONS.len(),
                 capacity_at(ctx, out, at, start.clone()),
@@ -467,6 +469,8 @@ mod tests {
             seed: 1,
             usd_per_xdr: 1.0,
             capacity_at: Some(super::super::CAPACITY_ROWS),
+            skipped: Vec::new(),
+            sizes_given: false,
         };
         // mo-pure-map's fill is the costliest; then mo-map (9.5 GB), mo-region (6.5 GB),
         // the heap map (3.5 GB), the StableBTreeMap (2.1 GB).

@@ -164,6 +164,8 @@ mod tests {
             seed: 1,
             usd_per_xdr: 1.0,
             capacity_at: None,
+            skipped: Vec::new(),
+            sizes_given: false,
         };
         let scan = Operation::RangeScan { rows: 1_000 };
         let store = cfg.kinds[0].stores(&[])[0];

@@ -43,6 +43,10 @@ pub trait Measure: std::fmt::Debug {
     fn memory_estimate(&self, _exec: &Exec) -> Option<MemoryEstimate> {
         None
     }
+    /// As [`Plan::fit_to`].
+    fn fit_to(&self, _available: u64, _exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+        None
+    }
 }
 
 impl<T: Measure> Plan for T {
@@ -75,5 +79,9 @@ impl<T: Measure> Plan for T {
 
     fn memory_estimate(&self, exec: &Exec) -> Option<MemoryEstimate> {
         T::memory_estimate(self, exec)
+    }
+
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+        T::fit_to(self, available, exec)
     }
 }
