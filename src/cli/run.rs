@@ -16,6 +16,7 @@ use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
 use icbench::interrupt;
+use icbench::report::format::gigabytes;
 use icbench::report::{self, profiles, Provenance, Report};
 use icbench::stores::StoreKind;
 use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
@@ -158,7 +159,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
     check_flags_read(&selected, matches)?;
     check_stores_measured(&selected, &args.common.stores, matches)?;
     // Every plan is made, so every flag checked, before any work starts.
-    let plans = selected
+    let mut plans = selected
         .iter()
         .map(|s| s.plan(matches, &args.common))
         .collect::<Result<Vec<_>>>()?;
@@ -197,7 +198,7 @@ pub(crate) fn run(args: &RunArgs, matches: &ArgMatches) -> Result<bool> {
         profile: args.profile.is_some(),
     };
     if !args.ignore_memory_estimate && args.engine == EngineKind::Embedded {
-        exec = fit_memory(&plans, exec, args.jobs.is_some())?;
+        exec = fit_memory(&mut plans, exec, args.jobs.is_some())?;
     }
     // What can refuse the run comes first, before an output directory is made or anything
     // is printed: the engine's flags, and every module --wasm names (read and checked).
@@ -333,17 +334,23 @@ pub(crate) fn eprint_profiles(report: &Report, dir: &std::path::Path) {
 /// Refuses a run whose suites are expected to need more memory than is available (the
 /// suites run one after another: the largest estimate counts), naming the estimate, what
 /// is available and the settings that fit, instead of being killed by the OOM killer after
-/// minutes of work. Without `--jobs` (`jobs_given` false), fewer workers than the machine's
-/// cores are taken instead where they fit, and a line says so: the counts are the same on
-/// any number of workers.
-pub(crate) fn fit_memory(plans: &[Box<dyn Plan>], exec: Exec, jobs_given: bool) -> Result<Exec> {
-    let peak = |exec: &Exec| {
+/// minutes of work. Without `--jobs` (`jobs_given` false), a plan that does not fit even on
+/// one worker leaves out what does not fit where it can ([`Plan::fit_to`]), and fewer
+/// workers than the machine's cores are taken where they fit, a line saying each: the
+/// counts are the same on any number of workers.
+pub(crate) fn fit_memory(
+    plans: &mut [Box<dyn Plan>],
+    exec: Exec,
+    jobs_given: bool,
+) -> Result<Exec> {
+    let peak = |plans: &[&dyn Plan], exec: &Exec| {
         plans
             .iter()
             .filter_map(|p| p.memory_estimate(exec))
             .max_by_key(|e| e.bytes)
     };
-    let Some(estimate) = peak(&exec) else {
+    let given: Vec<&dyn Plan> = plans.iter().map(|p| p.as_ref()).collect();
+    let Some(estimate) = peak(&given, &exec) else {
         return Ok(exec);
     };
     let Some(available) = icbench::memory::available()? else {
@@ -352,25 +359,49 @@ pub(crate) fn fit_memory(plans: &[Box<dyn Plan>], exec: Exec, jobs_given: bool) 
     if estimate.bytes <= available {
         return Ok(exec);
     }
-    let gb = |b: u64| format!("{:.1} GB", b as f64 / 1e9);
     if !jobs_given {
-        let fewer = (1..exec.jobs).rev().find_map(|jobs| {
+        // Each plan that does not fit on one worker, fitted where it can be.
+        let one = Exec { jobs: 1, ..exec };
+        let fitted: Vec<Option<(Box<dyn Plan>, Vec<String>)>> = given
+            .iter()
+            .map(|p| {
+                let over = p.memory_estimate(&one).is_some_and(|e| e.bytes > available);
+                over.then(|| p.fit_to(available, &exec)).flatten()
+            })
+            .collect();
+        let current: Vec<&dyn Plan> = given
+            .iter()
+            .zip(&fitted)
+            .map(|(p, f)| f.as_ref().map_or(*p, |(f, _)| f.as_ref()))
+            .collect();
+        let fewer = (1..=exec.jobs).rev().find_map(|jobs| {
             let fewer = Exec { jobs, ..exec };
-            let bytes = peak(&fewer).map_or(0, |e| e.bytes);
+            let bytes = peak(&current, &fewer).map_or(0, |e| e.bytes);
             (bytes <= available).then_some((fewer, bytes))
         });
         if let Some((fewer, bytes)) = fewer {
-            let jobs = |n: usize| format!("{n} job{}", if n == 1 { "" } else { "s" });
-            eprintln!(
-                "icbench: {} instead of {}: {} needs about {} of memory at its peak (an estimate), and {} is available; on {} about {}",
-                jobs(fewer.jobs),
-                exec.jobs,
-                estimate.what,
-                gb(estimate.bytes),
-                gb(available),
-                jobs(fewer.jobs),
-                gb(bytes)
-            );
+            let estimate = peak(&current, &exec).unwrap_or(estimate);
+            for (plan, fitted) in plans.iter_mut().zip(fitted) {
+                if let Some((fitted, lines)) = fitted {
+                    for line in lines {
+                        eprintln!("icbench: {line}");
+                    }
+                    *plan = fitted;
+                }
+            }
+            if fewer.jobs < exec.jobs {
+                let jobs = |n: usize| format!("{n} job{}", if n == 1 { "" } else { "s" });
+                eprintln!(
+                    "icbench: {} instead of {}: {} needs about {} of memory at its peak (an estimate), and {} is available; on {} about {}",
+                    jobs(fewer.jobs),
+                    exec.jobs,
+                    estimate.what,
+                    gigabytes(estimate.bytes),
+                    gigabytes(available),
+                    jobs(fewer.jobs),
+                    gigabytes(bytes)
+                );
+            }
             return Ok(fewer);
         }
     }
@@ -379,7 +410,7 @@ pub(crate) fn fit_memory(plans: &[Box<dyn Plan>], exec: Exec, jobs_given: bool) 
         .iter()
         .filter(|(_, b)| *b <= available)
         .take(3)
-        .map(|(flags, b)| format!("`{flags}` (about {})", gb(*b)))
+        .map(|(flags, b)| format!("`{flags}` (about {})", gigabytes(*b)))
         .collect();
     let fits = if fitting.is_empty() {
         "no smaller setting of this suite fits".to_string()
@@ -389,8 +420,8 @@ pub(crate) fn fit_memory(plans: &[Box<dyn Plan>], exec: Exec, jobs_given: bool) 
     Err(anyhow!(
         "{} needs about {} of memory at its peak (an estimate), and {} is available; {fits}; or pass --ignore-memory-estimate to run anyway",
         estimate.what,
-        gb(estimate.bytes),
-        gb(available)
+        gigabytes(estimate.bytes),
+        gigabytes(available)
     ))
 }
 

@@ -465,6 +465,79 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
 }
 
 #[test]
+fn a_store_that_does_not_fit_alone_stops_at_the_sizes_that_fit() {
+    let dir = crate::support::scratch_dir("memory-fit");
+    // The scaling suite with the heap map and the StableBTreeMap, planned for `available`
+    // bytes: exit status, stderr and the results.csv rows.
+    let run = |name: &str, available: &str, extra: &[&str]| {
+        let out = dir.join(name);
+        let o = crate::support::icbench_command()
+            .env("ICBENCH_MEMORY_AVAILABLE", available)
+            .args(["--suite", "scaling", "--stores", "heap,btree", "--quiet"])
+            .args(extra)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .expect("icbench runs");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        let csv = std::fs::read_to_string(out.join("scaling/results.csv")).unwrap_or_default();
+        let rows: Vec<String> = csv.lines().skip(1).map(String::from).collect();
+        (
+            o.status.code().unwrap_or(-1),
+            stderr,
+            rows,
+            out.join("scaling"),
+        )
+    };
+    // 3 MB beside the process's 0.5 GB, at the default sizes (1,000 to 10,000,000 rows):
+    // the StableBTreeMap fits to 10,000 rows (210 bytes a row), the heap map to 1,000 (350).
+    let (code, stderr, rows, out) = run("fitted", "503000000", &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stderr,
+        "icbench: scaling: heap stops at 1,000 rows: at 10,000 rows it needs about 0.5 GB alone (an estimate), and 0.5 GB is available; --ignore-memory-estimate measures it anyway\n\
+         icbench: scaling: btree stops at 10,000 rows: at 100,000 rows it needs about 0.5 GB alone (an estimate), and 0.5 GB is available; --ignore-memory-estimate measures it anyway\n"
+    );
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        report.contains("\n- Left out for want of memory: the heap map stops at 1,000 rows: at 10,000 rows it needs about 0.5 GB alone (an estimate); the StableBTreeMap stops at 10,000 rows: at 100,000 rows it needs about 0.5 GB alone (an estimate). "),
+        "{report}"
+    );
+    assert!(
+        report.contains("\n- Rows before each message: 10,000\n"),
+        "{report}"
+    );
+    // Its rows are those of runs without the limit: the StableBTreeMap's to 10,000 rows,
+    // the heap map's to 1,000 (its upgrade there).
+    let field = |row: &str, i: usize| row.split(',').nth(i).unwrap_or("").to_string();
+    let (store, rows_before) = (2, 7);
+    let plenty = "100000000000";
+    let (code, stderr, both, _) = run("to-10000", plenty, &["--scaling-max-rows", "10000"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, stderr, heap, _) = run("heap", plenty, &["--scaling-max-rows", "1000"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(both
+        .iter()
+        .any(|r| field(r, store) == "heap" && field(r, rows_before) == "10000"));
+    let mut expected: Vec<String> = heap
+        .into_iter()
+        .filter(|r| field(r, store) == "heap")
+        .collect();
+    expected.extend(both.into_iter().filter(|r| field(r, store) == "btree"));
+    assert_eq!(rows, expected);
+    // The sizes given: refused as before, naming what fits.
+    let (code, stderr, _, out) = run("given", "503000000", &["--scaling-max-rows", "10000"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(
+            "and 0.5 GB is available; these fit: `--scaling-max-rows 1000` (about 0.5 GB)"
+        ),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+}
+
+#[test]
 fn version_names_the_commit_and_the_default_replica_rules() {
     let out = crate::support::icbench_command()
         .arg("--version")
