@@ -19,7 +19,7 @@ use icbench::interrupt;
 use icbench::report::format::gigabytes;
 use icbench::report::{self, profiles, Provenance, Report};
 use icbench::stores::StoreKind;
-use icbench::suites::{self, pool, Exec, Plan, Progress, Shard};
+use icbench::suites::{self, pool, Exec, Fitted, Plan, Progress, Shard};
 
 impl RulesArgs {
     /// The embedded engine under the vintage and host named (default: the newest, linux).
@@ -362,7 +362,7 @@ pub(crate) fn fit_memory(
     if !jobs_given {
         // Each plan that does not fit on one worker, fitted where it can be.
         let one = Exec { jobs: 1, ..exec };
-        let fitted: Vec<Option<(Box<dyn Plan>, Vec<String>)>> = given
+        let fitted: Vec<Option<Fitted>> = given
             .iter()
             .map(|p| {
                 let over = p.memory_estimate(&one).is_some_and(|e| e.bytes > available);
@@ -372,7 +372,7 @@ pub(crate) fn fit_memory(
         let current: Vec<&dyn Plan> = given
             .iter()
             .zip(&fitted)
-            .map(|(p, f)| f.as_ref().map_or(*p, |(f, _)| f.as_ref()))
+            .map(|(p, f)| f.as_ref().map_or(*p, |f| f.plan.as_ref()))
             .collect();
         let fewer = (1..=exec.jobs).rev().find_map(|jobs| {
             let fewer = Exec { jobs, ..exec };
@@ -382,11 +382,11 @@ pub(crate) fn fit_memory(
         if let Some((fewer, bytes)) = fewer {
             let estimate = peak(&current, &exec).unwrap_or(estimate);
             for (plan, fitted) in plans.iter_mut().zip(fitted) {
-                if let Some((fitted, lines)) = fitted {
-                    for line in lines {
+                if let Some(fitted) = fitted {
+                    for line in fitted.lines {
                         eprintln!("icbench: {line}");
                     }
-                    *plan = fitted;
+                    *plan = fitted.plan;
                 }
             }
             if fewer.jobs < exec.jobs {

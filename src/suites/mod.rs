@@ -122,7 +122,15 @@ pub trait Plan: std::fmt::Debug {
     /// The plan fitted to `available` bytes when it does not fit on one worker: what needs
     /// more alone than is available left out, and a line for each thing left out saying
     /// what and why; `None` for plans that cannot shrink so, or whose sizes the user gave.
-    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)>;
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<Fitted>;
+}
+
+/// A plan fitted to the memory available ([`Plan::fit_to`]).
+pub struct Fitted {
+    /// The smaller plan.
+    pub plan: Box<dyn Plan>,
+    /// A line for each thing it leaves out, and why.
+    pub lines: Vec<String>,
 }
 
 /// Bytes a process needs whatever the stores: the compiled module, wasmtime, the report

@@ -17,7 +17,7 @@ use super::capacity;
 use super::scenario::{CacheState, Operation, Position, StoreKind};
 use super::shared::{Define, Header, Measure, Reads, Run};
 use super::users;
-use super::{pool, steps, CommonArgs, Exec, MemoryEstimate, Plan, MEMORY_BASE};
+use super::{pool, steps, CommonArgs, Exec, Fitted, MemoryEstimate, MEMORY_BASE};
 use crate::bench_canister::{BenchClient, Module};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::{gigabytes, thousands};
@@ -418,9 +418,12 @@ impl Measure for Config {
         self.estimate(exec)
     }
 
-    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<Fitted> {
         let (fitted, lines) = self.fit(available, exec)?;
-        Some((Box::new(fitted), lines))
+        Some(Fitted {
+            plan: Box::new(fitted),
+            lines,
+        })
     }
 }
 

@@ -498,15 +498,12 @@ fn a_store_that_does_not_fit_alone_stops_at_the_sizes_that_fit() {
         "icbench: scaling: heap stops at 1,000 rows: at 10,000 rows it needs about 0.5 GB alone (an estimate), and 0.5 GB is available; --ignore-memory-estimate measures it anyway\n\
          icbench: scaling: btree stops at 10,000 rows: at 100,000 rows it needs about 0.5 GB alone (an estimate), and 0.5 GB is available; --ignore-memory-estimate measures it anyway\n"
     );
+    // report.md says what was left out, and the largest size measured.
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(
-        report.contains("\n- Left out for want of memory: the heap map stops at 1,000 rows: at 10,000 rows it needs about 0.5 GB alone (an estimate); the StableBTreeMap stops at 10,000 rows: at 100,000 rows it needs about 0.5 GB alone (an estimate). "),
-        "{report}"
-    );
-    assert!(
-        report.contains("\n- Rows before each message: 10,000\n"),
-        "{report}"
-    );
+    let left_out = "\n- Left out for want of memory: the heap map stops at 1,000 rows: at 10,000 rows it needs about 0.5 GB alone (an estimate); the StableBTreeMap stops at 10,000 rows: at 100,000 rows it needs about 0.5 GB alone (an estimate). ";
+    for needle in [left_out, "\n- Rows before each message: 10,000\n"] {
+        assert!(report.contains(needle), "{needle:?} in {report}");
+    }
     // Its rows are those of runs without the limit: the StableBTreeMap's to 10,000 rows,
     // the heap map's to 1,000 (its upgrade there).
     let field = |row: &str, i: usize| row.split(',').nth(i).unwrap_or("").to_string();

@@ -329,18 +329,15 @@ mod tests {
 
     #[test]
     fn the_estimate_counts_the_longest_fill_beside_as_many_other_peaks_as_workers() {
+        let all = default_plan();
         let cfg = Config {
-            sizes: sizes_up_to(10_000_000),
-            kinds: crate::stores::measured_by("scaling", &StoreKind::ALL)
-                .into_iter()
+            kinds: all
+                .kinds
+                .iter()
+                .copied()
                 .filter(|k| k.def().memory.scaling_cap == 0)
                 .collect(),
-            payload_size: 100,
-            seed: 1,
-            usd_per_xdr: 1.0,
-            capacity_at: Some(CAPACITY_ROWS),
-            skipped: Vec::new(),
-            sizes_given: false,
+            ..all
         };
         // One worker: SQLite's peak alone (380 B/row); two: the StableBTreeMap's fill
         // (210 B/row) beside it; three: the heap map's (350 B/row) too; four: SQLite on

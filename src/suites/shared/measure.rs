@@ -8,7 +8,7 @@ use super::Session;
 use crate::engine::Engine;
 use crate::report::Report;
 use crate::stores::{self, ModuleNeed, Modules};
-use crate::suites::{Exec, MemoryEstimate, Plan, Progress};
+use crate::suites::{Exec, Fitted, MemoryEstimate, Plan, Progress};
 
 /// What a run is given: its session (clock, engine name, work log), the engine and the
 /// modules (`wasm` the default one), the part of the plan to run (`exec`), and where
@@ -44,7 +44,7 @@ pub trait Measure: std::fmt::Debug {
         None
     }
     /// As [`Plan::fit_to`].
-    fn fit_to(&self, _available: u64, _exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+    fn fit_to(&self, _available: u64, _exec: &Exec) -> Option<Fitted> {
         None
     }
 }
@@ -81,7 +81,7 @@ impl<T: Measure> Plan for T {
         T::memory_estimate(self, exec)
     }
 
-    fn fit_to(&self, available: u64, exec: &Exec) -> Option<(Box<dyn Plan>, Vec<String>)> {
+    fn fit_to(&self, available: u64, exec: &Exec) -> Option<Fitted> {
         T::fit_to(self, available, exec)
     }
 }
