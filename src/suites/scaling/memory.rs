@@ -133,17 +133,19 @@ impl Config {
             if kept == sizes.len() && search.is_none() {
                 continue;
             }
-            lines.push(skip_line(kind, largest, &sizes[kept..], search, available));
-            if !fitted.skipped.iter().any(|s| s.kind == kind) {
-                fitted.skipped.push(Skipped {
+            let left_out = &sizes[kept..];
+            lines.push(skip_line(kind, largest, left_out, search, available));
+            match fitted.skipped.iter_mut().find(|s| s.kind == kind) {
+                Some(skipped) => {
+                    skipped.sizes.extend_from_slice(left_out);
+                    skipped.capacity |= search.is_some();
+                }
+                None => fitted.skipped.push(Skipped {
                     kind,
-                    sizes: Vec::new(),
-                    capacity: false,
-                });
+                    sizes: left_out.to_vec(),
+                    capacity: search.is_some(),
+                }),
             }
-            let skipped = fitted.skipped.iter_mut().find(|s| s.kind == kind)?;
-            skipped.sizes.extend_from_slice(&sizes[kept..]);
-            skipped.capacity |= search.is_some();
         }
         (!lines.is_empty()).then_some((fitted, lines))
     }
