@@ -85,8 +85,9 @@ pub struct ScalingArgs {
     scaling_max_rows: u64,
 }
 
-/// The scaling suite's settings.
-#[derive(Clone, Debug, PartialEq)]
+/// The scaling suite's settings. `Debug` shows every setting but `sizes_given`: it is the
+/// shards' signature, and shards run with and without the flag at the same sizes are one run.
+#[derive(Clone, PartialEq)]
 pub struct Config {
     /// Store sizes, ascending.
     pub sizes: Vec<u64>,
@@ -104,6 +105,20 @@ pub struct Config {
     /// `--scaling-max-rows` was given: its sizes are the user's, so a run they do not fit
     /// is refused rather than fitted.
     pub sizes_given: bool,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("sizes", &self.sizes)
+            .field("kinds", &self.kinds)
+            .field("payload_size", &self.payload_size)
+            .field("seed", &self.seed)
+            .field("usd_per_xdr", &self.usd_per_xdr)
+            .field("capacity_at", &self.capacity_at)
+            .field("skipped", &self.skipped)
+            .finish()
+    }
 }
 
 /// What one store of a run fitted to the machine's memory leaves out.

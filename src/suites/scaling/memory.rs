@@ -305,6 +305,18 @@ mod tests {
     }
 
     #[test]
+    fn shards_sign_what_they_measure_not_whether_the_sizes_were_given() {
+        let cfg = default_plan();
+        let given = Config {
+            sizes_given: true,
+            ..cfg.clone()
+        };
+        assert_eq!(format!("{cfg:?}"), format!("{given:?}"));
+        let (fitted, _) = cfg.fit(6_000_000_000, &Exec::SEQUENTIAL).unwrap();
+        assert_ne!(format!("{cfg:?}"), format!("{fitted:?}"));
+    }
+
+    #[test]
     fn a_run_is_not_fitted_where_its_sizes_were_given_or_nothing_fits() {
         let cfg = default_plan();
         // Everything fits: nothing to leave out.
