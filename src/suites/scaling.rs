@@ -109,14 +109,25 @@ pub struct Config {
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named: a new one must be shown here or left out on purpose.
+        let Config {
+            sizes,
+            kinds,
+            payload_size,
+            seed,
+            usd_per_xdr,
+            capacity_at,
+            skipped,
+            sizes_given: _,
+        } = self;
         f.debug_struct("Config")
-            .field("sizes", &self.sizes)
-            .field("kinds", &self.kinds)
-            .field("payload_size", &self.payload_size)
-            .field("seed", &self.seed)
-            .field("usd_per_xdr", &self.usd_per_xdr)
-            .field("capacity_at", &self.capacity_at)
-            .field("skipped", &self.skipped)
+            .field("sizes", sizes)
+            .field("kinds", kinds)
+            .field("payload_size", payload_size)
+            .field("seed", seed)
+            .field("usd_per_xdr", usd_per_xdr)
+            .field("capacity_at", capacity_at)
+            .field("skipped", skipped)
             .finish()
     }
 }
