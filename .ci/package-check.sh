@@ -24,9 +24,10 @@ trap 'rm -rf "$work"' EXIT
 quiet() { grep -v '^warning: ignoring \(test\|benchmark\) ' | grep -v '^ *Updating ' || true; }
 cargo publish --workspace --dry-run --no-verify --locked "$@" 2>&1 | quiet
 test "${PIPESTATUS[0]}" = 0
-# The .crate files themselves (publish --dry-run keeps them in a scratch registry).
+# The .crate files themselves (publish --dry-run keeps them in a scratch registry; it skips
+# tests/interfaces, `publish = false`, which `cargo package` must be told to).
 rm -f target/package/*.crate
-cargo package --workspace --no-verify --locked "$@" 2>&1 | quiet
+cargo package --workspace --exclude icbench-interfaces --no-verify --locked "$@" 2>&1 | quiet
 test "${PIPESTATUS[0]}" = 0
 limit=$((10 * 1024 * 1024))
 for crate in bench-types icbench-canister wasi2ic-post icbench; do

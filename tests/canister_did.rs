@@ -1,5 +1,7 @@
-//! A test binary of its own (not a module of tests/it): it is the only one that needs
-//! candid_parser, whose compile would otherwise hold up the whole test binary's.
+//! The test of the package tests/interfaces (`cargo test --release -p icbench-interfaces`,
+//! run by .ci/run), not of icbench: it is the only one that needs candid_parser, whose
+//! grammar, template and parser-generator crates are about 150 s of CPU to build, which the
+//! README's `cargo test --release` does not wait for.
 //!
 //! The benchmark canister's interface is stated once, in canisters/bench/bench.did, and
 //! this test holds the built wasm to it:
@@ -24,8 +26,9 @@ use candid_parser::candid::types::FuncMode;
 use candid_parser::utils::{service_equal, CandidSource};
 use wasmparser::{Parser, Payload};
 
+/// The checkout: this file's package is tests/interfaces.
 fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 fn did_text() -> String {
@@ -37,11 +40,8 @@ fn did_text() -> String {
 fn canister_wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
-        icbench::bench_canister::ensure_built_with(
-            true,
-            Some(std::path::Path::new(env!("CARGO_BIN_EXE_icbench"))),
-        )
-        .unwrap_or_else(|e| panic!("building the bench canister: {e:#}"))
+        icbench::bench_canister::ensure_built_with(true, None)
+            .unwrap_or_else(|e| panic!("building the bench canister: {e:#}"))
     })
 }
 
@@ -223,10 +223,7 @@ fn tune_wasm() -> &'static [u8] {
     static WASM: OnceLock<Vec<u8>> = OnceLock::new();
     WASM.get_or_init(|| {
         icbench::bench_canister::Module::TUNE
-            .ensure_built_with(
-                true,
-                Some(std::path::Path::new(env!("CARGO_BIN_EXE_icbench"))),
-            )
+            .ensure_built_with(true, None)
             .unwrap_or_else(|e| panic!("building the tune variant: {e:#}"))
     })
 }
@@ -291,7 +288,7 @@ fn vfs_did_text() -> String {
 /// The module of the current sources, as the CLI runs it.
 fn vfs_wasm() -> Vec<u8> {
     icbench::bench_canister::Module::SQLITE_VFS
-        .ensure_built_with(true, Some(Path::new(env!("CARGO_BIN_EXE_icbench"))))
+        .ensure_built_with(true, None)
         .unwrap_or_else(|e| panic!("building the sqlite-vfs canister: {e:#}"))
 }
 

@@ -1,7 +1,7 @@
 //! The integration tests, in one test binary: every binary links the library and
 //! wasmtime, and linking a dozen of them took longer than running most of the tests.
-//! The one exception is tests/canister_did.rs, the only user of candid_parser: as a binary
-//! of its own, this one compiles while candid_parser and its grammar and template crates do.
+//! (tests/canister_did.rs, the only user of candid_parser, is the test of the package
+//! tests/interfaces, which .ci/run tests: the README's command does not build candid_parser.)
 //! One module per area; run one with `cargo test --release --test it MODULE::`.
 //!
 //! All tests share one process: nothing here may change the environment or the current
