@@ -1,7 +1,7 @@
 //! The test of the package tests/interfaces (`cargo test --release -p icbench-interfaces`,
 //! run by .ci/run), not of icbench: it is the only one that needs candid_parser, whose
-//! grammar, template and parser-generator crates are about 150 s of CPU to build, which the
-//! README's `cargo test --release` does not wait for.
+//! grammar, template and parser-generator crates (about 100 build units, 80 to 90 s of CPU
+//! on 2 cores) the README's `cargo test --release` then does not wait for.
 //!
 //! The benchmark canister's interface is stated once, in canisters/bench/bench.did, and
 //! this test holds the built wasm to it:
