@@ -1,12 +1,10 @@
 //! `cfg(pocket_ic_server)` when POCKET_IC_BIN is set, so the PocketIC contract tests run
 //! then and are reported as ignored (with the reason) otherwise.
 //!
-//! `ICBENCH_ENGINE_FINGERPRINT`: a hash of everything in this crate that shapes a compiled
-//! module or what is computed at load (src/engine: instrumentation, costs, wasmtime's
-//! configuration) and of the dependency versions (Cargo.lock), so the compile cache never
-//! serves an entry made by a differently built icbench even when the version did not change.
-//! `ICBENCH_SOURCE_FINGERPRINT`: the same over all of src/ and canisters/types, for cached
-//! post-prefill states.
+//! `ICBENCH_SOURCE_FINGERPRINT`: a hash of all of src/, the engine's sources, canisters/types
+//! and the dependency versions (Cargo.lock), for cached post-prefill states: a state is never
+//! served to a differently built icbench even when the version did not change (the engine's
+//! own fingerprint keys the compile cache: engine/build.rs).
 //!
 //! `$OUT_DIR/prebuilt_states.rs`: for every canister module the binary embeds (crate
 //! icbench-canister, which lists them: canisters/prebuilt/modules.txt), whether it is of the
@@ -29,22 +27,22 @@ fn main() {
     }
 
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let mut engine = Vec::new();
-    collect(&root.join("src/engine"), &mut engine);
-    engine.push(root.join("Cargo.lock"));
-    fingerprint("ICBENCH_ENGINE_FINGERPRINT", &root, engine);
     // Everything that decides a cached post-prefill state besides the engine: the suites'
     // prefill code, the canister client and the argument types it shares with the canister.
     let mut sources = Vec::new();
     collect(&root.join("src"), &mut sources);
-    // In a packaged crate bench-types is a dependency, pinned by Cargo.lock below.
-    if root.join("canisters/types").is_dir() {
-        collect(&root.join("canisters/types"), &mut sources);
+    // In a packaged crate bench-types and the engine are dependencies, pinned by Cargo.lock
+    // below.
+    for dir in ["canisters/types", "engine/src"] {
+        if root.join(dir).is_dir() {
+            collect(&root.join(dir), &mut sources);
+        }
     }
     sources.push(root.join("Cargo.lock"));
     fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
     println!("cargo::rerun-if-changed=src");
     println!("cargo::rerun-if-changed=canisters/types");
+    println!("cargo::rerun-if-changed=engine/src");
     commit(&root);
     prebuilt(&root);
 }

@@ -4,12 +4,12 @@
 #   .ci/package-check.sh [--allow-dirty]
 #
 # 1. `cargo publish --dry-run` of the workspace's crates, in dependency order (bench-types,
-#    icbench-canister, wasi2ic-post, icbench); each .crate under crates.io's 10 MB limit, and
-#    icbench-canister's holding every canister module of canisters/prebuilt/modules.txt.
+#    icbench-canister, wasi2ic-post, icbench-engine, icbench); each .crate under crates.io's
+#    10 MB limit, and icbench-canister's holding every module of canisters/prebuilt/modules.txt.
 # 2. icbench installed from its .crate (not from the tree) into an empty root, the other
-#    three crates taken from their .crate files as crates.io would serve them. Cargo's own
+#    four crates taken from their .crate files as crates.io would serve them. Cargo's own
 #    verification would compile everything again in the dev profile (minutes); this build
-#    reuses target/'s release dependencies and compiles only the four crates.
+#    reuses target/'s release dependencies and compiles only the five crates.
 # 3. The installed binary, alone in an empty directory with HOME elsewhere and no cargo on
 #    PATH, runs the canbench fixture and a small default run with the results of the
 #    checkout's target/release/icbench.
@@ -30,7 +30,7 @@ rm -f target/package/*.crate
 cargo package --workspace --exclude icbench-interfaces --no-verify --locked "$@" 2>&1 | quiet
 test "${PIPESTATUS[0]}" = 0
 limit=$((10 * 1024 * 1024))
-for crate in bench-types icbench-canister wasi2ic-post icbench; do
+for crate in bench-types icbench-canister wasi2ic-post icbench-engine icbench; do
     file="target/package/$crate-0.1.0.crate"
     [ -f "$file" ] || { echo "cargo publish --dry-run made no $file" >&2; exit 1; }
     size=$(wc -c < "$file")
@@ -72,7 +72,7 @@ for crate in target/package/*.crate; do tar -xzf "$crate" -C "$work/crates"; don
 # target/'s fingerprints never take them for built already.
 find "$work/crates" -type f -exec touch {} +
 patches=()
-for dep in bench-types icbench-canister wasi2ic-post; do
+for dep in bench-types icbench-canister wasi2ic-post icbench-engine; do
     patches+=(--config "patch.crates-io.$dep.path=\"$work/crates/$dep-0.1.0\"")
 done
 (cd "$work/crates/icbench-0.1.0" &&

@@ -1,11 +1,11 @@
 //! icbench: what Internet Computer storage really costs, measured with the replica's
 //! instruction metering on an embedded engine (or on PocketIC).
 //!
-//! Layers, each using only the ones before it: `engine` (the Engine trait, the embedded
-//! engine, PocketIC, the cost model) <- `bench_canister` (the canister client) <- `stores`
-//! (the store table: which stores exist, in which module, what each supports) <- `report`
-//! (records and renderers; it knows no suite) <- `suites` (one module per suite) <- the CLI,
-//! `crosscheck` and `canbench`.
+//! Layers, each using only the ones before it: `engine` (the crate icbench-engine: the Engine
+//! trait, the embedded engine, PocketIC, the cost model) <- `bench_canister` (the canister
+//! client) <- `stores` (the store table: which stores exist, in which module, what each
+//! supports) <- `report` (records and renderers; it knows no suite) <- `suites` (one module
+//! per suite) <- the CLI, `crosscheck` and `canbench`.
 //!
 //! # The public surface
 //!
@@ -43,9 +43,9 @@ pub mod canbench;
 mod canister_sources;
 #[doc(hidden)]
 pub mod crosscheck;
-pub mod engine;
+pub use icbench_engine as engine;
 #[doc(hidden)]
-pub mod interrupt;
+pub use icbench_engine::interrupt;
 #[doc(hidden)]
 pub mod memory;
 #[doc(hidden)]
@@ -56,30 +56,6 @@ pub mod stores;
 #[doc(hidden)]
 pub mod suites;
 
-/// What the unit tests of several modules share.
+/// What the unit tests of several modules share (the engine's, as its tests need them too).
 #[cfg(test)]
-pub(crate) mod testing {
-    use std::path::PathBuf;
-
-    /// `icbench-{what}-{pid}-{name}` under the system's temp dir, removed if a previous run
-    /// left it: a directory of the test's own, not yet created.
-    pub(crate) fn fresh_temp_dir(what: &str, name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("icbench-{what}-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
-
-    /// The kB that `/proc/self/smaps` gives under `field` (`Rss`, `Anonymous`, ...) for
-    /// the mapping that starts at `start`.
-    #[cfg(target_os = "linux")]
-    pub(crate) fn mapping_kb(start: *const u8, field: &str) -> usize {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let head = format!("{:x}-", start as usize);
-        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
-        assert!(lines.next().is_some(), "no mapping starts at {head}");
-        let field = format!("{field}:");
-        let line = lines.find(|l| l.starts_with(&field)).unwrap();
-        line.split_whitespace().nth(1).unwrap().parse().unwrap()
-    }
-}
+pub(crate) use icbench_engine::testing;

@@ -1,5 +1,5 @@
 //! `--host`: the replica counts memory in OS pages of the machine it runs on, 4 KiB on Linux
-//! and 16 KiB on a Mac with Apple silicon (`ic_sys::PAGE_SIZE`; `src/engine/cost/host.rs`
+//! and 16 KiB on a Mac with Apple silicon (`ic_sys::PAGE_SIZE`; `engine/src/cost/host.rs`
 //! has the sources). Sixteen one-byte writes spaced 4 KiB apart fill one 64 KiB Wasm page:
 //! 16 OS pages on Linux, 4 on a Mac. Before the memory tracker each written OS page costs
 //! 1,000; under it each Wasm page costs 5,000 per OS page in it, for the access and again

@@ -96,7 +96,7 @@ fn the_module_embeds_its_interface_and_imports_only_ic0() {
         }
     }
     assert!(section.as_deref() == Some(&read(DID)[..]), "not {DID}");
-    // The System API it needs, each defined by the engine (src/engine/embedded/system_api/).
+    // The System API it needs, each defined by the engine (engine/src/embedded/system_api/).
     imports.sort();
     assert_eq!(
         imports,
