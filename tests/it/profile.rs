@@ -222,8 +222,9 @@ const TRAP_IN_BOOM_STACKS: [(&str, u64); 3] = [
 
 #[test]
 fn pages_a_system_api_call_touches_go_under_its_frame() {
-    // ic0.trap reads its message from heap page 0 (the data segment's "boom"); stable64_read
-    // reads stable page 0 and writes heap page 1; stable64_write reads heap page 1 (already
+    // ic0.trap reads its message from heap page 0 (the data segment's "boom"); stable64_read,
+    // twice, writes heap page 1 and reads stable page 0 (the first read of an untouched page
+    // is the host's, the second the tracker's); stable64_write reads heap page 1 (already
     // accessed) and writes stable page 1.
     let wasm = canister(TRAP_IN_BOOM);
     check_tracked(
@@ -246,20 +247,21 @@ fn pages_a_system_api_call_touches_go_under_its_frame() {
              (func $s (export "canister_update s")
                (drop (call $sgrow (i64.const 2)))
                (call $sread (i64.const 65536) (i64.const 0) (i64.const 8))
+               (call $sread (i64.const 65536) (i64.const 0) (i64.const 8))
                (call $swrite (i64.const 65536) (i64.const 65536) (i64.const 8))
                (call $reply)))"#,
     )
     .unwrap();
-    // s: 1 + [const, call, drop] 7 + 2 x [3 consts, call] 16 + call 5 = 29.
+    // s: 1 + [const, call, drop] 7 + 3 x [3 consts, call] 24 + call 5 = 37.
     check_tracked(
         &wasm,
         "s",
         false,
         &[
-            ("s", 29),
+            ("s", 37),
             ("s;ic0.msg_reply", 500),
             ("s;ic0.stable64_grow", 100),
-            ("s;ic0.stable64_read", 28),
+            ("s;ic0.stable64_read", 2 * 28),
             ("s;ic0.stable64_read;[heap access]", PAGE),
             ("s;ic0.stable64_read;[heap write]", PAGE),
             ("s;ic0.stable64_read;[stable access]", PAGE),

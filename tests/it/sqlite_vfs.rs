@@ -864,7 +864,9 @@ fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
         of.map(|r| r.bytes).collect()
     };
     assert_eq!(bytes("stable_bytes"), [11 * 16_384, 18 * 16_384]);
-    // Upgraded at 2,000 rows: no pre_upgrade, post_upgrade reopens the database.
+    // Upgraded at 2,000 rows: no pre_upgrade, post_upgrade reopens the database. Under the
+    // tracker it pays for one stable Wasm page fewer than all it reads: a page each of whose
+    // OS pages it reads once is read by the host, not the tracker.
     let upgrade: Vec<(&str, u64)> = report
         .results
         .iter()
@@ -875,8 +877,8 @@ fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
         upgrade,
         [
             ("pre_upgrade", 0),
-            ("post_upgrade", 4_909_764),
-            ("upgrade", 5_508_999_764)
+            ("post_upgrade", 4_829_764),
+            ("upgrade", 5_508_919_764)
         ]
     );
 }

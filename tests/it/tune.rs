@@ -303,7 +303,7 @@ fn other_value_sizes_follow_the_search_as_a_run_at_that_size_measures_them() {
     let seed003 = std::fs::read_to_string(users.join("results.json")).unwrap();
     let seed003 = icbench::report::from_json(&seed003).unwrap();
     assert_eq!(seed003.results[0].instructions, 1_377_895);
-    assert_eq!(one_row(1_000), (2_287_031, [7, 4, 13, 3]));
+    assert_eq!(one_row(1_000), (2_207_031, [7, 4, 12, 3]));
 
     // By construction: the run's own records are those of a run without other sizes...
     let without = run(
@@ -495,7 +495,7 @@ fn ic_sqlite_vfs_is_searched_over_its_cache_size_cold_and_warm() {
         charged(find(0, vfs(-2_000), false)),
         charged(find(0, vfs(-32_768), false))
     );
-    assert_eq!(charged(find(0, vfs(5), false)), (2_490_860, [12, 10, 3, 2]));
+    assert_eq!(charged(find(0, vfs(5), false)), (2_410_860, [12, 10, 2, 2]));
     assert_eq!(WORKLOADS[5].name, "batched reads (100 keys)");
     assert_eq!(
         charged(find(5, vfs(-32_768), false)),

@@ -20,8 +20,9 @@ use crate::cost::{system_api_fee, ApiFee};
 /// bytes equal to stable memory's, copies natively written pages back before it touches
 /// them and when the message ends, and clears the marks when the next message starts. So a
 /// native access touches only stable pages that the message already accessed (or wrote)
-/// through the host: no limit, memory tracker charge or error can arise from it, and it
-/// charges the host function's own fee. Everything else is the host's, as before: the first
+/// through the host, at least twice (the first read of an untouched page is not the
+/// tracker's; the second maps its Wasm page): no limit, memory tracker charge or error can
+/// arise from it, and it charges the host function's own fee. Everything else is the host's, as before: the first
 /// accesses to a page, a first write, a range past the cache, out of bounds (stable memory
 /// or heap), longer than [`NATIVE_ACCESS_MAX`] or without the instructions for its fee.
 ///
@@ -82,6 +83,8 @@ pub(super) const MARKS_MEMORY: u32 = 2;
 /// reading its file after opening it), while a StableBTreeMap's upper nodes are read
 /// thousands of times in one message.
 pub const MARK_SEEN: i32 = 16;
+// Cached at a page's second host access at the earliest, when its Wasm page is mapped.
+const _: () = assert!(MARK_SEEN >= 1);
 /// A page's mark: its cached bytes are current, and a read may use them.
 pub const MARK_CACHED: i32 = 0x40;
 /// A page's mark: cached and written in this message (a write may go to the cache, which

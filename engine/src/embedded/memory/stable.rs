@@ -6,9 +6,9 @@
 //! pages it writes, which is both the rollback on a trap and the replica's set of newly
 //! dirtied pages (charged `DIRTY_PAGE_OVERHEAD` each). On a host with larger OS pages
 //! ([`crate::cost::Host`]) the pages dirtied and accessed, and so the charges and
-//! limits, are counted in the host's pages beside. Under the deterministic memory tracker it
-//! also counts the 64 KiB Wasm pages a message accesses and writes, which the tracker
-//! charges instead.
+//! limits, are counted in the host's pages beside. It also counts the 64 KiB Wasm pages the
+//! deterministic memory tracker maps, and charges: those a message writes, and those it
+//! reads after touching them before (a first read of untouched pages is the host's).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -636,6 +636,24 @@ impl StableMemory {
         Ok(())
     }
 
+    /// Whether no OS page of `pages` (4 KiB pages) was read or written yet in this message.
+    /// The replica answers such a read from the stable memory's page map on the host
+    /// (`stable_read_first_access`), where the memory tracker does not see it: only a read
+    /// of a page the message touched before, or a write, is a `memory.copy` of the mapped
+    /// stable memory, which faults and is charged (see docs/engine.md, "Stable memory").
+    #[inline]
+    fn first_access(&self, pages: &std::ops::Range<u64>) -> bool {
+        if pages.end == pages.start + 1 && self.log.last_accessed == Some(pages.start) {
+            return false;
+        }
+        match self.os_shift {
+            0 => !pages.clone().any(|p| self.log.accessed.contains(p)),
+            _ => !self
+                .os_pages(pages)
+                .any(|p| self.log.os_accessed.contains(p)),
+        }
+    }
+
     pub fn read(&mut self, offset: u64, out: &mut [u8]) -> Result<(), StableError> {
         self.read_after(offset, out, || {})
     }
@@ -651,9 +669,13 @@ impl StableMemory {
     ) -> Result<(), StableError> {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
-        self.touch(Self::pages_of(offset, len))?;
+        let pages = Self::pages_of(offset, len);
+        let first_access = self.first_access(&pages);
+        self.touch(pages)?;
         if let Some(w) = &mut self.log.wasm_pages {
-            w.access(Self::wasm_pages_of(offset, len));
+            if !first_access {
+                w.access(Self::wasm_pages_of(offset, len));
+            }
         }
         before_copy();
         let in_page = (offset % OS_PAGE as u64) as usize;
@@ -920,20 +942,27 @@ mod tests {
         let mut m = mem(4);
         m.begin(u64::MAX, u64::MAX, true);
         let mut out = [0u8; 2];
-        // One byte of Wasm page 0, twice: one access.
+        // One byte of Wasm page 0: the first read of its OS page is the host's, unseen; the
+        // second maps the Wasm page.
         m.read(5, &mut out[..1]).unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (0, 0));
         m.read(6, &mut out[..1]).unwrap();
         assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (1, 0));
-        // A read across the boundary of pages 0 and 1 accesses page 1 too.
+        // Across the boundary of Wasm pages 0 and 1, two untouched OS pages: unseen. A range
+        // with a touched OS page maps every Wasm page it spans: the last OS page of page 1
+        // and the first of page 2 (untouched) map both.
         m.read(WASM_PAGE - 1, &mut out).unwrap();
-        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (2, 0));
+        assert_eq!(m.wasm_pages_accessed(), 1);
+        m.read(2 * WASM_PAGE - 4096, &mut out[..1]).unwrap();
+        m.read(2 * WASM_PAGE - 1, &mut out).unwrap();
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (3, 0));
         // A write to an accessed page writes it; one to page 3 accesses and writes it.
         m.write(10, b"x").unwrap();
         m.write(3 * WASM_PAGE + 7, b"y").unwrap();
-        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (3, 2));
+        assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (4, 2));
         // Nothing for an empty access; a new message starts from nothing.
-        m.read(2 * WASM_PAGE, &mut []).unwrap();
-        assert_eq!(m.wasm_pages_accessed(), 3);
+        m.read(2 * WASM_PAGE + 4096, &mut []).unwrap();
+        assert_eq!(m.wasm_pages_accessed(), 4);
         m.commit();
         m.begin(u64::MAX, u64::MAX, true);
         assert_eq!((m.wasm_pages_accessed(), m.wasm_pages_written()), (0, 0));
