@@ -40,35 +40,37 @@ fn update(wat: &str, method: &str, replica: Replica) -> u64 {
 /// method growing stable memory by one page and moving `STABLE_OP_BYTES` (37) between heap
 /// address 0 and stable offset 0. The replica's module exports `test_stable64_read_nonzero`
 /// as the 32-bit read (kept); `stable64_read_nonzero` is the 64-bit read it means.
-const STABLE_API: &str = r#"(module
+fn stable_api() -> String {
+    // (export name, import called, its integer type, bytes)
+    let methods = [
+        ("test_stable_read", "read", "i32", 0),
+        ("test_stable_read_nonzero", "read", "i32", 37),
+        ("test_stable64_read_nonzero", "read", "i32", 37),
+        ("stable64_read_nonzero", "read64", "i64", 37),
+        ("test_stable_write_nonzero", "write", "i32", 37),
+        ("test_stable64_write_nonzero", "write64", "i64", 37),
+    ];
+    let funcs: String = methods
+        .iter()
+        .map(|(name, call, t, len)| {
+            format!(
+                r#"(func (export "canister_update {name}")
+                     (drop (call $grow (i32.const 1)))
+                     (call ${call} ({t}.const 0) ({t}.const 0) ({t}.const {len})))"#
+            )
+        })
+        .collect();
+    format!(
+        r#"(module
   (import "ic0" "stable_grow" (func $grow (param i32) (result i32)))
   (import "ic0" "stable_read" (func $read (param i32 i32 i32)))
   (import "ic0" "stable64_read" (func $read64 (param i64 i64 i64)))
   (import "ic0" "stable_write" (func $write (param i32 i32 i32)))
   (import "ic0" "stable64_write" (func $write64 (param i64 i64 i64)))
-  (func $read_empty
-    (drop (call $grow (i32.const 1)))
-    (call $read (i32.const 0) (i32.const 0) (i32.const 0)))
-  (func $read_37
-    (drop (call $grow (i32.const 1)))
-    (call $read (i32.const 0) (i32.const 0) (i32.const 37)))
-  (func $read64_37
-    (drop (call $grow (i32.const 1)))
-    (call $read64 (i64.const 0) (i64.const 0) (i64.const 37)))
-  (func $write_37
-    (drop (call $grow (i32.const 1)))
-    (call $write (i32.const 0) (i32.const 0) (i32.const 37)))
-  (func $write64_37
-    (drop (call $grow (i32.const 1)))
-    (call $write64 (i64.const 0) (i64.const 0) (i64.const 37)))
-  (memory $memory 1600)
-  (export "memory" (memory $memory))
-  (export "canister_update test_stable_read" (func $read_empty))
-  (export "canister_update test_stable_read_nonzero" (func $read_37))
-  (export "canister_update test_stable64_read_nonzero" (func $read_37))
-  (export "canister_update stable64_read_nonzero" (func $read64_37))
-  (export "canister_update test_stable_write_nonzero" (func $write_37))
-  (export "canister_update test_stable64_write_nonzero" (func $write64_37)))"#;
+  {funcs}
+  (memory (export "memory") 1600))"#
+    )
+}
 
 /// `setup_instruction_overhead()` of the `stable_api_charges` tests: the function (1), `drop`
 /// (1), two calls (5 each), `stable_grow` (100) and four constants (1 each).
@@ -84,7 +86,7 @@ const STABLE_OP_BYTES: u64 = 37;
 fn empty_stable_read_charge() {
     assert_eq!(SETUP + STABLE_FEE, 136);
     for replica in [Replica::R2026_07, Replica::R2026_05] {
-        assert_eq!(update(STABLE_API, "test_stable_read", replica), 136);
+        assert_eq!(update(&stable_api(), "test_stable_read", replica), 136);
     }
 }
 
@@ -98,7 +100,7 @@ fn nonempty_stable_read_charge() {
     let expected = SETUP + STABLE_FEE + STABLE_OP_BYTES + 2 * D;
     assert_eq!(expected, 160_173);
     assert_eq!(
-        update(STABLE_API, "test_stable_read_nonzero", Replica::R2026_07),
+        update(&stable_api(), "test_stable_read_nonzero", Replica::R2026_07),
         expected
     );
 }
@@ -110,7 +112,7 @@ fn nonempty_stable_read_charge() {
 fn nonempty_stable64_read_charge() {
     for method in ["test_stable64_read_nonzero", "stable64_read_nonzero"] {
         assert_eq!(
-            update(STABLE_API, method, Replica::R2026_07),
+            update(&stable_api(), method, Replica::R2026_07),
             160_173,
             "{method}"
         );
@@ -128,7 +130,7 @@ fn nonempty_stable_write_charge() {
     assert_eq!(expected, 240_173);
     for method in ["test_stable_write_nonzero", "test_stable64_write_nonzero"] {
         assert_eq!(
-            update(STABLE_API, method, Replica::R2026_07),
+            update(&stable_api(), method, Replica::R2026_07),
             expected,
             "{method}"
         );
