@@ -20,6 +20,8 @@ pub mod instrument;
 pub mod interrupt;
 pub mod page_map;
 pub mod profile;
+// Whether this process is a worker copy the embedded engine forked.
+mod worker;
 // The PocketIC backend. Its client (reqwest, rustls, tokio...) is the `pocket-ic` cargo
 // feature: the default build leaves it out, and the CLI says how to rebuild when it is asked
 // for; finding a server and the arithmetic are always built (and tested).

@@ -95,7 +95,7 @@ pub(super) fn pause_for_test() {
     let Some(marker) = std::env::var_os("ICBENCH_TEST_PAUSE_STATE_WRITE") else {
         return;
     };
-    if !crate::embedded::in_worker() {
+    if !crate::worker::in_worker() {
         return;
     }
     if std::fs::write(&marker, std::process::id().to_string()).is_ok() {

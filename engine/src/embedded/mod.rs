@@ -37,7 +37,6 @@ use module::{load_variant, module_key, variant, wasmtime_engine};
 use self::execute::{reject, Entry};
 use self::instance::{grow_heap, heap_bytes, instantiate, on_large_stack, Instance};
 pub use self::instance::{spawn_scoped, HOST_STACK};
-pub(crate) use self::process::in_worker;
 use self::snapshot::frozen_committed;
 
 use std::collections::{HashMap, HashSet};

@@ -290,7 +290,9 @@ impl Compiled {
 }
 
 fn compile(raw: &[u8], counter: Counter, profiled: bool) -> Result<Compiled> {
-    if super::process::in_worker() {
+    // wasmtime compiles on a pool of threads a worker copy does not have (only the forking
+    // thread goes on): a compile there would wait forever.
+    if crate::worker::in_worker() {
         bail!("internal error: a worker process was asked to compile a module (modules are compiled before the workers fork)");
     }
     let instrumented =

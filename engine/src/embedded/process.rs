@@ -8,21 +8,10 @@
 //! of its own, and every heap registers again before its next message
 //! ([`super::memory::write_log::WriteLog::reopen_in_child`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use anyhow::{anyhow, Result};
 
 use super::memory::write_log::HeapWrites;
 use crate::ProcessSide;
-
-/// Set in a worker process: wasmtime compiles on a pool of threads the copy does not have
-/// (only the forking thread goes on), so a compile there would wait forever.
-static IN_WORKER: AtomicBool = AtomicBool::new(false);
-
-/// Whether this process is a copy [`fork`] made.
-pub(crate) fn in_worker() -> bool {
-    IN_WORKER.load(Ordering::Relaxed)
-}
 
 pub fn fork() -> Result<ProcessSide> {
     // Decided before the fork, so that both sides use the same kind of log.
@@ -55,6 +44,6 @@ pub fn fork() -> Result<ProcessSide> {
             };
         }
     }
-    IN_WORKER.store(true, Ordering::Relaxed);
+    crate::worker::mark();
     Ok(ProcessSide::Child)
 }
