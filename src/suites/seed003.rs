@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Result};
+use clap::parser::ValueSource;
 use clap::{ArgMatches, Args};
 
 use super::capacity;
@@ -60,6 +61,8 @@ pub struct Config {
     pub users: users::Config,
     /// New rows per update message.
     pub batches: Vec<u64>,
+    /// The default batches more than half of `--rows` (left out, and the report says so).
+    pub batches_left_out: Vec<u64>,
     pub positions: Vec<Position>,
     /// Whether to measure the reads too.
     pub reads: bool,
@@ -162,12 +165,25 @@ impl Define for Seed003 {
     type Args = Seed003Args;
     type Plan = Config;
 
-    fn plan(args: Seed003Args, common: &CommonArgs, _: &ArgMatches) -> Result<Config> {
+    fn plan(args: Seed003Args, common: &CommonArgs, matches: &ArgMatches) -> Result<Config> {
         let mut positions = args.positions;
         positions.sort();
+        let users = users::Config::from_args(common, <Config as UsersPlan>::SUITE)?;
+        // The default batches fit the default rows; for fewer rows, those that fit.
+        let mut batches = sorted(args.batches);
+        let mut batches_left_out = Vec::new();
+        if matches.value_source("batches") == Some(ValueSource::DefaultValue) {
+            batches_left_out = batches
+                .iter()
+                .copied()
+                .filter(|&b| b > users.rows / 2)
+                .collect();
+            batches.retain(|&b| b <= users.rows / 2);
+        }
         Ok(Config {
-            users: users::Config::from_args(common, <Config as UsersPlan>::SUITE)?,
-            batches: sorted(args.batches),
+            users,
+            batches,
+            batches_left_out,
             positions,
             reads: !args.no_reads,
             confirm_capacity: args.confirm_capacity,
@@ -198,11 +214,15 @@ impl UsersPlan for Config {
                 "batch sizes must be between 1 and {MAX_IDS_PER_CALL}, got {b}"
             ));
         }
-        if self.batches.iter().any(|&b| b > self.users.rows / 2) {
+        let half = self.users.rows / 2;
+        if let Some(b) = self.batches.iter().find(|&&b| b > half) {
             return Err(anyhow!(
-                "batch sizes must be at most half of --rows ({})",
-                self.users.rows / 2
+                "--batches {b} is more than half of --rows {} ({half}): give smaller batches",
+                self.users.rows
             ));
+        }
+        if self.reads {
+            self.users.check_scan_rows("--no-reads leaves it out")?;
         }
         Ok(())
     }
@@ -218,6 +238,19 @@ impl UsersPlan for Config {
             &|client, starts, work, report| confirm_capacity(client, cfg, starts, work, report);
         let after = cfg.confirm_capacity.then_some(confirm);
         let mut notes = Vec::new();
+        if !cfg.batches_left_out.is_empty() {
+            let mut sizes: Vec<String> =
+                cfg.batches_left_out.iter().map(|&b| thousands(b)).collect();
+            let last = sizes.pop().unwrap_or_default();
+            let sizes = match sizes.is_empty() {
+                true => last,
+                false => format!("{} and {last}", sizes.join(", ")),
+            };
+            notes.push(format!(
+                "Batches of {sizes} rows (in `--batches`' default) are left out: a batch is at most half of `--rows` ({}).",
+                thousands(cfg.users.rows / 2)
+            ));
+        }
         if cfg.users.measures(CacheState::Warm)
             && cfg.batches.iter().any(|&b| b > cfg.warm_max_batch)
         {

@@ -161,6 +161,17 @@ impl Config {
         self.caches.contains(&state)
     }
 
+    /// The range scan's check: it reads 1,000 rows from the middle ([`SCAN_MIN_ROWS`]).
+    pub fn check_scan_rows(&self, left_out_by: &str) -> Result<()> {
+        if self.rows < SCAN_MIN_ROWS {
+            return Err(anyhow!(
+                "--rows must be at least {SCAN_MIN_ROWS} for the range scan, which reads 1,000 rows from the middle ({left_out_by}), got {}",
+                self.rows
+            ));
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<()> {
         if self.caches.is_empty() {
             return Err(anyhow!(
@@ -174,9 +185,9 @@ impl Config {
                 names.join(",")
             ));
         }
-        if self.rows < 2_000 {
+        if self.rows < 2 {
             return Err(anyhow!(
-                "--rows must be at least 2000 (the range scan reads 1,000 rows), got {}",
+                "--rows must be at least 2 (a batch is at most half of the rows), got {}",
                 self.rows
             ));
         }
@@ -254,6 +265,9 @@ pub fn default_warm_ups(cache: CacheState) -> u64 {
 /// The messages of its workload a warm scenario sends after the whole table was read and
 /// before the measured one.
 pub const WARM_UP_MESSAGES: u64 = 1;
+
+/// The fewest rows a range scan of 1,000 rows from the middle fits in.
+pub const SCAN_MIN_ROWS: u64 = 2_000;
 
 /// `count` distinct ids from `draw`, none of them in `taken`.
 fn draw_distinct(count: u64, taken: &[u64], mut draw: impl FnMut() -> u64) -> Vec<u64> {

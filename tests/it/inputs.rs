@@ -307,3 +307,52 @@ fn the_sustained_suite_refuses_sequences_it_cannot_send() {
     );
     assert!(!made);
 }
+
+/// The default batches fit the default rows: with fewer rows the batches that fit run and the
+/// report names the others; given batches that do not fit are refused, naming them. The range
+/// scan needs 2,000 rows, and `--no-reads`, which leaves it out, does not.
+#[test]
+fn fewer_rows_run_the_default_batches_that_fit_and_without_reads_no_scan_rows() {
+    refused(
+        "batches-over-half",
+        &["--rows", "4000", "--batches", "1,3000"],
+        "--batches 3000 is more than half of --rows 4000 (2000): give smaller batches",
+    );
+    refused(
+        "scan-rows",
+        &["--rows", "1000", "--stores", "btree"],
+        "--rows must be at least 2000 for the range scan, which reads 1,000 rows from the middle (--no-reads leaves it out), got 1000",
+    );
+    let out = crate::support::scratch_dir("few-rows").join("out");
+    let out = out.to_str().unwrap();
+    crate::support::run_icbench_ok(&[
+        "--rows",
+        "1000",
+        "--no-reads",
+        "--stores",
+        "btree",
+        "--positions",
+        "end",
+        "--quiet",
+        "--out",
+        out,
+    ]);
+    let report = std::fs::read_to_string(format!("{out}/report.md")).unwrap();
+    assert!(
+        report.contains("Batches of 1,000 and 10,000 rows (in `--batches`' default) are left out: a batch is at most half of `--rows` (500)."),
+        "{report}"
+    );
+    let csv = std::fs::read_to_string(format!("{out}/results.csv")).unwrap();
+    let column = csv
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|c| c == "batch");
+    let batches: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(column.unwrap()).unwrap())
+        .collect();
+    assert_eq!(batches, ["1", "10", "100"]);
+}

@@ -71,6 +71,7 @@ impl Config {
         } else {
             self.users.validate()?;
         }
+        self.users.check_scan_rows("one of tune's workloads")?;
         for &size in &self.page_sizes {
             check_page_size(size)?;
         }
