@@ -72,10 +72,10 @@ pub struct MopsArgs {
     /// The replica rules the figures are charged by: a vintage (`2026-07`: today's, with
     /// the memory tracker) or `pocket-ic-VERSION`. Default: those of the PocketIC mops.toml
     /// pins ([toolchain] pocket-ic), else of mops' recommended 15.0.0.
-    #[arg(long, value_name = "VINTAGE")]
+    #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
     pub replica: Option<String>,
     /// The host's OS page size the replica counts in (`linux`, `macos-arm64`).
-    #[arg(long, value_name = "HOST")]
+    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
     pub host: Option<String>,
     /// Also print each cell's Wasm pages and their charge under mops' tables.
     #[arg(long)]
@@ -136,8 +136,9 @@ fn rules(args: &MopsArgs, project: &Project) -> Result<(Replica, String, bool)> 
 /// The bench files: those named, or those mops finds (with a filter); an error when none.
 fn select(args: &MopsArgs, root: &Path) -> Result<Vec<PathBuf>> {
     let cwd = std::env::current_dir()?;
-    let (named, filters): (Vec<&String>, Vec<&String>) = args
-        .files
+    // An empty filter is none, as mops takes it (its glob would take every `.mo`).
+    let given: Vec<&String> = args.files.iter().filter(|f| !f.is_empty()).collect();
+    let (named, filters): (Vec<&String>, Vec<&String>) = given
         .iter()
         .partition(|f| f.ends_with(".mo") || cwd.join(f).is_file());
     if filters.len() > 1 {
@@ -169,7 +170,7 @@ fn select(args: &MopsArgs, root: &Path) -> Result<Vec<PathBuf>> {
         }
         files.extend(found);
     }
-    if args.files.is_empty() {
+    if given.is_empty() {
         files = project::bench_files(root, None)?;
         if files.is_empty() {
             bail!("no *.bench.mo files under bench/ or benchmark/ in {}: put your benchmark code in 'bench' directory in *.bench.mo files", root.display());

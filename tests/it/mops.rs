@@ -134,6 +134,30 @@ fn today_charges_and_pages() {
     insta::assert_snapshot!("mops_2026_07_pages", stdout);
 }
 
+/// An empty filter is no filter, as mops takes it: the *.bench.mo files, not every `.mo`
+/// under bench/ (trap.mo and broken.mo are not benches of the default run).
+#[test]
+fn an_empty_filter_is_none() {
+    let (code, stdout, stderr) = mops(project(), &[""]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, mops(project(), &[]).1);
+}
+
+/// `--replica` and `--host` take any case, as every other subcommand's do.
+#[test]
+fn rules_are_named_in_any_case() {
+    let run = |replica: &str, host: &str| {
+        let (code, stdout, stderr) =
+            mops(project(), &["--replica", replica, "--host", host, "sum"]);
+        assert_eq!(code, 0, "{stderr}");
+        stdout
+    };
+    assert_eq!(
+        run("POCKET-IC-16.0.0", "MacOS-arm64"),
+        run("pocket-ic-16.0.0", "macos-arm64")
+    );
+}
+
 #[test]
 fn query_cells_collect_no_garbage() {
     let (code, stdout, stderr) = mops(project(), &["--query", "sum"]);
