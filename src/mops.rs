@@ -178,7 +178,46 @@ fn select(args: &MopsArgs, root: &Path) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     files.dedup();
+    for file in &files {
+        check_bench_file(root, file)?;
+    }
     Ok(files)
+}
+
+/// Refuses, before any compile, a file mops could not run as a bench: one outside the
+/// project, one that is not Motoko, and a module without the `init()` the bench canister
+/// calls (a library), which moc would otherwise report against icbench's generated file.
+fn check_bench_file(root: &Path, file: &Path) -> Result<()> {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let canonical = file.canonicalize().unwrap_or_else(|_| file.to_path_buf());
+    if !canonical.starts_with(&root) {
+        bail!(
+            "{} lies outside the project ({}): a bench file is one of its own",
+            file.display(),
+            root.display()
+        );
+    }
+    let shown = compile::rel(&root, &canonical);
+    if canonical.extension().is_none_or(|e| e != "mo") {
+        bail!("{shown} is not a Motoko file: a bench file is a module (.mo) whose `init()` returns a Bench");
+    }
+    let text = std::fs::read_to_string(&canonical).with_context(|| format!("reading {shown}"))?;
+    if !defines_init(&text) {
+        bail!("{shown} is not a bench: it defines no `init()` (the bench canister calls `init()` for the Bench)");
+    }
+    Ok(())
+}
+
+/// Whether Motoko source `text` has a `func init(`.
+fn defines_init(text: &str) -> bool {
+    text.match_indices("func").any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let rest = text[at + "func".len()..].trim_start();
+        !before.is_some_and(|c| c.is_alphanumeric() || c == '_')
+            && rest
+                .strip_prefix("init")
+                .is_some_and(|r| r.trim_start().starts_with(['(', '<']))
+    })
 }
 
 fn plan(args: &MopsArgs) -> Result<Plan> {

@@ -143,6 +143,33 @@ fn an_empty_filter_is_none() {
     assert_eq!(stdout, mops(project(), &[]).1);
 }
 
+/// A file that is not a bench is refused in one line before any compile: not Motoko, a
+/// library without `init()`, a file outside the project.
+#[test]
+fn a_file_that_is_not_a_bench_is_refused_naming_why() {
+    let outside = scratch_dir("mops-outside").join("x.bench.mo");
+    std::fs::write(&outside, "module {}").unwrap();
+    for (arg, expected) in [
+        (
+            "mops.toml",
+            "error: mops.toml is not a Motoko file: a bench file is a module (.mo) whose `init()` returns a Bench",
+        ),
+        (
+            "src/Sum.mo",
+            "error: src/Sum.mo is not a bench: it defines no `init()` (the bench canister calls `init()` for the Bench)",
+        ),
+        (
+            outside.to_str().unwrap(),
+            "lies outside the project (",
+        ),
+    ] {
+        let (code, _, stderr) = mops(project(), &[arg]);
+        assert_eq!(code, 2, "{arg}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{arg}: {stderr}");
+        assert!(stderr.contains(expected), "{arg}: {stderr}");
+    }
+}
+
 /// `--replica` and `--host` take any case, as every other subcommand's do.
 #[test]
 fn rules_are_named_in_any_case() {
