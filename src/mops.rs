@@ -107,6 +107,8 @@ struct Plan {
     replica_version: String,
     /// Whether the rules are those mops' own run would have (no line in the tables).
     default_rules: bool,
+    /// With `--compare` or `--markdown`, each file's saved results (read before any work).
+    previous: Vec<Option<Saved>>,
 }
 
 /// The rules the figures are charged by, the PocketIC version they stand for, and whether
@@ -228,6 +230,19 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         bail!("mops.toml's [optimize] runs wasm-opt on each bench canister, which icbench does not have: pass --no-optimize (the figures are then those of `mops bench --no-optimize`)");
     }
     let files = select(args, &root)?;
+    // What would fail after a bench ran fails here: a saved file --compare (or the comment)
+    // cannot read, a .bench --save or --profile cannot write. Read before any file is saved
+    // again, the saved files are what every figure is compared with.
+    let previous = match args.compare || args.markdown.is_some() {
+        true => files
+            .iter()
+            .map(|f| results::read(&results::path(&root, f)))
+            .collect::<Result<_>>()?,
+        false => Vec::new(),
+    };
+    if args.save || args.profile {
+        check_writable(&root.join(results::DIR))?;
+    }
     let (replica, replica_version, default_rules) = rules(args, &project)?;
     let host = match &args.host {
         Some(h) => Host::by_name(h).map_err(|e| anyhow!(e))?,
@@ -264,7 +279,28 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         rules: (replica, host),
         replica_version,
         default_rules,
+        previous,
     })
+}
+
+/// Refuses a directory the run could not write its files into (made if missing, as the first
+/// write would make it).
+fn check_writable(dir: &Path) -> Result<()> {
+    let refused = |e: std::io::Error| anyhow!("cannot write into {}: {e}", dir.display());
+    std::fs::create_dir_all(dir).map_err(refused)?;
+    tempfile::Builder::new()
+        .prefix(".icbench-write-check")
+        .tempfile_in(dir)
+        .map_err(refused)?;
+    Ok(())
+}
+
+impl Plan {
+    /// The results saved for `file` before the run (read with `--compare` or `--markdown`).
+    fn previous_of(&self, file: &Path) -> Option<Saved> {
+        let i = self.files.iter().position(|f| f == file)?;
+        self.previous.get(i).cloned().flatten()
+    }
 }
 
 /// The line on stderr that says which rules charged the figures.
@@ -391,14 +427,15 @@ fn print_bench(
             return Ok(false);
         }
     };
-    let prev = if args.compare {
-        let prev = results::read(&saved_path)?;
-        if prev.is_none() {
-            println!("No previous results found \"{}\"", saved_path.display());
+    let prev = match args.compare {
+        true => {
+            let prev = plan.previous_of(file);
+            if prev.is_none() {
+                println!("No previous results found \"{}\"", saved_path.display());
+            }
+            prev
         }
-        prev
-    } else {
-        None
+        false => None,
     };
     let mut text = report::output(rel, schema, cells, prev.as_ref(), style);
     if !plan.default_rules {
@@ -496,7 +533,6 @@ fn write_profiles(root: &Path, file: &Path, cells: &[Cell]) -> Result<()> {
 /// change against the saved file, and its pages.
 fn write_comment(args: &MopsArgs, plan: &Plan, ran: &[Ran], path: &Path) -> Result<()> {
     use crate::report::comment::{Comment, Section};
-    let root = &plan.project.root;
     let mut comment = Comment {
         headline: format!("**{}**: mops benchmarks, {} file(s)", args.comment.title, ran.len()),
         paragraphs: vec![format!(
@@ -507,7 +543,7 @@ fn write_comment(args: &MopsArgs, plan: &Plan, ran: &[Ran], path: &Path) -> Resu
         ..Comment::default()
     };
     for r in ran {
-        let prev = results::read(&results::path(root, &r.file))?;
+        let prev = plan.previous_of(&r.file);
         let mut section = Section::new(
             r.rel.clone(),
             &["cell", "instructions", "change", "heap", "GC", "pages"],

@@ -143,6 +143,36 @@ fn an_empty_filter_is_none() {
     assert_eq!(stdout, mops(project(), &[]).1);
 }
 
+/// What would fail after a bench ran is refused before any: a saved file `--compare`
+/// cannot read (so `--save` rewrites none of the others' first), a `.bench` that `--save`
+/// or `--profile` cannot write into.
+#[test]
+fn saved_files_and_their_directory_are_checked_before_any_bench_runs() {
+    let dir = project_copy("mops-bad-saved");
+    std::fs::create_dir_all(dir.join(".bench")).unwrap();
+    std::fs::write(dir.join(".bench/sum.bench.json"), "not json").unwrap();
+    let (code, stdout, stderr) = mops(&dir, &["--compare", "--save"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("sum.bench.json is not a mops results file: "),
+        "{stderr}"
+    );
+    assert_eq!(stdout, "");
+    assert!(!dir.join(".bench/map.bench.json").exists());
+    std::fs::remove_dir_all(dir.join(".bench")).unwrap();
+    std::fs::write(dir.join(".bench"), "a file where the directory goes").unwrap();
+    for flag in ["--save", "--profile"] {
+        let (code, stdout, stderr) = mops(&dir, &[flag, "sum"]);
+        assert_eq!(code, 2, "{flag}: {stderr}");
+        assert!(
+            stderr.starts_with("error: cannot write into ") && stderr.lines().count() == 1,
+            "{flag}: {stderr}"
+        );
+        assert_eq!(stdout, "", "{flag}");
+    }
+}
+
 /// A file that is not a bench is refused in one line before any compile: not Motoko, a
 /// library without `init()`, a file outside the project.
 #[test]
