@@ -301,6 +301,49 @@ impl Plan {
         let i = self.files.iter().position(|f| f == file)?;
         self.previous.get(i).cloned().flatten()
     }
+
+    /// What this run's results file records of how it ran, without results.
+    fn settings(&self) -> Saved {
+        Saved {
+            version: 1,
+            moc: self
+                .project
+                .moc
+                .clone()
+                .filter(|m| !project::is_path(m))
+                .or_else(|| self.moc.release())
+                .unwrap_or_default(),
+            replica: "pocket-ic".into(),
+            replica_version: self.replica_version.clone(),
+            gc: self.flags.gc.name().into(),
+            force_gc: self.flags.force_gc,
+            results: Default::default(),
+        }
+    }
+}
+
+/// How the run that saved `saved` differs from this one (`now`) in what sets its figures:
+/// moc, the PocketIC whose rules charged them, the collector; empty when alike.
+fn unlike_saved(saved: &Saved, now: &Saved) -> Vec<String> {
+    let mut unlike = Vec::new();
+    let mut check = |what: &str, then: String, this: String| {
+        if then != this {
+            unlike.push(format!("{what} {then} there, {this} here"));
+        }
+    };
+    check("moc", saved.moc.clone(), now.moc.clone());
+    check(
+        "PocketIC",
+        saved.replica_version.clone(),
+        now.replica_version.clone(),
+    );
+    check("the collector", saved.gc.clone(), now.gc.clone());
+    check(
+        "forced GC",
+        saved.force_gc.to_string(),
+        now.force_gc.to_string(),
+    );
+    unlike
 }
 
 /// The line on stderr that says which rules charged the figures.
@@ -430,8 +473,18 @@ fn print_bench(
     let prev = match args.compare {
         true => {
             let prev = plan.previous_of(file);
-            if prev.is_none() {
-                println!("No previous results found \"{}\"", saved_path.display());
+            match &prev {
+                None => println!("No previous results found \"{}\"", saved_path.display()),
+                Some(saved) => {
+                    let unlike = unlike_saved(saved, &plan.settings());
+                    if !unlike.is_empty() {
+                        eprintln!(
+                            "warning: {rel}: {} was saved by another setup ({}): its figures differ by that too",
+                            compile::rel(root, &saved_path),
+                            unlike.join("; ")
+                        );
+                    }
+                }
             }
             prev
         }
@@ -475,22 +528,11 @@ fn print_bench(
             style_gray(style, &compile::rel(root, &saved_path))
         );
         let saved = Saved {
-            version: 1,
-            moc: plan
-                .project
-                .moc
-                .clone()
-                .filter(|m| !project::is_path(m))
-                .or_else(|| plan.moc.release())
-                .unwrap_or_default(),
-            replica: "pocket-ic".into(),
-            replica_version: plan.replica_version.clone(),
-            gc: plan.flags.gc.name().into(),
-            force_gc: plan.flags.force_gc,
             results: cells
                 .iter()
                 .filter_map(|c| Some((c.key(), *c.outcome.as_ref().ok()?)))
                 .collect(),
+            ..plan.settings()
         };
         let text = results::render(&saved);
         if let Some(dir) = saved_path.parent() {

@@ -125,6 +125,21 @@ fn saves_mops_results_file_and_compares_with_it() {
     assert_eq!(code, 0, "{stderr}");
     // Every figure as saved: no change.
     assert_eq!(stdout.matches("(0%)").count(), 6, "{stdout}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    // Results saved by another moc and collector: compared, and said.
+    let saved = saved
+        .replace("\"1.10.1\"", "\"0.12.1\"")
+        .replace("incremental", "copying");
+    let other_copy = scratch_dir("mops-other-setup");
+    copy_dir(dir, &other_copy);
+    std::os::unix::fs::symlink(node_modules(), other_copy.join("node_modules")).unwrap();
+    std::fs::write(other_copy.join(".bench/sum.bench.json"), saved).unwrap();
+    let (code, _, stderr) = mops(&other_copy, &["--compare", "sum"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("warning: bench/sum.bench.mo: .bench/sum.bench.json was saved by another setup (moc 0.12.1 there, 1.10.1 here; the collector copying there, incremental here): its figures differ by that too"),
+        "{stderr}"
+    );
 }
 
 #[test]
