@@ -544,9 +544,12 @@ fn print_bench(
     Ok(true)
 }
 
-/// Each cell's flame graph: `.bench/<file>/<row>-<col>.svg` and `.folded`.
+/// Each cell's flame graph: `.bench/<file>/<row>-<col>.svg` and `.folded`; those of cells
+/// the file no longer has are removed.
 fn write_profiles(root: &Path, file: &Path, cells: &[Cell]) -> Result<()> {
     let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("bench");
+    let dir = root.join(results::DIR).join(stem);
+    let mut written = Vec::new();
     for c in cells {
         let Some(profile) = &c.profile else { continue };
         let name: String = format!("{}-{}", c.row, c.col)
@@ -559,14 +562,25 @@ fn write_profiles(root: &Path, file: &Path, cells: &[Cell]) -> Result<()> {
                 }
             })
             .collect();
-        let out = root.join(results::DIR).join(stem).join(name);
-        let [_, svg] = crate::report::profiles::write_profile(
+        let out = dir.join(name);
+        let [folded, svg] = crate::report::profiles::write_profile(
             &out,
             &format!("{stem} {} (icbench mops)", c.key()),
             profile,
         )
         .map_err(|e| anyhow!("writing the flame graph of {}: {e}", c.key()))?;
         eprintln!("Flame graph of {} written to {}", c.key(), svg.display());
+        written.extend([folded, svg]);
+    }
+    for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let profile = path
+            .extension()
+            .is_some_and(|e| e == "svg" || e == "folded");
+        if profile && !written.contains(&path) {
+            std::fs::remove_file(&path)
+                .with_context(|| format!("removing the old flame graph {}", path.display()))?;
+        }
     }
     Ok(())
 }

@@ -367,6 +367,12 @@ fn no_project_is_one_line() {
 #[test]
 fn ci_form_flame_graphs_and_the_comment() {
     let dir = project();
+    // A flame graph of a cell the file no longer has goes; a file of the user's stays.
+    let graphs = dir.join(".bench/sum.bench");
+    std::fs::create_dir_all(&graphs).unwrap();
+    for old in ["gone-1.svg", "gone-1.folded", "notes.txt"] {
+        std::fs::write(graphs.join(old), "old").unwrap();
+    }
     let out = icbench_command()
         .args(["mops", "--profile", "--markdown", "mops-comment.md", "sum"])
         .current_dir(dir)
@@ -385,6 +391,8 @@ fn ci_form_flame_graphs_and_the_comment() {
         "{stdout}"
     );
     assert!(stdout.contains("**Instructions**\n\n|      |    10 |    1000 |\n| :--- | ----: | ------: |\n| loop | 1_646 | 108_560 |"), "{stdout}");
+    assert!(!graphs.join("gone-1.svg").exists() && !graphs.join("gone-1.folded").exists());
+    assert!(graphs.join("notes.txt").exists());
     for cell in ["loop-10", "loop-1000"] {
         let svg = dir.join(".bench/sum.bench").join(format!("{cell}.svg"));
         assert!(
