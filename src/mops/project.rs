@@ -92,13 +92,28 @@ pub fn find_root(from: &Path) -> Result<PathBuf> {
 fn read_toml(path: &Path) -> Result<Toml> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    toml::from_str(&text).map_err(|e| {
-        anyhow!(
-            "{}: {}",
-            path.display(),
-            e.to_string().lines().next().unwrap_or("invalid TOML")
-        )
-    })
+    toml::from_str(&text).map_err(|e| anyhow!("{}: {}", path.display(), toml_error(&text, &e)))
+}
+
+/// A TOML error in one line, with its reason: where (line and column, when known) and what,
+/// a syntax error's or a value of the wrong shape's.
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let reason = e
+        .message()
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}: {reason}")
+        }
+        None => reason,
+    }
 }
 
 impl Project {

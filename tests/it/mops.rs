@@ -364,6 +364,32 @@ fn no_project_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
+/// A mops.toml icbench cannot read is one line that keeps the reason: where, and what (a
+/// syntax error, or a value of the wrong shape).
+#[test]
+fn a_broken_mops_toml_is_one_line_with_its_reason() {
+    for (toml, reason) in [
+        (
+            "[toolchain\n",
+            "line 1, column 11: unclosed table, expected `]`",
+        ),
+        (
+            "[dependencies]\ncore = 5\n",
+            "line 2, column 8: invalid type: integer `5`, expected a string",
+        ),
+    ] {
+        let dir = scratch_dir("mops-broken-toml");
+        std::fs::write(dir.join("mops.toml"), toml).unwrap();
+        let (code, _, stderr) = mops(&dir, &[]);
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(
+            stderr.ends_with(&format!("mops.toml: {reason}\n")),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn ci_form_flame_graphs_and_the_comment() {
     let dir = project();
