@@ -9,12 +9,28 @@
 //   canisters [virtual path of a canister, where its module goes], compiled in order
 // moc's messages go to stderr as moc prints them (FILE:LINE.COL-LINE.COL: type error [CODE],
 // ...); at the first canister that does not compile the exit status is 1. A request this
-// moc.js cannot honour exits with status 2. stdout: the compiler's version string.
+// moc.js cannot honour exits with status 2, a package that does not load with 3, each with
+// one line. stdout: the compiler's version string.
 'use strict';
 const fs = require('fs');
 
+// One line of what went wrong: moc's own message where the error carries one (moc.js wraps
+// its OCaml exceptions, whose text holds moc's), never the minified source node would quote.
+const reason = (e) => {
+  const text = e && e.message ? e.message : String(e);
+  const moc = text.match(/"((?:mocjs|moc): [^"\\]*)/);
+  if (moc) return moc[1].replace(/\.$/, '');
+  return text.split('\n')[0].slice(0, 300);
+};
+
 const request = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
-const mo = require(request.motoko);
+let mo;
+try {
+  mo = require(request.motoko);
+} catch (e) {
+  console.error(`the npm package motoko in ${request.motoko} does not load (reinstall it: npm ci): ${reason(e)}`);
+  process.exit(3);
+}
 for (const [virtual, real] of request.files) {
   mo.write(virtual, fs.readFileSync(real, 'utf8'));
 }
@@ -34,7 +50,12 @@ if (request.flags.length > 0) {
     console.error(`moc.js of this motoko package takes no extra flags (${request.flags.join(' ')})`);
     process.exit(2);
   }
-  mo.setExtraFlags(request.flags);
+  try {
+    mo.setExtraFlags(request.flags);
+  } catch (e) {
+    console.error(`moc.js rejects the flags ${request.flags.join(' ')}: ${reason(e)}`);
+    process.exit(2);
+  }
 }
 const show = (d) => {
   const s = d.range.start;
@@ -48,7 +69,7 @@ for (const [main, out] of request.canisters) {
   try {
     result = mo.compiler.compileWasm('ic', main);
   } catch (e) {
-    console.error(`moc.js failed on ${main}: ${e && e.message ? e.message : e}`);
+    console.error(`moc.js failed on ${main}: ${reason(e)}`);
     process.exit(1);
   }
   const diagnostics = result.diagnostics || [];

@@ -364,6 +364,49 @@ fn no_project_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
+/// What moc.js refuses is one line with moc's reason, not the minified JavaScript node would
+/// quote: a flag it does not take, a package that does not load.
+#[test]
+fn moc_js_refusals_are_one_line_with_the_reason() {
+    let (code, _, stderr) = mops(project(), &["sum", "--", "--bogus-flag"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.ends_with(
+            "error: moc.js rejects the flags --bogus-flag: mocjs: unknown option '--bogus-flag'\n"
+        ),
+        "{stderr}"
+    );
+    // A package whose code does not load, and a bench no run compiled (so not in the cache).
+    let dir = project_copy("mops-broken-motoko");
+    std::fs::remove_file(dir.join("node_modules")).unwrap();
+    let broken = dir.join("node_modules/motoko");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::copy(
+        node_modules().join("motoko/package.json"),
+        broken.join("package.json"),
+    )
+    .unwrap();
+    std::fs::write(
+        broken.join("index.js"),
+        "module.exports = require('./gone');\n",
+    )
+    .unwrap();
+    let sum = std::fs::read_to_string(dir.join("bench/sum.bench.mo")).unwrap();
+    std::fs::write(
+        dir.join("bench/fresh.bench.mo"),
+        sum.replace("\"Sum\"", "\"Fresh\""),
+    )
+    .unwrap();
+    let (code, _, stderr) = mops(&dir, &["fresh"]);
+    assert_eq!(code, 2, "{stderr}");
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("error: the npm package motoko in ")
+            && last.contains("does not load (reinstall it: npm ci): Cannot find module './gone'"),
+        "{stderr}"
+    );
+}
+
 /// A mops.toml icbench cannot read is one line that keeps the reason: where, and what (a
 /// syntax error, or a value of the wrong shape).
 #[test]
