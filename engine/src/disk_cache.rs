@@ -45,7 +45,7 @@ const ENTRY_SUFFIX: &str = ".entry";
 const TEMP_PREFIX: &str = ".tmp-";
 
 /// The kinds of entries, each in a subdirectory of its own.
-pub const KINDS: [&str; 3] = [MODULES, STATES, WARM];
+pub const KINDS: [&str; 4] = [MODULES, STATES, WARM, MOPS];
 /// Compiled modules (see `embedded::load_module`).
 pub const MODULES: &str = "modules";
 /// Canister states after a suite's prefill (see `suites::users`).
@@ -55,6 +55,9 @@ pub const STATES: &str = "states";
 /// state it is made from (see `suites::users::kept`). The directory keeps the name it had
 /// when it held warm starts alone.
 pub const WARM: &str = "warm";
+/// `icbench mops`' bench canisters as moc compiled them (the Wasm, before the engine
+/// compiles it as a module).
+pub const MOPS: &str = "mops";
 
 /// How many entries of each kind ([`KINDS`] order) the cache keeps: writing one more
 /// removes the least recently used. A compiled bench canister is tens of MB; a post-prefill
@@ -63,12 +66,14 @@ pub const WARM: &str = "warm";
 /// of the engine or of a suite makes new keys, so without a bound a development machine's
 /// cache only grows. A start made from one is about 120 MB at 1,000,000 rows: a default run
 /// keeps 13 (each SQLite journal mode's start and warm start, ic-sqlite-vfs's warm start).
-pub const KEEP: [usize; 3] = [32, 8, 28];
+/// A mops bench canister is a few MB; a project has a few bench files.
+pub const KEEP: [usize; 4] = [32, 8, 28, 64];
 
 static DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
 static WARNED: AtomicBool = AtomicBool::new(false);
 /// Per kind: hits, misses, rejected entries.
-static COUNTS: [[AtomicU64; 3]; 3] = [
+static COUNTS: [[AtomicU64; 3]; 4] = [
+    [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
     [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
@@ -119,10 +124,26 @@ pub fn prepare(dir: &Path) -> Result<()> {
 
 /// Removes the temporary files of `kind` that stopped writers left ([`temp`]).
 fn remove_leftovers(dir: &Path, kind: &str) -> Result<()> {
-    for path in temp::leftovers(&files(dir, kind)?) {
+    for path in leftovers(kind, &files(dir, kind)?) {
         remove(&path)?;
     }
     Ok(())
+}
+
+/// Of the cache's files of `kind`, those left to remove: stopped writers' temporary files
+/// ([`temp`]) and, in [`MOPS`], the raw modules (`.wasm`) and half-written `.partial`
+/// files of before it was a kind of entries.
+fn leftovers(kind: &str, files: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = temp::leftovers(files);
+    out.extend(files.iter().filter(|p| legacy(kind, p)).cloned());
+    out
+}
+
+fn legacy(kind: &str, path: &Path) -> bool {
+    kind == MOPS
+        && path
+            .extension()
+            .is_some_and(|e| e == "wasm" || e == "partial")
 }
 
 /// Uses `dir` (None: no disk cache) for the rest of the process.
@@ -336,6 +357,12 @@ pub enum Lookup {
     Damaged(anyhow::Error),
 }
 
+/// Whether every read of a `kind` entry sums it: code (compiled modules, moc's Wasm), small
+/// beside states, which a stamp spares the sum once it passed.
+fn summed_every_read(kind: &str) -> bool {
+    kind == MODULES || kind == MOPS
+}
+
 /// Reads the entry `key`; `Err` when the cache cannot be read at all.
 pub fn read(dir: &Path, kind: &str, key: &[u8; 32]) -> Result<Lookup> {
     read_settled(dir, kind, key, stamp::SETTLE)
@@ -362,12 +389,14 @@ fn read_settled(
         Err(e) => return Err(anyhow!(e).context(format!("reading {}", path.display()))),
     };
     let identity = stamp::Identity::of(&meta);
-    let known = (kind != MODULES).then(|| stamp::read(&path)).flatten();
+    let known = (!summed_every_read(kind))
+        .then(|| stamp::read(&path))
+        .flatten();
     let vouched = |crc| known.is_some_and(|s| s.vouches_for(&identity, crc));
     // A mapped state's pages come in as a run touches them: its sum reads past the page
     // cache.
     let mapped = matches!(bytes, FileBytes::Mapped { .. });
-    let direct = (kind != MODULES && mapped).then_some(path.as_path());
+    let direct = (!summed_every_read(kind) && mapped).then_some(path.as_path());
     Ok(match check(&bytes, key, vouched, direct) {
         Ok((meta_len, crc)) => {
             // The last use, for [`prune`]; a stamp that cannot be written costs a sum and at
@@ -524,7 +553,7 @@ pub fn write_streamed(
             return Err(anyhow!(e).context(format!("writing an entry into {}", sub.display())));
         }
     };
-    if kind != MODULES {
+    if !summed_every_read(kind) {
         // Its first read need not sum what was summed as it was written (a state is read
         // from the disk, past the page cache, to be summed). One that cannot be written
         // costs that sum.
@@ -627,7 +656,7 @@ pub fn usage(dir: &Path) -> Result<Usage> {
             .collect();
         let bytes = entries.iter().map(|p| size(p)).sum();
         usage.kinds.push((kind, entries.len() as u64, bytes));
-        for path in temp::leftovers(&files) {
+        for path in leftovers(kind, &files) {
             usage.leftovers.0 += 1;
             usage.leftovers.1 += size(&path);
         }
@@ -666,8 +695,10 @@ fn files(dir: &Path, kind: &str) -> Result<Vec<PathBuf>> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let ours = [ENTRY_SUFFIX, stamp::SUFFIX]
             .iter()
-            .any(|s| name.ends_with(s));
-        if (ours || name.starts_with(TEMP_PREFIX)) && entry.file_type().is_ok_and(|t| t.is_file()) {
+            .any(|s| name.ends_with(s))
+            || name.starts_with(TEMP_PREFIX)
+            || legacy(kind, Path::new(&name));
+        if ours && entry.file_type().is_ok_and(|t| t.is_file()) {
             out.push(entry.path());
         }
     }
@@ -751,7 +782,8 @@ mod tests {
             vec![
                 (MODULES, 2, good.len() as u64 + other.len() as u64),
                 (STATES, 0, 0),
-                (WARM, 0, 0)
+                (WARM, 0, 0),
+                (MOPS, 0, 0)
             ]
         );
         // The two entries, the stamp of the one read and the temporary file; the user's
@@ -760,7 +792,7 @@ mod tests {
         assert_eq!(clear(&dir).unwrap(), 4);
         assert_eq!(
             usage(&dir).unwrap().kinds,
-            vec![(MODULES, 0, 0), (STATES, 0, 0), (WARM, 0, 0)]
+            vec![(MODULES, 0, 0), (STATES, 0, 0), (WARM, 0, 0), (MOPS, 0, 0)]
         );
         assert!(dir.join(MODULES).join("user-file").is_file());
         std::fs::remove_dir_all(&dir).unwrap();

@@ -283,9 +283,10 @@ pub fn rel(root: &Path, file: &Path) -> String {
 }
 
 /// Compiles every bench in `benches` (absolute paths) wrapped in `template`; gives their
-/// modules in order, or moc's messages. With the compile cache on, the modules of the same
-/// compiler, flags, template and sources are kept there (`mops/<key>.wasm`), and a run
-/// whose sources did not change compiles nothing.
+/// modules in order, or moc's messages. With the compile cache on, each module of the same
+/// compiler, flags, template and sources is an entry of its `mops` kind (checked as every
+/// entry is, counted, pruned and cleared with the others), and a run whose sources did not
+/// change compiles nothing.
 pub fn compile_all(
     moc: &Moc,
     project: &Project,
@@ -293,39 +294,52 @@ pub fn compile_all(
     template: &str,
     args: &[String],
 ) -> Result<Vec<Vec<u8>>> {
-    let kept = match crate::engine::disk_cache::dir() {
-        Some(dir) => Some((dir.join("mops"), key(moc, project, template, args)?)),
-        None => None,
+    use crate::engine::disk_cache::{self, Lookup, MOPS};
+    let Some(dir) = disk_cache::dir() else {
+        return compile_fresh(moc, project, benches, template, args);
     };
-    let file = |dir: &Path, key: &str, bench: &Path| {
-        dir.join(format!(
-            "{key}-{}.wasm",
-            rel(&project.root, bench).replace('/', "_")
-        ))
-    };
-    if let Some((dir, key)) = &kept {
-        let found: Option<Vec<Vec<u8>>> = benches
-            .iter()
-            .map(|b| std::fs::read(file(dir, key, b)).ok())
-            .collect();
-        if let Some(modules) = found {
-            return Ok(modules);
-        }
-    }
-    let modules = compile_fresh(moc, project, benches, template, args)?;
-    if let Some((dir, key)) = &kept {
-        // The cache only saves time: a module it cannot keep is compiled again next time.
-        if std::fs::create_dir_all(dir).is_ok() {
-            for (bench, wasm) in benches.iter().zip(&modules) {
-                let path = file(dir, key, bench);
-                let partial = path.with_extension("partial");
-                if std::fs::write(&partial, wasm).is_ok() {
-                    let _ = std::fs::rename(&partial, &path);
-                }
+    let key = key(moc, project, template, args)?;
+    let keys: Vec<[u8; 32]> = benches
+        .iter()
+        .map(|b| entry_key(&key, &rel(&project.root, b)))
+        .collect();
+    let mut found = Vec::new();
+    for k in &keys {
+        match disk_cache::read(&dir, MOPS, k) {
+            Ok(Lookup::Found(entry)) => found.push(entry.payload().to_vec()),
+            Ok(Lookup::Missing) => break,
+            Ok(Lookup::Damaged(e)) => {
+                eprintln!("warning: {e:#}; compiling again");
+                break;
+            }
+            Err(e) => {
+                disk_cache::warn_once("the compile cache cannot be read", &e);
+                break;
             }
         }
     }
+    if found.len() == benches.len() {
+        for _ in &found {
+            disk_cache::count_hit(MOPS);
+        }
+        return Ok(found);
+    }
+    let modules = compile_fresh(moc, project, benches, template, args)?;
+    for (k, wasm) in keys.iter().zip(&modules) {
+        disk_cache::count_miss(MOPS);
+        // The cache only saves time: a module it cannot keep is compiled again next time.
+        if let Err(e) = disk_cache::write(&dir, MOPS, k, b"", wasm) {
+            disk_cache::warn_once("the compile cache cannot be written", &e);
+        }
+    }
     Ok(modules)
+}
+
+/// The entry of one bench file (`rel`: its path in the project) of a compile whose inputs
+/// hash to `key`.
+fn entry_key(key: &str, rel: &str) -> [u8; 32] {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(format!("{key}\0{rel}").as_bytes()).into()
 }
 
 /// What a module depends on: the compiler, its flags, the template and every source.

@@ -364,6 +364,58 @@ fn no_project_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
 
+/// moc's modules are entries of the compile cache's `mops` kind: a damaged one is said and
+/// compiled again, the same figures come out, and `cache info` and `cache clear` count them;
+/// the raw modules and `.partial` files of the old layout are removed as leftovers.
+#[test]
+fn moc_s_modules_are_checked_cache_entries() {
+    let cache = scratch_dir("mops-cache");
+    let run = |args: &[&str]| {
+        let out = icbench_command()
+            .args(args)
+            .current_dir(project())
+            .env("ICBENCH_CACHE_DIR", &cache)
+            .env_remove("CI")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    };
+    std::fs::create_dir_all(cache.join("mops")).unwrap();
+    for old in [
+        "0123-bench_sum.bench.mo.wasm",
+        "0123-bench_sum.bench.mo.partial",
+    ] {
+        std::fs::write(cache.join("mops").join(old), "old layout").unwrap();
+    }
+    let (first, _) = run(&["mops", "sum"]);
+    let entries: Vec<PathBuf> = std::fs::read_dir(cache.join("mops"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert!(!cache.join("mops/0123-bench_sum.bench.mo.wasm").exists());
+    assert!(!cache.join("mops/0123-bench_sum.bench.mo.partial").exists());
+    // One flipped byte in the module.
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&entries[0], bytes).unwrap();
+    let (again, stderr) = run(&["mops", "sum"]);
+    assert_eq!(again, first);
+    assert!(
+        stderr.contains("checksum mismatch; compiling again"),
+        "{stderr}"
+    );
+    let (info, _) = run(&["cache", "info"]);
+    assert!(info.contains("\nmops: 1 entries, "), "{info}");
+    let (cleared, _) = run(&["cache", "clear"]);
+    assert!(cleared.starts_with("removed "), "{cleared}");
+    assert!(!cache.join("mops").exists());
+}
+
 /// What moc.js refuses is one line with moc's reason, not the minified JavaScript node would
 /// quote: a flag it does not take, a package that does not load.
 #[test]
