@@ -180,14 +180,21 @@ pub(crate) fn cache_line() -> Option<String> {
         m.hits,
         m.misses
     );
-    let s = disk_cache::stats(disk_cache::STATES);
-    if s.hits + s.misses > 0 {
-        line += &format!(
-            "; post-prefill states: {} loaded, {} prefilled",
-            s.hits, s.misses
-        );
+    for (kind, what, made) in [
+        (disk_cache::STATES, "post-prefill states", "prefilled"),
+        (disk_cache::WARM, "starts made from them", "made"),
+        (disk_cache::MOPS, "moc's modules", "compiled"),
+    ] {
+        let s = disk_cache::stats(kind);
+        if s.hits + s.misses > 0 {
+            line += &format!("; {what}: {} loaded, {} {made}", s.hits, s.misses);
+        }
     }
-    let rejected = m.rejected + s.rejected;
+    // Every kind's damaged entries: each had its warning.
+    let rejected: u64 = disk_cache::KINDS
+        .iter()
+        .map(|k| disk_cache::stats(k).rejected)
+        .sum();
     if rejected > 0 {
         line += &format!(" ({rejected} damaged entries replaced)");
     }

@@ -688,3 +688,55 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
     steps_alike(&mut a, &mut d, id);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every kind's damaged entry counts in the closing line as its warning says it: a kept start
+/// (SQLite's, in a journal mode) made again is one of the damaged entries replaced.
+#[test]
+fn a_damaged_start_is_counted_with_the_others() {
+    let cache = scratch_dir("cache-damaged-start");
+    let args = |out: &Path| {
+        let args = "--rows 2000 --stores sqlite --journal-modes OFF --batches 1 --positions end --no-reads --out";
+        let mut args: Vec<String> = args.split(' ').map(String::from).collect();
+        args.push(out.display().to_string());
+        args
+    };
+    let first = run(
+        &cache,
+        &args(&cache.join("1"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("; starts made from them: 0 loaded, 2 made\n"),
+        "{}",
+        stderr(&first)
+    );
+    let start = std::fs::read_dir(cache.join(disk_cache::WARM))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "entry"))
+        .unwrap();
+    let mut bytes = std::fs::read(&start).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 1;
+    std::fs::write(&start, bytes).unwrap();
+    let again = run(
+        &cache,
+        &args(&cache.join("2"))
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    let err = stderr(&again);
+    assert!(again.status.success(), "{err}");
+    assert!(
+        err.contains("checksum mismatch; making SQLite OFF's"),
+        "{err}"
+    );
+    assert!(
+        err.contains("; starts made from them: 1 loaded, 1 made (1 damaged entries replaced)\n"),
+        "{err}"
+    );
+}
