@@ -457,12 +457,20 @@ impl Bar {
         if self.quiet {
             return;
         }
+        let loaded = matches!(p, Progress::Loaded { .. });
         let (prefix, done, total, msg, milestone) = match p {
             Progress::Prefill { store, done, total } => (
                 format!("prefill {store}"),
                 done,
                 total,
                 "rows".to_string(),
+                true,
+            ),
+            Progress::Loaded { store } => (
+                format!("loaded {store}"),
+                1,
+                1,
+                "post-prefill state from the cache".to_string(),
                 true,
             ),
             Progress::Scenario { done, total, key } => (
@@ -480,10 +488,17 @@ impl Bar {
                 bar.set_position(done);
                 bar.set_message(msg);
             }
-            None if milestone => eprintln!(
-                "{prefix:<14} {done}/{total} {msg} [{:.0}s]",
-                self.started.elapsed().as_secs_f64()
-            ),
+            None if milestone => {
+                // A loaded state has no rows to count.
+                let counted = match loaded {
+                    true => String::new(),
+                    false => format!("{done}/{total} "),
+                };
+                eprintln!(
+                    "{prefix:<14} {counted}{msg} [{:.0}s]",
+                    self.started.elapsed().as_secs_f64()
+                )
+            }
             None => {}
         }
     }

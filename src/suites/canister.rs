@@ -147,14 +147,10 @@ pub(in crate::suites) fn make_all<'m>(
         },
         &mut |_| {},
     )?;
-    // The fills of the other threads, as done.
+    // The fills of the other threads, as done (or loaded).
     for i in reported.into_inner().unwrap_or_else(|e| e.into_inner()) {
         for kind in &canisters[i].filled {
-            progress(Progress::Prefill {
-                store: kind.name(),
-                done: filling.rows,
-                total: filling.rows,
-            });
+            progress(prefilled(kind.name(), filling, rest[i].loaded));
         }
     }
     Ok(rest)
@@ -254,11 +250,7 @@ fn make(
     };
     if loaded.is_some() {
         for kind in &canister.filled {
-            progress(Progress::Prefill {
-                store: kind.name(),
-                done: filling.rows,
-                total: filling.rows,
-            });
+            progress(prefilled(kind.name(), filling, !filled_elsewhere));
         }
     }
     chain.step(Kind::Snapshot, format!("snapshot of the {name} canister"));
@@ -275,6 +267,18 @@ fn make(
             .zip(cache)
             .map(|((state, executed), (dir, key))| (state, executed, dir, key)),
     })
+}
+
+/// A store's prefill as done: loaded from the cache, or run (here or elsewhere).
+fn prefilled(store: &str, filling: Filling, loaded: bool) -> Progress<'_> {
+    match loaded {
+        true => Progress::Loaded { store },
+        false => Progress::Prefill {
+            store,
+            done: filling.rows,
+            total: filling.rows,
+        },
+    }
 }
 
 /// Compiles `canister`'s module on `engine` (a unit of `work`).

@@ -326,6 +326,8 @@ pub enum Progress<'a> {
         done: u64,
         total: u64,
     },
+    /// A store's post-prefill state, loaded from the cache (no prefill ran).
+    Loaded { store: &'a str },
     Scenario {
         done: usize,
         total: usize,
