@@ -48,7 +48,7 @@ pub(crate) fn prepare_out(suite: &dyn suites::Suite, out: &std::path::Path) -> R
             )
         });
     }
-    report::prepare_dir(&dir).map_err(|e| {
+    report::probe_dir(&dir).map_err(|e| {
         anyhow!(
             "--out {}: cannot write into {}: {e}",
             out.display(),

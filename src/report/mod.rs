@@ -178,6 +178,29 @@ pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
         .map(drop)
 }
 
+/// Whether files can be made in `dir`, left as it was: the directories it makes to try
+/// are removed again, so that a run killed before its results (SIGKILL, which no handler
+/// sees) leaves no empty directory; [`write_all`] makes them when it writes.
+pub fn probe_dir(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .collect();
+    let probed = std::fs::create_dir_all(dir).and_then(|()| {
+        if !dir.is_dir() {
+            return Err(std::io::Error::other("not a directory"));
+        }
+        tempfile::Builder::new()
+            .prefix(".icbench-probe-")
+            .tempfile_in(dir)
+            .map(drop)
+    });
+    for made in missing {
+        let _ = std::fs::remove_dir(made);
+    }
+    probed
+}
+
 /// [`prepare_dir`] for a file's directory, and if the file exists, checks that it can be
 /// opened for writing (it is left as it is).
 pub fn prepare_file(path: &Path) -> std::io::Result<()> {

@@ -192,6 +192,49 @@ fn a_run_that_fails_after_it_started_leaves_no_directory_it_made() {
     assert_eq!(names_in(&dir), ["motoko.wasm"]);
 }
 
+/// Waits until process `pid` has spent 0.3 s of CPU: well past trying its output directories
+/// (which it leaves as they were until it writes), into its work.
+fn working(pid: u32) {
+    let started = std::time::Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // utime and stime, after the command's name in parentheses.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let ticks: u64 = after
+            .split_whitespace()
+            .skip(11)
+            .take(2)
+            .filter_map(|t| t.parse::<u64>().ok())
+            .sum();
+        if ticks >= 30 {
+            return;
+        }
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "process {pid} does no work"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// SIGKILL, which no handler sees, leaves no directory either: a run tries its output
+/// directories and leaves them as they were until it writes its results.
+#[test]
+fn sigkill_leaves_no_empty_out() {
+    let dir = crate::support::scratch_dir("killed-dirs");
+    let wasm = module_file(&dir, Fault::Loop(2_000));
+    let out = dir.join("new");
+    let mut child = crate::support::icbench_command()
+        .args(small(&wasm, &["--out", out.to_str().unwrap()]))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    working(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!out.exists());
+}
+
 #[test]
 fn sigint_leaves_no_directory_the_run_made_and_says_whose_files_are_there() {
     let dir = crate::support::scratch_dir("interrupted-dirs");
@@ -207,12 +250,8 @@ fn sigint_leaves_no_directory_the_run_made_and_says_whose_files_are_there() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // The directories are made before any work; the fill then loops for seconds.
-        let started = std::time::Instant::now();
-        while !out.join("scaling").is_dir() {
-            assert!(started.elapsed().as_secs() < 60, "no --out/scaling");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        // The directories are tried before any work; the fill then loops for seconds.
+        working(child.id());
         let pid = child.id().to_string();
         let kill = std::process::Command::new("kill")
             .args(["-INT", &pid])
