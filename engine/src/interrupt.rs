@@ -22,8 +22,11 @@ use signal_hook::iterator::Signals;
 static EXPECTED: Mutex<Vec<(PathBuf, String, bool)>> = Mutex::new(Vec::new());
 /// The directories this run made, in the order made.
 static MADE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-/// Temporary files being written right now: removed on a signal.
+/// Temporary files (and directories) being written right now: removed on a signal.
 static TEMPS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Child processes working for the run right now (a compiler): killed on a signal, which
+/// they would otherwise outlive (a SIGTERM reaches this process alone).
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
 /// Held while outputs are renamed into place, so a signal never splits a set of files.
 static WRITING: Mutex<()> = Mutex::new(());
 
@@ -82,7 +85,7 @@ pub fn writing() -> MutexGuard<'static, ()> {
     lock(&WRITING)
 }
 
-/// A temporary file that a signal removes while the guard lives.
+/// A temporary file (or directory) that a signal removes while the guard lives.
 pub struct TempGuard(PathBuf);
 
 impl TempGuard {
@@ -109,6 +112,27 @@ impl Drop for TempGuard {
     }
 }
 
+/// `command`'s status and output, as [`std::process::Command::output`] gives them (no
+/// input); a signal kills the child before the process exits.
+pub fn output(command: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    use std::process::Stdio;
+    let child = {
+        // Under the lock the handler holds until the exit: killed, or not started.
+        let mut children = lock(&CHILDREN);
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        children.push(child.id());
+        child
+    };
+    let id = child.id();
+    let out = child.wait_with_output();
+    lock(&CHILDREN).retain(|&c| c != id);
+    out
+}
+
 /// A poisoned lock still holds the lists: a panic elsewhere must not stop the handler.
 fn lock<T>(m: &'static Mutex<T>) -> MutexGuard<'static, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -118,8 +142,18 @@ fn stop(signal: i32) -> ! {
     let _renaming = lock(&WRITING);
     // Held until the exit: no temporary file is made after this sweep.
     let temps = lock(&TEMPS);
+    let children = lock(&CHILDREN);
+    for &pid in children.iter() {
+        // SAFETY: kill(2) with a child's process id and a signal number has no
+        // memory-safety preconditions; the child is not reaped until its waiter returns,
+        // so the id is still the child's.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+    }
     for path in temps.iter() {
-        let _ = std::fs::remove_file(path);
+        let _ = match path.is_dir() {
+            true => std::fs::remove_dir_all(path),
+            false => std::fs::remove_file(path),
+        };
     }
     let name = if signal == SIGINT {
         "SIGINT"

@@ -15,7 +15,9 @@ pub mod embedded;
 #[doc(hidden)]
 pub mod instrument;
 // SIGINT/SIGTERM: a run stops at once and removes what it had half written; the disk
-// cache's writes and the CLI's outputs register here.
+// cache's writes and the CLI's outputs register here. It kills the child processes working
+// for the run (kill(2)).
+#[allow(unsafe_code)]
 #[doc(hidden)]
 pub mod interrupt;
 pub mod page_map;

@@ -363,7 +363,13 @@ fn compile_fresh(
     template: &str,
     args: &[String],
 ) -> Result<Vec<Vec<u8>>> {
-    let work = tempfile::tempdir().context("making a temporary directory for moc")?;
+    // A signal removes it, and kills the compiler (crate::interrupt).
+    let (work, _guard) = crate::interrupt::TempGuard::make(|| {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().to_path_buf();
+        Ok((dir, path))
+    })
+    .context("making a temporary directory for moc")?;
     match moc {
         Moc::Native { path, .. } => benches
             .iter()
@@ -404,9 +410,7 @@ fn native(
     for p in &project.packages {
         cmd.arg("--package").arg(&p.name).arg(&p.dir);
     }
-    let out = cmd
-        .args(args)
-        .output()
+    let out = crate::interrupt::output(cmd.args(args))
         .with_context(|| format!("running {}", moc.display()))?;
     if !out.status.success() {
         bail!(
@@ -492,10 +496,7 @@ fn moc_js(
     let (driver, req) = (work.join("moc.js"), work.join("request.json"));
     std::fs::write(&driver, MOC_JS_DRIVER)?;
     std::fs::write(&req, serde_json::to_vec(&request)?)?;
-    let out = Command::new("node")
-        .arg(&driver)
-        .arg(&req)
-        .output()
+    let out = crate::interrupt::output(Command::new("node").arg(&driver).arg(&req))
         .context("running node")?;
     match out.status.code() {
         Some(0) => {}

@@ -416,6 +416,81 @@ fn moc_s_modules_are_checked_cache_entries() {
     assert!(!cache.join("mops").exists());
 }
 
+/// A SIGTERM while moc.js compiles stops node too and leaves no temporary directory.
+#[test]
+fn a_signal_while_moc_js_compiles_leaves_no_node_and_no_directory() {
+    let dir = project_copy("mops-interrupted");
+    let sum = std::fs::read_to_string(dir.join("bench/sum.bench.mo")).unwrap();
+    // A bench no run compiled: moc.js runs.
+    std::fs::write(
+        dir.join("bench/stopped.bench.mo"),
+        sum.replace("\"Sum\"", "\"Stopped\""),
+    )
+    .unwrap();
+    let tmp = scratch_dir("mops-interrupted-tmp");
+    let child = icbench_command()
+        .args(["mops", "stopped"])
+        .current_dir(&dir)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let children = |pid: u32| -> Vec<u32> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten();
+        tasks
+            .flatten()
+            .flat_map(|t| {
+                let list = std::fs::read_to_string(t.path().join("children")).unwrap_or_default();
+                list.split_whitespace()
+                    .filter_map(|c| c.parse().ok())
+                    .collect::<Vec<u32>>()
+            })
+            .collect()
+    };
+    let started = std::time::Instant::now();
+    // Node compiling: moc's directory made (`node --version`, which comes first, makes none).
+    let node = loop {
+        let made = std::fs::read_dir(&tmp).unwrap().next().is_some();
+        if let Some(&node) = children(child.id()).first().filter(|_| made) {
+            break node;
+        }
+        assert!(started.elapsed().as_secs() < 60, "node never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let kill = std::process::Command::new("kill")
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(
+        stderr.ends_with("interrupted by SIGTERM: stopped; nothing was left half written\n"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    // The child was killed: gone, or a zombie, within moments (an exiting process shows no
+    // command line).
+    let started = std::time::Instant::now();
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{node}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map_or("", |(_, r)| &r[..1]);
+        let cmdline = std::fs::read_to_string(format!("/proc/{node}/cmdline")).unwrap_or_default();
+        if state.is_empty() || state == "Z" || state == "X" || cmdline.is_empty() {
+            break;
+        }
+        assert!(
+            started.elapsed().as_secs() < 10,
+            "node {node} still runs: {cmdline:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// What moc.js refuses is one line with moc's reason, not the minified JavaScript node would
 /// quote: a flag it does not take, a package that does not load.
 #[test]
