@@ -7,6 +7,7 @@
 //! (`--profile`) and the pull-request comment (`--markdown`).
 
 pub mod compile;
+pub mod optimize;
 pub mod project;
 pub mod report;
 pub mod results;
@@ -21,6 +22,7 @@ use clap::Args;
 use crate::engine::cost::{Host, Replica, POCKET_IC_RELEASES};
 
 use self::compile::{Flags, Gc, Moc};
+use self::optimize::Optimizer;
 use self::project::Project;
 use self::report::Style;
 use self::results::Saved;
@@ -109,6 +111,8 @@ struct Plan {
     default_rules: bool,
     /// With `--compare` or `--markdown`, each file's saved results (read before any work).
     previous: Vec<Option<Saved>>,
+    /// mops.toml's `[optimize]` pass, unless `--no-optimize`.
+    optimizer: Option<Optimizer>,
 }
 
 /// The rules the figures are charged by, the PocketIC version they stand for, and whether
@@ -226,9 +230,10 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
     args.comment.check().map_err(|e| anyhow!(e))?;
     let root = project::find_root(&std::env::current_dir()?)?;
     let project = Project::load(&root)?;
-    if project.optimize && !args.no_optimize {
-        bail!("mops.toml's [optimize] runs wasm-opt on each bench canister, which icbench does not have: pass --no-optimize (the figures are then those of `mops bench --no-optimize`)");
-    }
+    let optimizer = match (&project.optimize, args.no_optimize) {
+        (Some(optimize), false) => Some(Optimizer::find(&project, optimize)?),
+        _ => None,
+    };
     let files = select(args, &root)?;
     // What would fail after a bench ran fails here: a saved file --compare (or the comment)
     // cannot read, a .bench --save or --profile cannot write. Read before any file is saved
@@ -280,6 +285,7 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         replica_version,
         default_rules,
         previous,
+        optimizer,
     })
 }
 
@@ -401,7 +407,11 @@ pub fn run(args: &MopsArgs) -> Result<bool> {
         &plan.files,
         &plan.template,
         &plan.args,
+        plan.optimizer.as_ref(),
     )?;
+    if let Some(optimizer) = &plan.optimizer {
+        eprintln!("Optimized with {}", optimizer.describe());
+    }
     eprintln!("{}", rules_line(&plan));
     if ci {
         println!("# Benchmark Results\n\n");

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use super::optimize::Optimizer;
 use super::project::{is_path, sources, Project};
 
 /// npm `motoko` releases and the moc release their moc.js is: each release's package.json
@@ -130,7 +131,7 @@ fn motoko_package(dir: &Path) -> Option<(PathBuf, String)> {
 
 /// mops' toolchain cache (`globalCacheDir` in cli/mops.ts): `$XDG_CACHE_HOME/mops`, else the
 /// platform's.
-fn mops_cache() -> Option<PathBuf> {
+pub(super) fn mops_cache() -> Option<PathBuf> {
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
         return Some(PathBuf::from(x).join("mops"));
     }
@@ -142,7 +143,7 @@ fn mops_cache() -> Option<PathBuf> {
     })
 }
 
-fn on_path(name: &str) -> Option<PathBuf> {
+pub(super) fn on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|d| d.join(name))
         .find(|p| p.is_file())
@@ -293,12 +294,24 @@ pub fn compile_all(
     benches: &[PathBuf],
     template: &str,
     args: &[String],
+    optimizer: Option<&Optimizer>,
 ) -> Result<Vec<Vec<u8>>> {
     use crate::engine::disk_cache::{self, Lookup, MOPS};
-    let Some(dir) = disk_cache::dir() else {
-        return compile_fresh(moc, project, benches, template, args);
+    let build = || -> Result<Vec<Vec<u8>>> {
+        let modules = compile_fresh(moc, project, benches, template, args)?;
+        match optimizer {
+            Some(o) => benches
+                .iter()
+                .zip(modules)
+                .map(|(bench, wasm)| o.run(&wasm, &rel(&project.root, bench)))
+                .collect(),
+            None => Ok(modules),
+        }
     };
-    let key = key(moc, project, template, args)?;
+    let Some(dir) = disk_cache::dir() else {
+        return build();
+    };
+    let key = key(moc, project, template, args, optimizer)?;
     let keys: Vec<[u8; 32]> = benches
         .iter()
         .map(|b| entry_key(&key, &rel(&project.root, b)))
@@ -324,7 +337,7 @@ pub fn compile_all(
         }
         return Ok(found);
     }
-    let modules = compile_fresh(moc, project, benches, template, args)?;
+    let modules = build()?;
     for (k, wasm) in keys.iter().zip(&modules) {
         disk_cache::count_miss(MOPS);
         // The cache only saves time: a module it cannot keep is compiled again next time.
@@ -342,11 +355,18 @@ fn entry_key(key: &str, rel: &str) -> [u8; 32] {
     Sha256::digest(format!("{key}\0{rel}").as_bytes()).into()
 }
 
-/// What a module depends on: the compiler, its flags, the template and every source.
-fn key(moc: &Moc, project: &Project, template: &str, args: &[String]) -> Result<String> {
+/// What a module depends on: the compiler, its flags, the template, every source and the
+/// optimizer's pass.
+fn key(
+    moc: &Moc,
+    project: &Project,
+    template: &str,
+    args: &[String],
+    optimizer: Option<&Optimizer>,
+) -> Result<String> {
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
-    h.update(format!("{moc:?}\0{args:?}\0{template}\0").as_bytes());
+    h.update(format!("{moc:?}\0{args:?}\0{template}\0{optimizer:?}\0").as_bytes());
     for f in sources(project)? {
         h.update(f.to_string_lossy().as_bytes());
         h.update([0]);

@@ -66,8 +66,10 @@ pub struct Project {
     pub pocket_ic: Option<String>,
     /// `[moc].args`, passed to moc before mops' own flags.
     pub moc_args: Vec<String>,
-    /// Whether `[optimize]` asks for a wasm-opt pass.
-    pub optimize: bool,
+    /// `[optimize]`: the wasm-opt pass it asks for.
+    pub optimize: Option<super::optimize::Optimize>,
+    /// `[toolchain] wasm-opt`: a Binaryen release ("131"), or a path.
+    pub wasm_opt: Option<String>,
     pub packages: Vec<Package>,
 }
 
@@ -161,7 +163,12 @@ impl Project {
             moc: text("moc")?,
             pocket_ic: text("pocket-ic")?,
             moc_args,
-            optimize: t.optimize.is_some(),
+            optimize: t
+                .optimize
+                .as_ref()
+                .map(|v| super::optimize::Optimize::parse(v, &config))
+                .transpose()?,
+            wasm_opt: text("wasm-opt")?,
             packages: resolve(root, direct)?,
         })
     }

@@ -24,7 +24,13 @@ fn node_modules() -> PathBuf {
 }
 
 fn install_node_modules(src: &Path) {
-    if !src.join("node_modules/motoko/package.json").is_file() {
+    let installed = ["motoko", "binaryen"].iter().all(|p| {
+        src.join("node_modules")
+            .join(p)
+            .join("package.json")
+            .is_file()
+    });
+    if !installed {
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--prefix"])
             .arg(src)
@@ -329,12 +335,77 @@ fn bad_inputs_are_one_line_before_any_work() {
         &[],
     );
     assert!(unknown.starts_with("error: mops.toml pins PocketIC 4.0.0, whose replica rules icbench does not know: pass --replica"), "{unknown}");
-    let optimize = refused(
-        "mops-optimize",
-        |d| edit_toml(d, "[toolchain]\n", "[optimize]\nlevel = 3\n\n[toolchain]\n"),
-        &[],
+    // [optimize] as mops checks it, and its wasm-opt, before any compile.
+    for (name, toml, expected) in [
+        (
+            "mops-optimize-level",
+            "[optimize]\nlevel = 3\n\n[toolchain]\nwasm-opt = \"131\"\n",
+            "mops.toml: invalid [optimize].level 3: expected one of O0, O1, O2, O3, O4, Os, Oz",
+        ),
+        (
+            "mops-optimize-args",
+            "[optimize]\nargs = \"-O\"\n\n[toolchain]\nwasm-opt = \"131\"\n",
+            "mops.toml: [optimize].args must be an array of strings",
+        ),
+        (
+            "mops-optimize-pin",
+            "[optimize]\n\n[toolchain]\n",
+            "error: [optimize] is enabled but wasm-opt is not pinned in [toolchain]: pin one in mops.toml ([toolchain] wasm-opt = \"131\"), or pass --no-optimize",
+        ),
+        (
+            "mops-optimize-missing",
+            "[optimize]\n\n[toolchain]\nwasm-opt = \"99\"\n",
+            "error: mops.toml pins wasm-opt 99, which is not here: not in mops' toolchain cache, no `wasm-opt` 99 on PATH, and no npm package binaryen 99 in a node_modules (`npm install binaryen@99`), or pass --no-optimize",
+        ),
+    ] {
+        let err = refused(name, |d| edit_toml(d, "[toolchain]\n", toml), &[]);
+        assert!(err.ends_with(expected), "{err}");
+    }
+}
+
+/// The bench canister's module as mops 3.1's `[optimize]` makes it: wasm-opt (npm binaryen,
+/// run with node) at -O3, names kept, the features moc's output uses; `--no-optimize`
+/// leaves it as moc made it. Exact counts of the same cell, both ways.
+#[test]
+fn optimize_runs_wasm_opt_as_mops_does() {
+    let dir = project_copy("mops-optimized");
+    let features = [
+        "bulk-memory",
+        "multivalue",
+        "memory64",
+        "sign-ext",
+        "mutable-globals",
+        "nontrapping-float-to-int",
+    ]
+    .map(|f| format!("--enable-{f}"));
+    let args = format!("args = [\"{}\"]\n", features.join("\", \""));
+    edit_toml(
+        &dir,
+        "[toolchain]\n",
+        &format!("[optimize]\n{args}\n[toolchain]\nwasm-opt = \"131\"\n"),
     );
-    assert!(optimize.contains("[optimize] runs wasm-opt"), "{optimize}");
+    let (code, stdout, stderr) = mops(&dir, &["sum"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "Optimized with wasm-opt 131 -O3 -g {} (npm binaryen@131.0.0 (",
+            features.join(" ")
+        )),
+        "{stderr}"
+    );
+    assert!(stdout.contains("| loop | 1_566 | 107_489 |"), "{stdout}");
+    let (code, stdout, stderr) = mops(&dir, &["sum", "--no-optimize"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("Optimized"), "{stderr}");
+    assert!(stdout.contains("| loop | 1_646 | 108_560 |"), "{stdout}");
+    // A module wasm-opt refuses (moc's output without its features): wasm-opt's reason.
+    edit_toml(&dir, &args, "");
+    let (code, _, stderr) = mops(&dir, &["sum"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("error: failed to optimize the bench canister of bench/sum.bench.mo with wasm-opt: [wasm-validator error in function "),
+        "{stderr}"
+    );
 }
 
 #[test]
