@@ -810,3 +810,59 @@ fn with_canister<R>(f: impl FnOnce(&mut BenchClient<'_>) -> R) -> R {
     let mut client = BenchClient::install(&mut engine, &wasm).expect("the canister installs");
     f(&mut client)
 }
+
+/// The progress on a pipe: a line per milestone, whose count of tasks grows as tasks are
+/// spawned and never shrinks, across worker processes too (each runs the tasks all of them
+/// spawn once), and ends with every task done.
+#[test]
+fn the_progress_count_never_shrinks() {
+    let out = temp_dir("progress-count");
+    let cache = out.join("cache");
+    let args = [
+        "--suite",
+        "lookups",
+        "--rows",
+        "4000",
+        "--stores",
+        "btree,sqlite",
+        "--journal-modes",
+        "OFF",
+        "--jobs",
+        "2",
+        "--out",
+    ];
+    for run in ["1", "2"] {
+        let o = crate::support::icbench_command()
+            .env("ICBENCH_CACHE_DIR", &cache)
+            .args(args)
+            .arg(out.join(run))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{stderr}");
+        let counts: Vec<(u64, u64)> = stderr
+            .lines()
+            .filter_map(|l| l.strip_prefix("scenarios"))
+            .map(|l| {
+                let (done, total) = l
+                    .split_whitespace()
+                    .next()
+                    .unwrap()
+                    .split_once('/')
+                    .unwrap();
+                (done.parse().unwrap(), total.parse().unwrap())
+            })
+            .collect();
+        assert!(counts.len() > 2, "{stderr}");
+        assert!(counts.windows(2).all(|w| w[1].1 >= w[0].1), "{stderr}");
+        let last = counts.last().unwrap();
+        assert_eq!(last.0, last.1, "{stderr}");
+        // The second run loads both stores' states, and says so.
+        if run == "2" {
+            assert!(
+                stderr.contains("loaded btree   post-prefill state from the cache"),
+                "{stderr}"
+            );
+        }
+    }
+}

@@ -345,6 +345,18 @@ pub struct Graph<'s> {
     process_lane: AtomicUsize,
 }
 
+/// A process's progress: the tasks it finished; the tasks spawned here that only it can
+/// run, and those every process spawns (each runs in one of them, once); the last finished.
+/// Across processes the tasks are the shared ones once and everyone's own, a total that only
+/// grows as tasks are spawned.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Counts {
+    pub done: usize,
+    pub own: usize,
+    pub shared: usize,
+    pub key: String,
+}
+
 struct Queue<'s> {
     ready: BinaryHeap<Entry<'s>>,
     /// Queued plus running tasks: the graph is done when none is left.
@@ -352,6 +364,8 @@ struct Queue<'s> {
     spawned: usize,
     /// Tasks another process claimed.
     skipped: usize,
+    /// Tasks spawned here that no other process can take (the rest every process spawns).
+    own_spawned: usize,
     /// Tasks worker processes finished.
     remote_finished: usize,
     /// Queued and running tasks no other process can take (spawned here).
@@ -394,6 +408,7 @@ impl<'s> Graph<'s> {
             q.spawned += 1;
             q.outstanding += 1;
             q.own += task.claim.is_none() as usize;
+            q.own_spawned += task.claim.is_none() as usize;
             q.ready.push(Entry {
                 priority: task.priority,
                 seq,
@@ -438,15 +453,15 @@ impl<'s> Graph<'s> {
         self.wake.notify_all();
     }
 
-    /// Tasks finished here, tasks to run here so far (spawned and not skipped), and the
-    /// last one finished.
-    fn done_of_total(&self) -> (usize, usize, String) {
+    /// What this process knows of the graph's progress so far.
+    fn counts(&self) -> Counts {
         let q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        (
-            q.finished.len(),
-            q.spawned - q.skipped,
-            q.finished.last().cloned().unwrap_or_default(),
-        )
+        Counts {
+            done: q.finished.len(),
+            own: q.own_spawned,
+            shared: q.spawned - q.own_spawned,
+            key: q.finished.last().cloned().unwrap_or_default(),
+        }
     }
 
     /// The ready task of the highest priority; with worker processes, a task that another
@@ -612,6 +627,7 @@ pub fn run<'s>(
             outstanding: 0,
             spawned: 0,
             skipped: 0,
+            own_spawned: 0,
             remote_finished: 0,
             own: 0,
             finished: Vec::new(),
@@ -714,13 +730,13 @@ fn run_threads<'s>(
         let mut lane = Lane::new(0, &mut *client.engine, graph);
         let mut shown = 0;
         graph.work(&mut lane, &mut |g| {
-            let q = g.queue.lock().unwrap_or_else(|e| e.into_inner());
-            if q.finished.len() > shown {
-                shown = q.finished.len();
+            let c = g.counts();
+            if c.done > shown {
+                shown = c.done;
                 progress(Progress::Scenario {
-                    done: shown,
-                    total: q.spawned,
-                    key: q.finished.last().map_or("", |s| s.as_str()),
+                    done: c.done,
+                    total: c.own + c.shared,
+                    key: &c.key,
                 });
             }
         });

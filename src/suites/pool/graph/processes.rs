@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use anyhow::{anyhow, Result};
 use serde::{Deserialize, Serialize};
 
-use super::{Carry, Graph, Lane};
+use super::{Carry, Counts, Graph, Lane};
 use crate::bench_canister::BenchClient;
 use crate::engine::{ProcessSide, Profiling};
 use crate::report::work::Unit;
@@ -29,12 +29,8 @@ use crate::suites::Progress;
 /// What a worker process says on its pipe.
 #[derive(Serialize, Deserialize)]
 enum Frame {
-    /// Tasks it finished and has to run so far, and the last one finished.
-    Progress {
-        done: usize,
-        total: usize,
-        key: String,
-    },
+    /// Its progress so far.
+    Progress(Counts),
     /// Its work is over (or failed: `error`).
     Done {
         executed: u64,
@@ -59,8 +55,8 @@ struct Child {
 
 /// What the worker processes said so far.
 struct Heard {
-    /// Each worker's tasks finished and to run, as it last said (this process's: unused).
-    progress: Vec<(usize, usize)>,
+    /// Each worker's progress, as it last said (this process's: unused).
+    progress: Vec<Counts>,
     /// Each worker's last frame.
     done: Vec<Option<Frame>>,
     /// Workers whose pipe is still open.
@@ -72,9 +68,9 @@ struct Heard {
 impl Heard {
     fn take(&mut self, lane: usize, frame: Option<Frame>) {
         match frame {
-            Some(Frame::Progress { done, total, key }) => {
-                self.progress[lane] = (done, total);
-                self.last_key = key;
+            Some(Frame::Progress(counts)) => {
+                self.last_key = counts.key.clone();
+                self.progress[lane] = counts;
             }
             // Its last word: the process may still be tearing down its memory, which this
             // one need not wait for.
@@ -89,12 +85,19 @@ impl Heard {
 
     /// The progress of this process and the workers together.
     fn show(&mut self, graph: &Graph<'_>, progress: &mut dyn FnMut(Progress<'_>)) {
-        let (done, total, key) = graph.done_of_total();
-        let done = done + self.progress.iter().map(|t| t.0).sum::<usize>();
-        let total = total + self.progress.iter().map(|t| t.1).sum::<usize>();
+        let here = graph.counts();
+        let all = || std::iter::once(&here).chain(&self.progress);
+        let done = all().map(|c| c.done).sum::<usize>();
+        // The tasks every process spawns count once, as many as the one furthest along has.
+        let shared = all().map(|c| c.shared).max().unwrap_or(0);
+        let total = shared + all().map(|c| c.own).sum::<usize>();
         if done > self.shown {
             self.shown = done;
-            let key = if key.is_empty() { &self.last_key } else { &key };
+            let key = if here.key.is_empty() {
+                &self.last_key
+            } else {
+                &here.key
+            };
             progress(Progress::Scenario { done, total, key });
         }
     }
@@ -161,7 +164,7 @@ pub fn run<'s>(
     drop(tx);
 
     let mut heard = Heard {
-        progress: vec![(0, 0); jobs],
+        progress: vec![Counts::default(); jobs],
         done: (0..jobs).map(|_| None).collect(),
         open: children.len(),
         last_key: String::new(),
@@ -210,7 +213,7 @@ pub fn run<'s>(
             }) => {
                 executed += theirs_executed;
                 graph.recorder.adopt(first_unit, units);
-                remote_done += heard.progress[child.lane].0;
+                remote_done += heard.progress[child.lane].done;
                 if let Some(e) = error {
                     fail(anyhow!(e));
                 } else if let Some(value) = carried {
@@ -270,15 +273,14 @@ fn child(
         let mut lane = Lane::new(lane_index, &mut *client.engine, graph);
         let mut shown = 0;
         graph.work(&mut lane, &mut |g| {
-            let (done, total, key) = g.done_of_total();
-            if done > shown {
-                shown = done;
-                send(&mut out, &Frame::Progress { done, total, key });
+            let counts = g.counts();
+            if counts.done > shown {
+                shown = counts.done;
+                send(&mut out, &Frame::Progress(counts));
             }
         });
         let _ = lane.client.engine.set_profiling(Profiling::Off);
-        let (done, total, key) = graph.done_of_total();
-        send(&mut out, &Frame::Progress { done, total, key });
+        send(&mut out, &Frame::Progress(graph.counts()));
         let mut error = graph
             .queue
             .lock()
