@@ -169,6 +169,11 @@ pub fn tracker_page_charge(host: crate::engine::cost::Host) -> u64 {
 /// unwritable directory with its results lost.
 pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
     crate::interrupt::create_dir_all(dir)?;
+    try_file_in(dir)
+}
+
+/// Makes a file in the directory `dir` and removes it.
+fn try_file_in(dir: &Path) -> std::io::Result<()> {
     if !dir.is_dir() {
         return Err(std::io::Error::other("not a directory"));
     }
@@ -186,15 +191,7 @@ pub fn probe_dir(dir: &Path) -> std::io::Result<()> {
         .ancestors()
         .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
         .collect();
-    let probed = std::fs::create_dir_all(dir).and_then(|()| {
-        if !dir.is_dir() {
-            return Err(std::io::Error::other("not a directory"));
-        }
-        tempfile::Builder::new()
-            .prefix(".icbench-probe-")
-            .tempfile_in(dir)
-            .map(drop)
-    });
+    let probed = std::fs::create_dir_all(dir).and_then(|()| try_file_in(dir));
     for made in missing {
         let _ = std::fs::remove_dir(made);
     }

@@ -701,19 +701,13 @@ fn a_state_kept_as_changes_comes_back_on_its_base() {
 #[test]
 fn a_damaged_start_is_counted_with_the_others() {
     let cache = scratch_dir("cache-damaged-start");
-    let args = |out: &Path| {
+    let small = |name: &str| {
+        let out = cache.join(name).display().to_string();
         let args = "--rows 2000 --stores sqlite --journal-modes OFF --batches 1 --positions end --no-reads --out";
-        let mut args: Vec<String> = args.split(' ').map(String::from).collect();
-        args.push(out.display().to_string());
-        args
+        let args: Vec<&str> = args.split(' ').chain([out.as_str()]).collect();
+        run(&cache, &args)
     };
-    let first = run(
-        &cache,
-        &args(&cache.join("1"))
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let first = small("1");
     assert!(first.status.success(), "{}", stderr(&first));
     assert!(
         stderr(&first).contains("; starts made from them: 0 loaded, 2 made\n"),
@@ -729,13 +723,7 @@ fn a_damaged_start_is_counted_with_the_others() {
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
     std::fs::write(&start, bytes).unwrap();
-    let again = run(
-        &cache,
-        &args(&cache.join("2"))
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    );
+    let again = small("2");
     let err = stderr(&again);
     assert!(again.status.success(), "{err}");
     // The journal mode's start or the warm start, whichever was damaged.

@@ -279,6 +279,14 @@ fn refused(name: &str, change: impl FnOnce(&Path), args: &[&str]) -> String {
     stderr.trim_end().to_string()
 }
 
+/// bench/NAME.bench.mo in `dir`: sum's bench under another name, which no run has compiled
+/// (so not in the compile cache).
+fn fresh_bench(dir: &Path, name: &str) {
+    let sum = std::fs::read_to_string(dir.join("bench/sum.bench.mo")).unwrap();
+    let bench = sum.replace("\"Sum\"", &format!("\"{name}\""));
+    std::fs::write(dir.join(format!("bench/{name}.bench.mo")), bench).unwrap();
+}
+
 fn edit_toml(dir: &Path, from: &str, to: &str) {
     let path = dir.join("mops.toml");
     let text = std::fs::read_to_string(&path).unwrap();
@@ -491,13 +499,8 @@ fn moc_s_modules_are_checked_cache_entries() {
 #[test]
 fn a_signal_while_moc_js_compiles_leaves_no_node_and_no_directory() {
     let dir = project_copy("mops-interrupted");
-    let sum = std::fs::read_to_string(dir.join("bench/sum.bench.mo")).unwrap();
     // A bench no run compiled: moc.js runs.
-    std::fs::write(
-        dir.join("bench/stopped.bench.mo"),
-        sum.replace("\"Sum\"", "\"Stopped\""),
-    )
-    .unwrap();
+    fresh_bench(&dir, "stopped");
     let tmp = scratch_dir("mops-interrupted-tmp");
     let child = icbench_command()
         .args(["mops", "stopped"])
@@ -521,16 +524,14 @@ fn a_signal_while_moc_js_compiles_leaves_no_node_and_no_directory() {
             })
             .collect()
     };
-    let started = std::time::Instant::now();
     // Node compiling: moc's directory made (`node --version`, which comes first, makes none).
-    let node = loop {
+    let mut node = None;
+    crate::support::wait_until(60, "node never started", || {
         let made = std::fs::read_dir(&tmp).unwrap().next().is_some();
-        if let Some(&node) = children(child.id()).first().filter(|_| made) {
-            break node;
-        }
-        assert!(started.elapsed().as_secs() < 60, "node never started");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    };
+        node = children(child.id()).first().copied().filter(|_| made);
+        node.is_some()
+    });
+    let node = node.unwrap();
     let kill = std::process::Command::new("kill")
         .arg(child.id().to_string())
         .status()
@@ -546,20 +547,11 @@ fn a_signal_while_moc_js_compiles_leaves_no_node_and_no_directory() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
     // The child was killed: gone, or a zombie, within moments (an exiting process shows no
     // command line).
-    let started = std::time::Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{node}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(") ").map_or("", |(_, r)| &r[..1]);
+    crate::support::wait_until(10, &format!("node {node} still runs"), || {
+        let state = crate::support::process_stat(node).map(|(state, _)| state);
         let cmdline = std::fs::read_to_string(format!("/proc/{node}/cmdline")).unwrap_or_default();
-        if state.is_empty() || state == "Z" || state == "X" || cmdline.is_empty() {
-            break;
-        }
-        assert!(
-            started.elapsed().as_secs() < 10,
-            "node {node} still runs: {cmdline:?}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+        matches!(state, None | Some('Z' | 'X')) || cmdline.is_empty()
+    });
 }
 
 /// What moc.js refuses is one line with moc's reason, not the minified JavaScript node would
@@ -589,12 +581,7 @@ fn moc_js_refusals_are_one_line_with_the_reason() {
         "module.exports = require('./gone');\n",
     )
     .unwrap();
-    let sum = std::fs::read_to_string(dir.join("bench/sum.bench.mo")).unwrap();
-    std::fs::write(
-        dir.join("bench/fresh.bench.mo"),
-        sum.replace("\"Sum\"", "\"Fresh\""),
-    )
-    .unwrap();
+    fresh_bench(&dir, "fresh");
     let (code, _, stderr) = mops(&dir, &["fresh"]);
     assert_eq!(code, 2, "{stderr}");
     let last = stderr.lines().last().unwrap();

@@ -195,26 +195,9 @@ fn a_run_that_fails_after_it_started_leaves_no_directory_it_made() {
 /// Waits until process `pid` has spent 0.3 s of CPU: well past trying its output directories
 /// (which it leaves as they were until it writes), into its work.
 fn working(pid: u32) {
-    let started = std::time::Instant::now();
-    loop {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        // utime and stime, after the command's name in parentheses.
-        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-        let ticks: u64 = after
-            .split_whitespace()
-            .skip(11)
-            .take(2)
-            .filter_map(|t| t.parse::<u64>().ok())
-            .sum();
-        if ticks >= 30 {
-            return;
-        }
-        assert!(
-            started.elapsed().as_secs() < 60,
-            "process {pid} does no work"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::support::wait_until(60, &format!("process {pid} does no work"), || {
+        crate::support::process_stat(pid).is_some_and(|(_, cpu)| cpu >= 30)
+    });
 }
 
 /// SIGKILL, which no handler sees, leaves no directory either: a run tries its output

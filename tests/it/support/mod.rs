@@ -234,3 +234,28 @@ pub fn send(
     }
     .unwrap()
 }
+
+/// Process `pid`'s state letter (R, S, Z, ...) and the CPU it has spent (utime + stime, in
+/// clock ticks), from /proc; None once it is gone.
+pub fn process_stat(pid: u32) -> Option<(char, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's name, which is in parentheses.
+    let mut fields = stat.rsplit_once(") ")?.1.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let cpu = fields
+        .skip(10)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Some((state, cpu))
+}
+
+/// Polls `done` every 10 ms until it holds; fails, saying `what` did not happen, after
+/// `seconds`.
+pub fn wait_until(seconds: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed().as_secs() < seconds, "{what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
