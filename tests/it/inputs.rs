@@ -313,16 +313,12 @@ fn the_sustained_suite_refuses_sequences_it_cannot_send() {
 /// scan needs 2,000 rows, and `--no-reads`, which leaves it out, does not.
 #[test]
 fn fewer_rows_run_the_default_batches_that_fit_and_without_reads_no_scan_rows() {
-    refused(
-        "batches-over-half",
-        &["--rows", "4000", "--batches", "1,3000"],
-        "--batches 3000 is more than half of --rows 4000 (2000): give smaller batches",
-    );
-    refused(
-        "scan-rows",
-        &["--rows", "1000", "--stores", "btree"],
-        "--rows must be at least 2000 for the range scan, which reads 1,000 rows from the middle (--no-reads leaves it out), got 1000",
-    );
+    for (name, args, expected) in [
+        ("batches-over-half", "--rows 4000 --batches 1,3000", "--batches 3000 is more than half of --rows 4000 (2000): give smaller batches"),
+        ("scan-rows", "--rows 1000 --stores btree", "--rows must be at least 2000 for the range scan, which reads 1,000 rows from the middle (--no-reads leaves it out), got 1000"),
+    ] {
+        refused(name, &args.split(' ').collect::<Vec<_>>(), expected);
+    }
     let out = crate::support::scratch_dir("few-rows").join("out");
     let out = out.to_str().unwrap();
     crate::support::run_icbench_ok(&[

@@ -377,15 +377,11 @@ fn bad_inputs_are_one_line_before_any_work() {
 #[test]
 fn optimize_runs_wasm_opt_as_mops_does() {
     let dir = project_copy("mops-optimized");
-    let features = [
-        "bulk-memory",
-        "multivalue",
-        "memory64",
-        "sign-ext",
-        "mutable-globals",
-        "nontrapping-float-to-int",
-    ]
-    .map(|f| format!("--enable-{f}"));
+    let features: Vec<String> =
+        "bulk-memory multivalue memory64 sign-ext mutable-globals nontrapping-float-to-int"
+            .split(' ')
+            .map(|f| format!("--enable-{f}"))
+            .collect();
     let args = format!("args = [\"{}\"]\n", features.join("\", \""));
     edit_toml(
         &dir,
