@@ -12,6 +12,7 @@ pub mod project;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod toolchain;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use super::optimize::Optimizer;
 use super::project::{is_path, sources, Project};
+use super::toolchain::{mops_cache, on_path};
 
 /// npm `motoko` releases and the moc release their moc.js is: each release's package.json
 /// and its "Update moc to X" commit in caffeinelabs/node-motoko (and the research sheet
@@ -127,26 +128,6 @@ fn motoko_package(dir: &Path) -> Option<(PathBuf, String)> {
             json["version"].as_str().unwrap_or("").to_string(),
         )
     })
-}
-
-/// mops' toolchain cache (`globalCacheDir` in cli/mops.ts): `$XDG_CACHE_HOME/mops`, else the
-/// platform's.
-pub(super) fn mops_cache() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-        return Some(PathBuf::from(x).join("mops"));
-    }
-    let home = PathBuf::from(std::env::var_os("HOME")?);
-    Some(if cfg!(target_os = "macos") {
-        home.join("Library/Caches/mops")
-    } else {
-        home.join(".cache/mops")
-    })
-}
-
-pub(super) fn on_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// The npm package `motoko` in a `node_modules` of the root or a directory above it.

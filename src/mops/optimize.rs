@@ -1,101 +1,15 @@
-//! mops.toml's `[optimize]`: the wasm-opt pass mops 3.x runs on each bench canister moc built
-//! (caffeinelabs/mops cli/helpers/optimize-config.ts and optimize-wasm.ts), with wasm-opt found
+//! The wasm-opt pass mops.toml's `[optimize]` asks for, as mops 3.x runs it on each bench
+//! canister moc built (caffeinelabs/mops cli/helpers/optimize-wasm.ts), with wasm-opt found
 //! offline as moc is: the `[toolchain] wasm-opt` pin as a path, in mops' toolchain cache, on
 //! PATH, or as the npm package `binaryen` of that version in a `node_modules`, run with node.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 
-use super::project::{is_path, Project};
-
-/// The levels mops takes (`OPT_LEVELS`).
-const LEVELS: [&str; 7] = ["O0", "O1", "O2", "O3", "O4", "Os", "Oz"];
-
-/// `[optimize]` as mops resolves it (`resolveOptimizeConfig`): a table, even empty, enables
-/// the pass; `level` defaults to O3, `keep-names` (wasm-opt's `-g`) to true, `args` to none.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Optimize {
-    pub level: String,
-    pub keep_names: bool,
-    pub args: Vec<String>,
-}
-
-impl Optimize {
-    /// The `[optimize]` value of mops.toml, checked as mops checks it; `config` names the file.
-    pub fn parse(value: &toml::Value, config: &Path) -> Result<Optimize> {
-        let Some(table) = value.as_table() else {
-            bail!(
-                "{}: [optimize] must be a table, not {}",
-                config.display(),
-                value.type_str()
-            );
-        };
-        let level = match table.get("level") {
-            None => "O3".to_string(),
-            Some(toml::Value::String(l)) if LEVELS.contains(&l.as_str()) => l.clone(),
-            Some(other) => bail!(
-                "{}: invalid [optimize].level {}: expected one of {}",
-                config.display(),
-                shown(other),
-                LEVELS.join(", ")
-            ),
-        };
-        let keep_names = match table.get("keep-names") {
-            None => true,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(other) => bail!(
-                "{}: [optimize].keep-names must be true or false, not {}",
-                config.display(),
-                shown(other)
-            ),
-        };
-        let args = match table.get("args") {
-            None => Vec::new(),
-            Some(toml::Value::Array(items)) => items
-                .iter()
-                .map(|v| v.as_str().map(str::to_string))
-                .collect::<Option<_>>()
-                .ok_or_else(|| {
-                    anyhow!(
-                        "{}: [optimize].args must be an array of strings",
-                        config.display()
-                    )
-                })?,
-            Some(_) => bail!(
-                "{}: [optimize].args must be an array of strings",
-                config.display()
-            ),
-        };
-        Ok(Optimize {
-            level,
-            keep_names,
-            args,
-        })
-    }
-
-    /// wasm-opt's flags before the files: `-LEVEL`, `-g` to keep names, the args.
-    pub fn flags(&self) -> Vec<String> {
-        let mut flags = vec![format!("-{}", self.level)];
-        if self.keep_names {
-            flags.push("-g".into());
-        }
-        flags.extend(self.args.iter().cloned());
-        flags
-    }
-}
-
-/// A TOML value as mops.toml has it, for an error.
-fn shown(value: &toml::Value) -> String {
-    match value {
-        toml::Value::String(s) => format!("\"{s}\""),
-        toml::Value::Integer(i) => i.to_string(),
-        toml::Value::Float(f) => f.to_string(),
-        toml::Value::Boolean(b) => b.to_string(),
-        other => format!("a {}", other.type_str()),
-    }
-}
+use super::project::{is_path, Optimize, Project};
+use super::toolchain::{mops_cache, on_path};
 
 /// A wasm-opt to run.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,15 +114,13 @@ fn find_wasm_opt(project: &Project, pin: &str) -> Result<WasmOpt> {
             ),
         };
     }
-    if let Some(cached) = super::compile::mops_cache()
+    if let Some(cached) = mops_cache()
         .map(|c| c.join("wasm-opt").join(pin).join("bin/wasm-opt"))
         .filter(|p| p.is_file())
     {
         return Ok(WasmOpt::Native(cached));
     }
-    if let Some(path) =
-        super::compile::on_path("wasm-opt").filter(|p| version_of(p) == Some(pin.into()))
-    {
+    if let Some(path) = on_path("wasm-opt").filter(|p| version_of(p) == Some(pin.into())) {
         return Ok(WasmOpt::Native(path));
     }
     if let Some(found) = project

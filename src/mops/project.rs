@@ -67,7 +67,7 @@ pub struct Project {
     /// `[moc].args`, passed to moc before mops' own flags.
     pub moc_args: Vec<String>,
     /// `[optimize]`: the wasm-opt pass it asks for.
-    pub optimize: Option<super::optimize::Optimize>,
+    pub optimize: Option<Optimize>,
     /// `[toolchain] wasm-opt`: a Binaryen release ("131"), or a path.
     pub wasm_opt: Option<String>,
     pub packages: Vec<Package>,
@@ -166,11 +166,99 @@ impl Project {
             optimize: t
                 .optimize
                 .as_ref()
-                .map(|v| super::optimize::Optimize::parse(v, &config))
+                .map(|v| Optimize::parse(v, &config))
                 .transpose()?,
             wasm_opt: text("wasm-opt")?,
             packages: resolve(root, direct)?,
         })
+    }
+}
+
+/// The levels mops takes (`OPT_LEVELS`).
+const LEVELS: [&str; 7] = ["O0", "O1", "O2", "O3", "O4", "Os", "Oz"];
+
+/// `[optimize]` as mops resolves it (`resolveOptimizeConfig` in cli/helpers/optimize-config.ts):
+/// a table, even empty, enables the pass; `level` defaults to O3, `keep-names` (wasm-opt's
+/// `-g`) to true, `args` to none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Optimize {
+    pub level: String,
+    pub keep_names: bool,
+    pub args: Vec<String>,
+}
+
+impl Optimize {
+    /// The `[optimize]` value of mops.toml, checked as mops checks it; `config` names the file.
+    pub fn parse(value: &toml::Value, config: &Path) -> Result<Optimize> {
+        let Some(table) = value.as_table() else {
+            bail!(
+                "{}: [optimize] must be a table, not {}",
+                config.display(),
+                value.type_str()
+            );
+        };
+        let level = match table.get("level") {
+            None => "O3".to_string(),
+            Some(toml::Value::String(l)) if LEVELS.contains(&l.as_str()) => l.clone(),
+            Some(other) => bail!(
+                "{}: invalid [optimize].level {}: expected one of {}",
+                config.display(),
+                shown(other),
+                LEVELS.join(", ")
+            ),
+        };
+        let keep_names = match table.get("keep-names") {
+            None => true,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(other) => bail!(
+                "{}: [optimize].keep-names must be true or false, not {}",
+                config.display(),
+                shown(other)
+            ),
+        };
+        let args = match table.get("args") {
+            None => Vec::new(),
+            Some(toml::Value::Array(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    anyhow!(
+                        "{}: [optimize].args must be an array of strings",
+                        config.display()
+                    )
+                })?,
+            Some(_) => bail!(
+                "{}: [optimize].args must be an array of strings",
+                config.display()
+            ),
+        };
+        Ok(Optimize {
+            level,
+            keep_names,
+            args,
+        })
+    }
+
+    /// wasm-opt's flags before the files: `-LEVEL`, `-g` to keep names, the args.
+    pub fn flags(&self) -> Vec<String> {
+        let mut flags = vec![format!("-{}", self.level)];
+        if self.keep_names {
+            flags.push("-g".into());
+        }
+        flags.extend(self.args.iter().cloned());
+        flags
+    }
+}
+
+/// A TOML value as mops.toml has it, for an error.
+fn shown(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => format!("\"{s}\""),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        other => format!("a {}", other.type_str()),
     }
 }
 
