@@ -247,7 +247,9 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         false => Vec::new(),
     };
     if args.save || args.profile {
-        check_writable(&root.join(results::DIR))?;
+        let dir = root.join(results::DIR);
+        crate::report::prepare_dir(&dir)
+            .map_err(|e| anyhow!("cannot write into {}: {e}", dir.display()))?;
     }
     let (replica, replica_version, default_rules) = rules(args, &project)?;
     let host = match &args.host {
@@ -288,18 +290,6 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         previous,
         optimizer,
     })
-}
-
-/// Refuses a directory the run could not write its files into (made if missing, as the first
-/// write would make it).
-fn check_writable(dir: &Path) -> Result<()> {
-    let refused = |e: std::io::Error| anyhow!("cannot write into {}: {e}", dir.display());
-    std::fs::create_dir_all(dir).map_err(refused)?;
-    tempfile::Builder::new()
-        .prefix(".icbench-write-check")
-        .tempfile_in(dir)
-        .map_err(refused)?;
-    Ok(())
 }
 
 impl Plan {

@@ -101,6 +101,16 @@ impl TempGuard {
         temps.push(path.clone());
         Ok((made, TempGuard(path)))
     }
+
+    /// A temporary directory (removed when the [`tempfile::TempDir`] drops) that a signal
+    /// removes too, while the guard lives.
+    pub fn dir() -> std::io::Result<(tempfile::TempDir, TempGuard)> {
+        TempGuard::make(|| {
+            let dir = tempfile::tempdir()?;
+            let path = dir.path().to_path_buf();
+            Ok((dir, path))
+        })
+    }
 }
 
 impl Drop for TempGuard {

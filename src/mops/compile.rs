@@ -365,12 +365,8 @@ fn compile_fresh(
     args: &[String],
 ) -> Result<Vec<Vec<u8>>> {
     // A signal removes it, and kills the compiler (crate::interrupt).
-    let (work, _guard) = crate::interrupt::TempGuard::make(|| {
-        let dir = tempfile::tempdir()?;
-        let path = dir.path().to_path_buf();
-        Ok((dir, path))
-    })
-    .context("making a temporary directory for moc")?;
+    let (work, _guard) =
+        crate::interrupt::TempGuard::dir().context("making a temporary directory for moc")?;
     match moc {
         Moc::Native { path, .. } => benches
             .iter()

@@ -65,12 +65,8 @@ impl Optimizer {
 
     /// `wasm` optimized; `name` (the bench file) for the error, which keeps wasm-opt's reason.
     pub fn run(&self, wasm: &[u8], name: &str) -> Result<Vec<u8>> {
-        let (work, _guard) = crate::interrupt::TempGuard::make(|| {
-            let dir = tempfile::tempdir()?;
-            let path = dir.path().to_path_buf();
-            Ok((dir, path))
-        })
-        .context("making a temporary directory for wasm-opt")?;
+        let (work, _guard) = crate::interrupt::TempGuard::dir()
+            .context("making a temporary directory for wasm-opt")?;
         let (input, output) = (work.path().join("in.wasm"), work.path().join("out.wasm"));
         std::fs::write(&input, wasm)?;
         let mut cmd = match &self.wasm_opt {

@@ -22,9 +22,10 @@ use crate::cost::{system_api_fee, ApiFee};
 /// native access touches only stable pages that the message already accessed (or wrote)
 /// through the host, at least twice (the first read of an untouched page is not the
 /// tracker's; the second maps its Wasm page): no limit, memory tracker charge or error can
-/// arise from it, and it charges the host function's own fee. Everything else is the host's, as before: the first
-/// accesses to a page, a first write, a range past the cache, out of bounds (stable memory
-/// or heap), longer than [`NATIVE_ACCESS_MAX`] or without the instructions for its fee.
+/// arise from it, and it charges the host function's own fee. Everything else is the
+/// host's, as before: the first accesses to a page, a first write, a range past the cache,
+/// out of bounds (stable memory or heap), longer than [`NATIVE_ACCESS_MAX`] or without the
+/// instructions for its fee.
 ///
 /// The one difference a canister could see is when a trap happens, not whether: a native
 /// access does not fold the memory tracker's pending page charges into the counter, so a

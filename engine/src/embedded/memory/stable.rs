@@ -670,12 +670,11 @@ impl StableMemory {
         let len = out.len() as u64;
         self.check_range(offset, len)?;
         let pages = Self::pages_of(offset, len);
-        let first_access = self.first_access(&pages);
+        // Only the memory tracker asks, and before `touch` marks the pages.
+        let tracked = self.log.wasm_pages.is_some() && !self.first_access(&pages);
         self.touch(pages)?;
-        if let Some(w) = &mut self.log.wasm_pages {
-            if !first_access {
-                w.access(Self::wasm_pages_of(offset, len));
-            }
+        if let (Some(w), true) = (&mut self.log.wasm_pages, tracked) {
+            w.access(Self::wasm_pages_of(offset, len));
         }
         before_copy();
         let in_page = (offset % OS_PAGE as u64) as usize;
