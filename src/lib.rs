@@ -29,7 +29,7 @@
 //!   (`#[doc(hidden)]`) and changed whenever the CLI needs: `suites` (each suite's clap
 //!   flags, plan and run: a plan is made from a command line whose list values the CLI has
 //!   checked, src/cli/lists.rs), `stores` (the store table the suites ask), `canbench`
-//!   (`icbench canbench`), `crosscheck`, `interrupt` (the CLI's signal handling) and
+//!   (`icbench canbench`), `mops` and `replay` (`icbench mops`, `icbench replay`), `crosscheck`, `interrupt` (the CLI's signal handling) and
 //!   `memory` (the memory a run may use); inside the engine, what its tests and benchmarks
 //!   reach into: the instrumentation (`engine::instrument`), the disk cache, the counter
 //!   reads, and the embedded engine's memory and System API.
@@ -50,6 +50,8 @@ pub use icbench_engine::interrupt;
 pub mod memory;
 #[doc(hidden)]
 pub mod mops;
+#[doc(hidden)]
+pub mod replay;
 pub mod report;
 #[doc(hidden)]
 pub mod stores;

@@ -532,6 +532,13 @@ impl Limits {
     };
 }
 
+/// What one install_code may spend on a system subnet, and in one slice of it
+/// (`MAX_INSTRUCTIONS_PER_INSTALL_CODE` and `..._SLICE` of a system subnet, dfinity/ic
+/// rs/config/src/subnet_config.rs); an application subnet's are in [`Limits::APPLICATION`]
+/// (300B, in 2B slices).
+pub const SYSTEM_SUBNET_INSTALL: u64 = 1_000_000_000_000;
+pub const SYSTEM_SUBNET_INSTALL_SLICE: u64 = 5_000_000_000;
+
 /// PocketIC's instruction limit on a "Benchmarking" subnet.
 pub const BENCHMARKING_INSTRUCTION_LIMIT: u64 = 99_999_999_999_999;
 

@@ -22,6 +22,7 @@ pub mod instrument;
 pub mod interrupt;
 pub mod page_map;
 pub mod profile;
+pub mod state_files;
 // Whether this process is a worker copy the embedded engine forked.
 mod worker;
 // The PocketIC backend. Its client (reqwest, rustls, tokio...) is the `pocket-ic` cargo

@@ -34,6 +34,10 @@ pub(crate) enum Command {
     /// Run a Motoko project's `mops bench` suite offline on the embedded engine; exit status
     /// 1 if a cell trapped or a bench failed.
     Mops(icbench::mops::MopsArgs),
+    /// Replay calls and an upgrade on a deployed canister's downloaded snapshot (or a fresh
+    /// canister of a module) offline: what each costs, under today's rules and the next;
+    /// exit status 1 if a step failed.
+    Replay(icbench::replay::ReplayArgs),
     /// Join the --out directories of `--shard K/N` runs (of the suites or of `icbench
     /// canbench`) into the files one unsharded run writes; exit status 1 if a suite's gate
     /// fails or a bench failed.

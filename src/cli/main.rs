@@ -78,7 +78,11 @@ fn main() -> ExitCode {
     let runs_canisters = matches!(
         cli.command,
         None | Some(
-            Command::Run(_) | Command::Canbench(_) | Command::Mops(_) | Command::Crosscheck(_)
+            Command::Run(_)
+                | Command::Canbench(_)
+                | Command::Mops(_)
+                | Command::Replay(_)
+                | Command::Crosscheck(_)
         )
     );
     if runs_canisters {
@@ -135,6 +139,7 @@ fn dispatch(cli: &Cli, matches: &ArgMatches) -> Result<bool> {
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Canbench(args)) => icbench::canbench::run(args),
         Some(Command::Mops(args)) => icbench::mops::run(args),
+        Some(Command::Replay(args)) => icbench::replay::run(args),
         Some(Command::Merge(args)) => merge(args),
         Some(Command::Crosscheck(args)) => crosscheck(args),
         Some(Command::ProfileDiff(args)) => profile_diff(args),

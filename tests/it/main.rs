@@ -41,6 +41,7 @@ mod project_files;
 mod provenance;
 mod readme;
 mod refused;
+mod replay;
 mod replica_counts;
 mod report;
 pub(crate) mod run_faults;

@@ -693,7 +693,10 @@ impl EmbeddedEngine {
             export: &export,
             method,
             arg: arg.to_vec(),
-            part: Part::default(),
+            part: Part {
+                caller: self.caller.clone(),
+                ..Part::default()
+            },
         };
         self.execute(id, entry)
     }

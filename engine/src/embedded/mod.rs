@@ -21,6 +21,7 @@ pub(crate) mod module;
 mod process;
 mod profiler;
 mod snapshot;
+mod state_files;
 #[doc(hidden)]
 pub mod system_api;
 mod tasks;
@@ -29,7 +30,7 @@ pub use calls::{TreeKind, TreeMessage};
 #[doc(hidden)] // for the canister client, which reads a module's sections
 pub use module::decompress;
 pub use module::{
-    check_module, load_module, load_module_cached, load_module_kept, perf_map_if_asked,
+    check_module, load_module, load_module_cached, load_module_kept, metadata, perf_map_if_asked,
     LoadedModule, ModuleFacts, Origin,
 };
 use module::{load_variant, module_key, variant, wasmtime_engine};
@@ -194,6 +195,8 @@ pub struct EmbeddedEngine {
     /// install_code installed since the last [`Engine::checkpoint`]. Subnet state, not a
     /// canister's: restoring a snapshot leaves it alone.
     expected_compiled_wasms: HashSet<[u8; 32]>,
+    /// Who sends the ingress messages ([`EmbeddedEngine::set_caller`]); None: anonymous.
+    caller: Option<Vec<u8>>,
 }
 
 impl Default for EmbeddedEngine {
@@ -223,7 +226,14 @@ impl EmbeddedEngine {
             tree: Vec::new(),
             metering: Metering::Exact,
             expected_compiled_wasms: HashSet::new(),
+            caller: None,
         }
+    }
+
+    /// Who sends the update and query calls from now on (`ic0.msg_caller`); None: the
+    /// anonymous principal, as a suite's calls.
+    pub fn set_caller(&mut self, caller: Option<Principal>) {
+        self.caller = caller.map(|p| p.as_slice().to_vec());
     }
 
     /// The module of `wasm` as this engine runs it now: with the profiling probes exactly

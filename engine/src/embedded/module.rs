@@ -520,17 +520,24 @@ pub(crate) const ENHANCED_ORTHOGONAL_PERSISTENCE: &str = "enhanced-orthogonal-pe
 /// Whether the module has the metadata `name`: a custom section `icp:public NAME` or
 /// `icp:private NAME`, as the replica reads canister metadata.
 pub(crate) fn has_metadata(wasm: &[u8], name: &str) -> bool {
+    metadata(wasm, name).is_some()
+}
+
+/// The contents of the module's metadata `name` (see [`has_metadata`]), e.g. the
+/// `candid:service` a canister's interface is typed by.
+pub fn metadata<'a>(wasm: &'a [u8], name: &str) -> Option<&'a [u8]> {
     wasmparser::Parser::new(0)
         .parse_all(wasm)
         .map_while(|payload| payload.ok())
-        .any(|payload| match payload {
+        .find_map(|payload| match payload {
             wasmparser::Payload::CustomSection(section) => {
                 let n = section.name();
-                n.strip_prefix("icp:public ")
+                (n.strip_prefix("icp:public ")
                     .or_else(|| n.strip_prefix("icp:private "))
-                    == Some(name)
+                    == Some(name))
+                .then(|| section.data())
             }
-            _ => false,
+            _ => None,
         })
 }
 

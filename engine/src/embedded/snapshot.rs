@@ -229,6 +229,7 @@ impl EmbeddedEngine {
             tree: Vec::new(),
             metering: self.metering,
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
+            caller: self.caller.clone(),
         };
         fork.canisters.insert(id, Canister::empty(version));
         fork.restore_snapshot(id, snapshot)?;

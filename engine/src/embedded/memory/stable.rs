@@ -261,14 +261,42 @@ impl StableImage {
         offset: u64,
     ) -> anyhow::Result<Self> {
         let mut image = Self::with_size(size_wasm_pages);
+        image.map_pages(numbers, file, offset)?;
+        Ok(image)
+    }
+
+    /// An image of `size_wasm_pages` whose pages of each run `(first, count)` lie in `file`
+    /// where a raw stable memory has them (page `n` at byte `n * OS_PAGE`: a downloaded
+    /// snapshot's `stable_memory.bin`), mapped as [`Self::in_file`] maps them.
+    #[cfg(target_os = "linux")]
+    pub fn in_raw_file(
+        size_wasm_pages: u64,
+        file: &std::fs::File,
+        runs: &[(u64, u64)],
+    ) -> anyhow::Result<Self> {
+        let mut image = Self::with_size(size_wasm_pages);
+        for &(first, count) in runs {
+            let numbers: Vec<u64> = (first..first + count).collect();
+            image.map_pages(&numbers, file, first * OS_PAGE as u64)?;
+        }
+        Ok(image)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn map_pages(
+        &mut self,
+        numbers: &[u64],
+        file: &std::fs::File,
+        offset: u64,
+    ) -> anyhow::Result<()> {
         for &n in numbers {
-            image.check_page_number(n)?;
+            self.check_page_number(n)?;
         }
         let pages = SharedPage::mapped(file, offset, numbers.len())?;
         for (&n, page) in numbers.iter().zip(pages) {
-            image.pages.insert(n, page);
+            self.pages.insert(n, page);
         }
-        Ok(image)
+        Ok(())
     }
 
     fn check_page_number(&self, n: u64) -> anyhow::Result<()> {

@@ -1,0 +1,416 @@
+//! `icbench replay`: a snapshot directory as dfx writes it loaded, its globals, timer and
+//! clock restored, written back byte for byte; the figures of a replayed call equal the
+//! engine's own measurement of it from the same state (as a suite measures), for a Rust
+//! and a Motoko store; and every bad input refused in one line before any work.
+
+use std::path::{Path, PathBuf};
+
+use icbench::bench_canister::BenchClient;
+use icbench::engine::embedded::EmbeddedEngine;
+use icbench::engine::{Engine, Metering};
+use icbench::replay::snapshot::Snapshot;
+
+use crate::support::{icbench_command, scratch_dir, stderr_of_exit};
+
+/// A canister of globals: `bump` adds one to the exported mutable i32 and replies it (candid
+/// `(int32)`), `get` replies it as a query, the global timer adds 100, `boom` traps and
+/// post_upgrade traps (an upgrade to this module fails).
+const GLOBALS_WAT: &str = r#"(module
+  (import "ic0" "msg_reply" (func $reply))
+  (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+  (memory 1)
+  (global $n (mut i32) (i32.const 0))
+  (global $seven i64 (i64.const 7))
+  (global $f (mut f32) (f32.const 0))
+  (global $d (mut f64) (f64.const 0))
+  (export "n" (global $n))
+  (export "seven" (global $seven))
+  (data (i32.const 0) "DIDL\00\01\75")
+  (func $answer
+    (i32.store (i32.const 7) (global.get $n))
+    (call $append (i32.const 0) (i32.const 11))
+    (call $reply))
+  (func (export "canister_update bump")
+    (global.set $n (i32.add (global.get $n) (i32.const 1)))
+    (call $answer))
+  (func (export "canister_query get") (call $answer))
+  (func (export "canister_update boom") unreachable)
+  (func (export "canister_global_timer")
+    (global.set $n (i32.add (global.get $n) (i32.const 100))))
+  (func (export "canister_post_upgrade") unreachable))"#;
+
+/// metadata.json of a snapshot of [`GLOBALS_WAT`]'s canister as dfx 0.31 prints it (the
+/// module's size and the heap's filled in): n = 41, f = 1.1 (an f32 that an f64 would print
+/// longer), d = 0.5, a timer due 5 s after the snapshot.
+fn dfx_0_31_metadata(module_size: usize) -> String {
+    format!(
+        r#"{{
+  "source": {{
+    "taken_from_canister": null
+  }},
+  "taken_at_timestamp": 1767225600000000000,
+  "wasm_module_size": {module_size},
+  "globals": [
+    {{
+      "i32": 41
+    }},
+    {{
+      "i64": 7
+    }},
+    {{
+      "f32": 1.1
+    }},
+    {{
+      "f64": 0.5
+    }}
+  ],
+  "wasm_memory_size": 65536,
+  "stable_memory_size": 0,
+  "wasm_chunk_store": [],
+  "canister_version": 3,
+  "certified_data": [
+    1,
+    2
+  ],
+  "global_timer": {{
+    "active": 1767225605000000000
+  }},
+  "on_low_wasm_memory_hook_status": "condition_not_satisfied"
+}}"#
+    )
+}
+
+/// A snapshot directory of [`GLOBALS_WAT`]'s canister with `metadata` (given the module's size).
+fn globals_snapshot(name: &str, metadata: impl Fn(usize) -> String) -> PathBuf {
+    let dir = scratch_dir(name);
+    let wasm = wat::parse_str(GLOBALS_WAT).unwrap();
+    std::fs::write(dir.join("metadata.json"), metadata(wasm.len())).unwrap();
+    std::fs::write(dir.join("wasm_module.bin"), &wasm).unwrap();
+    let mut heap = vec![0u8; 65536];
+    heap[..7].copy_from_slice(b"DIDL\x00\x01\x75");
+    std::fs::write(dir.join("wasm_memory.bin"), heap).unwrap();
+    dir
+}
+
+fn replay(args: &[&str]) -> (i32, String, String) {
+    let out = icbench_command().arg("replay").args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn results(dir: &Path) -> icbench::report::Report {
+    icbench::report::from_json(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_for_byte() {
+    let dir = globals_snapshot("replay-globals", dfx_0_31_metadata);
+    let out = dir.join("out");
+    let again = dir.join("again");
+    let (code, stdout, stderr) = replay(&[
+        path(&dir),
+        "--out",
+        path(&out),
+        "--save-snapshot",
+        path(&again),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("Steps under replica rules 2026-07"),
+        "{stdout}"
+    );
+    for file in ["metadata.json", "wasm_module.bin", "wasm_memory.bin"] {
+        assert_eq!(
+            std::fs::read(dir.join(file)).unwrap(),
+            std::fs::read(again.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    assert!(!again.join("stable_memory.bin").exists());
+
+    // The mutable global comes back as 41: bump replies 42; the timer, due 5 s after the
+    // snapshot, runs in the round `advance 10s` ends with and adds 100.
+    let (code, stdout, stderr) = replay(&[
+        path(&dir),
+        "--call",
+        "bump",
+        "--call",
+        "advance 10s",
+        "--call",
+        "get",
+        "--out",
+        path(&out),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let report = results(&out);
+    let rows: Vec<(&str, &str)> = report
+        .results
+        .iter()
+        .map(|r| (r.operation.as_str(), r.method.as_str()))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("update", "bump"),
+            ("timer", "canister_global_timer"),
+            ("query", "get")
+        ]
+    );
+    assert!(stdout.contains("(42 : int32)"), "{stdout}");
+    assert!(stdout.contains("(142 : int32)"), "{stdout}");
+}
+
+#[test]
+fn the_older_shapes_of_metadata_json_load() {
+    // dfx 0.29.2 to 0.30 write the same JSON with no null; 0.29.0 and 0.29.1 named the
+    // globals `exported_globals` and wrote `source` as a bare string.
+    let old = globals_snapshot("replay-0-29", |size| {
+        dfx_0_31_metadata(size)
+            .replace("\"globals\"", "\"exported_globals\"")
+            .replace(
+                "{\n    \"taken_from_canister\": null\n  }",
+                "\"taken_from_canister\"",
+            )
+            .replace(
+                "  \"global_timer\": {\n    \"active\": 1767225605000000000\n  },\n  \"on_low_wasm_memory_hook_status\": \"condition_not_satisfied\"\n",
+                "  \"global_timer\": null\n",
+            )
+    });
+    let (code, stdout, stderr) = replay(&[path(&old), "--call", "bump"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("(42 : int32)"), "{stdout}");
+}
+
+#[test]
+fn a_trap_is_the_replicas_error_and_the_rest_runs_a_failed_upgrade_keeps_the_canister() {
+    let dir = globals_snapshot("replay-traps", dfx_0_31_metadata);
+    let wasm = dir.join("wasm_module.bin");
+    let (code, stdout, stderr) = replay(&[path(&dir), "--call", "boom", "--call", "bump"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("error: IC0502"), "{stdout}");
+    assert!(stdout.contains("(42 : int32)"), "{stdout}");
+
+    // The new module's post_upgrade traps: the upgrade fails as the replica fails it, the
+    // canister keeps its state, and the steps after it (typed for the new module) do not run.
+    let out = dir.join("out");
+    let (code, stdout, stderr) = replay(&[
+        path(&dir),
+        "--upgrade",
+        path(&wasm),
+        "--call",
+        "bump",
+        "--out",
+        path(&out),
+        "--save-snapshot",
+        path(&dir.join("after")),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("failed in [post_upgrade]"), "{stdout}");
+    assert!(
+        stdout.contains("the 1 steps after it were not run"),
+        "{stdout}"
+    );
+    let saved = std::fs::read_to_string(dir.join("after/metadata.json")).unwrap();
+    assert!(saved.contains("\"i32\": 41"), "{saved}");
+    assert_eq!(results(&out).results[0].operation, "upgrade");
+}
+
+#[test]
+fn bad_input_is_refused_in_one_line_before_any_work() {
+    let good = globals_snapshot("replay-bad", dfx_0_31_metadata);
+    let copy = |name: &str, edit: &dyn Fn(&Path)| {
+        let dir = scratch_dir(name);
+        for f in ["metadata.json", "wasm_module.bin", "wasm_memory.bin"] {
+            std::fs::copy(good.join(f), dir.join(f)).unwrap();
+        }
+        edit(&dir);
+        dir
+    };
+    let metadata = |dir: &Path, from: &str, to: &str| {
+        let text = std::fs::read_to_string(dir.join("metadata.json")).unwrap();
+        assert!(text.contains(from), "{from}");
+        std::fs::write(dir.join("metadata.json"), text.replace(from, to)).unwrap();
+    };
+    let script = good.join("steps.txt");
+    std::fs::write(&script, "bump\n\n# fine\nadvance soon\n").unwrap();
+    let out = good.join("out");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![path(&copy("replay-no-meta", &|d| std::fs::remove_file(d.join("metadata.json")).unwrap())).into()],
+            "metadata.json: No such file or directory (os error 2) (a downloaded snapshot has metadata.json)",
+        ),
+        (
+            vec![path(&copy("replay-short", &|d| {
+                std::fs::write(d.join("wasm_memory.bin"), vec![0; 4096]).unwrap()
+            }))
+            .into()],
+            "wasm_memory.bin: 4096 bytes, but metadata.json says 65536: a download that did not finish (`--resume` it)?",
+        ),
+        (
+            vec![path(&copy("replay-not-wasm", &|d| {
+                std::fs::write(d.join("wasm_module.bin"), vec![7; 1200]).unwrap();
+                let size = std::fs::read(good.join("wasm_module.bin")).unwrap().len();
+                metadata(d, &format!("\"wasm_module_size\": {size}"), "\"wasm_module_size\": 1200");
+            }))
+            .into()],
+            "invalid module: neither a Wasm module (\\0asm) nor gzip; the first bytes are [07, 07, 07, 07]",
+        ),
+        (
+            vec![path(&copy("replay-globals-count", &|d| {
+                metadata(d, "    {\n      \"f64\": 0.5\n    }\n", "    {\n      \"f64\": 0.5\n    },\n    {\n      \"i32\": 1\n    }\n")
+            }))
+            .into()],
+            "the snapshot lists 5 globals, the module has 4 (its exported globals and its other mutable ones): the snapshot is of another module",
+        ),
+        (
+            vec![path(&copy("replay-globals-type", &|d| metadata(d, "\"f64\": 0.5", "\"i64\": 5")))
+                .into()],
+            "global 3 of the snapshot is i64, the module's is f64: the snapshot is of another module",
+        ),
+        (
+            vec![path(&copy("replay-nan", &|d| metadata(d, "\"f32\": 1.1", "\"f32\": null"))).into()],
+            "global 2: f32 written as null: a NaN or an infinity, which metadata.json cannot hold",
+        ),
+        (
+            vec![path(&good).into(), "--call".into(), "bunp".into()],
+            "--call 1: unknown method bunp: the module exports boom, bump, get",
+        ),
+        (
+            vec![path(&good).into(), "--call".into(), "bump (1,".into()],
+            "--call 1: (1, is not candid:",
+        ),
+        (
+            vec![path(&good).into(), "--call".into(), "update get".into()],
+            "", // a query called as an update runs (dfx --update): not an error
+        ),
+        (
+            vec![path(&good).into(), "--script".into(), path(&script).into()],
+            "steps.txt:4: advance needs a duration such as 90s, 5m or 250ms, not `soon`",
+        ),
+        (
+            vec![path(&good).into(), "--upgrade".into(), path(&script).into()],
+            "steps.txt: invalid module: neither a Wasm module",
+        ),
+        (
+            vec![path(&good).into(), "--save-snapshot".into(), path(&good).into()],
+            "not empty (a snapshot directory is written into a new or empty one)",
+        ),
+    ];
+    for (args, message) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut full = vec!["--out", path(&out)];
+        full.extend(&args);
+        if message.is_empty() {
+            let (code, _, stderr) = replay(&full);
+            assert_eq!(code, 0, "{args:?}: {stderr}");
+            continue;
+        }
+        let stderr = stderr_of_exit(icbench_command().arg("replay").args(&full), 2);
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{args:?}: {stderr}");
+    }
+    assert!(!out.join("results.json").exists() || std::fs::read_dir(&out).is_ok());
+}
+
+/// Rows, and where the measured call puts its key: the middle of the table.
+const ROWS: u64 = 20_000;
+
+/// A store's canister filled to [`ROWS`] as a suite fills it, its snapshot written as dfx
+/// writes one, and the middle insert and a point read measured from that state on the
+/// engine (as a suite measures them) and replayed from the snapshot: the same figures.
+fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
+    let dir = scratch_dir(&format!("replay-{name}"));
+    let snapshot = dir.join("snapshot");
+    let mut engine = EmbeddedEngine::default();
+    let id = {
+        let mut client = BenchClient::install(&mut engine, module).unwrap();
+        client.set_payload_size(100).unwrap().value.unwrap();
+        client.unmeasured(Metering::StateOnly, |c| {
+            for m in 0..ROWS / 1_000 {
+                c.try_add_users(stem, m * 10_000, 10, 1_000)
+                    .unwrap()
+                    .unwrap();
+            }
+        });
+        client.canister
+    };
+    let state = engine.snapshot(id).unwrap();
+    let (insert, read) = ((5u64, 1u64, 1u64), (ROWS * 5, 10u64, 5u64));
+    let add = format!("add_users_{stem}");
+    let get = format!("get_users_{stem}");
+    let measure =
+        |engine: &mut EmbeddedEngine, method: &str, args: (u64, u64, u64), query: bool| {
+            engine.restore(id, state).unwrap();
+            let bytes = candid::encode_args(args).unwrap();
+            let out = if query {
+                engine.query(id, method, &bytes)
+            } else {
+                engine.update(id, method, &bytes)
+            };
+            out.unwrap().report.instructions
+        };
+    let measured = [
+        measure(&mut engine, &add, insert, false),
+        measure(&mut engine, &get, read, true),
+    ];
+    engine.restore(id, state).unwrap();
+    let temp = dir.join("temp");
+    std::fs::create_dir_all(&temp).unwrap();
+    let (heap, stable) = (temp.join("heap"), temp.join("stable"));
+    let written = engine
+        .write_state_files(
+            id,
+            &mut std::fs::File::create(&heap).unwrap(),
+            &mut std::fs::File::create(&stable).unwrap(),
+        )
+        .unwrap();
+    std::fs::create_dir_all(&snapshot).unwrap();
+    Snapshot::fresh(module)
+        .write(&snapshot, module, &written, &heap, &stable)
+        .unwrap();
+
+    let out = dir.join("out");
+    let (code, _, stderr) = replay(&[
+        path(&snapshot),
+        "--call",
+        &format!("{add} {insert:?}"),
+        "--out",
+        path(&out),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let (code, _, stderr) = replay(&[
+        path(&snapshot),
+        "--call",
+        &format!("{get} {read:?}"),
+        "--out",
+        path(&dir.join("read")),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let replayed = [
+        results(&out).results[0].instructions,
+        results(&dir.join("read")).results[0].instructions,
+    ];
+    assert_eq!(replayed, measured, "{name}: replayed against measured");
+}
+
+#[test]
+fn a_replayed_call_costs_what_the_engine_measures_from_the_same_state_rust_store() {
+    replayed_as_measured(crate::support::bench_wasm(), "btree", "btree");
+}
+
+#[test]
+fn a_replayed_call_costs_what_the_engine_measures_from_the_same_state_motoko_store() {
+    let def = icbench::stores::TABLE
+        .iter()
+        .find(|d| d.name == "mo-map")
+        .unwrap();
+    let wasm = def.module.embedded().unwrap();
+    replayed_as_measured(wasm, def.stem, def.name);
+}
