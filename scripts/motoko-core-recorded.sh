@@ -1,25 +1,32 @@
 #!/usr/bin/env bash
 # Reruns the benches whose results dfinity/motoko-core's CI recorded on its branch
 # `benchmark-results` with `npx mops bench --save`, and prints the cell-by-cell outcome as
-# markdown (docs/mops.md's last section). The recording is be4db1e7 (2025-07-01, from
-# motoko-core f8478a5): ic-mops 1.8.0 (package-lock.json), moc 0.14.14 (mops.toml's
+# markdown (docs/mops.md's last section). Two recordings, both moc 0.14.14 (mops.toml's
 # toolchain), dfx 0.27.0's replica, copying collector, forced GC, `--release` (no dfx.json:
-# mops' profile Release). ic-mops 1.8.0 deploys its own moc's module as a dfx `custom`
-# canister without `optimize` (1.10.0, at 2dd2bc54, added `"optimize": "cycles"`: ic-wasm's
-# O3), so no optimizer ran. Sources are read from git repositories at pinned commits and
-# written to a temporary directory; nothing of them is committed here.
+# mops' profile Release); `RECORDING=` picks one:
+#   be4db1e7 (default; 2025-07-01, from motoko-core f8478a5): ic-mops 1.8.0 (package-lock),
+#     which deploys its moc's module as a dfx `custom` canister as it is: no optimizer ran.
+#   495f88b3 (2025-07-14, from 374cb109): ic-mops 1.10.0 (2dd2bc54), which adds
+#     `"optimize": "cycles"`: dfx 0.27.0 runs ic-wasm 0.8.6's O3, binaryen 116 through
+#     wasm-opt-rs 0.116.1 (-O3 -g and the IC's features) between walrus 0.21.1 round trips.
+#     Here: mops.toml's [optimize] with a wasm-opt that is those round trips (a small walrus
+#     program built with cargo into CARGO_TARGET_DIR, default target/) around the wasm-opt
+#     of npm binaryen@116.0.0.
+# Sources are read from git repositories at pinned commits into a temporary directory
+# (KEEP_WORK=1 keeps it); nothing of them is committed here.
 #
-#   scripts/motoko-core-recorded.sh CORE MOPS NODE_MOTOKO BASE BENCH FUZZ
+#   [RECORDING=495f88b3] scripts/motoko-core-recorded.sh CORE MOPS NODE_MOTOKO BASE BENCH FUZZ
 #
 # Each argument is a git repository (a clone, or a bare mirror) holding the commits named:
-#   CORE         dfinity/motoko-core: f8478a5 (src/, bench/) and be4db1e7 (.bench/)
-#   MOPS         caffeinelabs/mops: 15966a51, "[cli] 1.8.0" (cli/commands/bench/bench-canister.mo)
+#   CORE         dfinity/motoko-core: the recording and the commit it was made from
+#   MOPS         caffeinelabs/mops: 15966a51, "[cli] 1.8.0" (its bench canister, which
+#                1.10.0 kept: cli/commands/bench/bench-canister.mo)
 #   NODE_MOTOKO  dfinity/node-motoko: b03082b, "Update moc to 0.14.14" (npm motoko 3.13.3,
 #                which the registry does not have: its moc.min.js goes into motoko@3.13.0,
 #                whose other files are 3.13.3's)
 #   BASE         dfinity/motoko-base: moc-0.14.5 (base@0.14.5, the highest `base` of the
-#                packages: test@2.1.1's; bench@1.0.0 asks 0.10.1, fuzz@0.2.1 0.10.2) and
-#                9e601059 (the dev-dependency base-0-14-8)
+#                packages: test@2.1.1's; bench@1.0.0 asks 0.10.1, fuzz@0.2.1 0.10.2), and
+#                the dev-dependency base-0-14-8 (9e601059) or base-0-14-13 (794174a3)
 #   BENCH        ZenVoich/bench: d4ce879 (bench@1.0.0)
 #   FUZZ         ZenVoich/fuzz: 23952c2 (fuzz@0.2.1; FromIters seeds it with a constant)
 # motoko-core has no mops.lock, so the registry's copies of base, bench and fuzz cannot be
@@ -29,7 +36,7 @@
 # (desugar: `debug e` becomes `()`). The copies of the sources get that edit in advance: each
 # `debug` expression becomes `()` padded with blanks, every line and column kept (a trap
 # message quotes them). Needs git, node, npm, python3 and icbench (ICBENCH_BIN, default
-# target/release/icbench).
+# target/release/icbench), and cargo for 495f88b3.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
@@ -40,12 +47,18 @@ ICBENCH="${ICBENCH_BIN:-$ROOT/target/release/icbench}"
 work="$(mktemp -d)"
 trap '[ -n "${KEEP_WORK:-}" ] && echo "kept $work" >&2 || rm -rf "$work"' EXIT
 
-CORE_COMMIT=f8478a5adbb4bd61bc6fa9b5489d8806d86a7523
-RESULTS_COMMIT=be4db1e7
+case "${RECORDING:-be4db1e7}" in
+  be4db1e7)
+    RESULTS_COMMIT=be4db1e7 CORE_COMMIT=f8478a5adbb4bd61bc6fa9b5489d8806d86a7523 IC_MOPS=1.8.0
+    OLD_BASE=base-0-14-8 OLD_BASE_SPEC="moc-0.14.8@9e6010595cb9bad5b637ab7438fd11dc79a21a06" ;;
+  495f88b3)
+    RESULTS_COMMIT=495f88b3 CORE_COMMIT=374cb1099ef2b8a6e02ca8a6dff20dcd28d5fd42 IC_MOPS=1.10.0
+    OLD_BASE=base-0-14-13 OLD_BASE_SPEC="moc-0.14.13@794174a307975c225cfb26b57f73e38a841c0415" ;;
+  *) echo "RECORDING is be4db1e7 or 495f88b3" >&2; exit 2 ;;
+esac
 MOPS_COMMIT=15966a51
 NODE_MOTOKO_COMMIT=b03082b2244d0901a5b5cbce3ad702b1f1cbca0a
 BASE_TAG=moc-0.14.5
-BASE_0_14_8=9e6010595cb9bad5b637ab7438fd11dc79a21a06
 BENCH_COMMIT=d4ce879
 FUZZ_COMMIT=23952c2
 
@@ -64,11 +77,14 @@ case "$subject" in
   *) echo "$RESULTS_COMMIT is not the recording of $CORE_COMMIT: $subject" >&2; exit 2 ;;
 esac
 git -C "$CORE" show "$CORE_COMMIT:mops.toml" | grep -qx 'moc = "0.14.14"'
-git -C "$CORE" show "$CORE_COMMIT:package-lock.json" | grep -A1 '"node_modules/ic-mops"' | grep -q '"1.8.0"'
+git -C "$CORE" show "$CORE_COMMIT:package-lock.json" | grep -A1 '"node_modules/ic-mops"' | grep -q "\"$IC_MOPS\""
+git -C "$CORE" show "$CORE_COMMIT:mops.toml" | grep -q "^$OLD_BASE = .*#$OLD_BASE_SPEC\""
 git -C "$MOPS" show "$MOPS_COMMIT:cli/package.json" | grep -q '"version": "1.8.0"'
 git -C "$NODE_MOTOKO" show "$NODE_MOTOKO_COMMIT:package.json" | grep -q '"version": "3.13.3"'
 
-npm install --silent --no-audit --no-fund --prefix "$work/npm" motoko@3.13.0 >&2
+npm=(motoko@3.13.0)
+[ "$IC_MOPS" = 1.10.0 ] && npm+=(binaryen@116.0.0)
+npm install --silent --no-audit --no-fund --prefix "$work/npm" "${npm[@]}" >&2
 motoko="$work/npm/node_modules/motoko"
 # 3.13.0 → 3.13.3 changed only these (node-motoko d887b37..b03082b, besides its scripts).
 for f in package.json versions/latest/moc.min.js versions/latest/moc_interpreter.min.js packages/latest/base.json; do
@@ -80,7 +96,7 @@ project="$work/project"
 tree "$CORE" "$CORE_COMMIT" "$project" src bench
 tree "$CORE" "$RESULTS_COMMIT" "$work/recorded" .bench
 tree "$BASE" "$BASE_TAG" "$project/.mops/base@0.14.5" src mops.toml
-tree "$BASE" "$BASE_0_14_8" "$project/.mops/_github/base-0-14-8#moc-0.14.8@$BASE_0_14_8" src mops.toml
+tree "$BASE" "${OLD_BASE_SPEC#*@}" "$project/.mops/_github/$OLD_BASE#$OLD_BASE_SPEC" src mops.toml
 tree "$BENCH" "$BENCH_COMMIT" "$project/.mops/bench@1.0.0" src mops.toml
 tree "$FUZZ" "$FUZZ_COMMIT" "$project/.mops/fuzz@0.2.1" src mops.toml
 git -C "$MOPS" show "$MOPS_COMMIT:cli/commands/bench/bench-canister.mo" > "$work/bench-canister.mo"
@@ -93,11 +109,59 @@ base = "0.14.5"
 [dev-dependencies]
 bench = "1.0.0"
 fuzz = "0.2.1"
-base-0-14-8 = "https://github.com/dfinity/motoko-base#moc-0.14.8@$BASE_0_14_8"
+$OLD_BASE = "https://github.com/dfinity/motoko-base#$OLD_BASE_SPEC"
 
 [toolchain]
 moc = "0.14.14"
 EOF
+if [ "$IC_MOPS" = 1.10.0 ]; then
+  # dfx 0.27.0 (Cargo.lock: ic-wasm 0.8.6, wasm-opt 0.116.1, walrus 0.21.1) reads the module
+  # with walrus (names kept, no producers section), and ic-wasm's optimize() writes it out,
+  # runs wasm-opt-rs' new_opt_level_3() with debug_info (-g) and the features it enables,
+  # and reads it back; dfx writes it once more.
+  mkdir -p "$work/walrus-rt/src"
+  cat > "$work/walrus-rt/Cargo.toml" <<'EOF'
+[package]
+name = "walrus-rt"
+version = "0.1.0"
+edition = "2021"
+
+[dependencies]
+walrus = "=0.21.1"
+
+[workspace]
+EOF
+  cat > "$work/walrus-rt/src/main.rs" <<'EOF'
+// `walrus-rt IN OUT`: IN read and written by walrus as ic-wasm 0.8.6's parse_wasm does.
+fn main() {
+    let a: Vec<String> = std::env::args().collect();
+    let mut config = walrus::ModuleConfig::new();
+    config.generate_name_section(true);
+    config.generate_producers_section(false);
+    let mut m = config.parse(&std::fs::read(&a[1]).unwrap()).unwrap();
+    m.emit_wasm_file(&a[2]).unwrap();
+}
+EOF
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+  nice -n 19 cargo build --release -q --manifest-path "$work/walrus-rt/Cargo.toml" >&2
+  cat > "$work/ic-wasm-opt" <<EOF
+#!/usr/bin/env bash
+set -euo pipefail
+args=("\$@"); n=\${#args[@]}
+"$CARGO_TARGET_DIR/release/walrus-rt" "\${args[n-3]}" "\${args[n-3]}.in"
+node "$work/npm/node_modules/binaryen/bin/wasm-opt" "\${args[@]:0:n-3}" "\${args[n-3]}.in" -o "\${args[n-3]}.out"
+"$CARGO_TARGET_DIR/release/walrus-rt" "\${args[n-3]}.out" "\${args[n-1]}"
+EOF
+  chmod +x "$work/ic-wasm-opt"
+  cat >> "$project/mops.toml" <<EOF
+wasm-opt = "../ic-wasm-opt"
+
+[optimize]
+level = "O3"
+args = ["--enable-mutable-globals", "--enable-nontrapping-float-to-int", "--enable-simd",
+  "--enable-bulk-memory", "--enable-sign-ext", "--enable-reference-types", "--enable-memory64"]
+EOF
+fi
 
 # `--release` by hand: every `debug` expression of the sources becomes `()`.
 python3 - "$project" <<'EOF'
