@@ -59,6 +59,10 @@ pub struct ReplayArgs {
     /// The host's OS page size the replica counts in (`linux`, `macos-arm64`).
     #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
     pub host: Option<String>,
+    /// The canister's `wasm_memory_limit` setting in bytes, which a snapshot does not hold
+    /// (0: none); a message that grows the heap past it traps, as on the replica.
+    #[arg(long, value_name = "BYTES", default_value_t = crate::engine::cost::DEFAULT_WASM_MEMORY_LIMIT)]
+    pub wasm_memory_limit: u64,
     /// The nodes of the application subnet the cycles are priced for (13 or 34 on mainnet).
     #[arg(long, default_value_t = 13, value_parser = clap::value_parser!(u64).range(1..=100))]
     pub subnet_size: u64,

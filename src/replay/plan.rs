@@ -11,7 +11,7 @@ use super::interface::{CallKind, Interface};
 use super::script::{self, Line, Step};
 use super::snapshot::Snapshot;
 use super::ReplayArgs;
-use crate::engine::cost::{CyclesFees, Host, Replica};
+use crate::engine::cost::{CyclesFees, Host, Limits, Replica};
 
 pub struct Plan {
     pub start: Start,
@@ -20,6 +20,7 @@ pub struct Plan {
     pub steps: Vec<Planned>,
     pub rules: Vec<Replica>,
     pub host: Host,
+    pub limits: Limits,
     pub caller: Option<Principal>,
     pub fees: CyclesFees,
     pub usd_per_xdr: f64,
@@ -201,6 +202,10 @@ impl Plan {
             steps,
             rules,
             host,
+            limits: Limits {
+                wasm_memory_limit: args.wasm_memory_limit,
+                ..Limits::APPLICATION
+            },
             caller,
             fees: CyclesFees {
                 subnet_size: args.subnet_size,

@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use candid::Principal;
 
 use super::plan::{Action, Plan, Start};
-use crate::engine::cost::{Limits, Replica};
+use crate::engine::cost::Replica;
 use crate::engine::embedded::{EmbeddedEngine, TreeKind};
 use crate::engine::state_files::{MemoryFile, StateFiles};
 use crate::engine::{Engine, InstallStage, MessageReport, PageCounts, Profiling, UpgradeOptions};
@@ -45,7 +45,7 @@ pub struct Replayed {
 
 pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
     let started = std::time::Instant::now();
-    let mut engine = EmbeddedEngine::new(Limits::APPLICATION)
+    let mut engine = EmbeddedEngine::new(plan.limits)
         .with_replica(replica)
         .with_host(plan.host);
     if plan.profile {

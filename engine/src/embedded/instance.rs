@@ -164,7 +164,13 @@ pub(super) fn grow_heap(inst: &mut Instance, want: usize) -> Result<usize> {
             .data()
             .memory
             .ok_or_else(|| anyhow!("module has a heap but exports no memory"))?;
-        memory.grow(&mut inst.store, ((want - have) / 65536) as u64)?;
+        // Putting a saved heap back is no grow of the canister's: no wasm_memory_limit
+        // applies (a downloaded snapshot's heap may be larger than the default limit, as
+        // the canister's own setting allowed). Queries are exempt from the limit.
+        let api = std::mem::replace(&mut inst.store.data_mut().msg.api, ApiType::Query);
+        let grown = memory.grow(&mut inst.store, ((want - have) / 65536) as u64);
+        inst.store.data_mut().msg.api = api;
+        grown?;
     }
     Ok(have)
 }
