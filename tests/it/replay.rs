@@ -414,3 +414,34 @@ fn a_replayed_call_costs_what_the_engine_measures_from_the_same_state_motoko_sto
     let wasm = def.module.embedded().unwrap();
     replayed_as_measured(wasm, def.stem, def.name);
 }
+
+#[test]
+fn a_wasm64_canisters_snapshot_replays() {
+    let dir = scratch_dir("replay-wasm64");
+    let wasm = wat::parse_str(
+        r#"(module
+          (import "ic0" "msg_reply" (func $reply))
+          (import "ic0" "msg_reply_data_append" (func $append (param i64 i64)))
+          (memory i64 1)
+          (global $n (mut i64) (i64.const 0))
+          (func (export "canister_update bump")
+            (global.set $n (i64.add (global.get $n) (i64.const 1)))
+            (i64.store (i64.const 7) (global.get $n))
+            (call $append (i64.const 0) (i64.const 15))
+            (call $reply)))"#,
+    )
+    .unwrap();
+    let metadata = dfx_0_31_metadata(wasm.len()).replace(
+        "    {\n      \"i32\": 41\n    },\n    {\n      \"i64\": 7\n    },\n    {\n      \"f32\": 1.1\n    },\n    {\n      \"f64\": 0.5\n    }\n",
+        "    {\n      \"i64\": 41\n    }\n",
+    );
+    std::fs::write(dir.join("metadata.json"), metadata).unwrap();
+    std::fs::write(dir.join("wasm_module.bin"), &wasm).unwrap();
+    let mut heap = vec![0u8; 65536];
+    heap[..7].copy_from_slice(b"DIDL\x00\x01\x74");
+    std::fs::write(dir.join("wasm_memory.bin"), heap).unwrap();
+    let out = dir.join("out");
+    let (code, stdout, stderr) = replay(&[path(&dir), "--call", "bump", "--out", path(&out)]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("(42 : int64)"), "{stdout}");
+}
