@@ -141,7 +141,13 @@ fn node_modules_motoko(root: &Path) -> Option<(PathBuf, String)> {
 /// as a `moc` on PATH, or as moc.js of the npm `motoko` that carries it in a
 /// `node_modules`), else a `moc` on PATH or the npm package. Nothing is downloaded.
 pub fn find(project: &Project, given: Option<&Path>) -> Result<Moc> {
-    if let Some(path) = given {
+    if let Some(given) = given {
+        // node resolves a relative directory from the driver's, not from here.
+        let absolute = match given.exists() {
+            true => std::path::absolute(given)?,
+            false => given.to_path_buf(),
+        };
+        let path = absolute.as_path();
         if let Some((package, npm)) = motoko_package(path) {
             return js(package, npm);
         }

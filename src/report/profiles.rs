@@ -164,7 +164,13 @@ fn escape_xml(text: &str) -> String {
 /// total), creating the directory; returns both paths.
 pub fn write_profile(stem: &Path, title: &str, profile: &Profile) -> Result<[PathBuf; 2], String> {
     let (folded_text, svg_text) = render(title, profile)?;
-    let (folded, svg) = (stem.with_extension("folded"), stem.with_extension("svg"));
+    // Appended, not replacing what follows a dot: `List.split-100` is a name, not an extension.
+    let with = |ext: &str| {
+        let mut path = stem.as_os_str().to_owned();
+        path.push(format!(".{ext}"));
+        PathBuf::from(path)
+    };
+    let (folded, svg) = (with("folded"), with("svg"));
     if let Some(dir) = stem.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -243,6 +249,18 @@ mod tests {
         ] {
             assert!(!matches(no, id), "{no}");
         }
+    }
+
+    #[test]
+    fn a_profiles_files_are_its_name_with_an_extension_after_any_dot() {
+        let dir = crate::engine::testing::fresh_temp_dir("profiles", "dots");
+        let mut profile = Profile::new();
+        profile.add_profile(&["f"], &Profile::new());
+        let [a, _] = write_profile(&dir.join("List.split-100"), "t", &profile).unwrap();
+        let [b, svg] = write_profile(&dir.join("List.all-100"), "t", &profile).unwrap();
+        assert_eq!(a, dir.join("List.split-100.folded"));
+        assert_eq!((b, svg), (dir.join("List.all-100.folded"), dir.join("List.all-100.svg")));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
