@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
 
-use super::interface::{CallKind, Interface};
+use super::interface::{parse_args, CallKind, Interface};
 use super::script::{self, Line, Step};
 use super::snapshot::Snapshot;
 use super::ReplayArgs;
@@ -67,6 +67,11 @@ pub enum Action {
     Upgrade {
         module: usize,
         args: String,
+        bytes: Vec<u8>,
+    },
+    Reply {
+        callee: Principal,
+        method: String,
         bytes: Vec<u8>,
     },
 }
@@ -167,6 +172,20 @@ impl Plan {
                 Step::Caller(p) => Action::Caller(p),
                 Step::Advance(d) => Action::Advance(d),
                 Step::Tick => Action::Tick,
+                Step::Reply {
+                    callee,
+                    method,
+                    args,
+                } => {
+                    let bytes = parse_args(&args)
+                        .and_then(|a| a.to_bytes().map_err(|e| anyhow!("{args}: {e}")))
+                        .map_err(|e| anyhow!("{at}: {e}"))?;
+                    Action::Reply {
+                        callee,
+                        method,
+                        bytes,
+                    }
+                }
                 Step::Upgrade { wasm, args } => {
                     let new = module(&wasm, None).map_err(|e| anyhow!("{at}: {e}"))?;
                     let bytes = new

@@ -29,8 +29,10 @@ pub struct Row {
     pub report: MessageReport,
     /// A repeated call's charged instructions, each message's in order.
     pub charged: Vec<u64>,
-    /// The calls it made to other canisters, rejected as calls to an absent canister are.
+    /// The calls it made to other canisters, and of those the ones rejected as calls to an
+    /// absent canister are (the others got the replies the steps gave).
     pub calls_out: usize,
+    pub rejected: usize,
 }
 
 /// What one replay under one vintage gave.
@@ -87,6 +89,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                 report: out.report,
                 charged: Vec::new(),
                 calls_out: 0,
+                rejected: 0,
             });
             id
         }
@@ -107,20 +110,21 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                 let interface = &plan.modules[*module].interface;
                 let mut reports = Vec::with_capacity(*times as usize);
                 let mut outcome = Ok(String::new());
-                let mut calls_out = 0;
+                let mut calls = (0, 0);
                 for _ in 0..*times {
-                    let (result, report, out) = match kind {
+                    let (result, report) = match kind {
                         super::interface::CallKind::Query => {
                             let o = engine.query(id, method, bytes)?;
-                            (o.result, o.report, 0)
+                            calls = (0, 0);
+                            (o.result, o.report)
                         }
                         super::interface::CallKind::Update => {
                             let o = engine.update(id, method, bytes)?;
                             let (report, out) = whole_tree(&engine, o.report);
-                            (o.result, report, out)
+                            calls = out;
+                            (o.result, report)
                         }
                     };
-                    calls_out = out;
                     outcome = result
                         .map(|reply| interface.decode(method, &reply))
                         .map_err(|r| r.to_string());
@@ -136,10 +140,16 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                     outcome,
                     report,
                     charged: if *times > 1 { charged } else { Vec::new() },
-                    calls_out,
+                    calls_out: calls.0,
+                    rejected: calls.1,
                 });
             }
             Action::Caller(p) => engine.set_caller(*p),
+            Action::Reply {
+                callee,
+                method,
+                bytes,
+            } => engine.set_reply(*callee, method, Some(bytes.clone())),
             Action::Advance(d) => {
                 engine.advance_time(*d)?;
                 round(&mut engine, &step.at, &mut rows)?;
@@ -164,6 +174,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                     report: out.report,
                     charged: Vec::new(),
                     calls_out: 0,
+                    rejected: 0,
                 });
                 if failed {
                     skipped = plan.steps.len() - i - 1;
@@ -189,17 +200,19 @@ fn open(path: &std::path::Path) -> Result<File> {
 }
 
 /// An update's report with its callbacks' added (the calls it made went to canisters that
-/// are not here), and how many calls it made.
-fn whole_tree(engine: &EmbeddedEngine, first: MessageReport) -> (MessageReport, usize) {
+/// are not here), the calls it made and how many of them were rejected.
+fn whole_tree(engine: &EmbeddedEngine, first: MessageReport) -> (MessageReport, (usize, usize)) {
     let tree = engine.last_call_tree();
     if tree.len() <= 1 {
-        return (first, 0);
+        return (first, (0, 0));
     }
     let mut sum = first;
-    let mut calls = 0;
+    let mut calls = (0, 0);
     for m in &tree[1..] {
-        if matches!(m.kind, TreeKind::ReplyCallback | TreeKind::RejectCallback) {
-            calls += 1;
+        match m.kind {
+            TreeKind::ReplyCallback => calls.0 += 1,
+            TreeKind::RejectCallback => calls = (calls.0 + 1, calls.1 + 1),
+            _ => {}
         }
         sum.instructions += m.report.instructions;
         sum.heap_dirty_pages += m.report.heap_dirty_pages;
@@ -239,6 +252,7 @@ fn round(engine: &mut EmbeddedEngine, at: &str, rows: &mut Vec<Row>) -> Result<(
             report: task.outcome.report,
             charged: Vec::new(),
             calls_out: 0,
+            rejected: 0,
         });
     }
     Ok(())

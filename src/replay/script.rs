@@ -9,6 +9,7 @@
 //! advance 90s                     # the clock; then a round: the timer and heartbeat
 //! tick                            # a round at the current time
 //! upgrade new.wasm (record {})    # an upgrade with its argument
+//! reply ryjl3-tyaaa-aaaaa-aaaba-cai account_balance (record { e8s = 5 : nat64 })
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,13 @@ pub enum Step {
     Tick,
     Upgrade {
         wasm: PathBuf,
+        args: String,
+    },
+    /// What calls to `method` of `callee`, a canister not in the replay, are answered with
+    /// from here on (candid text), in place of the reject for an absent canister.
+    Reply {
+        callee: Principal,
+        method: String,
         args: String,
     },
 }
@@ -78,6 +86,19 @@ pub fn parse(line: &str, base: &Path) -> Result<Option<Step>> {
         }),
         "advance" => Step::Advance(duration(rest.trim())?),
         "tick" if rest.trim().is_empty() => Step::Tick,
+        "reply" => {
+            let (callee, rest) = split_word(rest);
+            let (method, args) = split_word(rest);
+            if method.is_empty() {
+                bail!("reply needs a canister, its method and the reply: `reply CANISTER METHOD (ARGS)`");
+            }
+            Step::Reply {
+                callee: Principal::from_text(callee)
+                    .map_err(|e| anyhow!("{callee} is not a principal: {e}"))?,
+                method: method.to_string(),
+                args: args.trim().to_string(),
+            }
+        }
         "upgrade" => {
             let rest = rest.trim();
             if rest.is_empty() {
@@ -127,7 +148,7 @@ fn call(line: &str) -> Result<Step> {
         bail!("a call needs a method name");
     }
     if !word.chars().all(|c| c.is_alphanumeric() || c == '_') {
-        bail!("{word} is not a step (a method name, caller, advance, tick or upgrade)");
+        bail!("{word} is not a step (a method name, caller, advance, tick, upgrade or reply)");
     }
     Ok(Step::Call {
         kind,
@@ -226,6 +247,14 @@ mod tests {
                 args: "(record {})".into()
             }
         );
+        assert_eq!(
+            step("reply aaaaa-aa raw_rand (blob \"x\")"),
+            Step::Reply {
+                callee: Principal::management_canister(),
+                method: "raw_rand".into(),
+                args: "(blob \"x\")".into()
+            }
+        );
         assert_eq!(parse("  # only a comment", Path::new("")).unwrap(), None);
     }
 
@@ -248,7 +277,11 @@ mod tests {
         assert_eq!(err("upgrade"), "upgrade needs the new module's file");
         assert_eq!(
             err("add-user (1)"),
-            "add-user is not a step (a method name, caller, advance, tick or upgrade)"
+            "add-user is not a step (a method name, caller, advance, tick, upgrade or reply)"
+        );
+        assert_eq!(
+            err("reply aaaaa-aa"),
+            "reply needs a canister, its method and the reply: `reply CANISTER METHOD (ARGS)`"
         );
     }
 }

@@ -259,7 +259,13 @@ mod tests {
         let [a, _] = write_profile(&dir.join("List.split-100"), "t", &profile).unwrap();
         let [b, svg] = write_profile(&dir.join("List.all-100"), "t", &profile).unwrap();
         assert_eq!(a, dir.join("List.split-100.folded"));
-        assert_eq!((b, svg), (dir.join("List.all-100.folded"), dir.join("List.all-100.svg")));
+        assert_eq!(
+            (b, svg),
+            (
+                dir.join("List.all-100.folded"),
+                dir.join("List.all-100.svg")
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -445,3 +445,55 @@ fn a_wasm64_canisters_snapshot_replays() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("(42 : int64)"), "{stdout}");
 }
+
+#[test]
+fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
+    let dir = scratch_dir("replay-calls-out");
+    let wasm = wat::parse_str(
+        r#"(module
+          (import "ic0" "call_new" (func $call_new (param i32 i32 i32 i32 i32 i32 i32 i32)))
+          (import "ic0" "call_perform" (func $call_perform (result i32)))
+          (import "ic0" "msg_arg_data_size" (func $size (result i32)))
+          (import "ic0" "msg_arg_data_copy" (func $copy (param i32 i32 i32)))
+          (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
+          (import "ic0" "msg_reply" (func $reply))
+          (memory 1)
+          (table 2 funcref)
+          (elem (i32.const 0) $on_reply $on_reject)
+          (data (i32.const 0) "\00\00\00\00\00\00\00\02\01\01balance")
+          (data (i32.const 32) "DIDL\00\01\75\ff\ff\ff\ff")
+          (func $on_reply (param i32)
+            (call $copy (i32.const 64) (i32.const 0) (call $size))
+            (call $append (i32.const 64) (call $size))
+            (call $reply))
+          (func $on_reject (param i32)
+            (call $append (i32.const 32) (i32.const 11))
+            (call $reply))
+          (func (export "canister_update ask")
+            (call $call_new (i32.const 0) (i32.const 10) (i32.const 10) (i32.const 7)
+              (i32.const 0) (i32.const 0) (i32.const 1) (i32.const 0))
+            (drop (call $call_perform))))"#,
+    )
+    .unwrap();
+    let module = dir.join("ask.wasm");
+    std::fs::write(&module, wasm).unwrap();
+    let (code, stdout, stderr) = replay(&[
+        "--wasm",
+        path(&module),
+        "--call",
+        "ask",
+        "--call",
+        "reply ryjl3-tyaaa-aaaaa-aaaba-cai balance (7 : int32)",
+        "--call",
+        "ask",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("(-1 : int32) (1 calls out, 1 rejected as to an absent canister)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(7 : int32) (1 calls out, 0 rejected as to an absent canister)"),
+        "{stdout}"
+    );
+}

@@ -197,6 +197,9 @@ pub struct EmbeddedEngine {
     expected_compiled_wasms: HashSet<[u8; 32]>,
     /// Who sends the ingress messages ([`EmbeddedEngine::set_caller`]); None: anonymous.
     caller: Option<Vec<u8>>,
+    /// The replies of canisters that are not on the engine ([`EmbeddedEngine::set_reply`]),
+    /// by callee and method.
+    replies: HashMap<(Principal, String), Vec<u8>>,
 }
 
 impl Default for EmbeddedEngine {
@@ -227,6 +230,7 @@ impl EmbeddedEngine {
             metering: Metering::Exact,
             expected_compiled_wasms: HashSet::new(),
             caller: None,
+            replies: HashMap::new(),
         }
     }
 
@@ -234,6 +238,17 @@ impl EmbeddedEngine {
     /// anonymous principal, as a suite's calls.
     pub fn set_caller(&mut self, caller: Option<Principal>) {
         self.caller = caller.map(|p| p.as_slice().to_vec());
+    }
+
+    /// What a call to `method` of `callee`, a canister that is not on the engine, is
+    /// answered with from now on: `reply` (candid bytes), or with None the replica's reject
+    /// for an absent canister (IC0301), as every such call is by default.
+    pub fn set_reply(&mut self, callee: Principal, method: &str, reply: Option<Vec<u8>>) {
+        let key = (callee, method.to_string());
+        match reply {
+            Some(bytes) => self.replies.insert(key, bytes),
+            None => self.replies.remove(&key),
+        };
     }
 
     /// The module of `wasm` as this engine runs it now: with the profiling probes exactly

@@ -230,6 +230,7 @@ impl EmbeddedEngine {
             metering: self.metering,
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
             caller: self.caller.clone(),
+            replies: self.replies.clone(),
         };
         fork.canisters.insert(id, Canister::empty(version));
         fork.restore_snapshot(id, snapshot)?;
