@@ -49,6 +49,10 @@ pub struct ReplayArgs {
     /// The upgrade's argument for post_upgrade, candid text (default: none).
     #[arg(long, value_name = "CANDID", requires = "upgrade")]
     pub upgrade_arg: Option<String>,
+    /// The snapshot's canister's id, which a snapshot does not hold (`ic0.canister_self`;
+    /// default: lxzze-o7777-77777-aaaaa-cai, the first of PocketIC's application subnet).
+    #[arg(long, value_name = "PRINCIPAL")]
+    pub canister_id: Option<String>,
     /// Who sends the calls until a `caller` step (default: the anonymous principal).
     #[arg(long, value_name = "PRINCIPAL")]
     pub caller: Option<String>,

@@ -1,7 +1,7 @@
 //! A canister's state as the files of a downloaded snapshot (dfx, icp-cli and PocketIC write
 //! them): its module, its heap and stable memory as raw files, and the values the replica
-//! keeps beside them. [`crate::Engine::load_files`] makes a canister of them and
-//! [`crate::Engine::write_files`] writes a canister's state back in the same shape.
+//! keeps beside them. [`crate::embedded::EmbeddedEngine::load_state_files`] makes a canister of them and
+//! [`crate::embedded::EmbeddedEngine::write_state_files`] writes a canister's state back in the same shape.
 
 use std::fs::File;
 
@@ -145,7 +145,7 @@ pub struct MemoryFile<'a> {
     pub len: u64,
 }
 
-/// A canister's state in files, to load ([`crate::Engine::load_files`]).
+/// A canister's state in files, to load ([`crate::embedded::EmbeddedEngine::load_state_files`]).
 #[derive(Clone, Debug)]
 pub struct StateFiles<'a> {
     /// The module, raw or gzipped, as installed.
@@ -161,9 +161,11 @@ pub struct StateFiles<'a> {
     /// The clock: the next message sees one nanosecond more.
     pub time_ns: u64,
     pub canister_version: u64,
+    /// The canister's id, which a snapshot does not hold; None: the engine's first.
+    pub canister_id: Option<candid::Principal>,
 }
 
-/// What [`crate::Engine::write_files`] wrote besides the two memories' files.
+/// What [`crate::embedded::EmbeddedEngine::write_state_files`] wrote besides the two memories' files.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WrittenState {
     pub heap_bytes: u64,

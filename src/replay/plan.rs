@@ -22,6 +22,7 @@ pub struct Plan {
     pub host: Host,
     pub limits: Limits,
     pub caller: Option<Principal>,
+    pub canister_id: Option<Principal>,
     pub fees: CyclesFees,
     pub usd_per_xdr: f64,
     pub out: Option<PathBuf>,
@@ -102,6 +103,17 @@ impl Plan {
             .map(|p| principal(p).map_err(|e| anyhow!("--caller: {e}")))
             .transpose()?
             .flatten();
+        let canister_id = args
+            .canister_id
+            .as_deref()
+            .map(|p| {
+                Principal::from_text(p)
+                    .map_err(|e| anyhow!("--canister-id: {p} is not a principal: {e}"))
+            })
+            .transpose()?;
+        if canister_id.is_some() && args.snapshot.is_none() {
+            bail!("--canister-id names a snapshot's canister; a fresh canister (--wasm) gets the engine's first id");
+        }
         let (start, first) = match (&args.snapshot, &args.wasm) {
             (Some(dir), _) => {
                 let snapshot = Snapshot::read(dir)?;
@@ -226,6 +238,7 @@ impl Plan {
                 ..Limits::APPLICATION
             },
             caller,
+            canister_id,
             fees: CyclesFees {
                 subnet_size: args.subnet_size,
                 ..CyclesFees::APPLICATION_13

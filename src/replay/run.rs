@@ -74,6 +74,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                     global_timer: s.global_timer(),
                     time_ns: s.taken_at_ns(),
                     canister_version: s.canister_version(),
+                    canister_id: plan.canister_id,
                 })
                 .with_context(|| format!("loading the snapshot {}", s.dir.display()))?
         }

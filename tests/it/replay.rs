@@ -299,6 +299,10 @@ fn bad_input_is_refused_in_one_line_before_any_work() {
             "steps.txt: invalid module: neither a Wasm module",
         ),
         (
+            vec![path(&good).into(), "--canister-id".into(), "nope".into()],
+            "--canister-id: nope is not a principal",
+        ),
+        (
             vec![path(&good).into(), "--save-snapshot".into(), path(&good).into()],
             "not empty (a snapshot directory is written into a new or empty one)",
         ),
@@ -457,6 +461,8 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
           (import "ic0" "msg_arg_data_copy" (func $copy (param i32 i32 i32)))
           (import "ic0" "msg_reply_data_append" (func $append (param i32 i32)))
           (import "ic0" "msg_reply" (func $reply))
+          (import "ic0" "canister_self_size" (func $self_size (result i32)))
+          (import "ic0" "canister_self_copy" (func $self_copy (param i32 i32 i32)))
           (memory 1)
           (table 2 funcref)
           (elem (i32.const 0) $on_reply $on_reject)
@@ -468,6 +474,12 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
             (call $reply))
           (func $on_reject (param i32)
             (call $append (i32.const 32) (i32.const 11))
+            (call $reply))
+          (data (i32.const 128) "DIDL\00\01\68\01")
+          (func (export "canister_query me")
+            (i32.store8 (i32.const 136) (call $self_size))
+            (call $self_copy (i32.const 137) (i32.const 0) (call $self_size))
+            (call $append (i32.const 128) (i32.add (i32.const 9) (call $self_size)))
             (call $reply))
           (func (export "canister_update ask")
             (call $call_new (i32.const 0) (i32.const 10) (i32.const 10) (i32.const 7)
@@ -494,6 +506,30 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
     );
     assert!(
         stdout.contains("(7 : int32) (1 calls out, 0 rejected as to an absent canister)"),
+        "{stdout}"
+    );
+
+    // The canister's id is the engine's first unless --canister-id names the snapshot's.
+    let snapshot = dir.join("snapshot");
+    let (code, stdout, stderr) = replay(&[
+        "--wasm",
+        path(&module),
+        "--call",
+        "me",
+        "--save-snapshot",
+        path(&snapshot),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("(principal \"lxzze-o7777-77777-aaaaa-cai\")"),
+        "{stdout}"
+    );
+    let ledger = "ryjl3-tyaaa-aaaaa-aaaba-cai";
+    let (code, stdout, stderr) =
+        replay(&[path(&snapshot), "--canister-id", ledger, "--call", "me"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(&format!("(principal \"{ledger}\")")),
         "{stdout}"
     );
 }

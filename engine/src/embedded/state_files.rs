@@ -62,7 +62,7 @@ impl EmbeddedEngine {
             global_timer: files.global_timer.unwrap_or(0),
             time_ns: files.time_ns,
         };
-        let id = canister_id(0);
+        let id = files.canister_id.unwrap_or_else(|| canister_id(0));
         self.canisters.insert(
             id,
             Canister {
