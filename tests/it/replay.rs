@@ -35,6 +35,7 @@ const GLOBALS_WAT: &str = r#"(module
     (call $answer))
   (func (export "canister_query get") (call $answer))
   (func (export "canister_update boom") unreachable)
+  (func (export "canister_query spin") (loop $forever (br $forever)))
   (func (export "canister_global_timer")
     (global.set $n (i32.add (global.get $n) (i32.const 100))))
   (func (export "canister_post_upgrade") unreachable))"#;
@@ -192,9 +193,12 @@ fn the_older_shapes_of_metadata_json_load() {
 fn a_trap_is_the_replicas_error_and_the_rest_runs_a_failed_upgrade_keeps_the_canister() {
     let dir = globals_snapshot("replay-traps", dfx_0_31_metadata);
     let wasm = dir.join("wasm_module.bin");
-    let (code, stdout, stderr) = replay(&[path(&dir), "--call", "boom", "--call", "bump"]);
+    let (code, stdout, stderr) =
+        replay(&[path(&dir), "--call", "boom", "--call", "spin", "--call", "bump"]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("error: IC0502"), "{stdout}");
+    // A query over its 5B instructions: the replica's error, and the next call runs.
+    assert!(stdout.contains("error: IC0522"), "{stdout}");
     assert!(stdout.contains("(42 : int32)"), "{stdout}");
 
     // The new module's post_upgrade traps: the upgrade fails as the replica fails it, the
@@ -280,7 +284,7 @@ fn bad_input_is_refused_in_one_line_before_any_work() {
         ),
         (
             vec![path(&good).into(), "--call".into(), "bunp".into()],
-            "--call 1: unknown method bunp: the module exports boom, bump, get",
+            "--call 1: unknown method bunp: the module exports boom, bump, get, spin",
         ),
         (
             vec![path(&good).into(), "--call".into(), "bump (1,".into()],
