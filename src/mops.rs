@@ -128,6 +128,7 @@ fn rules(args: &MopsArgs, project: &Project) -> Result<(Replica, String, bool)> 
         return Ok((replica, version, false));
     }
     let pin = project
+        .toolchain
         .pocket_ic
         .clone()
         .unwrap_or_else(|| RECOMMENDED_POCKET_IC.into());
@@ -269,11 +270,7 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
         legacy_persistence: args.legacy_persistence,
         extra: args.moc_args.clone(),
     };
-    let version = project
-        .moc
-        .clone()
-        .filter(|m| !project::is_path(m))
-        .or_else(|| moc.release());
+    let version = moc_release(&project, &moc);
     let mut moc_args = project.moc_args.clone();
     moc_args.extend(compile::mops_flags(&flags, version.as_deref()));
     moc_args.extend(flags.extra.iter().cloned());
@@ -292,6 +289,17 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
     })
 }
 
+/// The moc release the figures are of: the one mops.toml pins, else `moc`'s own (a pinned
+/// path names no release). Both moc's flags and the results file take it.
+fn moc_release(project: &Project, moc: &Moc) -> Option<String> {
+    project
+        .toolchain
+        .moc
+        .clone()
+        .filter(|m| !project::is_path(m))
+        .or_else(|| moc.release())
+}
+
 impl Plan {
     /// The results saved for `file` before the run (read with `--compare` or `--markdown`).
     fn previous_of(&self, file: &Path) -> Option<Saved> {
@@ -303,13 +311,7 @@ impl Plan {
     fn settings(&self) -> Saved {
         Saved {
             version: 1,
-            moc: self
-                .project
-                .moc
-                .clone()
-                .filter(|m| !project::is_path(m))
-                .or_else(|| self.moc.release())
-                .unwrap_or_default(),
+            moc: moc_release(&self.project, &self.moc).unwrap_or_default(),
             replica: "pocket-ic".into(),
             replica_version: self.replica_version.clone(),
             gc: self.flags.gc.name().into(),

@@ -159,7 +159,7 @@ pub fn find(project: &Project, given: Option<&Path>) -> Result<Moc> {
             version,
         });
     }
-    let pinned = project.moc.as_deref();
+    let pinned = project.toolchain.moc.as_deref();
     if let Some(path) = pinned.filter(|p| is_path(p)) {
         let path = project.root.join(path);
         let version = native_version(&path).ok_or_else(|| {

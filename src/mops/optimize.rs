@@ -34,7 +34,7 @@ impl Optimizer {
     /// The pass `project` asks for, with the wasm-opt its pin names found offline; what is
     /// missing is one line naming it (mops' own wording where it has one).
     pub fn find(project: &Project, optimize: &Optimize) -> Result<Optimizer> {
-        let Some(pin) = project.wasm_opt.clone() else {
+        let Some(pin) = project.toolchain.wasm_opt.clone() else {
             bail!("[optimize] is enabled but wasm-opt is not pinned in [toolchain]: pin one in mops.toml ([toolchain] wasm-opt = \"131\"), or pass --no-optimize");
         };
         let wasm_opt = find_wasm_opt(project, &pin)?;

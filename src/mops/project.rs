@@ -60,17 +60,24 @@ pub struct Package {
 #[derive(Debug)]
 pub struct Project {
     pub root: PathBuf,
-    /// `[toolchain] moc`: a version, or a path (mops' `FILE_PATH_REGEX`).
-    pub moc: Option<String>,
-    /// `[toolchain] pocket-ic`: the PocketIC release mops would run.
-    pub pocket_ic: Option<String>,
+    pub toolchain: Toolchain,
     /// `[moc].args`, passed to moc before mops' own flags.
     pub moc_args: Vec<String>,
     /// `[optimize]`: the wasm-opt pass it asks for.
     pub optimize: Option<Optimize>,
-    /// `[toolchain] wasm-opt`: a Binaryen release ("131"), or a path.
-    pub wasm_opt: Option<String>,
     pub packages: Vec<Package>,
+}
+
+/// `[toolchain]`: the tools the project pins, each a release or a path (mops'
+/// `FILE_PATH_REGEX`, [`is_path`]).
+#[derive(Debug)]
+pub struct Toolchain {
+    /// `moc`: a version, or a path.
+    pub moc: Option<String>,
+    /// `pocket-ic`: the PocketIC release mops would run.
+    pub pocket_ic: Option<String>,
+    /// `wasm-opt`: a Binaryen release ("131"), or a path.
+    pub wasm_opt: Option<String>,
 }
 
 /// A path as mops tells one from a version (`FILE_PATH_REGEX`: `/`, `./` or `../` first).
@@ -160,15 +167,17 @@ impl Project {
             .collect();
         Ok(Project {
             root: root.to_path_buf(),
-            moc: text("moc")?,
-            pocket_ic: text("pocket-ic")?,
+            toolchain: Toolchain {
+                moc: text("moc")?,
+                pocket_ic: text("pocket-ic")?,
+                wasm_opt: text("wasm-opt")?,
+            },
             moc_args,
             optimize: t
                 .optimize
                 .as_ref()
                 .map(|v| Optimize::parse(v, &config))
                 .transpose()?,
-            wasm_opt: text("wasm-opt")?,
             packages: resolve(root, direct)?,
         })
     }

@@ -22,29 +22,42 @@ pub struct Style {
 }
 
 impl Style {
-    fn paint(&self, code: &str, text: &str) -> String {
+    fn paint(&self, colour: Colour, text: &str) -> String {
         if self.color && !self.ci {
-            format!("\x1b[{code}m{text}\x1b[{}m", reset(code))
+            let (open, close) = colour.codes();
+            format!("\x1b[{open}m{text}\x1b[{close}m")
         } else {
             text.to_string()
         }
     }
 }
 
-/// chalk's closing code for an opening one.
-fn reset(code: &str) -> &'static str {
-    match code {
-        "1" => "22",
-        _ => "39",
-    }
+/// The chalk styles the report draws with.
+#[derive(Clone, Copy)]
+enum Colour {
+    Bold,
+    Gray,
+    Blue,
+    Red,
+    Green,
+    Yellow,
 }
 
-const BOLD: &str = "1";
-const GRAY: &str = "90";
-const BLUE: &str = "34";
-const RED: &str = "31";
-const GREEN: &str = "32";
-const YELLOW: &str = "33";
+impl Colour {
+    /// Its ANSI opening code and chalk's closing one: 22 ends bold, 39 (the default
+    /// foreground) any colour.
+    fn codes(self) -> (&'static str, &'static str) {
+        let open = match self {
+            Colour::Bold => return ("1", "22"),
+            Colour::Gray => "90",
+            Colour::Blue => "34",
+            Colour::Red => "31",
+            Colour::Green => "32",
+            Colour::Yellow => "33",
+        };
+        (open, "39")
+    }
+}
 
 /// The figures mops shows, each a table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,12 +154,12 @@ fn percent(p: f64, parens: bool, style: Style) -> String {
             text.replacen('%', "\\\\%", 1)
         );
     }
-    let code = match color {
-        "gray" => GRAY,
-        "red" => RED,
-        _ => GREEN,
+    let colour = match color {
+        "gray" => Colour::Gray,
+        "red" => Colour::Red,
+        _ => Colour::Green,
     };
-    format!("{open}{}{close}", style.paint(code, &text))
+    format!("{open}{}{close}", style.paint(colour, &text))
 }
 
 /// A cell's change against its saved figure (`NaN` is no change).
@@ -243,7 +256,7 @@ pub fn table(
                             Some(before) => {
                                 format!(" {}", percent(change(v, metric.of(before)), true, style))
                             }
-                            None => style.paint(YELLOW, " (no previous results)"),
+                            None => style.paint(Colour::Yellow, " (no previous results)"),
                         },
                     };
                     format!("{}{diff}", metric.show(v))
@@ -345,9 +358,9 @@ pub fn output(
     let desc = if schema.description.is_empty() {
         String::new()
     } else {
-        format!("\n{}", style.paint(GRAY, &schema.description))
+        format!("\n{}", style.paint(Colour::Gray, &schema.description))
     };
-    let heading = |name: &str| style.paint(BLUE, name);
+    let heading = |name: &str| style.paint(Colour::Blue, name);
     let stable = if stable.is_empty() {
         String::new()
     } else {
@@ -355,7 +368,7 @@ pub fn output(
     };
     format!(
         "\n{tabs}\n{}\n{tabs}{desc}\n{tabs}\n\n{}\n\n{}\n{tabs}\n\n{}\n\n{}\n{tabs}\n\n{}\n\n{}\n{tabs}{stable}\n\t\t\t",
-        style.paint(BOLD, &schema.name),
+        style.paint(Colour::Bold, &schema.name),
         heading("Instructions"),
         t(Metric::Instructions),
         heading("Heap"),

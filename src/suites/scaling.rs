@@ -152,6 +152,22 @@ pub fn sizes_up_to(max: u64) -> Vec<u64> {
 }
 
 impl Config {
+    /// A plan of `kinds` at `sizes`, the capacity searched at `capacity_at`, with 100-byte
+    /// values, seed 1, 1 USD per XDR and nothing left out: what the tests measure, built in
+    /// one place.
+    pub fn test_plan(sizes: Vec<u64>, kinds: Vec<StoreKind>, capacity_at: Option<u64>) -> Config {
+        Config {
+            sizes,
+            kinds,
+            payload_size: 100,
+            seed: 1,
+            usd_per_xdr: 1.0,
+            capacity_at,
+            skipped: Vec::new(),
+            sizes_given: false,
+        }
+    }
+
     /// The sizes `kind` is measured at: the run's, less those it leaves out.
     pub fn sizes_of(&self, kind: StoreKind) -> Vec<u64> {
         let skipped = self.skipped_of(kind);

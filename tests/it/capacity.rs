@@ -18,17 +18,13 @@ use crate::support::bench_wasm as wasm;
 const UPDATE_LIMIT: u64 = 400_000_000;
 const QUERY_LIMIT: u64 = 10_000_000;
 
+/// `kinds` at 1,000 and 2,000 rows, the capacity searched at 2,000.
+fn plan(kinds: Vec<StoreKind>) -> Config {
+    Config::test_plan(vec![1_000, 2_000], kinds, Some(2_000))
+}
+
 fn run(limits: Limits, jobs: usize) -> Report {
-    let cfg = Config {
-        sizes: vec![1_000, 2_000],
-        kinds: icbench::stores::measured_by("scaling", &StoreKind::ALL),
-        payload_size: 100,
-        seed: 1,
-        usd_per_xdr: 1.0,
-        capacity_at: Some(2_000),
-        skipped: Vec::new(),
-        sizes_given: false,
-    };
+    let cfg = plan(icbench::stores::measured_by("scaling", &StoreKind::ALL));
     let mut engine = EmbeddedEngine::new(limits);
     let exec = Exec {
         jobs,
@@ -147,16 +143,7 @@ fn the_heap_map_can_meet_the_wasm_memory_limit_first() {
         wasm_memory_limit: 24 << 20,
         ..small_limits()
     };
-    let cfg = Config {
-        sizes: vec![1_000, 2_000],
-        kinds: vec![StoreKind::Heap],
-        payload_size: 100,
-        seed: 1,
-        usd_per_xdr: 1.0,
-        capacity_at: Some(2_000),
-        skipped: Vec::new(),
-        sizes_given: false,
-    };
+    let cfg = plan(vec![StoreKind::Heap]);
     let mut engine = EmbeddedEngine::new(limits);
     let report = cfg
         .run(&mut engine, wasm(), &Exec::SEQUENTIAL, &mut |_| {})

@@ -289,15 +289,13 @@ fn unwritable_outputs_are_refused_before_any_work() {
 /// The stderr of `icbench --out /proc/x` with `var=value` and no other ICBENCH_CACHE_DIR,
 /// which must exit 2 (--out cannot be written).
 fn out_refused_with(var: &str, value: &str) -> String {
-    let out = crate::support::icbench_command()
-        .env_remove("ICBENCH_CACHE_DIR")
-        .env(var, value)
-        .args(["--out", "/proc/x"])
-        .output()
-        .expect("icbench runs");
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
-    stderr
+    crate::support::stderr_of_exit(
+        crate::support::icbench_command()
+            .env_remove("ICBENCH_CACHE_DIR")
+            .env(var, value)
+            .args(["--out", "/proc/x"]),
+        2,
+    )
 }
 
 #[test]

@@ -15,7 +15,7 @@ use icbench::engine::instrument::Counter;
 use icbench::engine::Engine;
 use icbench::report;
 
-use crate::support::{cache_entry, icbench_command, scratch_dir};
+use crate::support::{cache_entry, icbench_command, scratch_dir, TINY_RUN};
 
 /// Two update methods and a query over a heap with data and a mutable global.
 const PLAIN: &str = r#"(module
@@ -355,23 +355,12 @@ fn stdout(o: &Output) -> String {
 /// The tiny run into `out`; returns its stderr and results.csv, with the instructions the
 /// engine executed (prefill included) from results.json.
 fn tiny_args(out: &Path) -> Vec<String> {
-    [
-        "--wasm",
-        bench_wasm().to_str().unwrap(),
-        "--rows",
-        "2000",
-        "--batches",
-        "1",
-        "--stores",
-        "btree",
-        "--positions",
-        "end",
-        "--no-reads",
-        "--out",
-        out.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec()
+    let (wasm, out) = (bench_wasm().to_str().unwrap(), out.to_str().unwrap());
+    [&["--wasm", wasm][..], &TINY_RUN, &["--out", out]]
+        .concat()
+        .into_iter()
+        .map(String::from)
+        .collect()
 }
 
 /// results.csv and the executed instructions of the run that wrote `out`.

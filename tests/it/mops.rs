@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::{icbench_command, scratch_dir};
+use crate::support::{icbench_command, scratch_dir, stderr_of_exit};
 
 fn fixture_source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mops_fixture")
@@ -415,14 +415,13 @@ fn optimize_runs_wasm_opt_as_mops_does() {
 #[test]
 fn node_missing_is_one_line() {
     let dir = project_copy("mops-node");
-    let out = icbench_command()
-        .arg("mops")
-        .current_dir(&dir)
-        .env("PATH", "/nonexistent")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = stderr_of_exit(
+        icbench_command()
+            .arg("mops")
+            .current_dir(&dir)
+            .env("PATH", "/nonexistent"),
+        2,
+    );
     assert!(
         stderr.starts_with("error: node is not on PATH: moc.js (npm motoko@4.10.0, "),
         "{stderr}"

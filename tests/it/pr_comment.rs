@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::support::{canbench_fixture, icbench_command, scratch_dir};
+use crate::support::{canbench_fixture, icbench_command, scratch_dir, stderr_of_exit};
 
 fn fixture(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -155,21 +155,21 @@ fn a_run_against_itself_passes_and_says_nothing_moved() {
 #[test]
 fn canbench_writes_the_golden_comment_with_its_failed_bench() {
     let dir = scratch_dir("pr-comment-canbench");
-    let out = icbench_command()
-        .current_dir(&dir)
-        .arg("canbench")
-        .arg("--wasm")
-        .arg(canbench_fixture::fixture_wasm_path())
-        .arg("--results")
-        .arg(fixture("canbench/base.yml"))
-        // hex("trap"): trap_on_request traps, and init writes the argument to stable memory.
-        .args(["--init-args", "74726170", "--markdown", "comment.md"])
-        .args(["--fail-on-regression", "--marker", "icbench-canbench"])
-        .env_remove("CANBENCH_CFG_FILE")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let stderr = stderr_of_exit(
+        icbench_command()
+            .current_dir(&dir)
+            .arg("canbench")
+            .arg("--wasm")
+            .arg(canbench_fixture::fixture_wasm_path())
+            .arg("--results")
+            .arg(fixture("canbench/base.yml"))
+            // hex("trap"): trap_on_request traps, and init writes the argument to stable
+            // memory.
+            .args(["--init-args", "74726170", "--markdown", "comment.md"])
+            .args(["--fail-on-regression", "--marker", "icbench-canbench"])
+            .env_remove("CANBENCH_CFG_FILE"),
+        1,
+    );
     assert!(
         stderr.contains("Pull-request comment written to comment.md"),
         "{stderr}"

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use icbench::report::{self, Machine, ModuleRun, Provenance, PROVENANCE};
 use sha2::{Digest, Sha256};
 
-use crate::support::{run_icbench, run_icbench_ok, scratch_dir};
+use crate::support::{run_icbench, run_icbench_ok, scratch_dir, TINY_RUN};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -18,22 +18,14 @@ fn a_run_records_the_committed_module_it_ran_and_this_machine() {
     let committed = "canisters/prebuilt/bench.wasm";
     let wasm = root().join(committed);
     let out = scratch_dir("provenance-run");
-    run_icbench_ok(&[
-        "--quiet",
-        "--wasm",
-        wasm.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--rows",
-        "2000",
-        "--batches",
-        "1",
-        "--stores",
-        "btree",
-        "--positions",
-        "end",
-        "--no-reads",
-    ]);
+    let (wasm_arg, out_arg) = (wasm.to_str().unwrap(), out.to_str().unwrap());
+    run_icbench_ok(
+        &[
+            &["--quiet", "--wasm", wasm_arg, "--out", out_arg][..],
+            &TINY_RUN,
+        ]
+        .concat(),
+    );
     let json = std::fs::read_to_string(out.join("results.json")).unwrap();
     let provenance = report::from_json(&json).unwrap().provenance().unwrap();
     let bench = ModuleRun {

@@ -774,16 +774,7 @@ fn the_upgrade_suite_measures_its_upgrade_and_the_first_calls_exactly_under_both
 fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
     use icbench::suites::scaling::{sizes_up_to, Config};
     use icbench::suites::scenario::StoreKind;
-    let plan = Config {
-        sizes: sizes_up_to(2_000),
-        kinds: vec![StoreKind::SqliteVfs],
-        payload_size: 100,
-        seed: 1,
-        usd_per_xdr: 1.0,
-        capacity_at: None,
-        skipped: Vec::new(),
-        sizes_given: false,
-    };
+    let plan = Config::test_plan(sizes_up_to(2_000), vec![StoreKind::SqliteVfs], None);
     let report = run_plan(&plan, Replica::R2026_07);
     // 2 sizes x (7 operations, heap and stable bytes, storage on 2 subnets), the upgrade's
     // 3 records at 2,000.

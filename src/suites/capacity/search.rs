@@ -186,13 +186,18 @@ mod tests {
         (found, calls)
     }
 
+    /// [`search_linear`] from [`predict`]'s first guess, as a capacity search starts.
+    fn search_predicted(bounds: Bounds, known: Fit, cost: (u64, u64, u64)) -> (Found, Vec<u64>) {
+        let estimate = predict(&bounds, &known, None);
+        search_linear(bounds, known, estimate, cost)
+    }
+
     #[test]
     fn finds_the_instruction_limit_to_one_step() {
         let bounds = limit(40_000_000_000);
         // 61,234 instructions per row and 2M fixed: 653,199 rows fit.
         let known = fit(1_000, 2_000_000 + 61_234_000, 0);
-        let estimate = predict(&bounds, &known, None);
-        let (found, calls) = search_linear(bounds, known, estimate, (2_000_000, 61_234, 0));
+        let (found, calls) = search_predicted(bounds, known, (2_000_000, 61_234, 0));
         assert_eq!(found.step, 1_000);
         assert_eq!(found.fits.rows, 653_000);
         assert_eq!(found.fails, Some(654_000));
@@ -210,8 +215,7 @@ mod tests {
         let known = fit(1_000, 1_500_000, 131_072);
         // The batch's heap growth is page-rounded (131 B/row against 150 real): the first
         // guess overshoots and is rejected; the search still ends one step apart.
-        let estimate = predict(&bounds, &known, None);
-        let (found, _) = search_linear(bounds, known, estimate, (100_000, 1_400, 150));
+        let (found, _) = search_predicted(bounds, known, (100_000, 1_400, 150));
         assert_eq!(found.fits.rows, 20_000_000);
         assert_eq!(found.fails, Some(20_100_000));
         assert!(found.calls <= MAX_CALLS);
@@ -223,9 +227,7 @@ mod tests {
             max_rows: Some(1_000_000),
             ..limit(5_000_000_000)
         };
-        let known = fit(100, 100_000, 0);
-        let estimate = predict(&bounds, &known, None);
-        let (found, calls) = search_linear(bounds, known, estimate, (0, 1_000, 0));
+        let (found, calls) = search_predicted(bounds, fit(100, 100_000, 0), (0, 1_000, 0));
         assert_eq!((found.fits.rows, found.fails), (1_000_000, None));
         assert!(found.converged(&bounds));
         assert_eq!(calls, vec![1_000_000]);

@@ -460,18 +460,13 @@ mod tests {
 
     #[test]
     fn the_critical_fill_comes_first_then_the_largest_peaks() {
-        let cfg = Config {
-            sizes: super::super::sizes_up_to(10_000_000),
-            kinds: ["heap", "btree", "mo-map", "mo-pure-map", "mo-region"]
+        let cfg = Config::test_plan(
+            super::super::sizes_up_to(10_000_000),
+            ["heap", "btree", "mo-map", "mo-pure-map", "mo-region"]
                 .map(|n| crate::stores::find(n).unwrap())
                 .to_vec(),
-            payload_size: 100,
-            seed: 1,
-            usd_per_xdr: 1.0,
-            capacity_at: Some(super::super::CAPACITY_ROWS),
-            skipped: Vec::new(),
-            sizes_given: false,
-        };
+            Some(super::super::CAPACITY_ROWS),
+        );
         // mo-pure-map's fill is the costliest; then mo-map (9.5 GB), mo-region (6.5 GB),
         // the heap map (3.5 GB), the StableBTreeMap (2.1 GB).
         assert_eq!(

@@ -157,16 +157,7 @@ mod tests {
 
     #[test]
     fn the_range_scan_reads_the_rows_around_the_middle() {
-        let cfg = Config {
-            sizes: vec![1_000],
-            kinds: StoreKind::ALL.to_vec(),
-            payload_size: 100,
-            seed: 1,
-            usd_per_xdr: 1.0,
-            capacity_at: None,
-            skipped: Vec::new(),
-            sizes_given: false,
-        };
+        let cfg = Config::test_plan(vec![1_000], StoreKind::ALL.to_vec(), None);
         let scan = Operation::RangeScan { rows: 1_000 };
         let store = cfg.kinds[0].stores(&[])[0];
         let args = |n| call_at(&cfg, n, store, Position::Middle, scan).candid_args();

@@ -218,16 +218,11 @@ mod tests {
 
     /// The default run's plan: every store of the suite, 1,000 to 10,000,000 rows.
     fn default_plan() -> Config {
-        Config {
-            sizes: sizes_up_to(10_000_000),
-            kinds: crate::stores::measured_by("scaling", &StoreKind::ALL),
-            payload_size: 100,
-            seed: 1,
-            usd_per_xdr: 1.0,
-            capacity_at: Some(CAPACITY_ROWS),
-            skipped: Vec::new(),
-            sizes_given: false,
-        }
+        Config::test_plan(
+            sizes_up_to(10_000_000),
+            crate::stores::measured_by("scaling", &StoreKind::ALL),
+            Some(CAPACITY_ROWS),
+        )
     }
 
     fn kind(name: &str) -> StoreKind {

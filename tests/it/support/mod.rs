@@ -25,6 +25,20 @@ pub const SMALL_TUNE_SEARCH: [&str; 6] = [
     "OFF",
 ];
 
+/// The smallest default-suite run: one 1-row insert at the end of a 2,000-row
+/// StableBTreeMap, without the reads.
+pub const TINY_RUN: [&str; 9] = [
+    "--rows",
+    "2000",
+    "--batches",
+    "1",
+    "--stores",
+    "btree",
+    "--positions",
+    "end",
+    "--no-reads",
+];
+
 /// The icbench binary of this build: scripts/build-canister.sh converts the canister with it
 /// (ICBENCH_BIN), so no test makes the script build a converter.
 pub fn icbench_bin() -> &'static Path {
