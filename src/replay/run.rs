@@ -10,7 +10,9 @@ use super::plan::{Action, Plan, Start};
 use crate::engine::cost::Replica;
 use crate::engine::embedded::{EmbeddedEngine, TreeKind};
 use crate::engine::state_files::{MemoryFile, StateFiles};
-use crate::engine::{Engine, InstallStage, MessageReport, PageCounts, Profiling, UpgradeOptions};
+use crate::engine::{
+    CallOutcome, Engine, InstallStage, MessageReport, PageCounts, Profiling, UpgradeOptions,
+};
 
 /// One step's row.
 pub struct Row {
@@ -81,17 +83,13 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
         Start::Fresh { args, bytes } => {
             let module = &plan.modules[0];
             let (id, out) = engine.install(&module.wasm, bytes)?;
-            rows.push(Row {
-                at: "--wasm".into(),
-                kind: "install",
-                name: module.name.clone(),
-                args: args.clone(),
-                outcome: out.result.map(|_| String::new()).map_err(|r| r.to_string()),
-                report: out.report,
-                charged: Vec::new(),
-                calls_out: 0,
-                rejected: 0,
-            });
+            rows.push(Row::of_message(
+                "--wasm",
+                "install",
+                &module.name,
+                args,
+                out,
+            ));
             id
         }
     };
@@ -166,17 +164,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                 let out =
                     engine.upgrade_with(id, &new.wasm, bytes, UpgradeOptions::for_module(&raw))?;
                 let failed = out.result.is_err();
-                rows.push(Row {
-                    at: step.at.clone(),
-                    kind: "upgrade",
-                    name: new.name.clone(),
-                    args: args.clone(),
-                    outcome: out.result.map(|_| String::new()).map_err(|r| r.to_string()),
-                    report: out.report,
-                    charged: Vec::new(),
-                    calls_out: 0,
-                    rejected: 0,
-                });
+                rows.push(Row::of_message(&step.at, "upgrade", &new.name, args, out));
                 if failed {
                     skipped = plan.steps.len() - i - 1;
                     break;
@@ -237,24 +225,17 @@ fn median(mut reports: Vec<MessageReport>) -> MessageReport {
 /// One round: the global timer and the heartbeat, each a row of its own.
 fn round(engine: &mut EmbeddedEngine, at: &str, rows: &mut Vec<Row>) -> Result<()> {
     for task in engine.tick()? {
-        rows.push(Row {
-            at: at.to_string(),
-            kind: match task.task {
-                crate::engine::CanisterTask::GlobalTimer => "timer",
-                crate::engine::CanisterTask::Heartbeat => "heartbeat",
-            },
-            name: task.task.export().to_string(),
-            args: String::new(),
-            outcome: task
-                .outcome
-                .result
-                .map(|_| String::new())
-                .map_err(|r| r.to_string()),
-            report: task.outcome.report,
-            charged: Vec::new(),
-            calls_out: 0,
-            rejected: 0,
-        });
+        let kind = match task.task {
+            crate::engine::CanisterTask::GlobalTimer => "timer",
+            crate::engine::CanisterTask::Heartbeat => "heartbeat",
+        };
+        rows.push(Row::of_message(
+            at,
+            kind,
+            task.task.export(),
+            "",
+            task.outcome,
+        ));
     }
     Ok(())
 }
@@ -305,6 +286,22 @@ fn save_snapshot(
 }
 
 impl Row {
+    /// The row of a message that answers nothing to show (an install, an upgrade, a task):
+    /// its error, if it failed, and its report.
+    fn of_message(at: &str, kind: &'static str, name: &str, args: &str, out: CallOutcome) -> Row {
+        Row {
+            at: at.to_string(),
+            kind,
+            name: name.to_string(),
+            args: args.to_string(),
+            outcome: out.result.map(|_| String::new()).map_err(|r| r.to_string()),
+            report: out.report,
+            charged: Vec::new(),
+            calls_out: 0,
+            rejected: 0,
+        }
+    }
+
     /// The stage reports of an install or upgrade.
     pub fn stages(&self) -> &[(InstallStage, MessageReport)] {
         &self.report.stages

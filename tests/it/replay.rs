@@ -102,6 +102,13 @@ fn replay(args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `icbench replay ARGS`, which must succeed: its stdout.
+fn replay_ok(args: &[&str]) -> String {
+    let (code, stdout, stderr) = replay(args);
+    assert_eq!(code, 0, "{args:?}: {stderr}");
+    stdout
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -115,14 +122,13 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
     let dir = globals_snapshot("replay-globals", dfx_0_31_metadata);
     let out = dir.join("out");
     let again = dir.join("again");
-    let (code, stdout, stderr) = replay(&[
+    let stdout = replay_ok(&[
         path(&dir),
         "--out",
         path(&out),
         "--save-snapshot",
         path(&again),
     ]);
-    assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("Steps under replica rules 2026-07"),
         "{stdout}"
@@ -138,7 +144,7 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
 
     // The mutable global comes back as 41: bump replies 42; the timer, due 5 s after the
     // snapshot, runs in the round `advance 10s` ends with and adds 100.
-    let (code, stdout, stderr) = replay(&[
+    let stdout = replay_ok(&[
         path(&dir),
         "--call",
         "bump",
@@ -149,7 +155,6 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
         "--out",
         path(&out),
     ]);
-    assert_eq!(code, 0, "{stderr}");
     let report = results(&out);
     let rows: Vec<(&str, &str)> = report
         .results
@@ -184,8 +189,7 @@ fn the_older_shapes_of_metadata_json_load() {
                 "  \"global_timer\": null\n",
             )
     });
-    let (code, stdout, stderr) = replay(&[path(&old), "--call", "bump"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = replay_ok(&[path(&old), "--call", "bump"]);
     assert!(stdout.contains("(42 : int32)"), "{stdout}");
 }
 
@@ -193,8 +197,15 @@ fn the_older_shapes_of_metadata_json_load() {
 fn a_trap_is_the_replicas_error_and_the_rest_runs_a_failed_upgrade_keeps_the_canister() {
     let dir = globals_snapshot("replay-traps", dfx_0_31_metadata);
     let wasm = dir.join("wasm_module.bin");
-    let (code, stdout, stderr) =
-        replay(&[path(&dir), "--call", "boom", "--call", "spin", "--call", "bump"]);
+    let (code, stdout, stderr) = replay(&[
+        path(&dir),
+        "--call",
+        "boom",
+        "--call",
+        "spin",
+        "--call",
+        "bump",
+    ]);
     assert_eq!(code, 1, "{stderr}");
     assert!(stdout.contains("error: IC0502"), "{stdout}");
     // A query over its 5B instructions: the replica's error, and the next call runs.
@@ -385,22 +396,20 @@ fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
         .unwrap();
 
     let out = dir.join("out");
-    let (code, _, stderr) = replay(&[
+    replay_ok(&[
         path(&snapshot),
         "--call",
         &format!("{add} {insert:?}"),
         "--out",
         path(&out),
     ]);
-    assert_eq!(code, 0, "{stderr}");
-    let (code, _, stderr) = replay(&[
+    replay_ok(&[
         path(&snapshot),
         "--call",
         &format!("{get} {read:?}"),
         "--out",
         path(&dir.join("read")),
     ]);
-    assert_eq!(code, 0, "{stderr}");
     let replayed = [
         results(&out).results[0].instructions,
         results(&dir.join("read")).results[0].instructions,
@@ -449,8 +458,7 @@ fn a_wasm64_canisters_snapshot_replays() {
     heap[..7].copy_from_slice(b"DIDL\x00\x01\x74");
     std::fs::write(dir.join("wasm_memory.bin"), heap).unwrap();
     let out = dir.join("out");
-    let (code, stdout, stderr) = replay(&[path(&dir), "--call", "bump", "--out", path(&out)]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = replay_ok(&[path(&dir), "--call", "bump", "--out", path(&out)]);
     assert!(stdout.contains("(42 : int64)"), "{stdout}");
 }
 
@@ -493,7 +501,7 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
     .unwrap();
     let module = dir.join("ask.wasm");
     std::fs::write(&module, wasm).unwrap();
-    let (code, stdout, stderr) = replay(&[
+    let stdout = replay_ok(&[
         "--wasm",
         path(&module),
         "--call",
@@ -503,7 +511,6 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--call",
         "ask",
     ]);
-    assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("(-1 : int32) (1 calls out, 1 rejected as to an absent canister)"),
         "{stdout}"
@@ -515,7 +522,7 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
 
     // The canister's id is the engine's first unless --canister-id names the snapshot's.
     let snapshot = dir.join("snapshot");
-    let (code, stdout, stderr) = replay(&[
+    let stdout = replay_ok(&[
         "--wasm",
         path(&module),
         "--call",
@@ -523,15 +530,12 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--save-snapshot",
         path(&snapshot),
     ]);
-    assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("(principal \"lxzze-o7777-77777-aaaaa-cai\")"),
         "{stdout}"
     );
     let ledger = "ryjl3-tyaaa-aaaaa-aaaba-cai";
-    let (code, stdout, stderr) =
-        replay(&[path(&snapshot), "--canister-id", ledger, "--call", "me"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = replay_ok(&[path(&snapshot), "--canister-id", ledger, "--call", "me"]);
     assert!(
         stdout.contains(&format!("(principal \"{ledger}\")")),
         "{stdout}"
