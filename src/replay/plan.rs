@@ -53,15 +53,7 @@ pub struct Planned {
 }
 
 pub enum Action {
-    Call {
-        kind: CallKind,
-        method: String,
-        args: String,
-        bytes: Vec<u8>,
-        times: u32,
-        /// The module it reaches (index into [`Plan::modules`]).
-        module: usize,
-    },
+    Call(Call),
     Caller(Option<Principal>),
     Advance(Duration),
     Tick,
@@ -75,6 +67,17 @@ pub enum Action {
         method: String,
         bytes: Vec<u8>,
     },
+}
+
+/// A call step: its method, how it is sent, its candid as written and encoded.
+pub struct Call {
+    pub kind: CallKind,
+    pub method: String,
+    pub args: String,
+    pub bytes: Vec<u8>,
+    pub times: u32,
+    /// The module it reaches (index into [`Plan::modules`]).
+    pub module: usize,
 }
 
 impl Plan {
@@ -172,14 +175,14 @@ impl Plan {
                     let bytes = interface
                         .encode(&method, &args)
                         .map_err(|e| anyhow!("{at}: {e}"))?;
-                    Action::Call {
+                    Action::Call(Call {
                         kind,
                         method,
                         args,
                         bytes,
                         times,
                         module: current,
-                    }
+                    })
                 }
                 Step::Caller(p) => Action::Caller(p),
                 Step::Advance(d) => Action::Advance(d),

@@ -98,15 +98,10 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
     let mut skipped = 0;
     for (i, step) in plan.steps.iter().enumerate() {
         match &step.action {
-            Action::Call {
-                kind,
-                method,
-                args,
-                bytes,
-                times,
-                module,
-            } => {
-                let interface = &plan.modules[*module].interface;
+            Action::Call(call) => {
+                let interface = &plan.modules[call.module].interface;
+                let (kind, method, bytes, times) =
+                    (&call.kind, &call.method, &call.bytes, &call.times);
                 let mut reports = Vec::with_capacity(*times as usize);
                 let mut outcome = Ok(String::new());
                 let mut calls = (0, 0);
@@ -135,7 +130,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                     at: step.at.clone(),
                     kind: kind.name(),
                     name: method.clone(),
-                    args: args.clone(),
+                    args: call.args.clone(),
                     outcome,
                     report,
                     charged: if *times > 1 { charged } else { Vec::new() },
