@@ -174,6 +174,19 @@ pub fn stats(kind: &str) -> Stats {
     }
 }
 
+/// Adds counts made elsewhere (a worker process's) to this process's for `kind`.
+pub fn add_stats(kind: &str, more: Stats) {
+    let c = &COUNTS[kind_index(kind)];
+    c[0].fetch_add(more.hits, Ordering::Relaxed);
+    c[1].fetch_add(more.misses, Ordering::Relaxed);
+    c[2].fetch_add(more.rejected, Ordering::Relaxed);
+}
+
+/// Every kind's counts now, in [`KINDS`]' order.
+pub fn all_stats() -> Vec<Stats> {
+    KINDS.iter().map(|k| stats(k)).collect()
+}
+
 fn kind_index(kind: &str) -> usize {
     KINDS
         .iter()

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Carry, Counts, Graph, Lane};
 use crate::bench_canister::BenchClient;
+use crate::engine::disk_cache;
 use crate::engine::{ProcessSide, Profiling};
 use crate::report::work::Unit;
 use crate::suites::pool::process::{
@@ -37,6 +38,10 @@ enum Frame {
         units: Vec<Unit>,
         error: Option<String>,
         carried: Option<serde_json::Value>,
+        /// What it did with the cache, per kind (hits, misses, rejected), for the run's
+        /// closing line: the counts live in each process's memory.
+        #[serde(default)]
+        cache: Vec<[u64; 3]>,
     },
 }
 
@@ -210,8 +215,19 @@ pub fn run<'s>(
                 units,
                 error,
                 carried,
+                cache,
             }) => {
                 executed += theirs_executed;
+                for (kind, [hits, misses, rejected]) in disk_cache::KINDS.iter().zip(cache) {
+                    disk_cache::add_stats(
+                        kind,
+                        disk_cache::Stats {
+                            hits,
+                            misses,
+                            rejected,
+                        },
+                    );
+                }
                 graph.recorder.adopt(first_unit, units);
                 remote_done += heard.progress[child.lane].done;
                 if let Some(e) = error {
@@ -264,6 +280,8 @@ fn child(
 ) -> ! {
     let mut out = std::fs::File::from(out);
     end_with_parent(parent);
+    // The counts copied from the parent stay the parent's.
+    let cache_before = disk_cache::all_stats();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         set_lane(lane_index);
         graph.process_lane.store(lane_index, Ordering::Relaxed);
@@ -300,11 +318,23 @@ fn child(
                 claims.fail();
             }
         }
+        let cache = disk_cache::all_stats()
+            .iter()
+            .zip(&cache_before)
+            .map(|(now, then)| {
+                [
+                    now.hits - then.hits,
+                    now.misses - then.misses,
+                    now.rejected - then.rejected,
+                ]
+            })
+            .collect();
         Frame::Done {
             executed: lane.client.executed_instructions,
             units: graph.recorder.units_since(first_unit),
             error,
             carried,
+            cache,
         }
     }));
     let frame = outcome.unwrap_or_else(|panic| {
@@ -316,6 +346,7 @@ fn child(
                 "internal error: worker process {lane_index} panicked: {what}"
             )),
             carried: None,
+            cache: Vec::new(),
         }
     });
     let ok = send(&mut out, &frame);
