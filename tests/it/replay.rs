@@ -541,3 +541,95 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "{stdout}"
     );
 }
+
+/// The users suite's figure of one row inserted in the middle of `store` at `rows` rows, and
+/// the same call replayed from the suite's own post-prefill state (its cache entry) written
+/// as a dfx snapshot: the same charged instructions.
+fn replayed_as_the_suite_measured(store: &str, wasm: &[u8], rows: &str) {
+    use icbench::engine::disk_cache;
+    let dir = scratch_dir(&format!("replay-suite-{store}"));
+    let (cache, out) = (dir.join("cache"), dir.join("out"));
+    let run = crate::support::icbench_command()
+        .env("ICBENCH_CACHE_DIR", &cache)
+        .args([
+            "--rows",
+            rows,
+            "--batches",
+            "1",
+            "--positions",
+            "middle",
+            "--no-reads",
+        ])
+        .args(["--stores", store, "--out", path(&out)])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let record = results(&out)
+        .results
+        .into_iter()
+        .find(|r| r.operation == "insert" && r.batch == 1)
+        .unwrap();
+    let entries: Vec<_> = std::fs::read_dir(cache.join(disk_cache::STATES))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let key: [u8; 32] = hex::decode(entries[0].file_stem().unwrap().to_str().unwrap())
+        .unwrap()
+        .try_into()
+        .unwrap();
+    let disk_cache::Lookup::Found(entry) =
+        disk_cache::read(&cache, disk_cache::STATES, &key).unwrap()
+    else {
+        panic!("the post-prefill state's entry");
+    };
+    let mut engine = EmbeddedEngine::default();
+    let id = engine.import_state(wasm, (&entry).into()).unwrap();
+    let snapshot = dir.join("snapshot");
+    let (heap, stable) = (dir.join("heap"), dir.join("stable"));
+    let written = engine
+        .write_state_files(
+            id,
+            &mut std::fs::File::create(&heap).unwrap(),
+            &mut std::fs::File::create(&stable).unwrap(),
+        )
+        .unwrap();
+    std::fs::create_dir_all(&snapshot).unwrap();
+    Snapshot::fresh(wasm)
+        .write(&snapshot, wasm, &written, &heap, &stable)
+        .unwrap();
+    let replayed = dir.join("replayed");
+    let call = format!("{} {}", record.method, record.args);
+    replay_ok(&[path(&snapshot), "--call", &call, "--out", path(&replayed)]);
+    assert_eq!(
+        results(&replayed).results[0].instructions,
+        record.instructions,
+        "{store}: {call}"
+    );
+}
+
+fn replayed_as_the_users_suite_measured(rows: &str) {
+    replayed_as_the_suite_measured("btree", crate::support::bench_wasm(), rows);
+    let def = icbench::stores::TABLE
+        .iter()
+        .find(|d| d.name == "mo-map")
+        .unwrap();
+    replayed_as_the_suite_measured("mo-map", def.module.embedded().unwrap(), rows);
+}
+
+#[test]
+fn a_replayed_call_costs_what_the_users_suite_measured_rust_and_motoko() {
+    replayed_as_the_users_suite_measured("2000");
+}
+
+#[test]
+#[ignore = "fills 1,000,000 rows twice (about 2 minutes on 2 cores): \
+            cargo test --release --test it -- --ignored replay"]
+fn a_replayed_call_costs_what_the_users_suite_measured_at_1_000_000_rows() {
+    replayed_as_the_users_suite_measured("1000000");
+}
