@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// The commands the test does not run, and why.
-const NOT_RUN: [(&str, &str); 11] = [
+const NOT_RUN: [(&str, &str); 12] = [
     (
         "cargo run --release",
         "the default run at 1,000,000 rows: `icbench` runs it small",
@@ -40,6 +40,10 @@ const NOT_RUN: [(&str, &str); 11] = [
     ),
     ("dfx deploy bench", "dfx and a replica"),
     ("icp deploy", "icp-cli and a replica"),
+    (
+        "dfx canister snapshot download",
+        "dfx and a replica: `icbench replay` runs on a snapshot `--save-snapshot` made",
+    ),
 ];
 
 /// What a run of each suite gets besides its own arguments, so that it takes seconds: the
@@ -53,7 +57,14 @@ const SMALL: [(&str, &[&str]); 3] = [
 const SMALL_ROWS: [&str; 2] = ["--rows", "2000"];
 
 /// icbench's subcommands the README shows (any other first word is a flag of a run).
-const SUBCOMMANDS: [&str; 5] = ["canbench", "compare", "merge", "profile-top", "cache"];
+const SUBCOMMANDS: [&str; 6] = [
+    "canbench",
+    "compare",
+    "merge",
+    "profile-top",
+    "cache",
+    "replay",
+];
 
 /// The commands of `readme`, in order, each once: inline code that starts with `icbench`,
 /// `cargo `, `curl `, `dfx ` or `icp ` (a span that starts with `--` goes on the `icbench`
@@ -228,6 +239,23 @@ fn every_command_the_readme_shows_runs_as_written() {
             // `icbench mops` in a Motoko project: the mops tests' fixture.
             Some("mops") => run(crate::mops::project(), args, None),
             Some("cache") => run(&dir, args, Some(&cache)),
+            // `icbench replay DIR ... --upgrade new.wasm`: a snapshot of a bench canister
+            // (made with `--save-snapshot`) and its module as the new one.
+            Some("replay") => {
+                let wasm = crate::support::bench_wasm_path();
+                if !dir.join("DIR").exists() {
+                    let make = [
+                        "replay",
+                        "--wasm",
+                        wasm.to_str().unwrap(),
+                        "--save-snapshot",
+                        "DIR",
+                    ];
+                    run(&dir, &make.map(String::from), None);
+                    std::fs::copy(wasm, dir.join("new.wasm")).unwrap();
+                }
+                run(&dir, args, None)
+            }
             Some(sub) if SUBCOMMANDS.contains(&sub) => run(&dir, args, None),
             Some("--help" | "--version") => run(&dir, args, None),
             _ => run(&dir, &small(args), None),
