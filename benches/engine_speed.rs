@@ -280,6 +280,7 @@ impl PlainCanister {
             time_ns: 1,
             canister_version: 0,
             cycles_balance: 1 << 60,
+            controllers: vec![vec![0x04]],
             certified_data: Vec::new(),
             global_timer: 0,
             log: Vec::new(),

@@ -53,6 +53,14 @@ pub struct ReplayArgs {
     /// default: lxzze-o7777-77777-aaaaa-cai, the first of PocketIC's application subnet).
     #[arg(long, value_name = "PRINCIPAL")]
     pub canister_id: Option<String>,
+    /// The canister's cycles balance, which a snapshot does not hold
+    /// (`ic0.canister_cycle_balance`; default 10^15, as canbench gives).
+    #[arg(long, value_name = "CYCLES")]
+    pub cycles: Option<u128>,
+    /// A controller of the canister (repeatable; `ic0.is_controller`), which a snapshot does
+    /// not hold (default: the anonymous principal).
+    #[arg(long = "controller", value_name = "PRINCIPAL")]
+    pub controllers: Vec<String>,
     /// Who sends the calls until a `caller` step (default: the anonymous principal).
     #[arg(long, value_name = "PRINCIPAL")]
     pub caller: Option<String>,

@@ -12,6 +12,7 @@ use super::script::{self, Line, Step};
 use super::snapshot::Snapshot;
 use super::ReplayArgs;
 use crate::engine::cost::{CyclesFees, Host, Limits, Replica};
+use crate::engine::embedded::Settings;
 
 pub struct Plan {
     pub start: Start,
@@ -23,6 +24,7 @@ pub struct Plan {
     pub limits: Limits,
     pub caller: Option<Principal>,
     pub canister_id: Option<Principal>,
+    pub settings: Settings,
     pub fees: CyclesFees,
     pub usd_per_xdr: f64,
     pub out: Option<PathBuf>,
@@ -116,6 +118,18 @@ impl Plan {
             .transpose()?;
         if canister_id.is_some() && args.snapshot.is_none() {
             bail!("--canister-id names a snapshot's canister; a fresh canister (--wasm) gets the engine's first id");
+        }
+        let mut settings = Settings::default();
+        if let Some(cycles) = args.cycles {
+            settings.cycles = cycles;
+        }
+        if !args.controllers.is_empty() {
+            settings.controllers = (args.controllers.iter())
+                .map(|p| {
+                    Principal::from_text(p)
+                        .map_err(|e| anyhow!("--controller: {p} is not a principal: {e}"))
+                })
+                .collect::<Result<_>>()?;
         }
         let (start, first) = match (&args.snapshot, &args.wasm) {
             (Some(dir), _) => {
@@ -242,6 +256,7 @@ impl Plan {
             },
             caller,
             canister_id,
+            settings,
             fees: CyclesFees {
                 subnet_size: args.subnet_size,
                 ..CyclesFees::APPLICATION_13

@@ -134,7 +134,7 @@ fn pages_delta(before: u64, after: u64) -> i64 {
 
 fn notes(plan: &Plan, replayed: &Replayed) -> Vec<String> {
     let mut notes = vec![
-        format!("Not in a snapshot, and assumed: the canister id {} (`--canister-id`), its controller the anonymous principal, a cycles balance of 10^15, an application subnet's limits, a wasm_memory_limit of {} (`--wasm-memory-limit`); calls the canister makes to other canisters are rejected as calls to an absent canister (IC0301) unless a `reply` step gives their reply.", plan.canister_id.unwrap_or_else(|| crate::engine::embedded::canister_id(0)), match plan.limits.wasm_memory_limit { 0 => "none".to_string(), n => format!("{} bytes", thousands(n)) }),
+        format!("Not in a snapshot, and assumed: the canister id {} (`--canister-id`), its controllers {} (`--controller`), a cycles balance of {} (`--cycles`), an application subnet's limits, a wasm_memory_limit of {} (`--wasm-memory-limit`); calls the canister makes to other canisters are rejected as calls to an absent canister (IC0301) unless a `reply` step gives their reply.", plan.canister_id.unwrap_or_else(|| crate::engine::embedded::canister_id(0)), plan.settings.controllers.iter().map(|p| p.to_text()).collect::<Vec<_>>().join(", "), plan.settings.cycles, match plan.limits.wasm_memory_limit { 0 => "none".to_string(), n => format!("{} bytes", thousands(n)) }),
         format!(
             "Cycles: replicated execution on a {}-node application subnet (queries sent as queries are free), at {} USD per XDR.",
             plan.fees.subnet_size, plan.usd_per_xdr

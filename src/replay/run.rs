@@ -55,6 +55,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
     if plan.profile {
         engine.set_profiling(Profiling::Messages)?;
     }
+    engine.set_settings(plan.settings.clone());
     let mut rows = Vec::new();
     let id = match &plan.start {
         Start::Snapshot(s) => {

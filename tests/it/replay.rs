@@ -475,6 +475,10 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
           (import "ic0" "msg_reply" (func $reply))
           (import "ic0" "canister_self_size" (func $self_size (result i32)))
           (import "ic0" "canister_self_copy" (func $self_copy (param i32 i32 i32)))
+          (import "ic0" "canister_cycle_balance" (func $balance (result i64)))
+          (import "ic0" "msg_caller_size" (func $caller_size (result i32)))
+          (import "ic0" "msg_caller_copy" (func $caller_copy (param i32 i32 i32)))
+          (import "ic0" "is_controller" (func $is_controller (param i32 i32) (result i32)))
           (memory 1)
           (table 2 funcref)
           (elem (i32.const 0) $on_reply $on_reject)
@@ -492,6 +496,17 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
             (i32.store8 (i32.const 136) (call $self_size))
             (call $self_copy (i32.const 137) (i32.const 0) (call $self_size))
             (call $append (i32.const 128) (i32.add (i32.const 9) (call $self_size)))
+            (call $reply))
+          (data (i32.const 200) "DIDL\00\01\78")
+          (func (export "canister_query cycles")
+            (i64.store (i32.const 207) (call $balance))
+            (call $append (i32.const 200) (i32.const 15))
+            (call $reply))
+          (data (i32.const 240) "DIDL\00\01\75")
+          (func (export "canister_query controls")
+            (call $caller_copy (i32.const 300) (i32.const 0) (call $caller_size))
+            (i32.store (i32.const 247) (call $is_controller (i32.const 300) (call $caller_size)))
+            (call $append (i32.const 240) (i32.const 11))
             (call $reply))
           (func (export "canister_update ask")
             (call $call_new (i32.const 0) (i32.const 10) (i32.const 10) (i32.const 7)
@@ -520,6 +535,43 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "{stdout}"
     );
 
+    // Its cycles and controllers: 10^15 and the anonymous principal unless said.
+    let ledger = "ryjl3-tyaaa-aaaaa-aaaba-cai";
+    let stdout = replay_ok(&[
+        "--wasm",
+        path(&module),
+        "--call",
+        "cycles",
+        "--call",
+        "controls",
+    ]);
+    assert!(
+        stdout.contains("(1_000_000_000_000_000 : nat64)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(1 : int32)"), "{stdout}");
+    let stdout = replay_ok(&[
+        "--wasm",
+        path(&module),
+        "--cycles",
+        "5",
+        "--controller",
+        ledger,
+        "--call",
+        "cycles",
+        "--call",
+        "controls",
+        "--call",
+        &format!("caller {ledger}"),
+        "--call",
+        "controls",
+    ]);
+    assert!(stdout.contains("(5 : nat64)"), "{stdout}");
+    assert!(
+        stdout.contains("(0 : int32)") && stdout.contains("(1 : int32)"),
+        "{stdout}"
+    );
+
     // The canister's id is the engine's first unless --canister-id names the snapshot's.
     let snapshot = dir.join("snapshot");
     let stdout = replay_ok(&[
@@ -534,7 +586,6 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         stdout.contains("(principal \"lxzze-o7777-77777-aaaaa-cai\")"),
         "{stdout}"
     );
-    let ledger = "ryjl3-tyaaa-aaaaa-aaaba-cai";
     let stdout = replay_ok(&[path(&snapshot), "--canister-id", ledger, "--call", "me"]);
     assert!(
         stdout.contains(&format!("(principal \"{ledger}\")")),

@@ -200,6 +200,27 @@ pub struct EmbeddedEngine {
     /// The replies of canisters that are not on the engine ([`EmbeddedEngine::set_reply`]),
     /// by callee and method.
     replies: HashMap<(Principal, String), Vec<u8>>,
+    /// The settings of the canisters made from now on ([`EmbeddedEngine::set_settings`]).
+    settings: Settings,
+}
+
+/// A canister's cycles and controllers: what a canister made on the engine starts with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Its cycles balance (`ic0.canister_cycle_balance`): as canbench gives it by default.
+    pub cycles: u128,
+    /// Its controllers (`ic0.is_controller`); by default the anonymous principal, which
+    /// installed it.
+    pub controllers: Vec<Principal>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            cycles: INITIAL_CYCLES,
+            controllers: vec![Principal::anonymous()],
+        }
+    }
 }
 
 impl Default for EmbeddedEngine {
@@ -231,6 +252,7 @@ impl EmbeddedEngine {
             expected_compiled_wasms: HashSet::new(),
             caller: None,
             replies: HashMap::new(),
+            settings: Settings::default(),
         }
     }
 
@@ -238,6 +260,11 @@ impl EmbeddedEngine {
     /// anonymous principal, as a suite's calls.
     pub fn set_caller(&mut self, caller: Option<Principal>) {
         self.caller = caller.map(|p| p.as_slice().to_vec());
+    }
+
+    /// The cycles balance and controllers of the canisters made or loaded from now on.
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
     }
 
     /// What a call to `method` of `callee`, a canister that is not on the engine, is
@@ -343,7 +370,10 @@ impl EmbeddedEngine {
             canister_id: id.as_slice().to_vec(),
             time_ns: self.time_ns,
             canister_version: version,
-            cycles_balance: INITIAL_CYCLES,
+            cycles_balance: self.settings.cycles,
+            controllers: (self.settings.controllers.iter())
+                .map(|p| p.as_slice().to_vec())
+                .collect(),
             certified_data: Vec::new(),
             global_timer: 0,
             log: Vec::new(),

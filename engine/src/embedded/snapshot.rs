@@ -231,6 +231,7 @@ impl EmbeddedEngine {
             expected_compiled_wasms: self.expected_compiled_wasms.clone(),
             caller: self.caller.clone(),
             replies: self.replies.clone(),
+            settings: self.settings.clone(),
         };
         fork.canisters.insert(id, Canister::empty(version));
         fork.restore_snapshot(id, snapshot)?;

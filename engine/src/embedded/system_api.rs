@@ -279,6 +279,8 @@ pub struct HostState {
     pub time_ns: u64,
     pub canister_version: u64,
     pub cycles_balance: u128,
+    /// The canister's controllers' principals (`ic0.is_controller`).
+    pub controllers: Vec<Vec<u8>>,
     pub certified_data: Vec<u8>,
     pub global_timer: u64,
     /// `debug_print` output of the current message.

@@ -37,8 +37,7 @@ pub(super) fn define<A: Addr>(d: &mut Def<'_>) -> Result<bool> {
                     bytes.len()
                 )));
             }
-            // The canister was installed by the anonymous principal, its only controller.
-            Ok((bytes == [0x04]) as i32)
+            Ok(c.data().controllers.contains(&bytes) as i32)
         })?,
         "in_replicated_execution" => {
             d.value(|s| !matches!(s.msg.api, ApiType::Query | ApiType::CompositeQuery) as i32)?
