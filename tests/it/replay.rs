@@ -684,3 +684,49 @@ fn a_replayed_call_costs_what_the_users_suite_measured_rust_and_motoko() {
 fn a_replayed_call_costs_what_the_users_suite_measured_at_1_000_000_rows() {
     replayed_as_the_users_suite_measured("1000000");
 }
+
+#[test]
+fn candid_is_typed_by_the_modules_service() {
+    let wasm = crate::support::bench_wasm_path();
+    let stderr = stderr_of_exit(
+        icbench_command().args([
+            "replay",
+            "--wasm",
+            path(wasm),
+            "--call",
+            "get_users_btree (\"ten\", 1, 1)",
+        ]),
+        2,
+    );
+    assert!(
+        stderr.contains("--call 1: (\"ten\", 1, 1) does not type-check against get_users_btree"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // Numbers take the service's types: `5` is a nat64 here, as dfx sends it.
+    let stdout = replay_ok(&["--wasm", path(wasm), "--call", "get_users_btree (5, 1, 1)"]);
+    assert!(stdout.contains("rows_found = 0 : nat64"), "{stdout}");
+}
+
+#[test]
+fn an_upgrade_over_the_wasm_memory_limit_fails_as_on_the_replica() {
+    let dir = globals_snapshot("replay-upgrade-limit", dfx_0_31_metadata);
+    let grows = dir.join("grows.wasm");
+    let wasm = GLOBALS_WAT.replace(
+        r#"(func (export "canister_post_upgrade") unreachable)"#,
+        r#"(func (export "canister_post_upgrade") (drop (memory.grow (i32.const 10))))"#,
+    );
+    std::fs::write(&grows, wat::parse_str(wasm).unwrap()).unwrap();
+    let (code, stdout, stderr) = replay(&[
+        path(&dir),
+        "--wasm-memory-limit",
+        "131072",
+        "--upgrade",
+        path(&grows),
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stdout.contains("error: IC0539"), "{stdout}");
+    assert!(stdout.contains("failed in [post_upgrade]"), "{stdout}");
+    // Without the limit it fits.
+    replay_ok(&[path(&dir), "--upgrade", path(&grows), "--call", "bump"]);
+}
