@@ -338,6 +338,24 @@ fn bad_input_is_refused_in_one_line_before_any_work() {
     assert!(!out.join("results.json").exists() || std::fs::read_dir(&out).is_ok());
 }
 
+/// Canister `id` of `engine` (running `wasm`) written into `dir` as a dfx snapshot.
+fn write_snapshot(engine: &mut EmbeddedEngine, id: candid::Principal, wasm: &[u8], dir: &Path) {
+    let temp = dir.with_extension("parts");
+    std::fs::create_dir_all(&temp).unwrap();
+    let (heap, stable) = (temp.join("heap"), temp.join("stable"));
+    let written = engine
+        .write_state_files(
+            id,
+            &mut std::fs::File::create(&heap).unwrap(),
+            &mut std::fs::File::create(&stable).unwrap(),
+        )
+        .unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    Snapshot::fresh(wasm)
+        .write(dir, wasm, &written, &heap, &stable)
+        .unwrap();
+}
+
 /// Rows, and where the measured call puts its key: the middle of the table.
 const ROWS: u64 = 20_000;
 
@@ -380,20 +398,7 @@ fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
         measure(&mut engine, &get, read, true),
     ];
     engine.restore(id, state).unwrap();
-    let temp = dir.join("temp");
-    std::fs::create_dir_all(&temp).unwrap();
-    let (heap, stable) = (temp.join("heap"), temp.join("stable"));
-    let written = engine
-        .write_state_files(
-            id,
-            &mut std::fs::File::create(&heap).unwrap(),
-            &mut std::fs::File::create(&stable).unwrap(),
-        )
-        .unwrap();
-    std::fs::create_dir_all(&snapshot).unwrap();
-    Snapshot::fresh(module)
-        .write(&snapshot, module, &written, &heap, &stable)
-        .unwrap();
+    write_snapshot(&mut engine, id, module, &snapshot);
 
     let out = dir.join("out");
     replay_ok(&[
@@ -642,18 +647,7 @@ fn replayed_as_the_suite_measured(store: &str, wasm: &[u8], rows: &str) {
     let mut engine = EmbeddedEngine::default();
     let id = engine.import_state(wasm, (&entry).into()).unwrap();
     let snapshot = dir.join("snapshot");
-    let (heap, stable) = (dir.join("heap"), dir.join("stable"));
-    let written = engine
-        .write_state_files(
-            id,
-            &mut std::fs::File::create(&heap).unwrap(),
-            &mut std::fs::File::create(&stable).unwrap(),
-        )
-        .unwrap();
-    std::fs::create_dir_all(&snapshot).unwrap();
-    Snapshot::fresh(wasm)
-        .write(&snapshot, wasm, &written, &heap, &stable)
-        .unwrap();
+    write_snapshot(&mut engine, id, wasm, &snapshot);
     let replayed = dir.join("replayed");
     let call = format!("{} {}", record.method, record.args);
     replay_ok(&[path(&snapshot), "--call", &call, "--out", path(&replayed)]);
