@@ -46,7 +46,7 @@ fn report_of(plan: &Plan, replayed: &Replayed) -> Report {
     let mut results = Vec::new();
     for (n, row) in replayed.rows.iter().enumerate() {
         results.push(result_of(plan, n + 1, row, None));
-        for (stage, stage_report) in row.stages() {
+        for (stage, stage_report) in row.report.stages.iter() {
             let mut stage_row = result_of(plan, n + 1, row, Some(*stage));
             stage_row.instructions = stage_report.instructions;
             stage_row.pages = stage_report.pages;
@@ -89,11 +89,7 @@ fn report_of(plan: &Plan, replayed: &Replayed) -> Report {
 
 fn result_of(plan: &Plan, step: usize, row: &Row, stage: Option<InstallStage>) -> ScenarioResult {
     let report = &row.report;
-    let replicated = row.kind != "query";
-    let cycles = match replicated {
-        true => plan.fees.execution_cost(report.instructions, report.wasm64) as u64,
-        false => 0,
-    };
+    let (cycles, usd) = cost(plan, row);
     let operation = match stage {
         Some(s) => format!("{}-{}", row.kind, s.frame().trim_matches(['[', ']'])),
         None => row.kind.to_string(),
@@ -114,7 +110,7 @@ fn result_of(plan: &Plan, step: usize, row: &Row, stage: Option<InstallStage>) -
         instructions: report.instructions,
         instructions_per_row: report.instructions as f64,
         cycles,
-        usd: cycles as f64 / 1e12 * plan.usd_per_xdr,
+        usd,
         heap_pages_delta: pages_delta(report.heap_bytes_before, report.heap_bytes_after),
         stable_pages_delta: pages_delta(report.stable_bytes_before, report.stable_bytes_after),
         sequence: (!row.charged.is_empty()).then(|| Sequence::of(&row.charged, None)),
@@ -126,6 +122,18 @@ fn result_of(plan: &Plan, step: usize, row: &Row, stage: Option<InstallStage>) -
         r.page_map_data = report.page_map.clone();
     }
     r
+}
+
+/// A step's cycles and USD: replicated execution on the plan's subnet (a query sent as one
+/// is free).
+fn cost(plan: &Plan, row: &Row) -> (u64, f64) {
+    let cycles = match row.kind {
+        "query" => 0,
+        _ => plan
+            .fees
+            .execution_cost(row.report.instructions, row.report.wasm64) as u64,
+    };
+    (cycles, cycles as f64 / 1e12 * plan.usd_per_xdr)
 }
 
 fn pages_delta(before: u64, after: u64) -> i64 {
@@ -184,7 +192,7 @@ fn document(plan: &Plan, replayed: &Replayed, all: Option<&[Replayed]>) -> Docum
             .to_vec(),
     );
     for row in &replayed.rows {
-        let r = result_of(plan, 0, row, None);
+        let (cycles, price) = cost(plan, row);
         let pages = row.report.pages;
         let pair = |a: Option<u64>, w: Option<u64>| match (a, w) {
             (Some(a), Some(w)) => format!("{a} / {w}"),
@@ -213,8 +221,8 @@ fn document(plan: &Plan, replayed: &Replayed, all: Option<&[Replayed]>) -> Docum
                 pages.map(|p| p.stable_wasm_pages_accessed),
                 pages.map(|p| p.stable_wasm_pages_written),
             ),
-            thousands(r.cycles),
-            usd(r.usd),
+            thousands(cycles),
+            usd(price),
             result,
         ]);
         if !row.charged.is_empty() {
@@ -259,7 +267,7 @@ fn document(plan: &Plan, replayed: &Replayed, all: Option<&[Replayed]>) -> Docum
 /// An install_code's stages and its total against both subnets' limits.
 fn install_table(row: &Row) -> Table {
     let mut t = Table::new(["stage", "instructions"].map(String::from).to_vec());
-    for (stage, r) in row.stages() {
+    for (stage, r) in row.report.stages.iter() {
         t.push(vec![
             stage.frame().trim_matches(['[', ']']).to_string(),
             thousands(r.instructions),
@@ -292,7 +300,8 @@ fn install_table(row: &Row) -> Table {
     }
     if let Err(e) = &row.outcome {
         let stage = row
-            .stages()
+            .report
+            .stages
             .last()
             .map_or("install_code", |(s, _)| s.frame());
         t.push(vec![

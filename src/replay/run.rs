@@ -10,9 +10,7 @@ use super::plan::{Action, Plan, Start};
 use crate::engine::cost::Replica;
 use crate::engine::embedded::{EmbeddedEngine, TreeKind};
 use crate::engine::state_files::{MemoryFile, StateFiles};
-use crate::engine::{
-    CallOutcome, Engine, InstallStage, MessageReport, PageCounts, Profiling, UpgradeOptions,
-};
+use crate::engine::{CallOutcome, Engine, MessageReport, PageCounts, Profiling, UpgradeOptions};
 
 /// One step's row.
 pub struct Row {
@@ -296,10 +294,5 @@ impl Row {
             calls_out: 0,
             rejected: 0,
         }
-    }
-
-    /// The stage reports of an install or upgrade.
-    pub fn stages(&self) -> &[(InstallStage, MessageReport)] {
-        &self.report.stages
     }
 }
