@@ -145,50 +145,40 @@ impl std::fmt::Display for Unlike {
 /// canister holding several stores) the stores filled. Empty when they are alike. The
 /// engine is not among them: an embedded run is compared with PocketIC on purpose.
 pub fn unlike(base: &Report, new: &Report) -> Vec<Unlike> {
-    let text = |value: Option<String>, absent: &str| value.unwrap_or_else(|| absent.to_string());
-    let layout = |r: &Report| text(r.extra::<String>(super::LAYOUT), "(none recorded)");
-    // The stores a run filled, as its records name them.
-    let stores = |r: &Report| -> String {
-        let names = first_seen(
-            r.results
-                .iter()
-                .map(|x| crate::stores::current_record(&x.store).into_owned()),
-        );
-        names.join(",")
-    };
-    let mut checks: Vec<(&'static str, String, String)> = vec![
-        (
-            "replica rules",
-            text(base.extra::<String>(super::REPLICA), "(none recorded)"),
-            text(new.extra::<String>(super::REPLICA), "(none recorded)"),
-        ),
-        (
-            "host",
-            base.host().name().to_string(),
-            new.host().name().to_string(),
-        ),
-        (
-            "rows",
-            thousands(base.rows_before),
-            thousands(new.rows_before),
-        ),
-        (
-            "payload size",
-            thousands(base.payload_size),
-            thousands(new.payload_size),
-        ),
-        ("seed", base.seed.to_string(), new.seed.to_string()),
-        ("layout", layout(base), layout(new)),
+    fn recorded(value: Option<String>) -> String {
+        value.unwrap_or_else(|| "(none recorded)".to_string())
+    }
+    // Each thing compared, and how a run says it.
+    type Check = (&'static str, fn(&Report) -> String);
+    let mut checks: Vec<Check> = vec![
+        ("replica rules", |r| recorded(r.extra(super::REPLICA))),
+        ("host", |r| r.host().name().to_string()),
+        ("rows", |r| thousands(r.rows_before)),
+        ("payload size", |r| thousands(r.payload_size)),
+        ("seed", |r| r.seed.to_string()),
+        ("layout", |r| recorded(r.extra(super::LAYOUT))),
     ];
     if base.layout() == Some(crate::stores::Layout::Shared)
         && new.layout() == Some(crate::stores::Layout::Shared)
     {
-        checks.push(("stores in the shared canister", stores(base), stores(new)));
+        // The stores a run filled, as its records name them.
+        checks.push(("stores in the shared canister", |r| {
+            let names = first_seen(
+                r.results
+                    .iter()
+                    .map(|x| crate::stores::current_record(&x.store).into_owned()),
+            );
+            names.join(",")
+        }));
     }
     checks
         .into_iter()
-        .filter(|(_, b, n)| b != n)
-        .map(|(what, base, new)| Unlike { what, base, new })
+        .map(|(what, of)| Unlike {
+            what,
+            base: of(base),
+            new: of(new),
+        })
+        .filter(|u| u.base != u.new)
         .collect()
 }
 
