@@ -70,21 +70,36 @@ pub struct ComparisonEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
     pub noise_pct: f64,
-    pub base_engine: String,
-    pub new_engine: String,
-    /// The hosts whose OS pages the runs' charges counted (`--host`): what a page touched
-    /// costs under the memory tracker ([`super::tracker_page_charge`]) depends on it.
-    pub base_host: Host,
-    pub new_host: Host,
+    pub base: Side,
+    pub new: Side,
     /// How the runs differ in their rules and settings ([`unlike`]): empty unless they
     /// were compared across them.
     pub unlike: Vec<Unlike>,
     /// In report order (position, operation, batch, store).
     pub entries: Vec<ComparisonEntry>,
-    /// What the new run ran (its modules and machine), when it says.
-    pub provenance: Option<Provenance>,
-    /// How the runs differ in it ([`provenance::differences`]): said, never gated.
+    /// How the runs differ in what they ran ([`provenance::differences`]): said, never gated.
     pub ran_otherwise: Vec<String>,
+}
+
+/// What one run of a comparison ran on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Side {
+    pub engine: String,
+    /// The host whose OS pages its charges counted (`--host`): what a page touched costs
+    /// under the memory tracker ([`super::tracker_page_charge`]) depends on it.
+    pub host: Host,
+    /// What it ran (its modules and machine), when it says.
+    pub provenance: Option<Provenance>,
+}
+
+impl Side {
+    fn of(run: &Report) -> Side {
+        Side {
+            engine: run.engine.clone(),
+            host: run.host(),
+            provenance: run.provenance(),
+        }
+    }
 }
 
 /// What identifies a scenario across runs; the engine is left out on purpose.
@@ -266,13 +281,10 @@ pub fn compare(base: &Report, new: &Report, noise_pct: f64) -> Comparison {
         .collect();
     Comparison {
         noise_pct,
-        base_engine: base.engine.clone(),
-        new_engine: new.engine.clone(),
-        base_host: base.host(),
-        new_host: new.host(),
+        base: Side::of(base),
+        new: Side::of(new),
         unlike: unlike(base, new),
         entries,
-        provenance: new.provenance(),
         ran_otherwise: provenance::differences(base, new),
     }
 }
@@ -575,7 +587,7 @@ impl Comparison {
             headline,
             paragraphs: [self.about()]
                 .into_iter()
-                .chain(provenance::paragraph(self.provenance.as_ref(), &self.ran_otherwise))
+                .chain(provenance::paragraph(self.new.provenance.as_ref(), &self.ran_otherwise))
                 .chain([verdict])
                 .collect(),
             shown,
@@ -737,12 +749,12 @@ impl Comparison {
                         .any(|p| p.is_some_and(|p| p != 0.0))
             })
             .count();
-        let page_charge = super::tracker_page_charge(self.new_host);
+        let page_charge = super::tracker_page_charge(self.new.host);
         let mut about = format!(
             "Charged instructions per message of {} scenarios (`store`: the canister's `performance_counter` around the store work), this run against the base; `pages`: the 64 KiB Wasm pages of heap and stable memory the message accessed plus those it wrote, base → new (each costs {} instructions under the memory tracker{}). A change counts from ±{}% (canbench's noise threshold: strictly inside it is noise); ",
             thousands(self.entries.len() as u64),
             thousands(page_charge),
-            match self.new_host {
+            match self.new.host {
                 Host::Linux => String::new(),
                 host => format!(" on this run's host, `{}`", host.name()),
             },
@@ -755,17 +767,17 @@ impl Comparison {
                 thousands(n as u64)
             ),
         });
-        if self.base_engine != self.new_engine {
+        if self.base.engine != self.new.engine {
             about.push_str(&format!(
                 " Engines: `{}` (base), `{}` (new).",
-                self.base_engine, self.new_engine
+                self.base.engine, self.new.engine
             ));
         }
-        if self.base_host != self.new_host {
+        if self.base.host != self.new.host {
             about.push_str(&format!(
                 " Hosts: `{}` (base), `{}` (new): their page charges differ.",
-                self.base_host.name(),
-                self.new_host.name()
+                self.base.host.name(),
+                self.new.host.name()
             ));
         }
         about
@@ -789,10 +801,10 @@ impl Comparison {
                 across(&self.unlike)
             ));
         }
-        if self.base_engine != self.new_engine {
+        if self.base.engine != self.new.engine {
             out.push_str(&format!(
                 "Comparing engine `{}` (base) with `{}` (new).\n\n",
-                self.base_engine, self.new_engine
+                self.base.engine, self.new.engine
             ));
         }
         if let Some(line) = provenance::differences_line(&self.ran_otherwise) {
