@@ -85,7 +85,8 @@ pub struct StoreDef {
     /// under way or due, and a filled canister is sent empty messages until none is, before
     /// its snapshot, so that every scenario starts with the collector idle.
     pub collected: bool,
-    /// The suites that measure it (`--suite` names).
+    /// The suites that measure it (`--suite` names); a store with a page cache is measured
+    /// by the cache suite too ([`StoreKind::suites`]).
     pub suites: &'static [&'static str],
     /// Its schemas in the suites that measure schemas (dbbench, keys, sysbench).
     pub schemas: &'static [Schema],
@@ -193,6 +194,17 @@ const EVERY_SUITE: &[&str] = &[
     "tune",
 ];
 
+/// The suites that measure a store without schemas: every suite but those of schemas
+/// (dbbench, keys and sysbench).
+const SCHEMALESS_SUITES: &[&str] = &[
+    "seed003",
+    "lookups",
+    "sustained",
+    "upgrade",
+    "scaling",
+    "tune",
+];
+
 const HEAP: StoreDef = StoreDef {
     name: names::HEAP,
     selected_by: SelectedBy::Stores {
@@ -223,14 +235,7 @@ const HEAP: StoreDef = StoreDef {
     rows_on_heap: true,
     prefill: Prefill::Alone,
     collected: false,
-    suites: &[
-        "seed003",
-        "lookups",
-        "sustained",
-        "upgrade",
-        "scaling",
-        "tune",
-    ],
+    suites: SCHEMALESS_SUITES,
     schemas: &[],
     memory: Memory {
         users_tenths: 30,
@@ -330,18 +335,7 @@ const SQLITE: StoreDef = StoreDef {
     prefill: Prefill::Shared,
     collected: false,
     // Every suite, and the cache suite's sweep of its page cache.
-    suites: &[
-        "seed003",
-        "lookups",
-        "sustained",
-        "dbbench",
-        "keys",
-        "sysbench",
-        "upgrade",
-        "scaling",
-        "tune",
-        "cache",
-    ],
+    suites: EVERY_SUITE,
     schemas: &[
         // `key BLOB, value BLOB, PRIMARY KEY(key)`: a rowid table plus an index on the key
         // (for a u64 key, INTEGER PRIMARY KEY is the rowid: one B-tree). The records name
@@ -451,15 +445,7 @@ const SQLITE_VFS: StoreDef = StoreDef {
     // over the warm-ups, upgrade, scaling) and tune, which searches its settings in a
     // canister of its own (suites/tune/binding.rs); dbbench, keys and sysbench send their
     // SQL to the bench canister's methods (docs/suites.md).
-    suites: &[
-        "seed003",
-        "lookups",
-        "sustained",
-        "upgrade",
-        "scaling",
-        "tune",
-        "cache",
-    ],
+    suites: SCHEMALESS_SUITES,
     schemas: &[],
     // Its file at 1,000,000 rows of 100 bytes is 122 MB of stable memory (16 KiB pages,
     // 126 MB with the memory manager's buckets); its heap, after the default run's largest

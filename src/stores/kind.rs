@@ -103,9 +103,19 @@ impl StoreKind {
         self.def().fixed.iter().find(|f| f.setting == setting)
     }
 
+    /// The suites that measure it (`--suite` names): its row's, then the cache suite, whose
+    /// sweep is of a page cache, for a store that keeps one.
+    pub fn suites(self) -> impl Iterator<Item = &'static str> {
+        let def = self.def();
+        def.suites
+            .iter()
+            .copied()
+            .chain(def.page_cache.then_some("cache"))
+    }
+
     /// Whether `suite` measures it.
     pub fn measured_by(self, suite: &str) -> bool {
-        self.def().suites.contains(&suite)
+        self.suites().any(|s| s == suite)
     }
 
     /// The default module's store it is a variant of (a tune variant's), else itself.
@@ -167,7 +177,7 @@ impl ValueEnum for StoreKind {
         match self.def().selected_by {
             SelectedBy::Stores { help } => Some(PossibleValue::new(self.name()).help(format!(
                 "{help}; measured by {}",
-                self.def().suites.join(", ")
+                self.suites().collect::<Vec<_>>().join(", ")
             ))),
             SelectedBy::TuneVariants => None,
         }
