@@ -21,15 +21,37 @@ pub struct Plan {
     pub steps: Vec<Planned>,
     pub rules: Vec<Replica>,
     pub host: Host,
-    pub limits: Limits,
     pub caller: Option<Principal>,
+    pub assumed: Assumed,
+    pub price: Price,
+    pub output: Output,
+}
+
+/// What the replay takes the canister and its subnet to be, which a snapshot does not say.
+pub struct Assumed {
+    /// `--canister-id`: a snapshot's canister's id (else the engine's first).
     pub canister_id: Option<Principal>,
+    /// Its controllers and cycles balance.
     pub settings: Settings,
+    /// An application subnet's, with `--wasm-memory-limit`.
+    pub limits: Limits,
+}
+
+/// What a step's cycles cost: the subnet's fees, and the dollars an XDR (a trillion cycles)
+/// buys.
+pub struct Price {
     pub fees: CyclesFees,
     pub usd_per_xdr: f64,
-    pub out: Option<PathBuf>,
+}
+
+/// What a replay records and writes beside its report on the terminal.
+pub struct Output {
+    /// `--out`: the report's files.
+    pub dir: Option<PathBuf>,
+    /// `--profile`: each step's flame graph.
     pub profile: bool,
-    pub save: Option<PathBuf>,
+    /// `--save-snapshot`: the state after the steps.
+    pub snapshot: Option<PathBuf>,
 }
 
 pub enum Start {
@@ -250,21 +272,27 @@ impl Plan {
             steps,
             rules,
             host,
-            limits: Limits {
-                wasm_memory_limit: args.wasm_memory_limit,
-                ..Limits::APPLICATION
-            },
             caller,
-            canister_id,
-            settings,
-            fees: CyclesFees {
-                subnet_size: args.subnet_size,
-                ..CyclesFees::APPLICATION_13
+            assumed: Assumed {
+                canister_id,
+                settings,
+                limits: Limits {
+                    wasm_memory_limit: args.wasm_memory_limit,
+                    ..Limits::APPLICATION
+                },
             },
-            usd_per_xdr: args.usd_per_xdr,
-            out: args.out.clone(),
-            profile: args.profile,
-            save: args.save_snapshot.clone(),
+            price: Price {
+                fees: CyclesFees {
+                    subnet_size: args.subnet_size,
+                    ..CyclesFees::APPLICATION_13
+                },
+                usd_per_xdr: args.usd_per_xdr,
+            },
+            output: Output {
+                dir: args.out.clone(),
+                profile: args.profile,
+                snapshot: args.save_snapshot.clone(),
+            },
         })
     }
 }

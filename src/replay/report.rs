@@ -5,7 +5,7 @@
 
 use anyhow::Result;
 
-use super::plan::{Plan, Start};
+use super::plan::{Plan, Price, Start};
 use super::run::{Replayed, Row};
 use crate::engine::cost::{Limits, SYSTEM_SUBNET_INSTALL, SYSTEM_SUBNET_INSTALL_SLICE};
 use crate::engine::InstallStage;
@@ -25,12 +25,12 @@ pub fn output(plan: &Plan, replays: &[Replayed]) -> Result<bool> {
     for (i, replayed) in replays.iter().enumerate() {
         let mut report = report_of(plan, replayed);
         let document = document(plan, replayed, (i == 0).then_some(replays));
-        if plan.profile {
+        if plan.output.profile {
             report::profiles::select(&mut report, "*");
         }
         printed.push_str(&report::terminal(&document));
         ok &= replayed.skipped == 0 && replayed.rows.iter().all(|r| r.outcome.is_ok());
-        if let Some(out) = &plan.out {
+        if let Some(out) = &plan.output.dir {
             let dir = match replays.len() {
                 1 => out.clone(),
                 _ => out.join(replayed.replica.name),
@@ -89,7 +89,7 @@ fn report_of(plan: &Plan, replayed: &Replayed) -> Report {
 
 fn result_of(plan: &Plan, step: usize, row: &Row, stage: Option<InstallStage>) -> ScenarioResult {
     let report = &row.report;
-    let (cycles, usd) = cost(plan, row);
+    let (cycles, usd) = cost(&plan.price, row);
     let operation = match stage {
         Some(s) => format!("{}-{}", row.kind, s.frame().trim_matches(['[', ']'])),
         None => row.kind.to_string(),
@@ -126,14 +126,14 @@ fn result_of(plan: &Plan, step: usize, row: &Row, stage: Option<InstallStage>) -
 
 /// A step's cycles and USD: replicated execution on the plan's subnet (a query sent as one
 /// is free).
-fn cost(plan: &Plan, row: &Row) -> (u64, f64) {
+fn cost(price: &Price, row: &Row) -> (u64, f64) {
     let cycles = match row.kind {
         "query" => 0,
-        _ => plan
+        _ => price
             .fees
             .execution_cost(row.report.instructions, row.report.wasm64) as u64,
     };
-    (cycles, cycles as f64 / 1e12 * plan.usd_per_xdr)
+    (cycles, cycles as f64 / 1e12 * price.usd_per_xdr)
 }
 
 fn pages_delta(before: u64, after: u64) -> i64 {
@@ -142,10 +142,10 @@ fn pages_delta(before: u64, after: u64) -> i64 {
 
 fn notes(plan: &Plan, replayed: &Replayed) -> Vec<String> {
     let mut notes = vec![
-        format!("Not in a snapshot, and assumed: the canister id {} (`--canister-id`), its controllers {} (`--controller`), a cycles balance of {} (`--cycles`), an application subnet's limits, a wasm_memory_limit of {} (`--wasm-memory-limit`); calls the canister makes to other canisters are rejected as calls to an absent canister (IC0301) unless a `reply` step gives their reply.", plan.canister_id.unwrap_or_else(|| crate::engine::embedded::canister_id(0)), plan.settings.controllers.iter().map(|p| p.to_text()).collect::<Vec<_>>().join(", "), plan.settings.cycles, match plan.limits.wasm_memory_limit { 0 => "none".to_string(), n => format!("{} bytes", thousands(n)) }),
+        format!("Not in a snapshot, and assumed: the canister id {} (`--canister-id`), its controllers {} (`--controller`), a cycles balance of {} (`--cycles`), an application subnet's limits, a wasm_memory_limit of {} (`--wasm-memory-limit`); calls the canister makes to other canisters are rejected as calls to an absent canister (IC0301) unless a `reply` step gives their reply.", plan.assumed.canister_id.unwrap_or_else(|| crate::engine::embedded::canister_id(0)), plan.assumed.settings.controllers.iter().map(|p| p.to_text()).collect::<Vec<_>>().join(", "), plan.assumed.settings.cycles, match plan.assumed.limits.wasm_memory_limit { 0 => "none".to_string(), n => format!("{} bytes", thousands(n)) }),
         format!(
             "Cycles: replicated execution on a {}-node application subnet (queries sent as queries are free), at {} USD per XDR.",
-            plan.fees.subnet_size, plan.usd_per_xdr
+            plan.price.fees.subnet_size, plan.price.usd_per_xdr
         ),
     ];
     if replayed.skipped > 0 {
@@ -192,7 +192,7 @@ fn document(plan: &Plan, replayed: &Replayed, all: Option<&[Replayed]>) -> Docum
             .to_vec(),
     );
     for row in &replayed.rows {
-        let (cycles, price) = cost(plan, row);
+        let (cycles, price) = cost(&plan.price, row);
         let pages = row.report.pages;
         let pair = |a: Option<u64>, w: Option<u64>| match (a, w) {
             (Some(a), Some(w)) => format!("{a} / {w}"),

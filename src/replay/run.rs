@@ -47,13 +47,13 @@ pub struct Replayed {
 
 pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
     let started = std::time::Instant::now();
-    let mut engine = EmbeddedEngine::new(plan.limits)
+    let mut engine = EmbeddedEngine::new(plan.assumed.limits)
         .with_replica(replica)
         .with_host(plan.host);
-    if plan.profile {
+    if plan.output.profile {
         engine.set_profiling(Profiling::Messages)?;
     }
-    engine.set_settings(plan.settings.clone());
+    engine.set_settings(plan.assumed.settings.clone());
     let mut rows = Vec::new();
     let id = match &plan.start {
         Start::Snapshot(s) => {
@@ -75,7 +75,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                     global_timer: s.global_timer(),
                     time_ns: s.taken_at_ns(),
                     canister_version: s.canister_version(),
-                    canister_id: plan.canister_id,
+                    canister_id: plan.assumed.canister_id,
                 })
                 .with_context(|| format!("loading the snapshot {}", s.dir.display()))?
         }
@@ -166,7 +166,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
             }
         }
     }
-    if let (true, Some(dir)) = (save, &plan.save) {
+    if let (true, Some(dir)) = (save, &plan.output.snapshot) {
         save_snapshot(plan, &mut engine, id, dir, &rows)?;
     }
     Ok(Replayed {
