@@ -260,28 +260,32 @@ mod tests {
 
     #[test]
     fn bad_lines_say_what_is_wrong() {
-        let err = |line: &str| parse(line, Path::new("")).unwrap_err().to_string();
-        assert_eq!(
-            err("advance 5 parsecs"),
-            "advance: unknown unit ` parsecs` in `5 parsecs` (ns, us, ms, s, m, h, d)"
-        );
-        assert_eq!(
-            err("advance soon"),
-            "advance needs a duration such as 90s, 5m or 250ms, not `soon`"
-        );
-        assert_eq!(err("0 x add"), "0 x: a call repeats 1 to 100000 times");
-        assert_eq!(
-            err("caller nobody"),
-            "nobody is not a principal: Text must be in valid Base32 encoding."
-        );
-        assert_eq!(err("upgrade"), "upgrade needs the new module's file");
-        assert_eq!(
-            err("add-user (1)"),
-            "add-user is not a step (a method name, caller, advance, tick, upgrade or reply)"
-        );
-        assert_eq!(
-            err("reply aaaaa-aa"),
-            "reply needs a canister, its method and the reply: `reply CANISTER METHOD (ARGS)`"
-        );
+        for (line, error) in [
+            (
+                "advance 5 parsecs",
+                "advance: unknown unit ` parsecs` in `5 parsecs` (ns, us, ms, s, m, h, d)",
+            ),
+            (
+                "advance soon",
+                "advance needs a duration such as 90s, 5m or 250ms, not `soon`",
+            ),
+            ("0 x add", "0 x: a call repeats 1 to 100000 times"),
+            (
+                "caller nobody",
+                "nobody is not a principal: Text must be in valid Base32 encoding.",
+            ),
+            ("upgrade", "upgrade needs the new module's file"),
+            (
+                "add-user (1)",
+                "add-user is not a step (a method name, caller, advance, tick, upgrade or reply)",
+            ),
+            (
+                "reply aaaaa-aa",
+                "reply needs a canister, its method and the reply: `reply CANISTER METHOD (ARGS)`",
+            ),
+        ] {
+            let got = parse(line, Path::new("")).unwrap_err().to_string();
+            assert_eq!(got, error, "{line}");
+        }
     }
 }
