@@ -56,10 +56,7 @@ mod tests {
 
     #[test]
     fn alone_a_canister_per_store_shared_one_per_module() {
-        let cfg = Config {
-            rows: 2_000,
-            ..Config::default()
-        };
+        let cfg = Config::default();
         let names = |layout| -> Vec<(&str, Vec<&str>, Vec<&str>)> {
             let cfg = Config {
                 layout,
