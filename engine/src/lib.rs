@@ -359,6 +359,22 @@ pub struct TaskOutcome {
     pub outcome: CallOutcome,
 }
 
+/// An `install_code` over an existing canister (a new one is [`Engine::install`]'s): the
+/// module, and `arg` for its `canister_init` or `canister_post_upgrade`.
+#[derive(Clone, Copy, Debug)]
+pub struct InstallCode<'a> {
+    pub mode: InstallMode,
+    pub wasm: &'a [u8],
+    pub arg: &'a [u8],
+}
+
+/// `install_code`'s mode over an existing canister.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallMode {
+    Reinstall,
+    Upgrade(UpgradeOptions),
+}
+
 /// `install_code`'s upgrade options (the management canister's `canister_upgrade_options`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct UpgradeOptions {
@@ -538,9 +554,17 @@ pub trait Engine {
         wasm: &[u8],
         arg: &[u8],
         options: UpgradeOptions,
-    ) -> Result<CallOutcome>;
+    ) -> Result<CallOutcome> {
+        let mode = InstallMode::Upgrade(options);
+        self.install_code(canister, InstallCode { mode, wasm, arg })
+    }
     /// A fresh install over an existing canister: heap and stable memory are wiped.
-    fn reinstall(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome>;
+    fn reinstall(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
+        let mode = InstallMode::Reinstall;
+        self.install_code(canister, InstallCode { mode, wasm, arg })
+    }
+    /// A reinstall or an upgrade: what [`Engine::reinstall`] and [`Engine::upgrade_with`] ask for.
+    fn install_code(&mut self, canister: Principal, code: InstallCode<'_>) -> Result<CallOutcome>;
     /// A replicated update call from the anonymous principal.
     fn update(&mut self, canister: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome>;
     /// A non-replicated query call; nothing it does persists.

@@ -4,9 +4,23 @@
 
 use super::*;
 
+/// The module an install_code puts in: loaded as the engine runs it now, and the hash the
+/// subnet's expected compiled modules are keyed by.
+pub(super) struct NewModule {
+    module: Arc<LoadedModule>,
+    hash: [u8; 32],
+}
+
 impl EmbeddedEngine {
-    /// Fresh instance of `module` over the `carried` memories, then `canister_start` and
-    /// `init_export`: the rest of an install_code that already used `used_before`
+    pub(super) fn new_module(&self, wasm: &[u8]) -> Result<NewModule> {
+        Ok(NewModule {
+            module: self.module_of(wasm)?,
+            hash: module_hash(wasm),
+        })
+    }
+
+    /// Fresh instance of the `new` module over the `carried` memories, then `canister_start`
+    /// and `init_export`: the rest of an install_code that already used `used_before`
     /// instructions (pre_upgrade). Compilation and every stage share one limit
     /// (`max_instructions_per_install_code`: each stage gets what is left, upgrade.rs and
     /// install_code.rs `reduce_instructions_by`), and at the end the heap must be within
@@ -15,14 +29,14 @@ impl EmbeddedEngine {
     fn start_module(
         &mut self,
         id: Principal,
-        module: Arc<LoadedModule>,
-        module_hash: &[u8; 32],
+        new: NewModule,
         carried: Carried,
         api: ApiType,
         init_export: &str,
         arg: &[u8],
         used_before: u64,
     ) -> Result<CallOutcome> {
+        let NewModule { module, hash } = new;
         let limit = self.limits.max_instructions_per_install;
         let over_limit = |id: Principal| {
             reject(
@@ -59,7 +73,7 @@ impl EmbeddedEngine {
         // module the subnet installed since its last checkpoint (as the vintage has it).
         let compilation = self.replica.compilation_charge(
             module.compile_instructions,
-            self.expected_compiled_wasms.contains(module_hash),
+            self.expected_compiled_wasms.contains(&hash),
         );
         total.report.instructions = compilation;
         if self.profiling == Profiling::Messages {
@@ -135,15 +149,13 @@ impl EmbeddedEngine {
 
     pub(super) fn install_new(
         &mut self,
-        wasm: &[u8],
+        new: NewModule,
         arg: &[u8],
     ) -> Result<(Principal, CallOutcome)> {
-        let module = self.module_of(wasm)?;
-        let hash = module_hash(wasm);
         let id = canister_id(self.next_canister);
         self.next_canister += 1;
         self.canisters.insert(id, Canister::empty(0));
-        let out = self.init_fresh(id, module, &hash, arg)?;
+        let out = self.init_fresh(id, new, arg)?;
         if out.result.is_err() {
             // A failed install leaves an empty canister, as on the replica.
             let c = self.canister(id)?;
@@ -155,12 +167,10 @@ impl EmbeddedEngine {
     pub(super) fn upgrade_canister(
         &mut self,
         id: Principal,
-        wasm: &[u8],
+        new: NewModule,
         arg: &[u8],
         options: UpgradeOptions,
     ) -> Result<CallOutcome> {
-        let module = self.module_of(wasm)?;
-        let hash = module_hash(wasm);
         let before = self.save(id)?;
         let mut total = CallOutcome {
             result: Ok(Vec::new()),
@@ -189,11 +199,13 @@ impl EmbeddedEngine {
                 "Missing upgrade option: Enhanced orthogonal persistence requires the \
                  `wasm_memory_persistence` upgrade option.",
             ),
-            Some(WasmMemoryPersistence::Keep) if !module.enhanced_orthogonal_persistence => Err(
-                "Invalid upgrade option: The `wasm_memory_persistence: opt Keep` upgrade \
+            Some(WasmMemoryPersistence::Keep) if !new.module.enhanced_orthogonal_persistence => {
+                Err(
+                    "Invalid upgrade option: The `wasm_memory_persistence: opt Keep` upgrade \
                  option requires that the new canister module supports enhanced orthogonal \
                  persistence.",
-            ),
+                )
+            }
             Some(WasmMemoryPersistence::Keep) => Ok(true),
             None | Some(WasmMemoryPersistence::Replace) => Ok(false),
         };
@@ -223,10 +235,10 @@ impl EmbeddedEngine {
             },
         };
         c.version += 1;
+        let hash = new.hash;
         let started = self.start_module(
             id,
-            module,
-            &hash,
+            new,
             carried,
             ApiType::PostUpgrade,
             "canister_post_upgrade",
@@ -254,14 +266,12 @@ impl EmbeddedEngine {
     pub(super) fn reinstall_canister(
         &mut self,
         id: Principal,
-        wasm: &[u8],
+        new: NewModule,
         arg: &[u8],
     ) -> Result<CallOutcome> {
-        let module = self.module_of(wasm)?;
-        let hash = module_hash(wasm);
         let before = self.save(id).ok();
         self.canister(id)?.version += 1;
-        let out = self.init_fresh(id, module, &hash, arg)?;
+        let out = self.init_fresh(id, new, arg)?;
         if out.result.is_err() {
             if let Some(before) = before {
                 self.canister(id)?.version -= 1;
@@ -271,19 +281,13 @@ impl EmbeddedEngine {
         Ok(out)
     }
 
-    /// `module` started on empty memories with `canister_init(arg)`: an install or a
+    /// `new` started on empty memories with `canister_init(arg)`: an install or a
     /// reinstall, counted as an install_code.
-    fn init_fresh(
-        &mut self,
-        id: Principal,
-        module: Arc<LoadedModule>,
-        hash: &[u8; 32],
-        arg: &[u8],
-    ) -> Result<CallOutcome> {
+    fn init_fresh(&mut self, id: Principal, new: NewModule, arg: &[u8]) -> Result<CallOutcome> {
+        let hash = new.hash;
         let out = self.start_module(
             id,
-            module,
-            hash,
+            new,
             Carried {
                 stable: StableImage::default(),
                 heap: None,
@@ -293,7 +297,7 @@ impl EmbeddedEngine {
             arg,
             0,
         )?;
-        self.installed(hash, &out);
+        self.installed(&hash, &out);
         Ok(out)
     }
 

@@ -62,9 +62,9 @@ use super::instrument::{self, Counter};
 use super::page_map::{MemoryPages, PageMap};
 use super::profile::{self, Profile};
 use super::{
-    CallOutcome, Engine, ErrorCode, ExportedState, InstallStage, MessageReport, Metering,
-    PageCounts, Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes, UpgradeOptions,
-    WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, ExportedState, InstallCode, InstallMode, InstallStage,
+    MessageReport, Metering, PageCounts, Profiling, Reject, SharedSnapshot, SnapshotId, StateBytes,
+    UpgradeOptions, WasmMemoryPersistence,
 };
 
 /// The first canister id of PocketIC's single application subnet, so that error texts and
@@ -510,21 +510,16 @@ impl Engine for EmbeddedEngine {
     }
 
     fn install(&mut self, wasm: &[u8], arg: &[u8]) -> Result<(Principal, CallOutcome)> {
-        self.install_new(wasm, arg)
+        let new = self.new_module(wasm)?;
+        self.install_new(new, arg)
     }
 
-    fn upgrade_with(
-        &mut self,
-        id: Principal,
-        wasm: &[u8],
-        arg: &[u8],
-        options: UpgradeOptions,
-    ) -> Result<CallOutcome> {
-        self.upgrade_canister(id, wasm, arg, options)
-    }
-
-    fn reinstall(&mut self, id: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        self.reinstall_canister(id, wasm, arg)
+    fn install_code(&mut self, id: Principal, code: InstallCode<'_>) -> Result<CallOutcome> {
+        let new = self.new_module(code.wasm)?;
+        match code.mode {
+            InstallMode::Reinstall => self.reinstall_canister(id, new, code.arg),
+            InstallMode::Upgrade(options) => self.upgrade_canister(id, new, code.arg, options),
+        }
     }
 
     fn update(&mut self, id: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {

@@ -14,8 +14,8 @@ use pocket_ic::{PocketIc, PocketIcBuilder, RejectResponse};
 
 use super::super::cost::CyclesFees;
 use super::super::{
-    CallOutcome, Engine, ErrorCode, MessageReport, Reject, RejectCode, SnapshotId, TaskOutcome,
-    UpgradeOptions, WasmMemoryPersistence,
+    CallOutcome, Engine, ErrorCode, InstallCode, InstallMode, MessageReport, Reject, RejectCode,
+    SnapshotId, TaskOutcome, UpgradeOptions, WasmMemoryPersistence,
 };
 use super::{
     how_to_provide_server, install_code_upgrade, instructions_from_cycles, server_source_from_env,
@@ -111,7 +111,7 @@ impl PocketIcEngine {
             .expect("the instance lives as long as the engine")
     }
 
-    fn memory(&self, canister: Principal) -> Result<(u64, u64)> {
+    fn memory(&self, canister: Principal) -> Result<Memory> {
         let status = guard("canister_status", || {
             self.pic().canister_status(canister, None)
         })?
@@ -120,10 +120,10 @@ impl PocketIcEngine {
         let bytes = |n: &candid::Nat, what: &str| {
             u64::try_from(n.0.clone()).map_err(|_| anyhow!("{what} {n} does not fit u64"))
         };
-        Ok((
-            bytes(&m.wasm_memory_size, "wasm memory size")?,
-            bytes(&m.stable_memory_size, "stable memory size")?,
-        ))
+        Ok(Memory {
+            heap: bytes(&m.wasm_memory_size, "wasm memory size")?,
+            stable: bytes(&m.stable_memory_size, "stable memory size")?,
+        })
     }
 
     fn balance(&self, canister: Principal) -> Result<u128> {
@@ -147,60 +147,26 @@ impl PocketIcEngine {
         .map_err(|r| anyhow!("starting {canister} after {what}: {}", map_reject(&r)))?;
         out
     }
+}
 
-    /// A reinstall (`upgrade` None) or an upgrade with the given options.
-    fn install_mode(
-        &mut self,
-        canister: Principal,
-        wasm: &[u8],
-        arg: &[u8],
-        upgrade: Option<UpgradeOptions>,
-    ) -> Result<CallOutcome> {
-        let (heap_before, stable_before) = self.memory(canister)?;
-        let pic = self.pic();
-        let keep = UpgradeOptions {
-            skip_pre_upgrade: false,
-            wasm_memory_persistence: Some(WasmMemoryPersistence::Keep),
-        };
-        let result = match upgrade {
-            // The crate's install_canister panics on a reject; reinstall on an empty canister
-            // runs canister_init exactly as install does and returns the reject.
-            None => guard("reinstall_canister", || {
-                pic.reinstall_canister(canister, wasm.to_vec(), arg.to_vec(), None)
-            })?,
-            Some(options) if options == UpgradeOptions::default() => {
-                guard("upgrade_canister", || {
-                    pic.upgrade_canister(canister, wasm.to_vec(), arg.to_vec(), None)
-                })?
-            }
-            Some(options) if options == keep => guard("upgrade_eop_canister", || {
-                pic.upgrade_eop_canister(canister, wasm.to_vec(), arg.to_vec(), None)
-            })?,
-            Some(options) => {
-                let payload = install_code_upgrade(canister, wasm, arg, options)?;
-                guard("install_code", || {
-                    pic.update_call_with_effective_principal(
-                        Principal::management_canister(),
-                        RawEffectivePrincipal::CanisterId(canister.as_slice().to_vec()),
-                        Principal::anonymous(),
-                        "install_code",
-                        payload,
-                    )
-                })?
-                .map(|_| ())
-            }
-        };
-        let (heap_after, stable_after) = self.memory(canister)?;
-        Ok(CallOutcome {
-            result: result.map(|()| Vec::new()).map_err(|r| map_reject(&r)),
-            report: MessageReport {
-                heap_bytes_before: heap_before,
-                heap_bytes_after: heap_after,
-                stable_bytes_before: stable_before,
-                stable_bytes_after: stable_after,
-                ..MessageReport::default()
-            },
-        })
+/// A canister's heap and stable memory sizes in bytes, as canister_status reports them.
+#[derive(Clone, Copy)]
+struct Memory {
+    heap: u64,
+    stable: u64,
+}
+
+impl Memory {
+    /// The report of a call that ran `instructions` between this and `after`.
+    fn report(self, instructions: u64, after: Memory) -> MessageReport {
+        MessageReport {
+            instructions,
+            heap_bytes_before: self.heap,
+            heap_bytes_after: after.heap,
+            stable_bytes_before: self.stable,
+            stable_bytes_after: after.stable,
+            ..MessageReport::default()
+        }
     }
 }
 
@@ -285,33 +251,64 @@ impl Engine for PocketIcEngine {
         guard("add_cycles", || {
             self.pic().add_cycles(canister, CANISTER_CYCLES)
         })?;
-        let out = self.install_mode(canister, wasm, arg, None)?;
+        let out = self.reinstall(canister, wasm, arg)?;
         Ok((canister, out))
     }
 
-    fn upgrade_with(
-        &mut self,
-        canister: Principal,
-        wasm: &[u8],
-        arg: &[u8],
-        options: UpgradeOptions,
-    ) -> Result<CallOutcome> {
-        self.install_mode(canister, wasm, arg, Some(options))
-    }
-
-    fn reinstall(&mut self, canister: Principal, wasm: &[u8], arg: &[u8]) -> Result<CallOutcome> {
-        self.install_mode(canister, wasm, arg, None)
+    fn install_code(&mut self, canister: Principal, code: InstallCode<'_>) -> Result<CallOutcome> {
+        let InstallCode { mode, wasm, arg } = code;
+        let memory_before = self.memory(canister)?;
+        let pic = self.pic();
+        let keep = UpgradeOptions {
+            skip_pre_upgrade: false,
+            wasm_memory_persistence: Some(WasmMemoryPersistence::Keep),
+        };
+        let result = match mode {
+            // The crate's install_canister panics on a reject; reinstall on an empty canister
+            // runs canister_init exactly as install does and returns the reject.
+            InstallMode::Reinstall => guard("reinstall_canister", || {
+                pic.reinstall_canister(canister, wasm.to_vec(), arg.to_vec(), None)
+            })?,
+            InstallMode::Upgrade(options) if options == UpgradeOptions::default() => {
+                guard("upgrade_canister", || {
+                    pic.upgrade_canister(canister, wasm.to_vec(), arg.to_vec(), None)
+                })?
+            }
+            InstallMode::Upgrade(options) if options == keep => {
+                guard("upgrade_eop_canister", || {
+                    pic.upgrade_eop_canister(canister, wasm.to_vec(), arg.to_vec(), None)
+                })?
+            }
+            InstallMode::Upgrade(options) => {
+                let payload = install_code_upgrade(canister, wasm, arg, options)?;
+                guard("install_code", || {
+                    pic.update_call_with_effective_principal(
+                        Principal::management_canister(),
+                        RawEffectivePrincipal::CanisterId(canister.as_slice().to_vec()),
+                        Principal::anonymous(),
+                        "install_code",
+                        payload,
+                    )
+                })?
+                .map(|_| ())
+            }
+        };
+        let memory_after = self.memory(canister)?;
+        Ok(CallOutcome {
+            result: result.map(|()| Vec::new()).map_err(|r| map_reject(&r)),
+            report: memory_before.report(0, memory_after),
+        })
     }
 
     fn update(&mut self, canister: Principal, method: &str, arg: &[u8]) -> Result<CallOutcome> {
-        let (heap_before, stable_before) = self.memory(canister)?;
+        let memory_before = self.memory(canister)?;
         let before = self.balance(canister)?;
         let pic = self.pic();
         let result = guard("update_call", || {
             pic.update_call(canister, Principal::anonymous(), method, arg.to_vec())
         })?;
         let after = self.balance(canister)?;
-        let (heap_after, stable_after) = self.memory(canister)?;
+        let memory_after = self.memory(canister)?;
         let charged = before.checked_sub(after).ok_or_else(|| {
             anyhow!("the cycles balance of {canister} grew during {method} ({before} -> {after})")
         })?;
@@ -323,14 +320,7 @@ impl Engine for PocketIcEngine {
         };
         Ok(CallOutcome {
             result: result.map_err(|r| map_reject(&r)),
-            report: MessageReport {
-                instructions,
-                heap_bytes_before: heap_before,
-                heap_bytes_after: heap_after,
-                stable_bytes_before: stable_before,
-                stable_bytes_after: stable_after,
-                ..MessageReport::default()
-            },
+            report: memory_before.report(instructions, memory_after),
         })
     }
 
