@@ -145,6 +145,19 @@ pub struct MemoryFile<'a> {
     pub len: u64,
 }
 
+/// What a snapshot records of a canister besides its module and its two memories.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemState {
+    /// In the order [`snapshot_globals`] gives.
+    pub globals: Vec<GlobalValue>,
+    pub certified_data: Vec<u8>,
+    /// The global timer's deadline (ns since the epoch); None: inactive.
+    pub global_timer: Option<u64>,
+    /// The clock: the next message sees one nanosecond more.
+    pub time_ns: u64,
+    pub canister_version: u64,
+}
+
 /// A canister's state in files, to load ([`crate::embedded::EmbeddedEngine::load_state_files`]).
 #[derive(Clone, Debug)]
 pub struct StateFiles<'a> {
@@ -153,14 +166,7 @@ pub struct StateFiles<'a> {
     pub heap: MemoryFile<'a>,
     /// None: no stable memory.
     pub stable: Option<MemoryFile<'a>>,
-    /// In the order [`snapshot_globals`] gives.
-    pub globals: &'a [GlobalValue],
-    pub certified_data: &'a [u8],
-    /// The global timer's deadline (ns since the epoch); None: inactive.
-    pub global_timer: Option<u64>,
-    /// The clock: the next message sees one nanosecond more.
-    pub time_ns: u64,
-    pub canister_version: u64,
+    pub system: &'a SystemState,
     /// The canister's id, which a snapshot does not hold; None: the engine's first.
     pub canister_id: Option<candid::Principal>,
 }
@@ -170,12 +176,7 @@ pub struct StateFiles<'a> {
 pub struct WrittenState {
     pub heap_bytes: u64,
     pub stable_bytes: u64,
-    /// In the order [`snapshot_globals`] gives.
-    pub globals: Vec<GlobalValue>,
-    pub certified_data: Vec<u8>,
-    pub global_timer: Option<u64>,
-    pub time_ns: u64,
-    pub canister_version: u64,
+    pub system: SystemState,
 }
 
 #[cfg(test)]

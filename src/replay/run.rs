@@ -70,11 +70,7 @@ pub fn replay(plan: &Plan, replica: Replica, save: bool) -> Result<Replayed> {
                         file,
                         len: s.stable_bytes(),
                     }),
-                    globals: &s.globals,
-                    certified_data: s.certified_data(),
-                    global_timer: s.global_timer(),
-                    time_ns: s.taken_at_ns(),
-                    canister_version: s.canister_version(),
+                    system: &s.system,
                     canister_id: plan.assumed.canister_id,
                 })
                 .with_context(|| format!("loading the snapshot {}", s.dir.display()))?

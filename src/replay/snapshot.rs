@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{anyhow, bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::state_files::{GlobalValue, WrittenState};
+use crate::engine::state_files::{GlobalValue, SystemState, WrittenState};
 
 pub const METADATA: &str = "metadata.json";
 pub const WASM_MODULE: &str = "wasm_module.bin";
@@ -85,7 +85,8 @@ pub struct Snapshot {
     metadata: Metadata,
     /// The module as installed (raw or gzipped).
     pub wasm: Vec<u8>,
-    pub globals: Vec<GlobalValue>,
+    /// Its globals, certified data, timer, clock and version, from metadata.json.
+    pub system: SystemState,
     /// Whether `stable_memory.bin` was there though the size is 0 (icp-cli writes it empty).
     empty_stable_file: bool,
 }
@@ -136,11 +137,21 @@ impl Snapshot {
                 );
             }
         }
+        let system = SystemState {
+            globals,
+            certified_data: metadata.certified_data.clone(),
+            global_timer: match metadata.global_timer {
+                Some(Timer::Active(t)) => Some(t),
+                _ => None,
+            },
+            time_ns: metadata.taken_at_timestamp,
+            canister_version: metadata.canister_version,
+        };
         Ok(Snapshot {
             dir: dir.to_path_buf(),
             metadata,
             wasm,
-            globals,
+            system,
             empty_stable_file,
         })
     }
@@ -164,7 +175,7 @@ impl Snapshot {
                 on_low_wasm_memory_hook_status: Some(HookStatus::ConditionNotSatisfied),
             },
             wasm: wasm.to_vec(),
-            globals: Vec::new(),
+            system: SystemState::default(),
             empty_stable_file: false,
         }
     }
@@ -186,26 +197,6 @@ impl Snapshot {
         self.metadata.stable_memory_size
     }
 
-    pub fn certified_data(&self) -> &[u8] {
-        &self.metadata.certified_data
-    }
-
-    /// The global timer's deadline; None: inactive (or not recorded, before April 2025).
-    pub fn global_timer(&self) -> Option<u64> {
-        match self.metadata.global_timer {
-            Some(Timer::Active(t)) => Some(t),
-            _ => None,
-        }
-    }
-
-    pub fn taken_at_ns(&self) -> u64 {
-        self.metadata.taken_at_timestamp
-    }
-
-    pub fn canister_version(&self) -> u64 {
-        self.metadata.canister_version
-    }
-
     /// Writes the state `state` of a canister running `wasm` into `dir` (which must not
     /// exist or be empty) in this snapshot's shape: what the canister holds now, the
     /// rest (source, hook status, chunk store) as read.
@@ -218,19 +209,20 @@ impl Snapshot {
         stable: &Path,
     ) -> Result<()> {
         let mut metadata = self.metadata.clone();
-        metadata.taken_at_timestamp = state.time_ns;
+        let system = &state.system;
+        metadata.taken_at_timestamp = system.time_ns;
         metadata.wasm_module_size = wasm.len() as u64;
         metadata.wasm_memory_size = state.heap_bytes;
         metadata.stable_memory_size = state.stable_bytes;
-        metadata.canister_version = state.canister_version;
-        metadata.certified_data = state.certified_data.clone();
-        if metadata.global_timer.is_some() || state.global_timer.is_some() {
-            metadata.global_timer = Some(match state.global_timer {
+        metadata.canister_version = system.canister_version;
+        metadata.certified_data = system.certified_data.clone();
+        if metadata.global_timer.is_some() || system.global_timer.is_some() {
+            metadata.global_timer = Some(match system.global_timer {
                 Some(t) => Timer::Active(t),
                 None => Timer::Inactive,
             });
         }
-        std::fs::write(dir.join(METADATA), pretty(&metadata, &state.globals)?)?;
+        std::fs::write(dir.join(METADATA), pretty(&metadata, &system.globals)?)?;
         std::fs::write(dir.join(WASM_MODULE), wasm)?;
         std::fs::rename(heap, dir.join(WASM_MEMORY))?;
         if state.stable_bytes > 0 || self.empty_stable_file {

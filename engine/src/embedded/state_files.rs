@@ -6,7 +6,8 @@ use std::fs::File;
 
 use super::*;
 use crate::state_files::{
-    engine_globals, snapshot_globals, GlobalValue, MemoryFile, StateFiles, WrittenState,
+    engine_globals, snapshot_globals, GlobalValue, MemoryFile, StateFiles, SystemState,
+    WrittenState,
 };
 
 impl EmbeddedEngine {
@@ -18,16 +19,17 @@ impl EmbeddedEngine {
             bail!("a snapshot can only be loaded into a fresh engine");
         }
         let module = self.module_of(files.wasm)?;
+        let system = files.system;
         let listed = snapshot_globals(&module.raw)?;
-        if listed.len() != files.globals.len() {
+        if listed.len() != system.globals.len() {
             bail!(
                 "the snapshot lists {} globals, the module has {} (its exported globals and its other mutable ones): the snapshot is of another module",
-                files.globals.len(),
+                system.globals.len(),
                 listed.len()
             );
         }
         let mut by_index = HashMap::new();
-        for (i, (g, v)) in listed.iter().zip(files.globals).enumerate() {
+        for (i, (g, v)) in listed.iter().zip(&system.globals).enumerate() {
             if g.type_name != v.type_name() {
                 bail!(
                     "global {i} of the snapshot is {}, the module's is {}: the snapshot is of another module",
@@ -58,23 +60,23 @@ impl EmbeddedEngine {
             heap: Arc::new(heap),
             globals,
             stable,
-            certified_data: files.certified_data.to_vec(),
-            global_timer: files.global_timer.unwrap_or(0),
-            time_ns: files.time_ns,
+            certified_data: system.certified_data.clone(),
+            global_timer: system.global_timer.unwrap_or(0),
+            time_ns: system.time_ns,
         };
         let id = files.canister_id.unwrap_or_else(|| canister_id(0));
         self.canisters.insert(
             id,
             Canister {
                 module: Some(module),
-                ..Canister::empty(files.canister_version)
+                ..Canister::empty(system.canister_version)
             },
         );
         if let Err(e) = self.load(id, &saved) {
             self.canisters.clear();
             return Err(e);
         }
-        self.time_ns = files.time_ns;
+        self.time_ns = system.time_ns;
         self.next_canister = 1;
         Ok(id)
     }
@@ -139,11 +141,13 @@ impl EmbeddedEngine {
         Ok(WrittenState {
             heap_bytes: heap.len() as u64,
             stable_bytes,
-            globals,
-            certified_data: saved.certified_data.clone(),
-            global_timer: (saved.global_timer != 0).then_some(saved.global_timer),
-            time_ns: self.time_ns,
-            canister_version: version,
+            system: SystemState {
+                globals,
+                certified_data: saved.certified_data.clone(),
+                global_timer: (saved.global_timer != 0).then_some(saved.global_timer),
+                time_ns: self.time_ns,
+                canister_version: version,
+            },
         })
     }
 }
