@@ -58,9 +58,7 @@ fn report_of(plan: &Plan, replayed: &Replayed) -> Report {
     let mut report = Report {
         suite: SUITE.into(),
         engine: "embedded".into(),
-        rows_before: 0,
-        seed: 0,
-        payload_size: 0,
+        workload: None,
         wall_seconds: replayed.wall_seconds,
         prefill: Some(match &plan.start {
             Start::Snapshot(s) => format!(

@@ -9,7 +9,7 @@ use super::comment::{self, Comment, Section};
 use super::format::{multiplier, pct_change, signed_thousands, thousands};
 use super::provenance::{self, Provenance};
 use super::table::{first_seen, Align, Table};
-use super::{CacheState, Report, ScenarioResult, Status};
+use super::{CacheState, Report, ScenarioResult, Status, Workload};
 use crate::engine::cost::Host;
 
 /// How a scenario moved between the base run and the new run.
@@ -102,6 +102,11 @@ impl Side {
     }
 }
 
+/// A run's workload as `show` says it; `none` for a run without one (a replay).
+fn workload(run: &Report, show: fn(Workload) -> String) -> String {
+    run.workload.map_or_else(|| "none".to_string(), show)
+}
+
 /// What identifies a scenario across runs; the engine is left out on purpose.
 type Key = (
     String,
@@ -168,9 +173,11 @@ pub fn unlike(base: &Report, new: &Report) -> Vec<Unlike> {
     let mut checks: Vec<Check> = vec![
         ("replica rules", |r| recorded(r.extra(super::REPLICA))),
         ("host", |r| r.host().name().to_string()),
-        ("rows", |r| thousands(r.rows_before)),
-        ("payload size", |r| thousands(r.payload_size)),
-        ("seed", |r| r.seed.to_string()),
+        ("rows", |r| workload(r, |w| thousands(w.rows_before))),
+        ("payload size", |r| {
+            workload(r, |w| thousands(w.payload_size))
+        }),
+        ("seed", |r| workload(r, |w| w.seed.to_string())),
         ("layout", |r| recorded(r.extra(super::LAYOUT))),
     ];
     if base.layout() == Some(crate::stores::Layout::Shared)

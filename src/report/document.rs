@@ -131,15 +131,17 @@ pub fn markdown(report: &Report, document: &Document) -> String {
             thousands(per_page)
         ));
     }
-    out.push_str(&format!(
-        "- Rows before each message: {}\n",
-        thousands(report.rows_before)
-    ));
-    out.push_str(&format!("- Seed: {}\n", report.seed));
-    out.push_str(&format!(
-        "- Payload size: {} bytes\n",
-        thousands(report.payload_size)
-    ));
+    if let Some(w) = report.workload {
+        out.push_str(&format!(
+            "- Rows before each message: {}\n",
+            thousands(w.rows_before)
+        ));
+        out.push_str(&format!("- Seed: {}\n", w.seed));
+        out.push_str(&format!(
+            "- Payload size: {} bytes\n",
+            thousands(w.payload_size)
+        ));
+    }
     // One line with the wall time: both describe this run, not its results.
     match &report.prefill {
         Some(prefill) => out.push_str(&format!(

@@ -46,12 +46,9 @@ pub struct Report {
     pub suite: String,
     /// `embedded` or `pocket-ic`.
     pub engine: String,
-    /// Rows in each store before every measured message.
-    pub rows_before: u64,
-    /// Seed of the random draws.
-    pub seed: u64,
-    /// Bytes of the value of each row.
-    pub payload_size: u64,
+    /// The rows the suite's scenarios ran on; None for a run that generated none (a replay).
+    #[serde(flatten)]
+    pub workload: Option<Workload>,
     pub wall_seconds: f64,
     /// Where the state the scenarios started from came from, when the suite says (e.g. the
     /// prefill "run" or "loaded from the cache"). Shown next to the wall time in report.md
@@ -75,6 +72,17 @@ pub struct Report {
     pub extra: BTreeMap<String, serde_json::Value>,
 }
 
+/// What a suite's scenarios ran on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Workload {
+    /// Rows in each store before every measured message.
+    pub rows_before: u64,
+    /// Seed of the random draws.
+    pub seed: u64,
+    /// Bytes of the value of each row.
+    pub payload_size: u64,
+}
+
 /// The results.json field naming the replica rules a run charged by.
 pub const REPLICA: &str = "replica";
 /// The results.json field naming where a users suite's run filled its stores (`--layout`):
@@ -86,6 +94,11 @@ pub const LAYOUT: &str = "layout";
 pub const HOST: &str = "host";
 
 impl Report {
+    /// The suite's workload: every suite's report has one (a replay's has none: zeros).
+    pub fn workload(&self) -> Workload {
+        self.workload.unwrap_or_default()
+    }
+
     /// Names the replica vintage the run modelled (None: a PocketIC server's own rules).
     pub fn set_replica(&mut self, replica: Option<crate::engine::cost::Replica>) {
         let name = replica.map_or_else(
@@ -407,9 +420,11 @@ pub(crate) mod fixture {
         Report {
             suite: "unit".into(),
             engine: "embedded".into(),
-            rows_before: 1_000,
-            seed: 7,
-            payload_size: 100,
+            workload: Some(Workload {
+                rows_before: 1_000,
+                seed: 7,
+                payload_size: 100,
+            }),
             wall_seconds: 1.5,
             prefill: None,
             executed_instructions: 0,

@@ -297,7 +297,11 @@ mod tests {
 
     fn report(results: Vec<ScenarioResult>) -> Report {
         Report {
-            seed: 1,
+            workload: Some(crate::report::Workload {
+                rows_before: 1_000,
+                seed: 1,
+                payload_size: 100,
+            }),
             wall_seconds: 0.0,
             ..crate::report::fixture::report(results)
         }

@@ -604,7 +604,7 @@ fn plot(report: &Report, position: &str) -> Option<Plot> {
     let plot = LinePlot {
         title: format!(
             "{title_start}, {position}, {} rows",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         ),
         unit_plural: unit_plural.into(),
         unit: unit.into(),

@@ -416,9 +416,11 @@ impl Measure for Config {
             &|client, i| measure(client, cfg, engine_name, &scenarios[i], &lookups, base),
         )?;
         let header = Header {
-            rows_before: rows,
-            seed: cfg.seed,
-            payload_size: VALUE_SIZE,
+            workload: crate::report::Workload {
+                rows_before: rows,
+                seed: cfg.seed,
+                payload_size: VALUE_SIZE,
+            },
             prefill: None,
             notes: notes(rows, mode),
         };

@@ -165,9 +165,12 @@ fn common_facts(part: &Part, lists: &BTreeSet<String>) -> Vec<(&'static str, Val
         ("the shard count", Value::from(i.count)),
         ("the plan's scenarios", Value::from(i.plan.clone())),
         ("the settings", Value::from(i.settings.clone())),
-        ("rows", Value::from(r.rows_before)),
-        ("the seed", Value::from(r.seed)),
-        ("the payload size", Value::from(r.payload_size)),
+        ("rows", Value::from(r.workload.map(|w| w.rows_before))),
+        ("the seed", Value::from(r.workload.map(|w| w.seed))),
+        (
+            "the payload size",
+            Value::from(r.workload.map(|w| w.payload_size)),
+        ),
         ("the notes", Value::from(r.notes.clone())),
         (
             "the suite's data",
@@ -186,13 +189,18 @@ fn common_facts(part: &Part, lists: &BTreeSet<String>) -> Vec<(&'static str, Val
 fn visible_settings(part: &Part, lists: &BTreeSet<String>) -> Vec<(String, Value)> {
     let r = &part.report;
     let thousands = |n: u64| Value::from(report::format::thousands(n));
-    let mut settings = vec![
-        ("rows".to_string(), thousands(r.rows_before)),
-        ("seed".to_string(), Value::from(r.seed)),
-        ("payload size".to_string(), thousands(r.payload_size)),
+    let mut settings = Vec::new();
+    if let Some(w) = r.workload {
+        settings.extend([
+            ("rows".to_string(), thousands(w.rows_before)),
+            ("seed".to_string(), Value::from(w.seed)),
+            ("payload size".to_string(), thousands(w.payload_size)),
+        ]);
+    }
+    settings.extend([
         ("engine".to_string(), Value::from(r.engine.clone())),
         ("shard count".to_string(), Value::from(part.info.count)),
-    ];
+    ]);
     settings.extend(
         r.extra
             .iter()

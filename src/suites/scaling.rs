@@ -440,9 +440,11 @@ impl Measure for Config {
         );
         let notes = self.notes(&empties, beyond);
         let header = Header {
-            rows_before: self.largest(),
-            seed: self.seed,
-            payload_size: self.payload_size,
+            workload: crate::report::Workload {
+                rows_before: self.largest(),
+                seed: self.seed,
+                payload_size: self.payload_size,
+            },
             prefill: None,
             notes,
         };

@@ -106,14 +106,14 @@ fn document(report: &Report) -> Document {
     if let Some(table) = capacity::table(report) {
         let title = format!(
             "Capacity at {} rows: the largest batch per message, confirmed with real calls",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         );
         doc.push_table(&title, table);
         doc.markdown.push(Block::Text(capacity::explained(report)));
     } else if let Some(table) = capacity::estimate_table(report) {
         let title = format!(
             "Capacity at {} rows: the largest batch per message, estimated (`--suite scaling` confirms it)",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         );
         doc.push_table(&title, table);
         doc.markdown.push(Block::Text(
@@ -127,8 +127,9 @@ fn document(report: &Report) -> Document {
             decision::MESSAGE_WORKLOADS
                 .iter()
                 .map(|w| {
-                    let in_state =
-                        |state| decision::decide_in(report, w, report.rows_before, state);
+                    let in_state = |state| {
+                        decision::decide_in(report, w, report.workload().rows_before, state)
+                    };
                     (in_state(CacheState::Warm), in_state(CacheState::Cold))
                 })
                 .filter(|(warm, cold)| warm.is_some() || cold.is_some())
@@ -138,14 +139,14 @@ fn document(report: &Report) -> Document {
     } else {
         let decisions: Vec<decision::Decision> = decision::MESSAGE_WORKLOADS
             .iter()
-            .filter_map(|w| decision::decide(report, w, report.rows_before))
+            .filter_map(|w| decision::decide(report, w, report.workload().rows_before))
             .collect();
         (!decisions.is_empty()).then(|| ("(", decision::short_table(&decisions)))
     };
     if let Some((states, table)) = decisions {
         let title = format!(
             "Which store is cheapest at {} rows {states}charged instructions; `--suite scaling` for every size, storage and upgrades)",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         );
         doc.push_table(&title, table);
         push_judged_state(&mut doc);

@@ -562,9 +562,11 @@ impl Measure for Config {
             setup_before + setup.load(Ordering::Relaxed),
         );
         let header = Header {
-            rows_before: rows,
-            seed: cfg.seed,
-            payload_size: 180,
+            workload: crate::report::Workload {
+                rows_before: rows,
+                seed: cfg.seed,
+                payload_size: 180,
+            },
             prefill: None,
             notes: notes(cfg),
         };

@@ -419,9 +419,11 @@ impl Measure for Config {
             notes.push("No limit run: no store selected saves its rows in pre_upgrade (the stores in stable memory upgrade in work that does not grow with N), or --no-limit-run.".into());
         }
         let header = Header {
-            rows_before: self.sizes.last().copied().unwrap_or(0),
-            seed: self.seed,
-            payload_size: self.payload_size,
+            workload: crate::report::Workload {
+                rows_before: self.sizes.last().copied().unwrap_or(0),
+                seed: self.seed,
+                payload_size: self.payload_size,
+            },
             prefill: None,
             notes,
         };

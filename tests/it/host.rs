@@ -9,7 +9,7 @@
 use icbench::engine::cost::{Host, Limits, MemoryTracker, Replica};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, PageCounts};
-use icbench::report::Report;
+use icbench::report::{Report, Workload};
 
 use crate::support::assert_rejected;
 use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
@@ -190,9 +190,7 @@ fn a_report_names_a_host_other_than_linux() {
     let mut report = Report {
         suite: "seed003".into(),
         engine: "embedded".into(),
-        rows_before: 0,
-        seed: 0,
-        payload_size: 0,
+        workload: Some(Workload::default()),
         wall_seconds: 0.0,
         prefill: None,
         executed_instructions: 0,

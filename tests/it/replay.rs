@@ -171,6 +171,13 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
     );
     assert!(stdout.contains("(42 : int32)"), "{stdout}");
     assert!(stdout.contains("(142 : int32)"), "{stdout}");
+    // A replay generates no rows: neither file gives it the suites' workload.
+    assert_eq!(report.workload, None);
+    let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(markdown.contains("- Wall time: "), "{markdown}");
+    for line in ["- Rows before each message:", "- Seed:", "- Payload size:"] {
+        assert!(!markdown.contains(line), "{line} in {markdown}");
+    }
 }
 
 #[test]

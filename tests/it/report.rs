@@ -1,7 +1,7 @@
 //! The reporting layer on a small hand-built report: exact cells, footnotes, CSV quoting,
 //! JSON round trip, plot shape and determinism, and the comparison rules.
 
-use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status};
+use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status, Workload};
 use icbench::suites::{seed003, Suite};
 
 use crate::support::scenario;
@@ -95,9 +95,11 @@ fn sample() -> Report {
         extra: Default::default(),
         suite: "storage".into(),
         engine: "embedded".into(),
-        rows_before: 1_000_000,
-        seed: 42,
-        payload_size: 100,
+        workload: Some(Workload {
+            rows_before: 1_000_000,
+            seed: 42,
+            payload_size: 100,
+        }),
         wall_seconds: 83.25,
         prefill: None,
         executed_instructions: 0,
@@ -479,9 +481,11 @@ fn unlike_names_each_rule_and_setting_that_moves_the_counts() {
     );
     assert_eq!(
         like(&|r| {
-            r.rows_before = 2_000;
-            r.payload_size = 1_000;
-            r.seed = 7;
+            r.workload = Some(Workload {
+                rows_before: 2_000,
+                payload_size: 1_000,
+                seed: 7,
+            });
             r.set_extra(report::LAYOUT, &"alone");
         }),
         [

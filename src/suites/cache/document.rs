@@ -83,7 +83,7 @@ pub(super) fn document(report: &Report) -> Document {
         }
         let title = format!(
             "{position}: charged instructions after W messages of the workload on the connection, at {} rows",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         );
         doc.push_table(&title, table);
     }

@@ -118,9 +118,11 @@ pub(super) fn measure(cfg: &Config, run: Run<'_>) -> Result<Report> {
         },
     )?;
     let header = Header {
-        rows_before: 0,
-        seed: 301,
-        payload_size: VALUE_SIZE,
+        workload: crate::report::Workload {
+            rows_before: 0,
+            seed: 301,
+            payload_size: VALUE_SIZE,
+        },
         prefill: None,
         notes: notes(num),
     };

@@ -7,7 +7,7 @@ use anyhow::Result;
 
 use crate::bench_canister::BenchClient;
 use crate::engine::Engine;
-use crate::report::Report;
+use crate::report::{Report, Workload};
 use crate::suites::pool::{self, Outcomes, Recorder, UnitId};
 use crate::suites::Exec;
 
@@ -24,12 +24,7 @@ pub struct Session {
 /// What a suite's report says of its run besides the records (the session fills the rest:
 /// suite, engine, wall time, instructions executed, the work log).
 pub struct Header {
-    /// Rows in each store before every measured message.
-    pub rows_before: u64,
-    /// Seed of the random draws.
-    pub seed: u64,
-    /// Bytes of the value of each row.
-    pub payload_size: u64,
+    pub workload: Workload,
     /// Where the scenarios' starting state came from, when the suite says.
     pub prefill: Option<String>,
     pub notes: Vec<String>,
@@ -72,9 +67,7 @@ impl Session {
         let mut report = Report {
             suite: self.suite.clone(),
             engine: self.engine_name.clone(),
-            rows_before: header.rows_before,
-            seed: header.seed,
-            payload_size: header.payload_size,
+            workload: Some(header.workload),
             wall_seconds: self.elapsed(),
             prefill: header.prefill,
             executed_instructions: client.executed_instructions,

@@ -63,7 +63,7 @@ pub(super) fn document(report: &Report) -> Document {
         }
         let title = format!(
             "{position}: charged instructions per message over a sequence, from {} rows",
-            thousands(report.rows_before)
+            thousands(report.workload().rows_before)
         );
         doc.push_table(&title, table);
     }

@@ -383,7 +383,7 @@ pub(super) fn document(report: &Report) -> Document {
         for blocks in [&mut doc.markdown, &mut doc.terminal] {
             blocks.push(Block::Text(format!(
                 "A value size is the data's, not a setting: the decision table's tuned column keeps every store at the run's {}-byte payload. Against {} bytes: the StableBTreeMap's charge at the run's size over this one (above 1: cheaper).\n",
-                report.payload_size, report.payload_size
+                report.workload().payload_size, report.workload().payload_size
             )));
         }
     }
@@ -520,7 +520,7 @@ pub(super) fn by_value_size_table(report: &Report) -> Option<Table> {
     if search.value_sizes.is_empty() {
         return None;
     }
-    let base = report.payload_size;
+    let base = report.workload().payload_size;
     let mut sizes = search.value_sizes.clone();
     sizes.push(base);
     sizes.sort_unstable();

@@ -163,9 +163,11 @@ impl Measure for Config {
             &setup,
         );
         let header = Header {
-            rows_before: cfg.users.rows,
-            seed: cfg.users.seed,
-            payload_size: cfg.users.payload_size,
+            workload: crate::report::Workload {
+                rows_before: cfg.users.rows,
+                seed: cfg.users.seed,
+                payload_size: cfg.users.payload_size,
+            },
             prefill: Some("run".into()),
             notes: notes(cfg, beside, host),
         };

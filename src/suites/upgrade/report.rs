@@ -112,7 +112,7 @@ pub fn document(report: &Report) -> Document {
             level: 2,
             text: format!(
                 "Limits at {} bytes per row (largest N predicted from a straight line through the two largest sizes measured; the heap maximum is 4 GiB in wasm32 and 6 GiB in wasm64, a Motoko canister under enhanced orthogonal persistence)",
-                thousands(report.payload_size)
+                thousands(report.workload().payload_size)
             ),
         },
         Block::Table(limit_table(&labels, &points, &runs)),

@@ -147,9 +147,11 @@ pub fn run_points(
         setup_before + starts.setup.load(Ordering::Relaxed),
     );
     let header = Header {
-        rows_before: cfg.rows,
-        seed: cfg.seed,
-        payload_size: cfg.payload_size,
+        workload: crate::report::Workload {
+            rows_before: cfg.rows,
+            seed: cfg.seed,
+            payload_size: cfg.payload_size,
+        },
         prefill: Some(prefill_source(&made)),
         notes: shared_notes(cfg, tracker, notes),
     };

@@ -2,7 +2,7 @@
 
 use super::*;
 
-use icbench::report::{ScenarioResult, Status};
+use icbench::report::{ScenarioResult, Status, Workload};
 use icbench::suites::sysbench::{self, Section, TableRow, TableSection, WORKLOADS};
 
 #[test]
@@ -172,9 +172,11 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
     let mut report = Report {
         suite: "sysbench".into(),
         engine: "embedded".into(),
-        rows_before: 2_000,
-        seed: 1,
-        payload_size: 180,
+        workload: Some(Workload {
+            rows_before: 2_000,
+            seed: 1,
+            payload_size: 180,
+        }),
         wall_seconds: 0.0,
         prefill: None,
         executed_instructions: 0,
