@@ -58,10 +58,6 @@ pub struct ComparisonEntry {
     pub change: Change,
     pub base: Option<ScenarioResult>,
     pub new: Option<ScenarioResult>,
-    /// % change of the charged `instructions`, when both runs have a number.
-    pub instructions_pct: Option<f64>,
-    /// % change of `store_instructions`, when both runs have a number.
-    pub store_instructions_pct: Option<f64>,
     /// The differential flame graph of a regression whose runs both have a profile, once
     /// [`Comparison::write_flame_graphs`] wrote it.
     pub flame_graph: Option<PathBuf>,
@@ -302,8 +298,14 @@ fn entry(
     new: Option<ScenarioResult>,
     noise_pct: f64,
 ) -> ComparisonEntry {
-    let (mut instructions_pct, mut store_instructions_pct) = (None, None);
-    let change = match (&base, &new) {
+    let measured = ComparisonEntry {
+        key,
+        change: Change::Unchanged,
+        base,
+        new,
+        flame_graph: None,
+    };
+    let change = match (&measured.base, &measured.new) {
         (None, None) => unreachable!("every key comes from one of the runs"),
         (None, Some(_)) => Change::New,
         (Some(_), None) => Change::Missing,
@@ -314,13 +316,8 @@ fn entry(
             let _ = n; // both refused or both failed: nothing to measure
             Change::Unchanged
         }
-        (Some(b), Some(n)) => {
-            let deltas = [
-                pct(b.instructions, n.instructions),
-                pct(b.store_instructions, n.store_instructions),
-            ];
-            instructions_pct = Some(deltas[0]);
-            store_instructions_pct = Some(deltas[1]);
+        (Some(_), Some(_)) => {
+            let deltas = measured.deltas().expect("both runs measured it");
             if deltas.iter().any(|&d| d >= noise_pct) {
                 Change::Regression
             } else if deltas.iter().any(|&d| d <= -noise_pct) {
@@ -330,14 +327,30 @@ fn entry(
             }
         }
     };
-    ComparisonEntry {
-        key,
-        change,
-        base,
-        new,
-        instructions_pct,
-        store_instructions_pct,
-        flame_graph: None,
+    ComparisonEntry { change, ..measured }
+}
+
+impl ComparisonEntry {
+    /// % change of the charged `instructions` and of `store_instructions`, when both runs
+    /// measured the scenario.
+    fn deltas(&self) -> Option<[f64; 2]> {
+        match (&self.base, &self.new) {
+            (Some(b), Some(n)) if b.status == Status::Ok && n.status == Status::Ok => Some([
+                pct(b.instructions, n.instructions),
+                pct(b.store_instructions, n.store_instructions),
+            ]),
+            _ => None,
+        }
+    }
+
+    /// % change of the charged `instructions`, when both runs have a number.
+    pub fn instructions_pct(&self) -> Option<f64> {
+        self.deltas().map(|d| d[0])
+    }
+
+    /// % change of `store_instructions`, when both runs have a number.
+    pub fn store_instructions_pct(&self) -> Option<f64> {
+        self.deltas().map(|d| d[1])
     }
 }
 
@@ -472,8 +485,8 @@ impl Comparison {
                 out.push(format!(
                     "{}: charged {}, store {} (noise ±{}%)",
                     e.key,
-                    pct_text(e.instructions_pct),
-                    pct_text(e.store_instructions_pct),
+                    pct_text(e.instructions_pct()),
+                    pct_text(e.store_instructions_pct()),
                     self.noise_pct
                 ));
             }
@@ -634,8 +647,8 @@ impl Comparison {
                 charged(&e.base),
                 charged(&e.new),
                 delta(e),
-                pct_text(e.instructions_pct),
-                pct_text(e.store_instructions_pct),
+                pct_text(e.instructions_pct()),
+                pct_text(e.store_instructions_pct()),
                 pages_text(e),
             ];
             if graphs {
@@ -724,9 +737,9 @@ impl Comparison {
                         rows.label(e),
                         charged(&e.base),
                         charged(&e.new),
-                        pct_text(e.instructions_pct),
+                        pct_text(e.instructions_pct()),
                         multiplier(entry_ratio(e)),
-                        pct_text(e.store_instructions_pct),
+                        pct_text(e.store_instructions_pct()),
                     ]);
                 }
                 let average = mean(entries.iter().filter_map(|e| entry_ratio(e)));
@@ -751,7 +764,7 @@ impl Comparison {
             .iter()
             .filter(|e| {
                 e.change == Change::Unchanged
-                    && [e.instructions_pct, e.store_instructions_pct]
+                    && [e.instructions_pct(), e.store_instructions_pct()]
                         .iter()
                         .any(|p| p.is_some_and(|p| p != 0.0))
             })
@@ -862,10 +875,10 @@ impl Comparison {
                     e.change.label().to_string(),
                     value(&e.base, |r| r.instructions),
                     value(&e.new, |r| r.instructions),
-                    pct_text(e.instructions_pct),
+                    pct_text(e.instructions_pct()),
                     value(&e.base, |r| r.store_instructions),
                     value(&e.new, |r| r.store_instructions),
-                    pct_text(e.store_instructions_pct),
+                    pct_text(e.store_instructions_pct()),
                     pages_text(e),
                 ]);
             }
