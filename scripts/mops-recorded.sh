@@ -71,24 +71,5 @@ done
   --bench-canister "$MOPS/cli/commands/bench/bench-canister.mo" \
   --gc copying --replica 2024 "${benches[@]}" > "$work/report.txt")
 
-python3 - "$MOPS/.bench" "$project/.bench" "${benches[@]}" <<'EOF'
-import json, os, sys
-recorded, ours, benches = sys.argv[1], sys.argv[2], sys.argv[3:]
-fields = ["instructions", "rts_heap_size", "rts_reclaimed", "rts_total_allocation",
-          "rts_mutator_instructions", "rts_collector_instructions",
-          "rts_logical_stable_memory_size", "rts_memory_size", "stable_memory_size",
-          "rts_stable_memory_size"]
-print("| bench | cell | figures equal | differences (recorded → icbench) |")
-print("| :-- | :-- | --: | :-- |")
-total = equal = 0
-for b in benches:
-    name = os.path.basename(b)[:-3] + ".json"
-    rec = dict(json.load(open(os.path.join(recorded, name)))["results"])
-    mine = dict(json.load(open(os.path.join(ours, name)))["results"])
-    for cell, figures in rec.items():
-        diffs = [f"{f} {figures[f]:,} → {mine[cell][f]:,}" for f in fields if figures[f] != mine[cell][f]]
-        total += len(fields)
-        equal += len(fields) - len(diffs)
-        print(f"| {name[:-11]} | {cell} | {len(fields) - len(diffs)}/{len(fields)} | {'; '.join(diffs)} |")
-print(f"\n{equal} of {total} figures equal.")
-EOF
+names=("${benches[@]##*/}")
+python3 "$ROOT/scripts/compare-recorded.py" "$MOPS/.bench" "$project/.bench" "${names[@]/%.mo/.json}"

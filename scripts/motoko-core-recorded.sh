@@ -229,27 +229,4 @@ EOF
   --moc "$motoko" --bench-canister "$work/bench-canister.mo" \
   --gc copying --replica 2025-03 > "$work/report.txt")
 
-python3 - "$work/recorded/.bench" "$project/.bench" <<'EOF'
-import json, os, sys
-recorded, ours = sys.argv[1], sys.argv[2]
-fields = ["instructions", "rts_heap_size", "rts_reclaimed", "rts_total_allocation",
-          "rts_mutator_instructions", "rts_collector_instructions",
-          "rts_logical_stable_memory_size", "rts_memory_size", "stable_memory_size",
-          "rts_stable_memory_size"]
-print("| bench | cell | figures equal | differences (recorded → icbench) |")
-print("| :-- | :-- | --: | :-- |")
-total = equal = 0
-per_field = {f: 0 for f in fields}
-for name in sorted(os.listdir(recorded)):
-    rec = dict(json.load(open(os.path.join(recorded, name)))["results"])
-    mine = dict(json.load(open(os.path.join(ours, name)))["results"])
-    for cell, figures in rec.items():
-        diffs = [f"{f} {figures[f]:,} → {mine[cell][f]:,}" for f in fields if figures[f] != mine[cell][f]]
-        for f in fields:
-            per_field[f] += figures[f] == mine[cell][f]
-        total += len(fields)
-        equal += len(fields) - len(diffs)
-        print(f"| {name[:-11]} | {cell} | {len(fields) - len(diffs)}/{len(fields)} | {'; '.join(diffs)} |")
-print(f"\n{equal} of {total} figures equal; by figure: " +
-      ", ".join(f"{f} {c}/{total // len(fields)}" for f, c in per_field.items()) + ".")
-EOF
+python3 "$ROOT/scripts/compare-recorded.py" --by-figure "$work/recorded/.bench" "$project/.bench"
