@@ -9,8 +9,8 @@ use icbench::engine::{
     Engine, ErrorCode, Reject, RejectCode, SnapshotId, UpgradeOptions, WasmMemoryPersistence,
 };
 
-use crate::support::assert_wasm_memory_limit_exceeded;
 use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
+use crate::support::{assert_wasm_memory_limit_exceeded, installed};
 
 mod calls;
 mod snapshots;
@@ -43,12 +43,6 @@ fn stable_writer(method: &str, dst: u64, src: u64, len: u64) -> Vec<u8> {
              (call $swrite (i64.const {dst}) (i64.const {src}) (i64.const {len}))
              (call $reply))"#
     ))
-}
-
-/// `e` with `wasm` installed (the install's outcome not looked at) and the canister's id.
-fn installed(mut e: EmbeddedEngine, wasm: &[u8]) -> (EmbeddedEngine, Principal) {
-    let (id, _) = e.install(wasm, &[]).unwrap();
-    (e, id)
 }
 
 /// The reject of the update `method`, which must fail.

@@ -10,6 +10,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::page_map::{MemoryPages, TouchedPage};
 use icbench::engine::{Engine, ErrorCode, PageCounts, Profiling};
 
+use crate::support::installed;
 use crate::support::wat::{REPLY_IMPORTS, STABLE64_IMPORTS};
 
 /// 16 OS pages x 5,000.
@@ -123,10 +124,13 @@ fn a_query_pays_for_access_only() {
 fn a_replicated_query_pays_for_access_only_and_never_for_written_pages() {
     // An update call to a query method runs it replicated, without modification tracking.
     let wasm = canister(READ_ONE_BYTE);
-    let (new, _) = run(&wasm, Replica::R2026_07, "read_q", false);
-    assert_eq!(new, 30 + 200 + 2 * PAGE + 900 + 500);
-    let (old, _) = run(&wasm, Replica::R2026_05, "read_q", false);
-    assert_eq!(old, 30 + 200 + 900 + 500);
+    assert_charged(
+        &wasm,
+        "read_q",
+        false,
+        30 + 200 + 2 * PAGE + 900 + 500,
+        30 + 200 + 900 + 500,
+    );
 }
 
 #[test]
@@ -139,12 +143,15 @@ fn a_write_to_a_page_already_read_adds_the_write_charge_once() {
              (call $reply))"#,
     );
     // 1 + [const, load, drop] 3 + 2 x [const, const, store] 6 + call 5 = 15.
-    // Page 2: read (access), then two stores in two of its 4 KiB pages: one write charge.
-    let (new, _) = run(&wasm, Replica::R2026_07, "rw", false);
-    assert_eq!(new, 15 + 500 + PAGE + PAGE);
-    // The old rule: two 4 KiB pages written.
-    let (old, _) = run(&wasm, Replica::R2026_05, "rw", false);
-    assert_eq!(old, 15 + 500 + 2 * 1_000);
+    // Page 2: read (access), then two stores in two of its 4 KiB pages: one write charge;
+    // under the old rule, two 4 KiB pages written.
+    assert_charged(
+        &wasm,
+        "rw",
+        false,
+        15 + 500 + PAGE + PAGE,
+        15 + 500 + 2 * 1_000,
+    );
 }
 
 #[test]
@@ -178,16 +185,15 @@ fn memory_copy_over_three_wasm_pages_reads_three_and_writes_three() {
              (call $reply))"#,
     );
     // 1 + 3 consts + memory.copy 100 + call 5 = 109, plus 1 per byte copied. Source pages
-    // 0-2 accessed, destination pages 4-6 accessed and written.
+    // 0-2 accessed, destination pages 4-6 accessed and written; the old rule: 48 written
+    // 4 KiB pages.
     let bytes = 196_608;
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "copy", false).0,
-        109 + bytes + 500 + 9 * PAGE
-    );
-    // The old rule: 48 written 4 KiB pages.
-    assert_eq!(
-        run(&wasm, Replica::R2026_05, "copy", false).0,
-        109 + bytes + 500 + 48 * 1_000
+    assert_charged(
+        &wasm,
+        "copy",
+        false,
+        109 + bytes + 500 + 9 * PAGE,
+        109 + bytes + 500 + 48 * 1_000,
     );
     // memory.fill of 2 Wasm pages and a byte: pages 1, 2 and 3 accessed and written.
     assert_charged(
@@ -214,15 +220,14 @@ fn stable_reads_and_writes_pay_for_both_memories() {
     // 100, stable64_write 20 + 2, stable64_read 20 + 4, msg_reply 500.
     let metered = 29 + 100 + 22 + 24 + 500;
     // Heap page 0 accessed (the write's source); stable pages 0 and 1 accessed and written;
-    // heap page 1 accessed and written (the read's destination).
-    assert_eq!(
-        run(&wasm, Replica::R2026_07, "stable", false).0,
-        metered + PAGE + 4 * PAGE + 2 * PAGE
-    );
-    // The old rule: 2 stable pages written (in stable64_write) and heap page 16 written.
-    assert_eq!(
-        run(&wasm, Replica::R2026_05, "stable", false).0,
-        metered + 2 * 1_000 + 1_000
+    // heap page 1 accessed and written (the read's destination). The old rule: 2 stable
+    // pages written (in stable64_write) and heap page 16 written.
+    assert_charged(
+        &wasm,
+        "stable",
+        false,
+        metered + PAGE + 4 * PAGE + 2 * PAGE,
+        metered + 2 * 1_000 + 1_000,
     );
 }
 
@@ -254,8 +259,7 @@ fn a_trap_after_touching_pages_is_charged_for_them_and_keeps_nothing() {
              (call $append (i32.const 0) (i32.const 8))
              (call $reply))"#,
     );
-    let mut e = engine(Replica::R2026_07);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(engine(Replica::R2026_07), &wasm);
     let out = e.update(id, "boom", &[]).unwrap();
     let err = out.result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterCalledTrap);
@@ -280,16 +284,16 @@ fn page_charges_can_run_a_message_out_of_instructions() {
         max_instructions_per_update: 300_000,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits).with_replica(Replica::R2026_07);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.update(id, "touch", &[]).unwrap();
+    let touch = |replica| {
+        let (mut e, id) = installed(EmbeddedEngine::new(limits).with_replica(replica), &wasm);
+        e.update(id, "touch", &[]).unwrap()
+    };
+    let out = touch(Replica::R2026_07);
     let err = out.result.unwrap_err();
     assert_eq!(err.error_code, ErrorCode::CanisterInstructionLimitExceeded);
     assert_eq!(out.report.instructions, 300_000);
     // Under the old rule it is 1 + 6 + 5 + 500 + 2,000 after the message: fine.
-    let mut e = EmbeddedEngine::new(limits).with_replica(Replica::R2026_05);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.update(id, "touch", &[]).unwrap();
+    let out = touch(Replica::R2026_05);
     out.result.unwrap();
     assert_eq!(out.report.instructions, 12 + 500 + 2_000);
 }
@@ -307,8 +311,10 @@ fn a_message_stopped_by_the_stable_accessed_page_limit_pays_what_it_touched_befo
         stable_accessed_pages_query: 4,
         ..Limits::APPLICATION
     };
-    let mut e = EmbeddedEngine::new(limits).with_replica(Replica::R2026_07);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(
+        EmbeddedEngine::new(limits).with_replica(Replica::R2026_07),
+        &wasm,
+    );
     e.update(id, "grow", &[]).unwrap().result.unwrap();
     let out = e.query(id, "read5", &[]).unwrap();
     let err = out.result.unwrap_err();
@@ -465,8 +471,7 @@ fn the_page_map_names_each_page_and_the_function_that_touched_it_first() {
         assert_eq!((map.stable.accessed(), map.stable.written()), (2, 2));
     }
     // Without profiling there is none.
-    let mut e = engine(Replica::R2026_07);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(engine(Replica::R2026_07), &wasm);
     assert!(e
         .update(id, "pages", &[])
         .unwrap()
@@ -515,8 +520,7 @@ fn a_composite_query_pays_for_its_first_writes_under_the_tracker() {
         (2, 1)
     );
     // Its state is thrown away as a query's: each call sees the number 0 and replies 1.
-    let mut e = engine(Replica::R2026_07);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(engine(Replica::R2026_07), &wasm);
     for _ in 0..2 {
         let reply = e.query(id, "cq", &[]).unwrap().result.unwrap();
         assert_eq!(reply, 1u32.to_le_bytes());

@@ -234,6 +234,12 @@ pub fn assert_rejected(
     assert!(err.message.contains(part), "{}", err.message);
 }
 
+/// `e` with `wasm` installed (the install's outcome not looked at) and the canister's id.
+pub fn installed<E: icbench::engine::Engine>(mut e: E, wasm: &[u8]) -> (E, candid::Principal) {
+    let (id, _) = e.install(wasm, &[]).unwrap();
+    (e, id)
+}
+
 /// Sends `method` (no argument) to `canister` once: a query when `query`, else an update.
 pub fn send(
     e: &mut impl icbench::engine::Engine,
