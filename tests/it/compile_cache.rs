@@ -15,7 +15,9 @@ use icbench::engine::instrument::Counter;
 use icbench::engine::Engine;
 use icbench::report;
 
-use crate::support::{cache_entry, icbench_command, scratch_dir, TINY_RUN};
+use crate::support::{
+    cache_entries, cache_entry, icbench_command, scratch_dir, the_cache_entry, TINY_RUN,
+};
 
 /// Two update methods and a query over a heap with data and a mutable global.
 const PLAIN: &str = r#"(module
@@ -38,17 +40,7 @@ const WASM64_MUTATING: &str = r#"(module
     (export "canister_update f" (func $f)))"#;
 
 fn the_entry(dir: &Path) -> PathBuf {
-    the_entry_of(dir, MODULES)
-}
-
-fn the_entry_of(dir: &Path, kind: &str) -> PathBuf {
-    let entries: Vec<PathBuf> = std::fs::read_dir(dir.join(kind))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".entry"))
-        .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    entries[0].clone()
+    the_cache_entry(dir, MODULES)
 }
 
 #[test]
@@ -506,7 +498,7 @@ fn the_cli_keeps_compiled_modules_in_icbench_cache_dir() {
     );
     // A damaged state: said, prefilled again, the same results.
     damaged(
-        &the_entry_of(&cache, disk_cache::STATES),
+        &the_cache_entry(&cache, disk_cache::STATES),
         "4",
         "running the prefill",
         "1 modules loaded, 0 compiled",
@@ -572,11 +564,7 @@ fn a_journal_modes_start_and_warm_start_come_back_from_the_cache() {
     }
     assert!(csv.contains(",warm,"), "{csv}");
     // The two entries (each with the stamp its writer left).
-    let kept: Vec<PathBuf> = std::fs::read_dir(cache.join(disk_cache::WARM))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
-        .collect();
+    let kept = cache_entries(&cache, disk_cache::WARM);
     assert_eq!(kept.len(), 2, "{kept:?}");
 
     let (err, work, again) = sqlite_run("2");
@@ -703,11 +691,7 @@ fn a_damaged_start_is_counted_with_the_others() {
         "{}",
         stderr(&first)
     );
-    let start = std::fs::read_dir(cache.join(disk_cache::WARM))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "entry"))
-        .unwrap();
+    let start = &cache_entries(&cache, disk_cache::WARM)[0];
     let mut bytes = std::fs::read(&start).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::{icbench_command, scratch_dir, stderr_of_exit};
+use crate::support::{icbench_command, scratch_dir, stderr_of_exit, the_cache_entry};
 
 fn fixture_source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mops_fixture")
@@ -82,15 +82,14 @@ pub fn project() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = project_copy("mops");
-        let (code, _, stderr) = mops(&dir, &[]);
-        assert_eq!(code, 0, "{stderr}");
+        mops(&dir, &[], 0);
         dir
     })
 }
 
-/// `icbench mops ARGS` in `dir` (with `CI` unset: mops' terminal form): exit status,
-/// stdout, stderr.
-fn mops(dir: &Path, args: &[&str]) -> (i32, String, String) {
+/// `icbench mops ARGS` in `dir` (with `CI` unset: mops' terminal form), asserted to exit
+/// with `code`: stdout, stderr.
+fn mops(dir: &Path, args: &[&str], code: i32) -> (String, String) {
     let out = icbench_command()
         .arg("mops")
         .args(args)
@@ -98,17 +97,14 @@ fn mops(dir: &Path, args: &[&str]) -> (i32, String, String) {
         .env_remove("CI")
         .output()
         .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
 }
 
 #[test]
 fn prints_mops_tables_with_mops_figures() {
-    let (code, stdout, stderr) = mops(project(), &[]);
-    assert_eq!(code, 0, "{stderr}");
+    let (stdout, stderr) = mops(project(), &[], 0);
     assert!(
         stderr.contains("Replica rules 2026-05 (as PocketIC 14.0.0 to 15.0.0)"),
         "{stderr}"
@@ -119,16 +115,14 @@ fn prints_mops_tables_with_mops_figures() {
 #[test]
 fn saves_mops_results_file_and_compares_with_it() {
     let dir = project();
-    let (code, stdout, stderr) = mops(dir, &["--save", "sum"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = mops(dir, &["--save", "sum"], 0).0;
     assert!(
         stdout.ends_with("Saving results to .bench/sum.bench.json\n"),
         "{stdout}"
     );
     let saved = std::fs::read_to_string(dir.join(".bench/sum.bench.json")).unwrap();
     insta::assert_snapshot!("mops_saved_sum", saved);
-    let (code, stdout, stderr) = mops(dir, &["--compare", "sum"]);
-    assert_eq!(code, 0, "{stderr}");
+    let (stdout, stderr) = mops(dir, &["--compare", "sum"], 0);
     // Every figure as saved: no change.
     assert_eq!(stdout.matches("(0%)").count(), 6, "{stdout}");
     assert!(!stderr.contains("warning"), "{stderr}");
@@ -140,8 +134,7 @@ fn saves_mops_results_file_and_compares_with_it() {
     copy_dir(dir, &other_copy);
     std::os::unix::fs::symlink(node_modules(), other_copy.join("node_modules")).unwrap();
     std::fs::write(other_copy.join(".bench/sum.bench.json"), saved).unwrap();
-    let (code, _, stderr) = mops(&other_copy, &["--compare", "sum"]);
-    assert_eq!(code, 0, "{stderr}");
+    let (_, stderr) = mops(&other_copy, &["--compare", "sum"], 0);
     assert!(
         stderr.contains("warning: bench/sum.bench.mo: .bench/sum.bench.json was saved by another setup (moc 0.12.1 there, 1.10.1 here; the collector copying there, incremental here): its figures differ by that too"),
         "{stderr}"
@@ -150,8 +143,7 @@ fn saves_mops_results_file_and_compares_with_it() {
 
 #[test]
 fn today_charges_and_pages() {
-    let (code, stdout, stderr) = mops(project(), &["--replica", "2026-07", "--pages", "map"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = mops(project(), &["--replica", "2026-07", "--pages", "map"], 0).0;
     insta::assert_snapshot!("mops_2026_07_pages", stdout);
 }
 
@@ -159,9 +151,8 @@ fn today_charges_and_pages() {
 /// under bench/ (trap.mo and broken.mo are not benches of the default run).
 #[test]
 fn an_empty_filter_is_none() {
-    let (code, stdout, stderr) = mops(project(), &[""]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(stdout, mops(project(), &[]).1);
+    let stdout = mops(project(), &[""], 0).0;
+    assert_eq!(stdout, mops(project(), &[], 0).0);
 }
 
 /// What would fail after a bench ran is refused before any: a saved file `--compare`
@@ -172,25 +163,20 @@ fn saved_files_and_their_directory_are_checked_before_any_bench_runs() {
     let dir = project_copy("mops-bad-saved");
     std::fs::create_dir_all(dir.join(".bench")).unwrap();
     std::fs::write(dir.join(".bench/sum.bench.json"), "not json").unwrap();
-    let (code, stdout, stderr) = mops(&dir, &["--compare", "--save"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let err = error_line(&dir, &["--compare", "--save"]);
     assert!(
-        stderr.contains("sum.bench.json is not a mops results file: "),
-        "{stderr}"
+        err.contains("sum.bench.json is not a mops results file: "),
+        "{err}"
     );
-    assert_eq!(stdout, "");
     assert!(!dir.join(".bench/map.bench.json").exists());
     std::fs::remove_dir_all(dir.join(".bench")).unwrap();
     std::fs::write(dir.join(".bench"), "a file where the directory goes").unwrap();
     for flag in ["--save", "--profile"] {
-        let (code, stdout, stderr) = mops(&dir, &[flag, "sum"]);
-        assert_eq!(code, 2, "{flag}: {stderr}");
+        let err = error_line(&dir, &[flag, "sum"]);
         assert!(
-            stderr.starts_with("error: cannot write into ") && stderr.lines().count() == 1,
-            "{flag}: {stderr}"
+            err.starts_with("error: cannot write into "),
+            "{flag}: {err}"
         );
-        assert_eq!(stdout, "", "{flag}");
     }
 }
 
@@ -214,10 +200,8 @@ fn a_file_that_is_not_a_bench_is_refused_naming_why() {
             "lies outside the project (",
         ),
     ] {
-        let (code, _, stderr) = mops(project(), &[arg]);
-        assert_eq!(code, 2, "{arg}: {stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{arg}: {stderr}");
-        assert!(stderr.contains(expected), "{arg}: {stderr}");
+        let err = error_line(project(), &[arg]);
+        assert!(err.contains(expected), "{arg}: {err}");
     }
 }
 
@@ -225,10 +209,7 @@ fn a_file_that_is_not_a_bench_is_refused_naming_why() {
 #[test]
 fn rules_are_named_in_any_case() {
     let run = |replica: &str, host: &str| {
-        let (code, stdout, stderr) =
-            mops(project(), &["--replica", replica, "--host", host, "sum"]);
-        assert_eq!(code, 0, "{stderr}");
-        stdout
+        mops(project(), &["--replica", replica, "--host", host, "sum"], 0).0
     };
     assert_eq!(
         run("POCKET-IC-16.0.0", "MacOS-arm64"),
@@ -238,15 +219,13 @@ fn rules_are_named_in_any_case() {
 
 #[test]
 fn query_cells_collect_no_garbage() {
-    let (code, stdout, stderr) = mops(project(), &["--query", "sum"]);
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = mops(project(), &["--query", "sum"], 0).0;
     insta::assert_snapshot!("mops_query", stdout);
 }
 
 #[test]
 fn a_trapping_cell_shows_in_the_table_and_fails_the_run() {
-    let (code, stdout, stderr) = mops(project(), &["trap"]);
-    assert_eq!(code, 1, "{stderr}");
+    let (stdout, stderr) = mops(project(), &["trap"], 1);
     assert!(stdout.contains("| ok   |"), "{stdout}");
     assert!(stdout.contains("| trap | trap |"), "{stdout}");
     assert!(
@@ -258,8 +237,7 @@ fn a_trapping_cell_shows_in_the_table_and_fails_the_run() {
 
 #[test]
 fn a_bench_moc_rejects_shows_moc_message() {
-    let (code, stdout, stderr) = mops(project(), &["broken"]);
-    assert_eq!(code, 2, "{stderr}");
+    let (stdout, stderr) = mops(project(), &["broken"], 2);
     assert!(stdout.is_empty(), "{stdout}");
     assert!(
         stderr.contains("error: moc rejected the bench canister:\nbench/broken.mo:7."),
@@ -267,16 +245,20 @@ fn a_bench_moc_rejects_shows_moc_message() {
     );
 }
 
-/// A copy of the project changed by `change`, run with `args`: the one line of its error
-/// (exit status 2, nothing on stdout).
+/// `icbench mops ARGS` in `dir`: the one line of its error (exit status 2, nothing on
+/// stdout).
+fn error_line(dir: &Path, args: &[&str]) -> String {
+    let (stdout, stderr) = mops(dir, args, 2);
+    assert!(stdout.is_empty(), "{args:?}: {stdout}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    stderr.trim_end().to_string()
+}
+
+/// A copy of the project changed by `change`, run with `args`: the one line of its error.
 fn refused(name: &str, change: impl FnOnce(&Path), args: &[&str]) -> String {
     let dir = project_copy(name);
     change(&dir);
-    let (code, stdout, stderr) = mops(&dir, args);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(stdout.is_empty(), "{stdout}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    stderr.trim_end().to_string()
+    error_line(&dir, args)
 }
 
 /// bench/NAME.bench.mo in `dir`: sum's bench under another name, which no run has compiled
@@ -388,8 +370,7 @@ fn optimize_runs_wasm_opt_as_mops_does() {
         "[toolchain]\n",
         &format!("[optimize]\n{args}\n[toolchain]\nwasm-opt = \"131\"\n"),
     );
-    let (code, stdout, stderr) = mops(&dir, &["sum"]);
-    assert_eq!(code, 0, "{stderr}");
+    let (stdout, stderr) = mops(&dir, &["sum"], 0);
     assert!(
         stderr.contains(&format!(
             "Optimized with wasm-opt 131 -O3 -g {} (npm binaryen@131.0.0 (",
@@ -398,14 +379,12 @@ fn optimize_runs_wasm_opt_as_mops_does() {
         "{stderr}"
     );
     assert!(stdout.contains("| loop | 1_566 | 107_489 |"), "{stdout}");
-    let (code, stdout, stderr) = mops(&dir, &["sum", "--no-optimize"]);
-    assert_eq!(code, 0, "{stderr}");
+    let (stdout, stderr) = mops(&dir, &["sum", "--no-optimize"], 0);
     assert!(!stderr.contains("Optimized"), "{stderr}");
     assert!(stdout.contains("| loop | 1_646 | 108_560 |"), "{stdout}");
     // A module wasm-opt refuses (moc's output without its features): wasm-opt's reason.
     edit_toml(&dir, &args, "");
-    let (code, _, stderr) = mops(&dir, &["sum"]);
-    assert_eq!(code, 2, "{stderr}");
+    let (_, stderr) = mops(&dir, &["sum"], 2);
     assert!(
         stderr.contains("error: failed to optimize the bench canister of bench/sum.bench.mo with wasm-opt: [wasm-validator error in function "),
         "{stderr}"
@@ -432,10 +411,8 @@ fn node_missing_is_one_line() {
 #[test]
 fn no_project_is_one_line() {
     let dir = scratch_dir("mops-empty");
-    let (code, _, stderr) = mops(&dir, &[]);
-    assert_eq!(code, 2);
-    assert!(stderr.starts_with("error: no mops.toml in "), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    let err = error_line(&dir, &[]);
+    assert!(err.starts_with("error: no mops.toml in "), "{err}");
 }
 
 /// moc's modules are entries of the compile cache's `mops` kind: a damaged one is said and
@@ -464,19 +441,14 @@ fn moc_s_modules_are_checked_cache_entries() {
         std::fs::write(cache.join("mops").join(old), "old layout").unwrap();
     }
     let (first, _) = run(&["mops", "sum"]);
-    let entries: Vec<PathBuf> = std::fs::read_dir(cache.join("mops"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
-        .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = the_cache_entry(&cache, "mops");
     assert!(!cache.join("mops/0123-bench_sum.bench.mo.wasm").exists());
     assert!(!cache.join("mops/0123-bench_sum.bench.mo.partial").exists());
     // One flipped byte in the module.
-    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let mut bytes = std::fs::read(&entry).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
-    std::fs::write(&entries[0], bytes).unwrap();
+    std::fs::write(&entry, bytes).unwrap();
     let (again, stderr) = run(&["mops", "sum"]);
     assert_eq!(again, first);
     assert!(
@@ -553,8 +525,7 @@ fn a_signal_while_moc_js_compiles_leaves_no_node_and_no_directory() {
 /// quote: a flag it does not take, a package that does not load.
 #[test]
 fn moc_js_refusals_are_one_line_with_the_reason() {
-    let (code, _, stderr) = mops(project(), &["sum", "--", "--bogus-flag"]);
-    assert_eq!(code, 2, "{stderr}");
+    let (_, stderr) = mops(project(), &["sum", "--", "--bogus-flag"], 2);
     assert!(
         stderr.ends_with(
             "error: moc.js rejects the flags --bogus-flag: mocjs: unknown option '--bogus-flag'\n"
@@ -577,8 +548,7 @@ fn moc_js_refusals_are_one_line_with_the_reason() {
     )
     .unwrap();
     fresh_bench(&dir, "fresh");
-    let (code, _, stderr) = mops(&dir, &["fresh"]);
-    assert_eq!(code, 2, "{stderr}");
+    let (_, stderr) = mops(&dir, &["fresh"], 2);
     let last = stderr.lines().last().unwrap();
     assert!(
         last.starts_with("error: the npm package motoko in ")
@@ -603,13 +573,8 @@ fn a_broken_mops_toml_is_one_line_with_its_reason() {
     ] {
         let dir = scratch_dir("mops-broken-toml");
         std::fs::write(dir.join("mops.toml"), toml).unwrap();
-        let (code, _, stderr) = mops(&dir, &[]);
-        assert_eq!(code, 2, "{stderr}");
-        assert_eq!(stderr.lines().count(), 1, "{stderr}");
-        assert!(
-            stderr.ends_with(&format!("mops.toml: {reason}\n")),
-            "{stderr}"
-        );
+        let err = error_line(&dir, &[]);
+        assert!(err.ends_with(&format!("mops.toml: {reason}")), "{err}");
     }
 }
 

@@ -636,13 +636,8 @@ fn replayed_as_the_suite_measured(store: &str, wasm: &[u8], rows: &str) {
         .into_iter()
         .find(|r| r.operation == "insert" && r.batch == 1)
         .unwrap();
-    let entries: Vec<_> = std::fs::read_dir(cache.join(disk_cache::STATES))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
-        .collect();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    let key: [u8; 32] = hex::decode(entries[0].file_stem().unwrap().to_str().unwrap())
+    let entry = crate::support::the_cache_entry(&cache, disk_cache::STATES);
+    let key: [u8; 32] = hex::decode(entry.file_stem().unwrap().to_str().unwrap())
         .unwrap()
         .try_into()
         .unwrap();

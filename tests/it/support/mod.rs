@@ -72,6 +72,22 @@ pub fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// The entry files of the cache's `kind` under `cache`.
+pub fn cache_entries(cache: &Path, kind: &str) -> Vec<PathBuf> {
+    std::fs::read_dir(cache.join(kind))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "entry"))
+        .collect()
+}
+
+/// The one entry file of the cache's `kind` under `cache`.
+pub fn the_cache_entry(cache: &Path, kind: &str) -> PathBuf {
+    let entries = cache_entries(cache, kind);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    entries[0].clone()
+}
+
 /// `payload` written as the cache entry `key` of `kind` under `dir` and read back, as a run
 /// reads a state it kept.
 pub fn cache_entry(
