@@ -1,6 +1,8 @@
 //! The CLI refuses bad input with an error that names the problem and the accepted values,
 //! before any work starts.
 
+use crate::support::assert_has;
+
 fn icbench(args: &[&str]) -> (i32, String) {
     let out = crate::support::icbench_command()
         .args(args)
@@ -98,15 +100,9 @@ fn pocket_ic_without_a_server_says_how_to_provide_one() {
     for args in NEED_A_SERVER {
         let (code, stderr, took) = icbench_with_server(args, None);
         assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(stderr.contains("POCKET_IC_BIN is not set"), "{stderr}");
-        assert!(
-            stderr.contains("POCKET_IC_BIN=/path/to/pocket-ic"),
-            "{stderr}"
-        );
-        assert!(
-            stderr.contains("github.com/dfinity/pocketic/releases"),
-            "{stderr}"
-        );
+        assert_has(&stderr, "POCKET_IC_BIN is not set");
+        assert_has(&stderr, "POCKET_IC_BIN=/path/to/pocket-ic");
+        assert_has(&stderr, "github.com/dfinity/pocketic/releases");
         assert!(stderr.contains("16."), "names the server version: {stderr}");
         // At once: before building the canister or running the embedded half.
         assert!(took.as_secs() < 10, "{args:?} took {took:?}");
@@ -119,15 +115,12 @@ fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
     for args in NEED_A_SERVER {
         let (code, stderr, took) = icbench_with_server(args, Some("/nonexistent/pocket-ic"));
         assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(
-            stderr.contains("POCKET_IC_BIN=/nonexistent/pocket-ic"),
-            "{stderr}"
-        );
-        assert!(stderr.contains("no such file"), "{stderr}");
+        assert_has(&stderr, "POCKET_IC_BIN=/nonexistent/pocket-ic");
+        assert_has(&stderr, "no such file");
         assert!(took.as_secs() < 10, "{args:?} took {took:?}");
         let (code, stderr, _) = icbench_with_server(args, Some("/bin/true"));
         assert_eq!(code, 2, "{args:?}: {stderr}");
-        assert!(stderr.contains("not `pocket-ic-server X.Y.Z`"), "{stderr}");
+        assert_has(&stderr, "not `pocket-ic-server X.Y.Z`");
     }
 }
 
@@ -135,10 +128,7 @@ fn a_pocket_ic_bin_that_is_not_a_server_is_refused_at_once() {
 fn crosscheck_refuses_a_negative_threshold() {
     let (code, stderr) = icbench(&["crosscheck", "--threshold=-1"]);
     assert_eq!(code, 2);
-    assert!(
-        stderr.contains("--threshold must be a non-negative percentage"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "--threshold must be a non-negative percentage");
 }
 
 /// The default build leaves the PocketIC backend out: asking for it is bad input (exit 2)
@@ -165,7 +155,7 @@ fn pocket_ic_without_the_feature_says_how_to_rebuild() {
             )),
             "{args:?}: {stderr}"
         );
-        assert!(stderr.contains("POCKET_IC_BIN"), "{stderr}");
+        assert_has(&stderr, "POCKET_IC_BIN");
         // Refused before the canister is built (the build script reports on stderr).
         assert!(!stderr.contains("build-canister"), "{args:?}: {stderr}");
     }
@@ -174,9 +164,9 @@ fn pocket_ic_without_the_feature_says_how_to_rebuild() {
         .output()
         .expect("icbench runs");
     let help = String::from_utf8_lossy(&help.stdout);
-    assert!(
-        help.contains("pocket-ic: A PocketIC server (POCKET_IC_BIN); needs a build with `--features pocket-ic`"),
-        "{help}"
+    assert_has(
+        &help,
+        "pocket-ic: A PocketIC server (POCKET_IC_BIN); needs a build with `--features pocket-ic`",
     );
 }
 
@@ -188,10 +178,10 @@ fn compare_rejects_files_that_are_not_results() {
     std::fs::write(&bad, "{\"suite\": 3}").unwrap();
     let (code, stderr) = icbench(&["compare", bad.to_str().unwrap(), bad.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("bad.json"), "{stderr}");
+    assert_has(&stderr, "bad.json");
     let (code, stderr) = icbench(&["compare", "/nonexistent/base.json", bad.to_str().unwrap()]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("/nonexistent/base.json"), "{stderr}");
+    assert_has(&stderr, "/nonexistent/base.json");
 }
 
 #[test]
@@ -399,21 +389,16 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         "{stderr}"
     );
     let stderr = run("1000000000", &[]);
-    assert!(
-        stderr.contains(
-            "and 1.0 GB is available; these fit: `--scaling-max-rows 100000 --jobs 1` (about 0.9 GB)"
-        ),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "and 1.0 GB is available; these fit: `--scaling-max-rows 100000 --jobs 1` (about 0.9 GB)",
     );
     let stderr = run("100", &[]);
-    assert!(
-        stderr.contains("no smaller setting of this suite fits"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "no smaller setting of this suite fits");
     let stderr = run("lots", &[]);
-    assert!(
-        stderr.contains("ICBENCH_MEMORY_AVAILABLE=\"lots\": expected a number of bytes"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "ICBENCH_MEMORY_AVAILABLE=\"lots\": expected a number of bytes",
     );
     // Refused before the output directory was even made.
     assert!(!out.exists());
@@ -422,10 +407,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         "100",
         &["--ignore-memory-estimate", "--wasm", "/nonexistent.wasm"],
     );
-    assert!(
-        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "--wasm /nonexistent.wasm: cannot read it");
     // The shard that fits goes on too.
     let stderr = run(
         "6000000000",
@@ -438,10 +420,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
             "/nonexistent.wasm",
         ],
     );
-    assert!(
-        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "--wasm /nonexistent.wasm: cannot read it");
     // Without --jobs, fewer workers where they fit (mo-map alone on 1 job), and a line
     // says so.
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -456,10 +435,7 @@ fn a_run_that_would_not_fit_in_memory_is_refused_naming_the_flags_that_fit() {
         cores > 1,
         "{stderr}"
     );
-    assert!(
-        stderr.contains("--wasm /nonexistent.wasm: cannot read it"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "--wasm /nonexistent.wasm: cannot read it");
 }
 
 #[test]
@@ -523,11 +499,9 @@ fn a_store_that_does_not_fit_alone_stops_at_the_sizes_that_fit() {
     // The sizes given: refused as before, naming what fits.
     let (code, stderr, _, out) = run("given", "503000000", &["--scaling-max-rows", "10000"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains(
-            "and 0.5 GB is available; these fit: `--scaling-max-rows 1000` (about 0.5 GB)"
-        ),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "and 0.5 GB is available; these fit: `--scaling-max-rows 1000` (about 0.5 GB)",
     );
     assert!(!out.exists());
 }

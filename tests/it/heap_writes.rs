@@ -3,7 +3,7 @@
 //! 4 KiB page. Every count, and so every results.csv, must be the same; only the speed
 //! differs.
 
-use crate::support::{icbench_command, scratch_dir};
+use crate::support::{assert_has, icbench_command, scratch_dir};
 
 /// Linux 6.7 added what the write log needs (asynchronous write protection and
 /// `PAGEMAP_SCAN`): on such a kernel the log must be in use.
@@ -57,16 +57,13 @@ fn run(mode: &str) -> (Vec<(String, String)>, String) {
 #[ignore = "three runs near the 4 GiB heap (about 90 s); .ci/run runs it"]
 fn the_kernel_write_log_finds_the_pages_faults_find() {
     let (faults, said) = run("faults");
-    assert!(said.contains("heap writes found by: faults"), "{said}");
+    assert_has(&said, "heap writes found by: faults");
     let (logged, said) = run("auto");
     if kernel_has_write_log() {
-        assert!(
-            said.contains("heap writes found by: kernel write log"),
-            "{said}"
-        );
+        assert_has(&said, "heap writes found by: kernel write log");
     }
     let (marked, said) = run("marks");
-    assert!(said.contains("heap writes found by: heap marks"), "{said}");
+    assert_has(&said, "heap writes found by: heap marks");
     for (((file, a), (_, b)), (_, c)) in faults.iter().zip(&logged).zip(&marked) {
         assert!(a.lines().count() > 2, "{file} has no rows");
         assert!(
@@ -256,20 +253,14 @@ fn running_out_of_instructions_mid_page_stops_alike_whoever_finds_the_pages() {
     // read is the host's, from the page map, the second the tracker's); 38 dirty
     // 4 KiB pages: 1 each in pages 0, 1, 2 and 8, 2 across pages 3 and 4, 16 in page 5, 16
     // copied into pages 6 and 7.
-    assert!(last.contains(": ok, "), "{last}");
-    assert!(
-        last.contains("PageCounts { heap_wasm_pages_accessed: 9, heap_wasm_pages_written: 9, stable_wasm_pages_accessed: 1, stable_wasm_pages_written: 0, page_charge_instructions: 1520000 }, heap dirty 38, stable dirty 0"),
-        "{last}"
-    );
+    assert_has(&last, ": ok, ");
+    assert_has(&last, "PageCounts { heap_wasm_pages_accessed: 9, heap_wasm_pages_written: 9, stable_wasm_pages_accessed: 1, stable_wasm_pages_written: 0, page_charge_instructions: 1520000 }, heap dirty 38, stable dirty 0");
     assert!(
         last.ends_with("last word [252, 255, 5, 0, 0, 0, 0, 0]"),
         "{last}"
     );
     for line in stopped {
-        assert!(
-            line.contains(": CanisterInstructionLimitExceeded, "),
-            "{line}"
-        );
+        assert_has(&line, ": CanisterInstructionLimitExceeded, ");
         assert!(
             line.ends_with("last word [0, 0, 0, 0, 0, 0, 0, 0]"),
             "{line}"

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::support::{icbench_command, scratch_dir, stderr_of_exit, the_cache_entry};
+use crate::support::{assert_has, icbench_command, scratch_dir, stderr_of_exit, the_cache_entry};
 
 fn fixture_source() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mops_fixture")
@@ -105,9 +105,9 @@ fn mops(dir: &Path, args: &[&str], code: i32) -> (String, String) {
 #[test]
 fn prints_mops_tables_with_mops_figures() {
     let (stdout, stderr) = mops(project(), &[], 0);
-    assert!(
-        stderr.contains("Replica rules 2026-05 (as PocketIC 14.0.0 to 15.0.0)"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "Replica rules 2026-05 (as PocketIC 14.0.0 to 15.0.0)",
     );
     insta::assert_snapshot!("mops_default", stdout);
 }
@@ -135,10 +135,7 @@ fn saves_mops_results_file_and_compares_with_it() {
     std::os::unix::fs::symlink(node_modules(), other_copy.join("node_modules")).unwrap();
     std::fs::write(other_copy.join(".bench/sum.bench.json"), saved).unwrap();
     let (_, stderr) = mops(&other_copy, &["--compare", "sum"], 0);
-    assert!(
-        stderr.contains("warning: bench/sum.bench.mo: .bench/sum.bench.json was saved by another setup (moc 0.12.1 there, 1.10.1 here; the collector copying there, incremental here): its figures differ by that too"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "warning: bench/sum.bench.mo: .bench/sum.bench.json was saved by another setup (moc 0.12.1 there, 1.10.1 here; the collector copying there, incremental here): its figures differ by that too");
 }
 
 #[test]
@@ -164,10 +161,7 @@ fn saved_files_and_their_directory_are_checked_before_any_bench_runs() {
     std::fs::create_dir_all(dir.join(".bench")).unwrap();
     std::fs::write(dir.join(".bench/sum.bench.json"), "not json").unwrap();
     let err = error_line(&dir, &["--compare", "--save"]);
-    assert!(
-        err.contains("sum.bench.json is not a mops results file: "),
-        "{err}"
-    );
+    assert_has(&err, "sum.bench.json is not a mops results file: ");
     assert!(!dir.join(".bench/map.bench.json").exists());
     std::fs::remove_dir_all(dir.join(".bench")).unwrap();
     std::fs::write(dir.join(".bench"), "a file where the directory goes").unwrap();
@@ -226,22 +220,19 @@ fn query_cells_collect_no_garbage() {
 #[test]
 fn a_trapping_cell_shows_in_the_table_and_fails_the_run() {
     let (stdout, stderr) = mops(project(), &["trap"], 1);
-    assert!(stdout.contains("| ok   |"), "{stdout}");
-    assert!(stdout.contains("| trap | trap |"), "{stdout}");
-    assert!(
-        stderr.contains("error: bench/trap.mo: cell trap:x trapped: ")
-            && stderr.contains("the cell traps"),
-        "{stderr}"
-    );
+    assert_has(&stdout, "| ok   |");
+    assert_has(&stdout, "| trap | trap |");
+    assert_has(&stderr, "error: bench/trap.mo: cell trap:x trapped: ");
+    assert_has(&stderr, "the cell traps");
 }
 
 #[test]
 fn a_bench_moc_rejects_shows_moc_message() {
     let (stdout, stderr) = mops(project(), &["broken"], 2);
     assert!(stdout.is_empty(), "{stdout}");
-    assert!(
-        stderr.contains("error: moc rejected the bench canister:\nbench/broken.mo:7."),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "error: moc rejected the bench canister:\nbench/broken.mo:7.",
     );
 }
 
@@ -297,11 +288,9 @@ fn bad_inputs_are_one_line_before_any_work() {
         |d| std::fs::remove_dir_all(d.join(".mops")).unwrap(),
         &[],
     );
-    assert!(
-        no_mops.contains(
-            ".mops is missing: the packages of mops.toml are not installed (run `mops install` in "
-        ),
-        "{no_mops}"
+    assert_has(
+        &no_mops,
+        ".mops is missing: the packages of mops.toml are not installed (run `mops install` in ",
     );
     let version = refused(
         "mops-version",
@@ -371,24 +360,21 @@ fn optimize_runs_wasm_opt_as_mops_does() {
         &format!("[optimize]\n{args}\n[toolchain]\nwasm-opt = \"131\"\n"),
     );
     let (stdout, stderr) = mops(&dir, &["sum"], 0);
-    assert!(
-        stderr.contains(&format!(
+    assert_has(
+        &stderr,
+        &format!(
             "Optimized with wasm-opt 131 -O3 -g {} (npm binaryen@131.0.0 (",
             features.join(" ")
-        )),
-        "{stderr}"
+        ),
     );
-    assert!(stdout.contains("| loop | 1_566 | 107_489 |"), "{stdout}");
+    assert_has(&stdout, "| loop | 1_566 | 107_489 |");
     let (stdout, stderr) = mops(&dir, &["sum", "--no-optimize"], 0);
     assert!(!stderr.contains("Optimized"), "{stderr}");
-    assert!(stdout.contains("| loop | 1_646 | 108_560 |"), "{stdout}");
+    assert_has(&stdout, "| loop | 1_646 | 108_560 |");
     // A module wasm-opt refuses (moc's output without its features): wasm-opt's reason.
     edit_toml(&dir, &args, "");
     let (_, stderr) = mops(&dir, &["sum"], 2);
-    assert!(
-        stderr.contains("error: failed to optimize the bench canister of bench/sum.bench.mo with wasm-opt: [wasm-validator error in function "),
-        "{stderr}"
-    );
+    assert_has(&stderr, "error: failed to optimize the bench canister of bench/sum.bench.mo with wasm-opt: [wasm-validator error in function ");
 }
 
 #[test]
@@ -451,12 +437,9 @@ fn moc_s_modules_are_checked_cache_entries() {
     std::fs::write(&entry, bytes).unwrap();
     let (again, stderr) = run(&["mops", "sum"]);
     assert_eq!(again, first);
-    assert!(
-        stderr.contains("checksum mismatch; compiling again"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "checksum mismatch; compiling again");
     let (info, _) = run(&["cache", "info"]);
-    assert!(info.contains("\nmops: 1 entries, "), "{info}");
+    assert_has(&info, "\nmops: 1 entries, ");
     let (cleared, _) = run(&["cache", "clear"]);
     assert!(cleared.starts_with("removed "), "{cleared}");
     assert!(!cache.join("mops").exists());
@@ -604,7 +587,7 @@ fn ci_form_flame_graphs_and_the_comment() {
         stdout.starts_with("# Benchmark Results\n\n\n\n<details>\n\n<summary>bench/sum.bench.mo $({\\color{gray}0\\%})$</summary>\n\n### Sum\n\n_Adds the numbers up to n_\n\n\nInstructions: ${\\color{gray}0\\\\%}$\n"),
         "{stdout}"
     );
-    assert!(stdout.contains("**Instructions**\n\n|      |    10 |    1000 |\n| :--- | ----: | ------: |\n| loop | 1_646 | 108_560 |"), "{stdout}");
+    assert_has(&stdout, "**Instructions**\n\n|      |    10 |    1000 |\n| :--- | ----: | ------: |\n| loop | 1_646 | 108_560 |");
     assert!(!graphs.join("gone-1.svg").exists() && !graphs.join("gone-1.folded").exists());
     assert!(graphs.join("notes.txt").exists());
     for cell in ["loop-10", "loop-1000"] {

@@ -21,6 +21,7 @@ main;a;b;ic0.stable64_write 12
 main 1
 ";
 
+use crate::support::assert_has;
 use crate::support::run_icbench as icbench;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -69,17 +70,13 @@ fn profile_diff_writes_a_differential_flame_graph() {
     let svg = std::fs::read_to_string(&out).unwrap();
     assert!(svg.starts_with("<?xml"));
     // 88 - 66 = +22; b gained 15 (of WAL's 88), the new write 12, msg_reply is gone.
-    assert!(
-        svg.contains(&format!(
-            "{} over {}: +22 instructions",
-            wal.display(),
-            off.display()
-        )),
-        "{svg}"
+    assert_has(
+        &svg,
+        &format!("{} over {}: +22 instructions", wal.display(), off.display()),
     );
-    assert!(
-        svg.contains("<title>ic0.stable64_write (12 instructions, 13.64%; +13.64%)</title>"),
-        "{svg}"
+    assert_has(
+        &svg,
+        "<title>ic0.stable64_write (12 instructions, 13.64%; +13.64%)</title>",
     );
     assert!(!svg.contains("ic0.msg_reply"), "B's shape: {svg}");
     let (code, _, stderr) = icbench(&[
@@ -156,8 +153,8 @@ fn profile_commands_refuse_bad_files_with_exit_2() {
     // Usage errors are clap's, with the same exit status.
     let (code, _, stderr) = icbench(&["profile-diff", s(&good), s(&good)]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("--out <OUT>"), "{stderr}");
+    assert_has(&stderr, "--out <OUT>");
     let (code, _, stderr) = icbench(&["profile-top", s(&good), "--top", "0"]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("'0' for '--top <TOP>'"), "{stderr}");
+    assert_has(&stderr, "'0' for '--top <TOP>'");
 }

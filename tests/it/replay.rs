@@ -10,7 +10,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, Metering};
 use icbench::replay::snapshot::Snapshot;
 
-use crate::support::{icbench_command, scratch_dir, stderr_of_exit};
+use crate::support::{assert_has, icbench_command, scratch_dir, stderr_of_exit};
 
 /// A canister of globals: `bump` adds one to the exported mutable i32 and replies it (candid
 /// `(int32)`), `get` replies it as a query, the global timer adds 100, `boom` traps and
@@ -129,10 +129,7 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
         "--save-snapshot",
         path(&again),
     ]);
-    assert!(
-        stdout.contains("Steps under replica rules 2026-07"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "Steps under replica rules 2026-07");
     for file in ["metadata.json", "wasm_module.bin", "wasm_memory.bin"] {
         assert_eq!(
             std::fs::read(dir.join(file)).unwrap(),
@@ -169,12 +166,12 @@ fn a_dfx_snapshot_loads_with_its_globals_timer_and_clock_and_writes_back_byte_fo
             ("query", "get")
         ]
     );
-    assert!(stdout.contains("(42 : int32)"), "{stdout}");
-    assert!(stdout.contains("(142 : int32)"), "{stdout}");
+    assert_has(&stdout, "(42 : int32)");
+    assert_has(&stdout, "(142 : int32)");
     // A replay generates no rows: neither file gives it the suites' workload.
     assert_eq!(report.workload, None);
     let markdown = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(markdown.contains("- Wall time: "), "{markdown}");
+    assert_has(&markdown, "- Wall time: ");
     for line in ["- Rows before each message:", "- Seed:", "- Payload size:"] {
         assert!(!markdown.contains(line), "{line} in {markdown}");
     }
@@ -197,7 +194,7 @@ fn the_older_shapes_of_metadata_json_load() {
             )
     });
     let stdout = replay_ok(&[path(&old), "--call", "bump"]);
-    assert!(stdout.contains("(42 : int32)"), "{stdout}");
+    assert_has(&stdout, "(42 : int32)");
 }
 
 #[test]
@@ -214,10 +211,10 @@ fn a_trap_is_the_replicas_error_and_the_rest_runs_a_failed_upgrade_keeps_the_can
         "bump",
     ]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stdout.contains("error: IC0502"), "{stdout}");
+    assert_has(&stdout, "error: IC0502");
     // A query over its 5B instructions: the replica's error, and the next call runs.
-    assert!(stdout.contains("error: IC0522"), "{stdout}");
-    assert!(stdout.contains("(42 : int32)"), "{stdout}");
+    assert_has(&stdout, "error: IC0522");
+    assert_has(&stdout, "(42 : int32)");
 
     // The new module's post_upgrade traps: the upgrade fails as the replica fails it, the
     // canister keeps its state, and the steps after it (typed for the new module) do not run.
@@ -234,13 +231,10 @@ fn a_trap_is_the_replicas_error_and_the_rest_runs_a_failed_upgrade_keeps_the_can
         path(&dir.join("after")),
     ]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stdout.contains("failed in [post_upgrade]"), "{stdout}");
-    assert!(
-        stdout.contains("the 1 steps after it were not run"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "failed in [post_upgrade]");
+    assert_has(&stdout, "the 1 steps after it were not run");
     let saved = std::fs::read_to_string(dir.join("after/metadata.json")).unwrap();
-    assert!(saved.contains("\"i32\": 41"), "{saved}");
+    assert_has(&saved, "\"i32\": 41");
     assert_eq!(results(&out).results[0].operation, "upgrade");
 }
 
@@ -471,7 +465,7 @@ fn a_wasm64_canisters_snapshot_replays() {
     std::fs::write(dir.join("wasm_memory.bin"), heap).unwrap();
     let out = dir.join("out");
     let stdout = replay_ok(&[path(&dir), "--call", "bump", "--out", path(&out)]);
-    assert!(stdout.contains("(42 : int64)"), "{stdout}");
+    assert_has(&stdout, "(42 : int64)");
 }
 
 #[test]
@@ -538,13 +532,13 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--call",
         "ask",
     ]);
-    assert!(
-        stdout.contains("(-1 : int32) (1 calls out, 1 rejected as to an absent canister)"),
-        "{stdout}"
+    assert_has(
+        &stdout,
+        "(-1 : int32) (1 calls out, 1 rejected as to an absent canister)",
     );
-    assert!(
-        stdout.contains("(7 : int32) (1 calls out, 0 rejected as to an absent canister)"),
-        "{stdout}"
+    assert_has(
+        &stdout,
+        "(7 : int32) (1 calls out, 0 rejected as to an absent canister)",
     );
 
     // Its cycles and controllers: 10^15 and the anonymous principal unless said.
@@ -557,11 +551,8 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--call",
         "controls",
     ]);
-    assert!(
-        stdout.contains("(1_000_000_000_000_000 : nat64)"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("(1 : int32)"), "{stdout}");
+    assert_has(&stdout, "(1_000_000_000_000_000 : nat64)");
+    assert_has(&stdout, "(1 : int32)");
     let stdout = replay_ok(&[
         "--wasm",
         path(&module),
@@ -578,7 +569,7 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--call",
         "controls",
     ]);
-    assert!(stdout.contains("(5 : nat64)"), "{stdout}");
+    assert_has(&stdout, "(5 : nat64)");
     assert!(
         stdout.contains("(0 : int32)") && stdout.contains("(1 : int32)"),
         "{stdout}"
@@ -594,15 +585,9 @@ fn a_call_to_another_canister_is_rejected_unless_a_step_gives_its_reply() {
         "--save-snapshot",
         path(&snapshot),
     ]);
-    assert!(
-        stdout.contains("(principal \"lxzze-o7777-77777-aaaaa-cai\")"),
-        "{stdout}"
-    );
+    assert_has(&stdout, "(principal \"lxzze-o7777-77777-aaaaa-cai\")");
     let stdout = replay_ok(&[path(&snapshot), "--canister-id", ledger, "--call", "me"]);
-    assert!(
-        stdout.contains(&format!("(principal \"{ledger}\")")),
-        "{stdout}"
-    );
+    assert_has(&stdout, &format!("(principal \"{ledger}\")"));
 }
 
 /// The users suite's figure of one row inserted in the middle of `store` at `rows` rows, and
@@ -694,14 +679,14 @@ fn candid_is_typed_by_the_modules_service() {
         ]),
         2,
     );
-    assert!(
-        stderr.contains("--call 1: (\"ten\", 1, 1) does not type-check against get_users_btree"),
-        "{stderr}"
+    assert_has(
+        &stderr,
+        "--call 1: (\"ten\", 1, 1) does not type-check against get_users_btree",
     );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     // Numbers take the service's types: `5` is a nat64 here, as dfx sends it.
     let stdout = replay_ok(&["--wasm", path(wasm), "--call", "get_users_btree (5, 1, 1)"]);
-    assert!(stdout.contains("rows_found = 0 : nat64"), "{stdout}");
+    assert_has(&stdout, "rows_found = 0 : nat64");
 }
 
 #[test]
@@ -721,8 +706,8 @@ fn an_upgrade_over_the_wasm_memory_limit_fails_as_on_the_replica() {
         path(&grows),
     ]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stdout.contains("error: IC0539"), "{stdout}");
-    assert!(stdout.contains("failed in [post_upgrade]"), "{stdout}");
+    assert_has(&stdout, "error: IC0539");
+    assert_has(&stdout, "failed in [post_upgrade]");
     // Without the limit it fits.
     replay_ok(&[path(&dir), "--upgrade", path(&grows), "--call", "bump"]);
 }

@@ -4,7 +4,7 @@
 use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status, Workload};
 use icbench::suites::{seed003, Suite};
 
-use crate::support::scenario;
+use crate::support::{assert_has, scenario};
 
 /// The seed003 suite's document: the position tables and plots these tests check.
 fn document(report: &Report) -> Document {
@@ -127,12 +127,6 @@ fn find<'a>(
                 && r.operation == "insert"
         })
         .expect("the sample has this scenario")
-}
-
-/// Asserts `text` contains `fragment`, showing `text` when it does not.
-#[track_caller]
-fn assert_has(text: &str, fragment: &str) {
-    assert!(text.contains(fragment), "{text}");
 }
 
 /// Asserts one pipe-table line of `text` has exactly `cells`.

@@ -167,6 +167,7 @@ fn each_suite_checks_only_its_own_sizes() {
     assert!(seed003.validate().is_err());
 }
 
+use crate::support::assert_has;
 use crate::support::run_icbench as icbench;
 
 /// The canister module, built once per test process so the CLI runs never build it

@@ -27,8 +27,8 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
     assert_eq!(scan.args, "(5000 : nat64, 1000 : nat64)");
     assert!(out.join("scaling/plot-insert-middle-1.svg").is_file());
     let md = std::fs::read_to_string(out.join("scaling/report.md")).unwrap();
-    assert!(md.contains("Storage for 30 days"), "{md}");
-    assert!(md.contains("Inserting 1,000,000 rows at each size"), "{md}");
+    assert_has(&md, "Storage for 30 days");
+    assert_has(&md, "Inserting 1,000,000 rows at each size");
     // The decision table opens the report, at the largest size, with the storage row.
     let decision = md
         .find("## Which store is cheapest, at 2,000 rows")
@@ -37,10 +37,7 @@ fn scaling_measures_every_operation_at_every_size_and_prices_the_storage() {
         decision < md.find("## insert 1 row (middle)").unwrap(),
         "{md}"
     );
-    assert!(
-        md.contains("| storage for 30 days (whole canister)"),
-        "{md}"
-    );
+    assert_has(&md, "| storage for 30 days (whole canister)");
 
     upgrades_at_the_largest_size(&report, &md);
     stable_bytes_are_each_stores_own(&report);
@@ -138,11 +135,8 @@ fn upgrades_at_the_largest_size(report: &Report, md: &str) {
             CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
         );
     }
-    assert!(md.contains("| upgrade (to a new build) "), "{md}");
-    assert!(
-        md.contains("## Upgrade to a new build at the largest size"),
-        "{md}"
-    );
+    assert_has(&md, "| upgrade (to a new build) ");
+    assert_has(&md, "## Upgrade to a new build at the largest size");
 }
 
 /// Stable bytes: each store's own size, from the canister filled as the suite fills it (two
@@ -187,10 +181,7 @@ fn scaling_refuses_a_store_too_small_for_its_scan() {
     let (code, _, stderr) =
         icbench(&["--suite", "scaling", "--scaling-max-rows", "999", "--quiet"]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("--scaling-max-rows must be at least 1,000"),
-        "{stderr}"
-    );
+    assert_has(&stderr, "--scaling-max-rows must be at least 1,000");
 }
 
 /// On one worker the scaling suite measures one store after the other (its states are not

@@ -219,7 +219,7 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
     assert!(row(&["oltp_point_select", "100", "700", "7.00"]), "{md}");
     assert!(row(&["table_scan", "--", "9,000,000,000", "--"]), "{md}");
     assert!(row(&["Average", "", "", "7.00"]), "{md}");
-    assert!(md.contains("\n### Reads\n"), "{md}");
+    assert_has(&md, "\n### Reads\n");
     assert!(md.contains("\n## Performance Ceiling Check (6x individual, 5x average)\n"));
     assert!(md.contains("- FAIL WAL reads average: 7.00x > 5x"));
 }
@@ -228,15 +228,15 @@ fn sysbench_tables_pair_the_map_with_each_mode() {
 fn sysbench_methods_contract() {
     with_canister(|c| {
         let err = c.sysbench_reset("postgres", 10).unwrap().value.unwrap_err();
-        assert!(err.contains("accepted: btree, sqlite"), "{err}");
+        assert_has(&err, "accepted: btree, sqlite");
         let err = c.sysbench_reset("sqlite", 0).unwrap().value.unwrap_err();
-        assert!(err.contains("rows must be in 1..=1000000"), "{err}");
+        assert_has(&err, "rows must be in 1..=1000000");
         let err = c
             .sysbench_run("sqlite", "oltp_point_select", &[1; 10])
             .unwrap()
             .value
             .unwrap_err();
-        assert!(err.contains("call sysbench_reset"), "{err}");
+        assert_has(&err, "call sysbench_reset");
         for store in ["btree", "sqlite"] {
             // SQLite: sbtest2 and the types table, min(rows, 1000) rows each.
             let side = if store == "sqlite" { 400 } else { 0 };
@@ -253,13 +253,13 @@ fn sysbench_methods_contract() {
                 c.sysbench_run(store, w, p).unwrap().value
             };
             let err = run(c, "tpcc", &[1]).unwrap_err();
-            assert!(err.contains("unknown sysbench workload \"tpcc\""), "{err}");
+            assert_has(&err, "unknown sysbench workload \"tpcc\"");
             let err = run(c, "oltp_point_select", &[1; 9]).unwrap_err();
-            assert!(err.contains("takes 10 parameters, got 9"), "{err}");
+            assert_has(&err, "takes 10 parameters, got 9");
             let err = run(c, "oltp_range_select", &[0]).unwrap_err();
-            assert!(err.contains("outside 1..="), "{err}");
+            assert_has(&err, "outside 1..=");
             let err = run(c, "oltp_range_select", &[(1 << 40) + 1]).unwrap_err();
-            assert!(err.contains("outside 1..="), "{err}");
+            assert_has(&err, "outside 1..=");
             // 10 point selects of present ids read 10 c values of 120 bytes.
             let r = run(c, "oltp_point_select", &[1, 2, 3, 4, 5, 6, 7, 8, 9, 200]).unwrap();
             assert_eq!((r.ops, r.found, r.bytes), (10, 10, 1_200), "{store}");
@@ -292,7 +292,7 @@ fn sysbench_methods_contract() {
             .unwrap()
             .value
             .unwrap_err();
-        assert!(err.contains("not in the map's key-value subset"), "{err}");
+        assert_has(&err, "not in the map's key-value subset");
         // Every workload runs on SQLite (parameters drawn for 2,000 rows: ranges may run
         // past the 200 rows here, inserts go above every id used so far).
         for w in WORKLOADS {
@@ -322,32 +322,17 @@ fn sysbench_end_to_end_is_deterministic_and_the_gate_sets_the_exit_status() {
         assert_eq!(r.status, Status::Ok, "{r:?}");
         assert!(r.store_instructions > 0, "{r:?}");
     }
-    assert!(
-        stdout.contains("SQLite PERSIST vs StableBTreeMap"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("All tests within ceilings."), "{stdout}");
+    assert_has(&stdout, "SQLite PERSIST vs StableBTreeMap");
+    assert_has(&stdout, "All tests within ceilings.");
     // A ceiling below every multiplier: every file is still written, then exit status 1.
     let third = temp_dir("sysbench-3");
-    let (code, stdout, stderr) = icbench(&[
-        "--quiet",
-        "--wasm",
-        wasm_path().to_str().unwrap(),
-        "--out",
-        third.to_str().unwrap(),
-        "--suite",
-        "sysbench",
-        "--sysbench-rows",
-        "2000",
-        "--sysbench-max-ratio",
-        "0.01",
-    ]);
-    assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("sysbench gate failed"), "{stderr}");
-    assert!(
-        stdout.contains("- FAIL PERSIST reads oltp_point_select"),
-        "{stdout}"
+    let (stdout, stderr) = crate::support::run_bench_exit(
+        &third,
+        &[&args[..], &["--sysbench-max-ratio", "0.01"]].concat(),
+        1,
     );
+    assert_has(&stderr, "sysbench gate failed");
+    assert_has(&stdout, "- FAIL PERSIST reads oltp_point_select");
     let c = read_report(&third.join("sysbench/results.json"));
     assert_eq!(a.results, c.results);
     assert!(third.join("sysbench/plot-sysbench.svg").is_file());

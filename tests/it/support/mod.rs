@@ -184,6 +184,11 @@ pub fn bench_wasm_path() -> &'static Path {
 /// Runs icbench on the bench canister (`--quiet --wasm <it> --out <out>`, then `args`),
 /// asserts it succeeded and returns its stdout.
 pub fn run_bench_into(out: &Path, args: &[&str]) -> String {
+    run_bench_exit(out, args, 0).0
+}
+
+/// [`run_bench_into`] asserting the exit status `code`: stdout and stderr.
+pub fn run_bench_exit(out: &Path, args: &[&str], code: i32) -> (String, String) {
     let mut all = vec![
         "--quiet",
         "--wasm",
@@ -192,7 +197,9 @@ pub fn run_bench_into(out: &Path, args: &[&str]) -> String {
         out.to_str().unwrap(),
     ];
     all.extend_from_slice(args);
-    run_icbench_ok(&all)
+    let (got, stdout, stderr) = run_icbench(&all);
+    assert_eq!(got, code, "{args:?}: {stderr}");
+    (stdout, stderr)
 }
 
 /// Each of the report's results as `row` makes it, each asserted to have run (status ok):
@@ -206,6 +213,12 @@ pub fn ok_rows<T>(report: &Report, row: impl Fn(&ScenarioResult) -> T) -> Vec<T>
             row(r)
         })
         .collect()
+}
+
+/// Asserts `text` contains `fragment`, showing `text` when it does not.
+#[track_caller]
+pub fn assert_has(text: &str, fragment: &str) {
+    assert!(text.contains(fragment), "{text}");
 }
 
 /// Asserts `err` is the replica's IC0539 for `canister`: its message says the canister
