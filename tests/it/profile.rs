@@ -13,6 +13,7 @@ use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::instrument::Counter;
 use icbench::engine::{CallOutcome, Engine, InstallStage, Profile, Profiling};
 
+use crate::support::installed;
 use crate::support::wat::REPLY_IMPORTS;
 
 /// The memory and the helper functions of every canister here, after the imports.
@@ -326,8 +327,7 @@ fn a_deep_recursion_profiles_in_a_tree_and_is_written_cut_at_a_depth() {
              (call $append (i32.const 0) (i32.const 0))
              (call $reply))"#,
     );
-    let mut e = engine(Counter::Local);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(engine(Counter::Local), &wasm);
     let out = e.update(id, "deep", &[]).unwrap();
     out.result.as_ref().unwrap();
     let profile = out.report.profile.as_ref().unwrap();
@@ -441,8 +441,10 @@ fn profiling_moves_no_count() {
 #[test]
 fn profiling_switches_on_and_off_at_the_next_restore() {
     let wasm = canister(WORK);
-    let mut e = EmbeddedEngine::default().with_replica(Replica::R2026_05);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
+    let (mut e, id) = installed(
+        EmbeddedEngine::default().with_replica(Replica::R2026_05),
+        &wasm,
+    );
     let start = e.snapshot(id).unwrap();
     let off = e.update(id, "work", &[]).unwrap();
     assert!(off.report.profile.is_none());
@@ -464,10 +466,14 @@ fn an_upgrade_profile_has_its_compilation_and_each_hook_under_its_stage() {
         r#"(func $pre (export "canister_pre_upgrade") (i32.store (i32.const 0) (i32.const 1)))
            (func $post (export "canister_post_upgrade") (i32.store (i32.const 8) (i32.const 2)))"#,
     );
-    let mut e = engine(Counter::Local);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.upgrade(id, &wasm, &[]).unwrap();
-    out.result.as_ref().unwrap();
+    // The upgrade of the canister to its own module on `e`.
+    let upgrade = |e: EmbeddedEngine| {
+        let (mut e, id) = installed(e, &wasm);
+        let out = e.upgrade(id, &wasm, &[]).unwrap();
+        out.result.as_ref().unwrap();
+        out
+    };
+    let out = upgrade(engine(Counter::Local));
     let compile = out
         .report
         .stages
@@ -492,10 +498,7 @@ fn an_upgrade_profile_has_its_compilation_and_each_hook_under_its_stage() {
 
     // Under the memory tracker each hook pays for heap page 0, accessed and written, in
     // its own frame.
-    let mut e = tracker_engine(Counter::Local);
-    let (id, _) = e.install(&wasm, &[]).unwrap();
-    let out = e.upgrade(id, &wasm, &[]).unwrap();
-    out.result.as_ref().unwrap();
+    let out = upgrade(tracker_engine(Counter::Local));
     expect(
         &out,
         &[
