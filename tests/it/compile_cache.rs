@@ -692,10 +692,10 @@ fn a_damaged_start_is_counted_with_the_others() {
         stderr(&first)
     );
     let start = &cache_entries(&cache, disk_cache::WARM)[0];
-    let mut bytes = std::fs::read(&start).unwrap();
+    let mut bytes = std::fs::read(start).unwrap();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 1;
-    std::fs::write(&start, bytes).unwrap();
+    std::fs::write(start, bytes).unwrap();
     let again = small("2");
     let err = stderr(&again);
     assert!(again.status.success(), "{err}");

@@ -253,14 +253,14 @@ fn running_out_of_instructions_mid_page_stops_alike_whoever_finds_the_pages() {
     // read is the host's, from the page map, the second the tracker's); 38 dirty
     // 4 KiB pages: 1 each in pages 0, 1, 2 and 8, 2 across pages 3 and 4, 16 in page 5, 16
     // copied into pages 6 and 7.
-    assert_has(&last, ": ok, ");
-    assert_has(&last, "PageCounts { heap_wasm_pages_accessed: 9, heap_wasm_pages_written: 9, stable_wasm_pages_accessed: 1, stable_wasm_pages_written: 0, page_charge_instructions: 1520000 }, heap dirty 38, stable dirty 0");
+    assert_has(last, ": ok, ");
+    assert_has(last, "PageCounts { heap_wasm_pages_accessed: 9, heap_wasm_pages_written: 9, stable_wasm_pages_accessed: 1, stable_wasm_pages_written: 0, page_charge_instructions: 1520000 }, heap dirty 38, stable dirty 0");
     assert!(
         last.ends_with("last word [252, 255, 5, 0, 0, 0, 0, 0]"),
         "{last}"
     );
     for line in stopped {
-        assert_has(&line, ": CanisterInstructionLimitExceeded, ");
+        assert_has(line, ": CanisterInstructionLimitExceeded, ");
         assert!(
             line.ends_with("last word [0, 0, 0, 0, 0, 0, 0, 0]"),
             "{line}"

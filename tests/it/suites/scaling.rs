@@ -135,8 +135,8 @@ fn upgrades_at_the_largest_size(report: &Report, md: &str) {
             CyclesFees::APPLICATION_13.execution_cost(up.instructions, false)
         );
     }
-    assert_has(&md, "| upgrade (to a new build) ");
-    assert_has(&md, "## Upgrade to a new build at the largest size");
+    assert_has(md, "| upgrade (to a new build) ");
+    assert_has(md, "## Upgrade to a new build at the largest size");
 }
 
 /// Stable bytes: each store's own size, from the canister filled as the suite fills it (two
