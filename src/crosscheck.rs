@@ -264,11 +264,6 @@ mod tests {
         Report {
             suite: "seed003".into(),
             engine: engine.into(),
-            workload: Some(crate::report::Workload {
-                rows_before: 2_000,
-                seed: 2026,
-                payload_size: 100,
-            }),
             wall_seconds: 0.0,
             ..crate::report::fixture::report(results)
         }

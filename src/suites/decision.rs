@@ -297,11 +297,6 @@ mod tests {
 
     fn report(results: Vec<ScenarioResult>) -> Report {
         Report {
-            workload: Some(crate::report::Workload {
-                rows_before: 1_000,
-                seed: 1,
-                payload_size: 100,
-            }),
             wall_seconds: 0.0,
             ..crate::report::fixture::report(results)
         }
