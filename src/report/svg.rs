@@ -72,9 +72,7 @@ pub struct Series {
 /// A cost per unit against units per message, both on log axes, one line per series.
 pub struct LinePlot {
     pub title: String,
-    /// `rows` in "rows per message".
-    pub unit_plural: String,
-    /// `row` in "store instructions per row".
+    /// `row` in "store instructions per row", and with an `s` in "rows per message".
     pub unit: String,
     pub series: Vec<Series>,
     /// Other axes than units per message and instructions per unit; `None` for those.
@@ -98,7 +96,7 @@ impl LinePlot {
     /// The SVG text; series without a positive point are left out.
     pub fn svg(&self) -> String {
         let unit = self.unit.as_str();
-        let unit_plural = self.unit_plural.as_str();
+        let unit_plural = format!("{unit}s");
         // Only positive values have a place on a log axis.
         let series: Vec<(&Series, Vec<(f64, f64)>)> = self
             .series
@@ -188,7 +186,7 @@ impl LinePlot {
                     None => format!(
                         "{} {}: {} instructions/{unit}",
                         thousands(bx as u64),
-                        if bx == 1.0 { unit } else { unit_plural },
+                        if bx == 1.0 { unit } else { &unit_plural },
                         per_row(by)
                     ),
                 };
@@ -446,7 +444,6 @@ mod tests {
     fn lines_skip_series_without_positive_points() {
         let plot = |points: Vec<(f64, f64)>| LinePlot {
             title: "Insert cost per row, middle, 1,000 rows".into(),
-            unit_plural: "rows".into(),
             unit: "row".into(),
             axes: None,
             series: vec![
@@ -547,7 +544,6 @@ mod tests {
 
         let plot = LinePlot {
             title: "t".into(),
-            unit_plural: "rows".into(),
             unit: "row".into(),
             axes: None,
             series: slots

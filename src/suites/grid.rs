@@ -577,15 +577,15 @@ fn terminal(report: &Report) -> Vec<Block> {
 fn plot(report: &Report, position: &str) -> Option<Plot> {
     // The cold records: every batch (the largest are measured cold only).
     let mut grid = Grid::new(report, position, &["insert"], CacheState::Cold);
-    let mut what = ("Insert cost per row", "rows", "row");
+    let mut what = ("Insert cost per row", "row");
     if grid.is_empty() {
         grid = Grid::new(report, position, &["point_lookup"], CacheState::Cold);
         if grid.rows.len() < 2 {
             return None;
         }
-        what = ("Point lookup cost per key", "keys", "key");
+        what = ("Point lookup cost per key", "key");
     }
-    let (title_start, unit_plural, unit) = what;
+    let (title_start, unit) = what;
     let series: Vec<Series> = grid
         .columns
         .iter()
@@ -606,7 +606,6 @@ fn plot(report: &Report, position: &str) -> Option<Plot> {
             "{title_start}, {position}, {} rows",
             thousands(report.workload().rows_before)
         ),
-        unit_plural: unit_plural.into(),
         unit: unit.into(),
         series,
         axes: None,

@@ -140,7 +140,6 @@ fn plots(report: &Report, doc: &mut Document) {
         );
         let plot = LinePlot {
             title: title.clone(),
-            unit_plural: "messages".into(),
             unit: "message".into(),
             axes: Some(Axes {
                 x: "W + 1: the measured message's place on the connection".into(),

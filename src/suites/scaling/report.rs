@@ -142,7 +142,6 @@ pub fn document(report: &Report) -> Document {
     upgrade_section(report, &mut doc);
     let bytes_plot = LinePlot {
         title: "Memory per row (heap + stable)".into(),
-        unit_plural: "rows".into(),
         unit: "row".into(),
         axes: Some(Axes {
             x: "rows in the store".into(),
@@ -243,7 +242,6 @@ fn operation_sections(
         }
         let plot = LinePlot {
             title: operation_title(position, operation),
-            unit_plural: "rows".into(),
             unit: "row".into(),
             axes: Some(Axes {
                 x: "rows in the store".into(),

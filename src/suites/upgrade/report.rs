@@ -264,7 +264,6 @@ fn upgrade_plot(report: &Report, label: &str) -> Option<(Block, Plot)> {
     };
     let plot = LinePlot {
         title: format!("Upgrade of {label}: instructions per stored row"),
-        unit_plural: "rows".into(),
         unit: "row".into(),
         series: vec![
             series("pre_upgrade"),
