@@ -292,20 +292,15 @@ pub fn instrument_with(wasm: &[u8], counter: Counter) -> Result<Instrumented, In
     instrument_options(wasm, counter, false, true)
 }
 
-/// [`instrument_with`] plus the profiling probes: the module calls
-/// [`PROFILE_ENTER_IMPORT`] at the start of every function (with its index in the input
-/// module) and before every System API call (with the import's index), and
-/// [`PROFILE_EXIT_IMPORT`] wherever a function returns and after every System API call, each
-/// with the instruction counter. The probes are not metered: the counter, every charge and
-/// the compilation cost are those of the unprofiled module, and the probes read the counter
-/// exactly where the metering left it.
-pub fn instrument_profiled(wasm: &[u8], counter: Counter) -> Result<Instrumented, InstrumentError> {
-    instrument_options(wasm, counter, true, true)
-}
-
 /// The module as the engine runs it: with the profiling probes or not, with heap marks
 /// where the module allows them and `heap_marks` asks for them (else the kernel's faults
 /// find its first touches).
+///
+/// With `profile`, the module calls [`PROFILE_ENTER_IMPORT`] at the start of every function
+/// (with its index in the input module) and before every System API call (with the import's
+/// index), and [`PROFILE_EXIT_IMPORT`] wherever a function returns and after every System API
+/// call, each with the instruction counter. The probes are not metered: the counter, every
+/// charge and the compilation cost are those of the unprofiled module.
 pub fn instrument_options(
     wasm: &[u8],
     counter: Counter,

@@ -324,13 +324,6 @@ pub struct CallOutcome {
     pub report: MessageReport,
 }
 
-impl CallOutcome {
-    /// The reply bytes, or the reject as an error.
-    pub fn into_reply(self) -> Result<Vec<u8>, Reject> {
-        self.result
-    }
-}
-
 /// A message the IC sends a canister by itself in a round ([`Engine::tick`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CanisterTask {

@@ -121,12 +121,6 @@ impl Report {
             .and_then(|name| crate::stores::Layout::by_name(&name))
     }
 
-    /// The run was charged by the deterministic memory tracker (replica vintage `2026-07`
-    /// on): memory pages during the message instead of written pages after it.
-    pub fn charges_pages_in_band(&self) -> bool {
-        self.replica().is_some_and(|r| r.memory_tracker.is_some())
-    }
-
     /// Names the host whose OS pages the charges counted, when it is not the default (a
     /// report without the field was charged by Linux's 4 KiB pages, as every run before
     /// `--host` was).

@@ -152,16 +152,6 @@ impl<'s> Join<'s> {
             }
         }
     }
-
-    /// Spawns the task now if nobody has to arrive (a join of zero tasks).
-    pub fn start_if_empty(&self, lane: &Ctl<'_, 's>) {
-        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if inner.remaining == 0 {
-            if let Some(task) = inner.task.take() {
-                lane.spawn(task);
-            }
-        }
-    }
 }
 
 /// A worker while it runs a task: its engine (in `client`), and in `ctl` the task's unit
