@@ -291,6 +291,16 @@ pub struct Ran {
     pub pages: BenchPages,
 }
 
+/// A benchmark of a run or of a part, as its report and files take it.
+#[derive(Debug)]
+pub struct Bench {
+    pub name: String,
+    pub outcome: BenchOutcome,
+    pub pages: BenchPages,
+    /// Where its instruction trace was written, if it ran with one.
+    pub trace: Option<PathBuf>,
+}
+
 /// Installs the module on a benchmarking application subnet and runs each bench as a
 /// query: queries never persist, so every bench starts from the post-install state.
 pub struct Runner {
@@ -494,20 +504,13 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
     let positions: Vec<usize> = (0..selected.len()).filter(|&i| shard.includes(i)).collect();
     let ran = run_benches(runner, &selected, &positions, jobs)?;
     let names: Vec<String> = selected.into_iter().cloned().collect();
-    let Sorted {
-        outcomes,
-        traces,
-        pages,
-    } = sort_out(ran, &names, &plan.results_path)?;
+    let benches = sort_out(ran, &names, &positions, &plan.results_path)?;
     let output = Output::of(args, &plan);
     if shard.is_whole() {
         let previous = (&old, &old_pages);
         return finish(
             (replica, host),
-            &names,
-            outcomes,
-            &pages,
-            &traces,
+            &benches,
             &base,
             previous,
             &output,
@@ -535,20 +538,18 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         output: output.clone(),
         outcomes: positions
             .iter()
-            .zip(&outcomes)
-            .zip(&pages)
-            .map(|((&i, o), p)| shard::PartOutcome::new(i, &names[i], o, p))
+            .zip(&benches)
+            .map(|(&i, b)| shard::PartOutcome::new(i, b))
             .collect(),
         provenance: Some(provenance),
     };
-    let mine: Vec<String> = positions.iter().map(|&i| names[i].clone()).collect();
-    let ok = print_sections(&mine, outcomes, &pages, &[], (&old, &old_pages), &output)
+    let ok = print_sections(&benches, (&old, &old_pages), &output)
         .1
         .is_empty();
     let path = part.write(dir)?;
     println!(
         "Shard {shard}: {} of the {} benchmarks, written to {} (`icbench merge` joins the parts)",
-        mine.len(),
+        benches.len(),
         names.len(),
         path.display()
     );
@@ -633,34 +634,30 @@ fn run_benches(
     )
 }
 
-/// The benches as run, in order, each part on its own.
-struct Sorted {
-    outcomes: Vec<BenchOutcome>,
-    /// Where each bench's trace was written, for those that ran with one.
-    traces: Vec<Option<PathBuf>>,
-    pages: Vec<BenchPages>,
-}
-
-/// Sorts out the benches as run; each trace of a bench that ran is written next to the
-/// results file.
-fn sort_out(ran: Vec<Ran>, names: &[String], results_path: &Path) -> Result<Sorted> {
-    let mut outcomes = Vec::with_capacity(ran.len());
-    let mut traces = Vec::with_capacity(ran.len());
-    let mut pages = Vec::with_capacity(ran.len());
-    for (ran, name) in ran.into_iter().zip(names) {
-        pages.push(ran.pages.clone());
-        let written = match (&ran.outcome, &ran.trace) {
-            (Ok(_), Some(trace)) => Some(write_trace(results_path, name, trace)?),
-            _ => None,
-        };
-        outcomes.push(ran.outcome);
-        traces.push(written);
-    }
-    Ok(Sorted {
-        outcomes,
-        traces,
-        pages,
-    })
+/// The benches as run at `positions` of `names`, in order; each trace of a bench that ran is
+/// written next to the results file.
+fn sort_out(
+    ran: Vec<Ran>,
+    names: &[String],
+    positions: &[usize],
+    results_path: &Path,
+) -> Result<Vec<Bench>> {
+    ran.into_iter()
+        .zip(positions)
+        .map(|(ran, &i)| {
+            let name = names[i].clone();
+            let trace = match (&ran.outcome, &ran.trace) {
+                (Ok(_), Some(trace)) => Some(write_trace(results_path, &name, trace)?),
+                _ => None,
+            };
+            Ok(Bench {
+                name,
+                outcome: ran.outcome,
+                pages: ran.pages,
+                trace,
+            })
+        })
+        .collect()
 }
 
 /// How a run reports and which files it writes: the flags, kept in a shard's part so that
@@ -763,8 +760,7 @@ fn base_traces(results_path: &Path, names: &[&String], old: &Results) -> BTreeMa
 /// A trace that cannot be read or drawn is said on stderr and gets no graph.
 fn write_diffs(
     regressed: &[String],
-    names: &[String],
-    traces: &[Option<PathBuf>],
+    benches: &[Bench],
     base: &BTreeMap<String, Folded>,
 ) -> BTreeMap<String, PathBuf> {
     let mut out = BTreeMap::new();
@@ -772,10 +768,10 @@ fn write_diffs(
         let Some(before) = base.get(name) else {
             continue;
         };
-        let Some(svg) = names
+        let Some(svg) = benches
             .iter()
-            .position(|n| n == name)
-            .and_then(|i| traces.get(i).cloned().flatten())
+            .find(|b| &b.name == name)
+            .and_then(|b| b.trace.clone())
         else {
             continue;
         };
@@ -803,34 +799,37 @@ fn write_diffs(
 }
 
 /// Prints each bench's section (stdout) or error (stderr) in run order, with the line
-/// naming its trace where `traces` has one and its page lines with --pages; returns the
+/// naming its trace where it has one and its page lines with --pages; returns the
 /// results and the failed benches with their errors.
 fn print_sections(
-    names: &[String],
-    outcomes: Vec<BenchOutcome>,
-    pages: &[BenchPages],
-    traces: &[Option<PathBuf>],
+    benches: &[Bench],
     (old, old_pages): Previous<'_>,
     o: &Output,
 ) -> (Results, Vec<(String, String)>) {
     let mut new = Results::new();
     let mut failed = Vec::new();
-    for (i, (name, outcome)) in names.iter().zip(outcomes).enumerate() {
+    for Bench {
+        name,
+        outcome,
+        pages,
+        trace,
+    } in benches
+    {
         match outcome {
             Ok(result) => {
                 if !o.hide_results {
-                    let shown = pages.get(i).filter(|_| o.pages).map(|now| PagesShown {
-                        now,
+                    let shown = o.pages.then(|| PagesShown {
+                        now: pages,
                         before: old_pages.get(name),
                     });
                     let section = report::section(&report::bench_block(
                         name,
-                        &result,
+                        result,
                         old.get(name),
                         o.noise_threshold,
                         shown.as_ref(),
                     ));
-                    match traces.get(i).and_then(Option::as_ref) {
+                    match trace {
                         // canbench's line closes the block, before its blank line.
                         Some(path) => print!(
                             "{}Instruction traces written to {}\n\n",
@@ -840,22 +839,17 @@ fn print_sections(
                         None => print!("{section}"),
                     }
                 }
-                new.insert(name.clone(), result);
+                new.insert(name.clone(), result.clone());
             }
             Err(e) => {
                 eprintln!("Error executing benchmark {name}. Error:\n{e}");
-                failed.push((name.clone(), e));
+                failed.push((name.clone(), e.clone()));
             }
         }
     }
     (new, failed)
 }
 
-/// The end of a whole run, unsharded or merged: the report of every bench (`names` in run
-/// order, with their outcomes and trace files), then the comment, the CSV and the results
-/// file as `o` asks, the comment naming the differential flame graph of each regressed
-/// bench that has a trace in `base_traces`; relative file paths are taken from `under`
-/// (the merge's --out) when given. `Ok(false)` when a bench failed or the gate did.
 /// Which PocketIC servers count as this run does: the releases that charge by `replica`'s
 /// rules, on `host` (a line on stderr, so canbench's report on stdout stays canbench's).
 pub fn pocket_ic_line((replica, host): (Replica, Host)) -> String {
@@ -892,13 +886,14 @@ pub fn pocket_ic_line((replica, host): (Replica, Host)) -> String {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The end of a whole run, unsharded or merged: the report of every bench (in run order),
+/// then the comment, the CSV and the results file as `o` asks, the comment naming the
+/// differential flame graph of each regressed bench that has a trace in `base_traces`;
+/// relative file paths are taken from `under` (the merge's --out) when given. `Ok(false)`
+/// when a bench failed or the gate did.
 pub fn finish(
     rules: (Replica, Host),
-    names: &[String],
-    outcomes: Vec<BenchOutcome>,
-    pages: &[BenchPages],
-    traces: &[Option<PathBuf>],
+    benches: &[Bench],
     base_traces: &BTreeMap<String, Folded>,
     previous: Previous<'_>,
     o: &Output,
@@ -909,13 +904,12 @@ pub fn finish(
     if let Some(p) = provenance {
         eprintln!("{}", p.line());
     }
-    let (new, failed) = print_sections(names, outcomes, pages, traces, previous, o);
+    let (new, failed) = print_sections(benches, previous, o);
     let old = previous.0;
     let mut entries = compare::entries(&new, old);
-    let by_name: BTreeMap<String, BenchPages> = names
+    let by_name: BTreeMap<String, BenchPages> = benches
         .iter()
-        .zip(pages)
-        .map(|(n, p)| (n.clone(), p.clone()))
+        .map(|b| (b.name.clone(), b.pages.clone()))
         .collect();
     compare::set_pages(&mut entries, &by_name);
     print!(
@@ -934,7 +928,7 @@ pub fn finish(
     if let Some(file) = &o.markdown {
         let c = &o.comment;
         let regressed = compare::regressed_benches(&entries, o.noise_threshold);
-        let graphs = write_diffs(&regressed, names, traces, base_traces);
+        let graphs = write_diffs(&regressed, benches, base_traces);
         let mut comment = compare::comment(
             &new,
             old,

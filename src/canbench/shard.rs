@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::compare::BenchPages;
 use super::results::{BenchResult, Results};
-use super::{BenchOutcome, Output};
+use super::{Bench, BenchOutcome, Output};
 use crate::engine::cost::{Host, Replica};
 use crate::engine::PageCounts;
 use crate::report::Provenance;
@@ -77,23 +77,18 @@ pub struct PartOutcome {
 }
 
 impl PartOutcome {
-    pub fn new(
-        position: usize,
-        bench: &str,
-        outcome: &BenchOutcome,
-        pages: &BenchPages,
-    ) -> PartOutcome {
-        let (result, error) = match outcome {
+    pub fn new(position: usize, bench: &Bench) -> PartOutcome {
+        let (result, error) = match &bench.outcome {
             Ok(r) => (Some(r.clone()), None),
             Err(e) => (None, Some(e.clone())),
         };
         PartOutcome {
             position,
-            bench: bench.to_string(),
+            bench: bench.name.clone(),
             result,
             error,
-            pages: pages.total,
-            scope_pages: pages.scopes.clone(),
+            pages: bench.pages.total,
+            scope_pages: bench.pages.scopes.clone(),
         }
     }
 
@@ -177,8 +172,8 @@ pub fn is_part(dir: &Path) -> bool {
     dir.join(PART_FILE).is_file()
 }
 
-/// Checks that the parts in `dirs` are the whole of one run and puts the outcomes back in
-/// run order: the bench names, their outcomes and pages, the previous results and the flags.
+/// Checks that the parts in `dirs` are the whole of one run and puts the benches back in
+/// run order, with the previous results and the flags.
 pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     if dirs.is_empty() {
         bail!("no directories to merge");
@@ -215,12 +210,11 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     crate::suites::pool::check_parts_cover(&covered, count)?;
     parts.sort_by_key(|(_, p)| p.index);
     let first = &parts[0].1;
-    let names = first.benches.clone();
+    let names = &first.benches;
     let (baseline, output) = (first.baseline.clone(), first.output.clone());
     let baseline_pages = first.baseline_pages.clone();
     let provenance: Vec<_> = parts.iter().map(|(_, p)| p.provenance.clone()).collect();
-    let mut slots: Vec<Option<BenchOutcome>> = names.iter().map(|_| None).collect();
-    let mut pages: Vec<BenchPages> = names.iter().map(|_| BenchPages::default()).collect();
+    let mut slots: Vec<Option<Bench>> = names.iter().map(|_| None).collect();
     for (path, p) in &parts {
         let damaged = |what: &str| {
             anyhow!(
@@ -254,14 +248,18 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
                     o.bench
                 ))
             })?;
-            slots[o.position] = Some(outcome);
-            pages[o.position] = BenchPages {
-                total: o.pages,
-                scopes: o.scope_pages.clone(),
-            };
+            slots[o.position] = Some(Bench {
+                name: o.bench.clone(),
+                outcome,
+                pages: BenchPages {
+                    total: o.pages,
+                    scopes: o.scope_pages.clone(),
+                },
+                trace: None,
+            });
         }
     }
-    let outcomes = slots
+    let benches = slots
         .into_iter()
         .map(|s| s.expect("the shards cover every position"))
         .collect();
@@ -272,9 +270,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
     Ok(Joined {
         replica,
         host,
-        names,
-        outcomes,
-        pages,
+        benches,
         baseline,
         baseline_pages,
         output,
@@ -287,9 +283,7 @@ pub fn join(dirs: &[PathBuf]) -> Result<Joined> {
 pub struct Joined {
     pub replica: Replica,
     pub host: Host,
-    pub names: Vec<String>,
-    pub outcomes: Vec<BenchOutcome>,
-    pub pages: Vec<BenchPages>,
+    pub benches: Vec<Bench>,
     pub baseline: Results,
     pub baseline_pages: BTreeMap<String, BenchPages>,
     pub output: Output,
@@ -306,10 +300,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<bool> {
     let under = (out != Path::new(".")).then_some(out);
     super::finish(
         (joined.replica, joined.host),
-        &joined.names,
-        joined.outcomes,
-        &joined.pages,
-        &[],
+        &joined.benches,
         &Default::default(),
         (&joined.baseline, &joined.baseline_pages),
         &joined.output,
@@ -348,11 +339,16 @@ mod tests {
                         heap_wasm_pages_accessed: n,
                         ..PageCounts::default()
                     };
-                    let pages = BenchPages {
-                        total: Some(touched(i as u64 + 1)),
-                        scopes: [("s".to_string(), touched(i as u64))].into(),
+                    let bench = Bench {
+                        name: benches[i].clone(),
+                        outcome: Ok(r),
+                        pages: BenchPages {
+                            total: Some(touched(i as u64 + 1)),
+                            scopes: [("s".to_string(), touched(i as u64))].into(),
+                        },
+                        trace: None,
                     };
-                    PartOutcome::new(i, &benches[i], &Ok(r), &pages)
+                    PartOutcome::new(i, &bench)
                 })
                 .collect(),
             benches,
@@ -386,13 +382,12 @@ mod tests {
         part(1, &[0, 2]).write(&dirs[0]).unwrap();
         part(2, &[1]).write(&dirs[1]).unwrap();
         let Joined {
-            names,
-            outcomes,
-            pages,
+            benches,
             output,
             provenance,
             ..
         } = join(&[dirs[1].clone(), dirs[0].clone()]).unwrap();
+        let names: Vec<&str> = benches.iter().map(|b| b.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
         let kernels: Vec<String> = provenance
             .unwrap()
@@ -401,19 +396,19 @@ mod tests {
             .map(|m| m.kernel)
             .collect();
         assert_eq!(kernels, ["6.1", "6.2"]);
-        let touched: Vec<(u64, u64)> = pages
+        let touched: Vec<(u64, u64)> = benches
             .iter()
-            .map(|p| {
+            .map(|b| {
                 (
-                    p.total.unwrap().heap_wasm_pages_accessed,
-                    p.scopes["s"].heap_wasm_pages_accessed,
+                    b.pages.total.unwrap().heap_wasm_pages_accessed,
+                    b.pages.scopes["s"].heap_wasm_pages_accessed,
                 )
             })
             .collect();
         assert_eq!(touched, [(1, 0), (2, 1), (3, 2)]);
-        let counts: Vec<u64> = outcomes
+        let counts: Vec<u64> = benches
             .iter()
-            .map(|o| o.as_ref().unwrap().total.instructions)
+            .map(|b| b.outcome.as_ref().unwrap().total.instructions)
             .collect();
         assert_eq!(counts, [0, 1, 2]);
         assert!(output.persist);
