@@ -14,6 +14,7 @@ use icbench::suites::scenario::StoreKind;
 use icbench::suites::{Exec, Plan, Shard};
 
 use crate::support::bench_wasm as wasm;
+use crate::support::By;
 
 const UPDATE_LIMIT: u64 = 400_000_000;
 const QUERY_LIMIT: u64 = 10_000_000;
@@ -54,12 +55,13 @@ fn record<'a>(
     message: Message,
     position: &str,
 ) -> Option<&'a ScenarioResult> {
-    report.results.iter().find(|r| {
-        r.store == store
-            && r.journal_mode == mode
-            && r.operation == message.operation()
-            && r.position == position
-    })
+    let by = [
+        By::Store(store),
+        By::JournalMode(mode),
+        By::Operation(message.operation()),
+        By::Position(position),
+    ];
+    report.results.iter().find(|r| By::all(&by, r))
 }
 
 /// (store, journal mode, largest insert that fits, largest lookup that fits; None: every

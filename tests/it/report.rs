@@ -4,7 +4,7 @@
 use icbench::report::{self, compare, Change, Document, Report, ScenarioResult, Status, Workload};
 use icbench::suites::{seed003, Suite};
 
-use crate::support::{assert_has, scenario};
+use crate::support::{assert_has, scenario, By};
 
 /// The seed003 suite's document: the position tables and plots these tests check.
 fn document(report: &Report) -> Document {
@@ -116,16 +116,17 @@ fn find<'a>(
     position: &str,
     batch: u64,
 ) -> &'a mut ScenarioResult {
+    let by = [
+        By::Store(store),
+        By::JournalMode(mode),
+        By::Position(position),
+        By::Batch(batch),
+        By::Operation("insert"),
+    ];
     report
         .results
         .iter_mut()
-        .find(|r| {
-            r.store == store
-                && r.journal_mode == mode
-                && r.position == position
-                && r.batch == batch
-                && r.operation == "insert"
-        })
+        .find(|r| By::all(&by, r))
         .expect("the sample has this scenario")
 }
 

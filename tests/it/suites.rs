@@ -167,8 +167,8 @@ fn each_suite_checks_only_its_own_sizes() {
     assert!(seed003.validate().is_err());
 }
 
-use crate::support::assert_has;
 use crate::support::run_icbench as icbench;
+use crate::support::{assert_has, record_by, By};
 
 /// The canister module, built once per test process so the CLI runs never build it
 /// concurrently.
@@ -412,19 +412,13 @@ fn records_of(dir: &Path, store: &str) -> Vec<icbench::report::ScenarioResult> {
 
 /// A record's charged instructions, by its store, position, operation and batch.
 fn charged(report: &Report, store: &str, position: &str, operation: &str, batch: u64) -> u64 {
-    report
-        .results
-        .iter()
-        .find(|r| {
-            (
-                r.store.as_str(),
-                r.position.as_str(),
-                r.operation.as_str(),
-                r.batch,
-            ) == (store, position, operation, batch)
-        })
-        .unwrap_or_else(|| panic!("no {store} {position} {operation}/{batch}"))
-        .instructions
+    let by = [
+        By::Store(store),
+        By::Position(position),
+        By::Operation(operation),
+        By::Batch(batch),
+    ];
+    record_by(&report.results, &by).instructions
 }
 
 #[test]

@@ -58,18 +58,17 @@ fn every_operation_and_the_storage_at_every_size(report: &Report) {
     for n in [1_000, 2_000] {
         for (store, mode) in [("btree", ""), ("sqlite", "OFF")] {
             for (position, operation, batch) in ops {
-                let r = report
-                    .results
-                    .iter()
-                    .find(|r| {
-                        r.store == store
-                            && r.journal_mode == mode
-                            && r.rows_before == n
-                            && r.position == position
-                            && r.operation == operation
-                            && r.batch == batch
-                    })
-                    .unwrap_or_else(|| panic!("{store} {mode} {n} {position} {operation} {batch}"));
+                let r = record_by(
+                    &report.results,
+                    &[
+                        By::Store(store),
+                        By::JournalMode(mode),
+                        By::RowsBefore(n),
+                        By::Position(position),
+                        By::Operation(operation),
+                        By::Batch(batch),
+                    ],
+                );
                 assert_eq!(r.status, Status::Ok, "{r:?}");
                 assert!(r.store_instructions > 0, "{r:?}");
             }

@@ -215,6 +215,40 @@ pub fn ok_rows<T>(report: &Report, row: impl Fn(&ScenarioResult) -> T) -> Vec<T>
         .collect()
 }
 
+/// A field of a report's record and the value a test looks for in it.
+#[derive(Clone, Copy, Debug)]
+pub enum By<'a> {
+    Store(&'a str),
+    JournalMode(&'a str),
+    Position(&'a str),
+    Operation(&'a str),
+    Batch(u64),
+    RowsBefore(u64),
+}
+
+impl By<'_> {
+    /// Whether `r` has every value of `by`.
+    pub fn all(by: &[By], r: &ScenarioResult) -> bool {
+        by.iter().all(|b| match *b {
+            By::Store(store) => r.store == store,
+            By::JournalMode(mode) => r.journal_mode == mode,
+            By::Position(position) => r.position == position,
+            By::Operation(operation) => r.operation == operation,
+            By::Batch(batch) => r.batch == batch,
+            By::RowsBefore(rows) => r.rows_before == rows,
+        })
+    }
+}
+
+/// The first of `results` with every value of `by`.
+#[track_caller]
+pub fn record_by<'r>(results: &'r [ScenarioResult], by: &[By]) -> &'r ScenarioResult {
+    match results.iter().find(|r| By::all(by, r)) {
+        Some(r) => r,
+        None => panic!("no record {by:?}"),
+    }
+}
+
 /// Asserts `text` contains `fragment`, showing `text` when it does not.
 #[track_caller]
 pub fn assert_has(text: &str, fragment: &str) {
