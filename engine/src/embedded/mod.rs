@@ -604,6 +604,3 @@ pub fn canister_id(n: u64) -> Principal {
     bytes[..8].copy_from_slice(&next.to_be_bytes());
     Principal::from_slice(&bytes)
 }
-
-/// Heap bytes per OS page, re-exported for reports.
-pub const HEAP_OS_PAGE: usize = OS_PAGE;

@@ -34,7 +34,7 @@ use wasmtime::{ExternType, Global, Linker, Memory, Module};
 use self::registration::{Addr, CounterPassing, Def};
 use super::memory::charges::{self, PageCharges, Tracker};
 use super::memory::heap::HeapRegion;
-use super::memory::stable::{StableMemory, WASM_PAGE};
+use super::memory::stable::StableMemory;
 use crate::cost::Limits;
 use crate::counter_reads::{CounterRead, CounterReads};
 use crate::instrument::{self, Counter};
@@ -549,6 +549,3 @@ fn define<A: Addr>(d: &mut Def<'_>) -> Result<()> {
 
 /// Stable memory the replica allows (`MAX_STABLE_MEMORY_IN_BYTES`).
 pub const MAX_STABLE_BYTES: u64 = 400 << 30;
-
-/// Wasm pages of stable memory per OS page, for reports.
-pub const STABLE_WASM_PAGE: u64 = WASM_PAGE;
