@@ -1,8 +1,9 @@
 //! `cfg(pocket_ic_server)` when POCKET_IC_BIN is set, so the PocketIC contract tests run
 //! then and are reported as ignored (with the reason) otherwise.
 //!
-//! `ICBENCH_SOURCE_FINGERPRINT`: a hash of all of src/, the engine's sources, canisters/types
-//! and the dependency versions (Cargo.lock), for cached post-prefill states: a state is never
+//! `ICBENCH_SOURCE_FINGERPRINT`: the SHA-256 of all of src/, the engine's sources,
+//! canisters/types and the dependency versions (Cargo.lock), taken as a canister module's
+//! record takes its sources, for cached post-prefill states: a state is never
 //! served to a differently built icbench even when the version did not change (the engine's
 //! own fingerprint keys the compile cache: engine/build.rs).
 //!
@@ -12,7 +13,6 @@
 //! since it was committed: icbench then builds it), or `packaged` (a published crate, which
 //! has no canister sources).
 
-use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
 
 #[path = "src/canister_sources.rs"]
@@ -29,20 +29,17 @@ fn main() {
     let root = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     // Everything that decides a cached post-prefill state besides the engine: the suites'
     // prefill code, the canister client and the argument types it shares with the canister.
-    let mut sources = Vec::new();
-    collect(&root.join("src"), &mut sources);
-    // In a packaged crate bench-types and the engine are dependencies, pinned by Cargo.lock
-    // below.
-    for dir in ["canisters/types", "engine/src"] {
-        if root.join(dir).is_dir() {
-            collect(&root.join(dir), &mut sources);
-        }
+    // In a packaged crate bench-types and the engine are dependencies, pinned by Cargo.lock.
+    let sources: Vec<&str> = ["src", "canisters/types", "engine/src", "Cargo.lock"]
+        .into_iter()
+        .filter(|rel| root.join(rel).exists())
+        .collect();
+    let fingerprint =
+        canister_sources::sha256(&root, &sources, "").unwrap_or_else(|e| panic!("{e}"));
+    println!("cargo::rustc-env=ICBENCH_SOURCE_FINGERPRINT={fingerprint}");
+    for rel in sources {
+        println!("cargo::rerun-if-changed={rel}");
     }
-    sources.push(root.join("Cargo.lock"));
-    fingerprint("ICBENCH_SOURCE_FINGERPRINT", &root, sources);
-    println!("cargo::rerun-if-changed=src");
-    println!("cargo::rerun-if-changed=canisters/types");
-    println!("cargo::rerun-if-changed=engine/src");
     commit(&root);
     prebuilt(&root);
 }
@@ -148,46 +145,4 @@ fn packaged_commit(root: &Path) -> Option<String> {
     } else {
         short.to_string()
     })
-}
-
-/// Sets `name` to a hash of `files` (paths and contents).
-fn fingerprint(name: &str, root: &Path, mut files: Vec<PathBuf>) {
-    files.sort();
-    // Two SipHash streams told apart by a prefix: 128 bits, no build dependency. This
-    // detects changes; it need not resist an adversary (the cache directory is the user's).
-    let (mut a, mut b) = (DefaultHasher::new(), DefaultHasher::new());
-    a.write(b"a");
-    b.write(b"b");
-    for f in &files {
-        let rel = f
-            .strip_prefix(root)
-            .unwrap_or(f)
-            .to_string_lossy()
-            .replace('\\', "/");
-        // A missing Cargo.lock (a library build) hashes as empty.
-        let bytes = std::fs::read(f).unwrap_or_default();
-        for h in [&mut a, &mut b] {
-            h.write(rel.as_bytes());
-            h.write_u64(bytes.len() as u64);
-            h.write(&bytes);
-        }
-        println!("cargo::rerun-if-changed={}", f.display());
-    }
-    println!(
-        "cargo::rustc-env={name}={:016x}{:016x}",
-        a.finish(),
-        b.finish()
-    );
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries {
-        let path = entry.expect("a readable directory entry").path();
-        if path.is_dir() {
-            collect(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
