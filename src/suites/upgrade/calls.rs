@@ -111,14 +111,19 @@ pub(super) fn calls(
 ) -> Result<Vec<ScenarioResult>> {
     let middle = rows / 2 * ID_STEP;
     let mut out = Vec::new();
+    // A call's record: `{method}_{stem}` called with `ids`, and its message.
+    let call_record = |kind: &str, method: &str, ids: IdSequence, message: &MessageReport| {
+        let mut r = record(engine, store, rows, &format!("{when}_{kind}"));
+        r.batch = ids.count;
+        r.method = format!("{method}_{}", store.store.stem());
+        r.args = ids.candid_text();
+        fill_message(&mut r, message);
+        r
+    };
     // The query first: it changes nothing, so the insert after it is still the first change.
     let read = IdSequence::new(middle, ID_STEP, 100);
     let q = client.get_users(store.store.stem(), read, false)?;
-    let mut r = record(engine, store, rows, &format!("{when}_query"));
-    r.batch = 100;
-    r.method = format!("get_users_{}", store.store.stem());
-    r.args = read.candid_text();
-    fill_message(&mut r, &q.message);
+    let mut r = call_record("query", "get_users", read, &q.message);
     match q.value {
         Ok(v) if v.rows_found == 100 => {
             r.store_instructions = v.instructions;
@@ -131,11 +136,7 @@ pub(super) fn calls(
     out.push(r);
     let insert = IdSequence::new(middle + 1, ID_STEP, 1);
     let u = client.add_users(store.store.stem(), insert)?;
-    let mut r = record(engine, store, rows, &format!("{when}_update"));
-    r.batch = 1;
-    r.method = format!("add_users_{}", store.store.stem());
-    r.args = insert.candid_text();
-    fill_message(&mut r, &u.message);
+    let mut r = call_record("update", "add_users", insert, &u.message);
     match u.value {
         Ok(v) if v.rows_inserted == 1 => {
             r.store_instructions = v.instructions;
