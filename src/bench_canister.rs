@@ -8,7 +8,7 @@
 mod client;
 mod module;
 
-pub use client::{Attempt, BenchClient, Measured, MotokoStats, Rejected, RejectedCall};
+pub use client::{Attempt, BenchClient, IdSequence, Measured, MotokoStats, Rejected, RejectedCall};
 pub use module::{
     build_from_sources, canister_sources_sha256, committed, compiler, embedded_module,
     ensure_built, ensure_built_with, prebuilt_for_current_sources, project_root, update_prebuilt,

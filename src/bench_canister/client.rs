@@ -12,6 +12,40 @@ use crate::engine::{CallOutcome, Engine, MessageReport, Metering, Reject};
 
 type CanisterResult<T> = std::result::Result<T, String>;
 
+/// The ids `offset`, `offset + step`, ..., `count` of them: the argument of the canister's
+/// `add_users_*` and `get_users_*`, which insert or look up the rows of those ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IdSequence {
+    pub offset: u64,
+    pub step: u64,
+    pub count: u64,
+}
+
+impl IdSequence {
+    pub const fn new(offset: u64, step: u64, count: u64) -> Self {
+        Self {
+            offset,
+            step,
+            count,
+        }
+    }
+
+    /// The Candid arguments the canister takes: `(offset, step, count)`, three `nat64`.
+    pub fn encode(&self) -> candid::Result<Vec<u8>> {
+        Encode!(&self.offset, &self.step, &self.count)
+    }
+
+    /// The same arguments in Candid text (for dfx).
+    pub fn candid_text(&self) -> String {
+        let IdSequence {
+            offset,
+            step,
+            count,
+        } = self;
+        format!("({offset} : nat64, {step} : nat64, {count} : nat64)")
+    }
+}
+
 /// A reply from the canister together with what the message cost.
 #[derive(Clone, Debug)]
 pub struct Measured<T> {
@@ -187,41 +221,20 @@ impl<'e> BenchClient<'e> {
     }
 
     /// `add_users_{store}(offset, step, count)`, a reject kept as such.
-    pub fn try_add_users(
-        &mut self,
-        store: &str,
-        offset: u64,
-        step: u64,
-        count: u64,
-    ) -> Result<Attempt<InsertReport>> {
-        let arg = Encode!(&offset, &step, &count)?;
+    pub fn try_add_users(&mut self, store: &str, ids: IdSequence) -> Result<Attempt<InsertReport>> {
+        let arg = ids.encode()?;
         self.send(MessageKind::Update, &format!("add_users_{store}"), &arg)
     }
 
     /// `get_users_{store}(offset, step, count)` as a query, a reject kept as such.
-    pub fn try_get_users(
-        &mut self,
-        store: &str,
-        offset: u64,
-        step: u64,
-        count: u64,
-    ) -> Result<Attempt<ReadReport>> {
-        let arg = Encode!(&offset, &step, &count)?;
+    pub fn try_get_users(&mut self, store: &str, ids: IdSequence) -> Result<Attempt<ReadReport>> {
+        let arg = ids.encode()?;
         self.send(MessageKind::Query, &format!("get_users_{store}"), &arg)
     }
 
     /// `add_users_{store}(offset, step, count)`.
-    pub fn add_users(
-        &mut self,
-        store: &str,
-        offset: u64,
-        step: u64,
-        count: u64,
-    ) -> Result<Measured<InsertReport>> {
-        self.update(
-            &format!("add_users_{store}"),
-            Encode!(&offset, &step, &count)?,
-        )
+    pub fn add_users(&mut self, store: &str, ids: IdSequence) -> Result<Measured<InsertReport>> {
+        self.update(&format!("add_users_{store}"), ids.encode()?)
     }
 
     /// `add_users_{store}_ids(ids)`.
@@ -233,13 +246,10 @@ impl<'e> BenchClient<'e> {
     pub fn get_users(
         &mut self,
         store: &str,
-        offset: u64,
-        step: u64,
-        count: u64,
+        ids: IdSequence,
         replicated: bool,
     ) -> Result<Measured<ReadReport>> {
-        let arg = Encode!(&offset, &step, &count)?;
-        self.read(&format!("get_users_{store}"), arg, replicated)
+        self.read(&format!("get_users_{store}"), ids.encode()?, replicated)
     }
 
     /// `get_users_{store}_ids(ids)` as a query, or its `_update` variant.

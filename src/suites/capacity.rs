@@ -14,7 +14,7 @@ use anyhow::{anyhow, Result};
 
 use super::scenario::{Operation, Store};
 use super::users::{Call, Reply, ID_STEP};
-use crate::bench_canister::{Attempt, BenchClient, Measured, Rejected};
+use crate::bench_canister::{Attempt, BenchClient, IdSequence, Measured, Rejected};
 use crate::engine::cost::{Limits, WASM_PAGE_SIZE};
 use crate::engine::SnapshotId;
 use crate::report::{ScenarioResult, Status};
@@ -72,30 +72,22 @@ impl Message {
         }
     }
 
-    /// `(offset, step, count)` of the call that sends `rows` rows on a store of `n` rows:
-    /// inserts go between the middle ids (and past the last one, beyond n / 2 rows);
-    /// lookups read the `rows` stored rows around the middle, so every key is present.
-    fn arguments(self, n: u64, rows: u64) -> (u64, u64, u64) {
+    /// The ids of the call that sends `rows` rows on a store of `n` rows: inserts go
+    /// between the middle ids (and past the last one, beyond n / 2 rows); lookups read the
+    /// `rows` stored rows around the middle, so every key is present.
+    fn ids(self, n: u64, rows: u64) -> IdSequence {
         match self {
-            Message::Insert => (n / 2 * ID_STEP + 1, ID_STEP, rows),
-            Message::Lookup => (n.saturating_sub(rows) / 2 * ID_STEP, ID_STEP, rows),
+            Message::Insert => IdSequence::new(n / 2 * ID_STEP + 1, ID_STEP, rows),
+            Message::Lookup => IdSequence::new(n.saturating_sub(rows) / 2 * ID_STEP, ID_STEP, rows),
         }
     }
 
     /// That call, for the records' arguments.
     fn call(self, n: u64, rows: u64) -> Call {
-        let (offset, step, count) = self.arguments(n, rows);
+        let ids = self.ids(n, rows);
         match self {
-            Message::Insert => Call::Insert {
-                offset,
-                step,
-                count,
-            },
-            Message::Lookup => Call::Get {
-                offset,
-                step,
-                count,
-            },
+            Message::Insert => Call::Insert(ids),
+            Message::Lookup => Call::Get(ids),
         }
     }
 
@@ -116,15 +108,12 @@ impl Message {
                 _ => Ok(attempt),
             }
         }
-        let (offset, step, count) = self.arguments(n, rows);
+        let ids = self.ids(n, rows);
         Ok(match self {
             Message::Insert => {
-                accepted(client.try_add_users(store.stem(), offset, step, count)?)?
-                    .map(Reply::Insert)
+                accepted(client.try_add_users(store.stem(), ids)?)?.map(Reply::Insert)
             }
-            Message::Lookup => {
-                accepted(client.try_get_users(store.stem(), offset, step, count)?)?.map(Reply::Read)
-            }
+            Message::Lookup => accepted(client.try_get_users(store.stem(), ids)?)?.map(Reply::Read),
         })
     }
 

@@ -10,7 +10,9 @@ use anyhow::{anyhow, Result};
 
 use super::scenario::{CacheState, JournalMode, Operation, Position, Scenario, Store, StoreKind};
 use super::{CommonArgs, MemoryEstimate, MEMORY_BASE};
-use crate::bench_canister::{BenchClient, InsertReport, Measured, ReadReport, RejectedCall};
+use crate::bench_canister::{
+    BenchClient, IdSequence, InsertReport, Measured, ReadReport, RejectedCall,
+};
 use crate::engine::cost::CyclesFees;
 use crate::report::format::thousands;
 use crate::report::{ScenarioResult, Sequence, Status};
@@ -286,9 +288,9 @@ fn draw_distinct(count: u64, taken: &[u64], mut draw: impl FnMut() -> u64) -> Ve
 /// and for users who want to reproduce a number with dfx.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) enum Call {
-    Insert { offset: u64, step: u64, count: u64 },
+    Insert(IdSequence),
     InsertIds(Vec<u64>),
-    Get { offset: u64, step: u64, count: u64 },
+    Get(IdSequence),
     GetIds(Vec<u64>),
     Scan { offset: u64, count: u64 },
 }
@@ -306,16 +308,16 @@ impl Call {
         let rows = cfg.rows;
         let middle = rows / 2 * ID_STEP;
         match (s.operation, s.position) {
-            (Operation::Insert { rows: n }, Position::Middle) => Call::Insert {
+            (Operation::Insert { rows: n }, Position::Middle) => Call::Insert(IdSequence {
                 offset: middle + 1,
                 step: ID_STEP,
                 count: n,
-            },
-            (Operation::Insert { rows: n }, Position::End) => Call::Insert {
+            }),
+            (Operation::Insert { rows: n }, Position::End) => Call::Insert(IdSequence {
                 offset: rows * ID_STEP + warm_ups * n,
                 step: 1,
                 count: n,
-            },
+            }),
             (Operation::Insert { rows: n }, Position::Random) => {
                 Call::InsertIds(random_absent_ids(cfg.seed, rows, n))
             }
@@ -324,16 +326,16 @@ impl Call {
                 ids.sort_unstable();
                 Call::InsertIds(ids)
             }
-            (Operation::PointLookups { keys }, Position::Middle) => Call::Get {
+            (Operation::PointLookups { keys }, Position::Middle) => Call::Get(IdSequence {
                 offset: middle,
                 step: ID_STEP,
                 count: keys,
-            },
-            (Operation::PointLookups { keys }, Position::End) => Call::Get {
+            }),
+            (Operation::PointLookups { keys }, Position::End) => Call::Get(IdSequence {
                 offset: (rows - keys) * ID_STEP,
                 step: ID_STEP,
                 count: keys,
-            },
+            }),
             (Operation::PointLookups { keys }, Position::Random) => {
                 Call::GetIds(random_present_ids(cfg.seed, rows, keys))
             }
@@ -395,16 +397,16 @@ impl Call {
                 // Windows below the measured one: the first warm-up the farthest.
                 let below = (w - k + 1) * n * ID_STEP;
                 match (s.operation, s.position) {
-                    (Operation::Insert { .. }, Position::Middle) => Call::Insert {
+                    (Operation::Insert { .. }, Position::Middle) => Call::Insert(IdSequence {
                         offset: middle + 1 - below,
                         step: ID_STEP,
                         count: n,
-                    },
-                    (Operation::Insert { .. }, Position::End) => Call::Insert {
+                    }),
+                    (Operation::Insert { .. }, Position::End) => Call::Insert(IdSequence {
                         offset: rows * ID_STEP + (k - 1) * n,
                         step: 1,
                         count: n,
-                    },
+                    }),
                     (Operation::Insert { .. }, Position::Random | Position::Sorted) => {
                         let ids = draw_distinct(n, &taken, || {
                             rng.below(rows) * ID_STEP + 1 + rng.below(ID_STEP - 1)
@@ -412,16 +414,16 @@ impl Call {
                         taken.extend_from_slice(&ids);
                         Call::InsertIds(sorted(ids))
                     }
-                    (Operation::PointLookups { .. }, Position::Middle) => Call::Get {
+                    (Operation::PointLookups { .. }, Position::Middle) => Call::Get(IdSequence {
                         offset: middle - below,
                         step: ID_STEP,
                         count: n,
-                    },
-                    (Operation::PointLookups { .. }, Position::End) => Call::Get {
+                    }),
+                    (Operation::PointLookups { .. }, Position::End) => Call::Get(IdSequence {
                         offset: (rows - n) * ID_STEP - below,
                         step: ID_STEP,
                         count: n,
-                    },
+                    }),
                     (Operation::PointLookups { .. }, Position::Random | Position::Sorted) => {
                         Call::GetIds(sorted(draw_distinct(n, &taken, || {
                             rng.below(rows) * ID_STEP
@@ -482,9 +484,8 @@ impl Call {
     /// The rows (or keys) the call inserts or must find.
     pub(super) fn rows(&self) -> u64 {
         match self {
-            Call::Insert { count, .. } | Call::Get { count, .. } | Call::Scan { count, .. } => {
-                *count
-            }
+            Call::Insert(ids) | Call::Get(ids) => ids.count,
+            Call::Scan { count, .. } => *count,
             Call::InsertIds(ids) | Call::GetIds(ids) => ids.len() as u64,
         }
     }
@@ -503,16 +504,7 @@ impl Call {
             }
         };
         match self {
-            Call::Insert {
-                offset,
-                step,
-                count,
-            }
-            | Call::Get {
-                offset,
-                step,
-                count,
-            } => format!("({offset} : nat64, {step} : nat64, {count} : nat64)"),
+            Call::Insert(ids) | Call::Get(ids) => ids.candid_text(),
             Call::InsertIds(ids) | Call::GetIds(ids) => list(ids),
             Call::Scan { offset, count } => format!("({offset} : nat64, {count} : nat64)"),
         }
@@ -536,17 +528,9 @@ pub(super) fn run_update(client: &mut BenchClient<'_>, store: &str, call: &Call)
 
 fn send(client: &mut BenchClient<'_>, store: &str, call: &Call, replicated: bool) -> Result<Reply> {
     Ok(match call {
-        Call::Insert {
-            offset,
-            step,
-            count,
-        } => Reply::Insert(client.add_users(store, *offset, *step, *count)?),
+        Call::Insert(ids) => Reply::Insert(client.add_users(store, *ids)?),
         Call::InsertIds(ids) => Reply::Insert(client.add_users_ids(store, ids)?),
-        Call::Get {
-            offset,
-            step,
-            count,
-        } => Reply::Read(client.get_users(store, *offset, *step, *count, replicated)?),
+        Call::Get(ids) => Reply::Read(client.get_users(store, *ids, replicated)?),
         Call::GetIds(ids) => Reply::Read(client.get_users_ids(store, ids, replicated)?),
         Call::Scan { offset, count } => {
             Reply::Read(client.scan_users(store, *offset, *count, replicated)?)
@@ -823,7 +807,7 @@ mod tests {
         let offsets: Vec<u64> = middle
             .iter()
             .map(|c| match c {
-                Call::Insert { offset, .. } => *offset,
+                Call::Insert(ids) => ids.offset,
                 other => panic!("{other:?}"),
             })
             .collect();
@@ -831,21 +815,10 @@ mod tests {
         // End: appends, the measured message after them.
         let end = at(Position::End, insert);
         let appended: Vec<Call> = Call::warm_ups(&end, &cfg, 2);
-        assert_eq!(
-            appended[1],
-            Call::Insert {
-                offset: 20_010,
-                step: 1,
-                count: 10
-            }
-        );
+        assert_eq!(appended[1], Call::Insert(IdSequence::new(20_010, 1, 10)));
         assert_eq!(
             Call::after_warm_ups(&end, &cfg, 2),
-            Call::Insert {
-                offset: 20_020,
-                step: 1,
-                count: 10
-            }
+            Call::Insert(IdSequence::new(20_020, 1, 10))
         );
         // Random: absent ids, none measured nor an earlier warm-up's; W = 1 is the warm
         // scenario's one message.

@@ -6,7 +6,9 @@
 //! when POCKET_IC_BIN is set; without it they are ignored, with that reason, never passed.
 
 use candid::{Encode, Principal};
-use icbench::bench_canister::{BenchClient, HeapConfig, SqliteConfig};
+use icbench::bench_canister::{
+    BenchClient, HeapConfig, IdSequence, InsertReport, Measured, SqliteConfig,
+};
 use icbench::engine::embedded::EmbeddedEngine;
 #[cfg(feature = "pocket-ic")]
 use icbench::engine::pocket_ic::PocketIcEngine;
@@ -31,8 +33,16 @@ fn upgraded(engine: &mut dyn Engine, canister: Principal) -> BenchClient<'_> {
     BenchClient::attach(engine, canister)
 }
 
-fn err_of<T: std::fmt::Debug>(r: Result<T, String>) -> String {
-    r.expect_err("the canister should refuse this")
+/// The canister's refusal of a message the replica ran.
+fn err_of<T: std::fmt::Debug>(r: anyhow::Result<Measured<T>>) -> String {
+    r.unwrap()
+        .value
+        .expect_err("the canister should refuse this")
+}
+
+/// Inserts the rows of `ids` into `store`, which must accept them.
+fn insert(c: &mut BenchClient<'_>, store: &str, ids: IdSequence) -> InsertReport {
+    c.add_users(store, ids).unwrap().value.unwrap()
 }
 
 /// One `#[test]` per engine for each contract function `fn(&mut dyn Engine)`.
@@ -86,7 +96,7 @@ contract_tests!(
 fn inserts_count_rows_not_loop_bounds(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         for store in ["heap", "btree", "sqlite"] {
-            let r = c.add_users(store, 0, 10, 25).unwrap().value.unwrap();
+            let r = insert(c, store, IdSequence::new(0, 10, 25));
             assert_eq!((r.rows_inserted, r.rows_replaced), (25, 0), "{store}");
             assert!(r.instructions > 0);
         }
@@ -102,9 +112,9 @@ fn inserts_count_rows_not_loop_bounds(engine: &mut dyn Engine) {
 fn the_btree_overwrites_and_counts_replacements(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         for store in ["heap", "btree"] {
-            c.add_users(store, 0, 10, 10).unwrap().value.unwrap();
+            insert(c, store, IdSequence::new(0, 10, 10));
             // ids 50..=140: 50, 60, 70, 80, 90 exist.
-            let r = c.add_users(store, 50, 10, 10).unwrap().value.unwrap();
+            let r = insert(c, store, IdSequence::new(50, 10, 10));
             assert_eq!((r.rows_inserted, r.rows_replaced), (5, 5), "{store}");
         }
         assert_eq!(c.stats().unwrap().btree_rows, 15);
@@ -114,13 +124,13 @@ fn the_btree_overwrites_and_counts_replacements(engine: &mut dyn Engine) {
 
 fn an_existing_sqlite_id_is_an_error_and_nothing_is_inserted(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        c.add_users("sqlite", 0, 10, 10).unwrap().value.unwrap();
+        insert(c, "sqlite", IdSequence::new(0, 10, 10));
         // 85, 90, 95: 90 exists (0, 10, ..., 90 were inserted).
-        let e = err_of(c.add_users("sqlite", 85, 5, 3).unwrap().value);
+        let e = err_of(c.add_users("sqlite", IdSequence::new(85, 5, 3)));
         assert!(e.contains("id 90 already exists"), "{e}");
         assert!(e.contains("rolled back"), "{e}");
         assert_eq!(c.stats().unwrap().sqlite_rows, 10);
-        let e = err_of(c.add_users_ids("sqlite", &[7, 20]).unwrap().value);
+        let e = err_of(c.add_users_ids("sqlite", &[7, 20]));
         assert!(e.contains("id 20 already exists"), "{e}");
         assert_eq!(c.stats().unwrap().sqlite_rows, 10);
     });
@@ -130,16 +140,16 @@ fn reads_find_exactly_the_rows_present(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         c.set_payload_size(40).unwrap().value.unwrap();
         for store in ["heap", "btree", "sqlite"] {
-            c.add_users(store, 0, 10, 50).unwrap().value.unwrap();
+            insert(c, store, IdSequence::new(0, 10, 50));
             for replicated in [false, true] {
                 let r = c
-                    .get_users(store, 0, 10, 20, replicated)
+                    .get_users(store, IdSequence::new(0, 10, 20), replicated)
                     .unwrap()
                     .value
                     .unwrap();
                 assert_eq!((r.rows_found, r.bytes_read), (20, 800), "{store}");
                 let r = c
-                    .get_users(store, 5, 10, 20, replicated)
+                    .get_users(store, IdSequence::new(5, 10, 20), replicated)
                     .unwrap()
                     .value
                     .unwrap();
@@ -168,45 +178,39 @@ fn reads_find_exactly_the_rows_present(engine: &mut dyn Engine) {
 fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
         for store in ["heap", "btree", "sqlite"] {
-            assert!(err_of(c.add_users(store, 0, 0, 5).unwrap().value).contains("step"));
-            assert!(err_of(c.add_users(store, 0, 1, 100_000_001).unwrap().value)
-                .contains("MAX_ROWS_PER_CALL"));
-            assert!(err_of(c.get_users(store, 0, 0, 5, false).unwrap().value).contains("step"));
+            assert!(err_of(c.add_users(store, IdSequence::new(0, 0, 5))).contains("step"));
             assert!(
-                err_of(c.scan_users(store, 0, 100_000_001, false).unwrap().value)
+                err_of(c.add_users(store, IdSequence::new(0, 1, 100_000_001)))
                     .contains("MAX_ROWS_PER_CALL")
             );
-            let too_many = vec![1u64; 100_001];
-            assert!(err_of(c.add_users_ids(store, &too_many).unwrap().value)
-                .contains("MAX_IDS_PER_CALL"));
+            assert!(err_of(c.get_users(store, IdSequence::new(0, 0, 5), false)).contains("step"));
             assert!(
-                err_of(c.get_users_ids(store, &too_many, false).unwrap().value)
-                    .contains("MAX_IDS_PER_CALL")
+                err_of(c.scan_users(store, 0, 100_000_001, false)).contains("MAX_ROWS_PER_CALL")
             );
+            let too_many = vec![1u64; 100_001];
+            assert!(err_of(c.add_users_ids(store, &too_many)).contains("MAX_IDS_PER_CALL"));
+            assert!(err_of(c.get_users_ids(store, &too_many, false)).contains("MAX_IDS_PER_CALL"));
             assert!(
-                err_of(c.get_users(store, 0, 1, 100_000_001, true).unwrap().value)
+                err_of(c.get_users(store, IdSequence::new(0, 1, 100_000_001), true))
                     .contains("MAX_ROWS_PER_CALL")
             );
             // count 0 is allowed: it measures a call's fixed cost.
-            let r = c.add_users(store, 0, 1, 0).unwrap().value.unwrap();
+            let r = insert(c, store, IdSequence::new(0, 1, 0));
             assert_eq!((r.rows_inserted, r.rows_replaced), (0, 0), "{store}");
         }
-        let e = err_of(
-            c.add_users_ids("sqlite", &[1, i64::MAX as u64 + 1])
-                .unwrap()
-                .value,
-        );
+        let e = err_of(c.add_users_ids("sqlite", &[1, i64::MAX as u64 + 1]));
         assert!(
             e.contains(&(i64::MAX as u64 + 1).to_string()) && e.contains("exceeds"),
             "{e}"
         );
         for store in ["heap", "btree"] {
             assert!(
-                err_of(c.add_users(store, u64::MAX - 1, 2, 2).unwrap().value).contains("overflow")
+                err_of(c.add_users(store, IdSequence::new(u64::MAX - 1, 2, 2)))
+                    .contains("overflow")
             );
         }
         assert_eq!(
-            err_of(c.configure_heap(&heap_config("json")).unwrap().value),
+            err_of(c.configure_heap(&heap_config("json"))),
             "unknown heap encoding \"json\"; accepted: candid, cbor"
         );
         // An absent field keeps the encoding; a refused one changed nothing.
@@ -217,12 +221,12 @@ fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
             .unwrap();
         assert_eq!(kept.encoding, "candid");
         assert!(
-            err_of(c.add_users("sqlite", i64::MAX as u64, 1, 2).unwrap().value).contains("exceeds")
+            err_of(c.add_users("sqlite", IdSequence::new(i64::MAX as u64, 1, 2)))
+                .contains("exceeds")
         );
-        assert!(err_of(c.set_payload_size(2 << 20).unwrap().value).contains("1048576"));
-        let bad = |c: &mut BenchClient<'_>, config: SqliteConfig| {
-            err_of(c.configure_sqlite(&config).unwrap().value)
-        };
+        assert!(err_of(c.set_payload_size(2 << 20)).contains("1048576"));
+        let bad =
+            |c: &mut BenchClient<'_>, config: SqliteConfig| err_of(c.configure_sqlite(&config));
         let e = bad(
             c,
             SqliteConfig {
@@ -260,7 +264,7 @@ fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
                 "{e}"
             );
         }
-        c.add_users("sqlite", 0, 1, 3).unwrap().value.unwrap();
+        insert(c, "sqlite", IdSequence::new(0, 1, 3));
         let e = bad(
             c,
             SqliteConfig {
@@ -278,7 +282,7 @@ fn bad_arguments_are_errors_naming_the_problem(engine: &mut dyn Engine) {
 
 fn every_journal_mode_is_applied_and_read_back(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
+        insert(c, "sqlite", IdSequence::new(0, 10, 100));
         for mode in ["DELETE", "TRUNCATE", "PERSIST", "MEMORY", "WAL", "OFF"] {
             let config = SqliteConfig {
                 journal_mode: Some(mode.to_lowercase()),
@@ -288,12 +292,15 @@ fn every_journal_mode_is_applied_and_read_back(engine: &mut dyn Engine) {
             assert_eq!(settings.journal_mode, mode);
             assert_eq!(c.stats().unwrap().journal_mode, mode);
             let r = c
-                .add_users("sqlite", 10_000 + settings.page_size as u64, 1, 2)
+                .add_users(
+                    "sqlite",
+                    IdSequence::new(10_000 + settings.page_size as u64, 1, 2),
+                )
                 .unwrap()
                 .value;
             assert!(r.is_ok(), "{mode}: {r:?}");
             c.clear("sqlite").unwrap().value.unwrap();
-            c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
+            insert(c, "sqlite", IdSequence::new(0, 10, 100));
         }
     });
 }
@@ -311,7 +318,7 @@ fn autoincrement_can_be_chosen_on_an_empty_table(engine: &mut dyn Engine) {
             .unwrap();
         assert!(s.autoincrement);
         assert_eq!(s.page_size, 8192);
-        c.add_users("sqlite", 0, 1, 10).unwrap().value.unwrap();
+        insert(c, "sqlite", IdSequence::new(0, 1, 10));
         assert_eq!(c.stats().unwrap().sqlite_page_size, 8192);
     });
 }
@@ -319,8 +326,8 @@ fn autoincrement_can_be_chosen_on_an_empty_table(engine: &mut dyn Engine) {
 fn both_stores_and_the_configuration_survive_an_upgrade(engine: &mut dyn Engine) {
     let canister = {
         let mut c = BenchClient::install(engine, wasm()).unwrap();
-        c.add_users("btree", 0, 10, 300).unwrap().value.unwrap();
-        c.add_users("sqlite", 0, 10, 300).unwrap().value.unwrap();
+        insert(&mut c, "btree", IdSequence::new(0, 10, 300));
+        insert(&mut c, "sqlite", IdSequence::new(0, 10, 300));
         c.configure_sqlite(&SqliteConfig {
             journal_mode: Some("MEMORY".into()),
             ..Default::default()
@@ -338,7 +345,7 @@ fn both_stores_and_the_configuration_survive_an_upgrade(engine: &mut dyn Engine)
     assert_eq!(stats.payload_size, 7);
     for store in ["btree", "sqlite"] {
         let r = c
-            .get_users(store, 0, 10, 300, false)
+            .get_users(store, IdSequence::new(0, 10, 300), false)
             .unwrap()
             .value
             .unwrap();
@@ -347,7 +354,7 @@ fn both_stores_and_the_configuration_survive_an_upgrade(engine: &mut dyn Engine)
             (300, 300 * 100),
             "{store}: rows written before keep their payload"
         );
-        let r = c.add_users(store, 5, 10, 10).unwrap().value.unwrap();
+        let r = insert(&mut c, store, IdSequence::new(5, 10, 10));
         assert_eq!(r.rows_inserted, 10);
     }
 }
@@ -370,7 +377,7 @@ fn calls_the_canister_cannot_serve_are_rejected_with_the_replica_codes(engine: &
             .query(
                 canister,
                 "add_users_btree",
-                &Encode!(&0u64, &1u64, &1u64).unwrap(),
+                &IdSequence::new(0, 1, 1).encode().unwrap(),
             )
             .unwrap()
             .result,
@@ -384,7 +391,7 @@ fn calls_the_canister_cannot_serve_are_rejected_with_the_replica_codes(engine: &
 
 fn undecodable_arguments_trap_and_change_nothing(engine: &mut dyn Engine) {
     with_canister(engine, |c| {
-        c.add_users("btree", 0, 1, 5).unwrap().value.unwrap();
+        insert(c, "btree", IdSequence::new(0, 1, 5));
         let canister = c.canister;
         // Wrong types, a missing value and bytes that are not Candid: ic-cdk's decoder traps.
         for (method, arg, says) in [
@@ -411,8 +418,8 @@ fn undecodable_arguments_trap_and_change_nothing(engine: &mut dyn Engine) {
 fn reinstall_wipes_both_stores(engine: &mut dyn Engine) {
     let canister = {
         let mut c = BenchClient::install(engine, wasm()).unwrap();
-        c.add_users("btree", 0, 1, 50).unwrap().value.unwrap();
-        c.add_users("sqlite", 0, 1, 50).unwrap().value.unwrap();
+        insert(&mut c, "btree", IdSequence::new(0, 1, 50));
+        insert(&mut c, "sqlite", IdSequence::new(0, 1, 50));
         c.set_payload_size(9).unwrap().value.unwrap();
         c.canister
     };
@@ -428,22 +435,22 @@ fn reinstall_wipes_both_stores(engine: &mut dyn Engine) {
         stats.payload_size, 100,
         "settings are back to their defaults"
     );
-    let r = c.add_users("sqlite", 0, 1, 50).unwrap().value.unwrap();
+    let r = insert(&mut c, "sqlite", IdSequence::new(0, 1, 50));
     assert_eq!(r.rows_inserted, 50, "the old ids are free again");
 }
 
 fn a_snapshot_restores_both_stores(engine: &mut dyn Engine) {
     let canister = {
         let mut c = BenchClient::install(engine, wasm()).unwrap();
-        c.add_users("btree", 0, 10, 100).unwrap().value.unwrap();
-        c.add_users("sqlite", 0, 10, 100).unwrap().value.unwrap();
+        insert(&mut c, "btree", IdSequence::new(0, 10, 100));
+        insert(&mut c, "sqlite", IdSequence::new(0, 10, 100));
         c.canister
     };
     let base = engine.snapshot(canister).unwrap();
     let measure = |engine: &mut dyn Engine| {
         let mut c = BenchClient::attach(engine, canister);
-        let btree = c.add_users("btree", 501, 10, 10).unwrap().value.unwrap();
-        let sqlite = c.add_users("sqlite", 501, 10, 10).unwrap().value.unwrap();
+        let btree = insert(&mut c, "btree", IdSequence::new(501, 10, 10));
+        let sqlite = insert(&mut c, "sqlite", IdSequence::new(501, 10, 10));
         let stats = c.stats().unwrap();
         assert_eq!((stats.btree_rows, stats.sqlite_rows), (110, 110));
         (btree.instructions, sqlite.instructions)
@@ -473,15 +480,17 @@ fn the_same_calls_cost_the_same_instructions_every_run() {
         let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
         let mut counts = Vec::new();
         for store in ["btree", "sqlite"] {
-            c.add_users(store, 0, 10, 2_000).unwrap().value.unwrap();
-            let m = c.add_users(store, 5_001, 10, 10).unwrap();
+            insert(&mut c, store, IdSequence::new(0, 10, 2_000));
+            let m = c.add_users(store, IdSequence::new(5_001, 10, 10)).unwrap();
             counts.push((
                 m.value.unwrap().instructions,
                 m.message.instructions,
                 m.message.heap_dirty_pages,
                 m.message.stable_dirty_pages,
             ));
-            let m = c.get_users(store, 0, 10, 100, false).unwrap();
+            let m = c
+                .get_users(store, IdSequence::new(0, 10, 100), false)
+                .unwrap();
             counts.push((m.value.unwrap().instructions, m.message.instructions, 0, 0));
         }
         let canister = c.canister;
@@ -556,10 +565,10 @@ fn the_heap_store_round_trips_an_upgrade_in_both_encodings(engine: &mut dyn Engi
                 .unwrap();
             assert_eq!(set.encoding, encoding);
             c.set_payload_size(30).unwrap().value.unwrap();
-            c.add_users("heap", 0, 10, 300).unwrap().value.unwrap();
+            insert(&mut c, "heap", IdSequence::new(0, 10, 300));
             c.add_users_ids("heap", &ids[300..]).unwrap().value.unwrap();
             // The other stores are untouched by the heap store's upgrade path.
-            c.add_users("btree", 0, 1, 20).unwrap().value.unwrap();
+            insert(&mut c, "btree", IdSequence::new(0, 1, 20));
             let before = c.upgrade_stats().unwrap();
             assert_eq!(
                 (
@@ -607,14 +616,14 @@ fn the_heap_store_round_trips_an_upgrade_in_both_encodings(engine: &mut dyn Engi
             assert_eq!(r.rows_found, 3, "{encoding}: 2990, 2^40, u64::MAX");
         }
         let r = c
-            .get_users("heap", 1, 10, 299, false)
+            .get_users("heap", IdSequence::new(1, 10, 299), false)
             .unwrap()
             .value
             .unwrap();
         assert_eq!(r.rows_found, 0, "{encoding}: no row appeared");
         assert_eq!(c.stats().unwrap().btree_rows, 20);
         // The map is live again: an insert overwrites the restored rows.
-        let r = c.add_users("heap", 0, 5, 4).unwrap().value.unwrap();
+        let r = insert(&mut c, "heap", IdSequence::new(0, 5, 4));
         assert_eq!(
             (r.rows_inserted, r.rows_replaced),
             (1, 3),
@@ -635,7 +644,7 @@ fn an_emptied_heap_store_stays_empty_across_upgrades(engine: &mut dyn Engine) {
         .unwrap()
         .value
         .unwrap();
-    c.add_users("heap", 0, 1, 40).unwrap().value.unwrap();
+    insert(&mut c, "heap", IdSequence::new(0, 1, 40));
     let mut c = upgraded(engine, canister);
     assert_eq!(c.heap_stats().unwrap().rows, 40);
     assert_eq!(c.upgrade_stats().unwrap().encoding, "cbor");
@@ -654,7 +663,7 @@ fn a_failed_upgrade_keeps_the_heap_store_and_the_old_module(engine: &mut dyn Eng
             .unwrap()
             .value
             .unwrap();
-        c.add_users("heap", 0, 3, 500).unwrap().value.unwrap();
+        insert(&mut c, "heap", IdSequence::new(0, 3, 500));
         c.canister
     };
     // pre_upgrade (the bench canister's: it encodes and writes the map) succeeds, then the
@@ -674,7 +683,7 @@ fn a_failed_upgrade_keeps_the_heap_store_and_the_old_module(engine: &mut dyn Eng
     let heap = c.heap_stats().unwrap();
     assert_eq!((heap.rows, heap.encoding.as_str()), (500, "cbor"));
     let r = c
-        .get_users("heap", 0, 3, 500, false)
+        .get_users("heap", IdSequence::new(0, 3, 500), false)
         .unwrap()
         .value
         .unwrap();

@@ -3,7 +3,7 @@
 //! byte: every store of the table, under a vintage with the memory tracker (whose page
 //! charges `ic0.performance_counter` returns, so a fill must track them) and one before it.
 
-use icbench::bench_canister::{BenchClient, Module};
+use icbench::bench_canister::{BenchClient, IdSequence, Module};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Metering;
@@ -29,7 +29,9 @@ fn filled(
         client.set_payload_size(100).unwrap().value.unwrap();
         client.unmeasured(metering, |c| {
             for m in 0..MESSAGES {
-                let out = c.try_add_users(stem, m * CHUNK * 10, 10, CHUNK).unwrap();
+                let out = c
+                    .try_add_users(stem, IdSequence::new(m * CHUNK * 10, 10, CHUNK))
+                    .unwrap();
                 let reply = out.unwrap_or_else(|r| panic!("{stem}: {}", r.reject));
                 assert_eq!(reply.value.unwrap().rows_inserted, CHUNK);
             }

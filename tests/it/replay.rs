@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use icbench::bench_canister::BenchClient;
+use icbench::bench_canister::{BenchClient, IdSequence};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, Metering};
 use icbench::replay::snapshot::Snapshot;
@@ -372,7 +372,7 @@ fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
         client.set_payload_size(100).unwrap().value.unwrap();
         client.unmeasured(Metering::StateOnly, |c| {
             for m in 0..ROWS / 1_000 {
-                c.try_add_users(stem, m * 10_000, 10, 1_000)
+                c.try_add_users(stem, IdSequence::new(m * 10_000, 10, 1_000))
                     .unwrap()
                     .unwrap();
             }
@@ -380,20 +380,19 @@ fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
         client.canister
     };
     let state = engine.snapshot(id).unwrap();
-    let (insert, read) = ((5u64, 1u64, 1u64), (ROWS * 5, 10u64, 5u64));
+    let (insert, read) = (IdSequence::new(5, 1, 1), IdSequence::new(ROWS * 5, 10, 5));
     let add = format!("add_users_{stem}");
     let get = format!("get_users_{stem}");
-    let measure =
-        |engine: &mut EmbeddedEngine, method: &str, args: (u64, u64, u64), query: bool| {
-            engine.restore(id, state).unwrap();
-            let bytes = candid::encode_args(args).unwrap();
-            let out = if query {
-                engine.query(id, method, &bytes)
-            } else {
-                engine.update(id, method, &bytes)
-            };
-            out.unwrap().report.instructions
+    let measure = |engine: &mut EmbeddedEngine, method: &str, ids: IdSequence, query: bool| {
+        engine.restore(id, state).unwrap();
+        let bytes = ids.encode().unwrap();
+        let out = if query {
+            engine.query(id, method, &bytes)
+        } else {
+            engine.update(id, method, &bytes)
         };
+        out.unwrap().report.instructions
+    };
     let measured = [
         measure(&mut engine, &add, insert, false),
         measure(&mut engine, &get, read, true),
@@ -405,14 +404,14 @@ fn replayed_as_measured(module: &[u8], stem: &str, name: &str) {
     replay_ok(&[
         path(&snapshot),
         "--call",
-        &format!("{add} {insert:?}"),
+        &format!("{add} {}", insert.candid_text()),
         "--out",
         path(&out),
     ]);
     replay_ok(&[
         path(&snapshot),
         "--call",
-        &format!("{get} {read:?}"),
+        &format!("{get} {}", read.candid_text()),
         "--out",
         path(&dir.join("read")),
     ]);

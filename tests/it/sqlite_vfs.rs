@@ -11,7 +11,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use candid::{Decode, Encode, Principal};
-use icbench::bench_canister::{BenchClient, Module, SqliteConfig, SqliteSettings};
+use icbench::bench_canister::{
+    BenchClient, IdSequence, InsertReport, Module, SqliteConfig, SqliteSettings,
+};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, PageCounts};
@@ -124,6 +126,11 @@ fn install(engine: &mut EmbeddedEngine) -> BenchClient<'_> {
     BenchClient::install(engine, wasm()).expect("the canister installs")
 }
 
+/// Inserts the rows of `ids`, which the store must accept.
+fn insert(c: &mut BenchClient<'_>, ids: IdSequence) -> InsertReport {
+    c.add_users(STORE, ids).unwrap().value.unwrap()
+}
+
 fn configure(c: &mut BenchClient<'_>, config: SqliteConfig) -> Result<SqliteSettings, String> {
     let out = c
         .engine
@@ -157,17 +164,19 @@ fn small_store(replica: Replica) -> Vec<Counts> {
     // Warm: the update connection after 10 one-row inserts beside the first (its page cache
     // kept from message to message), the read connection after 10 `_update` reads of the key.
     for id in (10_002..=10_009).chain([10_012, 10_013]) {
-        c.add_users(STORE, id, 10, 1).unwrap().value.unwrap();
+        insert(&mut c, IdSequence::new(id, 10, 1));
     }
-    let r = c.add_users(STORE, 10_014, 10, 1).unwrap();
+    let r = c.add_users(STORE, IdSequence::new(10_014, 10, 1)).unwrap();
     out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
     for _ in 0..10 {
-        c.get_users(STORE, 10_000, 10, 1, true)
+        c.get_users(STORE, IdSequence::new(10_000, 10, 1), true)
             .unwrap()
             .value
             .unwrap();
     }
-    let r = c.get_users(STORE, 10_000, 10, 1, false).unwrap();
+    let r = c
+        .get_users(STORE, IdSequence::new(10_000, 10, 1), false)
+        .unwrap();
     out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
     out
 }
@@ -203,7 +212,7 @@ fn a_thousand_rows_into_an_empty_table_cost_both_bindings_about_the_same() {
     let fill = |replica: Replica, wasm: &[u8], store: &str| {
         let mut engine = EmbeddedEngine::default().with_replica(replica);
         let mut c = BenchClient::install(&mut engine, wasm).unwrap();
-        let r = c.add_users(store, 0, 1, 1_000).unwrap();
+        let r = c.add_users(store, IdSequence::new(0, 1, 1_000)).unwrap();
         let v = r.value.unwrap();
         assert_eq!(v.rows_inserted, 1_000);
         Counts::measured(v.instructions, &r.message)
@@ -231,7 +240,7 @@ fn an_upgrade_keeps_the_rows_and_the_settings() {
     {
         let mut c = install(&mut engine);
         canister = c.canister;
-        c.add_users(STORE, 0, 10, 500).unwrap().value.unwrap();
+        insert(&mut c, IdSequence::new(0, 10, 500));
         assert_eq!(c.set_payload_size(40).unwrap().value, Ok(40));
         let settings = configure(
             &mut c,
@@ -241,7 +250,7 @@ fn an_upgrade_keeps_the_rows_and_the_settings() {
             },
         );
         assert_eq!(settings, Ok(binding_settings(1_000, false)));
-        c.add_users(STORE, 5_000, 10, 10).unwrap().value.unwrap();
+        insert(&mut c, IdSequence::new(5_000, 10, 10));
     }
     engine
         .upgrade(canister, wasm(), &Encode!().unwrap())
@@ -260,7 +269,7 @@ fn an_upgrade_keeps_the_rows_and_the_settings() {
     );
     // 100-byte rows before set_payload_size, 40-byte ones after.
     let r = c
-        .get_users(STORE, 4_990, 10, 2, false)
+        .get_users(STORE, IdSequence::new(4_990, 10, 2), false)
         .unwrap()
         .value
         .unwrap();
@@ -273,7 +282,7 @@ fn an_upgrade_keeps_the_rows_and_the_settings() {
         Ok(binding_settings(1_000, false))
     );
     // And the store goes on: new rows after the old ones.
-    let r = c.add_users(STORE, 5_100, 1, 3).unwrap().value.unwrap();
+    let r = insert(&mut c, IdSequence::new(5_100, 1, 3));
     assert_eq!(r.rows_inserted, 3);
     assert_eq!(c.stats().unwrap().sqlite_rows, 513);
 }
@@ -282,9 +291,13 @@ fn an_upgrade_keeps_the_rows_and_the_settings() {
 fn an_existing_id_is_an_error_and_nothing_is_inserted() {
     let mut engine = EmbeddedEngine::default();
     let mut c = install(&mut engine);
-    c.add_users(STORE, 0, 10, 10).unwrap().value.unwrap();
+    insert(&mut c, IdSequence::new(0, 10, 10));
     // 85, 90, 95: 90 exists.
-    let e = c.add_users(STORE, 85, 5, 3).unwrap().value.unwrap_err();
+    let e = c
+        .add_users(STORE, IdSequence::new(85, 5, 3))
+        .unwrap()
+        .value
+        .unwrap_err();
     assert_eq!(
         e,
         "id 90 already exists in table users; transaction rolled back, nothing inserted"
@@ -296,7 +309,11 @@ fn an_existing_id_is_an_error_and_nothing_is_inserted() {
     let r = c.add_users_ids(STORE, &[7, 21]).unwrap().value.unwrap();
     assert_eq!(r.rows_inserted, 2);
     assert_eq!(c.stats().unwrap().sqlite_rows, 12);
-    let e = c.add_users(STORE, 0, 0, 1).unwrap().value.unwrap_err();
+    let e = c
+        .add_users(STORE, IdSequence::new(0, 0, 1))
+        .unwrap()
+        .value
+        .unwrap_err();
     assert!(e.contains("step"), "{e}");
     let e = c
         .add_users_ids(STORE, &[1, i64::MAX as u64 + 1])
@@ -310,7 +327,7 @@ fn an_existing_id_is_an_error_and_nothing_is_inserted() {
 fn what_the_binding_fixes_is_refused_naming_why() {
     let mut engine = EmbeddedEngine::default();
     let mut c = install(&mut engine);
-    c.add_users(STORE, 0, 10, 10).unwrap().value.unwrap();
+    insert(&mut c, IdSequence::new(0, 10, 10));
     let refused = |journal_mode: Option<&str>, page_size: Option<u32>| SqliteConfig {
         journal_mode: journal_mode.map(str::to_string),
         page_size,
@@ -567,7 +584,7 @@ fn canister_rows(replica: Replica, warm: bool) -> Vec<Counts> {
     let mut engine = EmbeddedEngine::default().with_replica(replica);
     let mut c = install(&mut engine);
     assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
-    c.add_users(STORE, 0, 10, 2_000).unwrap().value.unwrap();
+    insert(&mut c, IdSequence::new(0, 10, 2_000));
     configure(&mut c, SqliteConfig::default()).unwrap();
     let mut at = c.engine.snapshot(c.canister).unwrap();
     if warm {
@@ -579,17 +596,19 @@ fn canister_rows(replica: Replica, warm: bool) -> Vec<Counts> {
     let mut rows = Vec::new();
     c.engine.restore(c.canister, at).unwrap();
     if warm {
-        c.add_users(STORE, 9_991, 10, 1).unwrap().value.unwrap();
+        insert(&mut c, IdSequence::new(9_991, 10, 1));
     }
-    let r = c.add_users(STORE, 10_001, 10, 1).unwrap();
+    let r = c.add_users(STORE, IdSequence::new(10_001, 10, 1)).unwrap();
     rows.push(row(r.value.unwrap().instructions, &r.message));
     for keys in [1, 100] {
         c.engine.restore(c.canister, at).unwrap();
         if warm {
-            let below = c.get_users(STORE, 10_000 - keys * 10, 10, keys, true);
+            let below = c.get_users(STORE, IdSequence::new(10_000 - keys * 10, 10, keys), true);
             assert_eq!(below.unwrap().value.unwrap().rows_found, keys);
         }
-        let r = c.get_users(STORE, 10_000, 10, keys, false).unwrap();
+        let r = c
+            .get_users(STORE, IdSequence::new(10_000, 10, keys), false)
+            .unwrap();
         rows.push(row(r.value.unwrap().instructions, &r.message));
     }
     c.engine.restore(c.canister, at).unwrap();
@@ -682,15 +701,17 @@ fn upgrade_direct(replica: Replica) -> (Vec<(&'static str, Pair)>, u64) {
     let mut engine = EmbeddedEngine::default().with_replica(replica);
     let mut c = install(&mut engine);
     assert_eq!(c.set_payload_size(100).unwrap().value, Ok(100));
-    c.add_users(STORE, 0, 10, 1_000).unwrap().value.unwrap();
+    insert(&mut c, IdSequence::new(0, 10, 1_000));
     let at = c.engine.snapshot(c.canister).unwrap();
     let mut out = Vec::new();
     let calls = |c: &mut BenchClient<'_>, out: &mut Vec<_>, when: [&'static str; 2]| {
-        let q = c.get_users(STORE, 5_000, 10, 100, false).unwrap();
+        let q = c
+            .get_users(STORE, IdSequence::new(5_000, 10, 100), false)
+            .unwrap();
         let found = q.value.unwrap();
         assert_eq!(found.rows_found, 100);
         out.push((when[0], (found.instructions, q.message.instructions)));
-        let u = c.add_users(STORE, 5_001, 10, 1).unwrap();
+        let u = c.add_users(STORE, IdSequence::new(5_001, 10, 1)).unwrap();
         out.push((
             when[1],
             (u.value.unwrap().instructions, u.message.instructions),
@@ -792,10 +813,7 @@ fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
                 .find(|r| r.rows_before == n && r.operation == op && r.position == position)
                 .unwrap_or_else(|| panic!("{op} {position} at {n}"))
         };
-        c.add_users(STORE, filled * 10, 10, n - filled)
-            .unwrap()
-            .value
-            .unwrap();
+        insert(&mut c, IdSequence::new(filled * 10, 10, n - filled));
         filled = n;
         let stats = c.stats().unwrap();
         assert_eq!(stats.sqlite_page_size, 16_384);
@@ -810,7 +828,9 @@ fn the_scaling_suite_measures_a_small_store_on_a_reopened_connection_exactly() {
         let grown = c.engine.snapshot(c.canister).unwrap();
         configure(&mut c, SqliteConfig::default()).unwrap();
         let reopened = c.engine.snapshot(c.canister).unwrap();
-        let u = c.add_users(STORE, n / 2 * 10 + 1, 10, 1).unwrap();
+        let u = c
+            .add_users(STORE, IdSequence::new(n / 2 * 10 + 1, 10, 1))
+            .unwrap();
         let r = at("insert", "middle");
         assert_eq!(r.batch, 1);
         assert_eq!(

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use icbench::bench_canister::{BenchClient, Module};
+use icbench::bench_canister::{BenchClient, IdSequence, Module};
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::report::{self, Report, ScenarioResult, Status};
 use icbench::suites::tune::WORKLOADS;
@@ -374,7 +374,7 @@ fn only_the_tune_variant_has_the_bounded_store() {
     let mut engine = EmbeddedEngine::default();
     let mut client = BenchClient::install(&mut engine, &default).unwrap();
     let rejected = client
-        .try_add_users("btree_bounded", 0, 10, 3)
+        .try_add_users("btree_bounded", IdSequence::new(0, 10, 3))
         .unwrap()
         .expect_err("the default module has no btree_bounded store");
     assert!(
@@ -389,9 +389,13 @@ fn only_the_tune_variant_has_the_bounded_store() {
     let tune = tune_wasm();
     let mut engine = EmbeddedEngine::default();
     let mut client = BenchClient::install(&mut engine, &tune).unwrap();
-    let added = client.add_users("btree_bounded", 0, 10, 3).unwrap();
+    let added = client
+        .add_users("btree_bounded", IdSequence::new(0, 10, 3))
+        .unwrap();
     assert_eq!(added.value.unwrap().rows_inserted, 3);
-    let read = client.get_users("btree_bounded", 0, 10, 3, false).unwrap();
+    let read = client
+        .get_users("btree_bounded", IdSequence::new(0, 10, 3), false)
+        .unwrap();
     let read = read.value.unwrap();
     assert_eq!((read.rows_found, read.bytes_read), (3, 300));
     let scanned = client.scan_users("btree_bounded", 0, 10, false).unwrap();
@@ -399,7 +403,7 @@ fn only_the_tune_variant_has_the_bounded_store() {
     client.set_payload_size(101).unwrap().value.unwrap();
     assert_eq!(
         client
-            .add_users("btree_bounded", 100, 10, 1)
+            .add_users("btree_bounded", IdSequence::new(100, 10, 1))
             .unwrap()
             .value
             .unwrap_err(),

@@ -2,7 +2,7 @@
 //! sizes: exact facts only.
 
 use candid::Encode;
-use icbench::bench_canister::{BenchClient, HeapConfig};
+use icbench::bench_canister::{BenchClient, HeapConfig, IdSequence};
 use icbench::engine::cost::Limits;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{CallOutcome, Engine, ErrorCode, Reject};
@@ -143,7 +143,10 @@ fn filled_heap(limits: Limits, rows: u64) -> (EmbeddedEngine, candid::Principal)
     .unwrap()
     .value
     .unwrap();
-    c.add_users("heap", 0, 10, rows).unwrap().value.unwrap();
+    c.add_users("heap", IdSequence::new(0, 10, rows))
+        .unwrap()
+        .value
+        .unwrap();
     let id = c.canister;
     (e, id)
 }
@@ -153,7 +156,7 @@ fn assert_rows_intact(e: &mut EmbeddedEngine, id: candid::Principal, rows: u64) 
     let mut c = BenchClient::attach(e, id);
     assert_eq!(c.heap_stats().unwrap().rows, rows);
     let read = c
-        .get_users("heap", 0, 10, 100, false)
+        .get_users("heap", IdSequence::new(0, 10, 100), false)
         .unwrap()
         .value
         .unwrap();

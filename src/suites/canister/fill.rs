@@ -4,7 +4,7 @@
 
 use anyhow::{anyhow, Result};
 
-use crate::bench_canister::BenchClient;
+use crate::bench_canister::{BenchClient, IdSequence};
 use crate::engine::Metering;
 use crate::report::format::thousands;
 
@@ -78,7 +78,7 @@ pub(in crate::suites) fn fill_until_rejected(
         let count = chunk.min(to - done);
         before(done + count);
         let sent = client.unmeasured(Metering::StateOnly, |c| {
-            c.try_add_users(store, done * ID_STEP, ID_STEP, count)
+            c.try_add_users(store, IdSequence::new(done * ID_STEP, ID_STEP, count))
         });
         let out = match sent? {
             Ok(out) => out,

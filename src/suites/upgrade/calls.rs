@@ -5,7 +5,7 @@
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::UpgradeStore;
-use crate::bench_canister::{BenchClient, HeapConfig};
+use crate::bench_canister::{BenchClient, HeapConfig, IdSequence};
 use crate::engine::cost::CyclesFees;
 use crate::engine::MessageReport;
 use crate::report::{ScenarioResult, Status};
@@ -111,13 +111,19 @@ pub(super) fn calls(
 ) -> Result<Vec<ScenarioResult>> {
     let middle = rows / 2 * ID_STEP;
     let mut out = Vec::new();
+    // A call's record: `{method}_{stem}` called with `ids`, and its message.
+    let call_record = |kind: &str, method: &str, ids: IdSequence, message: &MessageReport| {
+        let mut r = record(engine, store, rows, &format!("{when}_{kind}"));
+        r.batch = ids.count;
+        r.method = format!("{method}_{}", store.store.stem());
+        r.args = ids.candid_text();
+        fill_message(&mut r, message);
+        r
+    };
     // The query first: it changes nothing, so the insert after it is still the first change.
-    let q = client.get_users(store.store.stem(), middle, ID_STEP, 100, false)?;
-    let mut r = record(engine, store, rows, &format!("{when}_query"));
-    r.batch = 100;
-    r.method = format!("get_users_{}", store.store.stem());
-    r.args = format!("({middle} : nat64, {ID_STEP} : nat64, 100 : nat64)");
-    fill_message(&mut r, &q.message);
+    let read = IdSequence::new(middle, ID_STEP, 100);
+    let q = client.get_users(store.store.stem(), read, false)?;
+    let mut r = call_record("query", "get_users", read, &q.message);
     match q.value {
         Ok(v) if v.rows_found == 100 => {
             r.store_instructions = v.instructions;
@@ -128,12 +134,9 @@ pub(super) fn calls(
         Err(e) => r.status = Status::Failed(e),
     }
     out.push(r);
-    let u = client.add_users(store.store.stem(), middle + 1, ID_STEP, 1)?;
-    let mut r = record(engine, store, rows, &format!("{when}_update"));
-    r.batch = 1;
-    r.method = format!("add_users_{}", store.store.stem());
-    r.args = format!("({} : nat64, {ID_STEP} : nat64, 1 : nat64)", middle + 1);
-    fill_message(&mut r, &u.message);
+    let insert = IdSequence::new(middle + 1, ID_STEP, 1);
+    let u = client.add_users(store.store.stem(), insert)?;
+    let mut r = call_record("update", "add_users", insert, &u.message);
     match u.value {
         Ok(v) if v.rows_inserted == 1 => {
             r.store_instructions = v.instructions;

@@ -9,7 +9,7 @@
 //! and `mo_region`, so the bench canister's client drives it.
 
 use candid::Encode;
-use icbench::bench_canister::{BenchClient, Module};
+use icbench::bench_canister::{BenchClient, IdSequence, Module};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{Engine, UpgradeOptions, WasmMemoryPersistence};
@@ -132,7 +132,7 @@ fn a_classical_upgrade_serializes_the_map_and_keeps_its_rows() {
     let mut engine = EmbeddedEngine::default();
     let id = {
         let mut c = BenchClient::install(&mut engine, classic_wasm()).unwrap();
-        let added = c.add_users("mo_map", 0, 10, 100).unwrap();
+        let added = c.add_users("mo_map", IdSequence::new(0, 10, 100)).unwrap();
         assert_eq!(added.value.unwrap().rows_inserted, 100);
         assert!(!added.message.wasm64);
         c.canister
@@ -195,11 +195,13 @@ fn the_region_store_refuses_an_empty_value_at_the_region_s_end() {
     let mut engine = EmbeddedEngine::default();
     let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
     assert_eq!(c.set_payload_size(0).unwrap().value, Ok(0));
-    c.add_users("mo_region", 0, 1, 16_383)
+    c.add_users("mo_region", IdSequence::new(0, 1, 16_383))
         .unwrap()
         .value
         .unwrap();
-    let err = c.add_users("mo_region", 16_383, 1, 1).unwrap_err();
+    let err = c
+        .add_users("mo_region", IdSequence::new(16_383, 1, 1))
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("Region error: offset out of bounds"),
@@ -219,7 +221,7 @@ fn an_upgrade_that_keeps_the_heap_keeps_every_store_s_rows() {
         let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
         for stem in STEMS {
             assert_eq!(
-                c.add_users(stem, 0, 10, 100)
+                c.add_users(stem, IdSequence::new(0, 10, 100))
                     .unwrap()
                     .value
                     .unwrap()
@@ -263,7 +265,9 @@ fn the_collector_s_increments_land_in_known_messages() {
     let mut c = BenchClient::install(&mut engine, wasm()).unwrap();
     let mut collector = Vec::new();
     for i in 0..20 {
-        let r = c.add_users("mo_map", i * 100_000, 10, 10_000).unwrap();
+        let r = c
+            .add_users("mo_map", IdSequence::new(i * 100_000, 10, 10_000))
+            .unwrap();
         r.value.unwrap();
         let s = c.motoko_stats().unwrap();
         // What the message was charged is its own work, the increment after it and the 19

@@ -12,7 +12,7 @@
 //! The calls must succeed and find what they should; the figures are printed, and with
 //! ICBENCH_VFS_PROFILES=DIR the 1-row insert's instruction profiles are written there.
 
-use icbench::bench_canister::{BenchClient, SqliteConfig};
+use icbench::bench_canister::{BenchClient, IdSequence, SqliteConfig};
 use icbench::engine::cost::Replica;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::{MessageReport, Profiling};
@@ -91,12 +91,16 @@ impl Workload {
     fn measure(self, c: &mut BenchClient<'_>, store: &str) -> (u64, MessageReport) {
         match self {
             Workload::Insert(n) => {
-                let r = c.add_users(store, MIDDLE + 1, ID_STEP, n).unwrap();
+                let r = c
+                    .add_users(store, IdSequence::new(MIDDLE + 1, ID_STEP, n))
+                    .unwrap();
                 assert_eq!(r.value.as_ref().unwrap().rows_inserted, n);
                 (r.value.unwrap().instructions, r.message)
             }
             Workload::Get(n) => {
-                let r = c.get_users(store, MIDDLE, ID_STEP, n, false).unwrap();
+                let r = c
+                    .get_users(store, IdSequence::new(MIDDLE, ID_STEP, n), false)
+                    .unwrap();
                 assert_eq!(r.value.as_ref().unwrap().rows_found, n);
                 (r.value.unwrap().instructions, r.message)
             }
@@ -116,11 +120,15 @@ impl Workload {
         match self {
             Workload::Insert(n) => {
                 let offset = MIDDLE + 2 + j % 8 + j / 8 * ID_STEP * n;
-                let r = c.add_users(store, offset, ID_STEP, n).unwrap();
+                let r = c
+                    .add_users(store, IdSequence::new(offset, ID_STEP, n))
+                    .unwrap();
                 assert_eq!(r.value.unwrap().rows_inserted, n);
             }
             Workload::Get(n) => {
-                let r = c.get_users(store, MIDDLE, ID_STEP, n, true).unwrap();
+                let r = c
+                    .get_users(store, IdSequence::new(MIDDLE, ID_STEP, n), true)
+                    .unwrap();
                 assert_eq!(r.value.unwrap().rows_found, n);
             }
             Workload::Scan(n) => {
@@ -168,7 +176,9 @@ fn run(replica: Replica, binding: Binding) {
     for s in fill_stores {
         let mut done = 0;
         while done < ROWS {
-            let r = c.add_users(s, done * ID_STEP, ID_STEP, CHUNK).unwrap();
+            let r = c
+                .add_users(s, IdSequence::new(done * ID_STEP, ID_STEP, CHUNK))
+                .unwrap();
             let v = r
                 .value
                 .unwrap_or_else(|e| panic!("filling {s} at row {done}: {e}"));
@@ -264,7 +274,9 @@ fn what_each_binding_holds_at_a_million_rows() {
         let mut c = BenchClient::install(&mut engine, binding.wasm()).unwrap();
         let mut done = 0;
         while done < ROWS {
-            let r = c.add_users(store, done * ID_STEP, ID_STEP, CHUNK).unwrap();
+            let r = c
+                .add_users(store, IdSequence::new(done * ID_STEP, ID_STEP, CHUNK))
+                .unwrap();
             assert_eq!(r.value.unwrap().rows_inserted, CHUNK);
             done += CHUNK;
         }

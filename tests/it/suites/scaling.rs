@@ -1,6 +1,7 @@
 //! The scaling suite: every operation at every size, the storage priced, and one worker's order.
 
 use super::*;
+use icbench::bench_canister::IdSequence;
 use icbench::engine::cost::CyclesFees;
 use icbench::report::Status;
 
@@ -157,7 +158,7 @@ fn stable_bytes_are_each_stores_own(report: &Report) {
     for store in ["btree", "sqlite"] {
         for from in [0, 1_000] {
             let inserted = c
-                .add_users(store, from * 10, 10, 1_000)
+                .add_users(store, IdSequence::new(from * 10, 10, 1_000))
                 .unwrap()
                 .value
                 .unwrap();

@@ -2,7 +2,7 @@
 //! canister's users calls under a stem of their own (ic-sqlite-vfs, Motoko): its calls and
 //! each call's counts.
 
-use icbench::bench_canister::BenchClient;
+use icbench::bench_canister::{BenchClient, IdSequence};
 use icbench::engine::{MessageReport, PageCounts};
 
 use super::table::Table;
@@ -77,14 +77,16 @@ pub fn table(labels: &[&str]) -> Table {
 /// rows scanned (queries), each the first of its kind since the fill: each call's counts.
 pub fn default_calls(c: &mut BenchClient<'_>, stem: &str) -> Vec<Counts> {
     let mut out = Vec::new();
-    let r = c.add_users(stem, 0, 10, 2_000).unwrap();
+    let r = c.add_users(stem, IdSequence::new(0, 10, 2_000)).unwrap();
     assert_eq!(r.value.as_ref().unwrap().rows_inserted, 2_000);
     out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
-    let r = c.add_users(stem, 10_001, 10, 1).unwrap();
+    let r = c.add_users(stem, IdSequence::new(10_001, 10, 1)).unwrap();
     assert_eq!(r.value.as_ref().unwrap().rows_inserted, 1);
     out.push(Counts::measured(r.value.unwrap().instructions, &r.message));
     for keys in [1, 100] {
-        let r = c.get_users(stem, 10_000, 10, keys, false).unwrap();
+        let r = c
+            .get_users(stem, IdSequence::new(10_000, 10, keys), false)
+            .unwrap();
         let v = r.value.unwrap();
         assert_eq!((v.rows_found, v.bytes_read), (keys, keys * 100));
         out.push(Counts::measured(v.instructions, &r.message));
