@@ -79,7 +79,7 @@ pub struct MopsArgs {
     pub replica: Option<String>,
     /// The host's OS page size the replica counts in (`linux`, `macos-arm64`).
     #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
-    pub host: Option<String>,
+    pub host: Option<Host>,
     /// Also print each cell's Wasm pages and their charge under mops' tables.
     #[arg(long)]
     pub pages: bool,
@@ -253,10 +253,7 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
             .map_err(|e| anyhow!("cannot write into {}: {e}", dir.display()))?;
     }
     let (replica, replica_version, default_rules) = rules(args, &project)?;
-    let host = match &args.host {
-        Some(h) => Host::by_name(h).map_err(|e| anyhow!(e))?,
-        None => Host::default(),
-    };
+    let host = args.host.unwrap_or_default();
     let template = match &args.bench_canister {
         Some(p) => std::fs::read_to_string(p)
             .with_context(|| format!("--bench-canister {}", p.display()))?,

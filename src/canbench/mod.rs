@@ -109,7 +109,7 @@ pub struct CanbenchArgs {
     /// canbench's own x86_64 server counts on a Mac too; macos-arm64 for figures from a
     /// native arm64-darwin server).
     #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
-    pub host: Option<String>,
+    pub host: Option<Host>,
     /// Also write the comparison against the results file as a pull-request comment
     /// (markdown) to FILE, failed benches included.
     #[arg(long, value_name = "FILE")]
@@ -483,10 +483,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         Some(name) => Replica::by_name(name).map_err(|e| anyhow!(e))?,
         None => REPLICA,
     };
-    let host = match &args.host {
-        Some(name) => Host::by_name(name).map_err(|e| anyhow!(e))?,
-        None => Host::default(),
-    };
+    let host = args.host.unwrap_or_default();
     let mut runner = Runner::install_on(
         (replica, host),
         &wasm,

@@ -303,7 +303,7 @@ pub(crate) struct RulesArgs {
     /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet).
     /// Reports name a host other than linux.
     #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
-    pub(crate) host: Option<String>,
+    pub(crate) host: Option<icbench::engine::cost::Host>,
 }
 
 #[derive(Args)]

@@ -11,7 +11,7 @@ use clap::parser::ValueSource;
 use clap::ArgMatches;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use icbench::engine::cost::{Host, Replica};
+use icbench::engine::cost::Replica;
 use icbench::engine::embedded::memory::write_log::HeapWrites;
 use icbench::engine::embedded::EmbeddedEngine;
 use icbench::engine::Engine;
@@ -28,13 +28,9 @@ impl RulesArgs {
             .replica
             .as_deref()
             .map_or(Ok(Replica::NEWEST), Replica::by_name);
-        let host = self
-            .host
-            .as_deref()
-            .map_or(Ok(Host::default()), Host::by_name);
         Ok(EmbeddedEngine::default()
             .with_replica(replica.map_err(|e| anyhow!(e))?)
-            .with_host(host.map_err(|e| anyhow!(e))?))
+            .with_host(self.host.unwrap_or_default()))
     }
 }
 
@@ -47,9 +43,10 @@ pub(crate) fn make_engine(kind: EngineKind, rules: &RulesArgs) -> Result<Box<dyn
             "--replica {name} selects the rules of the embedded engine; a PocketIC server \
              charges by the replica it was built from"
         )),
-        (EngineKind::PocketIc, None, Some(name)) => Err(anyhow!(
-            "--host {name} selects the OS pages the embedded engine counts; a PocketIC server \
-             counts those of the machine it runs on"
+        (EngineKind::PocketIc, None, Some(host)) => Err(anyhow!(
+            "--host {} selects the OS pages the embedded engine counts; a PocketIC server \
+             counts those of the machine it runs on",
+            host.name()
         )),
         (EngineKind::PocketIc, None, None) => pocket_ic_engine("--engine pocket-ic"),
     }

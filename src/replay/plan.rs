@@ -120,10 +120,7 @@ impl Plan {
                 .map(|name| Replica::by_name(name).map_err(|e| anyhow!(e)))
                 .collect::<Result<_>>()?,
         };
-        let host = match &args.host {
-            Some(name) => Host::by_name(name).map_err(|e| anyhow!(e))?,
-            None => Host::default(),
-        };
+        let host = args.host.unwrap_or_default();
         let caller = args
             .caller
             .as_deref()

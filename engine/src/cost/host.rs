@@ -88,9 +88,8 @@ impl Host {
     }
 }
 
-/// The values of `--host` (a run's, `icbench canbench`'s), each with what it is; one given in
-/// another case (the CLI takes any) comes out as the list spells it.
-pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = String> {
+/// The values of `--host` (a run's, `icbench canbench`'s), each with what it is, in any case.
+pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = Host> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(
         Host::ALL.map(|h| clap::builder::PossibleValue::new(h.name()).help(h.summary())),
@@ -99,7 +98,7 @@ pub fn value_parser() -> impl clap::builder::TypedValueParser<Value = String> {
         Host::ALL
             .into_iter()
             .find(|h| h.name().eq_ignore_ascii_case(&typed))
-            .map_or(typed, |h| h.name().to_string())
+            .expect("clap took one of the hosts' names")
     })
 }
 
