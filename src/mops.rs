@@ -77,9 +77,8 @@ pub struct MopsArgs {
     /// pins ([toolchain] pocket-ic), else of mops' recommended 15.0.0.
     #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
     pub replica: Option<String>,
-    /// The host's OS page size the replica counts in (`linux`, `macos-arm64`).
-    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
-    pub host: Option<Host>,
+    #[command(flatten)]
+    pub host: crate::suites::HostArg,
     /// Also print each cell's Wasm pages and their charge under mops' tables.
     #[arg(long)]
     pub pages: bool,
@@ -253,7 +252,7 @@ fn plan(args: &MopsArgs) -> Result<Plan> {
             .map_err(|e| anyhow!("cannot write into {}: {e}", dir.display()))?;
     }
     let (replica, replica_version, default_rules) = rules(args, &project)?;
-    let host = args.host.unwrap_or_default();
+    let host = args.host.get();
     let template = match &args.bench_canister {
         Some(p) => std::fs::read_to_string(p)
             .with_context(|| format!("--bench-canister {}", p.display()))?,

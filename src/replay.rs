@@ -68,9 +68,8 @@ pub struct ReplayArgs {
     /// (default: today's, the newest vintage).
     #[arg(long, value_name = "VINTAGE", value_delimiter = ',', value_parser = crate::suites::replica_value_parser())]
     pub replica: Vec<String>,
-    /// The host's OS page size the replica counts in (`linux`, `macos-arm64`).
-    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
-    pub host: Option<crate::engine::cost::Host>,
+    #[command(flatten)]
+    pub host: crate::suites::HostArg,
     /// The canister's `wasm_memory_limit` setting in bytes, which a snapshot does not hold
     /// (0: none); a message that grows the heap past it traps, as on the replica.
     #[arg(long, value_name = "BYTES", default_value_t = crate::engine::cost::DEFAULT_WASM_MEMORY_LIMIT)]

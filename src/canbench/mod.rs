@@ -105,11 +105,8 @@ pub struct CanbenchArgs {
     /// memory tracker's page charges that mainnet takes since July 2026).
     #[arg(long, value_name = "VINTAGE", value_parser = crate::suites::replica_value_parser())]
     pub replica: Option<String>,
-    /// The machine whose OS pages the charges count (default: linux, 4 KiB pages, which
-    /// canbench's own x86_64 server counts on a Mac too; macos-arm64 for figures from a
-    /// native arm64-darwin server).
-    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
-    pub host: Option<Host>,
+    #[command(flatten)]
+    pub host: crate::suites::HostArg,
     /// Also write the comparison against the results file as a pull-request comment
     /// (markdown) to FILE, failed benches included.
     #[arg(long, value_name = "FILE")]
@@ -483,7 +480,7 @@ pub fn run(args: &CanbenchArgs) -> Result<bool> {
         Some(name) => Replica::by_name(name).map_err(|e| anyhow!(e))?,
         None => REPLICA,
     };
-    let host = args.host.unwrap_or_default();
+    let host = args.host.get();
     let mut runner = Runner::install_on(
         (replica, host),
         &wasm,

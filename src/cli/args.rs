@@ -299,11 +299,8 @@ pub(crate) struct RulesArgs {
     /// tracker: 2026-05). Reports name the vintage.
     #[arg(long, value_name = "VINTAGE", value_parser = suites::replica_value_parser())]
     pub(crate) replica: Option<String>,
-    /// The machine whose OS pages the charges count, as the server that recorded the
-    /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet).
-    /// Reports name a host other than linux.
-    #[arg(long, value_name = "HOST", value_parser = icbench::engine::cost::host::value_parser())]
-    pub(crate) host: Option<icbench::engine::cost::Host>,
+    #[command(flatten)]
+    pub(crate) host: suites::HostArg,
 }
 
 #[derive(Args)]

@@ -30,14 +30,14 @@ impl RulesArgs {
             .map_or(Ok(Replica::NEWEST), Replica::by_name);
         Ok(EmbeddedEngine::default()
             .with_replica(replica.map_err(|e| anyhow!(e))?)
-            .with_host(self.host.unwrap_or_default()))
+            .with_host(self.host.get()))
     }
 }
 
 /// The engine `kind` with the embedded engine's `--replica` and `--host`, which a PocketIC
 /// server refuses: it charges by its own replica, on the machine it runs on.
 pub(crate) fn make_engine(kind: EngineKind, rules: &RulesArgs) -> Result<Box<dyn Engine>> {
-    match (kind, &rules.replica, &rules.host) {
+    match (kind, &rules.replica, rules.host.given()) {
         (EngineKind::Embedded, _, _) => Ok(Box::new(rules.embedded_engine()?)),
         (EngineKind::PocketIc, Some(name), _) => Err(anyhow!(
             "--replica {name} selects the rules of the embedded engine; a PocketIC server \

@@ -120,7 +120,7 @@ impl Plan {
                 .map(|name| Replica::by_name(name).map_err(|e| anyhow!(e)))
                 .collect::<Result<_>>()?,
         };
-        let host = args.host.unwrap_or_default();
+        let host = args.host.get();
         let caller = args
             .caller
             .as_deref()

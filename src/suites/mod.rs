@@ -247,6 +247,29 @@ impl clap::builder::TypedValueParser for ReplicaValueParser {
     }
 }
 
+/// `--host`, the same flag in a run, crosscheck, `icbench canbench`, `mops` and `replay`.
+#[derive(Args, Clone, Copy, Debug, Default)]
+pub struct HostArg {
+    /// The machine whose OS pages the charges count, as the server that recorded the
+    /// figures being matched counted them (default: linux, 4 KiB pages, as mainnet and as
+    /// canbench's x86_64 server counts on a Mac too; macos-arm64: a native arm64-darwin
+    /// server's 16 KiB). Reports name a host other than linux.
+    #[arg(long, value_name = "HOST", value_parser = crate::engine::cost::host::value_parser())]
+    host: Option<crate::engine::cost::Host>,
+}
+
+impl HostArg {
+    /// The host given, if one was.
+    pub fn given(self) -> Option<crate::engine::cost::Host> {
+        self.host
+    }
+
+    /// The host given, else linux.
+    pub fn get(self) -> crate::engine::cost::Host {
+        self.host.unwrap_or_default()
+    }
+}
+
 /// Options that more than one suite reads: `--help` adds to each the suites that read it
 /// ([`Suite::reads`]).
 #[derive(Args, Clone, Debug)]
